@@ -1,0 +1,42 @@
+// Package workflow is the domain of signoff and its durable run engine.
+//
+// A run moves through steps and actions. A step reads and decides (it looks things
+// up, asks a model, writes evidence and may propose actions) and never changes the
+// outside world, so re-running one after a crash is harmless. An action is the only
+// way to change the world; the engine runs it, never a step, and only after policy
+// has allowed it or the people policy names have approved its fingerprint.
+//
+// # State machine
+//
+//	running ──steps──► proposed ──checks──► failed
+//	                           └─policy──► executing | waiting_approval
+//	waiting_approval ─approve─► executing ─receipts─► done
+//	                 ─reject──► rejected
+//	                 ─deadline► expired
+//	                 ─cancel──► cancelled
+//	executing ─refused or unprovable─► needs_attention
+//	any state whose stored data fails its integrity check ─► needs_attention
+//
+// # Guarantees
+//
+//   - A transition, its checkpoint and its audit event commit in one transaction
+//     (Store.Update). Nothing that matters lives only in a process.
+//   - Every state change is a compare-and-set on a version; zero rows changed is
+//     ErrConflict, never ignored.
+//   - Intent before effect, receipt after effect: an operation is recorded as
+//     pending before the executor is called with its idempotency key, and a
+//     pending operation found on resume is reconciled with the target (Lookup),
+//     never sent with a new key.
+//   - Execution uses the stored arguments, whose fingerprint is recomputed and
+//     compared with the approved one right before the call.
+//   - Checkpoints are hash chained and decoded strictly; a damaged run stops in
+//     needs_attention with the reason, and other runs carry on.
+//
+// # Errors
+//
+//	ErrNotFound    the record does not exist
+//	ErrConflict    a compare-and-set lost: someone else changed the record first
+//	ErrDuplicate   a unique key exists already
+//	*RefusedError  the engine refused a request; nothing changed but the audit log
+//	*IntegrityError stored data failed a check; the run is put in needs_attention
+package workflow

@@ -1,0 +1,84 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Action is one proposed change to the world: a name and its arguments.
+// Args holds canonical JSON (see Canonical) once the engine has accepted it.
+type Action struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Evidence is something a step found and an approver is shown.
+type Evidence struct {
+	Source string          `json:"source"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// Person is someone who asks or decides.
+type Person struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// Receipt is the target's proof that an operation happened.
+type Receipt struct {
+	ID     string          `json:"id"`
+	Detail json.RawMessage `json:"detail,omitempty"`
+}
+
+// Executor carries out one kind of action against its target. The engine calls
+// it; steps never do.
+type Executor interface {
+	// Check verifies read-only preconditions (the order exists, the charge is
+	// captured). It must not change anything. Return Permanent(err) when the
+	// action can never succeed; other errors are retried within a budget.
+	Check(ctx context.Context, a Action) error
+	// Execute performs the action once under the idempotency key. Calling it
+	// again with the same key and arguments must return the first receipt and
+	// change nothing. Return Permanent(err) when the target refused and nothing
+	// happened, Transient(err) when the target certainly did nothing and a retry
+	// may succeed; any other error means the outcome is unknown.
+	Execute(ctx context.Context, key string, a Action) (Receipt, error)
+	// Lookup asks the target whether key happened: (receipt, true) when it did,
+	// (zero, false, nil) when it certainly did not, an error when it cannot tell.
+	Lookup(ctx context.Context, key string) (Receipt, bool, error)
+}
+
+// Agent is a workflow made of steps. A step reads and decides and never changes
+// the world; it appends to the state (messages, evidence, model calls) and, when
+// it is the last, sets the proposal. The engine checkpoints after every step.
+type Agent interface {
+	// Step runs the next step on st (st.Step steps are done). It returns true when
+	// the agent has finished: st.Actions then holds the proposal (possibly empty).
+	Step(ctx context.Context, st *State) (done bool, err error)
+}
+
+// Clock tells the time and waits. Tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx ends.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns the current time.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d or until ctx ends.
+func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

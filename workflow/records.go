@@ -1,0 +1,227 @@
+package workflow
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+)
+
+// Status is where a run is in its life.
+type Status string
+
+// The statuses of a run. See the package documentation for the transitions.
+const (
+	StatusRunning         Status = "running"
+	StatusWaitingApproval Status = "waiting_approval"
+	StatusExecuting       Status = "executing"
+	StatusDone            Status = "done"
+	StatusFailed          Status = "failed"
+	StatusRejected        Status = "rejected"
+	StatusExpired         Status = "expired"
+	StatusCancelled       Status = "cancelled"
+	StatusNeedsAttention  Status = "needs_attention"
+)
+
+// Statuses lists every status, in life order.
+var Statuses = []Status{
+	StatusRunning, StatusWaitingApproval, StatusExecuting, StatusDone, StatusFailed,
+	StatusRejected, StatusExpired, StatusCancelled, StatusNeedsAttention,
+}
+
+// Terminal reports whether nothing more will happen to a run in this status.
+// needs_attention is not terminal: it waits for a person.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusDone, StatusFailed, StatusRejected, StatusExpired, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of Statuses.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Run is the row that says where a run is. Its full state lives in its checkpoints.
+type Run struct {
+	ID             string
+	Workflow       string // "proposal" for submitted proposals, or an agent's name
+	TaskID         string
+	Status         Status
+	Step           int    // steps completed
+	Seq            int64  // seq of the latest checkpoint
+	Version        int64  // compare-and-set counter
+	RequesterID    string //
+	IdempotencyKey string // "" when the submitter gave none
+	Fingerprint    string // of the pending or approved proposal, "" before policy ran
+	Reason         string // why the run failed, ended or needs attention
+	Deadline       time.Time
+	ParentID       string // set on a fork
+	ParentSeq      int64
+	LeaseOwner     string
+	LeaseUntil     time.Time
+	Fence          int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Checkpoint is an immutable snapshot of a run's State at Seq, hash chained to Seq-1.
+type Checkpoint struct {
+	RunID         string
+	Seq           int64
+	SchemaVersion int
+	State         []byte // the JSON encoding of State
+	PrevHash      string
+	Hash          string
+	CreatedAt     time.Time
+}
+
+// RequestStatus is where an approval request is.
+type RequestStatus string
+
+// The statuses of an approval request.
+const (
+	RequestPending    RequestStatus = "pending"
+	RequestApproved   RequestStatus = "approved"
+	RequestRejected   RequestStatus = "rejected"
+	RequestExpired    RequestStatus = "expired"
+	RequestCancelled  RequestStatus = "cancelled"
+	RequestSuperseded RequestStatus = "superseded" // an edit replaced it
+)
+
+// ApprovalRequest is what a person is asked to approve: one fingerprint.
+type ApprovalRequest struct {
+	ID             string
+	RunID          string
+	Fingerprint    string
+	Rule           string
+	PolicyRevision string
+	Risk           string
+	Role           string // the lowest role that may approve
+	Count          int    // distinct approvers needed
+	SelfApproval   bool
+	Edit           bool
+	RequesterID    string
+	Deadline       time.Time
+	Status         RequestStatus
+	DecidedBy      string
+	DecidedAt      time.Time
+	Channel        string // where the request was posted, when it was
+	MessageTS      string
+	Version        int64
+	CreatedAt      time.Time
+}
+
+// Verdict is what one approver said.
+type Verdict string
+
+// The verdicts.
+const (
+	VerdictApprove Verdict = "approve"
+	VerdictReject  Verdict = "reject"
+)
+
+// Decision is one approver's verdict on one request, stored once per approver.
+type Decision struct {
+	ID            int64
+	RequestID     string
+	RunID         string
+	ApproverID    string
+	ApproverName  string
+	Role          string // the approver's role, resolved by the server
+	Verdict       Verdict
+	Reason        string
+	EditedArgs    []byte // JSON of the edited actions' arguments, when the approver edited
+	Via           string // slack, cli, api
+	PayloadDigest string // sha256 of the request body that carried it, when there was one
+	At            time.Time
+}
+
+// OpStatus is where an operation (one action's execution) is.
+type OpStatus string
+
+// The statuses of an operation.
+const (
+	OpPending   OpStatus = "pending"   // intent recorded; the call may or may not have happened
+	OpCommitted OpStatus = "committed" // receipt recorded
+	OpFailed    OpStatus = "failed"    // the target refused it; nothing happened
+	OpUnknown   OpStatus = "unknown"   // the outcome cannot be proven; a person decides
+)
+
+// Operation is the ledger row of one action's execution.
+type Operation struct {
+	Key        string // idempotency key: run id + action index
+	RunID      string
+	Index      int
+	Action     string
+	ArgsDigest string
+	Status     OpStatus
+	Attempts   int
+	Receipt    []byte // JSON receipt from the target
+	Error      string
+	Version    int64
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// OutboxMessage is a message to deliver after the transaction that caused it commits.
+type OutboxMessage struct {
+	ID          int64
+	RunID       string
+	Kind        string
+	Payload     []byte
+	Attempts    int
+	NextAttempt time.Time
+	DeliveredAt time.Time // zero until delivered
+	LastError   string
+	Version     int64
+	CreatedAt   time.Time
+}
+
+// AuditEvent is one line of the hash-chained audit log: who did what to which run.
+type AuditEvent struct {
+	Seq      int64
+	RunID    string
+	Actor    string
+	Action   string
+	Detail   []byte // JSON
+	At       time.Time
+	PrevHash string
+	Hash     string
+}
+
+// AuditHash is the chained hash of an audit event. Drivers call it so that both
+// compute the same chain.
+func AuditHash(e *AuditEvent) string {
+	h := sha256.New()
+	for _, part := range []string{
+		e.PrevHash, strconv.FormatInt(e.Seq, 10), e.RunID, e.Actor, e.Action,
+		string(e.Detail), strconv.FormatInt(e.At.UnixMilli(), 10),
+	} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{':'})
+		h.Write([]byte(part))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// CheckpointHash is the chained hash of a checkpoint.
+func CheckpointHash(c *Checkpoint) string {
+	h := sha256.New()
+	for _, part := range []string{
+		c.PrevHash, c.RunID, strconv.FormatInt(c.Seq, 10), strconv.Itoa(c.SchemaVersion),
+		string(c.State), strconv.FormatInt(c.CreatedAt.UnixMilli(), 10),
+	} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{':'})
+		h.Write([]byte(part))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,196 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+)
+
+// SchemaVersion is the version of State this build writes. A checkpoint with a
+// newer version is refused rather than guessed at.
+const SchemaVersion = 1
+
+// State is everything a run needs to continue in a new process. It is what a
+// checkpoint stores, and it is decoded strictly.
+type State struct {
+	SchemaVersion int               `json:"schema_version"`
+	RunID         string            `json:"run_id"`
+	Workflow      string            `json:"workflow"`
+	TaskID        string            `json:"task_id,omitempty"`
+	Status        Status            `json:"status"`
+	Step          int               `json:"step"`
+	Requester     Person            `json:"requester"`
+	Summary       string            `json:"summary,omitempty"`
+	Messages      []Message         `json:"messages,omitempty"`
+	Evidence      []Evidence        `json:"evidence,omitempty"`
+	ModelCalls    int               `json:"model_calls"`
+	Actions       []Action          `json:"actions,omitempty"`
+	Checks        []Check           `json:"checks,omitempty"`
+	Gate          *Gate             `json:"gate,omitempty"`
+	Decisions     []DecisionRecord  `json:"decisions,omitempty"`
+	Operations    []OperationRecord `json:"operations,omitempty"`
+	Reason        string            `json:"reason,omitempty"`
+	ForkedFrom    *ForkRef          `json:"forked_from,omitempty"`
+}
+
+// Message is one turn of an agent's working context.
+type Message struct {
+	Role    string          `json:"role"` // user, assistant, tool
+	Content string          `json:"content,omitempty"`
+	Tool    string          `json:"tool,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+// Check is the result of one read-only check of one action.
+type Check struct {
+	Action   int    `json:"action"`
+	Name     string `json:"name"`
+	OK       bool   `json:"ok"`
+	Attempts int    `json:"attempts"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Gate is what policy decided for the proposal.
+type Gate struct {
+	Rule           string        `json:"rule"`
+	Risk           string        `json:"risk"`
+	PolicyRevision string        `json:"policy_revision"`
+	Approval       *ApprovalSpec `json:"approval,omitempty"`
+	Fingerprint    string        `json:"fingerprint"`
+	RequestID      string        `json:"request_id,omitempty"`
+	Deadline       *time.Time    `json:"deadline,omitempty"`
+}
+
+// ApprovalSpec is what a policy rule requires before its actions run.
+type ApprovalSpec struct {
+	Role         string  `json:"role"`
+	Count        int     `json:"count"`
+	Expires      Seconds `json:"expires_seconds"`
+	SelfApproval bool    `json:"self_approval"`
+	Edit         bool    `json:"edit"`
+}
+
+// Seconds is a duration stored as whole seconds, so checkpoints stay plain JSON.
+type Seconds int64
+
+// Duration converts s to a time.Duration.
+func (s Seconds) Duration() time.Duration { return time.Duration(s) * time.Second }
+
+// DecisionRecord is a decision as the checkpoint remembers it.
+type DecisionRecord struct {
+	RequestID string    `json:"request_id"`
+	By        string    `json:"by"`
+	Role      string    `json:"role"`
+	Verdict   Verdict   `json:"verdict"`
+	Reason    string    `json:"reason,omitempty"`
+	Edited    bool      `json:"edited,omitempty"`
+	Via       string    `json:"via"`
+	At        time.Time `json:"at"`
+}
+
+// OperationRecord is an operation as the checkpoint remembers it.
+type OperationRecord struct {
+	Key      string          `json:"key"`
+	Index    int             `json:"index"`
+	Action   string          `json:"action"`
+	Status   OpStatus        `json:"status"`
+	Attempts int             `json:"attempts"`
+	Receipt  json.RawMessage `json:"receipt,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// ForkRef names the checkpoint a run was forked from.
+type ForkRef struct {
+	RunID string `json:"run_id"`
+	Seq   int64  `json:"seq"`
+}
+
+// EncodeState encodes st for a checkpoint.
+func EncodeState(st *State) ([]byte, error) {
+	b, err := jsonv2.Marshal(st, jsonv2.Deterministic(true))
+	if err != nil {
+		return nil, fmt.Errorf("encode state of run %s: %w", st.RunID, err)
+	}
+	return b, nil
+}
+
+// DecodeState decodes a checkpoint's state strictly: unknown fields, duplicate
+// keys, trailing data and a schema version from the future are errors.
+func DecodeState(b []byte) (*State, error) {
+	var st State
+	if err := jsonv2.Unmarshal(b, &st, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return nil, fmt.Errorf("decode state: %w", err)
+	}
+	if st.SchemaVersion > SchemaVersion {
+		return nil, fmt.Errorf("decode state: schema version %d is newer than this build (%d)", st.SchemaVersion, SchemaVersion)
+	}
+	if st.SchemaVersion < 1 {
+		return nil, fmt.Errorf("decode state: missing or invalid schema version %d", st.SchemaVersion)
+	}
+	if !st.Status.Valid() {
+		return nil, fmt.Errorf("decode state: unknown status %q", st.Status)
+	}
+	return &st, nil
+}
+
+// VerifyChain checks a run's checkpoints: seqs 1..n without gaps, each hash
+// recomputed from its content, each linked to the one before, and each state
+// decodable strictly. It returns the decoded latest state.
+func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
+	if len(cps) == 0 {
+		return nil, &IntegrityError{RunID: runID, Problem: "no checkpoint"}
+	}
+	prev := ""
+	var st *State
+	for i, c := range cps {
+		if c.Seq != int64(i+1) {
+			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint seq %d where %d was expected", c.Seq, i+1)}
+		}
+		if c.PrevHash != prev {
+			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: prev_hash does not match the checkpoint before"}
+		}
+		if got := CheckpointHash(c); got != c.Hash {
+			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
+		}
+		var err error
+		if st, err = DecodeState(c.State); err != nil {
+			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: err.Error()}
+		}
+		if st.SchemaVersion != c.SchemaVersion {
+			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "schema version of the row and of the state differ"}
+		}
+		if st.RunID != runID {
+			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("state belongs to run %q", st.RunID)}
+		}
+		prev = c.Hash
+	}
+	return st, nil
+}
+
+// IntegrityError says that a run's stored data failed a check.
+type IntegrityError struct {
+	RunID   string
+	Seq     int64
+	Problem string
+}
+
+func (e *IntegrityError) Error() string {
+	if e.Seq > 0 {
+		return fmt.Sprintf("run %s checkpoint %d: %s", e.RunID, e.Seq, e.Problem)
+	}
+	return fmt.Sprintf("run %s: %s", e.RunID, e.Problem)
+}
+
+// DecodeStrict decodes one JSON value into v, refusing unknown fields, duplicate
+// keys and trailing data. It is for input from outside (proposals, edits).
+func DecodeStrict(b []byte, v any) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return errors.New("empty input")
+	}
+	return jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true))
+}

@@ -1,0 +1,114 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors every storage driver maps its native errors to, in one place.
+var (
+	// ErrNotFound: the record does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a compare-and-set changed zero rows because the record moved on.
+	ErrConflict = errors.New("conflict: the record was changed by someone else")
+	// ErrDuplicate: a unique key (id, idempotency key, approver per request) exists.
+	ErrDuplicate = errors.New("duplicate")
+)
+
+// Store is the durable home of every record. Drivers: storage/sqlite, storage/postgres.
+// Both pass the behaviour suite in storage/storagetest.
+type Store interface {
+	// Update runs fn in one read-write transaction and commits it when fn returns
+	// nil. Everything fn writes commits together or not at all.
+	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// View runs fn in a read-only transaction with a consistent snapshot.
+	View(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Tx is what a transaction can read and write. Mutable records carry a Version:
+// Update* methods are compare-and-set on it (WHERE version = rec.Version), set the
+// stored version to rec.Version+1, bump rec.Version on success, and return
+// ErrConflict when zero rows changed. Insert* methods return ErrDuplicate on a
+// unique violation. Single-record reads return ErrNotFound. Times are stored with
+// millisecond precision in UTC.
+type Tx interface {
+	// InsertRun stores a new run (Version is set to 1). ErrDuplicate when the id
+	// or a non-empty IdempotencyKey exists.
+	InsertRun(ctx context.Context, r *Run) error
+	// Run loads one run. ErrNotFound.
+	Run(ctx context.Context, id string) (*Run, error)
+	// RunByIdempotencyKey loads the run submitted with key. ErrNotFound.
+	RunByIdempotencyKey(ctx context.Context, key string) (*Run, error)
+	// ListRuns lists runs, oldest first (created_at, id), after the filter's cursor.
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	// UpdateRun is a compare-and-set on r.Version. ErrConflict, ErrNotFound.
+	UpdateRun(ctx context.Context, r *Run) error
+
+	// AppendCheckpoint stores an immutable checkpoint. ErrDuplicate when (run, seq) exists.
+	AppendCheckpoint(ctx context.Context, c *Checkpoint) error
+	// Checkpoints lists a run's checkpoints by seq ascending (empty when none).
+	Checkpoints(ctx context.Context, runID string) ([]*Checkpoint, error)
+
+	// InsertRequest stores a new approval request (Version is set to 1). ErrDuplicate.
+	InsertRequest(ctx context.Context, r *ApprovalRequest) error
+	// Request loads one approval request. ErrNotFound.
+	Request(ctx context.Context, id string) (*ApprovalRequest, error)
+	// RequestsForRun lists a run's requests, oldest first.
+	RequestsForRun(ctx context.Context, runID string) ([]*ApprovalRequest, error)
+	// UpdateRequest is a compare-and-set on r.Version. ErrConflict, ErrNotFound.
+	UpdateRequest(ctx context.Context, r *ApprovalRequest) error
+
+	// InsertDecision stores a decision; ErrDuplicate when this approver already
+	// decided this request. Sets d.ID.
+	InsertDecision(ctx context.Context, d *Decision) error
+	// Decisions lists a run's decisions in the order they were made.
+	Decisions(ctx context.Context, runID string) ([]*Decision, error)
+
+	// InsertOperation records an intent (Version is set to 1). ErrDuplicate when the key exists.
+	InsertOperation(ctx context.Context, op *Operation) error
+	// Operation loads one operation by idempotency key. ErrNotFound.
+	Operation(ctx context.Context, key string) (*Operation, error)
+	// Operations lists a run's operations by action index.
+	Operations(ctx context.Context, runID string) ([]*Operation, error)
+	// UpdateOperation is a compare-and-set on op.Version. ErrConflict, ErrNotFound.
+	UpdateOperation(ctx context.Context, op *Operation) error
+
+	// EnqueueOutbox stores a message to deliver (Version is set to 1). Sets m.ID.
+	EnqueueOutbox(ctx context.Context, m *OutboxMessage) error
+	// DueOutbox lists undelivered messages whose NextAttempt is at or before now,
+	// oldest first, at most limit.
+	DueOutbox(ctx context.Context, now time.Time, limit int) ([]*OutboxMessage, error)
+	// UpdateOutbox is a compare-and-set on m.Version. ErrConflict, ErrNotFound.
+	UpdateOutbox(ctx context.Context, m *OutboxMessage) error
+
+	// AppendAudit appends to the audit chain: the driver sets e.Seq to the last
+	// seq + 1, e.PrevHash to the last hash ("" for the first), and e.Hash to
+	// AuditHash(e). The chain is global, so appends are serialised.
+	AppendAudit(ctx context.Context, e *AuditEvent) error
+	// AuditEvents lists audit events by seq ascending after f.AfterSeq, for one run
+	// when f.RunID is set, at most f.Limit (0 = no limit).
+	AuditEvents(ctx context.Context, f AuditFilter) ([]*AuditEvent, error)
+}
+
+// RunFilter selects runs for ListRuns.
+type RunFilter struct {
+	// Statuses keeps runs in any of these statuses; empty keeps all.
+	Statuses []Status
+	// DeadlineBefore keeps runs with a non-zero Deadline before this time.
+	DeadlineBefore time.Time
+	// After is the cursor: runs strictly after (CreatedAt, ID) of this run.
+	AfterCreated time.Time
+	AfterID      string
+	// Limit caps the result; 0 means no limit.
+	Limit int
+}
+
+// AuditFilter selects audit events.
+type AuditFilter struct {
+	RunID    string
+	AfterSeq int64
+	Limit    int
+}
