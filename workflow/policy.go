@@ -1,0 +1,282 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+)
+
+// Risk levels a rule may assign.
+const (
+	RiskLow    = "low"
+	RiskMedium = "medium"
+	RiskHigh   = "high"
+)
+
+// PolicyCostLimit caps the work one condition may do in one evaluation, in CEL
+// cost units (about one per operation). The rules a person writes use a few
+// dozen; the cap stops a hostile or careless expression, such as nested
+// comprehensions over a big argument list, from stalling the engine.
+const PolicyCostLimit = 1_000_000
+
+// ErrNoRuleMatched: no rule's condition held. Policy fails closed: an action
+// nobody wrote a rule for does not run.
+var ErrNoRuleMatched = errors.New("no policy rule matched")
+
+// Rule is one policy rule: when its condition holds for an action, the action
+// has its risk and needs its approval (nil: none).
+type Rule struct {
+	Name     string
+	When     string // a CEL expression of type bool
+	Risk     string // low, medium or high
+	Approval *ApprovalSpec
+}
+
+// RuleError says which rule, and which of its fields, NewPolicy refused, so a
+// config loader can point at the line.
+type RuleError struct {
+	Index int    // position in the rules
+	Field string // name, when, risk, approval.role, approval.count, approval.expires
+	Err   error
+}
+
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("rules[%d].%s: %v", e.Index, e.Field, e.Err)
+}
+
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// Policy is a compiled, ordered list of rules: the first rule whose condition
+// holds decides. It is built once per config load and is safe for concurrent use.
+type Policy struct {
+	revision string
+	rules    []Rule
+	programs []cel.Program
+}
+
+// PolicyInput is what a condition can see about one action.
+type PolicyInput struct {
+	Action    Action
+	Index     int // position of the action in the proposal
+	Evidence  []Evidence
+	Requester Person
+	TaskID    string
+}
+
+// Outcome is what policy decided for one action.
+type Outcome struct {
+	Rule     string
+	Risk     string
+	Approval *ApprovalSpec // nil: the action may run without approval
+}
+
+// celEnv declares what conditions can see:
+//
+//	action    map: name (string), index (int), args (the arguments object)
+//	evidence  list of maps: source (string), data (any JSON)
+//	requester map: id, name (strings)
+//	task      string: the task id, "" when none
+//
+// JSON numbers arrive as int when integral and double otherwise; double(x)
+// accepts both, and comparisons between int and double work.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("action", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("evidence", cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
+		cel.Variable("requester", cel.MapType(cel.StringType, cel.StringType)),
+		cel.Variable("task", cel.StringType),
+	)
+})
+
+// NewPolicy compiles every rule. It refuses, with a *RuleError: an empty or
+// repeated name, a condition that does not compile or is not a bool, a risk
+// other than low, medium or high, an approval by a role roles does not have, a
+// count below 1 and an expiry below one second.
+func NewPolicy(revision string, rules []Rule, roles *Roles) (*Policy, error) {
+	if strings.TrimSpace(revision) == "" {
+		return nil, errors.New("policy: revision is empty")
+	}
+	if len(rules) == 0 {
+		return nil, errors.New("policy: no rules")
+	}
+	env, err := celEnv()
+	if err != nil {
+		return nil, fmt.Errorf("policy: build CEL environment: %w", err)
+	}
+	p := &Policy{revision: revision}
+	seen := map[string]int{}
+	for i, r := range rules {
+		fail := func(field string, err error) (*Policy, error) {
+			return nil, &RuleError{Index: i, Field: field, Err: err}
+		}
+		if err := checkName(r.Name); err != nil {
+			return fail("name", err)
+		}
+		if j, dup := seen[r.Name]; dup {
+			return fail("name", fmt.Errorf("duplicate rule name %q (also rules[%d])", r.Name, j))
+		}
+		seen[r.Name] = i
+		prg, err := compileCondition(env, r.When)
+		if err != nil {
+			return fail("when", err)
+		}
+		switch r.Risk {
+		case RiskLow, RiskMedium, RiskHigh:
+		default:
+			return fail("risk", fmt.Errorf("risk %q: want low, medium or high", r.Risk))
+		}
+		if a := r.Approval; a != nil {
+			if _, ok := roles.Rank(a.Role); !ok {
+				return fail("approval.role", fmt.Errorf("unknown role %q (roles: %s)", a.Role, strings.Join(roles.Names(), ", ")))
+			}
+			if a.Count < 1 {
+				return fail("approval.count", fmt.Errorf("count %d: at least 1 approver is needed", a.Count))
+			}
+			if a.Expires < 1 {
+				return fail("approval.expires", errors.New("must be at least 1s"))
+			}
+			copied := *a
+			r.Approval = &copied
+		}
+		p.rules = append(p.rules, r)
+		p.programs = append(p.programs, prg)
+	}
+	return p, nil
+}
+
+func compileCondition(env *cel.Env, expr string) (cel.Program, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, errors.New(`empty condition (write "true" for a rule that always applies)`)
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, celIssues(iss)
+	}
+	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
+		// dyn is refused too: a rule that is not a bool at evaluation would only
+		// fail then, while an action waits.
+		hint := ""
+		if t.IsExactType(cel.DynType) {
+			hint = " (compare explicitly, e.g. action.args.flag == true)"
+		}
+		return nil, fmt.Errorf("condition is of type %s, want bool%s", cel.FormatCELType(t), hint)
+	}
+	prg, err := env.Program(ast,
+		cel.CostLimit(PolicyCostLimit),
+		// So that a cancelled context stops a long comprehension too.
+		cel.InterruptCheckFrequency(100),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("condition: %w", err)
+	}
+	return prg, nil
+}
+
+// celIssues renders CEL's compile errors one per clause, without the source
+// snippet lines, so that a config error fits on one line.
+func celIssues(iss *cel.Issues) error {
+	var msgs []string
+	for _, e := range iss.Errors() {
+		msg := strings.TrimSuffix(e.Message, " (in container '')")
+		msgs = append(msgs, fmt.Sprintf("ERROR: <input>:%d:%d: %s", e.Location.Line(), e.Location.Column()+1, msg))
+	}
+	if len(msgs) == 0 {
+		return iss.Err()
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// Revision names this version of the policy; it is part of every fingerprint,
+// so a policy change makes old approval buttons stale.
+func (p *Policy) Revision() string { return p.revision }
+
+// Rules returns a copy of the rules, in order.
+func (p *Policy) Rules() []Rule {
+	out := slices.Clone(p.rules)
+	for i := range out {
+		if a := out[i].Approval; a != nil {
+			copied := *a
+			out[i].Approval = &copied
+		}
+	}
+	return out
+}
+
+// Evaluate returns the outcome of the first rule whose condition holds for
+// in.Action. It fails closed: an error evaluating any rule before a match, or
+// no match at all (ErrNoRuleMatched), is an error and never "no approval".
+func (p *Policy) Evaluate(ctx context.Context, in PolicyInput) (Outcome, error) {
+	vars, err := policyVars(in)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("policy %s: action %s: %w", p.revision, in.Action.Name, err)
+	}
+	for i, prg := range p.programs {
+		if err := ctx.Err(); err != nil {
+			return Outcome{}, fmt.Errorf("policy %s: %w", p.revision, err)
+		}
+		r := p.rules[i]
+		val, _, err := prg.ContextEval(ctx, vars)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("policy %s: rule %q on action %s: %w", p.revision, r.Name, in.Action.Name, err)
+		}
+		match, ok := val.(types.Bool)
+		if !ok {
+			return Outcome{}, fmt.Errorf("policy %s: rule %q on action %s: condition gave %v, want bool", p.revision, r.Name, in.Action.Name, val)
+		}
+		if !match {
+			continue
+		}
+		out := Outcome{Rule: r.Name, Risk: r.Risk}
+		if r.Approval != nil {
+			copied := *r.Approval
+			out.Approval = &copied
+		}
+		return out, nil
+	}
+	return Outcome{}, fmt.Errorf("policy %s: action %s: %w", p.revision, in.Action.Name, ErrNoRuleMatched)
+}
+
+// policyVars decodes the input's JSON for CEL. Arguments must be one object
+// (empty means {}); duplicate keys are refused rather than guessed at.
+func policyVars(in PolicyInput) (map[string]any, error) {
+	args := map[string]any{}
+	if len(strings.TrimSpace(string(in.Action.Args))) > 0 {
+		v, err := decodeJSON(in.Action.Args, numbersCEL)
+		if err != nil {
+			return nil, fmt.Errorf("decode arguments: %w", err)
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("arguments must be a JSON object, got %s", jsonKind(v))
+		}
+		args = m
+	}
+	evidence := make([]any, len(in.Evidence))
+	for i, e := range in.Evidence {
+		var data any
+		if len(strings.TrimSpace(string(e.Data))) > 0 {
+			v, err := decodeJSON(e.Data, numbersCEL)
+			if err != nil {
+				return nil, fmt.Errorf("decode evidence %d (%s): %w", i, e.Source, err)
+			}
+			data = v
+		}
+		evidence[i] = map[string]any{"source": e.Source, "data": data}
+	}
+	return map[string]any{
+		"action": map[string]any{
+			"name":  in.Action.Name,
+			"index": int64(in.Index),
+			"args":  args,
+		},
+		"evidence":  evidence,
+		"requester": map[string]string{"id": in.Requester.ID, "name": in.Requester.Name},
+		"task":      in.TaskID,
+	}, nil
+}
