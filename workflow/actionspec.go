@@ -1,0 +1,443 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+)
+
+// Redaction is what a redacted field shows instead of its value.
+const Redaction = "[redacted]"
+
+// ActionSpec describes one kind of action: the executor that carries it out,
+// the JSON Schema its arguments must satisfy, and the argument fields a person
+// must not be shown.
+type ActionSpec struct {
+	Name     string
+	Executor Executor
+	// Redact lists argument fields hidden from people: top-level keys
+	// ("payment_id") or dotted paths ("card.number"). A path that meets an array
+	// applies to every element.
+	Redact []string
+	// Schema is the JSON Schema source, kept for display (edit forms, docs).
+	// Empty when the action accepts any object.
+	Schema json.RawMessage
+
+	schema *jsonschema.Schema // nil: any object
+}
+
+// NewActionSpec compiles schemaJSON (JSON Schema 2020-12 unless it names
+// another draft with $schema). An empty schemaJSON accepts any JSON object.
+// exec may be nil when the spec is only used to validate. The schema must be
+// self-contained: references to other documents are refused, so compiling a
+// schema never reads a file or the network.
+func NewActionSpec(name string, schemaJSON []byte, exec Executor, redact []string) (*ActionSpec, error) {
+	if err := checkName(name); err != nil {
+		return nil, fmt.Errorf("action name: %w", err)
+	}
+	s := &ActionSpec{Name: name, Executor: exec, Redact: slices.Clone(redact)}
+	for _, p := range redact {
+		if err := checkRedactPath(p); err != nil {
+			return nil, fmt.Errorf("action %s: redact: %w", name, err)
+		}
+	}
+	if len(bytes.TrimSpace(schemaJSON)) == 0 {
+		return s, nil
+	}
+	doc, err := decodeJSON(schemaJSON, numbersExact)
+	if err != nil {
+		return nil, fmt.Errorf("action %s: read schema: %w", name, err)
+	}
+	const url = "signoff:///action.schema.json"
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	// A schema that says "format": "date" means it; 2020-12 would only annotate.
+	c.AssertFormat()
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("action %s: add schema: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("action %s: compile schema: %w", name, err)
+	}
+	s.schema = sch
+	s.Schema = slices.Clone(json.RawMessage(schemaJSON))
+	return s, nil
+}
+
+// noLoader refuses every external reference.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("schema references %s: external references are not allowed", url)
+}
+
+func checkRedactPath(p string) error {
+	if p == "" {
+		return errors.New("empty path")
+	}
+	for seg := range strings.SplitSeq(p, ".") {
+		if seg == "" || strings.TrimSpace(seg) != seg {
+			return fmt.Errorf("bad path %q: want a key or keys joined by dots, like card.number", p)
+		}
+	}
+	return nil
+}
+
+// ArgsError lists everything wrong with an action's arguments, so that a person
+// editing them can fix all of it at once.
+type ArgsError struct {
+	Action   string
+	Problems []ArgProblem // sorted by path
+}
+
+// ArgProblem is one thing wrong with the arguments.
+type ArgProblem struct {
+	Path   string // amount, items[0].sku; "" for the arguments as a whole
+	Reason string
+}
+
+func (p ArgProblem) String() string {
+	if p.Path == "" {
+		return p.Reason
+	}
+	return p.Path + ": " + p.Reason
+}
+
+func (e *ArgsError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return fmt.Sprintf("invalid arguments for %s: %s", e.Action, strings.Join(parts, "; "))
+}
+
+// Validate checks args strictly: one JSON object, no duplicate keys, and
+// everything the schema says. The error is an *ArgsError naming every problem.
+func (s *ActionSpec) Validate(args json.RawMessage) error {
+	inst, err := s.decodeArgs(args)
+	if err != nil {
+		return err
+	}
+	if s.schema == nil {
+		return nil
+	}
+	err = s.schema.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return fmt.Errorf("validate arguments for %s: %w", s.Name, err)
+	}
+	ae := &ArgsError{Action: s.Name}
+	collectProblems(verr, inst, ae)
+	slices.SortStableFunc(ae.Problems, func(a, b ArgProblem) int { return strings.Compare(a.Path, b.Path) })
+	ae.Problems = slices.Compact(ae.Problems)
+	return ae
+}
+
+// decodeArgs reads args as one JSON object with exact numbers. Empty args mean
+// an action without arguments: {}.
+func (s *ActionSpec) decodeArgs(args json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return map[string]any{}, nil
+	}
+	v, err := decodeJSON(args, numbersExact)
+	if err != nil {
+		return nil, &ArgsError{Action: s.Name, Problems: []ArgProblem{{Reason: err.Error()}}}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &ArgsError{Action: s.Name, Problems: []ArgProblem{{Reason: "must be a JSON object, got " + jsonKind(v)}}}
+	}
+	return m, nil
+}
+
+// collectProblems turns the leaves of a validation error tree into problems;
+// the inner nodes only say "validation failed" and where.
+func collectProblems(e *jsonschema.ValidationError, inst any, ae *ArgsError) {
+	if len(e.Causes) > 0 {
+		for _, c := range e.Causes {
+			collectProblems(c, inst, ae)
+		}
+		return
+	}
+	at := argPath(inst, e.InstanceLocation)
+	add := func(path, reason string) { ae.Problems = append(ae.Problems, ArgProblem{Path: path, Reason: reason}) }
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		for _, m := range k.Missing {
+			add(joinPath(at, m), "is required")
+		}
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			add(joinPath(at, p), "is not allowed")
+		}
+	case *kind.Type:
+		add(at, fmt.Sprintf("must be %s, got %s", strings.Join(k.Want, " or "), k.Got))
+	case *kind.Minimum:
+		add(at, fmt.Sprintf("must be at least %s, got %s", ratString(k.Want), ratString(k.Got)))
+	case *kind.Maximum:
+		add(at, fmt.Sprintf("must be at most %s, got %s", ratString(k.Want), ratString(k.Got)))
+	case *kind.ExclusiveMinimum:
+		add(at, fmt.Sprintf("must be greater than %s, got %s", ratString(k.Want), ratString(k.Got)))
+	case *kind.ExclusiveMaximum:
+		add(at, fmt.Sprintf("must be less than %s, got %s", ratString(k.Want), ratString(k.Got)))
+	case *kind.MultipleOf:
+		add(at, fmt.Sprintf("must be a multiple of %s, got %s", ratString(k.Want), ratString(k.Got)))
+	case *kind.MinLength:
+		add(at, fmt.Sprintf("must be at least %d characters long, got %d", k.Want, k.Got))
+	case *kind.MaxLength:
+		add(at, fmt.Sprintf("must be at most %d characters long, got %d", k.Want, k.Got))
+	case *kind.MinItems:
+		add(at, fmt.Sprintf("must have at least %d items, got %d", k.Want, k.Got))
+	case *kind.MaxItems:
+		add(at, fmt.Sprintf("must have at most %d items, got %d", k.Want, k.Got))
+	default:
+		// The library's own wording, through its public output API.
+		out := (&jsonschema.ValidationError{ErrorKind: e.ErrorKind}).BasicOutput()
+		reason := "is invalid"
+		if out.Error != nil {
+			reason = out.Error.String()
+		}
+		add(at, reason)
+	}
+}
+
+// ratString prints 0.01 as 0.01, not as the fraction 1/100.
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.RatString()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// argPath renders a JSON pointer's tokens as amount or items[0].sku, looking at
+// the instance to tell array indexes from object keys that look like numbers.
+func argPath(inst any, loc []string) string {
+	path := ""
+	cur := inst
+	for _, tok := range loc {
+		switch c := cur.(type) {
+		case []any:
+			path += "[" + tok + "]"
+			if i, err := strconv.Atoi(tok); err == nil && i >= 0 && i < len(c) {
+				cur = c[i]
+			} else {
+				cur = nil
+			}
+		case map[string]any:
+			path = joinPath(path, tok)
+			cur = c[tok]
+		default:
+			path = joinPath(path, tok)
+			cur = nil
+		}
+	}
+	return path
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+func joinPath(path, key string) string {
+	if !plainKey.MatchString(key) {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// Redacted returns a copy of args with the Redact fields replaced by
+// "[redacted]", for showing to people. Keys come out sorted; when nothing is
+// redacted the arguments are returned as they came.
+func (s *ActionSpec) Redacted(args json.RawMessage) (json.RawMessage, error) {
+	m, err := s.decodeArgs(args)
+	if err != nil {
+		return nil, fmt.Errorf("redact: %w", err)
+	}
+	changed := false
+	for _, p := range s.Redact {
+		if redact(m, strings.Split(p, ".")) {
+			changed = true
+		}
+	}
+	if !changed {
+		if len(bytes.TrimSpace(args)) == 0 {
+			return json.RawMessage("{}"), nil
+		}
+		return slices.Clone(args), nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // shown to people, not embedded in HTML
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("redact: encode: %w", err)
+	}
+	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+// redact replaces the field at path under v and reports whether it found one.
+func redact(v any, path []string) bool {
+	switch c := v.(type) {
+	case map[string]any:
+		child, ok := c[path[0]]
+		if !ok {
+			return false
+		}
+		if len(path) == 1 {
+			c[path[0]] = Redaction
+			return true
+		}
+		return redact(child, path[1:])
+	case []any:
+		found := false
+		for _, el := range c {
+			if redact(el, path) {
+				found = true
+			}
+		}
+		return found
+	}
+	return false
+}
+
+// numberMode says how decodeJSON represents numbers.
+type numberMode int
+
+const (
+	// numbersExact keeps the number's text (json.Number): schemas check
+	// multipleOf and big integers exactly, and redaction re-encodes it as it came.
+	numbersExact numberMode = iota
+	// numbersCEL gives int64 for integers that fit and float64 otherwise, so that
+	// CEL's double() and comparisons work on 119 as well as on 119.0.
+	numbersCEL
+)
+
+// decodeJSON decodes exactly one JSON value strictly: duplicate object keys,
+// invalid UTF-8 and trailing data are refused, where encoding/json would keep
+// the last duplicate silently.
+func decodeJSON(b []byte, mode numberMode) (any, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	v, err := readJSON(dec, mode)
+	if err != nil {
+		return nil, jsonError(err)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		if err == nil {
+			return nil, errors.New("data after the JSON value")
+		}
+		return nil, jsonError(err)
+	}
+	return v, nil
+}
+
+// jsonError drops the package prefix: people read these messages.
+func jsonError(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("unexpected end of JSON")
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "jsontext: "))
+}
+
+func readJSON(dec *jsontext.Decoder, mode numberMode) (any, error) {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.Kind() {
+	case 'n':
+		return nil, nil
+	case 't', 'f':
+		return tok.Bool(), nil
+	case '"':
+		return tok.String(), nil
+	case '0':
+		return readNumber(tok.String(), mode)
+	case '{':
+		m := map[string]any{}
+		for dec.PeekKind() != '}' {
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			name := tok.String() // before the next read voids tok
+			v, err := readJSON(dec, mode)
+			if err != nil {
+				return nil, err
+			}
+			m[name] = v
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		return m, nil
+	case '[':
+		a := []any{}
+		for dec.PeekKind() != ']' {
+			v, err := readJSON(dec, mode)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
+	return nil, fmt.Errorf("unexpected JSON token %s", tok)
+}
+
+func readNumber(text string, mode numberMode) (any, error) {
+	if mode == numbersExact {
+		return json.Number(text), nil
+	}
+	if !strings.ContainsAny(text, ".eE") {
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return i, nil
+		}
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return nil, fmt.Errorf("number %s is out of range", text)
+	}
+	return f, nil
+}
+
+// jsonKind names the JSON type of a decoded value, for messages.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number, int64, float64:
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
