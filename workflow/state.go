@@ -17,24 +17,26 @@ const SchemaVersion = 1
 // State is everything a run needs to continue in a new process. It is what a
 // checkpoint stores, and it is decoded strictly.
 type State struct {
-	SchemaVersion int               `json:"schema_version"`
-	RunID         string            `json:"run_id"`
-	Workflow      string            `json:"workflow"`
-	TaskID        string            `json:"task_id,omitempty"`
-	Status        Status            `json:"status"`
-	Step          int               `json:"step"`
-	Requester     Person            `json:"requester"`
-	Summary       string            `json:"summary,omitempty"`
-	Messages      []Message         `json:"messages,omitempty"`
-	Evidence      []Evidence        `json:"evidence,omitempty"`
-	ModelCalls    int               `json:"model_calls"`
-	Actions       []Action          `json:"actions,omitempty"`
-	Checks        []Check           `json:"checks,omitempty"`
-	Gate          *Gate             `json:"gate,omitempty"`
-	Decisions     []DecisionRecord  `json:"decisions,omitempty"`
-	Operations    []OperationRecord `json:"operations,omitempty"`
-	Reason        string            `json:"reason,omitempty"`
-	ForkedFrom    *ForkRef          `json:"forked_from,omitempty"`
+	SchemaVersion int        `json:"schema_version"`
+	RunID         string     `json:"run_id"`
+	Workflow      string     `json:"workflow"`
+	TaskID        string     `json:"task_id,omitempty"`
+	Status        Status     `json:"status"`
+	Step          int        `json:"step"`
+	Requester     Person     `json:"requester"`
+	Summary       string     `json:"summary,omitempty"`
+	Messages      []Message  `json:"messages,omitempty"`
+	Evidence      []Evidence `json:"evidence,omitempty"`
+	ModelCalls    int        `json:"model_calls"`
+	// Proposed is set when the steps are finished and Actions is the proposal.
+	Proposed   bool              `json:"proposed,omitempty"`
+	Actions    []Action          `json:"actions,omitempty"`
+	Checks     []Check           `json:"checks,omitempty"`
+	Gate       *Gate             `json:"gate,omitempty"`
+	Decisions  []DecisionRecord  `json:"decisions,omitempty"`
+	Operations []OperationRecord `json:"operations,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
+	ForkedFrom *ForkRef          `json:"forked_from,omitempty"`
 }
 
 // Message is one turn of an agent's working context.

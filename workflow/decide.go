@@ -1,0 +1,479 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DecideInput is one person's decision on a waiting run, from any channel.
+type DecideInput struct {
+	RunID string
+	// RequestID and Fingerprint are what the approver was shown (a Slack button
+	// carries both). Empty means "the current request", as on the CLI after `show`.
+	RequestID   string
+	Fingerprint string
+	Approver    Person
+	Verdict     Verdict
+	Reason      string
+	// Edit, when set, replaces the arguments of action EditIndex (0-based) before
+	// approving: they are validated, checked, re-fingerprinted and run through
+	// policy again.
+	Edit          json.RawMessage
+	EditIndex     int
+	Via           string // slack, cli, api
+	PayloadDigest string
+}
+
+// Decide records a decision by compare-and-set. It refuses (changing nothing but
+// the audit log) a person without the role, a requester approving their own
+// action where the rule forbids it, a stale fingerprint, a run that is no longer
+// waiting, and a decision after the deadline (which ends the run as expired).
+// A decision that completes the quorum leaves the run executing; call Resume to
+// run the actions.
+func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
+	actor := in.Approver.ID
+	if err := validateDecision(in); err != nil {
+		return nil, e.refuse(ctx, actor, err)
+	}
+	role, hasRole, err := e.dir.RoleOf(ctx, actor)
+	if err != nil {
+		return nil, fmt.Errorf("resolve role of %s: %w", actor, err)
+	}
+	var edit *preparedEdit
+	if len(in.Edit) > 0 {
+		if edit, err = e.prepareEdit(ctx, in); err != nil {
+			var r *RefusedError
+			if errors.As(err, &r) {
+				return nil, e.refuse(ctx, actor, r)
+			}
+			return nil, err
+		}
+	}
+	var run *Run
+	// A lost compare-and-set means another decision committed first; the retry
+	// sees it and answers who won.
+	for attempt := 0; ; attempt++ {
+		err = e.decideOnce(ctx, in, role, hasRole, edit, &run)
+		if !errors.Is(err, ErrConflict) || attempt == 3 {
+			break
+		}
+	}
+	var r *RefusedError
+	var ie *IntegrityError
+	switch {
+	case errors.As(err, &r):
+		if r.Code == CodeExpired {
+			if xerr := e.expire(ctx, in.RunID, actor); xerr != nil {
+				return nil, errors.Join(r, xerr)
+			}
+		}
+		return nil, e.refuse(ctx, actor, r)
+	case errors.As(err, &ie):
+		if aerr := e.attention(ctx, in.RunID, ie.Error()); aerr != nil {
+			return nil, errors.Join(err, aerr)
+		}
+		return nil, &RefusedError{Code: CodeIntegrity, RunID: in.RunID, Msg: "stored state failed its integrity check; the run needs attention: " + ie.Problem}
+	case err != nil:
+		return nil, fmt.Errorf("decide run %s: %w", in.RunID, err)
+	}
+	e.fail("after-decision-commit")
+	e.log.Info("decision recorded", "run_id", run.ID, "approver", actor, "verdict", string(in.Verdict), "via", in.Via, "status", string(run.Status))
+	return run, nil
+}
+
+func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, out **Run) error {
+	return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		l, err := e.load(ctx, tx, in.RunID)
+		if err != nil {
+			return err
+		}
+		req, err := e.admit(ctx, tx, l, in, role, hasRole)
+		if err != nil {
+			return err
+		}
+		if edit != nil {
+			err = e.applyEdit(ctx, tx, l, req, in, role, edit)
+		} else {
+			err = e.apply(ctx, tx, l, req, in, role)
+		}
+		if err != nil {
+			return err
+		}
+		*out = l.run
+		e.fail("before-decision-commit")
+		return nil
+	})
+}
+
+func validateDecision(in DecideInput) *RefusedError {
+	switch {
+	case in.Approver.ID == "":
+		return refused(CodeInvalidInput, in.RunID, "who decides is required")
+	case in.RunID == "":
+		return refused(CodeInvalidInput, "", "a run id is required")
+	case in.Verdict != VerdictApprove && in.Verdict != VerdictReject:
+		return refused(CodeInvalidInput, in.RunID, "unknown decision %q (approve or reject)", in.Verdict)
+	case in.Verdict == VerdictReject && in.Reason == "":
+		return refused(CodeInvalidInput, in.RunID, "a rejection needs a reason")
+	case len(in.Edit) > 0 && in.Verdict != VerdictApprove:
+		return refused(CodeInvalidInput, in.RunID, "only an approval can carry edited arguments")
+	case in.Via == "":
+		return refused(CodeInvalidInput, in.RunID, "the channel of the decision (via) is required")
+	}
+	return nil
+}
+
+// admit checks everything a decision must satisfy and returns the request it decides.
+func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, role string, hasRole bool) (*ApprovalRequest, error) {
+	id := l.run.ID
+	if l.st.Gate == nil || l.st.Gate.RequestID == "" {
+		return nil, refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+	}
+	req, err := tx.Request(ctx, l.st.Gate.RequestID)
+	if err != nil {
+		return nil, fmt.Errorf("load approval request of run %s: %w", id, err)
+	}
+	if in.RequestID != "" && in.RequestID != req.ID {
+		return nil, refused(CodeStaleFingerprint, id, "this approval request was replaced by a newer one (%s); decide on the current message", req.ID)
+	}
+	if req.Status != RequestPending {
+		r := refused(CodeAlreadyDecided, id, "already %s", req.Status)
+		if req.DecidedBy != "" {
+			r.By, r.At = req.DecidedBy, req.DecidedAt
+			r.Msg = fmt.Sprintf("already %s by %s at %s", req.Status, req.DecidedBy, req.DecidedAt.Format(time.RFC3339))
+		}
+		return nil, r
+	}
+	if l.run.Status != StatusWaitingApproval {
+		return nil, refused(CodeNotWaiting, id, "the run is %s", l.run.Status)
+	}
+	if !e.now().Before(req.Deadline) {
+		return nil, refused(CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
+	}
+	if !hasRole {
+		return nil, refused(CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
+	}
+	if !e.roles.AtLeast(role, req.Role) {
+		return nil, refused(CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
+	}
+	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
+		return nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
+	}
+	fp, err := fingerprintOf(l.st, req.Risk, e.policy.Revision())
+	if err != nil {
+		return nil, &IntegrityError{RunID: id, Problem: err.Error()}
+	}
+	if fp != req.Fingerprint {
+		if e.policy.Revision() != req.PolicyRevision {
+			return nil, refused(CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, e.policy.Revision())
+		}
+		return nil, refused(CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
+	}
+	if in.Fingerprint != "" && in.Fingerprint != req.Fingerprint {
+		return nil, refused(CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", ShortFingerprint(in.Fingerprint), ShortFingerprint(req.Fingerprint))
+	}
+	if len(in.Edit) > 0 && !req.Edit {
+		return nil, refused(CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)
+	}
+	decs, err := tx.Decisions(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load decisions of run %s: %w", id, err)
+	}
+	for _, d := range decs {
+		if d.RequestID == req.ID && d.ApproverID == in.Approver.ID {
+			r := refused(CodeAlreadyVoted, id, "%s already decided (%s at %s)", d.ApproverID, d.Verdict, d.At.Format(time.RFC3339))
+			r.By, r.At = d.ApproverID, d.At
+			return nil, r
+		}
+	}
+	return req, nil
+}
+
+// apply records an approve or reject on req and moves the run when it is decided.
+func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalRequest, in DecideInput, role string) error {
+	now := e.now()
+	d := &Decision{
+		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
+		Role: role, Verdict: in.Verdict, Reason: in.Reason, Via: in.Via, PayloadDigest: in.PayloadDigest, At: now,
+	}
+	if err := e.insertDecision(ctx, tx, l, d); err != nil {
+		return err
+	}
+	from := l.run.Status
+	if in.Verdict == VerdictReject {
+		req.Status = RequestRejected
+		l.run.Status = StatusRejected
+		l.run.Reason = fmt.Sprintf("rejected by %s: %s", in.Approver.ID, in.Reason)
+	} else {
+		n, err := e.approvals(ctx, tx, l.run.ID, req.ID)
+		if err != nil {
+			return err
+		}
+		if n >= req.Count {
+			req.Status = RequestApproved
+			l.run.Status = StatusExecuting
+			l.run.Reason = ""
+		}
+	}
+	if req.Status != RequestPending {
+		req.DecidedBy, req.DecidedAt = in.Approver.ID, now
+	}
+	// The request row is written even when the quorum is not reached yet: the
+	// compare-and-set on it is what serialises concurrent deciders.
+	if err := tx.UpdateRequest(ctx, req); err != nil {
+		return fmt.Errorf("update approval request %s: %w", req.ID, err)
+	}
+	return e.save(ctx, tx, l, from, "decided", in.Approver.ID, map[string]string{
+		"verdict": string(in.Verdict), "reason": in.Reason, "via": in.Via, "role": role, "request_id": req.ID,
+	}, req)
+}
+
+func (e *Engine) insertDecision(ctx context.Context, tx Tx, l *loaded, d *Decision) error {
+	if err := tx.InsertDecision(ctx, d); err != nil {
+		if errors.Is(err, ErrDuplicate) {
+			return refused(CodeAlreadyVoted, l.run.ID, "%s already decided this request", d.ApproverID)
+		}
+		return fmt.Errorf("insert decision on run %s: %w", l.run.ID, err)
+	}
+	l.st.Decisions = append(l.st.Decisions, DecisionRecord{
+		RequestID: d.RequestID, By: d.ApproverID, Role: d.Role, Verdict: d.Verdict, Reason: d.Reason,
+		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At,
+	})
+	return nil
+}
+
+// approvals counts the distinct approvals of a request.
+func (e *Engine) approvals(ctx context.Context, tx Tx, runID, reqID string) (int, error) {
+	decs, err := tx.Decisions(ctx, runID)
+	if err != nil {
+		return 0, fmt.Errorf("load decisions of run %s: %w", runID, err)
+	}
+	n := 0
+	for _, d := range decs {
+		if d.RequestID == reqID && d.Verdict == VerdictApprove {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// preparedEdit is an edit validated and checked before the decision's transaction,
+// since checks read the target and must not run inside it.
+type preparedEdit struct {
+	version int64
+	actions []Action
+	checks  []Check
+	gate    *Gate
+	edited  json.RawMessage
+}
+
+func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit, error) {
+	l, err := e.view(ctx, in.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if in.EditIndex < 0 || in.EditIndex >= len(l.st.Actions) {
+		return nil, refused(CodeInvalidInput, in.RunID, "the run has no action %d to edit", in.EditIndex+1)
+	}
+	actions := append([]Action(nil), l.st.Actions...)
+	actions[in.EditIndex] = Action{Name: actions[in.EditIndex].Name, Args: in.Edit}
+	normal, _, err := e.normalise(actions, nil)
+	if err != nil {
+		return nil, refused(CodeInvalidInput, in.RunID, "the edited arguments are invalid: %v", err)
+	}
+	checks := e.runChecks(ctx, normal)
+	for _, c := range checks {
+		if !c.OK {
+			return nil, refused(CodeInvalidInput, in.RunID, "the edited arguments fail a check (%s): %s", c.Name, c.Error)
+		}
+	}
+	next := *l.st
+	next.Actions = normal
+	gate, err := e.gate(ctx, &next)
+	if err != nil {
+		return nil, refused(CodeInvalidInput, in.RunID, "policy could not decide on the edited arguments: %v", err)
+	}
+	return &preparedEdit{version: l.run.Version, actions: normal, checks: checks, gate: gate, edited: normal[in.EditIndex].Args}, nil
+}
+
+// applyEdit replaces the proposal with the edited one: the old request is
+// superseded, policy's new outcome applies, and the editor's approval counts for
+// the new fingerprint when they qualify for it.
+func (e *Engine) applyEdit(ctx context.Context, tx Tx, l *loaded, req *ApprovalRequest, in DecideInput, role string, p *preparedEdit) error {
+	if l.run.Version != p.version {
+		return refused(CodeStaleFingerprint, l.run.ID, "the run changed while the edit was being checked; look again and retry")
+	}
+	now := e.now()
+	d := &Decision{
+		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
+		Role: role, Verdict: VerdictApprove, Reason: in.Reason, EditedArgs: p.edited, Via: in.Via,
+		PayloadDigest: in.PayloadDigest, At: now,
+	}
+	if err := e.insertDecision(ctx, tx, l, d); err != nil {
+		return err
+	}
+	req.Status, req.DecidedBy, req.DecidedAt = RequestSuperseded, in.Approver.ID, now
+	if err := tx.UpdateRequest(ctx, req); err != nil {
+		return fmt.Errorf("update approval request %s: %w", req.ID, err)
+	}
+	// The fingerprint binds the run id, so the gate computed for the edited copy applies as is.
+	l.st.Actions, l.st.Checks, l.st.Gate = p.actions, p.checks, p.gate
+	l.run.Fingerprint = p.gate.Fingerprint
+	from := l.run.Status
+	var next *ApprovalRequest
+	if p.gate.Approval == nil {
+		l.run.Status, l.run.Deadline = StatusExecuting, time.Time{}
+	} else {
+		next = e.newRequest(l, p.gate)
+		l.run.Deadline = next.Deadline
+		if err := tx.InsertRequest(ctx, next); err != nil {
+			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)
+		}
+		qualifies := e.roles.AtLeast(role, next.Role) && (in.Approver.ID != next.RequesterID || next.SelfApproval)
+		if qualifies {
+			d2 := *d
+			d2.ID, d2.RequestID, d2.EditedArgs = 0, next.ID, nil
+			if err := e.insertDecision(ctx, tx, l, &d2); err != nil {
+				return err
+			}
+			if next.Count <= 1 {
+				next.Status, next.DecidedBy, next.DecidedAt = RequestApproved, in.Approver.ID, now
+				if err := tx.UpdateRequest(ctx, next); err != nil {
+					return fmt.Errorf("update approval request %s: %w", next.ID, err)
+				}
+				l.run.Status = StatusExecuting
+			}
+		}
+	}
+	return e.save(ctx, tx, l, from, "edited", in.Approver.ID, map[string]any{
+		"index": in.EditIndex, "args": json.RawMessage(p.edited), "fingerprint": p.gate.Fingerprint,
+		"status": l.run.Status, "via": in.Via,
+	}, next)
+}
+
+// Cancel ends a run that has not started executing. The requester may cancel, and
+// so may anyone holding the role its approval needs.
+func (e *Engine) Cancel(ctx context.Context, id string, by Person, reason string) (*Run, error) {
+	if by.ID == "" || reason == "" {
+		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "cancel needs who and a reason"))
+	}
+	role, hasRole, err := e.dir.RoleOf(ctx, by.ID)
+	if err != nil {
+		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
+	}
+	var run *Run
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		l, err := e.load(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if l.run.Status != StatusRunning && l.run.Status != StatusWaitingApproval {
+			return refused(CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.run.Status)
+		}
+		need := ""
+		if l.st.Gate != nil && l.st.Gate.Approval != nil {
+			need = l.st.Gate.Approval.Role
+		}
+		allowed := by.ID == l.st.Requester.ID || (hasRole && (need == "" || e.roles.AtLeast(role, need)))
+		if !allowed {
+			return refused(CodeNoRole, id, "only the requester or someone with role %s or above may cancel", need)
+		}
+		var req *ApprovalRequest
+		if l.st.Gate != nil && l.st.Gate.RequestID != "" {
+			if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
+				return fmt.Errorf("load approval request of run %s: %w", id, err)
+			}
+			if req.Status == RequestPending {
+				req.Status, req.DecidedBy, req.DecidedAt = RequestCancelled, by.ID, e.now()
+				if err := tx.UpdateRequest(ctx, req); err != nil {
+					return fmt.Errorf("update approval request %s: %w", req.ID, err)
+				}
+			}
+		}
+		from := l.run.Status
+		l.run.Status, l.run.Reason = StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
+		if err := e.save(ctx, tx, l, from, "cancelled", by.ID, map[string]string{"reason": reason}, req); err != nil {
+			return err
+		}
+		run = l.run
+		return nil
+	})
+	return run, e.outcome(ctx, id, by.ID, err)
+}
+
+// outcome turns the error of a run-changing transaction into what the caller sees:
+// refusals are audited, integrity problems put the run in needs_attention.
+func (e *Engine) outcome(ctx context.Context, id, actor string, err error) error {
+	var r *RefusedError
+	var ie *IntegrityError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &r):
+		return e.refuse(ctx, actor, r)
+	case errors.As(err, &ie):
+		if aerr := e.attention(ctx, id, ie.Error()); aerr != nil {
+			return errors.Join(err, aerr)
+		}
+		return err
+	}
+	return fmt.Errorf("run %s: %w", id, err)
+}
+
+// expire ends a waiting run whose deadline has passed.
+func (e *Engine) expire(ctx context.Context, id, actor string) error {
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		l, err := e.load(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if l.run.Status != StatusWaitingApproval || e.now().Before(l.run.Deadline) {
+			return nil
+		}
+		req, err := tx.Request(ctx, l.st.Gate.RequestID)
+		if err != nil {
+			return fmt.Errorf("load approval request of run %s: %w", id, err)
+		}
+		if req.Status == RequestPending {
+			req.Status, req.DecidedAt = RequestExpired, e.now()
+			if err := tx.UpdateRequest(ctx, req); err != nil {
+				return fmt.Errorf("update approval request %s: %w", req.ID, err)
+			}
+		}
+		l.run.Status = StatusExpired
+		l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
+		return e.save(ctx, tx, l, StatusWaitingApproval, "expired", actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
+	})
+	var ie *IntegrityError
+	if errors.As(err, &ie) {
+		return e.attention(ctx, id, ie.Error())
+	}
+	if err != nil {
+		return fmt.Errorf("expire run %s: %w", id, err)
+	}
+	return nil
+}
+
+// ExpireDue ends every waiting run whose deadline has passed and returns how many it ended.
+func (e *Engine) ExpireDue(ctx context.Context) (int, error) {
+	var runs []*Run
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		runs, err = tx.ListRuns(ctx, RunFilter{Statuses: []Status{StatusWaitingApproval}, DeadlineBefore: e.now().Add(time.Millisecond)})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list runs past their deadline: %w", err)
+	}
+	n := 0
+	for _, r := range runs {
+		if err := e.expire(ctx, r.ID, "signoff"); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

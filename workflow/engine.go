@@ -1,0 +1,683 @@
+package workflow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Directory resolves who a person is on this server: the role they hold. The
+// server resolves roles; a role claimed by a client is never trusted.
+type Directory interface {
+	RoleOf(ctx context.Context, userID string) (role string, ok bool, err error)
+}
+
+// Config is what an Engine is built from.
+type Config struct {
+	Store   Store
+	Policy  *Policy
+	Roles   *Roles                 // role order (and, without a Directory, membership)
+	Dir     Directory              // optional; defaults to Roles' members
+	Actions map[string]*ActionSpec // every action the engine may run
+	Agents  map[string]Agent       // workflows made of steps, by name
+	Clock   Clock                  // defaults to SystemClock
+	Logger  *slog.Logger           // defaults to discarding
+	// Failpoint, when set, is called at each write boundary with its name
+	// (after-step-N, before-decision-commit, after-decision-commit, after-intent,
+	// after-effect, after-receipt). Crash tests make it kill the process.
+	Failpoint func(name string)
+	// CheckAttempts and ExecAttempts bound retries of transient failures.
+	CheckAttempts int
+	ExecAttempts  int
+	// Backoff is the wait before retry n (1-based).
+	Backoff func(n int) time.Duration
+	// Hooks are told about transitions inside their transaction (the outbox).
+	Hooks []Hook
+}
+
+// Hook is told about every transition in the transaction that makes it, so it
+// can enqueue outbox rows that commit with the transition or not at all.
+type Hook interface {
+	OnTransition(ctx context.Context, tx Tx, t Transition) error
+}
+
+// Transition is one committed change of a run, as hooks see it.
+type Transition struct {
+	Run     *Run
+	State   *State
+	From    Status
+	Event   string // submitted, gated, decided, executed, finished, …
+	Request *ApprovalRequest
+}
+
+// Engine runs workflows durably. It holds no run in memory: every method loads
+// what it needs from the store and writes every change back before returning.
+type Engine struct {
+	store   Store
+	policy  *Policy
+	roles   *Roles
+	dir     Directory
+	actions map[string]*ActionSpec
+	agents  map[string]Agent
+	clock   Clock
+	log     *slog.Logger
+	fail    func(string)
+	checkN  int
+	execN   int
+	backoff func(int) time.Duration
+	hooks   []Hook
+}
+
+// New builds an engine.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.Policy == nil || cfg.Roles == nil {
+		return nil, errors.New("new engine: store, policy and roles are required")
+	}
+	e := &Engine{
+		store: cfg.Store, policy: cfg.Policy, roles: cfg.Roles, dir: cfg.Dir,
+		actions: cfg.Actions, agents: cfg.Agents, clock: cfg.Clock, log: cfg.Logger,
+		fail: cfg.Failpoint, checkN: cfg.CheckAttempts, execN: cfg.ExecAttempts,
+		backoff: cfg.Backoff, hooks: cfg.Hooks,
+	}
+	if e.dir == nil {
+		e.dir = rolesDirectory{cfg.Roles}
+	}
+	if e.clock == nil {
+		e.clock = SystemClock{}
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.fail == nil {
+		e.fail = func(string) {}
+	}
+	if e.checkN <= 0 {
+		e.checkN = 3
+	}
+	if e.execN <= 0 {
+		e.execN = 3
+	}
+	if e.backoff == nil {
+		e.backoff = func(n int) time.Duration { return time.Duration(n*n) * 200 * time.Millisecond }
+	}
+	if e.actions == nil {
+		e.actions = map[string]*ActionSpec{}
+	}
+	return e, nil
+}
+
+type rolesDirectory struct{ r *Roles }
+
+func (d rolesDirectory) RoleOf(_ context.Context, userID string) (string, bool, error) {
+	role, ok := d.r.RoleOf(userID)
+	return role, ok, nil
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.store }
+
+// Policy returns the policy in force.
+func (e *Engine) Policy() *Policy { return e.policy }
+
+// Roles returns the role order.
+func (e *Engine) Roles() *Roles { return e.roles }
+
+// Action returns the spec of a named action.
+func (e *Engine) Action(name string) (*ActionSpec, bool) {
+	s, ok := e.actions[name]
+	return s, ok
+}
+
+// now is the engine's time, at the precision the store keeps.
+func (e *Engine) now() time.Time { return e.clock.Now().UTC().Truncate(time.Millisecond) }
+
+func newID(prefix string) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("read random: %v", err)) // crypto/rand never fails on supported platforms
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// loaded is a run as read in one transaction: its row, its verified latest state
+// and the hash the next checkpoint links to.
+type loaded struct {
+	run      *Run
+	st       *State
+	lastHash string
+}
+
+// load reads a run and verifies its checkpoint chain.
+func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
+	run, err := tx.Run(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, refused(CodeUnknownRun, id, "no such run")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	cps, err := tx.Checkpoints(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoints of run %s: %w", id, err)
+	}
+	st, err := VerifyChain(id, cps)
+	if err != nil {
+		return &loaded{run: run}, err
+	}
+	if int64(len(cps)) != run.Seq {
+		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says checkpoint %d but the chain ends at %d", run.Seq, len(cps))}
+	}
+	if st.Status != run.Status && run.Status != StatusNeedsAttention {
+		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", run.Status, st.Status)}
+	}
+	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash}, nil
+}
+
+// save writes l's run row (compare-and-set), a new checkpoint of l.st, the
+// approval request when it is new, and an audit event, all in tx, and tells the hooks.
+func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event, actor string, detail any, req *ApprovalRequest) error {
+	now := e.now()
+	l.st.Status = l.run.Status
+	l.st.Step = l.run.Step
+	l.st.Reason = l.run.Reason
+	b, err := EncodeState(l.st)
+	if err != nil {
+		return err
+	}
+	cp := &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: b, PrevHash: l.lastHash, CreatedAt: now}
+	cp.Hash = CheckpointHash(cp)
+	l.run.Seq = cp.Seq
+	l.run.UpdatedAt = now
+	if l.run.Version == 0 {
+		l.run.CreatedAt = now
+		if err := tx.InsertRun(ctx, l.run); err != nil {
+			return fmt.Errorf("insert run %s: %w", l.run.ID, err)
+		}
+	} else if err := tx.UpdateRun(ctx, l.run); err != nil {
+		return fmt.Errorf("update run %s: %w", l.run.ID, err)
+	}
+	if err := tx.AppendCheckpoint(ctx, cp); err != nil {
+		return fmt.Errorf("append checkpoint %d of run %s: %w", cp.Seq, l.run.ID, err)
+	}
+	l.lastHash = cp.Hash
+	if req != nil && req.Version == 0 {
+		if err := tx.InsertRequest(ctx, req); err != nil {
+			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)
+		}
+	}
+	if err := e.audit(ctx, tx, l.run.ID, actor, event, detail); err != nil {
+		return err
+	}
+	for _, h := range e.hooks {
+		if err := h.OnTransition(ctx, tx, Transition{Run: l.run, State: l.st, From: from, Event: event, Request: req}); err != nil {
+			return fmt.Errorf("%s hook of run %s: %w", event, l.run.ID, err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) audit(ctx context.Context, tx Tx, runID, actor, action string, detail any) error {
+	var d []byte
+	if detail != nil {
+		var err error
+		if d, err = json.Marshal(detail); err != nil {
+			return fmt.Errorf("audit %s of run %s: %w", action, runID, err)
+		}
+	}
+	ev := &AuditEvent{RunID: runID, Actor: actor, Action: action, Detail: d, At: e.now()}
+	if err := tx.AppendAudit(ctx, ev); err != nil {
+		return fmt.Errorf("audit %s of run %s: %w", action, runID, err)
+	}
+	return nil
+}
+
+// refuse records a refusal in the audit log (and nothing else) and returns it.
+func (e *Engine) refuse(ctx context.Context, actor string, r *RefusedError) error {
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.audit(ctx, tx, r.RunID, actor, "refused", map[string]string{"code": r.Code, "reason": r.Msg})
+	})
+	if err != nil {
+		return errors.Join(r, fmt.Errorf("record refusal: %w", err))
+	}
+	return r
+}
+
+// attention puts a run in needs_attention with a reason, without a checkpoint when
+// its state cannot be trusted. A terminal run is left as it is.
+func (e *Engine) attention(ctx context.Context, id, reason string) error {
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		run, err := tx.Run(ctx, id)
+		if err != nil {
+			return fmt.Errorf("load run %s: %w", id, err)
+		}
+		if run.Status.Terminal() || (run.Status == StatusNeedsAttention && run.Reason == reason) {
+			return nil
+		}
+		from := run.Status
+		run.Status, run.Reason, run.UpdatedAt = StatusNeedsAttention, reason, e.now()
+		if err := tx.UpdateRun(ctx, run); err != nil {
+			return fmt.Errorf("update run %s: %w", id, err)
+		}
+		return e.audit(ctx, tx, id, "signoff", "needs_attention", map[string]string{"from": string(from), "reason": reason})
+	})
+	if err != nil {
+		return fmt.Errorf("put run %s in needs_attention: %w", id, err)
+	}
+	e.log.Warn("run needs attention", "run_id", id, "reason", reason)
+	return nil
+}
+
+// view loads a run in a read-only transaction; an integrity problem puts the run
+// in needs_attention and is returned.
+func (e *Engine) view(ctx context.Context, id string) (*loaded, error) {
+	var l *loaded
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		l, err = e.load(ctx, tx, id)
+		return err
+	})
+	var ie *IntegrityError
+	if errors.As(err, &ie) {
+		if aerr := e.attention(ctx, id, ie.Error()); aerr != nil {
+			return nil, errors.Join(err, aerr)
+		}
+		return nil, err
+	}
+	return l, err
+}
+
+// Proposal is what an agent or automation submits.
+type Proposal struct {
+	TaskID         string     `json:"task_id,omitempty"`
+	Requester      Person     `json:"requester"`
+	Summary        string     `json:"summary,omitempty"`
+	Actions        []Action   `json:"actions"`
+	Evidence       []Evidence `json:"evidence,omitempty"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+}
+
+// ParseProposal decodes a proposal strictly: unknown fields and duplicate keys are refused.
+func ParseProposal(b []byte) (*Proposal, error) {
+	var p Proposal
+	if err := DecodeStrict(b, &p); err != nil {
+		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+	}
+	return &p, nil
+}
+
+// normalise validates actions against their schemas and canonicalises their
+// arguments and the evidence.
+func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []Evidence, error) {
+	if len(actions) == 0 {
+		return nil, nil, errors.New("a proposal needs at least one action")
+	}
+	outA := make([]Action, len(actions))
+	for i, a := range actions {
+		spec, ok := e.actions[a.Name]
+		if !ok {
+			return nil, nil, fmt.Errorf("action %d: unknown action %q", i+1, a.Name)
+		}
+		if err := spec.Validate(a.Args); err != nil {
+			return nil, nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
+		}
+		args, err := Canonical(a.Args)
+		if err != nil {
+			return nil, nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
+		}
+		outA[i] = Action{Name: a.Name, Args: args}
+	}
+	outE := make([]Evidence, len(evidence))
+	for i, ev := range evidence {
+		if ev.Source == "" {
+			return nil, nil, fmt.Errorf("evidence %d: source is required", i+1)
+		}
+		data := ev.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		c, err := Canonical(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("evidence %d: %w", i+1, err)
+		}
+		outE[i] = Evidence{Source: ev.Source, Data: c}
+	}
+	return outA, outE, nil
+}
+
+// Submit starts a run from a proposal: validate, check, apply policy, and either
+// wait for approval or execute. The same idempotency key twice returns the first run.
+func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
+	if p.Requester.ID == "" {
+		return nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
+	}
+	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
+	if err != nil {
+		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+	}
+	if p.IdempotencyKey != "" {
+		if run, err := e.runByKey(ctx, p.IdempotencyKey); err == nil || !errors.Is(err, ErrNotFound) {
+			return run, err
+		}
+	}
+	id := newID("run_")
+	st := &State{
+		SchemaVersion: SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
+		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
+	}
+	run := &Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey}
+	l := &loaded{run: run, st: st}
+	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
+		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
+			return e.runByKey(ctx, p.IdempotencyKey)
+		}
+		return nil, err
+	}
+	e.log.Info("run submitted", "run_id", id, "status", string(l.run.Status), "actions", len(actions))
+	if l.run.Status == StatusExecuting {
+		return e.Resume(ctx, id)
+	}
+	return l.run, nil
+}
+
+func (e *Engine) runByKey(ctx context.Context, key string) (*Run, error) {
+	var run *Run
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		run, err = tx.RunByIdempotencyKey(ctx, key)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find run by idempotency key: %w", err)
+	}
+	return run, nil
+}
+
+// Start starts an agent workflow on a task. Its steps run until it proposes.
+func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester Person) (*Run, error) {
+	if _, ok := e.agents[workflow]; !ok {
+		return nil, refused(CodeInvalidInput, "", "unknown workflow %q", workflow)
+	}
+	if requester.ID == "" {
+		return nil, refused(CodeInvalidInput, "", "a requester id is required")
+	}
+	id := newID("run_")
+	l := &loaded{
+		run: &Run{ID: id, Workflow: workflow, TaskID: taskID, Status: StatusRunning, RequesterID: requester.ID},
+		st:  &State{SchemaVersion: SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
+	}
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.save(ctx, tx, l, "", "started", requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start run: %w", err)
+	}
+	return e.Resume(ctx, id)
+}
+
+// Resume continues whatever the run was doing: the next steps, the proposal, an
+// expiry that is due, or the execution of approved actions (reconciling any
+// operation whose outcome a crash left unknown). It returns the run as it stands.
+func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
+	for {
+		l, err := e.view(ctx, id)
+		if err != nil {
+			if IsRefused(err) {
+				return nil, err
+			}
+			var ie *IntegrityError
+			if errors.As(err, &ie) {
+				return e.getRun(ctx, id)
+			}
+			return nil, err
+		}
+		switch l.run.Status {
+		case StatusRunning:
+			if l.st.Proposed {
+				if err := e.propose(ctx, l, StatusRunning, "signoff"); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err := e.step(ctx, l); err != nil {
+				return nil, err
+			}
+		case StatusWaitingApproval:
+			if !l.run.Deadline.IsZero() && !e.now().Before(l.run.Deadline) {
+				if err := e.expire(ctx, id, "signoff"); err != nil && !errors.Is(err, ErrConflict) {
+					return nil, err
+				}
+				continue
+			}
+			return l.run, nil
+		case StatusExecuting:
+			done, err := e.executeNext(ctx, l)
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				continue
+			}
+		default:
+			return l.run, nil
+		}
+	}
+}
+
+func (e *Engine) getRun(ctx context.Context, id string) (*Run, error) {
+	var run *Run
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		run, err = tx.Run(ctx, id)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, refused(CodeUnknownRun, id, "no such run")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	return run, nil
+}
+
+// step runs one agent step and checkpoints it.
+func (e *Engine) step(ctx context.Context, l *loaded) error {
+	agent, ok := e.agents[l.run.Workflow]
+	if !ok {
+		return e.attention(ctx, l.run.ID, fmt.Sprintf("unknown workflow %q: this build cannot continue it", l.run.Workflow))
+	}
+	done, err := agent.Step(ctx, l.st)
+	if err != nil {
+		// A step has no side effects, so the run stays where it was and a later
+		// resume runs the step again.
+		return fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err)
+	}
+	l.run.Step++
+	l.st.Proposed = done
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.save(ctx, tx, l, StatusRunning, "step", "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint step %d of run %s: %w", l.run.Step, l.run.ID, err)
+	}
+	e.fail(fmt.Sprintf("after-step-%d", l.run.Step))
+	return nil
+}
+
+// propose runs the checks (read-only, in parallel, joined once) and the policy
+// over a proposal and records the outcome: failed, executing, or
+// waiting_approval with an approval request. from is "" for a new run.
+func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor string) error {
+	st := l.st
+	if len(st.Actions) == 0 {
+		l.run.Status, l.run.Reason = StatusDone, "nothing to do: the proposal has no actions"
+		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			return e.save(ctx, tx, l, from, "finished", actor, map[string]string{"reason": l.run.Reason}, nil)
+		})
+	}
+	event := "submitted"
+	if from != "" {
+		event = "proposed"
+		actions, evidence, err := e.normalise(st.Actions, st.Evidence)
+		if err != nil {
+			l.run.Status, l.run.Reason = StatusFailed, "invalid proposal: "+err.Error()
+			return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+				return e.save(ctx, tx, l, from, "failed", actor, map[string]string{"reason": l.run.Reason}, nil)
+			})
+		}
+		st.Actions, st.Evidence = actions, evidence
+	}
+	st.Checks = e.runChecks(ctx, st.Actions)
+	for _, c := range st.Checks {
+		if !c.OK {
+			l.run.Status = StatusFailed
+			l.run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
+			return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+				return e.save(ctx, tx, l, from, "failed", actor, map[string]string{"reason": l.run.Reason}, nil)
+			})
+		}
+	}
+	gate, err := e.gate(ctx, st)
+	if err != nil {
+		l.run.Status, l.run.Reason = StatusNeedsAttention, "policy could not decide: "+err.Error()
+		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			return e.save(ctx, tx, l, from, "needs_attention", actor, map[string]string{"reason": l.run.Reason}, nil)
+		})
+	}
+	st.Gate = gate
+	l.run.Fingerprint = gate.Fingerprint
+	var req *ApprovalRequest
+	if gate.Approval == nil {
+		l.run.Status = StatusExecuting
+	} else {
+		l.run.Status = StatusWaitingApproval
+		l.run.Deadline = *gate.Deadline
+		req = e.newRequest(l, gate)
+	}
+	return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.save(ctx, tx, l, from, event, actor, map[string]any{
+			"status": l.run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
+		}, req)
+	})
+}
+
+func (e *Engine) newRequest(l *loaded, g *Gate) *ApprovalRequest {
+	return &ApprovalRequest{
+		ID: g.RequestID, RunID: l.run.ID, Fingerprint: g.Fingerprint, Rule: g.Rule,
+		PolicyRevision: g.PolicyRevision, Risk: g.Risk, Role: g.Approval.Role, Count: g.Approval.Count,
+		SelfApproval: g.Approval.SelfApproval, Edit: g.Approval.Edit, RequesterID: l.st.Requester.ID,
+		Deadline: *g.Deadline, Status: RequestPending, CreatedAt: e.now(),
+	}
+}
+
+// gate applies policy to every action; the strictest outcome binds the proposal.
+func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
+	riskRank := map[string]int{"low": 0, "medium": 1, "high": 2}
+	g := &Gate{PolicyRevision: e.policy.Revision(), Risk: "low"}
+	var rules []string
+	for i, a := range st.Actions {
+		out, err := e.policy.Evaluate(ctx, PolicyInput{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, TaskID: st.TaskID})
+		if err != nil {
+			return nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
+		}
+		if riskRank[out.Risk] > riskRank[g.Risk] {
+			g.Risk = out.Risk
+		}
+		if out.Approval == nil {
+			if g.Approval == nil && len(rules) == 0 {
+				g.Rule = out.Rule
+			}
+			continue
+		}
+		rules = appendUnique(rules, out.Rule)
+		if g.Approval == nil {
+			a := *out.Approval
+			g.Approval = &a
+			continue
+		}
+		merged := g.Approval
+		if e.roles.AtLeast(out.Approval.Role, merged.Role) {
+			merged.Role = out.Approval.Role
+		}
+		merged.Count = max(merged.Count, out.Approval.Count)
+		merged.Expires = min(merged.Expires, out.Approval.Expires)
+		merged.SelfApproval = merged.SelfApproval && out.Approval.SelfApproval
+		merged.Edit = merged.Edit && out.Approval.Edit
+	}
+	if len(rules) > 0 {
+		g.Rule = joinComma(rules)
+	}
+	fp, err := fingerprintOf(st, g.Risk, g.PolicyRevision)
+	if err != nil {
+		return nil, err
+	}
+	g.Fingerprint = fp
+	if g.Approval != nil {
+		d := e.now().Add(g.Approval.Expires.Duration())
+		g.Deadline = &d
+		g.RequestID = newID("req_")
+	}
+	return g, nil
+}
+
+func appendUnique(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += v
+	}
+	return out
+}
+
+// runChecks runs every action's read-only check in parallel and joins them once.
+// The goroutines write only their own slot; the results are read after Wait.
+func (e *Engine) runChecks(ctx context.Context, actions []Action) []Check {
+	out := make([]Check, len(actions))
+	var wg sync.WaitGroup
+	for i, a := range actions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = e.check(ctx, i, a)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (e *Engine) check(ctx context.Context, i int, a Action) Check {
+	c := Check{Action: i, Name: a.Name}
+	spec := e.actions[a.Name]
+	for c.Attempts = 1; ; c.Attempts++ {
+		err := spec.Executor.Check(ctx, a)
+		if err == nil {
+			c.OK = true
+			return c
+		}
+		c.Error = err.Error()
+		// A check only reads, so anything but a refusal may be retried.
+		if Classify(err) == ClassPermanent || c.Attempts >= e.checkN || isCtxErr(err) {
+			return c
+		}
+		if err := e.clock.Sleep(ctx, e.backoff(c.Attempts)); err != nil {
+			c.Error = err.Error()
+			return c
+		}
+	}
+}

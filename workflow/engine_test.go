@@ -1,0 +1,454 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+var ctx = context.Background()
+
+func TestGatedRunWaitsAndChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	if run.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("status = %s, want waiting_approval", run.Status)
+	}
+	v := h.get(run.ID)
+	if len(v.Fingerprint) != 64 || v.Gate == nil || v.Gate.Rule != "large-refund" || v.Gate.Risk != "high" {
+		t.Fatalf("gate = %+v fingerprint %q", v.Gate, v.Fingerprint)
+	}
+	if len(v.Requests) != 1 || v.Requests[0].Role != "team_lead" || v.Requests[0].Status != workflow.RequestPending {
+		t.Fatalf("requests = %+v", v.Requests)
+	}
+	if got := h.target.Effects(); len(got) != 0 {
+		t.Fatalf("effects before approval: %v", got)
+	}
+	// Resuming a waiting run does nothing either.
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.target.Effects(); len(got) != 0 {
+		t.Fatalf("effects after resume: %v", got)
+	}
+}
+
+func TestLowRiskRunsWithoutApproval(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-2", 9.95))
+	if run.Status != workflow.StatusDone {
+		t.Fatalf("status = %s (%s), want done", run.Status, run.Reason)
+	}
+	if got := h.target.Effects(); len(got) != 1 {
+		t.Fatalf("effects = %v, want one refund", got)
+	}
+}
+
+func TestRejectChangesNothingInTheTarget(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Via: "cli"})
+	wantRefused(t, err, workflow.CodeInvalidInput) // a rejection needs a reason
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Reason: "customer asked to wait", Via: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflow.StatusRejected {
+		t.Fatalf("status = %s", got.Status)
+	}
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if e := h.target.Effects(); len(e) != 0 {
+		t.Fatalf("effects after reject: %v", e)
+	}
+	v := h.get(run.ID)
+	if len(v.Decisions) != 1 || v.Decisions[0].Decision != workflow.VerdictReject || v.Decisions[0].Reason != "customer asked to wait" {
+		t.Fatalf("decisions = %+v", v.Decisions)
+	}
+}
+
+func TestApproveRunsExactlyOnce(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	got, err := h.approve(run.ID, "U0LEAD0001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflow.StatusDone {
+		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
+	}
+	v := h.get(run.ID)
+	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted || !strings.Contains(string(v.Operations[0].Receipt), "RF-1") {
+		t.Fatalf("operations = %+v", v.Operations)
+	}
+	if v.Operations[0].Key != workflow.OperationKey(run.ID, 0) {
+		t.Fatalf("key = %s", v.Operations[0].Key)
+	}
+	// Approving again, by the same or another lead, changes nothing.
+	for _, who := range []string{"U0LEAD0001", "U0LEAD0002"} {
+		_, err := h.approve(run.ID, who)
+		r := wantRefused(t, err, workflow.CodeAlreadyDecided)
+		if r.By != "U0LEAD0001" || r.At.IsZero() {
+			t.Fatalf("refusal names %q at %v, want U0LEAD0001", r.By, r.At)
+		}
+	}
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if e := h.target.Effects(); len(e) != 1 {
+		t.Fatalf("effects = %v, want exactly one", e)
+	}
+}
+
+func TestRefusedDecisionsChangeOnlyTheAuditLog(t *testing.T) {
+	tests := []struct {
+		name    string
+		prepare func(h *harness, id string)
+		in      workflow.DecideInput
+		code    string
+		reason  string
+	}{
+		{name: "not a member", in: workflow.DecideInput{Approver: workflow.Person{ID: "U0STRANGER"}}, code: workflow.CodeNoRole, reason: "holds no role"},
+		{name: "role too low", in: workflow.DecideInput{Approver: workflow.Person{ID: "agent:resolver"}}, code: workflow.CodeNoRole, reason: "needs team_lead"},
+		{name: "stale button fingerprint", in: workflow.DecideInput{Approver: workflow.Person{ID: "U0LEAD0001"}, Fingerprint: strings.Repeat("ab", 32)}, code: workflow.CodeStaleFingerprint},
+		{name: "button of another request", in: workflow.DecideInput{Approver: workflow.Person{ID: "U0LEAD0001"}, RequestID: "req_old"}, code: workflow.CodeStaleFingerprint},
+		{name: "arguments tampered in the store", prepare: func(h *harness, id string) {
+			tamperLatest(h, id, func(st map[string]any) {
+				st["actions"].([]any)[0].(map[string]any)["args"].(map[string]any)["amount"] = 1190
+			}, true)
+		}, in: workflow.DecideInput{Approver: workflow.Person{ID: "U0LEAD0001"}}, code: workflow.CodeStaleFingerprint, reason: "no longer matches"},
+		{name: "policy revision changed", prepare: func(h *harness, id string) {
+			h.open(testPolicy(h.t, "rev-2", h.roles))
+		}, in: workflow.DecideInput{Approver: workflow.Person{ID: "U0LEAD0001"}}, code: workflow.CodeStaleFingerprint, reason: "policy changed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			run := h.submit(refund("PAY-1", 119))
+			if tt.prepare != nil {
+				tt.prepare(h, run.ID)
+			}
+			before, audits := h.snapshot(run.ID), h.auditCount(run.ID)
+			in := tt.in
+			in.RunID, in.Verdict, in.Via = run.ID, workflow.VerdictApprove, "cli"
+			_, err := h.engine.Decide(ctx, in)
+			r := wantRefused(t, err, tt.code)
+			if tt.reason != "" && !strings.Contains(r.Msg, tt.reason) {
+				t.Fatalf("reason %q does not say %q", r.Msg, tt.reason)
+			}
+			if after := h.snapshot(run.ID); after != before {
+				t.Fatalf("state changed:\nbefore %s\nafter  %s", before, after)
+			}
+			if got := h.auditCount(run.ID); got != audits+1 {
+				t.Fatalf("audit events %d, want %d (the refusal)", got, audits+1)
+			}
+			if e := h.target.Effects(); len(e) != 0 {
+				t.Fatalf("effects: %v", e)
+			}
+		})
+	}
+}
+
+func TestEditWhereTheRuleForbidsIt(t *testing.T) {
+	h := newHarness(t)
+	p, err := workflow.NewPolicy("rev-1", []workflow.Rule{
+		{Name: "large-refund", When: `double(action.args.amount) > 50.0`, Risk: "high",
+			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(3600)}},
+		{Name: "rest", When: "true", Risk: "low"},
+	}, h.roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.open(p)
+	run := h.submit(refund("PAY-1", 119))
+	before := h.snapshot(run.ID)
+	_, err = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli", Edit: json.RawMessage(`{"payment_id":"PAY-1","amount":100}`)})
+	wantRefused(t, err, workflow.CodeEditNotAllowed)
+	if h.snapshot(run.ID) != before {
+		t.Fatal("a refused edit changed the run")
+	}
+}
+
+func TestSelfApprovalRefused(t *testing.T) {
+	h := newHarness(t)
+	p := refund("PAY-1", 119)
+	p.Requester = workflow.Person{ID: "U0LEAD0001", Name: "Grace"}
+	run := h.submit(p)
+	before := h.snapshot(run.ID)
+	_, err := h.approve(run.ID, "U0LEAD0001")
+	wantRefused(t, err, workflow.CodeSelfApproval)
+	if h.snapshot(run.ID) != before {
+		t.Fatal("a refused self-approval changed the run")
+	}
+	if _, err := h.approve(run.ID, "U0LEAD0002"); err != nil {
+		t.Fatalf("another lead may approve: %v", err)
+	}
+	if e := h.target.Effects(); len(e) != 1 {
+		t.Fatalf("effects = %v", e)
+	}
+}
+
+func TestDecisionAfterDeadlineExpiresTheRun(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	h.clock.Advance(72*time.Hour + time.Millisecond)
+	_, err := h.approve(run.ID, "U0LEAD0001")
+	wantRefused(t, err, workflow.CodeExpired)
+	v := h.get(run.ID)
+	if v.Status != workflow.StatusExpired || len(v.Decisions) != 0 {
+		t.Fatalf("status %s decisions %+v", v.Status, v.Decisions)
+	}
+	if e := h.target.Effects(); len(e) != 0 {
+		t.Fatalf("effects: %v", e)
+	}
+}
+
+func TestExpireDueSweepsWaitingRuns(t *testing.T) {
+	h := newHarness(t)
+	old := h.submit(refund("PAY-1", 119))
+	h.clock.Advance(48 * time.Hour)
+	young := h.submit(refund("PAY-1", 100))
+	h.clock.Advance(25 * time.Hour)
+	n, err := h.engine.ExpireDue(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("expired %d, %v; want 1", n, err)
+	}
+	if s := h.get(old.ID).Status; s != workflow.StatusExpired {
+		t.Fatalf("old run %s", s)
+	}
+	if s := h.get(young.ID).Status; s != workflow.StatusWaitingApproval {
+		t.Fatalf("young run %s", s)
+	}
+}
+
+func TestManualChangeWhileWaitingIsRefusedByTheTarget(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	h.target.refundByHand("PAY-1")
+	got, err := h.approve(run.ID, "U0LEAD0001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflow.StatusNeedsAttention || !strings.Contains(got.Reason, "refused by the target") {
+		t.Fatalf("status %s reason %q", got.Status, got.Reason)
+	}
+	if e := h.target.Effects(); len(e) != 1 || e[0] != "manual refund PAY-1" {
+		t.Fatalf("effects = %v, want only the manual refund", e)
+	}
+	v := h.get(run.ID)
+	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpFailed {
+		t.Fatalf("operations %+v", v.Operations)
+	}
+}
+
+func TestTransientFailuresRetryWithTheSameKey(t *testing.T) {
+	h := newHarness(t)
+	h.target.failNext = []error{workflow.Transient(errors.New("503")), workflow.Transient(errors.New("503"))}
+	run := h.submit(refund("PAY-2", 5))
+	if run.Status != workflow.StatusDone {
+		t.Fatalf("status %s (%s)", run.Status, run.Reason)
+	}
+	v := h.get(run.ID)
+	if v.Operations[0].Attempts != 3 || len(h.target.Effects()) != 1 {
+		t.Fatalf("attempts %d effects %v", v.Operations[0].Attempts, h.target.Effects())
+	}
+}
+
+func TestUnknownOutcomeIsReconciledNotRepeated(t *testing.T) {
+	h := newHarness(t)
+	h.target.afterFail = []error{errors.New("connection reset")} // the refund happened, the answer was lost
+	run := h.submit(refund("PAY-2", 5))
+	if run.Status != workflow.StatusDone {
+		t.Fatalf("status %s (%s)", run.Status, run.Reason)
+	}
+	if e := h.target.Effects(); len(e) != 1 {
+		t.Fatalf("effects = %v, want one", e)
+	}
+}
+
+func TestUnprovableOutcomeNeedsAttentionAndIsNeverCancelled(t *testing.T) {
+	h := newHarness(t)
+	h.target.afterFail = []error{errors.New("timeout")}
+	h.target.lookupErr = errors.New("register unavailable")
+	run := h.submit(refund("PAY-2", 5))
+	if run.Status != workflow.StatusNeedsAttention || !strings.Contains(run.Reason, "cannot be proven") {
+		t.Fatalf("status %s reason %q", run.Status, run.Reason)
+	}
+	if v := h.get(run.ID); v.Operations[0].Status != workflow.OpUnknown {
+		t.Fatalf("operation %+v", v.Operations[0])
+	}
+	_, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "U0MGR00001"}, "give up")
+	wantRefused(t, err, workflow.CodeNotCancellable)
+	if s := h.get(run.ID).Status; s != workflow.StatusNeedsAttention {
+		t.Fatalf("status %s", s)
+	}
+}
+
+func TestTwoApproversRacing(t *testing.T) {
+	for i := 0; i < 5; i++ {
+		h := newHarness(t)
+		run := h.submit(refund("PAY-1", 119))
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for j, who := range []string{"U0LEAD0001", "U0LEAD0002"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[j] = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: who}, Verdict: workflow.VerdictApprove, Via: "slack"})
+			}()
+		}
+		wg.Wait()
+		won := 0
+		var loser *workflow.RefusedError
+		for _, err := range errs {
+			if err == nil {
+				won++
+				continue
+			}
+			loser = wantRefused(t, err, workflow.CodeAlreadyDecided)
+		}
+		if won != 1 || loser == nil {
+			t.Fatalf("winners %d, errors %v", won, errs)
+		}
+		v := h.get(run.ID)
+		if len(v.Decisions) != 1 || loser.By != v.Decisions[0].By || !loser.At.Equal(v.Decisions[0].At) {
+			t.Fatalf("decisions %+v, loser told %s at %v", v.Decisions, loser.By, loser.At)
+		}
+		if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+			t.Fatal(err)
+		}
+		if e := h.target.Effects(); len(e) != 1 {
+			t.Fatalf("effects %v", e)
+		}
+	}
+}
+
+func TestSameIdempotencyKeyReturnsTheFirstRun(t *testing.T) {
+	h := newHarness(t)
+	p := refund("PAY-1", 119)
+	p.IdempotencyKey = "ticket-T-1"
+	first := h.submit(p)
+	second := h.submit(p)
+	if first.ID != second.ID {
+		t.Fatalf("two runs %s and %s for one key", first.ID, second.ID)
+	}
+	runs, err := h.engine.List(ctx, workflow.RunFilter{})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %d, %v", len(runs), err)
+	}
+}
+
+func TestInvalidProposalsChangeNothing(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+	}{
+		{"no requester", `{"actions":[{"name":"request_refund","args":{"payment_id":"PAY-1","amount":1}}]}`},
+		{"no actions", `{"requester":{"id":"a"},"actions":[]}`},
+		{"unknown action", `{"requester":{"id":"a"},"actions":[{"name":"wire_money","args":{}}]}`},
+		{"schema violation", `{"requester":{"id":"a"},"actions":[{"name":"request_refund","args":{"payment_id":"PAY-1","amount":"lots"}}]}`},
+		{"extra argument", `{"requester":{"id":"a"},"actions":[{"name":"request_refund","args":{"payment_id":"PAY-1","amount":1,"note":"x"}}]}`},
+		{"unknown field", `{"requester":{"id":"a"},"actions":[{"name":"request_refund","args":{"payment_id":"PAY-1","amount":1}}],"priority":1}`},
+		{"duplicate key", `{"requester":{"id":"a"},"actions":[{"name":"request_refund","args":{"payment_id":"PAY-1","amount":1,"amount":500}}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			p, err := workflow.ParseProposal([]byte(tt.body))
+			if err == nil {
+				_, err = h.engine.Submit(ctx, p)
+			}
+			wantRefused(t, err, workflow.CodeInvalidInput)
+			runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+			if lerr != nil || len(runs) != 0 || len(h.target.Effects()) != 0 {
+				t.Fatalf("runs %d effects %v (%v)", len(runs), h.target.Effects(), lerr)
+			}
+		})
+	}
+}
+
+func TestFailedCheckFailsTheRun(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-404", 10))
+	if run.Status != workflow.StatusFailed || !strings.Contains(run.Reason, "not a captured charge") {
+		t.Fatalf("status %s reason %q", run.Status, run.Reason)
+	}
+}
+
+func TestEditThenApproveRunsTheEditedArguments(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	oldFP := h.get(run.ID).Fingerprint
+
+	// Invalid edits are refused and change nothing.
+	before := h.snapshot(run.ID)
+	for _, bad := range []string{`{"payment_id":"PAY-1","amount":-5}`, `{"payment_id":"PAY-1"}`, `{"payment_id":"PAY-1","amount":500}`} {
+		_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli", Edit: json.RawMessage(bad)})
+		wantRefused(t, err, workflow.CodeInvalidInput)
+	}
+	if h.snapshot(run.ID) != before {
+		t.Fatal("a refused edit changed the run")
+	}
+
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli", Edit: json.RawMessage(`{"payment_id":"PAY-1","amount":60}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflow.StatusExecuting || got.Fingerprint == oldFP {
+		t.Fatalf("status %s fingerprint unchanged=%v", got.Status, got.Fingerprint == oldFP)
+	}
+	if got, err = h.engine.Resume(ctx, run.ID); err != nil || got.Status != workflow.StatusDone {
+		t.Fatalf("resume: %v %v", got, err)
+	}
+	if e := h.target.Effects(); len(e) != 1 || !strings.Contains(e[0], "60.00") {
+		t.Fatalf("effects %v, want the edited refund of 60", e)
+	}
+	v := h.get(run.ID)
+	if len(v.Requests) != 2 || v.Requests[0].Status != workflow.RequestSuperseded || v.Requests[1].Status != workflow.RequestApproved {
+		t.Fatalf("requests %+v", v.Requests)
+	}
+}
+
+func TestForkNeedsItsOwnApproval(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Reason: "wrong amount", Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	fork, err := h.engine.Fork(ctx, run.ID, 1, workflow.Person{ID: "U0LEAD0001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fork.ID == run.ID || fork.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("fork %s status %s", fork.ID, fork.Status)
+	}
+	fv, ov := h.get(fork.ID), h.get(run.ID)
+	if fv.Fingerprint == ov.Fingerprint || fv.ForkedFrom == nil || fv.ForkedFrom.RunID != run.ID || len(fv.Decisions) != 0 {
+		t.Fatalf("fork view %+v", fv)
+	}
+	_, err = h.engine.Fork(ctx, run.ID, 99, workflow.Person{ID: "U0LEAD0001"})
+	wantRefused(t, err, workflow.CodeInvalidInput)
+}
+
+func TestCancel(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	_, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "U0STRANGER"}, "no")
+	wantRefused(t, err, workflow.CodeNoRole)
+	got, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "agent:resolver"}, "duplicate ticket")
+	if err != nil || got.Status != workflow.StatusCancelled {
+		t.Fatalf("requester cancel: %v %v", got, err)
+	}
+	_, err = h.approve(run.ID, "U0LEAD0001")
+	wantRefused(t, err, workflow.CodeAlreadyDecided)
+	if e := h.target.Effects(); len(e) != 0 {
+		t.Fatalf("effects %v", e)
+	}
+}

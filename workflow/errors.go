@@ -1,0 +1,126 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Class is how the engine treats an error from an executor: the one place where
+// retry policy is decided.
+type Class int
+
+// The classes of error.
+const (
+	// ClassUnknown: the outcome cannot be known from the error (a timeout, a
+	// dropped connection). For a read it is retried; for a write the target is
+	// asked whether the idempotency key happened before anything else is done.
+	ClassUnknown Class = iota
+	// ClassTransient: the target certainly did nothing and a retry may succeed.
+	ClassTransient
+	// ClassPermanent: the target refused and nothing happened; retrying cannot help.
+	ClassPermanent
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassTransient:
+		return "transient"
+	case ClassPermanent:
+		return "permanent"
+	}
+	return "unknown"
+}
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string   { return e.err.Error() }
+func (e permanentError) Unwrap() error   { return e.err }
+func (e permanentError) Permanent() bool { return true }
+
+type transientError struct{ err error }
+
+func (e transientError) Error() string   { return e.err.Error() }
+func (e transientError) Unwrap() error   { return e.err }
+func (e transientError) Transient() bool { return true }
+
+// Permanent marks err as a refusal that a retry cannot change.
+func Permanent(err error) error { return permanentError{err} }
+
+// Transient marks err as a failure where the target certainly did nothing.
+func Transient(err error) error { return transientError{err} }
+
+// Classify decides the class of err. Any error in the chain with a
+// `Permanent() bool` or `Transient() bool` method returning true decides it, so
+// executors need not import this package to classify their errors.
+func Classify(err error) Class {
+	var p interface{ Permanent() bool }
+	if errors.As(err, &p) && p.Permanent() {
+		return ClassPermanent
+	}
+	var t interface{ Transient() bool }
+	if errors.As(err, &t) && t.Transient() {
+		return ClassTransient
+	}
+	return ClassUnknown
+}
+
+// Refusal codes: why the engine refused a request. Each refusal changes nothing
+// but the audit log (an expired deadline also ends the run as expired).
+const (
+	CodeInvalidInput     = "invalid_input"
+	CodeUnknownRun       = "unknown_run"
+	CodeNotWaiting       = "not_waiting"
+	CodeAlreadyDecided   = "already_decided"
+	CodeAlreadyVoted     = "already_voted"
+	CodeStaleFingerprint = "stale_fingerprint"
+	CodeNoRole           = "no_role"
+	CodeSelfApproval     = "self_approval"
+	CodeExpired          = "expired"
+	CodeEditNotAllowed   = "edit_not_allowed"
+	CodeNotCancellable   = "not_cancellable"
+	CodeIntegrity        = "integrity"
+)
+
+// RefusedError says the engine refused a request and why. When someone else
+// decided first, By and At say who and when.
+type RefusedError struct {
+	Code  string
+	RunID string
+	Msg   string
+	By    string
+	At    time.Time
+}
+
+func (e *RefusedError) Error() string {
+	if e.RunID != "" {
+		return fmt.Sprintf("run %s: %s", e.RunID, e.Msg)
+	}
+	return e.Msg
+}
+
+func refused(code, runID, format string, args ...any) *RefusedError {
+	return &RefusedError{Code: code, RunID: runID, Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsRefused reports whether err is a refusal with one of the codes (any code when none given).
+func IsRefused(err error, codes ...string) bool {
+	var r *RefusedError
+	if !errors.As(err, &r) {
+		return false
+	}
+	if len(codes) == 0 {
+		return true
+	}
+	for _, c := range codes {
+		if r.Code == c {
+			return true
+		}
+	}
+	return false
+}
+
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

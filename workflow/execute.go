@@ -1,0 +1,210 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// OperationKey is the idempotency key of a run's action: stable across crashes and
+// resumes, so a retry can never become a second effect.
+func OperationKey(runID string, index int) string {
+	return fmt.Sprintf("%s/%d", runID, index+1)
+}
+
+// executeNext advances an executing run by one write boundary. It reports whether
+// it made progress that the caller should follow by loading the run again.
+func (e *Engine) executeNext(ctx context.Context, l *loaded) (bool, error) {
+	id := l.run.ID
+	// Re-hash the stored arguments and compare them with the approved fingerprint
+	// right before any call: what runs is exactly what was approved.
+	if l.st.Gate == nil {
+		return true, e.attention(ctx, id, "the run is executing without a policy decision")
+	}
+	fp, err := fingerprintOf(l.st, l.st.Gate.Risk, l.st.Gate.PolicyRevision)
+	if err != nil || fp != l.st.Gate.Fingerprint || fp != l.run.Fingerprint {
+		return true, e.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
+	}
+	var ops []*Operation
+	err = e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		ops, err = tx.Operations(ctx, id)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("load operations of run %s: %w", id, err)
+	}
+	byIndex := map[int]*Operation{}
+	for _, op := range ops {
+		byIndex[op.Index] = op
+	}
+	for i, a := range l.st.Actions {
+		op := byIndex[i]
+		switch {
+		case op == nil:
+			return true, e.intend(ctx, l, i, a)
+		case op.Status == OpCommitted:
+			continue
+		case op.Status == OpPending:
+			return true, e.perform(ctx, l, op, a)
+		default:
+			return true, e.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
+		}
+	}
+	l.run.Status, l.run.Reason = StatusDone, ""
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.save(ctx, tx, l, StatusExecuting, "finished", "signoff", map[string]int{"operations": len(l.st.Actions)}, nil)
+	})
+	if err != nil && !errors.Is(err, ErrConflict) {
+		return false, fmt.Errorf("finish run %s: %w", id, err)
+	}
+	return true, nil
+}
+
+// intend records the intent to run action i, before any call.
+func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action) error {
+	digest, err := Digest(a.Args)
+	if err != nil {
+		return fmt.Errorf("digest arguments of action %d: %w", i+1, err)
+	}
+	now := e.now()
+	op := &Operation{
+		Key: OperationKey(l.run.ID, i), RunID: l.run.ID, Index: i, Action: a.Name, ArgsDigest: digest,
+		Status: OpPending, CreatedAt: now, UpdatedAt: now,
+	}
+	l.st.Operations = append(l.st.Operations, OperationRecord{Key: op.Key, Index: i, Action: a.Name, Status: OpPending})
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.InsertOperation(ctx, op); err != nil {
+			return fmt.Errorf("record intent %s: %w", op.Key, err)
+		}
+		return e.save(ctx, tx, l, StatusExecuting, "intent", "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
+	})
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrDuplicate) {
+		return nil // another worker got there first; the caller reloads
+	}
+	if err != nil {
+		return err
+	}
+	e.fail("after-intent")
+	return nil
+}
+
+// perform runs (or reconciles) a pending operation. A pending operation may have
+// reached the target before a crash, so the target is asked first whenever an
+// attempt was already made; only a proven "did not happen" sends it again, and
+// always with the same key.
+func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action) error {
+	spec, ok := e.actions[a.Name]
+	if !ok {
+		return e.attention(ctx, l.run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
+	}
+	if op.Attempts > 0 {
+		rc, found, err := spec.Executor.Lookup(ctx, op.Key)
+		if err != nil {
+			return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
+		}
+		if found {
+			return e.receipt(ctx, l, op, rc, "reconciled")
+		}
+		if op.Attempts >= e.execN {
+			return e.failOp(ctx, l, op, fmt.Sprintf("%s did not happen after %d attempts", op.Key, op.Attempts))
+		}
+	}
+	op.Attempts++
+	op.UpdatedAt = e.now()
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return tx.UpdateOperation(ctx, op)
+	})
+	if errors.Is(err, ErrConflict) {
+		return nil // another worker is on it; the caller reloads
+	}
+	if err != nil {
+		return fmt.Errorf("count attempt of %s: %w", op.Key, err)
+	}
+	rc, err := spec.Executor.Execute(ctx, op.Key, a)
+	if err == nil {
+		e.fail("after-effect")
+		return e.receipt(ctx, l, op, rc, "executed")
+	}
+	switch Classify(err) {
+	case ClassPermanent:
+		return e.failOp(ctx, l, op, "refused by the target: "+err.Error())
+	case ClassTransient:
+		if op.Attempts >= e.execN {
+			return e.failOp(ctx, l, op, fmt.Sprintf("the target kept failing after %d attempts: %v", op.Attempts, err))
+		}
+		e.log.Warn("transient failure, retrying with the same key", "run_id", l.run.ID, "key", op.Key, "attempt", op.Attempts, "error", err)
+		return e.clock.Sleep(ctx, e.backoff(op.Attempts))
+	default:
+		// Outcome unknown: the next round asks the target before anything else.
+		e.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", err)
+		return nil
+	}
+}
+
+// receipt records the proof of an operation. The run is advanced by the next
+// round, so that a crash between the two leaves a receipt and nothing to redo.
+func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Receipt, how string) error {
+	body, err := json.Marshal(rc)
+	if err != nil {
+		return fmt.Errorf("encode receipt of %s: %w", op.Key, err)
+	}
+	op.Status, op.Receipt, op.Error, op.UpdatedAt = OpCommitted, body, "", e.now()
+	setOpRecord(l.st, op)
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.UpdateOperation(ctx, op); err != nil {
+			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
+		}
+		return e.save(ctx, tx, l, StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID}, nil)
+	})
+	if errors.Is(err, ErrConflict) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.fail("after-receipt")
+	return nil
+}
+
+// failOp records that an operation did not happen and hands the run to a person.
+func (e *Engine) failOp(ctx context.Context, l *loaded, op *Operation, reason string) error {
+	return e.stopOp(ctx, l, op, OpFailed, reason)
+}
+
+// unprovable records that nobody can tell whether an operation happened. The
+// run is never called cancelled or failed: a person must look at the target.
+func (e *Engine) unprovable(ctx context.Context, l *loaded, op *Operation, reason string) error {
+	return e.stopOp(ctx, l, op, OpUnknown, reason)
+}
+
+func (e *Engine) stopOp(ctx context.Context, l *loaded, op *Operation, status OpStatus, reason string) error {
+	op.Status, op.Error, op.UpdatedAt = status, reason, e.now()
+	setOpRecord(l.st, op)
+	l.run.Status, l.run.Reason = StatusNeedsAttention, reason
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.UpdateOperation(ctx, op); err != nil {
+			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
+		}
+		return e.save(ctx, tx, l, StatusExecuting, "needs_attention", "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
+	})
+	if errors.Is(err, ErrConflict) {
+		return nil
+	}
+	if err == nil {
+		e.log.Warn("run needs attention", "run_id", l.run.ID, "key", op.Key, "reason", reason)
+	}
+	return err
+}
+
+func setOpRecord(st *State, op *Operation) {
+	rec := OperationRecord{Key: op.Key, Index: op.Index, Action: op.Action, Status: op.Status, Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error}
+	for i := range st.Operations {
+		if st.Operations[i].Key == op.Key {
+			st.Operations[i] = rec
+			return
+		}
+	}
+	st.Operations = append(st.Operations, rec)
+}

@@ -1,0 +1,291 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// tamperLatest rewrites the latest checkpoint of a run behind the engine's back,
+// as someone with access to the database file could. With rehash the chain stays
+// consistent, so only checks other than the hash can catch it.
+func tamperLatest(h *harness, id string, edit func(st map[string]any), rehash bool) {
+	h.t.Helper()
+	rewriteLatest(h, id, func(b []byte) []byte {
+		var st map[string]any
+		if err := json.Unmarshal(b, &st); err != nil {
+			h.t.Fatal(err)
+		}
+		edit(st)
+		out, err := json.Marshal(st)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		return out
+	}, rehash)
+}
+
+func rewriteLatest(h *harness, id string, edit func([]byte) []byte, rehash bool) {
+	h.t.Helper()
+	db, err := sqlite.OpenDB(h.path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer db.Close()
+	var c workflow.Checkpoint
+	var at int64
+	row := db.QueryRow(`SELECT run_id, seq, schema_version, state, prev_hash, created_at FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1`, id)
+	if err := row.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &at); err != nil {
+		h.t.Fatal(err)
+	}
+	c.CreatedAt = time.UnixMilli(at).UTC()
+	c.State = edit(c.State)
+	hash := "0000"
+	if rehash {
+		hash = workflow.CheckpointHash(&c)
+	}
+	if _, err := db.Exec(`UPDATE checkpoints SET state = ?, hash = ? WHERE run_id = ? AND seq = ?`, c.State, hash, c.RunID, c.Seq); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func TestDamagedStateStopsOnlyThatRun(t *testing.T) {
+	tests := []struct {
+		name    string
+		damage  func(h *harness, id string)
+		problem string
+	}{
+		{"duplicate key", func(h *harness, id string) {
+			rewriteLatest(h, id, func(b []byte) []byte {
+				return []byte(strings.Replace(string(b), `"status":`, `"status":"done","status":`, 1))
+			}, true)
+		}, "duplicate"},
+		{"unknown field", func(h *harness, id string) {
+			tamperLatest(h, id, func(st map[string]any) { st["approved_by_magic"] = true }, true)
+		}, "unknown"},
+		{"newer schema version", func(h *harness, id string) {
+			tamperLatest(h, id, func(st map[string]any) { st["schema_version"] = workflow.SchemaVersion + 1 }, true)
+		}, "newer than this build"},
+		{"broken chain", func(h *harness, id string) {
+			tamperLatest(h, id, func(st map[string]any) { st["summary"] = "quietly changed" }, false)
+		}, "broken hash chain"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			damaged := h.submit(refund("PAY-1", 119))
+			healthy := h.submit(refund("PAY-1", 100))
+			tt.damage(h, damaged.ID)
+
+			rep, err := h.engine.Verify(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Damaged) != 1 || rep.Damaged[0].RunID != damaged.ID || !strings.Contains(rep.Damaged[0].Problem, tt.problem) {
+				t.Fatalf("verify found %+v, want %s with %q", rep.Damaged, damaged.ID, tt.problem)
+			}
+
+			_, err = h.approve(damaged.ID, "U0LEAD0001")
+			wantRefused(t, err, workflow.CodeIntegrity)
+			v := h.get(damaged.ID)
+			if v.Status != workflow.StatusNeedsAttention || !strings.Contains(v.Reason, tt.problem) {
+				t.Fatalf("damaged run: status %s reason %q", v.Status, v.Reason)
+			}
+			if v.Problem == "" {
+				t.Fatal("show does not name the problem")
+			}
+			// Resume does not guess either.
+			got, err := h.engine.Resume(ctx, damaged.ID)
+			if err != nil || got.Status != workflow.StatusNeedsAttention {
+				t.Fatalf("resume damaged: %v %v", got, err)
+			}
+
+			// The other run carries on.
+			if got, err := h.approve(healthy.ID, "U0LEAD0001"); err != nil || got.Status != workflow.StatusDone {
+				t.Fatalf("healthy run: %v %v", got, err)
+			}
+			if e := h.target.Effects(); len(e) != 1 || !strings.Contains(e[0], "100.00") {
+				t.Fatalf("effects %v", e)
+			}
+		})
+	}
+}
+
+func TestAuditChainIsVerified(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	if _, err := h.approve(run.ID, "U0LEAD0001"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := h.engine.Verify(ctx)
+	if err != nil || !rep.OK() || rep.AuditEvents < 4 {
+		t.Fatalf("verify %+v %v", rep, err)
+	}
+	db, err := sqlite.OpenDB(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE audit SET actor = 'someone-else' WHERE seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = h.engine.Verify(ctx)
+	if err != nil || rep.OK() || !strings.Contains(rep.AuditProblem, "event 2") {
+		t.Fatalf("verify after tamper %+v %v", rep, err)
+	}
+}
+
+// crash is what a failpoint raises in these in-process tests; the real binary
+// kills itself instead (see cmd/signoff's crash tests).
+type crash string
+
+func crashAt(name string) harnessOption {
+	return func(c *workflow.Config) {
+		c.Failpoint = func(at string) {
+			if at == name {
+				panic(crash(at))
+			}
+		}
+	}
+}
+
+// survive runs f and recovers the simulated crash.
+func survive(t *testing.T, f func()) (crashed bool) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(crash); !ok {
+				panic(r)
+			}
+			crashed = true
+		}
+	}()
+	f()
+	return false
+}
+
+func TestCrashAtEachBoundaryThenResume(t *testing.T) {
+	for _, point := range []string{"before-decision-commit", "after-decision-commit", "after-intent", "after-effect", "after-receipt"} {
+		t.Run(point, func(t *testing.T) {
+			h := newHarness(t, crashAt(point))
+			run := h.submit(refund("PAY-1", 119))
+			crashed := survive(t, func() {
+				if _, err := h.approve(run.ID, "U0LEAD0001"); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if !crashed {
+				t.Fatalf("failpoint %s never fired", point)
+			}
+			h.open(testPolicy(t, "rev-1", h.roles)) // a new process, no failpoint
+			got, err := h.engine.Resume(ctx, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if point == "before-decision-commit" {
+				// The decision never committed: the run still waits, and nothing ran.
+				if got.Status != workflow.StatusWaitingApproval || len(h.get(run.ID).Decisions) != 0 || len(h.target.Effects()) != 0 {
+					t.Fatalf("status %s effects %v", got.Status, h.target.Effects())
+				}
+				if got, err = h.approve(run.ID, "U0LEAD0001"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got.Status != workflow.StatusDone {
+				t.Fatalf("status %s (%s)", got.Status, got.Reason)
+			}
+			if e := h.target.Effects(); len(e) != 1 {
+				t.Fatalf("effects %v, want exactly one", e)
+			}
+			v := h.get(run.ID)
+			if len(v.Decisions) != 1 || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
+				t.Fatalf("decisions %+v operations %+v", v.Decisions, v.Operations)
+			}
+			rep, err := h.engine.Verify(ctx)
+			if err != nil || !rep.OK() {
+				t.Fatalf("verify %+v %v", rep, err)
+			}
+		})
+	}
+}
+
+// countingAgent looks something up in each of two steps and proposes in the third.
+type countingAgent struct{ calls *int }
+
+func (a countingAgent) Step(_ context.Context, st *workflow.State) (bool, error) {
+	*a.calls++
+	st.ModelCalls++
+	switch st.Step {
+	case 0, 1:
+		st.Evidence = append(st.Evidence, workflow.Evidence{Source: fmt.Sprintf("lookup-%d", st.Step+1), Data: json.RawMessage(`{"ok":true}`)})
+		return false, nil
+	default:
+		st.Actions = []workflow.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}}
+		return true, nil
+	}
+}
+
+func TestAgentCrashAfterStepOneResumesAtStepTwo(t *testing.T) {
+	calls := 0
+	withAgent := func(c *workflow.Config) { c.Agents = map[string]workflow.Agent{"resolver": countingAgent{&calls}} }
+	h := newHarness(t, withAgent, crashAt("after-step-1"))
+	var run *workflow.Run
+	crashed := survive(t, func() {
+		var err error
+		run, err = h.engine.Start(ctx, "resolver", "T-1", workflow.Person{ID: "agent:resolver"})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !crashed {
+		t.Fatal("failpoint never fired")
+	}
+	runs, err := h.engine.List(ctx, workflow.RunFilter{})
+	if err != nil || len(runs) != 1 || runs[0].Step != 1 || runs[0].Status != workflow.StatusRunning {
+		t.Fatalf("after crash: %+v %v", runs, err)
+	}
+	h.open(testPolicy(t, "rev-1", h.roles), withAgent)
+	run, err = h.engine.Resume(ctx, runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != workflow.StatusWaitingApproval || calls != 3 || h.get(run.ID).ModelCalls != 3 {
+		t.Fatalf("status %s, %d calls, state says %d", run.Status, calls, h.get(run.ID).ModelCalls)
+	}
+}
+
+func TestConcurrentEnginesOnOneFile(t *testing.T) {
+	// A CLI and a server share the file: both decide and resume; one effect.
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	other := newHarness(t)
+	other.path, other.target, other.clock = h.path, h.target, h.clock
+	other.store = nil
+	other.open(testPolicy(t, "rev-1", h.roles))
+	done := make(chan error, 2)
+	for _, e := range []*workflow.Engine{h.engine, other.engine} {
+		go func() {
+			_, err := e.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
+			if err != nil && !workflow.IsRefused(err, workflow.CodeAlreadyDecided, workflow.CodeAlreadyVoted) {
+				done <- err
+				return
+			}
+			_, err = e.Resume(context.Background(), run.ID)
+			done <- err
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := h.target.Effects(); len(e) != 1 {
+		t.Fatalf("effects %v", e)
+	}
+}
