@@ -6,8 +6,11 @@ package sqlite
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
+	"strings"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" database/sql driver
 )
@@ -20,14 +23,53 @@ import (
 //   - busy_timeout, so a second process waits for the write lock instead of failing;
 //   - _txlock=immediate, so a read-write transaction takes the write lock at BEGIN
 //     and never fails half way with SQLITE_BUSY when it upgrades.
+//
+// The pool holds one connection. Every transaction takes the write lock at BEGIN,
+// so a second connection in the same process adds no concurrency: it would only
+// wait in SQLite's busy handler, which polls with sleeps of up to 100 ms, instead
+// of in database/sql's queue, which hands the connection over at once and honours
+// the context. Consequence: do not hold *sql.Rows open outside a transaction while
+// running another statement on the same *sql.DB; it would wait for itself.
 func OpenDB(path string) (*sql.DB, error) {
+	db, err := open(path, "immediate", false)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// openReadDB opens path for read-only transactions: BEGIN is deferred, so a reader
+// takes no write lock and reads a WAL snapshot while a writer commits, and
+// query_only makes a stray write fail instead of silently taking the lock.
+// Several connections, because readers do run in parallel.
+func openReadDB(path string) (*sql.DB, error) {
+	db, err := open(path, "deferred", true)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	return db, nil
+}
+
+// uriPath escapes the characters that SQLite's URI filenames give a meaning to,
+// so that any file name opens the file it names.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+
+func open(path, txlock string, queryOnly bool) (*sql.DB, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite: a file path is required")
+	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", "FULL")
 	q.Set("_foreign_keys", "on")
 	q.Set("_busy_timeout", "10000")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	q.Set("_txlock", txlock)
+	if queryOnly {
+		q.Set("_query_only", "on")
+	}
+	db, err := sql.Open("sqlite3", "file:"+uriPath.Replace(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}

@@ -1,0 +1,205 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The schema's history: numbered files, append-only. A file that was applied
+// somewhere must never change (its checksum is recorded), so a change to the
+// schema is always a new file.
+//
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migration names one step of the schema's history.
+type Migration struct {
+	Version int
+	Name    string
+}
+
+var (
+	// ErrSchemaTooNew: the database was migrated by a newer build of signoff.
+	// Writing to it with this build could corrupt what the newer one relies on.
+	ErrSchemaTooNew = errors.New("database schema is newer than this build")
+	// ErrMigrationChanged: an applied migration's recorded checksum differs from
+	// the file this build embeds, so the schema is not what this build expects.
+	ErrMigrationChanged = errors.New("applied migration differs from this build")
+)
+
+type migration struct {
+	Migration
+	sql      string
+	checksum string
+}
+
+// migrations is parsed once from the embedded files. A malformed name is a build
+// mistake, caught by the first test that opens a store.
+var migrations = mustParseMigrations(migrationFiles)
+
+// Migrations lists the schema versions this build knows, oldest first, so that
+// every driver can be held to the same numbering.
+func Migrations() []Migration {
+	out := make([]Migration, len(migrations))
+	for i, m := range migrations {
+		out[i] = m.Migration
+	}
+	return out
+}
+
+func mustParseMigrations(fsys fs.FS) []migration {
+	ms, err := parseMigrations(fsys)
+	if err != nil {
+		panic(err)
+	}
+	return ms
+}
+
+// parseMigrations reads NNN_name.sql files and insists on versions 1, 2, 3, …
+// with no gap, so that "the highest applied version" means "everything up to it".
+func parseMigrations(fsys fs.FS) ([]migration, error) {
+	names, err := fs.Glob(fsys, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, name := range names {
+		base := strings.TrimSuffix(path.Base(name), ".sql")
+		num, label, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 || label == "" {
+			return nil, fmt.Errorf("migration file %s: want NNN_name.sql", name)
+		}
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(body)
+		ms = append(ms, migration{
+			Migration: Migration{Version: v, Name: label},
+			sql:       string(body),
+			checksum:  hex.EncodeToString(sum[:]),
+		})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return cmp.Compare(a.Version, b.Version) })
+	for i, m := range ms {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migration %d (%s): versions must run 1, 2, 3… without gaps or repeats", m.Version, m.Name)
+		}
+	}
+	return ms, nil
+}
+
+type appliedMigration struct {
+	version  int
+	name     string
+	checksum string
+}
+
+// migrate brings db up to the newest schema this build knows. Each migration runs
+// in its own transaction together with its schema_migrations row, so a crash
+// leaves either all of it or none. Two processes opening a new file at once are
+// safe: BEGIN IMMEDIATE serialises them and each re-reads what is applied inside
+// its transaction.
+func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER NOT NULL PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		checksum   TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	for _, m := range migrations {
+		if err := applyMigration(ctx, db, m, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, m migration, log *slog.Logger) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate %d (%s): %w", m.Version, m.Name, err)
+	}
+	defer tx.Rollback() // a no-op after Commit
+	applied, err := readApplied(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("migrate %d (%s): %w", m.Version, m.Name, err)
+	}
+	if err := checkApplied(applied); err != nil {
+		return err
+	}
+	for _, a := range applied {
+		if a.version == m.Version {
+			return nil // checkApplied compared its checksum
+		}
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("migrate %d (%s): %w", m.Version, m.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`,
+		m.Version, m.Name, m.checksum, time.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("migrate %d (%s): record: %w", m.Version, m.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate %d (%s): commit: %w", m.Version, m.Name, err)
+	}
+	log.Info("applied schema migration", "version", m.Version, "name", m.Name)
+	return nil
+}
+
+func readApplied(ctx context.Context, tx *sql.Tx) ([]appliedMigration, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version, name, checksum FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	var out []appliedMigration
+	for rows.Next() {
+		var a appliedMigration
+		if err := rows.Scan(&a.version, &a.name, &a.checksum); err != nil {
+			return nil, fmt.Errorf("read schema_migrations: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	return out, nil
+}
+
+// checkApplied refuses a database this build must not write to: one migrated by a
+// newer build, or one whose applied migrations are not the ones embedded here.
+func checkApplied(applied []appliedMigration) error {
+	known := len(migrations)
+	for _, a := range applied {
+		if a.version > known {
+			return fmt.Errorf("%w: the database has schema version %d (%s), this build knows up to %d; upgrade signoff",
+				ErrSchemaTooNew, a.version, a.name, known)
+		}
+		if a.version < 1 {
+			return fmt.Errorf("%w: the database records unknown schema version %d (%s)", ErrMigrationChanged, a.version, a.name)
+		}
+		if m := migrations[a.version-1]; a.checksum != m.checksum {
+			return fmt.Errorf("%w: schema version %d (%s) was applied with checksum %s, this build has %s",
+				ErrMigrationChanged, a.version, a.name, a.checksum, m.checksum)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+-- 001_init: every record of the workflow contract.
+--
+-- Encoding (shared by every table):
+--   * times are INTEGER unix milliseconds in UTC; 0 stands for the zero time.Time,
+--     so the instant 1970-01-01T00:00:00.000Z itself reads back as the zero time;
+--   * byte and JSON columns are BLOB, stored byte for byte: a nil slice is NULL and
+--     an empty one is a zero-length BLOB, so nil and empty both round-trip;
+--   * optional strings are '' (NOT NULL), except runs.idempotency_key, which is
+--     NULL when empty so that UNIQUE applies only to keys a submitter gave.
+-- This file is append-only history: change the schema in a new numbered file.
+
+CREATE TABLE runs (
+    id              TEXT    NOT NULL PRIMARY KEY,
+    workflow        TEXT    NOT NULL DEFAULT '',
+    task_id         TEXT    NOT NULL DEFAULT '',
+    status          TEXT    NOT NULL,
+    step            INTEGER NOT NULL DEFAULT 0,
+    seq             INTEGER NOT NULL DEFAULT 0,
+    version         INTEGER NOT NULL,
+    requester_id    TEXT    NOT NULL DEFAULT '',
+    idempotency_key TEXT    UNIQUE,
+    fingerprint     TEXT    NOT NULL DEFAULT '',
+    reason          TEXT    NOT NULL DEFAULT '',
+    deadline        INTEGER NOT NULL DEFAULT 0,
+    parent_id       TEXT    NOT NULL DEFAULT '',
+    parent_seq      INTEGER NOT NULL DEFAULT 0,
+    lease_owner     TEXT    NOT NULL DEFAULT '',
+    lease_until     INTEGER NOT NULL DEFAULT 0,
+    fence           INTEGER NOT NULL DEFAULT 0,
+    created_at      INTEGER NOT NULL DEFAULT 0,
+    updated_at      INTEGER NOT NULL DEFAULT 0
+);
+
+-- The pending list (status = waiting_approval, oldest first, paginated on
+-- (created_at, id)) and every other per-status listing walk this index in order.
+CREATE INDEX runs_status_created ON runs (status, created_at, id);
+
+-- Deadline sweeps (expire what is past due) touch only runs that have a deadline.
+CREATE INDEX runs_deadline ON runs (deadline, status) WHERE deadline <> 0;
+
+CREATE TABLE checkpoints (
+    run_id         TEXT    NOT NULL REFERENCES runs (id),
+    seq            INTEGER NOT NULL,
+    schema_version INTEGER NOT NULL,
+    state          BLOB,
+    prev_hash      TEXT    NOT NULL DEFAULT '',
+    hash           TEXT    NOT NULL DEFAULT '',
+    created_at     INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE approval_requests (
+    id              TEXT    NOT NULL PRIMARY KEY,
+    run_id          TEXT    NOT NULL REFERENCES runs (id),
+    fingerprint     TEXT    NOT NULL DEFAULT '',
+    rule            TEXT    NOT NULL DEFAULT '',
+    policy_revision TEXT    NOT NULL DEFAULT '',
+    risk            TEXT    NOT NULL DEFAULT '',
+    role            TEXT    NOT NULL DEFAULT '',
+    count           INTEGER NOT NULL DEFAULT 0,
+    self_approval   INTEGER NOT NULL DEFAULT 0,
+    edit            INTEGER NOT NULL DEFAULT 0,
+    requester_id    TEXT    NOT NULL DEFAULT '',
+    deadline        INTEGER NOT NULL DEFAULT 0,
+    status          TEXT    NOT NULL,
+    decided_by      TEXT    NOT NULL DEFAULT '',
+    decided_at      INTEGER NOT NULL DEFAULT 0,
+    channel         TEXT    NOT NULL DEFAULT '',
+    message_ts      TEXT    NOT NULL DEFAULT '',
+    version         INTEGER NOT NULL,
+    created_at      INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE INDEX approval_requests_run ON approval_requests (run_id, created_at, id);
+
+-- AUTOINCREMENT: an id is never reused, even if rows are pruned one day, so a
+-- decision id quoted in a message or log always means the same decision.
+CREATE TABLE decisions (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id     TEXT    NOT NULL REFERENCES approval_requests (id),
+    run_id         TEXT    NOT NULL REFERENCES runs (id),
+    approver_id    TEXT    NOT NULL,
+    approver_name  TEXT    NOT NULL DEFAULT '',
+    role           TEXT    NOT NULL DEFAULT '',
+    verdict        TEXT    NOT NULL,
+    reason         TEXT    NOT NULL DEFAULT '',
+    edited_args    BLOB,
+    via            TEXT    NOT NULL DEFAULT '',
+    payload_digest TEXT    NOT NULL DEFAULT '',
+    at             INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (request_id, approver_id)
+);
+
+CREATE INDEX decisions_run ON decisions (run_id, id);
+
+CREATE TABLE operations (
+    op_key      TEXT    NOT NULL PRIMARY KEY,
+    run_id      TEXT    NOT NULL REFERENCES runs (id),
+    idx         INTEGER NOT NULL,
+    action      TEXT    NOT NULL DEFAULT '',
+    args_digest TEXT    NOT NULL DEFAULT '',
+    status      TEXT    NOT NULL,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    receipt     BLOB,
+    error       TEXT    NOT NULL DEFAULT '',
+    version     INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL DEFAULT 0,
+    updated_at  INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE INDEX operations_run ON operations (run_id, idx);
+
+-- No foreign key to runs: a message may concern no run, and the outbox must be
+-- able to say something about a run that was refused before it existed.
+CREATE TABLE outbox (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id       TEXT    NOT NULL DEFAULT '',
+    kind         TEXT    NOT NULL,
+    payload      BLOB,
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    next_attempt INTEGER NOT NULL DEFAULT 0,
+    delivered_at INTEGER NOT NULL DEFAULT 0,
+    last_error   TEXT    NOT NULL DEFAULT '',
+    version      INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL DEFAULT 0
+);
+
+-- The dispatcher's poll reads only undelivered rows; delivered ones leave the index.
+CREATE INDEX outbox_due ON outbox (next_attempt, id) WHERE delivered_at = 0;
+
+-- One global hash chain. No foreign key to runs, for the same reason as the
+-- outbox: refusals are audited even when no run was created.
+CREATE TABLE audit (
+    seq       INTEGER PRIMARY KEY,
+    run_id    TEXT    NOT NULL DEFAULT '',
+    actor     TEXT    NOT NULL DEFAULT '',
+    action    TEXT    NOT NULL,
+    detail    BLOB,
+    at        INTEGER NOT NULL DEFAULT 0,
+    prev_hash TEXT    NOT NULL,
+    hash      TEXT    NOT NULL
+);
+
+CREATE INDEX audit_run ON audit (run_id, seq);
