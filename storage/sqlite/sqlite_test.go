@@ -1,0 +1,440 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/signoff-dev/signoff/storage/storagetest"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+func openStore(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return s
+}
+
+func tempPath(t *testing.T) string {
+	return filepath.Join(t.TempDir(), "signoff.db")
+}
+
+func TestStore(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) workflow.Store {
+		s, err := Open(t.Context(), tempPath(t))
+		if err != nil {
+			t.Fatalf("open store: %v", err)
+		}
+		return s // the suite closes it
+	})
+}
+
+func TestMigrationsAreNumberedFromOne(t *testing.T) {
+	ms := Migrations()
+	if len(ms) == 0 {
+		t.Fatal("no migrations embedded")
+	}
+	for i, m := range ms {
+		if m.Version != i+1 || m.Name == "" {
+			t.Errorf("migration %d is %+v; want version %d and a name", i, m, i+1)
+		}
+	}
+}
+
+func TestParseMigrationsRefusesGapsAndBadNames(t *testing.T) {
+	cases := map[string][]string{
+		"gap":        {"migrations/001_a.sql", "migrations/003_c.sql"},
+		"repeat":     {"migrations/001_a.sql", "migrations/001_b.sql"},
+		"no name":    {"migrations/001.sql"},
+		"not number": {"migrations/one_a.sql"},
+		"zero":       {"migrations/000_a.sql"},
+	}
+	for name, files := range cases {
+		t.Run(name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for _, f := range files {
+				fsys[f] = &fstest.MapFile{Data: []byte("SELECT 1;")}
+			}
+			if _, err := parseMigrations(fsys); err == nil {
+				t.Errorf("parseMigrations(%v) succeeded; want an error", files)
+			}
+		})
+	}
+}
+
+func schemaRows(t *testing.T, path string) map[int]string {
+	t.Helper()
+	db, err := OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(t.Context(), `SELECT version, checksum FROM schema_migrations`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int]string{}
+	for rows.Next() {
+		var v int
+		var sum string
+		if err := rows.Scan(&v, &sum); err != nil {
+			t.Fatal(err)
+		}
+		out[v] = sum
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestMigrationsIdempotentOnReopen(t *testing.T) {
+	path := tempPath(t)
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	first := schemaRows(t, path)
+	for range 3 {
+		s := openStore(t, path)
+		if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			_, err := tx.Run(ctx, "run-1")
+			return err
+		}); err != nil {
+			t.Fatalf("after reopening: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := schemaRows(t, path)
+	if len(again) != len(Migrations()) || len(again) != len(first) {
+		t.Errorf("schema_migrations has %d rows after reopening (%d before), want %d", len(again), len(first), len(Migrations()))
+	}
+	for v, sum := range first {
+		if again[v] != sum {
+			t.Errorf("version %d checksum changed on reopen: %s → %s", v, sum, again[v])
+		}
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	path := tempPath(t)
+	openStore(t, path).Close()
+	future := len(Migrations()) + 7
+	execRaw(t, path, `INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, 'from_the_future', 'x', 0)`, future)
+
+	s, err := Open(t.Context(), path)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a database migrated by a newer build")
+	}
+	if !errors.Is(err, ErrSchemaTooNew) {
+		t.Errorf("error %v is not ErrSchemaTooNew", err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprint(future)) {
+		t.Errorf("error %q does not name version %d", err, future)
+	}
+}
+
+func TestRefusesChangedMigration(t *testing.T) {
+	path := tempPath(t)
+	openStore(t, path).Close()
+	execRaw(t, path, `UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1`)
+
+	s, err := Open(t.Context(), path)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a database whose applied migration differs from this build")
+	}
+	if !errors.Is(err, ErrMigrationChanged) || !strings.Contains(err.Error(), "version 1") {
+		t.Errorf("got %v; want ErrMigrationChanged naming version 1", err)
+	}
+}
+
+func execRaw(t *testing.T, path, query string, args ...any) {
+	t.Helper()
+	db, err := OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), query, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTwoStoresShareAFile is a CLI and a server writing to one file at once: two
+// Stores with their own connections, as two processes would have. SQLite's write
+// lock serialises them; busy_timeout makes the loser wait instead of failing.
+func TestTwoStoresShareAFile(t *testing.T) {
+	const perStore, writers, updates = 2, 4, 25
+	path := tempPath(t)
+	stores := []*Store{openStore(t, path), openStore(t, path)}
+	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return tx.InsertRun(ctx, &workflow.Run{ID: "counter", Status: workflow.StatusRunning})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for si, s := range stores {
+		for w := range writers {
+			wg.Go(func() {
+				<-start
+				for i := range updates {
+					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+						// Read and write in one transaction: it holds the lock
+						// throughout, so the counter never loses an increment.
+						r, err := tx.Run(ctx, "counter")
+						if err != nil {
+							return err
+						}
+						r.Step++
+						if err := tx.UpdateRun(ctx, r); err != nil {
+							return err
+						}
+						id := fmt.Sprintf("run-%d-%d-%d", si, w, i)
+						if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
+							return err
+						}
+						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"})
+					})
+					if err != nil {
+						t.Errorf("store %d writer %d update %d: %v", si, w, i, err)
+						return
+					}
+				}
+			})
+		}
+		// Readers of each store run alongside.
+		wg.Go(func() {
+			<-start
+			for range updates {
+				if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+					_, err := tx.ListRuns(ctx, workflow.RunFilter{Limit: 10})
+					return err
+				}); err != nil {
+					t.Errorf("store %d view: %v", si, err)
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	total := perStore * writers * updates
+	err := stores[1].View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		r, err := tx.Run(ctx, "counter")
+		if err != nil {
+			return err
+		}
+		if r.Step != total || r.Version != int64(total+1) {
+			t.Errorf("counter step %d version %d, want %d and %d", r.Step, r.Version, total, total+1)
+		}
+		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		if err != nil {
+			return err
+		}
+		if len(es) != total {
+			t.Fatalf("audit has %d events, want %d", len(es), total)
+		}
+		prev := ""
+		for i, e := range es {
+			if e.Seq != int64(i+1) || e.PrevHash != prev || e.Hash != workflow.AuditHash(e) {
+				t.Fatalf("audit chain broken at %d: %+v", i, e)
+			}
+			prev = e.Hash
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestViewTakesNoWriteLock: a View opened while another Store's Update holds the
+// write lock reads at once, and an Update of another Store commits while a View is
+// open. If View began with BEGIN IMMEDIATE, either would wait the busy timeout.
+func TestViewTakesNoWriteLock(t *testing.T) {
+	path := tempPath(t)
+	a, b := openStore(t, path), openStore(t, path)
+	if err := a.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	quick := func() (context.Context, context.CancelFunc) { return context.WithTimeout(t.Context(), 3*time.Second) }
+
+	t.Run("view during update", func(t *testing.T) {
+		for _, reader := range []*Store{a, b} {
+			err := a.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+				r, err := tx.Run(ctx, "run-1")
+				if err != nil {
+					return err
+				}
+				r.Step++
+				if err := tx.UpdateRun(ctx, r); err != nil {
+					return err
+				}
+				vctx, cancel := quick()
+				defer cancel()
+				began := time.Now()
+				err = reader.View(vctx, func(ctx context.Context, tx workflow.Tx) error {
+					seen, err := tx.Run(ctx, "run-1")
+					if err == nil && seen.Step == r.Step {
+						t.Error("the view saw an uncommitted write")
+					}
+					return err
+				})
+				if err != nil {
+					t.Errorf("view while the write lock is held: %v (after %v)", err, time.Since(began))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Run("update during view", func(t *testing.T) {
+		err := a.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			if _, err := tx.Run(ctx, "run-1"); err != nil { // the snapshot starts here
+				return err
+			}
+			uctx, cancel := quick()
+			defer cancel()
+			return b.Update(uctx, func(ctx context.Context, tx workflow.Tx) error {
+				r, err := tx.Run(ctx, "run-1")
+				if err != nil {
+					return err
+				}
+				r.Reason = "updated while a view was open"
+				return tx.UpdateRun(ctx, r)
+			})
+		})
+		if err != nil {
+			t.Fatalf("update while a view is open: %v", err)
+		}
+	})
+}
+
+func TestForeignKeyIsNotFound(t *testing.T) {
+	s := openStore(t, tempPath(t))
+	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
+	})
+	if !errors.Is(err, workflow.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
+		t.Errorf("checkpoint of a missing run: got %v, want ErrNotFound naming the run", err)
+	}
+}
+
+func TestInterpretError(t *testing.T) {
+	if err := interpretError(nil); err != nil {
+		t.Errorf("interpretError(nil) = %v", err)
+	}
+	if err := interpretError(fmt.Errorf("scan: %w", sql.ErrNoRows)); !errors.Is(err, workflow.ErrNotFound) {
+		t.Errorf("ErrNoRows became %v", err)
+	}
+	other := errors.New("disk on fire")
+	if err := interpretError(other); err != other {
+		t.Errorf("an unknown error became %v", err)
+	}
+}
+
+// TestEncoding pins the on-disk form documented in migrations/001_init.sql, which
+// other tools (sqlite3, backups, a future migration) read.
+func TestEncoding(t *testing.T) {
+	path := tempPath(t)
+	s := openStore(t, path)
+	at := time.Date(2026, 11, 29, 9, 30, 0, 123_456_789, time.UTC)
+	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return errors.Join(
+			tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning, CreatedAt: at}),
+			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
+			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
+		)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var (
+		created, deadline int64
+		key               sql.NullString
+	)
+	if err := db.QueryRowContext(t.Context(), `SELECT created_at, deadline, idempotency_key FROM runs`).Scan(&created, &deadline, &key); err != nil {
+		t.Fatal(err)
+	}
+	if created != at.UnixMilli() || deadline != 0 || key.Valid {
+		t.Errorf("stored created_at %d deadline %d key %v; want %d, 0 and NULL", created, deadline, key, at.UnixMilli())
+	}
+	var types []string
+	rows, err := db.QueryContext(t.Context(), `SELECT typeof(state) FROM checkpoints ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ty string
+		if err := rows.Scan(&ty); err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ty)
+	}
+	if strings.Join(types, ",") != "null,blob" {
+		t.Errorf("nil and empty state stored as %v, want null,blob", types)
+	}
+}
+
+func TestOpenPathWithURICharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "odd ?name#with%25.db")
+	s := openStore(t, path)
+	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := filepath.Glob(filepath.Join(filepath.Dir(path), "*.db")); err != nil || len(got) != 1 || got[0] != path {
+		t.Errorf("files %v (%v); want exactly %s", got, err, path)
+	}
+}
+
+func TestOpenRefusesMemory(t *testing.T) {
+	for _, p := range []string{"", ":memory:"} {
+		if s, err := Open(t.Context(), p); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded; want an error", p)
+		}
+	}
+}
