@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Exit codes that automation can trust.
+const (
+	exitDone      = 0 // done (or a command that is not about one run succeeded)
+	exitFailed    = 1 // a check failed, or the command failed
+	exitRefused   = 2 // invalid or refused input: nothing changed
+	exitWaiting   = 3 // waiting for approval
+	exitEnded     = 4 // rejected, expired or cancelled
+	exitAttention = 5 // needs attention
+)
+
+// options are the global flags, resolved against the environment.
+type options struct {
+	db     string
+	config string
+	shop   string
+}
+
+func (o *options) resolve(getenv func(string) string) {
+	if o.db == "" {
+		o.db = getenv("SIGNOFF_DB")
+	}
+	if o.db == "" {
+		o.db = "signoff.db"
+	}
+	if o.config == "" {
+		o.config = getenv("SIGNOFF_CONFIG")
+	}
+	if o.shop == "" {
+		o.shop = getenv("SIGNOFF_SHOP")
+	}
+	if o.shop == "" {
+		o.shop = filepath.Join(filepath.Dir(o.db), "shop.db")
+	}
+}
+
+// app is the program wired together: config, store, shop and engine.
+type app struct {
+	cfg    *config.Config
+	store  *sqlite.Store
+	shopDB *sql.DB
+	shop   *demo.Shop
+	engine *workflow.Engine
+	log    *slog.Logger
+}
+
+// openApp builds the app from the global options. failpoint names the write
+// boundary at which the process kills itself ("" for none).
+func openApp(ctx context.Context, o options, failpoint string, logOut io.Writer, clock workflow.Clock) (*app, error) {
+	cfg := config.Default()
+	if o.config != "" {
+		var err error
+		if cfg, err = config.Load(o.config); err != nil {
+			return nil, err
+		}
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	store, err := sqlite.Open(ctx, o.db, sqlite.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	a := &app{cfg: cfg, store: store, log: log}
+	if a.shopDB, err = sqlite.OpenDB(o.shop); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("open shop: %w", err)
+	}
+	if clock == nil {
+		clock = workflow.SystemClock{}
+	}
+	if a.shop, err = demo.OpenShop(ctx, a.shopDB, clock.Now); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("open shop: %w", err)
+	}
+	actions, err := buildActions(cfg, a.shop)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	wcfg := workflow.Config{
+		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
+		Agents: map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)},
+	}
+	if failpoint != "" {
+		wcfg.Failpoint = func(at string) {
+			if at == failpoint {
+				// A real crash: no deferred function, no flush, no goodbye.
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+	}
+	if a.engine, err = workflow.New(wcfg); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// buildActions binds every action of the config to its executor and schema.
+func buildActions(cfg *config.Config, shop *demo.Shop) (map[string]*workflow.ActionSpec, error) {
+	demoExec := demo.Executors(shop, "signoff")
+	schemas := demo.Schemas()
+	out := map[string]*workflow.ActionSpec{}
+	for name, ac := range cfg.Actions {
+		switch ac.Executor {
+		case "demo":
+			exec, ok := demoExec[name]
+			if !ok {
+				return nil, fmt.Errorf("%s: action %s: the demo executor has no action %q (it has request_refund, reship_item, create_return_label)", cfg.Source, name, name)
+			}
+			spec, err := workflow.NewActionSpec(name, schemas[name], exec, ac.Redact)
+			if err != nil {
+				return nil, fmt.Errorf("action %s: %w", name, err)
+			}
+			out[name] = spec
+		default:
+			return nil, fmt.Errorf("%s: action %s: unknown executor %q (this build has: demo)", cfg.Source, name, ac.Executor)
+		}
+	}
+	return out, nil
+}
+
+// Close releases the app's files.
+func (a *app) Close() error {
+	var errs []error
+	if a.shopDB != nil {
+		errs = append(errs, a.shopDB.Close())
+	}
+	if a.store != nil {
+		errs = append(errs, a.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// exitFor maps a run's status to the exit code of a run-level command.
+func exitFor(s workflow.Status) int {
+	switch s {
+	case workflow.StatusDone:
+		return exitDone
+	case workflow.StatusFailed:
+		return exitFailed
+	case workflow.StatusWaitingApproval:
+		return exitWaiting
+	case workflow.StatusRejected, workflow.StatusExpired, workflow.StatusCancelled:
+		return exitEnded
+	case workflow.StatusNeedsAttention:
+		return exitAttention
+	}
+	return exitFailed
+}
+
+// exitForErr maps an error to an exit code: refusals changed nothing (2), a
+// decision after the deadline ended the run (4), damaged state needs a person (5).
+func exitForErr(err error) int {
+	var r *workflow.RefusedError
+	if errors.As(err, &r) {
+		switch r.Code {
+		case workflow.CodeExpired:
+			return exitEnded
+		case workflow.CodeIntegrity:
+			return exitAttention
+		}
+		return exitRefused
+	}
+	var ie *workflow.IntegrityError
+	if errors.As(err, &ie) {
+		return exitAttention
+	}
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return exitRefused
+	}
+	return exitFailed
+}
+
+// since says how long ago t was, for people.
+func since(now, t time.Time) string {
+	d := now.Sub(t).Round(time.Minute)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/signoff-dev/signoff/demo"
+)
+
+// demoCmd tells the whole story from nothing, in a temporary folder: three
+// tickets, one that waits for a team lead, its approval and exactly one refund,
+// a rejection, and two real crashes (the process kills itself) with their recovery.
+func (c *cli) demoCmd() *cobra.Command {
+	var keep bool
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Tell the story on a fresh practice shop, in a temporary folder",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := os.MkdirTemp("", "signoff-demo-")
+			if err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			if !keep {
+				defer os.RemoveAll(dir)
+			}
+			d := &demoStory{cli: c, dir: dir, out: c.out}
+			if err := d.tell(c.ctx); err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			if keep {
+				fmt.Fprintf(c.out, "\nThe files are kept in %s (try: signoff --db %s runs)\n", dir, filepath.Join(dir, "signoff.db"))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary folder to look around afterwards")
+	return cmd
+}
+
+type demoStory struct {
+	cli *cli
+	dir string
+	out io.Writer
+}
+
+func (d *demoStory) opts() options {
+	return options{db: filepath.Join(d.dir, "signoff.db"), shop: filepath.Join(d.dir, "shop.db"), config: d.cli.opts.config}
+}
+
+func (d *demoStory) say(format string, args ...any) {
+	fmt.Fprintf(d.out, format+"\n", args...)
+}
+
+// signoff runs one command of this program in-process against the demo's files,
+// prints what it printed (indented) and returns its exit code and output.
+func (d *demoStory) signoff(ctx context.Context, args ...string) (int, string) {
+	o := d.opts()
+	full := append([]string{"--db", o.db, "--shop", o.shop}, args...)
+	if o.config != "" {
+		full = append([]string{"--config", o.config}, full...)
+	}
+	var out bytes.Buffer
+	code := run(ctx, full, func(string) string { return "" }, strings.NewReader(""), &out, &out)
+	d.say("$ signoff %s", strings.Join(args, " "))
+	for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
+		d.say("    %s", line)
+	}
+	d.say("    (exit %d)", code)
+	return code, out.String()
+}
+
+// crash runs one command in a child process that kills itself at failpoint.
+func (d *demoStory) crash(ctx context.Context, failpoint string, args ...string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program: %w", err)
+	}
+	o := d.opts()
+	full := append([]string{"--db", o.db, "--shop", o.shop}, args...)
+	if o.config != "" {
+		full = append([]string{"--config", o.config}, full...)
+	}
+	cmd := exec.CommandContext(ctx, self, full...)
+	cmd.Env = append(os.Environ(), "SIGNOFF_FAILPOINT="+failpoint)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	d.say("$ SIGNOFF_FAILPOINT=%s signoff %s", failpoint, strings.Join(args, " "))
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			d.say("    (the process was killed at %s)", failpoint)
+			return nil
+		}
+	}
+	return fmt.Errorf("the process should have died at %s, but: %v\n%s", failpoint, err, out.String())
+}
+
+func firstWord(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(s)
+}
+
+func (d *demoStory) tell(ctx context.Context) error {
+	d.say("signoff demo: a practice shop, a recorded agent, and a team lead who approves.")
+	d.say("Everything lives in %s; nothing leaves this machine.\n", d.dir)
+
+	d.say("1. A small refund: policy lets it through without a person.")
+	if code, _ := d.signoff(ctx, "run", "T-90104"); code != exitDone {
+		return fmt.Errorf("T-90104 ended with exit %d", code)
+	}
+
+	d.say("\n2. A double charge of 119.00 CAD. The agent works in steps and is checkpointed after each;")
+	d.say("   this process is killed right after step 1.")
+	if err := d.crash(ctx, "after-step-1", "run", "T-65273"); err != nil {
+		return err
+	}
+	_, out := d.signoff(ctx, "runs", "--status", "running")
+	runID := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "T-65273") {
+			runID = strings.Fields(line)[0]
+		}
+	}
+	if runID == "" {
+		return errors.New("the crashed run of T-65273 is not listed")
+	}
+	d.say("   A new process resumes at step 2 (no model call is repeated), and the refund waits for a team lead:")
+	if code, _ := d.signoff(ctx, "resume", runID); code != exitWaiting {
+		return fmt.Errorf("T-65273 should wait for approval, exit %d", code)
+	}
+	d.signoff(ctx, "trace", runID)
+
+	d.say("\n3. A cracked planter: reship it and send a free return label. The team lead says no.")
+	code, out := d.signoff(ctx, "run", "T-90103")
+	if code != exitWaiting {
+		return fmt.Errorf("T-90103 should wait for approval, exit %d", code)
+	}
+	planter := firstWord(out)
+	d.say("   The requester cannot approve, and an agent has no such role:")
+	if code, _ := d.signoff(ctx, "approve", planter, "--as", "agent:resolver"); code != exitRefused {
+		return fmt.Errorf("the agent's approval should be refused, exit %d", code)
+	}
+	if code, _ := d.signoff(ctx, "reject", planter, "--as", "U0LEAD0001", "--reason", "photo shows the box only; ask for a picture of the planter"); code != exitEnded {
+		return fmt.Errorf("T-90103 should be rejected, exit %d", code)
+	}
+
+	d.say("\n4. The team lead approves the refund. The process is killed after the shop refunded,")
+	d.say("   before signoff wrote the receipt: the worst moment.")
+	if err := d.crash(ctx, "after-effect", "approve", runID, "--as", "U0LEAD0001", "--name", "Grace"); err != nil {
+		return err
+	}
+	d.signoff(ctx, "shop", "changes")
+	d.say("   On resume signoff asks the shop's register about the idempotency key, finds the refund,")
+	d.say("   and records it instead of refunding again:")
+	if code, _ := d.signoff(ctx, "resume", runID); code != exitDone {
+		return fmt.Errorf("T-65273 should be done, exit %d", code)
+	}
+	d.say("   Approving again changes nothing:")
+	if code, _ := d.signoff(ctx, "approve", runID, "--as", "U0LEAD0002"); code != exitRefused {
+		return fmt.Errorf("a second approval should be refused, exit %d", code)
+	}
+	_, out = d.signoff(ctx, "shop", "changes")
+	if n := strings.Count(out, "PAY-507862-2"); n != 1 {
+		return fmt.Errorf("want exactly one refund of PAY-507862-2, the shop lists %d", n)
+	}
+
+	d.say("\n5. Every checkpoint and the audit log are hash chained:")
+	if code, _ := d.signoff(ctx, "verify"); code != exitDone {
+		return errors.New("verify found damage")
+	}
+	d.say("\nThe story holds: one refund for the double charge, nothing for the rejected ticket,")
+	d.say("and two crashes that lost nothing and repeated nothing. Tickets: %s.", strings.Join(demo.Tickets(), ", "))
+	return nil
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// renderRun prints a run the way an approver reads it: what will happen, why,
+// who may say yes, by when, and what happened so far.
+func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time.Time) {
+	fmt.Fprintf(w, "run %s  %s\n", v.ID, strings.ToUpper(string(v.Status)))
+	if v.Problem != "" {
+		fmt.Fprintf(w, "  PROBLEM: %s\n", v.Problem)
+	}
+	if v.Reason != "" {
+		fmt.Fprintf(w, "  reason: %s\n", v.Reason)
+	}
+	task := v.TaskID
+	if task == "" {
+		task = "-"
+	}
+	fmt.Fprintf(w, "  task %s, workflow %s, asked by %s\n", task, v.Workflow, person(v.Requester))
+	if v.Summary != "" {
+		fmt.Fprintf(w, "  summary: %s\n", v.Summary)
+	}
+	if v.ModelCalls > 0 {
+		fmt.Fprintf(w, "  steps: %d, model calls: %d\n", v.Step, v.ModelCalls)
+	}
+	if len(v.Actions) > 0 {
+		head := "actions"
+		if len(v.Operations) == 0 {
+			head = "actions (nothing has happened yet)"
+		}
+		fmt.Fprintf(w, "  %s:\n", head)
+		for i, act := range v.Actions {
+			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, act.Name, string(act.Args))
+		}
+	}
+	if len(v.Evidence) > 0 {
+		var src []string
+		for _, e := range v.Evidence {
+			src = append(src, e.Source)
+		}
+		fmt.Fprintf(w, "  evidence: %s\n", strings.Join(src, ", "))
+	}
+	for _, c := range v.Checks {
+		if !c.OK {
+			fmt.Fprintf(w, "  check failed: action %d (%s): %s\n", c.Action+1, c.Name, c.Error)
+		}
+	}
+	if g := v.Gate; g != nil {
+		fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", g.Rule, g.Risk, g.PolicyRevision)
+		if g.Approval != nil {
+			who := strings.Join(roles.Members(g.Approval.Role), ", ")
+			fmt.Fprintf(w, "  approval: %d of %s or above (%s)", g.Approval.Count, g.Approval.Role, who)
+			if !g.Approval.SelfApproval {
+				fmt.Fprint(w, "; not the requester")
+			}
+			if g.Approval.Edit {
+				fmt.Fprint(w, "; may edit")
+			}
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "  fingerprint %s  (%s)\n", workflow.ShortFingerprint(g.Fingerprint), g.Fingerprint)
+	}
+	if v.Deadline != nil {
+		left := v.Deadline.Sub(now).Round(time.Minute)
+		fmt.Fprintf(w, "  deadline %s (in %s)\n", v.Deadline.Format(time.RFC3339), left)
+	}
+	for _, d := range v.Decisions {
+		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", d.Decision, d.By, d.Role, d.Via, d.At.Format(time.RFC3339))
+		if len(d.Edited) > 0 {
+			line += " with edited arguments " + string(d.Edited)
+		}
+		if d.Reason != "" {
+			line += ": " + d.Reason
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, op := range v.Operations {
+		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", op.Key, op.Action, op.Status, op.Attempts)
+		if len(op.Receipt) > 0 {
+			fmt.Fprintf(w, " receipt %s", string(op.Receipt))
+		}
+		if op.Error != "" {
+			fmt.Fprintf(w, " — %s", op.Error)
+		}
+		fmt.Fprintln(w)
+	}
+	if v.ForkedFrom != nil {
+		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", v.ForkedFrom.RunID, v.ForkedFrom.Seq)
+	}
+	if v.Status == workflow.StatusWaitingApproval {
+		fmt.Fprintf(w, "  next: signoff approve %s --as <member>   or   signoff reject %s --as <member> --reason <why>\n", v.ID, v.ID)
+	}
+}
+
+func person(p workflow.Person) string {
+	if p.Name != "" && p.Name != p.ID {
+		return fmt.Sprintf("%s (%s)", p.ID, p.Name)
+	}
+	return p.ID
+}
+
+func renderRuns(w io.Writer, runs []*workflow.Run, now time.Time) {
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "no runs")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATUS\tTASK\tREQUESTER\tAGE\tDEADLINE")
+	for _, r := range runs {
+		deadline := "-"
+		if r.Status == workflow.StatusWaitingApproval && !r.Deadline.IsZero() {
+			deadline = "in " + since(r.Deadline, now)
+		}
+		task := r.TaskID
+		if task == "" {
+			task = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, task, r.RequesterID, since(now, r.CreatedAt), deadline)
+	}
+	tw.Flush()
+}
+
+func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tHASH\tPROBLEM")
+	for _, h := range hist {
+		status, step := "?", "?"
+		if h.State != nil {
+			status, step = string(h.State.Status), fmt.Sprint(h.State.Step)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, workflow.ShortFingerprint(h.Hash), h.Problem)
+	}
+	tw.Flush()
+}
+
+// renderTrace prints each step of an agent run with what it asked and learned.
+func renderTrace(w io.Writer, hist []workflow.HistoryEntry, ledgerCalls int) {
+	var prev *workflow.State
+	for _, h := range hist {
+		st := h.State
+		if st == nil {
+			fmt.Fprintf(w, "checkpoint %d: unreadable (%s)\n", h.Seq, h.Problem)
+			continue
+		}
+		if prev == nil || st.Step > prev.Step {
+			from := 0
+			if prev != nil {
+				from = len(prev.Messages)
+			}
+			if st.Step > 0 {
+				fmt.Fprintf(w, "step %d (model calls so far: %d)\n", st.Step, st.ModelCalls)
+			}
+			for _, m := range st.Messages[min(from, len(st.Messages)):] {
+				switch {
+				case m.Role == "assistant" && m.Tool != "":
+					fmt.Fprintf(w, "  model asks %s %s\n", m.Tool, string(m.Args))
+				case m.Role == "tool":
+					fmt.Fprintf(w, "  %s returned %d bytes\n", m.Tool, len(m.Result))
+				case m.Content != "":
+					fmt.Fprintf(w, "  %s: %s\n", m.Role, firstLine(m.Content))
+				}
+			}
+			if st.Proposed && (prev == nil || !prev.Proposed) {
+				for i, a := range st.Actions {
+					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, a.Name, string(a.Args))
+				}
+			}
+		}
+		if prev == nil || st.Status != prev.Status {
+			fmt.Fprintf(w, "checkpoint %d: %s\n", h.Seq, st.Status)
+		}
+		prev = st
+	}
+	if prev != nil {
+		fmt.Fprintf(w, "model calls: %d recorded in the run, %d in the provider's usage log\n", prev.ModelCalls, ledgerCalls)
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return s
+}
+
+func renderChanges(w io.Writer, ch []demo.Change) {
+	if len(ch) == 0 {
+		fmt.Fprintln(w, "0 change(s) in the shop")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tID\tORDER\tPAYMENT/SKU\tAMOUNT\tKEY\tBY")
+	for _, c := range ch {
+		what := c.PaymentID
+		if what == "" {
+			what = fmt.Sprintf("%s x%d", c.SKU, c.Quantity)
+		}
+		amount := "-"
+		if c.Amount != "" {
+			amount = c.Amount + " " + c.Currency
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Kind, c.ID, c.OrderID, what, amount, c.Key, c.By)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d change(s) in the shop\n", len(ch))
+}
