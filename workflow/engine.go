@@ -3,12 +3,14 @@ package workflow
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -137,13 +139,20 @@ func (e *Engine) Action(name string) (*ActionSpec, bool) {
 // now is the engine's time, at the precision the store keeps.
 func (e *Engine) now() time.Time { return e.clock.Now().UTC().Truncate(time.Millisecond) }
 
-func newID(prefix string) string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("read random: %v", err)) // crypto/rand never fails on supported platforms
+// newID makes an id that sorts by creation time (milliseconds, then a process-wide
+// counter), with random bits so that ids made by different processes never meet.
+// Stores list records by (created_at, id), so records made in the same
+// millisecond keep the order they were made in.
+func (e *Engine) newID(prefix string) string {
+	var b [12]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(e.now().UnixMilli())<<16|uint64(idSeq.Add(1)&0xffff))
+	if _, err := rand.Read(b[8:]); err != nil {
+		panic(fmt.Sprintf("read random: %v", err)) // crypto/rand does not fail on supported platforms
 	}
 	return prefix + hex.EncodeToString(b[:])
 }
+
+var idSeq atomic.Uint32
 
 // loaded is a run as read in one transaction: its row, its verified latest state
 // and the hash the next checkpoint links to.
@@ -365,7 +374,7 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 			return run, err
 		}
 	}
-	id := newID("run_")
+	id := e.newID("run_")
 	st := &State{
 		SchemaVersion: SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
 		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
@@ -406,7 +415,7 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 	if requester.ID == "" {
 		return nil, refused(CodeInvalidInput, "", "a requester id is required")
 	}
-	id := newID("run_")
+	id := e.newID("run_")
 	l := &loaded{
 		run: &Run{ID: id, Workflow: workflow, TaskID: taskID, Status: StatusRunning, RequesterID: requester.ID},
 		st:  &State{SchemaVersion: SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
@@ -620,7 +629,7 @@ func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
 	if g.Approval != nil {
 		d := e.now().Add(g.Approval.Expires.Duration())
 		g.Deadline = &d
-		g.RequestID = newID("req_")
+		g.RequestID = e.newID("req_")
 	}
 	return g, nil
 }

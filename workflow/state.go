@@ -141,14 +141,13 @@ func DecodeState(b []byte) (*State, error) {
 }
 
 // VerifyChain checks a run's checkpoints: seqs 1..n without gaps, each hash
-// recomputed from its content, each linked to the one before, and each state
+// recomputed from its content and linked to the one before, and the latest state
 // decodable strictly. It returns the decoded latest state.
 func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
 	if len(cps) == 0 {
 		return nil, &IntegrityError{RunID: runID, Problem: "no checkpoint"}
 	}
 	prev := ""
-	var st *State
 	for i, c := range cps {
 		if c.Seq != int64(i+1) {
 			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint seq %d where %d was expected", c.Seq, i+1)}
@@ -159,17 +158,20 @@ func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
 		if got := CheckpointHash(c); got != c.Hash {
 			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
 		}
-		var err error
-		if st, err = DecodeState(c.State); err != nil {
-			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: err.Error()}
-		}
-		if st.SchemaVersion != c.SchemaVersion {
-			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "schema version of the row and of the state differ"}
-		}
-		if st.RunID != runID {
-			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("state belongs to run %q", st.RunID)}
-		}
 		prev = c.Hash
+	}
+	// Only the latest state is decoded: an earlier one cannot change without
+	// breaking the link of the checkpoint after it, which was checked above.
+	last := cps[len(cps)-1]
+	st, err := DecodeState(last.State)
+	if err != nil {
+		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: err.Error()}
+	}
+	if st.SchemaVersion != last.SchemaVersion {
+		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: "schema version of the row and of the state differ"}
+	}
+	if st.RunID != runID {
+		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: fmt.Sprintf("state belongs to run %q", st.RunID)}
 	}
 	return st, nil
 }

@@ -247,7 +247,7 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Ru
 	if err != nil {
 		return nil, err
 	}
-	nid := newID("run_")
+	nid := e.newID("run_")
 	st := &State{
 		SchemaVersion: SchemaVersion, RunID: nid, Workflow: src.Workflow, TaskID: src.TaskID, Status: StatusRunning,
 		Step: src.Step, Requester: src.Requester, Summary: src.Summary, Messages: src.Messages, Evidence: src.Evidence,
