@@ -1,0 +1,22 @@
+# syntax=docker/dockerfile:1
+# Build: SQLite is compiled in through cgo, so the build stage has a C compiler;
+# the binary is linked statically so the runtime image needs no libc.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=1 go build -trimpath \
+      -tags osusergo,netgo,sqlite_omit_load_extension \
+      -ldflags "-s -w -extldflags '-static'" \
+      -o /out/signoff ./cmd/signoff
+
+# Run: no shell, no package manager, a non-root user; the database lives in a volume.
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/signoff /usr/local/bin/signoff
+WORKDIR /data
+VOLUME ["/data"]
+ENV SIGNOFF_DB=/data/signoff.db SIGNOFF_SHOP=/data/shop.db
+USER nonroot:nonroot
+ENTRYPOINT ["/usr/local/bin/signoff"]
+CMD ["demo"]
