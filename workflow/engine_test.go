@@ -452,3 +452,79 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("effects %v", e)
 	}
 }
+
+func TestQuorumNeedsDistinctApprovers(t *testing.T) {
+	h := newHarness(t)
+	p, err := workflow.NewPolicy("rev-1", []workflow.Rule{
+		{Name: "two-leads", When: `double(action.args.amount) > 50.0`, Risk: "high",
+			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 2, Expires: workflow.Seconds(3600)}},
+		{Name: "rest", When: "true", Risk: "low"},
+	}, h.roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.open(p)
+	run := h.submit(refund("PAY-1", 119))
+	got, err := h.approve(run.ID, "U0LEAD0001")
+	if err != nil || got.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("after one approval: %v %v", got, err)
+	}
+	_, err = h.approve(run.ID, "U0LEAD0001")
+	wantRefused(t, err, workflow.CodeAlreadyVoted)
+	if e := h.target.Effects(); len(e) != 0 {
+		t.Fatalf("effects after one of two approvals: %v", e)
+	}
+	// A manager outranks a team lead and counts as the second approver.
+	got, err = h.approve(run.ID, "U0MGR00001")
+	if err != nil || got.Status != workflow.StatusDone {
+		t.Fatalf("after two approvals: %v %v", got, err)
+	}
+	if v := h.get(run.ID); len(v.Decisions) != 2 || len(h.target.Effects()) != 1 {
+		t.Fatalf("decisions %+v effects %v", v.Decisions, h.target.Effects())
+	}
+}
+
+// flaky fails its first checks with errors that say nothing about the outcome.
+type flaky struct {
+	*ledger
+	failures int
+	checks   int
+}
+
+func (f *flaky) Check(ctx context.Context, a workflow.Action) error {
+	f.checks++
+	if f.checks <= f.failures {
+		return errors.New("connection refused")
+	}
+	return f.ledger.Check(ctx, a)
+}
+
+func TestChecksRetryTransientFailuresWithinABudget(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		failures int
+		want     workflow.Status
+	}{
+		{"recovers within the budget", 2, workflow.StatusDone},
+		{"budget exhausted", 3, workflow.StatusFailed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &flaky{failures: tt.failures}
+			h := newHarness(t, func(c *workflow.Config) {
+				f.ledger = c.Actions["request_refund"].Executor.(*ledger)
+				spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), f, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Actions["request_refund"] = spec
+			})
+			run := h.submit(refund("PAY-2", 5))
+			if run.Status != tt.want {
+				t.Fatalf("status %s (%s), want %s", run.Status, run.Reason, tt.want)
+			}
+			if v := h.get(run.ID); v.Checks[0].Attempts != min(tt.failures+1, 3) {
+				t.Fatalf("check attempts %d", v.Checks[0].Attempts)
+			}
+		})
+	}
+}
