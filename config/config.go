@@ -1,0 +1,375 @@
+// Package config reads signoff's configuration: one YAML file that names the
+// roles (lowest first), the policy rules (first match wins) and the actions, and
+// optionally where Slack approvals go. Secrets never live in the file; they come
+// from the environment (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET).
+//
+// A config is checked completely before anything starts: unknown fields,
+// duplicate keys, conditions that do not compile, roles that do not exist. The
+// error names the file, the line and the field, for example
+//
+//	signoff.yaml:9: policy.rules[0].when: ERROR: <input>:1:1: undeclared reference to 'actoin'
+//
+// Without a file, the built-in demo config (default.yaml) is used.
+package config
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// DefaultSource is the Source of the built-in config.
+const DefaultSource = "built-in demo config"
+
+// DefaultSlackAPIURL is where Slack's Web API lives unless the config says otherwise.
+const DefaultSlackAPIURL = "https://slack.com/api/"
+
+// maxFileSize bounds what Parse reads: a config is a page of YAML, and a
+// multi-megabyte file is a mistake (or an attack on the parser).
+const maxFileSize = 1 << 20
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Config is a loaded, checked configuration.
+type Config struct {
+	Roles   *workflow.Roles
+	Policy  *workflow.Policy
+	Actions map[string]ActionConfig // by action name
+	Slack   SlackConfig
+	Source  string // the file name, or DefaultSource
+}
+
+// ActionConfig says how one action is carried out and what people may not see of it.
+type ActionConfig struct {
+	Executor string   // which executor runs it, e.g. "demo"
+	Redact   []string // argument fields hidden from approvers: keys or dotted paths
+}
+
+// SlackConfig says where approvals are posted. Everything is optional until
+// Slack is switched on; tokens come from the environment, not from here.
+type SlackConfig struct {
+	Channel      string
+	AppID        string
+	TeamID       string
+	EnterpriseID string
+	APIURL       string            // DefaultSlackAPIURL unless set; always ends in "/"
+	UserGroups   map[string]string // role → Slack user group id, to mention who may approve
+}
+
+// Error is a problem in a config file: where, in which field, and what.
+type Error struct {
+	File string
+	Line int    // 1-based; 0 when the problem has no line (a missing section)
+	Path string // e.g. policy.rules[0].when; "" for a YAML syntax error
+	Err  error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path + ": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads and checks the config file at path. Errors from checking are *Error.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	if info.Size() > maxFileSize {
+		return nil, &Error{File: path, Err: fmt.Errorf("file is %d bytes; a config is at most %d", info.Size(), maxFileSize)}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Default returns the built-in demo config: the practice shop's roles, policy
+// and actions. It panics only if the embedded file is broken, which a test rules out.
+func Default() *Config {
+	c, err := Parse(DefaultSource, defaultYAML)
+	if err != nil {
+		panic("config: the built-in config does not load: " + err.Error())
+	}
+	return c
+}
+
+// DefaultYAML returns the text of the built-in config, for `signoff config` and
+// as a starting point for a file of one's own.
+func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
+
+// The file's shape. Pointers tell "absent" from "zero" where it matters.
+type fileConfig struct {
+	Roles   []fileRole             `yaml:"roles"`
+	Policy  *filePolicy            `yaml:"policy"`
+	Actions map[string]*fileAction `yaml:"actions"`
+	Slack   *fileSlack             `yaml:"slack"`
+}
+
+type fileRole struct {
+	Name    string   `yaml:"name"`
+	Members []string `yaml:"members"`
+}
+
+type filePolicy struct {
+	Revision string     `yaml:"revision"`
+	Rules    []fileRule `yaml:"rules"`
+}
+
+type fileRule struct {
+	Name     string        `yaml:"name"`
+	When     string        `yaml:"when"`
+	Risk     string        `yaml:"risk"`
+	Approval *fileApproval `yaml:"approval"`
+}
+
+type fileApproval struct {
+	Role         string `yaml:"role"`
+	Count        *int   `yaml:"count"`
+	Expires      string `yaml:"expires"`
+	SelfApproval bool   `yaml:"self_approval"`
+	Edit         bool   `yaml:"edit"`
+}
+
+type fileAction struct {
+	Executor string   `yaml:"executor"`
+	Redact   []string `yaml:"redact"`
+}
+
+type fileSlack struct {
+	Channel      string            `yaml:"channel"`
+	AppID        string            `yaml:"app_id"`
+	TeamID       string            `yaml:"team_id"`
+	EnterpriseID string            `yaml:"enterprise_id"`
+	APIURL       string            `yaml:"api_url"`
+	UserGroups   map[string]string `yaml:"user_groups"`
+}
+
+// Parse checks a config held in memory; name is used in errors (and as Source).
+// Every error it returns is an *Error.
+func Parse(name string, data []byte) (*Config, error) {
+	if len(data) > maxFileSize {
+		return nil, &Error{File: name, Err: fmt.Errorf("file is %d bytes; a config is at most %d", len(data), maxFileSize)}
+	}
+	var fc fileConfig
+	doc, err := decode(name, data, &fc)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{name: name, doc: doc}
+	cfg, err := c.build(&fc)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Source = name
+	return cfg, nil
+}
+
+// checker turns the decoded file into a Config, pointing at lines on the way.
+type checker struct {
+	name string
+	doc  *document
+}
+
+func (c *checker) fail(path string, err error) error {
+	return &Error{File: c.name, Line: c.doc.line(path), Path: path, Err: err}
+}
+
+func (c *checker) failf(path, format string, args ...any) error {
+	return c.fail(path, fmt.Errorf(format, args...))
+}
+
+func (c *checker) build(fc *fileConfig) (*Config, error) {
+	cfg := &Config{Actions: map[string]ActionConfig{}}
+
+	if len(fc.Roles) == 0 {
+		return nil, c.failf("roles", "at least one role is required (lowest first, e.g. - {name: team_lead, members: [U0LEAD0001]})")
+	}
+	roles := make([]workflow.Role, len(fc.Roles))
+	for i, r := range fc.Roles {
+		roles[i] = workflow.Role{Name: r.Name, Members: r.Members}
+	}
+	rs, err := workflow.NewRoles(roles)
+	if err != nil {
+		var re *workflow.RoleError
+		if errors.As(err, &re) {
+			return nil, c.fail(fmt.Sprintf("roles[%d].%s", re.Index, re.Field), re.Err)
+		}
+		return nil, c.fail("roles", err)
+	}
+	cfg.Roles = rs
+
+	pol, err := c.policy(fc.Policy, rs)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Policy = pol
+
+	if len(fc.Actions) == 0 {
+		return nil, c.failf("actions", "at least one action is required (e.g. request_refund: {executor: demo})")
+	}
+	for _, name := range keysInOrder(c.doc, "actions", fc.Actions) {
+		a := fc.Actions[name]
+		path := "actions" + keySegment(name)
+		if a == nil || strings.TrimSpace(a.Executor) == "" {
+			return nil, c.failf(path+".executor", "required: which executor runs %s (e.g. demo)", name)
+		}
+		if _, err := workflow.NewActionSpec(name, nil, nil, nil); err != nil {
+			return nil, c.fail(path, err)
+		}
+		for j, p := range a.Redact {
+			if _, err := workflow.NewActionSpec(name, nil, nil, []string{p}); err != nil {
+				return nil, c.failf(fmt.Sprintf("%s.redact[%d]", path, j), "bad path %q: want a key or keys joined by dots, like card.number", p)
+			}
+		}
+		cfg.Actions[name] = ActionConfig{Executor: a.Executor, Redact: slices.Clone(a.Redact)}
+	}
+
+	slack, err := c.slack(fc.Slack, rs)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Slack = slack
+	return cfg, nil
+}
+
+func (c *checker) policy(fp *filePolicy, roles *workflow.Roles) (*workflow.Policy, error) {
+	if fp == nil {
+		return nil, c.failf("policy", "required: a revision and the rules")
+	}
+	if strings.TrimSpace(fp.Revision) == "" {
+		return nil, c.failf("policy.revision", `required: a name for this version of the policy, e.g. "2026-11-29.1"`)
+	}
+	if len(fp.Rules) == 0 {
+		return nil, c.failf("policy.rules", "at least one rule is required; the last is usually {name: everything-else, when: \"true\", ...}")
+	}
+	rules := make([]workflow.Rule, len(fp.Rules))
+	for i, fr := range fp.Rules {
+		rules[i] = workflow.Rule{Name: fr.Name, When: fr.When, Risk: fr.Risk}
+		if fr.Approval == nil {
+			continue
+		}
+		fa := fr.Approval
+		path := fmt.Sprintf("policy.rules[%d].approval", i)
+		count := 1
+		if fa.Count != nil {
+			count = *fa.Count
+		}
+		if strings.TrimSpace(fa.Expires) == "" {
+			return nil, c.failf(path+".expires", "required: how long approvers have, e.g. 72h or 3d")
+		}
+		d, err := parseDuration(fa.Expires)
+		if err != nil {
+			return nil, c.fail(path+".expires", err)
+		}
+		rules[i].Approval = &workflow.ApprovalSpec{
+			Role:         fa.Role,
+			Count:        count,
+			Expires:      workflow.Seconds(d / time.Second),
+			SelfApproval: fa.SelfApproval,
+			Edit:         fa.Edit,
+		}
+	}
+	pol, err := workflow.NewPolicy(fp.Revision, rules, roles)
+	if err != nil {
+		var re *workflow.RuleError
+		if errors.As(err, &re) {
+			return nil, c.fail(fmt.Sprintf("policy.rules[%d].%s", re.Index, re.Field), re.Err)
+		}
+		return nil, c.fail("policy", err)
+	}
+	return pol, nil
+}
+
+func (c *checker) slack(fs *fileSlack, roles *workflow.Roles) (SlackConfig, error) {
+	sc := SlackConfig{APIURL: DefaultSlackAPIURL}
+	if fs == nil {
+		return sc, nil
+	}
+	sc.Channel, sc.AppID, sc.TeamID, sc.EnterpriseID = fs.Channel, fs.AppID, fs.TeamID, fs.EnterpriseID
+	if fs.APIURL != "" {
+		u, err := url.Parse(fs.APIURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return sc, c.failf("slack.api_url", "%q: want an http(s) URL like %s", fs.APIURL, DefaultSlackAPIURL)
+		}
+		sc.APIURL = fs.APIURL
+		// Slack clients join method names straight onto the base URL.
+		if !strings.HasSuffix(sc.APIURL, "/") {
+			sc.APIURL += "/"
+		}
+	}
+	if len(fs.UserGroups) > 0 {
+		sc.UserGroups = map[string]string{}
+		for _, role := range keysInOrder(c.doc, "slack.user_groups", fs.UserGroups) {
+			path := "slack.user_groups" + keySegment(role)
+			if _, ok := roles.Rank(role); !ok {
+				return sc, c.failf(path, "unknown role %q (roles: %s)", role, strings.Join(roles.Names(), ", "))
+			}
+			if strings.TrimSpace(fs.UserGroups[role]) == "" {
+				return sc, c.failf(path, "empty user group id")
+			}
+			sc.UserGroups[role] = fs.UserGroups[role]
+		}
+	}
+	return sc, nil
+}
+
+// parseDuration reads Go durations (72h, 90m, 1h30m) and whole days (3d, 3d12h),
+// which Go's syntax lacks and approval deadlines often want.
+func parseDuration(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%q is not a duration: write it like 72h, 30m or 3d", s)
+	t := strings.TrimSpace(s)
+	var d time.Duration
+	if days, rest, ok := strings.Cut(t, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || days[0] == '+' || days[0] == '-' {
+			return 0, bad
+		}
+		if n > 3660 {
+			return 0, fmt.Errorf("%q is more than ten years", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+		t = rest
+		if t == "" {
+			t = "0s"
+		}
+	}
+	r, err := time.ParseDuration(t)
+	if err != nil || (d > 0 && r < 0) {
+		return 0, bad
+	}
+	d += r
+	switch {
+	case d <= 0:
+		return 0, fmt.Errorf("%q: must be longer than zero", s)
+	case d%time.Second != 0:
+		return 0, fmt.Errorf("%q: must be whole seconds", s)
+	}
+	return d, nil
+}

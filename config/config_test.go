@@ -1,0 +1,477 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+const examplePath = "../fixtures/signoff.example.yaml"
+
+// valid is the contract's sample config; broken configs below change one thing.
+const valid = `roles:            # lowest first
+  - {name: agent, members: [agent:resolver]}
+  - {name: team_lead, members: [U0LEAD0001]}
+  - {name: manager, members: [U0MGR00001]}
+policy:
+  revision: "2026-11-29.1"
+  rules:          # first match wins
+    - name: large-refund
+      when: action.name == "request_refund" && double(action.args.amount) > 50.0
+      risk: high
+      approval: {role: team_lead, count: 1, expires: 72h, self_approval: false, edit: true}
+    - {name: everything-else, when: "true", risk: low}
+actions:
+  request_refund: {executor: demo}
+`
+
+func TestParseContractSample(t *testing.T) {
+	c, err := Parse("signoff.yaml", []byte(valid))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if c.Source != "signoff.yaml" || c.Policy.Revision() != "2026-11-29.1" {
+		t.Errorf("Source %q revision %q", c.Source, c.Policy.Revision())
+	}
+	if got, want := c.Roles.Names(), []string{"agent", "team_lead", "manager"}; !slices.Equal(got, want) {
+		t.Errorf("roles = %v, want %v", got, want)
+	}
+	if role, _ := c.Roles.RoleOf("agent:resolver"); role != "agent" {
+		t.Errorf("agent:resolver has role %q, want agent", role)
+	}
+	want := []workflow.Rule{
+		{Name: "large-refund", When: `action.name == "request_refund" && double(action.args.amount) > 50.0`, Risk: "high",
+			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600, SelfApproval: false, Edit: true}},
+		{Name: "everything-else", When: "true", Risk: "low"},
+	}
+	if got := c.Policy.Rules(); !reflect.DeepEqual(got, want) {
+		t.Errorf("rules = %+v, want %+v", got, want)
+	}
+	if got := c.Actions; !reflect.DeepEqual(got, map[string]ActionConfig{"request_refund": {Executor: "demo"}}) {
+		t.Errorf("actions = %+v", got)
+	}
+	if c.Slack.APIURL != DefaultSlackAPIURL {
+		t.Errorf("Slack.APIURL = %q, want the default", c.Slack.APIURL)
+	}
+	out, err := c.Policy.Evaluate(t.Context(), workflow.PolicyInput{
+		Action: workflow.Action{Name: "request_refund", Args: json.RawMessage(`{"amount":119}`)},
+	})
+	if err != nil || out.Rule != "large-refund" {
+		t.Errorf("Evaluate = %+v, %v; want large-refund", out, err)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	c, err := Parse("s.yaml", []byte(`roles: [{name: lead, members: [U1]}]
+policy:
+  revision: r1
+  rules:
+    - {name: all, when: "true", risk: medium, approval: {role: lead, expires: 3d12h}}
+actions:
+  a: {executor: demo, redact: [payment_id, card.number]}
+slack:
+  channel: C0APPROVALS
+  app_id: A1
+  team_id: T1
+  enterprise_id: E1
+  api_url: http://localhost:8080/api
+  user_groups: {lead: S0LEADS}
+`))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	a := c.Policy.Rules()[0].Approval
+	if want := (workflow.ApprovalSpec{Role: "lead", Count: 1, Expires: 84 * 3600}); *a != want {
+		t.Errorf("approval = %+v, want %+v", *a, want)
+	}
+	if got := c.Actions["a"].Redact; !slices.Equal(got, []string{"payment_id", "card.number"}) {
+		t.Errorf("redact = %v", got)
+	}
+	want := SlackConfig{Channel: "C0APPROVALS", AppID: "A1", TeamID: "T1", EnterpriseID: "E1",
+		APIURL: "http://localhost:8080/api/", UserGroups: map[string]string{"lead": "S0LEADS"}}
+	if !reflect.DeepEqual(c.Slack, want) {
+		t.Errorf("slack = %+v, want %+v", c.Slack, want)
+	}
+}
+
+// TestParseRefuses is the catalogue of broken configs and the exact message
+// each gets: file, line, field path and reason.
+func TestParseRefuses(t *testing.T) {
+	// edit returns valid with old replaced by new, once.
+	edit := func(old, new string) string {
+		if !strings.Contains(valid, old) {
+			t.Fatalf("sample has no %q", old)
+		}
+		return strings.Replace(valid, old, new, 1)
+	}
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{"condition does not compile", edit(`when: action.name == "request_refund"`, `when: actoin.name == "request_refund"`),
+			`signoff.yaml:9: policy.rules[0].when: ERROR: <input>:1:1: undeclared reference to 'actoin' (did you mean 'action'?)`},
+		{"condition is not bool", edit(`when: "true"`, `when: "task"`),
+			`signoff.yaml:12: policy.rules[1].when: condition is of type string, want bool`},
+		{"condition might not be bool", edit(`when: "true"`, `when: "action.args.urgent"`),
+			`signoff.yaml:12: policy.rules[1].when: condition is of type dyn, want bool (compare explicitly, e.g. action.args.flag == true)`},
+		{"empty condition", edit(`when: "true"`, `when: ""`),
+			`signoff.yaml:12: policy.rules[1].when: empty condition (write "true" for a rule that always applies)`},
+		{"duplicate role", edit(`{name: manager,`, `{name: team_lead,`),
+			`signoff.yaml:4: roles[2].name: duplicate role "team_lead"`},
+		{"empty role name", edit(`{name: agent, `, `{name: "", `),
+			`signoff.yaml:2: roles[0].name: must not be empty`},
+		{"duplicate member", edit(`[U0MGR00001]`, `[U0MGR00001, U0MGR00001]`),
+			`signoff.yaml:4: roles[2].members[1]: duplicate member "U0MGR00001"`},
+		{"members not a list", edit(`[U0MGR00001]`, `U0MGR00001`),
+			`signoff.yaml:4: roles[2].members: must be a list, got "U0MGR00001"`},
+		{"no roles", edit("  - {name: agent, members: [agent:resolver]}\n  - {name: team_lead, members: [U0LEAD0001]}\n  - {name: manager, members: [U0MGR00001]}\n", "  []\n"),
+			`signoff.yaml:1: roles: at least one role is required (lowest first, e.g. - {name: team_lead, members: [U0LEAD0001]})`},
+		{"unknown role", edit(`role: team_lead`, `role: owner`),
+			`signoff.yaml:11: policy.rules[0].approval.role: unknown role "owner" (roles: agent, team_lead, manager)`},
+		{"duration in words", edit(`expires: 72h`, `expires: 72 hours`),
+			`signoff.yaml:11: policy.rules[0].approval.expires: "72 hours" is not a duration: write it like 72h, 30m or 3d`},
+		{"duration as a number", edit(`expires: 72h`, `expires: 3600`),
+			`signoff.yaml:11: policy.rules[0].approval.expires: "3600" is not a duration: write it like 72h, 30m or 3d`},
+		{"zero duration", edit(`expires: 72h`, `expires: 0s`),
+			`signoff.yaml:11: policy.rules[0].approval.expires: "0s": must be longer than zero`},
+		{"fractional seconds", edit(`expires: 72h`, `expires: 1500ms`),
+			`signoff.yaml:11: policy.rules[0].approval.expires: "1500ms": must be whole seconds`},
+		{"missing expiry", edit(`, expires: 72h`, ``),
+			`signoff.yaml:11: policy.rules[0].approval.expires: required: how long approvers have, e.g. 72h or 3d`},
+		{"count zero", edit(`count: 1`, `count: 0`),
+			`signoff.yaml:11: policy.rules[0].approval.count: count 0: at least 1 approver is needed`},
+		{"count in words", edit(`count: 1`, `count: two`),
+			`signoff.yaml:11: policy.rules[0].approval.count: must be a whole number, got "two"`},
+		{"count too big", edit(`count: 1`, `count: 99999999999999999999`),
+			`signoff.yaml:11: policy.rules[0].approval.count: number 99999999999999999999 is out of range`},
+		{"yes is not a bool", edit(`self_approval: false`, `self_approval: yes`),
+			`signoff.yaml:11: policy.rules[0].approval.self_approval: must be true or false, got "yes"`},
+		{"bad risk", edit(`risk: high`, `risk: severe`),
+			`signoff.yaml:10: policy.rules[0].risk: risk "severe": want low, medium or high`},
+		{"duplicate rule name", edit(`{name: everything-else,`, `{name: large-refund,`),
+			`signoff.yaml:12: policy.rules[1].name: duplicate rule name "large-refund" (also rules[0])`},
+		{"rule without name", edit(`{name: everything-else, `, `{`),
+			`signoff.yaml:12: policy.rules[1].name: must not be empty`},
+		{"missing revision", edit(`  revision: "2026-11-29.1"`+"\n", ``),
+			`signoff.yaml:5: policy.revision: required: a name for this version of the policy, e.g. "2026-11-29.1"`},
+		{"no rules", valid[:strings.Index(valid, "  rules:")] + "  rules: []\nactions:\n  request_refund: {executor: demo}\n",
+			`signoff.yaml:7: policy.rules: at least one rule is required; the last is usually {name: everything-else, when: "true", ...}`},
+		{"no policy", "roles: [{name: a}]\nactions: {x: {executor: demo}}\n",
+			`signoff.yaml: policy: required: a revision and the rules`},
+		{"unknown field", edit(`risk: high`, `riks: high`),
+			`signoff.yaml:10: policy.rules[0]: unknown field "riks" (known: name, when, risk, approval)`},
+		{"unknown top-level field", valid + "extra: 1\n",
+			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack)`},
+		{"unknown approval field", edit(`edit: true`, `edit: true, quorum: 2`),
+			`signoff.yaml:11: policy.rules[0].approval: unknown field "quorum" (known: role, count, expires, self_approval, edit)`},
+		{"duplicate key", edit(`      risk: high`+"\n", `      risk: high`+"\n"+`      risk: low`+"\n"),
+			`signoff.yaml:11: policy.rules[0].risk: duplicate key "risk" (first at line 10)`},
+		{"duplicate key on one line", edit(`{executor: demo}`, `{executor: demo, executor: other}`),
+			`signoff.yaml:14: actions.request_refund.executor: duplicate key "executor" (first at column 20 of this line)`},
+		{"duplicate action", valid + "  request_refund: {executor: other}\n",
+			`signoff.yaml:15: actions.request_refund: duplicate key "request_refund" (first at line 14)`},
+		{"action without executor", edit(`{executor: demo}`, `{}`),
+			`signoff.yaml:14: actions.request_refund.executor: required: which executor runs request_refund (e.g. demo)`},
+		{"action left empty", edit(`{executor: demo}`, ``),
+			`signoff.yaml:14: actions.request_refund.executor: required: which executor runs request_refund (e.g. demo)`},
+		{"bad redact path", edit(`{executor: demo}`, `{executor: demo, redact: [card..number]}`),
+			`signoff.yaml:14: actions.request_refund.redact[0]: bad path "card..number": want a key or keys joined by dots, like card.number`},
+		{"no actions", strings.TrimSuffix(valid, "  request_refund: {executor: demo}\n"),
+			`signoff.yaml:13: actions: at least one action is required (e.g. request_refund: {executor: demo})`},
+		{"secret in the file", valid + "slack:\n  bot_token: xoxb-1\n",
+			`signoff.yaml:16: slack: "bot_token" does not belong in the file: secrets come from the environment (SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET)`},
+		{"user group for unknown role", valid + "slack:\n  user_groups: {owner: S1}\n",
+			`signoff.yaml:16: slack.user_groups.owner: unknown role "owner" (roles: agent, team_lead, manager)`},
+		{"bad api url", valid + "slack:\n  api_url: slack.com/api\n",
+			`signoff.yaml:16: slack.api_url: "slack.com/api": want an http(s) URL like https://slack.com/api/`},
+		{"syntax error", edit(`{name: manager, members: [U0MGR00001]}`, `{name: manager, members: [U0MGR00001]`),
+			`signoff.yaml:5: ',' or '}' must be specified`},
+		{"tab indentation", "roles:\n\t- {name: a}\n",
+			`signoff.yaml:2: found character '	' that cannot start any token`},
+		{"not a mapping", "- roles\n", `signoff.yaml:1: must be a mapping, got a list`},
+		{"two documents", valid + "---\nroles: []\n", `signoff.yaml:16: more than one YAML document: a config is one document`},
+		{"empty", "", `signoff.yaml: the config is empty`},
+		{"only comments", "# nothing yet\n", `signoff.yaml: the config is empty`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("signoff.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("Parse accepted it: %+v", c)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n got: %s\nwant: %s", err, tt.want)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.File != "signoff.yaml" {
+				t.Errorf("err is %T, want *Error naming the file", err)
+			}
+		})
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64 // seconds; -1 for an error
+	}{
+		{"72h", 72 * 3600},
+		{"30m", 1800},
+		{"1h30m", 5400},
+		{"3d", 3 * 86400},
+		{"1d12h", 36 * 3600},
+		{" 2d ", 2 * 86400},
+		{"0d1s", 1},
+		{"90s", 90},
+		{"3 days", -1},
+		{"d", -1},
+		{"-3d", -1},
+		{"+3d", -1},
+		{"3d-1h", -1},
+		{"-1h", -1},
+		{"0d", -1},
+		{"500ms", -1},
+		{"99999d", -1},
+		{"", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			d, err := parseDuration(tt.in)
+			got := int64(d.Seconds())
+			if err != nil {
+				got = -1
+			}
+			if got != tt.want {
+				t.Errorf("parseDuration(%q) = %v, %v; want %d s", tt.in, d, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestDefaultAndExample: the built-in config loads, and the commented example
+// users copy says exactly the same thing.
+func TestDefaultAndExample(t *testing.T) {
+	def := Default()
+	if def.Source != DefaultSource {
+		t.Errorf("Source = %q", def.Source)
+	}
+	ex, err := Load(examplePath)
+	if err != nil {
+		t.Fatalf("Load example: %v", err)
+	}
+	if ex.Source != examplePath {
+		t.Errorf("Source = %q", ex.Source)
+	}
+	if ex.Policy.Revision() != def.Policy.Revision() {
+		t.Errorf("revision: example %q, default %q", ex.Policy.Revision(), def.Policy.Revision())
+	}
+	if !reflect.DeepEqual(ex.Policy.Rules(), def.Policy.Rules()) {
+		t.Errorf("rules differ:\nexample %+v\ndefault %+v", ex.Policy.Rules(), def.Policy.Rules())
+	}
+	if !slices.Equal(ex.Roles.Names(), def.Roles.Names()) || !reflect.DeepEqual(ex.Actions, def.Actions) || !reflect.DeepEqual(ex.Slack, def.Slack) {
+		t.Errorf("roles, actions or slack differ")
+	}
+	for _, role := range def.Roles.Names() {
+		if !slices.Equal(ex.Roles.Members(role), def.Roles.Members(role)) {
+			t.Errorf("members of %s differ", role)
+		}
+	}
+	if string(DefaultYAML()) != string(defaultYAML) {
+		t.Error("DefaultYAML is not the embedded file")
+	}
+}
+
+// TestDefaultPolicy pins what the practice shop's policy decides.
+func TestDefaultPolicy(t *testing.T) {
+	c := Default()
+	if got := c.Roles.Members("team_lead"); !slices.Equal(got, []string{"U0LEAD0001", "U0LEAD0002", "U0MGR00001"}) {
+		t.Errorf("who may approve for team_lead: %v", got)
+	}
+	for _, name := range []string{"request_refund", "reship_item", "create_return_label"} {
+		if c.Actions[name].Executor != "demo" {
+			t.Errorf("action %s: executor %q, want demo", name, c.Actions[name].Executor)
+		}
+	}
+	tests := []struct {
+		name, action, args string
+		rule, risk, role   string
+		expires            workflow.Seconds
+		edit               bool
+	}{
+		{"double charge refund", "request_refund", `{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":119.00,"currency":"CAD","reason_code":"RFD-DUPLICATE"}`,
+			"large-refund", "high", "team_lead", 72 * 3600, true},
+		{"refund as integer", "request_refund", `{"amount":119}`, "large-refund", "high", "team_lead", 72 * 3600, true},
+		{"small refund", "request_refund", `{"order_id":"LK-793996","payment_id":"PAY-793996-1","amount":9.95,"currency":"CAD","reason_code":"RFD-DEFECT"}`,
+			"small-refund", "low", "", 0, false},
+		{"reship", "reship_item", `{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`, "reship", "medium", "team_lead", 72 * 3600, false},
+		{"free label", "create_return_label", `{"order_id":"LK-640436","sku":"PLANTER","reason":"damaged","free_shipping":true}`, "free-return-label", "low", "", 0, false},
+		{"paid label", "create_return_label", `{"order_id":"LK-640436","sku":"PLANTER","reason":"changed_mind","free_shipping":false}`, "everything-else", "high", "manager", 24 * 3600, false},
+		{"unknown action", "wire_money", `{"amount":1}`, "everything-else", "high", "manager", 24 * 3600, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := c.Policy.Evaluate(t.Context(), workflow.PolicyInput{
+				Action:    workflow.Action{Name: tt.action, Args: json.RawMessage(tt.args)},
+				Requester: workflow.Person{ID: "agent:resolver"},
+			})
+			if err != nil {
+				t.Fatalf("Evaluate: %v", err)
+			}
+			if out.Rule != tt.rule || out.Risk != tt.risk {
+				t.Errorf("rule %q risk %q, want %q %q", out.Rule, out.Risk, tt.rule, tt.risk)
+			}
+			if tt.role == "" {
+				if out.Approval != nil {
+					t.Errorf("approval %+v, want none", out.Approval)
+				}
+				return
+			}
+			want := workflow.ApprovalSpec{Role: tt.role, Count: 1, Expires: tt.expires, Edit: tt.edit}
+			if out.Approval == nil || *out.Approval != want {
+				t.Errorf("approval %+v, want %+v", out.Approval, want)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "signoff.yaml")
+	if err := os.WriteFile(good, []byte(valid), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(strings.Replace(valid, "risk: high", "risk: severe", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", maxFileSize)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, want string
+	}{
+		{"good", good, ""},
+		{"refused names the path", bad, bad + `:10: policy.rules[0].risk: risk "severe": want low, medium or high`},
+		{"missing", filepath.Join(dir, "nope.yaml"), "load config: open " + filepath.Join(dir, "nope.yaml") + ": no such file or directory"},
+		{"too big", big, big + ": file is 1048579 bytes; a config is at most 1048576"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(tt.path)
+			if tt.want == "" {
+				if err != nil || c.Source != tt.path {
+					t.Fatalf("Load = %v, %v", c, err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("err = %v, want %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseAnchorsAndMerges(t *testing.T) {
+	c, err := Parse("s.yaml", []byte(`roles:
+  - {name: lead, members: [U1, "agent:x", U2]}
+policy:
+  revision: r1
+  rules:
+    - name: a
+      when: action.name == "a"
+      risk: high
+      approval: &lead {role: lead, expires: 1d}
+    - name: b
+      when: "true"
+      risk: low
+      approval:
+        <<: *lead
+        count: 2
+actions: {a: {executor: demo}}
+`))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	rules := c.Policy.Rules()
+	if *rules[0].Approval != (workflow.ApprovalSpec{Role: "lead", Count: 1, Expires: 86400}) ||
+		*rules[1].Approval != (workflow.ApprovalSpec{Role: "lead", Count: 2, Expires: 86400}) {
+		t.Errorf("approvals = %+v, %+v", rules[0].Approval, rules[1].Approval)
+	}
+	if got := c.Roles.Members("lead"); !slices.Equal(got, []string{"U1", "U2", "agent:x"}) {
+		t.Errorf("members = %v", got)
+	}
+}
+
+// TestParseColonInFlowList: member ids like agent:resolver are one string in
+// YAML wherever they are written, though the parser alone reads some as pairs.
+func TestParseColonInFlowList(t *testing.T) {
+	tests := []struct {
+		name, roles string
+		want        []string
+		err         string
+	}{
+		{"inside a flow mapping", "  - {name: a, members: [agent:resolver, b:c:d]}\n", []string{"agent:resolver", "b:c:d"}, ""},
+		{"block list", "  - name: a\n    members: [agent:resolver]\n", []string{"agent:resolver"}, ""},
+		{"block items", "  - name: a\n    members:\n      - agent:resolver\n", []string{"agent:resolver"}, ""},
+		{"quoted", "  - {name: a, members: [\"agent:resolver\"]}\n", []string{"agent:resolver"}, ""},
+		{"a real pair stays a pair", "  - {name: a, members: [agent: resolver]}\n", nil,
+			`s.yaml:2: roles[0].members[0]: must be text, got a mapping`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "roles:\n" + tt.roles + "policy: {revision: r, rules: [{name: x, when: \"true\", risk: low}]}\nactions: {a: {executor: demo}}\n"
+			c, err := Parse("s.yaml", []byte(src))
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("err = %v, want %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got := c.Roles.Members("a"); !slices.Equal(got, tt.want) {
+				t.Errorf("members = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	example, err := os.ReadFile(examplePath)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{
+		valid, string(defaultYAML), string(example), "", "roles: *x\n", "a: &a [*a]\n",
+		"roles:\n  - {name: a, members: [a:b, c: d]}\n", "policy: {rules: [{approval: {expires: 3d}}]}\n",
+		"roles: [{name: a}]\npolicy: {revision: r, rules: [{name: x, when: 'action.args.a.all(x, x > 1)', risk: low}]}\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %T is not *Error: %v", err, err)
+			}
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if c.Roles == nil || c.Policy == nil || len(c.Actions) == 0 || c.Slack.APIURL == "" {
+			t.Fatalf("accepted an incomplete config: %+v", c)
+		}
+	})
+}
