@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// asMainEnv makes the test binary behave as the signoff program itself.
+//
+// Crash tests need a real process that SIGKILLs itself at a failpoint, and
+// `signoff demo` re-executes os.Executable() to crash for real. Rather than
+// building the binary a second time with `go build` (slow, and under -race a
+// different build than the one being tested), the test binary doubles as the
+// program: TestMain sets this variable for every child it starts, and a child
+// that sees it runs main() exactly as the installed binary would — the same
+// flags, environment, exit codes and failpoints — and never runs a test.
+const asMainEnv = "SIGNOFF_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		main() // exits
+		return
+	}
+	// Children (ours and those of `signoff demo`) inherit the environment.
+	// Keep them hermetic: no store, config or failpoint from the developer's shell.
+	for _, k := range []string{"SIGNOFF_DB", "SIGNOFF_CONFIG", "SIGNOFF_SHOP", "SIGNOFF_FAILPOINT"} {
+		os.Unsetenv(k)
+	}
+	os.Setenv(asMainEnv, "1")
+	os.Exit(m.Run())
+}
+
+// The seeded shop and the example proposals.
+const (
+	lead1   = "U0LEAD0001"
+	lead2   = "U0LEAD0002"
+	manager = "U0MGR00001"
+	agentID = "agent:resolver"
+)
+
+func dbPath(dir string) string   { return filepath.Join(dir, "signoff.db") }
+func shopPath(dir string) string { return filepath.Join(dir, "shop.db") }
+
+// noEnv is the environment of in-process runs: nothing set, so only flags count.
+func noEnv(string) string { return "" }
+
+// signoff runs one command in process against dir's store and shop.
+func signoff(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return signoffIn(t, dir, "", args...)
+}
+
+// signoffIn is signoff with stdin.
+func signoffIn(t *testing.T, dir, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	full := append([]string{"--db", dbPath(dir), "--shop", shopPath(dir)}, args...)
+	var out, errb bytes.Buffer
+	code = run(t.Context(), full, noEnv, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// must runs a command and fails the test unless it exits with want. It returns stdout.
+func must(t *testing.T, dir string, want int, args ...string) string {
+	t.Helper()
+	code, out, errs := signoff(t, dir, args...)
+	if code != want {
+		t.Fatalf("signoff %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errs)
+	}
+	return out
+}
+
+// runIDOf is the run id on the first line of s.
+func runIDOf(t *testing.T, s string) string {
+	t.Helper()
+	line, _, _ := strings.Cut(s, "\n")
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "run_") {
+		t.Fatalf("first line %q is not a run id; output:\n%s", line, s)
+	}
+	return line
+}
+
+// child prepares this program as a separate process against dir, with extra
+// environment variables (NAME=value).
+func child(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := append([]string{"--db", dbPath(dir), "--shop", shopPath(dir)}, args...)
+	cmd := exec.CommandContext(t.Context(), self, full...)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	return cmd, &out, &errb
+}
+
+// crash runs a command in a child process with SIGNOFF_FAILPOINT=failpoint and
+// asserts that it died of SIGKILL, as a crashed machine would leave it.
+func crash(t *testing.T, dir, failpoint string, args ...string) {
+	t.Helper()
+	cmd, out, errb := child(t, dir, []string{"SIGNOFF_FAILPOINT=" + failpoint}, args...)
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return
+		}
+	}
+	t.Fatalf("signoff %s with SIGNOFF_FAILPOINT=%s should have died of SIGKILL, got %v\nstdout:\n%s\nstderr:\n%s",
+		strings.Join(args, " "), failpoint, err, out, errb)
+}
+
+// changes is what the shop did, from `shop changes --json`.
+func changes(t *testing.T, dir string) []demo.Change {
+	t.Helper()
+	out := must(t, dir, 0, "shop", "changes", "--json")
+	var ch []demo.Change
+	if err := json.Unmarshal([]byte(out), &ch); err != nil {
+		t.Fatalf("shop changes --json: %v\n%s", err, out)
+	}
+	return ch
+}
+
+// showRaw is `show RUN --json` as printed.
+func showRaw(t *testing.T, dir, id string) string {
+	t.Helper()
+	code, out, errs := signoff(t, dir, "show", id, "--json")
+	if out == "" {
+		t.Fatalf("show %s --json printed nothing (exit %d): %s", id, code, errs)
+	}
+	return out
+}
+
+// show is a run from `show RUN --json`.
+func show(t *testing.T, dir, id string) workflow.RunView {
+	t.Helper()
+	out := showRaw(t, dir, id)
+	var v workflow.RunView
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("show %s --json: %v\n%s", id, err, out)
+	}
+	return v
+}
+
+// runs is `runs --json` with extra arguments.
+func runs(t *testing.T, dir string, args ...string) []workflow.RunView {
+	t.Helper()
+	out := must(t, dir, 0, append([]string{"runs", "--json"}, args...)...)
+	var vs []workflow.RunView
+	if err := json.Unmarshal([]byte(out), &vs); err != nil {
+		t.Fatalf("runs --json: %v\n%s", err, out)
+	}
+	return vs
+}
+
+// auditEvents is the number of audit events `verify` checked; it fails the
+// test if verify finds damage.
+func auditEvents(t *testing.T, dir string) int {
+	t.Helper()
+	out := must(t, dir, 0, "verify")
+	var r, c, a int
+	if _, err := fmt.Sscanf(out, "ok: %d runs, %d checkpoints, %d audit events verified", &r, &c, &a); err != nil {
+		t.Fatalf("verify printed %q: %v", out, err)
+	}
+	return a
+}
+
+// proposal writes a proposal file into dir and returns its path.
+func proposal(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fixture is the path of an example proposal.
+func fixture(name string) string {
+	return filepath.Join("..", "..", "fixtures", "proposals", name)
+}
+
+// refundJSON is a refund proposal of PAY-507862-2 (the double charge).
+func refundJSON(requester, amount, key string) string {
+	k := ""
+	if key != "" {
+		k = fmt.Sprintf(`, "idempotency_key": %q`, key)
+	}
+	return fmt.Sprintf(`{"task_id": "T-65273", "requester": {"id": %q, "name": "Someone"},
+  "summary": "Refund the duplicate charge.",
+  "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2",
+    "amount": %s, "currency": "CAD", "reason_code": "RFD-DOUBLE"}}],
+  "evidence": [{"source": "ticket", "data": {"id": "T-65273"}}]%s}`, requester, amount, k)
+}
+
+// submit submits the double-charge refund fixture; it waits for a team lead.
+func submitWaiting(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out := must(t, dir, exitWaiting, append([]string{"submit", fixture("refund-double-charge.json")}, args...)...)
+	return runIDOf(t, out)
+}
+
+// writeConfig writes the built-in config with the replacements (old, new, …)
+// applied and returns its path; each old string must occur.
+func writeConfig(t *testing.T, dir, name string, replace ...string) string {
+	t.Helper()
+	y := string(config.DefaultYAML())
+	for i := 0; i+1 < len(replace); i += 2 {
+		if !strings.Contains(y, replace[i]) {
+			t.Fatalf("the built-in config has no %q", replace[i])
+		}
+		y = strings.Replace(y, replace[i], replace[i+1], 1)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// rewriteLatestCheckpoint edits the latest checkpoint of a run behind signoff's
+// back, as someone with access to the file could. With rehash the hash chain is
+// recomputed, so only the strict decoding can catch the change.
+func rewriteLatestCheckpoint(t *testing.T, dir, id string, edit func([]byte) []byte, rehash bool) {
+	t.Helper()
+	db, err := sqlite.OpenDB(dbPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var c workflow.Checkpoint
+	var at int64
+	row := db.QueryRow(`SELECT run_id, seq, schema_version, state, prev_hash, created_at FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1`, id)
+	if err := row.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &at); err != nil {
+		t.Fatal(err)
+	}
+	c.CreatedAt = time.UnixMilli(at).UTC()
+	c.State = edit(c.State)
+	hash := strings.Repeat("0", 64)
+	if rehash {
+		hash = workflow.CheckpointHash(&c)
+	}
+	res, err := db.Exec(`UPDATE checkpoints SET state = ?, hash = ? WHERE run_id = ? AND seq = ?`, c.State, hash, c.RunID, c.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("rewrote %d checkpoints", n)
+	}
+}
+
+// editState is rewriteLatestCheckpoint over the decoded state.
+func editState(t *testing.T, dir, id string, edit func(st map[string]any), rehash bool) {
+	t.Helper()
+	rewriteLatestCheckpoint(t, dir, id, func(b []byte) []byte {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var st map[string]any
+		if err := d.Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		edit(st)
+		out, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}, rehash)
+}
+
+// modelCalls reads the shop's own usage ledger: how many model calls it was charged for.
+func modelCalls(t *testing.T, dir, runID string) int {
+	t.Helper()
+	db, err := sqlite.OpenDB(shopPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	shop, err := demo.OpenShop(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := shop.ModelCalls(t.Context(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// oneRefund asserts that the shop made exactly one change: a refund of
+// PAY-507862-2 of amount under key, and returns it.
+func oneRefund(t *testing.T, dir, key, amount string) demo.Change {
+	t.Helper()
+	ch := changes(t, dir)
+	if len(ch) != 1 {
+		t.Fatalf("the shop made %d changes, want exactly one refund: %+v", len(ch), ch)
+	}
+	c := ch[0]
+	if c.Kind != demo.KindRefund || c.OrderID != "LK-507862" || c.PaymentID != "PAY-507862-2" || c.Amount != amount || c.Currency != "CAD" || c.Key != key {
+		t.Fatalf("the shop's change is %+v, want a refund of PAY-507862-2 of %s CAD under key %s", c, amount, key)
+	}
+	return c
+}
+
+// noChanges asserts that the shop did nothing.
+func noChanges(t *testing.T, dir string) {
+	t.Helper()
+	if ch := changes(t, dir); len(ch) != 0 {
+		t.Fatalf("the shop changed: %+v", ch)
+	}
+}
