@@ -1,0 +1,760 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// TestDemo runs `signoff demo` in process; its crashes are real child processes
+// of this test binary (see TestMain).
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	var out, errb strings.Builder
+	code := run(t.Context(), []string{"demo"}, noEnv, strings.NewReader(""), &out, &errb)
+	if code != 0 {
+		t.Fatalf("signoff demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{
+		"(the process was killed at after-step-1)",
+		"(the process was killed at after-effect)",
+		"model calls: 3 recorded in the run, 3 in the provider's usage log",
+		"ok: 3 runs,",
+		"The story holds",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestSubmitAndShowJSON: the run id is the first line of submit's output, and
+// --json carries the fields that scripts read, with the values they expect.
+func TestSubmitAndShowJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := must(t, dir, exitWaiting, "submit", fixture("refund-double-charge.json"))
+	id := runIDOf(t, out)
+	if !regexp.MustCompile(`^run_[0-9a-f]{24}$`).MatchString(id) {
+		t.Errorf("run id %q", id)
+	}
+	if strings.Count(out, id) < 2 || !strings.Contains(out, "WAITING_APPROVAL") {
+		t.Errorf("submit should print the id, then the waiting run:\n%s", out)
+	}
+	waiting := show(t, dir, id)
+	must(t, dir, exitDone, "approve", id, "--as", lead1, "--name", "Grace", "--reason", "duplicate charge, checked")
+
+	var v map[string]any
+	if err := json.Unmarshal([]byte(showRaw(t, dir, id)), &v); err != nil {
+		t.Fatal(err)
+	}
+	field := func(m map[string]any, k string) any {
+		t.Helper()
+		x, ok := m[k]
+		if !ok {
+			t.Fatalf("show --json has no %q: %v", k, m)
+		}
+		return x
+	}
+	list := func(m map[string]any, k string) map[string]any {
+		t.Helper()
+		xs, ok := field(m, k).([]any)
+		if !ok || len(xs) != 1 {
+			t.Fatalf("show --json %q = %v, want one item", k, m[k])
+		}
+		item, ok := xs[0].(map[string]any)
+		if !ok {
+			t.Fatalf("show --json %q[0] = %v", k, xs[0])
+		}
+		return item
+	}
+	if field(v, "id") != id || field(v, "status") != "done" {
+		t.Errorf("id %v status %v", v["id"], v["status"])
+	}
+	fp, _ := field(v, "fingerprint").(string)
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(fp) || fp != waiting.Fingerprint {
+		t.Errorf("fingerprint %q, approved %q", fp, waiting.Fingerprint)
+	}
+	act := list(v, "actions")
+	args, _ := field(act, "args").(map[string]any)
+	if field(act, "name") != "request_refund" || args["payment_id"] != "PAY-507862-2" || args["amount"] != 119.0 || args["currency"] != "CAD" {
+		t.Errorf("action %v", act)
+	}
+	dec := list(v, "decisions")
+	if field(dec, "by") != lead1 || field(dec, "decision") != "approve" || field(dec, "reason") != "duplicate charge, checked" || field(dec, "via") != "cli" {
+		t.Errorf("decision %v", dec)
+	}
+	at, _ := field(dec, "at").(string)
+	if ts, err := time.Parse(time.RFC3339Nano, at); err != nil || time.Since(ts) > time.Hour || time.Since(ts) < -time.Minute {
+		t.Errorf("decision at %q: %v", at, err)
+	}
+	op := list(v, "operations")
+	rc, _ := field(op, "receipt").(map[string]any)
+	refund := oneRefund(t, dir, id+"/1", "119.00")
+	if field(op, "key") != id+"/1" || field(op, "action") != "request_refund" || field(op, "status") != "committed" || rc["id"] != refund.ID {
+		t.Errorf("operation %v; the shop's refund is %s", op, refund.ID)
+	}
+
+	// --json prints the run instead of the id; a small refund runs at once.
+	out = must(t, dir, exitDone, "submit", "--json", fixture("small-refund.json"))
+	var small workflow.RunView
+	if err := json.Unmarshal([]byte(out), &small); err != nil {
+		t.Fatalf("submit --json: %v\n%s", err, out)
+	}
+	if small.Status != workflow.StatusDone || len(small.Operations) != 1 || small.Operations[0].Key != small.ID+"/1" || len(small.Decisions) != 0 {
+		t.Errorf("submit --json of the small refund: %+v", small)
+	}
+	if ch := changes(t, dir); len(ch) != 2 || ch[1].PaymentID != "PAY-793996-1" || ch[1].Amount != "9.95" {
+		t.Errorf("changes %+v", ch)
+	}
+}
+
+// TestSubmitFromStdin: `-` reads the proposal from standard input.
+func TestSubmitFromStdin(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	body, err := os.ReadFile(fixture("refund-double-charge.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := signoffIn(t, dir, string(body), "submit", "-")
+	if code != exitWaiting {
+		t.Fatalf("submit -: exit %d\n%s%s", code, out, errs)
+	}
+	id := runIDOf(t, out)
+	if v := show(t, dir, id); v.Status != workflow.StatusWaitingApproval || v.TaskID != "T-65273" {
+		t.Errorf("%+v", v)
+	}
+}
+
+// TestSubmitSameIdempotencyKey: the same key twice returns the first run.
+func TestSubmitSameIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := submitWaiting(t, dir)
+	second := submitWaiting(t, dir)
+	if first != second {
+		t.Fatalf("the same idempotency key made two runs: %s and %s", first, second)
+	}
+	// Even with other content, the key wins: it is the agent's retry.
+	p := proposal(t, dir, "retry.json", refundJSON(agentID, "118.00", "resolver-T-65273-1"))
+	if id := runIDOf(t, must(t, dir, exitWaiting, "submit", p)); id != first {
+		t.Fatalf("retry made run %s, want %s", id, first)
+	}
+	if rs := runs(t, dir); len(rs) != 1 || rs[0].ID != first {
+		t.Fatalf("runs: %+v", rs)
+	}
+	// Another key is another run.
+	p = proposal(t, dir, "other.json", refundJSON(agentID, "119.00", "another-key"))
+	if id := runIDOf(t, must(t, dir, exitWaiting, "submit", p)); id == first {
+		t.Fatal("another key returned the first run")
+	}
+}
+
+// TestSubmitRefusesInvalidProposals: exit 2, no run, nothing in the shop.
+func TestSubmitRefusesInvalidProposals(t *testing.T) {
+	t.Parallel()
+	const refund = `{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 119.00, "currency": "CAD", "reason_code": "RFD-DOUBLE"}}`
+	tests := []struct {
+		name  string
+		body  string // written to a file, or given on stdin when stdin is set
+		stdin bool
+		file  string // a path instead of a body
+		want  string
+	}{
+		{name: "unknown field", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "priority": "high"}`, want: `unknown object member name "priority"`},
+		{name: "unknown field in wrong case", body: `{"Requester": {"id": "agent:resolver"}, "actions": [` + refund + `]}`, want: `unknown object member name "Requester"`},
+		{name: "duplicate key", body: `{"requester": {"id": "agent:resolver"}, "requester": {"id": "U0LEAD0001"}, "actions": [` + refund + `]}`, want: `duplicate object member name "requester"`},
+		{name: "duplicate key in args", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 1, "amount": 119, "currency": "CAD", "reason_code": "RFD-DOUBLE"}}]}`, want: `duplicate object member name "amount"`},
+		{name: "missing requester.id", body: `{"requester": {"name": "Resolver"}, "actions": [` + refund + `]}`, want: "requester.id is required"},
+		{name: "no actions", body: `{"requester": {"id": "agent:resolver"}, "actions": []}`, want: "at least one action"},
+		{name: "unknown action", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "delete_order", "args": {"order_id": "LK-507862"}}]}`, want: `unknown action "delete_order"`},
+		{name: "amount as a string", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": "119.00", "currency": "CAD", "reason_code": "RFD-DOUBLE"}}]}`, want: "amount"},
+		{name: "missing currency", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 119, "reason_code": "RFD-DOUBLE"}}]}`, want: "currency"},
+		{name: "trailing data", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `]} {}`, want: "invalid proposal"},
+		{name: "not JSON", body: `refund it please`, want: "invalid proposal"},
+		{name: "stdin invalid", stdin: true, body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "approved": true}`, want: `unknown object member name "approved"`},
+		{name: "stdin empty", stdin: true, body: "", want: "empty input"},
+		{name: "unreadable file", file: "no-such-proposal.json", want: "read proposal"},
+		{name: "a directory", file: ".", want: "read proposal"},
+	}
+	dir := t.TempDir()
+	// Something to compare with: one finished run and one change in the shop.
+	must(t, dir, exitDone, "submit", fixture("small-refund.json"))
+	runsBefore := must(t, dir, 0, "runs", "--json")
+	shopBefore := must(t, dir, 0, "shop", "changes", "--json")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var code int
+			var out, errs string
+			switch {
+			case tt.stdin:
+				code, out, errs = signoffIn(t, dir, tt.body, "submit", "-")
+			case tt.file != "":
+				code, out, errs = signoff(t, dir, "submit", filepath.Join(dir, tt.file))
+			default:
+				code, out, errs = signoff(t, dir, "submit", proposal(t, t.TempDir(), "p.json", tt.body))
+			}
+			if code != exitRefused || !strings.Contains(errs, tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming %q (stdout %q)", code, errs, tt.want, out)
+			}
+			if out != "" {
+				t.Errorf("a refused submit printed %q", out)
+			}
+			if got := must(t, dir, 0, "runs", "--json"); got != runsBefore {
+				t.Errorf("runs changed:\n%s\nwas:\n%s", got, runsBefore)
+			}
+			if got := must(t, dir, 0, "shop", "changes", "--json"); got != shopBefore {
+				t.Errorf("the shop changed:\n%s", got)
+			}
+		})
+	}
+}
+
+// TestApprovalGatesTheShop: no approval, no change; one approval, one refund;
+// approving again or resuming changes nothing.
+func TestApprovalGatesTheShop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	noChanges(t, dir)
+	must(t, dir, exitWaiting, "resume", id)
+	must(t, dir, exitWaiting, "show", id)
+	noChanges(t, dir)
+
+	out := must(t, dir, exitDone, "approve", id, "--as", lead1)
+	if !strings.Contains(out, "DONE") || !strings.Contains(out, "committed") {
+		t.Errorf("approve printed:\n%s", out)
+	}
+	refund := oneRefund(t, dir, id+"/1", "119.00")
+	if refund.By != "signoff" {
+		t.Errorf("refund by %q", refund.By)
+	}
+
+	for _, as := range []string{lead2, lead1, manager} {
+		code, _, errs := signoff(t, dir, "approve", id, "--as", as)
+		if code != exitRefused || !strings.Contains(errs, "already approved by "+lead1) {
+			t.Errorf("approve again as %s: exit %d, %q", as, code, errs)
+		}
+	}
+	must(t, dir, exitDone, "resume", id)
+	must(t, dir, exitDone, "resume", id)
+	if code, _, _ := signoff(t, dir, "cancel", id, "--as", lead1, "--reason", "too late"); code != exitRefused {
+		t.Errorf("cancel of a done run: exit %d", code)
+	}
+	oneRefund(t, dir, id+"/1", "119.00")
+	v := show(t, dir, id)
+	if v.Status != workflow.StatusDone || len(v.Decisions) != 1 || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 {
+		t.Errorf("run %+v", v)
+	}
+	must(t, dir, exitDone, "verify")
+}
+
+// TestRejectAndCancelChangeNothingInTheShop.
+func TestRejectAndCancelChangeNothingInTheShop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	if code, _, errs := signoff(t, dir, "reject", id, "--as", lead1); code != exitRefused || !strings.Contains(errs, "--reason") {
+		t.Errorf("reject without a reason: exit %d, %q", code, errs)
+	}
+	out := must(t, dir, exitEnded, "reject", id, "--as", lead1, "--reason", "the customer asked for store credit")
+	if !strings.Contains(out, "REJECTED") || !strings.Contains(out, "store credit") {
+		t.Errorf("reject printed:\n%s", out)
+	}
+	if code, _, errs := signoff(t, dir, "approve", id, "--as", lead2); code != exitRefused || !strings.Contains(errs, "already rejected by "+lead1) {
+		t.Errorf("approve after reject: exit %d, %q", code, errs)
+	}
+	must(t, dir, exitEnded, "resume", id)
+	v := show(t, dir, id)
+	if v.Status != workflow.StatusRejected || len(v.Decisions) != 1 || v.Decisions[0].Decision != workflow.VerdictReject || len(v.Operations) != 0 {
+		t.Errorf("run %+v", v)
+	}
+
+	// Cancel: the requester may, and then nobody can approve.
+	other := runIDOf(t, must(t, dir, exitWaiting, "submit", fixture("reship-planter.json")))
+	if code, _, _ := signoff(t, dir, "cancel", other, "--as", "U0NOBODY", "--reason", "x"); code != exitRefused {
+		t.Errorf("cancel by a stranger: exit %d", code)
+	}
+	must(t, dir, exitEnded, "cancel", other, "--as", agentID, "--reason", "the customer found the planter intact")
+	if code, _, _ := signoff(t, dir, "approve", other, "--as", lead1); code != exitRefused {
+		t.Errorf("approve after cancel: exit %d", code)
+	}
+	if v := show(t, dir, other); v.Status != workflow.StatusCancelled {
+		t.Errorf("status %s", v.Status)
+	}
+	noChanges(t, dir)
+}
+
+// TestRefusalsChangeNothingButTheAuditLog: each refused approval leaves the run,
+// its checkpoints and the shop as they were, and adds one audit event.
+func TestRefusalsChangeNothingButTheAuditLog(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// setup makes a waiting run and returns its id.
+		setup func(t *testing.T, dir string) string
+		// approve returns the refused approve's arguments.
+		approve func(t *testing.T, dir, id string) []string
+		want    string
+		// approvable: someone with the right to approve still can, afterwards.
+		approvable bool
+	}{
+		{
+			name:       "agent without the role",
+			setup:      func(t *testing.T, dir string) string { return submitWaiting(t, dir) },
+			approve:    func(t *testing.T, dir, id string) []string { return []string{"--as", agentID} },
+			want:       "agent:resolver is agent; this needs team_lead or above",
+			approvable: true,
+		},
+		{
+			name:       "unknown member",
+			setup:      func(t *testing.T, dir string) string { return submitWaiting(t, dir) },
+			approve:    func(t *testing.T, dir, id string) []string { return []string{"--as", "U0INTRUDER"} },
+			want:       "U0INTRUDER holds no role",
+			approvable: true,
+		},
+		{
+			name: "requester approving their own refund",
+			setup: func(t *testing.T, dir string) string {
+				p := proposal(t, dir, "own.json", refundJSON(lead1, "119.00", ""))
+				return runIDOf(t, must(t, dir, exitWaiting, "submit", p))
+			},
+			approve:    func(t *testing.T, dir, id string) []string { return []string{"--as", lead1} },
+			want:       "forbids approving one's own request",
+			approvable: true, // by U0LEAD0002
+		},
+		{
+			name:  "a fingerprint that is not the current one",
+			setup: func(t *testing.T, dir string) string { return submitWaiting(t, dir) },
+			approve: func(t *testing.T, dir, id string) []string {
+				fp := show(t, dir, id).Fingerprint
+				stale := strings.Repeat("0", 64)
+				if fp == stale {
+					t.Fatal("fingerprint is all zeros")
+				}
+				return []string{"--as", lead1, "--fingerprint", stale}
+			},
+			want:       "is not the current one",
+			approvable: true,
+		},
+		{
+			name:  "the policy revision changed",
+			setup: func(t *testing.T, dir string) string { return submitWaiting(t, dir) },
+			approve: func(t *testing.T, dir, id string) []string {
+				cfg := writeConfig(t, dir, "next.yaml", `revision: "2026-11-29.1"`, `revision: "2026-12-01.1"`)
+				return []string{"--as", lead1, "--config", cfg}
+			},
+			want:       "the policy changed since approval was requested (revision 2026-11-29.1, now 2026-12-01.1)",
+			approvable: true, // under the policy it was requested for
+		},
+		{
+			name: "arguments tampered in the store",
+			setup: func(t *testing.T, dir string) string {
+				id := submitWaiting(t, dir)
+				editState(t, dir, id, func(st map[string]any) {
+					args := st["actions"].([]any)[0].(map[string]any)["args"].(map[string]any)
+					args["payment_id"] = "PAY-507862-1"
+				}, true)
+				return id
+			},
+			approve: func(t *testing.T, dir, id string) []string { return []string{"--as", lead1} },
+			want:    "the stored proposal no longer matches the fingerprint",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			id := tt.setup(t, dir)
+			before := showRaw(t, dir, id)
+			history := must(t, dir, 0, "history", id, "--json")
+			audit := auditEvents(t, dir)
+
+			args := append([]string{"approve", id}, tt.approve(t, dir, id)...)
+			code, out, errs := signoff(t, dir, args...)
+			if code != exitRefused || !strings.Contains(errs, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want exit 2 saying %q (stdout %q)", code, errs, tt.want, out)
+			}
+			if after := showRaw(t, dir, id); after != before {
+				t.Errorf("the run changed:\n%s\nwas:\n%s", after, before)
+			}
+			if got := must(t, dir, 0, "history", id, "--json"); got != history {
+				t.Errorf("the checkpoints changed:\n%s", got)
+			}
+			if got := auditEvents(t, dir); got != audit+1 {
+				t.Errorf("audit events %d, want %d (the refusal is recorded)", got, audit+1)
+			}
+			noChanges(t, dir)
+
+			if tt.approvable {
+				must(t, dir, exitDone, "approve", id, "--as", lead2)
+				oneRefund(t, dir, id+"/1", "119.00")
+			}
+		})
+	}
+}
+
+// TestDecisionAfterTheDeadline: the run ends expired and the shop is unchanged.
+func TestDecisionAfterTheDeadline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// The shortest deadline a config accepts is one second.
+	cfg := writeConfig(t, dir, "hurry.yaml",
+		"approval: {role: team_lead, count: 1, expires: 72h, self_approval: false, edit: true}",
+		"approval: {role: team_lead, count: 1, expires: 1s, self_approval: false, edit: true}")
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("refund-double-charge.json")))
+	v := show(t, dir, id)
+	if v.Deadline == nil {
+		t.Fatalf("no deadline: %+v", v)
+	}
+	deadline := *v.Deadline
+	if d := time.Until(deadline); d > 2*time.Second {
+		t.Fatalf("deadline %s is %s away", deadline, d)
+	}
+	// Wait for the clock to pass the deadline (the engine counts whole milliseconds).
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(10 * time.Second)
+	for !time.Now().After(deadline.Add(2 * time.Millisecond)) {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatal("the deadline never passed")
+		}
+	}
+	// Reading the run does not change it.
+	if v := show(t, dir, id); v.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("show changed the run: %s", v.Status)
+	}
+
+	code, out, errs := signoff(t, dir, "--config", cfg, "approve", id, "--as", lead1)
+	if code != exitEnded || !strings.Contains(errs, "the deadline passed") {
+		t.Fatalf("approve after the deadline: exit %d, stderr %q, stdout %q", code, errs, out)
+	}
+	v = show(t, dir, id)
+	if v.Status != workflow.StatusExpired || !strings.Contains(v.Reason, "no decision before the deadline") || len(v.Decisions) != 0 {
+		t.Errorf("run %+v", v)
+	}
+	if len(v.Requests) != 1 || v.Requests[0].Status != workflow.RequestExpired {
+		t.Errorf("requests %+v", v.Requests)
+	}
+	if code, _, _ := signoff(t, dir, "--config", cfg, "approve", id, "--as", lead2); code != exitRefused {
+		t.Errorf("approve of an expired run: exit %d", code)
+	}
+	must(t, dir, exitEnded, "--config", cfg, "resume", id)
+	noChanges(t, dir)
+	must(t, dir, exitDone, "verify")
+}
+
+// TestChargeRefundedByHandWhileWaiting: the approved refund is refused by the
+// shop, the run needs attention, and only the manual refund exists.
+func TestChargeRefundedByHandWhileWaiting(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := runIDOf(t, must(t, dir, exitWaiting, "run", "T-65273"))
+	must(t, dir, 0, "shop", "refund", "LK-507862", "PAY-507862-2", "119.00", "--by", "Amira")
+
+	code, out, errs := signoff(t, dir, "approve", id, "--as", lead1)
+	if code != exitAttention || !strings.Contains(out, "NEEDS_ATTENTION") {
+		t.Fatalf("approve: exit %d, want 5\n%s%s", code, out, errs)
+	}
+	v := show(t, dir, id)
+	if v.Status != workflow.StatusNeedsAttention || !strings.Contains(v.Reason, "refused by the target") || !strings.Contains(v.Reason, "not a captured charge") {
+		t.Errorf("status %s, reason %q", v.Status, v.Reason)
+	}
+	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpFailed || len(v.Operations[0].Receipt) != 0 {
+		t.Errorf("operations %+v", v.Operations)
+	}
+	must(t, dir, exitAttention, "resume", id)
+	ch := changes(t, dir)
+	if len(ch) != 1 || ch[0].Key != "manual-1" || ch[0].By != "Amira" || ch[0].PaymentID != "PAY-507862-2" || ch[0].Amount != "119.00" {
+		t.Fatalf("the shop has %+v, want only the manual refund", ch)
+	}
+	// A second manual refund of the same charge is refused by the shop.
+	if code, _, errs := signoff(t, dir, "shop", "refund", "LK-507862", "PAY-507862-2", "119.00", "--by", "Amira"); code != exitRefused || !strings.Contains(errs, "refused") {
+		t.Errorf("second manual refund: exit %d, %q", code, errs)
+	}
+}
+
+// TestDamagedStateNeedsAttention: a run whose stored state fails its integrity
+// check stops in needs_attention with the reason; verify names it; other runs go on.
+func TestDamagedStateNeedsAttention(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		damage  func(t *testing.T, dir, id string)
+		problem string
+		first   string // the command that meets the damage: approve or resume
+	}{
+		{"duplicate key", func(t *testing.T, dir, id string) {
+			rewriteLatestCheckpoint(t, dir, id, func(b []byte) []byte {
+				s := strings.Replace(string(b), `"status":`, `"status":"done","status":`, 1)
+				if s == string(b) {
+					t.Fatal("no status in the state")
+				}
+				return []byte(s)
+			}, true)
+		}, `duplicate object member name "status"`, "approve"},
+		{"unknown field", func(t *testing.T, dir, id string) {
+			editState(t, dir, id, func(st map[string]any) { st["approved_by"] = lead1 }, true)
+		}, `unknown object member name "approved_by"`, "resume"},
+		{"newer schema version", func(t *testing.T, dir, id string) {
+			editState(t, dir, id, func(st map[string]any) { st["schema_version"] = workflow.SchemaVersion + 1 }, true)
+		}, "schema version 2 is newer than this build (1)", "approve"},
+		{"broken chain", func(t *testing.T, dir, id string) {
+			editState(t, dir, id, func(st map[string]any) { st["summary"] = "refund both charges" }, false)
+		}, "broken hash chain", "resume"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			damaged := submitWaiting(t, dir)
+			healthy := runIDOf(t, must(t, dir, exitWaiting, "submit", fixture("reship-planter.json")))
+			tt.damage(t, dir, damaged)
+
+			code, out, _ := signoff(t, dir, "verify")
+			if code == 0 || !strings.Contains(out, "damaged: run "+damaged) || !strings.Contains(out, tt.problem) || strings.Contains(out, healthy) {
+				t.Errorf("verify: exit %d\n%s", code, out)
+			}
+
+			args := []string{"resume", damaged}
+			if tt.first == "approve" {
+				args = []string{"approve", damaged, "--as", lead1}
+			}
+			code, out, errs := signoff(t, dir, args...)
+			if code != exitAttention {
+				t.Fatalf("%s: exit %d, want 5\n%s%s", tt.first, code, out, errs)
+			}
+			v := show(t, dir, damaged)
+			if v.Status != workflow.StatusNeedsAttention || !strings.Contains(v.Reason, tt.problem) || !strings.Contains(v.Problem, tt.problem) {
+				t.Errorf("show: status %s reason %q problem %q", v.Status, v.Reason, v.Problem)
+			}
+			if code, out, _ := signoff(t, dir, "show", damaged); code != exitAttention || !strings.Contains(out, "NEEDS_ATTENTION") || !strings.Contains(out, tt.problem) {
+				t.Errorf("show: exit %d\n%s", code, out)
+			}
+			// Nothing brings it back by guessing.
+			must(t, dir, exitAttention, "resume", damaged)
+			must(t, dir, exitAttention, "approve", damaged, "--as", lead2)
+
+			// The other run carries on.
+			must(t, dir, exitDone, "approve", healthy, "--as", lead1)
+			ch := changes(t, dir)
+			kinds := []string{}
+			for _, c := range ch {
+				if !strings.HasPrefix(c.Key, healthy+"/") {
+					t.Errorf("change %+v is not the healthy run's", c)
+				}
+				kinds = append(kinds, c.Kind)
+			}
+			if !slices.Equal(kinds, []string{demo.KindReshipment, demo.KindReturnLabel}) {
+				t.Errorf("the shop did %v", kinds)
+			}
+			code, out, _ = signoff(t, dir, "verify")
+			if code == 0 || !strings.Contains(out, damaged) || strings.Contains(out, healthy) {
+				t.Errorf("verify after: exit %d\n%s", code, out)
+			}
+		})
+	}
+}
+
+// TestRunsStatusFilter.
+func TestRunsStatusFilter(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	done := runIDOf(t, must(t, dir, exitDone, "submit", fixture("small-refund.json")))
+	waiting := submitWaiting(t, dir)
+	rejected := runIDOf(t, must(t, dir, exitWaiting, "submit", fixture("reship-planter.json")))
+	must(t, dir, exitEnded, "reject", rejected, "--as", lead1, "--reason", "no photo")
+
+	ids := func(vs []workflow.RunView) []string {
+		var s []string
+		for _, v := range vs {
+			s = append(s, v.ID)
+		}
+		return s
+	}
+	if got := ids(runs(t, dir, "--status", "waiting_approval")); !slices.Equal(got, []string{waiting}) {
+		t.Errorf("waiting runs %v, want [%s]", got, waiting)
+	}
+	if got := ids(runs(t, dir, "--status", "done,rejected")); !slices.Equal(got, []string{done, rejected}) {
+		t.Errorf("done and rejected runs %v", got)
+	}
+	if got := ids(runs(t, dir)); !slices.Equal(got, []string{done, waiting, rejected}) {
+		t.Errorf("all runs %v, want oldest first", got)
+	}
+	if got := runs(t, dir, "--status", "expired"); len(got) != 0 {
+		t.Errorf("expired runs %v", ids(got))
+	}
+	text := must(t, dir, 0, "runs", "--status", "waiting_approval")
+	if !strings.Contains(text, waiting) || strings.Contains(text, done) || strings.Contains(text, rejected) {
+		t.Errorf("runs --status waiting_approval:\n%s", text)
+	}
+	for _, bad := range []string{"bogus", "waiting", "done,bogus"} {
+		code, out, errs := signoff(t, dir, "runs", "--status", bad)
+		if code != exitRefused || !strings.Contains(errs, "unknown status") || out != "" {
+			t.Errorf("runs --status %s: exit %d, %q %q", bad, code, out, errs)
+		}
+	}
+}
+
+// TestForkOfARejectedRun: the fork is a new run that waits for its own approval.
+func TestForkOfARejectedRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	must(t, dir, exitEnded, "reject", id, "--as", lead1, "--reason", "check with the bank first")
+	old := show(t, dir, id)
+
+	out := must(t, dir, exitWaiting, "fork", id, "--at", "1")
+	fork := runIDOf(t, out)
+	if fork == id {
+		t.Fatal("the fork has the same id")
+	}
+	v := show(t, dir, fork)
+	if v.Status != workflow.StatusWaitingApproval || v.Fingerprint == "" || v.Fingerprint == old.Fingerprint {
+		t.Errorf("fork: status %s fingerprint %q (old %q)", v.Status, v.Fingerprint, old.Fingerprint)
+	}
+	if v.ForkedFrom == nil || v.ForkedFrom.RunID != id || v.ForkedFrom.Seq != 1 {
+		t.Errorf("forked_from %+v", v.ForkedFrom)
+	}
+	if len(v.Decisions) != 0 || len(v.Requests) != 1 || v.Requests[0].Status != workflow.RequestPending {
+		t.Errorf("the fork carried decisions %+v / requests %+v", v.Decisions, v.Requests)
+	}
+	if string(v.Actions[0].Args) != string(old.Actions[0].Args) {
+		t.Errorf("fork args %s, old %s", v.Actions[0].Args, old.Actions[0].Args)
+	}
+	if got := show(t, dir, id); got.Status != workflow.StatusRejected {
+		t.Errorf("the original is %s", got.Status)
+	}
+	noChanges(t, dir)
+
+	// The old fingerprint approves nothing on the fork.
+	if code, _, _ := signoff(t, dir, "approve", fork, "--as", lead1, "--fingerprint", old.Fingerprint); code != exitRefused {
+		t.Errorf("approve the fork with the old fingerprint: exit %d", code)
+	}
+	must(t, dir, exitDone, "approve", fork, "--as", lead1, "--fingerprint", v.Fingerprint)
+	oneRefund(t, dir, fork+"/1", "119.00")
+
+	for _, at := range []string{"0", "99"} {
+		if code, _, _ := signoff(t, dir, "fork", id, "--at", at); code != exitRefused {
+			t.Errorf("fork --at %s: exit %d", at, code)
+		}
+	}
+}
+
+// TestEditedApproval: the edited refund runs once, with the edited amount.
+func TestEditedApproval(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	before := show(t, dir, id)
+	edit := `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60.00, "currency": "CAD", "reason_code": "RFD-DOUBLE"}`
+	must(t, dir, exitDone, "approve", id, "--as", lead1, "--edit", edit, "--reason", "partial refund agreed")
+	oneRefund(t, dir, id+"/1", "60.00")
+	v := show(t, dir, id)
+	var args map[string]any
+	if err := json.Unmarshal(v.Actions[0].Args, &args); err != nil || args["amount"] != 60.0 {
+		t.Errorf("stored args %s", v.Actions[0].Args)
+	}
+	if v.Fingerprint == before.Fingerprint {
+		t.Error("the edited proposal kept the old fingerprint")
+	}
+	if len(v.Decisions) == 0 || len(v.Decisions[0].Edited) == 0 || !strings.Contains(string(v.Decisions[0].Edited), "60") {
+		t.Errorf("decisions %+v", v.Decisions)
+	}
+	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
+		t.Errorf("operations %+v", v.Operations)
+	}
+	must(t, dir, exitDone, "resume", id)
+	oneRefund(t, dir, id+"/1", "60.00")
+}
+
+// TestInvalidEditChangesNothing.
+func TestInvalidEditChangesNothing(t *testing.T) {
+	t.Parallel()
+	args := func(amount string) string {
+		return `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": ` + amount + `, "currency": "CAD", "reason_code": "RFD-DOUBLE"}`
+	}
+	tests := []struct {
+		name    string
+		fixture string
+		flags   []string
+		want    string
+	}{
+		{"amount as a string", "refund-double-charge.json", []string{"--edit", args(`"60.00"`)}, "the edited arguments are invalid"},
+		{"negative amount", "refund-double-charge.json", []string{"--edit", args("-5")}, "the edited arguments are invalid"},
+		{"more than the charge", "refund-double-charge.json", []string{"--edit", args("500.00")}, "the edited arguments fail a check"},
+		{"unknown field", "refund-double-charge.json", []string{"--edit", `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60, "currency": "CAD", "reason_code": "RFD-DOUBLE", "note": "x"}`}, "the edited arguments are invalid"},
+		{"not JSON", "refund-double-charge.json", []string{"--edit", `amount=60`}, "invalid"},
+		{"no such action", "refund-double-charge.json", []string{"--edit", args("60"), "--action", "2"}, "no action 2"},
+		{"rule forbids editing", "reship-planter.json", []string{"--edit", `{"order_id": "LK-640436", "sku": "PLANTER", "quantity": 1}`}, "does not allow editing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			id := runIDOf(t, must(t, dir, exitWaiting, "submit", fixture(tt.fixture)))
+			before := showRaw(t, dir, id)
+			code, out, errs := signoff(t, dir, append([]string{"approve", id, "--as", lead1}, tt.flags...)...)
+			if code != exitRefused || !strings.Contains(errs, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 saying %q (stdout %q)", code, errs, tt.want, out)
+			}
+			if after := showRaw(t, dir, id); after != before {
+				t.Errorf("the run changed:\n%s", after)
+			}
+			noChanges(t, dir)
+		})
+	}
+}
+
+// TestInvalidConfig: refused at start with the file, the line and the reason.
+func TestInvalidConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		old, new string
+		want     string
+	}{
+		{"bad CEL", `when: action.name == "reship_item"`, `when: actoin.name == "reship_item"`, "undeclared reference to 'actoin'"},
+		{"CEL that is not a condition", `when: action.name == "reship_item"`, `when: "'reship'"`, "want bool"},
+		{"unknown field", `{name: manager, members: [U0MGR00001]}`, `{name: manager, members: [U0MGR00001], colour: red}`, `unknown field "colour"`},
+		{"unknown role", `approval: {role: team_lead, count: 1, expires: 72h}`, `approval: {role: team_leader, count: 1, expires: 72h}`, "team_leader"},
+		{"bad duration", `approval: {role: team_lead, count: 1, expires: 72h}`, `approval: {role: team_lead, count: 1, expires: soon}`, "not a duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := writeConfig(t, dir, "signoff.yaml", tt.old, tt.new)
+			b, err := os.ReadFile(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := strings.Count(string(b[:strings.Index(string(b), tt.new)]), "\n") + 1
+			where := cfg + ":" + strconv.Itoa(line) + ":"
+			for _, args := range [][]string{
+				{"--config", cfg, "submit", fixture("refund-double-charge.json")},
+				{"runs", "--config", cfg},
+			} {
+				code, out, errs := signoff(t, dir, args...)
+				if code != exitRefused || !strings.Contains(errs, where) || !strings.Contains(errs, tt.want) {
+					t.Errorf("%v: exit %d, stderr %q; want 2 naming %q and %q (stdout %q)", args, code, errs, where, tt.want, out)
+				}
+			}
+			if rs := runs(t, dir); len(rs) != 0 {
+				t.Errorf("a refused config made runs: %+v", rs)
+			}
+		})
+	}
+}
