@@ -159,6 +159,9 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 	if !e.roles.AtLeast(role, req.Role) {
 		return nil, refused(CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
 	}
+	if a := l.st.Gate.Assignee; a != "" && a != in.Approver.ID && !e.roles.Above(role, req.Role) {
+		return nil, refused(CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
+	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
 		return nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
 	}

@@ -528,3 +528,29 @@ func TestChecksRetryTransientFailuresWithinABudget(t *testing.T) {
 		})
 	}
 }
+
+func TestReassignAndExtend(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	_, err := h.engine.Reassign(ctx, run.ID, workflow.Person{ID: "U0LEAD0001"}, workflow.Person{ID: "agent:resolver"})
+	wantRefused(t, err, workflow.CodeNoRole) // the agent cannot approve
+	if _, err := h.engine.Reassign(ctx, run.ID, workflow.Person{ID: "U0LEAD0001"}, workflow.Person{ID: "U0LEAD0002"}); err != nil {
+		t.Fatal(err)
+	}
+	// Assigned to lead 2: lead 1 may no longer decide, a manager still may.
+	_, err = h.approve(run.ID, "U0LEAD0001")
+	wantRefused(t, err, workflow.CodeNoRole)
+
+	_, err = h.engine.Extend(ctx, run.ID, workflow.Person{ID: "agent:resolver"}, 24*time.Hour)
+	wantRefused(t, err, workflow.CodeNoRole)
+	if _, err := h.engine.Extend(ctx, run.ID, workflow.Person{ID: "U0LEAD0002"}, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(80 * time.Hour) // past the first deadline, inside the extended one
+	if n, err := h.engine.ExpireDue(ctx); err != nil || n != 0 {
+		t.Fatalf("expired %d %v", n, err)
+	}
+	if got, err := h.approve(run.ID, "U0LEAD0002"); err != nil || got.Status != workflow.StatusDone {
+		t.Fatalf("assignee approves: %v %v", got, err)
+	}
+}

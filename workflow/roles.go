@@ -111,6 +111,13 @@ func (r *Roles) AtLeast(have, need string) bool {
 	return ok1 && ok2 && h >= n
 }
 
+// Above reports whether the role have ranks strictly higher than need.
+func (r *Roles) Above(have, need string) bool {
+	h, ok1 := r.Rank(have)
+	n, ok2 := r.Rank(need)
+	return ok1 && ok2 && h > n
+}
+
 // Names returns the role names, lowest first.
 func (r *Roles) Names() []string {
 	if r == nil {

@@ -66,6 +66,9 @@ type Gate struct {
 	Fingerprint    string        `json:"fingerprint"`
 	RequestID      string        `json:"request_id,omitempty"`
 	Deadline       *time.Time    `json:"deadline,omitempty"`
+	// Assignee, when set, is the one person asked to decide; others of a higher
+	// role than the rule needs may still decide.
+	Assignee string `json:"assignee,omitempty"`
 }
 
 // ApprovalSpec is what a policy rule requires before its actions run.

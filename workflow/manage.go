@@ -1,0 +1,97 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Reassign asks one person to decide a waiting run. The assignee must hold the
+// role the rule needs; who reassigns must hold it too (or be the requester).
+func (e *Engine) Reassign(ctx context.Context, id string, by, to Person) (*Run, error) {
+	if by.ID == "" || to.ID == "" {
+		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "reassign needs who reassigns and to whom"))
+	}
+	byRole, byOK, err := e.dir.RoleOf(ctx, by.ID)
+	if err != nil {
+		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
+	}
+	toRole, toOK, err := e.dir.RoleOf(ctx, to.ID)
+	if err != nil {
+		return nil, fmt.Errorf("resolve role of %s: %w", to.ID, err)
+	}
+	return e.manage(ctx, id, by.ID, "reassigned", func(l *loaded, req *ApprovalRequest) (any, error) {
+		if !(by.ID == l.st.Requester.ID || (byOK && e.roles.AtLeast(byRole, req.Role))) {
+			return nil, refused(CodeNoRole, id, "only the requester or someone with role %s or above may reassign", req.Role)
+		}
+		if !toOK || !e.roles.AtLeast(toRole, req.Role) {
+			return nil, refused(CodeNoRole, id, "%s cannot approve this: it needs %s or above", to.ID, req.Role)
+		}
+		if to.ID == req.RequesterID && !req.SelfApproval {
+			return nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", to.ID, req.Rule)
+		}
+		l.st.Gate.Assignee = to.ID
+		return map[string]string{"to": to.ID}, nil
+	})
+}
+
+// Extend moves a waiting run's deadline by d. Who extends must hold the role the
+// rule needs.
+func (e *Engine) Extend(ctx context.Context, id string, by Person, d time.Duration) (*Run, error) {
+	if by.ID == "" || d <= 0 || d > 90*24*time.Hour {
+		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "extend needs who extends and a duration between 1s and 90 days"))
+	}
+	role, ok, err := e.dir.RoleOf(ctx, by.ID)
+	if err != nil {
+		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
+	}
+	return e.manage(ctx, id, by.ID, "extended", func(l *loaded, req *ApprovalRequest) (any, error) {
+		if !ok || !e.roles.AtLeast(role, req.Role) {
+			return nil, refused(CodeNoRole, id, "only someone with role %s or above may extend the deadline", req.Role)
+		}
+		deadline := req.Deadline.Add(d)
+		req.Deadline, l.run.Deadline = deadline, deadline
+		l.st.Gate.Deadline = &deadline
+		return map[string]string{"deadline": deadline.Format(time.RFC3339), "by": d.String()}, nil
+	})
+}
+
+// manage applies a change to the pending request of a waiting run, in one
+// transaction with its checkpoint and audit event.
+func (e *Engine) manage(ctx context.Context, id, actor, event string, change func(*loaded, *ApprovalRequest) (any, error)) (*Run, error) {
+	var run *Run
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		l, err := e.load(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if l.run.Status != StatusWaitingApproval || l.st.Gate == nil || l.st.Gate.RequestID == "" {
+			return refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+		}
+		if !e.now().Before(l.run.Deadline) {
+			return refused(CodeExpired, id, "the deadline passed at %s", l.run.Deadline.Format(time.RFC3339))
+		}
+		req, err := tx.Request(ctx, l.st.Gate.RequestID)
+		if err != nil {
+			return fmt.Errorf("load approval request of run %s: %w", id, err)
+		}
+		detail, err := change(l, req)
+		if err != nil {
+			return err
+		}
+		if err := tx.UpdateRequest(ctx, req); err != nil {
+			return fmt.Errorf("update approval request %s: %w", req.ID, err)
+		}
+		if err := e.save(ctx, tx, l, l.run.Status, event, actor, detail, req); err != nil {
+			return err
+		}
+		run = l.run
+		return nil
+	})
+	if IsRefused(err, CodeExpired) {
+		if xerr := e.expire(ctx, id, actor); xerr != nil {
+			return nil, xerr
+		}
+	}
+	return run, e.outcome(ctx, id, actor, err)
+}
