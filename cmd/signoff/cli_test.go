@@ -454,6 +454,28 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 	must(t, dir, exitEnded, "--config", cfg, "resume", id)
 	noChanges(t, dir)
 	must(t, dir, exitDone, "verify")
+
+	// A run nobody decided on ends expired when it is next touched.
+	other := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("reship-planter.json")))
+	if v := show(t, dir, other); v.Deadline == nil || time.Until(*v.Deadline) < time.Hour {
+		t.Fatalf("the reship rule keeps its 72h: %+v", v.Deadline)
+	}
+	late := proposal(t, dir, "late.json", refundJSON(agentID, "119.00", "late"))
+	late = runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", late))
+	deadline = *show(t, dir, late).Deadline
+	for !time.Now().After(deadline.Add(2 * time.Millisecond)) {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatal("the deadline never passed")
+		}
+	}
+	must(t, dir, exitEnded, "--config", cfg, "resume", late)
+	if v := show(t, dir, late); v.Status != workflow.StatusExpired {
+		t.Errorf("status %s", v.Status)
+	}
+	must(t, dir, exitWaiting, "--config", cfg, "show", other)
+	noChanges(t, dir)
 }
 
 // TestChargeRefundedByHandWhileWaiting: the approved refund is refused by the
@@ -526,6 +548,12 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 			code, out, _ := signoff(t, dir, "verify")
 			if code == 0 || !strings.Contains(out, "damaged: run "+damaged) || !strings.Contains(out, tt.problem) || strings.Contains(out, healthy) {
 				t.Errorf("verify: exit %d\n%s", code, out)
+			}
+
+			// Reading the run changes nothing, and does not call it waiting.
+			code, out, _ = signoff(t, dir, "show", damaged)
+			if code != exitAttention || !strings.Contains(out, "PROBLEM: run "+damaged) || strings.Contains(out, "next: signoff approve") {
+				t.Errorf("show of the damaged run: exit %d, want 5\n%s", code, out)
 			}
 
 			args := []string{"resume", damaged}
@@ -756,5 +784,53 @@ func TestInvalidConfig(t *testing.T) {
 				t.Errorf("a refused config made runs: %+v", rs)
 			}
 		})
+	}
+}
+
+// TestHigherRoleMayApprove: roles are ordered; a manager may do what a team lead may.
+func TestHigherRoleMayApprove(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	must(t, dir, exitDone, "approve", id, "--as", manager)
+	if v := show(t, dir, id); len(v.Decisions) != 1 || v.Decisions[0].Role != "manager" || v.Decisions[0].By != manager {
+		t.Errorf("decisions %+v", v.Decisions)
+	}
+	oneRefund(t, dir, id+"/1", "119.00")
+}
+
+// TestFailedCheck: a proposal the shop would refuse fails its check (exit 1)
+// and nobody is asked to approve it.
+func TestFailedCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := proposal(t, dir, "too-much.json", refundJSON(agentID, "500.00", ""))
+	code, out, errs := signoff(t, dir, "submit", p)
+	if code != exitFailed {
+		t.Fatalf("submit: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	v := show(t, dir, runIDOf(t, out))
+	if v.Status != workflow.StatusFailed || !strings.Contains(v.Reason, "more than the 119.00 CAD left to refund") || len(v.Requests) != 0 {
+		t.Errorf("run %+v", v)
+	}
+	if code, _, _ := signoff(t, dir, "approve", v.ID, "--as", lead1); code != exitRefused {
+		t.Errorf("approve a failed run: exit %d", code)
+	}
+	noChanges(t, dir)
+}
+
+// TestRunUnknownTicket: the recorded agent knows three tickets; another is
+// invalid input and leaves no run behind.
+func TestRunUnknownTicket(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, ticket := range []string{"T-00000", ""} {
+		code, out, errs := signoff(t, dir, "run", ticket)
+		if code != exitRefused || !strings.Contains(errs, "unknown ticket") || out != "" {
+			t.Errorf("run %q: exit %d, stdout %q, stderr %q", ticket, code, out, errs)
+		}
+	}
+	if rs := runs(t, dir); len(rs) != 0 {
+		t.Errorf("runs left behind: %+v", rs)
 	}
 }

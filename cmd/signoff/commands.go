@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +98,11 @@ func (c *cli) finish(a *app, id string, asJSON bool) error {
 		renderRun(c.out, v, a.engine.Roles(), time.Now())
 	}
 	c.code = exitFor(v.Status)
+	if v.Problem != "" {
+		// The stored state failed its integrity check: whatever its row says,
+		// nothing can be decided on it until a person looks.
+		c.code = exitAttention
+	}
 	return nil
 }
 
@@ -153,6 +159,9 @@ func (c *cli) runCmd() *cobra.Command {
 		Short: "Start the recorded agent on a demo ticket",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains(demo.Tickets(), args[0]) {
+				return usageError{fmt.Sprintf("unknown ticket %q (the recorded agent knows %s)", args[0], strings.Join(demo.Tickets(), ", "))}
+			}
 			return c.withApp(func(a *app) error {
 				run, err := a.engine.Start(c.ctx, demo.AgentWorkflow, args[0], workflow.Person{ID: "agent:resolver", Name: "Resolver agent"})
 				if err != nil {

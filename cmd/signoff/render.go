@@ -96,7 +96,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 	if v.ForkedFrom != nil {
 		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", v.ForkedFrom.RunID, v.ForkedFrom.Seq)
 	}
-	if v.Status == workflow.StatusWaitingApproval {
+	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
 		fmt.Fprintf(w, "  next: signoff approve %s --as <member>   or   signoff reject %s --as <member> --reason <why>\n", v.ID, v.ID)
 	}
 }
