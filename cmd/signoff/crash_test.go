@@ -302,3 +302,35 @@ func receiptID(t *testing.T, b json.RawMessage) string {
 	}
 	return rc.ID
 }
+
+// TestConcurrentSubmitSameKey: an agent that retries in two processes at once
+// still gets one run.
+func TestConcurrentSubmitSameKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	must(t, dir, 0, "runs") // create the files first, as a running server would have
+	var cmds []*exec.Cmd
+	var outs []fmt.Stringer
+	for range 2 {
+		cmd, out, _ := child(t, dir, nil, "submit", fixture("refund-double-charge.json"))
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ids []string
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); cmd.ProcessState.ExitCode() != exitWaiting {
+			t.Fatalf("submit %d: %v\n%s", i, err, outs[i])
+		}
+		ids = append(ids, runIDOf(t, outs[i].String()))
+	}
+	if ids[0] != ids[1] {
+		t.Errorf("one idempotency key, two runs: %v", ids)
+	}
+	if rs := runs(t, dir); len(rs) != 1 {
+		t.Errorf("%d runs", len(rs))
+	}
+}
