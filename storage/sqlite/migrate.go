@@ -115,14 +115,6 @@ type appliedMigration struct {
 // safe: BEGIN IMMEDIATE serialises them and each re-reads what is applied inside
 // its transaction.
 func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER NOT NULL PRIMARY KEY,
-		name       TEXT    NOT NULL,
-		checksum   TEXT    NOT NULL,
-		applied_at INTEGER NOT NULL
-	)`); err != nil {
-		return fmt.Errorf("migrate: create schema_migrations: %w", err)
-	}
 	for _, m := range migrations {
 		if err := applyMigration(ctx, db, m, log); err != nil {
 			return err
@@ -131,12 +123,26 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	return nil
 }
 
+// createSchemaMigrations runs inside each migration's transaction, never on its
+// own: a statement outside a transaction starts as a reader, and a reader that
+// must then write after another process committed gets SQLITE_BUSY at once,
+// without waiting. BEGIN IMMEDIATE takes the write lock first, and waits for it.
+const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER NOT NULL PRIMARY KEY,
+	name       TEXT    NOT NULL,
+	checksum   TEXT    NOT NULL,
+	applied_at INTEGER NOT NULL
+)`
+
 func applyMigration(ctx context.Context, db *sql.DB, m migration, log *slog.Logger) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate %d (%s): %w", m.Version, m.Name, err)
 	}
 	defer tx.Rollback() // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, createSchemaMigrations); err != nil {
+		return fmt.Errorf("migrate %d (%s): create schema_migrations: %w", m.Version, m.Name, err)
+	}
 	applied, err := readApplied(ctx, tx)
 	if err != nil {
 		return fmt.Errorf("migrate %d (%s): %w", m.Version, m.Name, err)

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
+	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" database/sql driver
+	"github.com/mattn/go-sqlite3" // also registers the "sqlite3" database/sql driver
 )
 
 // OpenDB opens (creating if needed) the SQLite file at path with the settings every
@@ -48,7 +50,9 @@ func openReadDB(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	n := max(4, runtime.GOMAXPROCS(0))
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n) // reopening a connection re-runs every pragma
 	return db, nil
 }
 
@@ -61,10 +65,9 @@ func open(path, txlock string, queryOnly bool) (*sql.DB, error) {
 		return nil, errors.New("open sqlite: a file path is required")
 	}
 	q := url.Values{}
-	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", "FULL")
 	q.Set("_foreign_keys", "on")
-	q.Set("_busy_timeout", "10000")
+	q.Set("_busy_timeout", strconv.FormatInt(busyTimeout.Milliseconds(), 10))
 	q.Set("_txlock", txlock)
 	if queryOnly {
 		q.Set("_query_only", "on")
@@ -73,9 +76,41 @@ func open(path, txlock string, queryOnly bool) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	if err := db.Ping(); err != nil {
+	if !queryOnly {
+		err = useWAL(db)
+	} else {
+		err = db.Ping()
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// busyTimeout is how long a connection waits for a lock another holds.
+const busyTimeout = 10 * time.Second
+
+// useWAL puts the file in WAL mode. The mode is stored in the file, so it is set
+// once here rather than by every new connection. Converting a new file takes an
+// exclusive lock for a moment, and SQLite reports a collision with another
+// process doing the same ("database is locked") at once instead of waiting in
+// the busy handler, so the collision is retried here.
+func useWAL(db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		var mode string
+		err := db.QueryRow(`PRAGMA journal_mode = WAL`).Scan(&mode)
+		if err == nil {
+			if mode != "wal" {
+				return fmt.Errorf("journal_mode is %q, want wal", mode)
+			}
+			return nil
+		}
+		var se sqlite3.Error
+		if !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) || time.Now().After(deadline) {
+			return fmt.Errorf("set journal_mode to WAL: %w", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

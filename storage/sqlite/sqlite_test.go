@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -435,6 +437,55 @@ func TestOpenRefusesMemory(t *testing.T) {
 		if s, err := Open(t.Context(), p); err == nil {
 			s.Close()
 			t.Errorf("Open(%q) succeeded; want an error", p)
+		}
+	}
+}
+
+// TestConcurrentFirstOpen: a CLI and a server started together on a new file both
+// migrate it; one applies each migration and the other finds it applied.
+func TestConcurrentFirstOpen(t *testing.T) {
+	path := tempPath(t)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			s, err := Open(t.Context(), path)
+			if err != nil {
+				t.Errorf("open %d: %v", i, err)
+				return
+			}
+			if err := s.Close(); err != nil {
+				t.Errorf("close %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := len(schemaRows(t, path)); got != len(Migrations()) {
+		t.Errorf("schema_migrations has %d rows, want %d", got, len(Migrations()))
+	}
+	var mode string
+	db, err := OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRowContext(t.Context(), `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q (%v), want wal", mode, err)
+	}
+}
+
+func TestWithLoggerLogsMigrations(t *testing.T) {
+	var buf bytes.Buffer
+	s, err := Open(t.Context(), tempPath(t), WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Migrations() {
+		want := fmt.Sprintf(`"msg":"applied schema migration","version":%d,"name":%q`, m.Version, m.Name)
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log %q lacks %s", buf.String(), want)
 		}
 	}
 }

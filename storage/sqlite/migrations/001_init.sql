@@ -35,8 +35,9 @@ CREATE TABLE runs (
 -- (created_at, id)) and every other per-status listing walk this index in order.
 CREATE INDEX runs_status_created ON runs (status, created_at, id);
 
--- Deadline sweeps (expire what is past due) touch only runs that have a deadline.
-CREATE INDEX runs_deadline ON runs (deadline, status) WHERE deadline <> 0;
+-- Deadline sweeps (waiting runs past their deadline) read a range of this index,
+-- which holds only runs that have a deadline.
+CREATE INDEX runs_deadline ON runs (status, deadline) WHERE deadline <> 0;
 
 CREATE TABLE checkpoints (
     run_id         TEXT    NOT NULL REFERENCES runs (id),
