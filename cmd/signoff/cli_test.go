@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -832,5 +833,31 @@ func TestRunUnknownTicket(t *testing.T) {
 	}
 	if rs := runs(t, dir); len(rs) != 0 {
 		t.Errorf("runs left behind: %+v", rs)
+	}
+}
+
+// TestVerifyNamesABrokenAuditChain.
+func TestVerifyNamesABrokenAuditChain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	must(t, dir, exitDone, "approve", id, "--as", lead1)
+	n := auditEvents(t, dir)
+	db, err := sqlite.OpenDB(dbPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Someone rewrites who approved.
+	res, err := db.Exec(`UPDATE audit SET actor = ? WHERE run_id = ? AND actor = ?`, lead2, id, lead1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := res.RowsAffected(); k == 0 {
+		t.Fatalf("no audit event by %s among %d", lead1, n)
+	}
+	db.Close()
+	code, out, _ := signoff(t, dir, "verify")
+	if code != exitAttention || !strings.Contains(out, "damaged: audit log: audit chain broken at event") {
+		t.Errorf("verify: exit %d\n%s", code, out)
 	}
 }

@@ -334,3 +334,48 @@ func TestConcurrentSubmitSameKey(t *testing.T) {
 		t.Errorf("%d runs", len(rs))
 	}
 }
+
+// TestCrashWhileSubmitting: a small refund runs without approval inside
+// `submit`; killed between the shop's refund and the receipt, the run is found
+// by `runs` and finished by `resume` without a second refund.
+func TestCrashWhileSubmitting(t *testing.T) {
+	t.Parallel()
+	for _, failpoint := range []string{"after-intent", "after-effect"} {
+		t.Run(failpoint, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			crash(t, dir, failpoint, "submit", fixture("small-refund.json"))
+			rs := runs(t, dir, "--status", "executing")
+			if len(rs) != 1 {
+				t.Fatalf("executing runs: %+v", rs)
+			}
+			id := rs[0].ID
+			must(t, dir, exitDone, "resume", id)
+			ch := changes(t, dir)
+			if len(ch) != 1 || ch[0].Key != id+"/1" || ch[0].PaymentID != "PAY-793996-1" || ch[0].Amount != "9.95" {
+				t.Fatalf("the shop has %+v", ch)
+			}
+			v := show(t, dir, id)
+			if v.Status != workflow.StatusDone || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 || receiptID(t, v.Operations[0].Receipt) != ch[0].ID {
+				t.Errorf("run %+v", v)
+			}
+			must(t, dir, exitDone, "verify")
+		})
+	}
+}
+
+// TestCrashAfterAnEditedApproval: what runs after the crash is what the
+// approver signed (the edited amount), once.
+func TestCrashAfterAnEditedApproval(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	edit := `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60.00, "currency": "CAD", "reason_code": "RFD-DOUBLE"}`
+	crash(t, dir, "after-decision-commit", "approve", id, "--as", lead1, "--edit", edit)
+	noChanges(t, dir)
+	must(t, dir, exitDone, "resume", id)
+	oneRefund(t, dir, id+"/1", "60.00")
+	must(t, dir, exitDone, "resume", id)
+	oneRefund(t, dir, id+"/1", "60.00")
+	must(t, dir, exitDone, "verify")
+}
