@@ -111,6 +111,10 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 	}
 	done = true
 	if err := sqlTx.Commit(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			// database/sql rolled back when ctx ended; say why, not just "done".
+			return fmt.Errorf("commit update: %w: %w", ctxErr, err)
+		}
 		return fmt.Errorf("commit update: %w", interpretError(err))
 	}
 	return nil

@@ -1349,6 +1349,19 @@ func testCancelledContext(t *testing.T, s workflow.Store) {
 	err := s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return writeEverything(ctx, tx, "run-cancelled") })
 	wantErr(t, "Update with a cancelled context", err, context.Canceled)
 	checkNothingOf(t, s, "run-cancelled")
+
+	// Cancelled half way: whatever fn wrote is not committed, even if fn goes on
+	// to return nil.
+	ctx, cancel = context.WithCancel(t.Context())
+	err = s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		if err := writeEverything(ctx, tx, "run-half"); err != nil {
+			return err
+		}
+		cancel()
+		return nil
+	})
+	wantErr(t, "Update cancelled inside fn", err, context.Canceled)
+	checkNothingOf(t, s, "run-half")
 }
 
 // testTxUsableAfterDuplicate: a transaction may try an insert, learn that the key
