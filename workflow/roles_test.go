@@ -94,6 +94,27 @@ func TestRolesAtLeast(t *testing.T) {
 	}
 }
 
+func TestRolesAbove(t *testing.T) {
+	r := shopRoles(t)
+	tests := []struct {
+		have, need string
+		want       bool
+	}{
+		{"manager", "team_lead", true},
+		{"team_lead", "team_lead", false},
+		{"agent", "team_lead", false},
+		{"owner", "agent", false},
+		{"manager", "owner", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.have+">"+tt.need, func(t *testing.T) {
+			if got := r.Above(tt.have, tt.need); got != tt.want {
+				t.Errorf("Above(%q, %q) = %v, want %v", tt.have, tt.need, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestRolesRankNamesMembers(t *testing.T) {
 	r := shopRoles(t)
 	if got, want := r.Names(), []string{"agent", "team_lead", "manager"}; !slices.Equal(got, want) {
@@ -132,7 +153,7 @@ func TestRolesNil(t *testing.T) {
 	if _, ok := r.RoleOf("x"); ok {
 		t.Error("nil Roles: RoleOf found a role")
 	}
-	if r.AtLeast("a", "a") || r.Names() != nil || r.Members("a") != nil {
+	if r.AtLeast("a", "a") || r.Above("b", "a") || r.Names() != nil || r.Members("a") != nil {
 		t.Error("nil Roles must know no roles")
 	}
 }
