@@ -95,6 +95,9 @@ func runIDOf(t *testing.T, s string) string {
 	return line
 }
 
+// childTimeout bounds one child process; a healthy one takes well under a second.
+const childTimeout = 2 * time.Minute
+
 // child prepares this program as a separate process against dir, with extra
 // environment variables (NAME=value).
 func child(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
@@ -104,7 +107,13 @@ func child(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, *
 		t.Fatal(err)
 	}
 	full := append([]string{"--db", dbPath(dir), "--shop", shopPath(dir)}, args...)
-	cmd := exec.CommandContext(t.Context(), self, full...)
+	// A child that hangs is stopped with SIGQUIT, which dumps its goroutines:
+	// never with SIGKILL, which crash would mistake for the failpoint.
+	ctx, cancel := context.WithTimeout(t.Context(), childTimeout)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, self, full...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), asMainEnv+"=1")
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
