@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,10 @@ type Config struct {
 	Backoff func(n int) time.Duration
 	// Hooks are told about transitions inside their transaction (the outbox).
 	Hooks []Hook
+	// Owner names this engine in leases (default host:pid); LeaseTTL is how long
+	// a lease lasts without progress (default 30s).
+	Owner    string
+	LeaseTTL time.Duration
 }
 
 // Hook is told about every transition in the transaction that makes it, so it
@@ -74,6 +79,8 @@ type Engine struct {
 	execN   int
 	backoff func(int) time.Duration
 	hooks   []Hook
+	owner   string
+	ttl     time.Duration
 }
 
 // New builds an engine.
@@ -85,7 +92,14 @@ func New(cfg Config) (*Engine, error) {
 		store: cfg.Store, policy: cfg.Policy, roles: cfg.Roles, dir: cfg.Dir,
 		actions: cfg.Actions, agents: cfg.Agents, clock: cfg.Clock, log: cfg.Logger,
 		fail: cfg.Failpoint, checkN: cfg.CheckAttempts, execN: cfg.ExecAttempts,
-		backoff: cfg.Backoff, hooks: cfg.Hooks,
+		backoff: cfg.Backoff, hooks: cfg.Hooks, owner: cfg.Owner, ttl: cfg.LeaseTTL,
+	}
+	if e.owner == "" {
+		host, _ := os.Hostname()
+		e.owner = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if e.ttl <= 0 {
+		e.ttl = 30 * time.Second
 	}
 	if e.dir == nil {
 		e.dir = rolesDirectory{cfg.Roles}
@@ -203,6 +217,7 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event,
 	cp.Hash = CheckpointHash(cp)
 	l.run.Seq = cp.Seq
 	l.run.UpdatedAt = now
+	e.lease(l.run, now)
 	if l.run.Version == 0 {
 		l.run.CreatedAt = now
 		if err := tx.InsertRun(ctx, l.run); err != nil {
@@ -229,6 +244,43 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event,
 		}
 	}
 	return nil
+}
+
+// lease keeps the lease of an active run with whoever makes progress on it, so
+// that workers leave it alone, and frees it when the run stops being active. A
+// valid lease of another owner is left in place: the compare-and-set on the
+// version is what fences writers, the lease only spares duplicate work.
+func (e *Engine) lease(r *Run, now time.Time) {
+	if r.Status != StatusRunning && r.Status != StatusExecuting {
+		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+		return
+	}
+	if r.LeaseOwner == e.owner || !now.Before(r.LeaseUntil) {
+		r.LeaseOwner, r.LeaseUntil = e.owner, now.Add(e.ttl)
+	}
+}
+
+// Work claims up to limit active runs whose lease is free (a crashed process's,
+// or approved runs nobody is executing) and resumes each. It returns how many it
+// claimed. Servers call it in a loop; several replicas may share one store.
+func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
+	var runs []*Run
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		now := e.now()
+		var err error
+		runs, err = tx.ClaimRuns(ctx, e.owner, []Status{StatusExecuting, StatusRunning}, now, now.Add(e.ttl), limit)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claim runs: %w", err)
+	}
+	var errs []error
+	for _, r := range runs {
+		if _, err := e.Resume(ctx, r.ID); err != nil && !errors.Is(err, ErrConflict) {
+			errs = append(errs, err)
+		}
+	}
+	return len(runs), errors.Join(errs...)
 }
 
 func (e *Engine) audit(ctx context.Context, tx Tx, runID, actor, action string, detail any) error {

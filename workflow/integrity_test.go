@@ -289,3 +289,29 @@ func TestConcurrentEnginesOnOneFile(t *testing.T) {
 		t.Fatalf("effects %v", e)
 	}
 }
+
+func TestWorkerTakesOverOnlyAfterTheLeaseRunsOut(t *testing.T) {
+	owner := func(name string) harnessOption {
+		return func(c *workflow.Config) { c.Owner, c.LeaseTTL = name, 30*time.Second }
+	}
+	h := newHarness(t, owner("cli"), crashAt("after-intent"))
+	run := h.submit(refund("PAY-1", 119))
+	if !survive(t, func() { h.approve(run.ID, "U0LEAD0001") }) {
+		t.Fatal("failpoint never fired")
+	}
+	h.open(testPolicy(t, "rev-1", h.roles), owner("server"))
+	if n, err := h.engine.Work(ctx, 10); err != nil || n != 0 {
+		t.Fatalf("claimed %d (%v) while the crashed process's lease still held", n, err)
+	}
+	h.clock.Advance(31 * time.Second)
+	if n, err := h.engine.Work(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("claimed %d, %v; want the abandoned run", n, err)
+	}
+	v := h.get(run.ID)
+	if v.Status != workflow.StatusDone || len(h.target.Effects()) != 1 {
+		t.Fatalf("status %s effects %v", v.Status, h.target.Effects())
+	}
+	if n, err := h.engine.Work(ctx, 10); err != nil || n != 0 {
+		t.Fatalf("a finished run was claimed again: %d %v", n, err)
+	}
+}

@@ -28,7 +28,10 @@ type Store interface {
 	Close() error
 }
 
-// Tx is what a transaction can read and write. Mutable records carry a Version:
+// Tx is what a transaction can read and write. A transaction stays usable after
+// a method returns ErrDuplicate or ErrNotFound (a driver that aborts on errors
+// wraps such statements in savepoints). Records that refer to a missing run or
+// request return ErrNotFound. fn must not call Update on the same store. Mutable records carry a Version:
 // Update* methods are compare-and-set on it (WHERE version = rec.Version), set the
 // stored version to rec.Version+1, bump rec.Version on success, and return
 // ErrConflict when zero rows changed. Insert* methods return ErrDuplicate on a
@@ -44,8 +47,16 @@ type Tx interface {
 	RunByIdempotencyKey(ctx context.Context, key string) (*Run, error)
 	// ListRuns lists runs, oldest first (created_at, id), after the filter's cursor.
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
-	// UpdateRun is a compare-and-set on r.Version. ErrConflict, ErrNotFound.
+	// UpdateRun is a compare-and-set on r.Version that writes every field but the
+	// id. ErrConflict, ErrNotFound.
 	UpdateRun(ctx context.Context, r *Run) error
+	// ClaimRuns leases up to limit runs (0 = no limit) in one of statuses whose
+	// lease is free (LeaseUntil at or before now): it sets LeaseOwner to owner,
+	// LeaseUntil to until, Fence+1 and Version+1, and returns the runs, least
+	// recently updated first. Two claimers never get the same run, so several
+	// workers (or replicas) can share the work; the version bump fences out the
+	// writes of a worker whose lease was taken over.
+	ClaimRuns(ctx context.Context, owner string, statuses []Status, now, until time.Time, limit int) ([]*Run, error)
 
 	// AppendCheckpoint stores an immutable checkpoint. ErrDuplicate when (run, seq) exists.
 	AppendCheckpoint(ctx context.Context, c *Checkpoint) error
@@ -79,7 +90,7 @@ type Tx interface {
 	// EnqueueOutbox stores a message to deliver (Version is set to 1). Sets m.ID.
 	EnqueueOutbox(ctx context.Context, m *OutboxMessage) error
 	// DueOutbox lists undelivered messages whose NextAttempt is at or before now,
-	// oldest first, at most limit.
+	// in enqueue order (by id), at most limit (0 = no limit).
 	DueOutbox(ctx context.Context, now time.Time, limit int) ([]*OutboxMessage, error)
 	// UpdateOutbox is a compare-and-set on m.Version. ErrConflict, ErrNotFound.
 	UpdateOutbox(ctx context.Context, m *OutboxMessage) error

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -219,6 +220,53 @@ func scanCheckpoint(s scanner) (*workflow.Checkpoint, error) {
 	}
 	c.CreatedAt = fromMillis(created)
 	return &c, nil
+}
+
+func (t *tx) ClaimRuns(ctx context.Context, owner string, statuses []workflow.Status, now, until time.Time, limit int) ([]*workflow.Run, error) {
+	if len(statuses) == 0 {
+		return nil, nil
+	}
+	args := []any{owner, millis(until), millis(now)}
+	marks := make([]string, len(statuses))
+	for i, s := range statuses {
+		marks[i] = "?"
+		args = append(args, s)
+	}
+	lim := -1 // SQLite: a negative LIMIT means none
+	if limit > 0 {
+		lim = limit
+	}
+	args = append(args, lim)
+	// One statement: the single writer makes the select-then-update atomic, so
+	// two claimers never lease the same run.
+	rows, err := t.q.QueryContext(ctx, `UPDATE runs
+		SET lease_owner = ?, lease_until = ?, fence = fence + 1, version = version + 1
+		WHERE id IN (SELECT id FROM runs WHERE lease_until <= ? AND status IN (`+strings.Join(marks, ", ")+`)
+			ORDER BY updated_at, id LIMIT ?)
+		RETURNING `+runColumns, args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs for %s: %w", owner, interpretError(err))
+	}
+	defer rows.Close()
+	var out []*workflow.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("claim runs for %s: %w", owner, interpretError(err))
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim runs for %s: %w", owner, interpretError(err))
+	}
+	// RETURNING gives rows in no promised order.
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.Before(out[j].UpdatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
 }
 
 func (t *tx) AppendCheckpoint(ctx context.Context, c *workflow.Checkpoint) error {

@@ -51,6 +51,8 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"ViewIsReadOnly", testViewIsReadOnly},
 		{"ConcurrentCompareAndSet", testConcurrentCompareAndSet},
 		{"ConcurrentDecisions", testConcurrentDecisions},
+		{"ClaimRuns", testClaimRuns},
+		{"ConcurrentClaims", testConcurrentClaims},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
