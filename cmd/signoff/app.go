@@ -56,7 +56,7 @@ func (o *options) resolve(getenv func(string) string) {
 // app is the program wired together: config, store, shop and engine.
 type app struct {
 	cfg    *config.Config
-	store  *sqlite.Store
+	store  workflow.Store
 	shopDB *sql.DB
 	shop   *demo.Shop
 	engine *workflow.Engine
@@ -74,9 +74,9 @@ func openApp(ctx context.Context, o options, failpoint string, logOut io.Writer,
 		}
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := sqlite.Open(ctx, o.db, sqlite.WithLogger(log))
+	store, err := openStore(ctx, o.db, log)
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil, err
 	}
 	a := &app{cfg: cfg, store: store, log: log}
 	if a.shopDB, err = sqlite.OpenDB(o.shop); err != nil {
@@ -113,6 +113,15 @@ func openApp(ctx context.Context, o options, failpoint string, logOut io.Writer,
 		return nil, err
 	}
 	return a, nil
+}
+
+// openStore opens the store that --db names: a SQLite file path (the default).
+func openStore(ctx context.Context, db string, log *slog.Logger) (workflow.Store, error) {
+	store, err := sqlite.Open(ctx, db, sqlite.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", db, err)
+	}
+	return store, nil
 }
 
 // buildActions binds every action of the config to its executor and schema.
