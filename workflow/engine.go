@@ -423,7 +423,7 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	}
 	if p.IdempotencyKey != "" {
 		if run, err := e.runByKey(ctx, p.IdempotencyKey); err == nil || !errors.Is(err, ErrNotFound) {
-			return run, err
+			return e.continueActive(ctx, run, err)
 		}
 	}
 	id := e.newID("run_")
@@ -435,7 +435,8 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	l := &loaded{run: run, st: st}
 	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
-			return e.runByKey(ctx, p.IdempotencyKey)
+			run, err := e.runByKey(ctx, p.IdempotencyKey)
+			return e.continueActive(ctx, run, err)
 		}
 		return nil, err
 	}
@@ -444,6 +445,15 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 		return e.Resume(ctx, id)
 	}
 	return l.run, nil
+}
+
+// continueActive resumes a run found by its idempotency key when a crash left it
+// active: the retried submit finishes what the first one started.
+func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run, error) {
+	if err != nil || (run.Status != StatusRunning && run.Status != StatusExecuting) {
+		return run, err
+	}
+	return e.Resume(ctx, run.ID)
 }
 
 func (e *Engine) runByKey(ctx context.Context, key string) (*Run, error) {
@@ -553,6 +563,12 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 		return e.attention(ctx, l.run.ID, fmt.Sprintf("unknown workflow %q: this build cannot continue it", l.run.Workflow))
 	}
 	done, err := agent.Step(ctx, l.st)
+	if err != nil && Classify(err) == ClassPermanent {
+		l.run.Status, l.run.Reason = StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
+		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			return e.save(ctx, tx, l, StatusRunning, "failed", "signoff", map[string]string{"reason": l.run.Reason}, nil)
+		})
+	}
 	if err != nil {
 		// A step has no side effects, so the run stays where it was and a later
 		// resume runs the step again.

@@ -315,3 +315,37 @@ func TestWorkerTakesOverOnlyAfterTheLeaseRunsOut(t *testing.T) {
 		t.Fatalf("a finished run was claimed again: %d %v", n, err)
 	}
 }
+
+func TestRetriedSubmitFinishesWhatACrashLeftActive(t *testing.T) {
+	h := newHarness(t, crashAt("after-effect"))
+	p := refund("PAY-2", 5)
+	p.IdempotencyKey = "automation-42"
+	if !survive(t, func() { h.submit(p) }) {
+		t.Fatal("failpoint never fired")
+	}
+	h.open(testPolicy(t, "rev-1", h.roles))
+	run := h.submit(p) // the automation retries after the crash
+	if run.Status != workflow.StatusDone {
+		t.Fatalf("retried submit left the run %s", run.Status)
+	}
+	if e := h.target.Effects(); len(e) != 1 {
+		t.Fatalf("effects %v", e)
+	}
+}
+
+type brokenAgent struct{}
+
+func (brokenAgent) Step(context.Context, *workflow.State) (bool, error) {
+	return false, workflow.Permanent(fmt.Errorf("no transcript for this ticket"))
+}
+
+func TestPermanentStepErrorFailsTheRun(t *testing.T) {
+	h := newHarness(t, func(c *workflow.Config) { c.Agents = map[string]workflow.Agent{"broken": brokenAgent{}} })
+	run, err := h.engine.Start(ctx, "broken", "T-0", workflow.Person{ID: "agent:resolver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != workflow.StatusFailed || !strings.Contains(run.Reason, "no transcript") {
+		t.Fatalf("status %s reason %q", run.Status, run.Reason)
+	}
+}

@@ -26,6 +26,7 @@ const (
 	exitWaiting   = 3 // waiting for approval
 	exitEnded     = 4 // rejected, expired or cancelled
 	exitAttention = 5 // needs attention
+	exitActive    = 6 // still running or executing: nothing to decide, not finished
 )
 
 // options are the global flags, resolved against the environment.
@@ -173,6 +174,8 @@ func exitFor(s workflow.Status) int {
 		return exitEnded
 	case workflow.StatusNeedsAttention:
 		return exitAttention
+	case workflow.StatusRunning, workflow.StatusExecuting:
+		return exitActive
 	}
 	return exitFailed
 }

@@ -40,7 +40,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "signoff:", err)
 		var ue usageError
-		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "arg(s)") {
+		// cobra reports an unknown command as a plain error; flags and arguments
+		// are turned into usageError where they are checked.
+		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 			return exitRefused
 		}
 		return exitForErr(err)
@@ -63,6 +65,7 @@ func (c *cli) root() *cobra.Command {
 			c.opts.resolve(c.getenv)
 		},
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	root.PersistentFlags().StringVar(&c.opts.db, "db", "", "the signoff database file (env SIGNOFF_DB, default signoff.db)")
 	root.PersistentFlags().StringVar(&c.opts.config, "config", "", "the YAML config (env SIGNOFF_CONFIG; default: the built-in demo config)")
 	root.PersistentFlags().StringVar(&c.opts.shop, "shop", "", "the practice shop's database (env SIGNOFF_SHOP, default shop.db beside the store)")
@@ -117,7 +120,7 @@ func (c *cli) submitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "submit FILE|-",
 		Short: "Submit a proposal (JSON); prints the run id first",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var body []byte
 			var err error
@@ -157,7 +160,7 @@ func (c *cli) runCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run TICKET",
 		Short: "Start the recorded agent on a demo ticket",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(demo.Tickets(), args[0]) {
 				return usageError{fmt.Sprintf("unknown ticket %q (the recorded agent knows %s)", args[0], strings.Join(demo.Tickets(), ", "))}
@@ -184,7 +187,7 @@ func (c *cli) runsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List runs (oldest first)",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var f workflow.RunFilter
 			if status != "" {
@@ -235,7 +238,7 @@ func (c *cli) showCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Show a run: what it proposes, who may approve, what happened",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withApp(func(a *app) error { return c.finish(a, args[0], asJSON) })
 		},
@@ -248,7 +251,7 @@ func (c *cli) traceCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "trace RUN",
 		Short: "Show a run's steps: each model call and tool call, in order",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withApp(func(a *app) error {
 				hist, err := a.engine.History(c.ctx, args[0])
@@ -276,7 +279,7 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   verb + " RUN --as USER",
 		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if as == "" {
 				return usageError{"--as USER is required"}
@@ -325,7 +328,7 @@ func (c *cli) cancelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel RUN --as USER --reason R",
 		Short: "Cancel a run that has not started executing",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if as == "" || reason == "" {
 				return usageError{"cancel needs --as USER and --reason R"}
@@ -347,7 +350,7 @@ func (c *cli) resumeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue whatever the run was doing",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withApp(func(a *app) error {
 				if _, err := a.engine.Resume(c.ctx, args[0]); err != nil {
@@ -364,7 +367,7 @@ func (c *cli) historyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history RUN",
 		Short: "List a run's checkpoints",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withApp(func(a *app) error {
 				hist, err := a.engine.History(c.ctx, args[0])
@@ -389,7 +392,7 @@ func (c *cli) forkCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fork RUN --at SEQ",
 		Short: "Start a new run from a checkpoint of another; it needs its own approval",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if at < 1 {
 				return usageError{"--at SEQ is required (see `signoff history RUN`)"}
@@ -413,7 +416,7 @@ func (c *cli) verifyCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify",
 		Short: "Check every checkpoint chain and the audit chain",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withApp(func(a *app) error {
 				rep, err := a.engine.Verify(c.ctx)
@@ -441,7 +444,7 @@ func (c *cli) expireCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "expire",
 		Short: "End every waiting run whose deadline has passed",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withApp(func(a *app) error {
 				n, err := a.engine.ExpireDue(c.ctx)
@@ -461,7 +464,7 @@ func (c *cli) shopCmd() *cobra.Command {
 	changes := &cobra.Command{
 		Use:   "changes",
 		Short: "What the shop did, oldest first",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withApp(func(a *app) error {
 				ch, err := a.shop.Changes(c.ctx)
@@ -481,7 +484,7 @@ func (c *cli) shopCmd() *cobra.Command {
 	refund := &cobra.Command{
 		Use:   "refund ORDER PAYMENT AMOUNT --by NAME",
 		Short: "Refund by hand, outside signoff (the world moves while a run waits)",
-		Args:  cobra.ExactArgs(3),
+		Args:  exactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if by == "" {
 				return usageError{"--by NAME is required"}
@@ -501,4 +504,14 @@ func (c *cli) shopCmd() *cobra.Command {
 	refund.Flags().StringVar(&by, "by", "", "who made the change")
 	shop.AddCommand(changes, refund)
 	return shop
+}
+
+// exactArgs is cobra.ExactArgs with the error marked as bad input (exit 2).
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return usageError{err.Error()}
+		}
+		return nil
+	}
 }

@@ -142,6 +142,8 @@ func TestCrashAfterStep1(t *testing.T) {
 	if n := modelCalls(t, dir, id); n != 1 {
 		t.Errorf("the ledger has %d model calls after step 1", n)
 	}
+	// A run still in progress is neither done nor failed: show says so with its own code.
+	must(t, dir, exitActive, "show", id)
 
 	must(t, dir, exitWaiting, "resume", id)
 	v := show(t, dir, id)

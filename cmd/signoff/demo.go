@@ -25,7 +25,7 @@ func (c *cli) demoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Tell the story on a fresh practice shop, in a temporary folder",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := os.MkdirTemp("", "signoff-demo-")
 			if err != nil {
