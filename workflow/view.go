@@ -47,6 +47,8 @@ type RequestView struct {
 	Deadline       time.Time     `json:"deadline"`
 	DecidedBy      string        `json:"decided_by,omitempty"`
 	DecidedAt      *time.Time    `json:"decided_at,omitempty"`
+	Channel        string        `json:"channel,omitempty"`    // where the request was posted
+	MessageTS      string        `json:"message_ts,omitempty"` // and which message
 }
 
 // DecisionView is a decision as shown.
@@ -93,7 +95,8 @@ func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 		}
 		for _, r := range reqs {
 			rv := RequestView{ID: r.ID, Status: r.Status, Fingerprint: r.Fingerprint, Rule: r.Rule, PolicyRevision: r.PolicyRevision,
-				Risk: r.Risk, Role: r.Role, Count: r.Count, Deadline: r.Deadline, DecidedBy: r.DecidedBy}
+				Risk: r.Risk, Role: r.Role, Count: r.Count, Deadline: r.Deadline, DecidedBy: r.DecidedBy,
+				Channel: r.Channel, MessageTS: r.MessageTS}
 			if !r.DecidedAt.IsZero() {
 				t := r.DecidedAt
 				rv.DecidedAt = &t

@@ -1,0 +1,65 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Outbox kinds: what the dispatcher does with a row.
+const (
+	KindPost   = "slack.post"   // post the approval message of a request
+	KindUpdate = "slack.update" // rewrite every posted message of a run from its current state
+)
+
+// OutboxPayload is the body of a Slack outbox row: what to render, not the
+// rendering, so that a late delivery shows the run as it is then.
+type OutboxPayload struct {
+	RunID     string `json:"run_id"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// Outbox is the engine hook that queues Slack messages in the transaction of the
+// transition that causes them: a decision never waits for Slack, and a Slack
+// outage loses nothing.
+type Outbox struct{}
+
+var _ workflow.Hook = Outbox{}
+
+// events after which the posted message no longer shows the run as it is.
+var updateEvents = map[string]bool{
+	"decided": true, "edited": true, "cancelled": true, "expired": true, "finished": true,
+	"needs_attention": true, "reassigned": true, "extended": true, "executed": true, "reconciled": true,
+}
+
+// OnTransition queues a post for a new pending request and an update for every
+// change of a run that has been put to a person.
+func (Outbox) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
+	if t.State == nil || t.State.Gate == nil || t.State.Gate.RequestID == "" {
+		return nil // never put to a person: nothing in Slack to post or rewrite
+	}
+	if updateEvents[t.Event] {
+		if err := enqueue(ctx, tx, t.Run, KindUpdate, OutboxPayload{RunID: t.Run.ID}); err != nil {
+			return err
+		}
+	}
+	if t.Request != nil && t.Request.Status == workflow.RequestPending && t.Run.Status == workflow.StatusWaitingApproval {
+		return enqueue(ctx, tx, t.Run, KindPost, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID})
+	}
+	return nil
+}
+
+func enqueue(ctx context.Context, tx workflow.Tx, run *workflow.Run, kind string, p OutboxPayload) error {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode %s of run %s: %w", kind, p.RunID, err)
+	}
+	// The transition's own time: the message is due as soon as it commits.
+	m := &workflow.OutboxMessage{RunID: p.RunID, Kind: kind, Payload: body, NextAttempt: run.UpdatedAt, CreatedAt: run.UpdatedAt}
+	if err := tx.EnqueueOutbox(ctx, m); err != nil {
+		return fmt.Errorf("enqueue %s of run %s: %w", kind, p.RunID, err)
+	}
+	return nil
+}

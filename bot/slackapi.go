@@ -1,0 +1,100 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// API is the part of Slack's Web API that signoff calls, over slack-go. Its base
+// URL is configurable so that tests can point it at a fake on loopback.
+type API struct {
+	client *slack.Client
+}
+
+// NewAPI builds a client with a bot token. apiURL "" means Slack's own.
+func NewAPI(token, apiURL string, timeout time.Duration) *API {
+	opts := []slack.Option{slack.OptionHTTPClient(&http.Client{Timeout: timeout})}
+	if apiURL != "" {
+		opts = append(opts, slack.OptionAPIURL(apiURL))
+	}
+	return &API{client: slack.New(token, opts...)}
+}
+
+// PostMessage posts blocks to a channel and returns the channel id and message ts.
+func (a *API) PostMessage(ctx context.Context, channel string, blocks []slack.Block, text string) (string, string, error) {
+	ch, ts, err := a.client.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
+	if err != nil {
+		return "", "", fmt.Errorf("chat.postMessage to %s: %w", channel, err)
+	}
+	return ch, ts, nil
+}
+
+// UpdateMessage rewrites a posted message.
+func (a *API) UpdateMessage(ctx context.Context, channel, ts string, blocks []slack.Block, text string) error {
+	if _, _, _, err := a.client.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false)); err != nil {
+		return fmt.Errorf("chat.update %s %s: %w", channel, ts, err)
+	}
+	return nil
+}
+
+// PostEphemeral shows a message to one user in a channel.
+func (a *API) PostEphemeral(ctx context.Context, channel, user string, blocks []slack.Block, text string) error {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if len(blocks) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(blocks...))
+	}
+	if _, err := a.client.PostEphemeralContext(ctx, channel, user, opts...); err != nil {
+		return fmt.Errorf("chat.postEphemeral to %s in %s: %w", user, channel, err)
+	}
+	return nil
+}
+
+// OpenView opens a modal for the user who clicked (trigger ids live 3 seconds).
+func (a *API) OpenView(ctx context.Context, triggerID string, view slack.ModalViewRequest) error {
+	if _, err := a.client.OpenViewContext(ctx, triggerID, view); err != nil {
+		return fmt.Errorf("views.open: %w", err)
+	}
+	return nil
+}
+
+// GetUserGroupMembersContext lists the members of a user group.
+func (a *API) GetUserGroupMembersContext(ctx context.Context, group string) ([]string, error) {
+	members, err := a.client.GetUserGroupMembersContext(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("usergroups.users.list %s: %w", group, err)
+	}
+	return members, nil
+}
+
+// retryAfter says when a failed Slack call may be tried again: Slack's own
+// Retry-After on 429, a growing backoff on 5xx, timeouts and transport errors,
+// and a long pause (retried, but rarely) for errors Slack says are ours
+// (channel_not_found, invalid_auth…), which need a person to fix the config.
+func retryAfter(err error, attempt int) (wait time.Duration, permanent bool) {
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return max(rl.RetryAfter, time.Second), false
+	}
+	backoff := min(time.Duration(1<<min(attempt, 10))*time.Second, 5*time.Minute)
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) && sc.Code >= 500 {
+		return backoff, false
+	}
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout":
+			return backoff, false
+		}
+		return time.Hour, true
+	}
+	if sc.Code != 0 {
+		return time.Hour, true // another 4xx: our request is wrong
+	}
+	return backoff, false // timeouts and transport errors
+}
