@@ -1,0 +1,219 @@
+package bot_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/bot/fakeslack"
+	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/fixtures"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// outboxClock is a settable clock for the dispatcher's retry times.
+type outboxClock struct{ now time.Time }
+
+func (c *outboxClock) Now() time.Time { return c.now }
+
+func (c *outboxClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.now = c.now.Add(d)
+	return ctx.Err()
+}
+
+// dispatchHarness is an engine with the Slack outbox hook on a real SQLite file,
+// the practice shop, and a dispatcher pointed at a fake Slack on loopback.
+type dispatchHarness struct {
+	engine *workflow.Engine
+	store  workflow.Store
+	shop   *demo.Shop
+	slack  *fakeslack.Server
+	disp   *bot.Dispatcher
+	clock  *outboxClock
+}
+
+func newDispatchHarness(t *testing.T) *dispatchHarness {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "signoff.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	shopDB, err := sqlite.OpenDB(filepath.Join(dir, "shop.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shopDB.Close() })
+	shop, err := demo.OpenShop(ctx, shopDB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	actions := map[string]*workflow.ActionSpec{}
+	for name, exec := range demo.Executors(shop, "signoff") {
+		spec, err := workflow.NewActionSpec(name, demo.Schemas()[name], exec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		actions[name] = spec
+	}
+	clock := &outboxClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	e, err := workflow.New(workflow.Config{Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Hooks: []workflow.Hook{bot.Outbox{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := fakeslack.New()
+	t.Cleanup(fs.Close)
+	h := &dispatchHarness{engine: e, store: store, shop: shop, slack: fs, clock: clock}
+	h.disp = &bot.Dispatcher{
+		Store: store, Engine: e, Slack: bot.NewAPI("xoxb-test", fs.URL(), 5*time.Second), Channel: "C0APPROVALS",
+		Now: clock.Now, Render: testRender,
+	}
+	return h
+}
+
+// testRender is a plain rendering: the run's status and, while it waits, a button.
+func testRender(v *workflow.RunView, r workflow.RequestView) ([]slack.Block, string) {
+	text := "run " + v.ID + " " + string(v.Status)
+	blocks := []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", text, false, false), nil, nil)}
+	if v.Status == workflow.StatusWaitingApproval {
+		blocks = append(blocks, slack.NewActionBlock("decide", slack.NewButtonBlockElement("signoff_approve", r.ID, slack.NewTextBlockObject("plain_text", "Approve", false, false))))
+	}
+	return blocks, text
+}
+
+func (h *dispatchHarness) submitRefund(t *testing.T) *workflow.Run {
+	t.Helper()
+	body, err := fixtures.Proposal("refund-double-charge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := workflow.ParseProposal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := h.engine.Submit(context.Background(), p)
+	if err != nil || run.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("submit: %v %v", run, err)
+	}
+	return run
+}
+
+func (h *dispatchHarness) deliver(t *testing.T) int {
+	t.Helper()
+	n, err := h.disp.DeliverDue(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestApprovalMessageIsPostedThenRewritten(t *testing.T) {
+	h := newDispatchHarness(t)
+	run := h.submitRefund(t)
+	if n := h.deliver(t); n != 1 {
+		t.Fatalf("delivered %d, want the post", n)
+	}
+	msgs := h.slack.Messages()
+	if len(msgs) != 1 || msgs[0].Channel != "C0APPROVALS" || !strings.Contains(msgs[0].Text, run.ID) || !strings.Contains(msgs[0].Blocks, "signoff_approve") {
+		t.Fatalf("messages %+v", msgs)
+	}
+	v, err := h.engine.Get(context.Background(), run.ID)
+	if err != nil || v.Requests[0].MessageTS != msgs[0].TS || v.Requests[0].Channel != "C0APPROVALS" {
+		t.Fatalf("request does not record the message: %+v %v", v.Requests, err)
+	}
+	if n := h.deliver(t); n != 0 {
+		t.Fatalf("delivered %d again", n)
+	}
+
+	ctx := context.Background()
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t)
+	msgs = h.slack.Messages()
+	if len(msgs) != 1 || msgs[0].Updates == 0 || !strings.Contains(msgs[0].Text, "done") || strings.Contains(msgs[0].Blocks, "signoff_approve") {
+		t.Fatalf("after the decision: %+v", msgs)
+	}
+	if posts := h.slack.Calls("chat.postMessage"); len(posts) != 1 {
+		t.Fatalf("%d posts, want 1", len(posts))
+	}
+}
+
+func TestSlackOutageDelaysButLosesNothing(t *testing.T) {
+	h := newDispatchHarness(t)
+	h.slack.FailNext("chat.postMessage", http.StatusTooManyRequests, "7")
+	h.slack.FailNext("chat.postMessage", http.StatusInternalServerError, "")
+	run := h.submitRefund(t)
+
+	if n := h.deliver(t); n != 0 {
+		t.Fatalf("delivered %d through a 429", n)
+	}
+	h.clock.now = h.clock.now.Add(6 * time.Second)
+	if n := h.deliver(t); n != 0 {
+		t.Fatal("retried before Retry-After")
+	}
+	h.clock.now = h.clock.now.Add(2 * time.Second)
+	if n := h.deliver(t); n != 0 {
+		t.Fatal("delivered through a 500")
+	}
+	// The decision does not wait for Slack.
+	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.now = h.clock.now.Add(5 * time.Second)
+	h.deliver(t)
+	msgs := h.slack.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("messages %+v", msgs)
+	}
+	if strings.Contains(msgs[0].Blocks, "signoff_approve") || !strings.Contains(msgs[0].Text, "executing") {
+		t.Fatalf("the late message does not show the decision: %+v", msgs[0])
+	}
+	if calls := h.slack.Calls("chat.postMessage"); len(calls) != 3 {
+		t.Fatalf("%d post attempts, want 429, 500, success", len(calls))
+	}
+}
+
+func TestOutboxRowsCommitWithTheTransition(t *testing.T) {
+	h := newDispatchHarness(t)
+	body, _ := fixtures.Proposal("small-refund") // runs without approval: nothing to post
+	p, err := workflow.ParseProposal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.engine.Submit(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	run := h.submitRefund(t)
+	var rows []*workflow.OutboxMessage
+	err = h.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		var err error
+		rows, err = tx.DueOutbox(ctx, h.clock.now.Add(time.Hour), 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Kind != bot.KindPost || rows[0].RunID != run.ID {
+		t.Fatalf("outbox %+v", rows)
+	}
+	var payload bot.OutboxPayload
+	if err := json.Unmarshal(rows[0].Payload, &payload); err != nil || payload.RequestID == "" {
+		t.Fatalf("payload %s %v", rows[0].Payload, err)
+	}
+}
