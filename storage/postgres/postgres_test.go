@@ -1,0 +1,618 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/storage/storagetest"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// migrated is a fresh schema with every migration applied.
+func migrated(t *testing.T) string {
+	t.Helper()
+	dsn := pgtest.Schema(t)
+	if _, err := Migrate(t.Context(), dsn); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return dsn
+}
+
+func openStore(t *testing.T, dsn string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return s
+}
+
+// execRaw runs one statement on dsn's database, behind the store's back.
+func execRaw(t *testing.T, dsn, query string, args ...any) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	storagetest.Run(t, func(t *testing.T) workflow.Store {
+		s, err := Open(t.Context(), migrated(t))
+		if err != nil {
+			t.Fatalf("open store: %v", err)
+		}
+		return s // the suite closes it
+	})
+}
+
+// TestMigrationsMatchSQLite: both drivers number their schema's history alike,
+// so "version 3" means the same change whichever database holds it.
+func TestMigrationsMatchSQLite(t *testing.T) {
+	t.Parallel()
+	if got, want := Migrations(), sqlite.Migrations(); len(got) != len(want) {
+		t.Fatalf("postgres has %d migrations %v, sqlite %d %v", len(got), got, len(want), want)
+	} else {
+		for i := range want {
+			if got[i].Version != want[i].Version || got[i].Name != want[i].Name {
+				t.Errorf("migration %d: postgres %d_%s, sqlite %d_%s", i, got[i].Version, got[i].Name, want[i].Version, want[i].Name)
+			}
+		}
+	}
+}
+
+func TestParseMigrationsRefusesGapsAndBadNames(t *testing.T) {
+	t.Parallel()
+	cases := map[string][]string{
+		"gap":        {"migrations/001_a.sql", "migrations/003_c.sql"},
+		"repeat":     {"migrations/001_a.sql", "migrations/001_b.sql"},
+		"no name":    {"migrations/001.sql"},
+		"not number": {"migrations/one_a.sql"},
+		"zero":       {"migrations/000_a.sql"},
+	}
+	for name, files := range cases {
+		t.Run(name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for _, f := range files {
+				fsys[f] = &fstest.MapFile{Data: []byte("SELECT 1;")}
+			}
+			if _, err := parseMigrations(fsys); err == nil {
+				t.Errorf("parseMigrations(%v) succeeded; want an error", files)
+			}
+		})
+	}
+}
+
+func schemaRows(t *testing.T, dsn string) map[int]string {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(t.Context(), `SELECT version, checksum FROM schema_migrations`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	var (
+		v   int
+		sum string
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&v, &sum}, func() error { out[v] = sum; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	applied, err := Migrate(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(applied, Migrations()) {
+		t.Errorf("first Migrate applied %v, want %v", applied, Migrations())
+	}
+	s := openStore(t, dsn)
+	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	first := schemaRows(t, dsn)
+	for range 3 {
+		applied, err := Migrate(t.Context(), dsn)
+		if err != nil || len(applied) != 0 {
+			t.Fatalf("Migrate again applied %v (%v); want nothing", applied, err)
+		}
+	}
+	again := schemaRows(t, dsn)
+	if len(again) != len(Migrations()) || len(again) != len(first) {
+		t.Errorf("schema_migrations has %d rows after migrating again (%d before), want %d", len(again), len(first), len(Migrations()))
+	}
+	for v, sum := range first {
+		if again[v] != sum {
+			t.Errorf("version %d checksum changed: %s → %s", v, sum, again[v])
+		}
+	}
+	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		_, err := tx.Run(ctx, "run-1")
+		return err
+	}); err != nil {
+		t.Errorf("the run written before migrating again: %v", err)
+	}
+}
+
+// TestOpenDoesNotMigrate: Open on an empty schema refuses, names what is
+// missing and how to fix it, and creates nothing.
+func TestOpenDoesNotMigrate(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	s, err := Open(t.Context(), dsn)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened an unmigrated database")
+	}
+	if !errors.Is(err, ErrNotMigrated) {
+		t.Errorf("error %v is not ErrNotMigrated", err)
+	}
+	for _, want := range []string{"1 (init)", "run `signoff migrate`"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var tables int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Errorf("Open created %d tables; it must change nothing", tables)
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	dsn := migrated(t)
+	future := len(Migrations()) + 7
+	execRaw(t, dsn, `INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES ($1, 'from_the_future', 'x', 0)`, future)
+
+	s, err := Open(t.Context(), dsn)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a database migrated by a newer build")
+	}
+	if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), fmt.Sprint(future)) {
+		t.Errorf("Open: got %v; want ErrSchemaTooNew naming version %d", err, future)
+	}
+	if _, err := Migrate(t.Context(), dsn); !errors.Is(err, ErrSchemaTooNew) {
+		t.Errorf("Migrate: got %v; want ErrSchemaTooNew", err)
+	}
+}
+
+func TestRefusesChangedMigration(t *testing.T) {
+	t.Parallel()
+	dsn := migrated(t)
+	execRaw(t, dsn, `UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1`)
+	for name, open := range map[string]func() error{
+		"Open":    func() error { s, err := Open(t.Context(), dsn); closeIf(s); return err },
+		"Migrate": func() error { _, err := Migrate(t.Context(), dsn); return err },
+	} {
+		if err := open(); !errors.Is(err, ErrMigrationChanged) || !strings.Contains(err.Error(), "version 1") {
+			t.Errorf("%s: got %v; want ErrMigrationChanged naming version 1", name, err)
+		}
+	}
+}
+
+func closeIf(s *Store) {
+	if s != nil {
+		s.Close()
+	}
+}
+
+// TestConcurrentMigrate: replicas started together all run Migrate; every one
+// succeeds, and each migration is applied exactly once.
+func TestConcurrentMigrate(t *testing.T) {
+	t.Parallel()
+	const replicas = 6
+	dsn := pgtest.Schema(t)
+	applied := make([][]Migration, replicas)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range replicas {
+		wg.Go(func() {
+			<-start
+			var err error
+			if applied[i], err = Migrate(t.Context(), dsn); err != nil {
+				t.Errorf("replica %d: %v", i, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	var all []Migration
+	for _, a := range applied {
+		all = append(all, a...)
+	}
+	slices.SortFunc(all, func(a, b Migration) int { return a.Version - b.Version })
+	if !slices.Equal(all, Migrations()) {
+		t.Errorf("replicas applied %v between them, want each of %v once", all, Migrations())
+	}
+	if got := len(schemaRows(t, dsn)); got != len(Migrations()) {
+		t.Errorf("schema_migrations has %d rows, want %d", got, len(Migrations()))
+	}
+	openStore(t, dsn)
+}
+
+func TestWithLoggerLogsMigrations(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if _, err := Migrate(t.Context(), pgtest.Schema(t), WithLogger(slog.New(slog.NewJSONHandler(&buf, nil)))); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Migrations() {
+		want := fmt.Sprintf(`"msg":"applied schema migration","version":%d,"name":%q`, m.Version, m.Name)
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log %q lacks %s", buf.String(), want)
+		}
+	}
+}
+
+// TestConcurrentClaimsFromTwoPools is two replicas: two Stores, each with its own
+// connections, claiming from one set of runs. SKIP LOCKED and the lease keep
+// every run with one owner.
+func TestConcurrentClaimsFromTwoPools(t *testing.T) {
+	t.Parallel()
+	const runs, perStore = 60, 3
+	dsn := migrated(t)
+	stores := []*Store{openStore(t, dsn), openStore(t, dsn)}
+	base := time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC)
+	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		for i := range runs {
+			r := &workflow.Run{ID: fmt.Sprintf("run-%02d", i), Status: workflow.StatusExecuting, CreatedAt: base, UpdatedAt: base.Add(time.Duration(i%7) * time.Second)}
+			if err := tx.InsertRun(ctx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	owner := map[string]string{}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for si, s := range stores {
+		for c := range perStore {
+			name := fmt.Sprintf("replica-%d/worker-%d", si, c)
+			wg.Go(func() {
+				<-start
+				for {
+					var got []*workflow.Run
+					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+						var err error
+						got, err = tx.ClaimRuns(ctx, name, []workflow.Status{workflow.StatusExecuting}, base, base.Add(time.Hour), 2)
+						return err
+					})
+					if err != nil {
+						t.Errorf("%s: %v", name, err)
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, r := range got {
+						if prev, dup := owner[r.ID]; dup {
+							t.Errorf("%s claimed by %s and %s", r.ID, prev, name)
+						}
+						owner[r.ID] = name
+						if r.LeaseOwner != name || r.Fence != 1 || r.Version != 2 {
+							t.Errorf("%s as claimed by %s: owner %q fence %d version %d", r.ID, name, r.LeaseOwner, r.Fence, r.Version)
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	if len(owner) != runs {
+		t.Errorf("%d of %d runs claimed", len(owner), runs)
+	}
+	replicas := map[string]bool{}
+	for _, o := range owner {
+		replicas[o[:len("replica-0")]] = true
+	}
+	t.Logf("claims spread over %d replicas", len(replicas))
+}
+
+// TestAuditChainAcrossStores: two replicas append to the one audit chain at
+// once, each in transactions that also write runs; the chain stays linear, with
+// no seq or previous hash taken twice.
+func TestAuditChainAcrossStores(t *testing.T) {
+	t.Parallel()
+	const writers, appends = 4, 25
+	dsn := migrated(t)
+	stores := []*Store{openStore(t, dsn), openStore(t, dsn)}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for si, s := range stores {
+		for w := range writers {
+			wg.Go(func() {
+				<-start
+				for i := range appends {
+					id := fmt.Sprintf("run-%d-%d-%d", si, w, i)
+					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+						if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
+							return err
+						}
+						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"})
+					})
+					if err != nil {
+						t.Errorf("store %d writer %d: %v", si, w, err)
+						return
+					}
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	err := stores[1].View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		if err != nil {
+			return err
+		}
+		if want := len(stores) * writers * appends; len(es) != want {
+			t.Fatalf("audit has %d events, want %d", len(es), want)
+		}
+		prev := ""
+		for i, e := range es {
+			if e.Seq != int64(i+1) || e.PrevHash != prev || e.Hash != workflow.AuditHash(e) {
+				t.Fatalf("audit chain broken at %d: %+v", i, e)
+			}
+			prev = e.Hash
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTxUsableAfterEveryRefusal: after each statement that can fail on a
+// constraint fails, the same transaction goes on writing and commits it all.
+func TestTxUsableAfterEveryRefusal(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, migrated(t))
+	run := &workflow.Run{ID: "run-1", Status: workflow.StatusRunning, IdempotencyKey: "key-1"}
+	other := &workflow.Run{ID: "run-2", Status: workflow.StatusRunning, IdempotencyKey: "key-2"}
+	req := &workflow.ApprovalRequest{ID: "req-1", RunID: "run-1", Status: workflow.RequestPending}
+	op := &workflow.Operation{Key: "run-1/0", RunID: "run-1", Status: workflow.OpPending}
+	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return errors.Join(tx.InsertRun(ctx, run), tx.InsertRun(ctx, other), tx.InsertRequest(ctx, req),
+			tx.InsertOperation(ctx, op),
+			tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: workflow.VerdictApprove}))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	refusals := []struct {
+		name string
+		want error
+		fn   func(ctx context.Context, tx workflow.Tx) error
+	}{
+		{"run id", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+		}},
+		{"idempotency key on update", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+			r := *other
+			r.IdempotencyKey = "key-1"
+			return tx.UpdateRun(ctx, &r)
+		}},
+		{"checkpoint of a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+			return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "no-such-run", Seq: 1})
+		}},
+		{"request of a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertRequest(ctx, &workflow.ApprovalRequest{ID: "req-x", RunID: "no-such-run", Status: workflow.RequestPending})
+		}},
+		{"request moved to a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+			r := *req
+			r.RunID = "no-such-run"
+			return tx.UpdateRequest(ctx, &r)
+		}},
+		{"decision twice", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: workflow.VerdictReject})
+		}},
+		{"decision on a missing request", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-x", RunID: "run-1", ApproverID: "U2", Verdict: workflow.VerdictReject})
+		}},
+		{"operation key", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertOperation(ctx, &workflow.Operation{Key: "run-1/0", RunID: "run-1", Status: workflow.OpPending})
+		}},
+		{"stale operation", workflow.ErrConflict, func(ctx context.Context, tx workflow.Tx) error {
+			o := *op
+			o.Version = 7
+			return tx.UpdateOperation(ctx, &o)
+		}},
+		{"missing operation", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+			return tx.UpdateOperation(ctx, &workflow.Operation{Key: "nope", Version: 1, Status: workflow.OpPending})
+		}},
+	}
+	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		for i, r := range refusals {
+			if err := r.fn(ctx, tx); !errors.Is(err, r.want) {
+				t.Errorf("%s: got %v, want %v", r.name, err, r.want)
+			}
+			// The transaction still writes after each refusal.
+			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-1", Action: r.name}); err != nil {
+				return fmt.Errorf("audit after refusal %d (%s): %w", i, r.name, err)
+			}
+		}
+		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 1, SchemaVersion: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-1"})
+		if err != nil {
+			return err
+		}
+		if len(es) != len(refusals) {
+			t.Errorf("%d audit events committed, want %d", len(es), len(refusals))
+		}
+		cs, err := tx.Checkpoints(ctx, "run-1")
+		if err != nil {
+			return err
+		}
+		if len(cs) != 1 {
+			t.Errorf("%d checkpoints committed, want 1", len(cs))
+		}
+		r, err := tx.RunByIdempotencyKey(ctx, "key-2")
+		if err != nil || r.ID != "run-2" || r.Version != 1 {
+			t.Errorf("key-2 names %+v (%v), want run-2 untouched", r, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestForeignKeyIsNotFound(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, migrated(t))
+	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
+	})
+	if !errors.Is(err, workflow.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
+		t.Errorf("checkpoint of a missing run: got %v, want ErrNotFound naming the run", err)
+	}
+}
+
+func TestInterpretError(t *testing.T) {
+	t.Parallel()
+	if err := interpretError(nil); err != nil {
+		t.Errorf("interpretError(nil) = %v", err)
+	}
+	if err := interpretError(fmt.Errorf("scan: %w", pgx.ErrNoRows)); !errors.Is(err, workflow.ErrNotFound) {
+		t.Errorf("ErrNoRows became %v", err)
+	}
+	for code, want := range map[string]error{"23505": workflow.ErrDuplicate, "23503": workflow.ErrNotFound} {
+		native := &pgconn.PgError{Code: code, Message: "constraint"}
+		err := interpretError(native)
+		if !errors.Is(err, want) {
+			t.Errorf("SQLSTATE %s became %v, want %v", code, err, want)
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) {
+			t.Errorf("SQLSTATE %s: the native error left the chain: %v", code, err)
+		}
+	}
+	other := &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
+	if err := interpretError(other); err != other {
+		t.Errorf("an unknown error became %v", err)
+	}
+}
+
+// TestEncoding pins the stored form documented in migrations/001_init.sql, which
+// other tools (psql, backups, a future migration) read.
+func TestEncoding(t *testing.T) {
+	t.Parallel()
+	dsn := migrated(t)
+	s := openStore(t, dsn)
+	at := time.Date(2026, 11, 29, 9, 30, 0, 123_456_789, time.UTC)
+	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return errors.Join(
+			tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning, CreatedAt: at}),
+			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
+			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
+		)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var (
+		created, deadline int64
+		key               *string
+	)
+	if err := conn.QueryRow(t.Context(), `SELECT created_at, deadline, idempotency_key FROM runs`).Scan(&created, &deadline, &key); err != nil {
+		t.Fatal(err)
+	}
+	if created != at.UnixMilli() || deadline != 0 || key != nil {
+		t.Errorf("stored created_at %d deadline %d key %v; want %d, 0 and NULL", created, deadline, key, at.UnixMilli())
+	}
+	var forms []string
+	rows, err := conn.Query(t.Context(), `SELECT coalesce(octet_length(state)::text, 'null') FROM checkpoints ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f string
+	if _, err := pgx.ForEachRow(rows, []any{&f}, func() error { forms = append(forms, f); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(forms, ",") != "null,0" {
+		t.Errorf("nil and empty state stored as %v, want null,0 (NULL and an empty BYTEA)", forms)
+	}
+}
+
+// TestUpdateIsReadCommitted pins the isolation levels that the reasoning in
+// Update's and View's comments rests on: they are asked for, not inherited from
+// the server's default.
+func TestUpdateIsReadCommitted(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, migrated(t))
+	var update, view string
+	if err := s.Update(t.Context(), func(ctx context.Context, wtx workflow.Tx) error {
+		return wtx.(*tx).q.QueryRow(ctx, `SHOW transaction_isolation`).Scan(&update)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(t.Context(), func(ctx context.Context, wtx workflow.Tx) error {
+		return wtx.(*tx).q.QueryRow(ctx, `SHOW transaction_isolation`).Scan(&view)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if update != "read committed" || view != "repeatable read" {
+		t.Errorf("Update runs at %q and View at %q; want read committed and repeatable read", update, view)
+	}
+}

@@ -1,0 +1,175 @@
+// Package postgres is the scale-out store of signoff: workflow.Store on
+// PostgreSQL through pgx v5, so that several signoff replicas can share one
+// database. It is the only package that imports pgx.
+//
+// The schema is not created by Open: Migrate applies it (`signoff migrate`), and
+// Open refuses a database that is behind (ErrNotMigrated) or ahead
+// (ErrSchemaTooNew) of this build. Every table lives in the first schema of the
+// connection's search_path, so one database can hold several independent stores
+// (set search_path in the DSN: postgres://…/db?search_path=signoff).
+//
+// The behaviour is that of storage/sqlite, held to it by the storagetest suite;
+// the comments here say where PostgreSQL needs something different to get it.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Store is workflow.Store on a PostgreSQL database, through a connection pool.
+// Any number of Stores, in one process or in several replicas, may share the
+// database: row locks and compare-and-set keep their writes apart.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+var _ workflow.Store = (*Store)(nil)
+
+// Option configures Open and Migrate.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+}
+
+func newOptions(opts []Option) options {
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithLogger makes the store log to l (schema migrations Migrate applies).
+// Without it the store logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
+// Open connects to the database that dsn names (a postgres:// URL or key=value
+// pairs, with pgx's pool settings such as pool_max_conns) and checks its schema:
+// it changes nothing, and refuses a database that lacks migrations
+// (ErrNotMigrated, naming them), was migrated by a newer build (ErrSchemaTooNew),
+// or whose applied migrations differ from this build's (ErrMigrationChanged).
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	o := newOptions(opts)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return &Store{pool: pool, log: o.log}, nil
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Update runs fn in one read-write transaction and commits when fn returns nil.
+// When fn returns an error the transaction is rolled back and that error is
+// returned as is; when fn panics it is rolled back and the panic goes on.
+//
+// The isolation level is READ COMMITTED, on purpose. Every state change of the
+// contract is a compare-and-set (UPDATE … WHERE version = $n), a unique insert,
+// a SKIP LOCKED claim or a locked append, and PostgreSQL makes each of those
+// decide on the latest committed row: an UPDATE that waited for another
+// transaction's lock re-checks its WHERE against the row that transaction
+// committed, so a lost update shows as zero rows (ErrConflict), and a second
+// insert of a key waits and fails (ErrDuplicate). Reads inside fn see the latest
+// commits as of each statement, never a stale snapshot to act on. REPEATABLE READ
+// or SERIALIZABLE would add serialization failures (40001) that every caller
+// would have to retry, and protect nothing the compare-and-set does not.
+//
+// A lock wait can end in a deadlock (40P01), returned as the native error: one
+// transaction that appends to the audit chain and then writes a row another
+// appender holds is the shape to avoid. ctx bounds the whole transaction; if it
+// ends while COMMIT is in flight, the outcome is unknown to the caller, as with
+// any lost connection: the compare-and-set versions tell a retry what happened.
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("begin update: %w", err)
+	}
+	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return fmt.Errorf("begin update: %w", interpretError(err))
+	}
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		// Runs on an error and while a panic unwinds.
+		if rbErr := rollback(ctx, pgTx); rbErr != nil && err != nil {
+			err = errors.Join(err, fmt.Errorf("roll back update: %w", rbErr))
+		}
+	}()
+	if err := fn(ctx, &tx{q: pgTx}); err != nil {
+		return err
+	}
+	// pgx would refuse to send COMMIT on an ended context anyway; saying so here
+	// keeps the reason, and the deferred rollback ends the transaction cleanly.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("commit update: %w", err)
+	}
+	done = true
+	if err := pgTx.Commit(ctx); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			return fmt.Errorf("commit update: %w: %w", ctxErr, err)
+		}
+		return fmt.Errorf("commit update: %w", interpretError(err))
+	}
+	return nil
+}
+
+// View runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot, taken
+// at fn's first statement, for every read, and any write fails. It takes no row
+// lock, so it neither waits for nor delays an Update.
+func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("begin view: %w", interpretError(err))
+	}
+	// Nothing to commit; rolling back only ends the snapshot, and its error
+	// could not change what fn read.
+	defer rollback(ctx, pgTx)
+	return fn(ctx, &tx{q: pgTx})
+}
+
+// rollbackTimeout bounds a rollback, which runs even after ctx has ended.
+const rollbackTimeout = 5 * time.Second
+
+// rollback ends pgTx without committing. It does not use ctx's cancellation: a
+// rollback after ctx ended must still reach the server, or the connection would
+// be closed instead of going back to the pool. A transaction already ended is no
+// error.
+func rollback(ctx context.Context, pgTx pgx.Tx) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	if err := pgTx.Rollback(rctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return err
+	}
+	return nil
+}
