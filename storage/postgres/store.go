@@ -75,6 +75,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	// The pool connects lazily; Ping makes a server that cannot be reached fail
+	// here, and say so, rather than in the first transaction.
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	if err := checkSchema(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store: %w", err)

@@ -42,8 +42,8 @@ func Schema(t testing.TB) string {
 	var b [8]byte
 	rand.Read(b[:])
 	name := "signoff_test_" + hex.EncodeToString(b[:])
-	exec(t, base, `CREATE SCHEMA `+name)
-	t.Cleanup(func() { exec(t, base, `DROP SCHEMA `+name+` CASCADE`) })
+	Exec(t, base, `CREATE SCHEMA `+name)
+	t.Cleanup(func() { Exec(t, base, `DROP SCHEMA `+name+` CASCADE`) })
 	return WithSearchPath(t, base, name)
 }
 
@@ -64,9 +64,9 @@ func WithSearchPath(t testing.TB, dsn, schema string) string {
 	return dsn + " search_path=" + schema
 }
 
-// exec runs one statement on its own connection. It does not use t's context,
-// which has ended by the time cleanups run.
-func exec(t testing.TB, dsn, sql string) {
+// Exec runs one statement on its own connection to dsn, behind any store's
+// back. It does not use t's context, which has ended by the time cleanups run.
+func Exec(t testing.TB, dsn, sql string, args ...any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -75,7 +75,7 @@ func exec(t testing.TB, dsn, sql string) {
 		t.Fatalf("connect to %s: %v", EnvDSN, err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
