@@ -14,6 +14,7 @@ import (
 
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -50,7 +51,11 @@ func (o *options) resolve(getenv func(string) string) {
 		o.shop = getenv("SIGNOFF_SHOP")
 	}
 	if o.shop == "" {
-		o.shop = filepath.Join(filepath.Dir(o.db), "shop.db")
+		// Beside the store file; a database URL has no directory, so the working one.
+		o.shop = "shop.db"
+		if !isPostgres(o.db) {
+			o.shop = filepath.Join(filepath.Dir(o.db), "shop.db")
+		}
 	}
 }
 
@@ -116,8 +121,18 @@ func openApp(ctx context.Context, o options, failpoint string, logOut io.Writer,
 	return a, nil
 }
 
-// openStore opens the store that --db names: a SQLite file path (the default).
+// openStore opens the store that --db names: a PostgreSQL database for a
+// postgres:// or postgresql:// URL, else a SQLite file path (the default).
+// PostgreSQL is not migrated here, unlike SQLite: an unmigrated database is
+// refused (exit 2) with a message that says to run `signoff migrate`.
 func openStore(ctx context.Context, db string, log *slog.Logger) (workflow.Store, error) {
+	if isPostgres(db) {
+		store, err := postgres.Open(ctx, db, postgres.WithLogger(log))
+		if err != nil {
+			return nil, refuseSchema(fmt.Errorf("%s: %w", redactDB(db), err))
+		}
+		return store, nil
+	}
 	store, err := sqlite.Open(ctx, db, sqlite.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", db, err)

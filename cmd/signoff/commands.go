@@ -74,6 +74,7 @@ func (c *cli) root() *cobra.Command {
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(),
 	)
+	root.AddCommand(c.migrateCmd())
 	return root
 }
 
