@@ -79,3 +79,17 @@ func Exec(t testing.TB, dsn, sql string, args ...any) {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
+
+// Conn is a connection of its own to dsn, closed when t ends: the raw floor
+// that benchmarks measure the store against.
+func Conn(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", EnvDSN, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
