@@ -1,0 +1,674 @@
+package bot
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Slack's Block Kit limits (docs.slack.dev/reference/block-kit). Lengths are
+// measured here in bytes, which is never less than what Slack counts.
+const (
+	MaxBlocks       = 50
+	MaxSectionText  = 3000
+	MaxFieldText    = 2000
+	MaxFields       = 10
+	MaxHeaderText   = 150
+	MaxButtonValue  = 2000
+	MaxActionID     = 255
+	MaxBlockID      = 255
+	MaxContextElems = 10
+)
+
+// Budgets of the approval message, well inside the limits: the message is read
+// in five seconds, and a click carries the whole message back to us.
+const (
+	maxActionSections = 20 // actions shown one per section; the rest are named
+	maxActionText     = 1500
+	maxArgValue       = 200 // one argument value
+	maxArgLines       = 25
+	maxEvidence       = 6
+	maxEvidenceValue  = 160
+	maxEvidenceText   = 1500
+	maxMentions       = 12
+	maxSummary        = 1200
+	maxFallback       = 300
+)
+
+// RenderContext is what rendering needs besides the run.
+type RenderContext struct {
+	// Roles orders roles and names their members, for "who may approve".
+	Roles *workflow.Roles
+	// Redact returns the arguments of action as people may see them. It must
+	// fail closed: nil hides the arguments. A nil Redact hides every argument;
+	// use Redactor for the engine's action specs.
+	Redact func(action string, args json.RawMessage) json.RawMessage
+	// Now is when the message is rendered, for ages and time left.
+	Now time.Time
+	// UserGroups maps a role to the Slack user group holding it, mentioned
+	// under "who may approve". Optional.
+	UserGroups map[string]string
+}
+
+// ActionSpecs finds an action's spec; *workflow.Engine has it.
+type ActionSpecs interface {
+	Action(name string) (*workflow.ActionSpec, bool)
+}
+
+// Redactor returns a Redact function over the engine's action specs. An
+// action without a spec, or arguments that fail to redact, are hidden.
+func Redactor(specs ActionSpecs) func(string, json.RawMessage) json.RawMessage {
+	return func(name string, args json.RawMessage) json.RawMessage {
+		spec, ok := specs.Action(name)
+		if !ok {
+			return nil
+		}
+		out, err := spec.Redacted(args)
+		if err != nil {
+			return nil
+		}
+		return out
+	}
+}
+
+// RenderRun renders a run as the Block Kit message posted for its approval
+// and rewritten as it moves on: while it waits, what will happen, the
+// evidence, who asked, the rule and risk, who may approve and by when, with
+// Approve, Reject and (when the rule allows) Edit buttons; once decided or
+// ended, no buttons, who decided and when, and the outcome with receipt ids.
+func RenderRun(v *workflow.RunView, rc RenderContext) []slack.Block {
+	return renderRun(v, rc, true)
+}
+
+func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.Block {
+	var blocks []slack.Block
+	add := func(b slack.Block) { blocks = append(blocks, b) }
+
+	add(slack.NewHeaderBlock(bkPlain(cutText(headline(v, rc.Now), MaxHeaderText))))
+	if s := statusText(v); s != "" {
+		add(bkSection(s))
+	}
+	if v.Summary != "" {
+		add(bkSection("*Why:* " + mdEscape(cutText(v.Summary, maxSummary))))
+	}
+	// Every block but the actions is counted first, so that the actions get
+	// what is left of the 50 and the message never goes over.
+	fixed := len(blocks) + 4 // evidence, facts, context, buttons
+	room := min(maxActionSections, MaxBlocks-fixed-1)
+	for i, a := range v.Actions {
+		if i == room-1 && len(v.Actions) > room {
+			add(bkSection(moreActions(v.Actions[i:], i)))
+			break
+		}
+		add(bkSection(actionText(i, a, rc)))
+	}
+	if len(v.Evidence) > 0 {
+		add(bkSection(evidenceText(v.Evidence)))
+	}
+	if f := facts(v, rc); len(f) > 0 {
+		add(slack.NewSectionBlock(nil, f, nil))
+	}
+	add(slack.NewContextBlock("", bkMrkdwn(cutText(idLine(v), MaxSectionText))))
+	if withButtons && awaitsDecision(v, rc.Now) {
+		add(buttons(v))
+	}
+	return blocks
+}
+
+// awaitsDecision reports whether the run can take a decision now.
+func awaitsDecision(v *workflow.RunView, now time.Time) bool {
+	if v.Status != workflow.StatusWaitingApproval || v.Problem != "" || v.Gate == nil || v.Gate.RequestID == "" {
+		return false
+	}
+	return v.Deadline == nil || now.Before(*v.Deadline)
+}
+
+// FallbackText is the message's plain text: what notifications and screen
+// readers show. One short line.
+func FallbackText(v *workflow.RunView) string {
+	var b strings.Builder
+	b.WriteString(headline(v, time.Time{}))
+	b.WriteString(" (run " + v.ID)
+	if v.Fingerprint != "" {
+		b.WriteString(", fingerprint " + workflow.ShortFingerprint(v.Fingerprint))
+	}
+	b.WriteString(")")
+	if v.Status == workflow.StatusWaitingApproval {
+		b.WriteString(", asked by " + personPlain(v.Requester))
+	}
+	return cutText(b.String(), maxFallback)
+}
+
+// headline is the header: the state in one word and the actions by name.
+func headline(v *workflow.RunView, now time.Time) string {
+	word := map[workflow.Status]string{
+		workflow.StatusRunning:         "Working",
+		workflow.StatusWaitingApproval: "Approval needed",
+		workflow.StatusExecuting:       "Approved, running",
+		workflow.StatusDone:            "Done",
+		workflow.StatusFailed:          "Failed",
+		workflow.StatusRejected:        "Rejected",
+		workflow.StatusExpired:         "Expired",
+		workflow.StatusCancelled:       "Cancelled",
+		workflow.StatusNeedsAttention:  "Needs attention",
+	}[v.Status]
+	if word == "" {
+		word = string(v.Status)
+	}
+	if v.Problem != "" {
+		word = "Needs attention"
+	} else if v.Status == workflow.StatusWaitingApproval && v.Deadline != nil && !now.IsZero() && !now.Before(*v.Deadline) {
+		word = "Deadline passed"
+	}
+	names := make([]string, 0, len(v.Actions))
+	for _, a := range v.Actions {
+		names = append(names, a.Name)
+	}
+	switch {
+	case len(names) == 0:
+		return word
+	case len(names) <= 3:
+		return word + ": " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s: %s and %d more", word, strings.Join(names[:2], ", "), len(names)-2)
+}
+
+// statusText says what happened so far: decisions, the end, the outcome.
+func statusText(v *workflow.RunView) string {
+	var lines []string
+	if v.Problem != "" {
+		lines = append(lines, ":warning: *Stored state failed its integrity check.* A person must look at this run before anything else happens: "+mdEscape(cutText(v.Problem, 600)))
+	}
+	current := ""
+	if v.Gate != nil {
+		current = v.Gate.RequestID
+	}
+	for _, d := range v.Decisions {
+		switch {
+		case len(d.Edited) > 0:
+			lines = append(lines, fmt.Sprintf(":pencil2: *Edited* by %s %s%s", mdMention(d.By, d.Name), slackDate(d.At), reasonSuffix(d.Reason)))
+		case d.RequestID != current:
+			// A decision on a request an edit replaced: the edit line says it.
+		case d.Decision == workflow.VerdictApprove:
+			lines = append(lines, fmt.Sprintf(":white_check_mark: *Approved* by %s (%s) %s", mdMention(d.By, d.Name), mdEscape(d.Role), slackDate(d.At)))
+		case d.Decision == workflow.VerdictReject:
+			lines = append(lines, fmt.Sprintf(":x: *Rejected* by %s (%s) %s%s", mdMention(d.By, d.Name), mdEscape(d.Role), slackDate(d.At), reasonSuffix(d.Reason)))
+		}
+	}
+	req := currentRequest(v)
+	switch v.Status {
+	case workflow.StatusWaitingApproval:
+		if req != nil && req.Count > 1 {
+			n := 0
+			for _, d := range v.Decisions {
+				if d.RequestID == req.ID && d.Decision == workflow.VerdictApprove {
+					n++
+				}
+			}
+			lines = append(lines, fmt.Sprintf("%d of %d approvals so far.", n, req.Count))
+		}
+	case workflow.StatusExecuting:
+		lines = append(lines, ":gear: Running the approved actions now.")
+	case workflow.StatusExpired:
+		at := ""
+		if req != nil {
+			at = " " + slackDate(req.Deadline)
+		}
+		lines = append(lines, ":hourglass: *Expired*: nobody decided before the deadline"+at+". Nothing was done.")
+	case workflow.StatusCancelled:
+		by, at := "", ""
+		if req != nil && req.DecidedBy != "" {
+			by = " by " + mdMention(req.DecidedBy, "")
+			if req.DecidedAt != nil {
+				at = " " + slackDate(*req.DecidedAt)
+			}
+		}
+		why := v.Reason
+		if _, after, ok := strings.Cut(why, ": "); ok && strings.HasPrefix(why, "cancelled by ") {
+			why = after
+		}
+		lines = append(lines, ":no_entry_sign: *Cancelled*"+by+at+reasonSuffix(why)+" Nothing was done.")
+	case workflow.StatusRejected:
+		lines = append(lines, "Nothing was done.")
+	case workflow.StatusFailed:
+		lines = append(lines, ":x: *Failed*: "+mdEscape(cutText(v.Reason, 600)))
+	case workflow.StatusNeedsAttention:
+		lines = append(lines, ":warning: *Needs attention*: "+mdEscape(cutText(v.Reason, 600))+"\nA person must look at this run: `signoff show "+mdEscape(v.ID)+"`.")
+	case workflow.StatusDone:
+		lines = append(lines, ":white_check_mark: *Done.*")
+	}
+	if len(v.Operations) > 0 {
+		lines = append(lines, operationLines(v)...)
+	}
+	return cutLines(lines, MaxSectionText, func(n int) string { return fmt.Sprintf("…and %d more lines", n) })
+}
+
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return "."
+	}
+	return ": “" + mdEscape(cutText(reason, 500)) + "”"
+}
+
+// operationLines is the outcome of each action: its receipt, or why there is none.
+func operationLines(v *workflow.RunView) []string {
+	var lines []string
+	for i, op := range v.Operations {
+		var s string
+		switch op.Status {
+		case workflow.OpCommitted:
+			s = "done, receipt " + mdCode(receiptID(op.Receipt), 80)
+		case workflow.OpFailed:
+			s = "refused by the target: " + mdEscape(cutText(op.Error, 300))
+		case workflow.OpUnknown:
+			s = ":warning: outcome unknown, a person must check: " + mdEscape(cutText(op.Error, 300))
+		default:
+			s = "in progress"
+		}
+		lines = append(lines, fmt.Sprintf("• %d. %s: %s", i+1, mdEscape(op.Action), s))
+	}
+	return lines
+}
+
+func receiptID(r json.RawMessage) string {
+	var rc struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(r, &rc) != nil || rc.ID == "" {
+		return "(none)"
+	}
+	return rc.ID
+}
+
+func currentRequest(v *workflow.RunView) *workflow.RequestView {
+	if v.Gate == nil || v.Gate.RequestID == "" {
+		return nil
+	}
+	for i := range v.Requests {
+		if v.Requests[i].ID == v.Gate.RequestID {
+			return &v.Requests[i]
+		}
+	}
+	return nil
+}
+
+// actionText is one action and its arguments, redacted, one per line.
+func actionText(i int, a workflow.Action, rc RenderContext) string {
+	head := fmt.Sprintf("*%d. %s*", i+1, mdEscape(cutText(a.Name, 100)))
+	var shown json.RawMessage
+	if rc.Redact != nil {
+		shown = rc.Redact(a.Name, a.Args)
+	}
+	if shown == nil {
+		return head + "\n_arguments hidden_"
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(shown, &obj); err != nil {
+		// Not an object: show it whole, as a value.
+		return head + "\n" + mdCode(string(shown), maxActionText-len(head)-10)
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	lines := []string{head}
+	for _, k := range keys {
+		lines = append(lines, "• "+mdEscape(cutText(k, 60))+": "+mdCode(valueText(obj[k]), maxArgValue))
+		if len(lines) > maxArgLines {
+			break
+		}
+	}
+	if len(keys) > maxArgLines {
+		lines = append(lines, fmt.Sprintf("…and %d more arguments", len(keys)-maxArgLines))
+	}
+	return cutLines(lines, maxActionText, func(n int) string { return fmt.Sprintf("…and %d more arguments", n) })
+}
+
+// valueText shows a JSON string as its text and anything else as compact JSON.
+func valueText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+func moreActions(rest []workflow.Action, from int) string {
+	names := make([]string, 0, len(rest))
+	for _, a := range rest {
+		names = append(names, mdEscape(a.Name))
+	}
+	return cutText(fmt.Sprintf("*%d–%d.* …and %d more actions: %s. See them all with `/runs show`.",
+		from+1, from+len(rest), len(rest), strings.Join(names, ", ")), MaxSectionText)
+}
+
+// evidenceText is the evidence, short: its source and the top of its data.
+func evidenceText(ev []workflow.Evidence) string {
+	lines := []string{"*Evidence*"}
+	for i, e := range ev {
+		if i == maxEvidence {
+			break
+		}
+		lines = append(lines, "• *"+mdEscape(cutText(e.Source, 60))+"*: "+mdEscape(cutText(evidenceSummary(e.Data), maxEvidenceValue)))
+	}
+	text := cutLines(lines, maxEvidenceText, func(n int) string { return fmt.Sprintf("…and %d more", n) })
+	if len(ev) > maxEvidence {
+		text += fmt.Sprintf("\n…and %d more", len(ev)-maxEvidence)
+	}
+	return text
+}
+
+// evidenceSummary reads an object's top level as "key value · key value",
+// with lists and objects counted rather than shown; anything else is compact JSON.
+func evidenceSummary(data json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return compactJSON(data)
+	}
+	var parts []string
+	size := 0
+	for dec.More() && size < maxEvidenceValue {
+		key, err := dec.Token()
+		if err != nil {
+			return compactJSON(data)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return compactJSON(data)
+		}
+		k, _ := key.(string)
+		var part string
+		switch raw[0] {
+		case '[':
+			var items []json.RawMessage
+			_ = json.Unmarshal(raw, &items)
+			part = fmt.Sprintf("%s: %d", k, len(items))
+			if len(items) == 1 {
+				part += " item"
+			} else {
+				part += " items"
+			}
+		case '{':
+			part = k + ": {…}"
+		default:
+			part = k + " " + valueText(raw)
+		}
+		parts = append(parts, part)
+		size += len(part) + 3
+	}
+	return strings.ReplaceAll(strings.Join(parts, " · "), "\n", " ")
+}
+
+func compactJSON(b json.RawMessage) string {
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return string(b)
+	}
+	return out.String()
+}
+
+// facts are the short fields: who asked, the rule and risk, who may approve, the deadline.
+func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
+	var f []*slack.TextBlockObject
+	field := func(title, body string) {
+		f = append(f, bkMrkdwn(cutText("*"+title+"*\n"+body, MaxFieldText)))
+	}
+	field("Asked by", personText(v.Requester))
+	if v.TaskID != "" {
+		field("Task", mdEscape(cutText(v.TaskID, 200)))
+	}
+	if g := v.Gate; g != nil {
+		field("Rule", mdCode(g.Rule, 200)+" · "+riskText(g.Risk))
+		if g.Approval != nil && v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
+			field("Who may approve", whoMayApprove(g, rc))
+		}
+	}
+	if v.Status == workflow.StatusWaitingApproval && v.Deadline != nil {
+		field("Deadline", slackDate(*v.Deadline)+" ("+untilText(rc.Now, *v.Deadline)+")")
+	}
+	if len(f) > MaxFields {
+		f = f[:MaxFields]
+	}
+	return f
+}
+
+func riskText(risk string) string {
+	switch risk {
+	case workflow.RiskHigh:
+		return ":red_circle: high risk"
+	case workflow.RiskMedium:
+		return ":large_orange_circle: medium risk"
+	case workflow.RiskLow:
+		return ":large_green_circle: low risk"
+	}
+	return mdEscape(risk) + " risk"
+}
+
+func whoMayApprove(g *workflow.Gate, rc RenderContext) string {
+	a := g.Approval
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of *%s* or above", a.Count, mdEscape(a.Role))
+	if !a.SelfApproval {
+		b.WriteString(" · not the requester")
+	}
+	if a.Edit {
+		b.WriteString(" · may edit")
+	}
+	if g.Assignee != "" {
+		b.WriteString("\nAssigned to " + mdMention(g.Assignee, ""))
+	}
+	var who []string
+	if rc.Roles != nil {
+		names := rc.Roles.Names()
+		if i := slices.Index(names, a.Role); i >= 0 {
+			for _, r := range names[i:] {
+				if id := rc.UserGroups[r]; id != "" {
+					who = append(who, "<!subteam^"+mdEscape(id)+">")
+				}
+			}
+		}
+		members := rc.Roles.Members(a.Role)
+		for i, m := range members {
+			if i == maxMentions {
+				who = append(who, fmt.Sprintf("and %d more", len(members)-maxMentions))
+				break
+			}
+			who = append(who, mdMention(m, ""))
+		}
+	}
+	if len(who) > 0 {
+		b.WriteString("\n" + strings.Join(who, " "))
+	}
+	return b.String()
+}
+
+func idLine(v *workflow.RunView) string {
+	parts := []string{"Run " + mdCode(v.ID, 100)}
+	if v.Fingerprint != "" {
+		parts = append(parts, "fingerprint "+mdCode(workflow.ShortFingerprint(v.Fingerprint), 20))
+	}
+	if v.Gate != nil && v.Gate.PolicyRevision != "" {
+		parts = append(parts, "policy "+mdCode(v.Gate.PolicyRevision, 100))
+	}
+	parts = append(parts, "asked "+slackDate(v.CreatedAt))
+	return strings.Join(parts, " · ")
+}
+
+// buttons are Approve, Reject and, when the rule allows, Edit. Approve asks
+// for confirmation when the risk is high: one more click for what cannot be undone.
+func buttons(v *workflow.RunView) slack.Block {
+	g := v.Gate
+	value := Ref{RunID: v.ID, RequestID: g.RequestID, Fingerprint: g.Fingerprint}.String()
+	approve := slack.NewButtonBlockElement(ActionApprove, value, bkPlain("Approve")).WithStyle(slack.StylePrimary)
+	if g.Risk == workflow.RiskHigh {
+		n := len(v.Actions)
+		what := "1 action"
+		if n != 1 {
+			what = strconv.Itoa(n) + " actions"
+		}
+		text := fmt.Sprintf("This is high risk. Approving runs %s as shown (fingerprint %s) and cannot be undone from Slack.",
+			what, workflow.ShortFingerprint(g.Fingerprint))
+		approve = approve.WithConfirm(slack.NewConfirmationBlockObject(
+			bkPlain("Approve this?"), bkPlain(text), bkPlain("Approve"), bkPlain("Cancel")).WithStyle(slack.StylePrimary))
+	}
+	elems := []slack.BlockElement{
+		approve,
+		slack.NewButtonBlockElement(ActionReject, value, bkPlain("Reject")).WithStyle(slack.StyleDanger),
+	}
+	if g.Approval != nil && g.Approval.Edit {
+		elems = append(elems, slack.NewButtonBlockElement(ActionEdit, value, bkPlain("Edit")))
+	}
+	// The block id names the request, so a message rewritten for a new
+	// request (after an edit) never reuses the old one's block id.
+	return slack.NewActionBlock(cutText("signoff_decide_"+g.RequestID, MaxBlockID), elems...)
+}
+
+// --- text helpers ---
+
+func bkPlain(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+}
+
+func bkMrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}
+
+func bkSection(text string) *slack.SectionBlock {
+	return slack.NewSectionBlock(bkMrkdwn(cutText(text, MaxSectionText)), nil, nil)
+}
+
+// escape makes s safe in mrkdwn: Slack reads &, < and > as markup.
+func mdEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// code shows s literally in a code span, cut to max bytes before escaping. A
+// backtick would end the span, so it is swapped for a look-alike; line breaks
+// become ↵ so that one value stays on one line.
+func mdCode(s string, max int) string {
+	if s == "" {
+		return "` `"
+	}
+	s = strings.NewReplacer("`", "ˋ", "\r\n", "↵", "\n", "↵", "\r", "↵").Replace(s)
+	return "`" + mdEscape(cutText(s, max)) + "`"
+}
+
+var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
+
+// mention links a Slack user id; other ids (agents) are shown as code.
+func mdMention(id, name string) string {
+	if slackUserID.MatchString(id) {
+		return "<@" + id + ">"
+	}
+	if name != "" {
+		return mdEscape(cutText(name, 80)) + " (" + mdCode(id, 80) + ")"
+	}
+	return mdCode(id, 80)
+}
+
+func personText(p workflow.Person) string { return mdMention(p.ID, p.Name) }
+
+func personPlain(p workflow.Person) string {
+	if p.Name != "" {
+		return cutText(p.Name, 80)
+	}
+	return cutText(p.ID, 80)
+}
+
+// slackDate shows t in each reader's own time zone, with UTC as the fallback.
+func slackDate(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} at {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+// untilText is how long until t, or that it has passed.
+func untilText(now, t time.Time) string {
+	if now.IsZero() {
+		return "deadline"
+	}
+	d := t.Sub(now)
+	if d <= 0 {
+		return "passed " + spanText(-d) + " ago"
+	}
+	return "in " + spanText(d)
+}
+
+// agoText is how long ago t was.
+func agoText(now, t time.Time) string {
+	d := now.Sub(t)
+	if d < time.Minute {
+		return "just now"
+	}
+	return spanText(d) + " ago"
+}
+
+func spanText(d time.Duration) string {
+	d = d.Round(time.Minute)
+	switch {
+	case d < time.Minute:
+		return "under a minute"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		if m := int(d.Minutes()) % 60; m != 0 {
+			return fmt.Sprintf("%dh%02dm", int(d.Hours()), m)
+		}
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// truncate cuts s to at most max bytes on a rune boundary, ending in "…" when cut.
+func cutText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ell = "…"
+	cut := max - len(ell)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ell
+}
+
+// joinBounded joins lines with newlines into at most max bytes. Lines that do
+// not fit are dropped and counted in a last line made by more.
+func cutLines(lines []string, max int, more func(n int) string) string {
+	var b strings.Builder
+	reserve := len(more(len(lines))) + 1
+	for i, l := range lines {
+		sep := ""
+		if b.Len() > 0 {
+			sep = "\n"
+		}
+		rest := len(lines) - i - 1
+		if b.Len()+len(sep)+len(l) > max-reserve && !(rest == 0 && b.Len()+len(sep)+len(l) <= max) {
+			if b.Len() == 0 {
+				// Not even the first line fits: cut it instead of dropping it.
+				b.WriteString(cutText(l, max-reserve))
+				if rest > 0 {
+					b.WriteString("\n" + more(rest))
+				}
+				return b.String()
+			}
+			b.WriteString(sep + more(len(lines)-i))
+			return b.String()
+		}
+		b.WriteString(sep + l)
+	}
+	return b.String()
+}

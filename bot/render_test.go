@@ -1,0 +1,600 @@
+package bot
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/slack-go/slack"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// -update rewrites the golden files under testdata/ instead of comparing.
+// The flag may be registered by another test file of the package first.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files under testdata")
+	}
+}
+
+func updatingGolden() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// golden compares got with testdata/name byte for byte, or rewrites it.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if updatingGolden() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./bot -run %s -update to create it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; run with -update if the change is intended.\n--- got ---\n%s", path, got)
+	}
+}
+
+// marshalPretty is JSON as Slack gets it, indented, without HTML escaping so
+// that the golden files read like the messages.
+func marshalPretty(t testing.TB, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// The example run: the double charge of fixtures/proposals/refund-double-charge.json.
+const (
+	gRunID   = "run_01a22a03beb60001db0e0344"
+	gReqID   = "req_01a22a03beb70002c0ffee01"
+	gReq2ID  = "req_01a22a03bf100003c0ffee02"
+	gFP      = "9b572d7ad2cda9645d0e67783e00a818799d1233f093204d82b0be5dde3d2b40"
+	gFP2     = "4e1d2c3b4a5968778695a4b3c2d1e0f00112233445566778899aabbccddeeff0"
+	gRunID2  = "run_01a22a03bee60003e884eee8"
+	gReqID3  = "req_01a22a03bee70004e884eee9"
+	gFP3     = "65505b8cc15f555162a56fdf5bad73743f390c664b25f0a1c817796b2180085e"
+	gPolicy  = "2026-11-29.1"
+	gCreated = "2026-11-30T09:00:00Z"
+)
+
+func ts(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func tp(s string) *time.Time { t := ts(s); return &t }
+
+func goldenRoles(t testing.TB) *workflow.Roles {
+	r, err := workflow.NewRoles([]workflow.Role{
+		{Name: "agent", Members: []string{"agent:resolver"}},
+		{Name: "team_lead", Members: []string{leadGrace, leadOmar}},
+		{Name: "manager", Members: []string{manager}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// goldenContext redacts payment_id of refunds, as a config with
+// `request_refund: {redact: [payment_id]}` would.
+func goldenContext(t testing.TB) RenderContext {
+	spec, err := workflow.NewActionSpec("request_refund", nil, nil, []string{"payment_id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainSpec, _ := workflow.NewActionSpec("any", nil, nil, nil)
+	return RenderContext{
+		Roles:  goldenRoles(t),
+		Redact: Redactor(specMap{"request_refund": spec, "reship_item": plainSpec, "create_return_label": plainSpec}),
+		Now:    ts("2026-11-30T12:30:00Z"),
+	}
+}
+
+type specMap map[string]*workflow.ActionSpec
+
+func (m specMap) Action(name string) (*workflow.ActionSpec, bool) { s, ok := m[name]; return s, ok }
+
+func refundView() *workflow.RunView {
+	deadline := tp("2026-12-03T09:00:00Z")
+	return &workflow.RunView{
+		ID: gRunID, Workflow: "recorded-agent", TaskID: "T-65273", Status: workflow.StatusWaitingApproval,
+		Requester: workflow.Person{ID: "agent:resolver", Name: "Resolver agent"},
+		Summary:   "LK-507862 was charged twice (PAY-507862-1 and PAY-507862-2, 119.00 CAD each) for one lamp worth 119.00 CAD. Refund the duplicate charge PAY-507862-2 in full.",
+		Step:      3, ModelCalls: 3, Fingerprint: gFP,
+		Actions: []workflow.Action{{Name: "request_refund",
+			Args: json.RawMessage(`{"amount":119,"currency":"CAD","order_id":"LK-507862","payment_id":"PAY-507862-2","reason_code":"RFD-DOUBLE"}`)}},
+		Evidence: []workflow.Evidence{
+			{Source: "get_order", Data: json.RawMessage(`{"id":"LK-507862","customer":"Maëlle Tremblay","status":"delivered","currency":"CAD","total":"119.00","items":[{"sku":"DESKLAMP","quantity":1}]}`)},
+			{Source: "get_payments", Data: json.RawMessage(`{"order_id":"LK-507862","payments":[{"id":"PAY-507862-1","amount":"119.00","status":"captured"},{"id":"PAY-507862-2","amount":"119.00","status":"captured"}]}`)},
+		},
+		Checks: []workflow.Check{{Action: 0, Name: "request_refund", OK: true, Attempts: 1}},
+		Gate: &workflow.Gate{Rule: "large-refund", Risk: workflow.RiskHigh, PolicyRevision: gPolicy,
+			Approval:    &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600, Edit: true},
+			Fingerprint: gFP, RequestID: gReqID, Deadline: deadline},
+		Requests: []workflow.RequestView{{ID: gReqID, Status: workflow.RequestPending, Fingerprint: gFP, Rule: "large-refund",
+			PolicyRevision: gPolicy, Risk: workflow.RiskHigh, Role: "team_lead", Count: 1, Deadline: *deadline}},
+		Decisions: []workflow.DecisionView{}, Operations: []workflow.OperationView{},
+		Deadline: deadline, CreatedAt: ts(gCreated), UpdatedAt: ts(gCreated),
+	}
+}
+
+func approved(v *workflow.RunView) *workflow.RunView {
+	v.Status, v.Deadline = workflow.StatusExecuting, nil
+	at := ts("2026-11-30T11:42:10Z")
+	v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestApproved, leadGrace, &at
+	v.Decisions = append(v.Decisions, workflow.DecisionView{RequestID: v.Gate.RequestID, By: leadGrace, Name: "grace", Role: "team_lead",
+		Decision: workflow.VerdictApprove, Via: "slack", At: at})
+	return v
+}
+
+func done(v *workflow.RunView) *workflow.RunView {
+	v = approved(v)
+	v.Status = workflow.StatusDone
+	v.Operations = []workflow.OperationView{{Key: v.ID + "/1", Action: "request_refund", Status: workflow.OpCommitted, Attempts: 1,
+		Receipt: json.RawMessage(`{"id":"RF-576FE9B369","detail":{"amount":"119.00","refund_id":"RF-576FE9B369"}}`)}}
+	return v
+}
+
+func reshipView() *workflow.RunView {
+	deadline := tp("2026-12-03T09:00:00Z")
+	return &workflow.RunView{
+		ID: gRunID2, Workflow: "recorded-agent", TaskID: "T-90103", Status: workflow.StatusWaitingApproval,
+		Requester:   workflow.Person{ID: "agent:resolver", Name: "Resolver agent"},
+		Summary:     "The PLANTER of LK-640436 arrived cracked. Reship one PLANTER and send a free return label for the damaged one.",
+		Fingerprint: gFP3,
+		Actions: []workflow.Action{
+			{Name: "reship_item", Args: json.RawMessage(`{"order_id":"LK-640436","quantity":1,"sku":"PLANTER"}`)},
+			{Name: "create_return_label", Args: json.RawMessage(`{"free_shipping":true,"order_id":"LK-640436","reason":"damaged","sku":"PLANTER"}`)},
+		},
+		Evidence: []workflow.Evidence{{Source: "get_order", Data: json.RawMessage(`{"id":"LK-640436","customer":"Jonas Whitfield","items":[{"sku":"PLANTER","description":"Glazed stoneware planter, 30 cm"}]}`)}},
+		Gate: &workflow.Gate{Rule: "reship", Risk: workflow.RiskMedium, PolicyRevision: gPolicy,
+			Approval:    &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600},
+			Fingerprint: gFP3, RequestID: gReqID3, Deadline: deadline, Assignee: leadOmar},
+		Requests: []workflow.RequestView{{ID: gReqID3, Status: workflow.RequestPending, Fingerprint: gFP3, Rule: "reship",
+			PolicyRevision: gPolicy, Risk: workflow.RiskMedium, Role: "team_lead", Count: 1, Deadline: *deadline}},
+		Deadline: deadline, CreatedAt: ts(gCreated), UpdatedAt: ts(gCreated),
+	}
+}
+
+// goldenCases are the approval message at every point of a run's life.
+func goldenCases(t testing.TB) map[string]func() (*workflow.RunView, RenderContext) {
+	rc := goldenContext(t)
+	return map[string]func() (*workflow.RunView, RenderContext){
+		"waiting_high_risk": func() (*workflow.RunView, RenderContext) { return refundView(), rc },
+		"waiting_assigned_with_groups": func() (*workflow.RunView, RenderContext) {
+			c := rc
+			c.UserGroups = map[string]string{"team_lead": "S0LEADS001", "manager": "S0MGRS0001"}
+			return reshipView(), c
+		},
+		"waiting_past_deadline": func() (*workflow.RunView, RenderContext) {
+			c := rc
+			c.Now = ts("2026-12-03T09:00:01Z")
+			return refundView(), c
+		},
+		"executing": func() (*workflow.RunView, RenderContext) { return approved(refundView()), rc },
+		"done":      func() (*workflow.RunView, RenderContext) { return done(refundView()), rc },
+		"rejected": func() (*workflow.RunView, RenderContext) {
+			v := reshipView()
+			at := ts("2026-11-30T10:05:00Z")
+			v.Status, v.Deadline = workflow.StatusRejected, nil
+			v.Reason = "rejected by U0LEAD0002: photo shows the box only; ask for a picture of the planter"
+			v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestRejected, leadOmar, &at
+			v.Decisions = []workflow.DecisionView{{RequestID: gReqID3, By: leadOmar, Role: "team_lead", Decision: workflow.VerdictReject,
+				Reason: "photo shows the box only; ask for a picture of the planter <b>now</b> & then", Via: "slack", At: at}}
+			return v, rc
+		},
+		"expired": func() (*workflow.RunView, RenderContext) {
+			v := refundView()
+			v.Status, v.Deadline = workflow.StatusExpired, nil
+			v.Reason = "no decision before the deadline 2026-12-03T09:00:00Z"
+			v.Requests[0].Status, v.Requests[0].DecidedAt = workflow.RequestExpired, tp("2026-12-03T09:00:05Z")
+			return v, rc
+		},
+		"cancelled": func() (*workflow.RunView, RenderContext) {
+			v := refundView()
+			at := ts("2026-11-30T09:30:00Z")
+			v.Status, v.Deadline = workflow.StatusCancelled, nil
+			v.Reason = "cancelled by U0MGR00001: customer withdrew the complaint"
+			v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestCancelled, manager, &at
+			return v, rc
+		},
+		"needs_attention": func() (*workflow.RunView, RenderContext) {
+			v := approved(refundView())
+			v.Status = workflow.StatusNeedsAttention
+			v.Reason = "request_refund: the outcome of run_01a22a03beb60001db0e0344/1 cannot be proven: shop unreachable"
+			v.Operations = []workflow.OperationView{{Key: v.ID + "/1", Action: "request_refund", Status: workflow.OpUnknown, Attempts: 3, Error: "lookup: shop unreachable"}}
+			return v, rc
+		},
+		"edited_executing": func() (*workflow.RunView, RenderContext) {
+			v := refundView()
+			at := ts("2026-11-30T11:50:00Z")
+			v.Status, v.Deadline, v.Fingerprint = workflow.StatusExecuting, nil, gFP2
+			v.Actions[0].Args = json.RawMessage(`{"amount":100,"currency":"CAD","order_id":"LK-507862","payment_id":"PAY-507862-2","reason_code":"RFD-DOUBLE"}`)
+			v.Gate = &workflow.Gate{Rule: "large-refund", Risk: workflow.RiskHigh, PolicyRevision: gPolicy,
+				Approval: v.Gate.Approval, Fingerprint: gFP2, RequestID: gReq2ID}
+			v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestSuperseded, leadGrace, &at
+			v.Requests = append(v.Requests, workflow.RequestView{ID: gReq2ID, Status: workflow.RequestApproved, Fingerprint: gFP2,
+				Rule: "large-refund", PolicyRevision: gPolicy, Risk: workflow.RiskHigh, Role: "team_lead", Count: 1,
+				Deadline: ts("2026-12-03T11:50:00Z"), DecidedBy: leadGrace, DecidedAt: &at})
+			v.Decisions = []workflow.DecisionView{
+				{RequestID: gReqID, By: leadGrace, Role: "team_lead", Decision: workflow.VerdictApprove, Reason: "keep the 19.00 shipping",
+					Edited: json.RawMessage(`{"amount":100}`), Via: "slack", At: at},
+				{RequestID: gReq2ID, By: leadGrace, Role: "team_lead", Decision: workflow.VerdictApprove, Via: "slack", At: at},
+			}
+			return v, rc
+		},
+		"integrity_problem": func() (*workflow.RunView, RenderContext) {
+			v := refundView()
+			v.Problem = "run run_01a22a03beb60001db0e0344: checkpoint 4: hash does not match its content"
+			return v, rc
+		},
+		"hidden_arguments": func() (*workflow.RunView, RenderContext) {
+			c := rc
+			c.Redact = nil
+			return refundView(), c
+		},
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	for name, mk := range goldenCases(t) {
+		t.Run(name, func(t *testing.T) {
+			v, rc := mk()
+			blocks := RenderRun(v, rc)
+			checkLimits(t, blocks)
+			golden(t, filepath.Join("render", name+".json"), marshalPretty(t, map[string]any{
+				"text": FallbackText(v), "blocks": blocks,
+			}))
+		})
+	}
+}
+
+func TestModalsGolden(t *testing.T) {
+	rc := goldenContext(t)
+	v := refundView()
+	ref := refOf(v)
+	for name, view := range map[string]slack.ModalViewRequest{
+		"reject": rejectModal(v, ref),
+		"edit":   editModal(v, ref, rc.Redact),
+	} {
+		t.Run(name, func(t *testing.T) {
+			checkModal(t, view)
+			golden(t, filepath.Join("modals", name+".json"), marshalPretty(t, view))
+		})
+	}
+}
+
+// TestButtons checks what the decision depends on: the values, the confirm
+// on high risk only, and Edit only where the rule allows it.
+func TestButtons(t *testing.T) {
+	rc := goldenContext(t)
+	for _, tc := range []struct {
+		name        string
+		view        *workflow.RunView
+		wantIDs     []string
+		wantConfirm bool
+	}{
+		{"high risk with edit", refundView(), []string{ActionApprove, ActionReject, ActionEdit}, true},
+		{"medium risk without edit", reshipView(), []string{ActionApprove, ActionReject}, false},
+		{"decided", approved(refundView()), nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var acts *slack.ActionBlock
+			for _, b := range RenderRun(tc.view, rc) {
+				if a, ok := b.(*slack.ActionBlock); ok {
+					acts = a
+				}
+			}
+			if tc.wantIDs == nil {
+				if acts != nil {
+					t.Fatalf("buttons on a %s run", tc.view.Status)
+				}
+				return
+			}
+			if acts == nil {
+				t.Fatal("no buttons")
+			}
+			var ids []string
+			for _, el := range acts.Elements.ElementSet {
+				b := el.(*slack.ButtonBlockElement)
+				ids = append(ids, b.ActionID)
+				ref, err := ParseRef(b.Value)
+				if err != nil || ref != refOf(tc.view) {
+					t.Errorf("%s value %q: %+v, %v", b.ActionID, b.Value, ref, err)
+				}
+				if b.ActionID == ActionApprove && (b.Confirm != nil) != tc.wantConfirm {
+					t.Errorf("approve confirm = %v, want %v", b.Confirm != nil, tc.wantConfirm)
+				}
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(tc.wantIDs) {
+				t.Errorf("buttons %v, want %v", ids, tc.wantIDs)
+			}
+		})
+	}
+}
+
+func TestRenderRedactsAndEscapes(t *testing.T) {
+	v := refundView()
+	v.Summary = "refund <@U0EVIL> & <!channel> `now`"
+	out, _ := json.Marshal(RenderRun(v, goldenContext(t)))
+	s := string(out)
+	for _, bad := range []string{"PAY-507862-2\\u0060", "<@U0EVIL>", "<!channel>"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("message contains %q:\n%s", bad, s)
+		}
+	}
+	if !strings.Contains(s, workflow.Redaction) {
+		t.Errorf("payment_id not redacted:\n%s", s)
+	}
+	if strings.Contains(s, `payment_id: `+"`PAY-507862-2`") {
+		t.Errorf("redacted field shown")
+	}
+}
+
+func TestFallbackText(t *testing.T) {
+	for _, tc := range []struct {
+		v    *workflow.RunView
+		want string
+	}{
+		{refundView(), "Approval needed: request_refund (run run_01a22a03beb60001db0e0344, fingerprint 9b572d7ad2cd), asked by Resolver agent"},
+		{done(refundView()), "Done: request_refund (run run_01a22a03beb60001db0e0344, fingerprint 9b572d7ad2cd)"},
+	} {
+		if got := FallbackText(tc.v); got != tc.want {
+			t.Errorf("FallbackText = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// longestView is the largest message a realistic proposal could ask for, and
+// then some: many actions with many long arguments, long evidence, long names.
+func longestView(t testing.TB) (*workflow.RunView, RenderContext) {
+	long := func(n int, seed string) string {
+		return strings.Repeat(seed, n/len(seed)+1)[:n]
+	}
+	v := refundView()
+	v.Summary = long(8000, "Refund <all> the “double” charges & write to the customer. ")
+	v.TaskID = long(400, "T-")
+	v.Requester = workflow.Person{ID: "agent:" + long(300, "resolver-"), Name: long(500, "Résolveur ")}
+	v.Actions = nil
+	for i := range 60 {
+		args := map[string]any{}
+		for j := range 40 {
+			args[fmt.Sprintf("field_%02d_%s", j, long(80, "k"))] = long(600, "välue<&>`\n ")
+		}
+		args["nested"] = map[string]any{"list": []any{long(3000, "x"), 1.5, true, nil}}
+		b, _ := json.Marshal(args)
+		canon, err := workflow.Canonical(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Actions = append(v.Actions, workflow.Action{Name: fmt.Sprintf("action_%02d_%s", i, long(120, "n")), Args: canon})
+	}
+	v.Evidence = nil
+	for i := range 30 {
+		v.Evidence = append(v.Evidence, workflow.Evidence{Source: fmt.Sprintf("source_%d_%s", i, long(200, "s")),
+			Data: json.RawMessage(`{"text":"` + long(10000, "evidence ") + `"}`)})
+	}
+	v.Gate.Rule = long(300, "rule-")
+	v.Gate.PolicyRevision = long(200, "rev")
+	v.Gate.Approval.Count = 3
+	var members []string
+	for i := range 300 {
+		members = append(members, fmt.Sprintf("U%09d", i))
+	}
+	roles, err := workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: members}, {Name: "manager", Members: []string{manager}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := goldenContext(t)
+	rc.Roles = roles
+	rc.UserGroups = map[string]string{"team_lead": "S0LEADS001", "manager": "S0MGRS0001"}
+	plainSpec, _ := workflow.NewActionSpec("any", nil, nil, nil)
+	rc.Redact = func(string, json.RawMessage) json.RawMessage { return nil }
+	rc.Redact = Redactor(anySpec{plainSpec})
+	return v, rc
+}
+
+type anySpec struct{ s *workflow.ActionSpec }
+
+func (a anySpec) Action(string) (*workflow.ActionSpec, bool) { return a.s, true }
+
+func TestLongestMessageRespectsSlackLimits(t *testing.T) {
+	for _, status := range []workflow.Status{workflow.StatusWaitingApproval, workflow.StatusDone, workflow.StatusNeedsAttention, workflow.StatusRejected} {
+		t.Run(string(status), func(t *testing.T) {
+			v, rc := longestView(t)
+			v.Status = status
+			v.Reason = strings.Repeat("reason <x> ", 1000)
+			for i, a := range v.Actions {
+				v.Operations = append(v.Operations, workflow.OperationView{Key: fmt.Sprintf("%s/%d", v.ID, i+1), Action: a.Name,
+					Status: workflow.OpFailed, Error: strings.Repeat("refused & ", 200)})
+				v.Decisions = append(v.Decisions, workflow.DecisionView{RequestID: gReqID, By: fmt.Sprintf("U%09d", i), Role: "team_lead",
+					Decision: workflow.VerdictReject, Reason: strings.Repeat("no ", 2000), At: ts(gCreated)})
+			}
+			blocks := RenderRun(v, rc)
+			checkLimits(t, blocks)
+			if status == workflow.StatusWaitingApproval {
+				if _, ok := blocks[len(blocks)-1].(*slack.ActionBlock); !ok {
+					t.Error("the buttons were cut from the longest message")
+				}
+			}
+			if n := len(FallbackText(v)); n > maxFallback {
+				t.Errorf("fallback text of %d bytes", n)
+			}
+			// A click carries the whole message back: it must fit what we accept.
+			msg, _ := json.Marshal(map[string]any{"type": "message", "text": FallbackText(v), "blocks": blocks})
+			payload := []byte(`{"type":"block_actions","api_app_id":"A0SIGNOFF1","message":` + string(msg) + `}`)
+			if len(payload) > MaxPayload {
+				t.Errorf("click payload of %d bytes, over MaxPayload %d", len(payload), MaxPayload)
+			}
+			if body := formBody(payload); len(body) > DefaultMaxBody {
+				t.Errorf("click body of %d bytes, over DefaultMaxBody %d", len(body), DefaultMaxBody)
+			}
+			t.Logf("%d blocks, click payload %d bytes, form body %d bytes", len(blocks), len(payload), len(formBody(payload)))
+		})
+	}
+	t.Run("modals", func(t *testing.T) {
+		v, rc := longestView(t)
+		checkModal(t, editModal(v, refOf(v), rc.Redact))
+		checkModal(t, rejectModal(v, refOf(v)))
+	})
+}
+
+// slackLen is a length as Slack counts it (JavaScript's UTF-16 units).
+func slackLen(s string) int { return len(utf16.Encode([]rune(s))) }
+
+// checkLimits checks blocks against Slack's documented limits, on the JSON
+// Slack receives.
+func checkLimits(t testing.TB, blocks []slack.Block) {
+	t.Helper()
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bs []map[string]any
+	if err := json.Unmarshal(raw, &bs); err != nil {
+		t.Fatal(err)
+	}
+	checkBlockList(t, bs, MaxBlocks)
+}
+
+func checkBlockList(t testing.TB, bs []map[string]any, maxBlocks int) {
+	t.Helper()
+	if len(bs) > maxBlocks {
+		t.Errorf("%d blocks, limit %d", len(bs), maxBlocks)
+	}
+	blockIDs := map[string]bool{}
+	text := func(where string, v any, max int) {
+		m, _ := v.(map[string]any)
+		s, _ := m["text"].(string)
+		if s == "" {
+			t.Errorf("%s: empty text", where)
+		}
+		if n := slackLen(s); n > max {
+			t.Errorf("%s: text of %d characters, limit %d", where, n, max)
+		}
+	}
+	for i, b := range bs {
+		where := fmt.Sprintf("block %d (%s)", i, b["type"])
+		if id, _ := b["block_id"].(string); id != "" {
+			if blockIDs[id] {
+				t.Errorf("%s: block_id %q repeated", where, id)
+			}
+			blockIDs[id] = true
+			if slackLen(id) > MaxBlockID {
+				t.Errorf("%s: block_id of %d characters", where, slackLen(id))
+			}
+		}
+		switch b["type"] {
+		case "header":
+			text(where, b["text"], MaxHeaderText)
+		case "section":
+			if b["text"] != nil {
+				text(where, b["text"], MaxSectionText)
+			}
+			fields, _ := b["fields"].([]any)
+			if len(fields) > MaxFields {
+				t.Errorf("%s: %d fields", where, len(fields))
+			}
+			for j, f := range fields {
+				text(fmt.Sprintf("%s field %d", where, j), f, MaxFieldText)
+			}
+			if b["text"] == nil && len(fields) == 0 {
+				t.Errorf("%s: neither text nor fields", where)
+			}
+		case "context":
+			els, _ := b["elements"].([]any)
+			if len(els) == 0 || len(els) > MaxContextElems {
+				t.Errorf("%s: %d elements", where, len(els))
+			}
+			for j, e := range els {
+				text(fmt.Sprintf("%s element %d", where, j), e, MaxSectionText)
+			}
+		case "actions":
+			els, _ := b["elements"].([]any)
+			if len(els) == 0 || len(els) > 25 {
+				t.Errorf("%s: %d elements", where, len(els))
+			}
+			ids := map[string]bool{}
+			for _, e := range els {
+				btn := e.(map[string]any)
+				id, _ := btn["action_id"].(string)
+				if id == "" || slackLen(id) > MaxActionID || ids[id] {
+					t.Errorf("%s: action_id %q empty, too long or repeated", where, id)
+				}
+				ids[id] = true
+				if v, _ := btn["value"].(string); slackLen(v) > MaxButtonValue {
+					t.Errorf("%s: button value of %d characters", where, slackLen(v))
+				}
+				text(where+" button", btn["text"], 75)
+				if c, ok := btn["confirm"].(map[string]any); ok {
+					text(where+" confirm title", c["title"], 100)
+					text(where+" confirm text", c["text"], 300)
+					text(where+" confirm button", c["confirm"], 30)
+					text(where+" deny button", c["deny"], 30)
+				}
+			}
+		case "input":
+			text(where+" label", b["label"], 2000)
+			el, _ := b["element"].(map[string]any)
+			if iv, _ := el["initial_value"].(string); slackLen(iv) > maxModalInput {
+				t.Errorf("%s: initial value of %d characters", where, slackLen(iv))
+			}
+			if h, ok := b["hint"]; ok {
+				text(where+" hint", h, 2000)
+			}
+		default:
+			t.Errorf("%s: a block type this checker does not know", where)
+		}
+	}
+}
+
+// checkModal checks a modal against Slack's limits for views.
+func checkModal(t testing.TB, v slack.ModalViewRequest) {
+	t.Helper()
+	raw, _ := json.Marshal(v)
+	var m struct {
+		Title, Submit, Close map[string]any
+		PrivateMetadata      string           `json:"private_metadata"`
+		CallbackID           string           `json:"callback_id"`
+		Blocks               []map[string]any `json:"blocks"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]map[string]any{"title": m.Title, "submit": m.Submit, "close": m.Close} {
+		if s, _ := f["text"].(string); s == "" || slackLen(s) > 24 {
+			t.Errorf("modal %s %q: empty or over 24 characters", name, s)
+		}
+	}
+	if slackLen(m.PrivateMetadata) > 3000 || slackLen(m.CallbackID) > 255 {
+		t.Errorf("modal metadata of %d, callback id of %d characters", slackLen(m.PrivateMetadata), slackLen(m.CallbackID))
+	}
+	checkBlockList(t, m.Blocks, 100)
+}
