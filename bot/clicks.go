@@ -1,0 +1,374 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// click is one button press on an approval message.
+type click struct {
+	ic      *Interaction
+	ref     Ref
+	who     workflow.Person
+	channel string // where to tell the clicker why nothing changed; "" when nowhere
+	digest  string
+}
+
+func personOf(u *User) workflow.Person {
+	name := u.Name
+	if name == "" {
+		name = u.Username
+	}
+	return workflow.Person{ID: u.ID, Name: cutText(name, 80)}
+}
+
+// blockAction handles a click on one of our buttons. Slack ignores the body
+// of the answer to a block action, so every outcome is an empty 200, and a
+// refusal is told to the clicker in an ephemeral message.
+func (s *Server) blockAction(ctx context.Context, ic *Interaction, digest string) (Response, error) {
+	if len(ic.Actions) != 1 {
+		// A button press carries exactly one action; anything else is not ours.
+		s.log.Debug("slack block action ignored", "actions", len(ic.Actions))
+		return Response{}, nil
+	}
+	a := ic.Actions[0]
+	switch a.ActionID {
+	case ActionApprove, ActionReject, ActionEdit:
+	default:
+		s.log.Debug("slack block action ignored", "action_id", clipErr(a.ActionID, 60))
+		return Response{}, nil
+	}
+	ref, err := ParseRef(a.Value)
+	if err != nil {
+		return Response{}, err
+	}
+	c := &click{ic: ic, ref: ref, who: personOf(ic.User), digest: digest}
+	if ic.Container != nil {
+		c.channel = ic.Container.ChannelID
+	}
+	if c.channel == "" && ic.Channel != nil {
+		c.channel = ic.Channel.ID
+	}
+	log := s.log.With("run_id", ref.RunID, "request_id", ref.RequestID, "user_id", c.who.ID, "action_id", a.ActionID)
+	switch a.ActionID {
+	case ActionApprove:
+		s.approve(ctx, c, log)
+	case ActionReject:
+		s.openReject(ctx, c, log)
+	case ActionEdit:
+		s.openEdit(ctx, c, log)
+	}
+	return Response{}, nil
+}
+
+func (s *Server) approve(ctx context.Context, c *click, log *slog.Logger) {
+	if _, msg := s.lookup(ctx, c.ref, log); msg != "" {
+		s.tell(ctx, c, msg, log)
+		return
+	}
+	run, err := s.eng.Decide(ctx, workflow.DecideInput{
+		RunID: c.ref.RunID, RequestID: c.ref.RequestID, Fingerprint: c.ref.Fingerprint,
+		Approver: c.who, Verdict: workflow.VerdictApprove, Via: "slack", PayloadDigest: c.digest,
+	})
+	if err != nil {
+		s.tell(ctx, c, s.refusal(ctx, c.ref, err, log), log)
+		return
+	}
+	// The engine left the run executing (or still waiting for more approvals);
+	// a worker resumes it from the store. Nothing runs here.
+	log.Info("slack approval recorded", "status", string(run.Status))
+}
+
+func (s *Server) openReject(ctx context.Context, c *click, log *slog.Logger) {
+	v, msg := s.lookup(ctx, c.ref, log)
+	if msg == "" {
+		msg = s.precheckRole(ctx, v, c.who.ID, log)
+	}
+	if msg != "" {
+		s.tell(ctx, c, msg, log)
+		return
+	}
+	s.openModal(ctx, c, rejectModal(v, c.ref), log)
+}
+
+func (s *Server) openEdit(ctx context.Context, c *click, log *slog.Logger) {
+	v, msg := s.lookup(ctx, c.ref, log)
+	if msg == "" && (v.Gate.Approval == nil || !v.Gate.Approval.Edit) {
+		msg = fmt.Sprintf("Nothing changed: rule %s does not allow editing the arguments.", mdCode(v.Gate.Rule, 100))
+	}
+	if msg == "" {
+		msg = s.precheckRole(ctx, v, c.who.ID, log)
+	}
+	if msg != "" {
+		s.tell(ctx, c, msg, log)
+		return
+	}
+	s.openModal(ctx, c, editModal(v, c.ref, Redactor(s.eng)), log)
+}
+
+// openModal opens a modal synchronously: the trigger id expires 3 seconds
+// after the click, so it cannot wait for any queue.
+func (s *Server) openModal(ctx context.Context, c *click, view slack.ModalViewRequest, log *slog.Logger) {
+	if c.ic.TriggerID == "" {
+		s.tell(ctx, c, "Nothing changed: Slack sent no trigger to open a form with. Use the buttons on the approval message.", log)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, slackCallTimeout)
+	defer cancel()
+	if err := s.slack.OpenView(ctx, c.ic.TriggerID, view); err != nil {
+		log.Warn("slack views.open failed", "err", err)
+		s.tell(context.WithoutCancel(ctx), c, "Nothing changed: Slack did not open the form ("+mdEscape(cutText(err.Error(), 200))+"). Click again.", log)
+	}
+}
+
+// lookup reads the run a button names and checks the button is its current
+// request with the same fingerprint. It answers nicely and early; the engine
+// checks all of it again inside its compare-and-set. msg is what to tell the
+// clicker when the button cannot act ("" when it can).
+func (s *Server) lookup(ctx context.Context, ref Ref, log *slog.Logger) (v *workflow.RunView, msg string) {
+	v, err := s.eng.Get(ctx, ref.RunID)
+	if err != nil {
+		return nil, s.refusal(ctx, ref, err, log)
+	}
+	var req *workflow.RequestView
+	for i := range v.Requests {
+		if v.Requests[i].ID == ref.RequestID {
+			req = &v.Requests[i]
+		}
+	}
+	switch {
+	case req == nil:
+		return nil, "Nothing changed: this button is not from an approval request of run " + mdCode(v.ID, 100) + "."
+	case req.Fingerprint != ref.Fingerprint:
+		return nil, fmt.Sprintf("Nothing changed: this button approves fingerprint %s, but the request is for %s. Use the current message.",
+			mdCode(workflow.ShortFingerprint(ref.Fingerprint), 20), mdCode(workflow.ShortFingerprint(req.Fingerprint), 20))
+	case req.Status == workflow.RequestSuperseded:
+		return nil, "Nothing changed: the arguments were edited since this message was posted, so it asks for a new approval. Use the updated message."
+	case req.Status != workflow.RequestPending:
+		return nil, decidedText(req.Status, req.DecidedBy, req.DecidedAt)
+	case v.Problem != "":
+		return nil, "Nothing changed: the run's stored state failed its integrity check and a person must look at it first."
+	case v.Status != workflow.StatusWaitingApproval:
+		return nil, "Nothing to decide: the run is " + mdEscape(string(v.Status)) + "."
+	case v.Gate == nil || v.Gate.RequestID != ref.RequestID:
+		return nil, "Nothing changed: this run asks for a newer approval. Use the updated message."
+	}
+	return v, ""
+}
+
+// decidedText says who decided a request first, and when.
+func decidedText(status workflow.RequestStatus, by string, at *time.Time) string {
+	var b strings.Builder
+	b.WriteString("Nothing changed: this request was already " + mdEscape(string(status)))
+	if by != "" {
+		b.WriteString(" by " + mdMention(by, ""))
+	}
+	if at != nil && !at.IsZero() {
+		b.WriteString(" " + slackDate(*at))
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+// precheckRole spares a person without the role a form they could not
+// submit. The engine decides; this only answers early.
+func (s *Server) precheckRole(ctx context.Context, v *workflow.RunView, userID string, log *slog.Logger) string {
+	if v.Gate == nil || v.Gate.Approval == nil {
+		return ""
+	}
+	need := v.Gate.Approval.Role
+	role, ok, err := s.dir.RoleOf(ctx, userID)
+	switch {
+	case err != nil:
+		log.Warn("role lookup failed", "err", err)
+		return "" // the engine will say
+	case !ok:
+		return fmt.Sprintf("Nothing changed: you hold no signoff role; this needs %s or above.", mdEscape(need))
+	case !s.eng.Roles().AtLeast(role, need):
+		return fmt.Sprintf("Nothing changed: you are %s; this needs %s or above.", mdEscape(role), mdEscape(need))
+	}
+	return ""
+}
+
+// refusal turns an engine error into what the person is told.
+func (s *Server) refusal(ctx context.Context, ref Ref, err error, log *slog.Logger) string {
+	var r *workflow.RefusedError
+	switch {
+	case errors.As(err, &r):
+		log.Info("slack decision refused", "code", r.Code, "reason", r.Msg)
+		switch r.Code {
+		case workflow.CodeAlreadyDecided:
+			status := workflow.RequestStatus("decided")
+			if v, gerr := s.eng.Get(ctx, ref.RunID); gerr == nil {
+				for _, q := range v.Requests {
+					if q.ID == ref.RequestID {
+						status = q.Status
+					}
+				}
+			}
+			var at *time.Time
+			if !r.At.IsZero() {
+				at = &r.At
+			}
+			return decidedText(status, r.By, at)
+		case workflow.CodeAlreadyVoted:
+			return "Nothing changed: you already decided this request " + slackDate(r.At) + "."
+		case workflow.CodeUnknownRun:
+			return "Nothing changed: there is no run " + mdCode(ref.RunID, 100) + "."
+		case workflow.CodeExpired:
+			return "Too late: " + mdEscape(r.Msg) + "."
+		}
+		return "Nothing changed: " + mdEscape(r.Msg) + "."
+	case errors.Is(err, ErrRoleLookup):
+		log.Warn("slack decision refused: role lookup failed", "err", err)
+		return "Nothing changed: signoff could not check your role with Slack just now. Try again in a minute."
+	}
+	log.Error("slack decision failed", "err", err)
+	return "Nothing changed: signoff could not record your click (an internal error). If the message still shows its buttons, nothing was decided: try again."
+}
+
+// tell shows msg to the clicker only. A failure to tell is logged: the
+// decision (or the refusal) stands either way.
+func (s *Server) tell(ctx context.Context, c *click, msg string, log *slog.Logger) {
+	if c.channel == "" {
+		log.Warn("slack refusal not shown: no channel", "message", msg)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, slackCallTimeout)
+	defer cancel()
+	blocks := []slack.Block{bkSection(msg)}
+	if err := s.slack.PostEphemeral(ctx, c.channel, c.who.ID, blocks, cutText(msg, MaxSectionText)); err != nil {
+		log.Warn("slack chat.postEphemeral failed", "err", err)
+	}
+}
+
+var (
+	mdUserMention = regexp.MustCompile(`<@([A-Z0-9]+)(?:\|[^>]*)?>`)
+	mdDate        = regexp.MustCompile(`<!date\^[^|>]*\|([^>]*)>`)
+)
+
+// plainText turns the mrkdwn of a refusal into plain text, for modal errors.
+func plainText(md string) string {
+	s := mdUserMention.ReplaceAllString(md, "@$1")
+	s = mdDate.ReplaceAllString(s, "$1")
+	s = strings.ReplaceAll(s, "`", "")
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
+
+// modalErrors keeps a modal open with a message under one input.
+func modalErrors(errs map[string]string) Response {
+	for k, v := range errs {
+		errs[k] = cutText(v, maxModalError)
+	}
+	return Response{Body: slack.NewErrorsViewSubmissionResponse(errs)}
+}
+
+func (s *Server) submitReject(ctx context.Context, ic *Interaction, digest string) (Response, error) {
+	ref, err := ParseRef(ic.View.PrivateMetadata)
+	if err != nil {
+		return Response{}, err
+	}
+	who := personOf(ic.User)
+	log := s.log.With("run_id", ref.RunID, "request_id", ref.RequestID, "user_id", who.ID, "callback_id", CallbackReject)
+	reason := strings.TrimSpace(ic.View.State.Values[blockReason][inputReason].Value)
+	if reason == "" {
+		return modalErrors(map[string]string{blockReason: "Say why: the requester sees the reason."}), nil
+	}
+	if len(reason) > maxReason*4 {
+		return modalErrors(map[string]string{blockReason: fmt.Sprintf("At most %d characters, please.", maxReason)}), nil
+	}
+	_, err = s.eng.Decide(ctx, workflow.DecideInput{
+		RunID: ref.RunID, RequestID: ref.RequestID, Fingerprint: ref.Fingerprint, Approver: who,
+		Verdict: workflow.VerdictReject, Reason: reason, Via: "slack", PayloadDigest: digest,
+	})
+	if err != nil {
+		return modalErrors(map[string]string{blockReason: plainText(s.refusal(ctx, ref, err, log))}), nil
+	}
+	log.Info("slack rejection recorded")
+	return Response{}, nil
+}
+
+func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string) (Response, error) {
+	ref, err := ParseRef(ic.View.PrivateMetadata)
+	if err != nil {
+		return Response{}, err
+	}
+	who := personOf(ic.User)
+	log := s.log.With("run_id", ref.RunID, "request_id", ref.RequestID, "user_id", who.ID, "callback_id", CallbackEdit)
+	state := ic.View.State.Values
+	// Errors go under an input the modal has: the first action's, else the reason.
+	first := blockReason
+	for i := range maxActionSections {
+		if _, ok := state[editBlockID(i)]; ok {
+			first = editBlockID(i)
+			break
+		}
+	}
+	v, msg := s.lookup(ctx, ref, log)
+	if msg != "" {
+		return modalErrors(map[string]string{first: plainText(msg)}), nil
+	}
+	type change struct {
+		index int
+		args  json.RawMessage
+	}
+	var changes []change
+	errs := map[string]string{}
+	for i, a := range v.Actions {
+		id := editBlockID(i)
+		in, ok := state[id][inputArgs]
+		if !ok {
+			continue // not editable in the modal
+		}
+		edited, err := workflow.Canonical([]byte(strings.TrimSpace(in.Value)))
+		if err != nil {
+			errs[id] = "Not valid JSON: " + err.Error()
+			continue
+		}
+		var redact []string
+		if spec, ok := s.eng.Action(a.Name); ok {
+			redact = spec.Redact
+		}
+		restored, err := restoreRedacted(a.Args, edited, redact)
+		if err != nil {
+			errs[id] = err.Error()
+			continue
+		}
+		orig, err := workflow.Canonical(a.Args)
+		if err != nil || !bytes.Equal(orig, restored) {
+			changes = append(changes, change{i, restored})
+		}
+	}
+	if len(errs) > 0 {
+		return modalErrors(errs), nil
+	}
+	switch len(changes) {
+	case 0:
+		return modalErrors(map[string]string{first: "Nothing changed. To approve as proposed, use Approve on the message."}), nil
+	case 1:
+	default:
+		return modalErrors(map[string]string{editBlockID(changes[1].index): "Edit one action at a time: submit this one after the first is approved."}), nil
+	}
+	ch := changes[0]
+	_, err = s.eng.Decide(ctx, workflow.DecideInput{
+		RunID: ref.RunID, RequestID: ref.RequestID, Fingerprint: ref.Fingerprint, Approver: who,
+		Verdict: workflow.VerdictApprove, Reason: strings.TrimSpace(state[blockReason][inputReason].Value),
+		Edit: ch.args, EditIndex: ch.index, Via: "slack", PayloadDigest: digest,
+	})
+	if err != nil {
+		return modalErrors(map[string]string{editBlockID(ch.index): plainText(s.refusal(ctx, ref, err, log))}), nil
+	}
+	log.Info("slack edit recorded", "index", ch.index)
+	return Response{}, nil
+}

@@ -1,0 +1,263 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/slack-go/slack"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+const (
+	pendingPageSize = 10
+	// maxPendingPage bounds how deep a page may reach: the list is read from
+	// the start each time, and nobody pages through 500 waiting runs in Slack.
+	maxPendingPage = 50
+)
+
+// commandReply is the JSON answer to a slash command.
+type commandReply struct {
+	ResponseType string        `json:"response_type"`
+	Text         string        `json:"text"`
+	Blocks       []slack.Block `json:"blocks,omitempty"`
+}
+
+// reply is an ephemeral answer: only the person who typed the command sees it.
+func reply(text string, blocks ...slack.Block) Response {
+	if len(blocks) == 0 {
+		blocks = []slack.Block{bkSection(text)}
+	}
+	return Response{Body: &commandReply{ResponseType: slack.ResponseTypeEphemeral, Text: cutText(text, MaxSectionText), Blocks: blocks}}
+}
+
+func helpText(cmd string) string {
+	c := mdEscape(cmd)
+	return strings.Join([]string{
+		"*" + c + "* lists and manages runs waiting for approval:",
+		"• `" + c + " pending [page]`: runs waiting, oldest first",
+		"• `" + c + " show RUN_ID`: one run in full",
+		"• `" + c + " cancel RUN_ID reason…`: cancel a run before it executes",
+		"• `" + c + " reassign RUN_ID @person`: ask one person to decide",
+		"• `" + c + " extend RUN_ID 24h`: move the deadline (s, m, h or d)",
+	}, "\n")
+}
+
+// command runs one slash command. Every answer, refusals included, is an
+// ephemeral message; only a broken request is an error, and that was caught
+// before.
+func (s *Server) command(ctx context.Context, cmd *Command) Response {
+	who := workflow.Person{ID: cmd.UserID, Name: cutText(cmd.UserName, 80)}
+	log := s.log.With("user_id", cmd.UserID, "command", cutText(cmd.Command, 40))
+	args := strings.Fields(cmd.Text)
+	if len(args) == 0 {
+		return reply(helpText(cmd.Command))
+	}
+	sub := strings.ToLower(args[0])
+	need := map[string]int{"show": 2, "cancel": 3, "reassign": 3, "extend": 3}[sub]
+	if len(args) < need {
+		return reply("Not enough arguments.\n" + helpText(cmd.Command))
+	}
+	switch sub {
+	case "pending":
+		page := 1
+		if len(args) > 1 {
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n < 1 || n > maxPendingPage {
+				return reply(fmt.Sprintf("The page is a number from 1 to %d.", maxPendingPage))
+			}
+			page = n
+		}
+		return s.pending(ctx, cmd, who, page, log)
+	case "show":
+		return s.show(ctx, who, args[1], log)
+	case "cancel":
+		reason := unescapeSlack(restAfter(cmd.Text, 2))
+		if _, err := s.eng.Cancel(ctx, args[1], who, reason); err != nil {
+			return reply(s.commandRefusal(err, log))
+		}
+		log.Info("slack cancel recorded", "run_id", args[1])
+		return reply("Cancelled run " + mdCode(args[1], 100) + ". Its approval message will say so.")
+	case "reassign":
+		to, ok := parseMention(args[2])
+		if !ok {
+			return reply("Mention the person to ask: `" + mdEscape(cmd.Command) + " reassign RUN_ID @person`.")
+		}
+		if _, err := s.eng.Reassign(ctx, args[1], who, to); err != nil {
+			return reply(s.commandRefusal(err, log))
+		}
+		log.Info("slack reassign recorded", "run_id", args[1], "to", to.ID)
+		return reply("Run " + mdCode(args[1], 100) + " is now assigned to " + mdMention(to.ID, "") + ".")
+	case "extend":
+		d, err := parseExtension(args[2])
+		if err != nil {
+			return reply("Say how long, like `24h`, `90m` or `2d`: " + mdEscape(err.Error()) + ".")
+		}
+		run, err := s.eng.Extend(ctx, args[1], who, d)
+		if err != nil {
+			return reply(s.commandRefusal(err, log))
+		}
+		log.Info("slack extend recorded", "run_id", args[1], "by", d.String())
+		return reply(fmt.Sprintf("The deadline of run %s is now %s (%s).", mdCode(args[1], 100), slackDate(run.Deadline), untilText(s.clock(), run.Deadline)))
+	}
+	return reply(helpText(cmd.Command))
+}
+
+// mayRead says whether who may see runs: anyone holding a role. The engine
+// checks cancel, reassign and extend itself; reading is checked here.
+func (s *Server) mayRead(ctx context.Context, who workflow.Person, log *slog.Logger) string {
+	_, ok, err := s.dir.RoleOf(ctx, who.ID)
+	switch {
+	case err != nil:
+		log.Warn("role lookup failed", "err", err)
+		return "signoff could not check your role with Slack just now. Try again in a minute."
+	case !ok:
+		return "You hold no signoff role, so you cannot see its runs."
+	}
+	return ""
+}
+
+func (s *Server) pending(ctx context.Context, cmd *Command, who workflow.Person, page int, log *slog.Logger) Response {
+	if msg := s.mayRead(ctx, who, log); msg != "" {
+		return reply(msg)
+	}
+	runs, err := s.eng.List(ctx, workflow.RunFilter{
+		Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: page*pendingPageSize + 1,
+	})
+	if err != nil {
+		log.Error("list pending runs", "err", err)
+		return reply("signoff could not list the runs (an internal error). Try again.")
+	}
+	from := (page - 1) * pendingPageSize
+	if from >= len(runs) {
+		if page == 1 {
+			return reply("Nothing is waiting for approval.")
+		}
+		return reply(fmt.Sprintf("There is no page %d: fewer runs are waiting.", page))
+	}
+	more := len(runs) > page*pendingPageSize
+	runs = runs[from:min(len(runs), page*pendingPageSize)]
+	now := s.clock()
+	title := "Waiting for approval"
+	if page > 1 || more {
+		title += fmt.Sprintf(" (page %d)", page)
+	}
+	blocks := []slack.Block{slack.NewHeaderBlock(bkPlain(title))}
+	for _, r := range runs {
+		blocks = append(blocks, bkSection(s.pendingLine(ctx, r, now, log)))
+	}
+	if more {
+		blocks = append(blocks, slack.NewContextBlock("", bkMrkdwn(fmt.Sprintf("More: `%s pending %d`", mdEscape(cmd.Command), page+1))))
+	}
+	return reply(fmt.Sprintf("%s: %d runs", title, len(runs)), blocks...)
+}
+
+// pendingLine is one waiting run: id, actions, requester, age and deadline.
+func (s *Server) pendingLine(ctx context.Context, r *workflow.Run, now time.Time, log *slog.Logger) string {
+	head := "*" + mdCode(r.ID, 100) + "*"
+	deadline := ""
+	if !r.Deadline.IsZero() {
+		deadline = " · deadline " + slackDate(r.Deadline) + " (" + untilText(now, r.Deadline) + ")"
+	}
+	v, err := s.eng.Get(ctx, r.ID)
+	if err != nil {
+		log.Warn("read pending run", "run_id", r.ID, "err", err)
+		return head + "\nasked by " + mdMention(r.RequesterID, "") + " · " + agoText(now, r.CreatedAt) + deadline
+	}
+	line := head + " " + mdEscape(cutText(actionNames(v.Actions), 300))
+	if v.Summary != "" {
+		line += "\n_" + mdEscape(cutText(strings.ReplaceAll(v.Summary, "_", " "), 200)) + "_"
+	}
+	return line + "\nasked by " + personText(v.Requester) + " · " + agoText(now, v.CreatedAt) + deadline
+}
+
+func (s *Server) show(ctx context.Context, who workflow.Person, id string, log *slog.Logger) Response {
+	if msg := s.mayRead(ctx, who, log); msg != "" {
+		return reply(msg)
+	}
+	v, err := s.eng.Get(ctx, id)
+	if err != nil {
+		return reply(s.commandRefusal(err, log))
+	}
+	rc := RenderContext{Roles: s.eng.Roles(), Redact: Redactor(s.eng), Now: s.clock(), UserGroups: s.groups}
+	// No buttons: an ephemeral copy cannot be rewritten after a decision, so
+	// the posted message stays the one place to decide.
+	return reply(FallbackText(v), renderRun(v, rc, false)...)
+}
+
+// commandRefusal is what a person is told when the engine refused a command.
+func (s *Server) commandRefusal(err error, log *slog.Logger) string {
+	var r *workflow.RefusedError
+	switch {
+	case errors.As(err, &r):
+		log.Info("slack command refused", "code", r.Code, "reason", r.Msg)
+		if r.Code == workflow.CodeUnknownRun {
+			return "Nothing changed: there is no run " + mdCode(r.RunID, 100) + "."
+		}
+		return "Nothing changed: " + mdEscape(r.Msg) + "."
+	case errors.Is(err, ErrRoleLookup):
+		log.Warn("slack command refused: role lookup failed", "err", err)
+		return "Nothing changed: signoff could not check roles with Slack just now. Try again in a minute."
+	}
+	log.Error("slack command failed", "err", err)
+	return "Nothing changed: an internal error. Try again."
+}
+
+var (
+	mentionArg = regexp.MustCompile(`^<@([UW][A-Z0-9]{2,20})(?:\|([^>]{0,80}))?>$`)
+	durationD  = regexp.MustCompile(`^(\d{1,3})d(.*)$`)
+)
+
+// parseMention reads a person from "<@U123|name>" (what Slack sends for a
+// mention when the command escapes them), "<@U123>" or a bare user id.
+func parseMention(s string) (workflow.Person, bool) {
+	if m := mentionArg.FindStringSubmatch(s); m != nil {
+		return workflow.Person{ID: m[1], Name: m[2]}, true
+	}
+	if slackUserID.MatchString(s) {
+		return workflow.Person{ID: s}, true
+	}
+	return workflow.Person{}, false
+}
+
+// parseExtension reads a duration in Go's form, with days too: 24h, 90m, 2d, 1d12h.
+func parseExtension(s string) (time.Duration, error) {
+	var d time.Duration
+	if m := durationD.FindStringSubmatch(s); m != nil {
+		days, _ := strconv.Atoi(m[1])
+		d = time.Duration(days) * 24 * time.Hour
+		if s = m[2]; s == "" {
+			return d, nil
+		}
+	}
+	rest, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a duration: %q", cutText(s, 40))
+	}
+	return d + rest, nil
+}
+
+// restAfter is text after its first n words, with its own spacing kept.
+func restAfter(text string, n int) string {
+	rest := strings.TrimLeftFunc(text, unicode.IsSpace)
+	for range n {
+		i := strings.IndexFunc(rest, unicode.IsSpace)
+		if i < 0 {
+			return ""
+		}
+		rest = strings.TrimLeftFunc(rest[i:], unicode.IsSpace)
+	}
+	return strings.TrimSpace(rest)
+}
+
+// unescapeSlack undoes the three escapes Slack applies to typed text.
+func unescapeSlack(s string) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}

@@ -1,0 +1,238 @@
+package bot
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+func TestRunsPending(t *testing.T) {
+	h := newSlackHarness(t)
+	var ids []string
+	for i := range 12 {
+		name := "refund-double-charge"
+		if i%3 == 2 {
+			name = "reship-planter"
+		}
+		ids = append(ids, h.submit(name, "").ID)
+		h.clock.Advance(10 * time.Minute)
+	}
+	for _, tc := range []struct {
+		text     string
+		want     []string
+		dontWant []string
+	}{
+		{"pending", append([]string{"Waiting for approval (page 1)", "More: `/runs pending 2`", "request_refund", "reship_item, create_return_label",
+			"asked by Resolver agent", "2h ago", "deadline <!date^"}, ids[:10]...), ids[10:]},
+		{"pending 2", append([]string{"Waiting for approval (page 2)"}, ids[10:]...), append([]string{"More:"}, ids[:10]...)},
+		{"PENDING   2", []string{"(page 2)"}, nil},
+		{"pending 3", []string{"There is no page 3"}, nil},
+		{"pending two", []string{"The page is a number from 1 to 50"}, nil},
+		{"pending 51", []string{"The page is a number from 1 to 50"}, nil},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			status, r := h.runsCommand(leadGrace, tc.text)
+			if status != http.StatusOK || r.ResponseType != "ephemeral" {
+				t.Fatalf("status %d, response_type %q", status, r.ResponseType)
+			}
+			got := replyText(r)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("reply lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.dontWant {
+				if strings.Contains(got, w) {
+					t.Errorf("reply has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+	// Someone without a role sees nothing.
+	_, r := h.runsCommand(nobody, "pending")
+	if got := replyText(r); !strings.Contains(got, "You hold no signoff role") || strings.Contains(got, ids[0]) {
+		t.Fatalf("no role: %s", got)
+	}
+}
+
+func TestRunsPendingEmpty(t *testing.T) {
+	h := newSlackHarness(t)
+	if _, r := h.runsCommand(leadGrace, "pending"); !strings.Contains(r.Text, "Nothing is waiting for approval") {
+		t.Fatalf("reply %q", r.Text)
+	}
+}
+
+func TestRunsShow(t *testing.T) {
+	h := newSlackHarness(t)
+	v := h.submit("refund-double-charge", "")
+	_, r := h.runsCommand(manager, "show "+v.ID)
+	got := replyText(r)
+	for _, w := range []string{"Approval needed: request_refund", v.ID, workflow.ShortFingerprint(v.Fingerprint), "large-refund", "LK-507862"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("show lacks %q:\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, ActionApprove) {
+		t.Errorf("show has buttons: an ephemeral copy cannot be rewritten after a decision")
+	}
+	if _, r := h.runsCommand(manager, "show run_00000000000000000000dead"); !strings.Contains(r.Text, "there is no run") {
+		t.Errorf("unknown run: %q", r.Text)
+	}
+	if _, r := h.runsCommand(nobody, "show "+v.ID); strings.Contains(replyText(r), "LK-507862") {
+		t.Errorf("someone without a role saw the run")
+	}
+	if _, r := h.runsCommand(manager, "show"); !strings.Contains(r.Text, "Not enough arguments") {
+		t.Errorf("show without an id: %q", r.Text)
+	}
+}
+
+func TestRunsManage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		user   string
+		text   string // %s is the run id
+		want   string
+		change func(t *testing.T, before, after *workflow.RunView)
+	}{
+		{"cancel", leadGrace, "cancel %s customer &lt;withdrew&gt; the complaint", "Cancelled run", func(t *testing.T, b, a *workflow.RunView) {
+			if a.Status != workflow.StatusCancelled || a.Reason != "cancelled by U0LEAD0001: customer <withdrew> the complaint" {
+				t.Errorf("after cancel: %s %q", a.Status, a.Reason)
+			}
+		}},
+		{"cancel without a reason", leadGrace, "cancel %s", "Not enough arguments", nil},
+		{"cancel without the role", nobody, "cancel %s because", "Nothing changed: only the requester or someone with role team_lead", nil},
+		{"reassign", leadGrace, "reassign %s <@U0LEAD0002|omar>", "is now assigned to <@U0LEAD0002>", func(t *testing.T, b, a *workflow.RunView) {
+			if a.Gate.Assignee != leadOmar || a.Status != workflow.StatusWaitingApproval {
+				t.Errorf("after reassign: assignee %q, %s", a.Gate.Assignee, a.Status)
+			}
+		}},
+		{"reassign by bare id", manager, "reassign %s U0LEAD0002", "is now assigned to <@U0LEAD0002>", func(t *testing.T, b, a *workflow.RunView) {
+			if a.Gate.Assignee != leadOmar {
+				t.Errorf("assignee %q", a.Gate.Assignee)
+			}
+		}},
+		{"reassign to someone who cannot approve", leadGrace, "reassign %s <@U0NOBODY01>", "Nothing changed: U0NOBODY01 cannot approve this", nil},
+		{"reassign by name only", leadGrace, "reassign %s @omar", "Mention the person", nil},
+		{"reassign without the role", nobody, "reassign %s <@U0LEAD0002>", "Nothing changed: only the requester or someone with role team_lead", nil},
+		{"extend", leadGrace, "extend %s 24h", "The deadline of run", func(t *testing.T, b, a *workflow.RunView) {
+			if !a.Deadline.Equal(b.Deadline.Add(24 * time.Hour)) {
+				t.Errorf("deadline %v, want %v", a.Deadline, b.Deadline.Add(24*time.Hour))
+			}
+		}},
+		{"extend in days", leadGrace, "extend %s 2d", "The deadline of run", func(t *testing.T, b, a *workflow.RunView) {
+			if !a.Deadline.Equal(b.Deadline.Add(48 * time.Hour)) {
+				t.Errorf("deadline %v", a.Deadline)
+			}
+		}},
+		{"extend by nonsense", leadGrace, "extend %s soon", "Say how long", nil},
+		{"extend too far", leadGrace, "extend %s 100d", "Nothing changed: extend needs", nil},
+		{"extend without the role", nobody, "extend %s 1h", "Nothing changed: only someone with role team_lead", nil},
+		{"unknown run", leadGrace, "cancel run_00000000000000000000dead because %s", "there is no run", nil},
+		{"help", leadGrace, "", "lists and manages runs waiting for approval", nil},
+		{"unknown subcommand", leadGrace, "approve %s", "lists and manages runs waiting for approval", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newSlackHarness(t)
+			v := h.submit("refund-double-charge", "")
+			before := h.snapshot(v.ID)
+			text := tc.text
+			if strings.Contains(text, "%s") {
+				text = strings.Replace(text, "%s", v.ID, 1)
+			}
+			status, r := h.runsCommand(tc.user, text)
+			if status != http.StatusOK {
+				t.Fatalf("status %d", status)
+			}
+			if got := replyText(r); !strings.Contains(got, tc.want) {
+				t.Fatalf("reply %q, want %q", r.Text, tc.want)
+			}
+			if tc.change == nil {
+				if h.snapshot(v.ID) != before {
+					t.Fatal("a refused command changed the run")
+				}
+				return
+			}
+			tc.change(t, v, h.get(v.ID))
+		})
+	}
+}
+
+func TestCommandRequests(t *testing.T) {
+	h := newSlackHarness(t)
+	form := func(name string) []byte { return fixture(t, name, Ref{}, leadGrace, map[string]string{"TEXT": "pending"}) }
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		sign   bool
+		status int
+	}{
+		{"ours", form("slash_runs.form"), true, http.StatusOK},
+		{"org-level install", form("slash_runs_org_level.form"), true, http.StatusOK},
+		{"another organisation", form("slash_runs_foreign_org.form"), true, http.StatusForbidden},
+		{"unsigned", form("slash_runs.form"), false, http.StatusUnauthorized},
+		{"user given twice", append(form("slash_runs.form"), "&user_id=U0MGR00001"...), true, http.StatusBadRequest},
+		{"bad escape", []byte("command=%2Fruns&text=%zz"), true, http.StatusBadRequest},
+		{"no command", []byte("user_id=U0LEAD0001&api_app_id=A0SIGNOFF1&team_id=T0SHOP0001"), true, http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+			if tc.sign {
+				hdr = signed(hSecret, h.clock.Now().Unix(), tc.body)
+			}
+			if status, body := h.post("/slack/commands", tc.body, hdr); status != tc.status {
+				t.Fatalf("status %d %s, want %d", status, body, tc.status)
+			}
+		})
+	}
+}
+
+func TestParseMention(t *testing.T) {
+	for in, want := range map[string]workflow.Person{
+		"<@U0LEAD0002|omar>": {ID: "U0LEAD0002", Name: "omar"},
+		"<@W0LEAD0002>":      {ID: "W0LEAD0002"},
+		"U0LEAD0002":         {ID: "U0LEAD0002"},
+		"@omar":              {},
+		"<#C0APPROVALS|x>":   {},
+		"<@U0LEAD0002":       {},
+		"<!here>":            {},
+	} {
+		got, ok := parseMention(in)
+		if got != want || ok != (want.ID != "") {
+			t.Errorf("parseMention(%q) = %+v %v, want %+v", in, got, ok, want)
+		}
+	}
+}
+
+func TestParseExtension(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"24h": 24 * time.Hour, "90m": 90 * time.Minute, "2d": 48 * time.Hour, "1d12h": 36 * time.Hour, "1h30m": 90 * time.Minute,
+	} {
+		if got, err := parseExtension(in); err != nil || got != want {
+			t.Errorf("parseExtension(%q) = %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "soon", "d", "2dd", "1000d", "-"} {
+		if _, err := parseExtension(bad); err == nil {
+			t.Errorf("parseExtension(%q) accepted", bad)
+		}
+	}
+}
+
+func TestRestAfter(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		n    int
+		want string
+	}{
+		{"cancel run_1 the customer  called back", 2, "the customer  called back"},
+		{"  cancel   run_1\tsaid so ", 2, "said so"},
+		{"cancel run_1", 2, ""},
+	} {
+		if got := restAfter(tc.text, tc.n); got != tc.want {
+			t.Errorf("restAfter(%q, %d) = %q, want %q", tc.text, tc.n, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package bot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/slack-go/slack"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// slackCallTimeout bounds the Slack calls made while Slack waits for our
+// answer (views.open, chat.postEphemeral): Slack gives up after 3 seconds.
+const slackCallTimeout = 2 * time.Second
+
+// SlackActions are the Slack Web API calls the handlers make while answering:
+// opening a modal (the trigger id lives 3 seconds, so it cannot wait for the
+// outbox) and telling one person why their click changed nothing.
+type SlackActions interface {
+	OpenView(ctx context.Context, triggerID string, view slack.ModalViewRequest) error
+	PostEphemeral(ctx context.Context, channel, user string, blocks []slack.Block, text string) error
+}
+
+// runEngine is what the handlers need of the engine; *workflow.Engine has it,
+// and a benchmark of the bare handler swaps in a fake.
+type runEngine interface {
+	Decide(ctx context.Context, in workflow.DecideInput) (*workflow.Run, error)
+	Get(ctx context.Context, id string) (*workflow.RunView, error)
+	List(ctx context.Context, f workflow.RunFilter) ([]*workflow.Run, error)
+	Cancel(ctx context.Context, id string, by workflow.Person, reason string) (*workflow.Run, error)
+	Reassign(ctx context.Context, id string, by, to workflow.Person) (*workflow.Run, error)
+	Extend(ctx context.Context, id string, by workflow.Person, d time.Duration) (*workflow.Run, error)
+	Roles() *workflow.Roles
+	Action(name string) (*workflow.ActionSpec, bool)
+}
+
+var _ runEngine = (*workflow.Engine)(nil)
+
+// ServerConfig is what a Server is built from.
+type ServerConfig struct {
+	Engine        *workflow.Engine
+	SigningSecret string
+	// AppID is required; TeamID or EnterpriseID (or both) too. See Origin for
+	// which requests they admit.
+	AppID, TeamID, EnterpriseID string
+	Clock                       func() time.Time // defaults to time.Now
+	Logger                      *slog.Logger     // defaults to discarding
+	Slack                       SlackActions
+	MaxBody                     int64 // defaults to DefaultMaxBody
+	// Directory resolves roles for the read-only commands (/runs pending,
+	// /runs show), which the engine does not check. It should be the one the
+	// engine was built with; nil uses the config's members (Engine.Roles()).
+	Directory workflow.Directory
+	// UserGroups (role → Slack user group) are mentioned in /runs show.
+	UserGroups map[string]string
+}
+
+// Server answers Slack's interaction and slash-command requests.
+type Server struct {
+	eng     runEngine
+	secret  string
+	origin  Origin
+	clock   func() time.Time
+	log     *slog.Logger
+	slack   SlackActions
+	maxBody int64
+	dir     workflow.Directory
+	groups  map[string]string
+}
+
+// NewServer checks cfg and builds a Server. It refuses a config that would
+// admit requests it cannot attribute: no signing secret, no app id, or neither
+// a team nor an enterprise id.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	switch {
+	case cfg.Engine == nil:
+		return nil, errors.New("new slack server: an engine is required")
+	case cfg.SigningSecret == "":
+		return nil, errors.New("new slack server: the signing secret is empty (set SLACK_SIGNING_SECRET)")
+	case cfg.AppID == "":
+		return nil, errors.New("new slack server: slack.app_id is required: requests from other apps must be refused")
+	case cfg.TeamID == "" && cfg.EnterpriseID == "":
+		return nil, errors.New("new slack server: slack.team_id or slack.enterprise_id is required: requests from other organisations must be refused")
+	case cfg.Slack == nil:
+		return nil, errors.New("new slack server: a Slack client is required (modals and ephemeral replies)")
+	}
+	return newServer(cfg.Engine, cfg), nil
+}
+
+func newServer(eng runEngine, cfg ServerConfig) *Server {
+	s := &Server{
+		eng: eng, secret: cfg.SigningSecret, clock: cfg.Clock, log: cfg.Logger, slack: cfg.Slack,
+		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups,
+		origin: Origin{AppID: cfg.AppID, TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID},
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if s.dir == nil {
+		s.dir = rolesOnly{eng.Roles()}
+	}
+	return s
+}
+
+// rolesOnly resolves roles from the config's members alone.
+type rolesOnly struct{ r *workflow.Roles }
+
+func (d rolesOnly) RoleOf(_ context.Context, id string) (string, bool, error) {
+	role, ok := d.r.RoleOf(id)
+	return role, ok, nil
+}
+
+// Register adds the Slack routes to e. No body-reading middleware may run
+// before them: the signature is over the raw body.
+func (s *Server) Register(e *echo.Echo) {
+	e.POST("/slack/interactions", s.serveInteraction)
+	e.POST("/slack/commands", s.serveCommand)
+	e.GET("/healthz", s.serveHealth)
+}
+
+// Response is the answer to one Slack request: Body is sent as JSON (a
+// slash-command message, a modal's response_action), or nothing when nil.
+// Over Socket Mode it is the ack's payload.
+type Response struct {
+	Body any
+}
+
+func (s *Server) serveInteraction(c echo.Context) error {
+	raw, err := s.readVerified(c)
+	if err != nil {
+		return s.writeError(c, "interaction", err)
+	}
+	payload, err := InteractionPayload(raw)
+	if err != nil {
+		return s.writeError(c, "interaction", err)
+	}
+	resp, err := s.handleInteraction(c.Request().Context(), payload, digest(raw))
+	if err != nil {
+		return s.writeError(c, "interaction", err)
+	}
+	return writeResponse(c, resp)
+}
+
+func (s *Server) serveCommand(c echo.Context) error {
+	raw, err := s.readVerified(c)
+	if err != nil {
+		return s.writeError(c, "command", err)
+	}
+	form, err := CommandForm(raw)
+	if err != nil {
+		return s.writeError(c, "command", err)
+	}
+	resp, err := s.HandleCommand(c.Request().Context(), form)
+	if err != nil {
+		return s.writeError(c, "command", err)
+	}
+	return writeResponse(c, resp)
+}
+
+// serveHealth says whether the store answers.
+func (s *Server) serveHealth(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
+	defer cancel()
+	if _, err := s.eng.List(ctx, workflow.RunFilter{Limit: 1}); err != nil {
+		s.log.Error("health check", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// errUnsigned wraps signature failures, answered 401.
+var errUnsigned = errors.New("unsigned")
+
+// readVerified reads the body once, within the limit, and verifies its
+// signature before anything parses it.
+func (s *Server) readVerified(c echo.Context) ([]byte, error) {
+	req := c.Request()
+	if req.ContentLength > s.maxBody {
+		return nil, fmt.Errorf("%w: %d bytes (at most %d)", ErrTooLarge, req.ContentLength, s.maxBody)
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, s.maxBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, fmt.Errorf("%w: over %d bytes", ErrTooLarge, s.maxBody)
+		}
+		return nil, fmt.Errorf("%w: read body: %v", ErrMalformed, err)
+	}
+	if err := VerifySignature(req.Header, raw, s.secret, s.clock()); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnsigned, err)
+	}
+	return raw, nil
+}
+
+// statusOf maps a request-level error to its HTTP status.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, errUnsigned):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrMalformed):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *Server) writeError(c echo.Context, kind string, err error) error {
+	status := statusOf(err)
+	level := slog.LevelWarn
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	s.log.Log(c.Request().Context(), level, "slack request refused", "kind", kind, "status", status, "remote_addr", c.RealIP(), "err", err)
+	return c.String(status, http.StatusText(status))
+}
+
+func writeResponse(c echo.Context, r Response) error {
+	if r.Body == nil {
+		return c.NoContent(http.StatusOK)
+	}
+	return c.JSON(http.StatusOK, r.Body)
+}
+
+// digest is the hex SHA-256 of what carried a decision, kept with it.
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// HandleInteraction handles one interaction payload (the JSON of the payload
+// form field) whose origin the transport has already authenticated: over HTTP
+// by its signature, over Socket Mode by the connection. It checks the app and
+// organisation, then acts. The error is for requests that are themselves
+// wrong (ErrMalformed, ErrForbidden) or an internal failure; a refusal of
+// what a person asked for is a Response, told to them.
+func (s *Server) HandleInteraction(ctx context.Context, payload []byte) (Response, error) {
+	return s.handleInteraction(ctx, payload, digest(payload))
+}
+
+func (s *Server) handleInteraction(ctx context.Context, payload []byte, digest string) (Response, error) {
+	ic, err := ParseInteraction(payload)
+	if err != nil {
+		return Response{}, err
+	}
+	if err := s.origin.CheckInteraction(ic); err != nil {
+		return Response{}, err
+	}
+	switch ic.Type {
+	case TypeBlockActions:
+		return s.blockAction(ctx, ic, digest)
+	case TypeViewSubmission:
+		if ic.View == nil {
+			return Response{}, fmt.Errorf("%w: view_submission without a view", ErrMalformed)
+		}
+		if ic.View.AppID != "" && ic.View.AppID != s.origin.AppID {
+			return Response{}, fmt.Errorf("%w: view of app %q", ErrForbidden, clipErr(ic.View.AppID, 40))
+		}
+		switch ic.View.CallbackID {
+		case CallbackReject:
+			return s.submitReject(ctx, ic, digest)
+		case CallbackEdit:
+			return s.submitEdit(ctx, ic, digest)
+		}
+	}
+	// Shortcuts, closed modals, other apps' leftovers: acknowledged, ignored.
+	s.log.Debug("slack interaction ignored", "type", ic.Type)
+	return Response{}, nil
+}
+
+// HandleCommand handles one slash command whose origin the transport has
+// already authenticated. Its answer is an ephemeral message.
+func (s *Server) HandleCommand(ctx context.Context, form url.Values) (Response, error) {
+	cmd, err := ParseCommand(form)
+	if err != nil {
+		return Response{}, err
+	}
+	if err := s.origin.CheckCommand(cmd); err != nil {
+		return Response{}, err
+	}
+	return s.command(ctx, cmd), nil
+}
