@@ -217,7 +217,7 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event,
 	cp.Hash = CheckpointHash(cp)
 	l.run.Seq = cp.Seq
 	l.run.UpdatedAt = now
-	e.lease(l.run, now)
+	e.lease(l.run, event, now)
 	if l.run.Version == 0 {
 		l.run.CreatedAt = now
 		if err := tx.InsertRun(ctx, l.run); err != nil {
@@ -250,8 +250,10 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event,
 // that workers leave it alone, and frees it when the run stops being active. A
 // valid lease of another owner is left in place: the compare-and-set on the
 // version is what fences writers, the lease only spares duplicate work.
-func (e *Engine) lease(r *Run, now time.Time) {
-	if r.Status != StatusRunning && r.Status != StatusExecuting {
+func (e *Engine) lease(r *Run, event string, now time.Time) {
+	// A decision hands the run on: the decider (a click handler) does not
+	// execute, so the lease is left free for whichever worker comes first.
+	if r.Status != StatusRunning && r.Status != StatusExecuting || event == "decided" || event == "edited" {
 		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/storage/postgres"
@@ -67,11 +68,17 @@ type app struct {
 	shop   *demo.Shop
 	engine *workflow.Engine
 	log    *slog.Logger
+	// Slack, when the config has a slack section: the Web API client (with
+	// SLACK_BOT_TOKEN) and the directory that resolves roles, user groups included.
+	slackAPI *bot.API
+	dir      workflow.Directory
 }
 
-// openApp builds the app from the global options. failpoint names the write
-// boundary at which the process kills itself ("" for none).
-func openApp(ctx context.Context, o options, failpoint string, logOut io.Writer, clock workflow.Clock) (*app, error) {
+// openApp builds the app from the global options and the environment:
+// SIGNOFF_FAILPOINT names the write boundary at which the process kills itself,
+// SLACK_BOT_TOKEN lets it talk to Slack when the config has a slack section.
+func openApp(ctx context.Context, o options, getenv func(string) string, logOut io.Writer, clock workflow.Clock) (*app, error) {
+	failpoint := getenv("SIGNOFF_FAILPOINT")
 	cfg := config.Default()
 	if o.config != "" {
 		var err error
@@ -104,6 +111,16 @@ func openApp(ctx context.Context, o options, failpoint string, logOut io.Writer,
 	wcfg := workflow.Config{
 		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
 		Agents: map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)},
+	}
+	if cfg.Slack.Channel != "" {
+		// Every process that changes runs queues the Slack messages, so a CLI
+		// decision is posted by whichever server delivers the outbox.
+		wcfg.Hooks = append(wcfg.Hooks, bot.Outbox{})
+		a.slackAPI = bot.NewAPI(getenv("SLACK_BOT_TOKEN"), cfg.Slack.APIURL, 10*time.Second)
+		if len(cfg.Slack.UserGroups) > 0 {
+			a.dir = bot.NewDirectory(cfg.Roles, cfg.Slack.UserGroups, a.slackAPI, 5*time.Minute, time.Now)
+			wcfg.Dir = a.dir
+		}
 	}
 	if failpoint != "" {
 		wcfg.Failpoint = func(at string) {

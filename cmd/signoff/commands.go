@@ -72,7 +72,7 @@ func (c *cli) root() *cobra.Command {
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.resumeCmd(),
-		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(),
+		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
 	return root
@@ -80,7 +80,7 @@ func (c *cli) root() *cobra.Command {
 
 // withApp opens the app for one command and closes it after.
 func (c *cli) withApp(f func(a *app) error) error {
-	a, err := openApp(c.ctx, c.opts, c.getenv("SIGNOFF_FAILPOINT"), c.errOut, c.clock)
+	a, err := openApp(c.ctx, c.opts, c.getenv, c.errOut, c.clock)
 	if err != nil {
 		return err
 	}

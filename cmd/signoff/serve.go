@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/spf13/cobra"
+
+	"github.com/signoff-dev/signoff/bot"
+)
+
+// serveOptions are what `signoff serve` needs besides the app.
+type serveOptions struct {
+	addr          string
+	signingSecret string
+	botToken      string
+	appToken      string // xapp-… for Socket Mode
+	socketMode    bool
+	poll          time.Duration // how often the workers look for work
+}
+
+func (c *cli) serveCmd() *cobra.Command {
+	so := serveOptions{poll: 250 * time.Millisecond}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve Slack's interactions and /runs, deliver messages, and execute approved runs",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			so.signingSecret, so.botToken, so.appToken = c.getenv("SLACK_SIGNING_SECRET"), c.getenv("SLACK_BOT_TOKEN"), c.getenv("SLACK_APP_TOKEN")
+			return c.withApp(func(a *app) error {
+				s, err := startServer(c.ctx, a, so)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s)\n", s.addr, c.opts.db)
+				<-c.ctx.Done()
+				return s.stop()
+			})
+		},
+	}
+	cmd.Flags().StringVar(&so.addr, "addr", ":8080", "where to listen for Slack's requests")
+	cmd.Flags().BoolVar(&so.socketMode, "socket-mode", false, "receive Slack's requests over Socket Mode (needs SLACK_APP_TOKEN) instead of a public URL")
+	return cmd
+}
+
+// server is a running `signoff serve`: the HTTP listener and the workers.
+type server struct {
+	addr   string
+	http   *http.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error
+}
+
+// startServer wires the bot onto echo, listens on so.addr (":0" in tests) and
+// starts the workers: execution of approved runs, the deadline sweep and the
+// Slack outbox. It returns once the listener is bound.
+func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) {
+	sc := a.cfg.Slack
+	if so.socketMode && so.appToken == "" {
+		return nil, usageError{"--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)"}
+	}
+	if !so.socketMode && so.signingSecret == "" {
+		return nil, usageError{"SLACK_SIGNING_SECRET is not set: it verifies that requests come from Slack"}
+	}
+	if so.botToken == "" {
+		return nil, usageError{"SLACK_BOT_TOKEN is not set: it posts and rewrites the approval messages"}
+	}
+	if sc.Channel == "" || sc.AppID == "" || (sc.TeamID == "" && sc.EnterpriseID == "") {
+		return nil, usageError{fmt.Sprintf("%s: the slack section needs channel, app_id and team_id or enterprise_id", a.cfg.Source)}
+	}
+	api := a.slackAPI
+	bs, err := bot.NewServer(bot.ServerConfig{
+		Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
+		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	bs.Register(e)
+	ln, err := net.Listen("tcp", so.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", so.addr, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	s := &server{addr: ln.Addr().String(), cancel: cancel, errs: make(chan error, 2),
+		http: &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second}}
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.errs <- fmt.Errorf("serve http: %w", err)
+		}
+	}()
+	disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
+		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, time.Now)}
+	go func() {
+		defer s.wg.Done()
+		work(wctx, a, disp, so.poll)
+	}()
+	if so.socketMode {
+		client := bot.NewSocketModeClient(so.botToken, so.appToken, sc.APIURL)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := bot.RunSocketMode(wctx, client, bs); err != nil && wctx.Err() == nil {
+				s.errs <- fmt.Errorf("socket mode: %w", err)
+			}
+		}()
+	}
+	return s, nil
+}
+
+// work is the server's background loop. Every change it makes is durable before
+// it moves on, so stopping it at any point loses nothing: the next round, here
+// or on another replica, picks up where it stopped. An error in one round is
+// logged and the round is tried again at the next tick, since the cause
+// (a locked file, Slack being down) is usually gone by then.
+func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		if _, err := a.engine.Work(ctx, 20); err != nil && ctx.Err() == nil {
+			a.log.Error("execute approved runs", "error", err)
+		}
+		if _, err := a.engine.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("expire runs past their deadline", "error", err)
+		}
+		if _, err := disp.DeliverDue(ctx, 50); err != nil && ctx.Err() == nil {
+			a.log.Error("deliver slack messages", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// stop shuts the listener and the workers down and reports the first error either had.
+func (s *server) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	s.cancel()
+	s.wg.Wait()
+	select {
+	case werr := <-s.errs:
+		return errors.Join(err, werr)
+	default:
+		return err
+	}
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/bot/fakeslack"
+	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+const (
+	serveSecret = "test-signing-secret"
+	serveToken  = "xoxb-test-token"
+)
+
+// served is a `signoff serve` running in process on a loopback port, with a
+// fake Slack Web API, sharing its database with the CLI.
+type served struct {
+	dir, config, addr string
+	slack             *fakeslack.Server
+	app               *app
+	getenv            func(string) string
+}
+
+func startServed(t *testing.T) *served {
+	t.Helper()
+	fs := fakeslack.New()
+	t.Cleanup(fs.Close)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "signoff.yaml")
+	yaml := string(config.DefaultYAML()) + fmt.Sprintf(`
+slack:
+  channel: C0APPROVALS
+  app_id: A0SIGNOFF1
+  team_id: T0SHOP0001
+  api_url: %s
+`, fs.URL())
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken}
+	getenv := func(k string) string { return env[k] }
+	o := options{db: filepath.Join(dir, "signoff.db"), shop: filepath.Join(dir, "shop.db"), config: cfgPath}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := openApp(ctx, o, getenv, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := startServer(ctx, a, serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken, poll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := s.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		a.Close()
+	})
+	return &served{dir: dir, config: cfgPath, addr: s.addr, slack: fs, app: a, getenv: getenv}
+}
+
+// cli runs a command of the program against the server's files, as an operator would.
+func (s *served) cli(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	full := append([]string{"--db", filepath.Join(s.dir, "signoff.db"), "--shop", filepath.Join(s.dir, "shop.db"), "--config", s.config}, args...)
+	code := run(context.Background(), full, s.getenv, strings.NewReader(""), &out, &errOut)
+	return code, out.String() + errOut.String()
+}
+
+// waitFor polls cond until it holds, failing after a bound; no fixed sleeps.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+// click sends Slack's signed request for a click on a button of the run's message.
+func (s *served) click(t *testing.T, fixture, user string, v *workflow.RunView) (int, string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "slack", fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := fmt.Sprintf("v1:%s:%s:%s", v.ID, v.Gate.RequestID, v.Gate.Fingerprint)
+	body := strings.NewReplacer(
+		"{{USER_ID}}", user, "{{RUN_ID}}", v.ID, "{{REQUEST_ID}}", v.Gate.RequestID,
+		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", workflow.ShortFingerprint(v.Gate.Fingerprint), "{{REF}}", ref,
+	).Replace(string(raw))
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	form := []byte("payload=" + url.QueryEscape(compact.String()))
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(serveSecret))
+	fmt.Fprintf(mac, "v0:%s:%s", ts, form)
+	req, err := http.NewRequest(http.MethodPost, "http://"+s.addr+"/slack/interactions", bytes.NewReader(form))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+func (s *served) get(t *testing.T, id string) *workflow.RunView {
+	t.Helper()
+	v, err := s.app.engine.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestServeEndToEnd: submit → message posted with run id and fingerprint → a
+// signed click from a team lead → 200 → the action runs once → the message is
+// rewritten with the decision and the receipt.
+func TestServeEndToEnd(t *testing.T) {
+	s := startServed(t)
+	code, out := s.cli(t, "submit", filepath.Join("..", "..", "fixtures", "proposals", "refund-double-charge.json"))
+	if code != exitWaiting {
+		t.Fatalf("submit exit %d:\n%s", code, out)
+	}
+	id := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+	v := s.get(t, id)
+
+	waitFor(t, "the approval message", func() bool { return len(s.slack.Messages()) == 1 })
+	msg := s.slack.Messages()[0]
+	short := workflow.ShortFingerprint(v.Gate.Fingerprint)
+	if msg.Channel != "C0APPROVALS" || !strings.Contains(msg.Blocks, id) || !strings.Contains(msg.Blocks, short) || !strings.Contains(msg.Blocks, "signoff_approve") {
+		t.Fatalf("posted message lacks the run id, fingerprint or buttons: %+v", msg)
+	}
+	waitFor(t, "the message ts on the request", func() bool { return s.get(t, id).Requests[0].MessageTS == msg.TS })
+
+	status, body := s.click(t, "block_actions_approve.json", "U0LEAD0001", v)
+	if status != http.StatusOK {
+		t.Fatalf("click: %d %s", status, body)
+	}
+	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == workflow.StatusDone })
+	done := s.get(t, id)
+	if len(done.Operations) != 1 || done.Operations[0].Status != workflow.OpCommitted {
+		t.Fatalf("operations %+v", done.Operations)
+	}
+	var receipt workflow.Receipt
+	if err := json.Unmarshal(done.Operations[0].Receipt, &receipt); err != nil || receipt.ID == "" {
+		t.Fatalf("receipt %s %v", done.Operations[0].Receipt, err)
+	}
+	waitFor(t, "the message rewritten with the receipt", func() bool {
+		m := s.slack.Messages()[0]
+		return strings.Contains(m.Blocks, receipt.ID) && strings.Contains(m.Blocks, "U0LEAD0001") && !strings.Contains(m.Blocks, "signoff_approve")
+	})
+	if posts := s.slack.Calls("chat.postMessage"); len(posts) != 1 {
+		t.Fatalf("%d messages posted, want 1", len(posts))
+	}
+	code, out = s.cli(t, "shop", "changes", "--json")
+	if code != 0 || strings.Count(out, `"kind": "refund"`) != 1 || !strings.Contains(out, receipt.ID) {
+		t.Fatalf("shop changes (exit %d):\n%s", code, out)
+	}
+}
+
+// TestServePicksUpCLIWork: a decision made on the terminal while the server runs
+// is executed by it and rewritten in Slack.
+func TestServePicksUpCLIWork(t *testing.T) {
+	s := startServed(t)
+	code, out := s.cli(t, "submit", filepath.Join("..", "..", "fixtures", "proposals", "refund-double-charge.json"))
+	if code != exitWaiting {
+		t.Fatalf("submit exit %d:\n%s", code, out)
+	}
+	id := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+	waitFor(t, "the approval message", func() bool { return len(s.slack.Messages()) == 1 })
+	if code, out := s.cli(t, "reject", id, "--as", "U0LEAD0002", "--reason", "customer already got a credit note"); code != exitEnded {
+		t.Fatalf("reject exit %d:\n%s", code, out)
+	}
+	waitFor(t, "the message rewritten as rejected", func() bool {
+		m := s.slack.Messages()[0]
+		return m.Updates > 0 && strings.Contains(m.Blocks, "U0LEAD0002") && !strings.Contains(m.Blocks, "signoff_approve")
+	})
+	if code, out := s.cli(t, "shop", "changes", "--json"); code != 0 || strings.Contains(out, "refund") {
+		t.Fatalf("a rejected refund reached the shop:\n%s", out)
+	}
+}
+
+// TestServeConcurrentClicks: 50 clicks from several users at once over HTTP:
+// one decision, one execution.
+func TestServeConcurrentClicks(t *testing.T) {
+	s := startServed(t)
+	_, out := s.cli(t, "submit", filepath.Join("..", "..", "fixtures", "proposals", "refund-double-charge.json"))
+	id := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+	v := s.get(t, id)
+	users := []string{"U0LEAD0001", "U0LEAD0002", "U0MGR00001"}
+	var wg sync.WaitGroup
+	statuses := make([]int, 50)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i], _ = s.click(t, "block_actions_approve.json", users[i%len(users)], v)
+		}()
+	}
+	wg.Wait()
+	for i, st := range statuses {
+		if st != http.StatusOK {
+			t.Fatalf("click %d answered %d", i, st)
+		}
+	}
+	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == workflow.StatusDone })
+	if d := s.get(t, id).Decisions; len(d) != 1 {
+		t.Fatalf("%d decisions, want 1: %+v", len(d), d)
+	}
+	if _, out := s.cli(t, "shop", "changes", "--json"); strings.Count(out, `"kind": "refund"`) != 1 {
+		t.Fatalf("want one refund:\n%s", out)
+	}
+}
+
+func TestServeRefusesToStartWithoutItsSecrets(t *testing.T) {
+	s := startServed(t)
+	for _, tt := range []struct {
+		name string
+		so   serveOptions
+		want string
+	}{
+		{"no signing secret", serveOptions{addr: "127.0.0.1:0", botToken: serveToken}, "SLACK_SIGNING_SECRET"},
+		{"no bot token", serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret}, "SLACK_BOT_TOKEN"},
+		{"socket mode without app token", serveOptions{addr: "127.0.0.1:0", botToken: serveToken, socketMode: true}, "SLACK_APP_TOKEN"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := startServer(context.Background(), s.app, tt.so)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}
