@@ -156,9 +156,12 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Recei
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
-		return e.save(ctx, tx, l, StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID}, nil)
+		return e.save(ctx, tx, l, StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": e.owner}, nil)
 	})
 	if errors.Is(err, ErrConflict) {
+		// Another worker moved the run on (our lease ran out while we were
+		// away): our write is refused, and the reload shows what it did.
+		e.log.Warn("late write refused: the run moved on without us", "run_id", l.run.ID, "key", op.Key, "owner", e.owner)
 		return nil
 	}
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -123,13 +125,18 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		}
 	}
 	if failpoint != "" {
-		wcfg.Failpoint = func(at string) {
-			if at == failpoint {
-				// A real crash: no deferred function, no flush, no goodbye.
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {}
-			}
+		wcfg.Failpoint = failpointFunc(failpoint)
+	}
+	if ttl := getenv("SIGNOFF_LEASE_TTL"); ttl != "" {
+		d, err := time.ParseDuration(ttl)
+		if err != nil || d <= 0 {
+			a.Close()
+			return nil, usageError{fmt.Sprintf("SIGNOFF_LEASE_TTL=%q: want a duration like 30s", ttl)}
 		}
+		wcfg.LeaseTTL = d
+	}
+	if owner := getenv("SIGNOFF_OWNER"); owner != "" {
+		wcfg.Owner = owner
 	}
 	if a.engine, err = workflow.New(wcfg); err != nil {
 		a.Close()
@@ -155,6 +162,26 @@ func openStore(ctx context.Context, db string, log *slog.Logger) (workflow.Store
 		return nil, fmt.Errorf("open store %s: %w", db, err)
 	}
 	return store, nil
+}
+
+// failpointFunc makes the process stop at a named write boundary, for crash
+// tests: NAME kills it (SIGKILL: no deferred function, no flush, no goodbye);
+// NAME:stop freezes it (SIGSTOP), as a paused VM or a long GC would, until
+// someone sends SIGCONT.
+func failpointFunc(spec string) func(string) {
+	name, mode, _ := strings.Cut(spec, ":")
+	var fired atomic.Bool
+	return func(at string) {
+		if at != name || !fired.CompareAndSwap(false, true) {
+			return
+		}
+		if mode == "stop" {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			return
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
 }
 
 // buildActions binds every action of the config to its executor and schema.
