@@ -162,7 +162,9 @@ func TestRunsManage(t *testing.T) {
 
 func TestCommandRequests(t *testing.T) {
 	h := newSlackHarness(t)
-	form := func(name string) []byte { return fixture(t, name, Ref{}, leadGrace, map[string]string{"TEXT": "pending"}) }
+	form := func(name string) []byte {
+		return fixture(t, name, Ref{}, leadGrace, map[string]string{"TEXT": "pending"})
+	}
 	for _, tc := range []struct {
 		name   string
 		body   []byte

@@ -1,0 +1,177 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// BenchmarkClick measures an Approve click over loopback HTTP, as Slack sends
+// it: signature, strict parse, organisation check, run lookup and a durable
+// decision by compare-and-set on SQLite. Every click approves its own fresh
+// waiting run, made before the timer starts. "bare" is the same handler
+// with an engine that keeps nothing: what the HTTP edge costs by itself.
+//
+//	go test ./bot -run '^$' -bench BenchmarkClick -benchtime 2000x
+func BenchmarkClick(b *testing.B) {
+	for _, conc := range []int{1, 64} {
+		b.Run(fmt.Sprintf("durable/clicks=%d", conc), func(b *testing.B) { benchDurable(b, conc) })
+	}
+	for _, conc := range []int{1, 64} {
+		b.Run(fmt.Sprintf("bare/clicks=%d", conc), func(b *testing.B) { benchBare(b, conc) })
+	}
+}
+
+type benchClick struct {
+	body []byte
+	hdr  http.Header
+}
+
+func benchDurable(b *testing.B, conc int) {
+	h := newSlackHarness(b)
+	b.StopTimer()
+	clicks := make([]benchClick, b.N)
+	runs := make([]string, b.N)
+	users := []string{leadGrace, leadOmar, manager}
+	for i := range clicks {
+		v := h.submit("refund-double-charge", "")
+		runs[i] = v.ID
+		body := formBody(fixture(b, "block_actions_approve.json", refOf(v), users[i%len(users)], nil))
+		clicks[i] = benchClick{body, signed(hSecret, h.clock.Now().Unix(), body)}
+	}
+	runClicks(b, h.url, conc, clicks)
+	b.StopTimer()
+	for _, id := range runs {
+		if s := h.get(id).Status; s != workflow.StatusExecuting {
+			b.Fatalf("run %s is %s after its click, want executing", id, s)
+		}
+	}
+}
+
+func benchBare(b *testing.B, conc int) {
+	now := time.Now()
+	eng := &benchEngine{}
+	srv := newServer(eng, ServerConfig{
+		SigningSecret: hSecret, AppID: hAppID, TeamID: hTeamID, Clock: func() time.Time { return now }, Slack: &fakeSlackActions{},
+	})
+	e := echo.New()
+	srv.Register(e)
+	ts := httptest.NewServer(e)
+	defer ts.Close()
+	b.StopTimer()
+	body := formBody(fixture(b, "block_actions_approve.json", benchRef, leadGrace, nil))
+	click := benchClick{body, signed(hSecret, now.Unix(), body)}
+	clicks := make([]benchClick, b.N)
+	for i := range clicks {
+		clicks[i] = click
+	}
+	runClicks(b, ts.URL, conc, clicks)
+	if got := eng.decided.Load(); got != int64(b.N) {
+		b.Fatalf("%d decisions, want %d", got, b.N)
+	}
+}
+
+// runClicks posts every click from conc workers with the timer running and
+// reports requests per second and the p50 and p99 latencies.
+func runClicks(b *testing.B, base string, conc int, clicks []benchClick) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc}}
+	defer client.CloseIdleConnections()
+	lat := make([]time.Duration, len(clicks))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	b.StartTimer()
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(clicks) {
+					return
+				}
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/slack/interactions", bytes.NewReader(clicks[i].body))
+				req.Header = clicks[i].hdr
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				lat[i] = time.Since(t0)
+				if resp.StatusCode != http.StatusOK {
+					b.Errorf("click %d: status %d", i, resp.StatusCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(float64(len(clicks))/elapsed.Seconds(), "req/s")
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+var benchRef = Ref{RunID: "run_01a22a03beb60001db0e0344", RequestID: "req_01a22a03beb70002c0ffee01", Fingerprint: gFP}
+
+// benchEngine answers like an engine with one waiting run and records
+// nothing but a count.
+type benchEngine struct {
+	decided atomic.Int64
+}
+
+var _ runEngine = (*benchEngine)(nil)
+
+func (e *benchEngine) Get(_ context.Context, id string) (*workflow.RunView, error) {
+	if id != benchRef.RunID {
+		return nil, &workflow.RefusedError{Code: workflow.CodeUnknownRun, RunID: id, Msg: "no such run"}
+	}
+	v := refundView()
+	v.ID, v.Gate.RequestID, v.Requests[0].ID = benchRef.RunID, benchRef.RequestID, benchRef.RequestID
+	return v, nil
+}
+
+func (e *benchEngine) Decide(_ context.Context, in workflow.DecideInput) (*workflow.Run, error) {
+	e.decided.Add(1)
+	return &workflow.Run{ID: in.RunID, Status: workflow.StatusExecuting}, nil
+}
+
+func (e *benchEngine) List(context.Context, workflow.RunFilter) ([]*workflow.Run, error) {
+	return nil, nil
+}
+
+func (e *benchEngine) Cancel(context.Context, string, workflow.Person, string) (*workflow.Run, error) {
+	return nil, workflow.ErrNotFound
+}
+
+func (e *benchEngine) Reassign(context.Context, string, workflow.Person, workflow.Person) (*workflow.Run, error) {
+	return nil, workflow.ErrNotFound
+}
+
+func (e *benchEngine) Extend(context.Context, string, workflow.Person, time.Duration) (*workflow.Run, error) {
+	return nil, workflow.ErrNotFound
+}
+
+func (e *benchEngine) Roles() *workflow.Roles { return benchRoles }
+
+func (e *benchEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }
+
+var benchRoles, _ = workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: []string{leadGrace}}})
