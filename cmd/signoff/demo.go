@@ -3,18 +3,30 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
 
+	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // demoCmd tells the whole story from nothing, in a temporary folder: three
@@ -156,9 +168,13 @@ func (d *demoStory) tell(ctx context.Context) error {
 		return fmt.Errorf("T-90103 should be rejected, exit %d", code)
 	}
 
-	d.say("\n4. The team lead approves the refund. The process is killed after the shop refunded,")
+	d.say("\n4. In Slack, the team lead sees this message:")
+	if err := d.slackClick(ctx, runID); err != nil {
+		return err
+	}
+	d.say("   The worker that runs approved actions is killed after the shop refunded,")
 	d.say("   before signoff wrote the receipt: the worst moment.")
-	if err := d.crash(ctx, "after-effect", "approve", runID, "--as", "U0LEAD0001", "--name", "Grace"); err != nil {
+	if err := d.crash(ctx, "after-effect", "resume", runID); err != nil {
 		return err
 	}
 	d.signoff(ctx, "shop", "changes")
@@ -182,5 +198,102 @@ func (d *demoStory) tell(ctx context.Context) error {
 	}
 	d.say("\nThe story holds: one refund for the double charge, nothing for the rejected ticket,")
 	d.say("and two crashes that lost nothing and repeated nothing. Tickets: %s.", strings.Join(demo.Tickets(), ", "))
+	return nil
+}
+
+// Demo Slack workspace: the ids a click must carry, and the secret it is signed with.
+const (
+	demoAppID  = "A0DEMOAPP1"
+	demoTeamID = "T0DEMOSHOP"
+	demoSecret = "demo-signing-secret"
+)
+
+// slackClick shows the approval message signoff would post for a run, then sends
+// the click that approves it, signed as Slack signs it, through the same handler
+// `signoff serve` uses.
+func (d *demoStory) slackClick(ctx context.Context, runID string) error {
+	a, err := openApp(ctx, d.opts(), func(string) string { return "" }, io.Discard, nil)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	v, err := a.engine.Get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	blocks, _ := bot.NewRenderer(a.engine, a.engine.Roles(), nil, time.Now)(v, v.Requests[len(v.Requests)-1])
+	for _, line := range strings.Split(strings.TrimRight(bot.Preview(blocks), "\n"), "\n") {
+		d.say("    │ %s", line)
+	}
+	srv, err := bot.NewServer(bot.ServerConfig{Engine: a.engine, SigningSecret: demoSecret, AppID: demoAppID, TeamID: demoTeamID, Slack: demoSlack{d}})
+	if err != nil {
+		return err
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	srv.Register(e)
+	hs := httptest.NewServer(e)
+	defer hs.Close()
+
+	payload, err := json.Marshal(map[string]any{
+		"type": "block_actions", "api_app_id": demoAppID, "trigger_id": "demo.trigger",
+		"user":      map[string]any{"id": "U0LEAD0001", "name": "grace", "team_id": demoTeamID},
+		"team":      map[string]any{"id": demoTeamID},
+		"container": map[string]any{"type": "message", "channel_id": "C0APPROVALS", "message_ts": "1796029201.000200"},
+		"channel":   map[string]any{"id": "C0APPROVALS"},
+		"actions": []any{map[string]any{"type": "button", "action_id": bot.ActionApprove,
+			"value": bot.Ref{RunID: v.ID, RequestID: v.Gate.RequestID, Fingerprint: v.Gate.Fingerprint}.String()}},
+	})
+	if err != nil {
+		return err
+	}
+	body := "payload=" + url.QueryEscape(string(payload))
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(demoSecret))
+	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+	sig := "v0=" + hex.EncodeToString(mac.Sum(nil))
+	d.say("   Grace (U0LEAD0001, team lead) clicks Approve. Slack sends a request signed with the app's secret:")
+	d.say("    POST /slack/interactions  X-Slack-Request-Timestamp: %s  X-Slack-Signature: %s…", ts, sig[:19])
+	d.say("    payload: block_actions, button %s, value %s…", bot.ActionApprove, firstN(bot.Ref{RunID: v.ID, RequestID: v.Gate.RequestID, Fingerprint: v.Gate.Fingerprint}.String(), 60))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/slack/interactions", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", sig)
+	start := time.Now()
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	after, err := a.engine.Get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	d.say("    → %d in %s; signoff verified the signature, the role, the deadline and the fingerprint,", resp.StatusCode, time.Since(start).Round(time.Millisecond))
+	d.say("      and recorded the decision: the run is now %s.", after.Status)
+	if resp.StatusCode != http.StatusOK || after.Status != workflow.StatusExecuting {
+		return fmt.Errorf("the click should approve the run, got %d and %s", resp.StatusCode, after.Status)
+	}
+	return nil
+}
+
+func firstN(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// demoSlack stands in for Slack's Web API in the demo: what the bot would show
+// the clicker is printed instead.
+type demoSlack struct{ d *demoStory }
+
+func (s demoSlack) OpenView(context.Context, string, bot.ModalView) error { return nil }
+
+func (s demoSlack) PostEphemeral(_ context.Context, _, user string, _ []bot.Block, text string) error {
+	s.d.say("    (to %s only) %s", user, text)
 	return nil
 }
