@@ -217,3 +217,38 @@ func TestOutboxRowsCommitWithTheTransition(t *testing.T) {
 		t.Fatalf("payload %s %v", rows[0].Payload, err)
 	}
 }
+
+// TestPostRetriedThroughRateLimitAndServerErrorThenRewritten: Slack answers 429,
+// then 500, then success; the message arrives, and the click rewrites it.
+func TestPostRetriedThroughRateLimitAndServerErrorThenRewritten(t *testing.T) {
+	h := newDispatchHarness(t)
+	h.slack.FailNext("chat.postMessage", http.StatusTooManyRequests, "3")
+	h.slack.FailNext("chat.postMessage", http.StatusInternalServerError, "")
+	run := h.submitRefund(t)
+	h.deliver(t) // 429
+	h.clock.now = h.clock.now.Add(3 * time.Second)
+	h.deliver(t) // 500
+	h.clock.now = h.clock.now.Add(time.Minute)
+	if n := h.deliver(t); n != 1 {
+		t.Fatalf("delivered %d after the outage, want the post", n)
+	}
+	msgs := h.slack.Messages()
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Blocks, "signoff_approve") {
+		t.Fatalf("messages %+v", msgs)
+	}
+	ctx := context.Background()
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0002"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+		t.Fatal(err)
+	}
+	h.slack.FailNext("chat.update", http.StatusServiceUnavailable, "")
+	h.deliver(t) // 503 on the rewrite
+	h.clock.now = h.clock.now.Add(time.Minute)
+	h.deliver(t)
+	msgs = h.slack.Messages()
+	if len(msgs) != 1 || msgs[0].Updates != 1 || strings.Contains(msgs[0].Blocks, "signoff_approve") || !strings.Contains(msgs[0].Text, "executing") {
+		t.Fatalf("after the click: %+v", msgs)
+	}
+	if got := len(h.slack.Calls("chat.postMessage")); got != 3 {
+		t.Fatalf("%d post attempts, want 3", got)
+	}
+}
