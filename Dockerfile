@@ -19,4 +19,4 @@ VOLUME ["/data"]
 ENV SIGNOFF_DB=/data/signoff.db SIGNOFF_SHOP=/data/shop.db
 USER nonroot:nonroot
 ENTRYPOINT ["/usr/local/bin/signoff"]
-CMD ["demo"]
+CMD ["serve"]
