@@ -78,14 +78,14 @@ type Server struct {
 }
 
 // NewServer checks cfg and builds a Server. It refuses a config that would
-// admit requests it cannot attribute: no signing secret, no app id, or neither
-// a team nor an enterprise id.
+// admit requests it cannot attribute: no app id, or neither a team nor an
+// enterprise id. Without a signing secret the HTTP routes refuse every
+// request (401), which suits a server that takes Slack's requests over
+// Socket Mode only.
 func NewServer(cfg ServerConfig) (*Server, error) {
 	switch {
 	case cfg.Engine == nil:
 		return nil, errors.New("new slack server: an engine is required")
-	case cfg.SigningSecret == "":
-		return nil, errors.New("new slack server: the signing secret is empty (set SLACK_SIGNING_SECRET)")
 	case cfg.AppID == "":
 		return nil, errors.New("new slack server: slack.app_id is required: requests from other apps must be refused")
 	case cfg.TeamID == "" && cfg.EnterpriseID == "":
@@ -113,6 +113,9 @@ func newServer(eng runEngine, cfg ServerConfig) *Server {
 	}
 	if s.dir == nil {
 		s.dir = rolesOnly{eng.Roles()}
+	}
+	if s.secret == "" {
+		s.log.Warn("no Slack signing secret: every HTTP request from Slack will be refused; only Socket Mode can reach this server")
 	}
 	return s
 }

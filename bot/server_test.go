@@ -708,6 +708,28 @@ func TestHealthz(t *testing.T) {
 	}
 }
 
+// TestNoSecretRefusesHTTP: a server built for Socket Mode alone, without a
+// signing secret, refuses every HTTP request, however it is signed.
+func TestNoSecretRefusesHTTP(t *testing.T) {
+	h := newSlackHarness(t, func(c *ServerConfig) { c.SigningSecret = "" })
+	v := h.submit("refund-double-charge", "")
+	body := formBody(fixture(t, "block_actions_approve.json", refOf(v), leadGrace, nil))
+	for _, secret := range []string{"", hSecret} {
+		if status, _ := h.post("/slack/interactions", body, signed(secret, h.clock.Now().Unix(), body)); status != http.StatusUnauthorized {
+			t.Fatalf("signed with %q: %d, want 401", secret, status)
+		}
+	}
+	if status, _ := h.command(fixture(t, "slash_runs.form", Ref{}, leadGrace, map[string]string{"TEXT": "pending"})); status != http.StatusUnauthorized {
+		t.Fatalf("command: %d, want 401", status)
+	}
+	if _, err := h.srv.HandleInteraction(h.ctx, fixture(t, "block_actions_approve.json", refOf(v), leadGrace, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.get(v.ID).Status; got != workflow.StatusExecuting {
+		t.Fatalf("over Socket Mode's entry the click decides: run %s", got)
+	}
+}
+
 func TestNewServerRefusesIncompleteConfig(t *testing.T) {
 	h := newSlackHarness(t)
 	good := ServerConfig{Engine: h.eng, SigningSecret: "s", AppID: "A", TeamID: "T", Slack: h.acts}
@@ -716,7 +738,6 @@ func TestNewServerRefusesIncompleteConfig(t *testing.T) {
 	}
 	for name, mutate := range map[string]func(*ServerConfig){
 		"no engine":       func(c *ServerConfig) { c.Engine = nil },
-		"no secret":       func(c *ServerConfig) { c.SigningSecret = "" },
 		"no app":          func(c *ServerConfig) { c.AppID = "" },
 		"no organisation": func(c *ServerConfig) { c.TeamID, c.EnterpriseID = "", "" },
 		"no slack client": func(c *ServerConfig) { c.Slack = nil },
