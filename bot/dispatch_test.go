@@ -252,3 +252,23 @@ func TestPostRetriedThroughRateLimitAndServerErrorThenRewritten(t *testing.T) {
 		t.Fatalf("%d post attempts, want 3", got)
 	}
 }
+
+// TestSweeperRewritesAnExpiredRequest: when the deadline passes, the sweep ends
+// the run and the message stops offering buttons and says it expired.
+func TestSweeperRewritesAnExpiredRequest(t *testing.T) {
+	h := newDispatchHarness(t)
+	run := h.submitRefund(t)
+	h.deliver(t)
+	h.clock.now = h.clock.now.Add(72*time.Hour + time.Second)
+	if n, err := h.engine.ExpireDue(context.Background()); err != nil || n != 1 {
+		t.Fatalf("expired %d, %v", n, err)
+	}
+	h.deliver(t)
+	msgs := h.slack.Messages()
+	if len(msgs) != 1 || msgs[0].Updates != 1 || !strings.Contains(msgs[0].Text, "expired") || strings.Contains(msgs[0].Blocks, "signoff_approve") {
+		t.Fatalf("after the deadline: %+v", msgs)
+	}
+	if v, _ := h.engine.Get(context.Background(), run.ID); v.Status != workflow.StatusExpired {
+		t.Fatalf("run %s", v.Status)
+	}
+}
