@@ -140,20 +140,26 @@ func (c *cli) submitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.withApp(func(a *app) error {
-				run, err := a.engine.Submit(c.ctx, p)
-				if err != nil {
-					return err
-				}
-				if !asJSON {
-					fmt.Fprintln(c.out, run.ID)
-				}
-				return c.finish(a, run.ID, asJSON)
-			})
+			return c.startRun(asJSON, func(a *app) (*workflow.Run, error) { return a.engine.Submit(c.ctx, p) })
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON instead")
 	return cmd
+}
+
+// startRun makes a run and prints it: its id first (scripts read that line), or
+// the run as JSON.
+func (c *cli) startRun(asJSON bool, start func(a *app) (*workflow.Run, error)) error {
+	return c.withApp(func(a *app) error {
+		run, err := start(a)
+		if err != nil {
+			return err
+		}
+		if !asJSON {
+			fmt.Fprintln(c.out, run.ID)
+		}
+		return c.finish(a, run.ID, asJSON)
+	})
 }
 
 func (c *cli) runCmd() *cobra.Command {
@@ -166,15 +172,8 @@ func (c *cli) runCmd() *cobra.Command {
 			if !slices.Contains(demo.Tickets(), args[0]) {
 				return usageError{fmt.Sprintf("unknown ticket %q (the recorded agent knows %s)", args[0], strings.Join(demo.Tickets(), ", "))}
 			}
-			return c.withApp(func(a *app) error {
-				run, err := a.engine.Start(c.ctx, demo.AgentWorkflow, args[0], workflow.Person{ID: "agent:resolver", Name: "Resolver agent"})
-				if err != nil {
-					return err
-				}
-				if !asJSON {
-					fmt.Fprintln(c.out, run.ID)
-				}
-				return c.finish(a, run.ID, asJSON)
+			return c.startRun(asJSON, func(a *app) (*workflow.Run, error) {
+				return a.engine.Start(c.ctx, demo.AgentWorkflow, args[0], workflow.Person{ID: "agent:resolver", Name: "Resolver agent"})
 			})
 		},
 	}
