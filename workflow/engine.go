@@ -262,27 +262,33 @@ func (e *Engine) lease(r *Run, event string, now time.Time) {
 	}
 }
 
-// Work claims up to limit active runs whose lease is free (a crashed process's,
-// or approved runs nobody is executing) and resumes each. It returns how many it
+// Work claims active runs whose lease is free (a crashed process's, or approved
+// runs nobody is executing) and resumes them, one claim at a time so that a
+// lease is never left ticking while the runs claimed before it are worked on.
+// It stops after limit runs or when none is free, and returns how many it
 // claimed. Servers call it in a loop; several replicas may share one store.
 func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
-	var runs []*Run
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		now := e.now()
-		var err error
-		runs, err = tx.ClaimRuns(ctx, e.owner, []Status{StatusExecuting, StatusRunning}, now, now.Add(e.ttl), limit)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("claim runs: %w", err)
-	}
 	var errs []error
-	for _, r := range runs {
-		if _, err := e.Resume(ctx, r.ID); err != nil && !errors.Is(err, ErrConflict) {
+	n := 0
+	for ; n < limit; n++ {
+		var runs []*Run
+		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			now := e.now()
+			var err error
+			runs, err = tx.ClaimRuns(ctx, e.owner, []Status{StatusExecuting, StatusRunning}, now, now.Add(e.ttl), 1)
+			return err
+		})
+		if err != nil {
+			return n, errors.Join(append(errs, fmt.Errorf("claim runs: %w", err))...)
+		}
+		if len(runs) == 0 {
+			break
+		}
+		if _, err := e.Resume(ctx, runs[0].ID); err != nil && !errors.Is(err, ErrConflict) {
 			errs = append(errs, err)
 		}
 	}
-	return len(runs), errors.Join(errs...)
+	return n, errors.Join(errs...)
 }
 
 func (e *Engine) audit(ctx context.Context, tx Tx, runID, actor, action string, detail any) error {

@@ -132,7 +132,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 			err = errors.Join(err, fmt.Errorf("roll back update: %w", rbErr))
 		}
 	}()
-	if err := fn(ctx, &tx{q: pgTx}); err != nil {
+	if err := fn(ctx, &tx{q: pgTx, write: true}); err != nil {
 		return err
 	}
 	// pgx would refuse to send COMMIT on an ended context anyway; saying so here

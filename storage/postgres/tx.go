@@ -87,6 +87,13 @@ type scanner interface{ Scan(dest ...any) error }
 // zero-length BYTEA read back as an empty, non-nil slice.
 type tx struct {
 	q pgx.Tx
+	// write is set inside Update. There, reading a run locks its row until
+	// commit: at READ COMMITTED each statement sees the latest commits, so
+	// without the lock a decision committed by another replica between reading
+	// the run and reading its checkpoints would look like a damaged chain.
+	// Every write transaction reads its run before anything else, so the lock
+	// order is always run first, then audit_head: no deadlock between them.
+	write bool
 }
 
 var _ workflow.Tx = (*tx)(nil)
@@ -215,7 +222,11 @@ func (t *tx) InsertRun(ctx context.Context, r *workflow.Run) error {
 }
 
 func (t *tx) Run(ctx context.Context, id string) (*workflow.Run, error) {
-	r, err := scanRun(t.q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
+	q := `SELECT ` + runColumns + ` FROM runs WHERE id = $1`
+	if t.write {
+		q += ` FOR UPDATE`
+	}
+	r, err := scanRun(t.q.QueryRow(ctx, q, id))
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, interpretError(err))
 	}
