@@ -123,6 +123,10 @@ func validateDecision(in DecideInput) *RefusedError {
 	case in.Via == "":
 		return refused(CodeInvalidInput, in.RunID, "the channel of the decision (via) is required")
 	}
+	if field := badText(map[string]string{"run id": in.RunID, "who": in.Approver.ID, "name": in.Approver.Name, "reason": in.Reason,
+		"request id": in.RequestID, "fingerprint": in.Fingerprint, "via": in.Via}); field != "" {
+		return refused(CodeInvalidInput, in.RunID, "the %s must be valid UTF-8 text without NUL characters", field)
+	}
 	return nil
 }
 

@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Directory resolves who a person is on this server: the role they hold. The
@@ -425,6 +428,10 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	if p.Requester.ID == "" {
 		return nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
 	}
+	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
+		"summary": p.Summary, "idempotency_key": p.IdempotencyKey}); field != "" {
+		return nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
+	}
 	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
 	if err != nil {
 		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
@@ -453,6 +460,23 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 		return e.Resume(ctx, id)
 	}
 	return l.run, nil
+}
+
+// badText names the first field that is not text every store can keep (valid
+// UTF-8 without NUL: PostgreSQL refuses both), or returns "".
+func badText(fields map[string]string) string {
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := fields[name]
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return name
+		}
+	}
+	return ""
 }
 
 // continueActive resumes a run found by its idempotency key when a crash left it

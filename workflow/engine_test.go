@@ -554,3 +554,23 @@ func TestReassignAndExtend(t *testing.T) {
 		t.Fatalf("assignee approves: %v %v", got, err)
 	}
 }
+
+func TestTextEveryStoreCanKeep(t *testing.T) {
+	h := newHarness(t)
+	p := refund("PAY-1", 119)
+	p.Summary = "refund\x00"
+	_, err := h.engine.Submit(ctx, p)
+	wantRefused(t, err, workflow.CodeInvalidInput)
+	p = refund("PAY-1", 119)
+	p.TaskID = "T-\xff"
+	_, err = h.engine.Submit(ctx, p)
+	wantRefused(t, err, workflow.CodeInvalidInput)
+
+	run := h.submit(refund("PAY-1", 119))
+	before := h.snapshot(run.ID)
+	_, err = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Reason: "no\x00", Via: "cli"})
+	wantRefused(t, err, workflow.CodeInvalidInput)
+	if h.snapshot(run.ID) != before {
+		t.Fatal("a refused decision changed the run")
+	}
+}
