@@ -187,12 +187,12 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	return nil
 }
 
-// NewRenderer renders the message of a run's current request with RenderRun,
-// and a short note on the message of a request that an edit replaced (its
-// buttons would otherwise act on the new request).
+// NewRenderer renders a run's messages with RenderRun, except the message of a
+// request that an edit replaced by a newer one: that gets a short note, since
+// its buttons would otherwise act on the new request.
 func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]string, now func() time.Time) Renderer {
 	return func(v *workflow.RunView, r workflow.RequestView) ([]slack.Block, string) {
-		if v.Gate != nil && v.Gate.RequestID != r.ID {
+		if v.Gate != nil && v.Gate.RequestID != "" && v.Gate.RequestID != r.ID {
 			text := fmt.Sprintf("Run %s: this request was replaced after an edit; see the newer message.", v.ID)
 			return []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", text, false, false), nil, nil)}, text
 		}

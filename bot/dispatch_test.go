@@ -272,3 +272,34 @@ func TestSweeperRewritesAnExpiredRequest(t *testing.T) {
 		t.Fatalf("run %s", v.Status)
 	}
 }
+
+// TestEditThatLowersTheRiskStillRewritesTheMessage: after an edit that needs no
+// approval any more, the posted message loses its buttons and shows the outcome.
+func TestEditThatLowersTheRiskStillRewritesTheMessage(t *testing.T) {
+	h := newDispatchHarness(t)
+	run := h.submitRefund(t)
+	h.deliver(t)
+	ctx := context.Background()
+	edit := json.RawMessage(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":40,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack", Edit: edit})
+	if err != nil || got.Status != workflow.StatusExecuting {
+		t.Fatalf("edit: %v %v", got, err)
+	}
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.disp.Render = bot.NewRenderer(h.engine, h.engine.Roles(), nil, h.clock.Now)
+	h.deliver(t)
+	msgs := h.slack.Messages()
+	if len(msgs) != 1 || msgs[0].Updates == 0 || strings.Contains(msgs[0].Blocks, "signoff_approve") || strings.Contains(msgs[0].Blocks, "replaced") {
+		t.Fatalf("the message was not rewritten with the outcome: %+v", msgs)
+	}
+	v, err := h.engine.Get(ctx, run.ID)
+	if err != nil || v.Status != workflow.StatusDone {
+		t.Fatalf("run %v %v", v, err)
+	}
+	var rc workflow.Receipt
+	if err := json.Unmarshal(v.Operations[0].Receipt, &rc); err != nil || !strings.Contains(msgs[0].Blocks, rc.ID) {
+		t.Fatalf("the message does not show the receipt %q: %s", rc.ID, msgs[0].Blocks)
+	}
+}

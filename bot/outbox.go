@@ -28,16 +28,28 @@ type Outbox struct{}
 
 var _ workflow.Hook = Outbox{}
 
-// events after which the posted message no longer shows the run as it is.
+// events after which a posted message no longer shows the run as it is.
 var updateEvents = map[string]bool{
 	"decided": true, "edited": true, "cancelled": true, "expired": true, "finished": true,
 	"needs_attention": true, "reassigned": true, "extended": true, "executed": true, "reconciled": true,
 }
 
-// OnTransition queues a post for a new pending request and an update for every
-// change of a run that has been put to a person.
+// events that create a request a person must see.
+var postEvents = map[string]bool{"submitted": true, "proposed": true, "edited": true}
+
+// OnTransition queues a post when a transition creates a pending request, and a
+// rewrite after every change of a run that was ever put to a person, whatever
+// its gate says now (an edit can lower the risk so that no request is current).
 func (Outbox) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
-	if t.State == nil || t.State.Gate == nil || t.State.Gate.RequestID == "" {
+	asked := t.State != nil && t.State.Gate != nil && t.State.Gate.RequestID != ""
+	if !asked {
+		reqs, err := tx.RequestsForRun(ctx, t.Run.ID)
+		if err != nil {
+			return fmt.Errorf("list requests of run %s: %w", t.Run.ID, err)
+		}
+		asked = len(reqs) > 0
+	}
+	if !asked {
 		return nil // never put to a person: nothing in Slack to post or rewrite
 	}
 	if updateEvents[t.Event] {
@@ -45,7 +57,7 @@ func (Outbox) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Trans
 			return err
 		}
 	}
-	if t.Request != nil && t.Request.Status == workflow.RequestPending && t.Run.Status == workflow.StatusWaitingApproval {
+	if postEvents[t.Event] && t.Request != nil && t.Request.Status == workflow.RequestPending && t.Run.Status == workflow.StatusWaitingApproval {
 		return enqueue(ctx, tx, t.Run, KindPost, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID})
 	}
 	return nil

@@ -336,7 +336,16 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 		if err := tx.UpdateRun(ctx, run); err != nil {
 			return fmt.Errorf("update run %s: %w", id, err)
 		}
-		return e.audit(ctx, tx, id, "signoff", "needs_attention", map[string]string{"from": string(from), "reason": reason})
+		if err := e.audit(ctx, tx, id, "signoff", "needs_attention", map[string]string{"from": string(from), "reason": reason}); err != nil {
+			return err
+		}
+		// The state may be unreadable, so hooks get the run row only.
+		for _, h := range e.hooks {
+			if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: "needs_attention"}); err != nil {
+				return fmt.Errorf("needs_attention hook of run %s: %w", id, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("put run %s in needs_attention: %w", id, err)
@@ -720,6 +729,13 @@ func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
 	}
 	if len(rules) > 0 {
 		g.Rule = joinComma(rules)
+	}
+	if st.ForkedFrom != nil && g.Approval == nil {
+		// A fork repeats what its source proposed, under a new idempotency key:
+		// it always needs a person, and fails closed to the highest role.
+		names := e.roles.Names()
+		g.Approval = &ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: Seconds(72 * 3600)}
+		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
 	}
 	fp, err := fingerprintOf(st, g.Risk, g.PolicyRevision)
 	if err != nil {

@@ -574,3 +574,24 @@ func TestTextEveryStoreCanKeep(t *testing.T) {
 		t.Fatal("a refused decision changed the run")
 	}
 }
+
+func TestForkOfAFinishedLowRiskRunWaitsForAPerson(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-2", 4))
+	if run.Status != workflow.StatusDone {
+		t.Fatalf("source run %s", run.Status)
+	}
+	fork, err := h.engine.Fork(ctx, run.ID, 1, workflow.Person{ID: "U0LEAD0001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fork.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("fork %s: a fork must not run again without a person", fork.Status)
+	}
+	if v := h.get(fork.ID); v.Requests[0].Role != "manager" || !strings.Contains(v.Gate.Rule, "fork of "+run.ID) {
+		t.Fatalf("fork gate %+v requests %+v", v.Gate, v.Requests)
+	}
+	if e := h.target.Effects(); len(e) != 1 {
+		t.Fatalf("effects %v, want only the source run's", e)
+	}
+}

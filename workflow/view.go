@@ -228,6 +228,7 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Ru
 	if by.ID == "" {
 		return nil, refused(CodeInvalidInput, id, "who forks is required")
 	}
+
 	var src *State
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		if _, err := tx.Run(ctx, id); err != nil {
