@@ -367,46 +367,56 @@ func (e *Engine) Cancel(ctx context.Context, id string, by Person, reason string
 	if by.ID == "" || reason == "" {
 		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "cancel needs who and a reason"))
 	}
+	if field := badText(map[string]string{"run id": id, "who": by.ID, "reason": reason}); field != "" {
+		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field))
+	}
 	role, hasRole, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
 	}
 	var run *Run
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		l, err := e.load(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if l.run.Status != StatusRunning && l.run.Status != StatusWaitingApproval {
-			return refused(CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.run.Status)
-		}
-		need := ""
-		if l.st.Gate != nil && l.st.Gate.Approval != nil {
-			need = l.st.Gate.Approval.Role
-		}
-		allowed := by.ID == l.st.Requester.ID || (hasRole && (need == "" || e.roles.AtLeast(role, need)))
-		if !allowed {
-			return refused(CodeNoRole, id, "only the requester or someone with role %s or above may cancel", need)
-		}
-		var req *ApprovalRequest
-		if l.st.Gate != nil && l.st.Gate.RequestID != "" {
-			if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
-				return fmt.Errorf("load approval request of run %s: %w", id, err)
+	err = retryConflict(func() error {
+		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			l, err := e.load(ctx, tx, id)
+			if err != nil {
+				return err
 			}
-			if req.Status == RequestPending {
-				req.Status, req.DecidedBy, req.DecidedAt = RequestCancelled, by.ID, e.now()
-				if err := tx.UpdateRequest(ctx, req); err != nil {
-					return fmt.Errorf("update approval request %s: %w", req.ID, err)
+			if l.run.Status != StatusRunning && l.run.Status != StatusWaitingApproval {
+				return refused(CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.run.Status)
+			}
+			// Without a gate yet, cancelling someone else's run takes a role above
+			// the lowest (the lowest is where agents sit).
+			need := ""
+			if names := e.roles.Names(); len(names) > 1 {
+				need = names[1]
+			}
+			if l.st.Gate != nil && l.st.Gate.Approval != nil {
+				need = l.st.Gate.Approval.Role
+			}
+			allowed := by.ID == l.st.Requester.ID || (hasRole && (need == "" || e.roles.AtLeast(role, need)))
+			if !allowed {
+				return refused(CodeNoRole, id, "only the requester or someone with role %s or above may cancel", need)
+			}
+			var req *ApprovalRequest
+			if l.st.Gate != nil && l.st.Gate.RequestID != "" {
+				if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
+					return fmt.Errorf("load approval request of run %s: %w", id, err)
+				}
+				if req.Status == RequestPending {
+					req.Status, req.DecidedBy, req.DecidedAt = RequestCancelled, by.ID, e.now()
+					if err := tx.UpdateRequest(ctx, req); err != nil {
+						return fmt.Errorf("update approval request %s: %w", req.ID, err)
+					}
 				}
 			}
-		}
-		from := l.run.Status
-		l.run.Status, l.run.Reason = StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
-		if err := e.save(ctx, tx, l, from, "cancelled", by.ID, map[string]string{"reason": reason}, req); err != nil {
-			return err
-		}
-		run = l.run
-		return nil
+			from := l.run.Status
+			l.run.Status, l.run.Reason = StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
+			if err := e.save(ctx, tx, l, from, "cancelled", by.ID, map[string]string{"reason": reason}, req); err != nil {
+				return err
+			}
+			run = l.run
+			return nil
+		})
 	})
 	return run, e.outcome(ctx, id, by.ID, err)
 }
@@ -432,27 +442,29 @@ func (e *Engine) outcome(ctx context.Context, id, actor string, err error) error
 
 // expire ends a waiting run whose deadline has passed.
 func (e *Engine) expire(ctx context.Context, id, actor string) error {
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		l, err := e.load(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if l.run.Status != StatusWaitingApproval || e.now().Before(l.run.Deadline) {
-			return nil
-		}
-		req, err := tx.Request(ctx, l.st.Gate.RequestID)
-		if err != nil {
-			return fmt.Errorf("load approval request of run %s: %w", id, err)
-		}
-		if req.Status == RequestPending {
-			req.Status, req.DecidedAt = RequestExpired, e.now()
-			if err := tx.UpdateRequest(ctx, req); err != nil {
-				return fmt.Errorf("update approval request %s: %w", req.ID, err)
+	err := retryConflict(func() error {
+		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			l, err := e.load(ctx, tx, id)
+			if err != nil {
+				return err
 			}
-		}
-		l.run.Status = StatusExpired
-		l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
-		return e.save(ctx, tx, l, StatusWaitingApproval, "expired", actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
+			if l.run.Status != StatusWaitingApproval || e.now().Before(l.run.Deadline) {
+				return nil
+			}
+			req, err := tx.Request(ctx, l.st.Gate.RequestID)
+			if err != nil {
+				return fmt.Errorf("load approval request of run %s: %w", id, err)
+			}
+			if req.Status == RequestPending {
+				req.Status, req.DecidedAt = RequestExpired, e.now()
+				if err := tx.UpdateRequest(ctx, req); err != nil {
+					return fmt.Errorf("update approval request %s: %w", req.ID, err)
+				}
+			}
+			l.run.Status = StatusExpired
+			l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
+			return e.save(ctx, tx, l, StatusWaitingApproval, "expired", actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
+		})
 	})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
@@ -476,11 +488,28 @@ func (e *Engine) ExpireDue(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("list runs past their deadline: %w", err)
 	}
 	n := 0
+	var errs []error
 	for _, r := range runs {
+		// One run that cannot be expired must not hold up the others.
 		if err := e.expire(ctx, r.ID, "signoff"); err != nil {
-			return n, err
+			errs = append(errs, err)
+			continue
 		}
 		n++
 	}
-	return n, nil
+	return n, errors.Join(errs...)
+}
+
+// retryConflict runs a transaction again when its compare-and-set lost to a
+// concurrent writer (on PostgreSQL, the Slack dispatcher recording where a
+// message went can land between a read and a write); the next try reads the
+// winner's change.
+func retryConflict(f func() error) error {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if err = f(); !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return err
 }

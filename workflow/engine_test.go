@@ -595,3 +595,17 @@ func TestForkOfAFinishedLowRiskRunWaitsForAPerson(t *testing.T) {
 		t.Fatalf("effects %v, want only the source run's", e)
 	}
 }
+
+func TestCancelNeedsMoreThanTheLowestRole(t *testing.T) {
+	h := newHarness(t)
+	p := refund("PAY-1", 119)
+	p.Requester = workflow.Person{ID: "U0LEAD0002"}
+	run := h.submit(p)
+	_, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "agent:resolver"}, "not mine to cancel")
+	wantRefused(t, err, workflow.CodeNoRole)
+	_, err = h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "U0LEAD0001"}, "bad\xffreason")
+	wantRefused(t, err, workflow.CodeInvalidInput)
+	if got, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "U0LEAD0001"}, "duplicate"); err != nil || got.Status != workflow.StatusCancelled {
+		t.Fatalf("lead cancels: %v %v", got, err)
+	}
+}

@@ -100,7 +100,9 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 		return e.attention(ctx, l.run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
 	}
 	if op.Attempts > 0 {
-		rc, found, err := spec.Executor.Lookup(ctx, op.Key)
+		lookupCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
+		rc, found, err := spec.Executor.Lookup(lookupCtx, op.Key)
+		cancel()
 		if err != nil {
 			return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
 		}
@@ -112,8 +114,16 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 		}
 	}
 	op.Attempts++
-	op.UpdatedAt = e.now()
+	now := e.now()
+	op.UpdatedAt = now
+	// Counting the attempt also writes the run (compare-and-set on its version,
+	// lease renewed): a worker that lost the run to another cannot start a call.
+	e.lease(l.run, "attempt", now)
+	l.run.UpdatedAt = now
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.UpdateRun(ctx, l.run); err != nil {
+			return err
+		}
 		return tx.UpdateOperation(ctx, op)
 	})
 	if errors.Is(err, ErrConflict) {
@@ -122,7 +132,12 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 	if err != nil {
 		return fmt.Errorf("count attempt of %s: %w", op.Key, err)
 	}
-	rc, err := spec.Executor.Execute(ctx, op.Key, a)
+	// The call must end inside the lease, or another worker may reconcile while
+	// it is still in flight. A call cut short has an unknown outcome and is
+	// reconciled like any other.
+	callCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
+	defer cancel()
+	rc, err := spec.Executor.Execute(callCtx, op.Key, a)
 	if err == nil {
 		e.fail("after-effect")
 		return e.receipt(ctx, l, op, rc, "executed")

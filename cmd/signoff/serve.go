@@ -119,30 +119,42 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	return s, nil
 }
 
-// work is the server's background loop. Every change it makes is durable before
-// it moves on, so stopping it at any point loses nothing: the next round, here
-// or on another replica, picks up where it stopped. An error in one round is
-// logged and the round is tried again at the next tick, since the cause
-// (a locked file, Slack being down) is usually gone by then.
+// work runs the server's background loops, each on its own goroutine so that a
+// slow executor never holds up Slack messages or the deadline sweep. Every
+// change they make is durable before they move on, so stopping them at any point
+// loses nothing: the next round, here or on another replica, picks up where
+// they stopped. An error in one round is logged and the round is tried again at
+// the next tick, since the cause (a locked file, Slack being down) is usually
+// gone by then.
 func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration) {
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		if _, err := a.engine.Work(ctx, 20); err != nil && ctx.Err() == nil {
-			a.log.Error("execute approved runs", "error", err)
-		}
-		if _, err := a.engine.ExpireDue(ctx); err != nil && ctx.Err() == nil {
-			a.log.Error("expire runs past their deadline", "error", err)
-		}
-		if _, err := disp.DeliverDue(ctx, 50); err != nil && ctx.Err() == nil {
-			a.log.Error("deliver slack messages", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	loops := []struct {
+		what string
+		do   func(context.Context) error
+	}{
+		{"execute approved runs", func(ctx context.Context) error { _, err := a.engine.Work(ctx, 20); return err }},
+		{"expire runs past their deadline", func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
+		{"deliver slack messages", func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
 	}
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(poll)
+			defer t.Stop()
+			for {
+				if err := l.do(ctx); err != nil && ctx.Err() == nil {
+					a.log.Error(l.what, "error", err)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // stop shuts the listener and the workers down and reports the first error either had.
