@@ -603,18 +603,47 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 	if !ok {
 		return e.attention(ctx, l.run.ID, fmt.Sprintf("unknown workflow %q: this build cannot continue it", l.run.Workflow))
 	}
+	before, err := EncodeState(l.st)
+	if err != nil {
+		return err
+	}
 	done, err := agent.Step(ctx, l.st)
-	if err != nil && Classify(err) == ClassPermanent {
+	if err != nil {
+		// A failed step leaves nothing behind: whatever it wrote into the state is
+		// dropped, so that a retry starts from the same checkpoint.
+		st, derr := DecodeState(before)
+		if derr != nil {
+			return fmt.Errorf("restore state of run %s: %w", l.run.ID, derr)
+		}
+		l.st = st
+	}
+	if err != nil && isCtxErr(err) {
+		return fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err) // stopping, not failing
+	}
+	if err != nil && Classify(err) != ClassPermanent {
+		// A step has no side effects, so a later resume runs it again; the count
+		// of failures in a row is kept so that a step that never succeeds ends up
+		// with a person instead of being retried for ever.
+		l.st.StepFailures++
+		failures := l.st.StepFailures
+		if failures < maxStepFailures {
+			serr := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+				return e.save(ctx, tx, l, StatusRunning, "step_failed", "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
+			})
+			return errors.Join(fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err), serr)
+		}
+		l.run.Status, l.run.Reason = StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
+		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			return e.save(ctx, tx, l, StatusRunning, "needs_attention", "signoff", map[string]string{"reason": l.run.Reason}, nil)
+		})
+	}
+	if err != nil {
 		l.run.Status, l.run.Reason = StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
 		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 			return e.save(ctx, tx, l, StatusRunning, "failed", "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
-	if err != nil {
-		// A step has no side effects, so the run stays where it was and a later
-		// resume runs the step again.
-		return fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err)
-	}
+	l.st.StepFailures = 0
 	l.run.Step++
 	l.st.Proposed = done
 	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
@@ -626,6 +655,10 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 	e.fail(fmt.Sprintf("after-step-%d", l.run.Step))
 	return nil
 }
+
+// maxStepFailures is how many times in a row a step may fail (without saying
+// it is permanent) before the run is handed to a person.
+const maxStepFailures = 5
 
 // propose runs the checks (read-only, in parallel, joined once) and the policy
 // over a proposal and records the outcome: failed, executing, or

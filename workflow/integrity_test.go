@@ -349,3 +349,38 @@ func TestPermanentStepErrorFailsTheRun(t *testing.T) {
 		t.Fatalf("status %s reason %q", run.Status, run.Reason)
 	}
 }
+
+// flakyModel fails every call, as a model provider that is down would.
+type flakyModel struct{ calls *int }
+
+func (a flakyModel) Step(_ context.Context, st *workflow.State) (bool, error) {
+	*a.calls++
+	st.Summary = "half-written by a failing step"
+	return false, fmt.Errorf("model provider unavailable")
+}
+
+func TestAStepThatKeepsFailingGoesToAPerson(t *testing.T) {
+	calls := 0
+	h := newHarness(t, func(c *workflow.Config) { c.Agents = map[string]workflow.Agent{"flaky": flakyModel{&calls}} })
+	_, err := h.engine.Start(ctx, "flaky", "T-1", workflow.Person{ID: "agent:resolver"})
+	if err == nil {
+		t.Fatal("a failing step reported no error")
+	}
+	runs, _ := h.engine.List(ctx, workflow.RunFilter{})
+	id := runs[0].ID
+	for i := 2; i <= 4; i++ {
+		if _, err := h.engine.Resume(ctx, id); err == nil {
+			t.Fatalf("attempt %d: no error", i)
+		}
+		if v := h.get(id); v.Status != workflow.StatusRunning || v.Summary != "" {
+			t.Fatalf("attempt %d: status %s summary %q (a failed step must leave nothing)", i, v.Status, v.Summary)
+		}
+	}
+	run, err := h.engine.Resume(ctx, id)
+	if err != nil || run.Status != workflow.StatusNeedsAttention || !strings.Contains(run.Reason, "5 times in a row") {
+		t.Fatalf("after 5 failures: %v %v", run, err)
+	}
+	if calls != 5 {
+		t.Fatalf("%d calls", calls)
+	}
+}

@@ -28,6 +28,8 @@ type State struct {
 	Messages      []Message  `json:"messages,omitempty"`
 	Evidence      []Evidence `json:"evidence,omitempty"`
 	ModelCalls    int        `json:"model_calls"`
+	// StepFailures counts the failures in a row of the next step.
+	StepFailures int `json:"step_failures,omitempty"`
 	// Proposed is set when the steps are finished and Actions is the proposal.
 	Proposed   bool              `json:"proposed,omitempty"`
 	Actions    []Action          `json:"actions,omitempty"`
