@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,28 +81,6 @@ func TestMigrationsMatchSQLite(t *testing.T) {
 				t.Errorf("migration %d: postgres %d_%s, sqlite %d_%s", i, got[i].Version, got[i].Name, want[i].Version, want[i].Name)
 			}
 		}
-	}
-}
-
-func TestParseMigrationsRefusesGapsAndBadNames(t *testing.T) {
-	t.Parallel()
-	cases := map[string][]string{
-		"gap":        {"migrations/001_a.sql", "migrations/003_c.sql"},
-		"repeat":     {"migrations/001_a.sql", "migrations/001_b.sql"},
-		"no name":    {"migrations/001.sql"},
-		"not number": {"migrations/one_a.sql"},
-		"zero":       {"migrations/000_a.sql"},
-	}
-	for name, files := range cases {
-		t.Run(name, func(t *testing.T) {
-			fsys := fstest.MapFS{}
-			for _, f := range files {
-				fsys[f] = &fstest.MapFile{Data: []byte("SELECT 1;")}
-			}
-			if _, err := parseMigrations(fsys); err == nil {
-				t.Errorf("parseMigrations(%v) succeeded; want an error", files)
-			}
-		})
 	}
 }
 

@@ -1,21 +1,14 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"embed"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/signoff-dev/signoff/storage/schema"
 )
 
 // The schema's history: numbered files, append-only. A file that was applied
@@ -26,82 +19,22 @@ import (
 var migrationFiles embed.FS
 
 // Migration names one step of the schema's history.
-type Migration struct {
-	Version int
-	Name    string
-}
+type Migration = schema.Migration
 
 var (
 	// ErrSchemaTooNew: the database was migrated by a newer build of signoff.
-	// Writing to it with this build could corrupt what the newer one relies on.
-	ErrSchemaTooNew = errors.New("database schema is newer than this build")
+	ErrSchemaTooNew = schema.ErrTooNew
 	// ErrMigrationChanged: an applied migration's recorded checksum differs from
-	// the file this build embeds, so the schema is not what this build expects.
-	ErrMigrationChanged = errors.New("applied migration differs from this build")
+	// the file this build embeds.
+	ErrMigrationChanged = schema.ErrChanged
 )
 
-type migration struct {
-	Migration
-	sql      string
-	checksum string
-}
-
-// migrations is parsed once from the embedded files. A malformed name is a build
-// mistake, caught by the first test that opens a store.
-var migrations = mustParseMigrations(migrationFiles)
+// migrations is parsed once from the embedded files (schema.MustParse).
+var migrations = schema.MustParse(migrationFiles)
 
 // Migrations lists the schema versions this build knows, oldest first, so that
 // every driver can be held to the same numbering.
-func Migrations() []Migration {
-	out := make([]Migration, len(migrations))
-	for i, m := range migrations {
-		out[i] = m.Migration
-	}
-	return out
-}
-
-func mustParseMigrations(fsys fs.FS) []migration {
-	ms, err := parseMigrations(fsys)
-	if err != nil {
-		panic(err)
-	}
-	return ms
-}
-
-// parseMigrations reads NNN_name.sql files and insists on versions 1, 2, 3, …
-// with no gap, so that "the highest applied version" means "everything up to it".
-func parseMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, name := range names {
-		base := strings.TrimSuffix(path.Base(name), ".sql")
-		num, label, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 || label == "" {
-			return nil, fmt.Errorf("migration file %s: want NNN_name.sql", name)
-		}
-		body, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(body)
-		ms = append(ms, migration{
-			Migration: Migration{Version: v, Name: label},
-			sql:       string(body),
-			checksum:  hex.EncodeToString(sum[:]),
-		})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return cmp.Compare(a.Version, b.Version) })
-	for i, m := range ms {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration %d (%s): versions must run 1, 2, 3… without gaps or repeats", m.Version, m.Name)
-		}
-	}
-	return ms, nil
-}
+func Migrations() []Migration { return schema.Versions(migrations) }
 
 type appliedMigration struct {
 	version  int
@@ -134,7 +67,7 @@ const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	applied_at INTEGER NOT NULL
 )`
 
-func applyMigration(ctx context.Context, db *sql.DB, m migration, log *slog.Logger) error {
+func applyMigration(ctx context.Context, db *sql.DB, m schema.File, log *slog.Logger) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate %d (%s): %w", m.Version, m.Name, err)
@@ -155,12 +88,12 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, log *slog.Logg
 			return nil // checkApplied compared its checksum
 		}
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return fmt.Errorf("migrate %d (%s): %w", m.Version, m.Name, err)
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`,
-		m.Version, m.Name, m.checksum, time.Now().UnixMilli()); err != nil {
+		m.Version, m.Name, m.Checksum, time.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("migrate %d (%s): record: %w", m.Version, m.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -202,9 +135,9 @@ func checkApplied(applied []appliedMigration) error {
 		if a.version < 1 {
 			return fmt.Errorf("%w: the database records unknown schema version %d (%s)", ErrMigrationChanged, a.version, a.name)
 		}
-		if m := migrations[a.version-1]; a.checksum != m.checksum {
+		if m := migrations[a.version-1]; a.checksum != m.Checksum {
 			return fmt.Errorf("%w: schema version %d (%s) was applied with checksum %s, this build has %s",
-				ErrMigrationChanged, a.version, a.name, a.checksum, m.checksum)
+				ErrMigrationChanged, a.version, a.name, a.checksum, m.Checksum)
 		}
 	}
 	return nil
