@@ -19,7 +19,7 @@ import (
 // Each sub-benchmark gets a schema of its own (see pgtest). Without
 // SIGNOFF_TEST_POSTGRES it skips.
 func BenchmarkPostgres(b *testing.B) {
-	b.Run("raw_commit", func(b *testing.B) {
+	benchmarkEngine(b, func(b *testing.B) {
 		dsn := pgtest.Schema(b)
 		pgtest.Exec(b, dsn, `CREATE TABLE t (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload TEXT)`)
 		conn := pgtest.Conn(b, dsn)
@@ -38,45 +38,7 @@ func BenchmarkPostgres(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
-	})
-	b.Run("suspend", func(b *testing.B) {
-		h := newPostgresHarness(b)
-		b.ResetTimer()
-		for b.Loop() {
-			h.submit(refund("PAY-1", 100))
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
-	})
-	b.Run("decide", func(b *testing.B) {
-		h := newPostgresHarness(b)
-		ids := waiting(b, h, b.N)
-		b.ResetTimer()
-		for i := range b.N {
-			_, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: ids[i], Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
-	})
-	b.Run("execute", func(b *testing.B) {
-		h := newPostgresHarness(b)
-		ids := waiting(b, h, b.N)
-		for _, id := range ids {
-			if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ResetTimer()
-		for i := range b.N {
-			run, err := h.engine.Resume(context.Background(), ids[i])
-			if err != nil || run.Status != workflow.StatusDone {
-				b.Fatalf("resume: %v %v", run, err)
-			}
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
-	})
+	}, func(b *testing.B) *harness { return newPostgresHarness(b) })
 }
 
 // newPostgresHarness is newHarness on a fresh, migrated PostgreSQL schema: the
@@ -98,16 +60,6 @@ func newPostgresHarness(b testing.TB) *harness {
 		b.Fatal(err)
 	}
 	h := &harness{t: b, target: newLedger(), clock: newFakeClock(), roles: roles}
-	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), h.target, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	h.engine, err = workflow.New(workflow.Config{
-		Store: st, Policy: testPolicy(b, "rev-1", roles), Roles: roles, Clock: h.clock,
-		Actions: map[string]*workflow.ActionSpec{"request_refund": spec},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	h.build(st, testPolicy(b, "rev-1", roles))
 	return h
 }

@@ -22,7 +22,7 @@ import (
 // decide: approve a waiting run: compare-and-set, decision, checkpoint, audit (1 commit).
 // execute: run an approved action: intent, attempt, call, receipt, done (4 commits).
 func BenchmarkSQLite(b *testing.B) {
-	b.Run("raw_commit", func(b *testing.B) {
+	benchmarkEngine(b, func(b *testing.B) {
 		db, err := sqlite.OpenDB(filepath.Join(b.TempDir(), "raw.db"))
 		if err != nil {
 			b.Fatal(err)
@@ -45,10 +45,18 @@ func BenchmarkSQLite(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}, func(b *testing.B) *harness { return newHarness(b) })
+}
+
+// benchmarkEngine runs the four figures on one driver: raw does b.N single-row
+// commits on that driver, newH makes an engine on it.
+func benchmarkEngine(b *testing.B, raw func(b *testing.B), newH func(b *testing.B) *harness) {
+	b.Run("raw_commit", func(b *testing.B) {
+		raw(b)
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 	})
 	b.Run("suspend", func(b *testing.B) {
-		h := newHarness(b)
+		h := newH(b)
 		b.ResetTimer()
 		for b.Loop() {
 			h.submit(refund("PAY-1", 100))
@@ -56,7 +64,7 @@ func BenchmarkSQLite(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 	})
 	b.Run("decide", func(b *testing.B) {
-		h := newHarness(b)
+		h := newH(b)
 		ids := waiting(b, h, b.N)
 		b.ResetTimer()
 		for i := range b.N {
@@ -68,7 +76,7 @@ func BenchmarkSQLite(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 	})
 	b.Run("execute", func(b *testing.B) {
-		h := newHarness(b)
+		h := newH(b)
 		ids := waiting(b, h, b.N)
 		for _, id := range ids {
 			if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {

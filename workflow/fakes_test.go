@@ -202,6 +202,14 @@ func (h *harness) open(p *workflow.Policy, opts ...harnessOption) {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { st.Close() })
+	h.store = st
+	h.build(st, p, opts...)
+}
+
+// build makes the harness's engine on a store: the fake target's one action,
+// the policy, the roles and the fake clock.
+func (h *harness) build(st workflow.Store, p *workflow.Policy, opts ...harnessOption) {
+	h.t.Helper()
 	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), h.target, nil)
 	if err != nil {
 		h.t.Fatal(err)
@@ -213,11 +221,9 @@ func (h *harness) open(p *workflow.Policy, opts ...harnessOption) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e, err := workflow.New(cfg)
-	if err != nil {
+	if h.engine, err = workflow.New(cfg); err != nil {
 		h.t.Fatal(err)
 	}
-	h.store, h.engine = st, e
 }
 
 func refund(payment string, amount float64) *workflow.Proposal {
