@@ -138,10 +138,7 @@ func TestRunsManage(t *testing.T) {
 			h := newSlackHarness(t)
 			v := h.submit("refund-double-charge", "")
 			before := h.snapshot(v.ID)
-			text := tc.text
-			if strings.Contains(text, "%s") {
-				text = strings.Replace(text, "%s", v.ID, 1)
-			}
+			text := strings.Replace(tc.text, "%s", v.ID, 1)
 			status, r := h.runsCommand(tc.user, text)
 			if status != http.StatusOK {
 				t.Fatalf("status %d", status)

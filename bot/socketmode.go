@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -37,9 +36,6 @@ func RunSocketMode(ctx context.Context, client *socketmode.Client, s *Server) er
 	<-served
 	if ctx.Err() != nil {
 		return nil // asked to stop
-	}
-	if err == nil {
-		err = errors.New("connection ended")
 	}
 	return fmt.Errorf("socket mode: %w", err)
 }

@@ -2,7 +2,6 @@ package workflow_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,7 +101,7 @@ func waiting(b *testing.B, h *harness, n int) []string {
 	for i := range ids {
 		run := h.submit(refund("PAY-1", 100))
 		if run.Status != workflow.StatusWaitingApproval {
-			b.Fatal(fmt.Sprintf("run %s is %s", run.ID, run.Status))
+			b.Fatalf("run %s is %s", run.ID, run.Status)
 		}
 		ids[i] = run.ID
 	}

@@ -568,12 +568,8 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 			}
 			return l.run, nil
 		case StatusExecuting:
-			done, err := e.executeNext(ctx, l)
-			if err != nil {
+			if err := e.executeNext(ctx, l); err != nil {
 				return nil, err
-			}
-			if done {
-				continue
 			}
 		default:
 			return l.run, nil

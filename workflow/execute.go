@@ -13,18 +13,18 @@ func OperationKey(runID string, index int) string {
 	return fmt.Sprintf("%s/%d", runID, index+1)
 }
 
-// executeNext advances an executing run by one write boundary. It reports whether
-// it made progress that the caller should follow by loading the run again.
-func (e *Engine) executeNext(ctx context.Context, l *loaded) (bool, error) {
+// executeNext advances an executing run by one write boundary; the caller loads
+// the run again to see where it stands.
+func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	id := l.run.ID
 	// Re-hash the stored arguments and compare them with the approved fingerprint
 	// right before any call: what runs is exactly what was approved.
 	if l.st.Gate == nil {
-		return true, e.attention(ctx, id, "the run is executing without a policy decision")
+		return e.attention(ctx, id, "the run is executing without a policy decision")
 	}
 	fp, err := fingerprintOf(l.st, l.st.Gate.Risk, l.st.Gate.PolicyRevision)
 	if err != nil || fp != l.st.Gate.Fingerprint || fp != l.run.Fingerprint {
-		return true, e.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
+		return e.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
 	}
 	var ops []*Operation
 	err = e.store.View(ctx, func(ctx context.Context, tx Tx) error {
@@ -33,7 +33,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) (bool, error) {
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("load operations of run %s: %w", id, err)
+		return fmt.Errorf("load operations of run %s: %w", id, err)
 	}
 	byIndex := map[int]*Operation{}
 	for _, op := range ops {
@@ -43,13 +43,13 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) (bool, error) {
 		op := byIndex[i]
 		switch {
 		case op == nil:
-			return true, e.intend(ctx, l, i, a)
+			return e.intend(ctx, l, i, a)
 		case op.Status == OpCommitted:
 			continue
 		case op.Status == OpPending:
-			return true, e.perform(ctx, l, op, a)
+			return e.perform(ctx, l, op, a)
 		default:
-			return true, e.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
+			return e.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
 		}
 	}
 	l.run.Status, l.run.Reason = StatusDone, ""
@@ -57,9 +57,9 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) (bool, error) {
 		return e.save(ctx, tx, l, StatusExecuting, "finished", "signoff", map[string]int{"operations": len(l.st.Actions)}, nil)
 	})
 	if err != nil && !errors.Is(err, ErrConflict) {
-		return false, fmt.Errorf("finish run %s: %w", id, err)
+		return fmt.Errorf("finish run %s: %w", id, err)
 	}
-	return true, nil
+	return nil
 }
 
 // intend records the intent to run action i, before any call.

@@ -57,7 +57,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if path == ":memory:" {
 		// The store holds two connection pools on the file; two in-memory
 		// databases would be two different stores.
-		return nil, errors.New("open store: a file path is required, not :memory:")
+		return nil, errors.New("open store: a file path is required (not :memory:)")
 	}
 	write, err := OpenDB(path)
 	if err != nil {
