@@ -258,8 +258,8 @@ var (
 	mdDate        = regexp.MustCompile(`<!date\^[^|>]*\|([^>]*)>`)
 )
 
-// plainText turns the mrkdwn of a refusal into plain text, for modal errors.
-func plainText(md string) string {
+// mdToPlain turns the mrkdwn of a refusal into plain text, for modal errors.
+func mdToPlain(md string) string {
 	s := mdUserMention.ReplaceAllString(md, "@$1")
 	s = mdDate.ReplaceAllString(s, "$1")
 	s = strings.ReplaceAll(s, "`", "")
@@ -293,7 +293,7 @@ func (s *Server) submitReject(ctx context.Context, ic *Interaction, digest strin
 		Verdict: workflow.VerdictReject, Reason: reason, Via: "slack", PayloadDigest: digest,
 	})
 	if err != nil {
-		return modalErrors(map[string]string{blockReason: plainText(s.refusal(ctx, ref, err, log))}), nil
+		return modalErrors(map[string]string{blockReason: mdToPlain(s.refusal(ctx, ref, err, log))}), nil
 	}
 	log.Info("slack rejection recorded")
 	return Response{}, nil
@@ -317,7 +317,7 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 	}
 	v, msg := s.lookup(ctx, ref, log)
 	if msg != "" {
-		return modalErrors(map[string]string{first: plainText(msg)}), nil
+		return modalErrors(map[string]string{first: mdToPlain(msg)}), nil
 	}
 	type change struct {
 		index int
@@ -367,7 +367,7 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 		Edit: ch.args, EditIndex: ch.index, Via: "slack", PayloadDigest: digest,
 	})
 	if err != nil {
-		return modalErrors(map[string]string{editBlockID(ch.index): plainText(s.refusal(ctx, ref, err, log))}), nil
+		return modalErrors(map[string]string{editBlockID(ch.index): mdToPlain(s.refusal(ctx, ref, err, log))}), nil
 	}
 	log.Info("slack edit recorded", "index", ch.index)
 	return Response{}, nil

@@ -173,7 +173,8 @@ func (s *Server) pendingLine(ctx context.Context, r *workflow.Run, now time.Time
 	}
 	line := head + " " + mdEscape(cutText(actionNames(v.Actions), 300))
 	if v.Summary != "" {
-		line += "\n_" + mdEscape(cutText(strings.ReplaceAll(v.Summary, "_", " "), 200)) + "_"
+		// The requester's words, literally: a code span reads no mrkdwn.
+		line += "\nsummary " + mdCode(v.Summary, 200)
 	}
 	return line + "\nasked by " + personText(v.Requester) + " · " + agoText(now, v.CreatedAt) + deadline
 }

@@ -26,7 +26,7 @@ func TestRunsPending(t *testing.T) {
 		dontWant []string
 	}{
 		{"pending", append([]string{"Waiting for approval (page 1)", "More: `/runs pending 2`", "request_refund", "reship_item, create_return_label",
-			"asked by Resolver agent", "2h ago", "deadline <!date^"}, ids[:10]...), ids[10:]},
+			"asked by `Resolver agent` (`agent:resolver`)", "2h ago", "deadline <!date^"}, ids[:10]...), ids[10:]},
 		{"pending 2", append([]string{"Waiting for approval (page 2)"}, ids[10:]...), append([]string{"More:"}, ids[:10]...)},
 		{"PENDING   2", []string{"(page 2)"}, nil},
 		{"pending 3", []string{"There is no page 3"}, nil},

@@ -94,16 +94,13 @@ func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.
 	var blocks []slack.Block
 	add := func(b slack.Block) { blocks = append(blocks, b) }
 
-	add(slack.NewHeaderBlock(bkPlain(cutText(headline(v, rc.Now), MaxHeaderText))))
+	add(slack.NewHeaderBlock(bkPlain(cutText(plainText(headline(v, rc.Now)), MaxHeaderText))))
 	if s := statusText(v); s != "" {
 		add(bkSection(s))
 	}
-	if v.Summary != "" {
-		add(bkSection("*Why:* " + mdEscape(cutText(v.Summary, maxSummary))))
-	}
 	// Every block but the actions is counted first, so that the actions get
 	// what is left of the 50 and the message never goes over.
-	fixed := len(blocks) + 4 // evidence, facts, context, buttons
+	fixed := len(blocks) + 4 // requester's words, facts, context, buttons
 	room := min(maxActionSections, MaxBlocks-fixed-1)
 	for i, a := range v.Actions {
 		if i == room-1 && len(v.Actions) > room {
@@ -112,9 +109,7 @@ func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.
 		}
 		add(bkSection(actionText(i, a, rc)))
 	}
-	if len(v.Evidence) > 0 {
-		add(bkSection(evidenceText(v.Evidence)))
-	}
+	add(requesterBlock(v))
 	if f := facts(v, rc); len(f) > 0 {
 		add(slack.NewSectionBlock(nil, f, nil))
 	}
@@ -137,15 +132,12 @@ func awaitsDecision(v *workflow.RunView, now time.Time) bool {
 // readers show. One short line.
 func FallbackText(v *workflow.RunView) string {
 	var b strings.Builder
-	b.WriteString(headline(v, time.Time{}))
-	b.WriteString(" (run " + v.ID)
+	b.WriteString(mdEscape(headline(v, time.Time{})))
+	b.WriteString(" (run " + mdEscape(v.ID))
 	if v.Fingerprint != "" {
 		b.WriteString(", fingerprint " + workflow.ShortFingerprint(v.Fingerprint))
 	}
 	b.WriteString(")")
-	if v.Status == workflow.StatusWaitingApproval {
-		b.WriteString(", asked by " + personPlain(v.Requester))
-	}
 	return cutText(b.String(), maxFallback)
 }
 
@@ -353,20 +345,43 @@ func moreActions(rest []workflow.Action, from int) string {
 		from+1, from+len(rest), len(rest), strings.Join(names, ", ")), MaxSectionText)
 }
 
-// evidenceText is the evidence, short: its source and the top of its data.
-func evidenceText(ev []workflow.Evidence) string {
-	lines := []string{"*Evidence*"}
-	for i, e := range ev {
-		if i == maxEvidence {
-			break
+// RequesterLabel heads the one block of the message that holds what the
+// requester wrote.
+const RequesterLabel = "Written by the requester, not checked by signoff:"
+
+// requesterBlock is the one block that holds what the requester (an agent,
+// usually) wrote: who they say they are, the task, their summary and the
+// evidence. It is plain text, so nothing in it is read as mrkdwn, with every
+// field inert and on lines of its own under a label; nothing an agent writes
+// can look like an action, which are rendered only from stored arguments.
+func requesterBlock(v *workflow.RunView) *slack.SectionBlock {
+	lines := []string{RequesterLabel, "Asked by: " + plainText(cutText(personLine(v.Requester), 200))}
+	if v.TaskID != "" {
+		lines = append(lines, "Task: "+plainText(cutText(v.TaskID, 200)))
+	}
+	if v.Summary != "" {
+		lines = append(lines, "Summary: "+plainText(cutText(v.Summary, maxSummary)))
+	}
+	if len(v.Evidence) > 0 {
+		lines = append(lines, "Evidence:")
+		for i, e := range v.Evidence {
+			if i == maxEvidence {
+				lines = append(lines, fmt.Sprintf("…and %d more", len(v.Evidence)-maxEvidence))
+				break
+			}
+			lines = append(lines, "  - "+plainText(cutText(e.Source, 60))+": "+plainText(cutText(evidenceSummary(e.Data), maxEvidenceValue)))
 		}
-		lines = append(lines, "• *"+mdEscape(cutText(e.Source, 60))+"*: "+mdEscape(cutText(evidenceSummary(e.Data), maxEvidenceValue)))
 	}
-	text := cutLines(lines, maxEvidenceText, func(n int) string { return fmt.Sprintf("…and %d more", n) })
-	if len(ev) > maxEvidence {
-		text += fmt.Sprintf("\n…and %d more", len(ev)-maxEvidence)
+	text := cutLines(lines, MaxSectionText, func(n int) string { return fmt.Sprintf("…and %d more lines", n) })
+	return slack.NewSectionBlock(bkPlain(text), nil, nil)
+}
+
+// personLine is a person as plain text: "id (name)", or the id alone.
+func personLine(p workflow.Person) string {
+	if p.Name != "" && p.Name != p.ID {
+		return p.ID + " (" + p.Name + ")"
 	}
-	return text
+	return p.ID
 }
 
 // evidenceSummary reads an object's top level as "key value · key value",
@@ -425,9 +440,10 @@ func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
 	field := func(title, body string) {
 		f = append(f, bkMrkdwn(cutText("*"+title+"*\n"+body, MaxFieldText)))
 	}
-	field("Asked by", personText(v.Requester))
-	if v.TaskID != "" {
-		field("Task", mdEscape(cutText(v.TaskID, 200)))
+	if slackUserID.MatchString(v.Requester.ID) {
+		// A Slack user is linked; any other requester is named only in the
+		// requester's block, since what they call themselves is their own text.
+		field("Asked by", "<@"+v.Requester.ID+">")
 	}
 	if g := v.Gate; g != nil {
 		field("Rule", mdCode(g.Rule, 200)+" · "+riskText(g.Risk))
@@ -549,20 +565,28 @@ func bkSection(text string) *slack.SectionBlock {
 	return slack.NewSectionBlock(bkMrkdwn(cutText(text, MaxSectionText)), nil, nil)
 }
 
-// escape makes s safe in mrkdwn: Slack reads &, < and > as markup.
+// plainText is how text from data is shown in a plain_text object: inert
+// (control, bidi and zero-width characters escaped and visible, one line).
+func plainText(s string) string { return workflow.Inert(s) }
+
+// mdEscape is how text from data is shown in mrkdwn: inert, and with &, <
+// and > escaped, which Slack reads as markup (links, mentions). It is for
+// signoff's own words and names from the config; text an agent wrote goes in
+// the requester's block or in a code span (mdCode), where * and _ mean nothing.
 func mdEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return mdMarkup.Replace(workflow.Inert(s))
 }
 
-// code shows s literally in a code span, cut to max bytes before escaping. A
-// backtick would end the span, so it is swapped for a look-alike; line breaks
-// become ↵ so that one value stays on one line.
+var mdMarkup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// mdCode shows s literally in a code span, cut to max bytes before escaping:
+// inert, so one value stays on one line, and with a backtick, which would
+// end the span, swapped for a look-alike.
 func mdCode(s string, max int) string {
 	if s == "" {
 		return "` `"
 	}
-	s = strings.NewReplacer("`", "ˋ", "\r\n", "↵", "\n", "↵", "\r", "↵").Replace(s)
-	return "`" + mdEscape(cutText(s, max)) + "`"
+	return "`" + mdEscape(strings.ReplaceAll(cutText(s, max), "`", "ˋ")) + "`"
 }
 
 var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
@@ -573,19 +597,12 @@ func mdMention(id, name string) string {
 		return "<@" + id + ">"
 	}
 	if name != "" {
-		return mdEscape(cutText(name, 80)) + " (" + mdCode(id, 80) + ")"
+		return mdCode(name, 80) + " (" + mdCode(id, 80) + ")"
 	}
 	return mdCode(id, 80)
 }
 
 func personText(p workflow.Person) string { return mdMention(p.ID, p.Name) }
-
-func personPlain(p workflow.Person) string {
-	if p.Name != "" {
-		return cutText(p.Name, 80)
-	}
-	return cutText(p.ID, 80)
-}
 
 // slackDate shows t in each reader's own time zone, with UTC as the fallback.
 func slackDate(t time.Time) string {

@@ -363,7 +363,7 @@ func TestFallbackText(t *testing.T) {
 		v    *workflow.RunView
 		want string
 	}{
-		{refundView(), "Approval needed: request_refund (run run_01a22a03beb60001db0e0344, fingerprint 9b572d7ad2cd), asked by Resolver agent"},
+		{refundView(), "Approval needed: request_refund (run run_01a22a03beb60001db0e0344, fingerprint 9b572d7ad2cd)"},
 		{done(refundView()), "Done: request_refund (run run_01a22a03beb60001db0e0344, fingerprint 9b572d7ad2cd)"},
 	} {
 		if got := FallbackText(tc.v); got != tc.want {

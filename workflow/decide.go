@@ -127,6 +127,10 @@ func validateDecision(in DecideInput) *RefusedError {
 		"request id": in.RequestID, "fingerprint": in.Fingerprint, "via": in.Via}); field != "" {
 		return refused(CodeInvalidInput, in.RunID, "the %s must be valid UTF-8 text without NUL characters", field)
 	}
+	if bad := checkLines([]lineField{{"who", in.Approver.ID, true}, {"name", in.Approver.Name, false}}); bad != nil {
+		bad.RunID = in.RunID
+		return bad
+	}
 	return nil
 }
 

@@ -441,6 +441,11 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 		"summary": p.Summary, "idempotency_key": p.IdempotencyKey}); field != "" {
 		return nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
 	}
+	if bad := checkLines([]lineField{{"requester.id", p.Requester.ID, true}, {"requester.name", p.Requester.Name, false},
+		{"task_id", p.TaskID, true}, {"idempotency_key", p.IdempotencyKey, true}}); bad != nil {
+		bad.Msg = "invalid proposal: " + bad.Msg
+		return nil, bad
+	}
 	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
 	if err != nil {
 		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
@@ -517,6 +522,9 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 	}
 	if requester.ID == "" {
 		return nil, refused(CodeInvalidInput, "", "a requester id is required")
+	}
+	if bad := checkLines([]lineField{{"requester id", requester.ID, true}, {"requester name", requester.Name, false}, {"task id", taskID, true}}); bad != nil {
+		return nil, bad
 	}
 	id := e.newID("run_")
 	l := &loaded{

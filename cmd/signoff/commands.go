@@ -38,7 +38,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "signoff:", err)
+		fmt.Fprintln(stderr, "signoff:", termLines(err.Error()))
 		var ue usageError
 		// cobra reports an unknown command as a plain error; flags and arguments
 		// are turned into usageError where they are checked.
@@ -424,10 +424,10 @@ func (c *cli) verifyCmd() *cobra.Command {
 					return err
 				}
 				for _, d := range rep.Damaged {
-					fmt.Fprintf(c.out, "damaged: %s\n", d.Error())
+					fmt.Fprintf(c.out, "damaged: %s\n", term(d.Error()))
 				}
 				if rep.AuditProblem != "" {
-					fmt.Fprintf(c.out, "damaged: audit log: %s\n", rep.AuditProblem)
+					fmt.Fprintf(c.out, "damaged: audit log: %s\n", term(rep.AuditProblem))
 				}
 				if rep.OK() {
 					fmt.Fprintf(c.out, "ok: %d runs, %d checkpoints, %d audit events verified\n", rep.Runs, rep.Checkpoints, rep.AuditEvents)
@@ -493,7 +493,7 @@ func (c *cli) shopCmd() *cobra.Command {
 				ch, err := a.shop.ManualRefund(c.ctx, args[0], args[1], args[2], by)
 				if err != nil {
 					c.code = exitRefused
-					fmt.Fprintln(c.errOut, "signoff: refund refused:", err)
+					fmt.Fprintln(c.errOut, "signoff: refund refused:", term(err.Error()))
 					return nil
 				}
 				renderChanges(c.out, []demo.Change{ch})

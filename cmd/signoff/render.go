@@ -11,23 +11,40 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
+// term is how every renderer of this file shows text that came from data (a
+// run, a proposal, a target's answer) on a terminal: one line, with control,
+// bidi and zero-width characters escaped and visible, so that nothing an agent
+// wrote can move the cursor, erase what signoff printed or add a line of its
+// own. JSON output never goes through it.
+func term(s string) string { return workflow.Inert(s) }
+
+// termLines is term for a message of several lines that signoff composed (an
+// error): its own line breaks stay, every line is inert.
+func termLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = term(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // renderRun prints a run the way an approver reads it: what will happen, why,
 // who may say yes, by when, and what happened so far.
 func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time.Time) {
-	fmt.Fprintf(w, "run %s  %s\n", v.ID, strings.ToUpper(string(v.Status)))
+	fmt.Fprintf(w, "run %s  %s\n", term(v.ID), strings.ToUpper(term(string(v.Status))))
 	if v.Problem != "" {
-		fmt.Fprintf(w, "  PROBLEM: %s\n", v.Problem)
+		fmt.Fprintf(w, "  PROBLEM: %s\n", term(v.Problem))
 	}
 	if v.Reason != "" {
-		fmt.Fprintf(w, "  reason: %s\n", v.Reason)
+		fmt.Fprintf(w, "  reason: %s\n", term(v.Reason))
 	}
 	task := v.TaskID
 	if task == "" {
 		task = "-"
 	}
-	fmt.Fprintf(w, "  task %s, workflow %s, asked by %s\n", task, v.Workflow, person(v.Requester))
+	fmt.Fprintf(w, "  task %s, workflow %s, asked by %s\n", term(task), term(v.Workflow), person(v.Requester))
 	if v.Summary != "" {
-		fmt.Fprintf(w, "  summary: %s\n", v.Summary)
+		fmt.Fprintf(w, "  summary: %s\n", term(v.Summary))
 	}
 	if v.ModelCalls > 0 {
 		fmt.Fprintf(w, "  steps: %d, model calls: %d\n", v.Step, v.ModelCalls)
@@ -39,26 +56,26 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 		}
 		fmt.Fprintf(w, "  %s:\n", head)
 		for i, act := range v.Actions {
-			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, act.Name, string(act.Args))
+			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), term(string(act.Args)))
 		}
 	}
 	if len(v.Evidence) > 0 {
 		var src []string
 		for _, e := range v.Evidence {
-			src = append(src, e.Source)
+			src = append(src, term(e.Source))
 		}
 		fmt.Fprintf(w, "  evidence: %s\n", strings.Join(src, ", "))
 	}
 	for _, c := range v.Checks {
 		if !c.OK {
-			fmt.Fprintf(w, "  check failed: action %d (%s): %s\n", c.Action+1, c.Name, c.Error)
+			fmt.Fprintf(w, "  check failed: action %d (%s): %s\n", c.Action+1, term(c.Name), term(c.Error))
 		}
 	}
 	if g := v.Gate; g != nil {
-		fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", g.Rule, g.Risk, g.PolicyRevision)
+		fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(g.Risk), term(g.PolicyRevision))
 		if g.Approval != nil {
-			who := strings.Join(roles.Members(g.Approval.Role), ", ")
-			fmt.Fprintf(w, "  approval: %d of %s or above (%s)", g.Approval.Count, g.Approval.Role, who)
+			who := term(strings.Join(roles.Members(g.Approval.Role), ", "))
+			fmt.Fprintf(w, "  approval: %d of %s or above (%s)", g.Approval.Count, term(g.Approval.Role), who)
 			if !g.Approval.SelfApproval {
 				fmt.Fprint(w, "; not the requester")
 			}
@@ -67,45 +84,45 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 			}
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "  fingerprint %s  (%s)\n", workflow.ShortFingerprint(g.Fingerprint), g.Fingerprint)
+		fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(workflow.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 	}
 	if v.Deadline != nil {
 		left := v.Deadline.Sub(now).Round(time.Minute)
 		fmt.Fprintf(w, "  deadline %s (in %s)\n", v.Deadline.Format(time.RFC3339), left)
 	}
 	for _, d := range v.Decisions {
-		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", d.Decision, d.By, d.Role, d.Via, d.At.Format(time.RFC3339))
+		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(string(d.Decision)), term(d.By), term(d.Role), term(d.Via), d.At.Format(time.RFC3339))
 		if len(d.Edited) > 0 {
-			line += " with edited arguments " + string(d.Edited)
+			line += " with edited arguments " + term(string(d.Edited))
 		}
 		if d.Reason != "" {
-			line += ": " + d.Reason
+			line += ": " + term(d.Reason)
 		}
 		fmt.Fprintln(w, line)
 	}
 	for _, op := range v.Operations {
-		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", op.Key, op.Action, op.Status, op.Attempts)
+		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", term(op.Key), term(op.Action), term(string(op.Status)), op.Attempts)
 		if len(op.Receipt) > 0 {
-			fmt.Fprintf(w, " receipt %s", string(op.Receipt))
+			fmt.Fprintf(w, " receipt %s", term(string(op.Receipt)))
 		}
 		if op.Error != "" {
-			fmt.Fprintf(w, " — %s", op.Error)
+			fmt.Fprintf(w, " — %s", term(op.Error))
 		}
 		fmt.Fprintln(w)
 	}
 	if v.ForkedFrom != nil {
-		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", v.ForkedFrom.RunID, v.ForkedFrom.Seq)
+		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", term(v.ForkedFrom.RunID), v.ForkedFrom.Seq)
 	}
 	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
-		fmt.Fprintf(w, "  next: signoff approve %s --as <member>   or   signoff reject %s --as <member> --reason <why>\n", v.ID, v.ID)
+		fmt.Fprintf(w, "  next: signoff approve %s --as <member>   or   signoff reject %s --as <member> --reason <why>\n", term(v.ID), term(v.ID))
 	}
 }
 
 func person(p workflow.Person) string {
 	if p.Name != "" && p.Name != p.ID {
-		return fmt.Sprintf("%s (%s)", p.ID, p.Name)
+		return fmt.Sprintf("%s (%s)", term(p.ID), term(p.Name))
 	}
-	return p.ID
+	return term(p.ID)
 }
 
 func renderRuns(w io.Writer, runs []*workflow.Run, now time.Time) {
@@ -124,7 +141,7 @@ func renderRuns(w io.Writer, runs []*workflow.Run, now time.Time) {
 		if task == "" {
 			task = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, task, r.RequesterID, since(now, r.CreatedAt), deadline)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", term(r.ID), term(string(r.Status)), term(task), term(r.RequesterID), since(now, r.CreatedAt), deadline)
 	}
 	tw.Flush()
 }
@@ -135,9 +152,9 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
 	for _, h := range hist {
 		status, step := "?", "?"
 		if h.State != nil {
-			status, step = string(h.State.Status), fmt.Sprint(h.State.Step)
+			status, step = term(string(h.State.Status)), fmt.Sprint(h.State.Step)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, workflow.ShortFingerprint(h.Hash), h.Problem)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, term(workflow.ShortFingerprint(h.Hash)), term(h.Problem))
 	}
 	tw.Flush()
 }
@@ -148,7 +165,7 @@ func renderTrace(w io.Writer, hist []workflow.HistoryEntry, ledgerCalls int) {
 	for _, h := range hist {
 		st := h.State
 		if st == nil {
-			fmt.Fprintf(w, "checkpoint %d: unreadable (%s)\n", h.Seq, h.Problem)
+			fmt.Fprintf(w, "checkpoint %d: unreadable (%s)\n", h.Seq, term(h.Problem))
 			continue
 		}
 		if prev == nil || st.Step > prev.Step {
@@ -162,21 +179,21 @@ func renderTrace(w io.Writer, hist []workflow.HistoryEntry, ledgerCalls int) {
 			for _, m := range st.Messages[min(from, len(st.Messages)):] {
 				switch {
 				case m.Role == "assistant" && m.Tool != "":
-					fmt.Fprintf(w, "  model asks %s %s\n", m.Tool, string(m.Args))
+					fmt.Fprintf(w, "  model asks %s %s\n", term(m.Tool), term(string(m.Args)))
 				case m.Role == "tool":
-					fmt.Fprintf(w, "  %s returned %d bytes\n", m.Tool, len(m.Result))
+					fmt.Fprintf(w, "  %s returned %d bytes\n", term(m.Tool), len(m.Result))
 				case m.Content != "":
-					fmt.Fprintf(w, "  %s: %s\n", m.Role, firstLine(m.Content))
+					fmt.Fprintf(w, "  %s: %s\n", term(m.Role), term(firstLine(m.Content)))
 				}
 			}
 			if st.Proposed && (prev == nil || !prev.Proposed) {
 				for i, a := range st.Actions {
-					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, a.Name, string(a.Args))
+					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), term(string(a.Args)))
 				}
 			}
 		}
 		if prev == nil || st.Status != prev.Status {
-			fmt.Fprintf(w, "checkpoint %d: %s\n", h.Seq, st.Status)
+			fmt.Fprintf(w, "checkpoint %d: %s\n", h.Seq, term(string(st.Status)))
 		}
 		prev = st
 	}
@@ -209,7 +226,7 @@ func renderChanges(w io.Writer, ch []demo.Change) {
 		if c.Amount != "" {
 			amount = c.Amount + " " + c.Currency
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Kind, c.ID, c.OrderID, what, amount, c.Key, c.By)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term(c.Kind), term(c.ID), term(c.OrderID), term(what), term(amount), term(c.Key), term(c.By))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d change(s) in the shop\n", len(ch))

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/internal/texttest"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// actionLine is how `show` lists an action: indented, numbered.
+var actionLine = regexp.MustCompile(`(?m)^\s+\d+\. `)
+
+// TestHostileTextIsInertOnTheTerminal: an agent writes the hostile corpus into
+// every multi-line field a proposal has (summary, evidence sources and data);
+// what show, runs, approve, history and trace print carries no control byte
+// but the renderer's own newlines and tabs, no bidi control and no zero-width
+// character, and lists exactly the one real action. The single-line fields
+// refuse the corpus at submit and nothing is stored.
+func TestHostileTextIsInertOnTheTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	corpus := texttest.Corpus(t)
+	type evidence struct {
+		Source string         `json:"source"`
+		Data   map[string]any `json:"data"`
+	}
+	var ev []evidence
+	for _, s := range corpus {
+		ev = append(ev, evidence{Source: s, Data: map[string]any{"note": s, "nested": map[string]string{"x": s}, "list": []string{s}}})
+	}
+	p := map[string]any{
+		"task_id":   "T-65273",
+		"requester": map[string]string{"id": "agent:resolver", "name": "Resolver agent"},
+		"summary":   strings.Join(corpus, " "),
+		"actions": []map[string]any{{"name": "request_refund", "args": map[string]any{
+			"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 119.00, "currency": "CAD", "reason_code": "RFD-DOUBLE"}}},
+		"evidence": ev,
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // bidi and zero-width characters go in raw, as an agent would send them
+	if err := enc.Encode(p); err != nil {
+		t.Fatal(err)
+	}
+	id := runIDOf(t, must(t, dir, exitWaiting, "submit", proposal(t, dir, "hostile.json", body.String())))
+
+	outputs := map[string]string{
+		"show":    must(t, dir, exitWaiting, "show", id),
+		"runs":    must(t, dir, exitDone, "runs"),
+		"history": must(t, dir, exitDone, "history", id),
+		"trace":   must(t, dir, exitDone, "trace", id),
+	}
+	outputs["approve"] = must(t, dir, exitDone, "approve", id, "--as", lead1, "--reason", "checked")
+	outputs["show after"] = must(t, dir, exitDone, "show", id)
+	for cmd, out := range outputs {
+		if live := texttest.Live(out, true); live != "" {
+			t.Errorf("%s prints %s", cmd, live)
+		}
+	}
+	for _, cmd := range []string{"show", "show after"} {
+		// One real action, and the corpus's fake one never starts a line.
+		if n := len(actionLine.FindAllString(outputs[cmd], -1)); n != 1 {
+			t.Errorf("%s lists %d actions, want 1:\n%s", cmd, n, outputs[cmd])
+		}
+	}
+	if !strings.Contains(outputs["show"], `\x1b[1A\x1b[2K`) || !strings.Contains(outputs["show"], `\u202e`) {
+		t.Errorf("show hides what the agent wrote instead of showing it escaped:\n%s", outputs["show"])
+	}
+	if got := oneRefund(t, dir, id+"/1", "119.00"); got.Amount != "119.00" {
+		t.Errorf("refunded %s", got.Amount)
+	}
+
+	// Single-line fields refuse the corpus: exit 2, nothing stored.
+	before := len(runs(t, dir))
+	for i, s := range corpus {
+		if !strings.ContainsAny(s, "\x1b\r\n\b\u202e\u2066\u200e\u0085\x9b\x7f\t") {
+			continue // the corpus's mrkdwn and filler strings are fine on one line, and shown inert
+		}
+		for _, field := range []string{"task_id", "requester.id", "requester.name"} {
+			q := map[string]any{}
+			if err := json.Unmarshal(body.Bytes(), &q); err != nil {
+				t.Fatal(err)
+			}
+			switch field {
+			case "task_id":
+				q["task_id"] = s
+			case "requester.id":
+				q["requester"] = map[string]string{"id": s}
+			case "requester.name":
+				q["requester"] = map[string]string{"id": "agent:resolver", "name": s}
+			}
+			b, _ := json.Marshal(q)
+			code, out, errs := signoffIn(t, dir, string(b), "submit", "-")
+			if code != exitRefused || !strings.Contains(errs, field) {
+				t.Errorf("corpus %d in %s: exit %d, stderr %q, want exit 2 naming the field", i, field, code, errs)
+			}
+			if live := texttest.Live(out+errs, true); live != "" {
+				t.Errorf("corpus %d in %s: the refusal prints %s", i, field, live)
+			}
+		}
+	}
+	if after := len(runs(t, dir)); after != before {
+		t.Errorf("refused proposals stored %d runs", after-before)
+	}
+}
+
+// TestRenderersShowEveryFieldInert fills every string of what the terminal
+// renderers print (a run view, the run list, the history, the trace, the
+// shop's changes) with the hostile corpus, as a store written by an attacker
+// could hold it, and checks that nothing live reaches the terminal.
+func TestRenderersShowEveryFieldInert(t *testing.T) {
+	corpus := texttest.Corpus(t)
+	n := 0
+	next := func() string { n++; return corpus[n%len(corpus)] }
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+	var v workflow.RunView
+	fill(reflect.ValueOf(&v).Elem(), next)
+	v.Status = workflow.StatusWaitingApproval
+	v.Problem = ""
+	var list []*workflow.Run
+	fill(reflect.ValueOf(&list).Elem(), next)
+	var hist []workflow.HistoryEntry
+	fill(reflect.ValueOf(&hist).Elem(), next)
+	var changes []demo.Change
+	fill(reflect.ValueOf(&changes).Elem(), next)
+	roles := config.Default().Roles
+
+	var out bytes.Buffer
+	renderRun(&out, &v, roles, now)
+	v.Problem = next()
+	renderRun(&out, &v, roles, now)
+	renderRuns(&out, list, now)
+	renderHistory(&out, hist)
+	renderTrace(&out, hist, 3)
+	renderChanges(&out, changes)
+	if live := texttest.Live(out.String(), true); live != "" {
+		t.Fatalf("the terminal renderers print %s:\n%s", live, out.String())
+	}
+	if n < 40 {
+		t.Fatalf("only %d fields were filled: the filler missed the views", n)
+	}
+	if !strings.Contains(out.String(), texttest.Marker) {
+		t.Fatal("no corpus string reached the output: the test checks nothing")
+	}
+}
+
+// fill sets every exported string of v to next(), every raw JSON value to an
+// object holding next() (with bidi and zero-width characters unescaped, as
+// JSON allows), every slice to two filled items and every nil pointer to a
+// filled value.
+func fill(v reflect.Value, next func() string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(next())
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(1)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		fill(v.Elem(), next)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i), next)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(map[string]string{"id": next(), "note": next()})
+			v.SetBytes(bytes.TrimSpace(b.Bytes()))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), 2, 2)
+		for i := range 2 {
+			fill(s.Index(i), next)
+		}
+		v.Set(s)
+	case reflect.Map:
+		if v.Type().Key().Kind() == reflect.String && v.Type().Elem().Kind() == reflect.String {
+			m := reflect.MakeMap(v.Type())
+			m.SetMapIndex(reflect.ValueOf(next()), reflect.ValueOf(next()))
+			v.Set(m)
+		}
+	}
+}
