@@ -47,6 +47,9 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 		case op.Status == OpCommitted:
 			continue
 		case op.Status == OpPending:
+			if problem := intentMismatch(op, i, a); problem != "" {
+				return e.attention(ctx, id, problem)
+			}
 			return e.perform(ctx, l, op, a)
 		default:
 			return e.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
@@ -60,6 +63,31 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 		return fmt.Errorf("finish run %s: %w", id, err)
 	}
 	return nil
+}
+
+// intentMismatch says how a pending operation's recorded intent differs from
+// the approved action it is about to send or reconcile, or returns "". The
+// arguments were just checked against the approved fingerprint; the intent
+// recorded their digest before any call, so a difference means one of the
+// two was changed behind the engine's back, and neither is to be trusted.
+func intentMismatch(op *Operation, i int, a Action) string {
+	digest, err := Digest(a.Args)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("operation %s: the approved arguments cannot be digested (%v); nothing was sent", op.Key, err)
+	case op.Index != i || op.Action != a.Name:
+		return fmt.Sprintf("operation %s records action %d %q, but the approved action %d is %q; nothing was sent", op.Key, op.Index+1, op.Action, i+1, a.Name)
+	case op.ArgsDigest != digest:
+		return fmt.Sprintf("operation %s recorded arguments %s at intent, but the approved arguments are %s; nothing was sent", op.Key, short(op.ArgsDigest), short(digest))
+	}
+	return ""
+}
+
+func short(digest string) string {
+	if len(digest) > 16 {
+		return digest[:16]
+	}
+	return digest
 }
 
 // intend records the intent to run action i, before any call.

@@ -384,3 +384,54 @@ func TestAStepThatKeepsFailingGoesToAPerson(t *testing.T) {
 		t.Fatalf("%d calls", calls)
 	}
 }
+
+// TestResumeRechecksTheIntent: after the intent was recorded, someone who can
+// write the database lowers the refund everywhere an unkeyed check would look
+// (the arguments, every copy of the fingerprint, the checkpoint chain). On
+// resume the engine compares the operation's recorded arguments with the
+// approved ones before sending or reconciling anything: the run goes to
+// needs_attention and the target is never called.
+func TestResumeRechecksTheIntent(t *testing.T) {
+	h := newHarness(t, crashAt("after-intent"))
+	run := h.submit(refund("PAY-1", 119))
+	if !survive(t, func() { _, _ = h.approve(run.ID, "U0LEAD0001") }) {
+		t.Fatal("failpoint after-intent never fired")
+	}
+	forged := ""
+	tamperLatest(h, run.ID, func(st map[string]any) {
+		st["actions"].([]any)[0].(map[string]any)["args"].(map[string]any)["amount"] = 1.5
+		var s workflow.State
+		b, _ := json.Marshal(st)
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		fp, err := workflow.Fingerprint(workflow.FingerprintInput{RunID: s.RunID, Actions: s.Actions, Evidence: s.Evidence, Risk: s.Gate.Risk, PolicyRevision: s.Gate.PolicyRevision})
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged = fp
+		st["gate"].(map[string]any)["fingerprint"] = fp
+	}, true)
+	db, err := sqlite.OpenDB(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`UPDATE runs SET fingerprint = ? WHERE id = ?`, `UPDATE approval_requests SET fingerprint = ? WHERE run_id = ?`} {
+		if _, err := db.Exec(q, forged, run.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	h.open(testPolicy(t, "rev-1", h.roles)) // a new process
+	got, err := h.engine.Resume(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflow.StatusNeedsAttention || !strings.Contains(got.Reason, "recorded arguments") {
+		t.Fatalf("status %s (%s), want needs_attention over the recorded arguments", got.Status, got.Reason)
+	}
+	if e := h.target.Effects(); len(e) != 0 || h.target.calls != 0 {
+		t.Fatalf("the target was called: %v", e)
+	}
+}
