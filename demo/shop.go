@@ -53,6 +53,20 @@ type Shop struct {
 	now func() time.Time
 }
 
+// OpenShopReadOnly reads a shop that OpenShop made, on a database opened
+// read-only: it creates, seeds and writes nothing, and refuses a file that
+// holds no shop or one from another build.
+func OpenShopReadOnly(ctx context.Context, db *sql.DB) (*Shop, error) {
+	var version int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return nil, fmt.Errorf("open shop: read schema version: %w", err)
+	}
+	if version != shopSchemaVersion {
+		return nil, fmt.Errorf("open shop: schema version %d, this build reads %d (a command that writes sets the shop up)", version, shopSchemaVersion)
+	}
+	return &Shop{db: db, now: time.Now}, nil
+}
+
 // OpenShop creates the shop's tables in db if they are missing and seeds the
 // demo data when the shop has no orders. now stamps every change; nil means
 // time.Now.

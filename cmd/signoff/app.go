@@ -38,6 +38,9 @@ type options struct {
 	db     string
 	config string
 	shop   string
+	// readOnly opens the store read-only and the shop only on demand: for
+	// commands that only read.
+	readOnly bool
 }
 
 func (o *options) resolve(getenv func(string) string) {
@@ -68,8 +71,10 @@ type app struct {
 	store  workflow.Store
 	shopDB *sql.DB
 	shop   *demo.Shop
-	engine *workflow.Engine
-	log    *slog.Logger
+	// shopPath is where the practice shop lives, for readShop.
+	shopPath string
+	engine   *workflow.Engine
+	log      *slog.Logger
 	// Slack, when the config has a slack section: the Web API client (with
 	// SLACK_BOT_TOKEN) and the directory that resolves roles, user groups included.
 	slackAPI *bot.API
@@ -89,22 +94,26 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		}
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := openStore(ctx, o.db, log)
+	store, err := openStore(ctx, o.db, log, o.readOnly)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, store: store, log: log}
-	if a.shopDB, err = sqlite.OpenDB(o.shop); err != nil {
-		a.Close()
-		return nil, fmt.Errorf("open shop: %w", err)
-	}
+	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop}
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
-	if a.shop, err = demo.OpenShop(ctx, a.shopDB, clock.Now); err != nil {
-		a.Close()
-		return nil, fmt.Errorf("open shop: %w", err)
+	if !o.readOnly {
+		if a.shopDB, err = sqlite.OpenDB(o.shop); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("open shop: %w", err)
+		}
+		if a.shop, err = demo.OpenShop(ctx, a.shopDB, clock.Now); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("open shop: %w", err)
+		}
 	}
+	// A read-only app binds the demo executors to no shop: its store refuses
+	// every write, so no action can run.
 	actions, err := buildActions(cfg, a.shop)
 	if err != nil {
 		a.Close()
@@ -148,12 +157,20 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 // openStore opens the store that --db names: a PostgreSQL database for a
 // postgres:// or postgresql:// URL, else a SQLite file path (the default).
 // PostgreSQL is not migrated here, unlike SQLite: an unmigrated database is
-// refused (exit 2) with a message that says to run `signoff migrate`.
-func openStore(ctx context.Context, db string, log *slog.Logger) (workflow.Store, error) {
+// refused (exit 2) with a message that says to run `signoff migrate`. A
+// read-only SQLite store is not migrated either, and refused the same way.
+func openStore(ctx context.Context, db string, log *slog.Logger, readOnly bool) (workflow.Store, error) {
 	if isPostgres(db) {
 		store, err := postgres.Open(ctx, db, postgres.WithLogger(log))
 		if err != nil {
 			return nil, refuseSchema(fmt.Errorf("%s: %w", redactDB(db), err))
+		}
+		return store, nil
+	}
+	if readOnly {
+		store, err := sqlite.OpenReadOnly(ctx, db, sqlite.WithLogger(log))
+		if err != nil {
+			return nil, refuseSchema(err)
 		}
 		return store, nil
 	}
@@ -206,6 +223,25 @@ func buildActions(cfg *config.Config, shop *demo.Shop) (map[string]*workflow.Act
 		}
 	}
 	return out, nil
+}
+
+// readShop is the practice shop for a command that reads it: the one the app
+// opened, or else the shop file opened read-only.
+func (a *app) readShop(ctx context.Context) (*demo.Shop, error) {
+	if a.shop != nil {
+		return a.shop, nil
+	}
+	db, err := sqlite.OpenReadOnlyDB(a.shopPath)
+	if err != nil {
+		return nil, fmt.Errorf("open shop: %w", err)
+	}
+	shop, err := demo.OpenShopReadOnly(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	a.shopDB, a.shop = db, shop
+	return shop, nil
 }
 
 // Close releases the app's files.

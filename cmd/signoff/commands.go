@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -81,6 +82,21 @@ func (c *cli) root() *cobra.Command {
 // withApp opens the app for one command and closes it after.
 func (c *cli) withApp(f func(a *app) error) error {
 	a, err := openApp(c.ctx, c.opts, c.getenv, c.errOut, c.clock)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return f(a)
+}
+
+// withReadApp is withApp for a command that only reads: the store is opened
+// read-only (no migration, no write lock; it works on a read-only file and
+// while another process writes), and the practice shop only if the command
+// asks for it (readShop).
+func (c *cli) withReadApp(f func(a *app) error) error {
+	o := c.opts
+	o.readOnly = true
+	a, err := openApp(c.ctx, o, c.getenv, c.errOut, c.clock)
 	if err != nil {
 		return err
 	}
@@ -199,7 +215,7 @@ func (c *cli) runsCmd() *cobra.Command {
 					f.Statuses = append(f.Statuses, st)
 				}
 			}
-			return c.withApp(func(a *app) error {
+			err := c.withReadApp(func(a *app) error {
 				runs, err := a.engine.List(c.ctx, f)
 				if err != nil {
 					return err
@@ -218,6 +234,16 @@ func (c *cli) runsCmd() *cobra.Command {
 				renderRuns(c.out, runs, time.Now())
 				return nil
 			})
+			if errors.Is(err, sqlite.ErrNoStore) {
+				// Nothing was ever written here: no runs, and no file made to say so.
+				fmt.Fprintf(c.errOut, "signoff: no store at %s yet\n", c.opts.db)
+				if asJSON {
+					return writeJSON(c.out, []*workflow.RunView{})
+				}
+				renderRuns(c.out, nil, time.Now())
+				return nil
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
@@ -240,7 +266,7 @@ func (c *cli) showCmd() *cobra.Command {
 		Short: "Show a run: what it proposes, who may approve, what happened",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withApp(func(a *app) error { return c.finish(a, args[0], asJSON) })
+			return c.withReadApp(func(a *app) error { return c.finish(a, args[0], asJSON) })
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
@@ -253,12 +279,16 @@ func (c *cli) traceCmd() *cobra.Command {
 		Short: "Show a run's steps: each model call and tool call, in order",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withApp(func(a *app) error {
+			return c.withReadApp(func(a *app) error {
 				hist, err := a.engine.History(c.ctx, args[0])
 				if err != nil {
 					return err
 				}
-				usage, err := a.shop.ModelCalls(c.ctx, args[0])
+				shop, err := a.readShop(c.ctx)
+				if err != nil {
+					return err
+				}
+				usage, err := shop.ModelCalls(c.ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -369,7 +399,7 @@ func (c *cli) historyCmd() *cobra.Command {
 		Short: "List a run's checkpoints",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withApp(func(a *app) error {
+			return c.withReadApp(func(a *app) error {
 				hist, err := a.engine.History(c.ctx, args[0])
 				if err != nil {
 					return err
@@ -418,7 +448,7 @@ func (c *cli) verifyCmd() *cobra.Command {
 		Short: "Check every checkpoint chain and the audit chain",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withApp(func(a *app) error {
+			return c.withReadApp(func(a *app) error {
 				rep, err := a.engine.Verify(c.ctx)
 				if err != nil {
 					return err
@@ -466,8 +496,12 @@ func (c *cli) shopCmd() *cobra.Command {
 		Short: "What the shop did, oldest first",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withApp(func(a *app) error {
-				ch, err := a.shop.Changes(c.ctx)
+			return c.withReadApp(func(a *app) error {
+				shop, err := a.readShop(c.ctx)
+				if err != nil {
+					return err
+				}
+				ch, err := shop.Changes(c.ctx)
 				if err != nil {
 					return err
 				}

@@ -36,7 +36,8 @@ func redactDB(db string) string {
 // exit 2, and the message says what to do.
 func refuseSchema(err error) error {
 	if errors.Is(err, postgres.ErrNotMigrated) || errors.Is(err, postgres.ErrSchemaTooNew) ||
-		errors.Is(err, postgres.ErrMigrationChanged) {
+		errors.Is(err, postgres.ErrMigrationChanged) || errors.Is(err, sqlite.ErrNotMigrated) ||
+		errors.Is(err, sqlite.ErrSchemaTooNew) || errors.Is(err, sqlite.ErrMigrationChanged) || errors.Is(err, sqlite.ErrNoStore) {
 		return fmt.Errorf("%w%w", err, usageError{}) // usageError{} adds no text, only the exit code
 	}
 	return err

@@ -80,6 +80,9 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes both connection pools.
 func (s *Store) Close() error {
+	if s.write == nil {
+		return s.read.Close()
+	}
 	return errors.Join(s.write.Close(), s.read.Close())
 }
 
@@ -91,6 +94,9 @@ func (s *Store) Close() error {
 // connection, so fn must not call Update on the same Store: it would wait for
 // itself.
 func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) (err error) {
+	if s.write == nil {
+		return s.readOnly()
+	}
 	sqlTx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin update: %w", interpretError(err))
