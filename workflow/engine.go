@@ -49,7 +49,14 @@ type Config struct {
 	// a lease lasts without progress (default 30s).
 	Owner    string
 	LeaseTTL time.Duration
+	// MaxRequestLifetime bounds how far extending may push a request's
+	// deadline, counted from when the request was made (default 30 days), so
+	// that no approval waits for ever by a series of extensions.
+	MaxRequestLifetime time.Duration
 }
+
+// DefaultMaxRequestLifetime is MaxRequestLifetime when the config sets none.
+const DefaultMaxRequestLifetime = 30 * 24 * time.Hour
 
 // Hook is told about every transition in the transaction that makes it, so it
 // can enqueue outbox rows that commit with the transition or not at all.
@@ -84,6 +91,7 @@ type Engine struct {
 	hooks   []Hook
 	owner   string
 	ttl     time.Duration
+	maxLife time.Duration
 }
 
 // New builds an engine.
@@ -96,6 +104,10 @@ func New(cfg Config) (*Engine, error) {
 		actions: cfg.Actions, agents: cfg.Agents, clock: cfg.Clock, log: cfg.Logger,
 		fail: cfg.Failpoint, checkN: cfg.CheckAttempts, execN: cfg.ExecAttempts,
 		backoff: cfg.Backoff, hooks: cfg.Hooks, owner: cfg.Owner, ttl: cfg.LeaseTTL,
+		maxLife: cfg.MaxRequestLifetime,
+	}
+	if e.maxLife <= 0 {
+		e.maxLife = DefaultMaxRequestLifetime
 	}
 	if e.owner == "" {
 		host, _ := os.Hostname()

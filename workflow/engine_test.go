@@ -529,6 +529,45 @@ func TestChecksRetryTransientFailuresWithinABudget(t *testing.T) {
 	}
 }
 
+// TestExtendHasACeilingAndFollowsSelfApproval: a request cannot be kept
+// alive past its maximum lifetime by repeated extensions (the third of three
+// identical 10-day extensions is refused, whoever sends it and however often),
+// and a requester who may not approve their own request may not extend it.
+func TestExtendHasACeilingAndFollowsSelfApproval(t *testing.T) {
+	h := newHarness(t, func(c *workflow.Config) { c.MaxRequestLifetime = 25 * 24 * time.Hour })
+	run := h.submit(refund("PAY-1", 119)) // waits 72h for a team lead
+	lead := workflow.Person{ID: "U0LEAD0002"}
+	for i := range 2 {
+		if _, err := h.engine.Extend(ctx, run.ID, lead, 10*24*time.Hour); err != nil {
+			t.Fatalf("extension %d: %v", i+1, err)
+		}
+	}
+	before := h.get(run.ID).Deadline
+	_, err := h.engine.Extend(ctx, run.ID, lead, 10*24*time.Hour)
+	r := wantRefused(t, err, workflow.CodeInvalidInput)
+	if !strings.Contains(r.Msg, "a request lives at most 25 days") {
+		t.Fatalf("refusal %q", r.Msg)
+	}
+	if after := h.get(run.ID).Deadline; !after.Equal(*before) {
+		t.Fatalf("a refused extension moved the deadline from %s to %s", before, after)
+	}
+	_, err = h.engine.Extend(ctx, run.ID, lead, 26*24*time.Hour)
+	wantRefused(t, err, workflow.CodeInvalidInput)
+
+	p := refund("PAY-2", 9.95)
+	p.Requester = workflow.Person{ID: "U0LEAD0001"} // a team lead asks; the rule forbids approving one's own
+	p.Actions[0].Args = []byte(`{"payment_id":"PAY-1","amount":100}`)
+	own := h.submit(p)
+	if own.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("status %s", own.Status)
+	}
+	_, err = h.engine.Extend(ctx, own.ID, workflow.Person{ID: "U0LEAD0001"}, time.Hour)
+	wantRefused(t, err, workflow.CodeSelfApproval)
+	if _, err := h.engine.Extend(ctx, own.ID, workflow.Person{ID: "U0LEAD0002"}, time.Hour); err != nil {
+		t.Fatalf("another lead extends: %v", err)
+	}
+}
+
 func TestReassignAndExtend(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))

@@ -37,10 +37,12 @@ func (e *Engine) Reassign(ctx context.Context, id string, by, to Person) (*Run, 
 }
 
 // Extend moves a waiting run's deadline by d. Who extends must hold the role the
-// rule needs.
+// rule needs and, where the rule forbids self-approval, must not be the
+// requester (keeping a request alive is a say over it). No request lives
+// longer than MaxRequestLifetime from when it was made.
 func (e *Engine) Extend(ctx context.Context, id string, by Person, d time.Duration) (*Run, error) {
-	if by.ID == "" || d <= 0 || d > 90*24*time.Hour {
-		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "extend needs who extends and a duration between 1s and 90 days"))
+	if by.ID == "" || d <= 0 || d > e.maxLife {
+		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "extend needs who extends and a duration between 1s and %s", days(e.maxLife)))
 	}
 	role, ok, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
@@ -50,11 +52,26 @@ func (e *Engine) Extend(ctx context.Context, id string, by Person, d time.Durati
 		if !ok || !e.roles.AtLeast(role, req.Role) {
 			return nil, refused(CodeNoRole, id, "only someone with role %s or above may extend the deadline", req.Role)
 		}
+		if !req.SelfApproval && by.ID == req.RequesterID {
+			return nil, refused(CodeSelfApproval, id, "the requester may not extend their own request: rule %s forbids self-approval", req.Rule)
+		}
 		deadline := req.Deadline.Add(d)
+		if limit := req.CreatedAt.Add(e.maxLife); deadline.After(limit) {
+			return nil, refused(CodeInvalidInput, id, "a request lives at most %s: the deadline cannot pass %s (it is %s)",
+				days(e.maxLife), limit.UTC().Format(time.RFC3339), req.Deadline.UTC().Format(time.RFC3339))
+		}
 		req.Deadline, l.run.Deadline = deadline, deadline
 		l.st.Gate.Deadline = &deadline
 		return map[string]string{"deadline": deadline.Format(time.RFC3339), "by": d.String()}, nil
 	})
+}
+
+// days shows a lifetime in days when it is whole days.
+func days(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
 }
 
 // manage applies a change to the pending request of a waiting run, in one
