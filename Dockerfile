@@ -11,12 +11,14 @@ RUN CGO_ENABLED=1 go build -trimpath \
       -ldflags "-s -w -extldflags '-static'" \
       -o /out/signoff ./cmd/signoff
 
-# Run: no shell, no package manager, a non-root user; the database lives in a volume.
+# Run: no shell, no package manager, a non-root user (uid and gid 65532, who
+# must own the volume); the database lives in a volume, the config is mounted.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/signoff /usr/local/bin/signoff
 WORKDIR /data
 VOLUME ["/data"]
 ENV SIGNOFF_DB=/data/signoff.db SIGNOFF_SHOP=/data/shop.db
+EXPOSE 8080
 USER nonroot:nonroot
 ENTRYPOINT ["/usr/local/bin/signoff"]
 CMD ["serve"]

@@ -37,6 +37,7 @@ func TestManifest(t *testing.T) {
 				RequestURL string `yaml:"request_url"`
 			} `yaml:"interactivity"`
 			SocketMode *bool `yaml:"socket_mode_enabled"`
+			OrgDeploy  bool  `yaml:"org_deploy_enabled"`
 		} `yaml:"settings"`
 	}
 	if err := yaml.Unmarshal(b, &m); err != nil {
@@ -58,6 +59,15 @@ func TestManifest(t *testing.T) {
 	}
 	if i := m.Settings.Interactivity; !i.Enabled || !routes["POST "+path(i.RequestURL)] {
 		t.Errorf("interactivity %+v: want enabled, posting to a registered route", i)
+	}
+	// The README's org-wide install (with slack.enterprise_id) needs the
+	// manifest to allow it.
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Settings.OrgDeploy || !strings.Contains(string(readme), "org_deploy_enabled: true") {
+		t.Errorf("org_deploy_enabled is %v; the README's org-wide install needs it true and named", m.Settings.OrgDeploy)
 	}
 	if m.Settings.SocketMode == nil {
 		t.Error("socket_mode_enabled is not spelled out")
