@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -301,5 +302,56 @@ func TestEditThatLowersTheRiskStillRewritesTheMessage(t *testing.T) {
 	var rc workflow.Receipt
 	if err := json.Unmarshal(v.Operations[0].Receipt, &rc); err != nil || !strings.Contains(msgs[0].Blocks, rc.ID) {
 		t.Fatalf("the message does not show the receipt %q: %s", rc.ID, msgs[0].Blocks)
+	}
+}
+
+// TestNotInChannelIsRetriedSoon: a bot nobody invited yet cannot post; once
+// someone types /invite @signoff, the message arrives within two minutes,
+// not an hour later.
+func TestNotInChannelIsRetriedSoon(t *testing.T) {
+	h := newDispatchHarness(t)
+	h.slack.SetMember("C0APPROVALS", false)
+	h.submitRefund(t)
+	for range 6 { // six failed tries, each waiting at most two minutes
+		if n := h.deliver(t); n != 0 {
+			t.Fatal("posted to a channel the bot is not in")
+		}
+		h.clock.now = h.clock.now.Add(2 * time.Minute)
+	}
+	h.slack.SetMember("C0APPROVALS", true) // /invite @signoff
+	h.clock.now = h.clock.now.Add(2 * time.Minute)
+	if n := h.deliver(t); n != 1 || len(h.slack.Messages()) != 1 {
+		t.Fatalf("delivered %d within two minutes of the invitation", n)
+	}
+}
+
+// TestCheckSetup: serve asks Slack at start whether the token works and the
+// bot is in the channel, and says what to do when not.
+func TestCheckSetup(t *testing.T) {
+	fs := fakeslack.New()
+	t.Cleanup(fs.Close)
+	api := bot.NewAPI("xoxb-test", fs.URL(), 5*time.Second)
+	ctx := context.Background()
+	if user, err := api.CheckSetup(ctx, "C0APPROVALS"); err != nil || user != fakeslack.Bot {
+		t.Fatalf("a working setup: %q %v", user, err)
+	}
+	for _, tc := range []struct {
+		name, want string
+		prepare    func()
+	}{
+		{"not in the channel", "/invite @signoff", func() { fs.SetMember("C0APPROVALS", false) }},
+		{"bad token", "SLACK_BOT_TOKEN", func() { fs.ErrorNext("auth.test", "invalid_auth") }},
+		{"unknown channel", "check slack.channel", func() { fs.ErrorNext("conversations.info", "channel_not_found") }},
+		{"no scope", "channels:read", func() { fs.ErrorNext("conversations.info", "missing_scope") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs.SetMember("C0APPROVALS", true)
+			tc.prepare()
+			_, err := api.CheckSetup(ctx, "C0APPROVALS")
+			var se *bot.SetupError
+			if !errors.As(err, &se) || !strings.Contains(se.Fix, tc.want) {
+				t.Fatalf("got %v, want a setup error saying %q", err, tc.want)
+			}
+		})
 	}
 }

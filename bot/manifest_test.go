@@ -72,7 +72,7 @@ func TestManifest(t *testing.T) {
 	if m.Settings.SocketMode == nil {
 		t.Error("socket_mode_enabled is not spelled out")
 	}
-	want := []string{"chat:write", "commands", "usergroups:read"}
+	want := []string{"channels:read", "chat:write", "commands", "groups:read", "usergroups:read"}
 	got := slices.Sorted(slices.Values(m.OAuth.Scopes.Bot))
 	if !slices.Equal(got, want) {
 		t.Errorf("bot scopes %v, want %v", got, want)

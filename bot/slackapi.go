@@ -71,6 +71,52 @@ func (a *API) GetUserGroupMembersContext(ctx context.Context, group string) ([]s
 	return members, nil
 }
 
+// SetupError is what CheckSetup found wrong with the bot's token or channel,
+// with what a person does about it.
+type SetupError struct {
+	Problem string
+	Fix     string
+}
+
+func (e *SetupError) Error() string { return e.Problem + ": " + e.Fix }
+
+// CheckSetup asks Slack, before anything is posted, whether the bot token
+// works (auth.test) and whether the bot is in the approvals channel
+// (conversations.info). A token Slack refuses or a channel it does not know
+// is a *SetupError; so is a channel the bot is not in, which posts would fail
+// on until someone invites the bot. It returns the bot's user id.
+func (a *API) CheckSetup(ctx context.Context, channel string) (botUser string, err error) {
+	auth, err := a.client.AuthTestContext(ctx)
+	if err != nil {
+		var se slack.SlackErrorResponse
+		if errors.As(err, &se) {
+			return "", &SetupError{Problem: "Slack refused the bot token (" + se.Err + ")",
+				Fix: "set SLACK_BOT_TOKEN to the app's Bot User OAuth Token (xoxb-…), from OAuth & Permissions"}
+		}
+		return "", fmt.Errorf("slack auth.test: %w", err)
+	}
+	ch, err := a.client.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
+	if err != nil {
+		var se slack.SlackErrorResponse
+		if errors.As(err, &se) {
+			switch se.Err {
+			case "channel_not_found":
+				return auth.UserID, &SetupError{Problem: "Slack knows no channel " + channel + " that the bot can see",
+					Fix: "check slack.channel (a channel id such as C0123ABCD); for a private channel, invite the bot first: /invite @signoff"}
+			case "missing_scope":
+				return auth.UserID, &SetupError{Problem: "the bot token lacks the scope to look at channels",
+					Fix: "add channels:read (and groups:read for a private channel) under OAuth & Permissions, or reinstall from bot/manifest.yaml"}
+			}
+		}
+		return auth.UserID, fmt.Errorf("slack conversations.info %s: %w", channel, err)
+	}
+	if !ch.IsMember {
+		return auth.UserID, &SetupError{Problem: "the bot is not in channel " + channel,
+			Fix: "invite it there: /invite @signoff (until then, approval messages wait and are retried every minute or two)"}
+	}
+	return auth.UserID, nil
+}
+
 // retryAfter says when a failed Slack call may be tried again: Slack's own
 // Retry-After on 429, a growing backoff on 5xx, timeouts and transport errors,
 // and a long pause (retried, but rarely) for errors Slack says are ours
@@ -90,6 +136,10 @@ func retryAfter(err error, attempt int) (wait time.Duration, permanent bool) {
 		switch se.Err {
 		case "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout":
 			return backoff, false
+		case "not_in_channel", "channel_not_found":
+			// A person fixes this with /invite @signoff, and then expects the
+			// message within a minute or two, not an hour.
+			return min(backoff, 2*time.Minute), true
 		}
 		return time.Hour, true
 	}

@@ -1,6 +1,7 @@
 // Package fakeslack is a fake of the parts of Slack's Web API that signoff
 // calls, served over loopback for tests: chat.postMessage, chat.update,
-// chat.postEphemeral, views.open and usergroups.users.list. It records every
+// chat.postEphemeral, views.open, usergroups.users.list, auth.test and
+// conversations.info. It records every
 // call and can be told to fail the next calls (429 with Retry-After, 5xx) so
 // that tests see what Slack's failures do to delivery.
 package fakeslack
@@ -51,11 +52,13 @@ type Server struct {
 	groups   map[string][]string
 	seq      int
 	notify   chan string
+	outside  map[string]bool // channels the bot is not in
 }
 
 // New starts a fake Slack on a loopback port.
 func New() *Server {
-	s := &Server{messages: map[string]*Message{}, fail: map[string][]failure{}, groups: map[string][]string{}, notify: make(chan string, 1024)}
+	s := &Server{messages: map[string]*Message{}, fail: map[string][]failure{}, groups: map[string][]string{}, notify: make(chan string, 1024),
+		outside: map[string]bool{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
 }
@@ -87,6 +90,17 @@ func (s *Server) SetGroup(id string, members ...string) {
 	defer s.mu.Unlock()
 	s.groups[id] = members
 }
+
+// SetMember says whether the bot is in channel (it is in every channel
+// until told otherwise): outside one, posts answer not_in_channel.
+func (s *Server) SetMember(channel string, member bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outside[channel] = !member
+}
+
+// Bot is the bot user the fake's auth.test names.
+const Bot = "U0SIGNOFF1"
 
 // Calls returns the calls received so far, of one method or all ("").
 func (s *Server) Calls(method string) []Call {
@@ -158,6 +172,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	var resp map[string]any
 	switch method {
 	case "chat.postMessage":
+		if s.outside[call.Form.Get("channel")] {
+			resp = map[string]any{"ok": false, "error": "not_in_channel"}
+			break
+		}
 		s.seq++
 		ts := fmt.Sprintf("1700000000.%06d", s.seq)
 		ch := call.Form.Get("channel")
@@ -186,6 +204,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		resp = map[string]any{"ok": true, "users": members}
+	case "auth.test":
+		resp = map[string]any{"ok": true, "user_id": Bot, "user": "signoff", "team_id": "T0SHOP0001", "bot_id": "B0SIGNOFF1"}
+	case "conversations.info":
+		ch := call.Form.Get("channel")
+		resp = map[string]any{"ok": true, "channel": map[string]any{"id": ch, "name": "approvals", "is_channel": true, "is_member": !s.outside[ch]}}
 	default:
 		resp = map[string]any{"ok": false, "error": "unknown_method"}
 	}
