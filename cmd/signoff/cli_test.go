@@ -861,3 +861,59 @@ func TestVerifyNamesABrokenAuditChain(t *testing.T) {
 		t.Errorf("verify: exit %d\n%s", code, out)
 	}
 }
+
+// TestApproveWithTheShownFingerprint: the short fingerprint that `show` prints
+// approves; a prefix too short to bind, or another fingerprint, is refused with
+// a message in which the two fingerprints read differently.
+func TestApproveWithTheShownFingerprint(t *testing.T) {
+	t.Parallel()
+	shown := regexp.MustCompile(`fingerprint ([0-9a-f]+)  \(([0-9a-f]{64})\)`)
+	tests := []struct {
+		name string
+		// given turns what show printed (short, full) into the --fingerprint flag.
+		given func(short, full string) string
+		code  int
+		want  string
+	}{
+		{"the short form show prints", func(short, _ string) string { return short }, exitDone, "DONE"},
+		{"the short form in capitals", func(short, _ string) string { return strings.ToUpper(short) }, exitDone, "DONE"},
+		{"a prefix too short to bind", func(_, full string) string { return full[:12] }, exitRefused, "too short to bind an approval"},
+		{"the same first 16 characters, then others", func(_, full string) string {
+			return full[:16] + strings.Map(func(r rune) rune {
+				if r == '0' {
+					return '1'
+				}
+				return '0'
+			}, full[16:])
+		}, exitRefused, "is not the current one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			id := submitWaiting(t, dir)
+			m := shown.FindStringSubmatch(must(t, dir, exitWaiting, "show", id))
+			if m == nil {
+				t.Fatalf("show prints no fingerprint")
+			}
+			short, full := m[1], m[2]
+			if len(short) != 16 || !strings.HasPrefix(full, short) {
+				t.Fatalf("show prints fingerprint %s (%s), want the first 16 characters of the full one", short, full)
+			}
+			code, out, errs := signoff(t, dir, "approve", id, "--as", lead1, "--fingerprint", tt.given(short, full))
+			if code != tt.code || !strings.Contains(out+errs, tt.want) {
+				t.Fatalf("exit %d, want %d saying %q\nstdout:\n%s\nstderr:\n%s", code, tt.code, tt.want, out, errs)
+			}
+			if tt.code != exitRefused {
+				return
+			}
+			if tt.want == "is not the current one" {
+				m := regexp.MustCompile(`\(([0-9a-f]+)\) is not the current one \(([0-9a-f]+)\)`).FindStringSubmatch(errs)
+				if m == nil || m[1] == m[2] || !strings.HasPrefix(full, m[2]) {
+					t.Errorf("the refusal shows %s and %s, want two different fingerprints, the second the current one's prefix: %s", m[1], m[2], errs)
+				}
+			}
+			noChanges(t, dir)
+		})
+	}
+}
