@@ -5,8 +5,8 @@ import "testing"
 func TestDistinctFingerprints(t *testing.T) {
 	const fp = "c5851f9351c5d2e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718"
 	tests := []struct {
-		name       string
-		a, b       string
+		name         string
+		a, b         string
 		wantA, wantB string
 	}{
 		{"parting early: the short form", "ab" + fp[2:], fp, "ab851f9351c5d2e0", fp[:16]},
