@@ -137,7 +137,9 @@ func TestSubmitFromStdin(t *testing.T) {
 	}
 }
 
-// TestSubmitSameIdempotencyKey: the same key twice returns the first run.
+// TestSubmitSameIdempotencyKey: the same key with the same proposal returns
+// the first run, whatever became of it; with a different proposal it is refused
+// (exit 2) naming the run that holds the key, and no run is made.
 func TestSubmitSameIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -146,10 +148,11 @@ func TestSubmitSameIdempotencyKey(t *testing.T) {
 	if first != second {
 		t.Fatalf("the same idempotency key made two runs: %s and %s", first, second)
 	}
-	// Even with other content, the key wins: it is the agent's retry.
+	// The same key with other content is not a retry: the agent must hear so.
 	p := proposal(t, dir, "retry.json", refundJSON(agentID, "118.00", "resolver-T-65273-1"))
-	if id := runIDOf(t, must(t, dir, exitWaiting, "submit", p)); id != first {
-		t.Fatalf("retry made run %s, want %s", id, first)
+	code, out, errs := signoff(t, dir, "submit", p)
+	if code != exitRefused || out != "" || !strings.Contains(errs, first) || !strings.Contains(errs, "different proposal") {
+		t.Fatalf("the same key with another amount: exit %d, stdout %q, stderr %q; want exit 2 naming %s", code, out, errs, first)
 	}
 	if rs := runs(t, dir); len(rs) != 1 || rs[0].ID != first {
 		t.Fatalf("runs: %+v", rs)
@@ -158,6 +161,20 @@ func TestSubmitSameIdempotencyKey(t *testing.T) {
 	p = proposal(t, dir, "other.json", refundJSON(agentID, "119.00", "another-key"))
 	if id := runIDOf(t, must(t, dir, exitWaiting, "submit", p)); id == first {
 		t.Fatal("another key returned the first run")
+	}
+
+	// A failed run holds its key too: the retry gets it, a new proposal is refused.
+	failing := proposal(t, dir, "too-much.json", refundJSON(agentID, "500.00", "too-much"))
+	failed := runIDOf(t, must(t, dir, exitFailed, "submit", failing))
+	if id := runIDOf(t, must(t, dir, exitFailed, "submit", failing)); id != failed {
+		t.Fatalf("the retry of a failed submit made run %s, want %s", id, failed)
+	}
+	fixed := proposal(t, dir, "fixed.json", refundJSON(agentID, "119.00", "too-much"))
+	if code, out, errs := signoff(t, dir, "submit", fixed); code != exitRefused || !strings.Contains(errs, failed) {
+		t.Fatalf("a new proposal under the failed run's key: exit %d, stdout %q, stderr %q; want exit 2 naming %s", code, out, errs, failed)
+	}
+	if rs := runs(t, dir); len(rs) != 3 {
+		t.Fatalf("%d runs, want 3", len(rs))
 	}
 }
 
