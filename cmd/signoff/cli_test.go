@@ -934,3 +934,19 @@ func TestApproveWithTheShownFingerprint(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONListsAreNeverNull: a list with nothing in it prints as [], so that a
+// script can iterate over it.
+func TestJSONListsAreNeverNull(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"shop", "changes", "--json"},
+		{"runs", "--json"},
+		{"runs", "--json", "--status", "expired"},
+	} {
+		if out := must(t, dir, 0, args...); strings.TrimSpace(out) != "[]" {
+			t.Errorf("signoff %s printed %q, want []", strings.Join(args, " "), out)
+		}
+	}
+}

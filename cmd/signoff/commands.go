@@ -110,6 +110,15 @@ func (c *cli) finish(a *app, id string, asJSON bool) error {
 	return nil
 }
 
+// emptyIfNil makes an empty list print as [] in JSON, never null: scripts
+// iterate over what they are given.
+func emptyIfNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -375,7 +384,7 @@ func (c *cli) historyCmd() *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return writeJSON(c.out, hist)
+					return writeJSON(c.out, emptyIfNil(hist))
 				}
 				renderHistory(c.out, hist)
 				return nil
@@ -472,7 +481,7 @@ func (c *cli) shopCmd() *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return writeJSON(c.out, ch)
+					return writeJSON(c.out, emptyIfNil(ch))
 				}
 				renderChanges(c.out, ch)
 				return nil
