@@ -31,6 +31,9 @@ func TestDemo(t *testing.T) {
 		"model calls: 3 recorded in the run, 3 in the provider's usage log",
 		"ok: 3 runs,",
 		"The story holds",
+		// A command the demo prints can be pasted into a shell as it is.
+		"$ signoff reject run_",
+		" --as U0LEAD0001 --reason 'photo shows the box only; ask for a picture of the planter'\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out.String())

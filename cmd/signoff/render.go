@@ -97,7 +97,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", v.ForkedFrom.RunID, v.ForkedFrom.Seq)
 	}
 	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
-		fmt.Fprintf(w, "  next: signoff approve %s --as <member>   or   signoff reject %s --as <member> --reason <why>\n", v.ID, v.ID)
+		fmt.Fprintf(w, "  next: %s   or   %s\n", shellLine("signoff", "approve", v.ID, "--as", "MEMBER"), shellLine("signoff", "reject", v.ID, "--as", "MEMBER", "--reason", "WHY"))
 	}
 }
 
