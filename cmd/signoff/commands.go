@@ -64,7 +64,9 @@ func (c *cli) root() *cobra.Command {
 		PersistentPreRun: func(*cobra.Command, []string) {
 			c.opts.resolve(c.getenv)
 		},
+		Version: version(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	root.PersistentFlags().StringVar(&c.opts.db, "db", "", "the signoff database file (env SIGNOFF_DB, default signoff.db)")
 	root.PersistentFlags().StringVar(&c.opts.config, "config", "", "the YAML config (env SIGNOFF_CONFIG; default: the built-in demo config)")
