@@ -106,8 +106,10 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		}
 		log.Info("slack extend recorded", "run_id", args[1], "by", d.String())
 		return reply(fmt.Sprintf("The deadline of run %s is now %s (%s).", mdCode(args[1], 100), slackDate(run.Deadline), untilText(s.clock(), run.Deadline)))
+	case "help":
+		return reply(helpText(cmd.Command))
 	}
-	return reply(helpText(cmd.Command))
+	return reply("Unknown subcommand " + mdCode(args[0], 40) + ".\n" + helpText(cmd.Command))
 }
 
 // mayRead says whether who may see runs: anyone holding a role. The engine

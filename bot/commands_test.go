@@ -132,7 +132,9 @@ func TestRunsManage(t *testing.T) {
 		{"extend without the role", nobody, "extend %s 1h", "Nothing changed: only someone with role team_lead", nil},
 		{"unknown run", leadGrace, "cancel run_00000000000000000000dead because %s", "there is no run", nil},
 		{"help", leadGrace, "", "lists and manages runs waiting for approval", nil},
-		{"unknown subcommand", leadGrace, "approve %s", "lists and manages runs waiting for approval", nil},
+		{"help by name", leadGrace, "help", "lists and manages runs waiting for approval", nil},
+		{"unknown subcommand", leadGrace, "frobnicate %s", "Unknown subcommand `frobnicate`.", nil},
+		{"unknown subcommand, with the help", leadGrace, "approve %s", "lists and manages runs waiting for approval", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newSlackHarness(t)
