@@ -402,7 +402,7 @@ func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []E
 	for i, a := range actions {
 		spec, ok := e.actions[a.Name]
 		if !ok {
-			return nil, nil, fmt.Errorf("action %d: unknown action %q", i+1, a.Name)
+			return nil, nil, fmt.Errorf("action %d: unknown action %q (configured: %s)", i+1, a.Name, strings.Join(e.actionNames(), ", "))
 		}
 		if err := spec.Validate(a.Args); err != nil {
 			return nil, nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
@@ -429,6 +429,16 @@ func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []E
 		outE[i] = Evidence{Source: ev.Source, Data: c}
 	}
 	return outA, outE, nil
+}
+
+// actionNames are the actions this engine may run, sorted.
+func (e *Engine) actionNames() []string {
+	names := make([]string, 0, len(e.actions))
+	for name := range e.actions {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Submit starts a run from a proposal: validate, check, apply policy, and either

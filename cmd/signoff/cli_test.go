@@ -192,18 +192,20 @@ func TestSubmitRefusesInvalidProposals(t *testing.T) {
 		file  string // a path instead of a body
 		want  string
 	}{
-		{name: "unknown field", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "priority": "high"}`, want: `unknown object member name "priority"`},
-		{name: "unknown field in wrong case", body: `{"Requester": {"id": "agent:resolver"}, "actions": [` + refund + `]}`, want: `unknown object member name "Requester"`},
+		{name: "unknown field", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "priority": "high"}`, want: `unknown field "priority" (known: task_id, requester, summary, actions, evidence, idempotency_key)`},
+		{name: "unknown field in wrong case", body: `{"Requester": {"id": "agent:resolver"}, "actions": [` + refund + `]}`, want: `unknown field "Requester" (known: task_id, requester,`},
 		{name: "duplicate key", body: `{"requester": {"id": "agent:resolver"}, "requester": {"id": "U0LEAD0001"}, "actions": [` + refund + `]}`, want: `duplicate object member name "requester"`},
 		{name: "duplicate key in args", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 1, "amount": 119, "currency": "CAD", "reason_code": "RFD-DOUBLE"}}]}`, want: `duplicate object member name "amount"`},
 		{name: "missing requester.id", body: `{"requester": {"name": "Resolver"}, "actions": [` + refund + `]}`, want: "requester.id is required"},
 		{name: "no actions", body: `{"requester": {"id": "agent:resolver"}, "actions": []}`, want: "at least one action"},
-		{name: "unknown action", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "delete_order", "args": {"order_id": "LK-507862"}}]}`, want: `unknown action "delete_order"`},
+		{name: "unknown action", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "delete_order", "args": {"order_id": "LK-507862"}}]}`, want: `unknown action "delete_order" (configured: create_return_label, request_refund, reship_item)`},
 		{name: "amount as a string", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": "119.00", "currency": "CAD", "reason_code": "RFD-DOUBLE"}}]}`, want: "amount"},
 		{name: "missing currency", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 119, "reason_code": "RFD-DOUBLE"}}]}`, want: "currency"},
+		{name: "unknown field in an action", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "arguments": {}}]}`, want: `unknown field "arguments" in /actions/0 (known: name, args)`},
+		{name: "a number for a string", body: `{"requester": {"id": 42}, "actions": [` + refund + `]}`, want: `/requester/id: want a string, got a number`},
 		{name: "trailing data", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `]} {}`, want: "invalid proposal"},
 		{name: "not JSON", body: `refund it please`, want: "invalid proposal"},
-		{name: "stdin invalid", stdin: true, body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "approved": true}`, want: `unknown object member name "approved"`},
+		{name: "stdin invalid", stdin: true, body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "approved": true}`, want: `unknown field "approved" (known: task_id,`},
 		{name: "stdin empty", stdin: true, body: "", want: "empty input"},
 		{name: "unreadable file", file: "no-such-proposal.json", want: "read proposal"},
 		{name: "a directory", file: ".", want: "read proposal"},
@@ -230,6 +232,9 @@ func TestSubmitRefusesInvalidProposals(t *testing.T) {
 			}
 			if out != "" {
 				t.Errorf("a refused submit printed %q", out)
+			}
+			if strings.Contains(errs, "Go ") || strings.Contains(errs, "workflow.") {
+				t.Errorf("the refusal speaks of Go types: %q", errs)
 			}
 			if got := must(t, dir, 0, "runs", "--json"); got != runsBefore {
 				t.Errorf("runs changed:\n%s\nwas:\n%s", got, runsBefore)
