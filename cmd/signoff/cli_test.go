@@ -641,6 +641,9 @@ func TestRunsStatusFilter(t *testing.T) {
 	if got := ids(runs(t, dir, "--status", "waiting_approval")); !slices.Equal(got, []string{waiting}) {
 		t.Errorf("waiting runs %v, want [%s]", got, waiting)
 	}
+	if got := ids(runs(t, dir, "--status", "WAITING_APPROVAL")); !slices.Equal(got, []string{waiting}) {
+		t.Errorf("runs --status in capitals: %v, want [%s]", got, waiting)
+	}
 	if got := ids(runs(t, dir, "--status", "done,rejected")); !slices.Equal(got, []string{done, rejected}) {
 		t.Errorf("done and rejected runs %v", got)
 	}
@@ -750,7 +753,7 @@ func TestInvalidEditChangesNothing(t *testing.T) {
 		{"negative amount", "refund-double-charge.json", []string{"--edit", args("-5")}, "the edited arguments are invalid"},
 		{"more than the charge", "refund-double-charge.json", []string{"--edit", args("500.00")}, "the edited arguments fail a check"},
 		{"unknown field", "refund-double-charge.json", []string{"--edit", `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60, "currency": "CAD", "reason_code": "RFD-DOUBLE", "note": "x"}`}, "the edited arguments are invalid"},
-		{"not JSON", "refund-double-charge.json", []string{"--edit", `amount=60`}, "invalid"},
+		{"not JSON", "refund-double-charge.json", []string{"--edit", `amount=60`}, "--edit is not valid JSON"},
 		{"no such action", "refund-double-charge.json", []string{"--edit", args("60"), "--action", "2"}, "no action 2"},
 		{"rule forbids editing", "reship-planter.json", []string{"--edit", `{"order_id": "LK-640436", "sku": "PLANTER", "quantity": 1}`}, "does not allow editing"},
 	}
@@ -956,5 +959,61 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 		if out := must(t, dir, 0, args...); strings.TrimSpace(out) != "[]" {
 			t.Errorf("signoff %s printed %q, want []", strings.Join(args, " "), out)
 		}
+	}
+}
+
+// TestUsageErrorsSayWhatIsWrong: a missing or extra argument is named, with the
+// usage line; an unknown flag or command points to --help. All exit 2.
+func TestUsageErrorsSayWhatIsWrong(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"show"}, []string{"show needs RUN", "usage: signoff show RUN", "see signoff show --help"}},
+		{[]string{"approve"}, []string{"approve needs RUN", "usage: signoff approve RUN --as USER"}},
+		{[]string{"show", "run_1", "run_2"}, []string{"show: unexpected argument run_2", "usage: signoff show RUN"}},
+		{[]string{"runs", "waiting"}, []string{"runs takes no arguments, got waiting"}},
+		{[]string{"shop", "refund", "LK-507862"}, []string{"shop refund needs PAYMENT AMOUNT", "usage: signoff shop refund ORDER PAYMENT AMOUNT --by NAME"}},
+		{[]string{"show", "--bogus", "run_1"}, []string{"unknown flag: --bogus", "see signoff show --help"}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate" for "signoff"`, "see signoff --help"}},
+		{[]string{"shop", "frobnicate"}, []string{`unknown command "frobnicate" for "signoff shop"`, "see signoff shop --help"}},
+		{[]string{"shop"}, []string{"shop needs a subcommand", "see signoff shop --help"}},
+		{[]string{"runs", "--status", "bogus"}, []string{`unknown status "bogus"`}},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errs := signoff(t, dir, tt.args...)
+			if code != exitRefused || out != "" {
+				t.Errorf("exit %d, stdout %q; want exit 2 and nothing on stdout", code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr %q lacks %q", errs, w)
+				}
+			}
+			if strings.Contains(errs, "arg(s)") {
+				t.Errorf("stderr %q counts arguments instead of naming them", errs)
+			}
+		})
+	}
+}
+
+// TestDecideHelp: the help of approve and reject says what their flags do.
+func TestDecideHelp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	approve := must(t, dir, 0, "approve", "--help")
+	for _, w := range []string{"replaces the action's whole argument object", "why you approve (optional"} {
+		if !strings.Contains(approve, w) {
+			t.Errorf("approve --help lacks %q:\n%s", w, approve)
+		}
+	}
+	if strings.Contains(approve, "required to reject") {
+		t.Errorf("approve --help speaks of rejecting:\n%s", approve)
+	}
+	if reject := must(t, dir, 0, "reject", "--help"); !strings.Contains(reject, "why you reject (required") || strings.Contains(reject, "--edit") {
+		t.Errorf("reject --help:\n%s", reject)
 	}
 }

@@ -38,11 +38,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "signoff:", err)
 		var ue usageError
 		// cobra reports an unknown command as a plain error; flags and arguments
 		// are turned into usageError where they are checked.
-		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+		if msg, ok := strings.CutPrefix(err.Error(), "unknown command "); ok {
+			msg, suggestions, _ := strings.Cut(msg, "\n")
+			parent := "signoff" // the message ends: for "signoff shop"
+			if i := strings.LastIndex(msg, ` for "`); i >= 0 {
+				parent = strings.Trim(msg[i+len(` for `):], `"`)
+			}
+			fmt.Fprintf(stderr, "signoff: unknown command %s (see %s --help)\n", msg, parent)
+			if s := strings.TrimSpace(suggestions); s != "" {
+				fmt.Fprintln(stderr, s)
+			}
+			return exitRefused
+		}
+		fmt.Fprintln(stderr, "signoff:", err)
+		if errors.As(err, &ue) {
 			return exitRefused
 		}
 		return exitForErr(err)
@@ -67,7 +79,9 @@ func (c *cli) root() *cobra.Command {
 		Version: version(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{fmt.Sprintf("%v (see %s --help)", err, cmd.CommandPath())}
+	})
 	root.PersistentFlags().StringVar(&c.opts.db, "db", "", "the signoff database file (env SIGNOFF_DB, default signoff.db)")
 	root.PersistentFlags().StringVar(&c.opts.config, "config", "", "the YAML config (env SIGNOFF_CONFIG; default: the built-in demo config)")
 	root.PersistentFlags().StringVar(&c.opts.shop, "shop", "", "the practice shop's database (env SIGNOFF_SHOP, default shop.db beside the store)")
@@ -203,7 +217,7 @@ func (c *cli) runsCmd() *cobra.Command {
 			var f workflow.RunFilter
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
-					st := workflow.Status(strings.TrimSpace(s))
+					st := workflow.Status(strings.ToLower(strings.TrimSpace(s)))
 					if !st.Valid() {
 						return usageError{fmt.Sprintf("unknown status %q (one of %s)", s, statusNames())}
 					}
@@ -306,6 +320,9 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 				}
 			}
 			if edit != "" {
+				if !json.Valid([]byte(edit)) {
+					return usageError{"--edit is not valid JSON: give the action's whole argument object, as show prints it, with your changes"}
+				}
 				in.Edit, in.EditIndex = json.RawMessage(edit), action-1
 			}
 			return c.withApp(func(a *app) error {
@@ -325,10 +342,14 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&as, "as", "", "who decides: a member id from the config's roles")
 	cmd.Flags().StringVar(&name, "name", "", "the decider's display name")
-	cmd.Flags().StringVar(&reason, "reason", "", "why (required to reject)")
-	cmd.Flags().StringVar(&fingerprint, "fingerprint", "", "the fingerprint you reviewed (refused if the proposal changed since)")
 	if verb == "approve" {
-		cmd.Flags().StringVar(&edit, "edit", "", "approve with these arguments instead (JSON object), where policy allows editing")
+		cmd.Flags().StringVar(&reason, "reason", "", "why you approve (optional; recorded with the decision)")
+	} else {
+		cmd.Flags().StringVar(&reason, "reason", "", "why you reject (required; the requester is told)")
+	}
+	cmd.Flags().StringVar(&fingerprint, "fingerprint", "", "the fingerprint you reviewed, in full or the 16 characters show prints (refused if the proposal changed since)")
+	if verb == "approve" {
+		cmd.Flags().StringVar(&edit, "edit", "", "approve with these arguments instead, where policy allows editing: a JSON object that replaces the action's whole argument object (give every argument, not only the changed ones)")
 		cmd.Flags().IntVar(&action, "action", 1, "which action --edit replaces (1-based)")
 	}
 	return cmd
@@ -470,7 +491,14 @@ func (c *cli) expireCmd() *cobra.Command {
 }
 
 func (c *cli) shopCmd() *cobra.Command {
-	shop := &cobra.Command{Use: "shop", Short: "The practice shop: what it did, and changes made by hand"}
+	shop := &cobra.Command{
+		Use: "shop", Short: "The practice shop: what it did, and changes made by hand",
+		// Without this, a mistyped subcommand would print the help and exit 0.
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageError{"shop needs a subcommand (see signoff shop --help)"}
+		},
+	}
 	var asJSON bool
 	changes := &cobra.Command{
 		Use:   "changes",
@@ -517,12 +545,37 @@ func (c *cli) shopCmd() *cobra.Command {
 	return shop
 }
 
-// exactArgs is cobra.ExactArgs with the error marked as bad input (exit 2).
+// exactArgs wants n arguments, and names the ones missing or unexpected from
+// the command's usage line (bad input: exit 2).
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return usageError{err.Error()}
+		if len(args) == n {
+			return nil
 		}
-		return nil
+		name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+		usage := fmt.Sprintf("usage: %s; see %s --help", strings.TrimSuffix(cmd.UseLine(), " [flags]"), cmd.CommandPath())
+		names := argNames(cmd.Use)
+		switch {
+		case len(args) < n && len(names) == n:
+			return usageError{fmt.Sprintf("%s needs %s (%s)", name, strings.Join(names[len(args):], " "), usage)}
+		case len(args) < n:
+			return usageError{fmt.Sprintf("%s needs %d argument(s), got %d (%s)", name, n, len(args), usage)}
+		case n == 0:
+			return usageError{fmt.Sprintf("%s takes no arguments, got %s (%s)", name, shellLine(args...), usage)}
+		}
+		return usageError{fmt.Sprintf("%s: unexpected argument %s (%s)", name, shellLine(args[n:]...), usage)}
 	}
+}
+
+// argNames are the positional arguments of a usage line such as
+// "approve RUN --as USER": the words after the command and before the flags.
+func argNames(use string) []string {
+	var names []string
+	for _, w := range strings.Fields(use)[1:] {
+		if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[") {
+			break
+		}
+		names = append(names, w)
+	}
+	return names
 }
