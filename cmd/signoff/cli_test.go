@@ -458,9 +458,15 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 			t.Fatal("the deadline never passed")
 		}
 	}
-	// Reading the run does not change it.
+	// Reading the run does not change it, and says the deadline has passed.
 	if v := show(t, dir, id); v.Status != workflow.StatusWaitingApproval {
 		t.Fatalf("show changed the run: %s", v.Status)
+	}
+	if out := must(t, dir, exitWaiting, "--config", cfg, "show", id); !strings.Contains(out, "(expired ") || strings.Contains(out, "(in ") {
+		t.Errorf("show of a run past its deadline:\n%s", out)
+	}
+	if out := must(t, dir, 0, "--config", cfg, "runs", "--status", "waiting_approval"); !strings.Contains(out, "expired ") || strings.Contains(out, "in just now") {
+		t.Errorf("runs with a run past its deadline:\n%s", out)
 	}
 
 	code, out, errs := signoff(t, dir, "--config", cfg, "approve", id, "--as", lead1)
@@ -1015,5 +1021,113 @@ func TestDecideHelp(t *testing.T) {
 	}
 	if reject := must(t, dir, 0, "reject", "--help"); !strings.Contains(reject, "why you reject (required") || strings.Contains(reject, "--edit") {
 		t.Errorf("reject --help:\n%s", reject)
+	}
+}
+
+// TestDeadlineText: a deadline ahead says how long is left; one that has
+// passed says how long ago, never "in just now".
+func TestDeadlineText(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		deadline time.Time
+		want     string
+	}{
+		{now.Add(-3 * time.Minute), "expired 3m ago"},
+		{now.Add(-26 * time.Hour), "expired 26h00m ago"},
+		{now.Add(-10 * time.Second), "expired just now"},
+		{now, "expired just now"},
+		{now.Add(20 * time.Second), "in less than a minute"},
+		{now.Add(72 * time.Hour), "in 3d00h"},
+		{now.Add(90 * time.Minute), "in 1h30m"},
+	}
+	for _, tt := range tests {
+		if got := deadlineText(now, tt.deadline); got != tt.want {
+			t.Errorf("deadlineText(now %+v) = %q, want %q", tt.deadline.Sub(now), got, tt.want)
+		}
+	}
+}
+
+// TestHistorySaysWhatEachCheckpointRecorded: the executing checkpoints of an
+// approved run read as the approval, the intent and the receipt.
+func TestHistorySaysWhatEachCheckpointRecorded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	must(t, dir, exitDone, "approve", id, "--as", lead1)
+	out := must(t, dir, 0, "history", id)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{"WHAT", "submitted; waiting_approval", "approved by " + lead1, "intent: action 1 (request_refund)", "receipt: action 1 (request_refund) after 1 attempt", "done"}
+	if len(lines) != len(want) {
+		t.Fatalf("history has %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("history line %d lacks %q:\n%s", i, w, out)
+		}
+	}
+}
+
+// TestRunsListsActionsAndFilters: the listing shows what each run does, and
+// narrows to a task or a requester.
+func TestRunsListsActionsAndFilters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	refund := submitWaiting(t, dir) // T-65273 by agent:resolver
+	reship := runIDOf(t, must(t, dir, exitWaiting, "submit", fixture("reship-planter.json")))
+	own := runIDOf(t, must(t, dir, exitWaiting, "submit", proposal(t, dir, "own.json", refundJSON(lead1, "119.00", "own"))))
+
+	text := must(t, dir, 0, "runs")
+	for _, w := range []string{"ACTION", "SUMMARY", "request_refund", "reship_item,create_return_label", "Refund the duplicate charge."} {
+		if !strings.Contains(text, w) {
+			t.Errorf("runs lacks %q:\n%s", w, text)
+		}
+	}
+	ids := func(vs []workflow.RunView) []string {
+		var s []string
+		for _, v := range vs {
+			s = append(s, v.ID)
+		}
+		return s
+	}
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--task", "T-65273"}, []string{refund, own}},
+		{[]string{"--requester", lead1}, []string{own}},
+		{[]string{"--task", "T-65273", "--requester", agentID}, []string{refund}},
+		{[]string{"--requester", agentID, "--status", "waiting_approval"}, []string{refund, reship}},
+		{[]string{"--task", "T-00000"}, nil},
+	}
+	for _, tt := range tests {
+		if got := ids(runs(t, dir, tt.args...)); !slices.Equal(got, tt.want) {
+			t.Errorf("runs %v: %v, want %v", tt.args, got, tt.want)
+		}
+	}
+	if text := must(t, dir, 0, "runs", "--requester", lead1); !strings.Contains(text, own) || strings.Contains(text, refund) || strings.Contains(text, reship) {
+		t.Errorf("runs --requester %s:\n%s", lead1, text)
+	}
+}
+
+// TestShowCountsApprovals: with two approvals required, show says how many
+// have been given.
+func TestShowCountsApprovals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "two.yaml",
+		"approval: {role: team_lead, count: 1, expires: 72h, self_approval: false, edit: true}",
+		"approval: {role: team_lead, count: 2, expires: 72h, self_approval: false, edit: true}")
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("refund-double-charge.json")))
+	if out := must(t, dir, exitWaiting, "--config", cfg, "show", id); !strings.Contains(out, "0 of 2 approvals so far") {
+		t.Errorf("show before any approval:\n%s", out)
+	}
+	out := must(t, dir, exitWaiting, "--config", cfg, "approve", id, "--as", lead1)
+	if !strings.Contains(out, "1 of 2 approvals so far") {
+		t.Errorf("approve, the first of two:\n%s", out)
+	}
+	must(t, dir, exitDone, "--config", cfg, "approve", id, "--as", lead2)
+	if out := must(t, dir, exitDone, "--config", cfg, "show", id); strings.Contains(out, "so far") {
+		t.Errorf("a done run still counts approvals:\n%s", out)
 	}
 }

@@ -94,6 +94,14 @@ func (c *cli) root() *cobra.Command {
 	return root
 }
 
+// now is the time listings are shown against: the injected clock's, if any.
+func (c *cli) now() time.Time {
+	if c.clock != nil {
+		return c.clock.Now()
+	}
+	return time.Now()
+}
+
 // withApp opens the app for one command and closes it after.
 func (c *cli) withApp(f func(a *app) error) error {
 	a, err := openApp(c.ctx, c.opts, c.getenv, c.errOut, c.clock)
@@ -115,7 +123,7 @@ func (c *cli) finish(a *app, id string, asJSON bool) error {
 			return err
 		}
 	} else {
-		renderRun(c.out, v, a.engine.Roles(), time.Now())
+		renderRun(c.out, v, a.engine.Roles(), c.now())
 	}
 	c.code = exitFor(v.Status)
 	if v.Problem != "" {
@@ -208,7 +216,7 @@ func (c *cli) runCmd() *cobra.Command {
 
 func (c *cli) runsCmd() *cobra.Command {
 	var asJSON bool
-	var status string
+	var status, task, requester string
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List runs (oldest first)",
@@ -229,24 +237,31 @@ func (c *cli) runsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					views := make([]*workflow.RunView, 0, len(runs))
-					for _, r := range runs {
-						v, err := a.engine.Get(c.ctx, r.ID)
-						if err != nil {
-							return err
-						}
-						views = append(views, v)
+				views := make([]*workflow.RunView, 0, len(runs))
+				for _, r := range runs {
+					// The store filters by status; task and requester are few
+					// enough to filter here.
+					if task != "" && r.TaskID != task || requester != "" && r.RequesterID != requester {
+						continue
 					}
+					v, err := a.engine.Get(c.ctx, r.ID)
+					if err != nil {
+						return err
+					}
+					views = append(views, v)
+				}
+				if asJSON {
 					return writeJSON(c.out, views)
 				}
-				renderRuns(c.out, runs, time.Now())
+				renderRuns(c.out, views, c.now())
 				return nil
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
-	cmd.Flags().StringVar(&status, "status", "", "only runs in this status (comma-separated)")
+	cmd.Flags().StringVar(&status, "status", "", "only runs in this status (comma-separated, any case)")
+	cmd.Flags().StringVar(&task, "task", "", "only runs of this task (ticket) id")
+	cmd.Flags().StringVar(&requester, "requester", "", "only runs asked for by this id")
 	return cmd
 }
 

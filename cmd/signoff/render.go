@@ -66,12 +66,22 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 				fmt.Fprint(w, "; may edit")
 			}
 			fmt.Fprintln(w)
+			if v.Status == workflow.StatusWaitingApproval {
+				noun := "approvals"
+				if g.Approval.Count == 1 {
+					noun = "approval"
+				}
+				fmt.Fprintf(w, "  %d of %d %s so far\n", approvalsSoFar(v), g.Approval.Count, noun)
+			}
 		}
 		fmt.Fprintf(w, "  fingerprint %s  (%s)\n", workflow.ShortFingerprint(g.Fingerprint), g.Fingerprint)
 	}
 	if v.Deadline != nil {
-		left := v.Deadline.Sub(now).Round(time.Minute)
-		fmt.Fprintf(w, "  deadline %s (in %s)\n", v.Deadline.Format(time.RFC3339), left)
+		fmt.Fprintf(w, "  deadline %s", v.Deadline.Format(time.RFC3339))
+		if v.Status == workflow.StatusWaitingApproval {
+			fmt.Fprintf(w, " (%s)", deadlineText(now, *v.Deadline))
+		}
+		fmt.Fprintln(w)
 	}
 	for _, d := range v.Decisions {
 		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", d.Decision, d.By, d.Role, d.Via, d.At.Format(time.RFC3339))
@@ -101,6 +111,32 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 	}
 }
 
+// approvalsSoFar counts the approvals given to the request the run waits on.
+func approvalsSoFar(v *workflow.RunView) int {
+	n := 0
+	for _, d := range v.Decisions {
+		if d.Decision == workflow.VerdictApprove && v.Gate != nil && d.RequestID == v.Gate.RequestID {
+			n++
+		}
+	}
+	return n
+}
+
+// deadlineText says when a deadline falls, from now: "in 2h05m", or "expired
+// 3m ago" once it has passed (a waiting run is expired when next touched).
+func deadlineText(now, deadline time.Time) string {
+	switch left := deadline.Sub(now); {
+	case left <= 0:
+		if ago := since(now, deadline); ago != "just now" {
+			return "expired " + ago + " ago"
+		}
+		return "expired just now"
+	case left < time.Minute:
+		return "in less than a minute"
+	}
+	return "in " + since(deadline, now)
+}
+
 func person(p workflow.Person) string {
 	if p.Name != "" && p.Name != p.ID {
 		return fmt.Sprintf("%s (%s)", p.ID, p.Name)
@@ -108,38 +144,132 @@ func person(p workflow.Person) string {
 	return p.ID
 }
 
-func renderRuns(w io.Writer, runs []*workflow.Run, now time.Time) {
+func renderRuns(w io.Writer, runs []*workflow.RunView, now time.Time) {
 	if len(runs) == 0 {
 		fmt.Fprintln(w, "no runs")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTATUS\tTASK\tREQUESTER\tAGE\tDEADLINE")
+	fmt.Fprintln(tw, "RUN\tSTATUS\tTASK\tREQUESTER\tACTION\tAGE\tDEADLINE\tSUMMARY")
 	for _, r := range runs {
 		deadline := "-"
-		if r.Status == workflow.StatusWaitingApproval && !r.Deadline.IsZero() {
-			deadline = "in " + since(r.Deadline, now)
+		if r.Status == workflow.StatusWaitingApproval && r.Deadline != nil {
+			deadline = deadlineText(now, *r.Deadline)
 		}
-		task := r.TaskID
-		if task == "" {
-			task = "-"
+		var names []string
+		for _, a := range r.Actions {
+			names = append(names, a.Name)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, task, r.RequesterID, since(now, r.CreatedAt), deadline)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, orDash(r.TaskID), orDash(r.Requester.ID),
+			orDash(strings.Join(names, ",")), since(now, r.CreatedAt), deadline, orDash(firstLine(cutRunes(r.Summary, 60))))
 	}
 	tw.Flush()
 }
 
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// cutRunes shortens s to at most n runes, marking the cut.
+func cutRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
 func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tHASH\tPROBLEM")
+	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tWHAT\tHASH\tPROBLEM")
+	var prev *workflow.State
 	for _, h := range hist {
-		status, step := "?", "?"
+		status, step, what := "?", "?", "?"
 		if h.State != nil {
-			status, step = string(h.State.Status), fmt.Sprint(h.State.Step)
+			status, step, what = string(h.State.Status), fmt.Sprint(h.State.Step), historyWhat(prev, h.State)
+			prev = h.State
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, workflow.ShortFingerprint(h.Hash), h.Problem)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, what, workflow.ShortFingerprint(h.Hash), h.Problem)
 	}
 	tw.Flush()
+}
+
+// historyWhat says what a checkpoint recorded, from how its state differs from
+// the one before: several executing checkpoints in a row are an intent (before
+// the call), the attempts, and a receipt (after it).
+func historyWhat(prev, st *workflow.State) string {
+	if prev == nil {
+		switch {
+		case st.ForkedFrom != nil:
+			return fmt.Sprintf("forked from %s at %d", st.ForkedFrom.RunID, st.ForkedFrom.Seq)
+		case st.Proposed:
+			return "submitted; " + string(st.Status)
+		}
+		return "started"
+	}
+	var what []string
+	if st.Step > prev.Step {
+		what = append(what, fmt.Sprintf("step %d", st.Step))
+	} else if st.StepFailures > prev.StepFailures {
+		what = append(what, fmt.Sprintf("step %d failed (%d in a row)", st.Step+1, st.StepFailures))
+	}
+	if st.Proposed && !prev.Proposed {
+		what = append(what, "proposed")
+	}
+	for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
+		verb := "approved"
+		if d.Verdict == workflow.VerdictReject {
+			verb = "rejected"
+		}
+		if d.Edited {
+			verb += " with edited arguments"
+		}
+		what = append(what, verb+" by "+d.By)
+	}
+	if g, pg := st.Gate, prev.Gate; g != nil && pg != nil && g.RequestID == pg.RequestID {
+		if g.Assignee != pg.Assignee && g.Assignee != "" {
+			what = append(what, "reassigned to "+g.Assignee)
+		}
+		if g.Deadline != nil && pg.Deadline != nil && !g.Deadline.Equal(*pg.Deadline) {
+			what = append(what, "deadline moved to "+g.Deadline.Format(time.RFC3339))
+		}
+	}
+	for _, op := range st.Operations {
+		var before *workflow.OperationRecord
+		for i := range prev.Operations {
+			if prev.Operations[i].Key == op.Key {
+				before = &prev.Operations[i]
+			}
+		}
+		name := fmt.Sprintf("action %d (%s)", op.Index+1, op.Action)
+		switch {
+		case before == nil:
+			what = append(what, "intent: "+name)
+		case op.Status != before.Status && op.Status == workflow.OpCommitted:
+			what = append(what, fmt.Sprintf("receipt: %s after %s", name, attempts(op.Attempts)))
+		case op.Status != before.Status:
+			what = append(what, fmt.Sprintf("%s: %s after %s", op.Status, name, attempts(op.Attempts)))
+		case op.Attempts > before.Attempts:
+			what = append(what, fmt.Sprintf("attempt %d: %s", op.Attempts, name))
+		}
+	}
+	if st.Status != prev.Status {
+		what = append(what, string(st.Status))
+	}
+	if len(what) == 0 {
+		return "-"
+	}
+	return strings.Join(what, "; ")
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }
 
 // renderTrace prints each step of an agent run with what it asked and learned.
