@@ -1131,3 +1131,83 @@ func TestShowCountsApprovals(t *testing.T) {
 		t.Errorf("a done run still counts approvals:\n%s", out)
 	}
 }
+
+// TestExtendAndReassign: the deadline and the assignee of a waiting run can be
+// changed from the CLI, by people the rule allows, as in Slack.
+func TestExtendAndReassign(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	before := show(t, dir, id)
+
+	must(t, dir, exitWaiting, "extend", id, "1d12h", "--as", lead1)
+	if v := show(t, dir, id); v.Deadline == nil || !v.Deadline.Equal(before.Deadline.Add(36*time.Hour)) {
+		t.Errorf("deadline %v, want %v", v.Deadline, before.Deadline.Add(36*time.Hour))
+	}
+	out := must(t, dir, exitWaiting, "reassign", id, "--to", lead2, "--as", lead1)
+	if !strings.Contains(out, "assigned to "+lead2) {
+		t.Errorf("reassign printed:\n%s", out)
+	}
+	if v := show(t, dir, id); v.Gate == nil || v.Gate.Assignee != lead2 {
+		t.Errorf("gate %+v, want assigned to %s", v.Gate, lead2)
+	}
+	after := showRaw(t, dir, id)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"extend", id, "2h", "--as", agentID}, "only someone with role team_lead or above may extend"},
+		{[]string{"extend", id, "soon", "--as", lead1}, `not a duration: "soon"`},
+		{[]string{"extend", id, "--as", lead1}, "extend needs DURATION"},
+		{[]string{"extend", id, "2h"}, "--as USER"},
+		{[]string{"reassign", id, "--to", "U0NOBODY01", "--as", lead1}, "U0NOBODY01 cannot approve this"},
+		{[]string{"reassign", id, "--as", lead1}, "--to USER"},
+		{[]string{"approve", id, "--as", lead1}, "the request is assigned to " + lead2},
+	} {
+		code, out, errs := signoff(t, dir, tt.args...)
+		if code != exitRefused || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q (stdout %q)", tt.args, code, errs, tt.want, out)
+		}
+	}
+	if got := showRaw(t, dir, id); got != after {
+		t.Errorf("a refused command changed the run:\n%s", got)
+	}
+	must(t, dir, exitDone, "approve", id, "--as", lead2)
+	oneRefund(t, dir, id+"/1", "119.00")
+	if code, _, errs := signoff(t, dir, "extend", id, "1h", "--as", lead1); code != exitRefused || !strings.Contains(errs, "waits for no approval") {
+		t.Errorf("extend of a done run: exit %d, %q", code, errs)
+	}
+}
+
+// TestShopOrders: the practice shop's orders and what is left to refund, before
+// and after a refund.
+func TestShopOrders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	orders := func() map[string]demo.OrderWithPayments {
+		t.Helper()
+		out := must(t, dir, 0, "shop", "orders", "--json")
+		var list []demo.OrderWithPayments
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatalf("shop orders --json: %v\n%s", err, out)
+		}
+		m := map[string]demo.OrderWithPayments{}
+		for _, o := range list {
+			m[o.ID] = o
+		}
+		return m
+	}
+	lamp, ok := orders()["LK-507862"]
+	if !ok || lamp.Customer == "" || lamp.Total != "119.00" || len(lamp.Payments) != 2 || lamp.Payments[1].ID != "PAY-507862-2" || lamp.Payments[1].Remaining != "119.00" {
+		t.Fatalf("LK-507862: %+v", lamp)
+	}
+	text := must(t, dir, 0, "shop", "orders")
+	if !strings.Contains(text, "PAY-507862-2") || !strings.Contains(text, "order(s) in the shop") {
+		t.Errorf("shop orders:\n%s", text)
+	}
+	id := submitWaiting(t, dir)
+	must(t, dir, exitDone, "approve", id, "--as", lead1)
+	if p := orders()["LK-507862"].Payments[1]; p.Status != "refunded" || p.Remaining != "0.00" || p.Refunded != "119.00" {
+		t.Errorf("PAY-507862-2 after the refund: %+v", p)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -87,7 +88,7 @@ func (c *cli) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&c.opts.shop, "shop", "", "the practice shop's database (env SIGNOFF_SHOP, default shop.db beside the store)")
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
-		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.resumeCmd(),
+		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
@@ -393,6 +394,55 @@ func (c *cli) cancelCmd() *cobra.Command {
 	return cmd
 }
 
+func (c *cli) extendCmd() *cobra.Command {
+	var as string
+	cmd := &cobra.Command{
+		Use:   "extend RUN DURATION --as USER",
+		Short: "Move a waiting run's deadline later by DURATION (like 24h, 90m or 2d)",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if as == "" {
+				return usageError{"extend needs --as USER"}
+			}
+			d, err := bot.ParseExtension(args[1])
+			if err != nil {
+				return usageError{fmt.Sprintf("extend: %v; say how long, like 24h, 90m or 2d", err)}
+			}
+			return c.withApp(func(a *app) error {
+				if _, err := a.engine.Extend(c.ctx, args[0], workflow.Person{ID: as}, d); err != nil {
+					return err
+				}
+				return c.finish(a, args[0], false)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", "", "who extends: a member of the role the rule needs, or above")
+	return cmd
+}
+
+func (c *cli) reassignCmd() *cobra.Command {
+	var as, to string
+	cmd := &cobra.Command{
+		Use:   "reassign RUN --to USER --as USER",
+		Short: "Ask one person to decide a waiting run (others above the rule's role still may)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if as == "" || to == "" {
+				return usageError{"reassign needs --to USER and --as USER"}
+			}
+			return c.withApp(func(a *app) error {
+				if _, err := a.engine.Reassign(c.ctx, args[0], workflow.Person{ID: as}, workflow.Person{ID: to}); err != nil {
+					return err
+				}
+				return c.finish(a, args[0], false)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "who is asked to decide: a member of the role the rule needs")
+	cmd.Flags().StringVar(&as, "as", "", "who reassigns: the requester, or a member of the role the rule needs")
+	return cmd
+}
+
 func (c *cli) resumeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "resume RUN",
@@ -507,7 +557,7 @@ func (c *cli) expireCmd() *cobra.Command {
 
 func (c *cli) shopCmd() *cobra.Command {
 	shop := &cobra.Command{
-		Use: "shop", Short: "The practice shop: what it did, and changes made by hand",
+		Use: "shop", Short: "The practice shop: its orders, what it did, and changes made by hand",
 		// Without this, a mistyped subcommand would print the help and exit 0.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -534,6 +584,26 @@ func (c *cli) shopCmd() *cobra.Command {
 		},
 	}
 	changes.Flags().BoolVar(&asJSON, "json", false, "print the changes as JSON")
+	var ordersJSON bool
+	orders := &cobra.Command{
+		Use:   "orders",
+		Short: "The shop's orders and their charges (what there is to refund)",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withApp(func(a *app) error {
+				list, err := a.shop.Orders(c.ctx)
+				if err != nil {
+					return err
+				}
+				if ordersJSON {
+					return writeJSON(c.out, emptyIfNil(list))
+				}
+				renderOrders(c.out, list)
+				return nil
+			})
+		},
+	}
+	orders.Flags().BoolVar(&ordersJSON, "json", false, "print the orders as JSON")
 	var by string
 	refund := &cobra.Command{
 		Use:   "refund ORDER PAYMENT AMOUNT --by NAME",
@@ -556,7 +626,7 @@ func (c *cli) shopCmd() *cobra.Command {
 		},
 	}
 	refund.Flags().StringVar(&by, "by", "", "who made the change")
-	shop.AddCommand(changes, refund)
+	shop.AddCommand(changes, orders, refund)
 	return shop
 }
 

@@ -66,6 +66,9 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 				fmt.Fprint(w, "; may edit")
 			}
 			fmt.Fprintln(w)
+			if g.Assignee != "" {
+				fmt.Fprintf(w, "  assigned to %s (anyone above %s may still decide)\n", g.Assignee, g.Approval.Role)
+			}
 			if v.Status == workflow.StatusWaitingApproval {
 				noun := "approvals"
 				if g.Approval.Count == 1 {
@@ -343,4 +346,23 @@ func renderChanges(w io.Writer, ch []demo.Change) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d change(s) in the shop\n", len(ch))
+}
+
+func renderOrders(w io.Writer, orders []demo.OrderWithPayments) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ORDER\tCUSTOMER\tSTATUS\tTOTAL\tPAYMENT\tCHARGED\tSTATE\tREFUNDABLE")
+	for _, o := range orders {
+		head := fmt.Sprintf("%s\t%s\t%s\t%s %s", o.ID, o.Customer, o.Status, o.Total, o.Currency)
+		if len(o.Payments) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\n", head)
+		}
+		for i, p := range o.Payments {
+			if i > 0 {
+				head = "\t\t\t"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s %s\n", head, p.ID, p.Amount, p.Currency, p.Status, p.Remaining, p.Currency)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d order(s) in the shop\n", len(orders))
 }
