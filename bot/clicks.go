@@ -151,8 +151,9 @@ func (s *Server) lookup(ctx context.Context, ref Ref, log *slog.Logger) (v *work
 	case req == nil:
 		return nil, "Nothing changed: this button is not from an approval request of run " + mdCode(v.ID, 100) + "."
 	case req.Fingerprint != ref.Fingerprint:
+		button, current := workflow.DistinctFingerprints(ref.Fingerprint, req.Fingerprint)
 		return nil, fmt.Sprintf("Nothing changed: this button approves fingerprint %s, but the request is for %s. Use the current message.",
-			mdCode(workflow.ShortFingerprint(ref.Fingerprint), 20), mdCode(workflow.ShortFingerprint(req.Fingerprint), 20))
+			mdCode(button, 70), mdCode(current, 70))
 	case req.Status == workflow.RequestSuperseded:
 		return nil, "Nothing changed: the arguments were edited since this message was posted, so it asks for a new approval. Use the updated message."
 	case req.Status != workflow.RequestPending:

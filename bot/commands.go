@@ -96,7 +96,7 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		log.Info("slack reassign recorded", "run_id", args[1], "to", to.ID)
 		return reply("Run " + mdCode(args[1], 100) + " is now assigned to " + mdMention(to.ID, "") + ".")
 	case "extend":
-		d, err := parseExtension(args[2])
+		d, err := ParseExtension(args[2])
 		if err != nil {
 			return reply("Say how long, like `24h`, `90m` or `2d`: " + mdEscape(err.Error()) + ".")
 		}
@@ -106,8 +106,10 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		}
 		log.Info("slack extend recorded", "run_id", args[1], "by", d.String())
 		return reply(fmt.Sprintf("The deadline of run %s is now %s (%s).", mdCode(args[1], 100), slackDate(run.Deadline), untilText(s.clock(), run.Deadline)))
+	case "help":
+		return reply(helpText(cmd.Command))
 	}
-	return reply(helpText(cmd.Command))
+	return reply("Unknown subcommand " + mdCode(args[0], 40) + ".\n" + helpText(cmd.Command))
 }
 
 // mayRead says whether who may see runs: anyone holding a role. The engine
@@ -228,8 +230,9 @@ func parseMention(s string) (workflow.Person, bool) {
 	return workflow.Person{}, false
 }
 
-// parseExtension reads a duration in Go's form, with days too: 24h, 90m, 2d, 1d12h.
-func parseExtension(s string) (time.Duration, error) {
+// ParseExtension reads a duration in Go's form, with days too: 24h, 90m, 2d,
+// 1d12h. The CLI reads its extend argument with it too.
+func ParseExtension(s string) (time.Duration, error) {
 	var d time.Duration
 	if m := durationD.FindStringSubmatch(s); m != nil {
 		days, _ := strconv.Atoi(m[1])

@@ -132,7 +132,9 @@ func TestRunsManage(t *testing.T) {
 		{"extend without the role", nobody, "extend %s 1h", "Nothing changed: only someone with role team_lead", nil},
 		{"unknown run", leadGrace, "cancel run_00000000000000000000dead because %s", "there is no run", nil},
 		{"help", leadGrace, "", "lists and manages runs waiting for approval", nil},
-		{"unknown subcommand", leadGrace, "approve %s", "lists and manages runs waiting for approval", nil},
+		{"help by name", leadGrace, "help", "lists and manages runs waiting for approval", nil},
+		{"unknown subcommand", leadGrace, "frobnicate %s", "Unknown subcommand `frobnicate`.", nil},
+		{"unknown subcommand, with the help", leadGrace, "approve %s", "lists and manages runs waiting for approval", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newSlackHarness(t)
@@ -209,13 +211,13 @@ func TestParseExtension(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"24h": 24 * time.Hour, "90m": 90 * time.Minute, "2d": 48 * time.Hour, "1d12h": 36 * time.Hour, "1h30m": 90 * time.Minute,
 	} {
-		if got, err := parseExtension(in); err != nil || got != want {
-			t.Errorf("parseExtension(%q) = %v %v, want %v", in, got, err, want)
+		if got, err := ParseExtension(in); err != nil || got != want {
+			t.Errorf("ParseExtension(%q) = %v %v, want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "soon", "d", "2dd", "1000d", "-"} {
-		if _, err := parseExtension(bad); err == nil {
-			t.Errorf("parseExtension(%q) accepted", bad)
+		if _, err := ParseExtension(bad); err == nil {
+			t.Errorf("ParseExtension(%q) accepted", bad)
 		}
 	}
 }

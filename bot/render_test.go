@@ -363,8 +363,8 @@ func TestFallbackText(t *testing.T) {
 		v    *workflow.RunView
 		want string
 	}{
-		{refundView(), "Approval needed: request_refund (run run_01a22a03beb60001db0e0344, fingerprint 9b572d7ad2cd)"},
-		{done(refundView()), "Done: request_refund (run run_01a22a03beb60001db0e0344, fingerprint 9b572d7ad2cd)"},
+		{refundView(), "Approval needed: request_refund (run run_01a22a03beb60001db0e0344, fingerprint 9b572d7ad2cda964)"},
+		{done(refundView()), "Done: request_refund (run run_01a22a03beb60001db0e0344, fingerprint 9b572d7ad2cda964)"},
 	} {
 		if got := FallbackText(tc.v); got != tc.want {
 			t.Errorf("FallbackText = %q, want %q", got, tc.want)

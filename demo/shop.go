@@ -806,6 +806,46 @@ func (s *Shop) Order(ctx context.Context, id string) (Order, error) {
 	return o, nil
 }
 
+// OrderWithPayments is an order and its charges, as `signoff shop orders` lists them.
+type OrderWithPayments struct {
+	Order
+	Payments []Payment `json:"payments"`
+}
+
+// Orders lists every order of the shop with its charges, by id.
+func (s *Shop) Orders(ctx context.Context) ([]OrderWithPayments, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT id FROM orders ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list orders: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	out := []OrderWithPayments{}
+	for _, id := range ids {
+		o, err := s.Order(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.Payments(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, OrderWithPayments{Order: o, Payments: p})
+	}
+	return out, nil
+}
+
 // Payments lists the charges of an order, oldest first. An unknown order
 // wraps workflow.ErrNotFound.
 func (s *Shop) Payments(ctx context.Context, orderID string) ([]Payment, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -183,8 +184,14 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 		}
 		return nil, refused(CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
 	}
-	if in.Fingerprint != "" && in.Fingerprint != req.Fingerprint {
-		return nil, refused(CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", ShortFingerprint(in.Fingerprint), ShortFingerprint(req.Fingerprint))
+	if in.Fingerprint != "" {
+		switch ok, short := fingerprintGiven(in.Fingerprint, req.Fingerprint); {
+		case short:
+			return nil, refused(CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, ShortFingerprintLen)
+		case !ok:
+			given, current := DistinctFingerprints(strings.ToLower(strings.TrimSpace(in.Fingerprint)), req.Fingerprint)
+			return nil, refused(CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
+		}
 	}
 	if len(in.Edit) > 0 && !req.Edit {
 		return nil, refused(CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)

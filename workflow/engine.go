@@ -414,7 +414,7 @@ func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []E
 	for i, a := range actions {
 		spec, ok := e.actions[a.Name]
 		if !ok {
-			return nil, nil, fmt.Errorf("action %d: unknown action %q", i+1, a.Name)
+			return nil, nil, fmt.Errorf("action %d: unknown action %q (configured: %s)", i+1, a.Name, strings.Join(e.actionNames(), ", "))
 		}
 		if err := spec.Validate(a.Args); err != nil {
 			return nil, nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
@@ -443,8 +443,19 @@ func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []E
 	return outA, outE, nil
 }
 
+// actionNames are the actions this engine may run, sorted.
+func (e *Engine) actionNames() []string {
+	names := make([]string, 0, len(e.actions))
+	for name := range e.actions {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Submit starts a run from a proposal: validate, check, apply policy, and either
-// wait for approval or execute. The same idempotency key twice returns the first run.
+// wait for approval or execute. The same idempotency key with the same proposal
+// returns the first run; with another proposal it is refused (ErrIdempotencyKeyReused).
 func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	if p.Requester.ID == "" {
 		return nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
@@ -462,8 +473,12 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	if err != nil {
 		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
+	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, actions, evidence)
+	if err != nil {
+		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+	}
 	if p.IdempotencyKey != "" {
-		if run, err := e.runByKey(ctx, p.IdempotencyKey); err == nil || !errors.Is(err, ErrNotFound) {
+		if run, err := e.runByKey(ctx, p.IdempotencyKey, digest); err == nil || !errors.Is(err, ErrNotFound) {
 			return e.continueActive(ctx, run, err)
 		}
 	}
@@ -476,7 +491,7 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	l := &loaded{run: run, st: st}
 	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
-			run, err := e.runByKey(ctx, p.IdempotencyKey)
+			run, err := e.runByKey(ctx, p.IdempotencyKey, digest)
 			return e.continueActive(ctx, run, err)
 		}
 		return nil, err
@@ -514,17 +529,56 @@ func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run,
 	return e.Resume(ctx, run.ID)
 }
 
-func (e *Engine) runByKey(ctx context.Context, key string) (*Run, error) {
+// runByKey finds the run submitted with an idempotency key. The key binds the
+// proposal it was first sent with: a retry of the same proposal gets that run,
+// whatever became of it, and a different proposal is refused, so that an agent
+// never takes an old run for its new proposal.
+func (e *Engine) runByKey(ctx context.Context, key, digest string) (*Run, error) {
 	var run *Run
+	var first *State
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		run, err = tx.RunByIdempotencyKey(ctx, key)
-		return err
+		if run, err = tx.RunByIdempotencyKey(ctx, key); err != nil {
+			return err
+		}
+		cps, err := tx.Checkpoints(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		if len(cps) == 0 {
+			return &IntegrityError{RunID: run.ID, Problem: "no checkpoint"}
+		}
+		// The first checkpoint holds the proposal as submitted; later ones may
+		// carry arguments an approver edited.
+		if first, err = DecodeState(cps[0].State); err != nil {
+			return &IntegrityError{RunID: run.ID, Seq: cps[0].Seq, Problem: err.Error()}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("find run by idempotency key: %w", err)
 	}
+	held, err := proposalDigest(first.TaskID, first.Requester, first.Summary, first.Actions, first.Evidence)
+	if err != nil {
+		return nil, &IntegrityError{RunID: run.ID, Seq: 1, Problem: err.Error()}
+	}
+	if held != digest {
+		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,
+			Msg: fmt.Sprintf("the idempotency key %q is held by this run, which was submitted with a different proposal; use a new key for a new proposal", key)}
+	}
 	return run, nil
+}
+
+// proposalDigest is what an idempotency key binds: the proposal in canonical
+// form, its actions and evidence normalised, the key itself left out.
+func proposalDigest(taskID string, requester Person, summary string, actions []Action, evidence []Evidence) (string, error) {
+	return digestOf(struct {
+		TaskID    string     `json:"task_id"`
+		Requester Person     `json:"requester"`
+		Summary   string     `json:"summary"`
+		Actions   []Action   `json:"actions"`
+		Evidence  []Evidence `json:"evidence"`
+	}{taskID, requester, summary, append([]Action{}, actions...), append([]Evidence{}, evidence...)})
 }
 
 // Start starts an agent workflow on a task. Its steps run until it proposes.

@@ -330,18 +330,69 @@ func TestTwoApproversRacing(t *testing.T) {
 	}
 }
 
-func TestSameIdempotencyKeyReturnsTheFirstRun(t *testing.T) {
+// TestIdempotencyKeyBindsTheProposal: the same key with the same proposal (in
+// any encoding) is a retry and gets the first run; with a different proposal it
+// is refused, naming the run that holds the key, and makes no run.
+func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(p *workflow.Proposal)
+		same   bool
+	}{
+		{"the same proposal", func(*workflow.Proposal) {}, true},
+		{"the same arguments in another order and spacing", func(p *workflow.Proposal) {
+			p.Actions[0].Args = json.RawMessage(`{ "amount": 119.0, "payment_id": "PAY-1" }`)
+		}, true},
+		{"another amount", func(p *workflow.Proposal) { p.Actions[0].Args = json.RawMessage(`{"payment_id":"PAY-1","amount":118}`) }, false},
+		{"another summary", func(p *workflow.Proposal) { p.Summary = "refund the other one" }, false},
+		{"another task", func(p *workflow.Proposal) { p.TaskID = "T-2" }, false},
+		{"another requester", func(p *workflow.Proposal) { p.Requester.ID = "agent:other" }, false},
+		{"other evidence", func(p *workflow.Proposal) { p.Evidence = nil }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			p := refund("PAY-1", 119)
+			p.IdempotencyKey = "ticket-T-1"
+			first := h.submit(p)
+			again := refund("PAY-1", 119)
+			again.IdempotencyKey = "ticket-T-1"
+			tt.change(again)
+			second, err := h.engine.Submit(ctx, again)
+			if tt.same {
+				if err != nil || second.ID != first.ID {
+					t.Fatalf("retry: run %v, %v; want the first run %s", second, err, first.ID)
+				}
+			} else {
+				r := wantRefused(t, err, workflow.CodeIdempotencyKeyReused)
+				if !errors.Is(err, workflow.ErrIdempotencyKeyReused) || r.RunID != first.ID || !strings.Contains(err.Error(), first.ID) {
+					t.Fatalf("refusal %v (run %q), want ErrIdempotencyKeyReused naming %s", err, r.RunID, first.ID)
+				}
+			}
+			runs, err := h.engine.List(ctx, workflow.RunFilter{})
+			if err != nil || len(runs) != 1 {
+				t.Fatalf("runs %d, %v", len(runs), err)
+			}
+		})
+	}
+}
+
+// TestIdempotencyKeyBindsTheSubmittedProposal: arguments an approver edited do
+// not change what the key holds: the agent's retry still gets its run.
+func TestIdempotencyKeyBindsTheSubmittedProposal(t *testing.T) {
 	h := newHarness(t)
 	p := refund("PAY-1", 119)
 	p.IdempotencyKey = "ticket-T-1"
 	first := h.submit(p)
-	second := h.submit(p)
-	if first.ID != second.ID {
-		t.Fatalf("two runs %s and %s for one key", first.ID, second.ID)
+	_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: first.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove,
+		Via: "cli", Edit: json.RawMessage(`{"payment_id":"PAY-1","amount":60}`)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	runs, err := h.engine.List(ctx, workflow.RunFilter{})
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("runs %d, %v", len(runs), err)
+	again := refund("PAY-1", 119)
+	again.IdempotencyKey = "ticket-T-1"
+	if run, err := h.engine.Submit(ctx, again); err != nil || run.ID != first.ID {
+		t.Fatalf("retry after an edit: %v, %v; want run %s", run, err, first.ID)
 	}
 }
 

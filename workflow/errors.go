@@ -81,7 +81,14 @@ const (
 	CodeEditNotAllowed   = "edit_not_allowed"
 	CodeNotCancellable   = "not_cancellable"
 	CodeIntegrity        = "integrity"
+	// CodeIdempotencyKeyReused: a submit reused a key for a different proposal.
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
 )
+
+// ErrIdempotencyKeyReused is in the chain of the refusal of a submit whose
+// idempotency key already holds a run with a different proposal; the
+// RefusedError's RunID names that run.
+var ErrIdempotencyKeyReused = errors.New("idempotency key reused for a different proposal")
 
 // RefusedError says the engine refused a request and why. When someone else
 // decided first, By and At say who and when.
@@ -91,7 +98,10 @@ type RefusedError struct {
 	Msg   string
 	By    string
 	At    time.Time
+	Err   error // a sentinel to match with errors.Is, when the code has one
 }
+
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 func (e *RefusedError) Error() string {
 	if e.RunID != "" {

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"strings"
 )
 
 // FingerprintInput is everything an approval binds: if any of it changes, an old
@@ -46,10 +47,48 @@ func Fingerprint(in FingerprintInput) (string, error) {
 	return digestOf(doc)
 }
 
+// ShortFingerprintLen is how much of a fingerprint people are shown, and may
+// type back to approve: 16 hex digits are 64 bits, too many to meet by chance.
+const ShortFingerprintLen = 16
+
 // ShortFingerprint is the prefix of a fingerprint shown to people.
 func ShortFingerprint(fp string) string {
-	if len(fp) > 12 {
-		return fp[:12]
+	if len(fp) > ShortFingerprintLen {
+		return fp[:ShortFingerprintLen]
+	}
+	return fp
+}
+
+// fingerprintGiven tells whether given names the fingerprint full: all of it, or
+// the short form people are shown (any prefix of at least ShortFingerprintLen),
+// in either case. short reports a prefix of full that is too short to bind.
+func fingerprintGiven(given, full string) (ok, short bool) {
+	g := strings.ToLower(strings.TrimSpace(given))
+	if g == "" || !strings.HasPrefix(full, g) {
+		return false, false
+	}
+	ok = len(g) >= ShortFingerprintLen || g == full
+	return ok, !ok
+}
+
+// DistinctFingerprints shortens two fingerprints for people, each to the same
+// length, long enough that they read differently when they differ: at least
+// the short form, and past the first character where they part.
+func DistinctFingerprints(a, b string) (string, string) {
+	n := ShortFingerprintLen
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	if a != b {
+		n = max(n, i+1)
+	}
+	return cutFingerprint(a, n), cutFingerprint(b, n)
+}
+
+func cutFingerprint(fp string, n int) string {
+	if len(fp) > n {
+		return fp[:n]
 	}
 	return fp
 }

@@ -31,6 +31,9 @@ func TestDemo(t *testing.T) {
 		"model calls: 3 recorded in the run, 3 in the provider's usage log",
 		"ok: 3 runs,",
 		"The story holds",
+		// A command the demo prints can be pasted into a shell as it is.
+		"$ signoff reject run_",
+		" --as U0LEAD0001 --reason 'photo shows the box only; ask for a picture of the planter'\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out.String())
@@ -137,7 +140,9 @@ func TestSubmitFromStdin(t *testing.T) {
 	}
 }
 
-// TestSubmitSameIdempotencyKey: the same key twice returns the first run.
+// TestSubmitSameIdempotencyKey: the same key with the same proposal returns
+// the first run, whatever became of it; with a different proposal it is refused
+// (exit 2) naming the run that holds the key, and no run is made.
 func TestSubmitSameIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -146,10 +151,11 @@ func TestSubmitSameIdempotencyKey(t *testing.T) {
 	if first != second {
 		t.Fatalf("the same idempotency key made two runs: %s and %s", first, second)
 	}
-	// Even with other content, the key wins: it is the agent's retry.
+	// The same key with other content is not a retry: the agent must hear so.
 	p := proposal(t, dir, "retry.json", refundJSON(agentID, "118.00", "resolver-T-65273-1"))
-	if id := runIDOf(t, must(t, dir, exitWaiting, "submit", p)); id != first {
-		t.Fatalf("retry made run %s, want %s", id, first)
+	code, out, errs := signoff(t, dir, "submit", p)
+	if code != exitRefused || out != "" || !strings.Contains(errs, first) || !strings.Contains(errs, "different proposal") {
+		t.Fatalf("the same key with another amount: exit %d, stdout %q, stderr %q; want exit 2 naming %s", code, out, errs, first)
 	}
 	if rs := runs(t, dir); len(rs) != 1 || rs[0].ID != first {
 		t.Fatalf("runs: %+v", rs)
@@ -158,6 +164,20 @@ func TestSubmitSameIdempotencyKey(t *testing.T) {
 	p = proposal(t, dir, "other.json", refundJSON(agentID, "119.00", "another-key"))
 	if id := runIDOf(t, must(t, dir, exitWaiting, "submit", p)); id == first {
 		t.Fatal("another key returned the first run")
+	}
+
+	// A failed run holds its key too: the retry gets it, a new proposal is refused.
+	failing := proposal(t, dir, "too-much.json", refundJSON(agentID, "500.00", "too-much"))
+	failed := runIDOf(t, must(t, dir, exitFailed, "submit", failing))
+	if id := runIDOf(t, must(t, dir, exitFailed, "submit", failing)); id != failed {
+		t.Fatalf("the retry of a failed submit made run %s, want %s", id, failed)
+	}
+	fixed := proposal(t, dir, "fixed.json", refundJSON(agentID, "119.00", "too-much"))
+	if code, out, errs := signoff(t, dir, "submit", fixed); code != exitRefused || !strings.Contains(errs, failed) {
+		t.Fatalf("a new proposal under the failed run's key: exit %d, stdout %q, stderr %q; want exit 2 naming %s", code, out, errs, failed)
+	}
+	if rs := runs(t, dir); len(rs) != 3 {
+		t.Fatalf("%d runs, want 3", len(rs))
 	}
 }
 
@@ -172,18 +192,20 @@ func TestSubmitRefusesInvalidProposals(t *testing.T) {
 		file  string // a path instead of a body
 		want  string
 	}{
-		{name: "unknown field", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "priority": "high"}`, want: `unknown object member name "priority"`},
-		{name: "unknown field in wrong case", body: `{"Requester": {"id": "agent:resolver"}, "actions": [` + refund + `]}`, want: `unknown object member name "Requester"`},
+		{name: "unknown field", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "priority": "high"}`, want: `unknown field "priority" (known: task_id, requester, summary, actions, evidence, idempotency_key)`},
+		{name: "unknown field in wrong case", body: `{"Requester": {"id": "agent:resolver"}, "actions": [` + refund + `]}`, want: `unknown field "Requester" (known: task_id, requester,`},
 		{name: "duplicate key", body: `{"requester": {"id": "agent:resolver"}, "requester": {"id": "U0LEAD0001"}, "actions": [` + refund + `]}`, want: `duplicate object member name "requester"`},
 		{name: "duplicate key in args", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 1, "amount": 119, "currency": "CAD", "reason_code": "RFD-DOUBLE"}}]}`, want: `duplicate object member name "amount"`},
 		{name: "missing requester.id", body: `{"requester": {"name": "Resolver"}, "actions": [` + refund + `]}`, want: "requester.id is required"},
 		{name: "no actions", body: `{"requester": {"id": "agent:resolver"}, "actions": []}`, want: "at least one action"},
-		{name: "unknown action", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "delete_order", "args": {"order_id": "LK-507862"}}]}`, want: `unknown action "delete_order"`},
+		{name: "unknown action", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "delete_order", "args": {"order_id": "LK-507862"}}]}`, want: `unknown action "delete_order" (configured: create_return_label, request_refund, reship_item)`},
 		{name: "amount as a string", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": "119.00", "currency": "CAD", "reason_code": "RFD-DOUBLE"}}]}`, want: "amount"},
 		{name: "missing currency", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 119, "reason_code": "RFD-DOUBLE"}}]}`, want: "currency"},
+		{name: "unknown field in an action", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "arguments": {}}]}`, want: `unknown field "arguments" in /actions/0 (known: name, args)`},
+		{name: "a number for a string", body: `{"requester": {"id": 42}, "actions": [` + refund + `]}`, want: `/requester/id: want a string, got a number`},
 		{name: "trailing data", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `]} {}`, want: "invalid proposal"},
 		{name: "not JSON", body: `refund it please`, want: "invalid proposal"},
-		{name: "stdin invalid", stdin: true, body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "approved": true}`, want: `unknown object member name "approved"`},
+		{name: "stdin invalid", stdin: true, body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "approved": true}`, want: `unknown field "approved" (known: task_id,`},
 		{name: "stdin empty", stdin: true, body: "", want: "empty input"},
 		{name: "unreadable file", file: "no-such-proposal.json", want: "read proposal"},
 		{name: "a directory", file: ".", want: "read proposal"},
@@ -210,6 +232,9 @@ func TestSubmitRefusesInvalidProposals(t *testing.T) {
 			}
 			if out != "" {
 				t.Errorf("a refused submit printed %q", out)
+			}
+			if strings.Contains(errs, "Go ") || strings.Contains(errs, "workflow.") {
+				t.Errorf("the refusal speaks of Go types: %q", errs)
 			}
 			if got := must(t, dir, 0, "runs", "--json"); got != runsBefore {
 				t.Errorf("runs changed:\n%s\nwas:\n%s", got, runsBefore)
@@ -433,9 +458,15 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 			t.Fatal("the deadline never passed")
 		}
 	}
-	// Reading the run does not change it.
+	// Reading the run does not change it, and says the deadline has passed.
 	if v := show(t, dir, id); v.Status != workflow.StatusWaitingApproval {
 		t.Fatalf("show changed the run: %s", v.Status)
+	}
+	if out := must(t, dir, exitWaiting, "--config", cfg, "show", id); !strings.Contains(out, "(expired ") || strings.Contains(out, "(in ") {
+		t.Errorf("show of a run past its deadline:\n%s", out)
+	}
+	if out := must(t, dir, 0, "--config", cfg, "runs", "--status", "waiting_approval"); !strings.Contains(out, "expired ") || strings.Contains(out, "in just now") {
+		t.Errorf("runs with a run past its deadline:\n%s", out)
 	}
 
 	code, out, errs := signoff(t, dir, "--config", cfg, "approve", id, "--as", lead1)
@@ -616,6 +647,9 @@ func TestRunsStatusFilter(t *testing.T) {
 	if got := ids(runs(t, dir, "--status", "waiting_approval")); !slices.Equal(got, []string{waiting}) {
 		t.Errorf("waiting runs %v, want [%s]", got, waiting)
 	}
+	if got := ids(runs(t, dir, "--status", "WAITING_APPROVAL")); !slices.Equal(got, []string{waiting}) {
+		t.Errorf("runs --status in capitals: %v, want [%s]", got, waiting)
+	}
 	if got := ids(runs(t, dir, "--status", "done,rejected")); !slices.Equal(got, []string{done, rejected}) {
 		t.Errorf("done and rejected runs %v", got)
 	}
@@ -725,7 +759,7 @@ func TestInvalidEditChangesNothing(t *testing.T) {
 		{"negative amount", "refund-double-charge.json", []string{"--edit", args("-5")}, "the edited arguments are invalid"},
 		{"more than the charge", "refund-double-charge.json", []string{"--edit", args("500.00")}, "the edited arguments fail a check"},
 		{"unknown field", "refund-double-charge.json", []string{"--edit", `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60, "currency": "CAD", "reason_code": "RFD-DOUBLE", "note": "x"}`}, "the edited arguments are invalid"},
-		{"not JSON", "refund-double-charge.json", []string{"--edit", `amount=60`}, "invalid"},
+		{"not JSON", "refund-double-charge.json", []string{"--edit", `amount=60`}, "--edit is not valid JSON"},
 		{"no such action", "refund-double-charge.json", []string{"--edit", args("60"), "--action", "2"}, "no action 2"},
 		{"rule forbids editing", "reship-planter.json", []string{"--edit", `{"order_id": "LK-640436", "sku": "PLANTER", "quantity": 1}`}, "does not allow editing"},
 	}
@@ -859,5 +893,321 @@ func TestVerifyNamesABrokenAuditChain(t *testing.T) {
 	code, out, _ := signoff(t, dir, "verify")
 	if code != exitAttention || !strings.Contains(out, "damaged: audit log: audit chain broken at event") {
 		t.Errorf("verify: exit %d\n%s", code, out)
+	}
+}
+
+// TestApproveWithTheShownFingerprint: the short fingerprint that `show` prints
+// approves; a prefix too short to bind, or another fingerprint, is refused with
+// a message in which the two fingerprints read differently.
+func TestApproveWithTheShownFingerprint(t *testing.T) {
+	t.Parallel()
+	shown := regexp.MustCompile(`fingerprint ([0-9a-f]+)  \(([0-9a-f]{64})\)`)
+	tests := []struct {
+		name string
+		// given turns what show printed (short, full) into the --fingerprint flag.
+		given func(short, full string) string
+		code  int
+		want  string
+	}{
+		{"the short form show prints", func(short, _ string) string { return short }, exitDone, "DONE"},
+		{"the short form in capitals", func(short, _ string) string { return strings.ToUpper(short) }, exitDone, "DONE"},
+		{"a prefix too short to bind", func(_, full string) string { return full[:12] }, exitRefused, "too short to bind an approval"},
+		{"the same first 16 characters, then others", func(_, full string) string {
+			return full[:16] + strings.Map(func(r rune) rune {
+				if r == '0' {
+					return '1'
+				}
+				return '0'
+			}, full[16:])
+		}, exitRefused, "is not the current one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			id := submitWaiting(t, dir)
+			m := shown.FindStringSubmatch(must(t, dir, exitWaiting, "show", id))
+			if m == nil {
+				t.Fatalf("show prints no fingerprint")
+			}
+			short, full := m[1], m[2]
+			if len(short) != 16 || !strings.HasPrefix(full, short) {
+				t.Fatalf("show prints fingerprint %s (%s), want the first 16 characters of the full one", short, full)
+			}
+			code, out, errs := signoff(t, dir, "approve", id, "--as", lead1, "--fingerprint", tt.given(short, full))
+			if code != tt.code || !strings.Contains(out+errs, tt.want) {
+				t.Fatalf("exit %d, want %d saying %q\nstdout:\n%s\nstderr:\n%s", code, tt.code, tt.want, out, errs)
+			}
+			if tt.code != exitRefused {
+				return
+			}
+			if tt.want == "is not the current one" {
+				m := regexp.MustCompile(`\(([0-9a-f]+)\) is not the current one \(([0-9a-f]+)\)`).FindStringSubmatch(errs)
+				if m == nil || m[1] == m[2] || !strings.HasPrefix(full, m[2]) {
+					t.Errorf("the refusal shows %s and %s, want two different fingerprints, the second the current one's prefix: %s", m[1], m[2], errs)
+				}
+			}
+			noChanges(t, dir)
+		})
+	}
+}
+
+// TestJSONListsAreNeverNull: a list with nothing in it prints as [], so that a
+// script can iterate over it.
+func TestJSONListsAreNeverNull(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"shop", "changes", "--json"},
+		{"runs", "--json"},
+		{"runs", "--json", "--status", "expired"},
+	} {
+		if out := must(t, dir, 0, args...); strings.TrimSpace(out) != "[]" {
+			t.Errorf("signoff %s printed %q, want []", strings.Join(args, " "), out)
+		}
+	}
+}
+
+// TestUsageErrorsSayWhatIsWrong: a missing or extra argument is named, with the
+// usage line; an unknown flag or command points to --help. All exit 2.
+func TestUsageErrorsSayWhatIsWrong(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"show"}, []string{"show needs RUN", "usage: signoff show RUN", "see signoff show --help"}},
+		{[]string{"approve"}, []string{"approve needs RUN", "usage: signoff approve RUN --as USER"}},
+		{[]string{"show", "run_1", "run_2"}, []string{"show: unexpected argument run_2", "usage: signoff show RUN"}},
+		{[]string{"runs", "waiting"}, []string{"runs takes no arguments, got waiting"}},
+		{[]string{"shop", "refund", "LK-507862"}, []string{"shop refund needs PAYMENT AMOUNT", "usage: signoff shop refund ORDER PAYMENT AMOUNT --by NAME"}},
+		{[]string{"show", "--bogus", "run_1"}, []string{"unknown flag: --bogus", "see signoff show --help"}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate" for "signoff"`, "see signoff --help"}},
+		{[]string{"shop", "frobnicate"}, []string{`unknown command "frobnicate" for "signoff shop"`, "see signoff shop --help"}},
+		{[]string{"shop"}, []string{"shop needs a subcommand", "see signoff shop --help"}},
+		{[]string{"runs", "--status", "bogus"}, []string{`unknown status "bogus"`}},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errs := signoff(t, dir, tt.args...)
+			if code != exitRefused || out != "" {
+				t.Errorf("exit %d, stdout %q; want exit 2 and nothing on stdout", code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr %q lacks %q", errs, w)
+				}
+			}
+			if strings.Contains(errs, "arg(s)") {
+				t.Errorf("stderr %q counts arguments instead of naming them", errs)
+			}
+		})
+	}
+}
+
+// TestDecideHelp: the help of approve and reject says what their flags do.
+func TestDecideHelp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	approve := must(t, dir, 0, "approve", "--help")
+	for _, w := range []string{"replaces the action's whole argument object", "why you approve (optional"} {
+		if !strings.Contains(approve, w) {
+			t.Errorf("approve --help lacks %q:\n%s", w, approve)
+		}
+	}
+	if strings.Contains(approve, "required to reject") {
+		t.Errorf("approve --help speaks of rejecting:\n%s", approve)
+	}
+	if reject := must(t, dir, 0, "reject", "--help"); !strings.Contains(reject, "why you reject (required") || strings.Contains(reject, "--edit") {
+		t.Errorf("reject --help:\n%s", reject)
+	}
+}
+
+// TestDeadlineText: a deadline ahead says how long is left; one that has
+// passed says how long ago, never "in just now".
+func TestDeadlineText(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		deadline time.Time
+		want     string
+	}{
+		{now.Add(-3 * time.Minute), "expired 3m ago"},
+		{now.Add(-26 * time.Hour), "expired 26h00m ago"},
+		{now.Add(-10 * time.Second), "expired just now"},
+		{now, "expired just now"},
+		{now.Add(20 * time.Second), "in less than a minute"},
+		{now.Add(72 * time.Hour), "in 3d00h"},
+		{now.Add(90 * time.Minute), "in 1h30m"},
+	}
+	for _, tt := range tests {
+		if got := deadlineText(now, tt.deadline); got != tt.want {
+			t.Errorf("deadlineText(now %+v) = %q, want %q", tt.deadline.Sub(now), got, tt.want)
+		}
+	}
+}
+
+// TestHistorySaysWhatEachCheckpointRecorded: the executing checkpoints of an
+// approved run read as the approval, the intent and the receipt.
+func TestHistorySaysWhatEachCheckpointRecorded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	must(t, dir, exitDone, "approve", id, "--as", lead1)
+	out := must(t, dir, 0, "history", id)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{"WHAT", "submitted; waiting_approval", "approved by " + lead1, "intent: action 1 (request_refund)", "receipt: action 1 (request_refund) after 1 attempt", "done"}
+	if len(lines) != len(want) {
+		t.Fatalf("history has %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("history line %d lacks %q:\n%s", i, w, out)
+		}
+	}
+}
+
+// TestRunsListsActionsAndFilters: the listing shows what each run does, and
+// narrows to a task or a requester.
+func TestRunsListsActionsAndFilters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	refund := submitWaiting(t, dir) // T-65273 by agent:resolver
+	reship := runIDOf(t, must(t, dir, exitWaiting, "submit", fixture("reship-planter.json")))
+	own := runIDOf(t, must(t, dir, exitWaiting, "submit", proposal(t, dir, "own.json", refundJSON(lead1, "119.00", "own"))))
+
+	text := must(t, dir, 0, "runs")
+	for _, w := range []string{"ACTION", "SUMMARY", "request_refund", "reship_item,create_return_label", "Refund the duplicate charge."} {
+		if !strings.Contains(text, w) {
+			t.Errorf("runs lacks %q:\n%s", w, text)
+		}
+	}
+	ids := func(vs []workflow.RunView) []string {
+		var s []string
+		for _, v := range vs {
+			s = append(s, v.ID)
+		}
+		return s
+	}
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--task", "T-65273"}, []string{refund, own}},
+		{[]string{"--requester", lead1}, []string{own}},
+		{[]string{"--task", "T-65273", "--requester", agentID}, []string{refund}},
+		{[]string{"--requester", agentID, "--status", "waiting_approval"}, []string{refund, reship}},
+		{[]string{"--task", "T-00000"}, nil},
+	}
+	for _, tt := range tests {
+		if got := ids(runs(t, dir, tt.args...)); !slices.Equal(got, tt.want) {
+			t.Errorf("runs %v: %v, want %v", tt.args, got, tt.want)
+		}
+	}
+	if text := must(t, dir, 0, "runs", "--requester", lead1); !strings.Contains(text, own) || strings.Contains(text, refund) || strings.Contains(text, reship) {
+		t.Errorf("runs --requester %s:\n%s", lead1, text)
+	}
+}
+
+// TestShowCountsApprovals: with two approvals required, show says how many
+// have been given.
+func TestShowCountsApprovals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "two.yaml",
+		"approval: {role: team_lead, count: 1, expires: 72h, self_approval: false, edit: true}",
+		"approval: {role: team_lead, count: 2, expires: 72h, self_approval: false, edit: true}")
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("refund-double-charge.json")))
+	if out := must(t, dir, exitWaiting, "--config", cfg, "show", id); !strings.Contains(out, "0 of 2 approvals so far") {
+		t.Errorf("show before any approval:\n%s", out)
+	}
+	out := must(t, dir, exitWaiting, "--config", cfg, "approve", id, "--as", lead1)
+	if !strings.Contains(out, "1 of 2 approvals so far") {
+		t.Errorf("approve, the first of two:\n%s", out)
+	}
+	must(t, dir, exitDone, "--config", cfg, "approve", id, "--as", lead2)
+	if out := must(t, dir, exitDone, "--config", cfg, "show", id); strings.Contains(out, "so far") {
+		t.Errorf("a done run still counts approvals:\n%s", out)
+	}
+}
+
+// TestExtendAndReassign: the deadline and the assignee of a waiting run can be
+// changed from the CLI, by people the rule allows, as in Slack.
+func TestExtendAndReassign(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	before := show(t, dir, id)
+
+	must(t, dir, exitWaiting, "extend", id, "1d12h", "--as", lead1)
+	if v := show(t, dir, id); v.Deadline == nil || !v.Deadline.Equal(before.Deadline.Add(36*time.Hour)) {
+		t.Errorf("deadline %v, want %v", v.Deadline, before.Deadline.Add(36*time.Hour))
+	}
+	out := must(t, dir, exitWaiting, "reassign", id, "--to", lead2, "--as", lead1)
+	if !strings.Contains(out, "assigned to "+lead2) {
+		t.Errorf("reassign printed:\n%s", out)
+	}
+	if v := show(t, dir, id); v.Gate == nil || v.Gate.Assignee != lead2 {
+		t.Errorf("gate %+v, want assigned to %s", v.Gate, lead2)
+	}
+	after := showRaw(t, dir, id)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"extend", id, "2h", "--as", agentID}, "only someone with role team_lead or above may extend"},
+		{[]string{"extend", id, "soon", "--as", lead1}, `not a duration: "soon"`},
+		{[]string{"extend", id, "--as", lead1}, "extend needs DURATION"},
+		{[]string{"extend", id, "2h"}, "--as USER"},
+		{[]string{"reassign", id, "--to", "U0NOBODY01", "--as", lead1}, "U0NOBODY01 cannot approve this"},
+		{[]string{"reassign", id, "--as", lead1}, "--to USER"},
+		{[]string{"approve", id, "--as", lead1}, "the request is assigned to " + lead2},
+	} {
+		code, out, errs := signoff(t, dir, tt.args...)
+		if code != exitRefused || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q (stdout %q)", tt.args, code, errs, tt.want, out)
+		}
+	}
+	if got := showRaw(t, dir, id); got != after {
+		t.Errorf("a refused command changed the run:\n%s", got)
+	}
+	must(t, dir, exitDone, "approve", id, "--as", lead2)
+	oneRefund(t, dir, id+"/1", "119.00")
+	if code, _, errs := signoff(t, dir, "extend", id, "1h", "--as", lead1); code != exitRefused || !strings.Contains(errs, "waits for no approval") {
+		t.Errorf("extend of a done run: exit %d, %q", code, errs)
+	}
+}
+
+// TestShopOrders: the practice shop's orders and what is left to refund, before
+// and after a refund.
+func TestShopOrders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	orders := func() map[string]demo.OrderWithPayments {
+		t.Helper()
+		out := must(t, dir, 0, "shop", "orders", "--json")
+		var list []demo.OrderWithPayments
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatalf("shop orders --json: %v\n%s", err, out)
+		}
+		m := map[string]demo.OrderWithPayments{}
+		for _, o := range list {
+			m[o.ID] = o
+		}
+		return m
+	}
+	lamp, ok := orders()["LK-507862"]
+	if !ok || lamp.Customer == "" || lamp.Total != "119.00" || len(lamp.Payments) != 2 || lamp.Payments[1].ID != "PAY-507862-2" || lamp.Payments[1].Remaining != "119.00" {
+		t.Fatalf("LK-507862: %+v", lamp)
+	}
+	text := must(t, dir, 0, "shop", "orders")
+	if !strings.Contains(text, "PAY-507862-2") || !strings.Contains(text, "order(s) in the shop") {
+		t.Errorf("shop orders:\n%s", text)
+	}
+	id := submitWaiting(t, dir)
+	must(t, dir, exitDone, "approve", id, "--as", lead1)
+	if p := orders()["LK-507862"].Payments[1]; p.Status != "refunded" || p.Remaining != "0.00" || p.Refunded != "119.00" {
+		t.Errorf("PAY-507862-2 after the refund: %+v", p)
 	}
 }

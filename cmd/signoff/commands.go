@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -39,11 +40,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "signoff:", termLines(err.Error()))
 		var ue usageError
 		// cobra reports an unknown command as a plain error; flags and arguments
 		// are turned into usageError where they are checked.
-		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+		if msg, ok := strings.CutPrefix(err.Error(), "unknown command "); ok {
+			msg, suggestions, _ := strings.Cut(msg, "\n")
+			parent := "signoff" // the message ends: for "signoff shop"
+			if i := strings.LastIndex(msg, ` for "`); i >= 0 {
+				parent = strings.Trim(msg[i+len(` for `):], `"`)
+			}
+			fmt.Fprintf(stderr, "signoff: unknown command %s (see %s --help)\n", term(msg), term(parent))
+			if s := strings.TrimSpace(suggestions); s != "" {
+				fmt.Fprintln(stderr, termLines(s))
+			}
+			return exitRefused
+		}
+		fmt.Fprintln(stderr, "signoff:", termLines(err.Error()))
+		if errors.As(err, &ue) {
 			return exitRefused
 		}
 		return exitForErr(err)
@@ -65,18 +78,30 @@ func (c *cli) root() *cobra.Command {
 		PersistentPreRun: func(*cobra.Command, []string) {
 			c.opts.resolve(c.getenv)
 		},
+		Version: version(),
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{fmt.Sprintf("%v (see %s --help)", err, cmd.CommandPath())}
+	})
 	root.PersistentFlags().StringVar(&c.opts.db, "db", "", "the signoff database file (env SIGNOFF_DB, default signoff.db)")
 	root.PersistentFlags().StringVar(&c.opts.config, "config", "", "the YAML config (env SIGNOFF_CONFIG; default: the built-in demo config)")
 	root.PersistentFlags().StringVar(&c.opts.shop, "shop", "", "the practice shop's database (env SIGNOFF_SHOP, default shop.db beside the store)")
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
-		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.resumeCmd(),
+		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
 	return root
+}
+
+// now is the time listings are shown against: the injected clock's, if any.
+func (c *cli) now() time.Time {
+	if c.clock != nil {
+		return c.clock.Now()
+	}
+	return time.Now()
 }
 
 // withApp opens the app for one command and closes it after.
@@ -104,6 +129,25 @@ func (c *cli) withReadApp(f func(a *app) error) error {
 	return f(a)
 }
 
+// withShopReader opens the practice shop read-only for a command that reads
+// only the shop: no store, no config, no write. A shop that was never made
+// is nil: it did nothing yet.
+func (c *cli) withShopReader(f func(shop *demo.Shop) error) error {
+	db, err := sqlite.OpenReadOnlyDB(c.opts.shop)
+	if errors.Is(err, sqlite.ErrNoStore) {
+		return f(nil)
+	}
+	if err != nil {
+		return fmt.Errorf("open shop: %w", err)
+	}
+	defer db.Close()
+	shop, err := demo.OpenShopReadOnly(c.ctx, db)
+	if err != nil {
+		return err
+	}
+	return f(shop)
+}
+
 // finish prints a run after a run-level command and sets the exit code from its status.
 func (c *cli) finish(a *app, id string, asJSON bool) error {
 	v, err := a.engine.Get(c.ctx, id)
@@ -115,7 +159,7 @@ func (c *cli) finish(a *app, id string, asJSON bool) error {
 			return err
 		}
 	} else {
-		renderRun(c.out, v, a.engine.Roles(), time.Now())
+		renderRun(c.out, v, a.engine.Roles(), c.now())
 	}
 	c.code = exitFor(v.Status)
 	if v.Problem != "" {
@@ -124,6 +168,15 @@ func (c *cli) finish(a *app, id string, asJSON bool) error {
 		c.code = exitAttention
 	}
 	return nil
+}
+
+// emptyIfNil makes an empty list print as [] in JSON, never null: scripts
+// iterate over what they are given.
+func emptyIfNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -199,7 +252,7 @@ func (c *cli) runCmd() *cobra.Command {
 
 func (c *cli) runsCmd() *cobra.Command {
 	var asJSON bool
-	var status string
+	var status, task, requester string
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List runs (oldest first)",
@@ -208,7 +261,7 @@ func (c *cli) runsCmd() *cobra.Command {
 			var f workflow.RunFilter
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
-					st := workflow.Status(strings.TrimSpace(s))
+					st := workflow.Status(strings.ToLower(strings.TrimSpace(s)))
 					if !st.Valid() {
 						return usageError{fmt.Sprintf("unknown status %q (one of %s)", s, statusNames())}
 					}
@@ -220,18 +273,23 @@ func (c *cli) runsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					views := make([]*workflow.RunView, 0, len(runs))
-					for _, r := range runs {
-						v, err := a.engine.Get(c.ctx, r.ID)
-						if err != nil {
-							return err
-						}
-						views = append(views, v)
+				views := make([]*workflow.RunView, 0, len(runs))
+				for _, r := range runs {
+					// The store filters by status; task and requester are few
+					// enough to filter here.
+					if task != "" && r.TaskID != task || requester != "" && r.RequesterID != requester {
+						continue
 					}
+					v, err := a.engine.Get(c.ctx, r.ID)
+					if err != nil {
+						return err
+					}
+					views = append(views, v)
+				}
+				if asJSON {
 					return writeJSON(c.out, views)
 				}
-				renderRuns(c.out, runs, time.Now())
+				renderRuns(c.out, views, c.now())
 				return nil
 			})
 			if errors.Is(err, sqlite.ErrNoStore) {
@@ -247,7 +305,9 @@ func (c *cli) runsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
-	cmd.Flags().StringVar(&status, "status", "", "only runs in this status (comma-separated)")
+	cmd.Flags().StringVar(&status, "status", "", "only runs in this status (comma-separated, any case)")
+	cmd.Flags().StringVar(&task, "task", "", "only runs of this task (ticket) id")
+	cmd.Flags().StringVar(&requester, "requester", "", "only runs asked for by this id")
 	return cmd
 }
 
@@ -325,6 +385,9 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 				}
 			}
 			if edit != "" {
+				if !json.Valid([]byte(edit)) {
+					return usageError{"--edit is not valid JSON: give the action's whole argument object, as show prints it, with your changes"}
+				}
 				in.Edit, in.EditIndex = json.RawMessage(edit), action-1
 			}
 			return c.withApp(func(a *app) error {
@@ -344,10 +407,14 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&as, "as", "", "who decides: a member id from the config's roles")
 	cmd.Flags().StringVar(&name, "name", "", "the decider's display name")
-	cmd.Flags().StringVar(&reason, "reason", "", "why (required to reject)")
-	cmd.Flags().StringVar(&fingerprint, "fingerprint", "", "the fingerprint you reviewed (refused if the proposal changed since)")
 	if verb == "approve" {
-		cmd.Flags().StringVar(&edit, "edit", "", "approve with these arguments instead (JSON object), where policy allows editing")
+		cmd.Flags().StringVar(&reason, "reason", "", "why you approve (optional; recorded with the decision)")
+	} else {
+		cmd.Flags().StringVar(&reason, "reason", "", "why you reject (required; the requester is told)")
+	}
+	cmd.Flags().StringVar(&fingerprint, "fingerprint", "", "the fingerprint you reviewed, in full or the 16 characters show prints (refused if the proposal changed since)")
+	if verb == "approve" {
+		cmd.Flags().StringVar(&edit, "edit", "", "approve with these arguments instead, where policy allows editing: a JSON object that replaces the action's whole argument object (give every argument, not only the changed ones)")
 		cmd.Flags().IntVar(&action, "action", 1, "which action --edit replaces (1-based)")
 	}
 	return cmd
@@ -373,6 +440,55 @@ func (c *cli) cancelCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&as, "as", "", "who cancels")
 	cmd.Flags().StringVar(&reason, "reason", "", "why")
+	return cmd
+}
+
+func (c *cli) extendCmd() *cobra.Command {
+	var as string
+	cmd := &cobra.Command{
+		Use:   "extend RUN DURATION --as USER",
+		Short: "Move a waiting run's deadline later by DURATION (like 24h, 90m or 2d)",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if as == "" {
+				return usageError{"extend needs --as USER"}
+			}
+			d, err := bot.ParseExtension(args[1])
+			if err != nil {
+				return usageError{fmt.Sprintf("extend: %v; say how long, like 24h, 90m or 2d", err)}
+			}
+			return c.withApp(func(a *app) error {
+				if _, err := a.engine.Extend(c.ctx, args[0], workflow.Person{ID: as}, d); err != nil {
+					return err
+				}
+				return c.finish(a, args[0], false)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", "", "who extends: a member of the role the rule needs, or above")
+	return cmd
+}
+
+func (c *cli) reassignCmd() *cobra.Command {
+	var as, to string
+	cmd := &cobra.Command{
+		Use:   "reassign RUN --to USER --as USER",
+		Short: "Ask one person to decide a waiting run (others above the rule's role still may)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if as == "" || to == "" {
+				return usageError{"reassign needs --to USER and --as USER"}
+			}
+			return c.withApp(func(a *app) error {
+				if _, err := a.engine.Reassign(c.ctx, args[0], workflow.Person{ID: as}, workflow.Person{ID: to}); err != nil {
+					return err
+				}
+				return c.finish(a, args[0], false)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "who is asked to decide: a member of the role the rule needs")
+	cmd.Flags().StringVar(&as, "as", "", "who reassigns: the requester, or a member of the role the rule needs")
 	return cmd
 }
 
@@ -405,7 +521,7 @@ func (c *cli) historyCmd() *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return writeJSON(c.out, hist)
+					return writeJSON(c.out, emptyIfNil(hist))
 				}
 				renderHistory(c.out, hist)
 				return nil
@@ -489,24 +605,30 @@ func (c *cli) expireCmd() *cobra.Command {
 }
 
 func (c *cli) shopCmd() *cobra.Command {
-	shop := &cobra.Command{Use: "shop", Short: "The practice shop: what it did, and changes made by hand"}
+	shop := &cobra.Command{
+		Use: "shop", Short: "The practice shop: its orders, what it did, and changes made by hand",
+		// Without this, a mistyped subcommand would print the help and exit 0.
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageError{"shop needs a subcommand (see signoff shop --help)"}
+		},
+	}
 	var asJSON bool
 	changes := &cobra.Command{
 		Use:   "changes",
 		Short: "What the shop did, oldest first",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withReadApp(func(a *app) error {
-				shop, err := a.readShop(c.ctx)
-				if err != nil {
-					return err
-				}
-				ch, err := shop.Changes(c.ctx)
-				if err != nil {
-					return err
+			return c.withShopReader(func(shop *demo.Shop) error {
+				var ch []demo.Change
+				if shop != nil {
+					var err error
+					if ch, err = shop.Changes(c.ctx); err != nil {
+						return err
+					}
 				}
 				if asJSON {
-					return writeJSON(c.out, ch)
+					return writeJSON(c.out, emptyIfNil(ch))
 				}
 				renderChanges(c.out, ch)
 				return nil
@@ -514,6 +636,26 @@ func (c *cli) shopCmd() *cobra.Command {
 		},
 	}
 	changes.Flags().BoolVar(&asJSON, "json", false, "print the changes as JSON")
+	var ordersJSON bool
+	orders := &cobra.Command{
+		Use:   "orders",
+		Short: "The shop's orders and their charges (what there is to refund)",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withApp(func(a *app) error {
+				list, err := a.shop.Orders(c.ctx)
+				if err != nil {
+					return err
+				}
+				if ordersJSON {
+					return writeJSON(c.out, emptyIfNil(list))
+				}
+				renderOrders(c.out, list)
+				return nil
+			})
+		},
+	}
+	orders.Flags().BoolVar(&ordersJSON, "json", false, "print the orders as JSON")
 	var by string
 	refund := &cobra.Command{
 		Use:   "refund ORDER PAYMENT AMOUNT --by NAME",
@@ -536,16 +678,41 @@ func (c *cli) shopCmd() *cobra.Command {
 		},
 	}
 	refund.Flags().StringVar(&by, "by", "", "who made the change")
-	shop.AddCommand(changes, refund)
+	shop.AddCommand(changes, orders, refund)
 	return shop
 }
 
-// exactArgs is cobra.ExactArgs with the error marked as bad input (exit 2).
+// exactArgs wants n arguments, and names the ones missing or unexpected from
+// the command's usage line (bad input: exit 2).
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return usageError{err.Error()}
+		if len(args) == n {
+			return nil
 		}
-		return nil
+		name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+		usage := fmt.Sprintf("usage: %s; see %s --help", strings.TrimSuffix(cmd.UseLine(), " [flags]"), cmd.CommandPath())
+		names := argNames(cmd.Use)
+		switch {
+		case len(args) < n && len(names) == n:
+			return usageError{fmt.Sprintf("%s needs %s (%s)", name, strings.Join(names[len(args):], " "), usage)}
+		case len(args) < n:
+			return usageError{fmt.Sprintf("%s needs %d argument(s), got %d (%s)", name, n, len(args), usage)}
+		case n == 0:
+			return usageError{fmt.Sprintf("%s takes no arguments, got %s (%s)", name, shellLine(args...), usage)}
+		}
+		return usageError{fmt.Sprintf("%s: unexpected argument %s (%s)", name, shellLine(args[n:]...), usage)}
 	}
+}
+
+// argNames are the positional arguments of a usage line such as
+// "approve RUN --as USER": the words after the command and before the flags.
+func argNames(use string) []string {
+	var names []string
+	for _, w := range strings.Fields(use)[1:] {
+		if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[") {
+			break
+		}
+		names = append(names, w)
+	}
+	return names
 }

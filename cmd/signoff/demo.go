@@ -51,7 +51,7 @@ func (c *cli) demoCmd() *cobra.Command {
 				return fmt.Errorf("demo: %w", err)
 			}
 			if keep {
-				fmt.Fprintf(c.out, "\nThe files are kept in %s (try: signoff --db %s runs)\n", dir, filepath.Join(dir, "signoff.db"))
+				fmt.Fprintf(c.out, "\nThe files are kept in %s (try: %s)\n", dir, shellLine("signoff", "--db", filepath.Join(dir, "signoff.db"), "--shop", filepath.Join(dir, "shop.db"), "runs"))
 			}
 			return nil
 		},
@@ -84,7 +84,7 @@ func (d *demoStory) signoff(ctx context.Context, args ...string) (int, string) {
 	}
 	var out bytes.Buffer
 	code := run(ctx, full, func(string) string { return "" }, strings.NewReader(""), &out, &out)
-	d.say("$ signoff %s", strings.Join(args, " "))
+	d.say("$ %s", shellLine(append([]string{"signoff"}, args...)...))
 	for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
 		d.say("    %s", line)
 	}
@@ -108,7 +108,7 @@ func (d *demoStory) crash(ctx context.Context, failpoint string, args ...string)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
-	d.say("$ SIGNOFF_FAILPOINT=%s signoff %s", failpoint, strings.Join(args, " "))
+	d.say("$ SIGNOFF_FAILPOINT=%s %s", shellQuote(failpoint), shellLine(append([]string{"signoff"}, args...)...))
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {

@@ -126,12 +126,14 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 	fill(reflect.ValueOf(&v).Elem(), next)
 	v.Status = workflow.StatusWaitingApproval
 	v.Problem = ""
-	var list []*workflow.Run
+	var list []*workflow.RunView
 	fill(reflect.ValueOf(&list).Elem(), next)
 	var hist []workflow.HistoryEntry
 	fill(reflect.ValueOf(&hist).Elem(), next)
 	var changes []demo.Change
 	fill(reflect.ValueOf(&changes).Elem(), next)
+	var orders []demo.OrderWithPayments
+	fill(reflect.ValueOf(&orders).Elem(), next)
 	roles := config.Default().Roles
 
 	var out bytes.Buffer
@@ -142,6 +144,7 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 	renderHistory(&out, hist)
 	renderTrace(&out, hist, 3)
 	renderChanges(&out, changes)
+	renderOrders(&out, orders)
 	if live := texttest.Live(out.String(), true); live != "" {
 		t.Fatalf("the terminal renderers print %s:\n%s", live, out.String())
 	}

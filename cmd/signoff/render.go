@@ -83,12 +83,25 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 				fmt.Fprint(w, "; may edit")
 			}
 			fmt.Fprintln(w)
+			if g.Assignee != "" {
+				fmt.Fprintf(w, "  assigned to %s (anyone above %s may still decide)\n", term(g.Assignee), term(g.Approval.Role))
+			}
+			if v.Status == workflow.StatusWaitingApproval {
+				noun := "approvals"
+				if g.Approval.Count == 1 {
+					noun = "approval"
+				}
+				fmt.Fprintf(w, "  %d of %d %s so far\n", approvalsSoFar(v), g.Approval.Count, noun)
+			}
 		}
 		fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(workflow.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 	}
 	if v.Deadline != nil {
-		left := v.Deadline.Sub(now).Round(time.Minute)
-		fmt.Fprintf(w, "  deadline %s (in %s)\n", v.Deadline.Format(time.RFC3339), left)
+		fmt.Fprintf(w, "  deadline %s", v.Deadline.Format(time.RFC3339))
+		if v.Status == workflow.StatusWaitingApproval {
+			fmt.Fprintf(w, " (%s)", deadlineText(now, *v.Deadline))
+		}
+		fmt.Fprintln(w)
 	}
 	for _, d := range v.Decisions {
 		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(string(d.Decision)), term(d.By), term(d.Role), term(d.Via), d.At.Format(time.RFC3339))
@@ -114,8 +127,34 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", term(v.ForkedFrom.RunID), v.ForkedFrom.Seq)
 	}
 	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
-		fmt.Fprintf(w, "  next: signoff approve %s --as <member>   or   signoff reject %s --as <member> --reason <why>\n", term(v.ID), term(v.ID))
+		fmt.Fprintf(w, "  next: %s   or   %s\n", shellLine("signoff", "approve", term(v.ID), "--as", "MEMBER"), shellLine("signoff", "reject", term(v.ID), "--as", "MEMBER", "--reason", "WHY"))
 	}
+}
+
+// approvalsSoFar counts the approvals given to the request the run waits on.
+func approvalsSoFar(v *workflow.RunView) int {
+	n := 0
+	for _, d := range v.Decisions {
+		if d.Decision == workflow.VerdictApprove && v.Gate != nil && d.RequestID == v.Gate.RequestID {
+			n++
+		}
+	}
+	return n
+}
+
+// deadlineText says when a deadline falls, from now: "in 2h05m", or "expired
+// 3m ago" once it has passed (a waiting run is expired when next touched).
+func deadlineText(now, deadline time.Time) string {
+	switch left := deadline.Sub(now); {
+	case left <= 0:
+		if ago := since(now, deadline); ago != "just now" {
+			return "expired " + ago + " ago"
+		}
+		return "expired just now"
+	case left < time.Minute:
+		return "in less than a minute"
+	}
+	return "in " + since(deadline, now)
 }
 
 func person(p workflow.Person) string {
@@ -125,38 +164,132 @@ func person(p workflow.Person) string {
 	return term(p.ID)
 }
 
-func renderRuns(w io.Writer, runs []*workflow.Run, now time.Time) {
+func renderRuns(w io.Writer, runs []*workflow.RunView, now time.Time) {
 	if len(runs) == 0 {
 		fmt.Fprintln(w, "no runs")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTATUS\tTASK\tREQUESTER\tAGE\tDEADLINE")
+	fmt.Fprintln(tw, "RUN\tSTATUS\tTASK\tREQUESTER\tACTION\tAGE\tDEADLINE\tSUMMARY")
 	for _, r := range runs {
 		deadline := "-"
-		if r.Status == workflow.StatusWaitingApproval && !r.Deadline.IsZero() {
-			deadline = "in " + since(r.Deadline, now)
+		if r.Status == workflow.StatusWaitingApproval && r.Deadline != nil {
+			deadline = deadlineText(now, *r.Deadline)
 		}
-		task := r.TaskID
-		if task == "" {
-			task = "-"
+		var names []string
+		for _, a := range r.Actions {
+			names = append(names, a.Name)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", term(r.ID), term(string(r.Status)), term(task), term(r.RequesterID), since(now, r.CreatedAt), deadline)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term(r.ID), term(string(r.Status)), term(orDash(r.TaskID)), term(orDash(r.Requester.ID)),
+			term(orDash(strings.Join(names, ","))), since(now, r.CreatedAt), deadline, term(orDash(firstLine(cutRunes(r.Summary, 60)))))
 	}
 	tw.Flush()
 }
 
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// cutRunes shortens s to at most n runes, marking the cut.
+func cutRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
 func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tHASH\tPROBLEM")
+	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tWHAT\tHASH\tPROBLEM")
+	var prev *workflow.State
 	for _, h := range hist {
-		status, step := "?", "?"
+		status, step, what := "?", "?", "?"
 		if h.State != nil {
-			status, step = term(string(h.State.Status)), fmt.Sprint(h.State.Step)
+			status, step, what = term(string(h.State.Status)), fmt.Sprint(h.State.Step), term(historyWhat(prev, h.State))
+			prev = h.State
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, term(workflow.ShortFingerprint(h.Hash)), term(h.Problem))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, what, term(workflow.ShortFingerprint(h.Hash)), term(h.Problem))
 	}
 	tw.Flush()
+}
+
+// historyWhat says what a checkpoint recorded, from how its state differs from
+// the one before: several executing checkpoints in a row are an intent (before
+// the call), the attempts, and a receipt (after it).
+func historyWhat(prev, st *workflow.State) string {
+	if prev == nil {
+		switch {
+		case st.ForkedFrom != nil:
+			return fmt.Sprintf("forked from %s at %d", st.ForkedFrom.RunID, st.ForkedFrom.Seq)
+		case st.Proposed:
+			return "submitted; " + string(st.Status)
+		}
+		return "started"
+	}
+	var what []string
+	if st.Step > prev.Step {
+		what = append(what, fmt.Sprintf("step %d", st.Step))
+	} else if st.StepFailures > prev.StepFailures {
+		what = append(what, fmt.Sprintf("step %d failed (%d in a row)", st.Step+1, st.StepFailures))
+	}
+	if st.Proposed && !prev.Proposed {
+		what = append(what, "proposed")
+	}
+	for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
+		verb := "approved"
+		if d.Verdict == workflow.VerdictReject {
+			verb = "rejected"
+		}
+		if d.Edited {
+			verb += " with edited arguments"
+		}
+		what = append(what, verb+" by "+d.By)
+	}
+	if g, pg := st.Gate, prev.Gate; g != nil && pg != nil && g.RequestID == pg.RequestID {
+		if g.Assignee != pg.Assignee && g.Assignee != "" {
+			what = append(what, "reassigned to "+g.Assignee)
+		}
+		if g.Deadline != nil && pg.Deadline != nil && !g.Deadline.Equal(*pg.Deadline) {
+			what = append(what, "deadline moved to "+g.Deadline.Format(time.RFC3339))
+		}
+	}
+	for _, op := range st.Operations {
+		var before *workflow.OperationRecord
+		for i := range prev.Operations {
+			if prev.Operations[i].Key == op.Key {
+				before = &prev.Operations[i]
+			}
+		}
+		name := fmt.Sprintf("action %d (%s)", op.Index+1, op.Action)
+		switch {
+		case before == nil:
+			what = append(what, "intent: "+name)
+		case op.Status != before.Status && op.Status == workflow.OpCommitted:
+			what = append(what, fmt.Sprintf("receipt: %s after %s", name, attempts(op.Attempts)))
+		case op.Status != before.Status:
+			what = append(what, fmt.Sprintf("%s: %s after %s", op.Status, name, attempts(op.Attempts)))
+		case op.Attempts > before.Attempts:
+			what = append(what, fmt.Sprintf("attempt %d: %s", op.Attempts, name))
+		}
+	}
+	if st.Status != prev.Status {
+		what = append(what, string(st.Status))
+	}
+	if len(what) == 0 {
+		return "-"
+	}
+	return strings.Join(what, "; ")
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }
 
 // renderTrace prints each step of an agent run with what it asked and learned.
@@ -230,4 +363,23 @@ func renderChanges(w io.Writer, ch []demo.Change) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d change(s) in the shop\n", len(ch))
+}
+
+func renderOrders(w io.Writer, orders []demo.OrderWithPayments) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ORDER\tCUSTOMER\tSTATUS\tTOTAL\tPAYMENT\tCHARGED\tSTATE\tREFUNDABLE")
+	for _, o := range orders {
+		head := fmt.Sprintf("%s\t%s\t%s\t%s %s", term(o.ID), term(o.Customer), term(o.Status), term(o.Total), term(o.Currency))
+		if len(o.Payments) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\n", head)
+		}
+		for i, p := range o.Payments {
+			if i > 0 {
+				head = "\t\t\t"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s %s\n", head, term(p.ID), term(p.Amount), term(p.Currency), term(p.Status), term(p.Remaining), term(p.Currency))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d order(s) in the shop\n", len(orders))
 }
