@@ -49,6 +49,10 @@ type Config struct {
 	// a lease lasts without progress (default 30s).
 	Owner    string
 	LeaseTTL time.Duration
+	// AllowUnknownRequesters lets a requester who holds no role propose. By
+	// default such a proposal is refused before anything is written: otherwise
+	// anyone who can reach the engine gets what policy lets through unapproved.
+	AllowUnknownRequesters bool
 }
 
 // Hook is told about every transition in the transaction that makes it, so it
@@ -84,6 +88,7 @@ type Engine struct {
 	hooks   []Hook
 	owner   string
 	ttl     time.Duration
+	anyone  bool // AllowUnknownRequesters
 }
 
 // New builds an engine.
@@ -96,6 +101,7 @@ func New(cfg Config) (*Engine, error) {
 		actions: cfg.Actions, agents: cfg.Agents, clock: cfg.Clock, log: cfg.Logger,
 		fail: cfg.Failpoint, checkN: cfg.CheckAttempts, execN: cfg.ExecAttempts,
 		backoff: cfg.Backoff, hooks: cfg.Hooks, owner: cfg.Owner, ttl: cfg.LeaseTTL,
+		anyone: cfg.AllowUnknownRequesters,
 	}
 	if e.owner == "" {
 		host, _ := os.Hostname()
@@ -445,6 +451,9 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	if err != nil {
 		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
+	if err := e.checkRequester(ctx, p.Requester.ID); err != nil {
+		return nil, err
+	}
 	if p.IdempotencyKey != "" {
 		if run, err := e.runByKey(ctx, p.IdempotencyKey); err == nil || !errors.Is(err, ErrNotFound) {
 			return e.continueActive(ctx, run, err)
@@ -469,6 +478,22 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 		return e.Resume(ctx, id)
 	}
 	return l.run, nil
+}
+
+// checkRequester refuses a requester who holds no role, unless the engine lets
+// anyone propose.
+func (e *Engine) checkRequester(ctx context.Context, id string) error {
+	if e.anyone {
+		return nil
+	}
+	_, ok, err := e.dir.RoleOf(ctx, id)
+	if err != nil {
+		return fmt.Errorf("resolve the requester's role: %w", err)
+	}
+	if !ok {
+		return refused(CodeUnknownRequester, "", "requester %q holds no role in the config: add them to a role, or let anyone propose (requesters: {allow_unknown: true})", id)
+	}
+	return nil
 }
 
 // badText names the first field that is not text every store can keep (valid
@@ -517,6 +542,9 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 	}
 	if requester.ID == "" {
 		return nil, refused(CodeInvalidInput, "", "a requester id is required")
+	}
+	if err := e.checkRequester(ctx, requester.ID); err != nil {
+		return nil, err
 	}
 	id := e.newID("run_")
 	l := &loaded{
@@ -727,8 +755,12 @@ func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
 	riskRank := map[string]int{"low": 0, "medium": 1, "high": 2}
 	g := &Gate{PolicyRevision: e.policy.Revision(), Risk: "low"}
 	var rules []string
+	role, _, err := e.dir.RoleOf(ctx, st.Requester.ID)
+	if err != nil {
+		return nil, fmt.Errorf("resolve the requester's role: %w", err)
+	}
 	for i, a := range st.Actions {
-		out, err := e.policy.Evaluate(ctx, PolicyInput{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, TaskID: st.TaskID})
+		out, err := e.policy.Evaluate(ctx, PolicyInput{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
 		if err != nil {
 			return nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}

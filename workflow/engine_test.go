@@ -609,3 +609,47 @@ func TestCancelNeedsMoreThanTheLowestRole(t *testing.T) {
 		t.Fatalf("lead cancels: %v %v", got, err)
 	}
 }
+
+// TestUnknownRequesters: a requester who holds no role is refused before
+// anything is written, even for an action policy lets through unapproved,
+// unless the engine lets anyone propose; conditions see the requester's role.
+func TestUnknownRequesters(t *testing.T) {
+	stranger := func() *workflow.Proposal {
+		p := refund("PAY-1", 5) // small: policy lets it through without a person
+		p.Requester = workflow.Person{ID: "U0STRANGER", Name: "Someone"}
+		return p
+	}
+	t.Run("refused by default", func(t *testing.T) {
+		h := newHarness(t)
+		_, err := h.engine.Submit(ctx, stranger())
+		wantRefused(t, err, workflow.CodeUnknownRequester)
+		runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+		if lerr != nil || len(runs) != 0 || len(h.target.Effects()) != 0 {
+			t.Fatalf("runs %d effects %v (%v)", len(runs), h.target.Effects(), lerr)
+		}
+	})
+	t.Run("allowed when the config says so", func(t *testing.T) {
+		h := newHarness(t, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
+		if run := h.submit(stranger()); run.Status != workflow.StatusDone {
+			t.Fatalf("status %s, want done", run.Status)
+		}
+	})
+	t.Run("policy sees the role", func(t *testing.T) {
+		h := newHarness(t, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
+		p, err := workflow.NewPolicy("rev-role", []workflow.Rule{
+			{Name: "roleless", When: `requester.role == ""`, Risk: "high",
+				Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 3600}},
+			{Name: "agents", When: `requester.role == "agent"`, Risk: "low"},
+		}, h.roles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.build(h.store, p, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
+		if run := h.submit(stranger()); run.Status != workflow.StatusWaitingApproval {
+			t.Errorf("a requester in no role: status %s, want waiting_approval", run.Status)
+		}
+		if run := h.submit(refund("PAY-1", 5)); run.Status != workflow.StatusDone {
+			t.Errorf("the agent: status %s, want done", run.Status)
+		}
+	})
+}

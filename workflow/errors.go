@@ -81,6 +81,7 @@ const (
 	CodeEditNotAllowed   = "edit_not_allowed"
 	CodeNotCancellable   = "not_cancellable"
 	CodeIntegrity        = "integrity"
+	CodeUnknownRequester = "unknown_requester"
 )
 
 // RefusedError says the engine refused a request and why. When someone else

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/ext"
 )
 
 // Risk levels a rule may assign.
@@ -66,7 +68,9 @@ type PolicyInput struct {
 	Index     int // position of the action in the proposal
 	Evidence  []Evidence
 	Requester Person
-	TaskID    string
+	// RequesterRole is the highest role the requester holds, "" for none.
+	RequesterRole string
+	TaskID        string
 }
 
 // Outcome is what policy decided for one action.
@@ -78,21 +82,51 @@ type Outcome struct {
 
 // celEnv declares what conditions can see:
 //
-//	action    map: name (string), index (int), args (the arguments object)
-//	evidence  list of maps: source (string), data (any JSON)
-//	requester map: id, name (strings)
+//	action    name (string), index (int), args (the arguments object, map(string, dyn))
+//	evidence  list of: source (string), data (any JSON)
+//	requester id, name, role (strings; role is "" for a requester in no role)
 //	task      string: the task id, "" when none
+//
+// action, evidence and requester are objects with declared fields, so that a
+// typo such as action.nme is a load error rather than a failure at evaluation
+// that sends every matching run to a person. Arguments and evidence data stay
+// dynamic: their shape is the action's, not the policy's.
 //
 // JSON numbers arrive as int when integral and double otherwise; double(x)
 // accepts both, and comparisons between int and double work.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
-		cel.Variable("action", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("evidence", cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
-		cel.Variable("requester", cel.MapType(cel.StringType, cel.StringType)),
+		ext.NativeTypes(reflect.TypeFor[celAction](), reflect.TypeFor[celEvidence](), reflect.TypeFor[celRequester](), ext.ParseStructTags(true)),
+		cel.Variable("action", cel.ObjectType(celTypeName[celAction]())),
+		cel.Variable("evidence", cel.ListType(cel.ObjectType(celTypeName[celEvidence]()))),
+		cel.Variable("requester", cel.ObjectType(celTypeName[celRequester]())),
 		cel.Variable("task", cel.StringType),
 	)
 })
+
+// The objects conditions see; the cel tags are the field names in conditions.
+type celAction struct {
+	Name  string         `cel:"name"`
+	Index int64          `cel:"index"`
+	Args  map[string]any `cel:"args"`
+}
+
+type celEvidence struct {
+	Source string `cel:"source"`
+	Data   any    `cel:"data"`
+}
+
+type celRequester struct {
+	ID   string `cel:"id"`
+	Name string `cel:"name"`
+	Role string `cel:"role"`
+}
+
+// celTypeName is the name ext.NativeTypes gives a Go struct: package.Type.
+func celTypeName[T any]() string { return reflect.TypeFor[T]().String() }
+
+// celFieldsHint follows a compile error about an undefined field.
+const celFieldsHint = " (action has name, index, args; requester has id, name, role; evidence has source, data; arguments are action.args.NAME)"
 
 // NewPolicy compiles every rule. It refuses, with a *RuleError: an empty or
 // repeated name, a condition that does not compile or is not a bool, a risk
@@ -184,6 +218,9 @@ func celIssues(iss *cel.Issues) error {
 	var msgs []string
 	for _, e := range iss.Errors() {
 		msg := strings.TrimSuffix(e.Message, " (in container '')")
+		if strings.HasPrefix(msg, "undefined field ") {
+			msg += celFieldsHint
+		}
 		msgs = append(msgs, fmt.Sprintf("ERROR: <input>:%d:%d: %s", e.Location.Line(), e.Location.Column()+1, msg))
 	}
 	if len(msgs) == 0 {
@@ -257,7 +294,7 @@ func policyVars(in PolicyInput) (map[string]any, error) {
 		}
 		args = m
 	}
-	evidence := make([]any, len(in.Evidence))
+	evidence := make([]celEvidence, len(in.Evidence))
 	for i, e := range in.Evidence {
 		var data any
 		if len(strings.TrimSpace(string(e.Data))) > 0 {
@@ -267,16 +304,12 @@ func policyVars(in PolicyInput) (map[string]any, error) {
 			}
 			data = v
 		}
-		evidence[i] = map[string]any{"source": e.Source, "data": data}
+		evidence[i] = celEvidence{Source: e.Source, Data: data}
 	}
 	return map[string]any{
-		"action": map[string]any{
-			"name":  in.Action.Name,
-			"index": int64(in.Index),
-			"args":  args,
-		},
+		"action":    celAction{Name: in.Action.Name, Index: int64(in.Index), Args: args},
 		"evidence":  evidence,
-		"requester": map[string]string{"id": in.Requester.ID, "name": in.Requester.Name},
+		"requester": celRequester{ID: in.Requester.ID, Name: in.Requester.Name, Role: in.RequesterRole},
 		"task":      in.TaskID,
 	}, nil
 }
