@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/ext"
 )
@@ -60,6 +62,14 @@ type Policy struct {
 	revision string
 	rules    []Rule
 	programs []cel.Program
+	shapes   []conditionShape
+}
+
+// conditionShape is what a load-time check can tell about a condition without
+// evaluating it.
+type conditionShape struct {
+	always  bool     // the condition is the constant true
+	actions []string // action names it compares action.name with, in order
 }
 
 // PolicyInput is what a condition can see about one action.
@@ -156,7 +166,7 @@ func NewPolicy(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 			return fail("name", fmt.Errorf("duplicate rule name %q (also rules[%d])", r.Name, j))
 		}
 		seen[r.Name] = i
-		prg, err := compileCondition(env, r.When)
+		prg, shape, err := compileCondition(env, r.When)
 		if err != nil {
 			return fail("when", err)
 		}
@@ -180,17 +190,78 @@ func NewPolicy(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 		}
 		p.rules = append(p.rules, r)
 		p.programs = append(p.programs, prg)
+		p.shapes = append(p.shapes, shape)
 	}
 	return p, nil
 }
 
-func compileCondition(env *cel.Env, expr string) (cel.Program, error) {
+// CatchAll reports whether rule i's condition is the constant true: it matches
+// every action, so no rule after it is ever reached.
+func (p *Policy) CatchAll(i int) bool { return p.shapes[i].always }
+
+// NamedActions returns the action names rule i's condition compares
+// action.name with (==, != or in a list of literals), so a loader can refuse a
+// name no action has: such a rule never matches, and its actions fall through
+// to a later, perhaps laxer, rule.
+func (p *Policy) NamedActions(i int) []string { return slices.Clone(p.shapes[i].actions) }
+
+// shapeOf reads a checked condition for conditionShape.
+func shapeOf(a *cel.Ast) conditionShape {
+	root := a.NativeRep().Expr()
+	var sh conditionShape
+	if root.Kind() == celast.LiteralKind && root.AsLiteral() == types.True {
+		sh.always = true
+	}
+	isActionName := func(e celast.Expr) bool {
+		if e.Kind() != celast.SelectKind {
+			return false
+		}
+		sel := e.AsSelect()
+		return sel.FieldName() == "name" && !sel.IsTestOnly() &&
+			sel.Operand().Kind() == celast.IdentKind && sel.Operand().AsIdent() == "action"
+	}
+	addLiteral := func(e celast.Expr) {
+		if e.Kind() != celast.LiteralKind {
+			return
+		}
+		if s, ok := e.AsLiteral().(types.String); ok && !slices.Contains(sh.actions, string(s)) {
+			sh.actions = append(sh.actions, string(s))
+		}
+	}
+	celast.PreOrderVisit(root, celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.CallKind {
+			return
+		}
+		call := e.AsCall()
+		args := call.Args()
+		if len(args) != 2 {
+			return
+		}
+		switch call.FunctionName() {
+		case operators.Equals, operators.NotEquals:
+			if isActionName(args[0]) {
+				addLiteral(args[1])
+			} else if isActionName(args[1]) {
+				addLiteral(args[0])
+			}
+		case operators.In:
+			if isActionName(args[0]) && args[1].Kind() == celast.ListKind {
+				for _, el := range args[1].AsList().Elements() {
+					addLiteral(el)
+				}
+			}
+		}
+	}))
+	return sh
+}
+
+func compileCondition(env *cel.Env, expr string) (cel.Program, conditionShape, error) {
 	if strings.TrimSpace(expr) == "" {
-		return nil, errors.New(`empty condition (write "true" for a rule that always applies)`)
+		return nil, conditionShape{}, errors.New(`empty condition (write "true" for a rule that always applies)`)
 	}
 	ast, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, celIssues(iss)
+		return nil, conditionShape{}, celIssues(iss)
 	}
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
 		// dyn is refused too: a rule that is not a bool at evaluation would only
@@ -199,7 +270,7 @@ func compileCondition(env *cel.Env, expr string) (cel.Program, error) {
 		if t.IsExactType(cel.DynType) {
 			hint = " (compare explicitly, e.g. action.args.flag == true)"
 		}
-		return nil, fmt.Errorf("condition is of type %s, want bool%s", cel.FormatCELType(t), hint)
+		return nil, conditionShape{}, fmt.Errorf("condition is of type %s, want bool%s", cel.FormatCELType(t), hint)
 	}
 	prg, err := env.Program(ast,
 		cel.CostLimit(PolicyCostLimit),
@@ -207,9 +278,9 @@ func compileCondition(env *cel.Env, expr string) (cel.Program, error) {
 		cel.InterruptCheckFrequency(100),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("condition: %w", err)
+		return nil, conditionShape{}, fmt.Errorf("condition: %w", err)
 	}
-	return prg, nil
+	return prg, shapeOf(ast), nil
 }
 
 // celIssues renders CEL's compile errors one per clause, without the source

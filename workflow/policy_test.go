@@ -348,3 +348,35 @@ func TestPolicyConcurrentEvaluate(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyConditionShapes: what a loader checks without evaluating: the
+// catch-all rule and the action names a condition compares with.
+func TestPolicyConditionShapes(t *testing.T) {
+	tests := []struct {
+		when     string
+		catchAll bool
+		actions  []string
+	}{
+		{`true`, true, nil},
+		{`1 == 1`, false, nil},
+		{`action.name == "request_refund" && double(action.args.amount) > 50.0`, false, []string{"request_refund"}},
+		{`"reship_item" == action.name || action.name != "refund_item"`, false, []string{"reship_item", "refund_item"}},
+		{`action.name in ["a", "b", "a"]`, false, []string{"a", "b"}},
+		{`action.args.name == "not an action"`, false, nil},
+		{`requester.name == "someone"`, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.when, func(t *testing.T) {
+			p, err := NewPolicy("r1", []Rule{{Name: "r", When: tt.when, Risk: RiskLow}}, shopRoles(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.CatchAll(0); got != tt.catchAll {
+				t.Errorf("CatchAll = %v, want %v", got, tt.catchAll)
+			}
+			if got := p.NamedActions(0); fmt.Sprint(got) != fmt.Sprint(tt.actions) {
+				t.Errorf("NamedActions = %q, want %q", got, tt.actions)
+			}
+		})
+	}
+}
