@@ -159,8 +159,8 @@ func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
 
 // The file's shape. Pointers tell "absent" from "zero" where it matters.
 type fileConfig struct {
-	Roles   []fileRole             `yaml:"roles"`
-	Policy  *filePolicy            `yaml:"policy"`
+	Roles      []fileRole             `yaml:"roles"`
+	Policy     *filePolicy            `yaml:"policy"`
 	Actions    map[string]*fileAction `yaml:"actions"`
 	Slack      *fileSlack             `yaml:"slack"`
 	Requesters *fileRequesters        `yaml:"requesters"`
