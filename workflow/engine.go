@@ -440,18 +440,8 @@ func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []E
 // Submit starts a run from a proposal: validate, check, apply policy, and either
 // wait for approval or execute. The same idempotency key twice returns the first run.
 func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
-	if p.Requester.ID == "" {
-		return nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
-	}
-	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
-		"summary": p.Summary, "idempotency_key": p.IdempotencyKey}); field != "" {
-		return nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
-	}
-	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
+	actions, evidence, err := e.checkProposal(ctx, p)
 	if err != nil {
-		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
-	}
-	if err := e.checkRequester(ctx, p.Requester.ID); err != nil {
 		return nil, err
 	}
 	if p.IdempotencyKey != "" {
@@ -478,6 +468,26 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 		return e.Resume(ctx, id)
 	}
 	return l.run, nil
+}
+
+// checkProposal refuses, before anything is written, a proposal Submit cannot
+// take, and returns its actions and evidence normalised.
+func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Evidence, error) {
+	if p.Requester.ID == "" {
+		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
+	}
+	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
+		"summary": p.Summary, "idempotency_key": p.IdempotencyKey}); field != "" {
+		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
+	}
+	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
+	if err != nil {
+		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+	}
+	if err := e.checkRequester(ctx, p.Requester.ID); err != nil {
+		return nil, nil, err
+	}
+	return actions, evidence, nil
 }
 
 // checkRequester refuses a requester who holds no role, unless the engine lets
@@ -752,18 +762,48 @@ func (e *Engine) newRequest(l *loaded, g *Gate) *ApprovalRequest {
 
 // gate applies policy to every action; the strictest outcome binds the proposal.
 func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
+	g, _, _, err := e.outcomes(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if st.ForkedFrom != nil && g.Approval == nil {
+		// A fork repeats what its source proposed, under a new idempotency key:
+		// it always needs a person, and fails closed to the highest role.
+		names := e.roles.Names()
+		g.Approval = &ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: Seconds(72 * 3600)}
+		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
+	}
+	fp, err := fingerprintOf(st, g.Risk, g.PolicyRevision)
+	if err != nil {
+		return nil, err
+	}
+	g.Fingerprint = fp
+	if g.Approval != nil {
+		d := e.now().Add(g.Approval.Expires.Duration())
+		g.Deadline = &d
+		g.RequestID = e.newID("req_")
+	}
+	return g, nil
+}
+
+// outcomes applies policy to every action and merges the outcomes into the
+// proposal's gate (rule, risk, approval only); it also returns each action's
+// outcome and the requester's role.
+func (e *Engine) outcomes(ctx context.Context, st *State) (*Gate, []Outcome, string, error) {
 	riskRank := map[string]int{"low": 0, "medium": 1, "high": 2}
 	g := &Gate{PolicyRevision: e.policy.Revision(), Risk: "low"}
 	var rules []string
 	role, _, err := e.dir.RoleOf(ctx, st.Requester.ID)
 	if err != nil {
-		return nil, fmt.Errorf("resolve the requester's role: %w", err)
+		return nil, nil, "", fmt.Errorf("resolve the requester's role: %w", err)
 	}
+	outs := make([]Outcome, 0, len(st.Actions))
 	for i, a := range st.Actions {
 		out, err := e.policy.Evaluate(ctx, PolicyInput{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
 		if err != nil {
-			return nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
+			return nil, nil, "", fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}
+		outs = append(outs, out)
 		if riskRank[out.Risk] > riskRank[g.Risk] {
 			g.Risk = out.Risk
 		}
@@ -791,24 +831,7 @@ func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
 	if len(rules) > 0 {
 		g.Rule = joinComma(rules)
 	}
-	if st.ForkedFrom != nil && g.Approval == nil {
-		// A fork repeats what its source proposed, under a new idempotency key:
-		// it always needs a person, and fails closed to the highest role.
-		names := e.roles.Names()
-		g.Approval = &ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: Seconds(72 * 3600)}
-		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
-	}
-	fp, err := fingerprintOf(st, g.Risk, g.PolicyRevision)
-	if err != nil {
-		return nil, err
-	}
-	g.Fingerprint = fp
-	if g.Approval != nil {
-		d := e.now().Add(g.Approval.Expires.Duration())
-		g.Deadline = &d
-		g.RequestID = e.newID("req_")
-	}
-	return g, nil
+	return g, outs, role, nil
 }
 
 func appendUnique(s []string, v string) []string {

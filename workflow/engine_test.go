@@ -653,3 +653,34 @@ func TestUnknownRequesters(t *testing.T) {
 		}
 	})
 }
+
+// TestExplainDecidesAsSubmitDoes: Explain gives the rule, risk and approval
+// Submit then applies, refuses what Submit refuses, and writes nothing.
+func TestExplainDecidesAsSubmitDoes(t *testing.T) {
+	h := newHarness(t)
+	cfg := workflow.Config{Policy: h.engine.Policy(), Roles: h.roles, Actions: map[string]*workflow.ActionSpec{}}
+	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), h.target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Actions["request_refund"] = spec
+	for i, amount := range []float64{119, 5} {
+		ex, err := workflow.Explain(ctx, cfg, refund("PAY-1", amount))
+		if err != nil {
+			t.Fatalf("Explain: %v", err)
+		}
+		if runs, _ := h.engine.List(ctx, workflow.RunFilter{}); len(runs) != i {
+			t.Fatalf("Explain wrote runs: %+v", runs)
+		}
+		run := h.submit(refund("PAY-1", amount))
+		v := h.get(run.ID)
+		if ex.Gate.Rule != v.Gate.Rule || ex.Gate.Risk != v.Gate.Risk || (ex.Gate.Approval == nil) != (v.Gate.Approval == nil) ||
+			len(ex.Actions) != 1 || ex.Actions[0].Rule != v.Gate.Rule || ex.RequesterRole != "agent" {
+			t.Errorf("amount %v: Explain %+v, Submit gated %+v", amount, ex, v.Gate)
+		}
+	}
+	p := refund("PAY-1", 5)
+	p.Requester.ID = "U0STRANGER"
+	_, err = workflow.Explain(ctx, cfg, p)
+	wantRefused(t, err, workflow.CodeUnknownRequester)
+}
