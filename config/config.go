@@ -66,6 +66,9 @@ func (c *Config) Errorf(path, format string, args ...any) *Error {
 	return &Error{File: c.Source, Line: lineOr1(c.doc.line(path)), Path: path, Err: fmt.Errorf(format, args...)}
 }
 
+// ActionPath is the path of an action in the file, for Errorf.
+func ActionPath(name string) string { return "actions" + keySegment(name) }
+
 // lineOr1: a problem with no line of its own (a missing section, an empty
 // file) is reported at the top of the file, so that every error has a line.
 func lineOr1(l int) int { return max(l, 1) }

@@ -32,6 +32,10 @@ func (c *cli) serveCmd() *cobra.Command {
 		Short: "Serve Slack's interactions and /runs, deliver messages, and execute approved runs",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.opts.config == "" {
+				// Its approvers are made up: a server on it would gate nothing real.
+				return usageError{"serve needs a config of your own: pass --config FILE (or set SIGNOFF_CONFIG, or put signoff.yaml here); the built-in demo config's approvers are made up"}
+			}
 			so.signingSecret, so.botToken, so.appToken = c.getenv("SLACK_SIGNING_SECRET"), c.getenv("SLACK_BOT_TOKEN"), c.getenv("SLACK_APP_TOKEN")
 			return c.withApp(func(a *app) error {
 				s, err := startServer(c.ctx, a, so)
