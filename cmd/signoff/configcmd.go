@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -254,7 +256,11 @@ func shortDuration(d time.Duration) string {
 // oneLine shortens agent-written JSON for a line of text, with control, bidi
 // and zero-width characters escaped so that what is shown is what is there.
 func oneLine(s string) string {
-	s = visible(strings.Join(strings.Fields(s), " "))
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(s)) == nil {
+		s = b.String()
+	}
+	s = visible(s)
 	if r := []rune(s); len(r) > 100 {
 		s = string(r[:97]) + "..."
 	}
