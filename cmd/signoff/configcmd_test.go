@@ -229,10 +229,11 @@ func TestConfigWarnings(t *testing.T) {
 	b := mustRead(t, cfg)
 	line := strings.Count(string(b[:strings.Index(string(b), "- name: everything-else")]), "\n") + 1
 	want := cfg + ":" + strconv.Itoa(line) + ": policy.rules[4]: no rule matches every action"
-	code, out, errs := signoff(t, dir, "--config", cfg, "runs")
+	code, _, errs := signoff(t, dir, "--config", cfg, "runs")
 	if code != 0 || !strings.Contains(errs, "signoff: warning: "+want) {
 		t.Errorf("runs: exit %d, stderr %q; want 0 and the warning %q", code, errs, want)
 	}
+	var out string
 	code, out, errs = signoff(t, dir, "config", "check", cfg)
 	if code != 0 || !strings.Contains(out, "warnings (1):\n  "+want) || errs != "" {
 		t.Errorf("config check: exit %d, stdout %q, stderr %q; want 0 listing %q", code, out, errs, want)
