@@ -9,6 +9,11 @@
 //
 //	signoff.yaml:9: policy.rules[0].when: ERROR: <input>:1:1: undeclared reference to 'actoin'
 //
+// Beyond the YAML, the rules are checked against the rest: a condition may
+// read only the declared fields, name only actions the config has, and ask for
+// no more approvers than the roles list. What is doubtful but workable (a
+// quorum resting on a Slack user group, no catch-all rule) is a Warning.
+//
 // Without a file, the built-in demo config (default.yaml) is used.
 package config
 
