@@ -9,6 +9,11 @@
 //
 //	signoff.yaml:9: policy.rules[0].when: ERROR: <input>:1:1: undeclared reference to 'actoin'
 //
+// Beyond the YAML, the rules are checked against the rest: a condition may
+// read only the declared fields, name only actions the config has, and ask for
+// no more approvers than the roles list. What is doubtful but workable (a
+// quorum resting on a Slack user group, no catch-all rule) is a Warning.
+//
 // Without a file, the built-in demo config (default.yaml) is used.
 package config
 
@@ -41,12 +46,37 @@ var defaultYAML []byte
 
 // Config is a loaded, checked configuration.
 type Config struct {
-	Roles   *workflow.Roles
-	Policy  *workflow.Policy
-	Actions map[string]ActionConfig // by action name
-	Slack   SlackConfig
-	Source  string // the file name, or DefaultSource
+	Roles      *workflow.Roles
+	Policy     *workflow.Policy
+	Actions    map[string]ActionConfig // by action name
+	Slack      SlackConfig
+	Requesters RequestersConfig
+	Source     string // the file name, or DefaultSource
+	// Warnings are problems that do not stop the config from loading, each
+	// with its line, in the order of the file.
+	Warnings []*Error
+
+	doc *document // to point at lines for checks made outside this package
 }
+
+// RequestersConfig says who may propose. By default only a member of some role.
+type RequestersConfig struct {
+	AllowUnknown bool // anyone may propose; conditions see requester.role == ""
+}
+
+// Errorf returns a config error at path (e.g. actions.request_refund.executor),
+// with its line, for checks made after loading, such as which executors this
+// build has.
+func (c *Config) Errorf(path, format string, args ...any) *Error {
+	return &Error{File: c.Source, Line: lineOr1(c.doc.line(path)), Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+// ActionPath is the path of an action in the file, for Errorf.
+func ActionPath(name string) string { return "actions" + keySegment(name) }
+
+// lineOr1: a problem with no line of its own (a missing section, an empty
+// file) is reported at the top of the file, so that every error has a line.
+func lineOr1(l int) int { return max(l, 1) }
 
 // ActionConfig says how one action is carried out and what people may not see of it.
 type ActionConfig struct {
@@ -91,21 +121,32 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Load reads and checks the config file at path. Errors from checking are *Error.
 func Load(path string) (*Config, error) {
+	// An unreadable file is a config error too (exit 2, nothing started); it
+	// is the one kind without a line.
+	unreadable := func(err error) error {
+		if pe, ok := err.(*os.PathError); ok {
+			err = pe.Err
+		}
+		return &Error{File: path, Err: fmt.Errorf("cannot read the config: %w", err)}
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
+		return nil, unreadable(err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
+		return nil, unreadable(err)
+	}
+	if info.IsDir() {
+		return nil, &Error{File: path, Err: errors.New("cannot read the config: is a directory")}
 	}
 	if info.Size() > maxFileSize {
-		return nil, &Error{File: path, Err: fmt.Errorf("file is %d bytes; a config is at most %d", info.Size(), maxFileSize)}
+		return nil, &Error{File: path, Line: 1, Err: fmt.Errorf("file is %d bytes; a config is at most %d", info.Size(), maxFileSize)}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
+		return nil, unreadable(err)
 	}
 	return Parse(path, data)
 }
@@ -126,10 +167,15 @@ func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
 
 // The file's shape. Pointers tell "absent" from "zero" where it matters.
 type fileConfig struct {
-	Roles   []fileRole             `yaml:"roles"`
-	Policy  *filePolicy            `yaml:"policy"`
-	Actions map[string]*fileAction `yaml:"actions"`
-	Slack   *fileSlack             `yaml:"slack"`
+	Roles      []fileRole             `yaml:"roles"`
+	Policy     *filePolicy            `yaml:"policy"`
+	Actions    map[string]*fileAction `yaml:"actions"`
+	Slack      *fileSlack             `yaml:"slack"`
+	Requesters *fileRequesters        `yaml:"requesters"`
+}
+
+type fileRequesters struct {
+	AllowUnknown bool `yaml:"allow_unknown"`
 }
 
 type fileRole struct {
@@ -175,11 +221,15 @@ type fileSlack struct {
 // Every error it returns is an *Error.
 func Parse(name string, data []byte) (*Config, error) {
 	if len(data) > maxFileSize {
-		return nil, &Error{File: name, Err: fmt.Errorf("file is %d bytes; a config is at most %d", len(data), maxFileSize)}
+		return nil, &Error{File: name, Line: 1, Err: fmt.Errorf("file is %d bytes; a config is at most %d", len(data), maxFileSize)}
 	}
 	var fc fileConfig
 	doc, err := decode(name, data, &fc)
 	if err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.Line = lineOr1(ce.Line)
+		}
 		return nil, err
 	}
 	c := &checker{name: name, doc: doc}
@@ -187,18 +237,23 @@ func Parse(name string, data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Source = name
+	cfg.Source, cfg.doc, cfg.Warnings = name, doc, c.warnings
 	return cfg, nil
 }
 
 // checker turns the decoded file into a Config, pointing at lines on the way.
 type checker struct {
-	name string
-	doc  *document
+	name     string
+	doc      *document
+	warnings []*Error
 }
 
 func (c *checker) fail(path string, err error) error {
-	return &Error{File: c.name, Line: c.doc.line(path), Path: path, Err: err}
+	return &Error{File: c.name, Line: lineOr1(c.doc.line(path)), Path: path, Err: err}
+}
+
+func (c *checker) warnf(path, format string, args ...any) {
+	c.warnings = append(c.warnings, &Error{File: c.name, Line: lineOr1(c.doc.line(path)), Path: path, Err: fmt.Errorf(format, args...)})
 }
 
 func (c *checker) failf(path, format string, args ...any) error {
@@ -256,7 +311,79 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	cfg.Slack = slack
+	if fc.Requesters != nil {
+		cfg.Requesters.AllowUnknown = fc.Requesters.AllowUnknown
+	}
+	if err := c.crossCheck(fc, cfg); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// crossCheck looks at the rules against the roles, the actions and Slack: a
+// quorum nobody can reach is refused, as is a rule about an action the config
+// does not have (a typo there sends the action to a later, perhaps laxer,
+// rule). A quorum that rests on a Slack user group, whose size is known only
+// at run time, and a policy without a catch-all are warnings.
+func (c *checker) crossCheck(fc *fileConfig, cfg *Config) error {
+	rules := cfg.Policy.Rules()
+	catchAll := -1
+	for i, r := range rules {
+		path := fmt.Sprintf("policy.rules[%d]", i)
+		for _, name := range cfg.Policy.NamedActions(i) {
+			if _, ok := cfg.Actions[name]; !ok {
+				return c.failf(path+".when", "no action is named %q (actions: %s)", name, strings.Join(sortedKeys(cfg.Actions), ", "))
+			}
+		}
+		if catchAll >= 0 {
+			c.warnf(path, "never reached: rules[%d] (%s) before it matches every action", catchAll, rules[catchAll].Name)
+		} else if cfg.Policy.CatchAll(i) {
+			catchAll = i
+		}
+		if a := r.Approval; a != nil {
+			countPath := path + ".approval.count"
+			if fc.Policy.Rules[i].Approval.Count == nil {
+				countPath = path + ".approval.role"
+			}
+			people := cfg.Roles.Members(a.Role)
+			if a.Count <= len(people) {
+				continue
+			}
+			var groups []string
+			for _, role := range cfg.Roles.Names() {
+				if g, ok := cfg.Slack.UserGroups[role]; ok && cfg.Roles.AtLeast(role, a.Role) {
+					groups = append(groups, fmt.Sprintf("%s (%s)", g, role))
+				}
+			}
+			who := fmt.Sprintf("%d %s listed for %s and above", len(people), plural(len(people), "person is", "people are"), a.Role)
+			if len(groups) == 0 {
+				return c.failf(countPath, "%d %s needed, but only %s: the rule could never be satisfied", a.Count, plural(a.Count, "approval", "approvals"), who)
+			}
+			c.warnf(countPath, "%d %s needed and %s; the rest must come from Slack user group %s, whose size is known only when a run waits",
+				a.Count, plural(a.Count, "approval", "approvals"), who, strings.Join(groups, ", "))
+		}
+	}
+	if catchAll < 0 {
+		c.warnf(fmt.Sprintf("policy.rules[%d]", len(rules)-1),
+			`no rule matches every action: an action no rule matches is refused when proposed (end with {name: everything-else, when: "true", ...})`)
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func (c *checker) policy(fp *filePolicy, roles *workflow.Roles) (*workflow.Policy, error) {

@@ -165,11 +165,24 @@ func TestParseRefuses(t *testing.T) {
 		{"no rules", valid[:strings.Index(valid, "  rules:")] + "  rules: []\nactions:\n  request_refund: {executor: demo}\n",
 			`signoff.yaml:7: policy.rules: at least one rule is required; the last is usually {name: everything-else, when: "true", ...}`},
 		{"no policy", "roles: [{name: a}]\nactions: {x: {executor: demo}}\n",
-			`signoff.yaml: policy: required: a revision and the rules`},
+			`signoff.yaml:1: policy: required: a revision and the rules`},
+		{"no roles section", "policy: {revision: r1, rules: [{name: all, when: \"true\", risk: low}]}\nactions: {x: {executor: demo}}\n",
+			`signoff.yaml:1: roles: at least one role is required (lowest first, e.g. - {name: team_lead, members: [U0LEAD0001]})`},
+		{"unknown field of action", edit(`when: action.name == "request_refund"`, `when: action.nme == "request_refund"`),
+			`signoff.yaml:9: policy.rules[0].when: ERROR: <input>:1:7: undefined field 'nme' (action has name, index, args; requester has id, name, role; evidence has source, data; arguments are action.args.NAME)`},
+		{"rule about an action the config lacks", edit(`when: action.name == "request_refund"`, `when: action.name == "request_refnud"`),
+			`signoff.yaml:9: policy.rules[0].when: no action is named "request_refnud" (actions: request_refund)`},
+		{"more approvals than people", edit(`count: 1`, `count: 3`),
+			`signoff.yaml:11: policy.rules[0].approval.count: 3 approvals needed, but only 2 people are listed for team_lead and above: the rule could never be satisfied`},
+		{"a role nobody holds", strings.NewReplacer(`{name: manager, members: [U0MGR00001]}`, `{name: manager}`,
+			`risk: low}`, `risk: low, approval: {role: manager, expires: 1h}}`).Replace(valid),
+			`signoff.yaml:12: policy.rules[1].approval.role: 1 approval needed, but only 0 people are listed for manager and above: the rule could never be satisfied`},
+		{"requesters is a mapping", valid + "requesters: yes\n",
+			`signoff.yaml:15: requesters: must be a mapping, got "yes"`},
 		{"unknown field", edit(`risk: high`, `riks: high`),
 			`signoff.yaml:10: policy.rules[0]: unknown field "riks" (known: name, when, risk, approval)`},
 		{"unknown top-level field", valid + "extra: 1\n",
-			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack)`},
+			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters)`},
 		{"unknown approval field", edit(`edit: true`, `edit: true, quorum: 2`),
 			`signoff.yaml:11: policy.rules[0].approval: unknown field "quorum" (known: role, count, expires, self_approval, edit)`},
 		{"duplicate key", edit(`      risk: high`+"\n", `      risk: high`+"\n"+`      risk: low`+"\n"),
@@ -198,8 +211,8 @@ func TestParseRefuses(t *testing.T) {
 			`signoff.yaml:2: found character '	' that cannot start any token`},
 		{"not a mapping", "- roles\n", `signoff.yaml:1: must be a mapping, got a list`},
 		{"two documents", valid + "---\nroles: []\n", `signoff.yaml:16: more than one YAML document: a config is one document`},
-		{"empty", "", `signoff.yaml: the config is empty`},
-		{"only comments", "# nothing yet\n", `signoff.yaml: the config is empty`},
+		{"empty", "", `signoff.yaml:1: the config is empty`},
+		{"only comments", "# nothing yet\n", `signoff.yaml:1: the config is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,6 +297,9 @@ func TestDefaultAndExample(t *testing.T) {
 			t.Errorf("members of %s differ", role)
 		}
 	}
+	if len(def.Warnings) != 0 || len(ex.Warnings) != 0 || ex.Requesters != def.Requesters {
+		t.Errorf("warnings: default %v, example %v; requesters: default %+v, example %+v", def.Warnings, ex.Warnings, def.Requesters, ex.Requesters)
+	}
 	if string(DefaultYAML()) != string(defaultYAML) {
 		t.Error("DefaultYAML is not the embedded file")
 	}
@@ -361,8 +377,9 @@ func TestLoad(t *testing.T) {
 	}{
 		{"good", good, ""},
 		{"refused names the path", bad, bad + `:10: policy.rules[0].risk: risk "severe": want low, medium or high`},
-		{"missing", filepath.Join(dir, "nope.yaml"), "load config: open " + filepath.Join(dir, "nope.yaml") + ": no such file or directory"},
-		{"too big", big, big + ": file is 1048579 bytes; a config is at most 1048576"},
+		{"missing", filepath.Join(dir, "nope.yaml"), filepath.Join(dir, "nope.yaml") + ": cannot read the config: no such file or directory"},
+		{"a directory", dir, dir + ": cannot read the config: is a directory"},
+		{"too big", big, big + ":1: file is 1048579 bytes; a config is at most 1048576"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -375,6 +392,11 @@ func TestLoad(t *testing.T) {
 			}
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("err = %v, want %s", err, tt.want)
+			}
+			// Every config problem is bad input (exit 2), an unreadable file too.
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Errorf("err is %T, want *Error", err)
 			}
 		})
 	}
@@ -474,4 +496,57 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted an incomplete config: %+v", c)
 		}
 	})
+}
+
+// TestParseWarnings: problems that do not stop a config, each with its line.
+func TestParseWarnings(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"none", valid, nil},
+		{"no catch-all", strings.Replace(valid, `{name: everything-else, when: "true", risk: low}`, `{name: reship, when: 'action.name == "request_refund"', risk: low}`, 1),
+			[]string{`signoff.yaml:12: policy.rules[1]: no rule matches every action: an action no rule matches is refused when proposed (end with {name: everything-else, when: "true", ...})`}},
+		{"a rule after the catch-all", valid[:strings.Index(valid, "actions:")] + "    - {name: late, when: 'action.name == \"request_refund\"', risk: low}\n" + valid[strings.Index(valid, "actions:"):],
+			[]string{`signoff.yaml:13: policy.rules[2]: never reached: rules[1] (everything-else) before it matches every action`}},
+		{"a quorum that rests on a user group", strings.Replace(valid, "count: 1", "count: 3", 1) + "slack:\n  user_groups: {manager: S0MANAGERS}\n",
+			[]string{`signoff.yaml:11: policy.rules[0].approval.count: 3 approvals needed and 2 people are listed for team_lead and above; the rest must come from Slack user group S0MANAGERS (manager), whose size is known only when a run waits`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("signoff.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			var got []string
+			for _, w := range c.Warnings {
+				got = append(got, w.Error())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("warnings\n got: %q\nwant: %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseRequesters: by default only role members may propose; the config
+// may let anyone.
+func TestParseRequesters(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want bool
+	}{
+		{valid, false},
+		{valid + "requesters: {allow_unknown: false}\n", false},
+		{valid + "requesters: {allow_unknown: true}\n", true},
+	} {
+		c, err := Parse("signoff.yaml", []byte(tt.yaml))
+		if err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+		if c.Requesters.AllowUnknown != tt.want {
+			t.Errorf("%q: AllowUnknown = %v, want %v", tt.yaml[len(valid):], c.Requesters.AllowUnknown, tt.want)
+		}
+	}
 }

@@ -53,6 +53,10 @@ type Config struct {
 	// deadline, counted from when the request was made (default 30 days), so
 	// that no approval waits for ever by a series of extensions.
 	MaxRequestLifetime time.Duration
+	// AllowUnknownRequesters lets a requester who holds no role propose. By
+	// default such a proposal is refused before anything is written: otherwise
+	// anyone who can reach the engine gets what policy lets through unapproved.
+	AllowUnknownRequesters bool
 }
 
 // DefaultMaxRequestLifetime is MaxRequestLifetime when the config sets none.
@@ -92,6 +96,7 @@ type Engine struct {
 	owner   string
 	ttl     time.Duration
 	maxLife time.Duration
+	anyone  bool // AllowUnknownRequesters
 }
 
 // New builds an engine.
@@ -105,6 +110,7 @@ func New(cfg Config) (*Engine, error) {
 		fail: cfg.Failpoint, checkN: cfg.CheckAttempts, execN: cfg.ExecAttempts,
 		backoff: cfg.Backoff, hooks: cfg.Hooks, owner: cfg.Owner, ttl: cfg.LeaseTTL,
 		maxLife: cfg.MaxRequestLifetime,
+		anyone:  cfg.AllowUnknownRequesters,
 	}
 	if e.maxLife <= 0 {
 		e.maxLife = DefaultMaxRequestLifetime
@@ -457,21 +463,9 @@ func (e *Engine) actionNames() []string {
 // wait for approval or execute. The same idempotency key with the same proposal
 // returns the first run; with another proposal it is refused (ErrIdempotencyKeyReused).
 func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
-	if p.Requester.ID == "" {
-		return nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
-	}
-	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
-		"summary": p.Summary, "idempotency_key": p.IdempotencyKey}); field != "" {
-		return nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
-	}
-	if bad := checkLines([]lineField{{"requester.id", p.Requester.ID, true}, {"requester.name", p.Requester.Name, false},
-		{"task_id", p.TaskID, true}, {"idempotency_key", p.IdempotencyKey, true}}); bad != nil {
-		bad.Msg = "invalid proposal: " + bad.Msg
-		return nil, bad
-	}
-	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
+	actions, evidence, err := e.checkProposal(ctx, p)
 	if err != nil {
-		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+		return nil, err
 	}
 	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, actions, evidence)
 	if err != nil {
@@ -501,6 +495,47 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 		return e.Resume(ctx, id)
 	}
 	return l.run, nil
+}
+
+// checkProposal refuses, before anything is written, a proposal Submit cannot
+// take, and returns its actions and evidence normalised.
+func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Evidence, error) {
+	if p.Requester.ID == "" {
+		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
+	}
+	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
+		"summary": p.Summary, "idempotency_key": p.IdempotencyKey}); field != "" {
+		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
+	}
+	if bad := checkLines([]lineField{{"requester.id", p.Requester.ID, true}, {"requester.name", p.Requester.Name, false},
+		{"task_id", p.TaskID, true}, {"idempotency_key", p.IdempotencyKey, true}}); bad != nil {
+		bad.Msg = "invalid proposal: " + bad.Msg
+		return nil, nil, bad
+	}
+	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
+	if err != nil {
+		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+	}
+	if err := e.checkRequester(ctx, p.Requester.ID); err != nil {
+		return nil, nil, err
+	}
+	return actions, evidence, nil
+}
+
+// checkRequester refuses a requester who holds no role, unless the engine lets
+// anyone propose.
+func (e *Engine) checkRequester(ctx context.Context, id string) error {
+	if e.anyone {
+		return nil
+	}
+	_, ok, err := e.dir.RoleOf(ctx, id)
+	if err != nil {
+		return fmt.Errorf("resolve the requester's role: %w", err)
+	}
+	if !ok {
+		return refused(CodeUnknownRequester, "", "requester %q holds no role in the config: add them to a role, or let anyone propose (requesters: {allow_unknown: true})", id)
+	}
+	return nil
 }
 
 // badText names the first field that is not text every store can keep (valid
@@ -591,6 +626,9 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 	}
 	if bad := checkLines([]lineField{{"requester id", requester.ID, true}, {"requester name", requester.Name, false}, {"task id", taskID, true}}); bad != nil {
 		return nil, bad
+	}
+	if err := e.checkRequester(ctx, requester.ID); err != nil {
+		return nil, err
 	}
 	id := e.newID("run_")
 	l := &loaded{
@@ -798,14 +836,48 @@ func (e *Engine) newRequest(l *loaded, g *Gate) *ApprovalRequest {
 
 // gate applies policy to every action; the strictest outcome binds the proposal.
 func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
+	g, _, _, err := e.outcomes(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if st.ForkedFrom != nil && g.Approval == nil {
+		// A fork repeats what its source proposed, under a new idempotency key:
+		// it always needs a person, and fails closed to the highest role.
+		names := e.roles.Names()
+		g.Approval = &ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: Seconds(72 * 3600)}
+		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
+	}
+	fp, err := fingerprintOf(st, g.Risk, g.PolicyRevision)
+	if err != nil {
+		return nil, err
+	}
+	g.Fingerprint = fp
+	if g.Approval != nil {
+		d := e.now().Add(g.Approval.Expires.Duration())
+		g.Deadline = &d
+		g.RequestID = e.newID("req_")
+	}
+	return g, nil
+}
+
+// outcomes applies policy to every action and merges the outcomes into the
+// proposal's gate (rule, risk, approval only); it also returns each action's
+// outcome and the requester's role.
+func (e *Engine) outcomes(ctx context.Context, st *State) (*Gate, []Outcome, string, error) {
 	riskRank := map[string]int{"low": 0, "medium": 1, "high": 2}
 	g := &Gate{PolicyRevision: e.policy.Revision(), Risk: "low"}
 	var rules []string
+	role, _, err := e.dir.RoleOf(ctx, st.Requester.ID)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("resolve the requester's role: %w", err)
+	}
+	outs := make([]Outcome, 0, len(st.Actions))
 	for i, a := range st.Actions {
-		out, err := e.policy.Evaluate(ctx, PolicyInput{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, TaskID: st.TaskID})
+		out, err := e.policy.Evaluate(ctx, PolicyInput{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
 		if err != nil {
-			return nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
+			return nil, nil, "", fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}
+		outs = append(outs, out)
 		if riskRank[out.Risk] > riskRank[g.Risk] {
 			g.Risk = out.Risk
 		}
@@ -833,24 +905,7 @@ func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
 	if len(rules) > 0 {
 		g.Rule = joinComma(rules)
 	}
-	if st.ForkedFrom != nil && g.Approval == nil {
-		// A fork repeats what its source proposed, under a new idempotency key:
-		// it always needs a person, and fails closed to the highest role.
-		names := e.roles.Names()
-		g.Approval = &ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: Seconds(72 * 3600)}
-		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
-	}
-	fp, err := fingerprintOf(st, g.Risk, g.PolicyRevision)
-	if err != nil {
-		return nil, err
-	}
-	g.Fingerprint = fp
-	if g.Approval != nil {
-		d := e.now().Add(g.Approval.Expires.Duration())
-		g.Deadline = &d
-		g.RequestID = e.newID("req_")
-	}
-	return g, nil
+	return g, outs, role, nil
 }
 
 func appendUnique(s []string, v string) []string {

@@ -346,7 +346,7 @@ func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
 		{"another amount", func(p *workflow.Proposal) { p.Actions[0].Args = json.RawMessage(`{"payment_id":"PAY-1","amount":118}`) }, false},
 		{"another summary", func(p *workflow.Proposal) { p.Summary = "refund the other one" }, false},
 		{"another task", func(p *workflow.Proposal) { p.TaskID = "T-2" }, false},
-		{"another requester", func(p *workflow.Proposal) { p.Requester.ID = "agent:other" }, false},
+		{"another requester", func(p *workflow.Proposal) { p.Requester.ID = "U0LEAD0002" }, false},
 		{"other evidence", func(p *workflow.Proposal) { p.Evidence = nil }, false},
 	}
 	for _, tt := range tests {
@@ -698,4 +698,79 @@ func TestCancelNeedsMoreThanTheLowestRole(t *testing.T) {
 	if got, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "U0LEAD0001"}, "duplicate"); err != nil || got.Status != workflow.StatusCancelled {
 		t.Fatalf("lead cancels: %v %v", got, err)
 	}
+}
+
+// TestUnknownRequesters: a requester who holds no role is refused before
+// anything is written, even for an action policy lets through unapproved,
+// unless the engine lets anyone propose; conditions see the requester's role.
+func TestUnknownRequesters(t *testing.T) {
+	stranger := func() *workflow.Proposal {
+		p := refund("PAY-1", 5) // small: policy lets it through without a person
+		p.Requester = workflow.Person{ID: "U0STRANGER", Name: "Someone"}
+		return p
+	}
+	t.Run("refused by default", func(t *testing.T) {
+		h := newHarness(t)
+		_, err := h.engine.Submit(ctx, stranger())
+		wantRefused(t, err, workflow.CodeUnknownRequester)
+		runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+		if lerr != nil || len(runs) != 0 || len(h.target.Effects()) != 0 {
+			t.Fatalf("runs %d effects %v (%v)", len(runs), h.target.Effects(), lerr)
+		}
+	})
+	t.Run("allowed when the config says so", func(t *testing.T) {
+		h := newHarness(t, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
+		if run := h.submit(stranger()); run.Status != workflow.StatusDone {
+			t.Fatalf("status %s, want done", run.Status)
+		}
+	})
+	t.Run("policy sees the role", func(t *testing.T) {
+		h := newHarness(t, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
+		p, err := workflow.NewPolicy("rev-role", []workflow.Rule{
+			{Name: "roleless", When: `requester.role == ""`, Risk: "high",
+				Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 3600}},
+			{Name: "agents", When: `requester.role == "agent"`, Risk: "low"},
+		}, h.roles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.build(h.store, p, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
+		if run := h.submit(stranger()); run.Status != workflow.StatusWaitingApproval {
+			t.Errorf("a requester in no role: status %s, want waiting_approval", run.Status)
+		}
+		if run := h.submit(refund("PAY-1", 5)); run.Status != workflow.StatusDone {
+			t.Errorf("the agent: status %s, want done", run.Status)
+		}
+	})
+}
+
+// TestExplainDecidesAsSubmitDoes: Explain gives the rule, risk and approval
+// Submit then applies, refuses what Submit refuses, and writes nothing.
+func TestExplainDecidesAsSubmitDoes(t *testing.T) {
+	h := newHarness(t)
+	cfg := workflow.Config{Policy: h.engine.Policy(), Roles: h.roles, Actions: map[string]*workflow.ActionSpec{}}
+	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), h.target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Actions["request_refund"] = spec
+	for i, amount := range []float64{119, 5} {
+		ex, err := workflow.Explain(ctx, cfg, refund("PAY-1", amount))
+		if err != nil {
+			t.Fatalf("Explain: %v", err)
+		}
+		if runs, _ := h.engine.List(ctx, workflow.RunFilter{}); len(runs) != i {
+			t.Fatalf("Explain wrote runs: %+v", runs)
+		}
+		run := h.submit(refund("PAY-1", amount))
+		v := h.get(run.ID)
+		if ex.Gate.Rule != v.Gate.Rule || ex.Gate.Risk != v.Gate.Risk || (ex.Gate.Approval == nil) != (v.Gate.Approval == nil) ||
+			len(ex.Actions) != 1 || ex.Actions[0].Rule != v.Gate.Rule || ex.RequesterRole != "agent" {
+			t.Errorf("amount %v: Explain %+v, Submit gated %+v", amount, ex, v.Gate)
+		}
+	}
+	p := refund("PAY-1", 5)
+	p.Requester.ID = "U0STRANGER"
+	_, err = workflow.Explain(ctx, cfg, p)
+	wantRefused(t, err, workflow.CodeUnknownRequester)
 }

@@ -83,6 +83,7 @@ const (
 	CodeIntegrity        = "integrity"
 	// CodeIdempotencyKeyReused: a submit reused a key for a different proposal.
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeUnknownRequester     = "unknown_requester"
 )
 
 // ErrIdempotencyKeyReused is in the chain of the refusal of a submit whose

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/ext"
 )
 
 // Risk levels a rule may assign.
@@ -58,6 +62,14 @@ type Policy struct {
 	revision string
 	rules    []Rule
 	programs []cel.Program
+	shapes   []conditionShape
+}
+
+// conditionShape is what a load-time check can tell about a condition without
+// evaluating it.
+type conditionShape struct {
+	always  bool     // the condition is the constant true
+	actions []string // action names it compares action.name with, in order
 }
 
 // PolicyInput is what a condition can see about one action.
@@ -66,7 +78,9 @@ type PolicyInput struct {
 	Index     int // position of the action in the proposal
 	Evidence  []Evidence
 	Requester Person
-	TaskID    string
+	// RequesterRole is the highest role the requester holds, "" for none.
+	RequesterRole string
+	TaskID        string
 }
 
 // Outcome is what policy decided for one action.
@@ -78,21 +92,51 @@ type Outcome struct {
 
 // celEnv declares what conditions can see:
 //
-//	action    map: name (string), index (int), args (the arguments object)
-//	evidence  list of maps: source (string), data (any JSON)
-//	requester map: id, name (strings)
+//	action    name (string), index (int), args (the arguments object, map(string, dyn))
+//	evidence  list of: source (string), data (any JSON)
+//	requester id, name, role (strings; role is "" for a requester in no role)
 //	task      string: the task id, "" when none
+//
+// action, evidence and requester are objects with declared fields, so that a
+// typo such as action.nme is a load error rather than a failure at evaluation
+// that sends every matching run to a person. Arguments and evidence data stay
+// dynamic: their shape is the action's, not the policy's.
 //
 // JSON numbers arrive as int when integral and double otherwise; double(x)
 // accepts both, and comparisons between int and double work.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
-		cel.Variable("action", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("evidence", cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
-		cel.Variable("requester", cel.MapType(cel.StringType, cel.StringType)),
+		ext.NativeTypes(reflect.TypeFor[celAction](), reflect.TypeFor[celEvidence](), reflect.TypeFor[celRequester](), ext.ParseStructTags(true)),
+		cel.Variable("action", cel.ObjectType(celTypeName[celAction]())),
+		cel.Variable("evidence", cel.ListType(cel.ObjectType(celTypeName[celEvidence]()))),
+		cel.Variable("requester", cel.ObjectType(celTypeName[celRequester]())),
 		cel.Variable("task", cel.StringType),
 	)
 })
+
+// The objects conditions see; the cel tags are the field names in conditions.
+type celAction struct {
+	Name  string         `cel:"name"`
+	Index int64          `cel:"index"`
+	Args  map[string]any `cel:"args"`
+}
+
+type celEvidence struct {
+	Source string `cel:"source"`
+	Data   any    `cel:"data"`
+}
+
+type celRequester struct {
+	ID   string `cel:"id"`
+	Name string `cel:"name"`
+	Role string `cel:"role"`
+}
+
+// celTypeName is the name ext.NativeTypes gives a Go struct: package.Type.
+func celTypeName[T any]() string { return reflect.TypeFor[T]().String() }
+
+// celFieldsHint follows a compile error about an undefined field.
+const celFieldsHint = " (action has name, index, args; requester has id, name, role; evidence has source, data; arguments are action.args.NAME)"
 
 // NewPolicy compiles every rule. It refuses, with a *RuleError: an empty or
 // repeated name, a condition that does not compile or is not a bool, a risk
@@ -122,7 +166,7 @@ func NewPolicy(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 			return fail("name", fmt.Errorf("duplicate rule name %q (also rules[%d])", r.Name, j))
 		}
 		seen[r.Name] = i
-		prg, err := compileCondition(env, r.When)
+		prg, shape, err := compileCondition(env, r.When)
 		if err != nil {
 			return fail("when", err)
 		}
@@ -146,17 +190,78 @@ func NewPolicy(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 		}
 		p.rules = append(p.rules, r)
 		p.programs = append(p.programs, prg)
+		p.shapes = append(p.shapes, shape)
 	}
 	return p, nil
 }
 
-func compileCondition(env *cel.Env, expr string) (cel.Program, error) {
+// CatchAll reports whether rule i's condition is the constant true: it matches
+// every action, so no rule after it is ever reached.
+func (p *Policy) CatchAll(i int) bool { return p.shapes[i].always }
+
+// NamedActions returns the action names rule i's condition compares
+// action.name with (==, != or in a list of literals), so a loader can refuse a
+// name no action has: such a rule never matches, and its actions fall through
+// to a later, perhaps laxer, rule.
+func (p *Policy) NamedActions(i int) []string { return slices.Clone(p.shapes[i].actions) }
+
+// shapeOf reads a checked condition for conditionShape.
+func shapeOf(a *cel.Ast) conditionShape {
+	root := a.NativeRep().Expr()
+	var sh conditionShape
+	if root.Kind() == celast.LiteralKind && root.AsLiteral() == types.True {
+		sh.always = true
+	}
+	isActionName := func(e celast.Expr) bool {
+		if e.Kind() != celast.SelectKind {
+			return false
+		}
+		sel := e.AsSelect()
+		return sel.FieldName() == "name" && !sel.IsTestOnly() &&
+			sel.Operand().Kind() == celast.IdentKind && sel.Operand().AsIdent() == "action"
+	}
+	addLiteral := func(e celast.Expr) {
+		if e.Kind() != celast.LiteralKind {
+			return
+		}
+		if s, ok := e.AsLiteral().(types.String); ok && !slices.Contains(sh.actions, string(s)) {
+			sh.actions = append(sh.actions, string(s))
+		}
+	}
+	celast.PreOrderVisit(root, celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.CallKind {
+			return
+		}
+		call := e.AsCall()
+		args := call.Args()
+		if len(args) != 2 {
+			return
+		}
+		switch call.FunctionName() {
+		case operators.Equals, operators.NotEquals:
+			if isActionName(args[0]) {
+				addLiteral(args[1])
+			} else if isActionName(args[1]) {
+				addLiteral(args[0])
+			}
+		case operators.In:
+			if isActionName(args[0]) && args[1].Kind() == celast.ListKind {
+				for _, el := range args[1].AsList().Elements() {
+					addLiteral(el)
+				}
+			}
+		}
+	}))
+	return sh
+}
+
+func compileCondition(env *cel.Env, expr string) (cel.Program, conditionShape, error) {
 	if strings.TrimSpace(expr) == "" {
-		return nil, errors.New(`empty condition (write "true" for a rule that always applies)`)
+		return nil, conditionShape{}, errors.New(`empty condition (write "true" for a rule that always applies)`)
 	}
 	ast, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, celIssues(iss)
+		return nil, conditionShape{}, celIssues(iss)
 	}
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
 		// dyn is refused too: a rule that is not a bool at evaluation would only
@@ -165,7 +270,7 @@ func compileCondition(env *cel.Env, expr string) (cel.Program, error) {
 		if t.IsExactType(cel.DynType) {
 			hint = " (compare explicitly, e.g. action.args.flag == true)"
 		}
-		return nil, fmt.Errorf("condition is of type %s, want bool%s", cel.FormatCELType(t), hint)
+		return nil, conditionShape{}, fmt.Errorf("condition is of type %s, want bool%s", cel.FormatCELType(t), hint)
 	}
 	prg, err := env.Program(ast,
 		cel.CostLimit(PolicyCostLimit),
@@ -173,9 +278,9 @@ func compileCondition(env *cel.Env, expr string) (cel.Program, error) {
 		cel.InterruptCheckFrequency(100),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("condition: %w", err)
+		return nil, conditionShape{}, fmt.Errorf("condition: %w", err)
 	}
-	return prg, nil
+	return prg, shapeOf(ast), nil
 }
 
 // celIssues renders CEL's compile errors one per clause, without the source
@@ -184,6 +289,9 @@ func celIssues(iss *cel.Issues) error {
 	var msgs []string
 	for _, e := range iss.Errors() {
 		msg := strings.TrimSuffix(e.Message, " (in container '')")
+		if strings.HasPrefix(msg, "undefined field ") {
+			msg += celFieldsHint
+		}
 		msgs = append(msgs, fmt.Sprintf("ERROR: <input>:%d:%d: %s", e.Location.Line(), e.Location.Column()+1, msg))
 	}
 	if len(msgs) == 0 {
@@ -257,7 +365,7 @@ func policyVars(in PolicyInput) (map[string]any, error) {
 		}
 		args = m
 	}
-	evidence := make([]any, len(in.Evidence))
+	evidence := make([]celEvidence, len(in.Evidence))
 	for i, e := range in.Evidence {
 		var data any
 		if len(strings.TrimSpace(string(e.Data))) > 0 {
@@ -267,16 +375,12 @@ func policyVars(in PolicyInput) (map[string]any, error) {
 			}
 			data = v
 		}
-		evidence[i] = map[string]any{"source": e.Source, "data": data}
+		evidence[i] = celEvidence{Source: e.Source, Data: data}
 	}
 	return map[string]any{
-		"action": map[string]any{
-			"name":  in.Action.Name,
-			"index": int64(in.Index),
-			"args":  args,
-		},
+		"action":    celAction{Name: in.Action.Name, Index: int64(in.Index), Args: args},
 		"evidence":  evidence,
-		"requester": map[string]string{"id": in.Requester.ID, "name": in.Requester.Name},
+		"requester": celRequester{ID: in.Requester.ID, Name: in.Requester.Name, Role: in.RequesterRole},
 		"task":      in.TaskID,
 	}, nil
 }

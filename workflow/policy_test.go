@@ -101,8 +101,9 @@ func TestPolicyConditionsSeeEverything(t *testing.T) {
 			{Source: "fraud", Data: json.RawMessage(`{"score":0.93}`)},
 			{Source: "note"},
 		},
-		Requester: Person{ID: "agent:resolver", Name: "Resolver"},
-		TaskID:    "T-65273",
+		Requester:     Person{ID: "agent:resolver", Name: "Resolver"},
+		RequesterRole: "agent",
+		TaskID:        "T-65273",
 	}
 	tests := []struct {
 		name string
@@ -115,6 +116,8 @@ func TestPolicyConditionsSeeEverything(t *testing.T) {
 		{"evidence without data is null", `evidence[2].data == null`, true},
 		{"requester id", `requester.id.startsWith("agent:")`, true},
 		{"requester name", `requester.name == "Resolver"`, true},
+		{"requester role", `requester.role == "agent"`, true},
+		{"any argument name is allowed", `has(action.args.nme)`, false},
 		{"task", `task == "T-65273"`, true},
 		{"index", `action.index == 1`, true},
 		{"int argument compares with int", `action.args.amount == 119`, true},
@@ -263,6 +266,10 @@ func TestNewPolicyRefuses(t *testing.T) {
 		{"undeclared variable", []Rule{ok, {Name: "typo", When: `actoin.name == "x"`, Risk: RiskLow}}, 1, "when",
 			"ERROR: <input>:1:1: undeclared reference to 'actoin'"},
 		{"syntax error", []Rule{{Name: "r", When: `action.name ==`, Risk: RiskLow}}, 0, "when", "ERROR: <input>:1:"},
+		{"unknown action field", []Rule{ok, {Name: "typo", When: `action.nme == "request_refund"`, Risk: RiskLow}}, 1, "when",
+			"ERROR: <input>:1:7: undefined field 'nme' (action has name, index, args;"},
+		{"unknown requester field", []Rule{{Name: "r", When: `requester.team == "ops"`, Risk: RiskLow}}, 0, "when", "undefined field 'team'"},
+		{"unknown evidence field", []Rule{{Name: "r", When: `evidence.exists(e, e.sorce == "fraud")`, Risk: RiskLow}}, 0, "when", "undefined field 'sorce'"},
 		{"empty condition", []Rule{{Name: "r", When: " ", Risk: RiskLow}}, 0, "when", "empty condition"},
 		{"int condition", []Rule{{Name: "r", When: "1 + 1", Risk: RiskLow}}, 0, "when", "type int, want bool"},
 		{"dyn condition", []Rule{{Name: "r", When: "action.args.flag", Risk: RiskLow}}, 0, "when", "type dyn, want bool"},
@@ -339,5 +346,37 @@ func TestPolicyConcurrentEvaluate(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestPolicyConditionShapes: what a loader checks without evaluating: the
+// catch-all rule and the action names a condition compares with.
+func TestPolicyConditionShapes(t *testing.T) {
+	tests := []struct {
+		when     string
+		catchAll bool
+		actions  []string
+	}{
+		{`true`, true, nil},
+		{`1 == 1`, false, nil},
+		{`action.name == "request_refund" && double(action.args.amount) > 50.0`, false, []string{"request_refund"}},
+		{`"reship_item" == action.name || action.name != "refund_item"`, false, []string{"reship_item", "refund_item"}},
+		{`action.name in ["a", "b", "a"]`, false, []string{"a", "b"}},
+		{`action.args.name == "not an action"`, false, nil},
+		{`requester.name == "someone"`, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.when, func(t *testing.T) {
+			p, err := NewPolicy("r1", []Rule{{Name: "r", When: tt.when, Risk: RiskLow}}, shopRoles(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.CatchAll(0); got != tt.catchAll {
+				t.Errorf("CatchAll = %v, want %v", got, tt.catchAll)
+			}
+			if got := p.NamedActions(0); fmt.Sprint(got) != fmt.Sprint(tt.actions) {
+				t.Errorf("NamedActions = %q, want %q", got, tt.actions)
+			}
+		})
 	}
 }

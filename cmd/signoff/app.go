@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -36,13 +38,21 @@ const (
 // options are the global flags, resolved against the environment.
 type options struct {
 	db     string
-	config string
+	config string // "" after resolve: the built-in demo config
 	shop   string
 	// readOnly opens the store read-only and the shop only on demand: for
 	// commands that only read.
 	readOnly bool
+	// quietBuiltin: say nothing about using the built-in config (the demo's
+	// own commands, where that is the point).
+	quietBuiltin bool
 }
 
+// localConfig is the config file looked for in the working directory when
+// neither --config nor SIGNOFF_CONFIG names one.
+const localConfig = "signoff.yaml"
+
+// resolve fills the options from the environment.
 func (o *options) resolve(getenv func(string) string) {
 	if o.db == "" {
 		o.db = getenv("SIGNOFF_DB")
@@ -65,6 +75,18 @@ func (o *options) resolve(getenv func(string) string) {
 	}
 }
 
+// findLocal uses ./signoff.yaml when neither --config nor SIGNOFF_CONFIG names
+// a config, so that forgetting --config in a project folder does not quietly
+// run on the demo's policy and approvers.
+func (o *options) findLocal() {
+	if o.config != "" {
+		return
+	}
+	if info, err := os.Stat(localConfig); err == nil && !info.IsDir() {
+		o.config = localConfig
+	}
+}
+
 // app is the program wired together: config, store, shop and engine.
 type app struct {
 	cfg    *config.Config
@@ -84,14 +106,22 @@ type app struct {
 // openApp builds the app from the global options and the environment:
 // SIGNOFF_FAILPOINT names the write boundary at which the process kills itself,
 // SLACK_BOT_TOKEN lets it talk to Slack when the config has a slack section.
+//
+// Everything that can be refused is checked before any file is opened: a
+// refused config or environment creates no store and no shop.
 func openApp(ctx context.Context, o options, getenv func(string) string, logOut io.Writer, clock workflow.Clock) (*app, error) {
 	failpoint := getenv("SIGNOFF_FAILPOINT")
-	cfg := config.Default()
-	if o.config != "" {
-		var err error
-		if cfg, err = config.Load(o.config); err != nil {
-			return nil, err
+	cfg, err := loadConfig(o, logOut)
+	if err != nil {
+		return nil, err
+	}
+	var leaseTTL time.Duration
+	if ttl := getenv("SIGNOFF_LEASE_TTL"); ttl != "" {
+		d, err := time.ParseDuration(ttl)
+		if err != nil || d <= 0 {
+			return nil, usageError{fmt.Sprintf("SIGNOFF_LEASE_TTL=%q: want a duration like 30s", ttl)}
 		}
+		leaseTTL = d
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	store, err := openStore(ctx, o.db, log, o.readOnly)
@@ -121,7 +151,8 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	}
 	wcfg := workflow.Config{
 		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
-		Agents: map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)},
+		Agents:                 map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)},
+		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: leaseTTL,
 	}
 	if cfg.Slack.Channel != "" {
 		// Every process that changes runs queues the Slack messages, so a CLI
@@ -135,14 +166,6 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	}
 	if failpoint != "" {
 		wcfg.Failpoint = failpointFunc(failpoint)
-	}
-	if ttl := getenv("SIGNOFF_LEASE_TTL"); ttl != "" {
-		d, err := time.ParseDuration(ttl)
-		if err != nil || d <= 0 {
-			a.Close()
-			return nil, usageError{fmt.Sprintf("SIGNOFF_LEASE_TTL=%q: want a duration like 30s", ttl)}
-		}
-		wcfg.LeaseTTL = d
 	}
 	if owner := getenv("SIGNOFF_OWNER"); owner != "" {
 		wcfg.Owner = owner
@@ -201,25 +224,52 @@ func failpointFunc(spec string) func(string) {
 	}
 }
 
-// buildActions binds every action of the config to its executor and schema.
+// loadConfig reads the config the options name, or the built-in one (saying
+// so on w, unless quiet), and checks what only this build knows: which
+// executors exist and which actions they have. Its warnings go to w.
+func loadConfig(o options, w io.Writer) (*config.Config, error) {
+	cfg := config.Default()
+	if o.config != "" {
+		var err error
+		if cfg, err = config.Load(o.config); err != nil {
+			return nil, err
+		}
+	} else if !o.quietBuiltin {
+		fmt.Fprintf(w, "signoff: using the %s (no --config, no SIGNOFF_CONFIG, no ./%s)\n", config.DefaultSource, localConfig)
+	}
+	if _, err := buildActions(cfg, nil); err != nil {
+		return nil, err
+	}
+	for _, warn := range cfg.Warnings {
+		fmt.Fprintln(w, "signoff: warning:", warn)
+	}
+	return cfg, nil
+}
+
+// buildActions binds every action of the config to its executor and schema. A
+// nil shop only checks that every executor and action exists; the problems it
+// finds are config errors, with the line of the action.
 func buildActions(cfg *config.Config, shop *demo.Shop) (map[string]*workflow.ActionSpec, error) {
 	demoExec := demo.Executors(shop, "signoff")
 	schemas := demo.Schemas()
 	out := map[string]*workflow.ActionSpec{}
-	for name, ac := range cfg.Actions {
+	// In name order, so that the same config always gets the same first error.
+	for _, name := range slices.Sorted(maps.Keys(cfg.Actions)) {
+		ac := cfg.Actions[name]
+		path := config.ActionPath(name)
 		switch ac.Executor {
 		case "demo":
 			exec, ok := demoExec[name]
 			if !ok {
-				return nil, fmt.Errorf("%s: action %s: the demo executor has no action %q (it has request_refund, reship_item, create_return_label)", cfg.Source, name, name)
+				return nil, cfg.Errorf(path, "the demo executor has no action %q (it has %s)", name, strings.Join(slices.Sorted(maps.Keys(demoExec)), ", "))
 			}
 			spec, err := workflow.NewActionSpec(name, schemas[name], exec, ac.Redact)
 			if err != nil {
-				return nil, fmt.Errorf("action %s: %w", name, err)
+				return nil, cfg.Errorf(path, "%v", err)
 			}
 			out[name] = spec
 		default:
-			return nil, fmt.Errorf("%s: action %s: unknown executor %q (this build has: demo)", cfg.Source, name, ac.Executor)
+			return nil, cfg.Errorf(path+".executor", "unknown executor %q (this build has: demo)", ac.Executor)
 		}
 	}
 	return out, nil

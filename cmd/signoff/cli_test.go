@@ -25,6 +25,10 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("signoff demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
+	// The demo runs on the built-in config on purpose: it does not say so.
+	if strings.Contains(out.String()+errb.String(), "using the built-in") {
+		t.Errorf("the demo announced the built-in config:\n%s%s", out.String(), errb.String())
+	}
 	for _, want := range []string{
 		"(the process was killed at after-step-1)",
 		"(the process was killed at after-effect)",

@@ -34,6 +34,12 @@ type cli struct {
 // run executes the command line and returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{ctx: ctx, getenv: getenv, stdin: stdin, out: stdout, errOut: stderr}
+	return c.execute(args)
+}
+
+// execute runs the command line on c and returns the exit code.
+func (c *cli) execute(args []string) int {
+	ctx, stdin, stdout, stderr := c.ctx, c.stdin, c.out, c.errOut
 	root := c.root()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -75,8 +81,12 @@ func (c *cli) root() *cobra.Command {
 		Short:         "Run risky actions only after a person approves them",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			c.opts.resolve(c.getenv)
+			// The demo tells its story on the built-in config, whatever is here.
+			if cmd.Name() != "demo" {
+				c.opts.findLocal()
+			}
 		},
 		Version: version(),
 	}
@@ -85,12 +95,13 @@ func (c *cli) root() *cobra.Command {
 		return usageError{fmt.Sprintf("%v (see %s --help)", err, cmd.CommandPath())}
 	})
 	root.PersistentFlags().StringVar(&c.opts.db, "db", "", "the signoff database file (env SIGNOFF_DB, default signoff.db)")
-	root.PersistentFlags().StringVar(&c.opts.config, "config", "", "the YAML config (env SIGNOFF_CONFIG; default: the built-in demo config)")
+	root.PersistentFlags().StringVar(&c.opts.config, "config", "", "the YAML config (env SIGNOFF_CONFIG; default ./signoff.yaml if there is one, else the built-in demo config)")
 	root.PersistentFlags().StringVar(&c.opts.shop, "shop", "", "the practice shop's database (env SIGNOFF_SHOP, default shop.db beside the store)")
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(),
+		c.configCmd(), c.policyCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
 	return root

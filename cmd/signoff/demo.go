@@ -67,7 +67,14 @@ type demoStory struct {
 }
 
 func (d *demoStory) opts() options {
-	return options{db: filepath.Join(d.dir, "signoff.db"), shop: filepath.Join(d.dir, "shop.db"), config: d.cli.opts.config}
+	cfg := d.cli.opts.config
+	if cfg != "" {
+		// The crashing children run in the demo's folder.
+		if abs, err := filepath.Abs(cfg); err == nil {
+			cfg = abs
+		}
+	}
+	return options{db: filepath.Join(d.dir, "signoff.db"), shop: filepath.Join(d.dir, "shop.db"), config: cfg, quietBuiltin: true}
 }
 
 func (d *demoStory) say(format string, args ...any) {
@@ -83,7 +90,9 @@ func (d *demoStory) signoff(ctx context.Context, args ...string) (int, string) {
 		full = append([]string{"--config", o.config}, full...)
 	}
 	var out bytes.Buffer
-	code := run(ctx, full, func(string) string { return "" }, strings.NewReader(""), &out, &out)
+	c := &cli{ctx: ctx, getenv: func(string) string { return "" }, stdin: strings.NewReader(""), out: &out, errOut: &out,
+		opts: options{quietBuiltin: true}}
+	code := c.execute(full)
 	d.say("$ %s", shellLine(append([]string{"signoff"}, args...)...))
 	for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
 		d.say("    %s", line)
@@ -105,6 +114,8 @@ func (d *demoStory) crash(ctx context.Context, failpoint string, args ...string)
 	}
 	cmd := exec.CommandContext(ctx, self, full...)
 	cmd.Env = append(os.Environ(), "SIGNOFF_FAILPOINT="+failpoint)
+	// In the demo's folder, where no signoff.yaml can stand in for the built-in config.
+	cmd.Dir = d.dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()

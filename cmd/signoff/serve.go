@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/config"
 )
 
 // serveOptions are what `signoff serve` needs besides the app.
@@ -32,7 +34,19 @@ func (c *cli) serveCmd() *cobra.Command {
 		Short: "Serve Slack's interactions and /runs, deliver messages, and execute approved runs",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.opts.config == "" {
+				// Its approvers are made up: a server on it would gate nothing real.
+				return usageError{"serve needs a config of your own: pass --config FILE (or set SIGNOFF_CONFIG, or put signoff.yaml here); the built-in demo config's approvers are made up"}
+			}
 			so.signingSecret, so.botToken, so.appToken = c.getenv("SLACK_SIGNING_SECRET"), c.getenv("SLACK_BOT_TOKEN"), c.getenv("SLACK_APP_TOKEN")
+			// Refuse what can be refused before the store and the shop are opened.
+			cfg, err := loadConfig(c.opts, io.Discard)
+			if err != nil {
+				return err
+			}
+			if err := checkServe(cfg, so); err != nil {
+				return err
+			}
 			return c.withApp(func(a *app) error {
 				s, err := startServer(c.ctx, a, so)
 				if err != nil {
@@ -63,17 +77,8 @@ type server struct {
 // Slack outbox. It returns once the listener is bound.
 func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) {
 	sc := a.cfg.Slack
-	if so.socketMode && so.appToken == "" {
-		return nil, usageError{"--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)"}
-	}
-	if !so.socketMode && so.signingSecret == "" {
-		return nil, usageError{"SLACK_SIGNING_SECRET is not set: it verifies that requests come from Slack"}
-	}
-	if so.botToken == "" {
-		return nil, usageError{"SLACK_BOT_TOKEN is not set: it posts and rewrites the approval messages"}
-	}
-	if sc.Channel == "" || sc.AppID == "" || (sc.TeamID == "" && sc.EnterpriseID == "") {
-		return nil, usageError{fmt.Sprintf("%s: the slack section needs channel, app_id and team_id or enterprise_id", a.cfg.Source)}
+	if err := checkServe(a.cfg, so); err != nil {
+		return nil, err
 	}
 	api := a.slackAPI
 	bs, err := bot.NewServer(bot.ServerConfig{
@@ -117,6 +122,25 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		}()
 	}
 	return s, nil
+}
+
+// checkServe refuses a server that could not work: tokens missing from the
+// environment, or a config without the slack section's ids.
+func checkServe(cfg *config.Config, so serveOptions) error {
+	if so.socketMode && so.appToken == "" {
+		return usageError{"--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)"}
+	}
+	if !so.socketMode && so.signingSecret == "" {
+		return usageError{"SLACK_SIGNING_SECRET is not set: it verifies that requests come from Slack"}
+	}
+	if so.botToken == "" {
+		return usageError{"SLACK_BOT_TOKEN is not set: it posts and rewrites the approval messages"}
+	}
+	sc := cfg.Slack
+	if sc.Channel == "" || sc.AppID == "" || (sc.TeamID == "" && sc.EnterpriseID == "") {
+		return cfg.Errorf("slack", "serve needs channel, app_id and team_id or enterprise_id here")
+	}
+	return nil
 }
 
 // work runs the server's background loops, each on its own goroutine so that a

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// configCmd is `signoff config check [FILE]`: what a config says, checked as
+// every other command checks it, without opening any store.
+func (c *cli) configCmd() *cobra.Command {
+	cfgCmd := &cobra.Command{Use: "config", Short: "Check a config and show what it says"}
+	check := &cobra.Command{
+		Use:   "check [FILE]",
+		Short: "Check a config (default: the one in use) and print its roles, rules and actions; exit 2 if it is refused",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError{fmt.Sprintf("accepts at most 1 arg(s), received %d", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o := c.opts
+			if len(args) == 1 {
+				o.config = args[0]
+			}
+			// The summary names the config; warnings are listed in it, not on stderr.
+			o.quietBuiltin = true
+			cfg, err := loadConfig(o, io.Discard)
+			if err != nil {
+				return err
+			}
+			renderConfig(c.out, cfg)
+			return nil
+		},
+	}
+	cfgCmd.AddCommand(check)
+	return cfgCmd
+}
+
+// policyCmd is `signoff policy explain PROPOSAL`.
+func (c *cli) policyCmd() *cobra.Command {
+	pol := &cobra.Command{Use: "policy", Short: "What the policy decides"}
+	explain := &cobra.Command{
+		Use:   "explain FILE|-",
+		Short: "Say which rule each action of a proposal hits, its risk, who may approve and by when; writes nothing",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := c.readProposal(args[0])
+			if err != nil {
+				return err
+			}
+			cfg, err := loadConfig(c.opts, c.errOut)
+			if err != nil {
+				return err
+			}
+			// A nil shop: the actions' schemas and names, no executor is called.
+			actions, err := buildActions(cfg, nil)
+			if err != nil {
+				return err
+			}
+			ex, err := workflow.Explain(c.ctx, workflow.Config{
+				Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, AllowUnknownRequesters: cfg.Requesters.AllowUnknown,
+			}, p)
+			var refusal *workflow.RefusedError
+			switch {
+			case errors.As(err, &refusal):
+				fmt.Fprintf(c.out, "refused: %s\nsubmit would refuse this proposal and write nothing.\n", refusal.Msg)
+				c.code = exitRefused
+				return nil
+			case err != nil:
+				fmt.Fprintf(c.out, "policy could not decide: %v\nsubmit would hand the run to a person (needs attention).\n", err)
+				c.code = exitAttention
+				return nil
+			}
+			renderExplanation(c.out, cfg, p, ex, time.Now())
+			return nil
+		},
+	}
+	pol.AddCommand(explain)
+	return pol
+}
+
+// readProposal reads and parses a proposal from a file or, for "-", stdin.
+func (c *cli) readProposal(name string) (*workflow.Proposal, error) {
+	var body []byte
+	var err error
+	if name == "-" {
+		body, err = io.ReadAll(io.LimitReader(c.stdin, 1<<20+1))
+	} else {
+		body, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("read proposal: %v", err)}
+	}
+	if len(body) > 1<<20 {
+		return nil, usageError{"read proposal: larger than 1 MiB"}
+	}
+	return workflow.ParseProposal(body)
+}
+
+// renderConfig prints what a config says, in the order it decides things.
+func renderConfig(w io.Writer, cfg *config.Config) {
+	fmt.Fprintf(w, "config: %s\n", cfg.Source)
+	fmt.Fprintf(w, "policy revision: %s\n", cfg.Policy.Revision())
+
+	fmt.Fprintln(w, "\nroles (lowest first; a higher role may approve what a lower one may):")
+	names := cfg.Roles.Names()
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	for _, role := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, role, membersText(cfg, role))
+	}
+
+	fmt.Fprintln(w, "\nrequesters:")
+	if cfg.Requesters.AllowUnknown {
+		fmt.Fprintln(w, "  anyone may propose (requesters.allow_unknown); requester.role is \"\" for someone in no role")
+	} else {
+		fmt.Fprintln(w, "  members of a role only; anyone else is refused")
+	}
+
+	fmt.Fprintln(w, "\nrules (first match wins):")
+	for i, r := range cfg.Policy.Rules() {
+		fmt.Fprintf(w, "  %d. %s  risk %s\n", i+1, r.Name, r.Risk)
+		fmt.Fprintf(w, "     when %s\n", r.When)
+		fmt.Fprintf(w, "     %s\n", approvalText(cfg, r.Approval))
+	}
+
+	fmt.Fprintln(w, "\nactions:")
+	actions := slices.Sorted(maps.Keys(cfg.Actions))
+	width = 0
+	for _, name := range actions {
+		width = max(width, len(name))
+	}
+	for _, name := range actions {
+		ac := cfg.Actions[name]
+		line := fmt.Sprintf("  %-*s  executor %s", width, name, ac.Executor)
+		if len(ac.Redact) > 0 {
+			line += "; hidden from approvers: " + strings.Join(ac.Redact, ", ")
+		}
+		fmt.Fprintln(w, line)
+	}
+
+	fmt.Fprintln(w, "\nslack:")
+	if cfg.Slack.Channel == "" {
+		fmt.Fprintln(w, "  off (no slack.channel): approvals happen on the command line")
+	} else {
+		fmt.Fprintf(w, "  channel %s, app %s\n", cfg.Slack.Channel, cfg.Slack.AppID)
+	}
+
+	if len(cfg.Warnings) > 0 {
+		fmt.Fprintf(w, "\nwarnings (%d):\n", len(cfg.Warnings))
+		for _, warn := range cfg.Warnings {
+			fmt.Fprintf(w, "  %s\n", warn)
+		}
+	}
+	fmt.Fprintln(w, "\nok")
+}
+
+// membersText lists a role's own members and its Slack user group.
+func membersText(cfg *config.Config, role string) string {
+	var own []string
+	higher := cfg.Roles.Members(role)
+	for _, m := range higher {
+		if r, _ := cfg.Roles.RoleOf(m); r == role {
+			own = append(own, m)
+		}
+	}
+	text := strings.Join(own, ", ")
+	if text == "" {
+		text = "(nobody listed)"
+	}
+	if g, ok := cfg.Slack.UserGroups[role]; ok {
+		text += " + Slack user group " + g
+	}
+	return text
+}
+
+// approvalText says who must approve under a rule, naming the people.
+func approvalText(cfg *config.Config, a *workflow.ApprovalSpec) string {
+	if a == nil {
+		return "runs without approval"
+	}
+	people := cfg.Roles.Members(a.Role)
+	var groups []string
+	for _, role := range cfg.Roles.Names() {
+		if g, ok := cfg.Slack.UserGroups[role]; ok && cfg.Roles.AtLeast(role, a.Role) {
+			groups = append(groups, g)
+		}
+	}
+	who := strings.Join(people, ", ")
+	if len(groups) > 0 {
+		who += " + Slack user group " + strings.Join(groups, ", ")
+	}
+	text := fmt.Sprintf("approval: %d of %s or above (%s) within %s", a.Count, a.Role, who, shortDuration(a.Expires.Duration()))
+	if !a.SelfApproval {
+		text += ", not the requester"
+	}
+	if a.Edit {
+		text += "; approvers may edit the arguments"
+	}
+	return text
+}
+
+// renderExplanation prints what policy decides for a proposal.
+func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex *workflow.Explanation, now time.Time) {
+	fmt.Fprintf(w, "config: %s (policy revision %s)\n", cfg.Source, cfg.Policy.Revision())
+	role := ex.RequesterRole
+	if role == "" {
+		role = "no role"
+	}
+	fmt.Fprintf(w, "requester: %s (%s)\n\n", term(p.Requester.ID), role)
+	for i, out := range ex.Actions {
+		a := p.Actions[i]
+		fmt.Fprintf(w, "%d. %s %s\n", i+1, a.Name, oneLine(string(a.Args)))
+		fmt.Fprintf(w, "   rule %s, risk %s; %s\n", out.Rule, out.Risk, approvalText(cfg, out.Approval))
+	}
+	g := ex.Gate
+	fmt.Fprintf(w, "\nthe proposal: risk %s, rule %s\n", g.Risk, g.Rule)
+	if g.Approval == nil {
+		fmt.Fprintln(w, "runs without approval once the checks pass")
+		return
+	}
+	fmt.Fprintf(w, "waits for %s\n", approvalText(cfg, g.Approval))
+	fmt.Fprintf(w, "deadline: %s after submit (submitted now: %s)\n", shortDuration(g.Approval.Expires.Duration()), now.Add(g.Approval.Expires.Duration()).UTC().Format("2006-01-02 15:04 MST"))
+}
+
+// shortDuration writes 72h rather than 72h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// oneLine shortens agent-written JSON for a line of text, with control, bidi
+// and zero-width characters escaped so that what is shown is what is there.
+func oneLine(s string) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(s)) == nil {
+		s = b.String()
+	}
+	s = term(s)
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:97]) + "..."
+	}
+	return s
+}
