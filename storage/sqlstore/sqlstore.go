@@ -96,6 +96,10 @@ func NewWriteTx(c Conn, d Dialect) *Tx { return &Tx{c: c, d: d, write: true} }
 // NewReadTx is the Tx of a read-only transaction (the store's View).
 func NewReadTx(c Conn, d Dialect) *Tx { return &Tx{c: c, d: d} }
 
+// Conn is the connection t runs on, for what a driver does beside the
+// contract (its tests ask the server about the transaction).
+func (t *Tx) Conn() Conn { return t.c }
+
 // millis stores t as unix milliseconds in UTC; the zero time is 0.
 func millis(t time.Time) int64 {
 	if t.IsZero() {
