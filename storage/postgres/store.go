@@ -8,8 +8,10 @@
 // connection's search_path, so one database can hold several independent stores
 // (set search_path in the DSN: postgres://…/db?search_path=signoff).
 //
-// The behaviour is that of storage/sqlite, held to it by the storagetest suite;
-// the comments here say where PostgreSQL needs something different to get it.
+// The behaviour is that of storage/sqlite, held to it by the storagetest suite.
+// The SQL of its transactions is storage/sqlstore's, shared with storage/sqlite;
+// tx.go holds what PostgreSQL needs done differently to get that behaviour, and
+// its comments say why.
 package postgres
 
 import (

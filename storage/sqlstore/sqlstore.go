@@ -57,8 +57,8 @@ type Dialect interface {
 	// transaction goes on after such a failure (the contract promises it). scan
 	// reads the statement's one row; nil means it returns none.
 	Guarded(ctx context.Context, c Conn, scan func(Row) error, query string, args ...any) error
-	// CompareAndSet runs update, an UPDATE … WHERE <keyColumn> = ? AND version = ?,
-	// and turns zero rows changed into ErrNotFound (no row has key) or ErrConflict
+	// CompareAndSet runs update, an UPDATE … WHERE <keyColumn> = ? AND version = ?
+	// (bound, its last two arguments the key and the version), and turns zero rows changed into ErrNotFound (no row has key) or ErrConflict
 	// (the row moved on).
 	CompareAndSet(ctx context.Context, c Conn, table, keyColumn string, key any, update string, args ...any) error
 	// ClaimRuns leases runs as workflow.Tx.ClaimRuns describes (limit 0 = none)
