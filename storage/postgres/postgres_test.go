@@ -17,6 +17,7 @@ import (
 
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/storage/storagetest"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -502,6 +503,20 @@ func TestForeignKeyIsNotFound(t *testing.T) {
 	}
 }
 
+// TestBind: the core's ? placeholders become $1, $2, … in order.
+func TestBind(t *testing.T) {
+	for in, want := range map[string]string{
+		"SELECT 1":                            "SELECT 1",
+		"a = ?":                               "a = $1",
+		"(?, ?) > (?, ?) LIMIT ?":             "($1, $2) > ($3, $4) LIMIT $5",
+		"x IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)": "x IN ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+	} {
+		if got := (dialect{}).Bind(in); got != want {
+			t.Errorf("Bind(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestInterpretError(t *testing.T) {
 	t.Parallel()
 	if err := interpretError(nil); err != nil {
@@ -580,12 +595,12 @@ func TestUpdateIsReadCommitted(t *testing.T) {
 	s := openStore(t, migrated(t))
 	var update, view string
 	if err := s.Update(t.Context(), func(ctx context.Context, wtx workflow.Tx) error {
-		return wtx.(*tx).q.QueryRow(ctx, `SHOW transaction_isolation`).Scan(&update)
+		return wtx.(*sqlstore.Tx).Conn().QueryRow(ctx, `SHOW transaction_isolation`).Scan(&update)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.View(t.Context(), func(ctx context.Context, wtx workflow.Tx) error {
-		return wtx.(*tx).q.QueryRow(ctx, `SHOW transaction_isolation`).Scan(&view)
+		return wtx.(*sqlstore.Tx).Conn().QueryRow(ctx, `SHOW transaction_isolation`).Scan(&view)
 	}); err != nil {
 		t.Fatal(err)
 	}

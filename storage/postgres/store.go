@@ -8,8 +8,10 @@
 // connection's search_path, so one database can hold several independent stores
 // (set search_path in the DSN: postgres://…/db?search_path=signoff).
 //
-// The behaviour is that of storage/sqlite, held to it by the storagetest suite;
-// the comments here say where PostgreSQL needs something different to get it.
+// The behaviour is that of storage/sqlite, held to it by the storagetest suite.
+// The SQL of its transactions is storage/sqlstore's, shared with storage/sqlite;
+// tx.go holds what PostgreSQL needs done differently to get that behaviour, and
+// its comments say why.
 package postgres
 
 import (
@@ -132,7 +134,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 			err = errors.Join(err, fmt.Errorf("roll back update: %w", rbErr))
 		}
 	}()
-	if err := fn(ctx, &tx{q: pgTx, write: true}); err != nil {
+	if err := fn(ctx, newTx(pgTx, true)); err != nil {
 		return err
 	}
 	// pgx would refuse to send COMMIT on an ended context anyway; saying so here
@@ -161,7 +163,7 @@ func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx workfl
 	// Nothing to commit; rolling back only ends the snapshot, and its error
 	// could not change what fn read.
 	defer rollback(ctx, pgTx)
-	return fn(ctx, &tx{q: pgTx})
+	return fn(ctx, newTx(pgTx, false))
 }
 
 // rollbackTimeout bounds a rollback, which runs even after ctx has ended.

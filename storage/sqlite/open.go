@@ -1,7 +1,8 @@
 // Package sqlite is the embedded default store of signoff: one SQLite file in WAL
 // mode, opened through mattn/go-sqlite3. It is the only package that imports the
 // driver; other SQLite files of the project (the practice shop) are opened with
-// OpenDB so that they get the same pragmas.
+// OpenDB so that they get the same pragmas. The SQL of its transactions is
+// storage/sqlstore's; tx.go holds what SQLite does differently.
 package sqlite
 
 import (

@@ -112,7 +112,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 			err = errors.Join(err, fmt.Errorf("roll back update: %w", rbErr))
 		}
 	}()
-	if err := fn(ctx, &tx{q: sqlTx}); err != nil {
+	if err := fn(ctx, newTx(sqlTx, true)); err != nil {
 		return err
 	}
 	done = true
@@ -137,5 +137,5 @@ func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx workfl
 	// Nothing to commit; rolling back only ends the snapshot, and its error
 	// could not change what fn read.
 	defer sqlTx.Rollback()
-	return fn(ctx, &tx{q: sqlTx})
+	return fn(ctx, newTx(sqlTx, false))
 }

@@ -1,0 +1,125 @@
+// Package sqlstore is the SQL that the storage drivers share: every method of
+// workflow.Tx, the column lists and the scanners, written once over a small
+// connection interface (Conn). Each driver adapts its own transaction to Conn
+// and supplies a Dialect with what its database does differently: placeholders,
+// the claim, the audit chain's lock, savepoints, row locks and error mapping.
+//
+// It imports no driver and not database/sql, so that storage/sqlite stays the
+// only importer of go-sqlite3 and storage/postgres the only importer of pgx.
+//
+// Encoding, the same in every driver (see the drivers' migrations/001_init.sql):
+// times are unix milliseconds in UTC with 0 for the zero time, byte slices are
+// bound as they are (nil is NULL, empty is a zero-length value), and
+// runs.idempotency_key is NULL when empty.
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Row is the one row of Conn.QueryRow: its Scan reports a missing row with the
+// driver's own "no rows" error, which Dialect.Err maps to workflow.ErrNotFound.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Rows is the result of Conn.Query.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Conn runs statements in one transaction. Statements reach it already bound
+// (Dialect.Bind), and its errors are the driver's native ones.
+type Conn interface {
+	Exec(ctx context.Context, query string, args ...any) (rowsAffected int64, err error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Dialect is what one database does differently. The core writes its statements
+// with ? placeholders and binds them before they reach a Conn or a Dialect
+// method; a Dialect writes its own statements in its database's syntax. Every
+// method but Err and Bind returns errors already mapped by Err.
+type Dialect interface {
+	// Err maps a native error to the sentinels of workflow.Store (ErrNotFound,
+	// ErrDuplicate), keeping the native error in the chain for its message. It is
+	// the driver's one place for that mapping; nil stays nil.
+	Err(err error) error
+	// Bind rewrites a statement written with ? placeholders into the database's.
+	Bind(query string) string
+	// Guarded runs a statement that may fail on a constraint, so that the
+	// transaction goes on after such a failure (the contract promises it). scan
+	// reads the statement's one row; nil means it returns none.
+	Guarded(ctx context.Context, c Conn, scan func(Row) error, query string, args ...any) error
+	// CompareAndSet runs update, an UPDATE … WHERE <keyColumn> = ? AND version = ?
+	// (bound, its last two arguments the key and the version), and turns zero rows changed into ErrNotFound (no row has key) or ErrConflict
+	// (the row moved on).
+	CompareAndSet(ctx context.Context, c Conn, table, keyColumn string, key any, update string, args ...any) error
+	// ClaimRuns leases runs as workflow.Tx.ClaimRuns describes (limit 0 = none)
+	// and returns the claimed rows in columns, in any order. Times are in
+	// milliseconds.
+	ClaimRuns(ctx context.Context, c Conn, columns, owner string, statuses []workflow.Status, now, until int64, limit int) (Rows, error)
+	// LockRow is appended to the read of a run inside a write transaction, to lock
+	// its row until the transaction ends ("" where the database needs no lock).
+	LockRow() string
+	// AuditHead reads the seq and hash of the last audit event (0 and "" for an
+	// empty chain) and holds whatever lock keeps other appenders out until the
+	// transaction ends.
+	AuditHead(ctx context.Context, c Conn) (seq int64, hash string, err error)
+	// AuditMoveHead is put before the INSERT of an audit event, so that the
+	// same statement moves a head that AuditHead reads from its own row: a WITH
+	// clause that may name the INSERT's bound arguments, the first being the new
+	// seq and the eighth its hash ("" where the head is the last audit row).
+	AuditMoveHead() string
+}
+
+// Tx is workflow.Tx on one transaction of a SQL database.
+type Tx struct {
+	c Conn
+	d Dialect
+	// write is set for a read-write transaction: there a run is read with
+	// Dialect.LockRow.
+	write bool
+}
+
+var _ workflow.Tx = (*Tx)(nil)
+
+// NewWriteTx is the Tx of a read-write transaction (the store's Update).
+func NewWriteTx(c Conn, d Dialect) *Tx { return &Tx{c: c, d: d, write: true} }
+
+// NewReadTx is the Tx of a read-only transaction (the store's View).
+func NewReadTx(c Conn, d Dialect) *Tx { return &Tx{c: c, d: d} }
+
+// Conn is the connection t runs on, for what a driver does beside the
+// contract (its tests ask the server about the transaction).
+func (t *Tx) Conn() Conn { return t.c }
+
+// millis stores t as unix milliseconds in UTC; the zero time is 0.
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromMillis reverses millis: 0 is the zero time, anything else a UTC time.
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// nullIfEmpty stores "" as NULL, for unique columns where "" means "none".
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

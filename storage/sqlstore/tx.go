@@ -1,0 +1,538 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// queryRow binds query and runs it for one row.
+func (t *Tx) queryRow(ctx context.Context, query string, args ...any) Row {
+	return t.c.QueryRow(ctx, t.d.Bind(query), args...)
+}
+
+// guarded binds query and runs it with Dialect.Guarded.
+func (t *Tx) guarded(ctx context.Context, scan func(Row) error, query string, args ...any) error {
+	return t.d.Guarded(ctx, t.c, scan, t.d.Bind(query), args...)
+}
+
+// compareAndSet binds update and runs it with Dialect.CompareAndSet.
+func (t *Tx) compareAndSet(ctx context.Context, table, keyColumn string, key any, update string, args ...any) error {
+	return t.d.CompareAndSet(ctx, t.c, table, keyColumn, key, t.d.Bind(update), args...)
+}
+
+// queryAll binds query, runs it and scans every row with scan.
+func queryAll[T any](ctx context.Context, t *Tx, scan func(Row) (*T, error), query string, args ...any) ([]*T, error) {
+	rows, err := t.c.Query(ctx, t.d.Bind(query), args...)
+	if err != nil {
+		return nil, t.d.Err(err)
+	}
+	return collect(t.d, rows, scan)
+}
+
+// collect scans every row of rows with scan and closes rows.
+func collect[T any](d Dialect, rows Rows, scan func(Row) (*T, error)) ([]*T, error) {
+	defer rows.Close()
+	var out []*T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, d.Err(err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.Err(err)
+	}
+	return out, nil
+}
+
+// marks is n placeholders separated by commas, for IN (…).
+func marks(n int) string {
+	return "?" + strings.Repeat(", ?", n-1)
+}
+
+// --- runs
+
+const runColumns = `id, workflow, task_id, status, step, seq, version, requester_id, idempotency_key,
+	fingerprint, reason, deadline, parent_id, parent_seq, lease_owner, lease_until, fence,
+	created_at, updated_at`
+
+func scanRun(s Row) (*workflow.Run, error) {
+	var (
+		r                                      workflow.Run
+		key                                    *string
+		deadline, leaseUntil, created, updated int64
+	)
+	err := s.Scan(&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
+		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
+		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated)
+	if err != nil {
+		return nil, err
+	}
+	if key != nil {
+		r.IdempotencyKey = *key
+	}
+	r.Deadline = fromMillis(deadline)
+	r.LeaseUntil = fromMillis(leaseUntil)
+	r.CreatedAt = fromMillis(created)
+	r.UpdatedAt = fromMillis(updated)
+	return &r, nil
+}
+
+func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
+	err := t.guarded(ctx, nil, `INSERT INTO runs (`+runColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
+		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline), r.ParentID,
+		r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.CreatedAt),
+		millis(r.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("insert run %s: %w", r.ID, err)
+	}
+	r.Version = 1
+	return nil
+}
+
+func (t *Tx) Run(ctx context.Context, id string) (*workflow.Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs WHERE id = ?`
+	if t.write {
+		q += t.d.LockRow()
+	}
+	r, err := scanRun(t.queryRow(ctx, q, id))
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, t.d.Err(err))
+	}
+	return r, nil
+}
+
+func (t *Tx) RunByIdempotencyKey(ctx context.Context, key string) (*workflow.Run, error) {
+	// "" is stored as NULL and so matches nothing: an empty key names no run.
+	r, err := scanRun(t.queryRow(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE idempotency_key = ?`, key))
+	if err != nil {
+		return nil, fmt.Errorf("load run by idempotency key %q: %w", key, t.d.Err(err))
+	}
+	return r, nil
+}
+
+func (t *Tx) ListRuns(ctx context.Context, f workflow.RunFilter) ([]*workflow.Run, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if len(f.Statuses) > 0 {
+		where = append(where, "status IN ("+marks(len(f.Statuses))+")")
+		for _, s := range f.Statuses {
+			args = append(args, string(s))
+		}
+	}
+	if !f.DeadlineBefore.IsZero() {
+		where = append(where, "deadline <> 0 AND deadline < ?")
+		args = append(args, millis(f.DeadlineBefore))
+	}
+	if !f.AfterCreated.IsZero() || f.AfterID != "" {
+		where = append(where, "(created_at, id) > (?, ?)")
+		args = append(args, millis(f.AfterCreated), f.AfterID)
+	}
+	q := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY created_at, id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	runs, err := queryAll(ctx, t, scanRun, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
+	err := t.compareAndSet(ctx, "runs", "id", r.ID, `UPDATE runs SET
+		workflow = ?, task_id = ?, status = ?, step = ?, seq = ?, version = version + 1,
+		requester_id = ?, idempotency_key = ?, fingerprint = ?, reason = ?, deadline = ?,
+		parent_id = ?, parent_seq = ?, lease_owner = ?, lease_until = ?, fence = ?,
+		created_at = ?, updated_at = ?
+		WHERE id = ? AND version = ?`,
+		r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
+		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline),
+		r.ParentID, r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence,
+		millis(r.CreatedAt), millis(r.UpdatedAt), r.ID, r.Version)
+	if err != nil {
+		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
+	}
+	r.Version++
+	return nil
+}
+
+func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []workflow.Status, now, until time.Time, limit int) ([]*workflow.Run, error) {
+	if len(statuses) == 0 {
+		return nil, nil
+	}
+	rows, err := t.d.ClaimRuns(ctx, t.c, runColumns, owner, statuses, millis(now), millis(until), limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs for %s: %w", owner, err)
+	}
+	out, err := collect(t.d, rows, scanRun)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs for %s: %w", owner, err)
+	}
+	// RETURNING gives rows in no promised order.
+	slices.SortFunc(out, func(a, b *workflow.Run) int {
+		if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// --- checkpoints
+
+const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at`
+
+func scanCheckpoint(s Row) (*workflow.Checkpoint, error) {
+	var (
+		c       workflow.Checkpoint
+		created int64
+	)
+	if err := s.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created); err != nil {
+		return nil, err
+	}
+	c.CreatedAt = fromMillis(created)
+	return &c, nil
+}
+
+func (t *Tx) AppendCheckpoint(ctx context.Context, c *workflow.Checkpoint) error {
+	err := t.guarded(ctx, nil, `INSERT INTO checkpoints (`+checkpointColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("append checkpoint %s/%d: %w", c.RunID, c.Seq, err)
+	}
+	return nil
+}
+
+func (t *Tx) Checkpoints(ctx context.Context, runID string) ([]*workflow.Checkpoint, error) {
+	cs, err := queryAll(ctx, t, scanCheckpoint, `SELECT `+checkpointColumns+`
+		FROM checkpoints WHERE run_id = ? ORDER BY seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints of run %s: %w", runID, err)
+	}
+	return cs, nil
+}
+
+// --- approval requests
+
+const requestColumns = `id, run_id, fingerprint, rule, policy_revision, risk, role, count,
+	self_approval, edit, requester_id, deadline, status, decided_by, decided_at, channel,
+	message_ts, version, created_at`
+
+func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
+	var (
+		r                          workflow.ApprovalRequest
+		deadline, decided, created int64
+	)
+	err := s.Scan(&r.ID, &r.RunID, &r.Fingerprint, &r.Rule, &r.PolicyRevision, &r.Risk, &r.Role,
+		&r.Count, &r.SelfApproval, &r.Edit, &r.RequesterID, &deadline, &r.Status, &r.DecidedBy,
+		&decided, &r.Channel, &r.MessageTS, &r.Version, &created)
+	if err != nil {
+		return nil, err
+	}
+	r.Deadline = fromMillis(deadline)
+	r.DecidedAt = fromMillis(decided)
+	r.CreatedAt = fromMillis(created)
+	return &r, nil
+}
+
+func (t *Tx) InsertRequest(ctx context.Context, r *workflow.ApprovalRequest) error {
+	err := t.guarded(ctx, nil, `INSERT INTO approval_requests (`+requestColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
+		r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
+		r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
+		millis(r.DecidedAt), r.Channel, r.MessageTS, millis(r.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("insert approval request %s: %w", r.ID, err)
+	}
+	r.Version = 1
+	return nil
+}
+
+func (t *Tx) Request(ctx context.Context, id string) (*workflow.ApprovalRequest, error) {
+	r, err := scanRequest(t.queryRow(ctx,
+		`SELECT `+requestColumns+` FROM approval_requests WHERE id = ?`, id))
+	if err != nil {
+		return nil, fmt.Errorf("load approval request %s: %w", id, t.d.Err(err))
+	}
+	return r, nil
+}
+
+func (t *Tx) RequestsForRun(ctx context.Context, runID string) ([]*workflow.ApprovalRequest, error) {
+	rs, err := queryAll(ctx, t, scanRequest, `SELECT `+requestColumns+`
+		FROM approval_requests WHERE run_id = ? ORDER BY created_at, id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list approval requests of run %s: %w", runID, err)
+	}
+	return rs, nil
+}
+
+func (t *Tx) UpdateRequest(ctx context.Context, r *workflow.ApprovalRequest) error {
+	err := t.compareAndSet(ctx, "approval_requests", "id", r.ID, `UPDATE approval_requests SET
+		run_id = ?, fingerprint = ?, rule = ?, policy_revision = ?, risk = ?, role = ?, count = ?,
+		self_approval = ?, edit = ?, requester_id = ?, deadline = ?, status = ?, decided_by = ?,
+		decided_at = ?, channel = ?, message_ts = ?, version = version + 1, created_at = ?
+		WHERE id = ? AND version = ?`,
+		r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
+		r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
+		millis(r.DecidedAt), r.Channel, r.MessageTS, millis(r.CreatedAt), r.ID, r.Version)
+	if err != nil {
+		return fmt.Errorf("update approval request %s (version %d): %w", r.ID, r.Version, err)
+	}
+	r.Version++
+	return nil
+}
+
+// --- decisions
+
+const decisionColumns = `id, request_id, run_id, approver_id, approver_name, role, verdict, reason,
+	edited_args, via, payload_digest, at`
+
+func scanDecision(s Row) (*workflow.Decision, error) {
+	var (
+		d  workflow.Decision
+		at int64
+	)
+	err := s.Scan(&d.ID, &d.RequestID, &d.RunID, &d.ApproverID, &d.ApproverName, &d.Role,
+		&d.Verdict, &d.Reason, &d.EditedArgs, &d.Via, &d.PayloadDigest, &at)
+	if err != nil {
+		return nil, err
+	}
+	d.At = fromMillis(at)
+	return &d, nil
+}
+
+func (t *Tx) InsertDecision(ctx context.Context, d *workflow.Decision) error {
+	// The id comes from the database (a sequence, or AUTOINCREMENT), through
+	// RETURNING, which both databases have.
+	var id int64
+	err := t.guarded(ctx, func(r Row) error { return r.Scan(&id) }, `INSERT INTO decisions
+		(request_id, run_id, approver_id, approver_name, role, verdict, reason, edited_args,
+		 via, payload_digest, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING id`,
+		d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict), d.Reason,
+		d.EditedArgs, d.Via, d.PayloadDigest, millis(d.At))
+	if err != nil {
+		return fmt.Errorf("insert decision of %s on request %s: %w", d.ApproverID, d.RequestID, err)
+	}
+	d.ID = id
+	return nil
+}
+
+func (t *Tx) Decisions(ctx context.Context, runID string) ([]*workflow.Decision, error) {
+	ds, err := queryAll(ctx, t, scanDecision, `SELECT `+decisionColumns+`
+		FROM decisions WHERE run_id = ? ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list decisions of run %s: %w", runID, err)
+	}
+	return ds, nil
+}
+
+// --- operations
+
+const operationColumns = `op_key, run_id, idx, action, args_digest, status, attempts, receipt,
+	error, version, created_at, updated_at`
+
+func scanOperation(s Row) (*workflow.Operation, error) {
+	var (
+		op               workflow.Operation
+		created, updated int64
+	)
+	err := s.Scan(&op.Key, &op.RunID, &op.Index, &op.Action, &op.ArgsDigest, &op.Status,
+		&op.Attempts, &op.Receipt, &op.Error, &op.Version, &created, &updated)
+	if err != nil {
+		return nil, err
+	}
+	op.CreatedAt = fromMillis(created)
+	op.UpdatedAt = fromMillis(updated)
+	return &op, nil
+}
+
+func (t *Tx) InsertOperation(ctx context.Context, op *workflow.Operation) error {
+	err := t.guarded(ctx, nil, `INSERT INTO operations (`+operationColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+		op.Key, op.RunID, op.Index, op.Action, op.ArgsDigest, string(op.Status), op.Attempts,
+		op.Receipt, op.Error, millis(op.CreatedAt), millis(op.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("insert operation %s: %w", op.Key, err)
+	}
+	op.Version = 1
+	return nil
+}
+
+func (t *Tx) Operation(ctx context.Context, key string) (*workflow.Operation, error) {
+	op, err := scanOperation(t.queryRow(ctx,
+		`SELECT `+operationColumns+` FROM operations WHERE op_key = ?`, key))
+	if err != nil {
+		return nil, fmt.Errorf("load operation %s: %w", key, t.d.Err(err))
+	}
+	return op, nil
+}
+
+func (t *Tx) Operations(ctx context.Context, runID string) ([]*workflow.Operation, error) {
+	ops, err := queryAll(ctx, t, scanOperation, `SELECT `+operationColumns+`
+		FROM operations WHERE run_id = ? ORDER BY idx, op_key`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list operations of run %s: %w", runID, err)
+	}
+	return ops, nil
+}
+
+func (t *Tx) UpdateOperation(ctx context.Context, op *workflow.Operation) error {
+	err := t.compareAndSet(ctx, "operations", "op_key", op.Key, `UPDATE operations SET
+		run_id = ?, idx = ?, action = ?, args_digest = ?, status = ?, attempts = ?, receipt = ?,
+		error = ?, version = version + 1, created_at = ?, updated_at = ?
+		WHERE op_key = ? AND version = ?`,
+		op.RunID, op.Index, op.Action, op.ArgsDigest, string(op.Status), op.Attempts, op.Receipt,
+		op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.Key, op.Version)
+	if err != nil {
+		return fmt.Errorf("update operation %s (version %d): %w", op.Key, op.Version, err)
+	}
+	op.Version++
+	return nil
+}
+
+// --- outbox
+
+const outboxColumns = `id, run_id, kind, payload, attempts, next_attempt, delivered_at, last_error,
+	version, created_at`
+
+func scanOutbox(s Row) (*workflow.OutboxMessage, error) {
+	var (
+		m                          workflow.OutboxMessage
+		next, delivered, createdAt int64
+	)
+	err := s.Scan(&m.ID, &m.RunID, &m.Kind, &m.Payload, &m.Attempts, &next, &delivered,
+		&m.LastError, &m.Version, &createdAt)
+	if err != nil {
+		return nil, err
+	}
+	m.NextAttempt = fromMillis(next)
+	m.DeliveredAt = fromMillis(delivered)
+	m.CreatedAt = fromMillis(createdAt)
+	return &m, nil
+}
+
+func (t *Tx) EnqueueOutbox(ctx context.Context, m *workflow.OutboxMessage) error {
+	// Not guarded: the outbox has no key a caller could collide with and no
+	// foreign key.
+	var id int64
+	err := t.queryRow(ctx, `INSERT INTO outbox
+		(run_id, kind, payload, attempts, next_attempt, delivered_at, last_error, version, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
+		RETURNING id`,
+		m.RunID, m.Kind, m.Payload, m.Attempts, millis(m.NextAttempt), millis(m.DeliveredAt),
+		m.LastError, millis(m.CreatedAt)).Scan(&id)
+	if err != nil {
+		return fmt.Errorf("enqueue %s message of run %s: %w", m.Kind, m.RunID, t.d.Err(err))
+	}
+	m.ID = id
+	m.Version = 1
+	return nil
+}
+
+func (t *Tx) DueOutbox(ctx context.Context, now time.Time, limit int) ([]*workflow.OutboxMessage, error) {
+	// "delivered_at = 0" is spelled as in the partial index outbox_due, so that
+	// the planner may use it. A limit of 0 or less means no limit, as in RunFilter.
+	q := `SELECT ` + outboxColumns + ` FROM outbox
+		WHERE delivered_at = 0 AND next_attempt <= ? ORDER BY id`
+	args := []any{millis(now)}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	ms, err := queryAll(ctx, t, scanOutbox, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list due outbox messages: %w", err)
+	}
+	return ms, nil
+}
+
+func (t *Tx) UpdateOutbox(ctx context.Context, m *workflow.OutboxMessage) error {
+	err := t.compareAndSet(ctx, "outbox", "id", m.ID, `UPDATE outbox SET
+		run_id = ?, kind = ?, payload = ?, attempts = ?, next_attempt = ?, delivered_at = ?,
+		last_error = ?, version = version + 1, created_at = ?
+		WHERE id = ? AND version = ?`,
+		m.RunID, m.Kind, m.Payload, m.Attempts, millis(m.NextAttempt), millis(m.DeliveredAt),
+		m.LastError, millis(m.CreatedAt), m.ID, m.Version)
+	if err != nil {
+		return fmt.Errorf("update outbox message %d (version %d): %w", m.ID, m.Version, err)
+	}
+	m.Version++
+	return nil
+}
+
+// --- audit
+
+const auditColumns = `seq, run_id, actor, action, detail, at, prev_hash, hash`
+
+func scanAudit(s Row) (*workflow.AuditEvent, error) {
+	var (
+		e  workflow.AuditEvent
+		at int64
+	)
+	if err := s.Scan(&e.Seq, &e.RunID, &e.Actor, &e.Action, &e.Detail, &at, &e.PrevHash, &e.Hash); err != nil {
+		return nil, err
+	}
+	e.At = fromMillis(at)
+	return &e, nil
+}
+
+// AppendAudit reads the chain's head under the dialect's lock, so that no
+// other transaction appends between this read and the insert: the chain stays
+// linear, on one writer or several.
+func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent) error {
+	lastSeq, lastHash, err := t.d.AuditHead(ctx, t.c)
+	if err != nil {
+		return fmt.Errorf("append audit %s of run %s: read chain head: %w", e.Action, e.RunID, err)
+	}
+	next := *e
+	next.Seq = lastSeq + 1
+	next.PrevHash = lastHash
+	next.Hash = workflow.AuditHash(&next)
+	_, err = t.c.Exec(ctx, t.d.AuditMoveHead()+t.d.Bind(`INSERT INTO audit (`+auditColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+		next.Seq, next.RunID, next.Actor, next.Action, next.Detail, millis(next.At), next.PrevHash, next.Hash)
+	if err != nil {
+		return fmt.Errorf("append audit %s of run %s: %w", e.Action, e.RunID, t.d.Err(err))
+	}
+	*e = next
+	return nil
+}
+
+func (t *Tx) AuditEvents(ctx context.Context, f workflow.AuditFilter) ([]*workflow.AuditEvent, error) {
+	q := `SELECT ` + auditColumns + ` FROM audit WHERE seq > ?`
+	args := []any{f.AfterSeq}
+	if f.RunID != "" {
+		q += ` AND run_id = ?`
+		args = append(args, f.RunID)
+	}
+	q += ` ORDER BY seq`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	es, err := queryAll(ctx, t, scanAudit, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	return es, nil
+}
