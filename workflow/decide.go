@@ -200,6 +200,9 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 	if err != nil {
 		return nil, fmt.Errorf("load decisions of run %s: %w", id, err)
 	}
+	if err := e.in.checkRun(ctx, tx, id, nil, []*ApprovalRequest{req}, decs, nil); err != nil {
+		return nil, err
+	}
 	for _, d := range decs {
 		if d.RequestID == req.ID && d.ApproverID == in.Approver.ID {
 			r := refused(CodeAlreadyVoted, id, "%s already decided (%s at %s)", d.ApproverID, d.Verdict, d.At.Format(time.RFC3339))

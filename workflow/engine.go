@@ -49,6 +49,9 @@ type Config struct {
 	// a lease lasts without progress (default 30s).
 	Owner    string
 	LeaseTTL time.Duration
+	// Keys seal every record the engine writes and verify what it reads (see
+	// Keyring). Without keys nothing is sealed or checked.
+	Keys *Keyring
 	// MaxRequestLifetime bounds how far extending may push a request's
 	// deadline, counted from when the request was made (default 30 days), so
 	// that no approval waits for ever by a series of extensions.
@@ -97,6 +100,7 @@ type Engine struct {
 	ttl     time.Duration
 	maxLife time.Duration
 	anyone  bool // AllowUnknownRequesters
+	in      *integrity
 }
 
 // New builds an engine.
@@ -115,6 +119,8 @@ func New(cfg Config) (*Engine, error) {
 	if e.maxLife <= 0 {
 		e.maxLife = DefaultMaxRequestLifetime
 	}
+	e.in = &integrity{keys: cfg.Keys}
+	e.store = &sealedStore{Store: cfg.Store, in: e.in}
 	if e.owner == "" {
 		host, _ := os.Hostname()
 		e.owner = fmt.Sprintf("%s:%d", host, os.Getpid())
@@ -210,6 +216,9 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoints of run %s: %w", id, err)
 	}
+	if err := e.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
+		return &loaded{run: run}, err
+	}
 	st, err := VerifyChain(id, cps)
 	if err != nil {
 		return &loaded{run: run}, err
@@ -256,7 +265,7 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event,
 			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)
 		}
 	}
-	if err := e.audit(ctx, tx, l.run.ID, actor, event, detail); err != nil {
+	if err := e.auditCheckpoint(ctx, tx, cp, actor, event, detail); err != nil {
 		return err
 	}
 	for _, h := range e.hooks {
@@ -313,15 +322,25 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 }
 
 func (e *Engine) audit(ctx context.Context, tx Tx, runID, actor, action string, detail any) error {
-	var d []byte
+	return e.appendAudit(ctx, tx, &AuditEvent{RunID: runID, Actor: actor, Action: action}, detail)
+}
+
+// auditCheckpoint audits the transition that wrote checkpoint cp, naming it.
+func (e *Engine) auditCheckpoint(ctx context.Context, tx Tx, cp *Checkpoint, actor, action string, detail any) error {
+	return e.appendAudit(ctx, tx, &AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)
+}
+
+func (e *Engine) appendAudit(ctx context.Context, tx Tx, ev *AuditEvent, detail any) error {
+	runID, action := ev.RunID, ev.Action
 	if detail != nil {
-		var err error
-		if d, err = json.Marshal(detail); err != nil {
+		d, err := json.Marshal(detail)
+		if err != nil {
 			return fmt.Errorf("audit %s of run %s: %w", action, runID, err)
 		}
+		ev.Detail = d
 	}
-	ev := &AuditEvent{RunID: runID, Actor: actor, Action: action, Detail: d, At: e.now()}
-	if err := tx.AppendAudit(ctx, ev); err != nil {
+	ev.At = e.now()
+	if err := tx.AppendAudit(ctx, ev, nil); err != nil {
 		return fmt.Errorf("audit %s of run %s: %w", action, runID, err)
 	}
 	return nil

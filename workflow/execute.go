@@ -29,9 +29,32 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	var ops []*Operation
 	err = e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		ops, err = tx.Operations(ctx, id)
-		return err
+		if ops, err = tx.Operations(ctx, id); err != nil {
+			return err
+		}
+		if e.in.keys == nil {
+			return nil
+		}
+		// What was approved, by whom, is checked before anything is sent.
+		reqs, err := tx.RequestsForRun(ctx, id)
+		if err != nil {
+			return err
+		}
+		decs, err := tx.Decisions(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := e.in.checkRun(ctx, tx, id, nil, reqs, decs, ops); err != nil {
+			return err
+		}
+		// The run's history is part of what was approved: an audit event
+		// changed behind the engine's back stops it before anything is sent.
+		return e.in.checkAudit(ctx, tx, id)
 	})
+	var ie *IntegrityError
+	if errors.As(err, &ie) {
+		return e.attention(ctx, id, ie.Error()+"; nothing was sent")
+	}
 	if err != nil {
 		return fmt.Errorf("load operations of run %s: %w", id, err)
 	}

@@ -81,6 +81,25 @@ type Checkpoint struct {
 	PrevHash      string
 	Hash          string
 	CreatedAt     time.Time
+	Seal
+}
+
+// Seal authenticates a stored record: the id of the key that sealed it and
+// the record's HMAC under that key (see Keyring). Both are "" on a record
+// written before keys were configured.
+type Seal struct {
+	KeyID string
+	MAC   string
+}
+
+// IntegrityHead is the store's sealed record of its audit chain: the last
+// event (so that deleting the newest events shows) and since when the store
+// is keyed (rows older than that may be unsealed; newer ones may not).
+type IntegrityHead struct {
+	KeyedSince time.Time
+	Seq        int64
+	Hash       string
+	Seal
 }
 
 // RequestStatus is where an approval request is.
@@ -117,6 +136,7 @@ type ApprovalRequest struct {
 	MessageTS      string
 	Version        int64
 	CreatedAt      time.Time
+	Seal
 }
 
 // Verdict is what one approver said.
@@ -142,6 +162,7 @@ type Decision struct {
 	Via           string // slack, cli, api
 	PayloadDigest string // sha256 of the request body that carried it, when there was one
 	At            time.Time
+	Seal
 }
 
 // OpStatus is where an operation (one action's execution) is.
@@ -169,6 +190,7 @@ type Operation struct {
 	Version    int64
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	Seal
 }
 
 // OutboxMessage is a message to deliver after the transaction that caused it commits.
@@ -195,6 +217,12 @@ type AuditEvent struct {
 	At       time.Time
 	PrevHash string
 	Hash     string
+	// CheckpointSeq and CheckpointHash name the checkpoint this event's
+	// transition wrote (0 and "" for an event without one, such as a
+	// refusal), so that verify can match every transition with its event.
+	CheckpointSeq  int64
+	CheckpointHash string
+	Seal
 }
 
 // AuditHash is the chained hash of an audit event. Drivers call it so that both
@@ -208,6 +236,15 @@ func AuditHash(e *AuditEvent) string {
 		h.Write([]byte(strconv.Itoa(len(part))))
 		h.Write([]byte{':'})
 		h.Write([]byte(part))
+	}
+	if e.CheckpointSeq != 0 || e.CheckpointHash != "" {
+		// Only events written since events name their checkpoint hash it, so
+		// that every older chain keeps its hashes.
+		for _, part := range []string{strconv.FormatInt(e.CheckpointSeq, 10), e.CheckpointHash} {
+			h.Write([]byte(strconv.Itoa(len(part))))
+			h.Write([]byte{':'})
+			h.Write([]byte(part))
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -97,11 +97,18 @@ type Tx interface {
 
 	// AppendAudit appends to the audit chain: the driver sets e.Seq to the last
 	// seq + 1, e.PrevHash to the last hash ("" for the first), and e.Hash to
-	// AuditHash(e). The chain is global, so appends are serialised.
-	AppendAudit(ctx context.Context, e *AuditEvent) error
+	// AuditHash(e), then, when seal is not nil, e.Seal to seal(e), and stores
+	// the event. The chain is global, so appends are serialised.
+	AppendAudit(ctx context.Context, e *AuditEvent, seal func(*AuditEvent) Seal) error
 	// AuditEvents lists audit events by seq ascending after f.AfterSeq, for one run
 	// when f.RunID is set, at most f.Limit (0 = no limit).
 	AuditEvents(ctx context.Context, f AuditFilter) ([]*AuditEvent, error)
+
+	// IntegrityHead reads the store's sealed audit head. ErrNotFound when the
+	// store was never keyed.
+	IntegrityHead(ctx context.Context) (*IntegrityHead, error)
+	// PutIntegrityHead writes the store's sealed audit head (there is one).
+	PutIntegrityHead(ctx context.Context, h *IntegrityHead) error
 }
 
 // RunFilter selects runs for ListRuns.

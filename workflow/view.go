@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -118,6 +120,14 @@ func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 		for _, op := range ops {
 			v.Operations = append(v.Operations, OperationView{Key: op.Key, Action: op.Action, Status: op.Status,
 				Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error})
+		}
+		if err := e.in.checkRun(ctx, tx, id, nil, reqs, decs, ops); err != nil {
+			if !errors.As(err, &ie) {
+				return err
+			}
+			if v.Problem == "" {
+				v.Problem = ie.Error()
+			}
 		}
 		return nil
 	})
@@ -278,15 +288,83 @@ type VerifyReport struct {
 	AuditEvents  int               `json:"audit_events"`
 	Damaged      []*IntegrityError `json:"damaged"`
 	AuditProblem string            `json:"audit_problem,omitempty"`
+	// Keyed: the store has a sealed head, so its records are sealed since
+	// KeyedSince. Unkeyed counts the rows accepted without a seal because
+	// they were written before that (or in a store never keyed).
+	Keyed      bool       `json:"keyed"`
+	KeyedSince *time.Time `json:"keyed_since,omitempty"`
+	Unkeyed    int        `json:"unkeyed"`
+	// Unverified: no key was configured, so seals were not checked.
+	Unverified bool `json:"unverified,omitempty"`
+	// Head is the last audit event: record it elsewhere, and `verify
+	// --anchor` proves later that the log still extends it.
+	Head Anchor `json:"head"`
+}
+
+// Anchor names one audit event by its seq and hash, as recorded outside the
+// store (serve logs the head periodically).
+type Anchor struct {
+	Seq  int64  `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// String is the anchor as `verify --anchor` takes it: SEQ:HASH.
+func (a Anchor) String() string { return fmt.Sprintf("%d:%s", a.Seq, a.Hash) }
+
+// ParseAnchor reads SEQ:HASH.
+func ParseAnchor(s string) (Anchor, error) {
+	seq, hash, ok := strings.Cut(strings.TrimSpace(s), ":")
+	n, err := strconv.ParseInt(seq, 10, 64)
+	if !ok || err != nil || n < 1 || len(hash) != 64 {
+		return Anchor{}, fmt.Errorf("anchor %q: want SEQ:HASH, as serve logs it and verify prints it (a positive seq, a 64-character hash)", s)
+	}
+	return Anchor{Seq: n, Hash: strings.ToLower(hash)}, nil
 }
 
 // OK reports whether nothing was damaged.
 func (r *VerifyReport) OK() bool { return len(r.Damaged) == 0 && r.AuditProblem == "" }
 
-// Verify checks every run's checkpoint chain and the audit chain. It changes nothing.
-func (e *Engine) Verify(ctx context.Context) (*VerifyReport, error) {
-	rep := &VerifyReport{Damaged: []*IntegrityError{}}
+// Verify checks every run's checkpoint chain and the audit chain, the seals
+// of every checkpoint, approval request, decision, operation and audit event
+// when keys are configured, that every sealed transition has its audit event
+// and that the audit log ends where its sealed head says (so deleting the
+// newest events shows). With anchors, the audit log must also extend each of
+// them. It changes nothing.
+func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, error) {
+	rep := &VerifyReport{Damaged: []*IntegrityError{}, Unverified: e.in.keys == nil}
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		head, err := e.in.head(ctx, tx)
+		var ie *IntegrityError
+		switch {
+		case errors.As(err, &ie):
+			rep.AuditProblem = ie.Problem
+		case err != nil:
+			return err
+		case head != nil:
+			rep.Keyed, rep.KeyedSince = true, &head.KeyedSince
+		}
+		transitions := map[string]string{} // run/seq → checkpoint hash, from the audit log
+		evs, err := tx.AuditEvents(ctx, AuditFilter{})
+		if err != nil {
+			return fmt.Errorf("read audit log: %w", err)
+		}
+		rep.AuditEvents = len(evs)
+		for _, ev := range evs {
+			if ev.CheckpointSeq != 0 {
+				transitions[ev.RunID+"/"+strconv.FormatInt(ev.CheckpointSeq, 10)] = ev.CheckpointHash
+			}
+		}
+		if rep.AuditProblem == "" {
+			rep.AuditProblem = e.verifyAudit(evs, head, anchors)
+		}
+		if n := len(evs); n > 0 {
+			rep.Head = Anchor{Seq: evs[n-1].Seq, Hash: evs[n-1].Hash}
+		}
+		for _, ev := range evs {
+			if ev.MAC == "" {
+				rep.Unkeyed++
+			}
+		}
 		f := RunFilter{Limit: 500}
 		for {
 			runs, err := tx.ListRuns(ctx, f)
@@ -295,16 +373,10 @@ func (e *Engine) Verify(ctx context.Context) (*VerifyReport, error) {
 			}
 			for _, r := range runs {
 				rep.Runs++
-				cps, err := tx.Checkpoints(ctx, r.ID)
-				if err != nil {
-					return fmt.Errorf("load checkpoints of run %s: %w", r.ID, err)
-				}
-				rep.Checkpoints += len(cps)
-				var ie *IntegrityError
-				if _, err := VerifyChain(r.ID, cps); errors.As(err, &ie) {
-					rep.Damaged = append(rep.Damaged, ie)
-				} else if int64(len(cps)) != r.Seq {
-					rep.Damaged = append(rep.Damaged, &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says checkpoint %d but the chain ends at %d", r.Seq, len(cps))})
+				if d, err := e.verifyRun(ctx, tx, r, head, transitions, rep); err != nil {
+					return err
+				} else if d != nil {
+					rep.Damaged = append(rep.Damaged, d)
 				}
 			}
 			if len(runs) < f.Limit {
@@ -313,18 +385,124 @@ func (e *Engine) Verify(ctx context.Context) (*VerifyReport, error) {
 			last := runs[len(runs)-1]
 			f.AfterCreated, f.AfterID = last.CreatedAt, last.ID
 		}
-		evs, err := tx.AuditEvents(ctx, AuditFilter{})
-		if err != nil {
-			return fmt.Errorf("read audit log: %w", err)
-		}
-		rep.AuditEvents = len(evs)
-		rep.AuditProblem = VerifyAudit(evs)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// verifyRun checks one run: its chain, the seals of all its rows, and that
+// each sealed checkpoint has the audit event of its transition.
+func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHead, transitions map[string]string, rep *VerifyReport) (*IntegrityError, error) {
+	cps, err := tx.Checkpoints(ctx, r.ID)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoints of run %s: %w", r.ID, err)
+	}
+	reqs, err := tx.RequestsForRun(ctx, r.ID)
+	if err != nil {
+		return nil, fmt.Errorf("load requests of run %s: %w", r.ID, err)
+	}
+	decs, err := tx.Decisions(ctx, r.ID)
+	if err != nil {
+		return nil, fmt.Errorf("load decisions of run %s: %w", r.ID, err)
+	}
+	ops, err := tx.Operations(ctx, r.ID)
+	if err != nil {
+		return nil, fmt.Errorf("load operations of run %s: %w", r.ID, err)
+	}
+	rep.Checkpoints += len(cps)
+	rep.Unkeyed += countUnsealed(cps, reqs, decs, ops)
+	var ie *IntegrityError
+	if err := e.in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
+		return ie, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if _, err := VerifyChain(r.ID, cps); errors.As(err, &ie) {
+		return ie, nil
+	}
+	if int64(len(cps)) != r.Seq {
+		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says checkpoint %d but the chain ends at %d", r.Seq, len(cps))}, nil
+	}
+	if e.in.keys != nil && head != nil {
+		for _, c := range cps {
+			if c.MAC == "" {
+				continue // written before the store was keyed, when events named no checkpoint
+			}
+			if h, ok := transitions[r.ID+"/"+strconv.FormatInt(c.Seq, 10)]; !ok || h != c.Hash {
+				return &IntegrityError{RunID: r.ID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint %d has no audit event of its transition: the audit log was cut or edited", c.Seq)}, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+func countUnsealed(cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, ops []*Operation) int {
+	n := 0
+	for _, c := range cps {
+		if c.MAC == "" {
+			n++
+		}
+	}
+	for _, r := range reqs {
+		if r.MAC == "" {
+			n++
+		}
+	}
+	for _, d := range decs {
+		if d.MAC == "" {
+			n++
+		}
+	}
+	for _, op := range ops {
+		if op.MAC == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// verifyAudit checks the audit chain, each event's seal, that the log ends
+// where the sealed head says, and that it extends every anchor. It describes
+// the first problem, or returns "".
+func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, anchors []Anchor) string {
+	if p := VerifyAudit(evs); p != "" {
+		return p
+	}
+	if e.in.keys != nil {
+		for _, ev := range evs {
+			if p := e.in.sealProblem(head, "audit", ev.Seal, ev.At, auditParts(ev)); p != "" {
+				return fmt.Sprintf("audit event %d: %s", ev.Seq, p)
+			}
+		}
+		var last *AuditEvent
+		if len(evs) > 0 {
+			last = evs[len(evs)-1]
+		}
+		switch {
+		case head == nil && last != nil && last.MAC != "":
+			return "the store's integrity head is missing, though its audit events are sealed"
+		case head != nil && (last == nil || last.Seq < head.Seq):
+			n := int64(0)
+			if last != nil {
+				n = last.Seq
+			}
+			return fmt.Sprintf("the audit log ends at event %d, but its sealed head is at event %d: the newest events were deleted", n, head.Seq)
+		case head != nil && last.Seq == head.Seq && last.Hash != head.Hash:
+			return fmt.Sprintf("audit event %d is not the one the sealed head names", head.Seq)
+		}
+	}
+	for _, a := range anchors {
+		if a.Seq > int64(len(evs)) {
+			return fmt.Sprintf("the audit log ends at event %d and does not reach the anchor %s: events were deleted", len(evs), a)
+		}
+		if ev := evs[a.Seq-1]; ev.Hash != a.Hash {
+			return fmt.Sprintf("audit event %d is not the anchored one (%s): the log was rewritten", a.Seq, a)
+		}
+	}
+	return ""
 }
 
 // VerifyAudit checks the audit chain and describes the first break ("" when intact).

@@ -356,7 +356,7 @@ func TestAuditChainAcrossStores(t *testing.T) {
 						if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
 							return err
 						}
-						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"})
+						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"}, nil)
 					})
 					if err != nil {
 						t.Errorf("store %d writer %d: %v", si, w, err)
@@ -457,7 +457,7 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 				t.Errorf("%s: got %v, want %v", r.name, err, r.want)
 			}
 			// The transaction still writes after each refusal.
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-1", Action: r.name}); err != nil {
+			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-1", Action: r.name}, nil); err != nil {
 				return fmt.Errorf("audit after refusal %d (%s): %w", i, r.name, err)
 			}
 		}

@@ -202,7 +202,7 @@ func TestTwoStoresShareAFile(t *testing.T) {
 						if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
 							return err
 						}
-						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"})
+						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"}, nil)
 					})
 					if err != nil {
 						t.Errorf("store %d writer %d update %d: %v", si, w, i, err)

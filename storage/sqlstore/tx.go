@@ -197,14 +197,14 @@ func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []workflow.St
 
 // --- checkpoints
 
-const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at`
+const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at, key_id, mac`
 
 func scanCheckpoint(s Row) (*workflow.Checkpoint, error) {
 	var (
 		c       workflow.Checkpoint
 		created int64
 	)
-	if err := s.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created); err != nil {
+	if err := s.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created, &c.KeyID, &c.MAC); err != nil {
 		return nil, err
 	}
 	c.CreatedAt = fromMillis(created)
@@ -213,8 +213,8 @@ func scanCheckpoint(s Row) (*workflow.Checkpoint, error) {
 
 func (t *Tx) AppendCheckpoint(ctx context.Context, c *workflow.Checkpoint) error {
 	err := t.guarded(ctx, nil, `INSERT INTO checkpoints (`+checkpointColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt))
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC)
 	if err != nil {
 		return fmt.Errorf("append checkpoint %s/%d: %w", c.RunID, c.Seq, err)
 	}
@@ -234,7 +234,7 @@ func (t *Tx) Checkpoints(ctx context.Context, runID string) ([]*workflow.Checkpo
 
 const requestColumns = `id, run_id, fingerprint, rule, policy_revision, risk, role, count,
 	self_approval, edit, requester_id, deadline, status, decided_by, decided_at, channel,
-	message_ts, version, created_at`
+	message_ts, version, created_at, key_id, mac`
 
 func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
 	var (
@@ -243,7 +243,7 @@ func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
 	)
 	err := s.Scan(&r.ID, &r.RunID, &r.Fingerprint, &r.Rule, &r.PolicyRevision, &r.Risk, &r.Role,
 		&r.Count, &r.SelfApproval, &r.Edit, &r.RequesterID, &deadline, &r.Status, &r.DecidedBy,
-		&decided, &r.Channel, &r.MessageTS, &r.Version, &created)
+		&decided, &r.Channel, &r.MessageTS, &r.Version, &created, &r.KeyID, &r.MAC)
 	if err != nil {
 		return nil, err
 	}
@@ -255,10 +255,10 @@ func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
 
 func (t *Tx) InsertRequest(ctx context.Context, r *workflow.ApprovalRequest) error {
 	err := t.guarded(ctx, nil, `INSERT INTO approval_requests (`+requestColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
 		r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
 		r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
-		millis(r.DecidedAt), r.Channel, r.MessageTS, millis(r.CreatedAt))
+		millis(r.DecidedAt), r.Channel, r.MessageTS, millis(r.CreatedAt), r.KeyID, r.MAC)
 	if err != nil {
 		return fmt.Errorf("insert approval request %s: %w", r.ID, err)
 	}
@@ -288,11 +288,12 @@ func (t *Tx) UpdateRequest(ctx context.Context, r *workflow.ApprovalRequest) err
 	err := t.compareAndSet(ctx, "approval_requests", "id", r.ID, `UPDATE approval_requests SET
 		run_id = ?, fingerprint = ?, rule = ?, policy_revision = ?, risk = ?, role = ?, count = ?,
 		self_approval = ?, edit = ?, requester_id = ?, deadline = ?, status = ?, decided_by = ?,
-		decided_at = ?, channel = ?, message_ts = ?, version = version + 1, created_at = ?
+		decided_at = ?, channel = ?, message_ts = ?, version = version + 1, created_at = ?,
+		key_id = ?, mac = ?
 		WHERE id = ? AND version = ?`,
 		r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
 		r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
-		millis(r.DecidedAt), r.Channel, r.MessageTS, millis(r.CreatedAt), r.ID, r.Version)
+		millis(r.DecidedAt), r.Channel, r.MessageTS, millis(r.CreatedAt), r.KeyID, r.MAC, r.ID, r.Version)
 	if err != nil {
 		return fmt.Errorf("update approval request %s (version %d): %w", r.ID, r.Version, err)
 	}
@@ -303,7 +304,7 @@ func (t *Tx) UpdateRequest(ctx context.Context, r *workflow.ApprovalRequest) err
 // --- decisions
 
 const decisionColumns = `id, request_id, run_id, approver_id, approver_name, role, verdict, reason,
-	edited_args, via, payload_digest, at`
+	edited_args, via, payload_digest, at, key_id, mac`
 
 func scanDecision(s Row) (*workflow.Decision, error) {
 	var (
@@ -311,7 +312,7 @@ func scanDecision(s Row) (*workflow.Decision, error) {
 		at int64
 	)
 	err := s.Scan(&d.ID, &d.RequestID, &d.RunID, &d.ApproverID, &d.ApproverName, &d.Role,
-		&d.Verdict, &d.Reason, &d.EditedArgs, &d.Via, &d.PayloadDigest, &at)
+		&d.Verdict, &d.Reason, &d.EditedArgs, &d.Via, &d.PayloadDigest, &at, &d.KeyID, &d.MAC)
 	if err != nil {
 		return nil, err
 	}
@@ -325,11 +326,11 @@ func (t *Tx) InsertDecision(ctx context.Context, d *workflow.Decision) error {
 	var id int64
 	err := t.guarded(ctx, func(r Row) error { return r.Scan(&id) }, `INSERT INTO decisions
 		(request_id, run_id, approver_id, approver_name, role, verdict, reason, edited_args,
-		 via, payload_digest, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 via, payload_digest, at, key_id, mac)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
 		d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict), d.Reason,
-		d.EditedArgs, d.Via, d.PayloadDigest, millis(d.At))
+		d.EditedArgs, d.Via, d.PayloadDigest, millis(d.At), d.KeyID, d.MAC)
 	if err != nil {
 		return fmt.Errorf("insert decision of %s on request %s: %w", d.ApproverID, d.RequestID, err)
 	}
@@ -349,7 +350,7 @@ func (t *Tx) Decisions(ctx context.Context, runID string) ([]*workflow.Decision,
 // --- operations
 
 const operationColumns = `op_key, run_id, idx, action, args_digest, status, attempts, receipt,
-	error, version, created_at, updated_at`
+	error, version, created_at, updated_at, key_id, mac`
 
 func scanOperation(s Row) (*workflow.Operation, error) {
 	var (
@@ -357,7 +358,7 @@ func scanOperation(s Row) (*workflow.Operation, error) {
 		created, updated int64
 	)
 	err := s.Scan(&op.Key, &op.RunID, &op.Index, &op.Action, &op.ArgsDigest, &op.Status,
-		&op.Attempts, &op.Receipt, &op.Error, &op.Version, &created, &updated)
+		&op.Attempts, &op.Receipt, &op.Error, &op.Version, &created, &updated, &op.KeyID, &op.MAC)
 	if err != nil {
 		return nil, err
 	}
@@ -368,9 +369,9 @@ func scanOperation(s Row) (*workflow.Operation, error) {
 
 func (t *Tx) InsertOperation(ctx context.Context, op *workflow.Operation) error {
 	err := t.guarded(ctx, nil, `INSERT INTO operations (`+operationColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
 		op.Key, op.RunID, op.Index, op.Action, op.ArgsDigest, string(op.Status), op.Attempts,
-		op.Receipt, op.Error, millis(op.CreatedAt), millis(op.UpdatedAt))
+		op.Receipt, op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.KeyID, op.MAC)
 	if err != nil {
 		return fmt.Errorf("insert operation %s: %w", op.Key, err)
 	}
@@ -399,10 +400,10 @@ func (t *Tx) Operations(ctx context.Context, runID string) ([]*workflow.Operatio
 func (t *Tx) UpdateOperation(ctx context.Context, op *workflow.Operation) error {
 	err := t.compareAndSet(ctx, "operations", "op_key", op.Key, `UPDATE operations SET
 		run_id = ?, idx = ?, action = ?, args_digest = ?, status = ?, attempts = ?, receipt = ?,
-		error = ?, version = version + 1, created_at = ?, updated_at = ?
+		error = ?, version = version + 1, created_at = ?, updated_at = ?, key_id = ?, mac = ?
 		WHERE op_key = ? AND version = ?`,
 		op.RunID, op.Index, op.Action, op.ArgsDigest, string(op.Status), op.Attempts, op.Receipt,
-		op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.Key, op.Version)
+		op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.KeyID, op.MAC, op.Key, op.Version)
 	if err != nil {
 		return fmt.Errorf("update operation %s (version %d): %w", op.Key, op.Version, err)
 	}
@@ -482,14 +483,16 @@ func (t *Tx) UpdateOutbox(ctx context.Context, m *workflow.OutboxMessage) error 
 
 // --- audit
 
-const auditColumns = `seq, run_id, actor, action, detail, at, prev_hash, hash`
+const auditColumns = `seq, run_id, actor, action, detail, at, prev_hash, hash, checkpoint_seq,
+	checkpoint_hash, key_id, mac`
 
 func scanAudit(s Row) (*workflow.AuditEvent, error) {
 	var (
 		e  workflow.AuditEvent
 		at int64
 	)
-	if err := s.Scan(&e.Seq, &e.RunID, &e.Actor, &e.Action, &e.Detail, &at, &e.PrevHash, &e.Hash); err != nil {
+	if err := s.Scan(&e.Seq, &e.RunID, &e.Actor, &e.Action, &e.Detail, &at, &e.PrevHash, &e.Hash,
+		&e.CheckpointSeq, &e.CheckpointHash, &e.KeyID, &e.MAC); err != nil {
 		return nil, err
 	}
 	e.At = fromMillis(at)
@@ -499,7 +502,7 @@ func scanAudit(s Row) (*workflow.AuditEvent, error) {
 // AppendAudit reads the chain's head under the dialect's lock, so that no
 // other transaction appends between this read and the insert: the chain stays
 // linear, on one writer or several.
-func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent) error {
+func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent, seal func(*workflow.AuditEvent) workflow.Seal) error {
 	lastSeq, lastHash, err := t.d.AuditHead(ctx, t.c)
 	if err != nil {
 		return fmt.Errorf("append audit %s of run %s: read chain head: %w", e.Action, e.RunID, err)
@@ -508,9 +511,14 @@ func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent) error {
 	next.Seq = lastSeq + 1
 	next.PrevHash = lastHash
 	next.Hash = workflow.AuditHash(&next)
+	next.Seal = workflow.Seal{}
+	if seal != nil {
+		next.Seal = seal(&next)
+	}
 	_, err = t.c.Exec(ctx, t.d.AuditMoveHead()+t.d.Bind(`INSERT INTO audit (`+auditColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
-		next.Seq, next.RunID, next.Actor, next.Action, next.Detail, millis(next.At), next.PrevHash, next.Hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		next.Seq, next.RunID, next.Actor, next.Action, next.Detail, millis(next.At), next.PrevHash, next.Hash,
+		next.CheckpointSeq, next.CheckpointHash, next.KeyID, next.MAC)
 	if err != nil {
 		return fmt.Errorf("append audit %s of run %s: %w", e.Action, e.RunID, t.d.Err(err))
 	}
@@ -535,4 +543,32 @@ func (t *Tx) AuditEvents(ctx context.Context, f workflow.AuditFilter) ([]*workfl
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
 	return es, nil
+}
+
+// --- integrity head
+
+func (t *Tx) IntegrityHead(ctx context.Context) (*workflow.IntegrityHead, error) {
+	var (
+		h     workflow.IntegrityHead
+		since int64
+	)
+	err := t.queryRow(ctx, `SELECT keyed_since, seq, hash, key_id, mac FROM integrity_head WHERE id = 1`).
+		Scan(&since, &h.Seq, &h.Hash, &h.KeyID, &h.MAC)
+	if err != nil {
+		return nil, fmt.Errorf("load integrity head: %w", t.d.Err(err))
+	}
+	h.KeyedSince = fromMillis(since)
+	return &h, nil
+}
+
+func (t *Tx) PutIntegrityHead(ctx context.Context, h *workflow.IntegrityHead) error {
+	_, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO integrity_head (id, keyed_since, seq, hash, key_id, mac)
+		VALUES (1, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET keyed_since = excluded.keyed_since, seq = excluded.seq,
+			hash = excluded.hash, key_id = excluded.key_id, mac = excluded.mac`),
+		millis(h.KeyedSince), h.Seq, h.Hash, h.KeyID, h.MAC)
+	if err != nil {
+		return fmt.Errorf("write integrity head: %w", t.d.Err(err))
+	}
+	return nil
 }

@@ -417,7 +417,7 @@ func testAuditRoundTrip(t *testing.T, s workflow.Store) {
 		t.Run(p.name, func(t *testing.T) {
 			in := &workflow.AuditEvent{RunID: "run-1", Actor: "U0LEAD0001", Action: "approve", Detail: p.b,
 				At: odd.Add(time.Duration(i) * time.Second), Seq: 99, PrevHash: "bogus", Hash: "bogus"}
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, in) })
+			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, in, nil) })
 			es := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditEvent, error) {
 				return tx.AuditEvents(ctx, workflow.AuditFilter{AfterSeq: in.Seq - 1})
 			})
@@ -1138,7 +1138,7 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			for range perTx {
 				e := &workflow.AuditEvent{RunID: runs[n%len(runs)], Actor: fmt.Sprintf("actor-%d", n%3),
 					Action: "step", Detail: []byte(fmt.Sprintf(`{"n":%d}`, n)), At: odd.Add(time.Duration(n) * time.Second)}
-				if err := tx.AppendAudit(ctx, e); err != nil {
+				if err := tx.AppendAudit(ctx, e, nil); err != nil {
 					return err
 				}
 				appended = append(appended, *e)
@@ -1149,14 +1149,14 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 	}
 	// A rolled-back append must leave no gap and no fork in the chain.
 	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-a", Action: "rolled back"}); err != nil {
+		if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-a", Action: "rolled back"}, nil); err != nil {
 			return err
 		}
 		return errBoom
 	})
 	wantErr(t, "rolled-back append", err, errBoom)
 	last := &workflow.AuditEvent{RunID: "run-a", Action: "last", At: odd}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, last) })
+	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, last, nil) })
 	appended = append(appended, *last)
 
 	t.Run("the appender is told seq, prev and hash", func(t *testing.T) {
@@ -1259,7 +1259,7 @@ func writeEverything(ctx context.Context, tx workflow.Tx, id string) error {
 		tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-" + id, RunID: id, ApproverID: "U1", Verdict: workflow.VerdictApprove}),
 		tx.InsertOperation(ctx, &workflow.Operation{Key: "op-" + id, RunID: id, Status: workflow.OpPending}),
 		tx.EnqueueOutbox(ctx, &workflow.OutboxMessage{RunID: id, Kind: "slack.post"}),
-		tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"}),
+		tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"}, nil),
 	)
 }
 

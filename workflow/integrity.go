@@ -1,0 +1,281 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// What each kind of record's MAC covers. A MAC covers everything that says
+// what happened, and nothing that says only where a message was posted
+// (channel, message ts) or which write came last (version), so that the
+// Slack outbox can record its post without the key.
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func checkpointParts(c *Checkpoint) []string {
+	return []string{c.RunID, strconv.FormatInt(c.Seq, 10), c.Hash}
+}
+
+func requestParts(r *ApprovalRequest) []string {
+	return []string{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role,
+		strconv.Itoa(r.Count), strconv.FormatBool(r.SelfApproval), strconv.FormatBool(r.Edit),
+		r.RequesterID, ms(r.Deadline), string(r.Status), r.DecidedBy, ms(r.DecidedAt), ms(r.CreatedAt)}
+}
+
+func decisionParts(d *Decision) []string {
+	return []string{d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict),
+		d.Reason, string(d.EditedArgs), d.Via, d.PayloadDigest, ms(d.At)}
+}
+
+func operationParts(op *Operation) []string {
+	return []string{op.Key, op.RunID, strconv.Itoa(op.Index), op.Action, op.ArgsDigest, string(op.Status),
+		strconv.Itoa(op.Attempts), string(op.Receipt), op.Error, ms(op.CreatedAt), ms(op.UpdatedAt)}
+}
+
+func auditParts(e *AuditEvent) []string {
+	return []string{strconv.FormatInt(e.Seq, 10), e.PrevHash, e.Hash, e.RunID,
+		strconv.FormatInt(e.CheckpointSeq, 10), e.CheckpointHash}
+}
+
+func headParts(h *IntegrityHead) []string {
+	return []string{ms(h.KeyedSince), strconv.FormatInt(h.Seq, 10), h.Hash}
+}
+
+// sealWith seals parts under the ring's active key, or returns no seal.
+func (r *Keyring) sealWith(kind string, parts []string) Seal {
+	id, mac := r.seal(kind, parts...)
+	return Seal{KeyID: id, MAC: mac}
+}
+
+// sealedStore seals every record the engine writes through it. Reads are
+// checked where the engine uses them (see integrity.check), so that a damaged
+// row stops its own run and not the read of every other.
+type sealedStore struct {
+	Store
+	in *integrity
+}
+
+func (s *sealedStore) Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	if s.in.keys == nil {
+		return s.Store.Update(ctx, fn)
+	}
+	return s.Store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return fn(ctx, &sealingTx{Tx: tx, in: s.in})
+	})
+}
+
+// sealingTx seals what it writes and keeps the store's sealed audit head
+// on the last event.
+type sealingTx struct {
+	Tx
+	in *integrity
+}
+
+func (t *sealingTx) AppendCheckpoint(ctx context.Context, c *Checkpoint) error {
+	c.Seal = t.in.keys.sealWith("checkpoint", checkpointParts(c))
+	return t.Tx.AppendCheckpoint(ctx, c)
+}
+
+func (t *sealingTx) InsertRequest(ctx context.Context, r *ApprovalRequest) error {
+	r.Seal = t.in.keys.sealWith("request", requestParts(r))
+	return t.Tx.InsertRequest(ctx, r)
+}
+
+func (t *sealingTx) UpdateRequest(ctx context.Context, r *ApprovalRequest) error {
+	r.Seal = t.in.keys.sealWith("request", requestParts(r))
+	return t.Tx.UpdateRequest(ctx, r)
+}
+
+func (t *sealingTx) InsertDecision(ctx context.Context, d *Decision) error {
+	d.Seal = t.in.keys.sealWith("decision", decisionParts(d))
+	return t.Tx.InsertDecision(ctx, d)
+}
+
+func (t *sealingTx) InsertOperation(ctx context.Context, op *Operation) error {
+	op.Seal = t.in.keys.sealWith("operation", operationParts(op))
+	return t.Tx.InsertOperation(ctx, op)
+}
+
+func (t *sealingTx) UpdateOperation(ctx context.Context, op *Operation) error {
+	op.Seal = t.in.keys.sealWith("operation", operationParts(op))
+	return t.Tx.UpdateOperation(ctx, op)
+}
+
+func (t *sealingTx) AppendAudit(ctx context.Context, e *AuditEvent, _ func(*AuditEvent) Seal) error {
+	keys := t.in.keys
+	if err := t.Tx.AppendAudit(ctx, e, func(e *AuditEvent) Seal { return keys.sealWith("audit", auditParts(e)) }); err != nil {
+		return err
+	}
+	since, err := t.in.keyedSince(ctx, t.Tx, e.At)
+	if err != nil {
+		return err
+	}
+	h := &IntegrityHead{KeyedSince: since, Seq: e.Seq, Hash: e.Hash}
+	h.Seal = keys.sealWith("head", headParts(h))
+	return t.Tx.PutIntegrityHead(ctx, h)
+}
+
+// integrity is what the engine knows about the keys and the store's head.
+type integrity struct {
+	keys *Keyring
+	mu   sync.Mutex
+	// since is when the store was first keyed, once read from its head: it
+	// never changes after that.
+	since time.Time
+}
+
+// keyedSince is the store's keyed-since time, or now for the first keyed
+// write (which creates the head).
+func (in *integrity) keyedSince(ctx context.Context, tx Tx, now time.Time) (time.Time, error) {
+	in.mu.Lock()
+	since := in.since
+	in.mu.Unlock()
+	if !since.IsZero() {
+		return since, nil
+	}
+	h, err := tx.IntegrityHead(ctx)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return now, nil
+	case err != nil:
+		return time.Time{}, err
+	}
+	in.mu.Lock()
+	in.since = h.KeyedSince
+	in.mu.Unlock()
+	return h.KeyedSince, nil
+}
+
+// head reads and checks the store's sealed head: nil for a store never keyed.
+func (in *integrity) head(ctx context.Context, tx Tx) (*IntegrityHead, error) {
+	h, err := tx.IntegrityHead(ctx)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := in.keys.check("head", h.KeyID, h.MAC, headParts(h)...); err != nil {
+		return nil, &IntegrityError{Problem: "the store's integrity head: " + err.Error()}
+	}
+	return h, nil
+}
+
+// sealProblem says what is wrong with one row's seal, or "". A row without a
+// seal is fine in a store never keyed and when it was written before the
+// store was keyed; after that, every row must be sealed.
+func (in *integrity) sealProblem(h *IntegrityHead, kind string, s Seal, written time.Time, parts []string) string {
+	err := in.keys.check(kind, s.KeyID, s.MAC, parts...)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, errUnkeyed) && (h == nil || written.Before(h.KeyedSince)):
+		return ""
+	case errors.Is(err, errUnkeyed):
+		return fmt.Sprintf("not sealed, though written %s, after the store was keyed (%s)",
+			written.UTC().Format(time.RFC3339), h.KeyedSince.UTC().Format(time.RFC3339))
+	}
+	return err.Error()
+}
+
+// checkRun checks the seals of what the engine is about to act on for one
+// run: its checkpoints, requests, decisions and operations (any may be nil).
+// It returns an *IntegrityError naming the first row at fault. Without keys
+// nothing is checked: a process without the key cannot tell.
+func (in *integrity) checkRun(ctx context.Context, tx Tx, runID string, cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, ops []*Operation) error {
+	if in.keys == nil {
+		return nil
+	}
+	h, err := in.head(ctx, tx)
+	if err != nil {
+		var ie *IntegrityError
+		if errors.As(err, &ie) {
+			ie.RunID = runID
+		}
+		return err
+	}
+	if h == nil && anySealed(cps, reqs, decs, ops) {
+		// Sealed rows are only written once the head exists: it was deleted.
+		return &IntegrityError{RunID: runID, Problem: "the store's integrity head is missing, though this run's rows are sealed"}
+	}
+	for _, c := range cps {
+		if p := in.sealProblem(h, "checkpoint", c.Seal, c.CreatedAt, checkpointParts(c)); p != "" {
+			return &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint %d: %s", c.Seq, p)}
+		}
+	}
+	for _, r := range reqs {
+		if p := in.sealProblem(h, "request", r.Seal, r.CreatedAt, requestParts(r)); p != "" {
+			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("approval request %s: %s", r.ID, p)}
+		}
+	}
+	for _, d := range decs {
+		if p := in.sealProblem(h, "decision", d.Seal, d.At, decisionParts(d)); p != "" {
+			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("decision %d (%s by %s): %s", d.ID, d.Verdict, d.ApproverID, p)}
+		}
+	}
+	for _, op := range ops {
+		if p := in.sealProblem(h, "operation", op.Seal, op.CreatedAt, operationParts(op)); p != "" {
+			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("operation %s: %s", op.Key, p)}
+		}
+	}
+	return nil
+}
+
+func anySealed(cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, ops []*Operation) bool {
+	for _, c := range cps {
+		if c.MAC != "" {
+			return true
+		}
+	}
+	for _, r := range reqs {
+		if r.MAC != "" {
+			return true
+		}
+	}
+	for _, d := range decs {
+		if d.MAC != "" {
+			return true
+		}
+	}
+	for _, op := range ops {
+		if op.MAC != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAudit checks the seals of one run's audit events.
+func (in *integrity) checkAudit(ctx context.Context, tx Tx, runID string) error {
+	if in.keys == nil {
+		return nil
+	}
+	h, err := in.head(ctx, tx)
+	if err != nil {
+		var ie *IntegrityError
+		if errors.As(err, &ie) {
+			ie.RunID = runID
+		}
+		return err
+	}
+	evs, err := tx.AuditEvents(ctx, AuditFilter{RunID: runID})
+	if err != nil {
+		return fmt.Errorf("read audit events of run %s: %w", runID, err)
+	}
+	for _, ev := range evs {
+		if AuditHash(ev) != ev.Hash {
+			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("audit event %d does not match its hash", ev.Seq)}
+		}
+		if p := in.sealProblem(h, "audit", ev.Seal, ev.At, auditParts(ev)); p != "" {
+			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("audit event %d: %s", ev.Seq, p)}
+		}
+		if h == nil && ev.MAC != "" {
+			return &IntegrityError{RunID: runID, Problem: "the store's integrity head is missing, though this run's audit events are sealed"}
+		}
+	}
+	return nil
+}

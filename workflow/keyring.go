@@ -1,0 +1,162 @@
+package workflow
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Hash chains catch accidents; they do not stop someone who can write the
+// database, who can recompute every hash. A Keyring authenticates what the
+// engine stores (checkpoints, approval requests, decisions, operations and
+// audit events) with HMAC-SHA256 under a key kept outside the database: a
+// changed row no longer matches its MAC, and a MAC cannot be recomputed
+// without the key. Each row names the key that sealed it, so keys can rotate:
+// the first key of a ring seals, every key of it verifies.
+
+// Key is one integrity key: an id (recorded on each row it seals) and at least
+// 32 bytes of secret.
+type Key struct {
+	ID     string
+	Secret []byte
+}
+
+// Keyring is the keys an engine seals and verifies with. The zero value and
+// nil seal nothing and accept only unkeyed rows.
+type Keyring struct {
+	active *Key
+	keys   map[string][]byte
+}
+
+var keyID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// MinKeyBytes is the shortest secret a Key may have.
+const MinKeyBytes = 32
+
+// NewKeyring makes a ring whose first key seals and whose keys all verify.
+func NewKeyring(keys ...Key) (*Keyring, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("integrity keys: at least one key is needed")
+	}
+	r := &Keyring{keys: map[string][]byte{}}
+	for i, k := range keys {
+		if !keyID.MatchString(k.ID) {
+			return nil, fmt.Errorf("integrity key %d: id %q must be 1 to 64 letters, digits, '.', '_' or '-'", i+1, k.ID)
+		}
+		if len(k.Secret) < MinKeyBytes {
+			return nil, fmt.Errorf("integrity key %s: %d bytes of secret, at least %d needed", k.ID, len(k.Secret), MinKeyBytes)
+		}
+		if _, dup := r.keys[k.ID]; dup {
+			return nil, fmt.Errorf("integrity key %s: the id is used twice", k.ID)
+		}
+		r.keys[k.ID] = append([]byte(nil), k.Secret...)
+	}
+	r.active = &Key{ID: keys[0].ID, Secret: r.keys[keys[0].ID]}
+	return r, nil
+}
+
+// ParseKeyring reads keys written one a line as `ID:SECRET`, the secret in
+// base64 (standard or URL alphabet, padding optional); blank lines and lines
+// starting with # are skipped. The first key seals; the others only verify,
+// which is how a key is rotated: put the new key first, keep the old ones
+// below it for as long as rows sealed with them are kept.
+func ParseKeyring(text string) (*Keyring, error) {
+	var keys []Key
+	for n, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		id, secret, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, fmt.Errorf("integrity keys, line %d: want ID:SECRET (the secret in base64)", n+1)
+		}
+		b, err := decodeSecret(strings.TrimSpace(secret))
+		if err != nil {
+			return nil, fmt.Errorf("integrity keys, line %d (key %s): the secret is not base64", n+1, strings.TrimSpace(id))
+		}
+		keys = append(keys, Key{ID: strings.TrimSpace(id), Secret: b})
+	}
+	return NewKeyring(keys...)
+}
+
+func decodeSecret(s string) ([]byte, error) {
+	s = strings.TrimRight(s, "=")
+	if b, err := base64.RawStdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	return base64.RawURLEncoding.DecodeString(s)
+}
+
+// NewKeyLine makes a fresh random key and returns it as a keyring line.
+func NewKeyLine(id string) (string, error) {
+	if !keyID.MatchString(id) {
+		return "", fmt.Errorf("integrity key id %q must be 1 to 64 letters, digits, '.', '_' or '-'", id)
+	}
+	secret := make([]byte, MinKeyBytes)
+	if _, err := rand.Read(secret); err != nil {
+		return "", fmt.Errorf("generate integrity key: %w", err)
+	}
+	return id + ":" + base64.RawURLEncoding.EncodeToString(secret), nil
+}
+
+// ActiveKeyID is the id of the key that seals, or "" for no ring.
+func (r *Keyring) ActiveKeyID() string {
+	if r == nil || r.active == nil {
+		return ""
+	}
+	return r.active.ID
+}
+
+// seal returns the active key's id and the MAC of a record of kind made of
+// parts, or "", "" without a ring.
+func (r *Keyring) seal(kind string, parts ...string) (keyID, mac string) {
+	if r == nil || r.active == nil {
+		return "", ""
+	}
+	return r.active.ID, macOf(r.active.Secret, kind, parts)
+}
+
+// errUnkeyed says a row carries no MAC: written before keys, or stripped.
+var errUnkeyed = errors.New("the row is not sealed with a key")
+
+// check verifies a record's MAC. A row without one is errUnkeyed; the caller
+// decides whether that is acceptable (a store written before keys).
+func (r *Keyring) check(kind, keyID, mac string, parts ...string) error {
+	if keyID == "" && mac == "" {
+		return errUnkeyed
+	}
+	if r == nil || r.keys == nil {
+		return fmt.Errorf("sealed with key %s, but no integrity key is configured", keyID)
+	}
+	secret, ok := r.keys[keyID]
+	if !ok {
+		return fmt.Errorf("sealed with key %s, which is not among the configured keys", keyID)
+	}
+	want := macOf(secret, kind, parts)
+	if !hmac.Equal([]byte(want), []byte(mac)) {
+		return errors.New("its MAC does not match: the row was changed outside signoff")
+	}
+	return nil
+}
+
+// macOf is HMAC-SHA256 over the kind and the length-prefixed parts, so that no
+// two different records (or kinds) share an input.
+func macOf(secret []byte, kind string, parts []string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("signoff/" + kind + "/v1"))
+	for _, p := range parts {
+		m.Write([]byte{'\n'})
+		m.Write([]byte(strconv.Itoa(len(p))))
+		m.Write([]byte{':'})
+		m.Write([]byte(p))
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}

@@ -1,0 +1,423 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/storage/postgres"
+	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// testKeys is the integrity key of the tamper tests: kept outside the store,
+// as a key file or environment variable would be.
+func testKeys(t testing.TB) *workflow.Keyring {
+	t.Helper()
+	k, err := workflow.ParseKeyring("test-1:" + strings.Repeat("c2lnbm9mZi10ZXN0LWtleS0", 2) + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func withKeys(k *workflow.Keyring) harnessOption {
+	return func(c *workflow.Config) { c.Keys = k }
+}
+
+// tamperEnv is a harness with keys whose store an attacker can also write
+// with plain SQL (placeholders written ?), on either driver.
+type tamperEnv struct {
+	h      *harness
+	exec   func(query string, args ...any)
+	reopen func() // a new process: same store and keys, no failpoint
+}
+
+func sqliteTamperEnv(t *testing.T, opts ...harnessOption) *tamperEnv {
+	keys := testKeys(t)
+	h := newHarness(t, append([]harnessOption{withKeys(keys)}, opts...)...)
+	return &tamperEnv{h: h,
+		exec: func(q string, args ...any) {
+			db, err := sqlite.OpenDB(h.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(q, args...); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		},
+		reopen: func() { h.open(testPolicy(t, "rev-1", h.roles), withKeys(keys)) },
+	}
+}
+
+func postgresTamperEnv(t *testing.T, opts ...harnessOption) *tamperEnv {
+	dsn := pgtest.Schema(t)
+	if _, err := postgres.Migrate(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	roles, err := workflow.NewRoles(testRoles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := testKeys(t)
+	h := &harness{t: t, target: newLedger(), clock: newFakeClock(), roles: roles}
+	h.build(st, testPolicy(t, "rev-1", roles), append([]harnessOption{withKeys(keys)}, opts...)...)
+	return &tamperEnv{h: h,
+		exec: func(q string, args ...any) {
+			n := 0
+			q = rebind(q, &n)
+			pgtest.Exec(t, dsn, q, args...)
+		},
+		reopen: func() { h.build(st, testPolicy(t, "rev-1", roles), withKeys(keys)) },
+	}
+}
+
+func rebind(q string, n *int) string {
+	var b strings.Builder
+	for _, r := range q {
+		if r == '?' {
+			*n++
+			fmt.Fprintf(&b, "$%d", *n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// tamperCase changes one column of one row. Unless it changes a hash itself,
+// the attacker then recomputes every unkeyed hash (both chains) so that only
+// the seals can tell.
+type tamperCase struct {
+	table, column string
+	set           string // the SQL expression of the new value
+	arg           any    // bound to a ? in set, if any
+	where         string // which row, by the run
+	rehash        bool
+}
+
+func tamperCases() []tamperCase {
+	var cases []tamperCase
+	add := func(table, where string, rehash bool, cols map[string]string) {
+		for col, set := range cols {
+			cases = append(cases, tamperCase{table: table, column: col, set: set, where: where, rehash: rehash && col != "hash" && col != "prev_hash"})
+		}
+	}
+	byRun := "run_id = ?"
+	add("checkpoints", byRun+" AND seq = 2", true, map[string]string{
+		"state": "?", "prev_hash": "'" + strings.Repeat("0", 64) + "'", "hash": "'" + strings.Repeat("1", 64) + "'",
+		"created_at": "created_at + 1", "schema_version": "schema_version + 1", "key_id": "'other'", "mac": "'" + strings.Repeat("2", 64) + "'",
+	})
+	add("approval_requests", byRun, true, map[string]string{
+		"fingerprint": "'" + strings.Repeat("3", 64) + "'", "rule": "'small-refund'", "policy_revision": "'rev-0'", "risk": "'low'",
+		"role": "'agent'", "count": "count + 1", "self_approval": "NOT self_approval", "edit": "NOT edit",
+		"requester_id": "'U0LEAD0001'", "deadline": "deadline + 86400000", "status": "'pending'", "decided_by": "'U0MGR00001'",
+		"decided_at": "decided_at + 1", "created_at": "created_at - 1", "key_id": "'other'", "mac": "'" + strings.Repeat("4", 64) + "'",
+	})
+	add("decisions", byRun, true, map[string]string{
+		"approver_id": "'U0MGR00001'", "approver_name": "'Someone'", "role": "'manager'",
+		"verdict": "'reject'", "reason": "'looks fine'", "edited_args": "?", "via": "'api'", "payload_digest": "'ab'",
+		"at": "at - 1", "key_id": "'other'", "mac": "'" + strings.Repeat("5", 64) + "'",
+	})
+	add("operations", byRun, true, map[string]string{
+		"idx": "idx + 1", "action": "'other'", "args_digest": "'" + strings.Repeat("6", 64) + "'", "status": "'committed'",
+		"attempts": "attempts + 1", "receipt": "?", "error": "'x'", "created_at": "created_at - 1", "updated_at": "updated_at + 1",
+		"key_id": "'other'", "mac": "'" + strings.Repeat("7", 64) + "'",
+	})
+	add("audit", byRun+" AND action = 'decided'", true, map[string]string{
+		"actor": "'U0MGR00001'", "action": "'approved'", "detail": "?", "at": "at + 1", "prev_hash": "'" + strings.Repeat("8", 64) + "'",
+		"hash": "'" + strings.Repeat("9", 64) + "'", "checkpoint_seq": "checkpoint_seq + 1", "checkpoint_hash": "'" + strings.Repeat("a", 64) + "'",
+		"key_id": "'other'", "mac": "'" + strings.Repeat("b", 64) + "'",
+	})
+	// The head has no run: its condition takes the run id only to use it.
+	add("integrity_head", "id = 1 AND ? <> ''", false, map[string]string{
+		"keyed_since": "keyed_since + 86400000", "seq": "seq - 1", "hash": "'" + strings.Repeat("c", 64) + "'",
+		"key_id": "'other'", "mac": "'" + strings.Repeat("d", 64) + "'",
+	})
+	for i := range cases {
+		c := &cases[i]
+		switch c.column {
+		case "state":
+			c.set, c.rehash = "?", true
+		case "edited_args":
+			c.arg = []byte(`[{"index":0,"args":{"payment_id":"PAY-1","amount":1}}]`)
+		case "receipt":
+			c.arg = []byte(`{"id":"RF-FORGED"}`)
+		case "detail":
+			c.arg = []byte(`{"verdict":"approve","by":"U0MGR00001"}`)
+		}
+	}
+	return cases
+}
+
+// TestTamperingIsCaught is the tampering suite: for each sealed table, each
+// column of one row of a run that was approved and whose intent was recorded
+// (nothing sent yet) is changed behind the engine's back, with every unkeyed
+// hash recomputed the way an attacker would. Verify fails naming the run or
+// the audit event, and the run never executes: resuming it hands it to a
+// person and the target is never called.
+func TestTamperingIsCaught(t *testing.T) {
+	for _, driver := range []struct {
+		name string
+		env  func(t *testing.T, opts ...harnessOption) *tamperEnv
+	}{{"sqlite", sqliteTamperEnv}, {"postgres", postgresTamperEnv}} {
+		t.Run(driver.name, func(t *testing.T) {
+			for _, tc := range tamperCases() {
+				t.Run(tc.table+"."+tc.column, func(t *testing.T) {
+					t.Parallel()
+					if driver.name == "postgres" {
+						pgtest.DSN(t)
+					}
+					env := driver.env(t, crashAt("after-intent"))
+					run := env.h.submit(refund("PAY-1", 119))
+					if !survive(t, func() { _, _ = env.h.approve(run.ID, "U0LEAD0001") }) {
+						t.Fatal("failpoint after-intent never fired")
+					}
+					env.reopen()
+					if rep, err := env.h.engine.Verify(ctx); err != nil || !rep.OK() || !rep.Keyed || rep.Unkeyed != 0 {
+						t.Fatalf("before tampering: %+v %v", rep, err)
+					}
+					env.tamper(t, run.ID, tc)
+					env.reopen()
+
+					rep, err := env.h.engine.Verify(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if rep.OK() {
+						t.Fatalf("verify passed after %s.%s was changed", tc.table, tc.column)
+					}
+					named := strings.Contains(rep.AuditProblem, "event") || strings.Contains(rep.AuditProblem, "head")
+					for _, d := range rep.Damaged {
+						named = named || d.RunID == run.ID
+					}
+					if !named {
+						t.Fatalf("verify does not name the run or the event: %+v", rep)
+					}
+					// Resume may report the damage as an error; what counts is
+					// where the run is and that nothing was sent.
+					_, _ = env.h.engine.Resume(ctx, run.ID)
+					if v := env.h.get(run.ID); v.Status != workflow.StatusNeedsAttention {
+						t.Fatalf("after resume the run is %s (%s), want needs_attention", v.Status, v.Reason)
+					}
+					if calls := env.h.target.calls; calls != 0 {
+						t.Fatalf("the target was called %d times: %v", calls, env.h.target.Effects())
+					}
+				})
+			}
+		})
+	}
+}
+
+// tamper applies tc to the run's row and recomputes the unkeyed hashes.
+func (env *tamperEnv) tamper(t *testing.T, runID string, tc tamperCase) {
+	t.Helper()
+	set := tc.set
+	args := []any{}
+	if strings.Contains(set, "?") {
+		arg := tc.arg
+		if tc.column == "state" {
+			arg = forgedState(t, env, runID)
+		}
+		args = append(args, arg)
+	}
+	args = append(args, runID)
+	env.exec(`UPDATE `+tc.table+` SET `+tc.column+` = `+set+` WHERE `+tc.where, args...)
+	if tc.rehash {
+		env.rehash(t, runID)
+	}
+}
+
+// forgedState is the run's second checkpoint with the refund lowered.
+func forgedState(t *testing.T, env *tamperEnv, runID string) []byte {
+	var cps []*workflow.Checkpoint
+	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		var err error
+		cps, err = tx.Checkpoints(ctx, runID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(cps[1].State, &st); err != nil {
+		t.Fatal(err)
+	}
+	st["summary"] = "forged"
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// rehash recomputes the run's checkpoint chain and the whole audit chain, as
+// an attacker who can write the database can: only a key can stop them.
+func (env *tamperEnv) rehash(t *testing.T, runID string) {
+	t.Helper()
+	var cps []*workflow.Checkpoint
+	var evs []*workflow.AuditEvent
+	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		var err error
+		if cps, err = tx.Checkpoints(ctx, runID); err != nil {
+			return err
+		}
+		evs, err = tx.AuditEvents(ctx, workflow.AuditFilter{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	prev := ""
+	newHash := map[string]string{}
+	for _, c := range cps {
+		old := c.Hash
+		c.PrevHash = prev
+		c.Hash = workflow.CheckpointHash(c)
+		newHash[old] = c.Hash
+		env.exec(`UPDATE checkpoints SET prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?`, c.PrevHash, c.Hash, c.RunID, c.Seq)
+		prev = c.Hash
+	}
+	prev = ""
+	for _, ev := range evs {
+		if h, ok := newHash[ev.CheckpointHash]; ok {
+			ev.CheckpointHash = h
+		}
+		ev.PrevHash = prev
+		ev.Hash = workflow.AuditHash(ev)
+		env.exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
+		prev = ev.Hash
+	}
+	if n := len(evs); n > 0 {
+		env.exec(`UPDATE integrity_head SET seq = ?, hash = ? WHERE id = 1`, evs[n-1].Seq, evs[n-1].Hash)
+	}
+}
+
+// TestDeletingTheNewestAuditEventsIsCaught: the last k audit events go, on
+// both drivers; verify says events were deleted.
+func TestDeletingTheNewestAuditEventsIsCaught(t *testing.T) {
+	for _, driver := range []struct {
+		name string
+		env  func(t *testing.T, opts ...harnessOption) *tamperEnv
+	}{{"sqlite", sqliteTamperEnv}, {"postgres", postgresTamperEnv}} {
+		for _, k := range []int{1, 2, 5} {
+			t.Run(fmt.Sprintf("%s/last_%d", driver.name, k), func(t *testing.T) {
+				env := driver.env(t)
+				run := env.h.submit(refund("PAY-1", 119))
+				if _, err := env.h.approve(run.ID, "U0LEAD0001"); err != nil {
+					t.Fatal(err)
+				}
+				env.h.submit(refund("PAY-2", 5)) // another run after it
+				rep, err := env.h.engine.Verify(ctx)
+				if err != nil || !rep.OK() {
+					t.Fatalf("before: %+v %v", rep, err)
+				}
+				env.exec(`DELETE FROM audit WHERE seq > ?`, rep.AuditEvents-k)
+				rep, err = env.h.engine.Verify(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.OK() || !strings.Contains(rep.AuditProblem+fmt.Sprint(rep.Damaged), "deleted") && !strings.Contains(fmt.Sprint(rep.Damaged), "no audit event") {
+					t.Fatalf("deleting the last %d events went unnoticed: %+v", k, rep)
+				}
+			})
+		}
+	}
+}
+
+func TestKeyring(t *testing.T) {
+	line, err := workflow.NewKeyLine("k-2026")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.ParseKeyring("# rotated in December\n" + line + "\n\nold:" + strings.Repeat("QUFB", 11) + "\n"); err != nil {
+		t.Fatalf("a generated key with an older one: %v", err)
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"", "at least one key"},
+		{"k1", "want ID:SECRET"},
+		{"k1:!!!", "not base64"},
+		{"k1:c2hvcnQ", "at least 32"},
+		{"bad id:" + strings.Repeat("QUFB", 11), "must be 1 to 64"},
+		{line + "\n" + line, "used twice"},
+	} {
+		if _, err := workflow.ParseKeyring(tc.text); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseKeyring(%q) = %v, want an error saying %q", tc.text, err, tc.want)
+		}
+	}
+}
+
+// TestKeysRotate: rows sealed under an old key verify while that key is kept
+// below the new one; dropping it makes them fail, naming the key.
+func TestKeysRotate(t *testing.T) {
+	oldLine, _ := workflow.NewKeyLine("old")
+	newLine, _ := workflow.NewKeyLine("new")
+	ring := func(text string) *workflow.Keyring {
+		k, err := workflow.ParseKeyring(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	h := newHarness(t, withKeys(ring(oldLine)))
+	first := h.submit(refund("PAY-1", 119))
+	h.open(testPolicy(t, "rev-1", h.roles), withKeys(ring(newLine+"\n"+oldLine)))
+	if got, err := h.approve(first.ID, "U0LEAD0001"); err != nil || got.Status != workflow.StatusDone {
+		t.Fatalf("approve across a rotation: %v %v", got, err)
+	}
+	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify with both keys: %+v %v", rep, err)
+	}
+	h.open(testPolicy(t, "rev-1", h.roles), withKeys(ring(newLine)))
+	rep, err := h.engine.Verify(ctx)
+	if err != nil || rep.OK() || !strings.Contains(rep.AuditProblem+fmt.Sprint(rep.Damaged), "key old, which is not among the configured keys") {
+		t.Fatalf("verify without the old key: %+v %v", rep, err)
+	}
+}
+
+// TestUnkeyedStoreKeepsVerifying: a store written before keys verifies as
+// unkeyed; once keys are configured, its old rows stay acceptable, a run
+// that waited from before can still be approved, and everything written
+// from then on is sealed.
+func TestUnkeyedStoreKeepsVerifying(t *testing.T) {
+	h := newHarness(t)
+	old := h.submit(refund("PAY-1", 119))
+	rep, err := h.engine.Verify(ctx)
+	if err != nil || !rep.OK() || rep.Keyed || rep.Unkeyed == 0 || !rep.Unverified {
+		t.Fatalf("an unkeyed store, no keys: %+v %v", rep, err)
+	}
+	h.clock.Advance(time.Minute)
+	h.open(testPolicy(t, "rev-1", h.roles), withKeys(testKeys(t)))
+	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() || rep.Keyed || rep.Unverified {
+		t.Fatalf("an unkeyed store, with keys: %+v %v", rep, err)
+	}
+	if got, err := h.approve(old.ID, "U0LEAD0001"); err != nil || got.Status != workflow.StatusDone {
+		t.Fatalf("approve a run from before the keys: %v %v", got, err)
+	}
+	h.submit(refund("PAY-2", 5))
+	rep, err = h.engine.Verify(ctx)
+	if err != nil || !rep.OK() || !rep.Keyed || rep.Unkeyed == 0 {
+		t.Fatalf("after keyed writes: %+v %v", rep, err)
+	}
+	// A row written after keying with its seal stripped is damage, not "old".
+	db, err := sqlite.OpenDB(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE checkpoints SET key_id = '', mac = '' WHERE run_id = ? AND seq = (SELECT MAX(seq) FROM checkpoints WHERE run_id = ?)`, old.ID, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = h.engine.Verify(ctx)
+	if err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Damaged), "not sealed, though written") {
+		t.Fatalf("a stripped seal: %+v %v", rep, err)
+	}
+}
