@@ -216,11 +216,13 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoints of run %s: %w", id, err)
 	}
-	if err := e.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
-		return &loaded{run: run}, err
-	}
+	// The chain first, so that accidental damage is named as such; then the
+	// seals, which catch a chain someone recomputed.
 	st, err := VerifyChain(id, cps)
 	if err != nil {
+		return &loaded{run: run}, err
+	}
+	if err := e.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
 		return &loaded{run: run}, err
 	}
 	if int64(len(cps)) != run.Seq {

@@ -415,13 +415,13 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 	rep.Checkpoints += len(cps)
 	rep.Unkeyed += countUnsealed(cps, reqs, decs, ops)
 	var ie *IntegrityError
+	if _, err := VerifyChain(r.ID, cps); errors.As(err, &ie) {
+		return ie, nil
+	}
 	if err := e.in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
 		return ie, nil
 	} else if err != nil {
 		return nil, err
-	}
-	if _, err := VerifyChain(r.ID, cps); errors.As(err, &ie) {
-		return ie, nil
 	}
 	if int64(len(cps)) != r.Seq {
 		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says checkpoint %d but the chain ends at %d", r.Seq, len(cps))}, nil

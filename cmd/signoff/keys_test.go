@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/signoff-dev/signoff/storage/sqlite"
+)
+
+var auditHead = regexp.MustCompile(`(?m)^audit head: (\d+:[0-9a-f]{64})$`)
+
+// TestVerifyAnchor: verify prints the audit head; later, --anchor with it
+// passes while the log extends it, and fails once the newest events are gone
+// (here with the sealed head rolled back too, as a thorough attacker would).
+func TestVerifyAnchor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	m := auditHead.FindStringSubmatch(must(t, dir, exitDone, "verify"))
+	if m == nil {
+		t.Fatal("verify printed no audit head")
+	}
+	anchor := m[1]
+	must(t, dir, exitDone, "approve", id, "--as", lead1)
+	if out := must(t, dir, exitDone, "verify", "--anchor", anchor); !strings.Contains(out, "anchor "+anchor+": the log extends it") {
+		t.Fatalf("verify --anchor:\n%s", out)
+	}
+	db, err := sqlite.OpenDB(dbPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM audit WHERE seq >= 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM integrity_head`); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := signoff(t, dir, "verify", "--anchor", anchor)
+	if code != exitAttention || !strings.Contains(out, "does not reach the anchor") {
+		t.Fatalf("verify --anchor after the log was cut: exit %d\n%s", code, out)
+	}
+	if code, _, errs := signoff(t, dir, "verify", "--anchor", "12:nothex"); code != exitRefused || !strings.Contains(errs, "want SEQ:HASH") {
+		t.Fatalf("a malformed anchor: exit %d %q", code, errs)
+	}
+}
+
+// TestSealedStoreNeedsItsKeys: the first write makes signoff.keys beside the
+// store; without it, commands that write refuse (a new key would orphan every
+// seal) and say where they looked, while reading still works, unverified.
+func TestSealedStoreNeedsItsKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	keys := filepath.Join(dir, "signoff.keys")
+	info, err := os.Stat(keys)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("the key file: %v %v", info, err)
+	}
+	if err := os.Rename(keys, keys+".away"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := signoff(t, dir, "approve", id, "--as", lead1)
+	if code != exitRefused || !strings.Contains(errs, "this store is sealed") || !strings.Contains(errs, keys) {
+		t.Fatalf("approve without the keys: exit %d %q", code, errs)
+	}
+	if _, err := os.Stat(keys); !os.IsNotExist(err) {
+		t.Fatal("a new key file was made for a sealed store")
+	}
+	if out := must(t, dir, exitDone, "verify"); !strings.Contains(out, "seals: not checked") {
+		t.Fatalf("verify without keys:\n%s", out)
+	}
+	must(t, dir, exitWaiting, "show", id)
+	if out := must(t, dir, exitDone, "approve", id, "--as", lead1, "--keys", keys+".away"); !strings.Contains(out, "DONE") {
+		t.Fatalf("approve with --keys:\n%s", out)
+	}
+}
+
+// TestKeysFromTheEnvironment: SIGNOFF_KEYS holds the keys themselves; no file
+// is made, and a bad value is refused before anything is written.
+func TestKeysFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd, _, errb := child(t, dir, []string{"SIGNOFF_KEYS=bad"}, "submit", fixture("refund-double-charge.json"))
+	if err := cmd.Run(); exitCode(err) != exitRefused || !strings.Contains(errb.String(), "SIGNOFF_KEYS") {
+		t.Fatalf("a bad SIGNOFF_KEYS: %v %s", err, errb)
+	}
+	env := []string{"SIGNOFF_KEYS=env-1:" + strings.Repeat("a2V5LW1hdGVyaWFs", 3)}
+	cmd, out, errb := child(t, dir, env, "submit", fixture("refund-double-charge.json"))
+	if err := cmd.Run(); exitCode(err) != exitWaiting {
+		t.Fatalf("submit with SIGNOFF_KEYS: %v\n%s\n%s", err, out, errb)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "signoff.keys")); !os.IsNotExist(err) {
+		t.Fatal("a key file was made although SIGNOFF_KEYS was set")
+	}
+	cmd, out, _ = child(t, dir, env, "verify")
+	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "seals: checked") {
+		t.Fatalf("verify with SIGNOFF_KEYS: %v\n%s", err, out)
+	}
+}
