@@ -505,6 +505,35 @@ func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, anchors []A
 	return ""
 }
 
+// AuditHead is the last event of the audit log, as an anchor to record
+// outside the store: `verify --anchor` later proves the log still extends it.
+func (e *Engine) AuditHead(ctx context.Context) (Anchor, error) {
+	var a Anchor
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		h, err := tx.IntegrityHead(ctx)
+		if err == nil {
+			a = Anchor{Seq: h.Seq, Hash: h.Hash}
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		// A store without keys has no head row: read the log to its end.
+		evs, err := tx.AuditEvents(ctx, AuditFilter{})
+		if err != nil {
+			return err
+		}
+		if n := len(evs); n > 0 {
+			a = Anchor{Seq: evs[n-1].Seq, Hash: evs[n-1].Hash}
+		}
+		return nil
+	})
+	if err != nil {
+		return Anchor{}, fmt.Errorf("read the audit head: %w", err)
+	}
+	return a, nil
+}
+
 // VerifyAudit checks the audit chain and describes the first break ("" when intact).
 func VerifyAudit(evs []*AuditEvent) string {
 	prev := ""

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/signoff-dev/signoff/storage/sqlite"
 )
@@ -100,4 +107,51 @@ func TestKeysFromTheEnvironment(t *testing.T) {
 	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "seals: checked") {
 		t.Fatalf("verify with SIGNOFF_KEYS: %v\n%s", err, out)
 	}
+}
+
+// TestServeLogsTheAuditHead: the anchor serve logs is the one verify prints,
+// and verify --anchor accepts it.
+func TestServeLogsTheAuditHead(t *testing.T) {
+	dir := t.TempDir()
+	submitWaiting(t, dir)
+	o := options{db: dbPath(dir), shop: shopPath(dir), quietBuiltin: true}
+	a, err := openApp(t.Context(), o, noEnv, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var buf syncBuffer
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { logAnchors(ctx, a.engine, slog.New(slog.NewJSONHandler(&buf, nil)), time.Hour); close(done) }()
+	waitFor(t, "the audit head in the log", func() bool { return strings.Contains(buf.String(), `"msg":"audit head"`) })
+	cancel()
+	<-done
+	var line struct{ Anchor string }
+	if err := json.Unmarshal([]byte(strings.SplitN(buf.String(), "\n", 2)[0]), &line); err != nil {
+		t.Fatal(err)
+	}
+	m := auditHead.FindStringSubmatch(must(t, dir, exitDone, "verify"))
+	if m == nil || m[1] != line.Anchor {
+		t.Fatalf("serve logged %q, verify printed %v", line.Anchor, m)
+	}
+	must(t, dir, exitDone, "verify", "--anchor", line.Anchor)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger in another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -111,6 +111,11 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		defer s.wg.Done()
 		work(wctx, a, disp, so.poll)
 	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		logAnchors(wctx, a.engine, a.log, anchorEvery)
+	}()
 	if so.socketMode {
 		client := bot.NewSocketModeClient(so.botToken, so.appToken, sc.APIURL)
 		s.wg.Add(1)
