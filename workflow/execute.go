@@ -32,24 +32,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 		if ops, err = tx.Operations(ctx, id); err != nil {
 			return err
 		}
-		if e.in.keys == nil {
-			return nil
-		}
-		// What was approved, by whom, is checked before anything is sent.
-		reqs, err := tx.RequestsForRun(ctx, id)
-		if err != nil {
-			return err
-		}
-		decs, err := tx.Decisions(ctx, id)
-		if err != nil {
-			return err
-		}
-		if err := e.in.checkRun(ctx, tx, id, nil, reqs, decs, ops); err != nil {
-			return err
-		}
-		// The run's history is part of what was approved: an audit event
-		// changed behind the engine's back stops it before anything is sent.
-		return e.in.checkAudit(ctx, tx, id)
+		return e.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
 	})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
@@ -73,6 +56,9 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 			if problem := intentMismatch(op, i, a); problem != "" {
 				return e.attention(ctx, id, problem)
 			}
+			if err := e.checkApproval(ctx, id); err != nil {
+				return err
+			}
 			return e.perform(ctx, l, op, a)
 		default:
 			return e.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
@@ -84,6 +70,37 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	})
 	if err != nil && !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
+	}
+	return nil
+}
+
+// checkApproval checks, right before anything is sent, the seals of what was
+// approved and by whom (the requests and decisions) and of the run's audit
+// events: a change behind the engine's back hands the run to a person.
+func (e *Engine) checkApproval(ctx context.Context, id string) error {
+	if e.in.keys == nil {
+		return nil
+	}
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		reqs, err := tx.RequestsForRun(ctx, id)
+		if err != nil {
+			return err
+		}
+		decs, err := tx.Decisions(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := e.in.checkRun(ctx, tx, id, nil, reqs, decs, nil); err != nil {
+			return err
+		}
+		return e.in.checkAudit(ctx, tx, id)
+	})
+	var ie *IntegrityError
+	if errors.As(err, &ie) {
+		return e.attention(ctx, id, ie.Error()+"; nothing was sent")
+	}
+	if err != nil {
+		return fmt.Errorf("check the approval of run %s: %w", id, err)
 	}
 	return nil
 }

@@ -152,6 +152,29 @@ func (in *integrity) keyedSince(ctx context.Context, tx Tx, now time.Time) (time
 
 // head reads and checks the store's sealed head: nil for a store never keyed.
 func (in *integrity) head(ctx context.Context, tx Tx) (*IntegrityHead, error) {
+	h, err := in.readHead(ctx, tx)
+	if err == nil && h != nil && in.keys != nil {
+		in.mu.Lock()
+		in.since = h.KeyedSince
+		in.mu.Unlock()
+	}
+	return h, err
+}
+
+// keyedHead is what checking a row's seal needs of the head, its keyed-since
+// time, without reading it again once this engine has read it sealed: that
+// time never changes. Verify reads the head afresh every time.
+func (in *integrity) keyedHead(ctx context.Context, tx Tx) (*IntegrityHead, error) {
+	in.mu.Lock()
+	since := in.since
+	in.mu.Unlock()
+	if !since.IsZero() {
+		return &IntegrityHead{KeyedSince: since}, nil
+	}
+	return in.head(ctx, tx)
+}
+
+func (in *integrity) readHead(ctx context.Context, tx Tx) (*IntegrityHead, error) {
 	h, err := tx.IntegrityHead(ctx)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
@@ -193,7 +216,7 @@ func (in *integrity) checkRun(ctx context.Context, tx Tx, runID string, cps []*C
 	if in.keys == nil {
 		return nil
 	}
-	h, err := in.head(ctx, tx)
+	h, err := in.keyedHead(ctx, tx)
 	if err != nil {
 		var ie *IntegrityError
 		if errors.As(err, &ie) {
@@ -257,7 +280,7 @@ func (in *integrity) checkAudit(ctx context.Context, tx Tx, runID string) error 
 	if in.keys == nil {
 		return nil
 	}
-	h, err := in.head(ctx, tx)
+	h, err := in.keyedHead(ctx, tx)
 	if err != nil {
 		var ie *IntegrityError
 		if errors.As(err, &ie) {

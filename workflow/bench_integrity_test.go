@@ -1,0 +1,59 @@
+package workflow_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// BenchmarkIntegrity is the cost of keyed integrity: each engine figure
+// without keys and with them, side by side in one run on the same disk.
+//
+//	go test -run '^$' -bench Integrity -benchtime 2s -count 3 ./workflow
+//
+// Keyed, every write also seals its rows and moves the sealed audit head (one
+// more statement in the same transaction), and decide and execute check the
+// seals of what they act on.
+func BenchmarkIntegrity(b *testing.B) {
+	setups := []struct {
+		name string
+		opts []harnessOption
+	}{{"unkeyed", nil}, {"keyed", []harnessOption{withKeys(testKeys(b))}}}
+	for _, fig := range []string{"suspend", "decide", "execute"} {
+		for _, s := range setups {
+			b.Run(fig+"/"+s.name, func(b *testing.B) {
+				h := newHarness(b, s.opts...)
+				switch fig {
+				case "suspend":
+					b.ResetTimer()
+					for b.Loop() {
+						h.submit(refund("PAY-1", 100))
+					}
+				case "decide", "execute":
+					ids := waiting(b, h, b.N)
+					if fig == "execute" {
+						for _, id := range ids {
+							if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					b.ResetTimer()
+					for i := range b.N {
+						var err error
+						if fig == "decide" {
+							_, err = h.engine.Decide(context.Background(), workflow.DecideInput{RunID: ids[i], Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
+						} else {
+							_, err = h.engine.Resume(context.Background(), ids[i])
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+			})
+		}
+	}
+}
