@@ -355,3 +355,68 @@ func TestCheckSetup(t *testing.T) {
 		})
 	}
 }
+
+// TestOneRewritePerRendering: an approval that runs to the end queues a
+// rewrite per transition (decided, executed, finished); Slack gets one
+// chat.update showing the end, whether the rows are due in one pass or are
+// delivered one per pass.
+func TestOneRewritePerRendering(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limit  int // rows per pass; 0: all due rows in one pass
+		passes int
+	}{
+		{"all rows in one pass", 0, 1},
+		{"one row per pass", 1, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newDispatchHarness(t)
+			run := h.submitRefund(t)
+			h.deliver(t)
+			ctx := context.Background()
+			if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+				t.Fatal(err)
+			}
+			for range tc.passes {
+				if _, err := h.disp.DeliverDue(ctx, tc.limit); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := h.deliver(t); n != 0 {
+				t.Fatalf("%d rows still due after %d passes", n, tc.passes)
+			}
+			msgs := h.slack.Messages()
+			if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "done") {
+				t.Fatalf("messages %+v", msgs)
+			}
+			if got := len(h.slack.Calls("chat.update")); got != 1 {
+				t.Fatalf("%d chat.update calls, want 1 (the message went from waiting to done)", got)
+			}
+		})
+	}
+}
+
+// TestChangedRenderingIsRewrittenAgain: skipping repeats must not skip a change.
+func TestChangedRenderingIsRewrittenAgain(t *testing.T) {
+	h := newDispatchHarness(t)
+	run := h.submitRefund(t)
+	h.deliver(t)
+	ctx := context.Background()
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t)
+	if m := h.slack.Messages()[0]; m.Updates != 1 || !strings.Contains(m.Text, "executing") {
+		t.Fatalf("after the decision: %+v", m)
+	}
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t)
+	if m := h.slack.Messages()[0]; m.Updates != 2 || !strings.Contains(m.Text, "done") {
+		t.Fatalf("after the execution: %+v", m)
+	}
+}

@@ -136,6 +136,21 @@ func (s *served) click(t *testing.T, fixture, user string, v *workflow.RunView) 
 	return resp.StatusCode, string(out)
 }
 
+// undelivered counts the outbox rows not delivered yet, due or not.
+func (s *served) undelivered(t *testing.T) int {
+	t.Helper()
+	var n int
+	err := s.app.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		rows, err := tx.DueOutbox(ctx, time.Now().Add(24*time.Hour), 0)
+		n = len(rows)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func (s *served) get(t *testing.T, id string) *workflow.RunView {
 	t.Helper()
 	v, err := s.app.engine.Get(context.Background(), id)
@@ -184,6 +199,16 @@ func TestServeEndToEnd(t *testing.T) {
 	})
 	if posts := s.slack.Calls("chat.postMessage"); len(posts) != 1 {
 		t.Fatalf("%d messages posted, want 1", len(posts))
+	}
+	// One approval that finished the run: a rewrite per rendering, not one per transition.
+	waitFor(t, "the outbox to drain", func() bool { return s.undelivered(t) == 0 })
+	seen := map[string]bool{msg.Blocks: true}
+	updates := s.slack.Calls("chat.update")
+	for _, c := range updates {
+		if seen[c.Form.Get("blocks")] {
+			t.Errorf("chat.update sent a rendering Slack already shows (%d updates in all)", len(updates))
+		}
+		seen[c.Form.Get("blocks")] = true
 	}
 	code, out = s.cli(t, "shop", "changes", "--json")
 	if code != 0 || strings.Count(out, `"kind": "refund"`) != 1 || !strings.Contains(out, receipt.ID) {
