@@ -48,8 +48,9 @@ type Dispatcher struct {
 	// may take it (a replica that died mid-delivery).
 	ClaimFor time.Duration
 
-	mu   sync.Mutex
-	sent map[string][sha256.Size]byte // channel/ts → digest of the last rendering delivered
+	mu      sync.Mutex
+	sent    map[string][sha256.Size]byte // channel/ts → digest of the last rendering delivered
+	checked map[string]time.Time         // run id → UpdatedAt of a waiting run QueueUnposted found settled
 }
 
 // maxRemembered bounds the renderings remembered; past it the memory starts

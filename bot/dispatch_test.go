@@ -35,11 +35,14 @@ func (c *outboxClock) Sleep(ctx context.Context, d time.Duration) error {
 // the practice shop, and a dispatcher pointed at a fake Slack on loopback.
 type dispatchHarness struct {
 	engine *workflow.Engine
-	store  workflow.Store
-	shop   *demo.Shop
-	slack  *fakeslack.Server
-	disp   *bot.Dispatcher
-	clock  *outboxClock
+	// noSlack is an engine on the same store without the Slack outbox hook: a
+	// process whose config had no slack section.
+	noSlack *workflow.Engine
+	store   workflow.Store
+	shop    *demo.Shop
+	slack   *fakeslack.Server
+	disp    *bot.Dispatcher
+	clock   *outboxClock
 }
 
 func newDispatchHarness(t *testing.T) *dispatchHarness {
@@ -74,9 +77,13 @@ func newDispatchHarness(t *testing.T) *dispatchHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	noSlack, err := workflow.New(workflow.Config{Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	fs := fakeslack.New()
 	t.Cleanup(fs.Close)
-	h := &dispatchHarness{engine: e, store: store, shop: shop, slack: fs, clock: clock}
+	h := &dispatchHarness{engine: e, noSlack: noSlack, store: store, shop: shop, slack: fs, clock: clock}
 	h.disp = &bot.Dispatcher{
 		Store: store, Engine: e, Slack: bot.NewAPI("xoxb-test", fs.URL(), 5*time.Second), Channel: "C0APPROVALS",
 		Now: clock.Now, Render: testRender,
@@ -96,6 +103,13 @@ func testRender(v *workflow.RunView, r workflow.RequestView) ([]slack.Block, str
 
 func (h *dispatchHarness) submitRefund(t *testing.T) *workflow.Run {
 	t.Helper()
+	return h.submitWith(t, h.engine, "")
+}
+
+// submitWith submits the double-charge refund through e, under its own
+// idempotency key when key is set.
+func (h *dispatchHarness) submitWith(t *testing.T, e *workflow.Engine, key string) *workflow.Run {
+	t.Helper()
 	body, err := fixtures.Proposal("refund-double-charge")
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +118,10 @@ func (h *dispatchHarness) submitRefund(t *testing.T) *workflow.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := h.engine.Submit(context.Background(), p)
+	if key != "" {
+		p.IdempotencyKey = key
+	}
+	run, err := e.Submit(context.Background(), p)
 	if err != nil || run.Status != workflow.StatusWaitingApproval {
 		t.Fatalf("submit: %v %v", run, err)
 	}
@@ -418,5 +435,81 @@ func TestChangedRenderingIsRewrittenAgain(t *testing.T) {
 	h.deliver(t)
 	if m := h.slack.Messages()[0]; m.Updates != 2 || !strings.Contains(m.Text, "done") {
 		t.Fatalf("after the execution: %+v", m)
+	}
+}
+
+// TestWaitingRunsWithoutAMessageArePosted: a run that waited while no process
+// queued its message (the config had no slack section yet) gets its message
+// once; one whose post is queued or delivered gets no second one, however
+// many sweeps or replicas look.
+func TestWaitingRunsWithoutAMessageArePosted(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		prepare   func(t *testing.T, h *dispatchHarness)
+		replicas  int
+		wantQueue int
+	}{
+		{"waited before slack was configured", func(t *testing.T, h *dispatchHarness) {
+			h.submitWith(t, h.noSlack, "before-slack")
+		}, 1, 1},
+		{"post already queued", func(t *testing.T, h *dispatchHarness) {
+			h.submitWith(t, h.engine, "with-slack")
+		}, 1, 0},
+		{"post already delivered", func(t *testing.T, h *dispatchHarness) {
+			h.submitWith(t, h.engine, "with-slack")
+			h.deliver(t)
+		}, 1, 0},
+		{"post in retry after a 500", func(t *testing.T, h *dispatchHarness) {
+			h.slack.FailNext("chat.postMessage", http.StatusInternalServerError, "")
+			h.submitWith(t, h.engine, "with-slack")
+			h.deliver(t)
+		}, 1, 0},
+		{"three replicas sweep the same store", func(t *testing.T, h *dispatchHarness) {
+			h.submitWith(t, h.noSlack, "before-slack")
+		}, 3, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newDispatchHarness(t)
+			tc.prepare(t, h)
+			ctx := context.Background()
+			disps := []*bot.Dispatcher{h.disp}
+			for range tc.replicas - 1 {
+				disps = append(disps, &bot.Dispatcher{Store: h.store, Engine: h.engine, Slack: h.disp.Slack, Channel: h.disp.Channel, Now: h.clock.Now, Render: testRender})
+			}
+			errs := make(chan error, len(disps))
+			counts := make(chan int, len(disps))
+			for _, d := range disps {
+				go func() {
+					n, err := d.QueueUnposted(ctx)
+					counts <- n
+					errs <- err
+				}()
+			}
+			queued := 0
+			for range disps {
+				queued += <-counts
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if queued != tc.wantQueue {
+				t.Fatalf("queued %d posts, want %d", queued, tc.wantQueue)
+			}
+			// Later sweeps and deliveries add nothing.
+			for range 3 {
+				h.clock.now = h.clock.now.Add(time.Hour)
+				for _, d := range disps {
+					if n, err := d.QueueUnposted(ctx); err != nil || n != 0 {
+						t.Fatalf("a later sweep queued %d (%v)", n, err)
+					}
+					if _, err := d.DeliverDue(ctx, 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if posts := h.slack.Messages(); len(posts) != 1 || !strings.Contains(posts[0].Blocks, "signoff_approve") {
+				t.Fatalf("messages %+v, want one approval message", posts)
+			}
+		})
 	}
 }

@@ -25,6 +25,9 @@ type serveOptions struct {
 	appToken      string // xapp-… for Socket Mode
 	socketMode    bool
 	poll          time.Duration // how often the workers look for work
+	// repostEvery is how often serve looks for waiting runs without a message
+	// (it looks at start too); default a minute.
+	repostEvery time.Duration
 }
 
 func (c *cli) serveCmd() *cobra.Command {
@@ -109,7 +112,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, time.Now)}
 	go func() {
 		defer s.wg.Done()
-		work(wctx, a, disp, so.poll)
+		work(wctx, a, disp, so.poll, so.repostEvery)
 	}()
 	if so.socketMode {
 		client := bot.NewSocketModeClient(so.botToken, so.appToken, sc.APIURL)
@@ -150,21 +153,31 @@ func checkServe(cfg *config.Config, so serveOptions) error {
 // they stopped. An error in one round is logged and the round is tried again at
 // the next tick, since the cause (a locked file, Slack being down) is usually
 // gone by then.
-func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration) {
+//
+// Waiting runs without a message (they waited before the config had a slack
+// section) are looked for at start and then every repostEvery: a run gets its
+// post queued when it starts waiting, so this only catches what no process
+// queued, and need not be quick.
+func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll, repostEvery time.Duration) {
+	if repostEvery <= 0 {
+		repostEvery = time.Minute
+	}
 	loops := []struct {
-		what string
-		do   func(context.Context) error
+		what  string
+		every time.Duration
+		do    func(context.Context) error
 	}{
-		{"execute approved runs", func(ctx context.Context) error { _, err := a.engine.Work(ctx, 20); return err }},
-		{"expire runs past their deadline", func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
-		{"deliver slack messages", func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
+		{"execute approved runs", poll, func(ctx context.Context) error { _, err := a.engine.Work(ctx, 20); return err }},
+		{"expire runs past their deadline", poll, func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
+		{"deliver slack messages", poll, func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
+		{"post waiting runs without a message", repostEvery, func(ctx context.Context) error { _, err := disp.QueueUnposted(ctx); return err }},
 	}
 	var wg sync.WaitGroup
 	for _, l := range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.NewTicker(poll)
+			t := time.NewTicker(l.every)
 			defer t.Stop()
 			for {
 				if err := l.do(ctx); err != nil && ctx.Err() == nil {

@@ -40,18 +40,21 @@ type served struct {
 
 func startServed(t *testing.T) *served {
 	t.Helper()
+	return startServedAfter(t, nil)
+}
+
+// startServedAfter is startServed with before run first on the fake Slack and
+// the folder of the store, the config and the shop.
+func startServedAfter(t *testing.T, before func(fs *fakeslack.Server, dir string)) *served {
+	t.Helper()
 	fs := fakeslack.New()
 	t.Cleanup(fs.Close)
 	dir := t.TempDir()
+	if before != nil {
+		before(fs, dir)
+	}
 	cfgPath := filepath.Join(dir, "signoff.yaml")
-	yaml := string(config.DefaultYAML()) + fmt.Sprintf(`
-slack:
-  channel: C0APPROVALS
-  app_id: A0SIGNOFF1
-  team_id: T0SHOP0001
-  api_url: %s
-`, fs.URL())
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(slackConfig(fs)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken}
@@ -74,6 +77,17 @@ slack:
 		a.Close()
 	})
 	return &served{dir: dir, config: cfgPath, addr: s.addr, slack: fs, app: a, getenv: getenv}
+}
+
+// slackConfig is the built-in config with a slack section pointing at fs.
+func slackConfig(fs *fakeslack.Server) string {
+	return string(config.DefaultYAML()) + fmt.Sprintf(`
+slack:
+  channel: C0APPROVALS
+  app_id: A0SIGNOFF1
+  team_id: T0SHOP0001
+  api_url: %s
+`, fs.URL())
 }
 
 // cli runs a command of the program against the server's files, as an operator would.
@@ -288,4 +302,67 @@ func TestServeRefusesToStartWithoutItsSecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServePostsRunsThatWaitedWithoutSlack: runs that started waiting before
+// the config had a slack section get their approval message when serve
+// starts; a run whose post was queued already gets exactly one.
+func TestServePostsRunsThatWaitedWithoutSlack(t *testing.T) {
+	var before, queued string
+	s := startServedAfter(t, func(fs *fakeslack.Server, dir string) {
+		submit := func(config, body string) string {
+			t.Helper()
+			path := filepath.Join(dir, "proposal.json")
+			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), []string{"--db", dbPath(dir), "--shop", shopPath(dir), "--config", config, "submit", path},
+				noEnv, strings.NewReader(""), &out, &errOut)
+			if code != exitWaiting {
+				t.Fatalf("submit exit %d:\n%s%s", code, out.String(), errOut.String())
+			}
+			return runIDOf(t, out.String())
+		}
+		plain := filepath.Join(dir, "plain.yaml")
+		if err := os.WriteFile(plain, config.DefaultYAML(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before = submit(plain, refundJSON(agentID, "60", "before-slack"))
+		withSlack := filepath.Join(dir, "slack.yaml")
+		if err := os.WriteFile(withSlack, []byte(slackConfig(fs)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		queued = submit(withSlack, refundJSON(agentID, "70", "queued"))
+	})
+	waitFor(t, "both approval messages", func() bool {
+		return s.get(t, before).Requests[0].MessageTS != "" && s.get(t, queued).Requests[0].MessageTS != "" && s.undelivered(t) == 0
+	})
+	msgs := s.slack.Messages()
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages posted, want one per run: %+v", len(msgs), msgs)
+	}
+	for _, id := range []string{before, queued} {
+		n := 0
+		for _, m := range msgs {
+			if strings.Contains(m.Blocks, id) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("run %s has %d messages, want 1", id, n)
+		}
+	}
+	// /runs cancel promised that the message would say so.
+	if code, out := s.cli(t, "cancel", before, "--as", lead1, "--reason", "duplicate ticket"); code != exitEnded {
+		t.Fatalf("cancel exit %d:\n%s", code, out)
+	}
+	waitFor(t, "the message rewritten as cancelled", func() bool {
+		for _, m := range s.slack.Messages() {
+			if strings.Contains(m.Blocks, before) {
+				return m.Updates > 0 && !strings.Contains(m.Blocks, "signoff_approve")
+			}
+		}
+		return false
+	})
 }
