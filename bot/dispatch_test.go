@@ -355,19 +355,20 @@ func TestCheckSetup(t *testing.T) {
 	for _, tc := range []struct {
 		name, want string
 		prepare    func()
+		refuse     bool // nothing can be posted until a person fixes it
 	}{
-		{"not in the channel", "/invite @signoff", func() { fs.SetMember("C0APPROVALS", false) }},
-		{"bad token", "SLACK_BOT_TOKEN", func() { fs.ErrorNext("auth.test", "invalid_auth") }},
-		{"unknown channel", "check slack.channel", func() { fs.ErrorNext("conversations.info", "channel_not_found") }},
-		{"no scope", "channels:read", func() { fs.ErrorNext("conversations.info", "missing_scope") }},
+		{"not in the channel", "/invite @signoff", func() { fs.SetMember("C0APPROVALS", false) }, false},
+		{"bad token", "SLACK_BOT_TOKEN", func() { fs.ErrorNext("auth.test", "invalid_auth") }, true},
+		{"unknown channel", "check slack.channel", func() { fs.ErrorNext("conversations.info", "channel_not_found") }, true},
+		{"no scope", "channels:read", func() { fs.ErrorNext("conversations.info", "missing_scope") }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs.SetMember("C0APPROVALS", true)
 			tc.prepare()
 			_, err := api.CheckSetup(ctx, "C0APPROVALS")
 			var se *bot.SetupError
-			if !errors.As(err, &se) || !strings.Contains(se.Fix, tc.want) {
-				t.Fatalf("got %v, want a setup error saying %q", err, tc.want)
+			if !errors.As(err, &se) || !strings.Contains(se.Fix, tc.want) || se.Refuse != tc.refuse {
+				t.Fatalf("got %v (refuse %v), want a setup error saying %q (refuse %v)", err, se != nil && se.Refuse, tc.want, tc.refuse)
 			}
 		})
 	}

@@ -346,6 +346,10 @@ func exitForErr(err error) int {
 	if errors.As(err, &ce) {
 		return exitRefused
 	}
+	var se *bot.SetupError
+	if errors.As(err, &se) {
+		return exitRefused
+	}
 	return exitFailed
 }
 

@@ -84,6 +84,9 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		return nil, err
 	}
 	api := a.slackAPI
+	if err := checkSlack(ctx, a, api, sc.Channel); err != nil {
+		return nil, err
+	}
 	bs, err := bot.NewServer(bot.ServerConfig{
 		Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
 		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups,
@@ -142,6 +145,27 @@ func checkServe(cfg *config.Config, so serveOptions) error {
 	sc := cfg.Slack
 	if sc.Channel == "" || sc.AppID == "" || (sc.TeamID == "" && sc.EnterpriseID == "") {
 		return cfg.Errorf("slack", "serve needs channel, app_id and team_id or enterprise_id here")
+	}
+	return nil
+}
+
+// checkSlack asks Slack whether the bot token works and the bot is in the
+// approvals channel, before anything is served. A token Slack refuses or a
+// channel it does not know stops the start: nothing could be posted. A bot
+// not invited yet only warns, since the invitation is what fixes it and posts
+// are retried every minute or two until then; so does Slack being unreachable.
+func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error {
+	_, err := api.CheckSetup(ctx, channel)
+	var se *bot.SetupError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && se.Refuse:
+		return err
+	case se != nil:
+		a.log.Warn("SLACK SETUP: "+se.Problem+"; approval messages wait until it is fixed", "channel", channel, "fix", se.Fix)
+	default:
+		a.log.Warn("could not check the Slack setup; starting anyway", "channel", channel, "error", err.Error())
 	}
 	return nil
 }

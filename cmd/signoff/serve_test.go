@@ -366,3 +366,78 @@ func TestServePostsRunsThatWaitedWithoutSlack(t *testing.T) {
 		return false
 	})
 }
+
+// TestServeChecksSlackAtStart: `signoff serve` asks Slack whether its token
+// works and its bot is in the channel before serving. A bad token or an
+// unknown channel refuses to start (exit 2, what to do, nothing served or
+// posted); a bot not invited yet starts with a warning that says /invite.
+func TestServeChecksSlackAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(fs *fakeslack.Server)
+		socket  bool
+		starts  bool
+		want    string
+	}{
+		{"bad token", func(fs *fakeslack.Server) { fs.ErrorNext("auth.test", "invalid_auth") }, false, false,
+			"Slack refused the bot token (invalid_auth): set SLACK_BOT_TOKEN"},
+		{"unknown channel", func(fs *fakeslack.Server) { fs.ErrorNext("conversations.info", "channel_not_found") }, false, false,
+			"check slack.channel"},
+		{"bad token in socket mode", func(fs *fakeslack.Server) { fs.ErrorNext("auth.test", "invalid_auth") }, true, false,
+			"set SLACK_BOT_TOKEN"},
+		{"unknown channel in socket mode", func(fs *fakeslack.Server) { fs.ErrorNext("conversations.info", "channel_not_found") }, true, false,
+			"check slack.channel"},
+		{"bot not in the channel", func(fs *fakeslack.Server) { fs.SetMember("C0APPROVALS", false) }, false, true,
+			"/invite @signoff"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := fakeslack.New()
+			t.Cleanup(fs.Close)
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "signoff.yaml")
+			if err := os.WriteFile(cfg, []byte(slackConfig(fs)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken, "SLACK_APP_TOKEN": "xapp-test"}
+			getenv := func(k string) string { return env[k] }
+			global := []string{"--db", dbPath(dir), "--shop", shopPath(dir), "--config", cfg}
+			// A run waiting with its post queued: a server that starts posts it.
+			var out, errOut bytes.Buffer
+			if code := run(context.Background(), append(global, "submit", fixture("refund-double-charge.json")), getenv, strings.NewReader(""), &out, &errOut); code != exitWaiting {
+				t.Fatalf("submit exit %d:\n%s%s", code, out.String(), errOut.String())
+			}
+			tc.prepare(fs)
+			args := append(global, "serve", "--addr", "127.0.0.1:0")
+			if tc.socket {
+				args = append(args, "--socket-mode")
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stderr logBuffer
+			exited := make(chan int, 1)
+			go func() { exited <- run(ctx, args, getenv, strings.NewReader(""), io.Discard, &stderr) }()
+			if !tc.starts {
+				select {
+				case code := <-exited:
+					if code != exitRefused || !strings.Contains(stderr.String(), tc.want) || strings.Contains(stderr.String(), "serving on") {
+						t.Fatalf("exit %d, stderr:\n%s\nwant exit 2 saying %q and serving nothing", code, stderr.String(), tc.want)
+					}
+				case <-time.After(15 * time.Second):
+					t.Fatalf("serve did not refuse to start:\n%s", stderr.String())
+				}
+				if posts := fs.Calls("chat.postMessage"); len(posts) != 0 {
+					t.Fatalf("a refused server posted %d messages", len(posts))
+				}
+				return
+			}
+			waitFor(t, "serve to listen", func() bool { return strings.Contains(stderr.String(), "serving on") })
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("no warning saying %q at start:\n%s", tc.want, stderr.String())
+			}
+			cancel()
+			if code := <-exited; code != exitDone {
+				t.Fatalf("exit %d after shutdown:\n%s", code, stderr.String())
+			}
+		})
+	}
+}
