@@ -46,6 +46,10 @@ type options struct {
 	// quietBuiltin: say nothing about using the built-in config (the demo's
 	// own commands, where that is the point).
 	quietBuiltin bool
+	// logFormat (text, json) and logLevel (debug, info, warn, error): "" for
+	// the default, text at warn, or at info for a server.
+	logFormat, logLevel string
+	server              bool
 }
 
 // localConfig is the config file looked for in the working directory when
@@ -65,6 +69,12 @@ func (o *options) resolve(getenv func(string) string) {
 	}
 	if o.shop == "" {
 		o.shop = getenv("SIGNOFF_SHOP")
+	}
+	if o.logFormat == "" {
+		o.logFormat = getenv("SIGNOFF_LOG_FORMAT")
+	}
+	if o.logLevel == "" {
+		o.logLevel = getenv("SIGNOFF_LOG_LEVEL")
 	}
 	if o.shop == "" {
 		// Beside the store file; a database URL has no directory, so the working one.
@@ -95,8 +105,10 @@ type app struct {
 	shop   *demo.Shop
 	// shopPath is where the practice shop lives, for readShop.
 	shopPath string
-	engine   *workflow.Engine
-	log      *slog.Logger
+	// db names the store for logs: a file path, or a database URL without its password.
+	db     string
+	engine *workflow.Engine
+	log    *slog.Logger
 	// Slack, when the config has a slack section: the Web API client (with
 	// SLACK_BOT_TOKEN) and the directory that resolves roles, user groups included.
 	slackAPI *bot.API
@@ -123,12 +135,15 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		}
 		leaseTTL = d
 	}
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log, err := newLogger(o, logOut)
+	if err != nil {
+		return nil, err
+	}
 	store, err := openStore(ctx, o.db, log, o.readOnly)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop}
+	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: redactDB(o.db)}
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
@@ -175,6 +190,34 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		return nil, err
 	}
 	return a, nil
+}
+
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// newLogger builds the program's one logger from --log-format and
+// --log-level; every package logs through it. A command on a terminal says
+// only what went wrong (warn); a server also says what it did (info), with
+// the run ids.
+func newLogger(o options, w io.Writer) (*slog.Logger, error) {
+	level := slog.LevelWarn
+	if o.server {
+		level = slog.LevelInfo
+	}
+	if o.logLevel != "" {
+		l, ok := logLevels[strings.ToLower(o.logLevel)]
+		if !ok {
+			return nil, usageError{fmt.Sprintf("--log-level %q (or SIGNOFF_LOG_LEVEL): want debug, info, warn or error", o.logLevel)}
+		}
+		level = l
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(o.logFormat) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Sprintf("--log-format %q (or SIGNOFF_LOG_FORMAT): want text or json", o.logFormat)}
 }
 
 // openStore opens the store that --db names: a PostgreSQL database for a

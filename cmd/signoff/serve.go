@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,7 +57,9 @@ func (c *cli) serveCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s)\n", s.addr, c.opts.db)
+				if !strings.EqualFold(c.opts.logFormat, "json") {
+					fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s)\n", s.addr, a.db)
+				}
 				<-c.ctx.Done()
 				return s.stop()
 			})
@@ -69,6 +73,7 @@ func (c *cli) serveCmd() *cobra.Command {
 // server is a running `signoff serve`: the HTTP listener and the workers.
 type server struct {
 	addr   string
+	log    *slog.Logger
 	http   *http.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -102,7 +107,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		return nil, fmt.Errorf("listen on %s: %w", so.addr, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	s := &server{addr: ln.Addr().String(), cancel: cancel, errs: make(chan error, 2),
+	s := &server{addr: ln.Addr().String(), log: a.log, cancel: cancel, errs: make(chan error, 2),
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second}}
 	s.wg.Add(2)
 	go func() {
@@ -127,6 +132,12 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 			}
 		}()
 	}
+	store := "sqlite"
+	if isPostgres(a.db) {
+		store = "postgres"
+	}
+	a.log.Info("signoff serving", "version", version(), "addr", s.addr, "store", store, "db", a.db,
+		"channel", sc.Channel, "socket_mode", so.socketMode, "owner", a.engine.Owner())
 	return s, nil
 }
 
@@ -222,13 +233,19 @@ func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll, repostEvery t
 func (s *server) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	s.log.Info("signoff stopping: finishing the requests and the work in hand", "addr", s.addr)
 	err := s.http.Shutdown(ctx)
 	s.cancel()
 	s.wg.Wait()
 	select {
 	case werr := <-s.errs:
-		return errors.Join(err, werr)
+		err = errors.Join(err, werr)
 	default:
+	}
+	if err != nil {
+		s.log.Error("signoff stopped", "addr", s.addr, "error", err.Error())
 		return err
 	}
+	s.log.Info("signoff stopped", "addr", s.addr)
+	return nil
 }
