@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,7 +106,7 @@ type app struct {
 	shop   *demo.Shop
 	// shopPath is where the practice shop lives, for readShop.
 	shopPath string
-	// db names the store for logs: a file path, or a database URL without its password.
+	// db names the store for logs: a file path, or a database's host and name.
 	db     string
 	engine *workflow.Engine
 	log    *slog.Logger
@@ -143,7 +144,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: redactDB(o.db)}
+	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db)}
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
@@ -190,6 +191,20 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		return nil, err
 	}
 	return a, nil
+}
+
+// describeDB names a store for people and logs: a SQLite file as it is, a
+// PostgreSQL database by scheme, host and name only, since its URL may carry
+// a password in the user part or in the query.
+func describeDB(db string) string {
+	if !isPostgres(db) {
+		return db
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		return "the PostgreSQL database in --db"
+	}
+	return u.Scheme + "://" + u.Host + u.Path
 }
 
 var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}

@@ -150,3 +150,17 @@ func TestServeLogsJSON(t *testing.T) {
 		t.Error("a secret in the log")
 	}
 }
+
+// TestDescribeDB: the start line names the store without any secret a
+// database URL may carry.
+func TestDescribeDB(t *testing.T) {
+	for _, tc := range []struct{ db, want string }{
+		{"/var/lib/signoff/signoff.db", "/var/lib/signoff/signoff.db"},
+		{"postgres://signoff:secret@db.internal:5432/signoff?sslmode=require", "postgres://db.internal:5432/signoff"},
+		{"postgresql://signoff@db.internal/signoff?password=secret", "postgresql://db.internal/signoff"},
+	} {
+		if got := describeDB(tc.db); got != tc.want {
+			t.Errorf("describeDB(%q) = %q, want %q", tc.db, got, tc.want)
+		}
+	}
+}

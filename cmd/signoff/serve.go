@@ -27,10 +27,11 @@ type serveOptions struct {
 	appToken      string // xapp-… for Socket Mode
 	socketMode    bool
 	poll          time.Duration // how often the workers look for work
-	// repostEvery is how often serve looks for waiting runs without a message
-	// (it looks at start too); default a minute.
-	repostEvery time.Duration
 }
+
+// repostEvery is how often serve looks for waiting runs without a message,
+// after looking at start.
+const repostEvery = time.Minute
 
 func (c *cli) serveCmd() *cobra.Command {
 	so := serveOptions{poll: 250 * time.Millisecond}
@@ -120,7 +121,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, time.Now)}
 	go func() {
 		defer s.wg.Done()
-		work(wctx, a, disp, so.poll, so.repostEvery)
+		work(wctx, a, disp, so.poll)
 	}()
 	if so.socketMode {
 		client := bot.NewSocketModeClient(so.botToken, so.appToken, sc.APIURL)
@@ -193,10 +194,7 @@ func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error
 // section) are looked for at start and then every repostEvery: a run gets its
 // post queued when it starts waiting, so this only catches what no process
 // queued, and need not be quick.
-func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll, repostEvery time.Duration) {
-	if repostEvery <= 0 {
-		repostEvery = time.Minute
-	}
+func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration) {
 	loops := []struct {
 		what  string
 		every time.Duration
