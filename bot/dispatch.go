@@ -162,15 +162,18 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*workflow.OutboxMessage
 // for their message, then, if any row asks for it, rewrites every posted
 // message of the run from its current state.
 func (d *Dispatcher) send(ctx context.Context, rows []*workflow.OutboxMessage) error {
-	var runID string
+	runID := rows[0].RunID
 	var toPost []string
 	rewrite := false
 	for _, m := range rows {
 		var p OutboxPayload
 		if err := json.Unmarshal(m.Payload, &p); err != nil {
-			return fmt.Errorf("decode outbox row %d: %w", m.ID, err)
+			// Rewriting from the current state is right whatever the row meant,
+			// and keeps one bad row from holding up the run's other rows.
+			d.log().Warn("slack outbox row unreadable; rewriting the run's messages instead", "outbox_id", m.ID, "run_id", m.RunID, "error", err.Error())
+			rewrite = true
+			continue
 		}
-		runID = p.RunID
 		if m.Kind == KindPost {
 			toPost = append(toPost, p.RequestID)
 		} else {

@@ -514,3 +514,28 @@ func TestWaitingRunsWithoutAMessageArePosted(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadableRowIsDeliveredAsARewrite: a row whose payload cannot be read
+// does not stay due forever, nor hold up the run's message: the run's
+// messages are brought up to date instead.
+func TestUnreadableRowIsDeliveredAsARewrite(t *testing.T) {
+	h := newDispatchHarness(t)
+	run := h.submitRefund(t)
+	h.deliver(t)
+	ctx := context.Background()
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		return tx.EnqueueOutbox(ctx, &workflow.OutboxMessage{RunID: run.ID, Kind: bot.KindPost, Payload: []byte("{not json"), NextAttempt: h.clock.now, CreatedAt: h.clock.now})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.disp.DeliverDue(ctx, 0); err != nil || n != 2 {
+		t.Fatalf("delivered %d (%v), want the unreadable row and the decision's rewrite", n, err)
+	}
+	if m := h.slack.Messages(); len(m) != 1 || m[0].Updates != 1 || !strings.Contains(m[0].Text, "executing") {
+		t.Fatalf("messages %+v", m)
+	}
+}
