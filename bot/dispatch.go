@@ -2,10 +2,12 @@ package bot
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -28,6 +30,12 @@ type Renderer func(v *workflow.RunView, req workflow.RequestView) ([]slack.Block
 // Failed calls are retried: after Retry-After on 429, with backoff on 5xx and
 // timeouts. Delivery is at least once; a rewrite shows the current state, so
 // doing it twice changes nothing.
+//
+// One transition queues a rewrite, and an approval that runs to the end makes
+// several; the dispatcher sends each run's due rows as one call, and skips a
+// rewrite whose rendering is the one it last delivered to that message. That
+// memory is the process's own: after a restart (or on another replica) one
+// unchanged rewrite may be sent again, which Slack shows as nothing.
 type Dispatcher struct {
 	Store   workflow.Store
 	Engine  *workflow.Engine
@@ -39,9 +47,19 @@ type Dispatcher struct {
 	// ClaimFor is how long a claimed row is left to its claimer before another
 	// may take it (a replica that died mid-delivery).
 	ClaimFor time.Duration
+
+	mu      sync.Mutex
+	sent    map[string][sha256.Size]byte // channel/ts → digest of the last rendering delivered
+	checked map[string]time.Time         // run id → UpdatedAt of a waiting run QueueUnposted found settled
 }
 
+// maxRemembered bounds the renderings remembered; past it the memory starts
+// over, which costs at most one repeated rewrite per message.
+const maxRemembered = 10000
+
 // DeliverDue delivers up to limit due rows and returns how many were delivered.
+// The due rows of one run are claimed together and delivered with one
+// rendering of the run as it is now.
 func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	now := d.now()
 	var due []*workflow.OutboxMessage
@@ -53,19 +71,25 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read the outbox: %w", err)
 	}
-	delivered := 0
-	var errs []error
+	var order []string
+	byRun := map[string][]*workflow.OutboxMessage{}
 	for _, m := range due {
 		if m.Kind != KindPost && m.Kind != KindUpdate {
 			continue // another dispatcher's kind
 		}
-		ok, err := d.deliver(ctx, m)
+		if byRun[m.RunID] == nil {
+			order = append(order, m.RunID)
+		}
+		byRun[m.RunID] = append(byRun[m.RunID], m)
+	}
+	delivered := 0
+	var errs []error
+	for _, id := range order {
+		n, err := d.deliver(ctx, byRun[id])
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if ok {
-			delivered++
-		}
+		delivered += n
 	}
 	return delivered, errors.Join(errs...)
 }
@@ -84,68 +108,164 @@ func (d *Dispatcher) log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// deliver claims, sends and records one row. A row another replica claimed first
-// is skipped without error.
-func (d *Dispatcher) deliver(ctx context.Context, m *workflow.OutboxMessage) (bool, error) {
+// deliver claims one run's rows, sends them as one, and records the outcome on
+// each. A row another replica claimed first is skipped without error. It
+// returns how many rows were delivered.
+func (d *Dispatcher) deliver(ctx context.Context, rows []*workflow.OutboxMessage) (int, error) {
 	claim := d.ClaimFor
 	if claim <= 0 {
 		claim = time.Minute
 	}
-	m.Attempts++
-	m.NextAttempt = d.now().Add(claim)
-	if err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
+	var claimed []*workflow.OutboxMessage
+	for _, m := range rows {
+		m.Attempts++
+		m.NextAttempt = d.now().Add(claim)
+		err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) })
 		if errors.Is(err, workflow.ErrConflict) {
-			return false, nil
+			continue
 		}
-		return false, fmt.Errorf("claim outbox row %d: %w", m.ID, err)
+		if err != nil {
+			return 0, fmt.Errorf("claim outbox row %d: %w", m.ID, err)
+		}
+		claimed = append(claimed, m)
 	}
-	sendErr := d.send(ctx, m)
+	if len(claimed) == 0 {
+		return 0, nil
+	}
+	sendErr := d.send(ctx, claimed)
 	now := d.now()
-	if sendErr == nil {
-		m.DeliveredAt, m.LastError = now, ""
-	} else {
-		wait, permanent := retryAfter(sendErr, m.Attempts)
-		m.NextAttempt, m.LastError = now.Add(wait), sendErr.Error()
-		level := slog.LevelWarn
-		if permanent {
-			level = slog.LevelError
+	var errs []error
+	for _, m := range claimed {
+		if sendErr == nil {
+			m.DeliveredAt, m.LastError = now, ""
+		} else {
+			wait, permanent := retryAfter(sendErr, m.Attempts)
+			m.NextAttempt, m.LastError = now.Add(wait), sendErr.Error()
+			level := slog.LevelWarn
+			if permanent {
+				level = slog.LevelError
+			}
+			d.log().Log(ctx, level, "slack delivery failed", "outbox_id", m.ID, "kind", m.Kind, "run_id", m.RunID,
+				"attempt", m.Attempts, "retry_in", wait.String(), "error", sendErr.Error())
 		}
-		d.log().Log(ctx, level, "slack delivery failed", "outbox_id", m.ID, "kind", m.Kind, "run_id", m.RunID,
-			"attempt", m.Attempts, "retry_in", wait.String(), "error", sendErr.Error())
+		if err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
+			errs = append(errs, fmt.Errorf("record delivery of outbox row %d: %w", m.ID, err))
+		}
 	}
-	if err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
-		return false, fmt.Errorf("record delivery of outbox row %d: %w", m.ID, err)
+	if sendErr != nil {
+		return 0, errors.Join(errs...)
 	}
-	return sendErr == nil, nil
+	return len(claimed) - len(errs), errors.Join(errs...)
 }
 
-func (d *Dispatcher) send(ctx context.Context, m *workflow.OutboxMessage) error {
-	var p OutboxPayload
-	if err := json.Unmarshal(m.Payload, &p); err != nil {
-		return fmt.Errorf("decode outbox row %d: %w", m.ID, err)
-	}
-	v, err := d.Engine.Get(ctx, p.RunID)
-	if err != nil {
-		return fmt.Errorf("load run %s: %w", p.RunID, err)
-	}
-	if m.Kind == KindPost {
-		for _, r := range v.Requests {
-			if r.ID == p.RequestID && r.MessageTS == "" {
-				return d.post(ctx, v, r)
-			}
+// send delivers the claimed rows of one run: it posts the requests that wait
+// for their message, then, if any row asks for it, rewrites every posted
+// message of the run from its current state.
+func (d *Dispatcher) send(ctx context.Context, rows []*workflow.OutboxMessage) error {
+	runID := rows[0].RunID
+	var toPost []string
+	rewrite := false
+	for _, m := range rows {
+		var p OutboxPayload
+		if err := json.Unmarshal(m.Payload, &p); err != nil {
+			// Rewriting from the current state is right whatever the row meant,
+			// and keeps one bad row from holding up the run's other rows.
+			d.log().Warn("slack outbox row unreadable; rewriting the run's messages instead", "outbox_id", m.ID, "run_id", m.RunID, "error", err.Error())
+			rewrite = true
+			continue
 		}
-		// Posted already (a redelivery after a crash): bring it up to date instead.
+		if m.Kind == KindPost {
+			toPost = append(toPost, p.RequestID)
+		} else {
+			rewrite = true
+		}
+	}
+	v, err := d.Engine.Get(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("load run %s: %w", runID, err)
+	}
+	posted := map[string]bool{}
+	for _, id := range toPost {
+		r, ok := requestOf(v, id)
+		switch {
+		case ok && r.MessageTS == "" && !posted[id]:
+			if err := d.post(ctx, v, r); err != nil {
+				return err
+			}
+			posted[id] = true
+		case !posted[id]:
+			// Posted already (a redelivery after a crash): bring it up to date instead.
+			rewrite = true
+		}
+	}
+	if !rewrite {
+		return nil
 	}
 	for _, r := range v.Requests {
 		if r.MessageTS == "" {
-			continue // not posted yet: its post will show the current state
+			continue // not posted yet (or just now, and brought up to date by post)
 		}
-		blocks, text := d.Render(v, r)
-		if err := d.Slack.UpdateMessage(ctx, r.Channel, r.MessageTS, blocks, text); err != nil {
+		if err := d.update(ctx, v, r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func requestOf(v *workflow.RunView, id string) (workflow.RequestView, bool) {
+	for _, r := range v.Requests {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return workflow.RequestView{}, false
+}
+
+// update rewrites a posted message, unless it would show what it shows already.
+func (d *Dispatcher) update(ctx context.Context, v *workflow.RunView, r workflow.RequestView) error {
+	blocks, text := d.Render(v, r)
+	sum, err := renderingDigest(blocks, text)
+	if err != nil {
+		return fmt.Errorf("render run %s: %w", v.ID, err)
+	}
+	key := r.Channel + "/" + r.MessageTS
+	if d.lastSent(key) == sum {
+		d.log().Debug("slack message unchanged", "run_id", v.ID, "request_id", r.ID, "ts", r.MessageTS)
+		return nil
+	}
+	if err := d.Slack.UpdateMessage(ctx, r.Channel, r.MessageTS, blocks, text); err != nil {
+		return err
+	}
+	d.remember(key, sum)
+	d.log().Info("slack message updated", "run_id", v.ID, "request_id", r.ID, "ts", r.MessageTS, "status", string(v.Status))
+	return nil
+}
+
+// renderingDigest identifies a rendering: what Slack would be sent.
+func renderingDigest(blocks []slack.Block, text string) ([sha256.Size]byte, error) {
+	b, err := json.Marshal(struct {
+		Blocks []slack.Block `json:"blocks"`
+		Text   string        `json:"text"`
+	}{blocks, text})
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
+func (d *Dispatcher) lastSent(key string) [sha256.Size]byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sent[key]
+}
+
+func (d *Dispatcher) remember(key string, sum [sha256.Size]byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sent == nil || len(d.sent) >= maxRemembered {
+		d.sent = map[string][sha256.Size]byte{}
+	}
+	d.sent[key] = sum
 }
 
 // post posts a request's message and records where it went, so later changes
@@ -155,6 +275,10 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	ch, ts, err := d.Slack.PostMessage(ctx, d.Channel, blocks, text)
 	if err != nil {
 		return err
+	}
+	d.log().Info("slack message posted", "run_id", v.ID, "request_id", r.ID, "channel", ch, "ts", ts)
+	if sum, err := renderingDigest(blocks, text); err == nil {
+		d.remember(ch+"/"+ts, sum)
 	}
 	for attempt := 0; ; attempt++ {
 		err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
@@ -181,8 +305,7 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	}
 	if !now.UpdatedAt.Equal(v.UpdatedAt) {
 		r.Channel, r.MessageTS = ch, ts
-		blocks, text := d.Render(now, r)
-		return d.Slack.UpdateMessage(ctx, ch, ts, blocks, text)
+		return d.update(ctx, now, r)
 	}
 	return nil
 }

@@ -35,11 +35,14 @@ func (c *outboxClock) Sleep(ctx context.Context, d time.Duration) error {
 // the practice shop, and a dispatcher pointed at a fake Slack on loopback.
 type dispatchHarness struct {
 	engine *workflow.Engine
-	store  workflow.Store
-	shop   *demo.Shop
-	slack  *fakeslack.Server
-	disp   *bot.Dispatcher
-	clock  *outboxClock
+	// noSlack is an engine on the same store without the Slack outbox hook: a
+	// process whose config had no slack section.
+	noSlack *workflow.Engine
+	store   workflow.Store
+	shop    *demo.Shop
+	slack   *fakeslack.Server
+	disp    *bot.Dispatcher
+	clock   *outboxClock
 }
 
 func newDispatchHarness(t *testing.T) *dispatchHarness {
@@ -74,9 +77,13 @@ func newDispatchHarness(t *testing.T) *dispatchHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	noSlack, err := workflow.New(workflow.Config{Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	fs := fakeslack.New()
 	t.Cleanup(fs.Close)
-	h := &dispatchHarness{engine: e, store: store, shop: shop, slack: fs, clock: clock}
+	h := &dispatchHarness{engine: e, noSlack: noSlack, store: store, shop: shop, slack: fs, clock: clock}
 	h.disp = &bot.Dispatcher{
 		Store: store, Engine: e, Slack: bot.NewAPI("xoxb-test", fs.URL(), 5*time.Second), Channel: "C0APPROVALS",
 		Now: clock.Now, Render: testRender,
@@ -96,6 +103,13 @@ func testRender(v *workflow.RunView, r workflow.RequestView) ([]slack.Block, str
 
 func (h *dispatchHarness) submitRefund(t *testing.T) *workflow.Run {
 	t.Helper()
+	return h.submitWith(t, h.engine, "")
+}
+
+// submitWith submits the double-charge refund through e, under its own
+// idempotency key when key is set.
+func (h *dispatchHarness) submitWith(t *testing.T, e *workflow.Engine, key string) *workflow.Run {
+	t.Helper()
 	body, err := fixtures.Proposal("refund-double-charge")
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +118,10 @@ func (h *dispatchHarness) submitRefund(t *testing.T) *workflow.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := h.engine.Submit(context.Background(), p)
+	if key != "" {
+		p.IdempotencyKey = key
+	}
+	run, err := e.Submit(context.Background(), p)
 	if err != nil || run.Status != workflow.StatusWaitingApproval {
 		t.Fatalf("submit: %v %v", run, err)
 	}
@@ -338,20 +355,187 @@ func TestCheckSetup(t *testing.T) {
 	for _, tc := range []struct {
 		name, want string
 		prepare    func()
+		refuse     bool // nothing can be posted until a person fixes it
 	}{
-		{"not in the channel", "/invite @signoff", func() { fs.SetMember("C0APPROVALS", false) }},
-		{"bad token", "SLACK_BOT_TOKEN", func() { fs.ErrorNext("auth.test", "invalid_auth") }},
-		{"unknown channel", "check slack.channel", func() { fs.ErrorNext("conversations.info", "channel_not_found") }},
-		{"no scope", "channels:read", func() { fs.ErrorNext("conversations.info", "missing_scope") }},
+		{"not in the channel", "/invite @signoff", func() { fs.SetMember("C0APPROVALS", false) }, false},
+		{"bad token", "SLACK_BOT_TOKEN", func() { fs.ErrorNext("auth.test", "invalid_auth") }, true},
+		{"unknown channel", "check slack.channel", func() { fs.ErrorNext("conversations.info", "channel_not_found") }, true},
+		{"no scope", "channels:read", func() { fs.ErrorNext("conversations.info", "missing_scope") }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs.SetMember("C0APPROVALS", true)
 			tc.prepare()
 			_, err := api.CheckSetup(ctx, "C0APPROVALS")
 			var se *bot.SetupError
-			if !errors.As(err, &se) || !strings.Contains(se.Fix, tc.want) {
-				t.Fatalf("got %v, want a setup error saying %q", err, tc.want)
+			if !errors.As(err, &se) || !strings.Contains(se.Fix, tc.want) || se.Refuse != tc.refuse {
+				t.Fatalf("got %v (refuse %v), want a setup error saying %q (refuse %v)", err, se != nil && se.Refuse, tc.want, tc.refuse)
 			}
 		})
+	}
+}
+
+// TestOneRewritePerRendering: an approval that runs to the end queues a
+// rewrite per transition (decided, executed, finished); Slack gets one
+// chat.update showing the end, whether the rows are due in one pass or are
+// delivered one per pass.
+func TestOneRewritePerRendering(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limit  int // rows per pass; 0: all due rows in one pass
+		passes int
+	}{
+		{"all rows in one pass", 0, 1},
+		{"one row per pass", 1, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newDispatchHarness(t)
+			run := h.submitRefund(t)
+			h.deliver(t)
+			ctx := context.Background()
+			if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+				t.Fatal(err)
+			}
+			for range tc.passes {
+				if _, err := h.disp.DeliverDue(ctx, tc.limit); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := h.deliver(t); n != 0 {
+				t.Fatalf("%d rows still due after %d passes", n, tc.passes)
+			}
+			msgs := h.slack.Messages()
+			if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "done") {
+				t.Fatalf("messages %+v", msgs)
+			}
+			if got := len(h.slack.Calls("chat.update")); got != 1 {
+				t.Fatalf("%d chat.update calls, want 1 (the message went from waiting to done)", got)
+			}
+		})
+	}
+}
+
+// TestChangedRenderingIsRewrittenAgain: skipping repeats must not skip a change.
+func TestChangedRenderingIsRewrittenAgain(t *testing.T) {
+	h := newDispatchHarness(t)
+	run := h.submitRefund(t)
+	h.deliver(t)
+	ctx := context.Background()
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t)
+	if m := h.slack.Messages()[0]; m.Updates != 1 || !strings.Contains(m.Text, "executing") {
+		t.Fatalf("after the decision: %+v", m)
+	}
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t)
+	if m := h.slack.Messages()[0]; m.Updates != 2 || !strings.Contains(m.Text, "done") {
+		t.Fatalf("after the execution: %+v", m)
+	}
+}
+
+// TestWaitingRunsWithoutAMessageArePosted: a run that waited while no process
+// queued its message (the config had no slack section yet) gets its message
+// once; one whose post is queued or delivered gets no second one, however
+// many sweeps or replicas look.
+func TestWaitingRunsWithoutAMessageArePosted(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		prepare   func(t *testing.T, h *dispatchHarness)
+		replicas  int
+		wantQueue int
+	}{
+		{"waited before slack was configured", func(t *testing.T, h *dispatchHarness) {
+			h.submitWith(t, h.noSlack, "before-slack")
+		}, 1, 1},
+		{"post already queued", func(t *testing.T, h *dispatchHarness) {
+			h.submitWith(t, h.engine, "with-slack")
+		}, 1, 0},
+		{"post already delivered", func(t *testing.T, h *dispatchHarness) {
+			h.submitWith(t, h.engine, "with-slack")
+			h.deliver(t)
+		}, 1, 0},
+		{"post in retry after a 500", func(t *testing.T, h *dispatchHarness) {
+			h.slack.FailNext("chat.postMessage", http.StatusInternalServerError, "")
+			h.submitWith(t, h.engine, "with-slack")
+			h.deliver(t)
+		}, 1, 0},
+		{"three replicas sweep the same store", func(t *testing.T, h *dispatchHarness) {
+			h.submitWith(t, h.noSlack, "before-slack")
+		}, 3, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newDispatchHarness(t)
+			tc.prepare(t, h)
+			ctx := context.Background()
+			disps := []*bot.Dispatcher{h.disp}
+			for range tc.replicas - 1 {
+				disps = append(disps, &bot.Dispatcher{Store: h.store, Engine: h.engine, Slack: h.disp.Slack, Channel: h.disp.Channel, Now: h.clock.Now, Render: testRender})
+			}
+			errs := make(chan error, len(disps))
+			counts := make(chan int, len(disps))
+			for _, d := range disps {
+				go func() {
+					n, err := d.QueueUnposted(ctx)
+					counts <- n
+					errs <- err
+				}()
+			}
+			queued := 0
+			for range disps {
+				queued += <-counts
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if queued != tc.wantQueue {
+				t.Fatalf("queued %d posts, want %d", queued, tc.wantQueue)
+			}
+			// Later sweeps and deliveries add nothing.
+			for range 3 {
+				h.clock.now = h.clock.now.Add(time.Hour)
+				for _, d := range disps {
+					if n, err := d.QueueUnposted(ctx); err != nil || n != 0 {
+						t.Fatalf("a later sweep queued %d (%v)", n, err)
+					}
+					if _, err := d.DeliverDue(ctx, 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if posts := h.slack.Messages(); len(posts) != 1 || !strings.Contains(posts[0].Blocks, "signoff_approve") {
+				t.Fatalf("messages %+v, want one approval message", posts)
+			}
+		})
+	}
+}
+
+// TestUnreadableRowIsDeliveredAsARewrite: a row whose payload cannot be read
+// does not stay due forever, nor hold up the run's message: the run's
+// messages are brought up to date instead.
+func TestUnreadableRowIsDeliveredAsARewrite(t *testing.T) {
+	h := newDispatchHarness(t)
+	run := h.submitRefund(t)
+	h.deliver(t)
+	ctx := context.Background()
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		return tx.EnqueueOutbox(ctx, &workflow.OutboxMessage{RunID: run.ID, Kind: bot.KindPost, Payload: []byte("{not json"), NextAttempt: h.clock.now, CreatedAt: h.clock.now})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.disp.DeliverDue(ctx, 0); err != nil || n != 2 {
+		t.Fatalf("delivered %d (%v), want the unreadable row and the decision's rewrite", n, err)
+	}
+	if m := h.slack.Messages(); len(m) != 1 || m[0].Updates != 1 || !strings.Contains(m[0].Text, "executing") {
+		t.Fatalf("messages %+v", m)
 	}
 }

@@ -76,6 +76,10 @@ func (a *API) GetUserGroupMembersContext(ctx context.Context, group string) ([]s
 type SetupError struct {
 	Problem string
 	Fix     string
+	// Refuse: nothing can reach Slack until a person changes the token or the
+	// config, so a server should not start. Otherwise (the bot is not in the
+	// channel yet, or may not look at channels) messages wait and are retried.
+	Refuse bool
 }
 
 func (e *SetupError) Error() string { return e.Problem + ": " + e.Fix }
@@ -91,7 +95,7 @@ func (a *API) CheckSetup(ctx context.Context, channel string) (botUser string, e
 		var se slack.SlackErrorResponse
 		if errors.As(err, &se) {
 			return "", &SetupError{Problem: "Slack refused the bot token (" + se.Err + ")",
-				Fix: "set SLACK_BOT_TOKEN to the app's Bot User OAuth Token (xoxb-…), from OAuth & Permissions"}
+				Fix: "set SLACK_BOT_TOKEN to the app's Bot User OAuth Token (xoxb-…), from OAuth & Permissions", Refuse: true}
 		}
 		return "", fmt.Errorf("slack auth.test: %w", err)
 	}
@@ -102,7 +106,7 @@ func (a *API) CheckSetup(ctx context.Context, channel string) (botUser string, e
 			switch se.Err {
 			case "channel_not_found":
 				return auth.UserID, &SetupError{Problem: "Slack knows no channel " + channel + " that the bot can see",
-					Fix: "check slack.channel (a channel id such as C0123ABCD); for a private channel, invite the bot first: /invite @signoff"}
+					Fix: "check slack.channel (a channel id such as C0123ABCD); for a private channel, invite the bot first: /invite @signoff", Refuse: true}
 			case "missing_scope":
 				return auth.UserID, &SetupError{Problem: "the bot token lacks the scope to look at channels",
 					Fix: "add channels:read (and groups:read for a private channel) under OAuth & Permissions, or reinstall from bot/manifest.yaml"}

@@ -171,6 +171,9 @@ func (e *Engine) Policy() *Policy { return e.policy }
 // Roles returns the role order.
 func (e *Engine) Roles() *Roles { return e.roles }
 
+// Owner is the name this engine's leases carry: Config.Owner, or host:pid.
+func (e *Engine) Owner() string { return e.owner }
+
 // Action returns the spec of a named action.
 func (e *Engine) Action(name string) (*ActionSpec, bool) {
 	s, ok := e.actions[name]

@@ -71,6 +71,9 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	if err != nil && !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
 	}
+	if err == nil {
+		e.log.Info("run finished", "run_id", id, "status", string(StatusDone), "operations", len(l.st.Actions))
+	}
 	return nil
 }
 
@@ -250,6 +253,7 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Recei
 	if err != nil {
 		return err
 	}
+	e.log.Info("action executed", "run_id", l.run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
 	e.fail("after-receipt")
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,10 @@ type options struct {
 	// quietBuiltin: say nothing about using the built-in config (the demo's
 	// own commands, where that is the point).
 	quietBuiltin bool
+	// logFormat (text, json) and logLevel (debug, info, warn, error): "" for
+	// the default, text at warn, or at info for a server.
+	logFormat, logLevel string
+	server              bool
 }
 
 // localConfig is the config file looked for in the working directory when
@@ -69,6 +74,12 @@ func (o *options) resolve(getenv func(string) string) {
 	}
 	if o.keys == "" {
 		o.keys = getenv("SIGNOFF_KEYS_FILE")
+	}
+	if o.logFormat == "" {
+		o.logFormat = getenv("SIGNOFF_LOG_FORMAT")
+	}
+	if o.logLevel == "" {
+		o.logLevel = getenv("SIGNOFF_LOG_LEVEL")
 	}
 	if o.shop == "" {
 		// Beside the store file; a database URL has no directory, so the working one.
@@ -99,8 +110,10 @@ type app struct {
 	shop   *demo.Shop
 	// shopPath is where the practice shop lives, for readShop.
 	shopPath string
-	engine   *workflow.Engine
-	log      *slog.Logger
+	// db names the store for logs: a file path, or a database's host and name.
+	db     string
+	engine *workflow.Engine
+	log    *slog.Logger
 	// Slack, when the config has a slack section: the Web API client (with
 	// SLACK_BOT_TOKEN) and the directory that resolves roles, user groups included.
 	slackAPI *bot.API
@@ -127,12 +140,15 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		}
 		leaseTTL = d
 	}
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log, err := newLogger(o, logOut)
+	if err != nil {
+		return nil, err
+	}
 	store, err := openStore(ctx, o.db, log, o.readOnly)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop}
+	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db)}
 	keys, err := storeKeys(ctx, o, getenv, store, logOut)
 	if err != nil {
 		a.Close()
@@ -184,6 +200,48 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		return nil, err
 	}
 	return a, nil
+}
+
+// describeDB names a store for people and logs: a SQLite file as it is, a
+// PostgreSQL database by scheme, host and name only, since its URL may carry
+// a password in the user part or in the query.
+func describeDB(db string) string {
+	if !isPostgres(db) {
+		return db
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		return "the PostgreSQL database in --db"
+	}
+	return u.Scheme + "://" + u.Host + u.Path
+}
+
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// newLogger builds the program's one logger from --log-format and
+// --log-level; every package logs through it. A command on a terminal says
+// only what went wrong (warn); a server also says what it did (info), with
+// the run ids.
+func newLogger(o options, w io.Writer) (*slog.Logger, error) {
+	level := slog.LevelWarn
+	if o.server {
+		level = slog.LevelInfo
+	}
+	if o.logLevel != "" {
+		l, ok := logLevels[strings.ToLower(o.logLevel)]
+		if !ok {
+			return nil, usageError{fmt.Sprintf("--log-level %q (or SIGNOFF_LOG_LEVEL): want debug, info, warn or error", o.logLevel)}
+		}
+		level = l
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(o.logFormat) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Sprintf("--log-format %q (or SIGNOFF_LOG_FORMAT): want text or json", o.logFormat)}
 }
 
 // openStore opens the store that --db names: a PostgreSQL database for a
@@ -353,6 +411,10 @@ func exitForErr(err error) int {
 	}
 	var ce *config.Error
 	if errors.As(err, &ce) {
+		return exitRefused
+	}
+	var se *bot.SetupError
+	if errors.As(err, &se) {
 		return exitRefused
 	}
 	return exitFailed

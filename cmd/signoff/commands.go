@@ -81,12 +81,16 @@ func (c *cli) root() *cobra.Command {
 		Short:         "Run risky actions only after a person approves them",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			c.opts.resolve(c.getenv)
 			// The demo tells its story on the built-in config, whatever is here.
 			if cmd.Name() != "demo" {
 				c.opts.findLocal()
 			}
+			c.opts.server = cmd.Name() == "serve"
+			// Refuse a bad --log-* before anything is opened.
+			_, err := newLogger(c.opts, io.Discard)
+			return err
 		},
 		Version: version(),
 	}
@@ -98,6 +102,8 @@ func (c *cli) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&c.opts.config, "config", "", "the YAML config (env SIGNOFF_CONFIG; default ./signoff.yaml if there is one, else the built-in demo config)")
 	root.PersistentFlags().StringVar(&c.opts.shop, "shop", "", "the practice shop's database (env SIGNOFF_SHOP, default shop.db beside the store)")
 	root.PersistentFlags().StringVar(&c.opts.keys, "keys", "", "the integrity key file (env SIGNOFF_KEYS_FILE; SIGNOFF_KEYS holds the keys themselves; default signoff.keys beside a SQLite store)")
+	root.PersistentFlags().StringVar(&c.opts.logFormat, "log-format", "", "log lines as text or json (env SIGNOFF_LOG_FORMAT, default text)")
+	root.PersistentFlags().StringVar(&c.opts.logLevel, "log-level", "", "log debug, info, warn or error and above (env SIGNOFF_LOG_LEVEL, default warn; info for serve)")
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),

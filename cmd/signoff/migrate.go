@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
 
@@ -55,7 +54,10 @@ build; replicas running it at once are safe. A SQLite file is migrated whenever
 it is opened, so for SQLite this only opens the file and reports its version.`,
 		Args: exactArgs(0),
 		RunE: func(*cobra.Command, []string) error {
-			log := slog.New(slog.NewTextHandler(c.errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			log, err := newLogger(c.opts, c.errOut)
+			if err != nil {
+				return err
+			}
 			if !isPostgres(c.opts.db) {
 				s, err := sqlite.Open(c.ctx, c.opts.db, sqlite.WithLogger(log))
 				if err != nil {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,10 @@ type serveOptions struct {
 	socketMode    bool
 	poll          time.Duration // how often the workers look for work
 }
+
+// repostEvery is how often serve looks for waiting runs without a message,
+// after looking at start.
+const repostEvery = time.Minute
 
 func (c *cli) serveCmd() *cobra.Command {
 	so := serveOptions{poll: 250 * time.Millisecond}
@@ -52,7 +58,9 @@ func (c *cli) serveCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s)\n", s.addr, c.opts.db)
+				if !strings.EqualFold(c.opts.logFormat, "json") {
+					fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s)\n", s.addr, a.db)
+				}
 				<-c.ctx.Done()
 				return s.stop()
 			})
@@ -66,6 +74,7 @@ func (c *cli) serveCmd() *cobra.Command {
 // server is a running `signoff serve`: the HTTP listener and the workers.
 type server struct {
 	addr   string
+	log    *slog.Logger
 	http   *http.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -81,6 +90,9 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		return nil, err
 	}
 	api := a.slackAPI
+	if err := checkSlack(ctx, a, api, sc.Channel); err != nil {
+		return nil, err
+	}
 	bs, err := bot.NewServer(bot.ServerConfig{
 		Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
 		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups,
@@ -96,7 +108,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		return nil, fmt.Errorf("listen on %s: %w", so.addr, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	s := &server{addr: ln.Addr().String(), cancel: cancel, errs: make(chan error, 2),
+	s := &server{addr: ln.Addr().String(), log: a.log, cancel: cancel, errs: make(chan error, 2),
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second}}
 	s.wg.Add(2)
 	go func() {
@@ -126,6 +138,12 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 			}
 		}()
 	}
+	store := "sqlite"
+	if isPostgres(a.db) {
+		store = "postgres"
+	}
+	a.log.Info("signoff serving", "version", version(), "addr", s.addr, "store", store, "db", a.db,
+		"channel", sc.Channel, "socket_mode", so.socketMode, "owner", a.engine.Owner())
 	return s, nil
 }
 
@@ -148,6 +166,27 @@ func checkServe(cfg *config.Config, so serveOptions) error {
 	return nil
 }
 
+// checkSlack asks Slack whether the bot token works and the bot is in the
+// approvals channel, before anything is served. A token Slack refuses or a
+// channel it does not know stops the start: nothing could be posted. A bot
+// not invited yet only warns, since the invitation is what fixes it and posts
+// are retried every minute or two until then; so does Slack being unreachable.
+func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error {
+	_, err := api.CheckSetup(ctx, channel)
+	var se *bot.SetupError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && se.Refuse:
+		return err
+	case se != nil:
+		a.log.Warn("SLACK SETUP: "+se.Problem+"; approval messages wait until it is fixed", "channel", channel, "fix", se.Fix)
+	default:
+		a.log.Warn("could not check the Slack setup; starting anyway", "channel", channel, "error", err.Error())
+	}
+	return nil
+}
+
 // work runs the server's background loops, each on its own goroutine so that a
 // slow executor never holds up Slack messages or the deadline sweep. Every
 // change they make is durable before they move on, so stopping them at any point
@@ -155,21 +194,28 @@ func checkServe(cfg *config.Config, so serveOptions) error {
 // they stopped. An error in one round is logged and the round is tried again at
 // the next tick, since the cause (a locked file, Slack being down) is usually
 // gone by then.
+//
+// Waiting runs without a message (they waited before the config had a slack
+// section) are looked for at start and then every repostEvery: a run gets its
+// post queued when it starts waiting, so this only catches what no process
+// queued, and need not be quick.
 func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration) {
 	loops := []struct {
-		what string
-		do   func(context.Context) error
+		what  string
+		every time.Duration
+		do    func(context.Context) error
 	}{
-		{"execute approved runs", func(ctx context.Context) error { _, err := a.engine.Work(ctx, 20); return err }},
-		{"expire runs past their deadline", func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
-		{"deliver slack messages", func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
+		{"execute approved runs", poll, func(ctx context.Context) error { _, err := a.engine.Work(ctx, 20); return err }},
+		{"expire runs past their deadline", poll, func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
+		{"deliver slack messages", poll, func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
+		{"post waiting runs without a message", repostEvery, func(ctx context.Context) error { _, err := disp.QueueUnposted(ctx); return err }},
 	}
 	var wg sync.WaitGroup
 	for _, l := range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.NewTicker(poll)
+			t := time.NewTicker(l.every)
 			defer t.Stop()
 			for {
 				if err := l.do(ctx); err != nil && ctx.Err() == nil {
@@ -190,13 +236,19 @@ func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration)
 func (s *server) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	s.log.Info("signoff stopping: finishing the requests and the work in hand", "addr", s.addr)
 	err := s.http.Shutdown(ctx)
 	s.cancel()
 	s.wg.Wait()
 	select {
 	case werr := <-s.errs:
-		return errors.Join(err, werr)
+		err = errors.Join(err, werr)
 	default:
+	}
+	if err != nil {
+		s.log.Error("signoff stopped", "addr", s.addr, "error", err.Error())
 		return err
 	}
+	s.log.Info("signoff stopped", "addr", s.addr)
+	return nil
 }

@@ -40,18 +40,21 @@ type served struct {
 
 func startServed(t *testing.T) *served {
 	t.Helper()
+	return startServedAfter(t, nil)
+}
+
+// startServedAfter is startServed with before run first on the fake Slack and
+// the folder of the store, the config and the shop.
+func startServedAfter(t *testing.T, before func(fs *fakeslack.Server, dir string)) *served {
+	t.Helper()
 	fs := fakeslack.New()
 	t.Cleanup(fs.Close)
 	dir := t.TempDir()
+	if before != nil {
+		before(fs, dir)
+	}
 	cfgPath := filepath.Join(dir, "signoff.yaml")
-	yaml := string(config.DefaultYAML()) + fmt.Sprintf(`
-slack:
-  channel: C0APPROVALS
-  app_id: A0SIGNOFF1
-  team_id: T0SHOP0001
-  api_url: %s
-`, fs.URL())
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(slackConfig(fs)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken}
@@ -74,6 +77,17 @@ slack:
 		a.Close()
 	})
 	return &served{dir: dir, config: cfgPath, addr: s.addr, slack: fs, app: a, getenv: getenv}
+}
+
+// slackConfig is the built-in config with a slack section pointing at fs.
+func slackConfig(fs *fakeslack.Server) string {
+	return string(config.DefaultYAML()) + fmt.Sprintf(`
+slack:
+  channel: C0APPROVALS
+  app_id: A0SIGNOFF1
+  team_id: T0SHOP0001
+  api_url: %s
+`, fs.URL())
 }
 
 // cli runs a command of the program against the server's files, as an operator would.
@@ -136,6 +150,21 @@ func (s *served) click(t *testing.T, fixture, user string, v *workflow.RunView) 
 	return resp.StatusCode, string(out)
 }
 
+// undelivered counts the outbox rows not delivered yet, due or not.
+func (s *served) undelivered(t *testing.T) int {
+	t.Helper()
+	var n int
+	err := s.app.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		rows, err := tx.DueOutbox(ctx, time.Now().Add(24*time.Hour), 0)
+		n = len(rows)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func (s *served) get(t *testing.T, id string) *workflow.RunView {
 	t.Helper()
 	v, err := s.app.engine.Get(context.Background(), id)
@@ -184,6 +213,16 @@ func TestServeEndToEnd(t *testing.T) {
 	})
 	if posts := s.slack.Calls("chat.postMessage"); len(posts) != 1 {
 		t.Fatalf("%d messages posted, want 1", len(posts))
+	}
+	// One approval that finished the run: a rewrite per rendering, not one per transition.
+	waitFor(t, "the outbox to drain", func() bool { return s.undelivered(t) == 0 })
+	seen := map[string]bool{msg.Blocks: true}
+	updates := s.slack.Calls("chat.update")
+	for _, c := range updates {
+		if seen[c.Form.Get("blocks")] {
+			t.Errorf("chat.update sent a rendering Slack already shows (%d updates in all)", len(updates))
+		}
+		seen[c.Form.Get("blocks")] = true
 	}
 	code, out = s.cli(t, "shop", "changes", "--json")
 	if code != 0 || strings.Count(out, `"kind": "refund"`) != 1 || !strings.Contains(out, receipt.ID) {
@@ -260,6 +299,144 @@ func TestServeRefusesToStartWithoutItsSecrets(t *testing.T) {
 			_, err := startServer(context.Background(), s.app, tt.so)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestServePostsRunsThatWaitedWithoutSlack: runs that started waiting before
+// the config had a slack section get their approval message when serve
+// starts; a run whose post was queued already gets exactly one.
+func TestServePostsRunsThatWaitedWithoutSlack(t *testing.T) {
+	var before, queued string
+	s := startServedAfter(t, func(fs *fakeslack.Server, dir string) {
+		submit := func(config, body string) string {
+			t.Helper()
+			path := filepath.Join(dir, "proposal.json")
+			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), []string{"--db", dbPath(dir), "--shop", shopPath(dir), "--config", config, "submit", path},
+				noEnv, strings.NewReader(""), &out, &errOut)
+			if code != exitWaiting {
+				t.Fatalf("submit exit %d:\n%s%s", code, out.String(), errOut.String())
+			}
+			return runIDOf(t, out.String())
+		}
+		plain := filepath.Join(dir, "plain.yaml")
+		if err := os.WriteFile(plain, config.DefaultYAML(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before = submit(plain, refundJSON(agentID, "60", "before-slack"))
+		withSlack := filepath.Join(dir, "slack.yaml")
+		if err := os.WriteFile(withSlack, []byte(slackConfig(fs)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		queued = submit(withSlack, refundJSON(agentID, "70", "queued"))
+	})
+	waitFor(t, "both approval messages", func() bool {
+		return s.get(t, before).Requests[0].MessageTS != "" && s.get(t, queued).Requests[0].MessageTS != "" && s.undelivered(t) == 0
+	})
+	msgs := s.slack.Messages()
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages posted, want one per run: %+v", len(msgs), msgs)
+	}
+	for _, id := range []string{before, queued} {
+		n := 0
+		for _, m := range msgs {
+			if strings.Contains(m.Blocks, id) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("run %s has %d messages, want 1", id, n)
+		}
+	}
+	// /runs cancel promised that the message would say so.
+	if code, out := s.cli(t, "cancel", before, "--as", lead1, "--reason", "duplicate ticket"); code != exitEnded {
+		t.Fatalf("cancel exit %d:\n%s", code, out)
+	}
+	waitFor(t, "the message rewritten as cancelled", func() bool {
+		for _, m := range s.slack.Messages() {
+			if strings.Contains(m.Blocks, before) {
+				return m.Updates > 0 && !strings.Contains(m.Blocks, "signoff_approve")
+			}
+		}
+		return false
+	})
+}
+
+// TestServeChecksSlackAtStart: `signoff serve` asks Slack whether its token
+// works and its bot is in the channel before serving. A bad token or an
+// unknown channel refuses to start (exit 2, what to do, nothing served or
+// posted); a bot not invited yet starts with a warning that says /invite.
+func TestServeChecksSlackAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(fs *fakeslack.Server)
+		socket  bool
+		starts  bool
+		want    string
+	}{
+		{"bad token", func(fs *fakeslack.Server) { fs.ErrorNext("auth.test", "invalid_auth") }, false, false,
+			"Slack refused the bot token (invalid_auth): set SLACK_BOT_TOKEN"},
+		{"unknown channel", func(fs *fakeslack.Server) { fs.ErrorNext("conversations.info", "channel_not_found") }, false, false,
+			"check slack.channel"},
+		{"bad token in socket mode", func(fs *fakeslack.Server) { fs.ErrorNext("auth.test", "invalid_auth") }, true, false,
+			"set SLACK_BOT_TOKEN"},
+		{"unknown channel in socket mode", func(fs *fakeslack.Server) { fs.ErrorNext("conversations.info", "channel_not_found") }, true, false,
+			"check slack.channel"},
+		{"bot not in the channel", func(fs *fakeslack.Server) { fs.SetMember("C0APPROVALS", false) }, false, true,
+			"/invite @signoff"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := fakeslack.New()
+			t.Cleanup(fs.Close)
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "signoff.yaml")
+			if err := os.WriteFile(cfg, []byte(slackConfig(fs)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken, "SLACK_APP_TOKEN": "xapp-test"}
+			getenv := func(k string) string { return env[k] }
+			global := []string{"--db", dbPath(dir), "--shop", shopPath(dir), "--config", cfg}
+			// A run waiting with its post queued: a server that starts posts it.
+			var out, errOut bytes.Buffer
+			if code := run(context.Background(), append(global, "submit", fixture("refund-double-charge.json")), getenv, strings.NewReader(""), &out, &errOut); code != exitWaiting {
+				t.Fatalf("submit exit %d:\n%s%s", code, out.String(), errOut.String())
+			}
+			tc.prepare(fs)
+			args := append(global, "serve", "--addr", "127.0.0.1:0")
+			if tc.socket {
+				args = append(args, "--socket-mode")
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stderr logBuffer
+			exited := make(chan int, 1)
+			go func() { exited <- run(ctx, args, getenv, strings.NewReader(""), io.Discard, &stderr) }()
+			if !tc.starts {
+				select {
+				case code := <-exited:
+					if code != exitRefused || !strings.Contains(stderr.String(), tc.want) || strings.Contains(stderr.String(), "serving on") {
+						t.Fatalf("exit %d, stderr:\n%s\nwant exit 2 saying %q and serving nothing", code, stderr.String(), tc.want)
+					}
+				case <-time.After(15 * time.Second):
+					t.Fatalf("serve did not refuse to start:\n%s", stderr.String())
+				}
+				if posts := fs.Calls("chat.postMessage"); len(posts) != 0 {
+					t.Fatalf("a refused server posted %d messages", len(posts))
+				}
+				return
+			}
+			waitFor(t, "serve to listen", func() bool { return strings.Contains(stderr.String(), "serving on") })
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("no warning saying %q at start:\n%s", tc.want, stderr.String())
+			}
+			cancel()
+			if code := <-exited; code != exitDone {
+				t.Fatalf("exit %d after shutdown:\n%s", code, stderr.String())
 			}
 		})
 	}

@@ -1,0 +1,163 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// maxChecked bounds the waiting runs QueueUnposted remembers as settled; past
+// it the memory starts over, which costs one more read of each.
+const maxChecked = 100000
+
+// unposted is a pending request without a message, as one snapshot saw it.
+type unposted struct {
+	run *workflow.Run
+	req *workflow.ApprovalRequest
+}
+
+// QueueUnposted queues the post of every pending request of a waiting run that
+// has no message and no post queued, and returns how many it queued. Such runs
+// waited while no process queued their message: submitted before the config
+// had a slack section, or by a process without one.
+//
+// Several replicas may sweep at once without posting twice: a request is
+// queued only if, in one snapshot, it had no message and no undelivered post
+// row, and the row is written with a compare-and-set on the request's version
+// as read in that snapshot; whatever wrote the request since (another sweep,
+// the dispatcher recording its message, a decision) makes it lose.
+//
+// Runs found settled are remembered with the time of their last change, so
+// that later sweeps read only runs that are new or changed.
+func (d *Dispatcher) QueueUnposted(ctx context.Context) (int, error) {
+	f := workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: 500}
+	queued := 0
+	for {
+		var page []*workflow.Run
+		var found []unposted
+		err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+			var err error
+			page, found, err = d.unpostedIn(ctx, tx, f)
+			return err
+		})
+		if err != nil {
+			return queued, fmt.Errorf("look for waiting runs without a message: %w", err)
+		}
+		for _, u := range found {
+			ok, err := d.queuePost(ctx, u)
+			if err != nil {
+				return queued, err
+			}
+			if ok {
+				queued++
+			}
+		}
+		if len(page) < f.Limit {
+			return queued, nil
+		}
+		last := page[len(page)-1]
+		f.AfterCreated, f.AfterID = last.CreatedAt, last.ID
+	}
+}
+
+// unpostedIn reads one page of waiting runs and returns the pending requests
+// among them that have neither a message nor an undelivered post row.
+func (d *Dispatcher) unpostedIn(ctx context.Context, tx workflow.Tx, f workflow.RunFilter) ([]*workflow.Run, []unposted, error) {
+	page, err := tx.ListRuns(ctx, f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list waiting runs: %w", err)
+	}
+	var found []unposted
+	for _, run := range page {
+		if d.settled(run) {
+			continue
+		}
+		reqs, err := tx.RequestsForRun(ctx, run.ID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list requests of run %s: %w", run.ID, err)
+		}
+		none := true
+		for _, r := range reqs {
+			if r.Status == workflow.RequestPending && r.MessageTS == "" {
+				found, none = append(found, unposted{run, r}), false
+			}
+		}
+		if none {
+			d.settle(run)
+		}
+	}
+	if len(found) == 0 {
+		return page, nil, nil
+	}
+	// Every row not delivered yet, due or not: a post row in retry or in
+	// flight counts as queued.
+	rows, err := tx.DueOutbox(ctx, d.now().Add(100*365*24*time.Hour), 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the outbox: %w", err)
+	}
+	queued := map[string]bool{}
+	for _, m := range rows {
+		if m.Kind != KindPost {
+			continue
+		}
+		var p OutboxPayload
+		if json.Unmarshal(m.Payload, &p) == nil {
+			queued[p.RequestID] = true
+		}
+	}
+	missing := found[:0]
+	for _, u := range found {
+		if queued[u.req.ID] {
+			d.settle(u.run)
+			continue
+		}
+		missing = append(missing, u)
+	}
+	return page, missing, nil
+}
+
+// queuePost writes the post row of u's request, unless the request changed
+// since u was read. It reports whether it did.
+func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
+	body, err := json.Marshal(OutboxPayload{RunID: u.run.ID, RequestID: u.req.ID})
+	if err != nil {
+		return false, fmt.Errorf("encode the post of run %s: %w", u.run.ID, err)
+	}
+	now := d.now()
+	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		req := *u.req
+		if err := tx.UpdateRequest(ctx, &req); err != nil {
+			return err
+		}
+		return tx.EnqueueOutbox(ctx, &workflow.OutboxMessage{RunID: u.run.ID, Kind: KindPost, Payload: body, NextAttempt: now, CreatedAt: now})
+	})
+	if errors.Is(err, workflow.ErrConflict) || errors.Is(err, workflow.ErrNotFound) {
+		return false, nil // changed meanwhile: the next sweep reads it again
+	}
+	if err != nil {
+		return false, fmt.Errorf("queue the post of run %s: %w", u.run.ID, err)
+	}
+	d.settle(u.run)
+	d.log().Info("slack message queued for a run that waited without one", "run_id", u.run.ID, "request_id", u.req.ID)
+	return true, nil
+}
+
+func (d *Dispatcher) settled(run *workflow.Run) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.checked[run.ID]
+	return ok && at.Equal(run.UpdatedAt)
+}
+
+func (d *Dispatcher) settle(run *workflow.Run) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.checked == nil || len(d.checked) >= maxChecked {
+		d.checked = map[string]time.Time{}
+	}
+	d.checked[run.ID] = run.UpdatedAt
+}
