@@ -331,7 +331,7 @@ func interaction(raw []byte, v *workflow.RunView, user, reason string) []byte {
 		"{{REF}}", buttonRef(v), "{{REASON}}", string(esc[1:len(esc)-1]),
 	).Replace(string(raw))
 	var compact bytes.Buffer
-	if err := json.Compact(&compact, []byte(body)); err != nil {
+	if err := json.Compact(&compact, []byte(freshTrigger(body))); err != nil {
 		panic(fmt.Sprintf("fixture is not JSON after filling: %v", err))
 	}
 	return []byte("payload=" + url.QueryEscape(compact.String()))
@@ -360,7 +360,11 @@ func (c *cluster) post(ctx context.Context, form []byte, slot int) (status int, 
 		r := c.slots[i%len(c.slots)].Load()
 		if r != nil && r.running() {
 			status, body, err = c.postTo(ctx, r.addr, form)
-			if err == nil {
+			// A 503 says that a copy of this request has no answer: its
+			// replica died while handling it. Sent again once the second
+			// has turned, its signature makes it a new request, as when a
+			// person clicks again.
+			if err == nil && status != http.StatusServiceUnavailable {
 				return status, body, r.name, nil
 			}
 		}
