@@ -94,7 +94,7 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 	}
 	log := s.log.With("kind", kind, "request_digest", req.Digest[:16], "retry_num", c.Request().Header.Get(HeaderRetryNum), "remote_addr", c.RealIP())
 	if !claimed {
-		return writeAnswer(c, s.copyAnswer(ctx, log, first))
+		return writeAnswer(c, s.copyAnswer(ctx, log, first, c.Request().Header.Get(HeaderRetryNum) != ""))
 	}
 	resp, err := handle(ctx, raw)
 	a := s.answerOf(c, kind, resp, err)
@@ -122,8 +122,11 @@ func (s *Server) claim(ctx context.Context, req *workflow.SeenRequest) (first *w
 // whose click was lost that way clicks again: that is a new request, and a
 // decision is a compare-and-set in the engine, so a click that did land is
 // told so instead of counting twice.
-func (s *Server) copyAnswer(ctx context.Context, log *slog.Logger, first *workflow.SeenRequest) answer {
+func (s *Server) copyAnswer(ctx context.Context, log *slog.Logger, first *workflow.SeenRequest, slackRetry bool) answer {
 	level := slog.LevelWarn // a copy without X-Slack-Retry-Num is not Slack's doing
+	if slackRetry {
+		level = slog.LevelInfo
+	}
 	if first.Answered() {
 		log.Log(ctx, level, "slack request repeated: answered as the first time", "first_at", first.CreatedAt, "status", first.Status)
 		return answer{status: first.Status, contentType: first.ContentType, body: first.Body}
