@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,6 +96,7 @@ func fixture(t testing.TB, name string, ref Ref, user string, vars map[string]st
 	if i := strings.Index(s, "{{"); i >= 0 {
 		t.Fatalf("fixture %s: unfilled placeholder at %q", name, s[i:min(len(s), i+30)])
 	}
+	s = freshTrigger(s)
 	if form {
 		return []byte(strings.TrimSpace(s))
 	}
@@ -102,6 +105,20 @@ func fixture(t testing.TB, name string, ref Ref, user string, vars map[string]st
 		t.Fatalf("fixture %s: %v", name, err)
 	}
 	return c.Bytes()
+}
+
+var (
+	triggers   atomic.Int64
+	triggerIDs = regexp.MustCompile(`("trigger_id"\s*:\s*"|trigger_id=)\d+\.\d+\.`)
+)
+
+// freshTrigger gives a fixture a trigger id of its own, as Slack gives every
+// click and command: two requests made from one fixture are two requests, not
+// a replay (which the server answers once). The recorded id's tail is kept,
+// so the id reads as the recorded one with a new counter.
+func freshTrigger(s string) string {
+	n := triggers.Add(1)
+	return triggerIDs.ReplaceAllString(s, "${1}"+strconv.FormatInt(7811284101234+n, 10)+".4471802230.")
 }
 
 // formBody is an interaction payload as Slack posts it.

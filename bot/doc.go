@@ -2,6 +2,11 @@
 // commands from Slack, turns them into engine calls, and renders runs as Block
 // Kit messages.
 //
+// Every request counts once: after its signature verifies and before anything
+// is decided, its digest is claimed in the store, and a copy of it (a replay,
+// or Slack's own retry), on any replica, gets the first answer and changes
+// nothing. Socket Mode envelopes are claimed by envelope id the same way.
+//
 // A click is trusted only after its v0 signature verifies over the raw body,
 // its payload parses strictly, and it names our app and our organisation. The
 // engine then decides by compare-and-set; this package never runs an action.

@@ -515,12 +515,17 @@ func TestRejectFlow(t *testing.T) {
 	ref := refOf(v)
 
 	// Reject opens the reason modal at once, with the button's claim in it.
-	if status, _ := h.click(fixture(t, "block_actions_reject.json", ref, leadOmar, nil)); status != http.StatusOK {
+	p := fixture(t, "block_actions_reject.json", ref, leadOmar, nil)
+	if status, _ := h.click(p); status != http.StatusOK {
 		t.Fatalf("reject click: %d", status)
+	}
+	ic, err := ParseInteraction(p)
+	if err != nil {
+		t.Fatal(err)
 	}
 	views := h.acts.Views()
 	if len(views) != 1 || views[0].View.CallbackID != CallbackReject || views[0].View.PrivateMetadata != ref.String() ||
-		views[0].Trigger != "7811284101234.4471802230.5f2bd3a9c1e04d7a8b6c0e1f2a3b4c5d" {
+		views[0].Trigger != ic.TriggerID {
 		t.Fatalf("views opened: %+v", views)
 	}
 	if got := h.get(v.ID).Status; got != workflow.StatusWaitingApproval {

@@ -2,13 +2,18 @@ package bot
 
 import (
 	"context"
+	stdjson "encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
 
 	"github.com/go-json-experiment/json"
+	"github.com/labstack/echo/v4"
 	"github.com/slack-go/slack/socketmode"
+
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // maxSocketAck is under Socket Mode's 20 KB limit for an ack, which Slack
@@ -22,7 +27,8 @@ const socketWorkers = 16
 // RunSocketMode connects to Slack over Socket Mode and serves interactions and
 // slash commands through the same handlers as HTTP, until ctx ends or the
 // connection fails for good. The WebSocket is authenticated by the app-level
-// token, so there are no signatures; the app and organisation checks still apply.
+// token, so there are no signatures; the app and organisation checks still
+// apply, and an envelope delivered twice is handled once (by its envelope id).
 func RunSocketMode(ctx context.Context, client *socketmode.Client, s *Server) error {
 	run, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -102,6 +108,54 @@ func (s *Server) routeSocket(ctx context.Context, evt socketmode.Event) (envelop
 		s.log.Debug("socket mode", "event", string(evt.Type))
 		return "", nil, false
 	}
+	if evt.Type == socketmode.EventTypeEventsAPI {
+		// signoff subscribes to none; ack so Slack does not retry.
+		return req.EnvelopeID, nil, true
+	}
+	if s.seen == nil {
+		return req.EnvelopeID, s.socketAnswer(ctx, evt), true
+	}
+	// An envelope Slack delivers again (to this connection or another
+	// replica's) is handled once, like a signed request sent twice.
+	now := s.clock()
+	first, claimed, err := s.claim(ctx, &workflow.SeenRequest{Digest: socketDigest(req.EnvelopeID), CreatedAt: now, ExpiresAt: now.Add(socketReplayWindow)})
+	log := s.log.With("kind", string(evt.Type), "envelope_id", req.EnvelopeID, "retry_attempt", req.RetryAttempt)
+	switch {
+	case err != nil:
+		// Nothing was handled; acked, or Slack shows the person a timeout.
+		log.Error("socket mode request refused", "err", err)
+		return req.EnvelopeID, nil, true
+	case !claimed && first.Answered():
+		log.Warn("socket mode envelope delivered again: acked as the first time", "first_at", first.CreatedAt)
+		if len(first.Body) == 0 {
+			return req.EnvelopeID, nil, true
+		}
+		return req.EnvelopeID, stdjson.RawMessage(first.Body), true
+	case !claimed:
+		// The first delivery is still being handled (or its process died):
+		// left unacked, so that this copy changes nothing and Slack may
+		// deliver it again; see copyAnswer for a click lost that way.
+		log.Warn("socket mode envelope delivered again while the first has no answer: not acked", "first_at", first.CreatedAt)
+		return "", nil, false
+	}
+	payload = s.socketAnswer(ctx, evt)
+	a := answer{status: http.StatusOK}
+	if payload != nil {
+		b, err := stdjson.Marshal(payload) // as the client will send it
+		if err != nil {
+			log.Error("encode a socket mode ack", "err", err)
+			return req.EnvelopeID, nil, true
+		}
+		a.contentType, a.body = echo.MIMEApplicationJSON, b
+	}
+	s.recordAnswer(ctx, log, first, a)
+	return req.EnvelopeID, payload, true
+}
+
+// socketAnswer handles an interaction or a slash command and returns the
+// ack's payload (nil for none).
+func (s *Server) socketAnswer(ctx context.Context, evt socketmode.Event) any {
+	req := evt.Request
 	var resp Response
 	var err error
 	switch evt.Type {
@@ -112,8 +166,6 @@ func (s *Server) routeSocket(ctx context.Context, evt socketmode.Event) (envelop
 		if form, err = commandValues(req.Payload); err == nil {
 			resp, err = s.HandleCommand(ctx, form)
 		}
-	default:
-		// Events API: signoff subscribes to none; ack so Slack does not retry.
 	}
 	if err != nil {
 		// Slack still needs the ack, or it shows the person a timeout.
@@ -122,12 +174,12 @@ func (s *Server) routeSocket(ctx context.Context, evt socketmode.Event) (envelop
 			level = s.log.Error
 		}
 		level("socket mode request refused", "type", string(evt.Type), "envelope_id", req.EnvelopeID, "err", err)
-		return req.EnvelopeID, nil, true
+		return nil
 	}
 	if resp.Body == nil || !req.AcceptsResponsePayload {
-		return req.EnvelopeID, nil, true
+		return nil
 	}
-	return req.EnvelopeID, fitAck(resp.Body), true
+	return fitAck(resp.Body)
 }
 
 // fitAck keeps an ack payload under Socket Mode's size limit: a reply too

@@ -109,6 +109,20 @@ type Tx interface {
 	IntegrityHead(ctx context.Context) (*IntegrityHead, error)
 	// PutIntegrityHead writes the store's sealed audit head (there is one).
 	PutIntegrityHead(ctx context.Context, h *IntegrityHead) error
+	// ClaimRequest stores r (Version is set to 1) unless a request with its
+	// Digest is stored; claimed says which. first is the stored one: r, or the
+	// copy that came first, answered or not. Two claimers of one digest, on any
+	// replicas, never both claim it.
+	ClaimRequest(ctx context.Context, r *SeenRequest) (first *SeenRequest, claimed bool, err error)
+	// SeenRequest loads one claimed request. ErrNotFound.
+	SeenRequest(ctx context.Context, digest string) (*SeenRequest, error)
+	// AnswerRequest records r's answer (AnsweredAt, Status, ContentType, Body)
+	// as a compare-and-set on r.Version. ErrConflict, ErrNotFound.
+	AnswerRequest(ctx context.Context, r *SeenRequest) error
+	// ForgetRequests deletes up to limit (0 = no limit) requests whose
+	// ExpiresAt is at or before now, soonest expired first, and says how many
+	// it deleted.
+	ForgetRequests(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // RunFilter selects runs for ListRuns.

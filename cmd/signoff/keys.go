@@ -72,7 +72,9 @@ func loadKeys(o options, getenv func(string) string) (*workflow.Keyring, error) 
 }
 
 // makeKeysFile writes a fresh key to path (only the owner may read it) and
-// says so on w.
+// says so on w. The file appears whole or not at all (written aside, then
+// linked into place), so that processes starting together agree on one key:
+// whoever loses the race reads the winner's.
 func makeKeysFile(path string, w io.Writer) (*workflow.Keyring, error) {
 	line, err := workflow.NewKeyLine("k" + time.Now().UTC().Format("20060102"))
 	if err != nil {
@@ -80,19 +82,33 @@ func makeKeysFile(path string, w io.Writer) (*workflow.Keyring, error) {
 	}
 	text := "# signoff integrity keys: the first seals, all verify. Keep this file away from\n" +
 		"# whoever can write the store (see the README, \"Integrity keys\").\n" + line + "\n"
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".signoff.keys-*")
 	if err != nil {
 		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
 	}
-	if _, err := f.WriteString(text); err != nil {
-		f.Close()
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
 		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
+	if _, err := tmp.WriteString(text); err != nil {
+		tmp.Close()
 		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("integrity keys %s: %w", path, err)
+		}
+		return workflow.ParseKeyring(string(b))
+	} else if err != nil {
 		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
 	}
 	fmt.Fprintf(w, "signoff: made integrity key file %s: records are sealed with it from now on; keep it, and keep it out of reach of whoever can write the store\n", path)

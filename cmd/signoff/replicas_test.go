@@ -153,6 +153,7 @@ type cluster struct {
 	dsn    string
 	shop   string
 	config string
+	keys   string // the integrity key file every replica shares
 	slack  *fakeslack.Server
 	app    *app
 	client *http.Client
@@ -170,7 +171,7 @@ func newCluster(t *testing.T, replicas int) *cluster {
 	fs := fakeslack.New()
 	t.Cleanup(fs.Close)
 	c := &cluster{
-		t: t, dsn: dsn, shop: filepath.Join(dir, "shop.db"), config: filepath.Join(dir, "signoff.yaml"),
+		t: t, dsn: dsn, shop: filepath.Join(dir, "shop.db"), config: filepath.Join(dir, "signoff.yaml"), keys: filepath.Join(dir, "signoff.keys"),
 		slack: fs, client: &http.Client{Timeout: 30 * time.Second},
 		slots: make([]atomic.Pointer[replica], replicas),
 	}
@@ -184,12 +185,20 @@ slack:
 	if err := os.WriteFile(c.config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Every replica seals with the same keys, as a secret manager would hand them out.
+	keyLine, err := workflow.NewKeyLine("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.keys, []byte(keyLine+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if code, out, errs := c.cli("migrate"); code != exitDone {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out, errs)
 	}
 	// Opening the app creates and seeds the shop before any replica opens it.
 	env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken}
-	a, err := openApp(context.Background(), options{db: dsn, config: c.config, shop: c.shop}, func(k string) string { return env[k] }, io.Discard, nil)
+	a, err := openApp(context.Background(), options{db: dsn, config: c.config, shop: c.shop, keys: c.keys}, func(k string) string { return env[k] }, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +256,7 @@ func (c *cluster) logUnfinished(t *testing.T) {
 
 // cli runs a command of the program in process against the cluster's database, shop and config.
 func (c *cluster) cli(args ...string) (code int, stdout, stderr string) {
-	full := append([]string{"--db", c.dsn, "--shop", c.shop, "--config", c.config}, args...)
+	full := append([]string{"--db", c.dsn, "--shop", c.shop, "--config", c.config, "--keys", c.keys}, args...)
 	var out, errb bytes.Buffer
 	code = run(context.Background(), full, noEnv, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
@@ -269,7 +278,7 @@ func (c *cluster) start(slot int, name string, env ...string) *replica {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), asMainEnv+"=1",
-		"SLACK_SIGNING_SECRET="+serveSecret, "SLACK_BOT_TOKEN="+serveToken, "SIGNOFF_OWNER="+name)
+		"SLACK_SIGNING_SECRET="+serveSecret, "SLACK_BOT_TOKEN="+serveToken, "SIGNOFF_OWNER="+name, "SIGNOFF_KEYS_FILE="+c.keys)
 	cmd.Env = append(cmd.Env, env...)
 	r := &replica{name: name, cmd: cmd, out: &logBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = r.out, r.out
@@ -331,7 +340,7 @@ func interaction(raw []byte, v *workflow.RunView, user, reason string) []byte {
 		"{{REF}}", buttonRef(v), "{{REASON}}", string(esc[1:len(esc)-1]),
 	).Replace(string(raw))
 	var compact bytes.Buffer
-	if err := json.Compact(&compact, []byte(body)); err != nil {
+	if err := json.Compact(&compact, []byte(freshTrigger(body))); err != nil {
 		panic(fmt.Sprintf("fixture is not JSON after filling: %v", err))
 	}
 	return []byte("payload=" + url.QueryEscape(compact.String()))
@@ -360,7 +369,11 @@ func (c *cluster) post(ctx context.Context, form []byte, slot int) (status int, 
 		r := c.slots[i%len(c.slots)].Load()
 		if r != nil && r.running() {
 			status, body, err = c.postTo(ctx, r.addr, form)
-			if err == nil {
+			// A 503 says that a copy of this request has no answer: its
+			// replica died while handling it. Sent again once the second
+			// has turned, its signature makes it a new request, as when a
+			// person clicks again.
+			if err == nil && status != http.StatusServiceUnavailable {
 				return status, body, r.name, nil
 			}
 		}
@@ -430,6 +443,9 @@ func (c *cluster) verify(t *testing.T, runs int) {
 	var r, cps, a int
 	if _, err := fmt.Sscanf(out, "ok: %d runs, %d checkpoints, %d audit events verified", &r, &cps, &a); code != exitDone || err != nil || r != runs {
 		t.Fatalf("verify: exit %d, %q %s; want ok over %d runs", code, out, errs, runs)
+	}
+	if !strings.Contains(out, "seals: checked") {
+		t.Fatalf("verify did not check the seals every replica wrote:\n%s", out)
 	}
 }
 

@@ -82,8 +82,9 @@ type server struct {
 }
 
 // startServer wires the bot onto echo, listens on so.addr (":0" in tests) and
-// starts the workers: execution of approved runs, the deadline sweep and the
-// Slack outbox. It returns once the listener is bound.
+// starts the workers: execution of approved runs, the deadline sweep, the
+// Slack outbox and the sweep of Slack requests past their replay window. It
+// returns once the listener is bound.
 func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) {
 	sc := a.cfg.Slack
 	if err := checkServe(a.cfg, so); err != nil {
@@ -209,6 +210,7 @@ func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration)
 		{"expire runs past their deadline", poll, func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
 		{"deliver slack messages", poll, func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
 		{"post waiting runs without a message", repostEvery, func(ctx context.Context) error { _, err := disp.QueueUnposted(ctx); return err }},
+		{"forget slack requests past their window", poll, func(ctx context.Context) error { _, err := bot.ForgetSeen(ctx, a.store, time.Now()); return err }},
 	}
 	var wg sync.WaitGroup
 	for _, l := range loops {

@@ -127,7 +127,7 @@ func (s *served) click(t *testing.T, fixture, user string, v *workflow.RunView) 
 		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", workflow.ShortFingerprint(v.Gate.Fingerprint), "{{REF}}", ref,
 	).Replace(string(raw))
 	var compact bytes.Buffer
-	if err := json.Compact(&compact, []byte(body)); err != nil {
+	if err := json.Compact(&compact, []byte(freshTrigger(body))); err != nil {
 		t.Fatal(err)
 	}
 	form := []byte("payload=" + url.QueryEscape(compact.String()))

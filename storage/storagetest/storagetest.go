@@ -53,6 +53,9 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"ConcurrentDecisions", testConcurrentDecisions},
 		{"ClaimRuns", testClaimRuns},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"SeenRequests", testSeenRequests},
+		{"ConcurrentRequestClaims", testConcurrentRequestClaims},
+		{"ForgetRequests", testForgetRequests},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
--- 002_integrity: records are sealed with an HMAC under a key kept outside the
+-- 003_integrity: records are sealed with an HMAC under a key kept outside the
 -- database. Each sealed row names its key (key_id) and carries its MAC; rows
 -- written before keys have both ''. Audit events name the checkpoint their
 -- transition wrote, so that verify can match every transition with its event,
