@@ -51,6 +51,7 @@ type Config struct {
 	Actions    map[string]ActionConfig // by action name
 	Slack      SlackConfig
 	Requesters RequestersConfig
+	Requests   RequestsConfig
 	Source     string // the file name, or DefaultSource
 	// Warnings are problems that do not stop the config from loading, each
 	// with its line, in the order of the file.
@@ -62,6 +63,13 @@ type Config struct {
 // RequestersConfig says who may propose. By default only a member of some role.
 type RequestersConfig struct {
 	AllowUnknown bool // anyone may propose; conditions see requester.role == ""
+}
+
+// RequestsConfig bounds approval requests.
+type RequestsConfig struct {
+	// MaxLifetime is how long a request may wait at most, extensions
+	// included (0: workflow.DefaultMaxRequestLifetime).
+	MaxLifetime time.Duration
 }
 
 // Errorf returns a config error at path (e.g. actions.request_refund.executor),
@@ -172,6 +180,11 @@ type fileConfig struct {
 	Actions    map[string]*fileAction `yaml:"actions"`
 	Slack      *fileSlack             `yaml:"slack"`
 	Requesters *fileRequesters        `yaml:"requesters"`
+	Requests   *fileRequests          `yaml:"requests"`
+}
+
+type fileRequests struct {
+	MaxLifetime string `yaml:"max_lifetime"`
 }
 
 type fileRequesters struct {
@@ -313,6 +326,23 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 	cfg.Slack = slack
 	if fc.Requesters != nil {
 		cfg.Requesters.AllowUnknown = fc.Requesters.AllowUnknown
+	}
+	if fc.Requests != nil && strings.TrimSpace(fc.Requests.MaxLifetime) != "" {
+		d, err := parseDuration(fc.Requests.MaxLifetime)
+		if err != nil {
+			return nil, c.fail("requests.max_lifetime", err)
+		}
+		cfg.Requests.MaxLifetime = d
+	}
+	maxLife := cfg.Requests.MaxLifetime
+	if maxLife == 0 {
+		maxLife = workflow.DefaultMaxRequestLifetime
+	}
+	for i, r := range cfg.Policy.Rules() {
+		if r.Approval != nil && time.Duration(r.Approval.Expires)*time.Second > maxLife {
+			return nil, c.failf(fmt.Sprintf("policy.rules[%d].approval.expires", i), "%s is longer than a request may live (requests.max_lifetime, %s)",
+				time.Duration(r.Approval.Expires)*time.Second, maxLife)
+		}
 	}
 	if err := c.crossCheck(fc, cfg); err != nil {
 		return nil, err

@@ -178,6 +178,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
 		Agents:                 map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)},
 		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: leaseTTL, Keys: keys,
+		MaxRequestLifetime: cfg.Requests.MaxLifetime,
 	}
 	if cfg.Slack.Channel != "" {
 		// Every process that changes runs queues the Slack messages, so a CLI

@@ -155,3 +155,21 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestExtendStopsAtTheMaximumLifetime: with requests.max_lifetime in the
+// config, extending past it is refused (exit 2) and the deadline stays.
+func TestExtendStopsAtTheMaximumLifetime(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "signoff.yaml", "roles:", "requests: {max_lifetime: 4d}\nroles:")
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("refund-double-charge.json")))
+	must(t, dir, exitWaiting, "--config", cfg, "extend", id, "12h", "--as", lead1)
+	before := showRaw(t, dir, id)
+	code, _, errs := signoff(t, dir, "--config", cfg, "extend", id, "1d", "--as", lead1)
+	if code != exitRefused || !strings.Contains(errs, "a request lives at most 4 days") {
+		t.Fatalf("extend past the lifetime: exit %d %q", code, errs)
+	}
+	if showRaw(t, dir, id) != before {
+		t.Fatal("a refused extension changed the run")
+	}
+}
