@@ -65,7 +65,7 @@ type retryAfterError struct {
 	d time.Duration
 }
 
-func (e retryAfterError) Unwrap() error              { return e.transientError }
+func (e retryAfterError) Unwrap() error             { return e.transientError }
 func (e retryAfterError) RetryAfter() time.Duration { return e.d }
 
 // retryAfterOf returns the wait err asks for, or 0.
