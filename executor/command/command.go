@@ -358,4 +358,3 @@ func EnvFrom(names []string, getenv func(string) string) []string {
 	}
 	return out
 }
-
