@@ -67,7 +67,7 @@ func (c *cli) policyCmd() *cobra.Command {
 				return err
 			}
 			// A nil shop: the actions' schemas and names, no executor is called.
-			actions, err := buildActions(cfg, nil)
+			actions, _, err := buildActions(cfg, nil, c.opts.getenv)
 			if err != nil {
 				return err
 			}
