@@ -149,10 +149,16 @@ func renderConfig(w io.Writer, cfg *config.Config) {
 	for _, name := range actions {
 		ac := cfg.Actions[name]
 		line := fmt.Sprintf("  %-*s  executor %s", width, name, ac.Executor)
+		if where := executorTarget(ac); where != "" {
+			line += " " + where
+		}
 		if len(ac.Redact) > 0 {
 			line += "; hidden from approvers: " + strings.Join(ac.Redact, ", ")
 		}
 		fmt.Fprintln(w, line)
+		if ac.Description != "" {
+			fmt.Fprintf(w, "  %-*s  %s\n", width, "", term(ac.Description))
+		}
 	}
 
 	fmt.Fprintln(w, "\nslack:")

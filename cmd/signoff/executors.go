@@ -104,3 +104,18 @@ func (a *app) practiceShop() (*demo.Shop, error) {
 	}
 	return a.shop, nil
 }
+
+// executorTarget says where an action's executor acts, for config check: the
+// URL a webhook posts to, the program a command runs.
+func executorTarget(ac config.ActionConfig) string {
+	switch v := ac.ExecutorFields["url"].(type) {
+	case string:
+		return "→ " + term(v)
+	}
+	if argv, ok := ac.ExecutorFields["command"].([]any); ok && len(argv) > 0 {
+		if s, ok := argv[0].(string); ok {
+			return "→ " + term(s)
+		}
+	}
+	return ""
+}

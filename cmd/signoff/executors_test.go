@@ -391,3 +391,29 @@ func TestNoSecretIsWrittenAnywhere(t *testing.T) {
 		t.Fatal("the store does not hold the arguments; the search above proves nothing")
 	}
 }
+
+// The worked example of the README loads, and its proposals hit the rules it
+// describes, so that a reader who copies it starts from something that works.
+func TestTheWorkedExampleLoads(t *testing.T) {
+	cfg := filepath.Join("..", "..", "examples", "signoff.yaml")
+	env := func(k string) string {
+		return map[string]string{"DEPLOYER_SIGNING_SECRET": deploySecret}[k]
+	}
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"config", "check", cfg}, env, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("config check: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"deploy_service  executor webhook → http://127.0.0.1:8787/execute; hidden from approvers: token", "rotate_key      executor command → ./command/ledger-action"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("config check does not say %q:\n%s", want, out.String())
+		}
+	}
+	for file, rule := range map[string]string{"deploy-api.json": "prod-changes", "rotate-key.json": "key-rotation"} {
+		out.Reset()
+		errb.Reset()
+		p := filepath.Join("..", "..", "examples", "proposals", file)
+		if code := run(t.Context(), []string{"--config", cfg, "policy", "explain", p}, env, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), rule) {
+			t.Fatalf("policy explain %s: exit %d, want rule %s\n%s%s", file, code, rule, out.String(), errb.String())
+		}
+	}
+}

@@ -3,6 +3,7 @@ package target
 import (
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -44,5 +45,18 @@ func TestUnsignedRequestsChangeNothing(t *testing.T) {
 	tg.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusUnauthorized || len(tg.Ledger()) != 0 {
 		t.Fatalf("status %d, ledger %v", rec.Code, tg.Ledger())
+	}
+}
+
+// The Python snippet in examples/verify checks itself against the
+// specification's example, a changed body and an old timestamp.
+func TestPythonVerifier(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	out, err := exec.Command(py, "../verify/verify_webhook.py").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("verify_webhook.py: %v\n%s", err, out)
 	}
 }
