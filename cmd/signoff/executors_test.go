@@ -417,3 +417,24 @@ func TestTheWorkedExampleLoads(t *testing.T) {
 		}
 	}
 }
+
+// check_url is asked at submit and again right before the write: a 4xx is a
+// failed check (exit 1) at submit, and a refusal with nothing sent later.
+func TestWebhookCheckAtSubmitAndBeforeExecuting(t *testing.T) {
+	o := newOwn(t)
+	o.target.CheckFails("api is frozen until Monday")
+	code, out, errs := o.run(t, nil, deployProposal("c-1"), "submit", "-")
+	if code != exitFailed || !strings.Contains(out+errs, "api is frozen until Monday") {
+		t.Fatalf("submit: exit %d, want 1 naming the target's reason\n%s%s", code, out, errs)
+	}
+	o.target.CheckFails("")
+	id := runIDOf(t, o.must(t, exitWaiting, deployProposal("c-2"), "submit", "-"))
+	o.target.CheckFails("a deploy of api started meanwhile") // the world moved while the run waited
+	code, out, errs = o.run(t, nil, "", "approve", id, "--as", lead1)
+	if code != exitAttention || !strings.Contains(out, "a deploy of api started meanwhile") {
+		t.Fatalf("approve: exit %d, want 5 naming the target's reason\n%s%s", code, out, errs)
+	}
+	if calls := o.executeCalls(); len(calls) != 0 {
+		t.Fatalf("execute was called after a failed check: %+v", calls)
+	}
+}

@@ -1,9 +1,12 @@
 package webhook
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // The example of the Standard Webhooks specification and its reference
@@ -98,6 +101,36 @@ func FuzzParseSecrets(f *testing.F) {
 		keys, err := ParseSecrets(s)
 		if err == nil && len(keys) == 0 {
 			t.Fatal("no error and no key")
+		}
+	})
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	now := time.Unix(1614265330, 0)
+	for _, s := range []string{"7", "0", "-3", "Wed, 21 Oct 2015 07:28:00 GMT", "Sun, 06 Nov 2050 08:49:37 GMT", "99999999999999999999", " 12 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d := parseRetryAfter(s, now)
+		if d < 0 || d > workflow.MaxRetryAfter {
+			t.Fatalf("parseRetryAfter(%q) = %v", s, d)
+		}
+	})
+}
+
+// FuzzReceipt: whatever a target answers, the receipt has an id and its
+// detail is JSON the store can hold.
+func FuzzReceipt(f *testing.F) {
+	for _, s := range []string{`{"id":"D-1"}`, `{"id":7}`, "deployed", "", "\xff\xfe", `[1,2]`, `{"id":"` + strings.Repeat("x", 300) + `"}`} {
+		f.Add([]byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, truncated bool) {
+		rc := (&response{status: 200, body: body, truncated: truncated}).receipt("run_1/1")
+		if rc.ID == "" || len(rc.ID) > 200 {
+			t.Fatalf("id %q", rc.ID)
+		}
+		if len(rc.Detail) > 0 && !json.Valid(rc.Detail) {
+			t.Fatalf("detail %q is not JSON", rc.Detail)
 		}
 	})
 }
