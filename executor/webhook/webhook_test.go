@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -332,5 +334,21 @@ func TestPlaintext(t *testing.T) {
 		if got := webhook.Plaintext(u); got != want {
 			t.Errorf("Plaintext(%s) = %v, want %v", u, got, want)
 		}
+	}
+}
+
+func TestTLSCertificatesAreVerified(t *testing.T) {
+	var reached atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Add(1) }))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is the point
+	srv.StartTLS()
+	defer srv.Close()
+	// The test server's certificate is signed by no authority the system trusts.
+	_, err := newExec(t, webhook.Config{URL: srv.URL + "/execute"}).Execute(context.Background(), "run_1/1", deploy)
+	if err == nil || !strings.Contains(err.Error(), "certificate") || reached.Load() != 0 {
+		t.Fatalf("err %v, reached %d: want a certificate error and no request", err, reached.Load())
+	}
+	if c := workflow.Classify(err); c != workflow.ClassTransient {
+		t.Fatalf("class %v: a refused handshake sent nothing", c)
 	}
 }
