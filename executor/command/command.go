@@ -248,8 +248,6 @@ func (x *Executor) run(ctx context.Context, argv []string, stdin []byte, key, ru
 		return r
 	}
 	err := cmd.Wait()
-	// Whatever it left behind in its group goes with it.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	if ctx.Err() != nil {
 		r.timedOut = x.cfg.Timeout
 		return r

@@ -30,7 +30,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -294,8 +294,9 @@ type sendError struct {
 }
 
 func (x *Executor) send(ctx context.Context, method, target, id, key string, body []byte) (*response, *sendError) {
-	var sent bool
-	trace := &httptrace.ClientTrace{WroteHeaders: func() { sent = true }}
+	// The transport reports from its own goroutine, which may outlive Do.
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, target, bytes.NewReader(body))
 	if err != nil {
 		return nil, &sendError{err: fmt.Errorf("build request: %w", err)}
@@ -316,11 +317,10 @@ func (x *Executor) send(ctx context.Context, method, target, id, key string, bod
 	req.Header.Set(HeaderSignature, Sign(x.cfg.Keys, id, now, body))
 	resp, err := x.client.Do(req)
 	if err != nil {
-		// A refused connection reached nobody, whatever the trace says.
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			sent = false
-		}
-		return nil, &sendError{err: cleanURLError(err), sent: sent}
+		// Nothing written (a refused connection, a failed handshake) reached
+		// nobody. Once anything was written, even on a connection the
+		// transport then retried on another, the target may have acted.
+		return nil, &sendError{err: cleanURLError(err), sent: wrote.Load()}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxReceipt+1))
