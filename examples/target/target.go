@@ -187,6 +187,9 @@ func (t *Target) Handler() http.Handler {
 	return mux
 }
 
+// maxReceived bounds the requests kept for Received.
+const maxReceived = 1000
+
 // tolerance is how far a signature's timestamp may be from now: the
 // specification's libraries use five minutes.
 const tolerance = 5 * time.Minute
@@ -202,6 +205,9 @@ func (t *Target) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	ok := t.signatureOK(r.Header, body)
 	t.mu.Lock()
 	t.received = append(t.received, Received{Path: r.URL.Path, IdempotencyKey: r.Header.Get("Idempotency-Key"), SignatureOK: ok, Body: body})
+	if len(t.received) > maxReceived {
+		t.received = t.received[len(t.received)-maxReceived:] // a long-running target keeps the latest
+	}
 	t.mu.Unlock()
 	if !ok {
 		answer(w, http.StatusUnauthorized, map[string]string{"message": "invalid signature"})
