@@ -112,6 +112,9 @@ type app struct {
 // refused config or environment creates no store and no shop.
 func openApp(ctx context.Context, o options, getenv func(string) string, logOut io.Writer, clock workflow.Clock) (*app, error) {
 	failpoint := getenv("SIGNOFF_FAILPOINT")
+	if o.getenv == nil {
+		o.getenv = getenv // the executors' secrets come from the same environment
+	}
 	cfg, err := loadConfig(o, logOut)
 	if err != nil {
 		return nil, err
