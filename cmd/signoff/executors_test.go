@@ -438,3 +438,23 @@ func TestWebhookCheckAtSubmitAndBeforeExecuting(t *testing.T) {
 		t.Fatalf("execute was called after a failed check: %+v", calls)
 	}
 }
+
+func TestPlaintextURLToAnotherMachineWarnsAtLoad(t *testing.T) {
+	o := newOwn(t)
+	b, _ := os.ReadFile(o.config)
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "url: ") {
+			lines[i] = "      url: http://deployer.internal/execute"
+		}
+	}
+	os.WriteFile(o.config, []byte(strings.Join(lines, "\n")), 0o600)
+	code, out, errs := o.run(t, nil, "", "runs")
+	want := o.config + ":18: actions.deploy_service.executor.url: http:// to another machine"
+	if code != 0 || !strings.Contains(errs, "signoff: warning: "+want) {
+		t.Fatalf("runs: exit %d, stderr %q; want 0 and the warning %q\n%s", code, errs, want, out)
+	}
+	if out := o.must(t, 0, "", "config", "check"); !strings.Contains(out, want) {
+		t.Fatalf("config check does not list the warning:\n%s", out)
+	}
+}
