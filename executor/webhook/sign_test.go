@@ -118,9 +118,9 @@ func FuzzParseRetryAfter(f *testing.F) {
 	})
 }
 
-// FuzzReceipt: whatever a target answers, the receipt has an id and its
+// FuzzWebhookReceipt: whatever a target answers, the receipt has an id and its
 // detail is JSON the store can hold.
-func FuzzReceipt(f *testing.F) {
+func FuzzWebhookReceipt(f *testing.F) {
 	for _, s := range []string{`{"id":"D-1"}`, `{"id":7}`, "deployed", "", "\xff\xfe", `[1,2]`, `{"id":"` + strings.Repeat("x", 300) + `"}`} {
 		f.Add([]byte(s), false)
 	}
