@@ -81,7 +81,7 @@ func TestHostileTextIsInertOnTheTerminal(t *testing.T) {
 	// Single-line fields refuse the corpus: exit 2, nothing stored.
 	before := len(runs(t, dir))
 	for i, s := range corpus {
-		if !strings.ContainsAny(s, "\x1b\r\n\b\u202e\u2066\u200e\u0085\x9b\x7f\t") {
+		if !strings.ContainsAny(s, "\x1b\r\n\b\u202e\u2066\u200e\u0085\u009b\x7f\t") {
 			continue // the corpus's mrkdwn and filler strings are fine on one line, and shown inert
 		}
 		for _, field := range []string{"task_id", "requester.id", "requester.name"} {
