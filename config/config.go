@@ -19,10 +19,13 @@ package config
 
 import (
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,8 +91,26 @@ func lineOr1(l int) int { return max(l, 1) }
 
 // ActionConfig says how one action is carried out and what people may not see of it.
 type ActionConfig struct {
-	Executor string   // which executor runs it, e.g. "demo"
-	Redact   []string // argument fields hidden from approvers: keys or dotted paths
+	Description string
+	Executor    string // the executor's type, e.g. "demo", "webhook", "command"
+	// ExecutorFields are the executor block's other fields, read by the
+	// executor registry (package executor); nil for the short form.
+	ExecutorFields map[string]any
+	// Schema is the JSON Schema of the arguments, from schema: or the file
+	// schema_file: names (SchemaFile, relative to the config's folder); nil
+	// when the config gives none.
+	Schema     []byte
+	SchemaFile string
+	Redact     []string // argument fields hidden from approvers: keys or dotted paths
+}
+
+// Dir is the folder relative paths in the config start from: the config
+// file's, or the working directory for the built-in config.
+func (c *Config) Dir() string {
+	if c.Source == DefaultSource {
+		return "."
+	}
+	return filepath.Dir(c.Source)
 }
 
 // SlackConfig says where approvals are posted. Everything is optional until
@@ -217,8 +238,13 @@ type fileApproval struct {
 }
 
 type fileAction struct {
-	Executor string   `yaml:"executor"`
-	Redact   []string `yaml:"redact"`
+	Description string `yaml:"description"`
+	// Executor is a type name (the short form, executor: demo) or a mapping
+	// with type: and the type's own fields.
+	Executor   any      `yaml:"executor"`
+	Schema     any      `yaml:"schema"`
+	SchemaFile string   `yaml:"schema_file"`
+	Redact     []string `yaml:"redact"`
 }
 
 type fileSlack struct {
@@ -305,7 +331,7 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 	for _, name := range keysInOrder(c.doc, "actions", fc.Actions) {
 		a := fc.Actions[name]
 		path := "actions" + keySegment(name)
-		if a == nil || strings.TrimSpace(a.Executor) == "" {
+		if a == nil {
 			return nil, c.failf(path+".executor", "required: which executor runs %s (e.g. demo)", name)
 		}
 		if _, err := workflow.NewActionSpec(name, nil, nil, nil); err != nil {
@@ -316,7 +342,15 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 				return nil, c.failf(fmt.Sprintf("%s.redact[%d]", path, j), "bad path %q: want a key or keys joined by dots, like card.number", p)
 			}
 		}
-		cfg.Actions[name] = ActionConfig{Executor: a.Executor, Redact: slices.Clone(a.Redact)}
+		ac := ActionConfig{Description: strings.TrimSpace(a.Description), Redact: slices.Clone(a.Redact)}
+		var err error
+		if ac.Executor, ac.ExecutorFields, err = c.executor(path+".executor", name, a.Executor); err != nil {
+			return nil, err
+		}
+		if ac.Schema, ac.SchemaFile, err = c.schema(path, name, a); err != nil {
+			return nil, err
+		}
+		cfg.Actions[name] = ac
 	}
 
 	slack, err := c.slack(fc.Slack, rs)
@@ -348,6 +382,102 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// executor reads an executor block: a type name, or a mapping with type: and
+// the fields that type reads (checked by the executor registry).
+func (c *checker) executor(path, action string, v any) (string, map[string]any, error) {
+	switch e := v.(type) {
+	case string:
+		if strings.TrimSpace(e) == "" {
+			break
+		}
+		return e, nil, nil
+	case map[string]any:
+		t, ok := e["type"].(string)
+		if !ok || strings.TrimSpace(t) == "" {
+			return "", nil, c.failf(path+".type", "required: which kind of executor (webhook, command, demo)")
+		}
+		fields := map[string]any{}
+		for k, v := range e {
+			if k != "type" {
+				fields[k] = v
+			}
+		}
+		return t, fields, nil
+	case nil:
+	default:
+		return "", nil, c.failf(path, "must be a type (executor: demo) or a mapping with type: (executor: {type: webhook, url: …})")
+	}
+	return "", nil, c.failf(path, "required: which executor runs %s (e.g. demo)", action)
+}
+
+// maxSchemaFile bounds a schema file: a schema is a page of JSON.
+const maxSchemaFile = 1 << 20
+
+// schema reads an action's argument schema, inline or from schema_file
+// (relative to the config's folder), and compiles it so that a broken one is
+// refused here, with its line.
+func (c *checker) schema(path, action string, a *fileAction) ([]byte, string, error) {
+	var src []byte
+	field := path + ".schema"
+	switch {
+	case a.Schema != nil && a.SchemaFile != "":
+		return nil, "", c.failf(path+".schema_file", "give schema or schema_file, not both")
+	case a.SchemaFile != "":
+		field = path + ".schema_file"
+		if c.name == DefaultSource {
+			return nil, "", c.failf(field, "the built-in config has no folder to read %s from", a.SchemaFile)
+		}
+		file := a.SchemaFile
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(filepath.Dir(c.name), file)
+		}
+		b, err := readSmall(file, maxSchemaFile)
+		if err != nil {
+			return nil, "", c.failf(field, "cannot read %s: %v", file, err)
+		}
+		src = b
+	case a.Schema != nil:
+		if text, ok := a.Schema.(string); ok {
+			src = []byte(text) // JSON text
+			break
+		}
+		b, err := json.Marshal(a.Schema)
+		if err != nil {
+			return nil, "", c.failf(field, "cannot be read as JSON: %v", err)
+		}
+		src = b
+	default:
+		return nil, "", nil
+	}
+	if _, err := workflow.NewActionSpec(action, src, nil, nil); err != nil {
+		return nil, "", c.fail(field, err)
+	}
+	return src, a.SchemaFile, nil
+}
+
+// readSmall reads a regular file of at most max bytes.
+func readSmall(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if pe, ok := err.(*os.PathError); ok {
+			err = pe.Err
+		}
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if info.Size() > max {
+		return nil, fmt.Errorf("%d bytes; at most %d", info.Size(), max)
+	}
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // crossCheck looks at the rules against the roles, the actions and Slack: a

@@ -27,6 +27,11 @@
 //     pending before the executor is called with its idempotency key, and a
 //     pending operation found on resume is reconciled with the target (Lookup),
 //     never sent with a new key.
+//   - An Executor classifies its failures (Permanent: refused, nothing
+//     happened; Transient, or RetryAfter with the target's wait: nothing
+//     happened, try again; anything else: unknown, so Lookup is asked first).
+//     A CallExecutor also gets the run, the fingerprint, the approvers and the
+//     attempt with each call.
 //   - Execution uses the stored arguments, whose fingerprint is recomputed and
 //     compared with the approved one right before the call.
 //   - Checkpoints are hash chained and decoded strictly; a damaged run stops in

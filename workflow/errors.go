@@ -51,6 +51,32 @@ func Permanent(err error) error { return permanentError{err} }
 // Transient marks err as a failure where the target certainly did nothing.
 func Transient(err error) error { return transientError{err} }
 
+// RetryAfter marks a transient err with the wait the target asked for (an
+// HTTP 429 or 503 with Retry-After). The engine waits at least that long, and
+// at most MaxRetryAfter, before the next attempt.
+func RetryAfter(err error, d time.Duration) error { return retryAfterError{transientError{err}, d} }
+
+// MaxRetryAfter bounds the wait a target may ask for: a worker waiting longer
+// would hold the run past its lease for nothing.
+const MaxRetryAfter = 5 * time.Minute
+
+type retryAfterError struct {
+	transientError
+	d time.Duration
+}
+
+func (e retryAfterError) Unwrap() error             { return e.transientError }
+func (e retryAfterError) RetryAfter() time.Duration { return e.d }
+
+// retryAfterOf returns the wait err asks for, or 0.
+func retryAfterOf(err error) time.Duration {
+	var r interface{ RetryAfter() time.Duration }
+	if errors.As(err, &r) {
+		return min(max(r.RetryAfter(), 0), MaxRetryAfter)
+	}
+	return 0
+}
+
 // Classify decides the class of err. Any error in the chain with a
 // `Permanent() bool` or `Transient() bool` method returning true decides it, so
 // executors need not import this package to classify their errors.

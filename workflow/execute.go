@@ -171,9 +171,10 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 		return e.attention(ctx, l.run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
 	}
 	if op.Attempts > 0 {
-		lookupCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
-		rc, found, err := spec.Executor.Lookup(lookupCtx, op.Key)
-		cancel()
+		rc, found, err := e.lookup(ctx, l.run.ID, spec.Executor, op.Key)
+		if isCtxErr(ctx.Err()) {
+			return ctx.Err() // stopping, not unprovable: the next worker asks again
+		}
 		if err != nil {
 			return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
 		}
@@ -208,7 +209,15 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 	// reconciled like any other.
 	callCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
 	defer cancel()
-	rc, err := spec.Executor.Execute(callCtx, op.Key, a)
+	var rc Receipt
+	if ce, ok := spec.Executor.(CallExecutor); ok {
+		rc, err = ce.ExecuteCall(callCtx, Call{
+			Key: op.Key, RunID: l.run.ID, Action: a, Fingerprint: l.run.Fingerprint,
+			ApprovedBy: approvers(l.st), Attempt: op.Attempts,
+		})
+	} else {
+		rc, err = spec.Executor.Execute(callCtx, op.Key, a)
+	}
 	if err == nil {
 		e.fail("after-effect")
 		return e.receipt(ctx, l, op, rc, "executed")
@@ -221,12 +230,42 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 			return e.failOp(ctx, l, op, fmt.Sprintf("the target kept failing after %d attempts: %v", op.Attempts, err))
 		}
 		e.log.Warn("transient failure, retrying with the same key", "run_id", l.run.ID, "key", op.Key, "attempt", op.Attempts, "error", err)
-		return e.clock.Sleep(ctx, e.backoff(op.Attempts))
+		return e.clock.Sleep(ctx, max(e.backoff(op.Attempts), retryAfterOf(err)))
 	default:
 		// Outcome unknown: the next round asks the target before anything else.
 		e.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", err)
 		return nil
 	}
+}
+
+// lookup asks the target whether key happened. A target that cannot tell
+// (its register is down for a while) is asked again with backoff, up to the
+// execution budget; only then is the outcome called unprovable. Asking only
+// reads, so repeating it is harmless.
+func (e *Engine) lookup(ctx context.Context, runID string, ex Executor, key string) (Receipt, bool, error) {
+	for n := 1; ; n++ {
+		lookupCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
+		rc, found, err := ex.Lookup(lookupCtx, key)
+		cancel()
+		if err == nil || n >= e.execN || Classify(err) == ClassPermanent || ctx.Err() != nil {
+			return rc, found, err
+		}
+		e.log.Warn("lookup failed, asking again", "run_id", runID, "key", key, "attempt", n, "error", err)
+		if err := e.clock.Sleep(ctx, max(e.backoff(n), retryAfterOf(err))); err != nil {
+			return Receipt{}, false, err
+		}
+	}
+}
+
+// approvers lists who approved the run, in the order they did.
+func approvers(st *State) []string {
+	var out []string
+	for _, d := range st.Decisions {
+		if d.Verdict == VerdictApprove {
+			out = append(out, d.By)
+		}
+	}
+	return out
 }
 
 // receipt records the proof of an operation. The run is advanced by the next

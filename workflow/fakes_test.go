@@ -52,6 +52,9 @@ type ledger struct {
 	failNext  []error // errors returned (before any effect) by the next calls
 	afterFail []error // errors returned after the effect happened
 	lookupErr error
+	// lookupDown makes the next lookups fail: the register is down for a while.
+	lookupDown int
+	lookups    int
 }
 
 var _ workflow.Executor = (*ledger)(nil)
@@ -115,8 +118,13 @@ func (l *ledger) Execute(_ context.Context, key string, a workflow.Action) (work
 func (l *ledger) Lookup(_ context.Context, key string) (workflow.Receipt, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.lookups++
 	if l.lookupErr != nil {
 		return workflow.Receipt{}, false, l.lookupErr
+	}
+	if l.lookupDown > 0 {
+		l.lookupDown--
+		return workflow.Receipt{}, false, errors.New("register unavailable")
 	}
 	rc, ok := l.register[key]
 	return rc, ok, nil

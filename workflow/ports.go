@@ -49,6 +49,26 @@ type Executor interface {
 	Lookup(ctx context.Context, key string) (Receipt, bool, error)
 }
 
+// Call is everything the engine knows about one attempt at an operation, for
+// an executor that forwards more than the key and the arguments to its target
+// (a webhook body names the run, the fingerprint and who approved).
+type Call struct {
+	Key         string   // the idempotency key, e.g. RUN/1
+	RunID       string   // the run the operation belongs to
+	Action      Action   // the stored, approved action
+	Fingerprint string   // what the approvers approved
+	ApprovedBy  []string // who approved, in the order they did
+	Attempt     int      // 1 for the first call with this key
+}
+
+// CallExecutor is an Executor that wants the whole Call. The engine uses
+// ExecuteCall instead of Execute when an executor has it; the rules of Execute
+// apply unchanged.
+type CallExecutor interface {
+	Executor
+	ExecuteCall(ctx context.Context, c Call) (Receipt, error)
+}
+
 // Agent is a workflow made of steps. A step reads and decides and never changes
 // the world; it appends to the state (messages, evidence, model calls) and, when
 // it is the last, sets the proposal. The engine checkpoints after every step.

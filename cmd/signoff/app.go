@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -52,6 +50,8 @@ type options struct {
 	// the default, text at warn, or at info for a server.
 	logFormat, logLevel string
 	server              bool
+	// getenv reads the environment (the executors' secrets); nil reads nothing.
+	getenv func(string) string
 }
 
 // localConfig is the config file looked for in the working directory when
@@ -60,6 +60,7 @@ const localConfig = "signoff.yaml"
 
 // resolve fills the options from the environment.
 func (o *options) resolve(getenv func(string) string) {
+	o.getenv = getenv
 	if o.db == "" {
 		o.db = getenv("SIGNOFF_DB")
 	}
@@ -128,6 +129,9 @@ type app struct {
 // refused config or environment creates no store and no shop.
 func openApp(ctx context.Context, o options, getenv func(string) string, logOut io.Writer, clock workflow.Clock) (*app, error) {
 	failpoint := getenv("SIGNOFF_FAILPOINT")
+	if o.getenv == nil {
+		o.getenv = getenv // the executors' secrets come from the same environment
+	}
 	cfg, err := loadConfig(o, logOut)
 	if err != nil {
 		return nil, err
@@ -157,7 +161,8 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
-	if !o.readOnly {
+	// The practice shop is opened only for a config that has demo actions.
+	if !o.readOnly && usesDemo(cfg) {
 		if a.shopDB, err = sqlite.OpenDB(o.shop); err != nil {
 			a.Close()
 			return nil, fmt.Errorf("open shop: %w", err)
@@ -169,16 +174,18 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	}
 	// A read-only app binds the demo executors to no shop: its store refuses
 	// every write, so no action can run.
-	actions, err := buildActions(cfg, a.shop)
+	actions, _, err := buildActions(cfg, a.shop, getenv)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	wcfg := workflow.Config{
 		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
-		Agents:                 map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)},
 		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: leaseTTL, Keys: keys,
 		MaxRequestLifetime: cfg.Requests.MaxLifetime,
+	}
+	if usesDemo(cfg) {
+		wcfg.Agents = map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)}
 	}
 	if cfg.Slack.Channel != "" {
 		// Every process that changes runs queues the Slack messages, so a CLI
@@ -305,49 +312,22 @@ func loadConfig(o options, w io.Writer) (*config.Config, error) {
 	} else if !o.quietBuiltin {
 		fmt.Fprintf(w, "signoff: using the %s (no --config, no SIGNOFF_CONFIG, no ./%s)\n", config.DefaultSource, localConfig)
 	}
-	if _, err := buildActions(cfg, nil); err != nil {
+	_, warnings, err := buildActions(cfg, nil, o.getenv)
+	if err != nil {
 		return nil, err
 	}
+	cfg.Warnings = append(cfg.Warnings, warnings...)
 	for _, warn := range cfg.Warnings {
 		fmt.Fprintln(w, "signoff: warning:", warn)
 	}
 	return cfg, nil
 }
 
-// buildActions binds every action of the config to its executor and schema. A
-// nil shop only checks that every executor and action exists; the problems it
-// finds are config errors, with the line of the action.
-func buildActions(cfg *config.Config, shop *demo.Shop) (map[string]*workflow.ActionSpec, error) {
-	demoExec := demo.Executors(shop, "signoff")
-	schemas := demo.Schemas()
-	out := map[string]*workflow.ActionSpec{}
-	// In name order, so that the same config always gets the same first error.
-	for _, name := range slices.Sorted(maps.Keys(cfg.Actions)) {
-		ac := cfg.Actions[name]
-		path := config.ActionPath(name)
-		switch ac.Executor {
-		case "demo":
-			exec, ok := demoExec[name]
-			if !ok {
-				return nil, cfg.Errorf(path, "the demo executor has no action %q (it has %s)", name, strings.Join(slices.Sorted(maps.Keys(demoExec)), ", "))
-			}
-			spec, err := workflow.NewActionSpec(name, schemas[name], exec, ac.Redact)
-			if err != nil {
-				return nil, cfg.Errorf(path, "%v", err)
-			}
-			out[name] = spec
-		default:
-			return nil, cfg.Errorf(path+".executor", "unknown executor %q (this build has: demo)", ac.Executor)
-		}
-	}
-	return out, nil
-}
-
 // readShop is the practice shop for a command that reads it: the one the app
 // opened, or else the shop file opened read-only.
 func (a *app) readShop(ctx context.Context) (*demo.Shop, error) {
-	if a.shop != nil {
-		return a.shop, nil
+	if a.shop != nil || !usesDemo(a.cfg) {
+		return a.shop, nil // nil: the config has no shop
 	}
 	db, err := sqlite.OpenReadOnlyDB(a.shopPath)
 	if err != nil {

@@ -366,9 +366,11 @@ func (c *cli) traceCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				usage, err := shop.ModelCalls(c.ctx, args[0])
-				if err != nil {
-					return err
+				var usage int
+				if shop != nil {
+					if usage, err = shop.ModelCalls(c.ctx, args[0]); err != nil {
+						return err
+					}
 				}
 				renderTrace(c.out, hist, usage)
 				return nil
@@ -705,7 +707,11 @@ func (c *cli) shopCmd() *cobra.Command {
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withApp(func(a *app) error {
-				list, err := a.shop.Orders(c.ctx)
+				shop, err := a.practiceShop()
+				if err != nil {
+					return err
+				}
+				list, err := shop.Orders(c.ctx)
 				if err != nil {
 					return err
 				}
@@ -728,7 +734,11 @@ func (c *cli) shopCmd() *cobra.Command {
 				return usageError{"--by NAME is required"}
 			}
 			return c.withApp(func(a *app) error {
-				ch, err := a.shop.ManualRefund(c.ctx, args[0], args[1], args[2], by)
+				shop, err := a.practiceShop()
+				if err != nil {
+					return err
+				}
+				ch, err := shop.ManualRefund(c.ctx, args[0], args[1], args[2], by)
 				if err != nil {
 					c.code = exitRefused
 					fmt.Fprintln(c.errOut, "signoff: refund refused:", term(err.Error()))

@@ -67,7 +67,7 @@ func (c *cli) policyCmd() *cobra.Command {
 				return err
 			}
 			// A nil shop: the actions' schemas and names, no executor is called.
-			actions, err := buildActions(cfg, nil)
+			actions, _, err := buildActions(cfg, nil, c.opts.getenv)
 			if err != nil {
 				return err
 			}
@@ -149,10 +149,16 @@ func renderConfig(w io.Writer, cfg *config.Config) {
 	for _, name := range actions {
 		ac := cfg.Actions[name]
 		line := fmt.Sprintf("  %-*s  executor %s", width, name, ac.Executor)
+		if where := executorTarget(ac); where != "" {
+			line += " " + where
+		}
 		if len(ac.Redact) > 0 {
 			line += "; hidden from approvers: " + strings.Join(ac.Redact, ", ")
 		}
 		fmt.Fprintln(w, line)
+		if ac.Description != "" {
+			fmt.Fprintf(w, "  %-*s  %s\n", width, "", term(ac.Description))
+		}
 	}
 
 	fmt.Fprintln(w, "\nslack:")

@@ -1,0 +1,79 @@
+package executor_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/executor"
+)
+
+const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+func env(k string) string {
+	return map[string]string{"DEPLOY_SECRET": secret, "BAD_SECRET": "hunter2-hunter2"}[k]
+}
+
+func TestBuild(t *testing.T) {
+	hook := func(extra map[string]any) map[string]any {
+		m := map[string]any{"url": "https://deployer.internal/deploy", "secret_env": "DEPLOY_SECRET"}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name   string
+		typ    string
+		fields map[string]any
+		field  string // of the error; "-" for no error
+		want   string
+		warn   string
+	}{
+		{name: "webhook", typ: "webhook", fields: hook(nil), field: "-"},
+		{name: "unknown type", typ: "carrier-pigeon", field: "type", want: `unknown executor type "carrier-pigeon" (this build has: command, webhook)`},
+		{name: "unknown field", typ: "webhook", fields: hook(map[string]any{"retries": "3"}), field: "retries", want: "unknown field for a webhook executor (known: type, check_url, lookup_url, secret_env, timeout, url)"},
+		{name: "no url", typ: "webhook", fields: map[string]any{"secret_env": "DEPLOY_SECRET"}, field: "url", want: "required"},
+		{name: "secret not set", typ: "webhook", fields: hook(map[string]any{"secret_env": "NOPE"}), field: "secret_env", want: "NOPE is not set"},
+		{name: "secret malformed", typ: "webhook", fields: hook(map[string]any{"secret_env": "BAD_SECRET"}), field: "secret_env", want: "BAD_SECRET: secret 1 does not start with whsec_"},
+		{name: "secret_env not a name", typ: "webhook", fields: hook(map[string]any{"secret_env": "whsec_abc=="}), field: "secret_env", want: "is not the name of an environment variable"},
+		{name: "lookup without key", typ: "webhook", fields: hook(map[string]any{"lookup_url": "https://d/ops"}), field: "lookup_url", want: "must contain {key}"},
+		{name: "url not a string", typ: "webhook", fields: hook(map[string]any{"url": []any{"x"}}), field: "url", want: "must be a string, got a list"},
+		{name: "bad timeout", typ: "webhook", fields: hook(map[string]any{"timeout": "soon"}), field: "timeout", want: `want a positive duration like 10s, got "soon"`},
+		{name: "plaintext warns", typ: "webhook", fields: hook(map[string]any{"url": "http://deployer.internal/d"}), field: "-", warn: "url: http:// to another machine"},
+		{name: "loopback does not warn", typ: "webhook", fields: hook(map[string]any{"url": "http://127.0.0.1:8787/d"}), field: "-"},
+		{name: "timeout past the lease warns", typ: "webhook", fields: hook(map[string]any{"timeout": "30s"}), field: "-", warn: "timeout: 30s is longer than the engine lets one call run (15s, half the lease): raise SIGNOFF_LEASE_TTL to at least 1m0s"},
+		{name: "command", typ: "command", fields: map[string]any{"command": []any{"true"}, "env": []any{"AWS_PROFILE"}}, field: "-"},
+		{name: "command missing", typ: "command", fields: map[string]any{}, field: "command", want: "required"},
+		{name: "command cannot run", typ: "command", fields: map[string]any{"command": []any{"./bin/nope"}}, field: "command", want: "cannot run"},
+		{name: "command element", typ: "command", fields: map[string]any{"command": []any{"true", 3}}, field: "command[1]", want: "must be a string"},
+		{name: "env of signoff", typ: "command", fields: map[string]any{"command": []any{"true"}, "env": []any{"SLACK_BOT_TOKEN"}}, field: "env[0]", want: "signoff's own"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x, warns, err := executor.Builtin().Build(executor.Block{
+				Action: "deploy_service", Type: tt.typ, Fields: tt.fields, Dir: t.TempDir(), Getenv: env, CallLimit: 15 * time.Second,
+			})
+			if tt.field == "-" {
+				if err != nil || x == nil {
+					t.Fatalf("err %v", err)
+				}
+			} else {
+				fe, ok := err.(*executor.FieldError)
+				if !ok || fe.Field != tt.field || !strings.Contains(fe.Err.Error(), tt.want) {
+					t.Fatalf("err %#v (%v), want field %q: %q", err, err, tt.field, tt.want)
+				}
+				if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "MfKQ9r8") {
+					t.Fatalf("the error repeats a secret: %v", err)
+				}
+			}
+			var got []string
+			for _, w := range warns {
+				got = append(got, w.Error())
+			}
+			if (tt.warn == "") != (len(got) == 0) || (tt.warn != "" && !strings.Contains(strings.Join(got, "\n"), tt.warn)) {
+				t.Fatalf("warnings %q, want %q", got, tt.warn)
+			}
+		})
+	}
+}

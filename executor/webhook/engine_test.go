@@ -1,0 +1,158 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/examples/target"
+	"github.com/signoff-dev/signoff/executor/webhook"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// fakeClock advances only when the engine waits, so that a Retry-After of
+// seconds costs the test nothing and can be measured.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// newEngine is one engine on a fresh SQLite file whose only action,
+// deploy_service, goes through x without approval.
+func newEngine(t testing.TB, x workflow.Executor, clock workflow.Clock) *workflow.Engine {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "signoff.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	roles, err := workflow.NewRoles([]workflow.Role{{Name: "agent", Members: []string{"agent:deployer"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := workflow.NewPolicy("r1", []workflow.Rule{{Name: "all", When: "true", Risk: "low"}}, roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := workflow.NewActionSpec("deploy_service", nil, x, []string{"token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := workflow.New(workflow.Config{
+		Store: st, Policy: pol, Roles: roles, Clock: clock,
+		Actions: map[string]*workflow.ActionSpec{"deploy_service": spec},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func proposal() *workflow.Proposal {
+	return &workflow.Proposal{
+		Requester: workflow.Person{ID: "agent:deployer"},
+		Actions:   []workflow.Action{{Name: "deploy_service", Args: deploy.Args}},
+	}
+}
+
+// TestFailureModesOfTheTarget runs the engine against the reference target
+// failing in each way it can: whenever the target committed there is exactly
+// one effect, and none when it refused.
+func TestFailureModesOfTheTarget(t *testing.T) {
+	tests := []struct {
+		name       string
+		faults     []target.Fault
+		lookupDown int
+		noLookup   bool
+		want       workflow.Status
+		effects    int
+		calls      int           // execute requests that reached the target
+		waited     time.Duration // at least, on the engine's clock
+		reason     string
+	}{
+		{name: "commit then drop the connection", faults: []target.Fault{target.DropAfterCommit}, want: workflow.StatusDone, effects: 1, calls: 1},
+		{name: "commit then drop, no lookup_url", faults: []target.Fault{target.DropAfterCommit}, noLookup: true, want: workflow.StatusDone, effects: 1, calls: 2},
+		{name: "500 after commit", faults: []target.Fault{target.FailAfterCommit}, want: workflow.StatusDone, effects: 1, calls: 1},
+		{name: "500 after commit, no lookup_url", faults: []target.Fault{target.FailAfterCommit}, noLookup: true, want: workflow.StatusDone, effects: 1, calls: 2},
+		{name: "slower than the timeout", faults: []target.Fault{target.SlowAfterCommit}, want: workflow.StatusDone, effects: 1, calls: 1},
+		{name: "429 with Retry-After", faults: []target.Fault{target.RateLimited}, want: workflow.StatusDone, effects: 1, calls: 2, waited: 7 * time.Second},
+		{name: "409 refusal", faults: []target.Fault{target.Refuse}, want: workflow.StatusNeedsAttention, effects: 0, calls: 1, reason: "refused by the target: the api is being deployed by someone else (409)"},
+		{name: "lookup down for a while", faults: []target.Fault{target.FailAfterCommit}, lookupDown: 2, want: workflow.StatusDone, effects: 1, calls: 1},
+		{name: "lookup down for too long", faults: []target.Fault{target.FailAfterCommit}, lookupDown: 100, want: workflow.StatusNeedsAttention, effects: 1, calls: 1, reason: "cannot be proven"},
+		{name: "lookup 404 then the resend succeeds", faults: []target.Fault{target.FailBeforeCommit}, want: workflow.StatusDone, effects: 1, calls: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg, srv := startTarget(t)
+			tg.SetRetryAfter(7)
+			tg.SetRefusal("the api is being deployed by someone else")
+			tg.Fail(tt.faults...)
+			tg.LookupDown(tt.lookupDown)
+			cfg := webhook.Config{URL: srv.URL + "/execute", LookupURL: srv.URL + "/operations/{key}", Timeout: 300 * time.Millisecond}
+			if tt.noLookup {
+				cfg.LookupURL = ""
+			}
+			clock := &fakeClock{now: time.Now()}
+			e := newEngine(t, newExec(t, cfg), clock)
+			start := clock.Now()
+			run, err := e.Submit(context.Background(), proposal())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 10 && (run.Status == workflow.StatusExecuting || run.Status == workflow.StatusRunning); i++ {
+				if run, err = e.Resume(context.Background(), run.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if run.Status != tt.want || !strings.Contains(run.Reason, tt.reason) {
+				t.Fatalf("status %s (%q), want %s (%q)", run.Status, run.Reason, tt.want, tt.reason)
+			}
+			if got := len(tg.Ledger()); got != tt.effects {
+				t.Fatalf("effects %d, want %d", got, tt.effects)
+			}
+			calls := 0
+			for _, r := range tg.Received() {
+				if r.Path == "/execute" {
+					calls++
+					if r.IdempotencyKey != run.ID+"/1" {
+						t.Errorf("key %q", r.IdempotencyKey)
+					}
+				}
+			}
+			if calls != tt.calls {
+				t.Fatalf("execute calls %d, want %d", calls, tt.calls)
+			}
+			if w := clock.Now().Sub(start); w < tt.waited {
+				t.Fatalf("waited %v, want at least %v", w, tt.waited)
+			}
+			if tt.want == workflow.StatusDone {
+				v, err := e.Get(context.Background(), run.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var rc workflow.Receipt
+				if err := json.Unmarshal(v.Operations[0].Receipt, &rc); err != nil || rc.ID != "op-1" {
+					t.Fatalf("receipt %s: %v", v.Operations[0].Receipt, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,105 @@
+package workflow_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// callLedger is the ledger for an executor that wants the whole call, as a
+// webhook does; it remembers every call it was given.
+type callLedger struct {
+	*ledger
+	calls []workflow.Call
+}
+
+func (c *callLedger) ExecuteCall(ctx context.Context, call workflow.Call) (workflow.Receipt, error) {
+	c.calls = append(c.calls, call)
+	return c.Execute(ctx, call.Key, call.Action)
+}
+
+func TestExecuteCallCarriesTheRunFingerprintApproversAndAttempt(t *testing.T) {
+	h := newHarness(t)
+	cl := &callLedger{ledger: h.target}
+	h.build(h.store, testPolicy(t, "rev-1", h.roles), func(c *workflow.Config) {
+		spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), cl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Actions = map[string]*workflow.ActionSpec{"request_refund": spec}
+	})
+	h.target.failNext = []error{workflow.Transient(errors.New("connection refused"))}
+	run := h.submit(refund("PAY-1", 119))
+	got, err := h.approve(run.ID, "U0LEAD0001")
+	if err != nil || got.Status != workflow.StatusDone {
+		t.Fatalf("approve: %v %+v", err, got)
+	}
+	if len(cl.calls) != 2 {
+		t.Fatalf("calls = %+v, want 2", cl.calls)
+	}
+	for i, c := range cl.calls {
+		if c.Key != run.ID+"/1" || c.RunID != run.ID || c.Fingerprint != got.Fingerprint || c.Fingerprint == "" ||
+			!slices.Equal(c.ApprovedBy, []string{"U0LEAD0001"}) || c.Attempt != i+1 || c.Action.Name != "request_refund" {
+			t.Errorf("call %d = %+v", i+1, c)
+		}
+	}
+}
+
+func TestRetryAfterIsWaitedBeforeTheNextAttempt(t *testing.T) {
+	tests := []struct {
+		name     string
+		asked    time.Duration
+		atLeast  time.Duration
+		atMostAt time.Duration
+	}{
+		{"the target's wait", 40 * time.Second, 40 * time.Second, 41 * time.Second},
+		{"capped", 24 * time.Hour, workflow.MaxRetryAfter, workflow.MaxRetryAfter + time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.target.failNext = []error{workflow.RetryAfter(errors.New("429"), tt.asked)}
+			start := h.clock.Now()
+			run := h.submit(refund("PAY-2", 5))
+			if run.Status != workflow.StatusDone || len(h.target.Effects()) != 1 {
+				t.Fatalf("status %s effects %v", run.Status, h.target.Effects())
+			}
+			if waited := h.clock.Now().Sub(start); waited < tt.atLeast || waited > tt.atMostAt {
+				t.Fatalf("waited %v, want between %v and %v", waited, tt.atLeast, tt.atMostAt)
+			}
+		})
+	}
+}
+
+func TestLookupDownForAWhileIsAskedAgain(t *testing.T) {
+	tests := []struct {
+		name       string
+		down       int
+		wantStatus workflow.Status
+		wantAsked  int
+	}{
+		{"back before the budget", 2, workflow.StatusDone, 3},
+		{"down past the budget", 10, workflow.StatusNeedsAttention, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.target.afterFail = []error{errors.New("timeout")} // it happened; the answer was lost
+			h.target.lookupDown = tt.down
+			run := h.submit(refund("PAY-2", 5))
+			if run.Status != tt.wantStatus {
+				t.Fatalf("status %s (%s), want %s", run.Status, run.Reason, tt.wantStatus)
+			}
+			if e := h.target.Effects(); len(e) != 1 {
+				t.Fatalf("effects %v, want one", e)
+			}
+			if h.target.lookups != tt.wantAsked {
+				t.Fatalf("lookups %d, want %d", h.target.lookups, tt.wantAsked)
+			}
+		})
+	}
+}
