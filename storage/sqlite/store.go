@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -24,6 +25,8 @@ type Store struct {
 	// deferred BEGIN and query_only reads a WAL snapshot without any lock a writer
 	// waits for.
 	read *sql.DB
+	// commits counts the write transactions committed, for benchmarks.
+	commits atomic.Int64
 }
 
 var _ workflow.Store = (*Store)(nil)
@@ -123,6 +126,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 		}
 		return fmt.Errorf("commit update: %w", interpretError(err))
 	}
+	s.commits.Add(1)
 	return nil
 }
 
