@@ -192,6 +192,9 @@ func benchClicks(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]
 		}); err != nil {
 			return nil, err
 		}
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("clicks: no run was made to click on in %s", d)
+		}
 		views := make([]*workflow.RunView, len(ids))
 		for i, id := range ids {
 			if views[i], err = eng.Get(ctx, id); err != nil {
