@@ -92,7 +92,9 @@ func (s *Store) next(n int, wait bool) []*caller {
 			k := min(n, len(s.queue))
 			out := make([]*caller, k)
 			copy(out, s.queue)
-			s.queue = append(s.queue[:0], s.queue[k:]...)
+			n := copy(s.queue, s.queue[k:])
+			clear(s.queue[n:]) // let the answered callers go
+			s.queue = s.queue[:n]
 			s.mu.Unlock()
 			return out
 		}
