@@ -29,7 +29,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			var left atomic.Int64
 			left.Store(int64(b.N))
 			b.ResetTimer()
-			_, took, err := Drive(b.Context(), clients, 1<<62, func(ctx context.Context) (bool, error) {
+			_, took, err := Drive(b.Context(), clients, 0, func(ctx context.Context) (bool, error) {
 				if left.Add(-1) < 0 {
 					return false, nil
 				}

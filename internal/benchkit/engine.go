@@ -144,9 +144,9 @@ func EndToEnd(ctx context.Context, eng *workflow.Engine) error {
 	return Execute(ctx, eng, id)
 }
 
-// Drive calls op from clients goroutines until d has passed or op says stop
-// (returns false), and returns how many calls succeeded and how long it took.
-// The first error stops every client.
+// Drive calls op from clients goroutines until d has passed (d <= 0: no time
+// limit) or op says stop (returns false), and returns how many calls succeeded
+// and how long it took. The first error stops every client.
 func Drive(ctx context.Context, clients int, d time.Duration, op func(ctx context.Context) (bool, error)) (int64, time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -160,7 +160,7 @@ func Drive(ctx context.Context, clients int, d time.Duration, op func(ctx contex
 	deadline := start.Add(d)
 	for range clients {
 		wg.Go(func() {
-			for ctx.Err() == nil && time.Now().Before(deadline) {
+			for ctx.Err() == nil && (d <= 0 || time.Now().Before(deadline)) {
 				more, err := op(ctx)
 				if err != nil {
 					errOnce.Do(func() { first = err; cancel() })

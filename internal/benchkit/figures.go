@@ -130,7 +130,7 @@ type Click struct {
 }
 
 // Clicks posts clicks to url+path from clients goroutines, each click once,
-// until they run out or d has passed, and returns the rate and the p50 and
+// until they run out or d has passed (d <= 0: no time limit), and returns the rate and the p50 and
 // p99 latencies. next gives the i-th click (false when there is none). Every
 // answer must be 200.
 func Clicks(ctx context.Context, url string, clients int, d time.Duration, next func(i int) (Click, bool)) (Figure, error) {
