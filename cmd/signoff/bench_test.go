@@ -8,20 +8,17 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/internal/benchkit"
+	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 )
 
-// TestBench runs every figure briefly on a new SQLite file named by --db and
-// checks that each one measured something and that the file is gone after.
-// The rates themselves are the benchmark's business, not a test's.
-func TestBench(t *testing.T) {
-	dir := t.TempDir()
-	out := must(t, dir, 0, "bench", "--duration", "30ms", "--json")
+// benchFigures runs bench --json with args and checks that every figure
+// measured something.
+func benchFigures(t *testing.T, dir string, args ...string) *benchReport {
+	t.Helper()
+	out := must(t, dir, 0, append([]string{"bench", "--json"}, args...)...)
 	var rep benchReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
-	}
-	if rep.DB != "sqlite" {
-		t.Errorf("db %q, want sqlite", rep.DB)
 	}
 	seen := map[string]benchkit.Figure{}
 	for _, f := range rep.Figures {
@@ -43,9 +40,22 @@ func TestBench(t *testing.T) {
 		case strings.HasPrefix(k, "e2e/") && f.CommitsPerOp != 6:
 			// submit, decide, intent, attempt, receipt, done
 			t.Errorf("figure %s: %.2f commits per run, want 6", k, f.CommitsPerOp)
+		case strings.HasPrefix(k, "e2e/") && f.BytesPerOp <= 0:
+			t.Errorf("figure %s: the store did not grow: %+v", k, f)
 		case strings.HasPrefix(k, "click") && f.P99 < f.P50:
 			t.Errorf("figure %s: p99 %.2f below p50 %.2f", k, f.P99, f.P50)
 		}
+	}
+	return &rep
+}
+
+// TestBench runs every figure briefly on a new SQLite file named by --db and
+// checks that each one measured something and that the file is gone after.
+// The rates themselves are the benchmark's business, not a test's.
+func TestBench(t *testing.T) {
+	dir := t.TempDir()
+	if rep := benchFigures(t, dir, "--duration", "30ms"); rep.DB != "sqlite" {
+		t.Errorf("db %q, want sqlite", rep.DB)
 	}
 	if _, err := os.Stat(dbPath(dir)); !os.IsNotExist(err) {
 		t.Errorf("the bench store is left behind: %v", err)
@@ -77,5 +87,24 @@ func TestBenchRefusesAnExistingFileAndRemoteServers(t *testing.T) {
 		if err := loopbackOnly(dsn); (err == nil) != ok {
 			t.Errorf("loopbackOnly(%s) = %v", dsn, err)
 		}
+	}
+}
+
+// TestBenchPostgres: bench on a PostgreSQL server works in a schema of its
+// own and drops it after.
+func TestBenchPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	rep := benchFigures(t, t.TempDir(), "--db", dsn, "--duration", "30ms")
+	schema, _, ok := strings.Cut(strings.TrimPrefix(rep.Where, "schema "), ",")
+	if rep.DB != "postgres" || !ok || !strings.HasPrefix(schema, "signoff_bench_") {
+		t.Fatalf("db %q where %q, want postgres in a schema of its own", rep.DB, rep.Where)
+	}
+	conn := pgtest.Conn(t, dsn)
+	var left int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, schema).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("schema %s left behind", schema)
 	}
 }

@@ -137,7 +137,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 	return &Target{
 		Name:      "postgres",
 		Store:     &Counting{Store: st},
-		Where:     "a scratch schema on the server",
+		Where:     "schema " + sc.Schema + ", dropped after",
 		RawCommit: sc.RawCommit,
 		Size:      sc.Size,
 		Syncs:     sc.WALSyncs,

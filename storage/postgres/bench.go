@@ -17,8 +17,9 @@ import (
 // pgx calls a benchmark needs beside the store live here, since this is the
 // one package that imports pgx.
 type Scratch struct {
-	base   string
-	schema string
+	base string
+	// Schema is the scratch schema's name.
+	Schema string
 	// DSN names the scratch schema (its search_path); open the store with it.
 	DSN  string
 	conn *pgx.Conn // the raw commits' connection
@@ -29,12 +30,12 @@ type Scratch struct {
 func NewScratch(ctx context.Context, dsn string) (*Scratch, error) {
 	var b [6]byte
 	rand.Read(b[:])
-	s := &Scratch{base: dsn, schema: "signoff_bench_" + hex.EncodeToString(b[:])}
-	if err := exec(ctx, dsn, `CREATE SCHEMA `+s.schema); err != nil {
+	s := &Scratch{base: dsn, Schema: "signoff_bench_" + hex.EncodeToString(b[:])}
+	if err := exec(ctx, dsn, `CREATE SCHEMA `+s.Schema); err != nil {
 		return nil, fmt.Errorf("bench schema: %w", err)
 	}
 	var err error
-	if s.DSN, err = withSearchPath(dsn, s.schema); err == nil {
+	if s.DSN, err = withSearchPath(dsn, s.Schema); err == nil {
 		_, err = Migrate(ctx, s.DSN)
 	}
 	if err == nil {
@@ -72,7 +73,7 @@ func (s *Scratch) Size(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.conn.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname <> 'raw'`, s.schema).Scan(&n)
+		WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname <> 'raw'`, s.Schema).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("store size: %w", err)
 	}
@@ -94,7 +95,7 @@ func (s *Scratch) Drop(ctx context.Context) error {
 	if s.conn != nil {
 		s.conn.Close(ctx)
 	}
-	if err := exec(ctx, s.base, `DROP SCHEMA IF EXISTS `+s.schema+` CASCADE`); err != nil {
+	if err := exec(ctx, s.base, `DROP SCHEMA IF EXISTS `+s.Schema+` CASCADE`); err != nil {
 		return fmt.Errorf("drop bench schema: %w", err)
 	}
 	return nil
