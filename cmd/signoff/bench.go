@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -287,9 +288,16 @@ func (s *benchSlack) PostEphemeral(_ context.Context, _, _ string, _ []bot.Block
 }
 
 // printBench prints the report as tables for people.
-func printBench(w io.Writer, rep *benchReport) {
-	fmt.Fprintf(w, "signoff bench: %s (%s), %g s per figure, %d CPUs, load average %s\n\n", rep.DB, rep.Where, rep.Duration, rep.CPUs, rep.Load)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+func printBench(out io.Writer, rep *benchReport) {
+	var w bytes.Buffer
+	defer func() {
+		// tabwriter pads empty cells at the ends of lines.
+		for _, line := range strings.Split(strings.TrimRight(w.String(), "\n"), "\n") {
+			fmt.Fprintln(out, strings.TrimRight(line, " "))
+		}
+	}()
+	fmt.Fprintf(&w, "signoff bench: %s (%s), %g s per figure, %d CPUs, load average %s\n\n", rep.DB, rep.Where, rep.Duration, rep.CPUs, rep.Load)
+	tw := tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\t")
 	var raw, e2e1 float64
 	for _, f := range rep.Figures {
@@ -309,8 +317,8 @@ func printBench(w io.Writer, rep *benchReport) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t\n", f.Name, f.Clients, f.PerSec, f.CommitsPerOp, f.SyncsPerOp, f.BytesPerOp)
 	}
 	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(&w)
+	tw = tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "click\tat once\tper second\tp50 ms\tp99 ms\t")
 	for _, f := range rep.Figures {
 		if !strings.HasPrefix(f.Name, "click") {
@@ -325,7 +333,7 @@ func printBench(w io.Writer, rep *benchReport) {
 	tw.Flush()
 	for _, f := range rep.Figures {
 		if f.Name == "e2e" && f.Clients == 64 && raw > 0 && e2e1 > 0 {
-			fmt.Fprintf(w, "\ne2e at 64 clients: %.2fx the raw single-row commit rate, %.1fx one client; %.2f fsyncs per run\n",
+			fmt.Fprintf(&w, "\ne2e at 64 clients: %.2fx the raw single-row commit rate, %.1fx one client; %.2f fsyncs per run\n",
 				f.PerSec/raw, f.PerSec/e2e1, f.SyncsPerOp)
 		}
 	}
