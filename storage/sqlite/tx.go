@@ -120,7 +120,8 @@ func (r rows) Close() { r.Rows.Close() }
 
 // dialect is what SQLite does differently. Its one writer at a time (BEGIN
 // IMMEDIATE holds the file's write lock) makes locks unnecessary, and a failed
-// statement fails only itself, so nothing needs a savepoint.
+// statement fails only itself, so no statement needs a savepoint of its own
+// (each Update of a batch has one: see commit.go).
 type dialect struct{}
 
 func (dialect) Err(err error) error { return interpretError(err) }
