@@ -167,7 +167,7 @@ func (s *Store) batch(pending []*caller) (rest []*caller) {
 		if o.broken != nil {
 			s.rollback(ctx, conn)
 			for _, k := range kept {
-				k.result <- fmt.Errorf("update: the transaction it shared with another was lost: %w", o.broken)
+				k.result <- fmt.Errorf("update lost with the transaction it shared with another: %w", o.broken)
 			}
 			return pending
 		}
@@ -242,7 +242,7 @@ func (s *Store) run(c *caller, conn *sql.Conn, fn func(ctx context.Context, tx w
 	}
 	if _, err := conn.ExecContext(sctx, "RELEASE "+savepoint); err != nil {
 		settled = true
-		o.broken = fmt.Errorf("update: %w", interpretError(err))
+		o.broken = fmt.Errorf("release update: %w", interpretError(err))
 		return o.broken
 	}
 	settled, o.kept = true, true

@@ -333,3 +333,64 @@ func TestUpdateAfterClose(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// TestBatchLostTransaction: when a caller's turn ends the batch's transaction
+// (SQLite rolls a whole transaction back by itself on some errors: a full
+// disk, an I/O error), the callers before it are told their work was lost,
+// and the callers after it go in a new transaction and land.
+func TestBatchLostTransaction(t *testing.T) {
+	const after = 5
+	s := openStore(t, tempPath(t))
+	release := gate(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		_, err := started(ctx, tx, "run-before")
+		return err
+	})
+	breakErr := make(chan error, 1)
+	go func() {
+		breakErr <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			if _, err := started(ctx, tx, "run-breaker"); err != nil {
+				return err
+			}
+			// What SQLite does by itself after such an error.
+			_, err := tx.(*sqlstore.Tx).Conn().Exec(ctx, "ROLLBACK")
+			return err
+		})
+	}()
+	waitQueued(t, s, 1)
+	errs := make([]error, after)
+	var wg sync.WaitGroup
+	for i := range after {
+		wg.Go(func() {
+			errs[i] = s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+				_, err := started(ctx, tx, fmt.Sprintf("run-after-%d", i))
+				return err
+			})
+		})
+	}
+	waitQueued(t, s, 1+after)
+	if err := <-release(); err == nil {
+		t.Error("the caller before the lost transaction was told its work committed")
+	} else {
+		t.Logf("caller before: %v", err)
+	}
+	if err := <-breakErr; err == nil {
+		t.Error("the caller that ended the transaction was told its work committed")
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("caller after %d: %v", i, err)
+		}
+		if !runExists(t, s, fmt.Sprintf("run-after-%d", i)) {
+			t.Errorf("caller after %d: its run is missing", i)
+		}
+	}
+	for _, id := range []string{"run-before", "run-breaker"} {
+		if runExists(t, s, id) {
+			t.Errorf("%s was kept from a lost transaction", id)
+		}
+	}
+	if evs := audit(t, s); len(evs) != 2*after {
+		t.Errorf("%d audit events, want %d", len(evs), 2*after)
+	}
+}
