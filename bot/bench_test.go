@@ -1,20 +1,17 @@
 package bot
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signoff-dev/signoff/internal/benchkit"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -84,50 +81,24 @@ func benchBare(b *testing.B, conc int) {
 }
 
 // runClicks posts every click from conc workers with the timer running and
-// reports requests per second and the p50 and p99 latencies.
+// reports requests per second and the p50 and p99 latencies, with the driver
+// `signoff bench` uses.
 func runClicks(b *testing.B, base string, conc int, clicks []benchClick) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc}}
-	defer client.CloseIdleConnections()
-	lat := make([]time.Duration, len(clicks))
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	b.ResetTimer()
 	b.StartTimer()
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(clicks) {
-					return
-				}
-				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/slack/interactions", bytes.NewReader(clicks[i].body))
-				req.Header = clicks[i].hdr
-				t0 := time.Now()
-				resp, err := client.Do(req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				lat[i] = time.Since(t0)
-				if resp.StatusCode != http.StatusOK {
-					b.Errorf("click %d: status %d", i, resp.StatusCode)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	f, err := benchkit.Clicks(context.Background(), base+"/slack/interactions", conc, 0, func(i int) (benchkit.Click, bool) {
+		if i >= len(clicks) {
+			return benchkit.Click{}, false
+		}
+		return benchkit.Click{Body: clicks[i].body, Header: clicks[i].hdr}, true
+	})
 	b.StopTimer()
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(len(clicks))/elapsed.Seconds(), "req/s")
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(f.PerSec, "req/s")
+	b.ReportMetric(f.P50, "p50-ms")
+	b.ReportMetric(f.P99, "p99-ms")
 }
 
 var benchRef = Ref{RunID: "run_01a22a03beb60001db0e0344", RequestID: "req_01a22a03beb70002c0ffee01", Fingerprint: gFP}

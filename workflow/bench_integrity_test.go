@@ -31,7 +31,7 @@ func BenchmarkIntegrity(b *testing.B) {
 						h.submit(refund("PAY-1", 100))
 					}
 				case "decide", "execute":
-					ids := waiting(b, h, b.N)
+					ids := waitingRefunds(b, h, b.N)
 					if fig == "execute" {
 						for _, id := range ids {
 							if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
@@ -56,4 +56,19 @@ func BenchmarkIntegrity(b *testing.B) {
 			})
 		}
 	}
+}
+
+// waitingRefunds suspends n refunds on the harness, outside the timer.
+func waitingRefunds(b *testing.B, h *harness, n int) []string {
+	b.Helper()
+	h.target.captured["PAY-1"] = float64(n) * 1000
+	ids := make([]string, n)
+	for i := range ids {
+		run := h.submit(refund("PAY-1", 100))
+		if run.Status != workflow.StatusWaitingApproval {
+			b.Fatalf("run %s is %s", run.ID, run.Status)
+		}
+		ids[i] = run.ID
+	}
+	return ids
 }

@@ -3,10 +3,9 @@ package workflow_test
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/internal/benchkit"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -16,94 +15,92 @@ import (
 //
 //	go test -run '^$' -bench SQLite -benchtime 2s ./workflow
 //
+// The bodies are internal/benchkit's, which `signoff bench` runs too (there
+// also from 8 and 64 clients at once):
 // raw_commit: one 2 KB INSERT per transaction: the floor cost of a durable commit.
 // suspend: submit a gated proposal: checks, policy, checkpoint, request, audit (1 commit).
 // decide: approve a waiting run: compare-and-set, decision, checkpoint, audit (1 commit).
 // execute: run an approved action: intent, attempt, call, receipt, done (4 commits).
 func BenchmarkSQLite(b *testing.B) {
-	benchmarkEngine(b, func(b *testing.B) {
-		db, err := sqlite.OpenDB(filepath.Join(b.TempDir(), "raw.db"))
+	benchmarkEngine(b, func(b *testing.B) *benchkit.Target {
+		t, err := benchkit.OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "signoff.db"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer db.Close()
-		if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, payload TEXT)`); err != nil {
-			b.Fatal(err)
-		}
-		payload := strings.Repeat("x", 2048)
-		b.ResetTimer()
-		for b.Loop() {
-			tx, err := db.Begin()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := tx.Exec(`INSERT INTO t (payload) VALUES (?)`, payload); err != nil {
-				b.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}, func(b *testing.B) *harness { return newHarness(b) })
+		b.Cleanup(func() { t.Close() })
+		return t
+	})
 }
 
-// benchmarkEngine runs the four figures on one driver: raw does b.N single-row
-// commits on that driver, newH makes an engine on it.
-func benchmarkEngine(b *testing.B, raw func(b *testing.B), newH func(b *testing.B) *harness) {
+// benchmarkEngine runs the four figures on stores that open makes.
+func benchmarkEngine(b *testing.B, open func(b *testing.B) *benchkit.Target) {
 	b.Run("raw_commit", func(b *testing.B) {
-		raw(b)
+		t := open(b)
+		body := benchkit.Payload(2048)
+		for b.Loop() {
+			if err := t.RawCommit(b.Context(), body); err != nil {
+				b.Fatal(err)
+			}
+		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 	})
 	b.Run("suspend", func(b *testing.B) {
-		h := newH(b)
-		b.ResetTimer()
+		eng := benchEngine(b, open(b))
 		for b.Loop() {
-			h.submit(refund("PAY-1", 100))
+			if _, err := benchkit.Suspend(b.Context(), eng); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 	})
 	b.Run("decide", func(b *testing.B) {
-		h := newH(b)
-		ids := waiting(b, h, b.N)
+		eng := benchEngine(b, open(b))
+		ids := waiting(b, eng, b.N)
 		b.ResetTimer()
 		for i := range b.N {
-			_, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: ids[i], Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
-			if err != nil {
+			if err := benchkit.Decide(b.Context(), eng, ids[i]); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 	})
 	b.Run("execute", func(b *testing.B) {
-		h := newH(b)
-		ids := waiting(b, h, b.N)
+		eng := benchEngine(b, open(b))
+		ids := waiting(b, eng, b.N)
 		for _, id := range ids {
-			if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+			if err := benchkit.Decide(b.Context(), eng, id); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ResetTimer()
 		for i := range b.N {
-			run, err := h.engine.Resume(context.Background(), ids[i])
-			if err != nil || run.Status != workflow.StatusDone {
-				b.Fatalf("resume: %v %v", run, err)
+			if err := benchkit.Execute(b.Context(), eng, ids[i]); err != nil {
+				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 	})
 }
 
-// waiting suspends n runs for a benchmark, outside its timer.
-func waiting(b *testing.B, h *harness, n int) []string {
+func benchEngine(b *testing.B, t *benchkit.Target) *workflow.Engine {
 	b.Helper()
-	h.target.captured["PAY-1"] = float64(n) * 1000
+	eng, err := benchkit.NewEngine(t.Store)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return eng
+}
+
+// waiting suspends n runs for a benchmark, outside its timer.
+func waiting(b *testing.B, eng *workflow.Engine, n int) []string {
+	b.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		run := h.submit(refund("PAY-1", 100))
-		if run.Status != workflow.StatusWaitingApproval {
-			b.Fatalf("run %s is %s", run.ID, run.Status)
+		id, err := benchkit.Suspend(context.Background(), eng)
+		if err != nil {
+			b.Fatal(err)
 		}
-		ids[i] = run.ID
+		ids[i] = id
 	}
 	return ids
 }

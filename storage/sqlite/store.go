@@ -6,17 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 
 	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Store is workflow.Store on one SQLite file. Several Stores, in one process or in
 // several (a CLI beside a running server), may share the file: SQLite's write lock
-// serialises their transactions and WAL lets readers go on meanwhile.
+// serialises their transactions and WAL lets readers go on meanwhile. Within one
+// Store, concurrent Updates are committed together (see Update).
 type Store struct {
 	path string
 	log  *slog.Logger
-	// write runs Update: one connection whose BEGIN is IMMEDIATE (see OpenDB).
+	// write holds the one write connection (see OpenDB); only the committer
+	// goroutine (commit.go) uses it.
 	write *sql.DB
 	// read runs View. mattn/go-sqlite3 ignores sql.TxOptions.ReadOnly and applies
 	// _txlock to every BEGIN, so a read-only transaction on write would take the
@@ -24,6 +28,17 @@ type Store struct {
 	// deferred BEGIN and query_only reads a WAL snapshot without any lock a writer
 	// waits for.
 	read *sql.DB
+	// commits counts the write transactions committed (fsyncs), for benchmarks.
+	commits atomic.Int64
+
+	mu     sync.Mutex
+	queue  []*caller // Updates waiting for the committer
+	closed bool
+	// wake tells the committer the queue is not empty (or the store closed).
+	wake chan struct{}
+	// stopped is closed when the committer has returned.
+	stopped   chan struct{}
+	closeOnce sync.Once
 }
 
 var _ workflow.Store = (*Store)(nil)
@@ -72,58 +87,91 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &Store{path: path, log: o.log, write: write, read: read}, nil
+	s := &Store{path: path, log: o.log, write: write, read: read, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go s.commitLoop()
+	return s, nil
 }
+
+// Commits is how many write transactions the store has committed, each one
+// durable flush. With concurrent Updates it is less than the Updates made.
+func (s *Store) Commits() int64 { return s.commits.Load() }
 
 // Path is the file the store lives in.
 func (s *Store) Path() string { return s.path }
 
-// Close closes both connection pools.
+// Close answers the Updates already queued, then closes both connection pools.
+// Updates after Close fail.
 func (s *Store) Close() error {
 	if s.write == nil {
 		return s.read.Close()
 	}
-	return errors.Join(s.write.Close(), s.read.Close())
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+		<-s.stopped
+		err = errors.Join(s.write.Close(), s.read.Close())
+	})
+	return err
 }
 
-// Update runs fn in one read-write transaction (BEGIN IMMEDIATE: it holds the
-// file's write lock from the start, so it never fails half way on a lock upgrade)
-// and commits when fn returns nil. When fn returns an error the transaction is
-// rolled back and that error is returned as is; when fn panics it is rolled back
-// and the panic goes on. Transactions of one Store queue for its single write
-// connection, so fn must not call Update on the same Store: it would wait for
-// itself.
-func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) (err error) {
+// Update runs fn in a read-write transaction and commits when fn returns nil.
+// When fn returns an error its writes are rolled back and that error is
+// returned as is; when fn panics its writes are rolled back and the panic goes
+// on in the caller's goroutine.
+//
+// Group commit: one goroutine owns the write connection. It gathers the
+// Updates queued when it becomes free (a lone Update never waits for company)
+// into one transaction (BEGIN IMMEDIATE: it holds the file's write lock from
+// the start, so it never fails half way on a lock upgrade), runs each caller's
+// fn in turn in a savepoint of its own, so a failing or panicking fn rolls back
+// alone, then commits and flushes once (synchronous=FULL) and only then answers
+// every caller it holds. If the commit fails, every caller of the batch gets
+// the error and none of their work is kept. Audit events are appended in the
+// order the callers' turns ran, each on the head the previous left.
+//
+// Cancellation: a context that ends before the caller's turn takes it out of
+// the batch (Update returns the context's error); one that ends while fn runs
+// rolls fn's savepoint back (the same). Once fn returned and its savepoint was
+// released, the work is committed with the batch and Update returns the
+// commit's outcome, whatever the context does meanwhile.
+//
+// fn must not call Update on the same Store: it would wait for its own turn.
+// Another Store on the same file (another process: a CLI beside a server)
+// takes the file's write lock between batches and waits up to the busy
+// timeout for it.
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
 	if s.write == nil {
 		return s.readOnly()
 	}
-	sqlTx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin update: %w", interpretError(err))
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("update: %w", err)
 	}
-	done := false
-	defer func() {
-		if done {
-			return
-		}
-		// Runs on an error and while a panic unwinds. ErrTxDone means database/sql
-		// already rolled back because ctx ended.
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && err != nil {
-			err = errors.Join(err, fmt.Errorf("roll back update: %w", rbErr))
-		}
-	}()
-	if err := fn(ctx, newTx(sqlTx, true)); err != nil {
+	c := newCaller(ctx)
+	if err := s.enqueue(c); err != nil {
 		return err
 	}
-	done = true
-	if err := sqlTx.Commit(); err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			// database/sql rolled back when ctx ended; say why, not just "done".
-			return fmt.Errorf("commit update: %w: %w", ctxErr, err)
+	var t turn
+	select {
+	case t = <-c.turn:
+	case <-ctx.Done():
+		if c.state.CompareAndSwap(queued, abandoned) {
+			return fmt.Errorf("update: %w", ctx.Err())
 		}
-		return fmt.Errorf("commit update: %w", interpretError(err))
+		t = <-c.turn // the committer took it first: its turn is coming
 	}
-	return nil
+	if t.err != nil {
+		return t.err
+	}
+	if err := s.run(c, t.conn, fn); err != nil {
+		return err
+	}
+	return <-c.result
 }
 
 // View runs fn in a read-only transaction on a consistent snapshot: the snapshot
@@ -137,5 +185,5 @@ func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx workfl
 	// Nothing to commit; rolling back only ends the snapshot, and its error
 	// could not change what fn read.
 	defer sqlTx.Rollback()
-	return fn(ctx, newTx(sqlTx, false))
+	return fn(ctx, readTx(sqlTx))
 }

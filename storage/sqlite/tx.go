@@ -36,18 +36,47 @@ func interpretError(err error) error {
 	return err
 }
 
-// newTx is workflow.Tx on one database/sql transaction. Byte slices are bound
-// as they are: nil is stored as NULL and read back as nil, an empty slice as a
-// zero-length BLOB and read back as an empty, non-nil slice.
-func newTx(q *sql.Tx, write bool) workflow.Tx {
-	if write {
-		return sqlstore.NewWriteTx(conn{q}, dialect{})
-	}
+// readTx is workflow.Tx on a read-only database/sql transaction (View). Byte
+// slices are bound as they are: nil is stored as NULL and read back as nil, an
+// empty slice as a zero-length BLOB and read back as an empty, non-nil slice.
+func readTx(q *sql.Tx) workflow.Tx {
 	return sqlstore.NewReadTx(conn{q}, dialect{})
 }
 
-// conn is sqlstore.Conn on a database/sql transaction.
-type conn struct{ q *sql.Tx }
+// writeTx is workflow.Tx on the write connection, inside the transaction of a
+// batch (see commit.go). Its statements ignore the caller's cancellation:
+// SQLite answers an interrupted write by rolling back the whole transaction,
+// the other callers' work with it. The caller's context is looked at when fn
+// returns instead.
+func writeTx(c *sql.Conn) workflow.Tx {
+	return sqlstore.NewWriteTx(conn{detached{c}}, dialect{})
+}
+
+// querier is what *sql.Tx and *sql.Conn have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// detached runs statements on a connection without their context's
+// cancellation (its values stay).
+type detached struct{ c *sql.Conn }
+
+func (d detached) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return d.c.ExecContext(context.WithoutCancel(ctx), query, args...)
+}
+
+func (d detached) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return d.c.QueryContext(context.WithoutCancel(ctx), query, args...)
+}
+
+func (d detached) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return d.c.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+}
+
+// conn is sqlstore.Conn on a transaction's statements.
+type conn struct{ q querier }
 
 func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	res, err := c.q.ExecContext(ctx, query, args...)
@@ -69,6 +98,20 @@ func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.
 	return c.q.QueryRowContext(ctx, query, args...)
 }
 
+// inTransaction tells whether c's connection is inside a transaction. SQLite
+// rolls a whole transaction back by itself on some errors (a full disk, an I/O
+// error, an interrupt); then this turns false.
+func inTransaction(c *sql.Conn) bool {
+	in := true
+	_ = c.Raw(func(dc any) error {
+		if sc, ok := dc.(*sqlite3.SQLiteConn); ok {
+			in = !sc.AutoCommit()
+		}
+		return nil
+	})
+	return in
+}
+
 // rows is *sql.Rows as sqlstore.Rows. Close's error is dropped: rows are
 // closed after Err has told whether reading them went well.
 type rows struct{ *sql.Rows }
@@ -77,7 +120,8 @@ func (r rows) Close() { r.Rows.Close() }
 
 // dialect is what SQLite does differently. Its one writer at a time (BEGIN
 // IMMEDIATE holds the file's write lock) makes locks unnecessary, and a failed
-// statement fails only itself, so nothing needs a savepoint.
+// statement fails only itself, so no statement needs a savepoint of its own
+// (each Update of a batch has one: see commit.go).
 type dialect struct{}
 
 func (dialect) Err(err error) error { return interpretError(err) }

@@ -1,0 +1,64 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// NewBareServer is the Slack handler in front of an engine that keeps
+// nothing: every run it is asked about is v, and a decision is counted and
+// answered as recorded. `signoff bench` sets it beside the real handler, to
+// show what the HTTP edge (signature, strict parse, organisation and role
+// checks) costs by itself. cfg.Engine gives the roles; its store is not used.
+func NewBareServer(cfg ServerConfig, v *workflow.RunView) (*Server, *atomic.Int64, error) {
+	if _, err := NewServer(cfg); err != nil {
+		return nil, nil, err
+	}
+	eng := &bareEngine{view: v, roles: cfg.Engine.Roles()}
+	return newServer(eng, cfg), &eng.decided, nil
+}
+
+// bareEngine answers like an engine whose one run waits for approval.
+type bareEngine struct {
+	view    *workflow.RunView
+	roles   *workflow.Roles
+	decided atomic.Int64
+}
+
+var _ runEngine = (*bareEngine)(nil)
+
+var errBare = errors.New("the bare handler keeps no runs")
+
+func (e *bareEngine) Get(context.Context, string) (*workflow.RunView, error) {
+	v := *e.view
+	return &v, nil
+}
+
+func (e *bareEngine) Decide(_ context.Context, in workflow.DecideInput) (*workflow.Run, error) {
+	e.decided.Add(1)
+	return &workflow.Run{ID: in.RunID, Status: workflow.StatusExecuting}, nil
+}
+
+func (e *bareEngine) List(context.Context, workflow.RunFilter) ([]*workflow.Run, error) {
+	return nil, nil
+}
+
+func (e *bareEngine) Cancel(context.Context, string, workflow.Person, string) (*workflow.Run, error) {
+	return nil, errBare
+}
+
+func (e *bareEngine) Reassign(context.Context, string, workflow.Person, workflow.Person) (*workflow.Run, error) {
+	return nil, errBare
+}
+
+func (e *bareEngine) Extend(context.Context, string, workflow.Person, time.Duration) (*workflow.Run, error) {
+	return nil, errBare
+}
+
+func (e *bareEngine) Roles() *workflow.Roles { return e.roles }
+
+func (e *bareEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/signoff-dev/signoff/internal/benchkit"
+	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
+)
+
+// benchFigures runs bench --json with args and checks that every figure
+// measured something.
+func benchFigures(t *testing.T, dir string, args ...string) *benchReport {
+	t.Helper()
+	out := must(t, dir, 0, append([]string{"bench", "--json"}, args...)...)
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	seen := map[string]benchkit.Figure{}
+	for _, f := range rep.Figures {
+		seen[fmt.Sprintf("%s/%d", f.Name, f.Clients)] = f
+	}
+	want := []string{"raw_commit/1", "click/1", "click/64", "click_bare/1", "click_bare/64"}
+	for _, c := range []int{1, 8, 64} {
+		for _, name := range []string{"suspend", "decide", "e2e"} {
+			want = append(want, fmt.Sprintf("%s/%d", name, c))
+		}
+	}
+	for _, k := range want {
+		f, ok := seen[k]
+		switch {
+		case !ok:
+			t.Errorf("no figure %s", k)
+		case f.Ops == 0 || f.PerSec <= 0:
+			t.Errorf("figure %s measured nothing: %+v", k, f)
+		case strings.HasPrefix(k, "e2e/") && f.CommitsPerOp != 6:
+			// submit, decide, intent, attempt, receipt, done
+			t.Errorf("figure %s: %.2f commits per run, want 6", k, f.CommitsPerOp)
+		case strings.HasPrefix(k, "e2e/") && f.BytesPerOp <= 0:
+			t.Errorf("figure %s: the store did not grow: %+v", k, f)
+		case strings.HasPrefix(k, "click") && f.P99 < f.P50:
+			t.Errorf("figure %s: p99 %.2f below p50 %.2f", k, f.P99, f.P50)
+		}
+	}
+	return &rep
+}
+
+// TestBench runs every figure briefly on a new SQLite file named by --db and
+// checks that each one measured something and that the file is gone after.
+// The rates themselves are the benchmark's business, not a test's.
+func TestBench(t *testing.T) {
+	dir := t.TempDir()
+	if rep := benchFigures(t, dir, "--duration", "30ms"); rep.DB != "sqlite" {
+		t.Errorf("db %q, want sqlite", rep.DB)
+	}
+	if _, err := os.Stat(dbPath(dir)); !os.IsNotExist(err) {
+		t.Errorf("the bench store is left behind: %v", err)
+	}
+	// The table for people.
+	table := must(t, t.TempDir(), 0, "bench", "--duration", "10ms")
+	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "fsyncs/op"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("bench table lacks %q:\n%s", s, table)
+		}
+	}
+}
+
+func TestBenchRefusesAnExistingFileAndRemoteServers(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dbPath(dir), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := signoff(t, dir, "bench", "--duration", "10ms"); code == 0 || !strings.Contains(errs, "exists") {
+		t.Errorf("bench on an existing file: exit %d, %s", code, errs)
+	}
+	if b, _ := os.ReadFile(dbPath(dir)); string(b) != "mine" {
+		t.Error("bench changed an existing file")
+	}
+	for dsn, ok := range map[string]bool{
+		"postgres://u@127.0.0.1:5432/db": true, "postgresql://localhost/db": true, "postgres://[::1]/db": true,
+		"postgres://db.example.com/db": false, "postgres://10.0.0.5/db": false,
+	} {
+		if err := loopbackOnly(dsn); (err == nil) != ok {
+			t.Errorf("loopbackOnly(%s) = %v", dsn, err)
+		}
+	}
+}
+
+// TestBenchPostgres: bench on a PostgreSQL server works in a schema of its
+// own and drops it after.
+func TestBenchPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	rep := benchFigures(t, t.TempDir(), "--db", dsn, "--duration", "30ms")
+	schema, _, ok := strings.Cut(strings.TrimPrefix(rep.Where, "schema "), ",")
+	if rep.DB != "postgres" || !ok || !strings.HasPrefix(schema, "signoff_bench_") {
+		t.Fatalf("db %q where %q, want postgres in a schema of its own", rep.DB, rep.Where)
+	}
+	conn := pgtest.Conn(t, dsn)
+	var left int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, schema).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("schema %s left behind", schema)
+	}
+}

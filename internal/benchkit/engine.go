@@ -1,0 +1,196 @@
+package benchkit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// The people of the benchmark's engine.
+const (
+	Requester = "agent:bench"
+	Approver  = "U0LEAD0001"
+)
+
+const refundSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["payment_id", "amount"],
+  "properties": {
+    "payment_id": {"type": "string", "minLength": 1},
+    "amount": {"type": "number", "exclusiveMinimum": 0}
+  }
+}`
+
+// NewEngine is an engine on st with one action, request_refund, that always
+// needs a team lead's approval, and an executor that does nothing but keep
+// its receipts, so that the figures are the engine's and the store's.
+func NewEngine(st workflow.Store) (*workflow.Engine, error) {
+	roles, err := workflow.NewRoles([]workflow.Role{
+		{Name: "agent", Members: []string{Requester}},
+		{Name: "team_lead", Members: []string{Approver}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	policy, err := workflow.NewPolicy("bench", []workflow.Rule{{
+		Name: "refund", When: `action.name == "request_refund"`, Risk: "high",
+		Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(72 * 3600)},
+	}}, roles)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), &target{receipts: map[string]workflow.Receipt{}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles,
+		Actions: map[string]*workflow.ActionSpec{"request_refund": spec}})
+}
+
+// target is an executor that keeps its receipts in memory.
+type target struct {
+	mu       sync.Mutex
+	receipts map[string]workflow.Receipt
+}
+
+func (t *target) Check(context.Context, workflow.Action) error { return nil }
+
+func (t *target) Execute(_ context.Context, key string, _ workflow.Action) (workflow.Receipt, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if rc, ok := t.receipts[key]; ok {
+		return rc, nil
+	}
+	rc := workflow.Receipt{ID: fmt.Sprintf("RF-%d", len(t.receipts)+1)}
+	t.receipts[key] = rc
+	return rc, nil
+}
+
+func (t *target) Lookup(_ context.Context, key string) (workflow.Receipt, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rc, ok := t.receipts[key]
+	return rc, ok, nil
+}
+
+// evidence is about 2 KB, the payload of a run in the figures of
+// DESIGN's perf anchors.
+var evidence = json.RawMessage(`{"note":"` + strings.Repeat("x", 2000) + `"}`)
+
+// Proposal is a gated refund with about 2 KB of evidence.
+func Proposal() *workflow.Proposal {
+	return &workflow.Proposal{
+		TaskID:    "T-BENCH",
+		Requester: workflow.Person{ID: Requester, Name: "Bench"},
+		Summary:   "refund a duplicate charge",
+		Actions:   []workflow.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}},
+		Evidence:  []workflow.Evidence{{Source: "get_payments", Data: evidence}},
+	}
+}
+
+// Suspend submits a gated proposal: the run waits for approval.
+func Suspend(ctx context.Context, eng *workflow.Engine) (string, error) {
+	run, err := eng.Submit(ctx, Proposal())
+	if err != nil {
+		return "", fmt.Errorf("submit: %w", err)
+	}
+	if run.Status != workflow.StatusWaitingApproval {
+		return "", fmt.Errorf("submitted run %s is %s, want waiting_approval", run.ID, run.Status)
+	}
+	return run.ID, nil
+}
+
+// Decide approves a waiting run.
+func Decide(ctx context.Context, eng *workflow.Engine, id string) error {
+	run, err := eng.Decide(ctx, workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: Approver}, Verdict: workflow.VerdictApprove, Via: "cli"})
+	if err != nil {
+		return fmt.Errorf("decide: %w", err)
+	}
+	if run.Status != workflow.StatusExecuting {
+		return fmt.Errorf("approved run %s is %s, want executing", id, run.Status)
+	}
+	return nil
+}
+
+// Execute runs an approved run's action to the end.
+func Execute(ctx context.Context, eng *workflow.Engine, id string) error {
+	run, err := eng.Resume(ctx, id)
+	if err != nil {
+		return fmt.Errorf("execute: %w", err)
+	}
+	if run.Status != workflow.StatusDone {
+		return fmt.Errorf("executed run %s is %s, want done", id, run.Status)
+	}
+	return nil
+}
+
+// EndToEnd is one whole run: submit, wait (the run is waiting), approve,
+// execute, done.
+func EndToEnd(ctx context.Context, eng *workflow.Engine) error {
+	id, err := Suspend(ctx, eng)
+	if err != nil {
+		return err
+	}
+	if err := Decide(ctx, eng, id); err != nil {
+		return err
+	}
+	return Execute(ctx, eng, id)
+}
+
+// Drive calls op from clients goroutines until d has passed (d <= 0: no time
+// limit) or op says stop (returns false), and returns how many calls succeeded
+// and how long it took. The first error stops every client.
+func Drive(ctx context.Context, clients int, d time.Duration, op func(ctx context.Context) (bool, error)) (int64, time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		n       atomic.Int64
+		errOnce sync.Once
+		first   error
+		wg      sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for range clients {
+		wg.Go(func() {
+			for ctx.Err() == nil && (d <= 0 || time.Now().Before(deadline)) {
+				more, err := op(ctx)
+				if err != nil {
+					errOnce.Do(func() { first = err; cancel() })
+					return
+				}
+				if !more {
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return n.Load(), time.Since(start), first
+}
+
+// Queue hands out ids to concurrent clients, each once.
+type Queue struct {
+	ids  []string
+	next atomic.Int64
+}
+
+// NewQueue is a queue of ids.
+func NewQueue(ids []string) *Queue { return &Queue{ids: ids} }
+
+// Take returns the next id, or false when none is left.
+func (q *Queue) Take() (string, bool) {
+	i := q.next.Add(1) - 1
+	if i >= int64(len(q.ids)) {
+		return "", false
+	}
+	return q.ids[i], true
+}

@@ -1,0 +1,189 @@
+package benchkit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Figure is one measured rate.
+type Figure struct {
+	// Name is raw_commit, suspend, decide, e2e, click or click_bare.
+	Name    string  `json:"name"`
+	Clients int     `json:"clients"`
+	Ops     int64   `json:"ops"`
+	Seconds float64 `json:"seconds"`
+	PerSec  float64 `json:"per_sec"`
+	// CommitsPerOp: Updates that committed, per operation.
+	CommitsPerOp float64 `json:"commits_per_op,omitempty"`
+	// SyncsPerOp: durable flushes per operation (see Target.Syncs).
+	SyncsPerOp float64 `json:"fsyncs_per_op,omitempty"`
+	// BytesPerOp: growth of the store per operation.
+	BytesPerOp float64 `json:"bytes_per_op,omitempty"`
+	// P50 and P99 are latencies of clicks, in milliseconds.
+	P50 float64 `json:"p50_ms,omitempty"`
+	P99 float64 `json:"p99_ms,omitempty"`
+}
+
+// Measure runs the store figures on t: the raw single-row commit, then at
+// each number of clients suspend (submit a gated proposal), decide (approve
+// the runs suspend left waiting) and e2e (submit, wait, approve, execute,
+// done), each for about d.
+func Measure(ctx context.Context, t *Target, eng *workflow.Engine, clients []int, d time.Duration) ([]Figure, error) {
+	var out []Figure
+	body := Payload(2048)
+	n, took, err := Drive(ctx, 1, d, func(ctx context.Context) (bool, error) { return true, t.RawCommit(ctx, body) })
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, Figure{Name: "raw_commit", Clients: 1, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()})
+	for _, c := range clients {
+		var (
+			mu  sync.Mutex
+			ids []string
+		)
+		f, err := t.figure(ctx, "suspend", c, func() (int64, time.Duration, error) {
+			return Drive(ctx, c, d, func(ctx context.Context) (bool, error) {
+				id, err := Suspend(ctx, eng)
+				if err == nil {
+					mu.Lock()
+					ids = append(ids, id)
+					mu.Unlock()
+				}
+				return true, err
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+		q := NewQueue(ids)
+		f, err = t.figure(ctx, "decide", c, func() (int64, time.Duration, error) {
+			return Drive(ctx, c, d, func(ctx context.Context) (bool, error) {
+				id, ok := q.Take()
+				if !ok {
+					return false, nil
+				}
+				return true, Decide(ctx, eng, id)
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+		f, err = t.figure(ctx, "e2e", c, func() (int64, time.Duration, error) {
+			return Drive(ctx, c, d, func(ctx context.Context) (bool, error) { return true, EndToEnd(ctx, eng) })
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// figure runs one measurement and reads the store's commits, flushes and size
+// around it.
+func (t *Target) figure(ctx context.Context, name string, clients int, run func() (int64, time.Duration, error)) (Figure, error) {
+	size0, err := t.Size(ctx)
+	if err != nil {
+		return Figure{}, err
+	}
+	sync0, err := t.Syncs(ctx)
+	if err != nil {
+		return Figure{}, err
+	}
+	commits0 := t.Store.Commits()
+	n, took, err := run()
+	if err != nil {
+		return Figure{}, fmt.Errorf("%s with %d clients: %w", name, clients, err)
+	}
+	commits := t.Store.Commits() - commits0
+	sync1, err := t.Syncs(ctx)
+	if err != nil {
+		return Figure{}, err
+	}
+	size1, err := t.Size(ctx)
+	if err != nil {
+		return Figure{}, err
+	}
+	f := Figure{Name: name, Clients: clients, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}
+	if n > 0 {
+		f.CommitsPerOp = float64(commits) / float64(n)
+		f.SyncsPerOp = float64(sync1-sync0) / float64(n)
+		f.BytesPerOp = float64(size1-size0) / float64(n)
+	}
+	return f, nil
+}
+
+// Click is one signed Slack request.
+type Click struct {
+	Body   []byte
+	Header http.Header
+}
+
+// Clicks posts clicks to url+path from clients goroutines, each click once,
+// until they run out or d has passed (d <= 0: no time limit), and returns the rate and the p50 and
+// p99 latencies. next gives the i-th click (false when there is none). Every
+// answer must be 200.
+func Clicks(ctx context.Context, url string, clients int, d time.Duration, next func(i int) (Click, bool)) (Figure, error) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients}}
+	defer client.CloseIdleConnections()
+	var (
+		mu  sync.Mutex
+		lat []time.Duration
+		i   int
+	)
+	take := func() (Click, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		c, ok := next(i)
+		i++
+		return c, ok
+	}
+	n, took, err := Drive(ctx, clients, d, func(ctx context.Context) (bool, error) {
+		c, ok := take()
+		if !ok {
+			return false, nil
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(c.Body))
+		if err != nil {
+			return false, err
+		}
+		req.Header = c.Header
+		t0 := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, fmt.Errorf("click: %w", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		l := time.Since(t0)
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("click: status %d", resp.StatusCode)
+		}
+		mu.Lock()
+		lat = append(lat, l)
+		mu.Unlock()
+		return true, nil
+	})
+	if err != nil {
+		return Figure{}, err
+	}
+	f := Figure{Clients: clients, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		pct := func(p float64) float64 {
+			return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+		}
+		f.P50, f.P99 = pct(0.50), pct(0.99)
+	}
+	return f, nil
+}

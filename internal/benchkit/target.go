@@ -1,0 +1,173 @@
+// Package benchkit holds what the speed figures are made of, shared by the
+// benchmarks and `signoff bench`: the store to measure (a Target, with its raw
+// single-row commit and its size), an engine with one gated action, and the
+// drivers that run suspend, decide, end-to-end runs and clicks from N
+// concurrent clients for a bounded time.
+package benchkit
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/signoff-dev/signoff/storage/postgres"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Target is one store to measure, with what the figures are read against.
+type Target struct {
+	// Name says which database: "sqlite" or "postgres".
+	Name string
+	// Store counts the Updates that committed.
+	Store *Counting
+	// RawCommit commits one row of body in a transaction of its own, on the
+	// same disk (SQLite) or server (PostgreSQL) as the store.
+	RawCommit func(ctx context.Context, body []byte) error
+	// Size is the bytes the store takes.
+	Size func(ctx context.Context) (int64, error)
+	// Syncs counts durable flushes so far: SQLite's committed transactions, or
+	// the PostgreSQL server's WAL flushes (the whole server's).
+	Syncs func(ctx context.Context) (int64, error)
+	// Where says where the store lives, for the report.
+	Where string
+	close func() error
+}
+
+// Close closes the store and removes what the target made.
+func (t *Target) Close() error { return t.close() }
+
+// OpenSQLite makes a new store in the SQLite file at path, which must not
+// exist, and a file of raw commits beside it. Close removes both.
+func OpenSQLite(ctx context.Context, path string) (*Target, error) {
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("bench store %s: the file exists (the benchmark writes thousands of runs: name a new file)", path)
+	}
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	rawPath := filepath.Join(filepath.Dir(path), "raw-"+filepath.Base(path))
+	raw, err := sqlite.OpenDB(rawPath)
+	if err == nil {
+		_, err = raw.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS raw (id INTEGER PRIMARY KEY, body BLOB NOT NULL)`)
+	}
+	// A connection of its own to fold the WAL into the file before measuring it.
+	var probe *sql.DB
+	if err == nil {
+		probe, err = sqlite.OpenDB(path)
+	}
+	remove := func() error {
+		var errs []error
+		for _, p := range []string{path, rawPath} {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				if err := os.Remove(p + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}
+	if err != nil {
+		st.Close()
+		if raw != nil {
+			raw.Close()
+		}
+		return nil, errors.Join(fmt.Errorf("bench store: %w", err), remove())
+	}
+	return &Target{
+		Name:  "sqlite",
+		Store: &Counting{Store: st},
+		Where: path,
+		RawCommit: func(ctx context.Context, body []byte) error {
+			tx, err := raw.BeginTx(ctx, nil)
+			if err != nil {
+				return fmt.Errorf("raw commit: %w", err)
+			}
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(ctx, `INSERT INTO raw (body) VALUES (?)`, body); err != nil {
+				return fmt.Errorf("raw commit: %w", err)
+			}
+			if err := tx.Commit(); err != nil {
+				return fmt.Errorf("raw commit: %w", err)
+			}
+			return nil
+		},
+		Size: func(ctx context.Context) (int64, error) {
+			// The WAL is reused, not truncated, after a checkpoint: fold it
+			// into the file and truncate it, then the file is the store.
+			if _, err := probe.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+				return 0, fmt.Errorf("store size: %w", err)
+			}
+			var n int64
+			for _, suffix := range []string{"", "-wal"} {
+				fi, err := os.Stat(path + suffix)
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					return 0, fmt.Errorf("store size: %w", err)
+				}
+				if err == nil {
+					n += fi.Size()
+				}
+			}
+			return n, nil
+		},
+		Syncs: func(context.Context) (int64, error) { return st.Commits(), nil },
+		close: func() error {
+			return errors.Join(st.Close(), raw.Close(), probe.Close(), remove())
+		},
+	}, nil
+}
+
+// OpenPostgres makes a new store in a schema of its own on the server at dsn,
+// with a table of raw commits beside it. Close drops the schema.
+func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
+	sc, err := postgres.NewScratch(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	st, err := postgres.Open(ctx, sc.DSN)
+	if err != nil {
+		return nil, errors.Join(err, sc.Drop(context.WithoutCancel(ctx)))
+	}
+	return &Target{
+		Name:      "postgres",
+		Store:     &Counting{Store: st},
+		Where:     "schema " + sc.Schema + ", dropped after",
+		RawCommit: sc.RawCommit,
+		Size:      sc.Size,
+		Syncs:     sc.WALSyncs,
+		close: func() error {
+			return errors.Join(st.Close(), sc.Drop(context.Background()))
+		},
+	}, nil
+}
+
+// Counting is a store that counts the Updates that committed.
+type Counting struct {
+	workflow.Store
+	commits atomic.Int64
+}
+
+// Update is the store's, counted when it returns nil.
+func (c *Counting) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+	err := c.Store.Update(ctx, fn)
+	if err == nil {
+		c.commits.Add(1)
+	}
+	return err
+}
+
+// Commits is how many Updates committed so far.
+func (c *Counting) Commits() int64 { return c.commits.Load() }
+
+// Payload is n random bytes, the body of a raw commit.
+func Payload(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}

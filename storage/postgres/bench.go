@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Scratch is a schema of its own on a server, for `signoff bench`: a store is
+// migrated into it beside a table of raw commits, and Drop removes it all. The
+// pgx calls a benchmark needs beside the store live here, since this is the
+// one package that imports pgx.
+type Scratch struct {
+	base string
+	// Schema is the scratch schema's name.
+	Schema string
+	// DSN names the scratch schema (its search_path); open the store with it.
+	DSN  string
+	conn *pgx.Conn // the raw commits' connection
+}
+
+// NewScratch creates a new schema on the server at dsn, migrates a store into
+// it and creates the raw commits' table there.
+func NewScratch(ctx context.Context, dsn string) (*Scratch, error) {
+	var b [6]byte
+	rand.Read(b[:])
+	s := &Scratch{base: dsn, Schema: "signoff_bench_" + hex.EncodeToString(b[:])}
+	if err := exec(ctx, dsn, `CREATE SCHEMA `+s.Schema); err != nil {
+		return nil, fmt.Errorf("bench schema: %w", err)
+	}
+	var err error
+	if s.DSN, err = withSearchPath(dsn, s.Schema); err == nil {
+		_, err = Migrate(ctx, s.DSN)
+	}
+	if err == nil {
+		s.conn, err = pgx.Connect(ctx, s.DSN)
+	}
+	if err == nil {
+		_, err = s.conn.Exec(ctx, `CREATE TABLE raw (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body BYTEA NOT NULL)`)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bench schema: %w", errors.Join(err, s.Drop(ctx)))
+	}
+	return s, nil
+}
+
+// RawCommit commits one row of body in a transaction of its own: BEGIN,
+// INSERT, COMMIT, as the store's transactions pay them.
+func (s *Scratch) RawCommit(ctx context.Context, body []byte) error {
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("raw commit: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO raw (body) VALUES ($1)`, body); err != nil {
+		return fmt.Errorf("raw commit: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("raw commit: %w", err)
+	}
+	return nil
+}
+
+// Size is the bytes the store's tables (with their indexes and TOAST) take,
+// the raw commits' table left out.
+func (s *Scratch) Size(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.conn.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname <> 'raw'`, s.Schema).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store size: %w", err)
+	}
+	return n, nil
+}
+
+// WALSyncs is the server's count of WAL flushes (pg_stat_wal.wal_sync): the
+// whole server's, so other work on it counts too.
+func (s *Scratch) WALSyncs(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.conn.QueryRow(ctx, `SELECT wal_sync FROM pg_stat_wal`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("wal syncs: %w", err)
+	}
+	return n, nil
+}
+
+// Drop removes the scratch schema and everything in it.
+func (s *Scratch) Drop(ctx context.Context) error {
+	if s.conn != nil {
+		s.conn.Close(ctx)
+	}
+	if err := exec(ctx, s.base, `DROP SCHEMA IF EXISTS `+s.Schema+` CASCADE`); err != nil {
+		return fmt.Errorf("drop bench schema: %w", err)
+	}
+	return nil
+}
+
+func exec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// withSearchPath is dsn with its search_path set to schema; pgx sends unknown
+// DSN parameters to the server as run-time settings.
+func withSearchPath(dsn, schema string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", err
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	return dsn + " search_path=" + schema, nil
+}
