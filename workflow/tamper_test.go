@@ -139,6 +139,12 @@ func tamperCases() []tamperCase {
 		"hash": "'" + strings.Repeat("9", 64) + "'", "checkpoint_seq": "checkpoint_seq + 1", "checkpoint_hash": "'" + strings.Repeat("a", 64) + "'",
 		"key_id": "'other'", "mac": "'" + strings.Repeat("b", 64) + "'",
 	})
+	// The run row is not sealed: what in it decides anything is checked
+	// against the sealed checkpoint (status, seq, fingerprint). Its other
+	// columns are bookkeeping (leases, timestamps, list filters).
+	add("runs", "id = ?", false, map[string]string{
+		"status": "'waiting_approval'", "seq": "seq - 1", "fingerprint": "'" + strings.Repeat("e", 64) + "'",
+	})
 	// The head has no run: its condition takes the run id only to use it.
 	add("integrity_head", "id = 1 AND ? <> ''", false, map[string]string{
 		"keyed_since": "keyed_since + 86400000", "seq": "seq - 1", "hash": "'" + strings.Repeat("c", 64) + "'",

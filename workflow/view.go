@@ -415,8 +415,17 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 	rep.Checkpoints += len(cps)
 	rep.Unkeyed += countUnsealed(cps, reqs, decs, ops)
 	var ie *IntegrityError
-	if _, err := VerifyChain(r.ID, cps); errors.As(err, &ie) {
+	st, err := VerifyChain(r.ID, cps)
+	if errors.As(err, &ie) {
 		return ie, nil
+	}
+	// The run row is not sealed; what in it decides anything must agree with
+	// the sealed checkpoint, as the engine insists when it loads the run.
+	switch {
+	case st != nil && st.Status != r.Status && r.Status != StatusNeedsAttention:
+		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", r.Status, st.Status)}, nil
+	case st != nil && st.Gate != nil && r.Fingerprint != "" && r.Fingerprint != st.Gate.Fingerprint:
+		return &IntegrityError{RunID: r.ID, Problem: "the run row's fingerprint is not the one its checkpoint approved"}, nil
 	}
 	if err := e.in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
 		return ie, nil
