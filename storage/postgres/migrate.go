@@ -3,11 +3,8 @@ package postgres
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,7 +27,7 @@ var (
 	// ErrNotMigrated: the database lacks migrations this build needs. Open never
 	// migrates (several replicas starting at once should not all try, and a
 	// schema change is an operator's decision); run `signoff migrate`.
-	ErrNotMigrated = errors.New("database schema is not migrated")
+	ErrNotMigrated = schema.ErrNotMigrated
 	// ErrSchemaTooNew: the database was migrated by a newer build of signoff.
 	ErrSchemaTooNew = schema.ErrTooNew
 	// ErrMigrationChanged: an applied migration's recorded checksum differs from
@@ -210,18 +207,9 @@ func checkSchema(ctx context.Context, q querier) error {
 			return err
 		}
 	}
-	var missing []string
-	for _, m := range migrations {
-		if !slices.ContainsFunc(applied, func(a appliedMigration) bool { return a.version == m.Version }) {
-			missing = append(missing, fmt.Sprintf("%d (%s)", m.Version, m.Name))
-		}
+	versions := make([]int, len(applied))
+	for i, a := range applied {
+		versions[i] = a.version
 	}
-	if len(missing) > 0 {
-		what := "version " + missing[0] + " is"
-		if len(missing) > 1 {
-			what = "versions " + strings.Join(missing, ", ") + " are"
-		}
-		return fmt.Errorf("%w: schema %s not applied; run `signoff migrate`", ErrNotMigrated, what)
-	}
-	return nil
+	return schema.Missing(migrations, versions, "run `signoff migrate`")
 }

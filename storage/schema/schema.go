@@ -38,7 +38,29 @@ var (
 	// ErrChanged: an applied migration's recorded checksum differs from the file
 	// this build embeds, so the schema is not what this build expects.
 	ErrChanged = errors.New("applied migration differs from this build")
+	// ErrNotMigrated: the database lacks migrations this build needs.
+	ErrNotMigrated = errors.New("database schema is not migrated")
 )
+
+// Missing refuses a database that has not applied every one of files, given
+// the versions it has applied: ErrNotMigrated, naming what is missing and
+// saying fix (what to run). It returns nil when nothing is missing.
+func Missing(files []File, applied []int, fix string) error {
+	var missing []string
+	for _, m := range files {
+		if !slices.Contains(applied, m.Version) {
+			missing = append(missing, fmt.Sprintf("%d (%s)", m.Version, m.Name))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	what := "version " + missing[0] + " is"
+	if len(missing) > 1 {
+		what = "versions " + strings.Join(missing, ", ") + " are"
+	}
+	return fmt.Errorf("%w: schema %s not applied; %s", ErrNotMigrated, what, fix)
+}
 
 // Parse reads migrations/NNN_name.sql files and insists on versions 1, 2, 3, …
 // with no gap, so that "the highest applied version" means "everything up to it".

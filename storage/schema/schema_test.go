@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -48,5 +49,29 @@ func TestParseOrdersAndChecksums(t *testing.T) {
 	}
 	if errors.Is(ErrTooNew, ErrChanged) {
 		t.Fatal("the two refusals must be told apart")
+	}
+}
+
+func TestMissing(t *testing.T) {
+	files := []File{
+		{Migration: Migration{Version: 1, Name: "init"}},
+		{Migration: Migration{Version: 2, Name: "replay_cache"}},
+		{Migration: Migration{Version: 3, Name: "integrity"}},
+	}
+	for _, tc := range []struct {
+		applied []int
+		want    string
+	}{
+		{[]int{1, 2, 3}, ""},
+		{[]int{1, 2}, "schema version 3 (integrity) is not applied; run it"},
+		{nil, "schema versions 1 (init), 2 (replay_cache), 3 (integrity) are not applied; run it"},
+	} {
+		err := Missing(files, tc.applied, "run it")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("applied %v: %v", tc.applied, err)
+		case tc.want != "" && (!errors.Is(err, ErrNotMigrated) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("applied %v: %v, want ErrNotMigrated saying %q", tc.applied, err, tc.want)
+		}
 	}
 }

@@ -10,15 +10,15 @@ import (
 	"net/url"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/signoff-dev/signoff/storage/schema"
 )
 
 var (
 	// ErrNotMigrated: the file lacks migrations this build needs. A read-only
 	// store never migrates; any command that writes (or `signoff migrate`) does.
-	ErrNotMigrated = errors.New("store schema is not migrated")
+	ErrNotMigrated = schema.ErrNotMigrated
 	// ErrNoStore: there is no store file at the path a read-only open was given;
 	// reading never creates one.
 	ErrNoStore = errors.New("no store file")
@@ -126,20 +126,11 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 	}
-	var missing []string
-	for _, m := range migrations {
-		if !slices.ContainsFunc(applied, func(a appliedMigration) bool { return a.version == m.Version }) {
-			missing = append(missing, fmt.Sprintf("%d (%s)", m.Version, m.Name))
-		}
+	versions := make([]int, len(applied))
+	for i, a := range applied {
+		versions[i] = a.version
 	}
-	if len(missing) > 0 {
-		what := "version " + missing[0] + " is"
-		if len(missing) > 1 {
-			what = "versions " + strings.Join(missing, ", ") + " are"
-		}
-		return fmt.Errorf("%w: schema %s not applied; run `signoff migrate` (or any command that writes) with this build", ErrNotMigrated, what)
-	}
-	return nil
+	return schema.Missing(migrations, versions, "run `signoff migrate` (or any command that writes) with this build")
 }
 
 // readOnly is what Update answers on a read-only store.
