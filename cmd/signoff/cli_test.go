@@ -1229,3 +1229,36 @@ func TestShopOrders(t *testing.T) {
 		t.Errorf("PAY-507862-2 after the refund: %+v", p)
 	}
 }
+
+// Fields an action lists under redact: are hidden on the terminal as in
+// Slack, in every command that prints arguments; --json and the executor
+// still get the stored values, and an --edit that leaves "[redacted]" keeps them.
+func TestRedactedArgumentsAreHiddenOnTheTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "signoff.yaml", "request_refund: {executor: demo}", "request_refund: {executor: demo, redact: [reason_code]}")
+	const hidden = "RFD-DOUBLE"
+	prop := fixture("refund-double-charge.json")
+	var printed strings.Builder
+	printed.WriteString(must(t, dir, 0, "--config", cfg, "policy", "explain", prop))
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", prop))
+	shown := must(t, dir, exitWaiting, "--config", cfg, "show", id)
+	if !strings.Contains(shown, `"reason_code":"[redacted]"`) {
+		t.Errorf("show does not mark the hidden field:\n%s", shown)
+	}
+	printed.WriteString(shown)
+	printed.WriteString(must(t, dir, 0, "--config", cfg, "runs"))
+	// The arguments as show printed them, amount changed: the hidden field keeps its stored value.
+	edit := `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60.00, "currency": "CAD", "reason_code": "[redacted]"}`
+	printed.WriteString(must(t, dir, exitDone, "--config", cfg, "approve", id, "--as", lead1, "--edit", edit))
+	printed.WriteString(must(t, dir, exitDone, "--config", cfg, "show", id))
+	printed.WriteString(must(t, dir, 0, "--config", cfg, "trace", id))
+	printed.WriteString(must(t, dir, 0, "--config", cfg, "history", id))
+	if strings.Contains(printed.String(), hidden) {
+		t.Errorf("a redacted argument is printed on the terminal:\n%s", printed.String())
+	}
+	if js := must(t, dir, exitDone, "--config", cfg, "show", id, "--json"); !strings.Contains(js, hidden) {
+		t.Errorf("show --json must carry the stored arguments:\n%s", js)
+	}
+	oneRefund(t, dir, id+"/1", "60.00")
+}

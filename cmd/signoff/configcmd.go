@@ -85,7 +85,10 @@ func (c *cli) policyCmd() *cobra.Command {
 				c.code = exitAttention
 				return nil
 			}
-			renderExplanation(c.out, cfg, p, ex, time.Now())
+			renderExplanation(c.out, cfg, p, ex, redactor(func(name string) (*workflow.ActionSpec, bool) {
+				spec, ok := actions[name]
+				return spec, ok
+			}), time.Now())
 			return nil
 		},
 	}
@@ -223,7 +226,7 @@ func approvalText(cfg *config.Config, a *workflow.ApprovalSpec) string {
 }
 
 // renderExplanation prints what policy decides for a proposal.
-func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex *workflow.Explanation, now time.Time) {
+func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex *workflow.Explanation, shown argsShown, now time.Time) {
 	fmt.Fprintf(w, "config: %s (policy revision %s)\n", cfg.Source, cfg.Policy.Revision())
 	role := ex.RequesterRole
 	if role == "" {
@@ -232,7 +235,7 @@ func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex
 	fmt.Fprintf(w, "requester: %s (%s)\n\n", term(p.Requester.ID), role)
 	for i, out := range ex.Actions {
 		a := p.Actions[i]
-		fmt.Fprintf(w, "%d. %s %s\n", i+1, a.Name, oneLine(string(a.Args)))
+		fmt.Fprintf(w, "%d. %s %s\n", i+1, term(a.Name), oneLine(shown(a.Name, a.Args)))
 		fmt.Fprintf(w, "   rule %s, risk %s; %s\n", out.Rule, out.Risk, approvalText(cfg, out.Approval))
 	}
 	g := ex.Gate

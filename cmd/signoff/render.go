@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,9 +31,64 @@ func termLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// argsShown is how a terminal shows an action's arguments: with the fields
+// its config lists under redact: replaced by "[redacted]", as Slack shows
+// them to approvers. JSON output carries the stored arguments unchanged.
+type argsShown func(action string, args json.RawMessage) string
+
+// redactor shows arguments through the actions' specs. Like Slack, it fails
+// closed: an action the config does not declare, or arguments that cannot be
+// read, are hidden whole.
+func redactor(find func(string) (*workflow.ActionSpec, bool)) argsShown {
+	return func(action string, args json.RawMessage) string {
+		spec, ok := find(action)
+		if !ok {
+			return "(arguments hidden: the config has no action " + strconv.Quote(action) + ")"
+		}
+		out, err := spec.Redacted(args)
+		if err != nil {
+			return "(arguments hidden: " + err.Error() + ")"
+		}
+		return string(out)
+	}
+}
+
+// redactEdited shows an approver's edited arguments. A decision does not say
+// which action it edited, so every redact: list of the run's actions applies.
+func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMessage) string {
+	out := edited
+	for _, a := range actions {
+		out = json.RawMessage(shown(a.Name, out))
+		if !json.Valid(out) {
+			return string(out)
+		}
+	}
+	return string(out)
+}
+
+// redactReceipt shows a receipt whose detail (the target's answer) may echo
+// the arguments: the action's redact: fields are hidden there too, where the
+// answer has them at the same place.
+func redactReceipt(shown argsShown, action string, receipt json.RawMessage) string {
+	var r workflow.Receipt
+	if json.Unmarshal(receipt, &r) != nil || !bytes.HasPrefix(bytes.TrimSpace(r.Detail), []byte("{")) {
+		return string(receipt)
+	}
+	detail := json.RawMessage(shown(action, r.Detail))
+	if !json.Valid(detail) {
+		detail = json.RawMessage(strconv.Quote(string(detail)))
+	}
+	r.Detail = detail
+	out, err := json.Marshal(r)
+	if err != nil {
+		return "(receipt hidden: " + err.Error() + ")"
+	}
+	return string(out)
+}
+
 // renderRun prints a run the way an approver reads it: what will happen, why,
 // who may say yes, by when, and what happened so far.
-func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time.Time) {
+func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, now time.Time) {
 	fmt.Fprintf(w, "run %s  %s\n", term(v.ID), strings.ToUpper(term(string(v.Status))))
 	if v.Problem != "" {
 		fmt.Fprintf(w, "  PROBLEM: %s\n", term(v.Problem))
@@ -56,7 +114,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 		}
 		fmt.Fprintf(w, "  %s:\n", head)
 		for i, act := range v.Actions {
-			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), term(string(act.Args)))
+			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), term(shown(act.Name, act.Args)))
 		}
 	}
 	if len(v.Evidence) > 0 {
@@ -106,7 +164,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 	for _, d := range v.Decisions {
 		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(string(d.Decision)), term(d.By), term(d.Role), term(d.Via), d.At.Format(time.RFC3339))
 		if len(d.Edited) > 0 {
-			line += " with edited arguments " + term(string(d.Edited))
+			line += " with edited arguments " + term(redactEdited(shown, v.Actions, d.Edited))
 		}
 		if d.Reason != "" {
 			line += ": " + term(d.Reason)
@@ -116,7 +174,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 	for _, op := range v.Operations {
 		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", term(op.Key), term(op.Action), term(string(op.Status)), op.Attempts)
 		if len(op.Receipt) > 0 {
-			fmt.Fprintf(w, " receipt %s", term(string(op.Receipt)))
+			fmt.Fprintf(w, " receipt %s", term(redactReceipt(shown, op.Action, op.Receipt)))
 		}
 		if op.Error != "" {
 			fmt.Fprintf(w, " — %s", term(op.Error))
@@ -293,7 +351,7 @@ func attempts(n int) string {
 }
 
 // renderTrace prints each step of an agent run with what it asked and learned.
-func renderTrace(w io.Writer, hist []workflow.HistoryEntry, ledgerCalls int) {
+func renderTrace(w io.Writer, hist []workflow.HistoryEntry, shown argsShown, ledgerCalls int) {
 	var prev *workflow.State
 	for _, h := range hist {
 		st := h.State
@@ -321,7 +379,7 @@ func renderTrace(w io.Writer, hist []workflow.HistoryEntry, ledgerCalls int) {
 			}
 			if st.Proposed && (prev == nil || !prev.Proposed) {
 				for i, a := range st.Actions {
-					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), term(string(a.Args)))
+					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), term(shown(a.Name, a.Args)))
 				}
 			}
 		}
