@@ -1262,3 +1262,30 @@ func TestRedactedArgumentsAreHiddenOnTheTerminal(t *testing.T) {
 	}
 	oneRefund(t, dir, id+"/1", "60.00")
 }
+
+// The next: line of a waiting run is a command that works as printed, bound
+// to the fingerprint just shown; a run that ended without acting does not
+// say "nothing has happened yet".
+func TestNextHintBindsTheFingerprintAndEndedRunsSayNothingWasDone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	out := must(t, dir, exitWaiting, "show", id)
+	_, hint, ok := strings.Cut(out, "  next: ")
+	approve, _, _ := strings.Cut(hint, "   or   ")
+	fp := workflow.ShortFingerprint(show(t, dir, id).Fingerprint)
+	if !ok || approve != "signoff approve "+id+" --as MEMBER --fingerprint "+fp {
+		t.Fatalf("the hint is %q, want the approve command bound to %s:\n%s", approve, fp, out)
+	}
+	code, out, errs := signoffIn(t, dir, refundJSON(agentID, "80.00", "other"), "submit", "-")
+	if code != exitWaiting {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
+	}
+	out = must(t, dir, exitEnded, "reject", runIDOf(t, out), "--as", lead1, "--reason", "refunded already")
+	if strings.Contains(out, "yet") || !strings.Contains(out, "actions (none was carried out):") {
+		t.Fatalf("a rejected run should say that nothing was done, and no more:\n%s", out)
+	}
+
+	words := strings.Fields(strings.Replace(approve, "MEMBER", lead1, 1))[1:]
+	must(t, dir, exitDone, words...)
+}

@@ -109,7 +109,12 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 	}
 	if len(v.Actions) > 0 {
 		head := "actions"
-		if len(v.Operations) == 0 {
+		switch {
+		case len(v.Operations) > 0:
+		case v.Status.Terminal():
+			// "yet" would promise something still to come.
+			head = "actions (none was carried out)"
+		default:
 			head = "actions (nothing has happened yet)"
 		}
 		fmt.Fprintf(w, "  %s:\n", head)
@@ -185,7 +190,12 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", term(v.ForkedFrom.RunID), v.ForkedFrom.Seq)
 	}
 	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
-		fmt.Fprintf(w, "  next: %s   or   %s\n", shellLine("signoff", "approve", term(v.ID), "--as", "MEMBER"), shellLine("signoff", "reject", term(v.ID), "--as", "MEMBER", "--reason", "WHY"))
+		// The hint binds the approval to what was just shown, as the README advises.
+		approve := []string{"signoff", "approve", term(v.ID), "--as", "MEMBER"}
+		if v.Gate != nil && v.Gate.Fingerprint != "" {
+			approve = append(approve, "--fingerprint", term(workflow.ShortFingerprint(v.Gate.Fingerprint)))
+		}
+		fmt.Fprintf(w, "  next: %s   or   %s\n", shellLine(approve...), shellLine("signoff", "reject", term(v.ID), "--as", "MEMBER", "--reason", "WHY"))
 	}
 }
 
