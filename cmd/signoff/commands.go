@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -210,20 +209,7 @@ func (c *cli) submitCmd() *cobra.Command {
 		Short: "Submit a proposal (JSON); prints the run id first",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var body []byte
-			var err error
-			if args[0] == "-" {
-				body, err = io.ReadAll(io.LimitReader(c.stdin, 1<<20+1))
-			} else {
-				body, err = os.ReadFile(args[0])
-			}
-			if err != nil {
-				return usageError{fmt.Sprintf("read proposal: %v", err)}
-			}
-			if len(body) > 1<<20 {
-				return usageError{"read proposal: larger than 1 MiB"}
-			}
-			p, err := workflow.ParseProposal(body)
+			p, err := c.readProposal(args[0])
 			if err != nil {
 				return err
 			}

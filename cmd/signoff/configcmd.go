@@ -111,7 +111,15 @@ func (c *cli) readProposal(name string) (*workflow.Proposal, error) {
 	if len(body) > 1<<20 {
 		return nil, usageError{"read proposal: larger than 1 MiB"}
 	}
-	return workflow.ParseProposal(body)
+	p, err := workflow.ParseProposal(body)
+	if err != nil {
+		// Name the file: the parser's offsets mean little without it.
+		if name == "-" {
+			name = "stdin"
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
 }
 
 // renderConfig prints what a config says, in the order it decides things.
