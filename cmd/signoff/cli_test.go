@@ -756,6 +756,11 @@ func TestEditedApproval(t *testing.T) {
 	if len(v.Decisions) == 0 || len(v.Decisions[0].Edited) == 0 || !strings.Contains(string(v.Decisions[0].Edited), "60") {
 		t.Errorf("decisions %+v", v.Decisions)
 	}
+	// One approval, and the edit before it: not two approvals.
+	out := must(t, dir, exitDone, "show", id)
+	if n := strings.Count(out, "  approve by "+lead1); n != 1 || !strings.Contains(out, "  edit by "+lead1) || !strings.Contains(out, `to {"amount":60,`) {
+		t.Errorf("show lists %d approvals by %s, want the edit and one approval:\n%s", n, lead1, out)
+	}
 	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
 		t.Errorf("operations %+v", v.Operations)
 	}

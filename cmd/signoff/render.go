@@ -167,9 +167,16 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		fmt.Fprintln(w)
 	}
 	for _, d := range v.Decisions {
-		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(string(d.Decision)), term(d.By), term(d.Role), term(d.Via), d.At.Format(time.RFC3339))
+		// An edit is recorded as an approval of the old proposal, followed by
+		// the editor's approval of the new one: naming it "edit", as Slack
+		// does, keeps the two from reading as one approval printed twice.
+		verb := string(d.Decision)
 		if len(d.Edited) > 0 {
-			line += " with edited arguments " + term(redactEdited(shown, v.Actions, d.Edited))
+			verb = "edit"
+		}
+		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(d.Via), d.At.Format(time.RFC3339))
+		if len(d.Edited) > 0 {
+			line += " to " + term(redactEdited(shown, v.Actions, d.Edited))
 		}
 		if d.Reason != "" {
 			line += ": " + term(d.Reason)
