@@ -761,6 +761,9 @@ func TestEditedApproval(t *testing.T) {
 	if n := strings.Count(out, "  approve by "+lead1); n != 1 || !strings.Contains(out, "  edit by "+lead1) || !strings.Contains(out, `to {"amount":60,`) {
 		t.Errorf("show lists %d approvals by %s, want the edit and one approval:\n%s", n, lead1, out)
 	}
+	if h := must(t, dir, 0, "history", id); !strings.Contains(h, "edited by "+lead1+"; approved by "+lead1+"; executing") {
+		t.Errorf("history does not say edited, then approved:\n%s", h)
+	}
 	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
 		t.Errorf("operations %+v", v.Operations)
 	}

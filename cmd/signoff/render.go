@@ -316,11 +316,11 @@ func historyWhat(prev, st *workflow.State) string {
 	}
 	for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
 		verb := "approved"
-		if d.Verdict == workflow.VerdictReject {
+		switch {
+		case d.Verdict == workflow.VerdictReject:
 			verb = "rejected"
-		}
-		if d.Edited {
-			verb += " with edited arguments"
+		case d.Edited:
+			verb = "edited" // the editor's approval of the new arguments follows
 		}
 		what = append(what, verb+" by "+d.By)
 	}
