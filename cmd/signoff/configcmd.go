@@ -253,7 +253,7 @@ func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex
 		return
 	}
 	fmt.Fprintf(w, "waits for %s\n", approvalText(cfg, g.Approval))
-	fmt.Fprintf(w, "deadline: %s after submit (submitted now: %s)\n", shortDuration(g.Approval.Expires.Duration()), now.Add(g.Approval.Expires.Duration()).UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "deadline: %s after submit (if submitted now: %s)\n", shortDuration(g.Approval.Expires.Duration()), now.Add(g.Approval.Expires.Duration()).UTC().Format("2006-01-02 15:04 MST"))
 }
 
 // shortDuration writes 72h rather than 72h0m0s.
