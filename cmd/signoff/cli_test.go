@@ -763,6 +763,8 @@ func TestEditedApproval(t *testing.T) {
 	}
 	if h := must(t, dir, 0, "history", id); !strings.Contains(h, "edited by "+lead1+"; approved by "+lead1+"; executing") {
 		t.Errorf("history does not say edited, then approved:\n%s", h)
+	} else if strings.Contains(h, " \n") {
+		t.Errorf("history pads lines with trailing spaces:\n%q", h)
 	}
 	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
 		t.Errorf("operations %+v", v.Operations)

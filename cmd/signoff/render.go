@@ -278,7 +278,14 @@ func cutRunes(s string, n int) string {
 }
 
 func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var buf bytes.Buffer
+	defer func() {
+		// tabwriter pads the empty PROBLEM cell of every healthy checkpoint.
+		for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+		}
+	}()
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tWHAT\tHASH\tPROBLEM")
 	var prev *workflow.State
 	for _, h := range hist {
