@@ -341,7 +341,7 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 		if spec, ok := s.eng.Action(a.Name); ok {
 			redact = spec.Redact
 		}
-		restored, err := restoreRedacted(a.Args, edited, redact)
+		restored, err := RestoreRedacted(a.Args, edited, redact)
 		if err != nil {
 			errs[id] = err.Error()
 			continue

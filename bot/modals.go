@@ -100,11 +100,11 @@ func actionNames(as []workflow.Action) string {
 	return strings.Join(names, ", ")
 }
 
-// restoreRedacted puts back the stored value of every redacted field the
+// RestoreRedacted puts back the stored value of every redacted field the
 // editor left showing "[redacted]", so that editing one field never replaces a
 // secret with its placeholder. edited must be canonical JSON (no duplicate
 // keys); the result is canonical too.
-func restoreRedacted(orig, edited json.RawMessage, paths []string) (json.RawMessage, error) {
+func RestoreRedacted(orig, edited json.RawMessage, paths []string) (json.RawMessage, error) {
 	if len(paths) == 0 || !bytes.Contains(edited, []byte(workflow.Redaction)) {
 		return edited, nil
 	}

@@ -692,7 +692,7 @@ func TestRestoreRedacted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := restoreRedacted(orig, edited, paths)
+			got, err := RestoreRedacted(orig, edited, paths)
 			if err != nil || string(got) != tc.want {
 				t.Fatalf("restoreRedacted = %s, %v\nwant %s", got, err, tc.want)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -207,9 +208,10 @@ func TestSubmitRefusesInvalidProposals(t *testing.T) {
 		{name: "missing currency", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 119, "reason_code": "RFD-DOUBLE"}}]}`, want: "currency"},
 		{name: "unknown field in an action", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "arguments": {}}]}`, want: `unknown field "arguments" in /actions/0 (known: name, args)`},
 		{name: "a number for a string", body: `{"requester": {"id": 42}, "actions": [` + refund + `]}`, want: `/requester/id: want a string, got a number`},
-		{name: "trailing data", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `]} {}`, want: "invalid proposal"},
-		{name: "not JSON", body: `refund it please`, want: "invalid proposal"},
-		{name: "stdin invalid", stdin: true, body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "approved": true}`, want: `unknown field "approved" (known: task_id,`},
+		{name: "trailing data", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `]} {}`, want: "p.json: invalid proposal"},
+		{name: "not JSON", body: `refund it please`, want: "p.json: invalid proposal"},
+		{name: "cut short", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `]`, want: "p.json: invalid proposal"},
+		{name: "stdin invalid", stdin: true, body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "approved": true}`, want: `stdin: invalid proposal: unknown field "approved" (known: task_id,`},
 		{name: "stdin empty", stdin: true, body: "", want: "empty input"},
 		{name: "unreadable file", file: "no-such-proposal.json", want: "read proposal"},
 		{name: "a directory", file: ".", want: "read proposal"},
@@ -754,6 +756,16 @@ func TestEditedApproval(t *testing.T) {
 	if len(v.Decisions) == 0 || len(v.Decisions[0].Edited) == 0 || !strings.Contains(string(v.Decisions[0].Edited), "60") {
 		t.Errorf("decisions %+v", v.Decisions)
 	}
+	// One approval, and the edit before it: not two approvals.
+	out := must(t, dir, exitDone, "show", id)
+	if n := strings.Count(out, "  approve by "+lead1); n != 1 || !strings.Contains(out, "  edit by "+lead1) || !strings.Contains(out, `to {"amount":60,`) {
+		t.Errorf("show lists %d approvals by %s, want the edit and one approval:\n%s", n, lead1, out)
+	}
+	if h := must(t, dir, 0, "history", id); !strings.Contains(h, "edited by "+lead1+"; approved by "+lead1+"; executing") {
+		t.Errorf("history does not say edited, then approved:\n%s", h)
+	} else if strings.Contains(h, " \n") {
+		t.Errorf("history pads lines with trailing spaces:\n%q", h)
+	}
 	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
 		t.Errorf("operations %+v", v.Operations)
 	}
@@ -1228,4 +1240,182 @@ func TestShopOrders(t *testing.T) {
 	if p := orders()["LK-507862"].Payments[1]; p.Status != "refunded" || p.Remaining != "0.00" || p.Refunded != "119.00" {
 		t.Errorf("PAY-507862-2 after the refund: %+v", p)
 	}
+}
+
+// Fields an action lists under redact: are hidden on the terminal as in
+// Slack, in every command that prints arguments; --json and the executor
+// still get the stored values, and an --edit that leaves "[redacted]" keeps them.
+func TestRedactedArgumentsAreHiddenOnTheTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "signoff.yaml", "request_refund: {executor: demo}", "request_refund: {executor: demo, redact: [reason_code]}")
+	const hidden = "RFD-DOUBLE"
+	prop := fixture("refund-double-charge.json")
+	var printed strings.Builder
+	printed.WriteString(must(t, dir, 0, "--config", cfg, "policy", "explain", prop))
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", prop))
+	shown := must(t, dir, exitWaiting, "--config", cfg, "show", id)
+	if !strings.Contains(shown, `"reason_code":"[redacted]"`) {
+		t.Errorf("show does not mark the hidden field:\n%s", shown)
+	}
+	printed.WriteString(shown)
+	printed.WriteString(must(t, dir, 0, "--config", cfg, "runs"))
+	// The arguments as show printed them, amount changed: the hidden field keeps its stored value.
+	edit := `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60.00, "currency": "CAD", "reason_code": "[redacted]"}`
+	printed.WriteString(must(t, dir, exitDone, "--config", cfg, "approve", id, "--as", lead1, "--edit", edit))
+	printed.WriteString(must(t, dir, exitDone, "--config", cfg, "show", id))
+	printed.WriteString(must(t, dir, 0, "--config", cfg, "trace", id))
+	printed.WriteString(must(t, dir, 0, "--config", cfg, "history", id))
+	if strings.Contains(printed.String(), hidden) {
+		t.Errorf("a redacted argument is printed on the terminal:\n%s", printed.String())
+	}
+	if js := must(t, dir, exitDone, "--config", cfg, "show", id, "--json"); !strings.Contains(js, hidden) {
+		t.Errorf("show --json must carry the stored arguments:\n%s", js)
+	}
+	oneRefund(t, dir, id+"/1", "60.00")
+}
+
+// The next: line of a waiting run is a command that works as printed, bound
+// to the fingerprint just shown; a run that ended without acting does not
+// say "nothing has happened yet".
+func TestNextHintBindsTheFingerprintAndEndedRunsSayNothingWasDone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	out := must(t, dir, exitWaiting, "show", id)
+	_, hint, ok := strings.Cut(out, "  next: ")
+	approve, _, _ := strings.Cut(hint, "   or   ")
+	fp := workflow.ShortFingerprint(show(t, dir, id).Fingerprint)
+	if !ok || approve != "signoff approve "+id+" --as MEMBER --fingerprint "+fp {
+		t.Fatalf("the hint is %q, want the approve command bound to %s:\n%s", approve, fp, out)
+	}
+	code, out, errs := signoffIn(t, dir, refundJSON(agentID, "80.00", "other"), "submit", "-")
+	if code != exitWaiting {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
+	}
+	out = must(t, dir, exitEnded, "reject", runIDOf(t, out), "--as", lead1, "--reason", "refunded already")
+	if strings.Contains(out, "yet") || !strings.Contains(out, "actions (none was carried out):") {
+		t.Fatalf("a rejected run should say that nothing was done, and no more:\n%s", out)
+	}
+
+	words := strings.Fields(strings.Replace(approve, "MEMBER", lead1, 1))[1:]
+	must(t, dir, exitDone, words...)
+}
+
+// The README's "Your first config" works as written: its config, its
+// proposals and each command of its walkthrough, run in a folder of their own
+// with the exit code the comment gives (0 where it names none).
+func TestTheFirstConfigWalkthroughOfTheREADME(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed (the reference program needs it)")
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\n## Your first config\n")
+	if !ok {
+		t.Fatal("the README has no section Your first config")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	blocks := map[string][]string{}
+	for _, m := range regexp.MustCompile("(?s)```(\\w+)\n(.*?)```").FindAllStringSubmatch(sec, -1) {
+		blocks[m[1]] = append(blocks[m[1]], m[2])
+	}
+	if len(blocks["yaml"]) != 1 || len(blocks["json"]) != 2 || len(blocks["sh"]) != 1 {
+		t.Fatalf("want one config, two proposals and one walkthrough; got %d, %d, %d", len(blocks["yaml"]), len(blocks["json"]), len(blocks["sh"]))
+	}
+	dir := t.TempDir()
+	prog, err := os.ReadFile(filepath.Join("..", "..", "examples", "command", "ledger-action"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"signoff.yaml": blocks["yaml"][0], "deploy.json": blocks["json"][0], "refund.json": blocks["json"][1], "ledger-action": string(prog)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	vars := map[string]string{}
+	runs := []string{"RUN", "RUN2", "RUN3", "RUN4"}
+	exitComment := regexp.MustCompile(`#\s*exit (\d)`)
+	script := strings.ReplaceAll(blocks["sh"][0], "\\\n", " ")
+	for _, line := range strings.Split(strings.TrimSpace(script), "\n") {
+		want := 0
+		if m := exitComment.FindStringSubmatch(line); m != nil {
+			want = int(m[1][0] - '0')
+		}
+		cmdline, _, _ := strings.Cut(line, " #")
+		words := shellWords(t, cmdline)
+		if words[0] != "signoff" {
+			t.Fatalf("a walkthrough line that is not signoff: %q", line)
+		}
+		for i, w := range words {
+			if v, ok := vars[w]; ok {
+				words[i] = v
+			}
+		}
+		cmd, out, errb := child(t, dir, nil, words[1:]...)
+		cmd.Dir = dir // signoff.yaml is found in the working directory, as in the README
+		code := 0
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatal(err)
+			}
+			code = ee.ExitCode()
+		}
+		if code != want {
+			t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", line, code, want, out, errb)
+		}
+		if words[1] == "submit" || words[1] == "fork" {
+			vars[runs[0]], runs = runIDOf(t, out.String()), runs[1:]
+		}
+		if m := regexp.MustCompile(`fingerprint ([0-9a-f]{16})`).FindStringSubmatch(out.String()); m != nil && vars["FP"] == "" {
+			vars["FP"] = m[1]
+		}
+		if words[1] == "submit" && words[2] == "deploy.json" && (!strings.Contains(out.String(), `"token":"[redacted]"`) || strings.Contains(out.String(), "tok-123")) {
+			t.Errorf("submit shows the token:\n%s", out)
+		}
+	}
+	ledger, err := os.ReadFile(filepath.Join(dir, "ledger.jsonl"))
+	if err != nil || strings.Count(string(ledger), "\n") != 1 || !strings.Contains(string(ledger), vars["RUN"]+"/1") {
+		t.Fatalf("the deploy program's ledger, want one entry under %s/1: %q %v", vars["RUN"], ledger, err)
+	}
+}
+
+// shellWords splits a command line as sh would for the plain words and
+// single-quoted strings the README uses.
+func shellWords(t *testing.T, s string) []string {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	inWord, quote := false, rune(0)
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unclosed quote in %q", s)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
 }

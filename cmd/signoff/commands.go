@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -177,7 +176,7 @@ func (c *cli) finish(a *app, id string, asJSON bool) error {
 			return err
 		}
 	} else {
-		renderRun(c.out, v, a.engine.Roles(), c.now())
+		renderRun(c.out, v, a.engine.Roles(), redactor(a.engine.Action), c.now())
 	}
 	c.code = exitFor(v.Status)
 	if v.Problem != "" {
@@ -210,20 +209,7 @@ func (c *cli) submitCmd() *cobra.Command {
 		Short: "Submit a proposal (JSON); prints the run id first",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var body []byte
-			var err error
-			if args[0] == "-" {
-				body, err = io.ReadAll(io.LimitReader(c.stdin, 1<<20+1))
-			} else {
-				body, err = os.ReadFile(args[0])
-			}
-			if err != nil {
-				return usageError{fmt.Sprintf("read proposal: %v", err)}
-			}
-			if len(body) > 1<<20 {
-				return usageError{"read proposal: larger than 1 MiB"}
-			}
-			p, err := workflow.ParseProposal(body)
+			p, err := c.readProposal(args[0])
 			if err != nil {
 				return err
 			}
@@ -372,7 +358,7 @@ func (c *cli) traceCmd() *cobra.Command {
 						return err
 					}
 				}
-				renderTrace(c.out, hist, usage)
+				renderTrace(c.out, hist, redactor(a.engine.Action), usage)
 				return nil
 			})
 		},
@@ -411,6 +397,15 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 				in.Edit, in.EditIndex = json.RawMessage(edit), action-1
 			}
 			return c.withApp(func(a *app) error {
+				if in.Edit != nil {
+					// The terminal shows redacted fields as "[redacted]": one
+					// left so in --edit keeps its stored value, as in Slack.
+					restored, err := a.restoreRedacted(c.ctx, in.RunID, in.EditIndex, in.Edit)
+					if err != nil {
+						return err
+					}
+					in.Edit = restored
+				}
 				run, err := a.engine.Decide(c.ctx, in)
 				if err != nil {
 					return err
@@ -752,6 +747,32 @@ func (c *cli) shopCmd() *cobra.Command {
 	refund.Flags().StringVar(&by, "by", "", "who made the change")
 	shop.AddCommand(changes, orders, refund)
 	return shop
+}
+
+// restoreRedacted gives an edit the stored value of every field it leaves
+// showing "[redacted]" (the action's redact: list), so that an approver who
+// copies the arguments as show prints them never executes the placeholder.
+func (a *app) restoreRedacted(ctx context.Context, runID string, index int, edit json.RawMessage) (json.RawMessage, error) {
+	v, err := a.engine.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= len(v.Actions) {
+		return edit, nil // Decide refuses it, naming the actions there are
+	}
+	spec, ok := a.engine.Action(v.Actions[index].Name)
+	if !ok {
+		return edit, nil
+	}
+	canon, err := workflow.Canonical(edit)
+	if err != nil {
+		return nil, usageError{"--edit: " + err.Error()}
+	}
+	restored, err := bot.RestoreRedacted(v.Actions[index].Args, canon, spec.Redact)
+	if err != nil {
+		return nil, fmt.Errorf("restore redacted fields of the edit: %w", err)
+	}
+	return restored, nil
 }
 
 // exactArgs wants n arguments, and names the ones missing or unexpected from

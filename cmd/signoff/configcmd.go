@@ -85,7 +85,10 @@ func (c *cli) policyCmd() *cobra.Command {
 				c.code = exitAttention
 				return nil
 			}
-			renderExplanation(c.out, cfg, p, ex, time.Now())
+			renderExplanation(c.out, cfg, p, ex, redactor(func(name string) (*workflow.ActionSpec, bool) {
+				spec, ok := actions[name]
+				return spec, ok
+			}), time.Now())
 			return nil
 		},
 	}
@@ -108,7 +111,15 @@ func (c *cli) readProposal(name string) (*workflow.Proposal, error) {
 	if len(body) > 1<<20 {
 		return nil, usageError{"read proposal: larger than 1 MiB"}
 	}
-	return workflow.ParseProposal(body)
+	p, err := workflow.ParseProposal(body)
+	if err != nil {
+		// Name the file: the parser's offsets mean little without it.
+		if name == "-" {
+			name = "stdin"
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
 }
 
 // renderConfig prints what a config says, in the order it decides things.
@@ -223,7 +234,7 @@ func approvalText(cfg *config.Config, a *workflow.ApprovalSpec) string {
 }
 
 // renderExplanation prints what policy decides for a proposal.
-func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex *workflow.Explanation, now time.Time) {
+func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex *workflow.Explanation, shown argsShown, now time.Time) {
 	fmt.Fprintf(w, "config: %s (policy revision %s)\n", cfg.Source, cfg.Policy.Revision())
 	role := ex.RequesterRole
 	if role == "" {
@@ -232,7 +243,7 @@ func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex
 	fmt.Fprintf(w, "requester: %s (%s)\n\n", term(p.Requester.ID), role)
 	for i, out := range ex.Actions {
 		a := p.Actions[i]
-		fmt.Fprintf(w, "%d. %s %s\n", i+1, a.Name, oneLine(string(a.Args)))
+		fmt.Fprintf(w, "%d. %s %s\n", i+1, term(a.Name), oneLine(shown(a.Name, a.Args)))
 		fmt.Fprintf(w, "   rule %s, risk %s; %s\n", out.Rule, out.Risk, approvalText(cfg, out.Approval))
 	}
 	g := ex.Gate
@@ -242,7 +253,7 @@ func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex
 		return
 	}
 	fmt.Fprintf(w, "waits for %s\n", approvalText(cfg, g.Approval))
-	fmt.Fprintf(w, "deadline: %s after submit (submitted now: %s)\n", shortDuration(g.Approval.Expires.Duration()), now.Add(g.Approval.Expires.Duration()).UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "deadline: %s after submit (if submitted now: %s)\n", shortDuration(g.Approval.Expires.Duration()), now.Add(g.Approval.Expires.Duration()).UTC().Format("2006-01-02 15:04 MST"))
 }
 
 // shortDuration writes 72h rather than 72h0m0s.

@@ -258,7 +258,7 @@ func TestConfigCheck(t *testing.T) {
 // what submit would refuse is refused the same way; nothing is written.
 func TestPolicyExplain(t *testing.T) {
 	t.Parallel()
-	deadline := regexp.MustCompile(`submitted now: \d{4}-\d\d-\d\d \d\d:\d\d UTC`)
+	deadline := regexp.MustCompile(`if submitted now: \d{4}-\d\d-\d\d \d\d:\d\d UTC`)
 	tests := []struct {
 		name   string
 		args   []string
@@ -286,7 +286,7 @@ func TestPolicyExplain(t *testing.T) {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errs)
 			}
 			if tt.golden != "" {
-				golden(t, tt.golden, deadline.ReplaceAllString(out, "submitted now: DATE"))
+				golden(t, tt.golden, deadline.ReplaceAllString(out, "if submitted now: DATE"))
 			}
 			if !strings.Contains(out, tt.want) {
 				t.Errorf("stdout lacks %q:\n%s", tt.want, out)

@@ -458,3 +458,38 @@ func TestPlaintextURLToAnotherMachineWarnsAtLoad(t *testing.T) {
 		t.Fatalf("config check does not list the warning:\n%s", out)
 	}
 }
+
+// A program named ./prog in a signoff.yaml found in the working directory is
+// the one beside the config, not one looked up on PATH: the config's folder
+// is then ".", and "./prog" must keep its slash.
+func TestCommandBesideAConfigInTheWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "deploy"), []byte("#!/bin/sh\necho '{\"id\":\"d-1\"}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `roles:
+  - {name: agent, members: [agent:ops]}
+  - {name: deployer, members: [U0DEPLOY01]}
+policy:
+  revision: "1"
+  rules:
+    - {name: deploy, when: "true", risk: high, approval: {role: deployer, expires: 24h}}
+actions:
+  deploy_service:
+    schema: {type: object}
+    executor: {type: command, command: [./deploy]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "signoff.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"config", "check"}, {"--config", "signoff.yaml", "config", "check"}} {
+		cmd, out, errb := child(t, dir, nil, args...)
+		cmd.Dir = dir
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("signoff %s in the config's folder: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errb)
+		}
+		if !strings.Contains(out.String(), "deploy_service  executor command → ./deploy") {
+			t.Fatalf("config check does not name the program:\n%s", out)
+		}
+	}
+}

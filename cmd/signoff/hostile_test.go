@@ -143,13 +143,15 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 	fill(reflect.ValueOf(&orders).Elem(), next)
 	roles := config.Default().Roles
 
+	// Arguments shown as stored: the renderers, not redaction, must make them inert.
+	asStored := func(_ string, args json.RawMessage) string { return string(args) }
 	var out bytes.Buffer
-	renderRun(&out, &v, roles, now)
+	renderRun(&out, &v, roles, asStored, now)
 	v.Problem = next()
-	renderRun(&out, &v, roles, now)
+	renderRun(&out, &v, roles, asStored, now)
 	renderRuns(&out, list, now)
 	renderHistory(&out, hist)
-	renderTrace(&out, hist, 3)
+	renderTrace(&out, hist, asStored, 3)
 	renderChanges(&out, changes)
 	renderOrders(&out, orders)
 	if live := texttest.Live(out.String(), true); live != "" {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,9 +31,64 @@ func termLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// argsShown is how a terminal shows an action's arguments: with the fields
+// its config lists under redact: replaced by "[redacted]", as Slack shows
+// them to approvers. JSON output carries the stored arguments unchanged.
+type argsShown func(action string, args json.RawMessage) string
+
+// redactor shows arguments through the actions' specs. Like Slack, it fails
+// closed: an action the config does not declare, or arguments that cannot be
+// read, are hidden whole.
+func redactor(find func(string) (*workflow.ActionSpec, bool)) argsShown {
+	return func(action string, args json.RawMessage) string {
+		spec, ok := find(action)
+		if !ok {
+			return "(arguments hidden: the config has no action " + strconv.Quote(action) + ")"
+		}
+		out, err := spec.Redacted(args)
+		if err != nil {
+			return "(arguments hidden: " + err.Error() + ")"
+		}
+		return string(out)
+	}
+}
+
+// redactEdited shows an approver's edited arguments. A decision does not say
+// which action it edited, so every redact: list of the run's actions applies.
+func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMessage) string {
+	out := edited
+	for _, a := range actions {
+		out = json.RawMessage(shown(a.Name, out))
+		if !json.Valid(out) {
+			return string(out)
+		}
+	}
+	return string(out)
+}
+
+// redactReceipt shows a receipt whose detail (the target's answer) may echo
+// the arguments: the action's redact: fields are hidden there too, where the
+// answer has them at the same place.
+func redactReceipt(shown argsShown, action string, receipt json.RawMessage) string {
+	var r workflow.Receipt
+	if json.Unmarshal(receipt, &r) != nil || !bytes.HasPrefix(bytes.TrimSpace(r.Detail), []byte("{")) {
+		return string(receipt)
+	}
+	detail := json.RawMessage(shown(action, r.Detail))
+	if !json.Valid(detail) {
+		detail = json.RawMessage(strconv.Quote(string(detail)))
+	}
+	r.Detail = detail
+	out, err := json.Marshal(r)
+	if err != nil {
+		return "(receipt hidden: " + err.Error() + ")"
+	}
+	return string(out)
+}
+
 // renderRun prints a run the way an approver reads it: what will happen, why,
 // who may say yes, by when, and what happened so far.
-func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time.Time) {
+func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, now time.Time) {
 	fmt.Fprintf(w, "run %s  %s\n", term(v.ID), strings.ToUpper(term(string(v.Status))))
 	if v.Problem != "" {
 		fmt.Fprintf(w, "  PROBLEM: %s\n", term(v.Problem))
@@ -51,12 +109,17 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 	}
 	if len(v.Actions) > 0 {
 		head := "actions"
-		if len(v.Operations) == 0 {
+		switch {
+		case len(v.Operations) > 0:
+		case v.Status.Terminal():
+			// "yet" would promise something still to come.
+			head = "actions (none was carried out)"
+		default:
 			head = "actions (nothing has happened yet)"
 		}
 		fmt.Fprintf(w, "  %s:\n", head)
 		for i, act := range v.Actions {
-			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), term(string(act.Args)))
+			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), term(shown(act.Name, act.Args)))
 		}
 	}
 	if len(v.Evidence) > 0 {
@@ -104,9 +167,16 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 		fmt.Fprintln(w)
 	}
 	for _, d := range v.Decisions {
-		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(string(d.Decision)), term(d.By), term(d.Role), term(d.Via), d.At.Format(time.RFC3339))
+		// An edit is recorded as an approval of the old proposal, followed by
+		// the editor's approval of the new one: naming it "edit", as Slack
+		// does, keeps the two from reading as one approval printed twice.
+		verb := string(d.Decision)
 		if len(d.Edited) > 0 {
-			line += " with edited arguments " + term(string(d.Edited))
+			verb = "edit"
+		}
+		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(d.Via), d.At.Format(time.RFC3339))
+		if len(d.Edited) > 0 {
+			line += " to " + term(redactEdited(shown, v.Actions, d.Edited))
 		}
 		if d.Reason != "" {
 			line += ": " + term(d.Reason)
@@ -116,7 +186,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 	for _, op := range v.Operations {
 		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", term(op.Key), term(op.Action), term(string(op.Status)), op.Attempts)
 		if len(op.Receipt) > 0 {
-			fmt.Fprintf(w, " receipt %s", term(string(op.Receipt)))
+			fmt.Fprintf(w, " receipt %s", term(redactReceipt(shown, op.Action, op.Receipt)))
 		}
 		if op.Error != "" {
 			fmt.Fprintf(w, " — %s", term(op.Error))
@@ -127,7 +197,12 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, now time
 		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", term(v.ForkedFrom.RunID), v.ForkedFrom.Seq)
 	}
 	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
-		fmt.Fprintf(w, "  next: %s   or   %s\n", shellLine("signoff", "approve", term(v.ID), "--as", "MEMBER"), shellLine("signoff", "reject", term(v.ID), "--as", "MEMBER", "--reason", "WHY"))
+		// The hint binds the approval to what was just shown, as the README advises.
+		approve := []string{"signoff", "approve", term(v.ID), "--as", "MEMBER"}
+		if v.Gate != nil && v.Gate.Fingerprint != "" {
+			approve = append(approve, "--fingerprint", term(workflow.ShortFingerprint(v.Gate.Fingerprint)))
+		}
+		fmt.Fprintf(w, "  next: %s   or   %s\n", shellLine(approve...), shellLine("signoff", "reject", term(v.ID), "--as", "MEMBER", "--reason", "WHY"))
 	}
 }
 
@@ -203,7 +278,14 @@ func cutRunes(s string, n int) string {
 }
 
 func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var buf bytes.Buffer
+	defer func() {
+		// tabwriter pads the empty PROBLEM cell of every healthy checkpoint.
+		for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+		}
+	}()
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tWHAT\tHASH\tPROBLEM")
 	var prev *workflow.State
 	for _, h := range hist {
@@ -241,11 +323,11 @@ func historyWhat(prev, st *workflow.State) string {
 	}
 	for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
 		verb := "approved"
-		if d.Verdict == workflow.VerdictReject {
+		switch {
+		case d.Verdict == workflow.VerdictReject:
 			verb = "rejected"
-		}
-		if d.Edited {
-			verb += " with edited arguments"
+		case d.Edited:
+			verb = "edited" // the editor's approval of the new arguments follows
 		}
 		what = append(what, verb+" by "+d.By)
 	}
@@ -293,7 +375,7 @@ func attempts(n int) string {
 }
 
 // renderTrace prints each step of an agent run with what it asked and learned.
-func renderTrace(w io.Writer, hist []workflow.HistoryEntry, ledgerCalls int) {
+func renderTrace(w io.Writer, hist []workflow.HistoryEntry, shown argsShown, ledgerCalls int) {
 	var prev *workflow.State
 	for _, h := range hist {
 		st := h.State
@@ -321,7 +403,7 @@ func renderTrace(w io.Writer, hist []workflow.HistoryEntry, ledgerCalls int) {
 			}
 			if st.Proposed && (prev == nil || !prev.Proposed) {
 				for i, a := range st.Actions {
-					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), term(string(a.Args)))
+					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), term(shown(a.Name, a.Args)))
 				}
 			}
 		}

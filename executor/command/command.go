@@ -100,7 +100,12 @@ func resolve(name, dir string) (string, error) {
 		return "", errors.New("empty program name")
 	}
 	if strings.Contains(name, "/") && !filepath.IsAbs(name) {
+		// Join cleans "./prog" in dir "." to "prog", which LookPath would
+		// then search for on PATH instead of in the config's folder.
 		name = filepath.Join(dir, name)
+		if !strings.Contains(name, "/") {
+			name = "./" + name
+		}
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
