@@ -242,6 +242,28 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: cps[len(cps)-1].State}, nil
 }
 
+// loadHeld is load for a run held from a committed write or an earlier read
+// (held, or nil): when the run row still has the version, checkpoint and
+// status held, nobody has written the run since (every write bumps the
+// version), so the chain verified then is still the stored one and only the
+// row is read. Anything else is loaded and verified afresh.
+func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (*loaded, error) {
+	if held == nil || !held.committed || held.state == nil {
+		return e.load(ctx, tx, id)
+	}
+	run, err := tx.Run(ctx, id)
+	if err != nil || run.Version != held.run.Version || run.Seq != held.run.Seq || run.Status != held.run.Status {
+		return e.load(ctx, tx, id)
+	}
+	// Decoded from the bytes stored, not shared, so that the state is exactly
+	// what a load would give and a caller's changes stay its own.
+	st, err := DecodeState(held.state)
+	if err != nil {
+		return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
+	}
+	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state}, nil
+}
+
 // save writes l's run row (compare-and-set), a new checkpoint of l.st, the
 // approval request when it is new, and an audit event, all in tx, and tells the hooks.
 func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event, actor string, detail any, req *ApprovalRequest) error {
@@ -418,34 +440,13 @@ func (e *Engine) view(ctx context.Context, id string) (*loaded, error) {
 }
 
 // reload is view for a run this engine may hold from its own last write
-// (held, or nil). When that write committed and the run row still has the
-// version and checkpoint it left, nobody has written the run since (every
-// write bumps the version), so the chain verified when it was loaded, plus
-// the checkpoint written on top of it, is still the stored one: the row is
-// read, not the chain. Anything else loads and verifies the run afresh.
-// Writes still compare-and-set the version, so a held run never wins one
-// that it should not.
+// (held, or nil; see loadHeld). Writes still compare-and-set the version, so
+// a held run never wins a write it should not.
 func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, error) {
 	var l *loaded
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		if held != nil && held.committed && held.state != nil {
-			run, err := tx.Run(ctx, id)
-			if err != nil && !errors.Is(err, ErrNotFound) {
-				return fmt.Errorf("load run %s: %w", id, err)
-			}
-			if err == nil && run.Version == held.run.Version && run.Seq == held.run.Seq && run.Status == held.run.Status {
-				// Decoded from the bytes written, not reused, so that the
-				// state is exactly what a load would give.
-				st, err := DecodeState(held.state)
-				if err != nil {
-					return &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
-				}
-				l = &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state}
-				return nil
-			}
-		}
 		var err error
-		l, err = e.load(ctx, tx, id)
+		l, err = e.loadHeld(ctx, tx, id, held)
 		return err
 	})
 	var ie *IntegrityError
