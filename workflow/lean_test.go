@@ -92,3 +92,37 @@ func TestResumeReloadsARunWrittenByAnother(t *testing.T) {
 		t.Fatalf("effects = %v, want exactly one", e)
 	}
 }
+
+// ListViews shows what Get shows of each waiting run, from one query; a run
+// whose latest checkpoint was changed behind the engine's back shows nothing
+// of it, only the problem.
+func TestListViewsShowWhatGetShows(t *testing.T) {
+	env := sqliteTamperEnv(t)
+	h := env.h
+	a := h.submit(refund("PAY-1", 119))
+	b := h.submit(refund("PAY-1", 118))
+	waiting := workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}}
+	vs, err := h.engine.ListViews(ctx, waiting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 2 || vs[0].ID != a.ID || vs[1].ID != b.ID {
+		t.Fatalf("views = %v, want %s and %s", vs, a.ID, b.ID)
+	}
+	for _, v := range vs {
+		g := h.get(v.ID)
+		if v.Problem != "" || v.Summary != g.Summary || v.Requester != g.Requester || !v.CreatedAt.Equal(g.CreatedAt) ||
+			len(v.Actions) != 1 || string(v.Actions[0].Args) != string(g.Actions[0].Args) || !v.Deadline.Equal(*g.Deadline) {
+			t.Fatalf("view %+v, want what Get shows: %+v", v, g)
+		}
+	}
+	// The amount changed in place: the checkpoint no longer matches its hash.
+	env.exec(`UPDATE checkpoints SET state = replace(state, '118', '1180') WHERE run_id = ?`, b.ID)
+	vs, err = h.engine.ListViews(ctx, waiting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs[0].Problem != "" || vs[1].Problem == "" || len(vs[1].Actions) != 0 {
+		t.Fatalf("after tampering: %+v / %+v, want the second run's problem and none of its actions", vs[0], vs[1])
+	}
+}
