@@ -61,7 +61,8 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 	if err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		l, err := e.load(ctx, tx, in.RunID)
 		if err == nil {
-			l.committed, pre = true, l
+			// Read from the store as it stands: as good as a committed write.
+			l.committed, l.spare, pre = true, l.st, l
 		}
 		return nil
 	}); err != nil {

@@ -209,6 +209,9 @@ type loaded struct {
 	// known as stored, and Resume need not read and verify its chain again.
 	state     []byte
 	committed bool
+	// spare is state decoded and held by nobody else, for loadHeld to hand
+	// out once instead of decoding state again.
+	spare *State
 }
 
 // load reads a run and verifies its checkpoint chain.
@@ -257,9 +260,12 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (
 	}
 	// Decoded from the bytes stored, not shared, so that the state is exactly
 	// what a load would give and a caller's changes stay its own.
-	st, err := DecodeState(held.state)
-	if err != nil {
-		return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
+	st := held.spare
+	held.spare = nil
+	if st == nil {
+		if st, err = DecodeState(held.state); err != nil {
+			return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
+		}
 	}
 	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state}, nil
 }
