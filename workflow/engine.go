@@ -204,9 +204,9 @@ type loaded struct {
 	run      *Run
 	st       *State
 	lastHash string
-	// state is the encoded state of the checkpoint save wrote last, and
-	// committed says that the write holding it committed: then the run is
-	// known as stored, and Resume need not read and verify its chain again.
+	// state is the encoded state of the latest checkpoint, as loaded or as
+	// save wrote it, and committed says that the write holding it committed:
+	// then the run is known as stored, and need not be verified again.
 	state     []byte
 	committed bool
 	// spare is state decoded and held by nobody else, for loadHeld to hand
@@ -258,8 +258,8 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (
 	if err != nil || run.Version != held.run.Version || run.Seq != held.run.Seq || run.Status != held.run.Status {
 		return e.load(ctx, tx, id)
 	}
-	// Decoded from the bytes stored, not shared, so that the state is exactly
-	// what a load would give and a caller's changes stay its own.
+	// A state of its own (spare, or decoded from the bytes stored), so that
+	// it is exactly what a load would give and a caller's changes stay its own.
 	st := held.spare
 	held.spare = nil
 	if st == nil {
