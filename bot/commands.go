@@ -130,9 +130,9 @@ func (s *Server) pending(ctx context.Context, cmd *Command, who workflow.Person,
 	if msg := s.mayRead(ctx, who, log); msg != "" {
 		return reply(msg)
 	}
-	runs, err := s.eng.List(ctx, workflow.RunFilter{
+	runs, err := s.pendingViews(ctx, workflow.RunFilter{
 		Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: page*pendingPageSize + 1,
-	})
+	}, (page-1)*pendingPageSize, log)
 	if err != nil {
 		log.Error("list pending runs", "err", err)
 		return reply("signoff could not list the runs (an internal error). Try again.")
@@ -153,7 +153,7 @@ func (s *Server) pending(ctx context.Context, cmd *Command, who workflow.Person,
 	}
 	blocks := []slack.Block{slack.NewHeaderBlock(bkPlain(title))}
 	for _, r := range runs {
-		blocks = append(blocks, bkSection(s.pendingLine(ctx, r, now, log)))
+		blocks = append(blocks, bkSection(pendingLine(r, now)))
 	}
 	if more {
 		blocks = append(blocks, slack.NewContextBlock("", bkMrkdwn(fmt.Sprintf("More: `%s pending %d`", mdEscape(cmd.Command), page+1))))
@@ -161,17 +161,77 @@ func (s *Server) pending(ctx context.Context, cmd *Command, who workflow.Person,
 	return reply(fmt.Sprintf("%s: %d runs", title, len(runs)), blocks...)
 }
 
-// pendingLine is one waiting run: id, actions, requester, age and deadline.
-func (s *Server) pendingLine(ctx context.Context, r *workflow.Run, now time.Time, log *slog.Logger) string {
-	head := "*" + mdCode(r.ID, 100) + "*"
-	deadline := ""
-	if !r.Deadline.IsZero() {
-		deadline = " · deadline " + slackDate(r.Deadline) + " (" + untilText(now, r.Deadline) + ")"
+// viewLister is an engine that reads a page of runs with what each is
+// about in one query.
+type viewLister interface {
+	ListViews(ctx context.Context, f workflow.RunFilter) ([]*workflow.RunView, error)
+}
+
+var _ viewLister = (*workflow.Engine)(nil)
+
+// pendingRun is a waiting run as the pending list shows it; read is false
+// when what it is about could not be read (the run row only).
+type pendingRun struct {
+	v    *workflow.RunView
+	read bool
+}
+
+// pendingViews lists runs with their actions, summary and requester: in one
+// query when the engine can, else by reading each run from index from on
+// (those before are another page's).
+func (s *Server) pendingViews(ctx context.Context, f workflow.RunFilter, from int, log *slog.Logger) ([]pendingRun, error) {
+	if lv, ok := s.eng.(viewLister); ok {
+		views, err := lv.ListViews(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]pendingRun, len(views))
+		for i, v := range views {
+			out[i] = pendingRun{v, true}
+		}
+		return out, nil
 	}
-	v, err := s.eng.Get(ctx, r.ID)
+	runs, err := s.eng.List(ctx, f)
 	if err != nil {
-		log.Warn("read pending run", "run_id", r.ID, "err", err)
-		return head + "\nasked by " + mdMention(r.RequesterID, "") + " · " + agoText(now, r.CreatedAt) + deadline
+		return nil, err
+	}
+	out := make([]pendingRun, len(runs))
+	for i, r := range runs {
+		var (
+			v   *workflow.RunView
+			err error
+		)
+		if i >= from {
+			v, err = s.eng.Get(ctx, r.ID)
+		}
+		read := i >= from && err == nil
+		if i >= from && !read {
+			log.Warn("read pending run", "run_id", r.ID, "err", err)
+		}
+		if !read {
+			v = &workflow.RunView{ID: r.ID, Requester: workflow.Person{ID: r.RequesterID}, CreatedAt: r.CreatedAt}
+		}
+		// The deadline is the run row's, as the one-query list has it.
+		v.Deadline = nil
+		if !r.Deadline.IsZero() {
+			d := r.Deadline
+			v.Deadline = &d
+		}
+		out[i] = pendingRun{v, read}
+	}
+	return out, nil
+}
+
+// pendingLine is one waiting run: id, actions, requester, age and deadline.
+func pendingLine(p pendingRun, now time.Time) string {
+	v := p.v
+	head := "*" + mdCode(v.ID, 100) + "*"
+	deadline := ""
+	if v.Deadline != nil && !v.Deadline.IsZero() {
+		deadline = " · deadline " + slackDate(*v.Deadline) + " (" + untilText(now, *v.Deadline) + ")"
+	}
+	if !p.read {
+		return head + "\nasked by " + mdMention(v.Requester.ID, "") + " · " + agoText(now, v.CreatedAt) + deadline
 	}
 	line := head + " " + mdEscape(cutText(actionNames(v.Actions), 300))
 	if v.Summary != "" {

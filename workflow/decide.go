@@ -53,11 +53,26 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 			return nil, err
 		}
 	}
+	// The chain and its seals are verified before the write, so that the
+	// write transaction (shared by concurrent Updates) only checks that the
+	// run is unchanged since. A run that fails here is loaded again inside,
+	// which names its problem as before.
+	var pre *loaded
+	if err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		l, err := e.load(ctx, tx, in.RunID)
+		if err == nil {
+			// Read from the store as it stands: as good as a committed write.
+			l.committed, l.spare, pre = true, l.st, l
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("decide run %s: %w", in.RunID, err)
+	}
 	var run *Run
 	// A lost compare-and-set means another decision committed first; the retry
 	// sees it and answers who won.
 	for attempt := 0; ; attempt++ {
-		err = e.decideOnce(ctx, in, role, hasRole, edit, &run)
+		err = e.decideOnce(ctx, in, role, hasRole, edit, pre, &run)
 		if !errors.Is(err, ErrConflict) || attempt == 3 {
 			break
 		}
@@ -85,9 +100,9 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 	return run, nil
 }
 
-func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, out **Run) error {
+func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *loaded, out **Run) error {
 	return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		l, err := e.load(ctx, tx, in.RunID)
+		l, err := e.loadHeld(ctx, tx, in.RunID, pre)
 		if err != nil {
 			return err
 		}

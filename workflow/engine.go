@@ -204,6 +204,14 @@ type loaded struct {
 	run      *Run
 	st       *State
 	lastHash string
+	// state is the encoded state of the latest checkpoint, as loaded or as
+	// save wrote it, and committed says that the write holding it committed:
+	// then the run is known as stored, and need not be verified again.
+	state     []byte
+	committed bool
+	// spare is state decoded and held by nobody else, for loadHeld to hand
+	// out once instead of decoding state again.
+	spare *State
 }
 
 // load reads a run and verifies its checkpoint chain.
@@ -234,7 +242,32 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	if st.Status != run.Status && run.Status != StatusNeedsAttention {
 		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", run.Status, st.Status)}
 	}
-	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash}, nil
+	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: cps[len(cps)-1].State}, nil
+}
+
+// loadHeld is load for a run held from a committed write or an earlier read
+// (held, or nil): when the run row still has the version, checkpoint and
+// status held, nobody has written the run since (every write bumps the
+// version), so the chain verified then is still the stored one and only the
+// row is read. Anything else is loaded and verified afresh.
+func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (*loaded, error) {
+	if held == nil || !held.committed || held.state == nil {
+		return e.load(ctx, tx, id)
+	}
+	run, err := tx.Run(ctx, id)
+	if err != nil || run.Version != held.run.Version || run.Seq != held.run.Seq || run.Status != held.run.Status {
+		return e.load(ctx, tx, id)
+	}
+	// A state of its own (spare, or decoded from the bytes stored), so that
+	// it is exactly what a load would give and a caller's changes stay its own.
+	st := held.spare
+	held.spare = nil
+	if st == nil {
+		if st, err = DecodeState(held.state); err != nil {
+			return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
+		}
+	}
+	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state}, nil
 }
 
 // save writes l's run row (compare-and-set), a new checkpoint of l.st, the
@@ -250,6 +283,7 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event,
 	}
 	cp := &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: b, PrevHash: l.lastHash, CreatedAt: now}
 	cp.Hash = CheckpointHash(cp)
+	l.state = b
 	l.run.Seq = cp.Seq
 	l.run.UpdatedAt = now
 	e.lease(l.run, event, now)
@@ -279,6 +313,15 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event,
 		}
 	}
 	return nil
+}
+
+// write runs fn, which saves l, in one Update, and notes whether it
+// committed: only then is l the run as stored.
+func (e *Engine) write(ctx context.Context, l *loaded, fn func(ctx context.Context, tx Tx) error) error {
+	l.committed = false
+	err := e.store.Update(ctx, fn)
+	l.committed = err == nil
+	return err
 }
 
 // lease keeps the lease of an active run with whoever makes progress on it, so
@@ -399,10 +442,17 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 // view loads a run in a read-only transaction; an integrity problem puts the run
 // in needs_attention and is returned.
 func (e *Engine) view(ctx context.Context, id string) (*loaded, error) {
+	return e.reload(ctx, id, nil)
+}
+
+// reload is view for a run this engine may hold from its own last write
+// (held, or nil; see loadHeld). Writes still compare-and-set the version, so
+// a held run never wins a write it should not.
+func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, error) {
 	var l *loaded
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		l, err = e.load(ctx, tx, id)
+		l, err = e.loadHeld(ctx, tx, id, held)
 		return err
 	})
 	var ie *IntegrityError
@@ -672,8 +722,9 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 // expiry that is due, or the execution of approved actions (reconciling any
 // operation whose outcome a crash left unknown). It returns the run as it stands.
 func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
+	var held *loaded
 	for {
-		l, err := e.view(ctx, id)
+		l, err := e.reload(ctx, id, held)
 		if err != nil {
 			if IsRefused(err) {
 				return nil, err
@@ -684,6 +735,7 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 			}
 			return nil, err
 		}
+		held = l
 		switch l.run.Status {
 		case StatusRunning:
 			if l.st.Proposed {
@@ -759,26 +811,26 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 		l.st.StepFailures++
 		failures := l.st.StepFailures
 		if failures < maxStepFailures {
-			serr := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			serr := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 				return e.save(ctx, tx, l, StatusRunning, "step_failed", "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
 			})
 			return errors.Join(fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err), serr)
 		}
 		l.run.Status, l.run.Reason = StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
-		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 			return e.save(ctx, tx, l, StatusRunning, "needs_attention", "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	if err != nil {
 		l.run.Status, l.run.Reason = StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
-		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 			return e.save(ctx, tx, l, StatusRunning, "failed", "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	l.st.StepFailures = 0
 	l.run.Step++
 	l.st.Proposed = done
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		return e.save(ctx, tx, l, StatusRunning, "step", "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
 	})
 	if err != nil {
@@ -799,7 +851,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 	st := l.st
 	if len(st.Actions) == 0 {
 		l.run.Status, l.run.Reason = StatusDone, "nothing to do: the proposal has no actions"
-		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 			return e.save(ctx, tx, l, from, "finished", actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
@@ -809,7 +861,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 		actions, evidence, err := e.normalise(st.Actions, st.Evidence)
 		if err != nil {
 			l.run.Status, l.run.Reason = StatusFailed, "invalid proposal: "+err.Error()
-			return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 				return e.save(ctx, tx, l, from, "failed", actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
@@ -820,7 +872,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 		if !c.OK {
 			l.run.Status = StatusFailed
 			l.run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
-			return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 				return e.save(ctx, tx, l, from, "failed", actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
@@ -828,7 +880,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 	gate, err := e.gate(ctx, st)
 	if err != nil {
 		l.run.Status, l.run.Reason = StatusNeedsAttention, "policy could not decide: "+err.Error()
-		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 			return e.save(ctx, tx, l, from, "needs_attention", actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
@@ -842,7 +894,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 		l.run.Deadline = *gate.Deadline
 		req = e.newRequest(l, gate)
 	}
-	return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		return e.save(ctx, tx, l, from, event, actor, map[string]any{
 			"status": l.run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
 		}, req)

@@ -65,7 +65,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 		}
 	}
 	l.run.Status, l.run.Reason = StatusDone, ""
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		return e.save(ctx, tx, l, StatusExecuting, "finished", "signoff", map[string]int{"operations": len(l.st.Actions)}, nil)
 	})
 	if err != nil && !errors.Is(err, ErrConflict) {
@@ -145,7 +145,7 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action) error {
 		Status: OpPending, CreatedAt: now, UpdatedAt: now,
 	}
 	l.st.Operations = append(l.st.Operations, OperationRecord{Key: op.Key, Index: i, Action: a.Name, Status: OpPending})
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
@@ -192,7 +192,7 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 	// lease renewed): a worker that lost the run to another cannot start a call.
 	e.lease(l.run, "attempt", now)
 	l.run.UpdatedAt = now
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateRun(ctx, l.run); err != nil {
 			return err
 		}
@@ -277,7 +277,7 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Recei
 	}
 	op.Status, op.Receipt, op.Error, op.UpdatedAt = OpCommitted, body, "", e.now()
 	setOpRecord(l.st, op)
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
@@ -312,7 +312,7 @@ func (e *Engine) stopOp(ctx context.Context, l *loaded, op *Operation, status Op
 	op.Status, op.Error, op.UpdatedAt = status, reason, e.now()
 	setOpRecord(l.st, op)
 	l.run.Status, l.run.Reason = StatusNeedsAttention, reason
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}

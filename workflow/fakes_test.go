@@ -55,6 +55,8 @@ type ledger struct {
 	// lookupDown makes the next lookups fail: the register is down for a while.
 	lookupDown int
 	lookups    int
+	// onExecute, when set, runs at the start of every call.
+	onExecute func()
 }
 
 var _ workflow.Executor = (*ledger)(nil)
@@ -88,6 +90,9 @@ func (l *ledger) Execute(_ context.Context, key string, a workflow.Action) (work
 	var args refundArgs
 	if err := json.Unmarshal(a.Args, &args); err != nil {
 		return workflow.Receipt{}, workflow.Permanent(err)
+	}
+	if l.onExecute != nil {
+		l.onExecute()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

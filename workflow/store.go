@@ -47,6 +47,9 @@ type Tx interface {
 	RunByIdempotencyKey(ctx context.Context, key string) (*Run, error)
 	// ListRuns lists runs, oldest first (created_at, id), after the filter's cursor.
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	// ListRunHeads is ListRuns with each run's latest checkpoint (the one at
+	// its Seq; nil when that checkpoint is missing), read in one query.
+	ListRunHeads(ctx context.Context, f RunFilter) ([]*RunHead, error)
 	// UpdateRun is a compare-and-set on r.Version that writes every field but the
 	// id. ErrConflict, ErrNotFound.
 	UpdateRun(ctx context.Context, r *Run) error
@@ -123,6 +126,12 @@ type Tx interface {
 	// ExpiresAt is at or before now, soonest expired first, and says how many
 	// it deleted.
 	ForgetRequests(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// RunHead is a run and its latest checkpoint (nil when it is missing).
+type RunHead struct {
+	Run  *Run
+	Head *Checkpoint
 }
 
 // RunFilter selects runs for ListRuns.

@@ -178,6 +178,64 @@ func (e *Engine) List(ctx context.Context, f RunFilter) ([]*Run, error) {
 	return runs, nil
 }
 
+// ListViews lists runs, oldest first, each with what its latest checkpoint
+// says (actions, summary, requester) and without its requests, decisions and
+// operations: a page of a list in one query. Each latest checkpoint is checked
+// against its own hash and seal, which cover what is shown; the rest of the
+// chain is checked when the run is acted on or shown (Get). A checkpoint that
+// fails is not shown: the view has only the run row and Problem says why.
+func (e *Engine) ListViews(ctx context.Context, f RunFilter) ([]*RunView, error) {
+	var views []*RunView
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		heads, err := tx.ListRunHeads(ctx, f)
+		if err != nil {
+			return err
+		}
+		views = make([]*RunView, len(heads))
+		for i, h := range heads {
+			st, err := e.headState(ctx, tx, h)
+			var ie *IntegrityError
+			if errors.As(err, &ie) {
+				views[i] = viewOf(h.Run, nil)
+				views[i].Problem = ie.Error()
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			views[i] = viewOf(h.Run, st)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return views, nil
+}
+
+// headState checks a run's latest checkpoint on its own (hash, seal, state)
+// and decodes it.
+func (e *Engine) headState(ctx context.Context, tx Tx, h *RunHead) (*State, error) {
+	id, c := h.Run.ID, h.Head
+	if c == nil {
+		return nil, &IntegrityError{RunID: id, Seq: h.Run.Seq, Problem: "the run row's checkpoint is missing"}
+	}
+	if CheckpointHash(c) != c.Hash {
+		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
+	}
+	if err := e.in.checkRun(ctx, tx, id, []*Checkpoint{c}, nil, nil, nil); err != nil {
+		return nil, err
+	}
+	st, err := DecodeState(c.State)
+	if err != nil {
+		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: err.Error()}
+	}
+	if st.SchemaVersion != c.SchemaVersion || st.RunID != id {
+		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: "the state does not belong to this checkpoint"}
+	}
+	return st, nil
+}
+
 // HistoryEntry is one checkpoint of a run, decoded.
 type HistoryEntry struct {
 	Seq     int64     `json:"seq"`

@@ -121,29 +121,8 @@ func (t *Tx) RunByIdempotencyKey(ctx context.Context, key string) (*workflow.Run
 }
 
 func (t *Tx) ListRuns(ctx context.Context, f workflow.RunFilter) ([]*workflow.Run, error) {
-	var (
-		where []string
-		args  []any
-	)
-	if len(f.Statuses) > 0 {
-		where = append(where, "status IN ("+marks(len(f.Statuses))+")")
-		for _, s := range f.Statuses {
-			args = append(args, string(s))
-		}
-	}
-	if !f.DeadlineBefore.IsZero() {
-		where = append(where, "deadline <> 0 AND deadline < ?")
-		args = append(args, millis(f.DeadlineBefore))
-	}
-	if !f.AfterCreated.IsZero() || f.AfterID != "" {
-		where = append(where, "(created_at, id) > (?, ?)")
-		args = append(args, millis(f.AfterCreated), f.AfterID)
-	}
-	q := `SELECT ` + runColumns + ` FROM runs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY created_at, id`
+	where, args := runFilter(f, "")
+	q := `SELECT ` + runColumns + ` FROM runs` + where + ` ORDER BY created_at, id`
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
@@ -153,6 +132,100 @@ func (t *Tx) ListRuns(ctx context.Context, f workflow.RunFilter) ([]*workflow.Ru
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return runs, nil
+}
+
+// runFilter is the WHERE clause of f (or "") and its arguments, its columns
+// qualified with prefix.
+func runFilter(f workflow.RunFilter, prefix string) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	if len(f.Statuses) > 0 {
+		where = append(where, prefix+"status IN ("+marks(len(f.Statuses))+")")
+		for _, s := range f.Statuses {
+			args = append(args, string(s))
+		}
+	}
+	if !f.DeadlineBefore.IsZero() {
+		where = append(where, prefix+"deadline <> 0 AND "+prefix+"deadline < ?")
+		args = append(args, millis(f.DeadlineBefore))
+	}
+	if !f.AfterCreated.IsZero() || f.AfterID != "" {
+		where = append(where, "("+prefix+"created_at, "+prefix+"id) > (?, ?)")
+		args = append(args, millis(f.AfterCreated), f.AfterID)
+	}
+	if len(where) == 0 {
+		return "", nil
+	}
+	return ` WHERE ` + strings.Join(where, " AND "), args
+}
+
+// runHeadColumns are the run's columns and its latest checkpoint's, which the
+// outer join leaves NULL when that checkpoint is missing.
+var runHeadColumns = qualified("r.", runColumns) + ", " + qualified("c.", checkpointColumns)
+
+func qualified(prefix, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+func scanRunHead(s Row) (*workflow.RunHead, error) {
+	var (
+		r                                      workflow.Run
+		key                                    *string
+		deadline, leaseUntil, created, updated int64
+		cRun, cPrev, cHash, cKeyID, cMAC       *string
+		cSeq, cSchema, cCreated                *int64
+		cState                                 []byte
+	)
+	err := s.Scan(&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
+		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
+		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated,
+		&cRun, &cSeq, &cSchema, &cState, &cPrev, &cHash, &cCreated, &cKeyID, &cMAC)
+	if err != nil {
+		return nil, err
+	}
+	if key != nil {
+		r.IdempotencyKey = *key
+	}
+	r.Deadline = fromMillis(deadline)
+	r.LeaseUntil = fromMillis(leaseUntil)
+	r.CreatedAt = fromMillis(created)
+	r.UpdatedAt = fromMillis(updated)
+	h := &workflow.RunHead{Run: &r}
+	if cRun != nil {
+		h.Head = &workflow.Checkpoint{RunID: *cRun, Seq: deref(cSeq), SchemaVersion: int(deref(cSchema)), State: cState,
+			PrevHash: deref(cPrev), Hash: deref(cHash), CreatedAt: fromMillis(deref(cCreated)),
+			Seal: workflow.Seal{KeyID: deref(cKeyID), MAC: deref(cMAC)}}
+	}
+	return h, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func (t *Tx) ListRunHeads(ctx context.Context, f workflow.RunFilter) ([]*workflow.RunHead, error) {
+	where, args := runFilter(f, "r.")
+	q := `SELECT ` + runHeadColumns + ` FROM runs r
+		LEFT JOIN checkpoints c ON c.run_id = r.id AND c.seq = r.seq` + where + ` ORDER BY r.created_at, r.id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	heads, err := queryAll(ctx, t, scanRunHead, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs with their latest checkpoints: %w", err)
+	}
+	return heads, nil
 }
 
 func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {

@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"ListOrder", testListOrder},
 		{"ListRuns", testListRuns},
 		{"ListRunsPagination", testListRunsPagination},
+		{"ListRunHeads", testListRunHeads},
 		{"DueOutbox", testDueOutbox},
 		{"AuditChain", testAuditChain},
 		{"RollbackOnError", testRollbackOnError},
@@ -1010,6 +1011,76 @@ func testListRuns(t *testing.T, s workflow.Store) {
 				i := slices.IndexFunc(all, func(w *workflow.Run) bool { return w.ID == r.ID })
 				if i >= 0 {
 					checkSame(t, "listed run "+r.ID, all[i], r)
+				}
+			}
+		})
+	}
+}
+
+// testListRunHeads holds ListRunHeads to ListRuns, each run with its
+// checkpoint at the run's seq: not an earlier one, and none when it is missing.
+func testListRunHeads(t *testing.T, s workflow.Store) {
+	all := listFixture(t, s)
+	heads := map[string]*workflow.Checkpoint{}
+	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		for _, c := range []struct {
+			id        string
+			seqs, row int64
+		}{{"r02", 2, 2}, {"r03", 1, 1}, {"r05", 1, 2}, {"r09", 3, 3}} {
+			for seq := int64(1); seq <= c.seqs; seq++ {
+				cp := &workflow.Checkpoint{RunID: c.id, Seq: seq, SchemaVersion: workflow.SchemaVersion,
+					State: []byte(fmt.Sprintf(`{"run":%q,"seq":%d}`, c.id, seq)), PrevHash: fmt.Sprintf("prev-%d", seq),
+					CreatedAt: odd.Add(time.Duration(seq) * time.Second)}
+				if seq == 1 {
+					cp.Seal = workflow.Seal{KeyID: "k1", MAC: "mac-" + c.id}
+				}
+				cp.Hash = workflow.CheckpointHash(cp)
+				if err := tx.AppendCheckpoint(ctx, cp); err != nil {
+					return err
+				}
+				if seq == c.row {
+					heads[c.id] = stored(cp)
+				}
+			}
+			i := slices.IndexFunc(all, func(r *workflow.Run) bool { return r.ID == c.id })
+			r := all[i]
+			r.Seq = c.row
+			if err := tx.UpdateRun(ctx, r); err != nil {
+				return err
+			}
+			all[i] = stored(r)
+		}
+		return nil
+	})
+	waiting := []workflow.Status{workflow.StatusWaitingApproval}
+	for _, tc := range []struct {
+		name string
+		f    workflow.RunFilter
+	}{
+		{"everything", workflow.RunFilter{}},
+		{"one status", workflow.RunFilter{Statuses: waiting}},
+		{"status and limit", workflow.RunFilter{Statuses: waiting, Limit: 3}},
+		{"cursor, status and limit", workflow.RunFilter{Statuses: waiting, AfterCreated: odd.Add(time.Minute), AfterID: "r02", Limit: 2}},
+		{"deadline", workflow.RunFilter{DeadlineBefore: odd.Add(5*time.Hour + time.Millisecond)}},
+	} {
+		f := tc.f
+		t.Run(tc.name, func(t *testing.T) {
+			want := referenceList(all, f)
+			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.RunHead, error) {
+				return tx.ListRunHeads(ctx, f)
+			})
+			if len(got) != len(want) {
+				t.Fatalf("ListRunHeads(%+v): %d runs, want %v", f, len(got), runIDs(want))
+			}
+			for i, h := range got {
+				checkSame(t, "listed run "+want[i].ID, want[i], h.Run)
+				switch w := heads[h.Run.ID]; {
+				case w == nil && h.Head != nil:
+					t.Errorf("run %s: head %d, want none", h.Run.ID, h.Head.Seq)
+				case w != nil && h.Head == nil:
+					t.Errorf("run %s: no head, want checkpoint %d", h.Run.ID, w.Seq)
+				case w != nil:
+					checkSame(t, "head of "+h.Run.ID, w, h.Head)
 				}
 			}
 		})
