@@ -138,7 +138,6 @@ func (d rolesOnly) RoleOf(_ context.Context, id string) (string, bool, error) {
 func (s *Server) Register(e *echo.Echo) {
 	e.POST("/slack/interactions", s.serveInteraction)
 	e.POST("/slack/commands", s.serveCommand)
-	e.GET("/healthz", s.serveHealth)
 }
 
 // Response is the answer to one Slack request: Body is sent as JSON (a
@@ -166,17 +165,6 @@ func (s *Server) serveCommand(c echo.Context) error {
 		}
 		return s.HandleCommand(ctx, form)
 	})
-}
-
-// serveHealth says whether the store answers.
-func (s *Server) serveHealth(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
-	defer cancel()
-	if _, err := s.eng.List(ctx, workflow.RunFilter{Limit: 1}); err != nil {
-		s.log.Error("health check", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
-	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // errUnsigned wraps signature failures, answered 401.

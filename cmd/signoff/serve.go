@@ -104,6 +104,8 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	bs.Register(e)
+	ws := &workers{}
+	(&health{store: a.store, workers: ws, log: a.log}).register(e)
 	ln, err := net.Listen("tcp", so.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", so.addr, err)
@@ -122,7 +124,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, time.Now)}
 	go func() {
 		defer s.wg.Done()
-		work(wctx, a, disp, so.poll)
+		work(wctx, a, disp, so.poll, ws)
 	}()
 	s.wg.Add(1)
 	go func() {
@@ -200,7 +202,7 @@ func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error
 // section) are looked for at start and then every repostEvery: a run gets its
 // post queued when it starts waiting, so this only catches what no process
 // queued, and need not be quick.
-func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration) {
+func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration, ws *workers) {
 	loops := []struct {
 		what  string
 		every time.Duration
@@ -213,10 +215,13 @@ func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration)
 		{"forget slack requests past their window", poll, func(ctx context.Context) error { _, err := bot.ForgetSeen(ctx, a.store, time.Now()); return err }},
 	}
 	var wg sync.WaitGroup
+	ws.up.Add(int32(len(loops)))
+	ws.want.Store(int32(len(loops)))
 	for _, l := range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer ws.up.Add(-1)
 			t := time.NewTicker(l.every)
 			defer t.Stop()
 			for {
