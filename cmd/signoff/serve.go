@@ -101,6 +101,14 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	if err != nil {
 		return nil, err
 	}
+	var auditFrom int64
+	if a.cfg.AuditLog {
+		head, err := a.engine.AuditHead(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read audit head: %w", err)
+		}
+		auditFrom = head.Seq
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	bs.Register(e)
@@ -131,6 +139,15 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		defer s.wg.Done()
 		logAnchors(wctx, a.engine, a.log, anchorEvery)
 	}()
+	if a.cfg.AuditLog {
+		// From the head at start: the log is a live feed, not a second copy of
+		// the history, which `signoff audit --json` exports.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			logAudit(wctx, a.store, a.log, so.poll, auditFrom)
+		}()
+	}
 	if so.socketMode {
 		client := bot.NewSocketModeClient(so.botToken, so.appToken, sc.APIURL)
 		s.wg.Add(1)
