@@ -17,6 +17,7 @@ import (
 
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/metrics"
 )
 
 // serveOptions are what `signoff serve` needs besides the app.
@@ -27,7 +28,13 @@ type serveOptions struct {
 	appToken      string // xapp-… for Socket Mode
 	socketMode    bool
 	poll          time.Duration // how often the workers look for work
+	// metricsEvery is how often the gauges are read from the store (0: metricsEvery).
+	metricsEvery time.Duration
 }
+
+// metricsEvery is how often serve reads the gauges of /metrics from the
+// store: a scrape never queries it.
+const metricsEvery = 15 * time.Second
 
 // repostEvery is how often serve looks for waiting runs without a message,
 // after looking at start.
@@ -53,6 +60,7 @@ func (c *cli) serveCmd() *cobra.Command {
 			if err := checkServe(cfg, so); err != nil {
 				return err
 			}
+			c.opts.metrics = metrics.New(version())
 			return c.withApp(func(a *app) error {
 				s, err := startServer(c.ctx, a, so)
 				if err != nil {
@@ -111,6 +119,10 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	if a.metrics != nil {
+		e.Use(observeHTTP(a.metrics))
+		e.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
+	}
 	bs.Register(e)
 	ws := &workers{}
 	(&health{store: a.store, workers: ws, log: a.log}).register(e)
@@ -139,6 +151,17 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		defer s.wg.Done()
 		logAnchors(wctx, a.engine, a.log, anchorEvery)
 	}()
+	if a.metrics != nil {
+		every := so.metricsEvery
+		if every <= 0 {
+			every = metricsEvery
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			refreshMetrics(wctx, a, every)
+		}()
+	}
 	if a.cfg.AuditLog {
 		// From the head at start: the log is a live feed, not a second copy of
 		// the history, which `signoff audit --json` exports.
@@ -275,4 +298,40 @@ func (s *server) stop() error {
 	}
 	s.log.Info("signoff stopped", "addr", s.addr)
 	return nil
+}
+
+// observeHTTP counts every answered request by its route pattern (never the
+// raw path: a path of a route that does not exist is "unmatched").
+func observeHTTP(m *metrics.Metrics) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err) // so that the code is the one sent
+			}
+			route := c.Path()
+			if route == "" || c.Response().Status == http.StatusNotFound && route == "/*" {
+				route = "unmatched"
+			}
+			m.ObserveHTTP(route, c.Response().Status, time.Since(start))
+			return nil
+		}
+	}
+}
+
+// refreshMetrics sets the gauges from the store now and every tick until ctx ends.
+func refreshMetrics(ctx context.Context, a *app, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := a.metrics.Refresh(ctx, a.store, time.Now()); err != nil && ctx.Err() == nil {
+			a.log.Error("refresh metrics", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
