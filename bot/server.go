@@ -62,6 +62,9 @@ type ServerConfig struct {
 	Directory workflow.Directory
 	// UserGroups (role → Slack user group) are mentioned in /runs show.
 	UserGroups map[string]string
+	// Refused, when set, is told why a request was refused: signature, app,
+	// team, role, fingerprint, deadline or replay (serve counts them).
+	Refused func(reason string)
 }
 
 // Server answers Slack's interaction and slash-command requests.
@@ -75,6 +78,7 @@ type Server struct {
 	maxBody int64
 	dir     workflow.Directory
 	groups  map[string]string
+	refused func(reason string)
 	// seen keeps the requests taken (see serveSigned); nil only for the
 	// benchmark of the bare handler, which has no store.
 	seen workflow.Store
@@ -104,11 +108,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 func newServer(eng runEngine, cfg ServerConfig) *Server {
 	s := &Server{
 		eng: eng, secret: cfg.SigningSecret, clock: cfg.Clock, log: cfg.Logger, slack: cfg.Slack,
-		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups,
+		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups, refused: cfg.Refused,
 		origin: Origin{AppID: cfg.AppID, TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID},
 	}
 	if s.clock == nil {
 		s.clock = time.Now
+	}
+	if s.refused == nil {
+		s.refused = func(string) {}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -186,6 +193,7 @@ func (s *Server) readVerified(c echo.Context) ([]byte, error) {
 		return nil, fmt.Errorf("%w: read body: %v", ErrMalformed, err)
 	}
 	if err := VerifySignature(req.Header, raw, s.secret, s.clock()); err != nil {
+		s.refused("signature")
 		return nil, fmt.Errorf("%w: %w", errUnsigned, err)
 	}
 	return raw, nil
@@ -228,6 +236,7 @@ func (s *Server) handleInteraction(ctx context.Context, payload []byte, digest s
 		return Response{}, err
 	}
 	if err := s.origin.CheckInteraction(ic); err != nil {
+		s.refused(originReason(err))
 		return Response{}, err
 	}
 	switch ic.Type {
@@ -260,6 +269,7 @@ func (s *Server) HandleCommand(ctx context.Context, form url.Values) (Response, 
 		return Response{}, err
 	}
 	if err := s.origin.CheckCommand(cmd); err != nil {
+		s.refused(originReason(err))
 		return Response{}, err
 	}
 	return s.command(ctx, cmd), nil

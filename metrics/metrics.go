@@ -39,6 +39,7 @@ type Metrics struct {
 	execSeconds     *prometheus.HistogramVec
 	outboxBacklog   prometheus.Gauge
 	outboxOldest    prometheus.Gauge
+	refused         *prometheus.CounterVec
 	httpRequests    *prometheus.CounterVec
 	httpSeconds     *prometheus.HistogramVec
 }
@@ -67,6 +68,8 @@ func New(version string) *Metrics {
 		Help: "Slack messages not delivered yet."})
 	m.outboxOldest = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_oldest_age_seconds",
 		Help: "Age of the oldest undelivered Slack message (0 when none)."})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "refused_requests_total",
+		Help: "Slack requests refused, by reason (signature, app, team, role, fingerprint, deadline, replay)."}, []string{"reason"})
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "http_requests_total",
 		Help: "HTTP requests answered, by route and status code."}, []string{"route", "code"})
 	m.httpSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "http_request_seconds",
@@ -75,15 +78,23 @@ func New(version string) *Metrics {
 		Help: "Always 1: the version of signoff and of Go that built it."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.runs, m.waiting, m.oldestWaiting, m.decisions, m.decisionSeconds,
-		m.executions, m.execSeconds, m.outboxBacklog, m.outboxOldest, m.httpRequests, m.httpSeconds, build,
+		m.executions, m.execSeconds, m.outboxBacklog, m.outboxOldest, m.refused, m.httpRequests, m.httpSeconds, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
 	for _, s := range openStatuses {
 		m.runs.WithLabelValues(string(s))
 	}
+	// Every reason is exposed from the start, so that an alert on a rate
+	// needs no series to appear first.
+	for _, r := range []string{"signature", "app", "team", "role", "fingerprint", "deadline", "replay"} {
+		m.refused.WithLabelValues(r)
+	}
 	return m
 }
+
+// Refused counts one refused request.
+func (m *Metrics) Refused(reason string) { m.refused.WithLabelValues(reason).Inc() }
 
 // Registry is where the collectors are, for tests and lint.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }

@@ -82,6 +82,14 @@ func TestMetrics(t *testing.T) {
 				t.Fatalf("click: %d %s", status, body)
 			}
 			waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == workflow.StatusDone })
+			unsigned, err := http.Post("http://"+s.addr+"/slack/interactions", "application/x-www-form-urlencoded", strings.NewReader("payload=%7B%7D"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			unsigned.Body.Close()
+			if unsigned.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("an unsigned request: %d, want 401", unsigned.StatusCode)
+			}
 			var m map[string]float64
 			waitFor(t, "the gauges to follow", func() bool {
 				m = scrape(t, s)
@@ -93,7 +101,12 @@ func TestMetrics(t *testing.T) {
 				`signoff_executions_total{action="request_refund",outcome="ok"}`:      1,
 				`signoff_executor_call_seconds_count{action="request_refund"}`:        1,
 				`signoff_http_requests_total{code="200",route="/slack/interactions"}`: 2,
-				`signoff_http_request_seconds_count{route="/slack/interactions"}`:     2,
+				`signoff_http_request_seconds_count{route="/slack/interactions"}`:     3,
+				`signoff_http_requests_total{code="401",route="/slack/interactions"}`: 1,
+				`signoff_refused_requests_total{reason="role"}`:                       1,
+				`signoff_refused_requests_total{reason="signature"}`:                  1,
+				`signoff_refused_requests_total{reason="fingerprint"}`:                0,
+				`signoff_refused_requests_total{reason="replay"}`:                     0,
 				`signoff_runs{status="executing"}`:                                    0,
 				`signoff_runs{status="needs_attention"}`:                              0,
 				`signoff_oldest_waiting_run_age_seconds`:                              0,

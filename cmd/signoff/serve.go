@@ -104,7 +104,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	}
 	bs, err := bot.NewServer(bot.ServerConfig{
 		Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
-		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups,
+		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups, Refused: refusedCounter(a),
 	})
 	if err != nil {
 		return nil, err
@@ -334,4 +334,12 @@ func refreshMetrics(ctx context.Context, a *app, every time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// refusedCounter is what the bot tells of refusals: the metric, when serve has metrics.
+func refusedCounter(a *app) func(string) {
+	if a.metrics == nil {
+		return nil
+	}
+	return a.metrics.Refused
 }
