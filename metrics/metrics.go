@@ -40,6 +40,7 @@ type Metrics struct {
 	outboxBacklog   prometheus.Gauge
 	outboxOldest    prometheus.Gauge
 	refused         *prometheus.CounterVec
+	slackErrors     *prometheus.CounterVec
 	httpRequests    *prometheus.CounterVec
 	httpSeconds     *prometheus.HistogramVec
 }
@@ -68,6 +69,8 @@ func New(version string) *Metrics {
 		Help: "Slack messages not delivered yet."})
 	m.outboxOldest = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_oldest_age_seconds",
 		Help: "Age of the oldest undelivered Slack message (0 when none)."})
+	m.slackErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "slack_api_errors_total",
+		Help: "Slack Web API calls that failed, by method and Slack's error code (or http_NNN, transport)."}, []string{"method", "error"})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "refused_requests_total",
 		Help: "Slack requests refused, by reason (signature, app, team, role, fingerprint, deadline, replay)."}, []string{"reason"})
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "http_requests_total",
@@ -78,7 +81,7 @@ func New(version string) *Metrics {
 		Help: "Always 1: the version of signoff and of Go that built it."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.runs, m.waiting, m.oldestWaiting, m.decisions, m.decisionSeconds,
-		m.executions, m.execSeconds, m.outboxBacklog, m.outboxOldest, m.refused, m.httpRequests, m.httpSeconds, build,
+		m.executions, m.execSeconds, m.outboxBacklog, m.outboxOldest, m.refused, m.slackErrors, m.httpRequests, m.httpSeconds, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -92,6 +95,9 @@ func New(version string) *Metrics {
 	}
 	return m
 }
+
+// SlackError counts one failed Slack API call.
+func (m *Metrics) SlackError(method, code string) { m.slackErrors.WithLabelValues(method, code).Inc() }
 
 // Refused counts one refused request.
 func (m *Metrics) Refused(reason string) { m.refused.WithLabelValues(reason).Inc() }

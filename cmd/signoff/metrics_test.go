@@ -75,6 +75,8 @@ func TestMetrics(t *testing.T) {
 				return m[`signoff_runs{status="waiting_approval"}`] == 1 && m[`signoff_waiting_runs{rule="large-refund"}`] == 1
 			})
 			v := s.get(t, id)
+			// The refused clicker is not told: Slack refuses the ephemeral message.
+			s.slack.ErrorNext("chat.postEphemeral", "user_not_in_channel")
 			if status, body := s.click(t, "block_actions_approve.json", "U0INTRUDER", v); status != http.StatusOK {
 				t.Fatalf("refused click: %d %s", status, body)
 			}
@@ -96,22 +98,23 @@ func TestMetrics(t *testing.T) {
 				return m[`signoff_runs{status="waiting_approval"}`] == 0 && m["signoff_outbox_backlog"] == 0
 			})
 			for series, want := range map[string]float64{
-				`signoff_decisions_total{channel="slack",verdict="approve"}`:          1,
-				`signoff_decision_seconds_count`:                                      1,
-				`signoff_executions_total{action="request_refund",outcome="ok"}`:      1,
-				`signoff_executor_call_seconds_count{action="request_refund"}`:        1,
-				`signoff_http_requests_total{code="200",route="/slack/interactions"}`: 2,
-				`signoff_http_request_seconds_count{route="/slack/interactions"}`:     3,
-				`signoff_http_requests_total{code="401",route="/slack/interactions"}`: 1,
-				`signoff_refused_requests_total{reason="role"}`:                       1,
-				`signoff_refused_requests_total{reason="signature"}`:                  1,
-				`signoff_refused_requests_total{reason="fingerprint"}`:                0,
-				`signoff_refused_requests_total{reason="replay"}`:                     0,
-				`signoff_runs{status="executing"}`:                                    0,
-				`signoff_runs{status="needs_attention"}`:                              0,
-				`signoff_oldest_waiting_run_age_seconds`:                              0,
-				`signoff_outbox_oldest_age_seconds`:                                   0,
-				`signoff_build_info{goversion="` + goVersion(m) + `",version="test"}`: 1,
+				`signoff_decisions_total{channel="slack",verdict="approve"}`:                              1,
+				`signoff_decision_seconds_count`:                                                          1,
+				`signoff_executions_total{action="request_refund",outcome="ok"}`:                          1,
+				`signoff_executor_call_seconds_count{action="request_refund"}`:                            1,
+				`signoff_http_requests_total{code="200",route="/slack/interactions"}`:                     2,
+				`signoff_http_request_seconds_count{route="/slack/interactions"}`:                         3,
+				`signoff_http_requests_total{code="401",route="/slack/interactions"}`:                     1,
+				`signoff_slack_api_errors_total{error="user_not_in_channel",method="chat.postEphemeral"}`: 1,
+				`signoff_refused_requests_total{reason="role"}`:                                           1,
+				`signoff_refused_requests_total{reason="signature"}`:                                      1,
+				`signoff_refused_requests_total{reason="fingerprint"}`:                                    0,
+				`signoff_refused_requests_total{reason="replay"}`:                                         0,
+				`signoff_runs{status="executing"}`:                                                        0,
+				`signoff_runs{status="needs_attention"}`:                                                  0,
+				`signoff_oldest_waiting_run_age_seconds`:                                                  0,
+				`signoff_outbox_oldest_age_seconds`:                                                       0,
+				`signoff_build_info{goversion="` + goVersion(m) + `",version="test"}`:                     1,
 			} {
 				if got, ok := m[series]; !ok || got != want {
 					t.Errorf("%s = %v (exposed: %v), want %v", series, got, ok, want)

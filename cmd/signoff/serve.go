@@ -99,6 +99,9 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		return nil, err
 	}
 	api := a.slackAPI
+	if a.metrics != nil {
+		api.OnError(a.metrics.SlackError)
+	}
 	if err := checkSlack(ctx, a, api, sc.Channel); err != nil {
 		return nil, err
 	}
