@@ -95,7 +95,10 @@ func TestMetrics(t *testing.T) {
 			var m map[string]float64
 			waitFor(t, "the gauges to follow", func() bool {
 				m = scrape(t, s)
-				return m[`signoff_runs{status="waiting_approval"}`] == 0 && m["signoff_outbox_backlog"] == 0
+				// A refresh that read the store before the run finished may
+				// still show it executing: the gauges lag by one refresh.
+				return m[`signoff_runs{status="waiting_approval"}`] == 0 && m[`signoff_runs{status="executing"}`] == 0 &&
+					m["signoff_outbox_backlog"] == 0
 			})
 			for series, want := range map[string]float64{
 				`signoff_decisions_total{channel="slack",verdict="approve"}`:                              1,
