@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -263,5 +266,54 @@ func TestAuditLogLines(t *testing.T) {
 			m["run_id"] != w.RunID || m["action"] != w.Action || m["mac"] != w.MAC || m["detail"] != string(w.Detail) {
 			t.Errorf("line %d: %v\nwant the event %+v", i, m, w)
 		}
+	}
+}
+
+// TestServeLogsAuditEvents: serve with audit_log: true logs each event
+// appended while it runs, once, and nothing from before its start.
+func TestServeLogsAuditEvents(t *testing.T) {
+	fs := fakeslack.New()
+	t.Cleanup(fs.Close)
+	dir := t.TempDir()
+	before := submitWaiting(t, dir) // written before serve starts: not logged
+	cfgPath := filepath.Join(dir, "signoff.yaml")
+	if err := os.WriteFile(cfgPath, []byte(slackConfig(fs)+"audit_log: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken}
+	var logs lockedBuffer
+	o := options{db: dbPath(dir), shop: shopPath(dir), config: cfgPath, server: true, logFormat: "json"}
+	ctx, cancel := context.WithCancel(t.Context())
+	a, err := openApp(ctx, o, func(k string) string { return env[k] }, &logs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := startServer(ctx, a, serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken, poll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		s.stop()
+		a.Close()
+	})
+	code, out, errs := signoffIn(t, dir, "", "--config", cfgPath, "cancel", before, "--as", lead1, "--reason", "duplicate")
+	if code != exitEnded {
+		t.Fatalf("cancel: exit %d %s%s", code, out, errs)
+	}
+	all := readAuditLines(t, must(t, dir, exitDone, "audit", "--json"))
+	last := all[len(all)-1]
+	waitFor(t, "the cancellation logged", func() bool { return strings.Contains(logs.String(), last.Hash) })
+	var logged []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"msg":"audit_event"`) {
+			logged = append(logged, line)
+		}
+	}
+	// Only the cancellation: the events from before the start are not logged
+	// (the audit head serve logs at start names one, as an anchor, not as an event).
+	if len(logged) != 1 || !strings.Contains(logged[0], fmt.Sprintf(`"seq":%d,`, last.Seq)) ||
+		!strings.Contains(logged[0], `"hash":"`+last.Hash+`"`) || !strings.Contains(logged[0], `"mac":"`+last.MAC+`"`) {
+		t.Fatalf("want one audit_event line, the cancellation (seq %d); got:\n%s", last.Seq, strings.Join(logged, "\n"))
 	}
 }
