@@ -209,6 +209,14 @@ func (s *Server) refusal(ctx context.Context, ref Ref, err error, log *slog.Logg
 	case errors.As(err, &r):
 		log.Info("slack decision refused", "code", r.Code, "reason", r.Msg)
 		switch r.Code {
+		case workflow.CodeNoRole, workflow.CodeSelfApproval:
+			s.refused("role")
+		case workflow.CodeStaleFingerprint:
+			s.refused("fingerprint")
+		case workflow.CodeExpired:
+			s.refused("deadline")
+		}
+		switch r.Code {
 		case workflow.CodeAlreadyDecided:
 			status := workflow.RequestStatus("decided")
 			if v, gerr := s.eng.Get(ctx, ref.RunID); gerr == nil {

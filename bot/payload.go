@@ -267,9 +267,28 @@ func (o Origin) CheckCommand(c *Command) error {
 	return o.check(c.APIAppID, c.TeamID, c.EnterpriseID)
 }
 
+// originError says which rule of the Origin refused a request ("app" or
+// "team"), for the count of refusals; its text is the wrapped error's.
+type originError struct {
+	rule string
+	err  error
+}
+
+func (e *originError) Error() string { return e.err.Error() }
+func (e *originError) Unwrap() error { return e.err }
+
+// originReason names the rule that refused err: app, or team.
+func originReason(err error) string {
+	var oe *originError
+	if errors.As(err, &oe) {
+		return oe.rule
+	}
+	return "team" // a payload without a user: no organisation to admit
+}
+
 func (o Origin) check(appID, userTeam, enterprise string) error {
 	if o.AppID == "" || appID != o.AppID {
-		return fmt.Errorf("%w: app %q", ErrForbidden, clipErr(appID, 40))
+		return &originError{"app", fmt.Errorf("%w: app %q", ErrForbidden, clipErr(appID, 40))}
 	}
 	switch {
 	case userTeam != "" && (userTeam == o.TeamID || userTeam == o.EnterpriseID):
@@ -277,7 +296,7 @@ func (o Origin) check(appID, userTeam, enterprise string) error {
 	case o.EnterpriseID != "" && enterprise == o.EnterpriseID:
 		return nil
 	}
-	return fmt.Errorf("%w: team %q, enterprise %q", ErrForbidden, clipErr(userTeam, 40), clipErr(enterprise, 40))
+	return &originError{"team", fmt.Errorf("%w: team %q, enterprise %q", ErrForbidden, clipErr(userTeam, 40), clipErr(enterprise, 40))}
 }
 
 // Ref is what a button (and a modal's private_metadata) carries: which run,

@@ -94,6 +94,7 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 	}
 	log := s.log.With("kind", kind, "request_digest", req.Digest[:16], "retry_num", c.Request().Header.Get(HeaderRetryNum), "remote_addr", c.RealIP())
 	if !claimed {
+		s.refused("replay")
 		return writeAnswer(c, s.copyAnswer(ctx, log, first, c.Request().Header.Get(HeaderRetryNum) != ""))
 	}
 	resp, err := handle(ctx, raw)

@@ -62,6 +62,9 @@ type ServerConfig struct {
 	Directory workflow.Directory
 	// UserGroups (role → Slack user group) are mentioned in /runs show.
 	UserGroups map[string]string
+	// Refused, when set, is told why a request was refused: signature, app,
+	// team, role, fingerprint, deadline or replay (serve counts them).
+	Refused func(reason string)
 }
 
 // Server answers Slack's interaction and slash-command requests.
@@ -75,6 +78,7 @@ type Server struct {
 	maxBody int64
 	dir     workflow.Directory
 	groups  map[string]string
+	refused func(reason string)
 	// seen keeps the requests taken (see serveSigned); nil only for the
 	// benchmark of the bare handler, which has no store.
 	seen workflow.Store
@@ -104,11 +108,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 func newServer(eng runEngine, cfg ServerConfig) *Server {
 	s := &Server{
 		eng: eng, secret: cfg.SigningSecret, clock: cfg.Clock, log: cfg.Logger, slack: cfg.Slack,
-		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups,
+		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups, refused: cfg.Refused,
 		origin: Origin{AppID: cfg.AppID, TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID},
 	}
 	if s.clock == nil {
 		s.clock = time.Now
+	}
+	if s.refused == nil {
+		s.refused = func(string) {}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -138,7 +145,6 @@ func (d rolesOnly) RoleOf(_ context.Context, id string) (string, bool, error) {
 func (s *Server) Register(e *echo.Echo) {
 	e.POST("/slack/interactions", s.serveInteraction)
 	e.POST("/slack/commands", s.serveCommand)
-	e.GET("/healthz", s.serveHealth)
 }
 
 // Response is the answer to one Slack request: Body is sent as JSON (a
@@ -168,17 +174,6 @@ func (s *Server) serveCommand(c echo.Context) error {
 	})
 }
 
-// serveHealth says whether the store answers.
-func (s *Server) serveHealth(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
-	defer cancel()
-	if _, err := s.eng.List(ctx, workflow.RunFilter{Limit: 1}); err != nil {
-		s.log.Error("health check", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
-	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-}
-
 // errUnsigned wraps signature failures, answered 401.
 var errUnsigned = errors.New("unsigned")
 
@@ -198,6 +193,7 @@ func (s *Server) readVerified(c echo.Context) ([]byte, error) {
 		return nil, fmt.Errorf("%w: read body: %v", ErrMalformed, err)
 	}
 	if err := VerifySignature(req.Header, raw, s.secret, s.clock()); err != nil {
+		s.refused("signature")
 		return nil, fmt.Errorf("%w: %w", errUnsigned, err)
 	}
 	return raw, nil
@@ -240,6 +236,7 @@ func (s *Server) handleInteraction(ctx context.Context, payload []byte, digest s
 		return Response{}, err
 	}
 	if err := s.origin.CheckInteraction(ic); err != nil {
+		s.refused(originReason(err))
 		return Response{}, err
 	}
 	switch ic.Type {
@@ -272,6 +269,7 @@ func (s *Server) HandleCommand(ctx context.Context, form url.Values) (Response, 
 		return Response{}, err
 	}
 	if err := s.origin.CheckCommand(cmd); err != nil {
+		s.refused(originReason(err))
 		return Response{}, err
 	}
 	return s.command(ctx, cmd), nil

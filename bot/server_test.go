@@ -700,19 +700,6 @@ func TestRestoreRedacted(t *testing.T) {
 	}
 }
 
-func TestHealthz(t *testing.T) {
-	h := newSlackHarness(t)
-	resp, err := h.http.Get(h.url + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"ok"`) {
-		t.Fatalf("healthz: %d %s", resp.StatusCode, b)
-	}
-}
-
 // TestNoSecretRefusesHTTP: a server built for Socket Mode alone, without a
 // signing secret, refuses every HTTP request, however it is signed.
 func TestNoSecretRefusesHTTP(t *testing.T) {

@@ -14,6 +14,49 @@ import (
 // URL is configurable so that tests can point it at a fake on loopback.
 type API struct {
 	client *slack.Client
+	// failed, when set, is told of every call Slack refused or that did not
+	// reach it (see OnError).
+	failed func(method, code string)
+}
+
+// OnError makes the client tell fn the method and the error code of every
+// failed call: Slack's own code (channel_not_found, ratelimited, …), or
+// "http_NNN" or "transport" when there is none. Call it before any call.
+func (a *API) OnError(fn func(method, code string)) { a.failed = fn }
+
+// fail reports err of method to OnError's fn, and returns it.
+func (a *API) fail(method string, err error) error {
+	if a.failed == nil || err == nil {
+		return err
+	}
+	var se slack.SlackErrorResponse
+	var rl *slack.RateLimitedError
+	var sc slack.StatusCodeError
+	code := "transport"
+	switch {
+	case errors.As(err, &se) && se.Err != "":
+		code = se.Err
+	case errors.As(err, &rl):
+		code = "ratelimited"
+	case errors.As(err, &sc):
+		code = fmt.Sprintf("http_%d", sc.Code)
+	}
+	a.failed(method, errorCode(code))
+	return err
+}
+
+// errorCode keeps a code fit for a label: Slack's codes are short snake_case
+// words, and whatever else a server answers must not make a series each.
+func errorCode(s string) string {
+	if len(s) > 40 {
+		return "other"
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return "other"
+		}
+	}
+	return s
 }
 
 // NewAPI builds a client with a bot token. apiURL "" means Slack's own.
@@ -28,7 +71,7 @@ func NewAPI(token, apiURL string, timeout time.Duration) *API {
 // PostMessage posts blocks to a channel and returns the channel id and message ts.
 func (a *API) PostMessage(ctx context.Context, channel string, blocks []slack.Block, text string) (string, string, error) {
 	ch, ts, err := a.client.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false))
-	if err != nil {
+	if err := a.fail("chat.postMessage", err); err != nil {
 		return "", "", fmt.Errorf("chat.postMessage to %s: %w", channel, err)
 	}
 	return ch, ts, nil
@@ -36,7 +79,7 @@ func (a *API) PostMessage(ctx context.Context, channel string, blocks []slack.Bl
 
 // UpdateMessage rewrites a posted message.
 func (a *API) UpdateMessage(ctx context.Context, channel, ts string, blocks []slack.Block, text string) error {
-	if _, _, _, err := a.client.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false)); err != nil {
+	if _, _, _, err := a.client.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false)); a.fail("chat.update", err) != nil {
 		return fmt.Errorf("chat.update %s %s: %w", channel, ts, err)
 	}
 	return nil
@@ -48,7 +91,7 @@ func (a *API) PostEphemeral(ctx context.Context, channel, user string, blocks []
 	if len(blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(blocks...))
 	}
-	if _, err := a.client.PostEphemeralContext(ctx, channel, user, opts...); err != nil {
+	if _, err := a.client.PostEphemeralContext(ctx, channel, user, opts...); a.fail("chat.postEphemeral", err) != nil {
 		return fmt.Errorf("chat.postEphemeral to %s in %s: %w", user, channel, err)
 	}
 	return nil
@@ -56,7 +99,7 @@ func (a *API) PostEphemeral(ctx context.Context, channel, user string, blocks []
 
 // OpenView opens a modal for the user who clicked (trigger ids live 3 seconds).
 func (a *API) OpenView(ctx context.Context, triggerID string, view slack.ModalViewRequest) error {
-	if _, err := a.client.OpenViewContext(ctx, triggerID, view); err != nil {
+	if _, err := a.client.OpenViewContext(ctx, triggerID, view); a.fail("views.open", err) != nil {
 		return fmt.Errorf("views.open: %w", err)
 	}
 	return nil
@@ -65,7 +108,7 @@ func (a *API) OpenView(ctx context.Context, triggerID string, view slack.ModalVi
 // GetUserGroupMembersContext lists the members of a user group.
 func (a *API) GetUserGroupMembersContext(ctx context.Context, group string) ([]string, error) {
 	members, err := a.client.GetUserGroupMembersContext(ctx, group)
-	if err != nil {
+	if a.fail("usergroups.users.list", err) != nil {
 		return nil, fmt.Errorf("usergroups.users.list %s: %w", group, err)
 	}
 	return members, nil

@@ -55,7 +55,10 @@ type Config struct {
 	Slack      SlackConfig
 	Requesters RequestersConfig
 	Requests   RequestsConfig
-	Source     string // the file name, or DefaultSource
+	// AuditLog: serve writes every audit event as a log line too, for a
+	// log pipeline that feeds a SIEM.
+	AuditLog bool
+	Source   string // the file name, or DefaultSource
 	// Warnings are problems that do not stop the config from loading, each
 	// with its line, in the order of the file.
 	Warnings []*Error
@@ -202,6 +205,7 @@ type fileConfig struct {
 	Slack      *fileSlack             `yaml:"slack"`
 	Requesters *fileRequesters        `yaml:"requesters"`
 	Requests   *fileRequests          `yaml:"requests"`
+	AuditLog   bool                   `yaml:"audit_log"`
 }
 
 type fileRequests struct {
@@ -358,6 +362,7 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	cfg.Slack = slack
+	cfg.AuditLog = fc.AuditLog
 	if fc.Requesters != nil {
 		cfg.Requesters.AllowUnknown = fc.Requesters.AllowUnknown
 	}

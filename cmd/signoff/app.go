@@ -18,6 +18,7 @@ import (
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -52,6 +53,8 @@ type options struct {
 	server              bool
 	// getenv reads the environment (the executors' secrets); nil reads nothing.
 	getenv func(string) string
+	// metrics, for serve: decisions and executor calls are counted on it.
+	metrics *metrics.Metrics
 }
 
 // localConfig is the config file looked for in the working directory when
@@ -119,6 +122,8 @@ type app struct {
 	// SLACK_BOT_TOKEN) and the directory that resolves roles, user groups included.
 	slackAPI *bot.API
 	dir      workflow.Directory
+	// metrics is set for serve (options.metrics).
+	metrics *metrics.Metrics
 }
 
 // openApp builds the app from the global options and the environment:
@@ -179,6 +184,11 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		a.Close()
 		return nil, err
 	}
+	if o.metrics != nil {
+		for name, spec := range actions {
+			spec.Executor = o.metrics.Executor(name, spec.Executor)
+		}
+	}
 	wcfg := workflow.Config{
 		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
 		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: leaseTTL, Keys: keys,
@@ -196,6 +206,10 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 			a.dir = bot.NewDirectory(cfg.Roles, cfg.Slack.UserGroups, a.slackAPI, 5*time.Minute, time.Now)
 			wcfg.Dir = a.dir
 		}
+	}
+	if o.metrics != nil {
+		wcfg.Hooks = append(wcfg.Hooks, o.metrics.Hook())
+		a.metrics = o.metrics
 	}
 	if failpoint != "" {
 		wcfg.Failpoint = failpointFunc(failpoint)

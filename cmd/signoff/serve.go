@@ -17,6 +17,7 @@ import (
 
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/metrics"
 )
 
 // serveOptions are what `signoff serve` needs besides the app.
@@ -27,7 +28,13 @@ type serveOptions struct {
 	appToken      string // xapp-… for Socket Mode
 	socketMode    bool
 	poll          time.Duration // how often the workers look for work
+	// metricsEvery is how often the gauges are read from the store (0: metricsEvery).
+	metricsEvery time.Duration
 }
+
+// metricsEvery is how often serve reads the gauges of /metrics from the
+// store: a scrape never queries it.
+const metricsEvery = 15 * time.Second
 
 // repostEvery is how often serve looks for waiting runs without a message,
 // after looking at start.
@@ -53,6 +60,7 @@ func (c *cli) serveCmd() *cobra.Command {
 			if err := checkServe(cfg, so); err != nil {
 				return err
 			}
+			c.opts.metrics = metrics.New(version())
 			return c.withApp(func(a *app) error {
 				s, err := startServer(c.ctx, a, so)
 				if err != nil {
@@ -91,19 +99,36 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		return nil, err
 	}
 	api := a.slackAPI
+	if a.metrics != nil {
+		api.OnError(a.metrics.SlackError)
+	}
 	if err := checkSlack(ctx, a, api, sc.Channel); err != nil {
 		return nil, err
 	}
 	bs, err := bot.NewServer(bot.ServerConfig{
 		Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
-		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups,
+		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups, Refused: refusedCounter(a),
 	})
 	if err != nil {
 		return nil, err
 	}
+	var auditFrom int64
+	if a.cfg.AuditLog {
+		head, err := a.engine.AuditHead(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read audit head: %w", err)
+		}
+		auditFrom = head.Seq
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	if a.metrics != nil {
+		e.Use(observeHTTP(a.metrics))
+		e.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
+	}
 	bs.Register(e)
+	ws := &workers{}
+	(&health{store: a.store, workers: ws, log: a.log}).register(e)
 	ln, err := net.Listen("tcp", so.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", so.addr, err)
@@ -122,13 +147,33 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, time.Now)}
 	go func() {
 		defer s.wg.Done()
-		work(wctx, a, disp, so.poll)
+		work(wctx, a, disp, so.poll, ws)
 	}()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		logAnchors(wctx, a.engine, a.log, anchorEvery)
 	}()
+	if a.metrics != nil {
+		every := so.metricsEvery
+		if every <= 0 {
+			every = metricsEvery
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			refreshMetrics(wctx, a, every)
+		}()
+	}
+	if a.cfg.AuditLog {
+		// From the head at start: the log is a live feed, not a second copy of
+		// the history, which `signoff audit --json` exports.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			logAudit(wctx, a.store, a.log, so.poll, auditFrom)
+		}()
+	}
 	if so.socketMode {
 		client := bot.NewSocketModeClient(so.botToken, so.appToken, sc.APIURL)
 		s.wg.Add(1)
@@ -200,7 +245,7 @@ func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error
 // section) are looked for at start and then every repostEvery: a run gets its
 // post queued when it starts waiting, so this only catches what no process
 // queued, and need not be quick.
-func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration) {
+func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration, ws *workers) {
 	loops := []struct {
 		what  string
 		every time.Duration
@@ -213,10 +258,13 @@ func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration)
 		{"forget slack requests past their window", poll, func(ctx context.Context) error { _, err := bot.ForgetSeen(ctx, a.store, time.Now()); return err }},
 	}
 	var wg sync.WaitGroup
+	ws.up.Add(int32(len(loops)))
+	ws.want.Store(int32(len(loops)))
 	for _, l := range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer ws.up.Add(-1)
 			t := time.NewTicker(l.every)
 			defer t.Stop()
 			for {
@@ -253,4 +301,48 @@ func (s *server) stop() error {
 	}
 	s.log.Info("signoff stopped", "addr", s.addr)
 	return nil
+}
+
+// observeHTTP counts every answered request by its route pattern (never the
+// raw path: a path of a route that does not exist is "unmatched").
+func observeHTTP(m *metrics.Metrics) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err) // so that the code is the one sent
+			}
+			route := c.Path()
+			if route == "" || c.Response().Status == http.StatusNotFound && route == "/*" {
+				route = "unmatched"
+			}
+			m.ObserveHTTP(route, c.Response().Status, time.Since(start))
+			return nil
+		}
+	}
+}
+
+// refreshMetrics sets the gauges from the store now and every tick until ctx ends.
+func refreshMetrics(ctx context.Context, a *app, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := a.metrics.Refresh(ctx, a.store, time.Now()); err != nil && ctx.Err() == nil {
+			a.log.Error("refresh metrics", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// refusedCounter is what the bot tells of refusals: the metric, when serve has metrics.
+func refusedCounter(a *app) func(string) {
+	if a.metrics == nil {
+		return nil
+	}
+	return a.metrics.Refused
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -32,10 +33,10 @@ const (
 // served is a `signoff serve` running in process on a loopback port, with a
 // fake Slack Web API, sharing its database with the CLI.
 type served struct {
-	dir, config, addr string
-	slack             *fakeslack.Server
-	app               *app
-	getenv            func(string) string
+	dir, db, config, addr string
+	slack                 *fakeslack.Server
+	app                   *app
+	getenv                func(string) string
 }
 
 func startServed(t *testing.T) *served {
@@ -46,6 +47,13 @@ func startServed(t *testing.T) *served {
 // startServedAfter is startServed with before run first on the fake Slack and
 // the folder of the store, the config and the shop.
 func startServedAfter(t *testing.T, before func(fs *fakeslack.Server, dir string)) *served {
+	t.Helper()
+	return startServedOn(t, "", before)
+}
+
+// startServedOn is startServedAfter on the store db names ("": a SQLite file
+// in the folder), with metrics read from the store every 20ms.
+func startServedOn(t *testing.T, db string, before func(fs *fakeslack.Server, dir string)) *served {
 	t.Helper()
 	fs := fakeslack.New()
 	t.Cleanup(fs.Close)
@@ -59,13 +67,17 @@ func startServedAfter(t *testing.T, before func(fs *fakeslack.Server, dir string
 	}
 	env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken}
 	getenv := func(k string) string { return env[k] }
-	o := options{db: filepath.Join(dir, "signoff.db"), shop: filepath.Join(dir, "shop.db"), config: cfgPath}
+	if db == "" {
+		db = filepath.Join(dir, "signoff.db")
+	}
+	o := options{db: db, shop: filepath.Join(dir, "shop.db"), config: cfgPath, metrics: metrics.New("test")}
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := openApp(ctx, o, getenv, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := startServer(ctx, a, serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken, poll: 20 * time.Millisecond})
+	s, err := startServer(ctx, a, serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken,
+		poll: 20 * time.Millisecond, metricsEvery: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +88,7 @@ func startServedAfter(t *testing.T, before func(fs *fakeslack.Server, dir string
 		}
 		a.Close()
 	})
-	return &served{dir: dir, config: cfgPath, addr: s.addr, slack: fs, app: a, getenv: getenv}
+	return &served{dir: dir, db: db, config: cfgPath, addr: s.addr, slack: fs, app: a, getenv: getenv}
 }
 
 // slackConfig is the built-in config with a slack section pointing at fs.
@@ -94,7 +106,7 @@ slack:
 func (s *served) cli(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	full := append([]string{"--db", filepath.Join(s.dir, "signoff.db"), "--shop", filepath.Join(s.dir, "shop.db"), "--config", s.config}, args...)
+	full := append([]string{"--db", s.db, "--shop", filepath.Join(s.dir, "shop.db"), "--config", s.config}, args...)
 	code := run(context.Background(), full, s.getenv, strings.NewReader(""), &out, &errOut)
 	return code, out.String() + errOut.String()
 }

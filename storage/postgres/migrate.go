@@ -213,3 +213,10 @@ func checkSchema(ctx context.Context, q querier) error {
 	}
 	return schema.Missing(migrations, versions, "run `signoff migrate`")
 }
+
+// CheckSchema says whether the database's schema is still exactly this build's
+// (Open's check, again): a long-running server asks it for its readiness, since
+// a newer build may migrate the database, or a restore roll it back, while it runs.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	return checkSchema(ctx, s.pool)
+}

@@ -137,3 +137,10 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 func (s *Store) readOnly() error {
 	return fmt.Errorf("update %s: %w", s.path, ErrReadOnly)
 }
+
+// CheckSchema says whether the file's schema is still exactly this build's: a
+// long-running server asks it for its readiness, since the file may be
+// restored from a backup or migrated by a newer build while it runs.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	return checkSchema(ctx, s.read)
+}
