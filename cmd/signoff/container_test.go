@@ -19,7 +19,7 @@ func TestContainerFiles(t *testing.T) {
 		return string(b)
 	}
 	ignore := strings.Fields(read(".dockerignore"))
-	for _, want := range []string{".git", "*.db", "*.db-wal"} {
+	for _, want := range []string{".git", "*.db", "*.db-wal", "*.keys"} {
 		if !strings.Contains(strings.Join(ignore, " "), want) {
 			t.Errorf(".dockerignore lacks %s", want)
 		}
