@@ -152,4 +152,7 @@ type AuditFilter struct {
 	RunID    string
 	AfterSeq int64
 	Limit    int
+	// Newest lists by seq descending instead: with Limit 1, the head of the
+	// log without reading the rest.
+	Newest bool
 }

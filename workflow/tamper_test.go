@@ -427,3 +427,21 @@ func TestUnkeyedStoreKeepsVerifying(t *testing.T) {
 		t.Fatalf("a stripped seal: %+v %v", rep, err)
 	}
 }
+
+// TestAuditHeadOfAStoreWithoutKeys: without a sealed head, the anchor is the
+// newest event of the log; with one, the sealed head; both what verify prints.
+func TestAuditHeadOfAStoreWithoutKeys(t *testing.T) {
+	for _, opts := range [][]harnessOption{nil, {withKeys(testKeys(t))}} {
+		h := newHarness(t, opts...)
+		h.submit(refund("PAY-1", 119))
+		h.submit(refund("PAY-2", 5))
+		a, err := h.engine.AuditHead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := h.engine.Verify(ctx)
+		if err != nil || a.Seq == 0 || a != rep.Head || int64(rep.AuditEvents) != a.Seq {
+			t.Fatalf("keys %v: AuditHead %v, verify %+v %v", opts != nil, a, rep, err)
+		}
+	}
+}

@@ -585,13 +585,13 @@ func (e *Engine) AuditHead(ctx context.Context) (Anchor, error) {
 		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		// A store without keys has no head row: read the log to its end.
-		evs, err := tx.AuditEvents(ctx, AuditFilter{})
+		// A store without keys has no head row: its newest event is the head.
+		evs, err := tx.AuditEvents(ctx, AuditFilter{Newest: true, Limit: 1})
 		if err != nil {
 			return err
 		}
-		if n := len(evs); n > 0 {
-			a = Anchor{Seq: evs[n-1].Seq, Hash: evs[n-1].Hash}
+		if len(evs) > 0 {
+			a = Anchor{Seq: evs[0].Seq, Hash: evs[0].Hash}
 		}
 		return nil
 	})

@@ -606,7 +606,11 @@ func (t *Tx) AuditEvents(ctx context.Context, f workflow.AuditFilter) ([]*workfl
 		q += ` AND run_id = ?`
 		args = append(args, f.RunID)
 	}
-	q += ` ORDER BY seq`
+	if f.Newest {
+		q += ` ORDER BY seq DESC`
+	} else {
+		q += ` ORDER BY seq`
+	}
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)

@@ -1248,6 +1248,14 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			checkSame(t, fmt.Sprintf("event %d", all[i].Seq), stored(&appended[i]), all[i])
 		}
 	})
+	t.Run("the newest first", func(t *testing.T) {
+		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditEvent, error) {
+			return tx.AuditEvents(ctx, workflow.AuditFilter{Newest: true, Limit: 2})
+		})
+		if n := len(all); len(got) != 2 || got[0].Seq != all[n-1].Seq || got[1].Seq != all[n-2].Seq {
+			t.Errorf("AuditEvents(newest, 2) = %v, want the last two of %v", seqsOf(got), seqsOf(all))
+		}
+	})
 	for _, run := range runs[:3] {
 		t.Run("events of "+run, func(t *testing.T) {
 			var want []int64
