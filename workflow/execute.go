@@ -5,12 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // OperationKey is the idempotency key of a run's action: stable across crashes and
 // resumes, so a retry can never become a second effect.
 func OperationKey(runID string, index int) string {
 	return fmt.Sprintf("%s/%d", runID, index+1)
+}
+
+// CallFor is the Call of a plain Execute(key, a): the run id is the key's
+// prefix (see OperationKey), and nothing else is known.
+func CallFor(key string, a Action) Call {
+	run, _, _ := strings.Cut(key, "/")
+	return Call{Key: key, RunID: run, Action: a}
 }
 
 // executeNext advances an executing run by one write boundary; the caller loads

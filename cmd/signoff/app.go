@@ -343,17 +343,27 @@ func (a *app) readShop(ctx context.Context) (*demo.Shop, error) {
 	if a.shop != nil || !usesDemo(a.cfg) {
 		return a.shop, nil // nil: the config has no shop
 	}
-	db, err := sqlite.OpenReadOnlyDB(a.shopPath)
+	db, shop, err := openShopReadOnly(ctx, a.shopPath)
 	if err != nil {
-		return nil, fmt.Errorf("open shop: %w", err)
-	}
-	shop, err := demo.OpenShopReadOnly(ctx, db)
-	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	a.shopDB, a.shop = db, shop
 	return shop, nil
+}
+
+// openShopReadOnly opens the practice shop at path read-only: it creates,
+// seeds and writes nothing. A missing file is sqlite.ErrNoStore.
+func openShopReadOnly(ctx context.Context, path string) (*sql.DB, *demo.Shop, error) {
+	db, err := sqlite.OpenReadOnlyDB(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open shop: %w", err)
+	}
+	shop, err := demo.OpenShopReadOnly(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, shop, nil
 }
 
 // Close releases the app's files.

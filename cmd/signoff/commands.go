@@ -150,18 +150,14 @@ func (c *cli) withReadApp(f func(a *app) error) error {
 // only the shop: no store, no config, no write. A shop that was never made
 // is nil: it did nothing yet.
 func (c *cli) withShopReader(f func(shop *demo.Shop) error) error {
-	db, err := sqlite.OpenReadOnlyDB(c.opts.shop)
+	db, shop, err := openShopReadOnly(c.ctx, c.opts.shop)
 	if errors.Is(err, sqlite.ErrNoStore) {
 		return f(nil)
 	}
 	if err != nil {
-		return fmt.Errorf("open shop: %w", err)
-	}
-	defer db.Close()
-	shop, err := demo.OpenShopReadOnly(c.ctx, db)
-	if err != nil {
 		return err
 	}
+	defer db.Close()
 	return f(shop)
 }
 

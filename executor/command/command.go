@@ -151,8 +151,7 @@ func (x *Executor) Check(ctx context.Context, a workflow.Action) error {
 
 // Execute runs the action under key; the run id is the key's prefix.
 func (x *Executor) Execute(ctx context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
-	run, _, _ := strings.Cut(key, "/")
-	return x.ExecuteCall(ctx, workflow.Call{Key: key, RunID: run, Action: a})
+	return x.ExecuteCall(ctx, workflow.CallFor(key, a))
 }
 
 // ExecuteCall runs the program once.

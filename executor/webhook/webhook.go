@@ -193,8 +193,7 @@ func (x *Executor) Check(ctx context.Context, a workflow.Action) error {
 // Execute performs the action under key; the run id is the key's prefix. The
 // engine calls ExecuteCall, which also names the approvers and the attempt.
 func (x *Executor) Execute(ctx context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
-	run, _, _ := strings.Cut(key, "/")
-	return x.ExecuteCall(ctx, workflow.Call{Key: key, RunID: run, Action: a})
+	return x.ExecuteCall(ctx, workflow.CallFor(key, a))
 }
 
 // ExecuteCall checks again (when there is a check_url) and then POSTs the call.
