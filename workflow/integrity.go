@@ -110,11 +110,20 @@ func (t *sealingTx) AppendAudit(ctx context.Context, e *AuditEvent, _ func(*Audi
 	if err := t.Tx.AppendAudit(ctx, e, func(e *AuditEvent) Seal { return keys.sealWith("audit", auditParts(e)) }); err != nil {
 		return err
 	}
-	since, err := t.in.keyedSince(ctx, t.Tx, e.At)
-	if err != nil {
+	old, err := t.in.keyedHead(ctx, t.Tx)
+	var ie *IntegrityError
+	switch {
+	case errors.As(err, &ie):
+		// A damaged head is left as it is, for verify to report: sealing it
+		// again would bless what someone wrote into it.
+		return nil
+	case err != nil:
 		return err
 	}
-	h := &IntegrityHead{KeyedSince: since, Seq: e.Seq, Hash: e.Hash}
+	h := &IntegrityHead{KeyedSince: e.At, Seq: e.Seq, Hash: e.Hash} // the first keyed write
+	if old != nil {
+		h.KeyedSince = old.KeyedSince
+	}
 	h.Seal = keys.sealWith("head", headParts(h))
 	return t.Tx.PutIntegrityHead(ctx, h)
 }
@@ -126,28 +135,6 @@ type integrity struct {
 	// since is when the store was first keyed, once read from its head: it
 	// never changes after that.
 	since time.Time
-}
-
-// keyedSince is the store's keyed-since time, or now for the first keyed
-// write (which creates the head).
-func (in *integrity) keyedSince(ctx context.Context, tx Tx, now time.Time) (time.Time, error) {
-	in.mu.Lock()
-	since := in.since
-	in.mu.Unlock()
-	if !since.IsZero() {
-		return since, nil
-	}
-	h, err := tx.IntegrityHead(ctx)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return now, nil
-	case err != nil:
-		return time.Time{}, err
-	}
-	in.mu.Lock()
-	in.since = h.KeyedSince
-	in.mu.Unlock()
-	return h.KeyedSince, nil
 }
 
 // head reads and checks the store's sealed head: nil for a store never keyed.
@@ -216,15 +203,11 @@ func (in *integrity) checkRun(ctx context.Context, tx Tx, runID string, cps []*C
 	if in.keys == nil {
 		return nil
 	}
-	h, err := in.keyedHead(ctx, tx)
+	h, err := in.runHead(ctx, tx, runID)
 	if err != nil {
-		var ie *IntegrityError
-		if errors.As(err, &ie) {
-			ie.RunID = runID
-		}
 		return err
 	}
-	if h == nil && anySealed(cps, reqs, decs, ops) {
+	if sealed, _ := sealCounts(cps, reqs, decs, ops); h == nil && sealed > 0 {
 		// Sealed rows are only written once the head exists: it was deleted.
 		return &IntegrityError{RunID: runID, Problem: "the store's integrity head is missing, though this run's rows are sealed"}
 	}
@@ -251,28 +234,38 @@ func (in *integrity) checkRun(ctx context.Context, tx Tx, runID string, cps []*C
 	return nil
 }
 
-func anySealed(cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, ops []*Operation) bool {
-	for _, c := range cps {
-		if c.MAC != "" {
-			return true
+// runHead is keyedHead for checking one run: a damaged head names the run.
+func (in *integrity) runHead(ctx context.Context, tx Tx, runID string) (*IntegrityHead, error) {
+	h, err := in.keyedHead(ctx, tx)
+	var ie *IntegrityError
+	if errors.As(err, &ie) {
+		ie.RunID = runID
+	}
+	return h, err
+}
+
+// sealCounts counts the sealed and the unsealed rows among a run's records.
+func sealCounts(cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, ops []*Operation) (sealed, unsealed int) {
+	count := func(s Seal) {
+		if s.MAC != "" {
+			sealed++
+		} else {
+			unsealed++
 		}
+	}
+	for _, c := range cps {
+		count(c.Seal)
 	}
 	for _, r := range reqs {
-		if r.MAC != "" {
-			return true
-		}
+		count(r.Seal)
 	}
 	for _, d := range decs {
-		if d.MAC != "" {
-			return true
-		}
+		count(d.Seal)
 	}
 	for _, op := range ops {
-		if op.MAC != "" {
-			return true
-		}
+		count(op.Seal)
 	}
-	return false
+	return sealed, unsealed
 }
 
 // checkAudit checks the seals of one run's audit events.
@@ -280,12 +273,8 @@ func (in *integrity) checkAudit(ctx context.Context, tx Tx, runID string) error 
 	if in.keys == nil {
 		return nil
 	}
-	h, err := in.keyedHead(ctx, tx)
+	h, err := in.runHead(ctx, tx, runID)
 	if err != nil {
-		var ie *IntegrityError
-		if errors.As(err, &ie) {
-			ie.RunID = runID
-		}
 		return err
 	}
 	evs, err := tx.AuditEvents(ctx, AuditFilter{RunID: runID})

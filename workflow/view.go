@@ -471,7 +471,8 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 		return nil, fmt.Errorf("load operations of run %s: %w", r.ID, err)
 	}
 	rep.Checkpoints += len(cps)
-	rep.Unkeyed += countUnsealed(cps, reqs, decs, ops)
+	_, unsealed := sealCounts(cps, reqs, decs, ops)
+	rep.Unkeyed += unsealed
 	var ie *IntegrityError
 	st, err := VerifyChain(r.ID, cps)
 	if errors.As(err, &ie) {
@@ -504,31 +505,6 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 		}
 	}
 	return nil, nil
-}
-
-func countUnsealed(cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, ops []*Operation) int {
-	n := 0
-	for _, c := range cps {
-		if c.MAC == "" {
-			n++
-		}
-	}
-	for _, r := range reqs {
-		if r.MAC == "" {
-			n++
-		}
-	}
-	for _, d := range decs {
-		if d.MAC == "" {
-			n++
-		}
-	}
-	for _, op := range ops {
-		if op.MAC == "" {
-			n++
-		}
-	}
-	return n
 }
 
 // verifyAudit checks the audit chain, each event's seal, that the log ends
