@@ -445,3 +445,22 @@ func TestAuditHeadOfAStoreWithoutKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestADamagedHeadIsNotSealedAgain: someone moves the store's keyed-since
+// time later (so that rows they strip of their seals would pass as older);
+// a new process that then writes must not seal their value into a valid
+// head: verify still reports the head.
+func TestADamagedHeadIsNotSealedAgain(t *testing.T) {
+	env := sqliteTamperEnv(t)
+	env.h.submit(refund("PAY-1", 119))
+	env.exec(`UPDATE integrity_head SET keyed_since = keyed_since + 86400000 WHERE id = 1`)
+	env.reopen()
+	_, _ = env.h.engine.Submit(ctx, refund("PAY-2", 5)) // writes audit events
+	rep, err := env.h.engine.Verify(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || !strings.Contains(rep.AuditProblem, "integrity head") {
+		t.Fatalf("the moved keyed-since time was sealed again: %+v", rep)
+	}
+}
