@@ -55,6 +55,7 @@ type Config struct {
 	Slack      SlackConfig
 	Requesters RequestersConfig
 	Requests   RequestsConfig
+	API        APIConfig
 	// AuditLog: serve writes every audit event as a log line too, for a
 	// log pipeline that feeds a SIEM.
 	AuditLog bool
@@ -205,6 +206,7 @@ type fileConfig struct {
 	Slack      *fileSlack             `yaml:"slack"`
 	Requesters *fileRequesters        `yaml:"requesters"`
 	Requests   *fileRequests          `yaml:"requests"`
+	API        *fileAPI               `yaml:"api"`
 	AuditLog   bool                   `yaml:"audit_log"`
 }
 
@@ -362,6 +364,9 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	cfg.Slack = slack
+	if cfg.API, err = c.api(fc.API); err != nil {
+		return nil, err
+	}
 	cfg.AuditLog = fc.AuditLog
 	if fc.Requesters != nil {
 		cfg.Requesters.AllowUnknown = fc.Requesters.AllowUnknown

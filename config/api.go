@@ -1,0 +1,174 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// API scopes: what a token may do on /v1.
+const (
+	ScopeSubmit = "submit" // POST /v1/runs
+	ScopeRead   = "read"   // GET a run, the list, wait
+	ScopeCancel = "cancel" // POST /v1/runs/{id}/cancel
+)
+
+// Scopes lists every scope a token may hold.
+var Scopes = []string{ScopeSubmit, ScopeRead, ScopeCancel}
+
+// Default per-token rate limit: a token's bucket refills at DefaultRate
+// requests a second and holds DefaultBurst.
+const (
+	DefaultRate  = 10
+	DefaultBurst = 20
+)
+
+// APIConfig is the agent-facing HTTP API (/v1): who may call it and where
+// callbacks may go. Tokens are configured by their SHA-256, never in clear,
+// so that the config file can be read without handing out a credential.
+type APIConfig struct {
+	Tokens []APIToken
+	// Rate (requests a second) and Burst bound each token's calls.
+	Rate  float64
+	Burst int
+	// CallbackPrefixes: a run's callback_url must start with one of these, so
+	// that no request can make signoff call an arbitrary address. Each is an
+	// absolute http(s) URL whose path ends in "/", so a prefix never matches
+	// a longer host name (https://a.example/ is not a prefix of
+	// https://a.example.evil/).
+	CallbackPrefixes []string
+}
+
+// APIToken is one bearer token: the hash of its secret, the requester every
+// proposal made with it speaks for, and what it may do.
+type APIToken struct {
+	ID        string
+	SHA256    [32]byte
+	Requester string
+	Scopes    []string
+}
+
+// Has says whether the token holds scope.
+func (t APIToken) Has(scope string) bool { return slices.Contains(t.Scopes, scope) }
+
+// CallbackAllowed says whether u starts with one of the allowed prefixes.
+func (a APIConfig) CallbackAllowed(u string) bool {
+	for _, p := range a.CallbackPrefixes {
+		if strings.HasPrefix(u, p) {
+			return true
+		}
+	}
+	return false
+}
+
+type fileAPI struct {
+	Tokens    []fileToken    `yaml:"tokens"`
+	RateLimit *fileRateLimit `yaml:"rate_limit"`
+	Callbacks *fileCallbacks `yaml:"callbacks"`
+}
+
+type fileToken struct {
+	ID        string   `yaml:"id"`
+	SHA256    string   `yaml:"sha256"`
+	Requester string   `yaml:"requester"`
+	Scopes    []string `yaml:"scopes"`
+}
+
+type fileRateLimit struct {
+	PerSecond *float64 `yaml:"per_second"`
+	Burst     *int     `yaml:"burst"`
+}
+
+type fileCallbacks struct {
+	Allow []string `yaml:"allow"`
+}
+
+func (c *checker) api(fa *fileAPI) (APIConfig, error) {
+	ac := APIConfig{Rate: DefaultRate, Burst: DefaultBurst}
+	if fa == nil {
+		return ac, nil
+	}
+	ids := map[string]bool{}
+	hashes := map[[32]byte]string{}
+	for i, ft := range fa.Tokens {
+		path := fmt.Sprintf("api.tokens[%d]", i)
+		t := APIToken{ID: strings.TrimSpace(ft.ID), Requester: strings.TrimSpace(ft.Requester)}
+		switch {
+		case t.ID == "":
+			return ac, c.failf(path+".id", "required: a name for the token, shown in the audit log")
+		case strings.ContainsFunc(t.ID, isControl):
+			return ac, c.failf(path+".id", "%q must be one line without control characters", ft.ID)
+		case ids[t.ID]:
+			return ac, c.failf(path+".id", "%q is used by another token", t.ID)
+		}
+		ids[t.ID] = true
+		h := strings.TrimSpace(ft.SHA256)
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != 32 {
+			return ac, c.failf(path+".sha256", "want the token's SHA-256 as 64 hex digits (signoff token new prints it), got %d characters", len(h))
+		}
+		copy(t.SHA256[:], b)
+		if other, dup := hashes[t.SHA256]; dup {
+			return ac, c.failf(path+".sha256", "the same token as %q: every token needs its own secret", other)
+		}
+		hashes[t.SHA256] = t.ID
+		switch {
+		case t.Requester == "":
+			return ac, c.failf(path+".requester", "required: the requester id every proposal made with this token speaks for (e.g. agent:resolver)")
+		case strings.ContainsFunc(t.Requester, isControl):
+			return ac, c.failf(path+".requester", "%q must be one line without control characters", ft.Requester)
+		}
+		if len(ft.Scopes) == 0 {
+			return ac, c.failf(path+".scopes", "required: one or more of %s", strings.Join(Scopes, ", "))
+		}
+		for j, s := range ft.Scopes {
+			if !slices.Contains(Scopes, s) {
+				return ac, c.failf(fmt.Sprintf("%s.scopes[%d]", path, j), "unknown scope %q (scopes: %s)", s, strings.Join(Scopes, ", "))
+			}
+			if !slices.Contains(t.Scopes, s) {
+				t.Scopes = append(t.Scopes, s)
+			}
+		}
+		ac.Tokens = append(ac.Tokens, t)
+	}
+	if rl := fa.RateLimit; rl != nil {
+		if rl.PerSecond != nil {
+			if *rl.PerSecond <= 0 || *rl.PerSecond > 1e6 {
+				return ac, c.failf("api.rate_limit.per_second", "%v: want a number of requests a second above 0", *rl.PerSecond)
+			}
+			ac.Rate = *rl.PerSecond
+		}
+		if rl.Burst != nil {
+			if *rl.Burst < 1 || *rl.Burst > 1e6 {
+				return ac, c.failf("api.rate_limit.burst", "%d: want at least 1", *rl.Burst)
+			}
+			ac.Burst = *rl.Burst
+		}
+	}
+	if fa.Callbacks != nil {
+		for i, p := range fa.Callbacks.Allow {
+			path := fmt.Sprintf("api.callbacks.allow[%d]", i)
+			u, err := url.Parse(p)
+			switch {
+			case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "":
+				return ac, c.failf(path, "%q: want an absolute http(s) URL such as https://agents.example.com/signoff/", p)
+			case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(p, "#") || strings.Contains(p, "?"):
+				return ac, c.failf(path, "%q: a prefix has no user, query or fragment", p)
+			case !strings.HasSuffix(u.Path, "/"):
+				return ac, c.failf(path, "%q: end the prefix with a path ending in / (e.g. %s/), so that it cannot match a longer host or path", p, strings.TrimRight(p, "/"))
+			case u.Scheme == "http" && !isLoopback(u.Hostname()):
+				c.warnf(path, "%q: callbacks to a non-loopback host over plain http can be read and replayed on the way; prefer https", p)
+			}
+			ac.CallbackPrefixes = append(ac.CallbackPrefixes, p)
+		}
+	}
+	return ac, nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+func isLoopback(host string) bool {
+	return host == "localhost" || host == "::1" || strings.HasPrefix(host, "127.")
+}
