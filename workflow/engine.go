@@ -60,6 +60,10 @@ type Config struct {
 	// default such a proposal is refused before anything is written: otherwise
 	// anyone who can reach the engine gets what policy lets through unapproved.
 	AllowUnknownRequesters bool
+	// Changes wakes waiters (WaitRun) after each commit that changes a run;
+	// a new hub when nil. Share one between engines on one store, and feed
+	// it the commits of other processes, so that a wait wakes for those too.
+	Changes *Changes
 }
 
 // DefaultMaxRequestLifetime is MaxRequestLifetime when the config sets none.
@@ -101,6 +105,7 @@ type Engine struct {
 	maxLife time.Duration
 	anyone  bool // AllowUnknownRequesters
 	in      *integrity
+	changes *Changes
 }
 
 // New builds an engine.
@@ -120,7 +125,11 @@ func New(cfg Config) (*Engine, error) {
 		e.maxLife = DefaultMaxRequestLifetime
 	}
 	e.in = &integrity{keys: cfg.Keys}
-	e.store = &sealedStore{Store: cfg.Store, in: e.in}
+	e.changes = cfg.Changes
+	if e.changes == nil {
+		e.changes = NewChanges()
+	}
+	e.store = &notifyingStore{Store: &sealedStore{Store: cfg.Store, in: e.in}, changes: e.changes}
 	if e.owner == "" {
 		host, _ := os.Hostname()
 		e.owner = fmt.Sprintf("%s:%d", host, os.Getpid())

@@ -1,0 +1,170 @@
+package workflow
+
+import (
+	"context"
+	"sync"
+)
+
+// Changes wakes whoever waits on a run when the run may have changed. The
+// engine tells it after each of its own commits; a source that sees other
+// processes' commits (PostgreSQL's LISTEN/NOTIFY, SQLite's data_version)
+// tells it too. A wake is a hint to read the run again, never the state
+// itself: a spurious wake costs one read, and waiters never poll.
+type Changes struct {
+	mu   sync.Mutex
+	runs map[string]*watch
+}
+
+// watch is the channel of one run's next change and how many wait on it.
+type watch struct {
+	ch chan struct{}
+	n  int
+}
+
+// NewChanges returns an empty hub.
+func NewChanges() *Changes { return &Changes{runs: map[string]*watch{}} }
+
+// Watch returns a channel closed at the next change of the run, and stop,
+// which the caller must call when it no longer waits. Watch before reading
+// the run, so that a change between the read and the wait is not missed.
+func (c *Changes) Watch(runID string) (changed <-chan struct{}, stop func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.runs[runID]
+	if w == nil {
+		w = &watch{ch: make(chan struct{})}
+		c.runs[runID] = w
+	}
+	w.n++
+	ch := w.ch
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			// The run's watch may have been replaced by a wake since.
+			if cur := c.runs[runID]; cur != nil && cur.ch == ch {
+				if cur.n--; cur.n == 0 {
+					delete(c.runs, runID)
+				}
+			}
+		})
+	}
+}
+
+// Notify wakes the waiters of these runs.
+func (c *Changes) Notify(runIDs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range runIDs {
+		if w := c.runs[id]; w != nil {
+			close(w.ch)
+			delete(c.runs, id)
+		}
+	}
+}
+
+// NotifyAll wakes every waiter: for a source that knows something changed
+// but not which run.
+func (c *Changes) NotifyAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, w := range c.runs {
+		close(w.ch)
+		delete(c.runs, id)
+	}
+}
+
+// Waiting says how many runs have waiters (for tests and metrics).
+func (c *Changes) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.runs)
+}
+
+// notifyingStore tells Changes which runs a transaction wrote, once it has
+// committed: a waiter woken before the commit would read the old state.
+type notifyingStore struct {
+	Store
+	changes *Changes
+}
+
+func (s *notifyingStore) Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	var ids []string
+	err := s.Store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		ids = ids[:0] // a retried transaction starts over
+		return fn(ctx, &notingTx{Tx: tx, ids: &ids})
+	})
+	if err == nil && len(ids) > 0 {
+		s.changes.Notify(ids...)
+	}
+	return err
+}
+
+// notingTx notes the runs whose row a transaction writes: every transition
+// of a run updates its row.
+type notingTx struct {
+	Tx
+	ids *[]string
+}
+
+func (t *notingTx) InsertRun(ctx context.Context, r *Run) error {
+	err := t.Tx.InsertRun(ctx, r)
+	if err == nil {
+		*t.ids = append(*t.ids, r.ID)
+	}
+	return err
+}
+
+func (t *notingTx) UpdateRun(ctx context.Context, r *Run) error {
+	err := t.Tx.UpdateRun(ctx, r)
+	if err == nil {
+		*t.ids = append(*t.ids, r.ID)
+	}
+	return err
+}
+
+// Changes is the hub that wakes waiters on this engine's runs.
+func (e *Engine) Changes() *Changes { return e.changes }
+
+// WaitRun returns the run once its status is no longer from (at once when it
+// already is not), with changed true; or, when ctx ends first, the run as it
+// is then with changed false. An empty from waits for any change of status
+// from the one first read. It never polls: it sleeps until Changes wakes it.
+func (e *Engine) WaitRun(ctx context.Context, id string, from Status) (v *RunView, changed bool, err error) {
+	for {
+		woken, stop := e.changes.Watch(id)
+		v, err = e.Get(ctx, id)
+		if err != nil {
+			stop()
+			if ctx.Err() != nil {
+				// The wait ended during the read: answer with the run as it is.
+				v, err = e.Get(context.WithoutCancel(ctx), id)
+				if err != nil {
+					return nil, false, err
+				}
+				return v, v.Status != from, nil
+			}
+			return nil, false, err
+		}
+		if from == "" {
+			from = v.Status
+		}
+		if v.Status != from {
+			stop()
+			return v, true, nil
+		}
+		select {
+		case <-woken:
+			stop()
+		case <-ctx.Done():
+			stop()
+			// One last read: a change another process made may not have
+			// woken this one yet.
+			if v, err = e.Get(context.WithoutCancel(ctx), id); err != nil {
+				return nil, false, err
+			}
+			return v, v.Status != from, nil
+		}
+	}
+}
