@@ -124,7 +124,9 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 	if n := prune(3); n != 0 {
 		t.Errorf("PruneCheckpoints(run-1, 3) again = %d, want 0: it is idempotent", n)
 	}
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) { return tx.Checkpoints(ctx, "run-1") })
+	got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) {
+		return tx.Checkpoints(ctx, "run-1")
+	})
 	if len(got) != 4 {
 		t.Fatalf("Checkpoints after the prune: %d rows, want 4: a pruned checkpoint keeps its row", len(got))
 	}
@@ -135,7 +137,9 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 		}
 		checkSame(t, fmt.Sprintf("checkpoint %d", c.Seq), stored(&want), c)
 	}
-	other := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) { return tx.Checkpoints(ctx, "run-2") })
+	other := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) {
+		return tx.Checkpoints(ctx, "run-2")
+	})
 	for _, c := range other {
 		if c.State == nil || !c.PrunedAt.IsZero() {
 			t.Errorf("run-2 checkpoint %d was pruned with run-1's", c.Seq)
@@ -169,7 +173,9 @@ func testOutboxForRun(t *testing.T, s workflow.Store) {
 		msgs = append(msgs, m)
 	}
 	list := func(run string) []int64 {
-		ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) { return tx.OutboxForRun(ctx, run) })
+		ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+			return tx.OutboxForRun(ctx, run)
+		})
 		var ids []int64
 		for _, m := range ms {
 			ids = append(ids, m.ID)
