@@ -351,12 +351,29 @@ func (t *Tx) Checkpoints(ctx context.Context, runID string) ([]*workflow.Checkpo
 }
 
 func (t *Tx) PruneCheckpoints(ctx context.Context, runID string, seq int64, at time.Time) (int, error) {
-	res, err := t.c.Exec(ctx, t.d.Bind(`UPDATE checkpoints SET state = NULL, pruned_at = ?
-		WHERE run_id = ? AND seq <= ? AND pruned_at = 0`), millis(at), runID, seq)
+	// Deleted and stored again without their state rather than updated in
+	// place: SQLite frees a page only once it is empty, and rows shrunk in
+	// place would leave every page of the table part full and the file as
+	// large as before. Stored again, they are appended to the table densely
+	// and the pages they left are freed, for incremental_vacuum to give back.
+	cps, err := queryAll(ctx, t, scanCheckpoint, `SELECT `+checkpointColumns+`
+		FROM checkpoints WHERE run_id = ? AND seq <= ? AND pruned_at = 0 ORDER BY seq`, runID, seq)
 	if err != nil {
+		return 0, fmt.Errorf("prune checkpoints of run %s up to %d: %w", runID, seq, err)
+	}
+	if len(cps) == 0 {
+		return 0, nil
+	}
+	if _, err := t.c.Exec(ctx, t.d.Bind(`DELETE FROM checkpoints WHERE run_id = ? AND seq <= ? AND pruned_at = 0`), runID, seq); err != nil {
 		return 0, fmt.Errorf("prune checkpoints of run %s up to %d: %w", runID, seq, t.d.Err(err))
 	}
-	return int(res), nil
+	for _, c := range cps {
+		c.State, c.PrunedAt = nil, at
+		if err := t.AppendCheckpoint(ctx, c); err != nil {
+			return 0, fmt.Errorf("prune checkpoints of run %s up to %d: %w", runID, seq, err)
+		}
+	}
+	return len(cps), nil
 }
 
 // --- approval requests
