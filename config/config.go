@@ -632,6 +632,10 @@ func (c *checker) slack(fs *fileSlack, roles *workflow.Roles) (SlackConfig, erro
 	return sc, nil
 }
 
+// ParseDuration reads a duration as the config writes it (72h, 90m, 3d,
+// 3d12h), longer than zero and in whole seconds, for flags that take one.
+func ParseDuration(s string) (time.Duration, error) { return parseDuration(s) }
+
 // parseDuration reads Go durations (72h, 90m, 1h30m) and whole days (3d, 3d12h),
 // which Go's syntax lacks and approval deadlines often want.
 func parseDuration(s string) (time.Duration, error) {
