@@ -55,6 +55,7 @@ type Config struct {
 	Slack      SlackConfig
 	Requesters RequestersConfig
 	Requests   RequestsConfig
+	Retention  RetentionConfig
 	// AuditLog: serve writes every audit event as a log line too, for a
 	// log pipeline that feeds a SIEM.
 	AuditLog bool
@@ -77,6 +78,18 @@ type RequestsConfig struct {
 	// included (0: workflow.DefaultMaxRequestLifetime).
 	MaxLifetime time.Duration
 }
+
+// RetentionConfig is what serve prunes (see workflow.Engine.Prune).
+type RetentionConfig struct {
+	// RunsOlderThan: runs that ended longer ago than this are pruned (0: serve
+	// prunes nothing).
+	RunsOlderThan time.Duration
+	// Every is how often serve prunes (default DefaultPruneEvery).
+	Every time.Duration
+}
+
+// DefaultPruneEvery is how often serve prunes when retention.every is not set.
+const DefaultPruneEvery = 24 * time.Hour
 
 // Errorf returns a config error at path (e.g. actions.request_refund.executor),
 // with its line, for checks made after loading, such as which executors this
@@ -205,7 +218,13 @@ type fileConfig struct {
 	Slack      *fileSlack             `yaml:"slack"`
 	Requesters *fileRequesters        `yaml:"requesters"`
 	Requests   *fileRequests          `yaml:"requests"`
+	Retention  *fileRetention         `yaml:"retention"`
 	AuditLog   bool                   `yaml:"audit_log"`
+}
+
+type fileRetention struct {
+	RunsOlderThan string `yaml:"runs_older_than"`
+	Every         string `yaml:"every"`
 }
 
 type fileRequests struct {
@@ -373,6 +392,11 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		}
 		cfg.Requests.MaxLifetime = d
 	}
+	if fc.Retention != nil {
+		if cfg.Retention, err = c.retention(fc.Retention); err != nil {
+			return nil, err
+		}
+	}
 	maxLife := cfg.Requests.MaxLifetime
 	if maxLife == 0 {
 		maxLife = workflow.DefaultMaxRequestLifetime
@@ -387,6 +411,28 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// retention reads the retention block: runs_older_than is required in it.
+func (c *checker) retention(fr *fileRetention) (RetentionConfig, error) {
+	rc := RetentionConfig{Every: DefaultPruneEvery}
+	if strings.TrimSpace(fr.RunsOlderThan) == "" {
+		return rc, c.failf("retention.runs_older_than", "required: how long ago a run must have ended to be pruned (e.g. 90d)")
+	}
+	d, err := parseDuration(fr.RunsOlderThan)
+	if err != nil {
+		return rc, c.fail("retention.runs_older_than", err)
+	}
+	rc.RunsOlderThan = d
+	if strings.TrimSpace(fr.Every) != "" {
+		if rc.Every, err = parseDuration(fr.Every); err != nil {
+			return rc, c.fail("retention.every", err)
+		}
+		if rc.Every < time.Minute {
+			return rc, c.failf("retention.every", "%s is too often: prune at most once a minute (the default is %s)", rc.Every, DefaultPruneEvery)
+		}
+	}
+	return rc, nil
 }
 
 // executor reads an executor block: a type name, or a mapping with type: and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +102,39 @@ func TestPruneCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "pruned 1 run(s)") {
 		// The run approved just now ended too, 100 days before the clock.
 		t.Fatalf("a second prune: exit %d\n%s", code, out)
+	}
+}
+
+// TestServePrunesOnItsTicks: what serve runs for retention: prunes at start
+// and at each tick, with the cutoff taken from its clock at that tick.
+func TestServePrunesOnItsTicks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := runIDOf(t, must(t, dir, exitDone, "submit", fixture("small-refund.json")))
+	o := options{db: dbPath(dir), shop: shopPath(dir), quietBuiltin: true}
+	a, err := openApp(t.Context(), o, noEnv, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	now := make(chan time.Time, 1)
+	clock := time.Now()
+	ticks := make(chan time.Time)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pruneOn(ctx, a, 90*24*time.Hour, func() time.Time { return <-now }, ticks)
+	}()
+	now <- clock // at start: nothing ended 90 days ago
+	now <- clock.Add(100 * 24 * time.Hour)
+	// The second clock read happens only after the first prune and a tick.
+	ticks <- time.Time{}
+	now <- clock.Add(100 * 24 * time.Hour) // a third prune: nothing left
+	ticks <- time.Time{}
+	cancel()
+	<-done
+	if v := show(t, dir, first); v.Pruned == nil {
+		t.Fatalf("the run was not pruned at the tick: %+v", v)
 	}
 }
