@@ -56,6 +56,7 @@ type Config struct {
 	Requesters RequestersConfig
 	Requests   RequestsConfig
 	API        APIConfig
+	Retention  RetentionConfig
 	// AuditLog: serve writes every audit event as a log line too, for a
 	// log pipeline that feeds a SIEM.
 	AuditLog bool
@@ -78,6 +79,18 @@ type RequestsConfig struct {
 	// included (0: workflow.DefaultMaxRequestLifetime).
 	MaxLifetime time.Duration
 }
+
+// RetentionConfig is what serve prunes (see workflow.Engine.Prune).
+type RetentionConfig struct {
+	// RunsOlderThan: runs that ended longer ago than this are pruned (0: serve
+	// prunes nothing).
+	RunsOlderThan time.Duration
+	// Every is how often serve prunes (default DefaultPruneEvery).
+	Every time.Duration
+}
+
+// DefaultPruneEvery is how often serve prunes when retention.every is not set.
+const DefaultPruneEvery = 24 * time.Hour
 
 // Errorf returns a config error at path (e.g. actions.request_refund.executor),
 // with its line, for checks made after loading, such as which executors this
@@ -207,7 +220,13 @@ type fileConfig struct {
 	Requesters *fileRequesters        `yaml:"requesters"`
 	Requests   *fileRequests          `yaml:"requests"`
 	API        *fileAPI               `yaml:"api"`
+	Retention  *fileRetention         `yaml:"retention"`
 	AuditLog   bool                   `yaml:"audit_log"`
+}
+
+type fileRetention struct {
+	RunsOlderThan string `yaml:"runs_older_than"`
+	Every         string `yaml:"every"`
 }
 
 type fileRequests struct {
@@ -378,6 +397,11 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		}
 		cfg.Requests.MaxLifetime = d
 	}
+	if fc.Retention != nil {
+		if cfg.Retention, err = c.retention(fc.Retention); err != nil {
+			return nil, err
+		}
+	}
 	maxLife := cfg.Requests.MaxLifetime
 	if maxLife == 0 {
 		maxLife = workflow.DefaultMaxRequestLifetime
@@ -392,6 +416,28 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// retention reads the retention block: runs_older_than is required in it.
+func (c *checker) retention(fr *fileRetention) (RetentionConfig, error) {
+	rc := RetentionConfig{Every: DefaultPruneEvery}
+	if strings.TrimSpace(fr.RunsOlderThan) == "" {
+		return rc, c.failf("retention.runs_older_than", "required: how long ago a run must have ended to be pruned (e.g. 90d)")
+	}
+	d, err := parseDuration(fr.RunsOlderThan)
+	if err != nil {
+		return rc, c.fail("retention.runs_older_than", err)
+	}
+	rc.RunsOlderThan = d
+	if strings.TrimSpace(fr.Every) != "" {
+		if rc.Every, err = parseDuration(fr.Every); err != nil {
+			return rc, c.fail("retention.every", err)
+		}
+		if rc.Every < time.Minute {
+			return rc, c.failf("retention.every", "%s is too often: prune at most once a minute (the default is %s)", rc.Every, DefaultPruneEvery)
+		}
+	}
+	return rc, nil
 }
 
 // executor reads an executor block: a type name, or a mapping with type: and
@@ -636,6 +682,10 @@ func (c *checker) slack(fs *fileSlack, roles *workflow.Roles) (SlackConfig, erro
 	}
 	return sc, nil
 }
+
+// ParseDuration reads a duration as the config writes it (72h, 90m, 3d,
+// 3d12h), longer than zero and in whole seconds, for flags that take one.
+func ParseDuration(s string) (time.Duration, error) { return parseDuration(s) }
 
 // parseDuration reads Go durations (72h, 90m, 1h30m) and whole days (3d, 3d12h),
 // which Go's syntax lacks and approval deadlines often want.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -138,6 +139,18 @@ func TestParseRefuses(t *testing.T) {
 			`signoff.yaml:11: policy.rules[0].approval.role: unknown role "owner" (roles: agent, team_lead, manager)`},
 		{"a rule waits longer than a request may live", edit(`expires: 72h`, `expires: 40d`),
 			`signoff.yaml:11: policy.rules[0].approval.expires: 960h0m0s is longer than a request may live (requests.max_lifetime, 720h0m0s)`},
+		{"retention in words", valid + "retention: {runs_older_than: banana}\n",
+			`signoff.yaml:15: retention.runs_older_than: "banana" is not a duration: write it like 72h, 30m or 3d`},
+		{"negative retention", valid + "retention: {runs_older_than: -90d}\n",
+			`signoff.yaml:15: retention.runs_older_than: "-90d" is not a duration: write it like 72h, 30m or 3d`},
+		{"zero retention", valid + "retention: {runs_older_than: 0d}\n",
+			`signoff.yaml:15: retention.runs_older_than: "0d": must be longer than zero`},
+		{"retention without its age", valid + "retention: {every: 12h}\n",
+			`signoff.yaml:15: retention.runs_older_than: required: how long ago a run must have ended to be pruned (e.g. 90d)`},
+		{"retention too often", valid + "retention:\n  runs_older_than: 90d\n  every: 10s\n",
+			`signoff.yaml:17: retention.every: 10s is too often: prune at most once a minute (the default is 24h0m0s)`},
+		{"unknown retention field", valid + "retention: {runs_older_than: 90d, keep: all}\n",
+			`signoff.yaml:15: retention: unknown field "keep" (known: runs_older_than, every)`},
 		{"max lifetime in words", valid + "requests: {max_lifetime: a month}\n",
 			`signoff.yaml:15: requests.max_lifetime: "a month" is not a duration: write it like 72h, 30m or 3d`},
 		{"duration in words", edit(`expires: 72h`, `expires: 72 hours`),
@@ -186,7 +199,7 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown field", edit(`risk: high`, `riks: high`),
 			`signoff.yaml:10: policy.rules[0]: unknown field "riks" (known: name, when, risk, approval)`},
 		{"unknown top-level field", valid + "extra: 1\n",
-			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, api, audit_log)`},
+			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, api, retention, audit_log)`},
 		{"unknown approval field", edit(`edit: true`, `edit: true, quorum: 2`),
 			`signoff.yaml:11: policy.rules[0].approval: unknown field "quorum" (known: role, count, expires, self_approval, edit)`},
 		{"duplicate key", edit(`      risk: high`+"\n", `      risk: high`+"\n"+`      risk: low`+"\n"),
@@ -552,5 +565,27 @@ func TestParseRequesters(t *testing.T) {
 		if c.Requesters.AllowUnknown != tt.want {
 			t.Errorf("%q: AllowUnknown = %v, want %v", tt.yaml[len(valid):], c.Requesters.AllowUnknown, tt.want)
 		}
+	}
+}
+
+func TestRetention(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		yaml      string
+		age, each time.Duration
+	}{
+		{"absent: serve prunes nothing", "", 0, 0},
+		{"an age, every day", "retention: {runs_older_than: 90d}\n", 90 * 24 * time.Hour, 24 * time.Hour},
+		{"an age and how often", "retention: {runs_older_than: 2160h, every: 6h}\n", 90 * 24 * time.Hour, 6 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("signoff.yaml", []byte(valid+tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Retention.RunsOlderThan != tc.age || cfg.Retention.Every != tc.each {
+				t.Errorf("retention = %+v, want %s every %s", cfg.Retention, tc.age, tc.each)
+			}
+		})
 	}
 }

@@ -20,12 +20,6 @@ import (
 
 const namespace = "signoff"
 
-// openStatuses are the statuses a run leaves: the ones an operator watches.
-// Terminal statuses only grow, and counting them would need a scan.
-var openStatuses = []workflow.Status{
-	workflow.StatusRunning, workflow.StatusWaitingApproval, workflow.StatusExecuting, workflow.StatusNeedsAttention,
-}
-
 // Metrics holds the collectors on their own registry.
 type Metrics struct {
 	reg *prometheus.Registry
@@ -51,7 +45,7 @@ func New(version string) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.runs = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "runs",
-		Help: "Runs in each open status (running, waiting_approval, executing, needs_attention)."}, []string{"status"})
+		Help: "Runs in each status, ended ones included (pruned runs keep their status)."}, []string{"status"})
 	m.waiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "waiting_runs",
 		Help: "Runs waiting for approval, by the rule that asked for it."}, []string{"rule"})
 	m.oldestWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "oldest_waiting_run_age_seconds",
@@ -85,7 +79,7 @@ func New(version string) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
-	for _, s := range openStatuses {
+	for _, s := range workflow.Statuses {
 		m.runs.WithLabelValues(string(s))
 	}
 	// Every reason is exposed from the start, so that an alert on a rate
@@ -202,20 +196,22 @@ const maxListed = 10000
 // indexes of status and of undelivered messages. Call it on a timer, not
 // per scrape.
 func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Time) error {
-	counts := map[workflow.Status]int{}
+	var counts map[workflow.Status]int
 	waiting := map[string]int{}
 	var oldest time.Time
 	var backlog []*workflow.OutboxMessage
 	err := store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		runs, err := tx.ListRuns(ctx, workflow.RunFilter{Statuses: openStatuses, Limit: maxListed})
+		// One GROUP BY on the status index counts every status, however
+		// many runs ended.
+		var err error
+		if counts, err = tx.CountRuns(ctx); err != nil {
+			return err
+		}
+		runs, err := tx.ListRuns(ctx, workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: maxListed})
 		if err != nil {
 			return err
 		}
 		for _, r := range runs {
-			counts[r.Status]++
-			if r.Status != workflow.StatusWaitingApproval {
-				continue
-			}
 			reqs, err := tx.RequestsForRun(ctx, r.ID)
 			if err != nil {
 				return err
@@ -237,7 +233,7 @@ func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Ti
 	if err != nil {
 		return fmt.Errorf("refresh metrics: %w", err)
 	}
-	for _, s := range openStatuses {
+	for _, s := range workflow.Statuses {
 		m.runs.WithLabelValues(string(s)).Set(float64(counts[s]))
 	}
 	m.waiting.Reset()

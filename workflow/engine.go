@@ -221,6 +221,8 @@ type loaded struct {
 	// spare is state decoded and held by nobody else, for loadHeld to hand
 	// out once instead of decoding state again.
 	spare *State
+	// chain is the checkpoints load verified (nil from loadHeld's shortcut).
+	chain []*Checkpoint
 }
 
 // load reads a run and verifies its checkpoint chain.
@@ -251,7 +253,7 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	if st.Status != run.Status && run.Status != StatusNeedsAttention {
 		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", run.Status, st.Status)}
 	}
-	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: cps[len(cps)-1].State}, nil
+	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: cps[len(cps)-1].State, chain: cps}, nil
 }
 
 // loadHeld is load for a run held from a committed write or an earlier read

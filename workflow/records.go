@@ -70,6 +70,9 @@ type Run struct {
 	Fence          int64
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// PrunedAt is when Prune removed the run's bulky records (zero: never).
+	// UpdatedAt stays when the run ended.
+	PrunedAt time.Time
 }
 
 // Checkpoint is an immutable snapshot of a run's State at Seq, hash chained to Seq-1.
@@ -81,6 +84,10 @@ type Checkpoint struct {
 	PrevHash      string
 	Hash          string
 	CreatedAt     time.Time
+	// PrunedAt is when Prune removed State (nil since). The row keeps its
+	// seq, hashes and seal, so the chain and the audit events naming it
+	// still verify; see VerifyChain for when a pruned checkpoint is allowed.
+	PrunedAt time.Time
 	Seal
 }
 

@@ -39,6 +39,28 @@ type State struct {
 	Operations []OperationRecord `json:"operations,omitempty"`
 	Reason     string            `json:"reason,omitempty"`
 	ForkedFrom *ForkRef          `json:"forked_from,omitempty"`
+	// Pruned is set on the checkpoint Prune writes last: what it removed and
+	// when. Sealed like every checkpoint, it is what allows the checkpoints
+	// before it to have lost their state (see VerifyChain).
+	Pruned *PruneRecord `json:"pruned,omitempty"`
+}
+
+// PruneRecord is what Prune removed of an ended run, and when. What was kept:
+// the run row, this last checkpoint (the proposal, the gate, the decisions and
+// the operations as the run ended, without its evidence and agent messages),
+// every checkpoint's seq, hashes and seal, the approval requests, decisions,
+// operations and audit events.
+type PruneRecord struct {
+	At time.Time `json:"at"`
+	// ThroughSeq: checkpoints 1 to ThroughSeq lost their state.
+	ThroughSeq int64 `json:"through_seq"`
+	// StateBytes is the size of the states removed.
+	StateBytes int64 `json:"state_bytes"`
+	// Evidence and Messages count what the kept state no longer holds.
+	Evidence int `json:"evidence,omitempty"`
+	Messages int `json:"messages,omitempty"`
+	// Outbox counts the delivered Slack messages deleted.
+	Outbox int `json:"outbox,omitempty"`
 }
 
 // Message is one turn of an agent's working context.
@@ -148,11 +170,20 @@ func DecodeState(b []byte) (*State, error) {
 // VerifyChain checks a run's checkpoints: seqs 1..n without gaps, each hash
 // recomputed from its content and linked to the one before, and the latest state
 // decodable strictly. It returns the decoded latest state.
+//
+// A pruned checkpoint (PrunedAt set, its state removed) cannot be hashed
+// again; its hash is still linked to by the checkpoint after it, and its seal
+// covers it. It is accepted only where Prune leaves one: before the latest
+// checkpoint, and only when that latest checkpoint's state says the run ended
+// and was pruned through its seq. Marking a live run's checkpoint pruned
+// therefore breaks the chain, and a keyed store's latest state cannot be
+// forged without the key.
 func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
 	if len(cps) == 0 {
 		return nil, &IntegrityError{RunID: runID, Problem: "no checkpoint"}
 	}
 	prev := ""
+	var pruned []int64
 	for i, c := range cps {
 		if c.Seq != int64(i+1) {
 			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint seq %d where %d was expected", c.Seq, i+1)}
@@ -160,14 +191,21 @@ func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
 		if c.PrevHash != prev {
 			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: prev_hash does not match the checkpoint before"}
 		}
+		prev = c.Hash
+		if !c.PrunedAt.IsZero() {
+			pruned = append(pruned, c.Seq)
+			continue
+		}
 		if got := CheckpointHash(c); got != c.Hash {
 			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
 		}
-		prev = c.Hash
 	}
 	// Only the latest state is decoded: an earlier one cannot change without
 	// breaking the link of the checkpoint after it, which was checked above.
 	last := cps[len(cps)-1]
+	if !last.PrunedAt.IsZero() {
+		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: "the latest checkpoint's state was removed, which no prune does"}
+	}
 	st, err := DecodeState(last.State)
 	if err != nil {
 		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: err.Error()}
@@ -177,6 +215,15 @@ func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
 	}
 	if st.RunID != runID {
 		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: fmt.Sprintf("state belongs to run %q", st.RunID)}
+	}
+	if len(pruned) > 0 {
+		first, newest := pruned[0], pruned[len(pruned)-1]
+		switch {
+		case st.Pruned == nil || !st.Status.Terminal():
+			return nil, &IntegrityError{RunID: runID, Seq: first, Problem: fmt.Sprintf("the state was removed, though the run (%s) was never pruned", st.Status)}
+		case newest > st.Pruned.ThroughSeq:
+			return nil, &IntegrityError{RunID: runID, Seq: newest, Problem: fmt.Sprintf("the state was removed, though the prune kept every state after checkpoint %d", st.Pruned.ThroughSeq)}
+		}
 	}
 	return st, nil
 }

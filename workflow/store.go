@@ -65,6 +65,17 @@ type Tx interface {
 	AppendCheckpoint(ctx context.Context, c *Checkpoint) error
 	// Checkpoints lists a run's checkpoints by seq ascending (empty when none).
 	Checkpoints(ctx context.Context, runID string) ([]*Checkpoint, error)
+	// PruneCheckpoints removes the state of a run's checkpoints up to and
+	// including seq that still have one (State becomes nil, PrunedAt at),
+	// keeping every other column, and says how many it pruned.
+	PruneCheckpoints(ctx context.Context, runID string, seq int64, at time.Time) (int, error)
+
+	// EndedRuns lists runs in a terminal status (Status.Terminal) that are not
+	// pruned and were last updated before f.Before, by (created_at, id) after
+	// the filter's cursor, at most f.Limit (0 = no limit).
+	EndedRuns(ctx context.Context, f EndedFilter) ([]*Run, error)
+	// CountRuns counts the runs in each status (a status without runs is absent).
+	CountRuns(ctx context.Context) (map[Status]int, error)
 
 	// InsertRequest stores a new approval request (Version is set to 1). ErrDuplicate.
 	InsertRequest(ctx context.Context, r *ApprovalRequest) error
@@ -97,6 +108,10 @@ type Tx interface {
 	DueOutbox(ctx context.Context, now time.Time, limit int) ([]*OutboxMessage, error)
 	// UpdateOutbox is a compare-and-set on m.Version. ErrConflict, ErrNotFound.
 	UpdateOutbox(ctx context.Context, m *OutboxMessage) error
+	// OutboxForRun lists a run's messages, delivered or not, in enqueue order.
+	OutboxForRun(ctx context.Context, runID string) ([]*OutboxMessage, error)
+	// DeleteDeliveredOutbox deletes a run's delivered messages and says how many.
+	DeleteDeliveredOutbox(ctx context.Context, runID string) (int, error)
 
 	// AppendAudit appends to the audit chain: the driver sets e.Seq to the last
 	// seq + 1, e.PrevHash to the last hash ("" for the first), and e.Hash to
@@ -145,6 +160,16 @@ type RunFilter struct {
 	AfterID      string
 	// Limit caps the result; 0 means no limit.
 	Limit int
+}
+
+// EndedFilter selects runs for EndedRuns.
+type EndedFilter struct {
+	// Before keeps runs whose UpdatedAt (when they ended) is before it.
+	Before time.Time
+	// The cursor: runs strictly after (CreatedAt, ID) of this run.
+	AfterCreated time.Time
+	AfterID      string
+	Limit        int
 }
 
 // AuditFilter selects audit events.

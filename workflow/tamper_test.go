@@ -464,3 +464,88 @@ func TestADamagedHeadIsNotSealedAgain(t *testing.T) {
 		t.Fatalf("the moved keyed-since time was sealed again: %+v", rep)
 	}
 }
+
+// TestPruneMarkersCannotHideTampering: a pruned checkpoint is accepted only
+// below the sealed summary a prune writes for an ended run. An attacker who
+// removes a state and marks it pruned (on a waiting run, even with its row
+// set to done and pruned; or on an ended run never pruned) is caught, and the
+// waiting run never executes; on a pruned run, a changed decision or a forged
+// summary is still caught by the seals.
+func TestPruneMarkersCannotHideTampering(t *testing.T) {
+	cases := []struct {
+		name   string
+		target func(s seeded) string
+		sql    []string
+		rehash bool
+	}{
+		{"a waiting run's state removed and marked pruned", func(s seeded) string { return s.waiting[0] },
+			[]string{`UPDATE checkpoints SET state = NULL, pruned_at = 1 WHERE run_id = ? AND seq = 1`}, false},
+		{"the same, with its row said done and pruned", func(s seeded) string { return s.waiting[0] },
+			[]string{`UPDATE checkpoints SET state = NULL, pruned_at = 1 WHERE run_id = ? AND seq = 1`,
+				`UPDATE runs SET status = 'done', pruned_at = 1 WHERE id = ?`}, false},
+		{"an ended run never pruned, its first state removed", func(s seeded) string { return s.done[len(s.done)-1] },
+			[]string{`UPDATE checkpoints SET state = NULL, pruned_at = 1 WHERE run_id = ? AND seq = 1`}, false},
+		{"a pruned run's decision changed", func(s seeded) string { return s.rejected[0] },
+			[]string{`UPDATE decisions SET reason = 'looks fine' WHERE run_id = ?`}, false},
+		{"a pruned run's summary forged and the chains rehashed", func(s seeded) string { return s.rejected[0] },
+			[]string{`UPDATE checkpoints SET state = CAST(REPLACE(CAST(state AS TEXT), 'not this one', 'approved') AS BLOB) WHERE run_id = ? AND pruned_at = 0`}, true},
+	}
+	for _, driver := range []struct {
+		name string
+		env  func(t *testing.T, opts ...harnessOption) *tamperEnv
+	}{{"sqlite", sqliteTamperEnv}, {"postgres", postgresTamperEnv}} {
+		for _, tc := range cases {
+			t.Run(driver.name+"/"+tc.name, func(t *testing.T) {
+				if driver.name == "postgres" {
+					pgtest.DSN(t)
+				}
+				env := driver.env(t)
+				h := env.h
+				seed := seedRuns(t, h, 3, 0)
+				h.clock.Advance(retention + time.Hour)
+				if _, err := h.engine.Prune(ctx, workflow.PruneOptions{Before: h.clock.Now().Add(-retention)}); err != nil {
+					t.Fatal(err)
+				}
+				late := seedRuns(t, h, 1, 1) // ended after the cutoff, and one waiting
+				seed.waiting, seed.done = late.waiting, late.done
+				if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
+					t.Fatalf("before tampering: %+v %v", rep, err)
+				}
+				id := tc.target(seed)
+				calls := h.target.calls
+				for _, q := range tc.sql {
+					if driver.name == "postgres" {
+						q = strings.NewReplacer("CAST(state AS TEXT)", "convert_from(state, 'UTF8')", "AS BLOB)", "AS BYTEA)").Replace(q)
+						q = strings.Replace(q, "CAST(REPLACE(convert_from", "convert_to(REPLACE(convert_from", 1)
+						q = strings.Replace(q, "'approved') AS BYTEA)", "'approved'), 'UTF8')", 1)
+					}
+					env.exec(q, id)
+				}
+				if tc.rehash {
+					env.rehash(t, id)
+				}
+				env.reopen()
+				rep, err := env.h.engine.Verify(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				named := false
+				for _, d := range rep.Damaged {
+					named = named || d.RunID == id
+				}
+				if rep.OK() || !named {
+					t.Fatalf("verify after %s: %+v", tc.name, rep)
+				}
+				if id == seed.waiting[0] {
+					_, _ = env.h.approve(id, "U0LEAD0001")
+					if v := env.h.get(id); v.Status != workflow.StatusNeedsAttention && v.Problem == "" {
+						t.Fatalf("after an approval the tampered run is %s (%s) and shows no problem", v.Status, v.Reason)
+					}
+					if n := env.h.target.calls - calls; n != 0 {
+						t.Fatalf("the target was called %d times after the tampering", n)
+					}
+				}
+			})
+		}
+	}
+}

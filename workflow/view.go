@@ -34,6 +34,9 @@ type RunView struct {
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 	Problem     string          `json:"problem,omitempty"` // set when the stored state failed its integrity check
+	// Pruned says when Prune removed the run's evidence, messages and older
+	// states, and how much; what is shown is what it kept.
+	Pruned *PruneRecord `json:"pruned,omitempty"`
 }
 
 // RequestView is an approval request as shown.
@@ -151,6 +154,7 @@ func viewOf(r *Run, st *State) *RunView {
 	}
 	if st != nil {
 		v.Requester, v.Summary, v.ModelCalls, v.Gate, v.ForkedFrom = st.Requester, st.Summary, st.ModelCalls, st.Gate, st.ForkedFrom
+		v.Pruned = st.Pruned
 		if st.Actions != nil {
 			v.Actions = st.Actions
 		}
@@ -243,6 +247,8 @@ type HistoryEntry struct {
 	Hash    string    `json:"hash"`
 	State   *State    `json:"state,omitempty"`
 	Problem string    `json:"problem,omitempty"`
+	// Pruned is when Prune removed this checkpoint's state (nil: it has it).
+	Pruned *time.Time `json:"pruned,omitempty"`
 }
 
 // History lists a run's checkpoints. It does not stop at a damaged one: it says
@@ -260,10 +266,24 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 		if err != nil {
 			return fmt.Errorf("load checkpoints of run %s: %w", id, err)
 		}
+		// A pruned run's chain verifies as a whole only: a prefix ending at a
+		// pruned checkpoint lacks the summary that allows it.
+		_, whole := VerifyChain(id, cps)
 		for i, c := range cps {
 			h := HistoryEntry{Seq: c.Seq, At: c.CreatedAt, Hash: c.Hash}
-			if _, err := VerifyChain(id, cps[:i+1]); err != nil {
-				h.Problem = err.Error()
+			switch {
+			case !c.PrunedAt.IsZero():
+				at := c.PrunedAt
+				h.Pruned = &at
+				if whole != nil {
+					h.Problem = whole.Error()
+				}
+			case whole == nil && !cps[0].PrunedAt.IsZero():
+				// A pruned run: its whole chain was verified above.
+			default:
+				if _, err := VerifyChain(id, cps[:i+1]); err != nil {
+					h.Problem = err.Error()
+				}
 			}
 			if st, err := DecodeState(c.State); err == nil {
 				h.State = st
@@ -312,6 +332,15 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Ru
 		if seq < 1 || seq > int64(len(cps)) {
 			return refused(CodeInvalidInput, id, "no checkpoint %d (the run has 1 to %d)", seq, len(cps))
 		}
+		if c := cps[seq-1]; !c.PrunedAt.IsZero() {
+			return refused(CodeInvalidInput, id, "checkpoint %d was pruned on %s: its state is gone (fork at %d, the run's summary, instead)",
+				seq, c.PrunedAt.UTC().Format(time.RFC3339), len(cps))
+		}
+		if !cps[0].PrunedAt.IsZero() {
+			// The summary checkpoint of a pruned run verifies with the whole chain.
+			src, err = VerifyChain(id, cps)
+			return err
+		}
 		// The chain up to seq must be intact: a fork of damaged state would launder it.
 		src, err = VerifyChain(id, cps[:seq])
 		return err
@@ -349,6 +378,9 @@ type VerifyReport struct {
 	// Keyed: the store has a sealed head, so its records are sealed since
 	// KeyedSince. Unkeyed counts the rows accepted without a seal because
 	// they were written before that (or in a store never keyed).
+	// Pruned counts the runs whose older states a prune removed (their
+	// chains verify through the seqs, hashes and seals it kept).
+	Pruned     int        `json:"pruned"`
 	Keyed      bool       `json:"keyed"`
 	KeyedSince *time.Time `json:"keyed_since,omitempty"`
 	Unkeyed    int        `json:"unkeyed"`
@@ -477,6 +509,9 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 	st, err := VerifyChain(r.ID, cps)
 	if errors.As(err, &ie) {
 		return ie, nil
+	}
+	if st != nil && st.Pruned != nil {
+		rep.Pruned++
 	}
 	// The run row is not sealed; what in it decides anything must agree with
 	// the sealed checkpoint, as the engine insists when it loads the run.

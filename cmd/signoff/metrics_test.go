@@ -114,6 +114,7 @@ func TestMetrics(t *testing.T) {
 				`signoff_refused_requests_total{reason="fingerprint"}`:                                    0,
 				`signoff_refused_requests_total{reason="replay"}`:                                         0,
 				`signoff_runs{status="executing"}`:                                                        0,
+				`signoff_runs{status="done"}`:                                                             1,
 				`signoff_runs{status="needs_attention"}`:                                                  0,
 				`signoff_oldest_waiting_run_age_seconds`:                                                  0,
 				`signoff_outbox_oldest_age_seconds`:                                                       0,

@@ -96,6 +96,11 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 	if v.Reason != "" {
 		fmt.Fprintf(w, "  reason: %s\n", term(v.Reason))
 	}
+	if p := v.Pruned; p != nil {
+		fmt.Fprintf(w, "  pruned %s: the states of checkpoints 1-%d (%s), %d evidence item(s), %d agent message(s) and %d delivered Slack message(s) were removed;\n",
+			p.At.UTC().Format(time.RFC3339), p.ThroughSeq, byteSize(p.StateBytes), p.Evidence, p.Messages, p.Outbox)
+		fmt.Fprintln(w, "  kept: this summary, the actions, requests, decisions, operations and audit events, and every checkpoint's hash and seal")
+	}
 	task := v.TaskID
 	if task == "" {
 		task = "-"

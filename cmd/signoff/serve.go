@@ -165,6 +165,15 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 			refreshMetrics(wctx, a, every)
 		}()
 	}
+	if r := a.cfg.Retention; r.RunsOlderThan > 0 {
+		t := time.NewTicker(r.Every)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer t.Stop()
+			pruneOn(wctx, a, r.RunsOlderThan, time.Now, t.C)
+		}()
+	}
 	if a.cfg.AuditLog {
 		// From the head at start: the log is a live feed, not a second copy of
 		// the history, which `signoff audit --json` exports.
@@ -345,4 +354,24 @@ func refusedCounter(a *app) func(string) {
 		return nil
 	}
 	return a.metrics.Refused
+}
+
+// pruneOn prunes the runs that ended more than age ago (retention: in the
+// config) at start and at every tick until ctx ends. A failed prune is
+// logged and tried again at the next tick: what it did commit stays done.
+func pruneOn(ctx context.Context, a *app, age time.Duration, now func() time.Time, tick <-chan time.Time) {
+	for {
+		res, err := prune(ctx, a.engine, a.store, a.log, now().Add(-age), false)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Error("prune", "error", err)
+		case res != nil:
+			a.log.Info("prune done", "runs", res.Runs, "checkpoints", res.Checkpoints, "bytes", res.Bytes(), "skipped", len(res.Skipped))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+	}
 }

@@ -77,6 +77,11 @@ func open(path, txlock string, queryOnly bool) (*sql.DB, error) {
 	q.Set("_stmt_cache_size", "128")
 	if queryOnly {
 		q.Set("_query_only", "on")
+	} else {
+		// Set before the first table is made, this makes a new file one whose
+		// freed pages PRAGMA incremental_vacuum can give back (see Reclaim);
+		// on an existing file it changes nothing until a VACUUM.
+		q.Set("_auto_vacuum", "incremental")
 	}
 	db, err := sql.Open("sqlite3", "file:"+uriPath.Replace(path)+"?"+q.Encode())
 	if err != nil {

@@ -60,17 +60,17 @@ func marks(n int) string {
 
 const runColumns = `id, workflow, task_id, status, step, seq, version, requester_id, idempotency_key,
 	fingerprint, reason, deadline, parent_id, parent_seq, lease_owner, lease_until, fence,
-	created_at, updated_at`
+	created_at, updated_at, pruned_at`
 
 func scanRun(s Row) (*workflow.Run, error) {
 	var (
-		r                                      workflow.Run
-		key                                    *string
-		deadline, leaseUntil, created, updated int64
+		r                                              workflow.Run
+		key                                            *string
+		deadline, leaseUntil, created, updated, pruned int64
 	)
 	err := s.Scan(&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
 		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
-		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated)
+		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &pruned)
 	if err != nil {
 		return nil, err
 	}
@@ -81,16 +81,17 @@ func scanRun(s Row) (*workflow.Run, error) {
 	r.LeaseUntil = fromMillis(leaseUntil)
 	r.CreatedAt = fromMillis(created)
 	r.UpdatedAt = fromMillis(updated)
+	r.PrunedAt = fromMillis(pruned)
 	return &r, nil
 }
 
 func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
 	err := t.guarded(ctx, nil, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
 		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline), r.ParentID,
 		r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.CreatedAt),
-		millis(r.UpdatedAt))
+		millis(r.UpdatedAt), millis(r.PrunedAt))
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
@@ -134,6 +135,50 @@ func (t *Tx) ListRuns(ctx context.Context, f workflow.RunFilter) ([]*workflow.Ru
 	return runs, nil
 }
 
+// endedStatuses is the terminal statuses spelled as in the partial index
+// runs_prunable (004_retention), so that the planner may use it.
+const endedStatuses = `'done', 'failed', 'rejected', 'expired', 'cancelled'`
+
+func (t *Tx) EndedRuns(ctx context.Context, f workflow.EndedFilter) ([]*workflow.Run, error) {
+	// created_at < before holds for every run that ended before it, and
+	// bounds the range of the index read.
+	q := `SELECT ` + runColumns + ` FROM runs
+		WHERE pruned_at = 0 AND status IN (` + endedStatuses + `)
+		AND created_at < ? AND updated_at < ? AND (created_at, id) > (?, ?)
+		ORDER BY created_at, id`
+	args := []any{millis(f.Before), millis(f.Before), millis(f.AfterCreated), f.AfterID}
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	runs, err := queryAll(ctx, t, scanRun, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs ended before %s: %w", f.Before.UTC().Format(time.RFC3339), err)
+	}
+	return runs, nil
+}
+
+type statusCount struct {
+	status workflow.Status
+	n      int
+}
+
+func (t *Tx) CountRuns(ctx context.Context) (map[workflow.Status]int, error) {
+	// GROUP BY status reads only the index runs_status_created, not the table.
+	counts, err := queryAll(ctx, t, func(r Row) (*statusCount, error) {
+		var c statusCount
+		return &c, r.Scan(&c.status, &c.n)
+	}, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count runs by status: %w", err)
+	}
+	out := make(map[workflow.Status]int, len(counts))
+	for _, c := range counts {
+		out[c.status] = c.n
+	}
+	return out, nil
+}
+
 // runFilter is the WHERE clause of f (or "") and its arguments, its columns
 // qualified with prefix.
 func runFilter(f workflow.RunFilter, prefix string) (string, []any) {
@@ -175,17 +220,17 @@ func qualified(prefix, columns string) string {
 
 func scanRunHead(s Row) (*workflow.RunHead, error) {
 	var (
-		r                                      workflow.Run
-		key                                    *string
-		deadline, leaseUntil, created, updated int64
-		cRun, cPrev, cHash, cKeyID, cMAC       *string
-		cSeq, cSchema, cCreated                *int64
-		cState                                 []byte
+		r                                              workflow.Run
+		key                                            *string
+		deadline, leaseUntil, created, updated, pruned int64
+		cRun, cPrev, cHash, cKeyID, cMAC               *string
+		cSeq, cSchema, cCreated, cPruned               *int64
+		cState                                         []byte
 	)
 	err := s.Scan(&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
 		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
-		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated,
-		&cRun, &cSeq, &cSchema, &cState, &cPrev, &cHash, &cCreated, &cKeyID, &cMAC)
+		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &pruned,
+		&cRun, &cSeq, &cSchema, &cState, &cPrev, &cHash, &cCreated, &cKeyID, &cMAC, &cPruned)
 	if err != nil {
 		return nil, err
 	}
@@ -196,11 +241,12 @@ func scanRunHead(s Row) (*workflow.RunHead, error) {
 	r.LeaseUntil = fromMillis(leaseUntil)
 	r.CreatedAt = fromMillis(created)
 	r.UpdatedAt = fromMillis(updated)
+	r.PrunedAt = fromMillis(pruned)
 	h := &workflow.RunHead{Run: &r}
 	if cRun != nil {
 		h.Head = &workflow.Checkpoint{RunID: *cRun, Seq: deref(cSeq), SchemaVersion: int(deref(cSchema)), State: cState,
 			PrevHash: deref(cPrev), Hash: deref(cHash), CreatedAt: fromMillis(deref(cCreated)),
-			Seal: workflow.Seal{KeyID: deref(cKeyID), MAC: deref(cMAC)}}
+			PrunedAt: fromMillis(deref(cPruned)), Seal: workflow.Seal{KeyID: deref(cKeyID), MAC: deref(cMAC)}}
 	}
 	return h, nil
 }
@@ -233,12 +279,12 @@ func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
 		workflow = ?, task_id = ?, status = ?, step = ?, seq = ?, version = version + 1,
 		requester_id = ?, idempotency_key = ?, fingerprint = ?, reason = ?, deadline = ?,
 		parent_id = ?, parent_seq = ?, lease_owner = ?, lease_until = ?, fence = ?,
-		created_at = ?, updated_at = ?
+		created_at = ?, updated_at = ?, pruned_at = ?
 		WHERE id = ? AND version = ?`,
 		r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
 		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline),
 		r.ParentID, r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence,
-		millis(r.CreatedAt), millis(r.UpdatedAt), r.ID, r.Version)
+		millis(r.CreatedAt), millis(r.UpdatedAt), millis(r.PrunedAt), r.ID, r.Version)
 	if err != nil {
 		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
 	}
@@ -270,24 +316,25 @@ func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []workflow.St
 
 // --- checkpoints
 
-const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at, key_id, mac`
+const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at, key_id, mac, pruned_at`
 
 func scanCheckpoint(s Row) (*workflow.Checkpoint, error) {
 	var (
-		c       workflow.Checkpoint
-		created int64
+		c               workflow.Checkpoint
+		created, pruned int64
 	)
-	if err := s.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created, &c.KeyID, &c.MAC); err != nil {
+	if err := s.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created, &c.KeyID, &c.MAC, &pruned); err != nil {
 		return nil, err
 	}
 	c.CreatedAt = fromMillis(created)
+	c.PrunedAt = fromMillis(pruned)
 	return &c, nil
 }
 
 func (t *Tx) AppendCheckpoint(ctx context.Context, c *workflow.Checkpoint) error {
 	err := t.guarded(ctx, nil, `INSERT INTO checkpoints (`+checkpointColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC, millis(c.PrunedAt))
 	if err != nil {
 		return fmt.Errorf("append checkpoint %s/%d: %w", c.RunID, c.Seq, err)
 	}
@@ -301,6 +348,32 @@ func (t *Tx) Checkpoints(ctx context.Context, runID string) ([]*workflow.Checkpo
 		return nil, fmt.Errorf("list checkpoints of run %s: %w", runID, err)
 	}
 	return cs, nil
+}
+
+func (t *Tx) PruneCheckpoints(ctx context.Context, runID string, seq int64, at time.Time) (int, error) {
+	// Deleted and stored again without their state rather than updated in
+	// place: SQLite frees a page only once it is empty, and rows shrunk in
+	// place would leave every page of the table part full and the file as
+	// large as before. Stored again, they are appended to the table densely
+	// and the pages they left are freed, for incremental_vacuum to give back.
+	cps, err := queryAll(ctx, t, scanCheckpoint, `SELECT `+checkpointColumns+`
+		FROM checkpoints WHERE run_id = ? AND seq <= ? AND pruned_at = 0 ORDER BY seq`, runID, seq)
+	if err != nil {
+		return 0, fmt.Errorf("prune checkpoints of run %s up to %d: %w", runID, seq, err)
+	}
+	if len(cps) == 0 {
+		return 0, nil
+	}
+	if _, err := t.c.Exec(ctx, t.d.Bind(`DELETE FROM checkpoints WHERE run_id = ? AND seq <= ? AND pruned_at = 0`), runID, seq); err != nil {
+		return 0, fmt.Errorf("prune checkpoints of run %s up to %d: %w", runID, seq, t.d.Err(err))
+	}
+	for _, c := range cps {
+		c.State, c.PrunedAt = nil, at
+		if err := t.AppendCheckpoint(ctx, c); err != nil {
+			return 0, fmt.Errorf("prune checkpoints of run %s up to %d: %w", runID, seq, err)
+		}
+	}
+	return len(cps), nil
 }
 
 // --- approval requests
@@ -552,6 +625,22 @@ func (t *Tx) UpdateOutbox(ctx context.Context, m *workflow.OutboxMessage) error 
 	}
 	m.Version++
 	return nil
+}
+
+func (t *Tx) OutboxForRun(ctx context.Context, runID string) ([]*workflow.OutboxMessage, error) {
+	ms, err := queryAll(ctx, t, scanOutbox, `SELECT `+outboxColumns+` FROM outbox WHERE run_id = ? ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list outbox messages of run %s: %w", runID, err)
+	}
+	return ms, nil
+}
+
+func (t *Tx) DeleteDeliveredOutbox(ctx context.Context, runID string) (int, error) {
+	n, err := t.c.Exec(ctx, t.d.Bind(`DELETE FROM outbox WHERE run_id = ? AND delivered_at <> 0`), runID)
+	if err != nil {
+		return 0, fmt.Errorf("delete delivered outbox messages of run %s: %w", runID, t.d.Err(err))
+	}
+	return int(n), nil
 }
 
 // --- audit

@@ -57,6 +57,10 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"SeenRequests", testSeenRequests},
 		{"ConcurrentRequestClaims", testConcurrentRequestClaims},
 		{"ForgetRequests", testForgetRequests},
+		{"EndedRuns", testEndedRuns},
+		{"PruneCheckpoints", testPruneCheckpoints},
+		{"OutboxForRun", testOutboxForRun},
+		{"CountRuns", testCountRuns},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,7 +227,7 @@ func testRunRoundTrip(t *testing.T, s workflow.Store) {
 			Fingerprint: "9f86d081884c7d65", Reason: "waiting for a team lead",
 			Deadline: odd.Add(72 * time.Hour), ParentID: "run-parent", ParentSeq: 2,
 			LeaseOwner: "replica-1", LeaseUntil: odd.Add(30 * time.Second), Fence: 7,
-			CreatedAt: odd, UpdatedAt: odd.Add(time.Second),
+			CreatedAt: odd, UpdatedAt: odd.Add(time.Second), PrunedAt: odd.Add(time.Hour),
 		}},
 		{"zero times and empty strings", &workflow.Run{ID: "run-min", Status: workflow.StatusRunning}},
 	}
