@@ -884,7 +884,7 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 		t.Skip("reads the process state from /proc")
 	}
 	c := newCluster(t, 2)
-	a := c.start(0, "replica-a", "SIGNOFF_LEASE_TTL=1s", "SIGNOFF_FAILPOINT=after-effect:stop")
+	a := c.start(0, "replica-a", "SIGNOFF_LEASE_TTL=3s", "SIGNOFF_FAILPOINT=after-effect:stop")
 
 	body, err := os.ReadFile(fixture("refund-double-charge.json"))
 	if err != nil {
@@ -942,7 +942,7 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 	}
 
 	// B starts once A is frozen, and takes the run over when A's lease runs out.
-	b := c.start(1, "replica-b", "SIGNOFF_LEASE_TTL=1s")
+	b := c.start(1, "replica-b", "SIGNOFF_LEASE_TTL=3s")
 	eventually(t, "replica-b to finish the run", 30*time.Second, func() bool { return c.get(t, id).Status == workflow.StatusDone })
 	checkFinishedByB := func(when string) {
 		t.Helper()
