@@ -467,3 +467,25 @@ func TestWithLoggerLogsMigrations(t *testing.T) {
 		}
 	}
 }
+
+func TestChangeFeed(t *testing.T) {
+	storagetest.RunChangeFeed(t, func(t *testing.T) (workflow.Store, workflow.Store) {
+		path := tempPath(t)
+		return openStore(t, path), openStore(t, path)
+	})
+}
+
+// TestChangeFeedReadOnly: a read-only store (what `signoff wait` opens)
+// hears the commits of a writer on the same file.
+func TestChangeFeedReadOnly(t *testing.T) {
+	storagetest.RunChangeFeed(t, func(t *testing.T) (workflow.Store, workflow.Store) {
+		path := tempPath(t)
+		w := openStore(t, path)
+		r, err := OpenReadOnly(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r, w
+	})
+}
