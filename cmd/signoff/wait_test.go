@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -258,5 +260,84 @@ func TestWaitRefuses(t *testing.T) {
 	}
 	if rs := runs(t, dir); len(rs) != 1 {
 		t.Errorf("%d runs after refused commands, want 1", len(rs))
+	}
+}
+
+// TestWaitRunWakesThroughTheFeed: Engine.WaitRun on one app wakes when a
+// second app, with a store handle of its own on the same database (a second
+// *sqlite.Store on the file; a second PostgreSQL pool), decides the run: the
+// only word of that commit is what the first store's feed hears.
+func TestWaitRunWakesThroughTheFeed(t *testing.T) {
+	t.Parallel()
+	stores := []struct {
+		name string
+		db   func(t *testing.T) options
+	}{
+		{"sqlite", func(t *testing.T) options {
+			dir := t.TempDir()
+			return options{db: dbPath(dir), shop: shopPath(dir), quietBuiltin: true}
+		}},
+		{"postgres", func(t *testing.T) options {
+			dsn, dir := pgtest.Schema(t), t.TempDir()
+			pgMust(t, dsn, dir, exitDone, "migrate")
+			return options{db: dsn, shop: shopPath(dir), quietBuiltin: true}
+		}},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			o := st.db(t)
+			open := func() *app {
+				a, err := openApp(t.Context(), o, noEnv, io.Discard, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { a.Close() })
+				return a
+			}
+			waiter, decider := open(), open()
+			p, err := (&cli{}).readProposal(fixture("refund-double-charge.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := decider.engine.Submit(t.Context(), p)
+			if err != nil || run.Status != workflow.StatusWaitingApproval {
+				t.Fatalf("submit: %v, %v", run, err)
+			}
+			stop := waiter.feedChanges(t.Context())
+			defer stop()
+			type result struct {
+				v       *workflow.RunView
+				changed bool
+				err     error
+			}
+			done := make(chan result, 1)
+			go func() {
+				v, changed, err := waiter.engine.WaitRun(t.Context(), run.ID, workflow.StatusWaitingApproval)
+				done <- result{v, changed, err}
+			}()
+			for waiter.changes.Waiting() == 0 { // until the waiter sleeps
+				runtime.Gosched()
+			}
+			select {
+			case r := <-done:
+				t.Fatalf("WaitRun returned before the decision: %+v", r)
+			default:
+			}
+			if _, err := decider.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: lead1},
+				Verdict: workflow.VerdictReject, Reason: "not this one", Via: "cli"}); err != nil {
+				t.Fatal(err)
+			}
+			decided := time.Now()
+			select {
+			case r := <-done:
+				if r.err != nil || !r.changed || r.v.Status != workflow.StatusRejected {
+					t.Fatalf("WaitRun = %+v, want the run rejected", r)
+				}
+				t.Logf("%s: WaitRun returned %v after the other store's commit", st.name, time.Since(decided).Round(time.Microsecond))
+			case <-time.After(10 * time.Second):
+				t.Fatal("WaitRun was not woken by the other store's commit")
+			}
+		})
 	}
 }
