@@ -87,7 +87,8 @@ func (c *Changes) NotifyAll() {
 	}
 }
 
-// Waiting says how many runs have waiters (for tests and metrics).
+// Waiting says how many runs have waiters: a feed that has to look for
+// changes looks only while there are some (and tests and metrics ask).
 func (c *Changes) Waiting() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

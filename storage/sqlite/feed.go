@@ -42,6 +42,9 @@ var _ workflow.ChangeFeed = (*Store)(nil)
 // made, for the price of one read per waiter. It does not know which run
 // changed, so every waiter reads its run again.
 //
+// The connection is one of the read pool's, held while the feed runs: one
+// reader fewer for View, and no second set of pragmas to keep alike.
+//
 // It calls c.NotifyAll once it first reads the counter (a commit before was
 // not seen) and again after a failed read, when it reads on a new
 // connection. It returns nil when ctx ends. A file opened read-only as
