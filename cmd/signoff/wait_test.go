@@ -222,18 +222,37 @@ func TestSubmitWait(t *testing.T) {
 }
 
 // TestWaitTimeout: a wait whose timeout passes shows the run as it is, says
-// it is still waiting, and exits with the still-waiting code.
+// it is still waiting or executing, and exits with the code that says so: 3
+// for a run waiting for approval, 6 for one a crash left executing.
 func TestWaitTimeout(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	id := submitWaiting(t, dir)
-	code, out, errs := signoff(t, dir, "wait", id, "--timeout", "50ms")
-	if code != exitWaiting || !strings.Contains(out, id+"  WAITING_APPROVAL") || !strings.Contains(errs, "still waiting_approval after waiting 50ms") {
-		t.Fatalf("wait --timeout 50ms: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitWaiting, out, errs)
+	tests := []struct {
+		name   string
+		make   func(t *testing.T, dir string) string
+		code   int
+		status string
+	}{
+		{"waiting", func(t *testing.T, dir string) string { return submitWaiting(t, dir) }, exitWaiting, "waiting_approval"},
+		{"executing", func(t *testing.T, dir string) string {
+			id := submitWaiting(t, dir)
+			crash(t, dir, "after-decision-commit", "approve", id, "--as", lead1)
+			return id
+		}, exitActive, "executing"},
 	}
-	code, out, errs = signoff(t, dir, "wait", id, "--timeout", "50ms", "--json")
-	if v := strings.TrimSpace(out); code != exitWaiting || !strings.HasPrefix(v, "{") || !strings.Contains(v, `"status": "waiting_approval"`) {
-		t.Fatalf("wait --json: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			id := tc.make(t, dir)
+			code, out, errs := signoff(t, dir, "wait", id, "--timeout", "50ms")
+			if code != tc.code || !strings.Contains(out, id+"  "+strings.ToUpper(tc.status)) || !strings.Contains(errs, "still "+tc.status+" after waiting 50ms") {
+				t.Fatalf("wait --timeout 50ms: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errs)
+			}
+			code, out, errs = signoff(t, dir, "wait", id, "--timeout", "50ms", "--json")
+			if v := strings.TrimSpace(out); code != tc.code || !strings.HasPrefix(v, "{") || !strings.Contains(v, `"status": "`+tc.status+`"`) {
+				t.Fatalf("wait --json: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+		})
 	}
 }
 
