@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -358,5 +359,49 @@ func TestWaitRunWakesThroughTheFeed(t *testing.T) {
 				t.Fatal("WaitRun was not woken by the other store's commit")
 			}
 		})
+	}
+}
+
+// TestServeFeedsItsWaiters: serve runs its store's feed as one of its
+// workers, so a waiter in the server (as the API's long poll is) wakes when
+// a CLI, with a store of its own, rejects the run; and readiness counts the
+// feed among the workers.
+func TestServeFeedsItsWaiters(t *testing.T) {
+	t.Parallel()
+	s := startServed(t)
+	code, out := s.cli(t, "submit", fixture("refund-double-charge.json"))
+	if code != exitWaiting {
+		t.Fatalf("submit: exit %d\n%s", code, out)
+	}
+	id := runIDOf(t, out)
+	done := make(chan *workflow.RunView, 1)
+	go func() {
+		v, _, err := s.app.engine.WaitRun(t.Context(), id, workflow.StatusWaitingApproval)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- v
+	}()
+	for s.app.changes.Waiting() == 0 { // until the waiter sleeps
+		runtime.Gosched()
+	}
+	if code, out := s.cli(t, "reject", id, "--as", lead1, "--reason", "not this one"); code != exitEnded {
+		t.Fatalf("reject: exit %d\n%s", code, out)
+	}
+	select {
+	case v := <-done:
+		if v == nil || v.Status != workflow.StatusRejected {
+			t.Fatalf("the server's waiter woke to %+v, want the run rejected", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's waiter was not woken by the CLI's rejection")
+	}
+	resp, err := http.Get("http://" + s.addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/readyz: %d", resp.StatusCode)
 	}
 }
