@@ -15,6 +15,18 @@ type Changes struct {
 	runs map[string]*watch
 }
 
+// ChangeFeed is a store that can tell a Changes of the commits other
+// processes make (another CLI, another replica): the engine's own commits
+// reach it without one. FeedChanges runs until ctx ends, calling Notify for a
+// run it knows changed and NotifyAll when it knows only that something did;
+// once it is listening it calls NotifyAll, since a commit made before was not
+// heard. It returns nil when ctx ends, and an error only when it cannot go on.
+// Both drivers implement it (PostgreSQL with LISTEN/NOTIFY, SQLite with
+// PRAGMA data_version); whoever waits on runs starts it.
+type ChangeFeed interface {
+	FeedChanges(ctx context.Context, c *Changes) error
+}
+
 // watch is the channel of one run's next change and how many wait on it.
 type watch struct {
 	ch chan struct{}
@@ -75,7 +87,8 @@ func (c *Changes) NotifyAll() {
 	}
 }
 
-// Waiting says how many runs have waiters (for tests and metrics).
+// Waiting says how many runs have waiters: a feed that has to look for
+// changes looks only while there are some (and tests and metrics ask).
 func (c *Changes) Waiting() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -124,6 +124,9 @@ type app struct {
 	dir      workflow.Directory
 	// metrics is set for serve (options.metrics).
 	metrics *metrics.Metrics
+	// changes wakes the waiters on runs (wait, submit --wait): the engine
+	// tells it of its own commits, the store's feed of others' (feedChanges).
+	changes *workflow.Changes
 }
 
 // openApp builds the app from the global options and the environment:
@@ -157,7 +160,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db)}
+	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db), changes: workflow.NewChanges()}
 	keys, err := storeKeys(ctx, o, getenv, store, logOut)
 	if err != nil {
 		a.Close()
@@ -192,7 +195,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	wcfg := workflow.Config{
 		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
 		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: leaseTTL, Keys: keys,
-		MaxRequestLifetime: cfg.Requests.MaxLifetime,
+		MaxRequestLifetime: cfg.Requests.MaxLifetime, Changes: a.changes,
 	}
 	if usesDemo(cfg) {
 		wcfg.Agents = map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)}

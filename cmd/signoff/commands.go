@@ -106,7 +106,7 @@ func (c *cli) root() *cobra.Command {
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
-		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(),
+		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(), c.waitCmd(),
 		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
@@ -167,6 +167,11 @@ func (c *cli) finish(a *app, id string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	return c.printRun(a, v, asJSON)
+}
+
+// printRun prints a run and sets the exit code from its status.
+func (c *cli) printRun(a *app, v *workflow.RunView, asJSON bool) error {
 	if asJSON {
 		if err := writeJSON(c.out, v); err != nil {
 			return err
@@ -200,25 +205,30 @@ func writeJSON(w io.Writer, v any) error {
 
 func (c *cli) submitCmd() *cobra.Command {
 	var asJSON bool
+	var w waitFlags
 	cmd := &cobra.Command{
 		Use:   "submit FILE|-",
 		Short: "Submit a proposal (JSON); prints the run id first",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := w.check(cmd); err != nil {
+				return err
+			}
 			p, err := c.readProposal(args[0])
 			if err != nil {
 				return err
 			}
-			return c.startRun(asJSON, func(a *app) (*workflow.Run, error) { return a.engine.Submit(c.ctx, p) })
+			return c.startRun(asJSON, &w, func(a *app) (*workflow.Run, error) { return a.engine.Submit(c.ctx, p) })
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON instead")
+	w.add(cmd, true)
 	return cmd
 }
 
 // startRun makes a run and prints it: its id first (scripts read that line), or
-// the run as JSON.
-func (c *cli) startRun(asJSON bool, start func(a *app) (*workflow.Run, error)) error {
+// the run as JSON; with w.on, once it is finished or needs a person.
+func (c *cli) startRun(asJSON bool, w *waitFlags, start func(a *app) (*workflow.Run, error)) error {
 	return c.withApp(func(a *app) error {
 		run, err := start(a)
 		if err != nil {
@@ -226,6 +236,9 @@ func (c *cli) startRun(asJSON bool, start func(a *app) (*workflow.Run, error)) e
 		}
 		if !asJSON {
 			fmt.Fprintln(c.out, run.ID)
+		}
+		if w != nil && w.on {
+			return c.waitRun(a, run.ID, asJSON, w.timeout)
 		}
 		return c.finish(a, run.ID, asJSON)
 	})
@@ -241,7 +254,7 @@ func (c *cli) runCmd() *cobra.Command {
 			if !slices.Contains(demo.Tickets(), args[0]) {
 				return usageError{fmt.Sprintf("unknown ticket %q (the recorded agent knows %s)", args[0], strings.Join(demo.Tickets(), ", "))}
 			}
-			return c.startRun(asJSON, func(a *app) (*workflow.Run, error) {
+			return c.startRun(asJSON, nil, func(a *app) (*workflow.Run, error) {
 				return a.engine.Start(c.ctx, demo.AgentWorkflow, args[0], workflow.Person{ID: "agent:resolver", Name: "Resolver agent"})
 			})
 		},

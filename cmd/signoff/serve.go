@@ -18,6 +18,7 @@ import (
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/metrics"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // serveOptions are what `signoff serve` needs besides the app.
@@ -265,6 +266,15 @@ func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration,
 		{"deliver slack messages", poll, func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
 		{"post waiting runs without a message", repostEvery, func(ctx context.Context) error { _, err := disp.QueueUnposted(ctx); return err }},
 		{"forget slack requests past their window", poll, func(ctx context.Context) error { _, err := bot.ForgetSeen(ctx, a.store, time.Now()); return err }},
+	}
+	if feed, ok := a.store.(workflow.ChangeFeed); ok {
+		// Wakes this server's waiters on other processes' commits; it returns
+		// only when ctx ends (or, failing, is started again at the next tick).
+		loops = append(loops, struct {
+			what  string
+			every time.Duration
+			do    func(context.Context) error
+		}{"wake waiters on other processes' commits", poll, func(ctx context.Context) error { return feed.FeedChanges(ctx, a.changes) }})
 	}
 	var wg sync.WaitGroup
 	ws.up.Add(int32(len(loops)))

@@ -608,3 +608,103 @@ func TestUpdateIsReadCommitted(t *testing.T) {
 		t.Errorf("Update runs at %q and View at %q; want read committed and repeatable read", update, view)
 	}
 }
+
+func TestChangeFeed(t *testing.T) {
+	t.Parallel()
+	storagetest.RunChangeFeed(t, func(t *testing.T) (workflow.Store, workflow.Store) {
+		dsn := migrated(t)
+		return openStore(t, dsn), openStore(t, dsn)
+	})
+}
+
+// startFeed runs s's feed into a new Changes until t ends, and returns once
+// it listens.
+func startFeed(t *testing.T, s *Store) *workflow.Changes {
+	t.Helper()
+	c := workflow.NewChanges()
+	ctx, cancel := context.WithCancel(t.Context())
+	fed := make(chan error, 1)
+	t.Cleanup(func() {
+		cancel()
+		if err := <-fed; err != nil {
+			t.Errorf("FeedChanges = %v", err)
+		}
+	})
+	ready, stop := c.Watch("probe")
+	defer stop()
+	go func() { fed <- s.FeedChanges(ctx, c) }()
+	mustWake(t, ready, "the feed's first wake")
+	return c
+}
+
+func mustWake(t *testing.T, woken <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no wake: %s", what)
+	}
+}
+
+func feedRun(id string) *workflow.Run {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	return &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusWaitingApproval, CreatedAt: now, UpdatedAt: now}
+}
+
+// TestChangeFeedNotOnRollback: the notification is sent inside the
+// transaction, so a transaction that rolls back wakes no one. The
+// notifications of one connection arrive in commit order: once a later
+// commit's wake came, an earlier one would have come first.
+func TestChangeFeedNotOnRollback(t *testing.T) {
+	t.Parallel()
+	dsn := migrated(t)
+	a, b := openStore(t, dsn), openStore(t, dsn)
+	c := startFeed(t, a)
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	lost, committed := "rolled-back-"+suffix, "committed-"+suffix
+	lostWoken, stopLost := c.Watch(lost)
+	defer stopLost()
+	woken, stop := c.Watch(committed)
+	defer stop()
+	errBoom := errors.New("boom")
+	err := b.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		if err := tx.InsertRun(ctx, feedRun(lost)); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("update = %v", err)
+	}
+	if err := b.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, feedRun(committed)) }); err != nil {
+		t.Fatal(err)
+	}
+	mustWake(t, woken, "a committed insert")
+	select {
+	case <-lostWoken:
+		t.Fatal("a rolled back insert woke its waiter")
+	default:
+	}
+}
+
+// TestChangeFeedListensAgain: when the listening connection is lost (here
+// its backend is terminated), the feed connects again, wakes every waiter
+// (a notification sent meanwhile is lost) and hears commits again.
+func TestChangeFeedListensAgain(t *testing.T) {
+	t.Parallel()
+	app := fmt.Sprintf("signoff_feed_test_%d", time.Now().UnixNano())
+	dsn := migrated(t) + "&application_name=" + app
+	a, b := openStore(t, dsn), openStore(t, dsn)
+	c := startFeed(t, a)
+	id := "listens-again-" + app
+	woken, stop := c.Watch(id)
+	defer stop()
+	execRaw(t, dsn, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query = 'LISTEN `+channel+`'`, app)
+	mustWake(t, woken, "the wake after listening again")
+	woken, stop2 := c.Watch(id)
+	defer stop2()
+	if err := b.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, feedRun(id)) }); err != nil {
+		t.Fatal(err)
+	}
+	mustWake(t, woken, "a commit after listening again")
+}

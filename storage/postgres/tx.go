@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,7 +55,12 @@ func newTx(q pgx.Tx, write bool) workflow.Tx {
 }
 
 // conn is sqlstore.Conn on a pgx transaction.
-type conn struct{ q pgx.Tx }
+type conn struct {
+	q pgx.Tx
+	// notified are the runs this transaction has queued a notification
+	// for: one each is enough.
+	notified []string
+}
 
 func (c *conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	tag, err := c.q.Exec(ctx, query, args...)
@@ -244,4 +250,20 @@ func (dialect) AuditHead(ctx context.Context, c sqlstore.Conn) (int64, string, e
 // AuditMoveHead moves audit_head in the statement that inserts the event.
 func (dialect) AuditMoveHead() string {
 	return `WITH head AS (UPDATE audit_head SET seq = $1, hash = $8) `
+}
+
+// RunWritten queues a notification on the channel the feed (feed.go) listens
+// to, with the run's id as its payload. PostgreSQL delivers it when the
+// transaction commits and never when it rolls back, so a listener that wakes
+// reads the committed run. One round trip per run a transaction writes.
+func (dialect) RunWritten(ctx context.Context, c sqlstore.Conn, runID string) error {
+	pc := c.(*conn)
+	if slices.Contains(pc.notified, runID) {
+		return nil
+	}
+	if _, err := pc.q.Exec(ctx, `SELECT pg_notify('`+channel+`', $1)`, runID); err != nil {
+		return fmt.Errorf("notify: %w", interpretError(err))
+	}
+	pc.notified = append(pc.notified, runID)
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
 	"runtime"
@@ -35,10 +34,7 @@ var (
 // exactly this build's (ErrNotMigrated, ErrSchemaTooNew, ErrMigrationChanged).
 // Update returns ErrReadOnly.
 func OpenReadOnly(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	o := options{log: slog.New(slog.DiscardHandler)}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	read, err := OpenReadOnlyDB(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -47,7 +43,7 @@ func OpenReadOnly(ctx context.Context, path string, opts ...Option) (*Store, err
 		read.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return &Store{path: path, log: o.log, read: read}, nil
+	return &Store{path: path, log: o.log, feedEvery: o.feedEvery, read: read}, nil
 }
 
 // OpenReadOnlyDB opens the existing SQLite file at path read-only (mode=ro,

@@ -467,3 +467,61 @@ func TestWithLoggerLogsMigrations(t *testing.T) {
 		}
 	}
 }
+
+func TestChangeFeed(t *testing.T) {
+	storagetest.RunChangeFeed(t, func(t *testing.T) (workflow.Store, workflow.Store) {
+		path := tempPath(t)
+		return openStore(t, path), openStore(t, path)
+	})
+}
+
+// TestChangeFeedReadOnly: a read-only store (what `signoff wait` opens)
+// hears the commits of a writer on the same file.
+func TestChangeFeedReadOnly(t *testing.T) {
+	storagetest.RunChangeFeed(t, func(t *testing.T) (workflow.Store, workflow.Store) {
+		path := tempPath(t)
+		w := openStore(t, path)
+		r, err := OpenReadOnly(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r, w
+	})
+}
+
+// TestFeedSeesOnlyOtherConnectionsCommits: the number the feed reads moves
+// for another store's commit and not for its own store's, whose waiters the
+// engine wakes itself.
+func TestFeedSeesOnlyOtherConnectionsCommits(t *testing.T) {
+	path := tempPath(t)
+	a, b := openStore(t, path), openStore(t, path)
+	var fv feedVersion
+	defer fv.close()
+	read := func(what string, wantFresh bool) int64 {
+		t.Helper()
+		v, fresh, err := a.dataVersion(t.Context(), &fv)
+		if err != nil || fresh != wantFresh {
+			t.Fatalf("%s: data version %d, fresh %v, %v; want fresh %v", what, v, fresh, err, wantFresh)
+		}
+		return v
+	}
+	insert := func(s *Store, id string) {
+		t.Helper()
+		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertRun(ctx, &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusWaitingApproval})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	v0 := read("first read", true)
+	insert(a, "own")
+	if v := read("after its own store's commit", false); v != v0 {
+		t.Errorf("its own store's commit moved the data version from %d to %d", v0, v)
+	}
+	insert(b, "other")
+	if v := read("after another store's commit", false); v == v0 {
+		t.Errorf("another store's commit left the data version at %d", v)
+	}
+}

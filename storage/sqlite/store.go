@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -19,6 +20,8 @@ import (
 type Store struct {
 	path string
 	log  *slog.Logger
+	// feedEvery is how often FeedChanges looks for other processes' commits.
+	feedEvery time.Duration
 	// write holds the one write connection (see OpenDB); only the committer
 	// goroutine (commit.go) uses it.
 	write *sql.DB
@@ -48,6 +51,16 @@ type Option func(*options)
 
 type options struct {
 	log *slog.Logger
+	// feedEvery is how often FeedChanges looks at data_version.
+	feedEvery time.Duration
+}
+
+func newOptions(opts []Option) options {
+	o := options{log: slog.New(slog.DiscardHandler), feedEvery: defaultFeedEvery}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // WithLogger makes the store log to l (schema migrations it applies). Without it
@@ -65,10 +78,7 @@ func WithLogger(l *slog.Logger) Option {
 // by a newer build (ErrSchemaTooNew) or whose applied migrations differ from this
 // build's (ErrMigrationChanged).
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	o := options{log: slog.New(slog.DiscardHandler)}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	if path == ":memory:" {
 		// The store holds two connection pools on the file; two in-memory
 		// databases would be two different stores.
@@ -87,7 +97,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s := &Store{path: path, log: o.log, write: write, read: read, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	s := &Store{path: path, log: o.log, feedEvery: o.feedEvery, write: write, read: read, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	go s.commitLoop()
 	return s, nil
 }

@@ -77,6 +77,12 @@ type Dialect interface {
 	// clause that may name the INSERT's bound arguments, the first being the new
 	// seq and the eighth its hash ("" where the head is the last audit row).
 	AuditMoveHead() string
+	// RunWritten follows each statement that inserted or updated a run's row
+	// (InsertRun, UpdateRun; not a claim, which moves only the lease): where
+	// the database can tell other processes of a commit, it queues that word
+	// inside the transaction, so it is delivered only if the transaction
+	// commits (PostgreSQL: pg_notify). Where it cannot, it does nothing.
+	RunWritten(ctx context.Context, c Conn, runID string) error
 }
 
 // Tx is workflow.Tx on one transaction of a SQL database.

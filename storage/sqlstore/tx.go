@@ -95,6 +95,9 @@ func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
+	if err := t.d.RunWritten(ctx, t.c, r.ID); err != nil {
+		return fmt.Errorf("insert run %s: %w", r.ID, err)
+	}
 	r.Version = 1
 	return nil
 }
@@ -286,6 +289,9 @@ func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
 		r.ParentID, r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence,
 		millis(r.CreatedAt), millis(r.UpdatedAt), millis(r.PrunedAt), r.ID, r.Version)
 	if err != nil {
+		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
+	}
+	if err := t.d.RunWritten(ctx, t.c, r.ID); err != nil {
 		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
 	}
 	r.Version++
