@@ -96,9 +96,10 @@ func TestMetrics(t *testing.T) {
 			waitFor(t, "the gauges to follow", func() bool {
 				m = scrape(t, s)
 				// A refresh that read the store before the run finished may
-				// still show it executing: the gauges lag by one refresh.
+				// still show it executing: the gauges lag by one refresh, and
+				// a scrape may land while a refresh sets them one by one.
 				return m[`signoff_runs{status="waiting_approval"}`] == 0 && m[`signoff_runs{status="executing"}`] == 0 &&
-					m["signoff_outbox_backlog"] == 0
+					m["signoff_outbox_backlog"] == 0 && m["signoff_outbox_oldest_age_seconds"] == 0
 			})
 			for series, want := range map[string]float64{
 				`signoff_decisions_total{channel="slack",verdict="approve"}`:                              1,
