@@ -39,6 +39,9 @@ type State struct {
 	Operations []OperationRecord `json:"operations,omitempty"`
 	Reason     string            `json:"reason,omitempty"`
 	ForkedFrom *ForkRef          `json:"forked_from,omitempty"`
+	// CallbackURL is the proposal's callback_url, sealed with every checkpoint
+	// so that the URL events go to cannot be changed in the store unseen.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // Message is one turn of an agent's working context.

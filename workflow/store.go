@@ -95,6 +95,9 @@ type Tx interface {
 	// DueOutbox lists undelivered messages whose NextAttempt is at or before now,
 	// in enqueue order (by id), at most limit (0 = no limit).
 	DueOutbox(ctx context.Context, now time.Time, limit int) ([]*OutboxMessage, error)
+	// ListOutbox lists undelivered messages that pass f, in enqueue order (by
+	// id), at most f.Limit (0 = no limit).
+	ListOutbox(ctx context.Context, f OutboxFilter) ([]*OutboxMessage, error)
 	// UpdateOutbox is a compare-and-set on m.Version. ErrConflict, ErrNotFound.
 	UpdateOutbox(ctx context.Context, m *OutboxMessage) error
 
@@ -145,6 +148,19 @@ type RunFilter struct {
 	AfterID      string
 	// Limit caps the result; 0 means no limit.
 	Limit int
+}
+
+// OutboxFilter selects undelivered outbox messages for ListOutbox.
+type OutboxFilter struct {
+	// Kinds keeps messages of these kinds; empty keeps all.
+	Kinds []string
+	// DueBy keeps messages whose NextAttempt is at or before it; zero keeps all.
+	DueBy time.Time
+	// Failing keeps messages whose last attempt failed (LastError set).
+	Failing bool
+	// AfterID is the cursor: messages with a larger id.
+	AfterID int64
+	Limit   int
 }
 
 // AuditFilter selects audit events.

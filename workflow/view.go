@@ -34,6 +34,7 @@ type RunView struct {
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 	Problem     string          `json:"problem,omitempty"` // set when the stored state failed its integrity check
+	CallbackURL string          `json:"callback_url,omitempty"`
 }
 
 // RequestView is an approval request as shown.
@@ -151,6 +152,7 @@ func viewOf(r *Run, st *State) *RunView {
 	}
 	if st != nil {
 		v.Requester, v.Summary, v.ModelCalls, v.Gate, v.ForkedFrom = st.Requester, st.Summary, st.ModelCalls, st.Gate, st.ForkedFrom
+		v.CallbackURL = st.CallbackURL
 		if st.Actions != nil {
 			v.Actions = st.Actions
 		}
@@ -292,6 +294,9 @@ func (e *Engine) AuditLog(ctx context.Context, id string) ([]*AuditEvent, error)
 // Fork starts a new run from checkpoint seq of run id. The fork keeps what the
 // run knew at that point (messages, evidence, proposal) and nothing it was
 // granted: it is checked and put through policy again and needs its own approval.
+// Nor does it keep the callback URL: a person starts the fork, and the agent
+// that asked for callbacks asked them about its own run, not about runs it
+// never submitted (and the allow-list may have changed since).
 func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Run, error) {
 	if by.ID == "" {
 		return nil, refused(CodeInvalidInput, id, "who forks is required")
@@ -485,6 +490,8 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", r.Status, st.Status)}, nil
 	case st != nil && st.Gate != nil && r.Fingerprint != "" && r.Fingerprint != st.Gate.Fingerprint:
 		return &IntegrityError{RunID: r.ID, Problem: "the run row's fingerprint is not the one its checkpoint approved"}, nil
+	case st != nil && st.CallbackURL != r.CallbackURL:
+		return &IntegrityError{RunID: r.ID, Problem: callbackMismatch}, nil
 	}
 	if err := e.in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
 		return ie, nil

@@ -60,7 +60,7 @@ func marks(n int) string {
 
 const runColumns = `id, workflow, task_id, status, step, seq, version, requester_id, idempotency_key,
 	fingerprint, reason, deadline, parent_id, parent_seq, lease_owner, lease_until, fence,
-	created_at, updated_at`
+	created_at, updated_at, callback_url`
 
 func scanRun(s Row) (*workflow.Run, error) {
 	var (
@@ -70,7 +70,7 @@ func scanRun(s Row) (*workflow.Run, error) {
 	)
 	err := s.Scan(&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
 		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
-		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated)
+		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &r.CallbackURL)
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +86,11 @@ func scanRun(s Row) (*workflow.Run, error) {
 
 func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
 	err := t.guarded(ctx, nil, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
 		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline), r.ParentID,
 		r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.CreatedAt),
-		millis(r.UpdatedAt))
+		millis(r.UpdatedAt), r.CallbackURL)
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
@@ -184,7 +184,7 @@ func scanRunHead(s Row) (*workflow.RunHead, error) {
 	)
 	err := s.Scan(&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
 		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
-		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated,
+		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &r.CallbackURL,
 		&cRun, &cSeq, &cSchema, &cState, &cPrev, &cHash, &cCreated, &cKeyID, &cMAC)
 	if err != nil {
 		return nil, err
@@ -233,12 +233,12 @@ func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
 		workflow = ?, task_id = ?, status = ?, step = ?, seq = ?, version = version + 1,
 		requester_id = ?, idempotency_key = ?, fingerprint = ?, reason = ?, deadline = ?,
 		parent_id = ?, parent_seq = ?, lease_owner = ?, lease_until = ?, fence = ?,
-		created_at = ?, updated_at = ?
+		created_at = ?, updated_at = ?, callback_url = ?
 		WHERE id = ? AND version = ?`,
 		r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
 		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline),
 		r.ParentID, r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence,
-		millis(r.CreatedAt), millis(r.UpdatedAt), r.ID, r.Version)
+		millis(r.CreatedAt), millis(r.UpdatedAt), r.CallbackURL, r.ID, r.Version)
 	if err != nil {
 		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
 	}
@@ -536,6 +536,39 @@ func (t *Tx) DueOutbox(ctx context.Context, now time.Time, limit int) ([]*workfl
 	ms, err := queryAll(ctx, t, scanOutbox, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list due outbox messages: %w", err)
+	}
+	return ms, nil
+}
+
+func (t *Tx) ListOutbox(ctx context.Context, f workflow.OutboxFilter) ([]*workflow.OutboxMessage, error) {
+	// Undelivered rows only, spelled as in the partial index outbox_due.
+	q := `SELECT ` + outboxColumns + ` FROM outbox WHERE delivered_at = 0`
+	var args []any
+	if len(f.Kinds) > 0 {
+		q += ` AND kind IN (` + marks(len(f.Kinds)) + `)`
+		for _, k := range f.Kinds {
+			args = append(args, k)
+		}
+	}
+	if !f.DueBy.IsZero() {
+		q += ` AND next_attempt <= ?`
+		args = append(args, millis(f.DueBy))
+	}
+	if f.Failing {
+		q += ` AND last_error <> ''`
+	}
+	if f.AfterID > 0 {
+		q += ` AND id > ?`
+		args = append(args, f.AfterID)
+	}
+	q += ` ORDER BY id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	ms, err := queryAll(ctx, t, scanOutbox, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list outbox messages: %w", err)
 	}
 	return ms, nil
 }
