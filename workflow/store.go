@@ -154,6 +154,8 @@ type RunFilter struct {
 type OutboxFilter struct {
 	// Kinds keeps messages of these kinds; empty keeps all.
 	Kinds []string
+	// RunID keeps one run's messages; "" keeps all.
+	RunID string
 	// DueBy keeps messages whose NextAttempt is at or before it; zero keeps all.
 	DueBy time.Time
 	// Failing keeps messages whose last attempt failed (LastError set).

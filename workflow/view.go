@@ -82,6 +82,21 @@ type OperationView struct {
 func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 	var v *RunView
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		v, err = e.ViewIn(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ViewIn is Get in a transaction the caller holds: a hook uses it to show
+// the run as the transition it is told about leaves it, before that commits.
+func (e *Engine) ViewIn(ctx context.Context, tx Tx, id string) (*RunView, error) {
+	var v *RunView
+	err := func() error {
 		l, err := e.load(ctx, tx, id)
 		var ie *IntegrityError
 		if errors.As(err, &ie) {
@@ -131,7 +146,7 @@ func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return nil, err
 	}

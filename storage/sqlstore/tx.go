@@ -550,6 +550,10 @@ func (t *Tx) ListOutbox(ctx context.Context, f workflow.OutboxFilter) ([]*workfl
 			args = append(args, k)
 		}
 	}
+	if f.RunID != "" {
+		q += ` AND run_id = ?`
+		args = append(args, f.RunID)
+	}
 	if !f.DueBy.IsZero() {
 		q += ` AND next_attempt <= ?`
 		args = append(args, millis(f.DueBy))

@@ -1218,7 +1218,11 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 	ids := map[string]int64{}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		for _, sp := range specs {
-			m := &workflow.OutboxMessage{RunID: "run-1", Kind: sp.kind, Payload: []byte(sp.name), NextAttempt: sp.next,
+			run := "run-1"
+			if sp.name == "callback due" {
+				run = "run-2"
+			}
+			m := &workflow.OutboxMessage{RunID: run, Kind: sp.kind, Payload: []byte(sp.name), NextAttempt: sp.next,
 				LastError: sp.lastErr, CreatedAt: now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
@@ -1252,6 +1256,8 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 		{"after a cursor, at most limit", func() workflow.OutboxFilter {
 			return workflow.OutboxFilter{AfterID: ids["callback failing, later"], Limit: 2}
 		}, []string{"callback due", "slack failing, due"}},
+		{"one run", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"callback"}, RunID: "run-1", Limit: 1} },
+			[]string{"callback failing, later"}},
 		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"email"}} }, []string{}},
 	}
 	for _, tc := range cases {

@@ -3,3 +3,7 @@
 -- checkpoints hold the same URL, so a changed row shows as damage.
 
 ALTER TABLE runs ADD COLUMN callback_url TEXT NOT NULL DEFAULT '';
+
+-- A run's callbacks go out in order: the dispatcher looks for the oldest
+-- undelivered row of a run before it sends a later one.
+CREATE INDEX outbox_run ON outbox (run_id, id) WHERE delivered_at = 0;
