@@ -1256,7 +1256,9 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 		{"after a cursor, at most limit", func() workflow.OutboxFilter {
 			return workflow.OutboxFilter{AfterID: ids["callback failing, later"], Limit: 2}
 		}, []string{"callback due", "slack failing, due"}},
-		{"one run", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"callback"}, RunID: "run-1", Limit: 1} },
+		{"one run", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{Kinds: []string{"callback"}, RunID: "run-1", Limit: 1}
+		},
 			[]string{"callback failing, later"}},
 		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"email"}} }, []string{}},
 	}
