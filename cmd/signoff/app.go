@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/metrics"
@@ -124,6 +125,12 @@ type app struct {
 	dir      workflow.Directory
 	// metrics is set for serve (options.metrics).
 	metrics *metrics.Metrics
+	// getenv, failpoint and leaseTTL are what serve's callback dispatcher
+	// takes from the environment: its secret, SIGNOFF_FAILPOINT and
+	// SIGNOFF_LEASE_TTL (how long a claimed row is left to its claimer).
+	getenv    func(string) string
+	failpoint func(string)
+	leaseTTL  time.Duration
 }
 
 // openApp builds the app from the global options and the environment:
@@ -157,7 +164,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db)}
+	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db), getenv: getenv, leaseTTL: leaseTTL}
 	keys, err := storeKeys(ctx, o, getenv, store, logOut)
 	if err != nil {
 		a.Close()
@@ -211,8 +218,15 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		wcfg.Hooks = append(wcfg.Hooks, o.metrics.Hook())
 		a.metrics = o.metrics
 	}
+	// Every process that changes runs queues their callbacks, whatever the
+	// allow-list says now: submit checked it, and the dispatcher checks it
+	// again before it sends anything.
+	cbHook := &callback.Hook{}
+	wcfg.Hooks = append(wcfg.Hooks, cbHook)
+	wcfg.CallbackAllowed, wcfg.CallbackPrefixes = cfg.API.CallbackAllowed, cfg.API.CallbackPrefixes
 	if failpoint != "" {
 		wcfg.Failpoint = failpointFunc(failpoint)
+		a.failpoint = wcfg.Failpoint
 	}
 	if owner := getenv("SIGNOFF_OWNER"); owner != "" {
 		wcfg.Owner = owner
@@ -221,6 +235,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		a.Close()
 		return nil, err
 	}
+	cbHook.Engine = a.engine
 	return a, nil
 }
 
