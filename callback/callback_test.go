@@ -66,12 +66,12 @@ type receiver struct {
 	mu     sync.Mutex
 	got    []callback.Event
 	bad    []string
-	answer func(n int) int
+	answer func(n int, path string) int
 	srv    *httptest.Server
 }
 
 func newReceiver(t *testing.T, c *clock) *receiver {
-	r := &receiver{t: t, clock: c, answer: func(int) int { return http.StatusNoContent }}
+	r := &receiver{t: t, clock: c, answer: func(int, string) int { return http.StatusNoContent }}
 	keys, err := stdwebhook.ParseSecrets(secret)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func newReceiver(t *testing.T, c *clock) *receiver {
 			return
 		}
 		r.got = append(r.got, ev)
-		w.WriteHeader(r.answer(len(r.got)))
+		w.WriteHeader(r.answer(len(r.got), req.URL.Path))
 	}))
 	t.Cleanup(r.srv.Close)
 	t.Cleanup(func() {
@@ -309,7 +309,7 @@ func (*refusedConn) Error() string {
 func TestReceiverDownForAWhile(t *testing.T) {
 	e := newEnv(t)
 	e.disp.Client = &http.Client{Transport: &flaky{n: 3}}
-	e.recv.answer = func(n int) int {
+	e.recv.answer = func(n int, _ string) int {
 		if n <= 3 {
 			return http.StatusServiceUnavailable // took it, says it did not: it comes again
 		}
@@ -429,5 +429,44 @@ func TestNoCallbackNoRow(t *testing.T) {
 		CallbackURL: "https://elsewhere.example/hooks/x"})
 	if !errors.As(err, &refused) || refused.Code != workflow.CodeCallbackNotAllowed {
 		t.Fatalf("submit to a URL outside the list: %v", err)
+	}
+}
+
+// TestARunThatWaitsHoldsUpNoOther: the events queued behind a failing one
+// of their run do not take the places of other runs' events in a round.
+func TestARunThatWaitsHoldsUpNoOther(t *testing.T) {
+	e := newEnv(t)
+	e.recv.answer = func(_ int, path string) int {
+		if strings.HasPrefix(path, "/hooks/down") {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	}
+	var down []*workflow.Run
+	for _, task := range []string{"down-1", "down-2"} {
+		down = append(down, e.submit(task))
+	}
+	if n, err := e.disp.DeliverDue(context.Background(), 0); n != 0 || err != nil {
+		t.Fatalf("delivered %d, %v", n, err)
+	}
+	for _, r := range down {
+		if _, err := e.engine.Cancel(context.Background(), r.ID, workflow.Person{ID: "U0LEAD0001"}, "not needed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up := e.submit("up")
+	// One run a round: the cancelled events of the failing runs are older
+	// and due, but wait behind their runs' first events.
+	if n, err := e.disp.DeliverDue(context.Background(), 1); n != 1 || err != nil {
+		t.Fatalf("delivered %d, %v; want the event of the run whose receiver is up", n, err)
+	}
+	var ok []string
+	for _, ev := range e.recv.events() {
+		if ev.Run.ID == up.ID {
+			ok = append(ok, ev.Type)
+		}
+	}
+	if !slices.Equal(ok, []string{"run.waiting"}) {
+		t.Fatalf("the receiver took %q for the run whose receiver is up", ok)
 	}
 }

@@ -74,28 +74,21 @@ type Dispatcher struct {
 	client *http.Client
 }
 
-// DeliverDue delivers the due callback rows, up to limit of them (0: 50), and
-// returns how many were delivered.
+// perRun bounds the events of one run sent in one round, so that a run with
+// many does not hold a slot while others wait.
+const perRun = 20
+
+// DeliverDue delivers the due callback rows of up to limit runs (0: 50), and
+// returns how many rows were delivered. Only the oldest undelivered row of
+// each run is looked at: a later one waits for it, and rows that wait never
+// fill the round.
 func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		limit = 50
 	}
-	var due []*workflow.OutboxMessage
-	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		var err error
-		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{Kind}, DueBy: d.now(), Limit: limit})
-		return err
-	})
+	due, err := d.heads(ctx, "", limit)
 	if err != nil {
-		return 0, fmt.Errorf("read the callback outbox: %w", err)
-	}
-	var order []string
-	byRun := map[string][]*workflow.OutboxMessage{}
-	for _, m := range due {
-		if byRun[m.RunID] == nil {
-			order = append(order, m.RunID)
-		}
-		byRun[m.RunID] = append(byRun[m.RunID], m)
+		return 0, err
 	}
 	par := d.Parallel
 	if par <= 0 {
@@ -108,13 +101,13 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 		wg        sync.WaitGroup
 		slots     = make(chan struct{}, par)
 	)
-	for _, id := range order {
+	for _, m := range due {
 		wg.Add(1)
 		slots <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			n, err := d.deliverRun(ctx, id, byRun[id])
+			n, err := d.deliverRun(ctx, m)
 			mu.Lock()
 			delivered += n
 			if err != nil {
@@ -127,42 +120,39 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	return delivered, errors.Join(errs...)
 }
 
-// deliverRun delivers one run's due rows in order, stopping at the first that
-// is not delivered: the later ones wait for it.
-func (d *Dispatcher) deliverRun(ctx context.Context, runID string, rows []*workflow.OutboxMessage) (int, error) {
+// deliverRun delivers m, the oldest undelivered row of its run, then the
+// run's next rows while they are due, stopping at the first not delivered:
+// the later ones wait for it.
+func (d *Dispatcher) deliverRun(ctx context.Context, m *workflow.OutboxMessage) (int, error) {
 	n := 0
-	for _, m := range rows {
-		first, err := d.oldest(ctx, runID)
-		if err != nil {
-			return n, err
-		}
-		if first != m.ID {
-			return n, nil // an older event of the run is not delivered yet
-		}
+	for m != nil && n < perRun {
 		ok, err := d.deliver(ctx, m)
 		if err != nil || !ok {
 			return n, err
 		}
 		n++
+		next, err := d.heads(ctx, m.RunID, 1)
+		if err != nil || len(next) == 0 {
+			return n, err
+		}
+		m = next[0]
 	}
 	return n, nil
 }
 
-// oldest is the id of the run's oldest undelivered callback row (0: none).
-func (d *Dispatcher) oldest(ctx context.Context, runID string) (int64, error) {
+// heads reads the due callback rows that are the oldest undelivered of
+// their run (of run runID only, when set), at most limit.
+func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*workflow.OutboxMessage, error) {
 	var ms []*workflow.OutboxMessage
 	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{Kind}, RunID: runID, Limit: 1})
+		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("read the callback outbox of run %s: %w", runID, err)
+		return nil, fmt.Errorf("read the callback outbox: %w", err)
 	}
-	if len(ms) == 0 {
-		return 0, nil
-	}
-	return ms[0].ID, nil
+	return ms, nil
 }
 
 // deliver claims one row, sends it and records the outcome. delivered is

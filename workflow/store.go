@@ -160,6 +160,10 @@ type OutboxFilter struct {
 	DueBy time.Time
 	// Failing keeps messages whose last attempt failed (LastError set).
 	Failing bool
+	// Heads keeps only the oldest undelivered message of each run among the
+	// kinds selected, before the other conditions: a queue that delivers
+	// each run's messages in order reads only what it may send next.
+	Heads bool
 	// AfterID is the cursor: messages with a larger id.
 	AfterID int64
 	Limit   int

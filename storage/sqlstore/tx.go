@@ -544,8 +544,18 @@ func (t *Tx) ListOutbox(ctx context.Context, f workflow.OutboxFilter) ([]*workfl
 	// Undelivered rows only, spelled as in the partial index outbox_due.
 	q := `SELECT ` + outboxColumns + ` FROM outbox WHERE delivered_at = 0`
 	var args []any
+	kinds := ""
 	if len(f.Kinds) > 0 {
-		q += ` AND kind IN (` + marks(len(f.Kinds)) + `)`
+		kinds = ` AND kind IN (` + marks(len(f.Kinds)) + `)`
+		q += kinds
+		for _, k := range f.Kinds {
+			args = append(args, k)
+		}
+	}
+	if f.Heads {
+		// The index outbox_run (run_id, id) of undelivered rows answers this.
+		q += ` AND NOT EXISTS (SELECT 1 FROM outbox older WHERE older.run_id = outbox.run_id
+			AND older.delivered_at = 0 AND older.id < outbox.id` + strings.ReplaceAll(kinds, "kind", "older.kind") + `)`
 		for _, k := range f.Kinds {
 			args = append(args, k)
 		}

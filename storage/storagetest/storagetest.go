@@ -1256,6 +1256,14 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 		{"after a cursor, at most limit", func() workflow.OutboxFilter {
 			return workflow.OutboxFilter{AfterID: ids["callback failing, later"], Limit: 2}
 		}, []string{"callback due", "slack failing, due"}},
+		{"the oldest of each run", func() workflow.OutboxFilter { return workflow.OutboxFilter{Heads: true} },
+			[]string{"slack due", "callback due"}},
+		{"the oldest callback of each run, if due", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{Kinds: []string{"callback"}, Heads: true, DueBy: now}
+		}, []string{"callback due"}},
+		{"the oldest Slack message of each run, if failing", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{Kinds: []string{"slack.post", "slack.update"}, Heads: true, Failing: true}
+		}, []string{}},
 		{"one run", func() workflow.OutboxFilter {
 			return workflow.OutboxFilter{Kinds: []string{"callback"}, RunID: "run-1", Limit: 1}
 		},
