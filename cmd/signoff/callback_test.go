@@ -203,62 +203,75 @@ func callbackRows(t *testing.T, dir string) []*workflow.OutboxMessage {
 
 // TestCallbacksSurviveAKilledServer is the delivery promise end to end, with
 // the real program: a run with a callback URL tells its agent that it waits;
-// serve is killed with SIGKILL after the receiver took that event and before
-// the delivery was recorded; the restarted serve delivers it again with the
-// same event id; a receiver that is down for a while gets the done event of
-// the approval once it is back; every request is signed.
+// serve is killed with SIGKILL after the waiting transition committed, before
+// the POST or after the receiver took the event but before the delivery was
+// recorded; the restarted serve delivers it (again, with the same event id);
+// a receiver that is down for a while gets the done event of the approval
+// once it is back; every request is signed.
 func TestCallbacksSurviveAKilledServer(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	fs := fakeslack.New()
-	t.Cleanup(fs.Close)
-	recv := newHookReceiver(t)
-	cfg := callbackConfig(t, dir, fs, recv.srv.URL+"/hooks/")
-	env := map[string]string{}
+	for _, tt := range []struct {
+		failpoint string
+		taken     int // deliveries of the waiting event before the kill
+	}{
+		{callback.FailBeforePost, 0},
+		{callback.FailAfterPost, 1},
+	} {
+		t.Run(tt.failpoint, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			fs := fakeslack.New()
+			t.Cleanup(fs.Close)
+			recv := newHookReceiver(t)
+			cfg := callbackConfig(t, dir, fs, recv.srv.URL+"/hooks/")
+			env := map[string]string{}
 
-	code, out, errs := cliWith(t, dir, cfg, env, "submit", proposal(t, dir, "p.json", withCallback(recv.srv.URL+"/hooks/agent-1")))
-	if code != exitWaiting {
-		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
-	}
-	id := runIDOf(t, out)
-
-	first := startServeChild(t, dir, cfg, fs, "SIGNOFF_FAILPOINT="+callback.FailAfterPost)
-	first.killedBySIGKILL(t)
-	got := recv.events()
-	if len(got) != 1 || got[0].Type != "run.waiting" || got[0].Run.ID != id || got[0].Run.Status != workflow.StatusWaitingApproval {
-		t.Fatalf("before the kill the receiver got %+v", got)
-	}
-	if rows := callbackRows(t, dir); len(rows) != 1 || rows[0].Attempts != 1 {
-		t.Fatalf("after the kill the outbox holds %+v, want the waiting event undelivered", rows)
-	}
-
-	recv.setDown(true)
-	startServeChild(t, dir, cfg, fs)
-	// A done event queued while the receiver is down: the approval runs now,
-	// the event waits for the receiver.
-	if code, out, errs := cliWith(t, dir, cfg, env, "approve", id, "--as", lead1); code != exitDone {
-		t.Fatalf("approve: exit %d\n%s%s", code, out, errs)
-	}
-	waitFor(t, "a failed attempt recorded", func() bool {
-		for _, m := range callbackRows(t, dir) {
-			if strings.Contains(m.LastError, "503") {
-				return true
+			code, out, errs := cliWith(t, dir, cfg, env, "submit", proposal(t, dir, "p.json", withCallback(recv.srv.URL+"/hooks/agent-1")))
+			if code != exitWaiting {
+				t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
 			}
-		}
-		return false
-	})
-	recv.setDown(false)
-	waitFor(t, "every callback delivered", func() bool { return len(callbackRows(t, dir)) == 0 })
+			id := runIDOf(t, out)
 
-	got = recv.events()
-	if len(got) != 3 {
-		t.Fatalf("the receiver took %d events, want the waiting one twice and the done one: %+v", len(got), got)
-	}
-	if got[1].ID != got[0].ID || got[1].Type != "run.waiting" {
-		t.Errorf("the redelivery is %s %s, want the same event %s", got[1].Type, got[1].ID, got[0].ID)
-	}
-	if got[2].Type != "run.done" || got[2].ID == got[0].ID || got[2].Run.Status != workflow.StatusDone || len(got[2].Run.Operations) != 1 {
-		t.Errorf("the last event is %s %s of a run %s with %d operations", got[2].Type, got[2].ID, got[2].Run.Status, len(got[2].Run.Operations))
+			startServeChild(t, dir, cfg, fs, "SIGNOFF_FAILPOINT="+tt.failpoint).killedBySIGKILL(t)
+			got := recv.events()
+			if len(got) != tt.taken {
+				t.Fatalf("before the kill the receiver took %d events, want %d: %+v", len(got), tt.taken, got)
+			}
+			if rows := callbackRows(t, dir); len(rows) != 1 || rows[0].Attempts != 1 {
+				t.Fatalf("after the kill the outbox holds %+v, want the waiting event undelivered", rows)
+			}
+
+			recv.setDown(true)
+			startServeChild(t, dir, cfg, fs)
+			// A done event queued while the receiver is down: the approval
+			// runs now, the event waits for the receiver.
+			if code, out, errs := cliWith(t, dir, cfg, env, "approve", id, "--as", lead1); code != exitDone {
+				t.Fatalf("approve: exit %d\n%s%s", code, out, errs)
+			}
+			waitFor(t, "a failed attempt recorded", func() bool {
+				for _, m := range callbackRows(t, dir) {
+					if strings.Contains(m.LastError, "503") {
+						return true
+					}
+				}
+				return false
+			})
+			recv.setDown(false)
+			waitFor(t, "every callback delivered", func() bool { return len(callbackRows(t, dir)) == 0 })
+
+			got = recv.events()
+			if len(got) != tt.taken+2 {
+				t.Fatalf("the receiver took %d events, want %d: %+v", len(got), tt.taken+2, got)
+			}
+			waiting, done := got[tt.taken], got[tt.taken+1]
+			if waiting.Type != "run.waiting" || waiting.Run.ID != id || waiting.Run.Status != workflow.StatusWaitingApproval ||
+				tt.taken == 1 && waiting.ID != got[0].ID {
+				t.Errorf("after the restart the receiver took %s %s (status %s), want the waiting event %s", waiting.Type, waiting.ID, waiting.Run.Status, got[0].ID)
+			}
+			if done.Type != "run.done" || done.ID == waiting.ID || done.Run.Status != workflow.StatusDone || len(done.Run.Operations) != 1 {
+				t.Errorf("the last event is %s %s of a run %s with %d operations", done.Type, done.ID, done.Run.Status, len(done.Run.Operations))
+			}
+		})
 	}
 }
 
