@@ -1,8 +1,11 @@
 package workflow_test
 
 import (
+	"errors"
+	"net/url"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -86,4 +89,39 @@ func TestForkDoesNotInheritTheCallback(t *testing.T) {
 	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
+}
+
+// FuzzCallbackURL: whatever an agent puts in callback_url, a run is made only
+// for a plain http(s) URL under an allowed prefix, without credentials and on
+// one line; anything else is refused as input or as not allowed.
+func FuzzCallbackURL(f *testing.F) {
+	for _, s := range []string{goodCallback, "https://agent.example/signoff/../x", "https://u:p@agent.example/signoff/x",
+		"https://agent.example/signoff/\u202ex", "https://agent.example/signoff/%0a", "https://agent.example/signoff/x#frag",
+		"https://agent.example/signoffx", "http://agent.example/signoff/x", "https://agent.example/signoff/\x00"} {
+		f.Add(s)
+	}
+	h := newHarness(f, allowCallbacks)
+	f.Fuzz(func(t *testing.T, u string) {
+		p := refund("PAY-2", 1)
+		p.CallbackURL = u
+		run, err := h.engine.Submit(ctx, p)
+		if err != nil {
+			var r *workflow.RefusedError
+			if !errors.As(err, &r) || (r.Code != workflow.CodeInvalidInput && r.Code != workflow.CodeCallbackNotAllowed) {
+				t.Fatalf("%q: %v", u, err)
+			}
+			return
+		}
+		if u == "" {
+			if run.CallbackURL != "" {
+				t.Fatalf("no callback asked, run has %q", run.CallbackURL)
+			}
+			return
+		}
+		parsed, perr := url.Parse(u)
+		if perr != nil || parsed.Scheme != "https" || parsed.User != nil || !strings.HasPrefix(u, "https://agent.example/signoff/") ||
+			strings.ContainsFunc(u, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) || run.CallbackURL != u {
+			t.Fatalf("accepted %q (run callback %q)", u, run.CallbackURL)
+		}
+	})
 }
