@@ -17,6 +17,8 @@ import (
 
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
+	"github.com/signoff-dev/signoff/storage/postgres"
+	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -121,7 +123,7 @@ func (r *receiver) events() []callback.Event {
 type env struct {
 	t      *testing.T
 	clock  *clock
-	store  *sqlite.Store
+	store  workflow.Store
 	engine *workflow.Engine
 	disp   *callback.Dispatcher
 	recv   *receiver
@@ -129,11 +131,17 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "signoff.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newEnvOn(t, st)
+}
+
+// newEnvOn is newEnv on a store of the caller's.
+func newEnvOn(t *testing.T, st workflow.Store) *env {
+	t.Helper()
+	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	t.Cleanup(func() { st.Close() })
 	roles, err := workflow.NewRoles([]workflow.Role{
 		{Name: "agent", Members: []string{"agent:resolver"}},
@@ -154,8 +162,18 @@ func newEnv(t *testing.T) *env {
 	recv := newReceiver(t, c)
 	prefix := recv.srv.URL + "/hooks/"
 	allowed := func(u string) bool { return strings.HasPrefix(u, prefix) }
+	// Sealed, as a server with keys runs: the hook reads the run in the
+	// transaction that seals it.
+	line, err := workflow.NewKeyLine("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyring, err := workflow.ParseKeyring(line + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
 	hook := &callback.Hook{}
-	eng, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles, Clock: c,
+	eng, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles, Clock: c, Keys: keyring,
 		Actions: map[string]*workflow.ActionSpec{"charge": spec}, Hooks: []workflow.Hook{hook},
 		CallbackAllowed: allowed, CallbackPrefixes: []string{prefix}})
 	if err != nil {
@@ -240,7 +258,28 @@ func (e *env) undelivered(failing bool) []*workflow.OutboxMessage {
 // signed, has its own id, shows the status it announces and hides what the
 // action's redact: list hides.
 func TestGatedRunSendsWaitingThenDone(t *testing.T) {
-	e := newEnv(t)
+	for _, driver := range []struct {
+		name string
+		open func(t *testing.T) *env
+	}{
+		{"sqlite", newEnv},
+		{"postgres", func(t *testing.T) *env {
+			dsn := pgtest.Schema(t)
+			if _, err := postgres.Migrate(context.Background(), dsn); err != nil {
+				t.Fatal(err)
+			}
+			st, err := postgres.Open(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return newEnvOn(t, st)
+		}},
+	} {
+		t.Run(driver.name, func(t *testing.T) { testWaitingThenDone(t, driver.open(t)) })
+	}
+}
+
+func testWaitingThenDone(t *testing.T, e *env) {
 	run := e.submit("T-1")
 	e.drain(1)
 	e.approve(run.ID)
@@ -274,6 +313,9 @@ func TestGatedRunSendsWaitingThenDone(t *testing.T) {
 	}
 	if rows := e.undelivered(false); len(rows) != 0 {
 		t.Errorf("undelivered rows left: %+v", rows)
+	}
+	if rep, err := e.engine.Verify(context.Background()); err != nil || !rep.OK() || !rep.Keyed {
+		t.Errorf("verify: %+v %v", rep, err)
 	}
 }
 
