@@ -63,7 +63,7 @@ const schema = `{"type":"object","additionalProperties":false,"required":["card"
 // receiver must and records what it got. answer decides the status of each
 // request (after it was recorded).
 type receiver struct {
-	t      *testing.T
+	t      testing.TB
 	clock  *clock
 	mu     sync.Mutex
 	got    []callback.Event
@@ -72,7 +72,7 @@ type receiver struct {
 	srv    *httptest.Server
 }
 
-func newReceiver(t *testing.T, c *clock) *receiver {
+func newReceiver(t testing.TB, c *clock) *receiver {
 	r := &receiver{t: t, clock: c, answer: func(int, string) int { return http.StatusNoContent }}
 	keys, err := stdwebhook.ParseSecrets(secret)
 	if err != nil {
@@ -121,7 +121,7 @@ func (r *receiver) events() []callback.Event {
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	clock  *clock
 	store  workflow.Store
 	engine *workflow.Engine
@@ -129,7 +129,7 @@ type env struct {
 	recv   *receiver
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "signoff.db"))
 	if err != nil {
@@ -139,7 +139,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // newEnvOn is newEnv on a store of the caller's.
-func newEnvOn(t *testing.T, st workflow.Store) *env {
+func newEnvOn(t testing.TB, st workflow.Store) *env {
 	t.Helper()
 	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	t.Cleanup(func() { st.Close() })
@@ -262,7 +262,7 @@ func TestGatedRunSendsWaitingThenDone(t *testing.T) {
 		name string
 		open func(t *testing.T) *env
 	}{
-		{"sqlite", newEnv},
+		{"sqlite", func(t *testing.T) *env { return newEnv(t) }},
 		{"postgres", func(t *testing.T) *env {
 			dsn := pgtest.Schema(t)
 			if _, err := postgres.Migrate(context.Background(), dsn); err != nil {
@@ -510,5 +510,26 @@ func TestARunThatWaitsHoldsUpNoOther(t *testing.T) {
 	}
 	if !slices.Equal(ok, []string{"run.waiting"}) {
 		t.Fatalf("the receiver took %q for the run whose receiver is up", ok)
+	}
+}
+
+// BenchmarkSubmit is what a callback costs a submit that waits: the run is
+// rendered and its event queued in the submit's transaction.
+func BenchmarkSubmit(b *testing.B) {
+	for _, withCallback := range []bool{false, true} {
+		b.Run(map[bool]string{false: "no_callback", true: "callback"}[withCallback], func(b *testing.B) {
+			e := newEnv(b)
+			p := &workflow.Proposal{Requester: workflow.Person{ID: "agent:resolver"},
+				Actions: []workflow.Action{{Name: "charge", Args: json.RawMessage(`{"card":"4242424242424242","amount":12}`)}}}
+			if withCallback {
+				p.CallbackURL = e.recv.srv.URL + "/hooks/bench"
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := e.engine.Submit(context.Background(), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -80,7 +80,7 @@ func (h *Hook) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Tran
 	if h.Engine == nil {
 		return errors.New("callback hook: no engine to render the run with")
 	}
-	v, err := h.Engine.ViewIn(ctx, tx, t.Run.ID)
+	v, err := h.Engine.ViewOfTransition(ctx, tx, t)
 	if err != nil {
 		return fmt.Errorf("render run %s for its callback: %w", t.Run.ID, err)
 	}

@@ -95,18 +95,37 @@ func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 // ViewIn is Get in a transaction the caller holds: a hook uses it to show
 // the run as the transition it is told about leaves it, before that commits.
 func (e *Engine) ViewIn(ctx context.Context, tx Tx, id string) (*RunView, error) {
+	l, err := e.load(ctx, tx, id)
+	var ie *IntegrityError
 	var v *RunView
+	if errors.As(err, &ie) {
+		v = viewOf(l.run, nil)
+		v.Problem = ie.Error()
+	} else if err != nil {
+		return nil, err
+	} else {
+		v = viewOf(l.run, l.st)
+	}
+	return e.viewRest(ctx, tx, v)
+}
+
+// ViewOfTransition is ViewIn for the run a hook is told about: the
+// transition's state is the one its transaction writes, so the run is shown
+// from it without reading and verifying its chain again. A transition
+// without a state (a run put aside unread) is read as ViewIn reads it.
+func (e *Engine) ViewOfTransition(ctx context.Context, tx Tx, t Transition) (*RunView, error) {
+	if t.State == nil {
+		return e.ViewIn(ctx, tx, t.Run.ID)
+	}
+	return e.viewRest(ctx, tx, viewOf(t.Run, t.State))
+}
+
+// viewRest adds a run's requests, decisions and operations to v, checking
+// their seals.
+func (e *Engine) viewRest(ctx context.Context, tx Tx, v *RunView) (*RunView, error) {
+	id := v.ID
+	var ie *IntegrityError
 	err := func() error {
-		l, err := e.load(ctx, tx, id)
-		var ie *IntegrityError
-		if errors.As(err, &ie) {
-			v = viewOf(l.run, nil)
-			v.Problem = ie.Error()
-		} else if err != nil {
-			return err
-		} else {
-			v = viewOf(l.run, l.st)
-		}
 		reqs, err := tx.RequestsForRun(ctx, id)
 		if err != nil {
 			return fmt.Errorf("load requests of run %s: %w", id, err)
