@@ -65,7 +65,9 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	var due []*workflow.OutboxMessage
 	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
 		var err error
-		due, err = tx.DueOutbox(ctx, now, limit)
+		// Only its own kinds: rows of another dispatcher (callbacks waiting
+		// behind a failing one) must not fill the round.
+		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{KindPost, KindUpdate}, DueBy: now, Limit: limit})
 		return err
 	})
 	if err != nil {

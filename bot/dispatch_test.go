@@ -539,3 +539,25 @@ func TestUnreadableRowIsDeliveredAsARewrite(t *testing.T) {
 		t.Fatalf("messages %+v", m)
 	}
 }
+
+// TestOtherKindsDoNotFillTheRound: due rows of another dispatcher's kind,
+// however many, leave the Slack rows their place in a round.
+func TestOtherKindsDoNotFillTheRound(t *testing.T) {
+	h := newDispatchHarness(t)
+	err := h.store.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		for range 3 {
+			m := &workflow.OutboxMessage{RunID: "run-other", Kind: "callback", Payload: []byte(`{}`), CreatedAt: h.clock.now}
+			if err := tx.EnqueueOutbox(ctx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.submitRefund(t)
+	if n, err := h.disp.DeliverDue(context.Background(), 2); n != 1 || err != nil {
+		t.Fatalf("delivered %d, %v; want the post", n, err)
+	}
+}

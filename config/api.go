@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -39,6 +40,10 @@ type APIConfig struct {
 	// a longer host name (https://a.example/ is not a prefix of
 	// https://a.example.evil/).
 	CallbackPrefixes []string
+	// CallbackSecretEnv names the environment variable that holds the
+	// Standard Webhooks secret (whsec_…, several separated by spaces while a
+	// key rotates) that signs every callback. Required with CallbackPrefixes.
+	CallbackSecretEnv string
 }
 
 // APIToken is one bearer token: the hash of its secret, the requester every
@@ -82,7 +87,8 @@ type fileRateLimit struct {
 }
 
 type fileCallbacks struct {
-	Allow []string `yaml:"allow"`
+	Allow     []string `yaml:"allow"`
+	SecretEnv string   `yaml:"secret_env"`
 }
 
 func (c *checker) api(fa *fileAPI) (APIConfig, error) {
@@ -163,9 +169,19 @@ func (c *checker) api(fa *fileAPI) (APIConfig, error) {
 			}
 			ac.CallbackPrefixes = append(ac.CallbackPrefixes, p)
 		}
+		ac.CallbackSecretEnv = strings.TrimSpace(fa.Callbacks.SecretEnv)
+		switch env := ac.CallbackSecretEnv; {
+		case env == "" && len(ac.CallbackPrefixes) > 0:
+			return ac, c.failf("api.callbacks.secret_env", "required with allow: the environment variable that holds the secret (whsec_…) callbacks are signed with, e.g. SIGNOFF_CALLBACK_SECRET")
+		case env != "" && !envNamePattern.MatchString(env):
+			return ac, c.failf("api.callbacks.secret_env", "%q is not the name of an environment variable", fa.Callbacks.SecretEnv)
+		}
 	}
 	return ac, nil
 }
+
+// envNamePattern is what an environment variable's name may be.
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 

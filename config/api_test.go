@@ -19,6 +19,7 @@ func TestParseAPI(t *testing.T) {
   rate_limit: {per_second: 2.5, burst: 5}
   callbacks:
     allow: [https://agents.example.com/signoff/, http://127.0.0.1:9000/]
+    secret_env: SIGNOFF_CALLBACK_SECRET
 `))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -46,6 +47,9 @@ func TestParseAPI(t *testing.T) {
 		if got := c.API.CallbackAllowed(u); got != want {
 			t.Errorf("CallbackAllowed(%q) = %v, want %v", u, got, want)
 		}
+	}
+	if c.API.CallbackSecretEnv != "SIGNOFF_CALLBACK_SECRET" {
+		t.Errorf("secret_env = %q", c.API.CallbackSecretEnv)
 	}
 	if len(c.Warnings) != 0 {
 		t.Errorf("warnings: %v", c.Warnings)
@@ -83,6 +87,10 @@ func TestParseAPIRefuses(t *testing.T) {
 			"signoff.yaml:" + itoa(line) + `: api.callbacks.allow[0]: "agents.example.com/": want an absolute http(s) URL such as https://agents.example.com/signoff/`},
 		{"prefix with a query", valid + "api:\n  callbacks:\n    allow: [\"https://a.example/?x=1\"]\n",
 			"signoff.yaml:" + itoa(line) + `: api.callbacks.allow[0]: "https://a.example/?x=1": a prefix has no user, query or fragment`},
+		{"callbacks without a secret", valid + "api:\n  callbacks:\n    allow: [https://a.example/cb/]\n",
+			"signoff.yaml:" + itoa(line-1) + `: api.callbacks.secret_env: required with allow: the environment variable that holds the secret (whsec_…) callbacks are signed with, e.g. SIGNOFF_CALLBACK_SECRET`},
+		{"secret_env not a name", valid + "api:\n  callbacks:\n    allow: [https://a.example/cb/]\n    secret_env: whsec_abc=\n",
+			"signoff.yaml:" + itoa(line+1) + `: api.callbacks.secret_env: "whsec_abc=" is not the name of an environment variable`},
 		{"unknown field", valid + "api:\n  token: []\n", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +108,7 @@ func TestParseAPIRefuses(t *testing.T) {
 // TestParseAPIWarnsOfPlainHTTPCallbacks: plain http is allowed (a receiver
 // on the same host) but warned about elsewhere.
 func TestParseAPIWarnsOfPlainHTTPCallbacks(t *testing.T) {
-	c, err := Parse("signoff.yaml", []byte(valid+"api:\n  callbacks:\n    allow: [http://agents.example.com/cb/]\n"))
+	c, err := Parse("signoff.yaml", []byte(valid+"api:\n  callbacks:\n    allow: [http://agents.example.com/cb/]\n    secret_env: CB_SECRET\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/signoff-dev/signoff/executor/command"
 	"github.com/signoff-dev/signoff/executor/webhook"
+	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -46,7 +47,7 @@ func newWebhook(b *Block) (workflow.Executor, error) {
 	if strings.TrimSpace(value) == "" {
 		return nil, b.Errorf("secret_env", "%s is not set: put the signing secret (whsec_…) in that environment variable", name)
 	}
-	if cfg.Keys, err = webhook.ParseSecrets(value); err != nil {
+	if cfg.Keys, err = stdwebhook.ParseSecrets(value); err != nil {
 		return nil, b.Errorf("secret_env", "%s: %v", name, err)
 	}
 	if cfg.Timeout, err = b.Duration("timeout", webhook.DefaultTimeout, maxTimeout); err != nil {

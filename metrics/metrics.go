@@ -31,7 +31,7 @@ type Metrics struct {
 	decisionSeconds prometheus.Histogram
 	executions      *prometheus.CounterVec
 	execSeconds     *prometheus.HistogramVec
-	outboxBacklog   prometheus.Gauge
+	outboxBacklog   *prometheus.GaugeVec
 	outboxOldest    prometheus.Gauge
 	refused         *prometheus.CounterVec
 	slackErrors     *prometheus.CounterVec
@@ -59,10 +59,10 @@ func New(version string) *Metrics {
 		Help: "Executor calls by action and outcome (ok, refused, retryable, unknown)."}, []string{"action", "outcome"})
 	m.execSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "executor_call_seconds",
 		Help: "Latency of executor calls, by action.", Buckets: prometheus.DefBuckets}, []string{"action"})
-	m.outboxBacklog = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_backlog",
-		Help: "Slack messages not delivered yet."})
+	m.outboxBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_backlog",
+		Help: "Outbox messages not delivered yet, by kind (slack.post, slack.update, callback); a kind with none is not shown."}, []string{"kind"})
 	m.outboxOldest = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_oldest_age_seconds",
-		Help: "Age of the oldest undelivered Slack message (0 when none)."})
+		Help: "Age of the oldest undelivered outbox message, of any kind (0 when none)."})
 	m.slackErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "slack_api_errors_total",
 		Help: "Slack Web API calls that failed, by method and Slack's error code (or http_NNN, transport)."}, []string{"method", "error"})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "refused_requests_total",
@@ -241,7 +241,14 @@ func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Ti
 		m.waiting.WithLabelValues(rule).Set(float64(n))
 	}
 	m.oldestWaiting.Set(age(now, oldest))
-	m.outboxBacklog.Set(float64(len(backlog)))
+	kinds := map[string]int{}
+	for _, o := range backlog {
+		kinds[o.Kind]++
+	}
+	m.outboxBacklog.Reset()
+	for kind, n := range kinds {
+		m.outboxBacklog.WithLabelValues(kind).Set(float64(n))
+	}
 	var first time.Time
 	for _, o := range backlog {
 		if first.IsZero() || o.CreatedAt.Before(first) {

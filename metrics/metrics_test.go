@@ -3,10 +3,13 @@ package metrics
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -73,5 +76,46 @@ func TestLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestOutboxBacklogByKind: every undelivered row counts, under its kind, a
+// callback as much as a Slack message; delivered rows do not.
+func TestOutboxBacklogByKind(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "signoff.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	err = st.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		for _, k := range []string{"callback", "callback", "slack.post", "callback"} {
+			m := &workflow.OutboxMessage{RunID: "run-1", Kind: k, NextAttempt: now.Add(time.Hour), CreatedAt: now.Add(-time.Minute)}
+			if err := tx.EnqueueOutbox(ctx, m); err != nil {
+				return err
+			}
+			if k == "callback" && m.ID == 4 {
+				m.DeliveredAt = now
+				if err := tx.UpdateOutbox(ctx, m); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New("test")
+	if err := m.Refresh(context.Background(), st, now); err != nil {
+		t.Fatal(err)
+	}
+	for kind, want := range map[string]float64{"callback": 2, "slack.post": 1} {
+		if got := testutil.ToFloat64(m.outboxBacklog.WithLabelValues(kind)); got != want {
+			t.Errorf("backlog of %s = %v, want %v", kind, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(m.outboxOldest); got != 60 {
+		t.Errorf("oldest = %v s, want 60", got)
 	}
 }

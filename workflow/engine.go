@@ -64,6 +64,11 @@ type Config struct {
 	// a new hub when nil. Share one between engines on one store, and feed
 	// it the commits of other processes, so that a wait wakes for those too.
 	Changes *Changes
+	// CallbackAllowed says whether a proposal may ask for callbacks to a URL
+	// (the config's allow-list); nil allows none. CallbackPrefixes are the
+	// allowed prefixes, named in the refusal of any other URL.
+	CallbackAllowed  func(url string) bool
+	CallbackPrefixes []string
 }
 
 // DefaultMaxRequestLifetime is MaxRequestLifetime when the config sets none.
@@ -106,6 +111,9 @@ type Engine struct {
 	anyone  bool // AllowUnknownRequesters
 	in      *integrity
 	changes *Changes
+	// cbAllowed and cbPrefixes: Config.CallbackAllowed and CallbackPrefixes.
+	cbAllowed  func(string) bool
+	cbPrefixes []string
 }
 
 // New builds an engine.
@@ -118,8 +126,9 @@ func New(cfg Config) (*Engine, error) {
 		actions: cfg.Actions, agents: cfg.Agents, clock: cfg.Clock, log: cfg.Logger,
 		fail: cfg.Failpoint, checkN: cfg.CheckAttempts, execN: cfg.ExecAttempts,
 		backoff: cfg.Backoff, hooks: cfg.Hooks, owner: cfg.Owner, ttl: cfg.LeaseTTL,
-		maxLife: cfg.MaxRequestLifetime,
-		anyone:  cfg.AllowUnknownRequesters,
+		maxLife:   cfg.MaxRequestLifetime,
+		anyone:    cfg.AllowUnknownRequesters,
+		cbAllowed: cfg.CallbackAllowed, cbPrefixes: cfg.CallbackPrefixes,
 	}
 	if e.maxLife <= 0 {
 		e.maxLife = DefaultMaxRequestLifetime
@@ -252,6 +261,9 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	}
 	if st.Status != run.Status && run.Status != StatusNeedsAttention {
 		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", run.Status, st.Status)}
+	}
+	if st.CallbackURL != run.CallbackURL {
+		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: callbackMismatch}
 	}
 	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: cps[len(cps)-1].State, chain: cps}, nil
 }
@@ -484,6 +496,9 @@ type Proposal struct {
 	Actions        []Action   `json:"actions"`
 	Evidence       []Evidence `json:"evidence,omitempty"`
 	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+	// CallbackURL, when set, is sent a signed event at each status change of
+	// the run (see package callback). It must be allowed by the config.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // ParseProposal decodes a proposal strictly: unknown fields and duplicate keys are refused.
@@ -552,7 +567,7 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, actions, evidence)
+	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, p.CallbackURL, actions, evidence)
 	if err != nil {
 		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
@@ -565,8 +580,10 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	st := &State{
 		SchemaVersion: SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
 		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
+		CallbackURL: p.CallbackURL,
 	}
-	run := &Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey}
+	run := &Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
+		CallbackURL: p.CallbackURL}
 	l := &loaded{run: run, st: st}
 	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
@@ -589,7 +606,7 @@ func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Ev
 		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
 	}
 	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
-		"summary": p.Summary, "idempotency_key": p.IdempotencyKey}); field != "" {
+		"summary": p.Summary, "idempotency_key": p.IdempotencyKey, "callback_url": p.CallbackURL}); field != "" {
 		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
 	}
 	if bad := checkLines([]lineField{{"requester.id", p.Requester.ID, true}, {"requester.name", p.Requester.Name, false},
@@ -600,6 +617,9 @@ func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Ev
 	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
 	if err != nil {
 		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+	}
+	if err := e.checkCallback(p.CallbackURL); err != nil {
+		return nil, nil, err
 	}
 	if err := e.checkRequester(ctx, p.Requester.ID); err != nil {
 		return nil, nil, err
@@ -678,7 +698,7 @@ func (e *Engine) runByKey(ctx context.Context, key, digest string) (*Run, error)
 	if err != nil {
 		return nil, fmt.Errorf("find run by idempotency key: %w", err)
 	}
-	held, err := proposalDigest(first.TaskID, first.Requester, first.Summary, first.Actions, first.Evidence)
+	held, err := proposalDigest(first.TaskID, first.Requester, first.Summary, first.CallbackURL, first.Actions, first.Evidence)
 	if err != nil {
 		return nil, &IntegrityError{RunID: run.ID, Seq: 1, Problem: err.Error()}
 	}
@@ -690,15 +710,19 @@ func (e *Engine) runByKey(ctx context.Context, key, digest string) (*Run, error)
 }
 
 // proposalDigest is what an idempotency key binds: the proposal in canonical
-// form, its actions and evidence normalised, the key itself left out.
-func proposalDigest(taskID string, requester Person, summary string, actions []Action, evidence []Evidence) (string, error) {
+// form, its actions and evidence normalised, the key itself left out. The
+// callback URL is part of it (where the outcome goes is part of what was
+// asked), left out when empty so that digests of runs stored before callbacks
+// stay the same.
+func proposalDigest(taskID string, requester Person, summary, callbackURL string, actions []Action, evidence []Evidence) (string, error) {
 	return digestOf(struct {
-		TaskID    string     `json:"task_id"`
-		Requester Person     `json:"requester"`
-		Summary   string     `json:"summary"`
-		Actions   []Action   `json:"actions"`
-		Evidence  []Evidence `json:"evidence"`
-	}{taskID, requester, summary, append([]Action{}, actions...), append([]Evidence{}, evidence...)})
+		TaskID      string     `json:"task_id"`
+		Requester   Person     `json:"requester"`
+		Summary     string     `json:"summary"`
+		Actions     []Action   `json:"actions"`
+		Evidence    []Evidence `json:"evidence"`
+		CallbackURL string     `json:"callback_url,omitempty"`
+	}{taskID, requester, summary, append([]Action{}, actions...), append([]Evidence{}, evidence...), callbackURL})
 }
 
 // Start starts an agent workflow on a task. Its steps run until it proposes.

@@ -110,6 +110,8 @@ const (
 	// CodeIdempotencyKeyReused: a submit reused a key for a different proposal.
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
 	CodeUnknownRequester     = "unknown_requester"
+	// CodeCallbackNotAllowed: a proposal's callback_url is not one the config allows.
+	CodeCallbackNotAllowed = "callback_not_allowed"
 )
 
 // ErrIdempotencyKeyReused is in the chain of the refusal of a submit whose

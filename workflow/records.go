@@ -60,16 +60,19 @@ type Run struct {
 	Version        int64  // compare-and-set counter
 	RequesterID    string //
 	IdempotencyKey string // "" when the submitter gave none
-	Fingerprint    string // of the pending or approved proposal, "" before policy ran
-	Reason         string // why the run failed, ended or needs attention
-	Deadline       time.Time
-	ParentID       string // set on a fork
-	ParentSeq      int64
-	LeaseOwner     string
-	LeaseUntil     time.Time
-	Fence          int64
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// CallbackURL is where the run's status changes are sent ("" for none).
+	// The sealed checkpoints hold it too: a row that disagrees is damaged.
+	CallbackURL string
+	Fingerprint string // of the pending or approved proposal, "" before policy ran
+	Reason      string // why the run failed, ended or needs attention
+	Deadline    time.Time
+	ParentID    string // set on a fork
+	ParentSeq   int64
+	LeaseOwner  string
+	LeaseUntil  time.Time
+	Fence       int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 	// PrunedAt is when Prune removed the run's bulky records (zero: never).
 	// UpdatedAt stays when the run ended.
 	PrunedAt time.Time

@@ -39,6 +39,9 @@ type State struct {
 	Operations []OperationRecord `json:"operations,omitempty"`
 	Reason     string            `json:"reason,omitempty"`
 	ForkedFrom *ForkRef          `json:"forked_from,omitempty"`
+	// CallbackURL is the proposal's callback_url, sealed with every checkpoint
+	// so that the URL events go to cannot be changed in the store unseen.
+	CallbackURL string `json:"callback_url,omitempty"`
 	// Pruned is set on the checkpoint Prune writes last: what it removed and
 	// when. Sealed like every checkpoint, it is what allows the checkpoints
 	// before it to have lost their state (see VerifyChain).

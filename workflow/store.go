@@ -106,6 +106,9 @@ type Tx interface {
 	// DueOutbox lists undelivered messages whose NextAttempt is at or before now,
 	// in enqueue order (by id), at most limit (0 = no limit).
 	DueOutbox(ctx context.Context, now time.Time, limit int) ([]*OutboxMessage, error)
+	// ListOutbox lists undelivered messages that pass f, in enqueue order (by
+	// id), at most f.Limit (0 = no limit).
+	ListOutbox(ctx context.Context, f OutboxFilter) ([]*OutboxMessage, error)
 	// UpdateOutbox is a compare-and-set on m.Version. ErrConflict, ErrNotFound.
 	UpdateOutbox(ctx context.Context, m *OutboxMessage) error
 	// OutboxForRun lists a run's messages, delivered or not, in enqueue order.
@@ -170,6 +173,25 @@ type EndedFilter struct {
 	AfterCreated time.Time
 	AfterID      string
 	Limit        int
+}
+
+// OutboxFilter selects undelivered outbox messages for ListOutbox.
+type OutboxFilter struct {
+	// Kinds keeps messages of these kinds; empty keeps all.
+	Kinds []string
+	// RunID keeps one run's messages; "" keeps all.
+	RunID string
+	// DueBy keeps messages whose NextAttempt is at or before it; zero keeps all.
+	DueBy time.Time
+	// Failing keeps messages whose last attempt failed (LastError set).
+	Failing bool
+	// Heads keeps only the oldest undelivered message of each run among the
+	// kinds selected, before the other conditions: a queue that delivers
+	// each run's messages in order reads only what it may send next.
+	Heads bool
+	// AfterID is the cursor: messages with a larger id.
+	AfterID int64
+	Limit   int
 }
 
 // AuditFilter selects audit events.

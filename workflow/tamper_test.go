@@ -104,6 +104,28 @@ type tamperCase struct {
 	arg           any    // bound to a ? in set, if any
 	where         string // which row, by the run
 	rehash        bool
+	also          string // another statement on the run's rows (one ?, the run id)
+}
+
+// name names the case in its subtest: the column, and the state's field
+// when the case forges one.
+func (tc tamperCase) name() string {
+	if f, ok := tc.arg.(string); ok && tc.column == "state" {
+		return tc.table + "." + tc.column + "." + f
+	}
+	return tc.table + "." + tc.column
+}
+
+// A callback URL is sealed like the rest: a run's events never go where an
+// attacker with the database pointed them.
+const (
+	goodCallback = "https://agent.example/signoff/events"
+	evilCallback = "https://agent.example/signoff/../../evil"
+)
+
+func allowCallbacks(c *workflow.Config) {
+	c.CallbackAllowed = func(u string) bool { return strings.HasPrefix(u, "https://agent.example/signoff/") }
+	c.CallbackPrefixes = []string{"https://agent.example/signoff/"}
 }
 
 func tamperCases() []tamperCase {
@@ -144,17 +166,24 @@ func tamperCases() []tamperCase {
 	// columns are bookkeeping (leases, timestamps, list filters).
 	add("runs", "id = ?", false, map[string]string{
 		"status": "'waiting_approval'", "seq": "seq - 1", "fingerprint": "'" + strings.Repeat("e", 64) + "'",
+		"callback_url": "'" + evilCallback + "'",
 	})
 	// The head has no run: its condition takes the run id only to use it.
 	add("integrity_head", "id = 1 AND ? <> ''", false, map[string]string{
 		"keyed_since": "keyed_since + 86400000", "seq": "seq - 1", "hash": "'" + strings.Repeat("c", 64) + "'",
 		"key_id": "'other'", "mac": "'" + strings.Repeat("d", 64) + "'",
 	})
+	// The callback URL changed in the sealed state (and in the row, so that
+	// the two agree), every hash recomputed: only the seal can tell.
+	cases = append(cases, tamperCase{table: "checkpoints", column: "state", where: byRun + " AND seq = 2", rehash: true, arg: "callback_url"})
 	for i := range cases {
 		c := &cases[i]
 		switch c.column {
 		case "state":
 			c.set, c.rehash = "?", true
+			if c.arg != nil {
+				c.also = `UPDATE runs SET callback_url = '` + evilCallback + `' WHERE id = ?`
+			}
 		case "edited_args":
 			c.arg = []byte(`[{"index":0,"args":{"payment_id":"PAY-1","amount":1}}]`)
 		case "receipt":
@@ -179,13 +208,15 @@ func TestTamperingIsCaught(t *testing.T) {
 	}{{"sqlite", sqliteTamperEnv}, {"postgres", postgresTamperEnv}} {
 		t.Run(driver.name, func(t *testing.T) {
 			for _, tc := range tamperCases() {
-				t.Run(tc.table+"."+tc.column, func(t *testing.T) {
+				t.Run(tc.name(), func(t *testing.T) {
 					t.Parallel()
 					if driver.name == "postgres" {
 						pgtest.DSN(t)
 					}
-					env := driver.env(t, crashAt("after-intent"))
-					run := env.h.submit(refund("PAY-1", 119))
+					env := driver.env(t, crashAt("after-intent"), allowCallbacks)
+					p := refund("PAY-1", 119)
+					p.CallbackURL = goodCallback
+					run := env.h.submit(p)
 					if !survive(t, func() { _, _ = env.h.approve(run.ID, "U0LEAD0001") }) {
 						t.Fatal("failpoint after-intent never fired")
 					}
@@ -233,19 +264,23 @@ func (env *tamperEnv) tamper(t *testing.T, runID string, tc tamperCase) {
 	if strings.Contains(set, "?") {
 		arg := tc.arg
 		if tc.column == "state" {
-			arg = forgedState(t, env, runID)
+			arg = forgedState(t, env, runID, tc.arg)
 		}
 		args = append(args, arg)
 	}
 	args = append(args, runID)
 	env.exec(`UPDATE `+tc.table+` SET `+tc.column+` = `+set+` WHERE `+tc.where, args...)
+	if tc.also != "" {
+		env.exec(tc.also, runID)
+	}
 	if tc.rehash {
 		env.rehash(t, runID)
 	}
 }
 
-// forgedState is the run's second checkpoint with the refund lowered.
-func forgedState(t *testing.T, env *tamperEnv, runID string) []byte {
+// forgedState is the run's second checkpoint with its summary changed, or
+// with field (a string) pointed at evilCallback.
+func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 	var cps []*workflow.Checkpoint
 	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
 		var err error
@@ -258,7 +293,11 @@ func forgedState(t *testing.T, env *tamperEnv, runID string) []byte {
 	if err := json.Unmarshal(cps[1].State, &st); err != nil {
 		t.Fatal(err)
 	}
-	st["summary"] = "forged"
+	if f, ok := field.(string); ok {
+		st[f] = evilCallback
+	} else {
+		st["summary"] = "forged"
+	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)

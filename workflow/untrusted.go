@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -138,4 +139,41 @@ type lineField struct {
 	name  string
 	value string
 	id    bool
+}
+
+// callbackMismatch is the problem of a run row whose callback URL is not the
+// one its sealed checkpoint holds.
+const callbackMismatch = "the run row's callback URL is not the one its checkpoint holds"
+
+// maxCallbackURL bounds a callback URL: longer ones are refused, not cut.
+const maxCallbackURL = 2048
+
+// checkCallback refuses, before anything is written, a callback URL that is
+// not one line, not an absolute http(s) URL, carries credentials, or is not
+// allowed by the config. "" (no callback) is fine.
+func (e *Engine) checkCallback(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	if p := lineProblem(raw); p != "" {
+		return refused(CodeInvalidInput, "", "invalid proposal: callback_url %s", p)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case len(raw) > maxCallbackURL:
+		return refused(CodeInvalidInput, "", "invalid proposal: callback_url is %d characters; at most %d", len(raw), maxCallbackURL)
+	case strings.ContainsFunc(raw, unicode.IsSpace):
+		return refused(CodeInvalidInput, "", "invalid proposal: callback_url must not contain spaces")
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "":
+		return refused(CodeInvalidInput, "", "invalid proposal: callback_url must be an absolute http(s) URL such as https://agents.example.com/signoff/events")
+	case u.User != nil:
+		return refused(CodeInvalidInput, "", "invalid proposal: callback_url must not carry a user or password: events are signed with the callback secret")
+	}
+	switch {
+	case e.cbAllowed != nil && e.cbAllowed(raw):
+		return nil
+	case len(e.cbPrefixes) == 0:
+		return refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: this server allows no callbacks (the config's api.callbacks.allow is empty)")
+	}
+	return refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: it must start with one of %s (the config's api.callbacks.allow)", strings.Join(e.cbPrefixes, ", "))
 }

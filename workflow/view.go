@@ -34,6 +34,7 @@ type RunView struct {
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 	Problem     string          `json:"problem,omitempty"` // set when the stored state failed its integrity check
+	CallbackURL string          `json:"callback_url,omitempty"`
 	// Pruned says when Prune removed the run's evidence, messages and older
 	// states, and how much; what is shown is what it kept.
 	Pruned *PruneRecord `json:"pruned,omitempty"`
@@ -84,16 +85,50 @@ type OperationView struct {
 func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 	var v *RunView
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		l, err := e.load(ctx, tx, id)
-		var ie *IntegrityError
-		if errors.As(err, &ie) {
-			v = viewOf(l.run, nil)
-			v.Problem = ie.Error()
-		} else if err != nil {
-			return err
-		} else {
-			v = viewOf(l.run, l.st)
-		}
+		var err error
+		v, err = e.ViewIn(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ViewIn is Get in a transaction the caller holds: a hook uses it to show
+// the run as the transition it is told about leaves it, before that commits.
+func (e *Engine) ViewIn(ctx context.Context, tx Tx, id string) (*RunView, error) {
+	l, err := e.load(ctx, tx, id)
+	var ie *IntegrityError
+	var v *RunView
+	if errors.As(err, &ie) {
+		v = viewOf(l.run, nil)
+		v.Problem = ie.Error()
+	} else if err != nil {
+		return nil, err
+	} else {
+		v = viewOf(l.run, l.st)
+	}
+	return e.viewRest(ctx, tx, v)
+}
+
+// ViewOfTransition is ViewIn for the run a hook is told about: the
+// transition's state is the one its transaction writes, so the run is shown
+// from it without reading and verifying its chain again. A transition
+// without a state (a run put aside unread) is read as ViewIn reads it.
+func (e *Engine) ViewOfTransition(ctx context.Context, tx Tx, t Transition) (*RunView, error) {
+	if t.State == nil {
+		return e.ViewIn(ctx, tx, t.Run.ID)
+	}
+	return e.viewRest(ctx, tx, viewOf(t.Run, t.State))
+}
+
+// viewRest adds a run's requests, decisions and operations to v, checking
+// their seals.
+func (e *Engine) viewRest(ctx context.Context, tx Tx, v *RunView) (*RunView, error) {
+	id := v.ID
+	var ie *IntegrityError
+	err := func() error {
 		reqs, err := tx.RequestsForRun(ctx, id)
 		if err != nil {
 			return fmt.Errorf("load requests of run %s: %w", id, err)
@@ -133,7 +168,7 @@ func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +189,7 @@ func viewOf(r *Run, st *State) *RunView {
 	}
 	if st != nil {
 		v.Requester, v.Summary, v.ModelCalls, v.Gate, v.ForkedFrom = st.Requester, st.Summary, st.ModelCalls, st.Gate, st.ForkedFrom
+		v.CallbackURL = st.CallbackURL
 		v.Pruned = st.Pruned
 		if st.Actions != nil {
 			v.Actions = st.Actions
@@ -312,6 +348,9 @@ func (e *Engine) AuditLog(ctx context.Context, id string) ([]*AuditEvent, error)
 // Fork starts a new run from checkpoint seq of run id. The fork keeps what the
 // run knew at that point (messages, evidence, proposal) and nothing it was
 // granted: it is checked and put through policy again and needs its own approval.
+// Nor does it keep the callback URL: a person starts the fork, and the agent
+// that asked for callbacks asked them about its own run, not about runs it
+// never submitted (and the allow-list may have changed since).
 func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Run, error) {
 	if by.ID == "" {
 		return nil, refused(CodeInvalidInput, id, "who forks is required")
@@ -520,6 +559,8 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", r.Status, st.Status)}, nil
 	case st != nil && st.Gate != nil && r.Fingerprint != "" && r.Fingerprint != st.Gate.Fingerprint:
 		return &IntegrityError{RunID: r.ID, Problem: "the run row's fingerprint is not the one its checkpoint approved"}, nil
+	case st != nil && st.CallbackURL != r.CallbackURL:
+		return &IntegrityError{RunID: r.ID, Problem: callbackMismatch}, nil
 	}
 	if err := e.in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
 		return ie, nil

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/metrics"
@@ -127,6 +128,12 @@ type app struct {
 	// changes wakes the waiters on runs (wait, submit --wait): the engine
 	// tells it of its own commits, the store's feed of others' (feedChanges).
 	changes *workflow.Changes
+	// getenv, failpoint and leaseTTL are what serve's callback dispatcher
+	// takes from the environment: its secret, SIGNOFF_FAILPOINT and
+	// SIGNOFF_LEASE_TTL (how long a claimed row is left to its claimer).
+	getenv    func(string) string
+	failpoint func(string)
+	leaseTTL  time.Duration
 }
 
 // openApp builds the app from the global options and the environment:
@@ -160,7 +167,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db), changes: workflow.NewChanges()}
+	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db), changes: workflow.NewChanges(), getenv: getenv, leaseTTL: leaseTTL}
 	keys, err := storeKeys(ctx, o, getenv, store, logOut)
 	if err != nil {
 		a.Close()
@@ -214,8 +221,15 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		wcfg.Hooks = append(wcfg.Hooks, o.metrics.Hook())
 		a.metrics = o.metrics
 	}
+	// Every process that changes runs queues their callbacks, whatever the
+	// allow-list says now: submit checked it, and the dispatcher checks it
+	// again before it sends anything.
+	cbHook := &callback.Hook{}
+	wcfg.Hooks = append(wcfg.Hooks, cbHook)
+	wcfg.CallbackAllowed, wcfg.CallbackPrefixes = cfg.API.CallbackAllowed, cfg.API.CallbackPrefixes
 	if failpoint != "" {
 		wcfg.Failpoint = failpointFunc(failpoint)
+		a.failpoint = wcfg.Failpoint
 	}
 	if owner := getenv("SIGNOFF_OWNER"); owner != "" {
 		wcfg.Owner = owner
@@ -224,6 +238,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		a.Close()
 		return nil, err
 	}
+	cbHook.Engine = a.engine
 	return a, nil
 }
 

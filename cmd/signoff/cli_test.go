@@ -197,7 +197,7 @@ func TestSubmitRefusesInvalidProposals(t *testing.T) {
 		file  string // a path instead of a body
 		want  string
 	}{
-		{name: "unknown field", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "priority": "high"}`, want: `unknown field "priority" (known: task_id, requester, summary, actions, evidence, idempotency_key)`},
+		{name: "unknown field", body: `{"requester": {"id": "agent:resolver"}, "actions": [` + refund + `], "priority": "high"}`, want: `unknown field "priority" (known: task_id, requester, summary, actions, evidence, idempotency_key, callback_url)`},
 		{name: "unknown field in wrong case", body: `{"Requester": {"id": "agent:resolver"}, "actions": [` + refund + `]}`, want: `unknown field "Requester" (known: task_id, requester,`},
 		{name: "duplicate key", body: `{"requester": {"id": "agent:resolver"}, "requester": {"id": "U0LEAD0001"}, "actions": [` + refund + `]}`, want: `duplicate object member name "requester"`},
 		{name: "duplicate key in args", body: `{"requester": {"id": "agent:resolver"}, "actions": [{"name": "request_refund", "args": {"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 1, "amount": 119, "currency": "CAD", "reason_code": "RFD-DOUBLE"}}]}`, want: `duplicate object member name "amount"`},

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/workflow"
@@ -61,6 +62,9 @@ func (c *cli) serveCmd() *cobra.Command {
 			if err := checkServe(cfg, so); err != nil {
 				return err
 			}
+			if _, err := callbackKeys(cfg, c.getenv); err != nil {
+				return err
+			}
 			c.opts.metrics = metrics.New(version())
 			return c.withApp(func(a *app) error {
 				s, err := startServer(c.ctx, a, so)
@@ -97,6 +101,10 @@ type server struct {
 func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) {
 	sc := a.cfg.Slack
 	if err := checkServe(a.cfg, so); err != nil {
+		return nil, err
+	}
+	cb, err := callbackDispatcher(a)
+	if err != nil {
 		return nil, err
 	}
 	api := a.slackAPI
@@ -148,7 +156,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, time.Now)}
 	go func() {
 		defer s.wg.Done()
-		work(wctx, a, disp, so.poll, ws)
+		work(wctx, a, disp, cb, so.poll, ws)
 	}()
 	s.wg.Add(1)
 	go func() {
@@ -255,7 +263,7 @@ func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error
 // section) are looked for at start and then every repostEvery: a run gets its
 // post queued when it starts waiting, so this only catches what no process
 // queued, and need not be quick.
-func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration, ws *workers) {
+func work(ctx context.Context, a *app, disp *bot.Dispatcher, cb *callback.Dispatcher, poll time.Duration, ws *workers) {
 	loops := []struct {
 		what  string
 		every time.Duration
@@ -264,6 +272,7 @@ func work(ctx context.Context, a *app, disp *bot.Dispatcher, poll time.Duration,
 		{"execute approved runs", poll, func(ctx context.Context) error { _, err := a.engine.Work(ctx, 20); return err }},
 		{"expire runs past their deadline", poll, func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
 		{"deliver slack messages", poll, func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
+		{"deliver callbacks", poll, func(ctx context.Context) error { _, err := cb.DeliverDue(ctx, 50); return err }},
 		{"post waiting runs without a message", repostEvery, func(ctx context.Context) error { _, err := disp.QueueUnposted(ctx); return err }},
 		{"forget slack requests past their window", poll, func(ctx context.Context) error { _, err := bot.ForgetSeen(ctx, a.store, time.Now()); return err }},
 	}

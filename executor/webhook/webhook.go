@@ -34,6 +34,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -311,9 +312,9 @@ func (x *Executor) send(ctx context.Context, method, target, id, key string, bod
 		req.Header.Set("Idempotency-Key", key)
 	}
 	now := x.cfg.Now()
-	req.Header.Set(HeaderID, id)
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(HeaderSignature, Sign(x.cfg.Keys, id, now, body))
+	req.Header.Set(stdwebhook.HeaderID, id)
+	req.Header.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(stdwebhook.HeaderSignature, stdwebhook.Sign(x.cfg.Keys, id, now, body))
 	resp, err := x.client.Do(req)
 	if err != nil {
 		// Nothing written (a refused connection, a failed handshake) reached
@@ -332,7 +333,7 @@ func (x *Executor) send(ctx context.Context, method, target, id, key string, bod
 	if len(b) > MaxReceipt {
 		r.body, r.truncated = b[:MaxReceipt], true
 	}
-	r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+	r.retryAfter = stdwebhook.ParseRetryAfter(resp.Header.Get("Retry-After"), now, workflow.MaxRetryAfter)
 	return r, nil
 }
 
@@ -344,24 +345,6 @@ func cleanURLError(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// parseRetryAfter reads seconds or an HTTP date; 0 when absent or unreadable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(v); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(min(n, int(workflow.MaxRetryAfter/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now), workflow.MaxRetryAfter)
-	}
-	return 0
 }
 
 // receipt turns a 2xx body into a receipt: its "id" names it when it is a

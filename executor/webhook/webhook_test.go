@@ -17,6 +17,7 @@ import (
 
 	"github.com/signoff-dev/signoff/examples/target"
 	"github.com/signoff-dev/signoff/executor/webhook"
+	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -24,7 +25,7 @@ const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 func keys(t testing.TB) [][]byte {
 	t.Helper()
-	k, err := webhook.ParseSecrets(secret)
+	k, err := stdwebhook.ParseSecrets(secret)
 	if err != nil {
 		t.Fatal(err)
 	}

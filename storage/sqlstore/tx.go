@@ -60,7 +60,7 @@ func marks(n int) string {
 
 const runColumns = `id, workflow, task_id, status, step, seq, version, requester_id, idempotency_key,
 	fingerprint, reason, deadline, parent_id, parent_seq, lease_owner, lease_until, fence,
-	created_at, updated_at, pruned_at`
+	created_at, updated_at, pruned_at, callback_url`
 
 func scanRun(s Row) (*workflow.Run, error) {
 	var (
@@ -70,7 +70,7 @@ func scanRun(s Row) (*workflow.Run, error) {
 	)
 	err := s.Scan(&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
 		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
-		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &pruned)
+		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &pruned, &r.CallbackURL)
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +87,11 @@ func scanRun(s Row) (*workflow.Run, error) {
 
 func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
 	err := t.guarded(ctx, nil, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
 		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline), r.ParentID,
 		r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.CreatedAt),
-		millis(r.UpdatedAt), millis(r.PrunedAt))
+		millis(r.UpdatedAt), millis(r.PrunedAt), r.CallbackURL)
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
@@ -232,7 +232,7 @@ func scanRunHead(s Row) (*workflow.RunHead, error) {
 	)
 	err := s.Scan(&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
 		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
-		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &pruned,
+		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &pruned, &r.CallbackURL,
 		&cRun, &cSeq, &cSchema, &cState, &cPrev, &cHash, &cCreated, &cKeyID, &cMAC, &cPruned)
 	if err != nil {
 		return nil, err
@@ -282,12 +282,12 @@ func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
 		workflow = ?, task_id = ?, status = ?, step = ?, seq = ?, version = version + 1,
 		requester_id = ?, idempotency_key = ?, fingerprint = ?, reason = ?, deadline = ?,
 		parent_id = ?, parent_seq = ?, lease_owner = ?, lease_until = ?, fence = ?,
-		created_at = ?, updated_at = ?, pruned_at = ?
+		created_at = ?, updated_at = ?, pruned_at = ?, callback_url = ?
 		WHERE id = ? AND version = ?`,
 		r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
 		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline),
 		r.ParentID, r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence,
-		millis(r.CreatedAt), millis(r.UpdatedAt), millis(r.PrunedAt), r.ID, r.Version)
+		millis(r.CreatedAt), millis(r.UpdatedAt), millis(r.PrunedAt), r.CallbackURL, r.ID, r.Version)
 	if err != nil {
 		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
 	}
@@ -615,6 +615,53 @@ func (t *Tx) DueOutbox(ctx context.Context, now time.Time, limit int) ([]*workfl
 	ms, err := queryAll(ctx, t, scanOutbox, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list due outbox messages: %w", err)
+	}
+	return ms, nil
+}
+
+func (t *Tx) ListOutbox(ctx context.Context, f workflow.OutboxFilter) ([]*workflow.OutboxMessage, error) {
+	// Undelivered rows only, spelled as in the partial index outbox_due.
+	q := `SELECT ` + outboxColumns + ` FROM outbox WHERE delivered_at = 0`
+	var args []any
+	kinds := ""
+	if len(f.Kinds) > 0 {
+		kinds = ` AND kind IN (` + marks(len(f.Kinds)) + `)`
+		q += kinds
+		for _, k := range f.Kinds {
+			args = append(args, k)
+		}
+	}
+	if f.Heads {
+		// The index outbox_run_undelivered (run_id, id) answers this.
+		q += ` AND NOT EXISTS (SELECT 1 FROM outbox older WHERE older.run_id = outbox.run_id
+			AND older.delivered_at = 0 AND older.id < outbox.id` + strings.ReplaceAll(kinds, "kind", "older.kind") + `)`
+		for _, k := range f.Kinds {
+			args = append(args, k)
+		}
+	}
+	if f.RunID != "" {
+		q += ` AND run_id = ?`
+		args = append(args, f.RunID)
+	}
+	if !f.DueBy.IsZero() {
+		q += ` AND next_attempt <= ?`
+		args = append(args, millis(f.DueBy))
+	}
+	if f.Failing {
+		q += ` AND last_error <> ''`
+	}
+	if f.AfterID > 0 {
+		q += ` AND id > ?`
+		args = append(args, f.AfterID)
+	}
+	q += ` ORDER BY id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	ms, err := queryAll(ctx, t, scanOutbox, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list outbox messages: %w", err)
 	}
 	return ms, nil
 }

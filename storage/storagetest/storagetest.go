@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"ListRunsPagination", testListRunsPagination},
 		{"ListRunHeads", testListRunHeads},
 		{"DueOutbox", testDueOutbox},
+		{"ListOutbox", testListOutbox},
 		{"AuditChain", testAuditChain},
 		{"RollbackOnError", testRollbackOnError},
 		{"RollbackOnPanic", testRollbackOnPanic},
@@ -227,7 +228,7 @@ func testRunRoundTrip(t *testing.T, s workflow.Store) {
 			Fingerprint: "9f86d081884c7d65", Reason: "waiting for a team lead",
 			Deadline: odd.Add(72 * time.Hour), ParentID: "run-parent", ParentSeq: 2,
 			LeaseOwner: "replica-1", LeaseUntil: odd.Add(30 * time.Second), Fence: 7,
-			CreatedAt: odd, UpdatedAt: odd.Add(time.Second), PrunedAt: odd.Add(time.Hour),
+			CreatedAt: odd, UpdatedAt: odd.Add(time.Second), PrunedAt: odd.Add(time.Hour), CallbackURL: "https://agents.example/signoff/é?run=1",
 		}},
 		{"zero times and empty strings", &workflow.Run{ID: "run-min", Status: workflow.StatusRunning}},
 	}
@@ -1202,6 +1203,91 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 			}
 		}
 	})
+}
+
+func testListOutbox(t *testing.T, s workflow.Store) {
+	now := base
+	specs := []struct {
+		name, kind, lastErr string
+		next                time.Time
+		delivered           bool
+	}{
+		{"slack due", "slack.post", "", now.Add(-time.Minute), false},
+		{"callback failing, later", "callback", "503 Service Unavailable", now.Add(time.Hour), false},
+		{"callback due", "callback", "", now, false},
+		{"callback delivered", "callback", "", now.Add(-time.Hour), true},
+		{"slack failing, due", "slack.update", "timeout", now.Add(-time.Second), false},
+		{"callback failing, due", "callback", "connection refused", now.Add(-time.Second), false},
+	}
+	ids := map[string]int64{}
+	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		for _, sp := range specs {
+			run := "run-1"
+			if sp.name == "callback due" {
+				run = "run-2"
+			}
+			m := &workflow.OutboxMessage{RunID: run, Kind: sp.kind, Payload: []byte(sp.name), NextAttempt: sp.next,
+				LastError: sp.lastErr, CreatedAt: now}
+			if err := tx.EnqueueOutbox(ctx, m); err != nil {
+				return err
+			}
+			ids[sp.name] = m.ID
+			if sp.delivered {
+				m.DeliveredAt = now
+				if err := tx.UpdateOutbox(ctx, m); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	cases := []struct {
+		name   string
+		filter func() workflow.OutboxFilter
+		want   []string
+	}{
+		{"every undelivered row", func() workflow.OutboxFilter { return workflow.OutboxFilter{} },
+			[]string{"slack due", "callback failing, later", "callback due", "slack failing, due", "callback failing, due"}},
+		{"one kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"callback"}} },
+			[]string{"callback failing, later", "callback due", "callback failing, due"}},
+		{"two kinds", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{Kinds: []string{"slack.post", "slack.update"}}
+		}, []string{"slack due", "slack failing, due"}},
+		{"due by now", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"callback"}, DueBy: now} },
+			[]string{"callback due", "callback failing, due"}},
+		{"failing", func() workflow.OutboxFilter { return workflow.OutboxFilter{Failing: true} },
+			[]string{"callback failing, later", "slack failing, due", "callback failing, due"}},
+		{"after a cursor, at most limit", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{AfterID: ids["callback failing, later"], Limit: 2}
+		}, []string{"callback due", "slack failing, due"}},
+		{"the oldest of each run", func() workflow.OutboxFilter { return workflow.OutboxFilter{Heads: true} },
+			[]string{"slack due", "callback due"}},
+		{"the oldest callback of each run, if due", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{Kinds: []string{"callback"}, Heads: true, DueBy: now}
+		}, []string{"callback due"}},
+		{"the oldest Slack message of each run, if failing", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{Kinds: []string{"slack.post", "slack.update"}, Heads: true, Failing: true}
+		}, []string{}},
+		{"one run", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{Kinds: []string{"callback"}, RunID: "run-1", Limit: 1}
+		},
+			[]string{"callback failing, later"}},
+		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"email"}} }, []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+				return tx.ListOutbox(ctx, tc.filter())
+			})
+			got := make([]string, len(ms))
+			for i, m := range ms {
+				got[i] = string(m.Payload)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("ListOutbox = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
 
 // --- audit

@@ -1,4 +1,7 @@
-package webhook
+// Package stdwebhook is Standard Webhooks 1.0 signing, the one implementation
+// behind every signed request signoff sends: the webhook executor's calls and
+// the callbacks of runs. A receiver verifies either with the same library.
+package stdwebhook
 
 import (
 	"crypto/hmac"
@@ -6,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -92,4 +96,23 @@ func Verify(keys [][]byte, id, timestamp, signatures string, body []byte, now ti
 		}
 	}
 	return errors.New("no valid signature")
+}
+
+// ParseRetryAfter reads a Retry-After header (seconds or an HTTP date) as a
+// wait of at most limit; 0 when absent or unreadable.
+func ParseRetryAfter(v string, now time.Time, limit time.Duration) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(min(n, int(limit/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), limit)
+	}
+	return 0
 }

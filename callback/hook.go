@@ -1,0 +1,125 @@
+// Package callback sends a run's status changes to the callback_url its
+// proposal named: an event {id, type, run}, signed as Standard Webhooks 1.0
+// says (the event id is the webhook-id), through the durable outbox. The Hook
+// queues each event in the transaction of the transition it announces, so an
+// event is never lost and never sent for a change that did not commit; the
+// Dispatcher POSTs queued events, retries with backoff until the receiver
+// answers 2xx, and never holds up a run. Delivery is at least once: a
+// receiver deduplicates by the event id.
+package callback
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Kind is the outbox kind of a callback row.
+const Kind = "callback"
+
+// Types are the event types, by the status a run enters: an event is queued
+// each time a run with a callback URL enters one of these.
+var Types = map[workflow.Status]string{
+	workflow.StatusWaitingApproval: "run.waiting",
+	workflow.StatusDone:            "run.done",
+	workflow.StatusFailed:          "run.failed",
+	workflow.StatusRejected:        "run.rejected",
+	workflow.StatusExpired:         "run.expired",
+	workflow.StatusCancelled:       "run.cancelled",
+	workflow.StatusNeedsAttention:  "run.needs_attention",
+}
+
+// Event is what a receiver gets: a fresh id (the webhook-id header), the type,
+// and the run as GET /v1/runs/{id} shows it at the transition, redacted.
+type Event struct {
+	ID   string            `json:"id"`
+	Type string            `json:"type"`
+	Run  *workflow.RunView `json:"run"`
+}
+
+// payload is the outbox row of one event: where it goes and the body exactly
+// as it is signed and sent on every attempt, so that a redelivery is the same
+// message with the same id.
+type payload struct {
+	URL  string `json:"url"`
+	ID   string `json:"id"`
+	Body string `json:"body"`
+}
+
+// Hook is the engine hook that queues callback events. Engine renders the
+// run; set it once the engine is built (the engine is built with its hooks).
+type Hook struct {
+	Engine *workflow.Engine
+}
+
+var _ workflow.Hook = (*Hook)(nil)
+
+// OnTransition queues an event when t moves a run with a callback URL into a
+// status of Types. The run is rendered in the transaction, so the event shows
+// the status it announces even when it is delivered much later.
+func (h *Hook) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
+	typ, ok := Types[t.Run.Status]
+	if !ok || t.Run.Status == t.From {
+		return nil
+	}
+	// The sealed state's URL; without a state (a run put aside because it
+	// could not be read) the row's, which the dispatcher still holds to the
+	// allow-list before it sends anything.
+	url := t.Run.CallbackURL
+	if t.State != nil {
+		url = t.State.CallbackURL
+	}
+	if url == "" {
+		return nil
+	}
+	if h.Engine == nil {
+		return errors.New("callback hook: no engine to render the run with")
+	}
+	v, err := h.Engine.ViewOfTransition(ctx, tx, t)
+	if err != nil {
+		return fmt.Errorf("render run %s for its callback: %w", t.Run.ID, err)
+	}
+	ev := Event{ID: NewEventID(), Type: typ, Run: h.Engine.Redacted(v)}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
+	}
+	p, err := json.Marshal(payload{URL: url, ID: ev.ID, Body: string(body)})
+	if err != nil {
+		return fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
+	}
+	// The transition's own time: the event is due as soon as it commits.
+	m := &workflow.OutboxMessage{RunID: t.Run.ID, Kind: Kind, Payload: p, NextAttempt: t.Run.UpdatedAt, CreatedAt: t.Run.UpdatedAt}
+	if err := tx.EnqueueOutbox(ctx, m); err != nil {
+		return fmt.Errorf("enqueue %s event of run %s: %w", typ, t.Run.ID, err)
+	}
+	return nil
+}
+
+// NewEventID is a fresh event id: evt_ and 128 random bits.
+func NewEventID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("read random: %v", err)) // crypto/rand does not fail on supported platforms
+	}
+	return "evt_" + hex.EncodeToString(b[:])
+}
+
+// Target is where a callback row goes and the id of its event, read from the
+// row (for `signoff outbox`); ok is false for a row that is not a callback or
+// cannot be read.
+func Target(m *workflow.OutboxMessage) (url, eventID string, ok bool) {
+	if m.Kind != Kind {
+		return "", "", false
+	}
+	var p payload
+	if json.Unmarshal(m.Payload, &p) != nil {
+		return "", "", false
+	}
+	return p.URL, p.ID, true
+}
