@@ -268,6 +268,7 @@ func (c *cli) runsCmd() *cobra.Command {
 					f.Statuses = append(f.Statuses, st)
 				}
 			}
+			f.TaskID, f.RequesterID = task, requester
 			err := c.withReadApp(func(a *app) error {
 				runs, err := a.engine.List(c.ctx, f)
 				if err != nil {
@@ -275,11 +276,6 @@ func (c *cli) runsCmd() *cobra.Command {
 				}
 				views := make([]*workflow.RunView, 0, len(runs))
 				for _, r := range runs {
-					// The store filters by status; task and requester are few
-					// enough to filter here.
-					if task != "" && r.TaskID != task || requester != "" && r.RequesterID != requester {
-						continue
-					}
 					v, err := a.engine.Get(c.ctx, r.ID)
 					if err != nil {
 						return err

@@ -147,6 +147,14 @@ func runFilter(f workflow.RunFilter, prefix string) (string, []any) {
 			args = append(args, string(s))
 		}
 	}
+	if f.TaskID != "" {
+		where = append(where, prefix+"task_id = ?")
+		args = append(args, f.TaskID)
+	}
+	if f.RequesterID != "" {
+		where = append(where, prefix+"requester_id = ?")
+		args = append(args, f.RequesterID)
+	}
 	if !f.DeadlineBefore.IsZero() {
 		where = append(where, prefix+"deadline <> 0 AND "+prefix+"deadline < ?")
 		args = append(args, millis(f.DeadlineBefore))
