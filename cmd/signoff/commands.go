@@ -107,7 +107,7 @@ func (c *cli) root() *cobra.Command {
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(),
-		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(),
+		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.tokenCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
 	return root

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
 
+	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/metrics"
@@ -127,6 +128,9 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		e.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
 	}
 	bs.Register(e)
+	if err := agentapi.Mount(e, agentapi.Config{Engine: a.engine, API: a.cfg.API, Logger: a.log}); err != nil {
+		return nil, err
+	}
 	ws := &workers{}
 	(&health{store: a.store, workers: ws, log: a.log}).register(e)
 	ln, err := net.Listen("tcp", so.addr)
