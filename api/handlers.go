@@ -195,6 +195,15 @@ func (h *handlers) WaitRun(ctx context.Context, req WaitRunRequestObject) (WaitR
 			return nil, fieldProblem("status", "unknown status "+quote(string(from)))
 		}
 	}
+	if from == "" {
+		// Read the status to wait on here, so that a wait that ends before
+		// its first read answers "unchanged", as it should.
+		v, err := h.engine.Get(ctx, req.Id)
+		if err != nil {
+			return nil, inRun(err, req.Id)
+		}
+		from = v.Status
+	}
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	v, changed, err := h.engine.WaitRun(wctx, req.Id, from)
@@ -222,4 +231,3 @@ func (h *handlers) CancelRun(ctx context.Context, req CancelRunRequestObject) (C
 func (h *handlers) GetOpenAPI(ctx context.Context, req GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error) {
 	return GetOpenAPI200ApplicationyamlResponse{Body: bytes.NewReader(Spec), ContentLength: int64(len(Spec))}, nil
 }
-
