@@ -283,6 +283,24 @@ func TestAPI(t *testing.T) {
 		}
 	})
 
+	// Last: after Stop, every wait answers at once.
+	t.Run("a wait in progress answers when the server stops", func(t *testing.T) {
+		got := make(chan error, 1)
+		var w *api.WaitResult
+		go func() {
+			var err error
+			w, err = c.Wait(ctx, first.Id, 120*time.Second, "")
+			got <- err
+		}()
+		for h.engine.Changes().Waiting() == 0 {
+			runtime.Gosched()
+		}
+		h.api.Stop()
+		if err := <-got; err != nil || w.Changed || w.Run.Status != workflow.StatusWaitingApproval {
+			t.Fatalf("wait = %+v, %v", w, err)
+		}
+	})
+
 	t.Run("every operation was run, answering and refusing", func(t *testing.T) {
 		doc := loadDoc(t)
 		for path, item := range doc.Paths.Map() {

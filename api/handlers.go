@@ -20,7 +20,8 @@ const (
 
 // handlers implements the generated StrictServerInterface.
 type handlers struct {
-	engine *workflow.Engine
+	engine   *workflow.Engine
+	stopping <-chan struct{} // closed when the server shuts down
 }
 
 var _ StrictServerInterface = (*handlers)(nil)
@@ -206,6 +207,13 @@ func (h *handlers) WaitRun(ctx context.Context, req WaitRunRequestObject) (WaitR
 	}
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	go func() {
+		select {
+		case <-h.stopping:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
 	v, changed, err := h.engine.WaitRun(wctx, req.Id, from)
 	if err != nil {
 		return nil, inRun(err, req.Id)

@@ -76,6 +76,7 @@ type harness struct {
 	srv    *httptest.Server
 	clock  *clock
 	conf   *conformance
+	api    *api.Server
 }
 
 type harnessOpts struct {
@@ -140,7 +141,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	conf := newConformance(t)
 	srv := httptest.NewServer(conf.wrap(h))
 	t.Cleanup(srv.Close)
-	return &harness{t: t, engine: e, store: st, srv: srv, clock: clk, conf: conf}
+	return &harness{t: t, engine: e, store: st, srv: srv, clock: clk, conf: conf, api: h}
 }
 
 func (h *harness) client(token string) *client.Client {

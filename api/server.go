@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -24,10 +25,22 @@ type Config struct {
 	Now    func() time.Time // the rate limiter's clock; defaults to time.Now
 }
 
-// New returns the API as a handler of /v1/… paths. It has its own echo
-// instance, so that its binder (strict decoding) and its error handler
-// (problem+json, also for unknown routes and methods) apply to /v1 only.
-func New(cfg Config) (http.Handler, error) {
+// Server is the API: a handler of /v1/… paths.
+type Server struct {
+	http.Handler
+	stopping chan struct{}
+	once     sync.Once
+}
+
+// Stop ends the waits in progress, each answering the run as it is, so that
+// a server shutting down is not held by long polls. Later waits answer at
+// once. Give it to http.Server.RegisterOnShutdown.
+func (s *Server) Stop() { s.once.Do(func() { close(s.stopping) }) }
+
+// New returns the API. It has its own echo instance, so that its binder
+// (strict decoding) and its error handler (problem+json, also for unknown
+// routes and methods) apply to /v1 only.
+func New(cfg Config) (*Server, error) {
 	if cfg.Engine == nil {
 		return nil, fmt.Errorf("new api: an engine is required")
 	}
@@ -58,20 +71,21 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	g := newGuard(cfg.API, cfg.Now)
 	e.Use(g.middleware)
-	h := &handlers{engine: cfg.Engine}
+	srv := &Server{Handler: e, stopping: make(chan struct{})}
+	h := &handlers{engine: cfg.Engine, stopping: srv.stopping}
 	RegisterHandlersWithBaseURL(e, NewStrictHandler(h, []StrictMiddlewareFunc{withEchoContext}), "/v1")
-	return e, nil
+	return srv, nil
 }
 
 // Mount serves the API under /v1 of e.
-func Mount(e *echo.Echo, cfg Config) error {
-	h, err := New(cfg)
+func Mount(e *echo.Echo, cfg Config) (*Server, error) {
+	s, err := New(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.Any("/v1", echo.WrapHandler(h))
-	e.Any("/v1/*", echo.WrapHandler(h))
-	return nil
+	e.Any("/v1", echo.WrapHandler(s))
+	e.Any("/v1/*", echo.WrapHandler(s))
+	return s, nil
 }
 
 type echoContextKey struct{}

@@ -128,7 +128,8 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		e.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
 	}
 	bs.Register(e)
-	if err := agentapi.Mount(e, agentapi.Config{Engine: a.engine, API: a.cfg.API, Logger: a.log}); err != nil {
+	agents, err := agentapi.Mount(e, agentapi.Config{Engine: a.engine, API: a.cfg.API, Logger: a.log})
+	if err != nil {
 		return nil, err
 	}
 	ws := &workers{}
@@ -140,6 +141,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	wctx, cancel := context.WithCancel(ctx)
 	s := &server{addr: ln.Addr().String(), log: a.log, cancel: cancel, errs: make(chan error, 2),
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second}}
+	s.http.RegisterOnShutdown(agents.Stop) // long polls answer instead of holding the shutdown
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
