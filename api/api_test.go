@@ -465,3 +465,45 @@ func TestScopesMatchTheDocument(t *testing.T) {
 		t.Errorf("the document has %d operations, the server's scope table %d", n, len(api.Scopes))
 	}
 }
+
+// TestConformanceCatchesWhatTheDocumentLacks: the check TestAPI relies on
+// refuses an answer with an undocumented field, an undocumented status or a
+// value of the wrong type.
+func TestConformanceCatchesWhatTheDocumentLacks(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	s, err := h.client(tokAll).Submit(context.Background(), deployProposal("", "1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := h.do("GET", "/v1/runs/"+s.Id, tokAll, "", nil, false)
+	req, _ := http.NewRequest("GET", h.srv.URL+"/v1/runs/"+s.Id, nil)
+	if _, errs := h.conf.check(req, nil, a.status, a.header, a.body, true); len(errs) != 0 {
+		t.Fatalf("the real answer fails: %v", errs)
+	}
+	var run map[string]any
+	if err := json.Unmarshal(a.body, &run); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		status int
+		edit   func(m map[string]any)
+	}{
+		{"an undocumented field", 200, func(m map[string]any) { m["callback_secret"] = "x" }},
+		{"an undocumented nested field", 200, func(m map[string]any) { m["requester"].(map[string]any)["role"] = "agent" }},
+		{"a status outside the enum", 200, func(m map[string]any) { m["status"] = "paused" }},
+		{"a missing required field", 200, func(m map[string]any) { delete(m, "actions") }},
+		{"an undocumented status code", 202, func(map[string]any) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := map[string]any{}
+			_ = json.Unmarshal(a.body, &m)
+			tt.edit(m)
+			b, _ := json.Marshal(m)
+			if _, errs := h.conf.check(req, nil, tt.status, a.header, b, true); len(errs) == 0 {
+				t.Errorf("the check took it")
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -289,36 +290,50 @@ func (c *conformance) wrap(next http.Handler) http.Handler {
 			_, _ = w.Write(rec.Body.Bytes())
 		}()
 
-		ctx := context.Background()
-		vr := r.Clone(ctx)
-		vr.Body = io.NopCloser(bytes.NewReader(body))
-		route, params, err := c.router.FindRoute(vr)
-		if err != nil {
-			// Not a documented route: the answer must still be a problem.
-			if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
-				c.t.Errorf("%s %s (undocumented): Content-Type %q, want problem+json", r.Method, r.URL.Path, ct)
-			}
+		op, errs := c.check(r, body, rec.Code, rec.Header(), rec.Body.Bytes(), r.Header.Get(invalidHeader) == "")
+		for _, err := range errs {
+			c.t.Errorf("%s %s → %d: %v\n%s", r.Method, r.URL, rec.Code, err, rec.Body.Bytes())
+		}
+		if op == "" {
 			return
 		}
-		in := &openapi3filter.RequestValidationInput{Request: vr, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}}
-		if r.Header.Get(invalidHeader) == "" {
-			if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
-				c.t.Errorf("%s %s: the request breaks openapi.yaml: %v", r.Method, r.URL, err)
-			}
-		}
-		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: rec.Code, Header: rec.Header(),
-			Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
-		out.SetBodyBytes(rec.Body.Bytes())
-		if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
-			c.t.Errorf("%s %s → %d: the answer breaks openapi.yaml: %v\n%s", r.Method, r.URL, rec.Code, err, rec.Body.Bytes())
-		}
 		c.mu.Lock()
-		if !slices.Contains(c.seen[route.Operation.OperationID], rec.Code) {
-			c.seen[route.Operation.OperationID] = append(c.seen[route.Operation.OperationID], rec.Code)
+		if !slices.Contains(c.seen[op], rec.Code) {
+			c.seen[op] = append(c.seen[op], rec.Code)
 		}
 		c.mu.Unlock()
 	})
+}
+
+// check holds one exchange to the document: the request (when checkRequest)
+// and the answer. It returns the operation ("" for an undocumented route).
+func (c *conformance) check(r *http.Request, reqBody []byte, status int, header http.Header, body []byte, checkRequest bool) (string, []error) {
+	ctx := context.Background()
+	vr := r.Clone(ctx)
+	vr.Body = io.NopCloser(bytes.NewReader(reqBody))
+	route, params, err := c.router.FindRoute(vr)
+	if err != nil {
+		// Not a documented route: the answer must still be a problem.
+		if ct := header.Get("Content-Type"); ct != "application/problem+json" {
+			return "", []error{fmt.Errorf("undocumented route answered Content-Type %q, want problem+json", ct)}
+		}
+		return "", nil
+	}
+	var errs []error
+	in := &openapi3filter.RequestValidationInput{Request: vr, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}}
+	if checkRequest {
+		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+			errs = append(errs, fmt.Errorf("the request breaks openapi.yaml: %w", err))
+		}
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: status, Header: header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
+	out.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+		errs = append(errs, fmt.Errorf("the answer breaks openapi.yaml: %w", err))
+	}
+	return route.Operation.OperationID, errs
 }
 
 func deployProposal(key, version string) *workflow.Proposal {
