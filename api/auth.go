@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,34 +13,57 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
+)
 
-	"github.com/signoff-dev/signoff/config"
+// Scopes: what a token may do.
+const (
+	ScopeSubmit = "submit" // POST /v1/runs
+	ScopeRead   = "read"   // GET a run, the list, wait
+	ScopeCancel = "cancel" // POST /v1/runs/{id}/cancel
+)
+
+// Token is one bearer token: the SHA-256 of its secret, the requester every
+// proposal made with it speaks for, and its scopes.
+type Token struct {
+	ID        string
+	SHA256    [32]byte
+	Requester string
+	Scopes    []string
+}
+
+func (t Token) has(scope string) bool { return slices.Contains(t.Scopes, scope) }
+
+// The rate limit of each token when Config sets none: a bucket of
+// DefaultBurst refilled at DefaultRate a second.
+const (
+	DefaultRate  = 10
+	DefaultBurst = 20
 )
 
 // scopes says what each route needs; "" is public. Routes are echo's
 // patterns, as the generated code registers them under /v1. A test holds
 // this table to each operation's x-signoff-scope in openapi.yaml.
 var scopes = map[string]string{
-	"POST /v1/runs":            config.ScopeSubmit,
-	"GET /v1/runs":             config.ScopeRead,
-	"GET /v1/runs/:id":         config.ScopeRead,
-	"GET /v1/runs/:id/wait":    config.ScopeRead,
-	"POST /v1/runs/:id/cancel": config.ScopeCancel,
+	"POST /v1/runs":            ScopeSubmit,
+	"GET /v1/runs":             ScopeRead,
+	"GET /v1/runs/:id":         ScopeRead,
+	"GET /v1/runs/:id/wait":    ScopeRead,
+	"POST /v1/runs/:id/cancel": ScopeCancel,
 	"GET /v1/openapi.yaml":     "",
 }
 
 const tokenKey = "signoff.token"
 
 // tokenOf is the token a request was authenticated with.
-func tokenOf(c echo.Context) config.APIToken {
-	t, _ := c.Get(tokenKey).(config.APIToken)
+func tokenOf(c echo.Context) Token {
+	t, _ := c.Get(tokenKey).(Token)
 	return t
 }
 
 // guard authenticates each request, checks its scope and spends from its
 // token's bucket, before anything reads the body.
 type guard struct {
-	tokens []config.APIToken
+	tokens []Token
 	r      rate.Limit
 	burst  int
 	now    func() time.Time
@@ -48,22 +72,22 @@ type guard struct {
 	buckets map[string]*rate.Limiter
 }
 
-func newGuard(ac config.APIConfig, now func() time.Time) *guard {
-	burst := ac.Burst
+func newGuard(cfg Config) *guard {
+	burst := cfg.Burst
 	if burst < 1 {
-		burst = config.DefaultBurst
+		burst = DefaultBurst
 	}
-	r := rate.Limit(ac.Rate)
-	if ac.Rate <= 0 {
-		r = config.DefaultRate
+	r := rate.Limit(cfg.Rate)
+	if cfg.Rate <= 0 {
+		r = DefaultRate
 	}
-	return &guard{tokens: ac.Tokens, r: r, burst: burst, now: now, buckets: map[string]*rate.Limiter{}}
+	return &guard{tokens: cfg.Tokens, r: r, burst: burst, now: cfg.Now, buckets: map[string]*rate.Limiter{}}
 }
 
 // find returns the configured token whose hash is the SHA-256 of secret. It
 // compares with every configured hash, in constant time and without
 // stopping at a match, so that timing says nothing about which hash is near.
-func (g *guard) find(secret string) (config.APIToken, bool) {
+func (g *guard) find(secret string) (Token, bool) {
 	sum := sha256.Sum256([]byte(secret))
 	found := -1
 	for i := range g.tokens {
@@ -72,7 +96,7 @@ func (g *guard) find(secret string) (config.APIToken, bool) {
 		}
 	}
 	if found < 0 {
-		return config.APIToken{}, false
+		return Token{}, false
 	}
 	return g.tokens[found], true
 }
@@ -115,7 +139,7 @@ func (g *guard) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return problem(http.StatusUnauthorized, CodeUnauthorized, "unknown token").
 				withHeader("WWW-Authenticate", `Bearer realm="signoff", error="invalid_token"`)
 		}
-		if !tok.Has(scope) {
+		if !tok.has(scope) {
 			return problem(http.StatusForbidden, CodeInsufficientScope, "this token lacks the scope "+scope).
 				withHeader("WWW-Authenticate", `Bearer realm="signoff", error="insufficient_scope", scope="`+scope+`"`)
 		}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/api/client"
-	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -122,20 +121,21 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := func(id, secret, requester string, scopes ...string) config.APIToken {
-		return config.APIToken{ID: id, SHA256: sha256.Sum256([]byte(secret)), Requester: requester, Scopes: scopes}
+	tok := func(id, secret, requester string, scopes ...string) api.Token {
+		return api.Token{ID: id, SHA256: sha256.Sum256([]byte(secret)), Requester: requester, Scopes: scopes}
 	}
-	ac := config.APIConfig{Rate: o.rate, Burst: o.burst, Tokens: []config.APIToken{
-		tok("all", tokAll, "agent:resolver", config.Scopes...),
-		tok("read", tokRead, "agent:resolver", config.ScopeRead),
-		tok("other", tokOther, "agent:other", config.Scopes...),
-		tok("nobody", tokNobody, "agent:nobody", config.Scopes...),
+	all := []string{api.ScopeSubmit, api.ScopeRead, api.ScopeCancel}
+	clk := &clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	ac := api.Config{Engine: e, Now: clk.Now, Rate: o.rate, Burst: o.burst, Tokens: []api.Token{
+		tok("all", tokAll, "agent:resolver", all...),
+		tok("read", tokRead, "agent:resolver", api.ScopeRead),
+		tok("other", tokOther, "agent:other", all...),
+		tok("nobody", tokNobody, "agent:nobody", all...),
 	}}
 	if ac.Rate == 0 {
 		ac.Rate, ac.Burst = 1e6, 1e6
 	}
-	clk := &clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	h, err := api.New(api.Config{Engine: e, API: ac, Now: clk.Now})
+	h, err := api.New(ac)
 	if err != nil {
 		t.Fatal(err)
 	}

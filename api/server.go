@@ -13,14 +13,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Config is what the API is built from.
 type Config struct {
 	Engine *workflow.Engine
-	API    config.APIConfig
+	Tokens []Token
+	// Rate (requests a second) and Burst bound each token's calls
+	// (DefaultRate and DefaultBurst when not set).
+	Rate   float64
+	Burst  int
 	Logger *slog.Logger     // defaults to discarding
 	Now    func() time.Time // the rate limiter's clock; defaults to time.Now
 }
@@ -69,7 +72,7 @@ func New(cfg Config) (*Server, error) {
 			log.Warn("write problem", "err", werr)
 		}
 	}
-	g := newGuard(cfg.API, cfg.Now)
+	g := newGuard(cfg)
 	e.Use(g.middleware)
 	srv := &Server{Handler: e, stopping: make(chan struct{})}
 	h := &handlers{engine: cfg.Engine, stopping: srv.stopping}

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -104,5 +106,17 @@ func TestTokenNew(t *testing.T) {
 		func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
 	if code != exitRefused || out.Len() != 0 || !strings.Contains(errOut.String(), `unknown scope "admin"`) {
 		t.Errorf("bad scope: exit %d, out %q, err %q", code, out.String(), errOut.String())
+	}
+}
+
+// TestAPIScopesAreTheConfigs: the scopes the config takes are the ones the
+// API checks, so a token's scopes mean the same on both sides.
+func TestAPIScopesAreTheConfigs(t *testing.T) {
+	if got := []string{agentapi.ScopeSubmit, agentapi.ScopeRead, agentapi.ScopeCancel}; !slices.Equal(got, config.Scopes) {
+		t.Errorf("api scopes %v, config scopes %v", got, config.Scopes)
+	}
+	tok := apiToken(config.APIToken{ID: "a", Requester: "r", Scopes: []string{config.ScopeRead}, SHA256: [32]byte{1}})
+	if tok.ID != "a" || tok.Requester != "r" || !slices.Equal(tok.Scopes, []string{agentapi.ScopeRead}) || tok.SHA256 != [32]byte{1} {
+		t.Errorf("token %+v", tok)
 	}
 }

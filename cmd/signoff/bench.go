@@ -24,7 +24,6 @@ import (
 
 	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/bot"
-	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/internal/benchkit"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -254,8 +253,8 @@ func benchClicks(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]
 func benchAPISubmit(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]benchkit.Figure, error) {
 	const token = "sk_bench"
 	sum := sha256.Sum256([]byte(token))
-	h, err := agentapi.New(agentapi.Config{Engine: eng, API: config.APIConfig{Rate: 1e6, Burst: 1e6, Tokens: []config.APIToken{
-		{ID: "bench", SHA256: sum, Requester: benchkit.Requester, Scopes: []string{config.ScopeSubmit}}}}})
+	h, err := agentapi.New(agentapi.Config{Engine: eng, Rate: 1e6, Burst: 1e6, Tokens: []agentapi.Token{
+		{ID: "bench", SHA256: sum, Requester: benchkit.Requester, Scopes: []string{agentapi.ScopeSubmit}}}})
 	if err != nil {
 		return nil, err
 	}

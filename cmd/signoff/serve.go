@@ -128,7 +128,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		e.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
 	}
 	bs.Register(e)
-	agents, err := agentapi.Mount(e, agentapi.Config{Engine: a.engine, API: a.cfg.API, Logger: a.log})
+	agents, err := agentapi.Mount(e, agentAPIConfig(a))
 	if err != nil {
 		return nil, err
 	}
