@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -73,7 +74,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	g := newGuard(cfg)
-	e.Use(g.middleware)
+	// A panic answers 500 problem+json and is logged, like any internal error.
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(_ echo.Context, err error, _ []byte) error { return err }}), g.middleware)
 	srv := &Server{Handler: e, stopping: make(chan struct{})}
 	h := &handlers{engine: cfg.Engine, stopping: srv.stopping}
 	RegisterHandlersWithBaseURL(e, NewStrictHandler(h, []StrictMiddlewareFunc{withEchoContext}), "/v1")
