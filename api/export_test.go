@@ -12,7 +12,7 @@ import (
 // Scopes is the route → scope table, for the test that holds it to the document.
 var Scopes = scopes
 
-// DecodeCursor and EncodeCursor expose the cursor codec to fuzzing.
+// DecodeCursor decodes a cursor and encodes it back, for fuzzing.
 func DecodeCursor(s string) (string, error) {
 	c, err := decodeCursor(s)
 	if err != nil {

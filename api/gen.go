@@ -263,8 +263,9 @@ type Person struct {
 type Problem struct {
 	// Code Stable: the engine's refusal code (invalid_input, unknown_run,
 	// not_cancellable, idempotency_key_reused, unknown_requester, no_role, …)
-	// or the API's own (unauthorized, forbidden, requester_mismatch,
-	// rate_limited, too_large, unsupported_media_type, not_found,
+	// or the API's own (unauthorized, insufficient_scope,
+	// requester_mismatch, rate_limited, too_large,
+	// unsupported_media_type, invalid_cursor, not_found,
 	// method_not_allowed, internal).
 	Code   string  `json:"code"`
 	Detail *string `json:"detail,omitempty"`
