@@ -520,10 +520,11 @@ func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []E
 	for i, a := range actions {
 		spec, ok := e.actions[a.Name]
 		if !ok {
-			return nil, nil, fmt.Errorf("action %d: unknown action %q (configured: %s)", i+1, a.Name, strings.Join(e.actionNames(), ", "))
+			return nil, nil, &unknownActionError{actionError{index: i, name: a.Name, field: "name",
+				err: fmt.Errorf("unknown action %q (configured: %s)", a.Name, strings.Join(e.actionNames(), ", "))}}
 		}
 		if err := spec.Validate(a.Args); err != nil {
-			return nil, nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
+			return nil, nil, &actionError{index: i, name: a.Name, field: "args", err: err}
 		}
 		args, err := Canonical(a.Args)
 		if err != nil {
@@ -563,17 +564,26 @@ func (e *Engine) actionNames() []string {
 // wait for approval or execute. The same idempotency key with the same proposal
 // returns the first run; with another proposal it is refused (ErrIdempotencyKeyReused).
 func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
+	run, _, err := e.SubmitReplay(ctx, p)
+	return run, err
+}
+
+// SubmitReplay is Submit that also says whether the run was already there:
+// replayed is true when the idempotency key returned the first run instead of
+// making a new one (an HTTP API answers 200 instead of 201).
+func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, replayed bool, err error) {
 	actions, evidence, err := e.checkProposal(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, p.CallbackURL, actions, evidence)
 	if err != nil {
-		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+		return nil, false, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
 	if p.IdempotencyKey != "" {
 		if run, err := e.runByKey(ctx, p.IdempotencyKey, digest); err == nil || !errors.Is(err, ErrNotFound) {
-			return e.continueActive(ctx, run, err)
+			run, err = e.continueActive(ctx, run, err)
+			return run, err == nil, err
 		}
 	}
 	id := e.newID("run_")
@@ -582,21 +592,23 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
 		CallbackURL: p.CallbackURL,
 	}
-	run := &Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
-		CallbackURL: p.CallbackURL}
-	l := &loaded{run: run, st: st}
+	l := &loaded{run: &Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
+		CallbackURL: p.CallbackURL}, st: st}
 	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
+			// Another submit with this key committed first.
 			run, err := e.runByKey(ctx, p.IdempotencyKey, digest)
-			return e.continueActive(ctx, run, err)
+			run, err = e.continueActive(ctx, run, err)
+			return run, err == nil, err
 		}
-		return nil, err
+		return nil, false, err
 	}
 	e.log.Info("run submitted", "run_id", id, "status", string(l.run.Status), "actions", len(actions))
 	if l.run.Status == StatusExecuting {
-		return e.Resume(ctx, id)
+		run, err := e.Resume(ctx, id)
+		return run, false, err
 	}
-	return l.run, nil
+	return l.run, false, nil
 }
 
 // checkProposal refuses, before anything is written, a proposal Submit cannot
@@ -616,7 +628,8 @@ func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Ev
 	}
 	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
 	if err != nil {
-		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+		// Err keeps the cause, so that ProposalProblems can name each field.
+		return nil, nil, &RefusedError{Code: CodeInvalidInput, Msg: fmt.Sprintf("invalid proposal: %v", err), Err: err}
 	}
 	if err := e.checkCallback(p.CallbackURL); err != nil {
 		return nil, nil, err

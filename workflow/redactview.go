@@ -3,70 +3,67 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
-	"strconv"
 )
 
-// Redacted is v as shown to people outside the approvers' tools (an agent
-// reading its run, a callback): a copy with each action's redact: fields
-// replaced by "[redacted]" in its arguments, in the arguments an approver
-// edited, and in receipts whose detail echoes them. It fails closed: the
-// arguments of an action this engine does not know, or cannot read, are
-// replaced whole by a note saying so.
-func (e *Engine) Redacted(v *RunView) *RunView {
+// RedactedView returns a copy of v as it is shown to people: each action's
+// redact: fields replaced by "[redacted]" in its arguments, in an approver's
+// edited arguments and in a receipt that echoes them at the same place. It
+// fails closed: arguments of an action find does not know, or that cannot
+// be read, are replaced whole by "[redacted]".
+func RedactedView(v *RunView, find func(name string) (*ActionSpec, bool)) *RunView {
 	out := *v
+	hidden := json.RawMessage(`"` + Redaction + `"`)
+	shown := func(action string, args json.RawMessage) json.RawMessage {
+		spec, ok := find(action)
+		if !ok {
+			return hidden
+		}
+		r, err := spec.Redacted(args)
+		if err != nil {
+			return hidden
+		}
+		return r
+	}
 	out.Actions = make([]Action, len(v.Actions))
 	for i, a := range v.Actions {
-		out.Actions[i] = Action{Name: a.Name, Args: e.redactArgs(a.Name, a.Args)}
+		out.Actions[i] = Action{Name: a.Name, Args: shown(a.Name, a.Args)}
 	}
-	out.Decisions = slices.Clone(v.Decisions)
-	for i, d := range out.Decisions {
-		if len(d.Edited) == 0 {
-			continue
+	out.Decisions = make([]DecisionView, len(v.Decisions))
+	for i, d := range v.Decisions {
+		if len(d.Edited) > 0 {
+			// A decision does not say which action it edited: every
+			// action's redact: list applies.
+			for _, a := range v.Actions {
+				if d.Edited = shown(a.Name, d.Edited); bytes.Equal(d.Edited, hidden) {
+					break
+				}
+			}
 		}
-		// A decision does not say which action it edited: every action's
-		// list applies.
-		edited := d.Edited
-		for _, a := range v.Actions {
-			edited = e.redactArgs(a.Name, edited)
-		}
-		out.Decisions[i].Edited = edited
+		out.Decisions[i] = d
 	}
-	out.Operations = slices.Clone(v.Operations)
-	for i, op := range out.Operations {
-		out.Operations[i].Receipt = e.redactReceipt(op.Action, op.Receipt)
+	out.Operations = make([]OperationView, len(v.Operations))
+	for i, op := range v.Operations {
+		op.Receipt = redactedReceipt(op.Receipt, func(detail json.RawMessage) json.RawMessage { return shown(op.Action, detail) })
+		out.Operations[i] = op
 	}
 	return &out
 }
 
-// redactArgs is args with the action's redact: fields hidden, or a JSON
-// string saying why they are hidden whole.
-func (e *Engine) redactArgs(action string, args json.RawMessage) json.RawMessage {
-	spec, ok := e.actions[action]
-	if !ok {
-		return json.RawMessage(strconv.Quote("[hidden: the config has no action " + strconv.Quote(action) + "]"))
-	}
-	if len(spec.Redact) == 0 {
-		return args
-	}
-	out, err := spec.Redacted(args)
-	if err != nil {
-		return json.RawMessage(strconv.Quote("[hidden: " + err.Error() + "]"))
-	}
-	return out
-}
-
-// redactReceipt hides the action's redact: fields in a receipt's detail, where
-// the target's answer has them at the same place.
-func (e *Engine) redactReceipt(action string, receipt json.RawMessage) json.RawMessage {
+// redactedReceipt hides, in a receipt whose detail is an object, what the
+// action's redact: list names; other receipts are returned as they are.
+func redactedReceipt(receipt json.RawMessage, shown func(json.RawMessage) json.RawMessage) json.RawMessage {
 	var r Receipt
 	if len(receipt) == 0 || json.Unmarshal(receipt, &r) != nil || !bytes.HasPrefix(bytes.TrimSpace(r.Detail), []byte("{")) {
 		return receipt
 	}
-	r.Detail = e.redactArgs(action, r.Detail)
-	out, err := json.Marshal(r)
+	r.Detail = shown(r.Detail)
+	b, err := json.Marshal(r)
 	if err != nil {
-		return json.RawMessage(strconv.Quote("[hidden: " + err.Error() + "]"))
+		return json.RawMessage(`"` + Redaction + `"`)
 	}
-	return out
+	return b
 }
+
+// Redacted is RedactedView with this engine's actions: a run as an agent or
+// a callback receiver is shown it.
+func (e *Engine) Redacted(v *RunView) *RunView { return RedactedView(v, e.Action) }

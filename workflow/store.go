@@ -156,6 +156,10 @@ type RunHead struct {
 type RunFilter struct {
 	// Statuses keeps runs in any of these statuses; empty keeps all.
 	Statuses []Status
+	// TaskID and RequesterID, when set, keep the runs of that task and of
+	// that requester.
+	TaskID      string
+	RequesterID string
 	// DeadlineBefore keeps runs with a non-zero Deadline before this time.
 	DeadlineBefore time.Time
 	// After is the cursor: runs strictly after (CreatedAt, ID) of this run.

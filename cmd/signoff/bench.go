@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
 
+	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/internal/benchkit"
 	"github.com/signoff-dev/signoff/workflow"
@@ -122,6 +124,11 @@ func (c *cli) bench(ctx context.Context, db string, d time.Duration) (*benchRepo
 		return nil, err
 	}
 	rep.Figures = append(rep.Figures, clicks...)
+	submits, err := benchAPISubmit(ctx, eng, d)
+	if err != nil {
+		return nil, err
+	}
+	rep.Figures = append(rep.Figures, submits...)
 	if rep.Load == "" {
 		rep.Load = loadAverage()
 	}
@@ -240,6 +247,36 @@ func benchClicks(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]
 	return out, nil
 }
 
+// benchAPISubmit measures POST /v1/runs over loopback HTTP at 1 and 64
+// clients at once, each request a new gated proposal (201, waiting): the
+// engine's suspend behind the API's token check, strict decoding and answer.
+func benchAPISubmit(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]benchkit.Figure, error) {
+	const token = "sk_bench"
+	sum := sha256.Sum256([]byte(token))
+	h, err := agentapi.New(agentapi.Config{Engine: eng, Rate: 1e6, Burst: 1e6, Tokens: []agentapi.Token{
+		{ID: "bench", SHA256: sum, Requester: benchkit.Requester, Scopes: []string{agentapi.ScopeSubmit}}}})
+	if err != nil {
+		return nil, err
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body, err := json.Marshal(benchkit.Proposal())
+	if err != nil {
+		return nil, err
+	}
+	req := benchkit.Click{Body: body, Header: map[string][]string{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}}}
+	var out []benchkit.Figure
+	for _, n := range []int{1, 64} {
+		f, err := benchkit.Clicks(ctx, srv.URL+"/v1/runs", n, d, func(int) (benchkit.Click, bool) { return req, true })
+		if err != nil {
+			return nil, fmt.Errorf("api submit: %w", err)
+		}
+		f.Name = "api_submit"
+		out = append(out, f)
+	}
+	return out, nil
+}
+
 func serveBot(srv *bot.Server) *httptest.Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -301,7 +338,7 @@ func printBench(out io.Writer, rep *benchReport) {
 	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\t")
 	var raw, e2e1 float64
 	for _, f := range rep.Figures {
-		if strings.HasPrefix(f.Name, "click") {
+		if strings.HasPrefix(f.Name, "click") || f.Name == "api_submit" {
 			continue
 		}
 		switch {
@@ -319,14 +356,17 @@ func printBench(out io.Writer, rep *benchReport) {
 	tw.Flush()
 	fmt.Fprintln(&w)
 	tw = tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "click\tat once\tper second\tp50 ms\tp99 ms\t")
+	fmt.Fprintln(tw, "over HTTP\tat once\tper second\tp50 ms\tp99 ms\t")
 	for _, f := range rep.Figures {
-		if !strings.HasPrefix(f.Name, "click") {
+		if !strings.HasPrefix(f.Name, "click") && f.Name != "api_submit" {
 			continue
 		}
-		name := "durable decision"
-		if f.Name == "click_bare" {
-			name = "bare handler"
+		name := "click: durable decision"
+		switch f.Name {
+		case "click_bare":
+			name = "click: bare handler"
+		case "api_submit":
+			name = "POST /v1/runs (suspend)"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t\n", name, f.Clients, f.PerSec, f.P50, f.P99)
 	}

@@ -24,7 +24,7 @@ func benchFigures(t *testing.T, dir string, args ...string) *benchReport {
 	for _, f := range rep.Figures {
 		seen[fmt.Sprintf("%s/%d", f.Name, f.Clients)] = f
 	}
-	want := []string{"raw_commit/1", "click/1", "click/64", "click_bare/1", "click_bare/64"}
+	want := []string{"raw_commit/1", "click/1", "click/64", "click_bare/1", "click_bare/64", "api_submit/1", "api_submit/64"}
 	for _, c := range []int{1, 8, 64} {
 		for _, name := range []string{"suspend", "decide", "e2e"} {
 			want = append(want, fmt.Sprintf("%s/%d", name, c))
@@ -42,7 +42,7 @@ func benchFigures(t *testing.T, dir string, args ...string) *benchReport {
 			t.Errorf("figure %s: %.2f commits per run, want 6", k, f.CommitsPerOp)
 		case strings.HasPrefix(k, "e2e/") && f.BytesPerOp <= 0:
 			t.Errorf("figure %s: the store did not grow: %+v", k, f)
-		case strings.HasPrefix(k, "click") && f.P99 < f.P50:
+		case (strings.HasPrefix(k, "click") || strings.HasPrefix(k, "api_submit")) && f.P99 < f.P50:
 			t.Errorf("figure %s: p99 %.2f below p50 %.2f", k, f.P99, f.P50)
 		}
 	}
@@ -62,7 +62,7 @@ func TestBench(t *testing.T) {
 	}
 	// The table for people.
 	table := must(t, t.TempDir(), 0, "bench", "--duration", "10ms")
-	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "fsyncs/op"} {
+	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op"} {
 		if !strings.Contains(table, s) {
 			t.Errorf("bench table lacks %q:\n%s", s, table)
 		}

@@ -107,7 +107,7 @@ func (c *cli) root() *cobra.Command {
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(), c.waitCmd(),
-		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(), c.outboxCmd(),
+		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(), c.outboxCmd(), c.tokenCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
 	return root
@@ -281,6 +281,7 @@ func (c *cli) runsCmd() *cobra.Command {
 					f.Statuses = append(f.Statuses, st)
 				}
 			}
+			f.TaskID, f.RequesterID = task, requester
 			err := c.withReadApp(func(a *app) error {
 				runs, err := a.engine.List(c.ctx, f)
 				if err != nil {
@@ -288,11 +289,6 @@ func (c *cli) runsCmd() *cobra.Command {
 				}
 				views := make([]*workflow.RunView, 0, len(runs))
 				for _, r := range runs {
-					// The store filters by status; task and requester are few
-					// enough to filter here.
-					if task != "" && r.TaskID != task || requester != "" && r.RequesterID != requester {
-						continue
-					}
 					v, err := a.engine.Get(c.ctx, r.ID)
 					if err != nil {
 						return err

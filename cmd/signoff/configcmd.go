@@ -96,26 +96,26 @@ func (c *cli) policyCmd() *cobra.Command {
 	return pol
 }
 
-// readProposal reads and parses a proposal from a file or, for "-", stdin.
+// readProposal reads and parses a proposal from a file or, for "-", stdin,
+// with the rules every edge shares (workflow.ReadProposal).
 func (c *cli) readProposal(name string) (*workflow.Proposal, error) {
-	var body []byte
-	var err error
-	if name == "-" {
-		body, err = io.ReadAll(io.LimitReader(c.stdin, 1<<20+1))
-	} else {
-		body, err = os.ReadFile(name)
+	in := c.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("read proposal: %v", err)}
+		}
+		defer f.Close()
+		in = f
 	}
-	if err != nil {
-		return nil, usageError{fmt.Sprintf("read proposal: %v", err)}
-	}
-	if len(body) > 1<<20 {
-		return nil, usageError{"read proposal: larger than 1 MiB"}
-	}
-	p, err := workflow.ParseProposal(body)
+	p, err := workflow.ReadProposal(in)
 	if err != nil {
 		// Name the file: the parser's offsets mean little without it.
 		if name == "-" {
 			name = "stdin"
+		}
+		if !workflow.IsRefused(err) {
+			return nil, usageError{fmt.Sprintf("%s: %v", name, err)}
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

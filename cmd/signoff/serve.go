@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/spf13/cobra"
 
+	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
@@ -136,6 +137,10 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		e.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
 	}
 	bs.Register(e)
+	agents, err := agentapi.Mount(e, agentAPIConfig(a))
+	if err != nil {
+		return nil, err
+	}
 	ws := &workers{}
 	(&health{store: a.store, workers: ws, log: a.log}).register(e)
 	ln, err := net.Listen("tcp", so.addr)
@@ -145,6 +150,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	wctx, cancel := context.WithCancel(ctx)
 	s := &server{addr: ln.Addr().String(), log: a.log, cancel: cancel, errs: make(chan error, 2),
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second}}
+	s.http.RegisterOnShutdown(agents.Stop) // long polls answer instead of holding the shutdown
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()

@@ -91,15 +91,23 @@ func startServedOn(t *testing.T, db string, before func(fs *fakeslack.Server, di
 	return &served{dir: dir, db: db, config: cfgPath, addr: s.addr, slack: fs, app: a, getenv: getenv}
 }
 
-// slackConfig is the built-in config with a slack section pointing at fs.
+// serveAPIToken is the agent API token of the served config.
+const serveAPIToken = "sk_test_resolver"
+
+// slackConfig is the built-in config with a slack section pointing at fs,
+// and an agent API token for the resolver agent.
 func slackConfig(fs *fakeslack.Server) string {
+	sum := sha256.Sum256([]byte(serveAPIToken))
 	return string(config.DefaultYAML()) + fmt.Sprintf(`
 slack:
   channel: C0APPROVALS
   app_id: A0SIGNOFF1
   team_id: T0SHOP0001
   api_url: %s
-`, fs.URL())
+api:
+  tokens:
+    - {id: resolver, sha256: %s, requester: agent:resolver, scopes: [submit, read, cancel]}
+`, fs.URL(), hex.EncodeToString(sum[:]))
 }
 
 // cli runs a command of the program against the server's files, as an operator would.

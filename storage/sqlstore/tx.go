@@ -195,6 +195,14 @@ func runFilter(f workflow.RunFilter, prefix string) (string, []any) {
 			args = append(args, string(s))
 		}
 	}
+	if f.TaskID != "" {
+		where = append(where, prefix+"task_id = ?")
+		args = append(args, f.TaskID)
+	}
+	if f.RequesterID != "" {
+		where = append(where, prefix+"requester_id = ?")
+		args = append(args, f.RequesterID)
+	}
 	if !f.DeadlineBefore.IsZero() {
 		where = append(where, prefix+"deadline <> 0 AND "+prefix+"deadline < ?")
 		args = append(args, millis(f.DeadlineBefore))
@@ -262,7 +270,9 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func (t *Tx) ListRunHeads(ctx context.Context, f workflow.RunFilter) ([]*workflow.RunHead, error) {
+// ListRunHeadsQuery is the query ListRunHeads runs for f, with ?
+// placeholders: drivers test its plan (a page must walk an index, not scan).
+func ListRunHeadsQuery(f workflow.RunFilter) (string, []any) {
 	where, args := runFilter(f, "r.")
 	q := `SELECT ` + runHeadColumns + ` FROM runs r
 		LEFT JOIN checkpoints c ON c.run_id = r.id AND c.seq = r.seq` + where + ` ORDER BY r.created_at, r.id`
@@ -270,6 +280,11 @@ func (t *Tx) ListRunHeads(ctx context.Context, f workflow.RunFilter) ([]*workflo
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
+	return q, args
+}
+
+func (t *Tx) ListRunHeads(ctx context.Context, f workflow.RunFilter) ([]*workflow.RunHead, error) {
+	q, args := ListRunHeadsQuery(f)
 	heads, err := queryAll(ctx, t, scanRunHead, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs with their latest checkpoints: %w", err)

@@ -923,6 +923,18 @@ func listFixture(t *testing.T, s workflow.Store) []*workflow.Run {
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		for _, sp := range specs {
 			r := &workflow.Run{ID: sp.id, Status: sp.status, CreatedAt: odd.Add(sp.created), UpdatedAt: odd}
+			// Tasks and requesters cut across statuses and times, so that a
+			// filter on one is told apart from a filter on another.
+			switch sp.id {
+			case "r02", "r05", "r09":
+				r.TaskID = "T-1"
+			case "r03":
+				r.TaskID = "T-2"
+			}
+			r.RequesterID = "agent:b"
+			if slices.Contains([]string{"r00", "r02", "r06", "r10"}, sp.id) {
+				r.RequesterID = "agent:a"
+			}
 			if sp.deadline != noDeadline {
 				r.Deadline = odd.Add(sp.deadline)
 			}
@@ -943,6 +955,9 @@ func referenceList(all []*workflow.Run, f workflow.RunFilter) []*workflow.Run {
 	before := stored(&workflow.Run{CreatedAt: f.DeadlineBefore}).CreatedAt
 	for _, r := range all {
 		if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, r.Status) {
+			continue
+		}
+		if f.TaskID != "" && r.TaskID != f.TaskID || f.RequesterID != "" && r.RequesterID != f.RequesterID {
 			continue
 		}
 		if !before.IsZero() && (r.Deadline.IsZero() || !r.Deadline.Before(before)) {
@@ -1000,6 +1015,12 @@ func testListRuns(t *testing.T, s workflow.Store) {
 		{"cursor, status and limit", workflow.RunFilter{Statuses: waiting, AfterCreated: odd.Add(time.Minute), AfterID: "r03", Limit: 2},
 			[]string{"r05", "r07"}},
 		{"cursor past the end", workflow.RunFilter{AfterCreated: odd.Add(7 * time.Minute), AfterID: "r10"}, nil},
+		{"one task", workflow.RunFilter{TaskID: "T-1"}, []string{"r02", "r05", "r09"}},
+		{"a task nobody has", workflow.RunFilter{TaskID: "T-9"}, nil},
+		{"one requester", workflow.RunFilter{RequesterID: "agent:a"}, []string{"r00", "r02", "r06", "r10"}},
+		{"task and requester", workflow.RunFilter{TaskID: "T-1", RequesterID: "agent:a"}, []string{"r02"}},
+		{"requester, status, cursor and limit", workflow.RunFilter{RequesterID: "agent:b", Statuses: waiting,
+			AfterCreated: odd.Add(time.Minute), AfterID: "r03", Limit: 2}, []string{"r05", "r07"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

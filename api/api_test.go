@@ -1,0 +1,509 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/api"
+	"github.com/signoff-dev/signoff/api/client"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// TestAPI runs every documented operation, answers and refusals, against a
+// real engine on SQLite; the conformance wrapper holds each request and
+// answer to openapi.yaml, and the end checks that every operation was seen
+// both answering and refusing.
+func TestAPI(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ctx := context.Background()
+	c := h.client(tokAll)
+
+	// A waiting run (held by key k1) and a finished one.
+	first, err := c.Submit(ctx, deployProposal("k1", "1.4.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.Submit(ctx, &workflow.Proposal{Actions: []workflow.Action{{Name: "note", Args: json.RawMessage(`{"text":"hi"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != api.Status(workflow.StatusDone) {
+		t.Fatalf("a note runs without approval; got %s", done.Status)
+	}
+
+	t.Run("submit answers 201 with where the run is and who may approve", func(t *testing.T) {
+		if first.Location != "/v1/runs/"+first.Id || first.Replayed {
+			t.Errorf("Location %q replayed %v", first.Location, first.Replayed)
+		}
+		if first.Status != "waiting_approval" || first.Fingerprint == nil || len(*first.Fingerprint) != 64 {
+			t.Errorf("status %s fingerprint %v", first.Status, first.Fingerprint)
+		}
+		a := first.Approval
+		if a == nil || a.Role != "team_lead" || a.Count != 1 || a.Remaining != 1 || a.Deadline.IsZero() {
+			t.Fatalf("approval = %+v", a)
+		}
+	})
+
+	t.Run("the same key and proposal is a replay", func(t *testing.T) {
+		before := h.snapshot()
+		body, _ := json.Marshal(deployProposal("k1", "1.4.2"))
+		a := h.do("POST", "/v1/runs", tokAll, "application/json", body, false)
+		if a.status != http.StatusOK || a.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay: %d %v %s", a.status, a.header, a.body)
+		}
+		var res api.SubmitResult
+		if err := json.Unmarshal(a.body, &res); err != nil || !res.Replayed || res.Id != first.Id {
+			t.Fatalf("replay answered %s (%v)", a.body, err)
+		}
+		if after := h.snapshot(); after.json(t) != before.json(t) {
+			t.Errorf("a replay changed the store")
+		}
+	})
+
+	t.Run("get shows the run as people see it: the redacted field hidden, the requester from the token", func(t *testing.T) {
+		v, err := c.Get(ctx, first.Id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Requester.ID != "agent:resolver" {
+			t.Errorf("requester %q, want the token's", v.Requester.ID)
+		}
+		if got := string(v.Actions[0].Args); strings.Contains(got, "s3cret") || !strings.Contains(got, workflow.Redaction) {
+			t.Errorf("args shown %s", got)
+		}
+	})
+
+	// The refusals. Each changes nothing in the store (runs, checkpoints,
+	// audit), but an engine refusal of a run's change, which the audit log
+	// records by design.
+	big := append([]byte(`{"actions":[{"name":"note","args":{"text":"`), strings.Repeat("a", workflow.MaxProposalBytes)...)
+	big = append(big, `"}}]}`...)
+	note := `{"actions":[{"name":"note","args":{}}]}`
+	refusals := []struct {
+		name         string
+		method, path string
+		token, ctype string
+		body         string
+		status       int
+		code         string
+		runID        string
+		fields       []string
+		audited      bool
+		check        func(t *testing.T, a answer)
+	}{
+		{name: "no token", method: "POST", path: "/v1/runs", ctype: "application/json", body: note, status: 401, code: "unauthorized",
+			check: func(t *testing.T, a answer) {
+				if got := a.header.Get("WWW-Authenticate"); got != `Bearer realm="signoff"` {
+					t.Errorf("WWW-Authenticate %q", got)
+				}
+			}},
+		{name: "unknown token", method: "GET", path: "/v1/runs", token: "sk_<script>", status: 401, code: "unauthorized",
+			check: func(t *testing.T, a answer) {
+				if got := a.header.Get("WWW-Authenticate"); got != `Bearer realm="signoff", error="invalid_token"` {
+					t.Errorf("WWW-Authenticate %q", got)
+				}
+				if strings.Contains(string(a.body), "script") {
+					t.Errorf("the token is echoed: %s", a.body)
+				}
+			}},
+		{name: "wrong scope", method: "POST", path: "/v1/runs", token: tokRead, ctype: "application/json", body: note, status: 403, code: "insufficient_scope"},
+		{name: "cancel without the cancel scope", method: "POST", path: "/v1/runs/" + first.Id + "/cancel", token: tokRead, ctype: "application/json", body: `{"reason":"x"}`, status: 403, code: "insufficient_scope"},
+		{name: "requester spoofing", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body: `{"requester":{"id":"agent:other"},"actions":[{"name":"note","args":{}}]}`, status: 403, code: "requester_mismatch"},
+		{name: "a token whose requester holds no role", method: "POST", path: "/v1/runs", token: tokNobody, ctype: "application/json", body: note, status: 403, code: "unknown_requester"},
+		{name: "body over the limit", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json", body: string(big), status: 413, code: "too_large"},
+		{name: "duplicate keys", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body: `{"actions":[{"name":"note","args":{}}],"actions":[{"name":"note","args":{}}]}`, status: 400, code: "invalid_input"},
+		{name: "duplicate keys inside the arguments", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body: `{"actions":[{"name":"deploy","args":{"service":"a","service":"b","version":"1.0.0"}}]}`, status: 400, code: "invalid_input"},
+		{name: "unknown field", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body: `{"actions":[{"name":"note","args":{}}],"approved":true}`, status: 400, code: "invalid_input"},
+		{name: "trailing data", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json", body: note + `{}`, status: 400, code: "invalid_input"},
+		{name: "invalid UTF-8", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body: "{\"summary\":\"\xff\",\"actions\":[{\"name\":\"note\",\"args\":{}}]}", status: 400, code: "invalid_input"},
+		{name: "not JSON", method: "POST", path: "/v1/runs", token: tokAll, ctype: "text/plain", body: note, status: 415, code: "unsupported_media_type"},
+		{name: "schema violations, one entry per field", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body:   `{"actions":[{"name":"note","args":{}},{"name":"deploy","args":{"service":"","version":"one","extra":1}}]}`,
+			status: 422, code: "invalid_input", fields: []string{"actions[1].args.extra", "actions[1].args.service", "actions[1].args.version"}},
+		{name: "a missing required argument", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body: `{"actions":[{"name":"deploy","args":{"service":"api"}}]}`, status: 422, code: "invalid_input", fields: []string{"actions[0].args.version"}},
+		{name: "an unknown action", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body: `{"actions":[{"name":"rm_rf","args":{}}]}`, status: 422, code: "invalid_input", fields: []string{"actions[0].name"}},
+		{name: "key reused with a different proposal", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body: mustJSON(t, deployProposal("k1", "9.9.9")), status: 409, code: "idempotency_key_reused", runID: first.Id},
+		{name: "unknown run", method: "GET", path: "/v1/runs/run_nope", token: tokAll, status: 404, code: "unknown_run", runID: "run_nope"},
+		{name: "wait on an unknown run", method: "GET", path: "/v1/runs/run_nope/wait?timeout=1", token: tokAll, status: 404, code: "unknown_run", runID: "run_nope"},
+		{name: "cancel an unknown run", method: "POST", path: "/v1/runs/run_nope/cancel", token: tokAll, ctype: "application/json",
+			body: `{"reason":"x"}`, status: 404, code: "unknown_run", runID: "run_nope", audited: true},
+		{name: "cancel a finished run", method: "POST", path: "/v1/runs/" + done.Id + "/cancel", token: tokAll, ctype: "application/json",
+			body: `{"reason":"too late"}`, status: 409, code: "not_cancellable", runID: done.Id, audited: true},
+		{name: "cancel someone else's run", method: "POST", path: "/v1/runs/" + first.Id + "/cancel", token: tokOther, ctype: "application/json",
+			body: `{"reason":"mine now"}`, status: 403, code: "no_role", runID: first.Id, audited: true},
+		{name: "cancel without a reason", method: "POST", path: "/v1/runs/" + first.Id + "/cancel", token: tokAll, ctype: "application/json",
+			body: `{"reason":""}`, status: 400, code: "invalid_input", fields: []string{"reason"}},
+		{name: "cancel with an unknown field", method: "POST", path: "/v1/runs/" + first.Id + "/cancel", token: tokAll, ctype: "application/json",
+			body: `{"reason":"x","force":true}`, status: 400, code: "invalid_input"},
+		{name: "a limit out of range", method: "GET", path: "/v1/runs?limit=0", token: tokAll, status: 400, code: "invalid_input", fields: []string{"limit"}},
+		{name: "a limit that is not a number", method: "GET", path: "/v1/runs?limit=ten", token: tokAll, status: 400, code: "invalid_input"},
+		{name: "an unknown status", method: "GET", path: "/v1/runs?status=done,bogus", token: tokAll, status: 400, code: "invalid_input", fields: []string{"status"}},
+		{name: "a forged cursor", method: "GET", path: "/v1/runs?cursor=eyJpZCI6MX0", token: tokAll, status: 400, code: "invalid_cursor"},
+		{name: "a wait too long", method: "GET", path: "/v1/runs/" + first.Id + "/wait?timeout=999", token: tokAll, status: 400, code: "invalid_input", fields: []string{"timeout"}},
+		{name: "an unknown route", method: "GET", path: "/v1/approvals", token: tokAll, status: 404, code: "not_found"},
+		{name: "an unknown method", method: "DELETE", path: "/v1/runs/" + first.Id, token: tokAll, status: 405, code: "method_not_allowed"},
+	}
+	for _, tc := range refusals {
+		t.Run("refused: "+tc.name, func(t *testing.T) {
+			before := h.snapshot()
+			a := h.do(tc.method, tc.path, tc.token, tc.ctype, []byte(tc.body), true)
+			if a.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", a.status, tc.status, a.body)
+			}
+			p := a.problem(t)
+			if p.Code != tc.code || p.Status != tc.status || p.Type == "" || p.Title == "" {
+				t.Errorf("problem %s, want code %s", a.body, tc.code)
+			}
+			if got := deref(p.RunId); got != tc.runID {
+				t.Errorf("run_id %q, want %q", got, tc.runID)
+			}
+			var fields []string
+			if p.Errors != nil {
+				for _, f := range *p.Errors {
+					fields = append(fields, f.Field)
+				}
+			}
+			if !slices.Equal(fields, tc.fields) {
+				t.Errorf("errors name %v, want %v: %s", fields, tc.fields, a.body)
+			}
+			if tc.check != nil {
+				tc.check(t, a)
+			}
+			after := h.snapshot()
+			if tc.audited {
+				if after.Audit != before.Audit+1 {
+					t.Errorf("audit %d → %d, want the refusal recorded", before.Audit, after.Audit)
+				}
+				after.Audit = before.Audit
+			}
+			if after.json(t) != before.json(t) {
+				t.Errorf("the refusal changed the store:\nbefore %s\nafter  %s", before.json(t), after.json(t))
+			}
+		})
+	}
+
+	t.Run("the client returns a refusal as *client.Error", func(t *testing.T) {
+		_, err := h.client(tokRead).Submit(ctx, deployProposal("k2", "1.0.0"))
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.Code != "insufficient_scope" || ce.Status != 403 {
+			t.Fatalf("err = %v", err)
+		}
+	})
+
+	t.Run("wait returns at once when the run already left the status, and at the timeout otherwise", func(t *testing.T) {
+		w, err := c.Wait(ctx, done.Id, 5*time.Second, workflow.StatusWaitingApproval)
+		if err != nil || !w.Changed || w.Run.Status != workflow.StatusDone {
+			t.Fatalf("wait = %+v, %v", w, err)
+		}
+		w, err = c.Wait(ctx, first.Id, 0, "")
+		if err != nil || w.Changed || w.Run.Status != workflow.StatusWaitingApproval {
+			t.Fatalf("wait = %+v, %v", w, err)
+		}
+	})
+
+	t.Run("wait wakes on a decision", func(t *testing.T) {
+		s, err := c.Submit(ctx, deployProposal("k-wait", "2.0.0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			w   *api.WaitResult
+			err error
+		}
+		got := make(chan result, 1)
+		go func() {
+			w, err := c.Wait(ctx, s.Id, 60*time.Second, "")
+			got <- result{w, err}
+		}()
+		// Decide only once the wait is asleep on the run, so that it is the
+		// wake that answers, not the first read.
+		for h.engine.Changes().Waiting() == 0 {
+			runtime.Gosched()
+		}
+		start := time.Now()
+		if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: s.Id, Approver: workflow.Person{ID: "U0LEAD"},
+			Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+		r := <-got
+		if r.err != nil || !r.w.Changed || r.w.Run.Status == workflow.StatusWaitingApproval {
+			t.Fatalf("wait = %+v, %v", r.w, r.err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the wait answered %v after the decision", d)
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		s, err := c.Submit(ctx, deployProposal("k-cancel", "3.0.0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := c.Cancel(ctx, s.Id, "not needed after all")
+		if err != nil || v.Status != workflow.StatusCancelled {
+			t.Fatalf("cancel = %+v, %v", v, err)
+		}
+		if !strings.Contains(v.Reason, "agent:resolver") {
+			t.Errorf("reason %q should name who cancelled", v.Reason)
+		}
+	})
+
+	t.Run("list", func(t *testing.T) {
+		l, err := c.List(ctx, client.ListOptions{Statuses: []workflow.Status{workflow.StatusDone}})
+		if err != nil || len(l.Runs) == 0 || l.Runs[0].ID != done.Id || l.NextCursor != nil {
+			t.Fatalf("list = %+v, %v", l, err)
+		}
+		for _, r := range l.Runs {
+			if r.Status != workflow.StatusDone {
+				t.Errorf("run %s is %s", r.ID, r.Status)
+			}
+		}
+	})
+
+	t.Run("the document", func(t *testing.T) {
+		a := h.do("GET", "/v1/openapi.yaml", "", "", nil, false)
+		if a.status != 200 || string(a.body) != string(api.Spec) {
+			t.Fatalf("openapi.yaml: %d", a.status)
+		}
+	})
+
+	// Last: after Stop, every wait answers at once.
+	t.Run("a wait in progress answers when the server stops", func(t *testing.T) {
+		got := make(chan error, 1)
+		var w *api.WaitResult
+		go func() {
+			var err error
+			w, err = c.Wait(ctx, first.Id, 120*time.Second, "")
+			got <- err
+		}()
+		for h.engine.Changes().Waiting() == 0 {
+			runtime.Gosched()
+		}
+		h.api.Stop()
+		if err := <-got; err != nil || w.Changed || w.Run.Status != workflow.StatusWaitingApproval {
+			t.Fatalf("wait = %+v, %v", w, err)
+		}
+	})
+
+	t.Run("every operation was run, answering and refusing", func(t *testing.T) {
+		doc := loadDoc(t)
+		for path, item := range doc.Paths.Map() {
+			for method, op := range item.Operations() {
+				seen := h.conf.seen[op.OperationID]
+				ok := slices.ContainsFunc(seen, func(s int) bool { return s < 300 })
+				refused := slices.ContainsFunc(seen, func(s int) bool { return s >= 400 })
+				if !ok || (!refused && op.OperationID != "getOpenAPI") {
+					t.Errorf("%s %s (%s): statuses seen %v, want an answer and a refusal", method, path, op.OperationID, seen)
+				}
+			}
+		}
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func mustJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestListPages walks a list page by page: every run once, in order, and
+// the filters keep what they say.
+func TestListPages(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ctx := context.Background()
+	c, other := h.client(tokAll), h.client(tokOther)
+	var all []string
+	for i := range 7 {
+		cl, task := c, "T-a"
+		if i%3 == 0 {
+			cl, task = other, "T-b"
+		}
+		p := &workflow.Proposal{TaskID: task, Actions: []workflow.Action{{Name: "note", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}}
+		if i%2 == 0 {
+			p = deployProposal("", "1.0."+fmt.Sprint(i))
+			p.TaskID = task
+		}
+		s, err := cl.Submit(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, s.Id)
+	}
+	walk := func(o client.ListOptions) []string {
+		t.Helper()
+		var ids []string
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatal("the cursor does not move")
+			}
+			l, err := c.List(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range l.Runs {
+				ids = append(ids, r.ID)
+			}
+			if l.NextCursor == nil {
+				return ids
+			}
+			if len(l.Runs) != o.Limit {
+				t.Fatalf("a page of %d before the end, want %d", len(l.Runs), o.Limit)
+			}
+			o.Cursor = *l.NextCursor
+		}
+	}
+	keep := func(f func(i int) bool) []string {
+		var out []string
+		for i, id := range all {
+			if f(i) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		o    client.ListOptions
+		want []string
+	}{
+		{"everything, three a page", client.ListOptions{Limit: 3}, all},
+		{"everything, one page", client.ListOptions{Limit: 200}, all},
+		{"waiting", client.ListOptions{Limit: 2, Statuses: []workflow.Status{workflow.StatusWaitingApproval}}, keep(func(i int) bool { return i%2 == 0 })},
+		{"a task", client.ListOptions{Limit: 2, TaskID: "T-b"}, keep(func(i int) bool { return i%3 == 0 })},
+		{"a requester", client.ListOptions{Limit: 2, Requester: "agent:resolver"}, keep(func(i int) bool { return i%3 != 0 })},
+		{"a requester and a status", client.ListOptions{Limit: 1, Requester: "agent:other", Statuses: []workflow.Status{workflow.StatusDone}},
+			keep(func(i int) bool { return i%3 == 0 && i%2 == 1 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := walk(tt.o); !slices.Equal(got, tt.want) {
+				t.Errorf("walked %v, want %v", got, tt.want)
+			}
+		})
+	}
+	t.Run("statuses as a comma list and repeated", func(t *testing.T) {
+		for _, q := range []string{"status=done,waiting_approval", "status=done&status=WAITING_APPROVAL"} {
+			a := h.do("GET", "/v1/runs?"+q, tokAll, "", nil, false)
+			var l api.RunList
+			if err := json.Unmarshal(a.body, &l); err != nil || len(l.Runs) != len(all) {
+				t.Errorf("%s: %d runs (%v): %s", q, len(l.Runs), err, a.body)
+			}
+		}
+	})
+}
+
+// TestRateLimit: a token's bucket empties, the answer says when to come
+// back, and it refills on the limiter's clock; other tokens are not held up.
+func TestRateLimit(t *testing.T) {
+	h := newHarness(t, harnessOpts{rate: 0.1, burst: 1})
+	if a := h.do("GET", "/v1/runs", tokAll, "", nil, false); a.status != 200 {
+		t.Fatalf("first call: %d %s", a.status, a.body)
+	}
+	before := h.snapshot()
+	a := h.do("GET", "/v1/runs", tokAll, "", nil, false)
+	if a.status != 429 || a.problem(t).Code != "rate_limited" || a.header.Get("Retry-After") != "10" {
+		t.Fatalf("second call: %d Retry-After %q %s", a.status, a.header.Get("Retry-After"), a.body)
+	}
+	if after := h.snapshot(); after.json(t) != before.json(t) {
+		t.Error("a limited call changed the store")
+	}
+	if a := h.do("GET", "/v1/runs", tokOther, "", nil, false); a.status != 200 {
+		t.Errorf("another token: %d", a.status)
+	}
+	h.clock.Add(9500 * time.Millisecond)
+	if a := h.do("GET", "/v1/runs", tokAll, "", nil, false); a.status != 429 || a.header.Get("Retry-After") != "1" {
+		t.Errorf("half a second early: %d Retry-After %q", a.status, a.header.Get("Retry-After"))
+	}
+	h.clock.Add(500 * time.Millisecond)
+	if a := h.do("GET", "/v1/runs", tokAll, "", nil, false); a.status != 200 {
+		t.Errorf("after Retry-After: %d %s", a.status, a.body)
+	}
+}
+
+// TestScopesMatchTheDocument holds the server's scope table to each
+// operation's x-signoff-scope.
+func TestScopesMatchTheDocument(t *testing.T) {
+	doc := loadDoc(t)
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			n++
+			route := method + " /v1" + strings.ReplaceAll(strings.ReplaceAll(path, "{", ":"), "}", "")
+			want, _ := op.Extensions["x-signoff-scope"].(string)
+			got, ok := api.Scopes[route]
+			if !ok || got != want {
+				t.Errorf("%s: server scope %q (known %v), document %q", route, got, ok, want)
+			}
+		}
+	}
+	if n != len(api.Scopes) {
+		t.Errorf("the document has %d operations, the server's scope table %d", n, len(api.Scopes))
+	}
+}
+
+// TestConformanceCatchesWhatTheDocumentLacks: the check TestAPI relies on
+// refuses an answer with an undocumented field, an undocumented status or a
+// value of the wrong type.
+func TestConformanceCatchesWhatTheDocumentLacks(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	s, err := h.client(tokAll).Submit(context.Background(), deployProposal("", "1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := h.do("GET", "/v1/runs/"+s.Id, tokAll, "", nil, false)
+	req, _ := http.NewRequest("GET", h.srv.URL+"/v1/runs/"+s.Id, nil)
+	if _, errs := h.conf.check(req, nil, a.status, a.header, a.body, true); len(errs) != 0 {
+		t.Fatalf("the real answer fails: %v", errs)
+	}
+	var run map[string]any
+	if err := json.Unmarshal(a.body, &run); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		status int
+		edit   func(m map[string]any)
+	}{
+		{"an undocumented field", 200, func(m map[string]any) { m["callback_secret"] = "x" }},
+		{"an undocumented nested field", 200, func(m map[string]any) { m["requester"].(map[string]any)["role"] = "agent" }},
+		{"a status outside the enum", 200, func(m map[string]any) { m["status"] = "paused" }},
+		{"a missing required field", 200, func(m map[string]any) { delete(m, "actions") }},
+		{"an undocumented status code", 202, func(map[string]any) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := map[string]any{}
+			_ = json.Unmarshal(a.body, &m)
+			tt.edit(m)
+			b, _ := json.Marshal(m)
+			if _, errs := h.conf.check(req, nil, tt.status, a.header, b, true); len(errs) == 0 {
+				t.Errorf("the check took it")
+			}
+		})
+	}
+}

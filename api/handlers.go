@@ -1,0 +1,241 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// List page sizes and wait timeouts.
+const (
+	DefaultLimit   = 50
+	MaxLimit       = 200
+	DefaultTimeout = 30 * time.Second
+	MaxTimeout     = 120 * time.Second
+)
+
+// handlers implements the generated StrictServerInterface.
+type handlers struct {
+	engine   *workflow.Engine
+	stopping <-chan struct{} // closed when the server shuts down
+}
+
+var _ StrictServerInterface = (*handlers)(nil)
+
+// inRun names the run a refusal is about, when the refusal does not.
+func inRun(err error, id string) error {
+	pe, _ := toProblem(err)
+	if pe.p.RunId == nil && pe.p.Status < 500 {
+		return pe.withRun(id)
+	}
+	return err
+}
+
+func (h *handlers) SubmitRun(ctx context.Context, req SubmitRunRequestObject) (SubmitRunResponseObject, error) {
+	p := req.Body
+	tok := tokenOf(echoContext(ctx))
+	switch {
+	case p.Requester.ID == "":
+		p.Requester.ID = tok.Requester
+	case p.Requester.ID != tok.Requester:
+		return nil, problem(http.StatusForbidden, CodeRequesterMismatch,
+			"this token speaks for requester "+tok.Requester+"; leave requester.id out, or use the token of the requester you name")
+	}
+	run, replayed, err := h.engine.SubmitReplay(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	v, err := h.engine.Get(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	res := submitResult(v, replayed)
+	if replayed {
+		yes := "true"
+		return SubmitRun200JSONResponse{Body: res, Headers: SubmitRun200ResponseHeaders{IdempotentReplayed: &yes}}, nil
+	}
+	loc := "/v1/runs/" + run.ID
+	return SubmitRun201JSONResponse{Body: res, Headers: SubmitRun201ResponseHeaders{Location: &loc}}, nil
+}
+
+// submitResult is the short answer to a submit: where the run stands and,
+// while it waits, who may approve it and by when.
+func submitResult(v *workflow.RunView, replayed bool) SubmitResult {
+	res := SubmitResult{Id: v.ID, Status: Status(v.Status), Replayed: replayed}
+	if v.Fingerprint != "" {
+		res.Fingerprint = &v.Fingerprint
+	}
+	if v.Reason != "" {
+		res.Reason = &v.Reason
+	}
+	if g := v.Gate; v.Status == workflow.StatusWaitingApproval && g != nil && g.Approval != nil && v.Deadline != nil {
+		approved := 0
+		for _, d := range v.Decisions {
+			if d.RequestID == g.RequestID && d.Decision == workflow.VerdictApprove {
+				approved++
+			}
+		}
+		a := &ApprovalNeeded{Role: g.Approval.Role, Count: g.Approval.Count, Remaining: max(g.Approval.Count-approved, 0), Deadline: *v.Deadline}
+		if g.Assignee != "" {
+			a.Assignee = &g.Assignee
+		}
+		res.Approval = a
+	}
+	return res
+}
+
+func (h *handlers) shown(v *workflow.RunView) workflow.RunView {
+	return *workflow.RedactedView(v, h.engine.Action)
+}
+
+func (h *handlers) GetRun(ctx context.Context, req GetRunRequestObject) (GetRunResponseObject, error) {
+	v, err := h.engine.Get(ctx, req.Id)
+	if err != nil {
+		return nil, inRun(err, req.Id)
+	}
+	return GetRun200JSONResponse(h.shown(v)), nil
+}
+
+func (h *handlers) ListRuns(ctx context.Context, req ListRunsRequestObject) (ListRunsResponseObject, error) {
+	f, err := listFilter(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	limit := f.Limit
+	f.Limit++ // one more than the page, to know whether there is a next one
+	views, err := h.engine.ListViews(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := RunList{Runs: make([]Run, 0, min(len(views), limit))}
+	for i, v := range views {
+		if i == limit {
+			last := views[i-1]
+			next := cursor{created: last.CreatedAt, id: last.ID}.encode()
+			out.NextCursor = &next
+			break
+		}
+		out.Runs = append(out.Runs, h.shown(v))
+	}
+	return ListRuns200JSONResponse(out), nil
+}
+
+// listFilter checks a list's query and turns it into the store's filter.
+func listFilter(p ListRunsParams) (workflow.RunFilter, error) {
+	f := workflow.RunFilter{Limit: DefaultLimit}
+	if p.Limit != nil {
+		if *p.Limit < 1 || *p.Limit > MaxLimit {
+			return f, fieldProblem("limit", "want 1 to 200")
+		}
+		f.Limit = *p.Limit
+	}
+	if p.Status != nil {
+		for _, list := range *p.Status {
+			for _, s := range strings.Split(list, ",") {
+				st := workflow.Status(strings.ToLower(strings.TrimSpace(s)))
+				if !st.Valid() {
+					return f, fieldProblem("status", "unknown status "+quote(s))
+				}
+				f.Statuses = append(f.Statuses, st)
+			}
+		}
+	}
+	if p.TaskId != nil {
+		f.TaskID = *p.TaskId
+	}
+	if p.Requester != nil {
+		f.RequesterID = *p.Requester
+	}
+	if p.Cursor != nil {
+		c, err := decodeCursor(*p.Cursor)
+		if err != nil {
+			return f, problem(http.StatusBadRequest, CodeInvalidCursor, "cursor: "+err.Error()+"; pass next_cursor as it came")
+		}
+		f.AfterCreated, f.AfterID = c.created, c.id
+	}
+	return f, nil
+}
+
+// quote shows a value the caller sent, bounded; JSON encoding keeps it inert.
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return `"` + s + `"`
+}
+
+func fieldProblem(field, msg string) *problemError {
+	pe := problem(http.StatusBadRequest, workflow.CodeInvalidInput, field+": "+msg)
+	pe.p.Errors = &[]FieldError{{Field: field, Message: msg}}
+	return pe
+}
+
+// waitTimeout checks the timeout parameter (seconds).
+func waitTimeout(p *int) (time.Duration, error) {
+	if p == nil {
+		return DefaultTimeout, nil
+	}
+	if *p < 0 || time.Duration(*p)*time.Second > MaxTimeout {
+		return 0, fieldProblem("timeout", "want 0 to 120 seconds")
+	}
+	return time.Duration(*p) * time.Second, nil
+}
+
+func (h *handlers) WaitRun(ctx context.Context, req WaitRunRequestObject) (WaitRunResponseObject, error) {
+	d, err := waitTimeout(req.Params.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	var from workflow.Status
+	if req.Params.Status != nil {
+		if from = workflow.Status(*req.Params.Status); !from.Valid() {
+			return nil, fieldProblem("status", "unknown status "+quote(string(from)))
+		}
+	}
+	if from == "" {
+		// Read the status to wait on here, so that a wait that ends before
+		// its first read answers "unchanged", as it should.
+		v, err := h.engine.Get(ctx, req.Id)
+		if err != nil {
+			return nil, inRun(err, req.Id)
+		}
+		from = v.Status
+	}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	go func() {
+		select {
+		case <-h.stopping:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	v, changed, err := h.engine.WaitRun(wctx, req.Id, from)
+	if err != nil {
+		return nil, inRun(err, req.Id)
+	}
+	return WaitRun200JSONResponse{Changed: changed, Run: h.shown(v)}, nil
+}
+
+func (h *handlers) CancelRun(ctx context.Context, req CancelRunRequestObject) (CancelRunResponseObject, error) {
+	tok := tokenOf(echoContext(ctx))
+	if strings.TrimSpace(req.Body.Reason) == "" {
+		return nil, fieldProblem("reason", "required: why the run is cancelled")
+	}
+	if _, err := h.engine.Cancel(ctx, req.Id, workflow.Person{ID: tok.Requester}, req.Body.Reason); err != nil {
+		return nil, inRun(err, req.Id)
+	}
+	v, err := h.engine.Get(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return CancelRun200JSONResponse(h.shown(v)), nil
+}
+
+func (h *handlers) GetOpenAPI(ctx context.Context, req GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error) {
+	return GetOpenAPI200ApplicationyamlResponse{Body: bytes.NewReader(Spec), ContentLength: int64(len(Spec))}, nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	agentapi "github.com/signoff-dev/signoff/api"
+	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// TestServeMountsTheAgentAPI: signoff serve answers /v1 on its port, with
+// the config's tokens, and the run an agent submits is the one the CLI sees.
+func TestServeMountsTheAgentAPI(t *testing.T) {
+	s := startServed(t)
+	body, err := os.ReadFile("../../fixtures/proposals/refund-double-charge.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, token string, body []byte) (int, http.Header, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+s.addr+path, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, resp.Header, b
+	}
+	if code, h, _ := call("POST", "/v1/runs", "", body); code != 401 || h.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("no token: %d %s", code, h.Get("Content-Type"))
+	}
+	code, h, b := call("POST", "/v1/runs", serveAPIToken, body)
+	if code != 201 {
+		t.Fatalf("submit: %d %s", code, b)
+	}
+	var res struct{ ID, Status string }
+	if err := json.Unmarshal(b, &res); err != nil || h.Get("Location") != "/v1/runs/"+res.ID {
+		t.Fatalf("submit answered %s, Location %q (%v)", b, h.Get("Location"), err)
+	}
+	if res.Status != string(workflow.StatusWaitingApproval) {
+		t.Errorf("status %s", res.Status)
+	}
+	if exit, out := s.cli(t, "show", res.ID); exit != exitWaiting || !strings.Contains(out, res.ID) {
+		t.Errorf("show: exit %d\n%s", exit, out)
+	}
+	if code, _, b := call("GET", "/v1/openapi.yaml", "", nil); code != 200 || !strings.HasPrefix(string(b), "openapi: 3.0") {
+		t.Errorf("document: %d", code)
+	}
+	if code, h, _ := call("GET", "/v1/nothing", serveAPIToken, nil); code != 404 || h.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("unknown route: %d %s", code, h.Get("Content-Type"))
+	}
+}
+
+// TestTokenNew: the printed lines are a config the loader takes, whose hash
+// is the printed token's; a bad scope is a usage error.
+func TestTokenNew(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"token", "new", "--id", "ci", "--requester", "agent:resolver", "--scopes", "submit, read"},
+		func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	secret, lines, _ := strings.Cut(out.String(), "\n")
+	if !strings.HasPrefix(secret, "sk_") || len(secret) != 3+43 {
+		t.Fatalf("token %q", secret)
+	}
+	path := filepath.Join(t.TempDir(), "signoff.yaml")
+	if err := os.WriteFile(path, append(config.DefaultYAML(), []byte("\napi:\n  tokens:\n"+lines)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("the printed lines: %v\n%s", err, lines)
+	}
+	tok := cfg.API.Tokens[0]
+	if tok.ID != "ci" || tok.Requester != "agent:resolver" || !tok.Has(config.ScopeSubmit) || !tok.Has(config.ScopeRead) || tok.Has(config.ScopeCancel) {
+		t.Errorf("token %+v", tok)
+	}
+	if sum := sha256.Sum256([]byte(secret)); !strings.Contains(lines, hex.EncodeToString(sum[:])) {
+		t.Errorf("the lines do not hold the token's SHA-256 %x", sum)
+	}
+	out.Reset()
+	errOut.Reset()
+	code = run(t.Context(), []string{"token", "new", "--id", "ci", "--requester", "r", "--scopes", "submit,admin"},
+		func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	if code != exitRefused || out.Len() != 0 || !strings.Contains(errOut.String(), `unknown scope "admin"`) {
+		t.Errorf("bad scope: exit %d, out %q, err %q", code, out.String(), errOut.String())
+	}
+}
+
+// TestAPIScopesAreTheConfigs: the scopes the config takes are the ones the
+// API checks, so a token's scopes mean the same on both sides.
+func TestAPIScopesAreTheConfigs(t *testing.T) {
+	if got := []string{agentapi.ScopeSubmit, agentapi.ScopeRead, agentapi.ScopeCancel}; !slices.Equal(got, config.Scopes) {
+		t.Errorf("api scopes %v, config scopes %v", got, config.Scopes)
+	}
+	tok := apiToken(config.APIToken{ID: "a", Requester: "r", Scopes: []string{config.ScopeRead}, SHA256: [32]byte{1}})
+	if tok.ID != "a" || tok.Requester != "r" || !slices.Equal(tok.Scopes, []string{agentapi.ScopeRead}) || tok.SHA256 != [32]byte{1} {
+		t.Errorf("token %+v", tok)
+	}
+}
