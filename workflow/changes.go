@@ -156,7 +156,8 @@ func (e *Engine) WaitRun(ctx context.Context, id string, from Status) (v *RunVie
 				if err != nil {
 					return nil, false, err
 				}
-				return v, v.Status != from, nil
+				// With no status to compare (from ""), nothing was seen change.
+				return v, from != "" && v.Status != from, nil
 			}
 			return nil, false, err
 		}

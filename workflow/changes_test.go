@@ -62,6 +62,10 @@ func TestWaitRunAnswersAtOnceOrAtTheEnd(t *testing.T) {
 	if err != nil || changed || v.Status != workflow.StatusWaitingApproval {
 		t.Fatalf("WaitRun(ended) = %v %v %v", v, changed, err)
 	}
+	v, changed, err = h.engine.WaitRun(ctx, run.ID, "")
+	if err != nil || changed || v.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("WaitRun(ended, any change) = %v %v %v", v, changed, err)
+	}
 	if _, _, err := h.engine.WaitRun(context.Background(), "run_missing", ""); err == nil {
 		t.Fatal("WaitRun of a missing run: no error")
 	}
