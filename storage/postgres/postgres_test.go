@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -707,4 +708,87 @@ func TestChangeFeedListensAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWake(t, woken, "a commit after listening again")
+}
+
+// TestAFrozenTransactionDoesNotHoldItsLocks: a transaction whose client stops
+// (a replica frozen mid-transaction) is ended by the server after
+// IdleInTransactionTimeout, so the row it locked is free for the others, and
+// the frozen one's writes never commit. The DSN may set another timeout.
+func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
+	t.Parallel()
+	dsn := migrated(t)
+	def := openStore(t, dsn)
+	var got string
+	if err := def.pool.QueryRow(t.Context(), `SHOW idle_in_transaction_session_timeout`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != IdleInTransactionTimeout {
+		t.Errorf("idle_in_transaction_session_timeout = %s, want %s", got, IdleInTransactionTimeout)
+	}
+
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set(idleInTxParam, "200ms")
+	u.RawQuery = q.Encode()
+	s := openStore(t, u.String())
+	base := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusExecuting, CreatedAt: base, UpdatedAt: base})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	locked, release := make(chan struct{}), make(chan struct{})
+	frozen := make(chan error, 1)
+	go func() {
+		frozen <- s.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+			r, err := tx.Run(ctx, "run-1")
+			if err != nil {
+				return err
+			}
+			r.Reason = "frozen"
+			if err := tx.UpdateRun(ctx, r); err != nil {
+				return err
+			}
+			close(locked)
+			<-release // the client stops here, holding the row
+			return nil
+		})
+	}()
+	<-locked
+	other := make(chan error, 1)
+	go func() {
+		other <- s.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+			r, err := tx.Run(ctx, "run-1")
+			if err != nil {
+				return err
+			}
+			r.Reason = "moved on"
+			return tx.UpdateRun(ctx, r)
+		})
+	}()
+	select {
+	case err := <-other:
+		if err != nil {
+			t.Fatalf("the other transaction: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("the other transaction still waits on the frozen one's lock")
+	}
+	close(release)
+	if err := <-frozen; err == nil {
+		t.Fatal("the frozen transaction committed after the server ended it")
+	}
+	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		r, err := tx.Run(ctx, "run-1")
+		if err == nil && r.Reason != "moved on" {
+			err = fmt.Errorf("reason %q, want the other transaction's", r.Reason)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

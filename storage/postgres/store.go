@@ -27,6 +27,17 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
+// IdleInTransactionTimeout is how long the server lets one of the store's
+// transactions wait on its client before ending it (PostgreSQL's
+// idle_in_transaction_session_timeout), unless the DSN sets that parameter.
+// signoff's transactions never wait on anything outside the database, so a
+// transaction idle that long belongs to a replica that froze (a paused VM, a
+// SIGSTOP) or lost its network: its row locks (a run, the audit head) would
+// otherwise stop every other replica for as long as it stays frozen.
+const IdleInTransactionTimeout = "10s"
+
+const idleInTxParam = "idle_in_transaction_session_timeout"
+
 // Store is workflow.Store on a PostgreSQL database, through a connection pool.
 // Any number of Stores, in one process or in several replicas, may share the
 // database: row locks and compare-and-set keep their writes apart.
@@ -72,6 +83,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams[idleInTxParam]; !set {
+		cfg.ConnConfig.RuntimeParams[idleInTxParam] = IdleInTransactionTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
