@@ -96,9 +96,10 @@ func (r *hookReceiver) setDown(down bool) {
 // callbacks allowed under prefix, and returns its path.
 func callbackConfig(t *testing.T, dir string, fs *fakeslack.Server, prefix string) string {
 	t.Helper()
+	// The slack section alone: slackConfig's has an api section of its own.
 	y := string(config.DefaultYAML())
 	if fs != nil {
-		y = slackConfig(fs)
+		y += slackSection(fs)
 	}
 	y += fmt.Sprintf("\napi:\n  callbacks:\n    allow: [%s]\n    secret_env: SIGNOFF_CALLBACK_SECRET\n", prefix)
 	p := filepath.Join(dir, "signoff.yaml")
