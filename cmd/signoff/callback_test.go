@@ -37,8 +37,15 @@ type hookReceiver struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	got  []callback.Event
+	raw  []hookRequest // the requests of got, as they arrived
 	bad  []string
 	down bool // answer 503 without taking the event
+}
+
+// hookRequest is a request the receiver took, for a second verifier.
+type hookRequest struct {
+	header http.Header
+	body   []byte
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -69,6 +76,7 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 			return
 		}
 		r.got = append(r.got, ev)
+		r.raw = append(r.raw, hookRequest{req.Header.Clone(), body})
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(r.srv.Close)
@@ -84,6 +92,12 @@ func (r *hookReceiver) events() []callback.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.got)
+}
+
+func (r *hookReceiver) requests() []hookRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.raw)
 }
 
 func (r *hookReceiver) setDown(down bool) {
@@ -169,6 +183,28 @@ func startServeChild(t *testing.T, dir, cfg string, fs *fakeslack.Server, extra 
 		}
 	})
 	return s
+}
+
+// addr waits, bounded, until serve listens, and returns its address.
+func (s *serveChild) addr(t *testing.T) string {
+	t.Helper()
+	var addr string
+	waitFor(t, "serve to listen", func() bool {
+		s.mu.Lock()
+		m := servingOn.FindStringSubmatch(s.log.String())
+		s.mu.Unlock()
+		if m != nil {
+			addr = m[1]
+			return true
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("serve exited before listening: %v", s.cmd.ProcessState)
+		default:
+		}
+		return false
+	})
+	return addr
 }
 
 func (s *serveChild) killedBySIGKILL(t *testing.T) {
