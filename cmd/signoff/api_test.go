@@ -28,24 +28,7 @@ func TestServeMountsTheAgentAPI(t *testing.T) {
 	}
 	call := func(method, path, token string, body []byte) (int, http.Header, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(method, "http://"+s.addr+path, bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, resp.Header, b
+		return apiCall(t, s.addr, method, path, token, body)
 	}
 	if code, h, _ := call("POST", "/v1/runs", "", body); code != 401 || h.Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("no token: %d %s", code, h.Get("Content-Type"))
@@ -119,4 +102,28 @@ func TestAPIScopesAreTheConfigs(t *testing.T) {
 	if tok.ID != "a" || tok.Requester != "r" || !slices.Equal(tok.Scopes, []string{agentapi.ScopeRead}) || tok.SHA256 != [32]byte{1} {
 		t.Errorf("token %+v", tok)
 	}
+}
+
+// apiCall sends one request to the agent API of the server on addr, with
+// token as its bearer token ("" for none), and returns the answer.
+func apiCall(t *testing.T, addr, method, path, token string, body []byte) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
 }

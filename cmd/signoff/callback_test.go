@@ -37,8 +37,15 @@ type hookReceiver struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	got  []callback.Event
+	raw  []hookRequest // the requests of got, as they arrived
 	bad  []string
 	down bool // answer 503 without taking the event
+}
+
+// hookRequest is a request the receiver took, for a second verifier.
+type hookRequest struct {
+	header http.Header
+	body   []byte
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -69,6 +76,7 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 			return
 		}
 		r.got = append(r.got, ev)
+		r.raw = append(r.raw, hookRequest{req.Header.Clone(), body})
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(r.srv.Close)
@@ -86,6 +94,12 @@ func (r *hookReceiver) events() []callback.Event {
 	return slices.Clone(r.got)
 }
 
+func (r *hookReceiver) requests() []hookRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.raw)
+}
+
 func (r *hookReceiver) setDown(down bool) {
 	r.mu.Lock()
 	r.down = down
@@ -96,11 +110,12 @@ func (r *hookReceiver) setDown(down bool) {
 // callbacks allowed under prefix, and returns its path.
 func callbackConfig(t *testing.T, dir string, fs *fakeslack.Server, prefix string) string {
 	t.Helper()
-	y := string(config.DefaultYAML()) + "\napi:\n"
+	// The slack section alone: slackConfig's has an api section of its own.
+	y := string(config.DefaultYAML())
 	if fs != nil {
-		y = slackConfig(fs) // ends in its api section
+		y += slackSection(fs)
 	}
-	y += fmt.Sprintf("  callbacks:\n    allow: [%s]\n    secret_env: SIGNOFF_CALLBACK_SECRET\n", prefix)
+	y += fmt.Sprintf("\napi:\n  callbacks:\n    allow: [%s]\n    secret_env: SIGNOFF_CALLBACK_SECRET\n", prefix)
 	p := filepath.Join(dir, "signoff.yaml")
 	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
@@ -168,6 +183,28 @@ func startServeChild(t *testing.T, dir, cfg string, fs *fakeslack.Server, extra 
 		}
 	})
 	return s
+}
+
+// addr waits, bounded, until serve listens, and returns its address.
+func (s *serveChild) addr(t *testing.T) string {
+	t.Helper()
+	var addr string
+	waitFor(t, "serve to listen", func() bool {
+		s.mu.Lock()
+		m := servingOn.FindStringSubmatch(s.log.String())
+		s.mu.Unlock()
+		if m != nil {
+			addr = m[1]
+			return true
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("serve exited before listening: %v", s.cmd.ProcessState)
+		default:
+		}
+		return false
+	})
+	return addr
 }
 
 func (s *serveChild) killedBySIGKILL(t *testing.T) {

@@ -59,7 +59,14 @@ type answer struct {
 
 func (c *cluster) sendTo(t *testing.T, r *replica, req signedRequest, extra ...string) answer {
 	t.Helper()
-	hr, err := http.NewRequest(http.MethodPost, "http://"+r.addr+req.path, bytes.NewReader(req.body))
+	return sendSigned(t, c.client, r.name, r.addr, req, extra...)
+}
+
+// sendSigned sends req to the server named name on addr, with the extra
+// headers (name, value, …) set over its own.
+func sendSigned(t *testing.T, client *http.Client, name, addr string, req signedRequest, extra ...string) answer {
+	t.Helper()
+	hr, err := http.NewRequest(http.MethodPost, "http://"+addr+req.path, bytes.NewReader(req.body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +74,9 @@ func (c *cluster) sendTo(t *testing.T, r *replica, req signedRequest, extra ...s
 	for i := 0; i+1 < len(extra); i += 2 {
 		hr.Header.Set(extra[i], extra[i+1])
 	}
-	resp, err := c.client.Do(hr)
+	resp, err := client.Do(hr)
 	if err != nil {
-		t.Fatalf("send to %s: %v", r.name, err)
+		t.Fatalf("send to %s: %v", name, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

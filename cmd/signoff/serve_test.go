@@ -98,16 +98,22 @@ const serveAPIToken = "sk_test_resolver"
 // and an agent API token for the resolver agent.
 func slackConfig(fs *fakeslack.Server) string {
 	sum := sha256.Sum256([]byte(serveAPIToken))
-	return string(config.DefaultYAML()) + fmt.Sprintf(`
+	return string(config.DefaultYAML()) + slackSection(fs) + fmt.Sprintf(`api:
+  tokens:
+    - {id: resolver, sha256: %s, requester: agent:resolver, scopes: [submit, read, cancel]}
+`, hex.EncodeToString(sum[:]))
+}
+
+// slackSection is the slack section of a config pointing at fs, matching
+// the recorded payloads in fixtures/slack.
+func slackSection(fs *fakeslack.Server) string {
+	return fmt.Sprintf(`
 slack:
   channel: C0APPROVALS
   app_id: A0SIGNOFF1
   team_id: T0SHOP0001
   api_url: %s
-api:
-  tokens:
-    - {id: resolver, sha256: %s, requester: agent:resolver, scopes: [submit, read, cancel]}
-`, fs.URL(), hex.EncodeToString(sum[:]))
+`, fs.URL())
 }
 
 // cli runs a command of the program against the server's files, as an operator would.
