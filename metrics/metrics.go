@@ -32,7 +32,7 @@ type Metrics struct {
 	executions      *prometheus.CounterVec
 	execSeconds     *prometheus.HistogramVec
 	outboxBacklog   *prometheus.GaugeVec
-	outboxOldest    prometheus.Gauge
+	outboxOldest    *prometheus.GaugeVec
 	refused         *prometheus.CounterVec
 	slackErrors     *prometheus.CounterVec
 	httpRequests    *prometheus.CounterVec
@@ -61,8 +61,8 @@ func New(version string) *Metrics {
 		Help: "Latency of executor calls, by action.", Buckets: prometheus.DefBuckets}, []string{"action"})
 	m.outboxBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_backlog",
 		Help: "Outbox messages not delivered yet, by kind (slack.post, slack.update, callback); a kind with none is not shown."}, []string{"kind"})
-	m.outboxOldest = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_oldest_age_seconds",
-		Help: "Age of the oldest undelivered outbox message, of any kind (0 when none)."})
+	m.outboxOldest = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_oldest_age_seconds",
+		Help: "Age of the oldest undelivered outbox message, by kind (no series for a kind with none)."}, []string{"kind"})
 	m.slackErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "slack_api_errors_total",
 		Help: "Slack Web API calls that failed, by method and Slack's error code (or http_NNN, transport)."}, []string{"method", "error"})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "refused_requests_total",
@@ -242,20 +242,19 @@ func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Ti
 	}
 	m.oldestWaiting.Set(age(now, oldest))
 	kinds := map[string]int{}
+	first := map[string]time.Time{}
 	for _, o := range backlog {
 		kinds[o.Kind]++
-	}
-	m.outboxBacklog.Reset()
-	for kind, n := range kinds {
-		m.outboxBacklog.WithLabelValues(kind).Set(float64(n))
-	}
-	var first time.Time
-	for _, o := range backlog {
-		if first.IsZero() || o.CreatedAt.Before(first) {
-			first = o.CreatedAt
+		if f, ok := first[o.Kind]; !ok || o.CreatedAt.Before(f) {
+			first[o.Kind] = o.CreatedAt
 		}
 	}
-	m.outboxOldest.Set(age(now, first))
+	m.outboxBacklog.Reset()
+	m.outboxOldest.Reset()
+	for kind, n := range kinds {
+		m.outboxBacklog.WithLabelValues(kind).Set(float64(n))
+		m.outboxOldest.WithLabelValues(kind).Set(age(now, first[kind]))
+	}
 	return nil
 }
 

@@ -115,7 +115,12 @@ func TestOutboxBacklogByKind(t *testing.T) {
 			t.Errorf("backlog of %s = %v, want %v", kind, got, want)
 		}
 	}
-	if got := testutil.ToFloat64(m.outboxOldest); got != 60 {
-		t.Errorf("oldest = %v s, want 60", got)
+	for kind, want := range map[string]float64{"callback": 60, "slack.post": 60} {
+		if got := testutil.ToFloat64(m.outboxOldest.WithLabelValues(kind)); got != want {
+			t.Errorf("oldest %s = %v s, want %v", kind, got, want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.outboxOldest); n != 2 {
+		t.Errorf("%d oldest-age series, want one per kind waiting (2)", n)
 	}
 }
