@@ -96,11 +96,13 @@ func (r *hookReceiver) setDown(down bool) {
 // callbacks allowed under prefix, and returns its path.
 func callbackConfig(t *testing.T, dir string, fs *fakeslack.Server, prefix string) string {
 	t.Helper()
-	y := string(config.DefaultYAML())
+	cb := fmt.Sprintf("  callbacks:\n    allow: [%s]\n    secret_env: SIGNOFF_CALLBACK_SECRET\n", prefix)
+	y := string(config.DefaultYAML()) + "\napi:\n" + cb
 	if fs != nil {
-		y = slackConfig(fs)
+		// slackConfig ends with its api section (the agent API's token): a
+		// second api key would be refused as a duplicate.
+		y = slackConfig(fs) + cb
 	}
-	y += fmt.Sprintf("\napi:\n  callbacks:\n    allow: [%s]\n    secret_env: SIGNOFF_CALLBACK_SECRET\n", prefix)
 	p := filepath.Join(dir, "signoff.yaml")
 	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
