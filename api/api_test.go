@@ -159,6 +159,8 @@ func TestAPI(t *testing.T) {
 		{name: "a limit that is not a number", method: "GET", path: "/v1/runs?limit=ten", token: tokAll, status: 400, code: "invalid_input"},
 		{name: "an unknown status", method: "GET", path: "/v1/runs?status=done,bogus", token: tokAll, status: 400, code: "invalid_input", fields: []string{"status"}},
 		{name: "a forged cursor", method: "GET", path: "/v1/runs?cursor=eyJpZCI6MX0", token: tokAll, status: 400, code: "invalid_cursor"},
+		{name: "a cursor that is not base64url", method: "GET", path: "/v1/runs?cursor=%3Cscript%3E", token: tokAll, status: 400, code: "invalid_cursor"},
+		{name: "a cursor of the form before filters were bound", method: "GET", path: "/v1/runs?cursor=MToxNzY0NTA0MDAwMDAwOnJ1bl8x", token: tokAll, status: 400, code: "invalid_cursor"},
 		{name: "a wait too long", method: "GET", path: "/v1/runs/" + first.Id + "/wait?timeout=999", token: tokAll, status: 400, code: "invalid_input", fields: []string{"timeout"}},
 		{name: "an unknown route", method: "GET", path: "/v1/approvals", token: tokAll, status: 404, code: "not_found"},
 		{name: "an unknown method", method: "DELETE", path: "/v1/runs/" + first.Id, token: tokAll, status: 405, code: "method_not_allowed"},
