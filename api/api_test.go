@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -142,19 +143,24 @@ func TestAPI(t *testing.T) {
 		{name: "unknown run", method: "GET", path: "/v1/runs/run_nope", token: tokAll, status: 404, code: "unknown_run", runID: "run_nope"},
 		{name: "wait on an unknown run", method: "GET", path: "/v1/runs/run_nope/wait?timeout=1", token: tokAll, status: 404, code: "unknown_run", runID: "run_nope"},
 		{name: "cancel an unknown run", method: "POST", path: "/v1/runs/run_nope/cancel", token: tokAll, ctype: "application/json",
-			body: `{"reason":"x"}`, status: 404, code: "unknown_run", runID: "run_nope", audited: true},
+			body: `{"reason":"x"}`, status: 404, code: "unknown_run", runID: "run_nope"},
 		{name: "cancel a finished run", method: "POST", path: "/v1/runs/" + done.Id + "/cancel", token: tokAll, ctype: "application/json",
 			body: `{"reason":"too late"}`, status: 409, code: "not_cancellable", runID: done.Id, audited: true},
 		{name: "cancel someone else's run", method: "POST", path: "/v1/runs/" + first.Id + "/cancel", token: tokOther, ctype: "application/json",
-			body: `{"reason":"mine now"}`, status: 403, code: "no_role", runID: first.Id, audited: true},
+			body: `{"reason":"mine now"}`, status: 404, code: "unknown_run", runID: first.Id},
+		{name: "get someone else's run", method: "GET", path: "/v1/runs/" + first.Id, token: tokOther, status: 404, code: "unknown_run", runID: first.Id},
+		{name: "list someone else's runs", method: "GET", path: "/v1/runs?requester=agent:other", token: tokAll, status: 403, code: "requester_mismatch"},
 		{name: "cancel without a reason", method: "POST", path: "/v1/runs/" + first.Id + "/cancel", token: tokAll, ctype: "application/json",
 			body: `{"reason":""}`, status: 400, code: "invalid_input", fields: []string{"reason"}},
 		{name: "cancel with an unknown field", method: "POST", path: "/v1/runs/" + first.Id + "/cancel", token: tokAll, ctype: "application/json",
 			body: `{"reason":"x","force":true}`, status: 400, code: "invalid_input"},
 		{name: "a limit out of range", method: "GET", path: "/v1/runs?limit=0", token: tokAll, status: 400, code: "invalid_input", fields: []string{"limit"}},
+		{name: "a limit too large", method: "GET", path: "/v1/runs?limit=10000", token: tokAll, status: 400, code: "invalid_input", fields: []string{"limit"}},
 		{name: "a limit that is not a number", method: "GET", path: "/v1/runs?limit=ten", token: tokAll, status: 400, code: "invalid_input"},
 		{name: "an unknown status", method: "GET", path: "/v1/runs?status=done,bogus", token: tokAll, status: 400, code: "invalid_input", fields: []string{"status"}},
 		{name: "a forged cursor", method: "GET", path: "/v1/runs?cursor=eyJpZCI6MX0", token: tokAll, status: 400, code: "invalid_cursor"},
+		{name: "a cursor that is not base64url", method: "GET", path: "/v1/runs?cursor=%3Cscript%3E", token: tokAll, status: 400, code: "invalid_cursor"},
+		{name: "a cursor of the form before filters were bound", method: "GET", path: "/v1/runs?cursor=MToxNzY0NTA0MDAwMDAwOnJ1bl8x", token: tokAll, status: 400, code: "invalid_cursor"},
 		{name: "a wait too long", method: "GET", path: "/v1/runs/" + first.Id + "/wait?timeout=999", token: tokAll, status: 400, code: "invalid_input", fields: []string{"timeout"}},
 		{name: "an unknown route", method: "GET", path: "/v1/approvals", token: tokAll, status: 404, code: "not_found"},
 		{name: "an unknown method", method: "DELETE", path: "/v1/runs/" + first.Id, token: tokAll, status: 405, code: "method_not_allowed"},
@@ -331,17 +337,22 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestListPages walks a list page by page: every run once, in order, and
-// the filters keep what they say.
+// TestListPages walks a list page by page: every run once, in order, the
+// filters keep what they say, and a token lists only its requester's runs.
 func TestListPages(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	ctx := context.Background()
 	c, other := h.client(tokAll), h.client(tokOther)
+	// Runs 0, 3 and 6 are agent:other's; tasks and statuses cut across
+	// requesters.
 	var all []string
 	for i := range 7 {
 		cl, task := c, "T-a"
 		if i%3 == 0 {
-			cl, task = other, "T-b"
+			cl = other
+		}
+		if i%4 < 2 {
+			task = "T-b"
 		}
 		p := &workflow.Proposal{TaskID: task, Actions: []workflow.Action{{Name: "note", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}}
 		if i%2 == 0 {
@@ -354,14 +365,14 @@ func TestListPages(t *testing.T) {
 		}
 		all = append(all, s.Id)
 	}
-	walk := func(o client.ListOptions) []string {
+	walk := func(cl *client.Client, o client.ListOptions) []string {
 		t.Helper()
 		var ids []string
 		for pages := 0; ; pages++ {
 			if pages > 10 {
 				t.Fatal("the cursor does not move")
 			}
-			l, err := c.List(ctx, o)
+			l, err := cl.List(ctx, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -386,22 +397,28 @@ func TestListPages(t *testing.T) {
 		}
 		return out
 	}
+	mine := func(i int) bool { return i%3 != 0 }
+	theirs := func(i int) bool { return i%3 == 0 }
 	tests := []struct {
 		name string
+		cl   *client.Client
 		o    client.ListOptions
 		want []string
 	}{
-		{"everything, three a page", client.ListOptions{Limit: 3}, all},
-		{"everything, one page", client.ListOptions{Limit: 200}, all},
-		{"waiting", client.ListOptions{Limit: 2, Statuses: []workflow.Status{workflow.StatusWaitingApproval}}, keep(func(i int) bool { return i%2 == 0 })},
-		{"a task", client.ListOptions{Limit: 2, TaskID: "T-b"}, keep(func(i int) bool { return i%3 == 0 })},
-		{"a requester", client.ListOptions{Limit: 2, Requester: "agent:resolver"}, keep(func(i int) bool { return i%3 != 0 })},
-		{"a requester and a status", client.ListOptions{Limit: 1, Requester: "agent:other", Statuses: []workflow.Status{workflow.StatusDone}},
-			keep(func(i int) bool { return i%3 == 0 && i%2 == 1 })},
+		{"everything of the token's requester, three a page", c, client.ListOptions{Limit: 3}, keep(mine)},
+		{"everything of the token's requester, one page", c, client.ListOptions{Limit: 200}, keep(mine)},
+		{"everything of the other requester", other, client.ListOptions{Limit: 2}, keep(theirs)},
+		{"waiting", c, client.ListOptions{Limit: 2, Statuses: []workflow.Status{workflow.StatusWaitingApproval}},
+			keep(func(i int) bool { return mine(i) && i%2 == 0 })},
+		{"a task", c, client.ListOptions{Limit: 1, TaskID: "T-b"}, keep(func(i int) bool { return mine(i) && i%4 < 2 })},
+		{"a task, the other requester", other, client.ListOptions{Limit: 1, TaskID: "T-b"}, keep(func(i int) bool { return theirs(i) && i%4 < 2 })},
+		{"the token's requester named", c, client.ListOptions{Limit: 2, Requester: "agent:resolver"}, keep(mine)},
+		{"a requester and a status", other, client.ListOptions{Limit: 1, Requester: "agent:other", Statuses: []workflow.Status{workflow.StatusDone}},
+			keep(func(i int) bool { return theirs(i) && i%2 == 1 })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := walk(tt.o); !slices.Equal(got, tt.want) {
+			if got := walk(tt.cl, tt.o); !slices.Equal(got, tt.want) {
 				t.Errorf("walked %v, want %v", got, tt.want)
 			}
 		})
@@ -410,8 +427,44 @@ func TestListPages(t *testing.T) {
 		for _, q := range []string{"status=done,waiting_approval", "status=done&status=WAITING_APPROVAL"} {
 			a := h.do("GET", "/v1/runs?"+q, tokAll, "", nil, false)
 			var l api.RunList
-			if err := json.Unmarshal(a.body, &l); err != nil || len(l.Runs) != len(all) {
+			if err := json.Unmarshal(a.body, &l); err != nil || len(l.Runs) != len(keep(mine)) {
 				t.Errorf("%s: %d runs (%v): %s", q, len(l.Runs), err, a.body)
+			}
+		}
+	})
+	t.Run("a cursor goes only with the filter it was made for", func(t *testing.T) {
+		l, err := c.List(ctx, client.ListOptions{Limit: 1, Statuses: []workflow.Status{workflow.StatusDone, workflow.StatusWaitingApproval}})
+		if err != nil || l.NextCursor == nil {
+			t.Fatalf("list = %+v, %v", l, err)
+		}
+		cur := url.QueryEscape(*l.NextCursor)
+		ok := []string{
+			"status=waiting_approval,done&limit=1&cursor=" + cur, // the same statuses in another order
+			"status=done&status=done,waiting_approval&limit=5&cursor=" + cur,
+			"status=done,waiting_approval&requester=agent:resolver&cursor=" + cur, // the requester it stood for, named
+		}
+		for _, q := range ok {
+			if a := h.do("GET", "/v1/runs?"+q, tokAll, "", nil, false); a.status != 200 {
+				t.Errorf("%s: %d %s", q, a.status, a.body)
+			}
+		}
+		refused := []struct{ token, query string }{
+			{tokAll, "cursor=" + cur},
+			{tokAll, "status=done&cursor=" + cur},
+			{tokAll, "status=done,waiting_approval&task_id=T-a&cursor=" + cur},
+			{tokOther, "status=done,waiting_approval&cursor=" + cur}, // another token's
+		}
+		for _, r := range refused {
+			before := h.snapshot()
+			a := h.do("GET", "/v1/runs?"+r.query, r.token, "", nil, false)
+			if a.status != 400 {
+				t.Fatalf("%s: %d %s", r.query, a.status, a.body)
+			}
+			if p := a.problem(t); p.Code != "invalid_cursor" || !strings.Contains(deref(p.Detail), "another filter") {
+				t.Errorf("%s: %s", r.query, a.body)
+			}
+			if after := h.snapshot(); after.json(t) != before.json(t) {
+				t.Errorf("%s changed the store", r.query)
 			}
 		}
 	})
@@ -506,4 +559,107 @@ func TestConformanceCatchesWhatTheDocumentLacks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestATokenSeesOnlyItsRequestersRuns: two tokens of two requesters each
+// get, wait on, list and cancel their own runs only. The other's run is
+// answered exactly as a run that does not exist, and the refused calls
+// change nothing.
+func TestATokenSeesOnlyItsRequestersRuns(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ctx := context.Background()
+	type agent struct {
+		name, token, requester string
+		runs                   []string // a waiting run, then a finished one
+	}
+	agents := []*agent{{name: "resolver", token: tokAll, requester: "agent:resolver"}, {name: "other", token: tokOther, requester: "agent:other"}}
+	for _, a := range agents {
+		c := h.client(a.token)
+		w, err := c.Submit(ctx, deployProposal("k-"+a.name, "1.0.0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.Submit(ctx, &workflow.Proposal{Actions: []workflow.Action{{Name: "note", Args: json.RawMessage(`{}`)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.runs = []string{w.Id, d.Id}
+	}
+	// same says whether two answers are the same once the run ids they
+	// name are taken out.
+	same := func(a answer, id string, b answer, otherID string) bool {
+		return a.status == b.status && a.header.Get("Content-Type") == b.header.Get("Content-Type") &&
+			strings.ReplaceAll(string(a.body), id, "ID") == strings.ReplaceAll(string(b.body), otherID, "ID")
+	}
+	const unknown = "run_01a22eddf40c000a59e01d7a"
+	cancel := []byte(`{"reason":"not yours"}`)
+	for i, a := range agents {
+		theirs := agents[1-i]
+		t.Run(a.name, func(t *testing.T) {
+			for _, id := range a.runs {
+				if got := h.do("GET", "/v1/runs/"+id, a.token, "", nil, false); got.status != 200 {
+					t.Errorf("its own run: %d %s", got.status, got.body)
+				}
+				if got := h.do("GET", "/v1/runs/"+id+"/wait?timeout=0", a.token, "", nil, false); got.status != 200 {
+					t.Errorf("waiting on its own run: %d %s", got.status, got.body)
+				}
+			}
+			refusals := []struct{ name, method, path string }{
+				{"get", "GET", "/v1/runs/{id}"},
+				{"wait", "GET", "/v1/runs/{id}/wait?timeout=0"},
+				{"wait from a status", "GET", "/v1/runs/{id}/wait?timeout=0&status=waiting_approval"},
+				{"cancel", "POST", "/v1/runs/{id}/cancel"},
+			}
+			for _, r := range refusals {
+				for _, id := range theirs.runs {
+					before := h.snapshot()
+					var body []byte
+					ctype := ""
+					if r.method == "POST" {
+						body, ctype = cancel, "application/json"
+					}
+					got := h.do(r.method, strings.ReplaceAll(r.path, "{id}", id), a.token, ctype, body, false)
+					if after := h.snapshot(); after.json(t) != before.json(t) {
+						t.Errorf("%s of the other's run %s changed the store:\nbefore %s\nafter  %s", r.name, id, before.json(t), after.json(t))
+					}
+					none := h.do(r.method, strings.ReplaceAll(r.path, "{id}", unknown), a.token, ctype, body, false)
+					if got.status != 404 || got.problem(t).Code != "unknown_run" || !same(got, id, none, unknown) {
+						t.Errorf("%s of the other's run %s answered\n%d %s\nwhere a run that does not exist answers\n%d %s",
+							r.name, id, got.status, got.body, none.status, none.body)
+					}
+				}
+			}
+			l, err := h.client(a.token).List(ctx, client.ListOptions{Limit: 200})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, r := range l.Runs {
+				ids = append(ids, r.ID)
+			}
+			if !slices.Equal(ids, a.runs) {
+				t.Errorf("the list holds %v, want its own %v", ids, a.runs)
+			}
+			before := h.snapshot()
+			got := h.do("GET", "/v1/runs?requester="+url.QueryEscape(theirs.requester), a.token, "", nil, false)
+			if p := got.problem(t); got.status != 403 || p.Code != "requester_mismatch" || !strings.Contains(deref(p.Detail), a.requester) {
+				t.Errorf("listing the other's runs: %d %s", got.status, got.body)
+			}
+			if after := h.snapshot(); after.json(t) != before.json(t) {
+				t.Error("listing the other's runs changed the store")
+			}
+		})
+	}
+	t.Run("the runs are as they were, and their own token still cancels them", func(t *testing.T) {
+		for _, a := range agents {
+			v, err := h.engine.Get(ctx, a.runs[0])
+			if err != nil || v.Status != workflow.StatusWaitingApproval {
+				t.Fatalf("run %s: %+v, %v", a.runs[0], v, err)
+			}
+			r, err := h.client(a.token).Cancel(ctx, a.runs[0], "done with it")
+			if err != nil || r.Status != workflow.StatusCancelled {
+				t.Errorf("cancel of its own run: %+v, %v", r, err)
+			}
+		}
+	})
 }

@@ -18,12 +18,13 @@ import (
 // Scopes: what a token may do.
 const (
 	ScopeSubmit = "submit" // POST /v1/runs
-	ScopeRead   = "read"   // GET a run, the list, wait
+	ScopeRead   = "read"   // GET a run, the list, wait (the token's requester's runs)
 	ScopeCancel = "cancel" // POST /v1/runs/{id}/cancel
 )
 
 // Token is one bearer token: the SHA-256 of its secret, the requester every
-// proposal made with it speaks for, and its scopes.
+// proposal made with it speaks for (and whose runs alone it reads and
+// cancels), and its scopes.
 type Token struct {
 	ID        string
 	SHA256    [32]byte

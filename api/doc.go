@@ -9,7 +9,8 @@
 //
 // Every request but the document's carries a bearer token configured by its
 // SHA-256 (config.APIToken); the token decides the requester and what the
-// caller may do. Every refusal is RFC 9457 problem+json with a stable code
+// caller may do, and it sees only its requester's runs (another's is answered
+// as a run that does not exist). Every refusal is RFC 9457 problem+json with a stable code
 // and changes nothing.
 package api
 

@@ -50,7 +50,7 @@ func FuzzProposalBody(f *testing.F) {
 
 // FuzzCursor: a cursor is taken only in the one form the API gives out.
 func FuzzCursor(f *testing.F) {
-	for _, s := range []string{"MToxNzY0NTA0MDAwMDAwOnJ1bl8x", "", "eyJpZCI6MX0", "MTox", "MTotMTpy", "MTowMTpy"} {
+	for _, s := range []string{"MjoxNzY0NTA0MDAwMDAwOjAxMjM0NTY3ODlhYmNkZWY6cnVuXzE", "MToxNzY0NTA0MDAwMDAwOnJ1bl8x", "", "eyJpZCI6MX0", "MTox", "MTotMTpy", "MTowMTpy"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -71,7 +71,7 @@ func FuzzQueryParams(f *testing.F) {
 	f.Add(201, "DONE, expired", "MToxOnI", 121)
 	f.Fuzz(func(t *testing.T, limit int, status, cursor string, timeout int) {
 		statuses := []string{status}
-		fl, err := api.ListFilter(api.ListRunsParams{Limit: &limit, Status: &statuses, Cursor: &cursor})
+		fl, err := api.ListFilter(api.ListRunsParams{Limit: &limit, Status: &statuses, Cursor: &cursor}, "agent:resolver")
 		if err == nil {
 			if fl.Limit < 1 || fl.Limit > api.MaxLimit {
 				t.Fatalf("took limit %d", fl.Limit)

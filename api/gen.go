@@ -328,9 +328,11 @@ type Unauthorized = Problem
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
 	// Status Keep runs in these statuses (repeat the parameter, or a comma-separated list).
-	Status    *[]string `form:"status,omitempty" json:"status,omitempty"`
-	TaskId    *string   `form:"task_id,omitempty" json:"task_id,omitempty"`
-	Requester *string   `form:"requester,omitempty" json:"requester,omitempty"`
+	Status *[]string `form:"status,omitempty" json:"status,omitempty"`
+	TaskId *string   `form:"task_id,omitempty" json:"task_id,omitempty"`
+
+	// Requester The token's requester (the default); any other is 403 requester_mismatch.
+	Requester *string `form:"requester,omitempty" json:"requester,omitempty"`
 
 	// Limit Page size (default 50, at most 200).
 	Limit  *int    `form:"limit,omitempty" json:"limit,omitempty"`
@@ -431,11 +433,18 @@ type ClientInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListRuns List runs, oldest first (scope read)
+	// ListRuns List the token's requester's runs, oldest first (scope read)
+	//
+	// Only the runs of the token's requester: `requester` may be left out
+	// or name that requester; naming another is 403 requester_mismatch.
 	//
 	// Keyset pagination: pass `next_cursor` back as `cursor` for the next
-	// page. The order (created_at, id) is stable; a run never shows twice
-	// and none is skipped. The cursor is opaque.
+	// page, with the same `status`, `task_id` and `requester` (`limit` may
+	// change). The order (created_at, id) is stable; a run never shows twice
+	// and none is skipped. The cursor is opaque; one that this API did not
+	// give out, or that was made for another filter, is 400 invalid_cursor.
+	// An unknown status or a limit outside 1 to 200 is 400 invalid_input
+	// naming the parameter.
 	//
 	// Corresponds with GET /runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -478,14 +487,19 @@ type ClientInterface interface {
 
 	// GetRun One run, as `signoff show --json` prints it, redacted as for people (scope read)
 	//
+	// Only a run of the token's requester: another requester's run is 404
+	// unknown_run, the same answer as a run that does not exist.
+	//
 	// Corresponds with GET /runs/{id} (the `GetRun` operationId).
 	GetRun(ctx context.Context, id RunID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelRunWithBody Cancel a run that has not started executing (scope cancel)
 	//
-	// The token's requester cancels: the run's requester may, and so may
-	// anyone holding the role its approval needs. A run that is executing or
-	// has ended answers 409 not_cancellable.
+	// The token's requester cancels, and only its own runs: another
+	// requester's run is 404 unknown_run, as a run that does not exist, and
+	// is left as it was (people with the approval's role cancel in Slack or
+	// with `signoff cancel`). A run that is executing or has ended answers
+	// 409 not_cancellable.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -494,9 +508,11 @@ type ClientInterface interface {
 
 	// CancelRun Cancel a run that has not started executing (scope cancel)
 	//
-	// The token's requester cancels: the run's requester may, and so may
-	// anyone holding the role its approval needs. A run that is executing or
-	// has ended answers 409 not_cancellable.
+	// The token's requester cancels, and only its own runs: another
+	// requester's run is 404 unknown_run, as a run that does not exist, and
+	// is left as it was (people with the approval's role cancel in Slack or
+	// with `signoff cancel`). A run that is executing or has ended answers
+	// 409 not_cancellable.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -507,7 +523,8 @@ type ClientInterface interface {
 	//
 	// Long poll. Answers as soon as the run's status differs from the one it
 	// had when the call came (or from `status`, when given), or at the
-	// timeout with the run as it is then; `changed` says which.
+	// timeout with the run as it is then; `changed` says which. Another
+	// requester's run is 404 unknown_run, as a run that does not exist.
 	//
 	// Corresponds with GET /runs/{id}/wait (the `WaitRun` operationId).
 	WaitRun(ctx context.Context, id RunID, params *WaitRunParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -528,11 +545,18 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-// ListRuns List runs, oldest first (scope read)
+// ListRuns List the token's requester's runs, oldest first (scope read)
+//
+// Only the runs of the token's requester: `requester` may be left out
+// or name that requester; naming another is 403 requester_mismatch.
 //
 // Keyset pagination: pass `next_cursor` back as `cursor` for the next
-// page. The order (created_at, id) is stable; a run never shows twice
-// and none is skipped. The cursor is opaque.
+// page, with the same `status`, `task_id` and `requester` (`limit` may
+// change). The order (created_at, id) is stable; a run never shows twice
+// and none is skipped. The cursor is opaque; one that this API did not
+// give out, or that was made for another filter, is 400 invalid_cursor.
+// An unknown status or a limit outside 1 to 200 is 400 invalid_input
+// naming the parameter.
 //
 // Corresponds with GET /runs (the `ListRuns` operationId).
 func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -605,6 +629,9 @@ func (c *Client) SubmitRun(ctx context.Context, body SubmitRunJSONRequestBody, r
 
 // GetRun One run, as `signoff show --json` prints it, redacted as for people (scope read)
 //
+// Only a run of the token's requester: another requester's run is 404
+// unknown_run, the same answer as a run that does not exist.
+//
 // Corresponds with GET /runs/{id} (the `GetRun` operationId).
 func (c *Client) GetRun(ctx context.Context, id RunID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunRequest(c.Server, id)
@@ -620,9 +647,11 @@ func (c *Client) GetRun(ctx context.Context, id RunID, reqEditors ...RequestEdit
 
 // CancelRunWithBody Cancel a run that has not started executing (scope cancel)
 //
-// The token's requester cancels: the run's requester may, and so may
-// anyone holding the role its approval needs. A run that is executing or
-// has ended answers 409 not_cancellable.
+// The token's requester cancels, and only its own runs: another
+// requester's run is 404 unknown_run, as a run that does not exist, and
+// is left as it was (people with the approval's role cancel in Slack or
+// with `signoff cancel`). A run that is executing or has ended answers
+// 409 not_cancellable.
 //
 // Takes any type of body and a specified content type.
 //
@@ -641,9 +670,11 @@ func (c *Client) CancelRunWithBody(ctx context.Context, id RunID, contentType st
 
 // CancelRun Cancel a run that has not started executing (scope cancel)
 //
-// The token's requester cancels: the run's requester may, and so may
-// anyone holding the role its approval needs. A run that is executing or
-// has ended answers 409 not_cancellable.
+// The token's requester cancels, and only its own runs: another
+// requester's run is 404 unknown_run, as a run that does not exist, and
+// is left as it was (people with the approval's role cancel in Slack or
+// with `signoff cancel`). A run that is executing or has ended answers
+// 409 not_cancellable.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -664,7 +695,8 @@ func (c *Client) CancelRun(ctx context.Context, id RunID, body CancelRunJSONRequ
 //
 // Long poll. Answers as soon as the run's status differs from the one it
 // had when the call came (or from `status`, when given), or at the
-// timeout with the run as it is then; `changed` says which.
+// timeout with the run as it is then; `changed` says which. Another
+// requester's run is 404 unknown_run, as a run that does not exist.
 //
 // Corresponds with GET /runs/{id}/wait (the `WaitRun` operationId).
 func (c *Client) WaitRun(ctx context.Context, id RunID, params *WaitRunParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1053,11 +1085,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
 
-	// ListRunsWithResponse List runs, oldest first (scope read)
+	// ListRunsWithResponse List the token's requester's runs, oldest first (scope read)
+	//
+	// Only the runs of the token's requester: `requester` may be left out
+	// or name that requester; naming another is 403 requester_mismatch.
 	//
 	// Keyset pagination: pass `next_cursor` back as `cursor` for the next
-	// page. The order (created_at, id) is stable; a run never shows twice
-	// and none is skipped. The cursor is opaque.
+	// page, with the same `status`, `task_id` and `requester` (`limit` may
+	// change). The order (created_at, id) is stable; a run never shows twice
+	// and none is skipped. The cursor is opaque; one that this API did not
+	// give out, or that was made for another filter, is 400 invalid_cursor.
+	// An unknown status or a limit outside 1 to 200 is 400 invalid_input
+	// naming the parameter.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1102,6 +1141,9 @@ type ClientWithResponsesInterface interface {
 
 	// GetRunWithResponse One run, as `signoff show --json` prints it, redacted as for people (scope read)
 	//
+	// Only a run of the token's requester: another requester's run is 404
+	// unknown_run, the same answer as a run that does not exist.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /runs/{id} (the `GetRun` operationId).
@@ -1109,9 +1151,11 @@ type ClientWithResponsesInterface interface {
 
 	// CancelRunWithBodyWithResponse Cancel a run that has not started executing (scope cancel)
 	//
-	// The token's requester cancels: the run's requester may, and so may
-	// anyone holding the role its approval needs. A run that is executing or
-	// has ended answers 409 not_cancellable.
+	// The token's requester cancels, and only its own runs: another
+	// requester's run is 404 unknown_run, as a run that does not exist, and
+	// is left as it was (people with the approval's role cancel in Slack or
+	// with `signoff cancel`). A run that is executing or has ended answers
+	// 409 not_cancellable.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1120,9 +1164,11 @@ type ClientWithResponsesInterface interface {
 
 	// CancelRunWithResponse Cancel a run that has not started executing (scope cancel)
 	//
-	// The token's requester cancels: the run's requester may, and so may
-	// anyone holding the role its approval needs. A run that is executing or
-	// has ended answers 409 not_cancellable.
+	// The token's requester cancels, and only its own runs: another
+	// requester's run is 404 unknown_run, as a run that does not exist, and
+	// is left as it was (people with the approval's role cancel in Slack or
+	// with `signoff cancel`). A run that is executing or has ended answers
+	// 409 not_cancellable.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1133,7 +1179,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Long poll. Answers as soon as the run's status differs from the one it
 	// had when the call came (or from `status`, when given), or at the
-	// timeout with the run as it is then; `changed` says which.
+	// timeout with the run as it is then; `changed` says which. Another
+	// requester's run is 404 unknown_run, as a run that does not exist.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1729,11 +1776,18 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 	return ParseGetOpenAPIResponse(rsp)
 }
 
-// ListRunsWithResponse List runs, oldest first (scope read)
+// ListRunsWithResponse List the token's requester's runs, oldest first (scope read)
+//
+// Only the runs of the token's requester: `requester` may be left out
+// or name that requester; naming another is 403 requester_mismatch.
 //
 // Keyset pagination: pass `next_cursor` back as `cursor` for the next
-// page. The order (created_at, id) is stable; a run never shows twice
-// and none is skipped. The cursor is opaque.
+// page, with the same `status`, `task_id` and `requester` (`limit` may
+// change). The order (created_at, id) is stable; a run never shows twice
+// and none is skipped. The cursor is opaque; one that this API did not
+// give out, or that was made for another filter, is 400 invalid_cursor.
+// An unknown status or a limit outside 1 to 200 is 400 invalid_input
+// naming the parameter.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -1796,6 +1850,9 @@ func (c *ClientWithResponses) SubmitRunWithResponse(ctx context.Context, body Su
 
 // GetRunWithResponse One run, as `signoff show --json` prints it, redacted as for people (scope read)
 //
+// Only a run of the token's requester: another requester's run is 404
+// unknown_run, the same answer as a run that does not exist.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /runs/{id} (the `GetRun` operationId).
@@ -1809,9 +1866,11 @@ func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, id RunID, 
 
 // CancelRunWithBodyWithResponse Cancel a run that has not started executing (scope cancel)
 //
-// The token's requester cancels: the run's requester may, and so may
-// anyone holding the role its approval needs. A run that is executing or
-// has ended answers 409 not_cancellable.
+// The token's requester cancels, and only its own runs: another
+// requester's run is 404 unknown_run, as a run that does not exist, and
+// is left as it was (people with the approval's role cancel in Slack or
+// with `signoff cancel`). A run that is executing or has ended answers
+// 409 not_cancellable.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -1826,9 +1885,11 @@ func (c *ClientWithResponses) CancelRunWithBodyWithResponse(ctx context.Context,
 
 // CancelRunWithResponse Cancel a run that has not started executing (scope cancel)
 //
-// The token's requester cancels: the run's requester may, and so may
-// anyone holding the role its approval needs. A run that is executing or
-// has ended answers 409 not_cancellable.
+// The token's requester cancels, and only its own runs: another
+// requester's run is 404 unknown_run, as a run that does not exist, and
+// is left as it was (people with the approval's role cancel in Slack or
+// with `signoff cancel`). A run that is executing or has ended answers
+// 409 not_cancellable.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -1845,7 +1906,8 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, id RunI
 //
 // Long poll. Answers as soon as the run's status differs from the one it
 // had when the call came (or from `status`, when given), or at the
-// timeout with the run as it is then; `changed` says which.
+// timeout with the run as it is then; `changed` says which. Another
+// requester's run is 404 unknown_run, as a run that does not exist.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2399,7 +2461,7 @@ type ServerInterface interface {
 	// GetOpenAPI This document
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx echo.Context) error
-	// ListRuns List runs, oldest first (scope read)
+	// ListRuns List the token's requester's runs, oldest first (scope read)
 	// (GET /runs)
 	ListRuns(ctx echo.Context, params ListRunsParams) error
 	// SubmitRun Submit a proposal (scope submit)
@@ -3339,7 +3401,7 @@ type StrictServerInterface interface {
 	// GetOpenAPI This document
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
-	// ListRuns List runs, oldest first (scope read)
+	// ListRuns List the token's requester's runs, oldest first (scope read)
 	// (GET /runs)
 	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
 	// SubmitRun Submit a proposal (scope submit)

@@ -92,16 +92,30 @@ func (h *handlers) shown(v *workflow.RunView) workflow.RunView {
 	return *workflow.RedactedView(v, h.engine.Action)
 }
 
-func (h *handlers) GetRun(ctx context.Context, req GetRunRequestObject) (GetRunResponseObject, error) {
-	v, err := h.engine.Get(ctx, req.Id)
+// own reads a run of the token's requester. Another requester's run is
+// refused exactly as a run that does not exist, with the engine's own
+// refusal, so that an agent learns nothing of runs it did not submit.
+func (h *handlers) own(ctx context.Context, id string) (*workflow.RunView, error) {
+	v, err := h.engine.Get(ctx, id)
 	if err != nil {
-		return nil, inRun(err, req.Id)
+		return nil, inRun(err, id)
+	}
+	if v.Requester.ID != tokenOf(echoContext(ctx)).Requester {
+		return nil, workflow.UnknownRun(id)
+	}
+	return v, nil
+}
+
+func (h *handlers) GetRun(ctx context.Context, req GetRunRequestObject) (GetRunResponseObject, error) {
+	v, err := h.own(ctx, req.Id)
+	if err != nil {
+		return nil, err
 	}
 	return GetRun200JSONResponse(h.shown(v)), nil
 }
 
 func (h *handlers) ListRuns(ctx context.Context, req ListRunsRequestObject) (ListRunsResponseObject, error) {
-	f, err := listFilter(req.Params)
+	f, err := listFilter(req.Params, tokenOf(echoContext(ctx)).Requester)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +129,7 @@ func (h *handlers) ListRuns(ctx context.Context, req ListRunsRequestObject) (Lis
 	for i, v := range views {
 		if i == limit {
 			last := views[i-1]
-			next := cursor{created: last.CreatedAt, id: last.ID}.encode()
+			next := cursor{created: last.CreatedAt, id: last.ID, filter: filterKey(f)}.encode()
 			out.NextCursor = &next
 			break
 		}
@@ -124,9 +138,12 @@ func (h *handlers) ListRuns(ctx context.Context, req ListRunsRequestObject) (Lis
 	return ListRuns200JSONResponse(out), nil
 }
 
-// listFilter checks a list's query and turns it into the store's filter.
-func listFilter(p ListRunsParams) (workflow.RunFilter, error) {
-	f := workflow.RunFilter{Limit: DefaultLimit}
+// listFilter checks a list's query and turns it into the store's filter,
+// which keeps only the runs of requester (the token's): naming another
+// requester is refused rather than answered with an empty page, so that an
+// agent that asks for what it may not see is told so.
+func listFilter(p ListRunsParams, requester string) (workflow.RunFilter, error) {
+	f := workflow.RunFilter{Limit: DefaultLimit, RequesterID: requester}
 	if p.Limit != nil {
 		if *p.Limit < 1 || *p.Limit > MaxLimit {
 			return f, fieldProblem("limit", "want 1 to 200")
@@ -147,13 +164,18 @@ func listFilter(p ListRunsParams) (workflow.RunFilter, error) {
 	if p.TaskId != nil {
 		f.TaskID = *p.TaskId
 	}
-	if p.Requester != nil {
-		f.RequesterID = *p.Requester
+	if p.Requester != nil && *p.Requester != requester {
+		return f, problem(http.StatusForbidden, CodeRequesterMismatch,
+			"this token reads only the runs of requester "+requester+"; leave requester out, or use the token of the requester you name")
 	}
 	if p.Cursor != nil {
 		c, err := decodeCursor(*p.Cursor)
 		if err != nil {
 			return f, problem(http.StatusBadRequest, CodeInvalidCursor, "cursor: "+err.Error()+"; pass next_cursor as it came")
+		}
+		if c.filter != filterKey(f) {
+			return f, problem(http.StatusBadRequest, CodeInvalidCursor,
+				"cursor: made for another filter; send the status and task_id it was made with, or start again without a cursor")
 		}
 		f.AfterCreated, f.AfterID = c.created, c.id
 	}
@@ -196,13 +218,13 @@ func (h *handlers) WaitRun(ctx context.Context, req WaitRunRequestObject) (WaitR
 			return nil, fieldProblem("status", "unknown status "+quote(string(from)))
 		}
 	}
+	v, err := h.own(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
 	if from == "" {
-		// Read the status to wait on here, so that a wait that ends before
-		// its first read answers "unchanged", as it should.
-		v, err := h.engine.Get(ctx, req.Id)
-		if err != nil {
-			return nil, inRun(err, req.Id)
-		}
+		// The status to wait on is read here, so that a wait that ends
+		// before its first read answers "unchanged", as it should.
 		from = v.Status
 	}
 	wctx, cancel := context.WithTimeout(ctx, d)
@@ -225,6 +247,11 @@ func (h *handlers) CancelRun(ctx context.Context, req CancelRunRequestObject) (C
 	tok := tokenOf(echoContext(ctx))
 	if strings.TrimSpace(req.Body.Reason) == "" {
 		return nil, fieldProblem("reason", "required: why the run is cancelled")
+	}
+	// Checked before the engine is asked, so that a refused cancel of a run
+	// the token may not see leaves no trace of it either.
+	if _, err := h.own(ctx, req.Id); err != nil {
+		return nil, err
 	}
 	if _, err := h.engine.Cancel(ctx, req.Id, workflow.Person{ID: tok.Requester}, req.Body.Reason); err != nil {
 		return nil, inRun(err, req.Id)

@@ -47,7 +47,8 @@ type APIConfig struct {
 }
 
 // APIToken is one bearer token: the hash of its secret, the requester every
-// proposal made with it speaks for, and what it may do.
+// proposal made with it speaks for (and whose runs alone it reads and
+// cancels), and what it may do.
 type APIToken struct {
 	ID        string
 	SHA256    [32]byte

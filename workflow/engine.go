@@ -238,7 +238,7 @@ type loaded struct {
 func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	run, err := tx.Run(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return nil, refused(CodeUnknownRun, id, "no such run")
+		return nil, UnknownRun(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)
@@ -821,7 +821,7 @@ func (e *Engine) getRun(ctx context.Context, id string) (*Run, error) {
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
-		return nil, refused(CodeUnknownRun, id, "no such run")
+		return nil, UnknownRun(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)

@@ -139,6 +139,12 @@ func (e *RefusedError) Error() string {
 	return e.Msg
 }
 
+// UnknownRun is the refusal for a run that does not exist. The API answers
+// it too for a run the caller may not see, so it is made in one place.
+func UnknownRun(id string) *RefusedError {
+	return refused(CodeUnknownRun, id, "no such run")
+}
+
 func refused(code, runID, format string, args ...any) *RefusedError {
 	return &RefusedError{Code: code, RunID: runID, Msg: fmt.Sprintf(format, args...)}
 }

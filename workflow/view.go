@@ -294,7 +294,7 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		if _, err := tx.Run(ctx, id); err != nil {
 			if errors.Is(err, ErrNotFound) {
-				return refused(CodeUnknownRun, id, "no such run")
+				return UnknownRun(id)
 			}
 			return fmt.Errorf("load run %s: %w", id, err)
 		}
@@ -360,7 +360,7 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Ru
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		if _, err := tx.Run(ctx, id); err != nil {
 			if errors.Is(err, ErrNotFound) {
-				return refused(CodeUnknownRun, id, "no such run")
+				return UnknownRun(id)
 			}
 			return fmt.Errorf("load run %s: %w", id, err)
 		}

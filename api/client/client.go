@@ -99,7 +99,9 @@ func (c *Client) Get(ctx context.Context, id string) (*workflow.RunView, error) 
 	return r.JSON200, nil
 }
 
-// ListOptions filter a list; zero values are left out.
+// ListOptions filter a list; zero values are left out. The list holds only
+// the token's requester's runs: Requester may name only that one. Cursor goes
+// with the Statuses, TaskID and Requester of the page it came from.
 type ListOptions struct {
 	Statuses  []workflow.Status
 	TaskID    string

@@ -127,3 +127,91 @@ func apiCall(t *testing.T, addr, method, path, token string, body []byte) (int, 
 	}
 	return resp.StatusCode, resp.Header, b
 }
+
+// TestIdempotencyRefusalIsOneMessage: an idempotency key reused with another
+// proposal is refused with the same words by the agent API (409
+// idempotency_key_reused, naming the run) and by signoff submit (exit 2), on
+// the same store, and neither makes a run.
+func TestIdempotencyRefusalIsOneMessage(t *testing.T) {
+	s := startServed(t)
+	body, err := os.ReadFile("../../fixtures/proposals/refund-double-charge.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(body []byte) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest("POST", "http://"+s.addr+"/v1/runs", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+serveAPIToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, b
+	}
+	code, b := submit(body)
+	if code != 201 {
+		t.Fatalf("first submit: %d %s", code, b)
+	}
+	var first struct{ ID string }
+	if err := json.Unmarshal(b, &first); err != nil || first.ID == "" {
+		t.Fatalf("first submit answered %s (%v)", b, err)
+	}
+	// The same key, another amount.
+	other := bytes.Replace(body, []byte(`"amount": 119.00`), []byte(`"amount": 118.00`), 1)
+	if bytes.Equal(other, body) {
+		t.Fatal("the fixture has no amount to change")
+	}
+	path := filepath.Join(s.dir, "other.json")
+	if err := os.WriteFile(path, other, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs := func() int {
+		t.Helper()
+		exit, out := s.cli(t, "runs", "--json")
+		if exit != 0 {
+			t.Fatalf("runs: exit %d\n%s", exit, out)
+		}
+		var l []json.RawMessage
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			t.Fatalf("runs: %v\n%s", err, out)
+		}
+		return len(l)
+	}
+	before := runs()
+
+	code, b = submit(other)
+	var p struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+		RunID  string `json:"run_id"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil || code != 409 || p.Code != workflow.CodeIdempotencyKeyReused || p.RunID != first.ID {
+		t.Fatalf("API: %d %s (%v), want 409 %s naming %s", code, b, err, workflow.CodeIdempotencyKeyReused, first.ID)
+	}
+	exit, out := s.cli(t, "submit", path)
+	if exit != exitRefused {
+		t.Fatalf("CLI: exit %d, want %d\n%s", exit, exitRefused, out)
+	}
+	cliMsg, ok := strings.CutPrefix(strings.TrimSpace(out), "signoff: ")
+	if !ok {
+		t.Fatalf("CLI: %q, want one line starting signoff:", out)
+	}
+	if cliMsg != p.Detail {
+		t.Errorf("the API and the CLI say it differently:\nAPI %s\nCLI %s", p.Detail, cliMsg)
+	}
+	if !strings.Contains(p.Detail, first.ID) || !strings.Contains(p.Detail, `"resolver-T-65273-1"`) {
+		t.Errorf("the message should name the run and the key: %s", p.Detail)
+	}
+	if after := runs(); after != before {
+		t.Errorf("the refusals made runs: %d → %d", before, after)
+	}
+}
