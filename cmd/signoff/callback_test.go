@@ -96,11 +96,11 @@ func (r *hookReceiver) setDown(down bool) {
 // callbacks allowed under prefix, and returns its path.
 func callbackConfig(t *testing.T, dir string, fs *fakeslack.Server, prefix string) string {
 	t.Helper()
-	y := string(config.DefaultYAML())
+	y := string(config.DefaultYAML()) + "\napi:\n"
 	if fs != nil {
-		y = slackConfig(fs)
+		y = slackConfig(fs) // it ends in the api section, with a token
 	}
-	y += fmt.Sprintf("\napi:\n  callbacks:\n    allow: [%s]\n    secret_env: SIGNOFF_CALLBACK_SECRET\n", prefix)
+	y += fmt.Sprintf("  callbacks:\n    allow: [%s]\n    secret_env: SIGNOFF_CALLBACK_SECRET\n", prefix)
 	p := filepath.Join(dir, "signoff.yaml")
 	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
