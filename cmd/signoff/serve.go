@@ -30,7 +30,7 @@ type serveOptions struct {
 	botToken      string
 	appToken      string // xapp-… for Socket Mode
 	socketMode    bool
-	poll          time.Duration // how often the workers look for work
+	poll          time.Duration // how often the workers look for work when no commit woke them
 	// metricsEvery is how often the gauges are read from the store (0: metricsEvery).
 	metricsEvery time.Duration
 }
