@@ -13,6 +13,7 @@ import (
 type Changes struct {
 	mu   sync.Mutex
 	runs map[string]*watch
+	any  *watch // the next change of any run, while someone waits on it
 }
 
 // ChangeFeed is a store that can tell a Changes of the commits other
@@ -64,7 +65,35 @@ func (c *Changes) Watch(runID string) (changed <-chan struct{}, stop func()) {
 	}
 }
 
-// Notify wakes the waiters of these runs.
+// Any returns a channel closed at the next change of any run (a Notify of
+// at least one run, or a NotifyAll), and stop, which the caller must call
+// when it no longer waits. It is for workers that look for work among all
+// runs: call Any before looking, so that a change made while they look
+// brings them back once, however many changes there were.
+func (c *Changes) Any() (changed <-chan struct{}, stop func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.any == nil {
+		c.any = &watch{ch: make(chan struct{})}
+	}
+	c.any.n++
+	ch := c.any.ch
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			// Replaced by a wake since, or still the one to wait on.
+			if c.any != nil && c.any.ch == ch {
+				if c.any.n--; c.any.n == 0 {
+					c.any = nil
+				}
+			}
+		})
+	}
+}
+
+// Notify wakes the waiters of these runs, and those of any change.
 func (c *Changes) Notify(runIDs ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -73,6 +102,9 @@ func (c *Changes) Notify(runIDs ...string) {
 			close(w.ch)
 			delete(c.runs, id)
 		}
+	}
+	if len(runIDs) > 0 {
+		c.wakeAny()
 	}
 }
 
@@ -85,14 +117,31 @@ func (c *Changes) NotifyAll() {
 		close(w.ch)
 		delete(c.runs, id)
 	}
+	c.wakeAny()
 }
 
-// Waiting says how many runs have waiters: a feed that has to look for
-// changes looks only while there are some (and tests and metrics ask).
+// wakeAny wakes the waiters of any change; c.mu is held.
+func (c *Changes) wakeAny() {
+	if c.any != nil {
+		close(c.any.ch)
+		c.any = nil
+	}
+}
+
+// Waiting says how many runs have waiters (tests and metrics ask); waiters
+// of any change are not counted (see Wanted).
 func (c *Changes) Waiting() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.runs)
+}
+
+// Wanted says whether anyone waits, on a run or on any change: a feed that
+// has to look for changes looks only while someone does.
+func (c *Changes) Wanted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.runs) > 0 || c.any != nil
 }
 
 // notifyingStore tells Changes which runs a transaction wrote, once it has

@@ -103,3 +103,90 @@ func TestChangesWakesOnlyTheRunThatChanged(t *testing.T) {
 		t.Errorf("Waiting = %d", c.Waiting())
 	}
 }
+
+// TestChangesAnyWakesOnEveryRunOnce: a waiter of any change is woken by a
+// change of any run, or by NotifyAll, and not by a Notify of no run; a burst
+// of changes closes its channel once, and the next wait waits for the next
+// change. It keeps a feed looking (Wanted) without counting as a run's waiter.
+func TestChangesAnyWakesOnEveryRunOnce(t *testing.T) {
+	tests := []struct {
+		name   string
+		notify func(c *workflow.Changes)
+		woken  bool
+	}{
+		{"a run changed", func(c *workflow.Changes) { c.Notify("a") }, true},
+		{"a burst of changes", func(c *workflow.Changes) { c.Notify("a"); c.Notify("b", "c"); c.NotifyAll() }, true},
+		{"something changed", func(c *workflow.Changes) { c.NotifyAll() }, true},
+		{"no run named", func(c *workflow.Changes) { c.Notify() }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := workflow.NewChanges()
+			if c.Wanted() {
+				t.Fatal("Wanted with no waiter")
+			}
+			any1, stop1 := c.Any()
+			any2, stop2 := c.Any()
+			_, stopRun := c.Watch("b")
+			defer stopRun()
+			if !c.Wanted() || c.Waiting() != 1 {
+				t.Fatalf("Wanted %v, Waiting %d; want true, 1 (the run's waiter only)", c.Wanted(), c.Waiting())
+			}
+			tt.notify(c)
+			for i, ch := range []<-chan struct{}{any1, any2} {
+				select {
+				case <-ch:
+					if !tt.woken {
+						t.Errorf("waiter %d of any change woken", i+1)
+					}
+				default:
+					if tt.woken {
+						t.Errorf("waiter %d of any change not woken", i+1)
+					}
+				}
+			}
+			stop1()
+			stop1() // twice is harmless
+			stop2()
+			next, stopNext := c.Any()
+			select {
+			case <-next:
+				t.Fatal("the next wait for any change was woken by the changes before it")
+			default:
+			}
+			c.Notify("z") // a run nobody watches
+			select {
+			case <-next:
+			default:
+				t.Fatal("the next wait was not woken by the next change")
+			}
+			stopNext()
+			stopRun()
+			if c.Wanted() {
+				t.Error("Wanted after every waiter stopped")
+			}
+		})
+	}
+}
+
+// TestAnyWakesOnTheEnginesCommit: a worker waiting for any change is woken
+// by the commit of a decision on a run it never named.
+func TestAnyWakesOnTheEnginesCommit(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	woken, stop := h.engine.Changes().Any()
+	defer stop()
+	select {
+	case <-woken:
+		t.Fatal("woken before any commit")
+	default:
+	}
+	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Reason: "no", Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	default:
+		t.Fatal("not woken by the decision's commit")
+	}
+}

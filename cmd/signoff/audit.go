@@ -177,13 +177,13 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 // logAudit writes every audit event appended after the head at its start as
-// one log line, every poll, until ctx ends: a live feed for a log pipeline.
-// Each replica that logs sees every event (the chain is global), so a
-// consumer dedupes by hash; `signoff audit --json` is the complete record.
-func logAudit(ctx context.Context, store workflow.Store, log *slog.Logger, poll time.Duration, after int64) {
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
+// one log line, soon after each commit that writes a run (changes, when not
+// nil, says when) and every poll, until ctx ends: a live feed for a log
+// pipeline. The poll catches the events no run's write comes with (a refused
+// decision). Each replica that logs sees every event (the chain is global),
+// so a consumer dedupes by hash; `signoff audit --json` is the complete record.
+func logAudit(ctx context.Context, store workflow.Store, changes *workflow.Changes, log *slog.Logger, poll time.Duration, after int64) {
+	rounds(ctx, changes, poll, func(ctx context.Context) {
 		err := eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: after}, func(e *workflow.AuditEvent) error {
 			l := newAuditLine(e)
 			log.Info("audit_event", "seq", l.Seq, "run_id", l.RunID, "actor", l.Actor, "action", l.Action,
@@ -195,10 +195,5 @@ func logAudit(ctx context.Context, store workflow.Store, log *slog.Logger, poll 
 		if err != nil && ctx.Err() == nil {
 			log.Error("log audit events", "error", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

@@ -30,7 +30,7 @@ type serveOptions struct {
 	botToken      string
 	appToken      string // xapp-… for Socket Mode
 	socketMode    bool
-	poll          time.Duration // how often the workers look for work
+	poll          time.Duration // how often the workers look for work when no commit woke them
 	// metricsEvery is how often the gauges are read from the store (0: metricsEvery).
 	metricsEvery time.Duration
 }
@@ -39,12 +39,19 @@ type serveOptions struct {
 // store: a scrape never queries it.
 const metricsEvery = 15 * time.Second
 
+// servePoll is how often serve's workers look for work when no commit woke
+// them: a commit of any process that writes a run wakes the workers that
+// work on runs and their messages at once (Changes.Any), so this bounds only
+// what becomes due by time alone (a deadline, a retry after its backoff, the
+// lease of a process that died), and work whose commit was not heard.
+const servePoll = time.Second
+
 // repostEvery is how often serve looks for waiting runs without a message,
 // after looking at start.
 const repostEvery = time.Minute
 
 func (c *cli) serveCmd() *cobra.Command {
-	so := serveOptions{poll: 250 * time.Millisecond}
+	so := serveOptions{poll: servePoll}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve Slack's interactions and /runs, deliver messages, and execute approved runs",
@@ -195,7 +202,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			logAudit(wctx, a.store, a.log, so.poll, auditFrom)
+			logAudit(wctx, a.store, a.changes, a.log, so.poll, auditFrom)
 		}()
 	}
 	if so.socketMode {
@@ -265,55 +272,83 @@ func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error
 // the next tick, since the cause (a locked file, Slack being down) is usually
 // gone by then.
 //
+// The loops whose work a commit creates (an approved run, a queued message)
+// are woken by every commit that writes a run, this process's or another's
+// (the store's change feed hears those), and otherwise look every poll; the
+// others, whose work only time makes due, look every poll.
+//
 // Waiting runs without a message (they waited before the config had a slack
 // section) are looked for at start and then every repostEvery: a run gets its
 // post queued when it starts waiting, so this only catches what no process
 // queued, and need not be quick.
 func work(ctx context.Context, a *app, disp *bot.Dispatcher, cb *callback.Dispatcher, poll time.Duration, ws *workers) {
-	loops := []struct {
+	type loop struct {
 		what  string
 		every time.Duration
+		wake  bool // also at once after a commit that wrote a run
 		do    func(context.Context) error
-	}{
-		{"execute approved runs", poll, func(ctx context.Context) error { _, err := a.engine.Work(ctx, 20); return err }},
-		{"expire runs past their deadline", poll, func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
-		{"deliver slack messages", poll, func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
-		{"deliver callbacks", poll, func(ctx context.Context) error { _, err := cb.DeliverDue(ctx, 50); return err }},
-		{"post waiting runs without a message", repostEvery, func(ctx context.Context) error { _, err := disp.QueueUnposted(ctx); return err }},
-		{"forget slack requests past their window", poll, func(ctx context.Context) error { _, err := bot.ForgetSeen(ctx, a.store, time.Now()); return err }},
+	}
+	loops := []loop{
+		{"execute approved runs", poll, true, func(ctx context.Context) error { _, err := a.engine.Work(ctx, 20); return err }},
+		{"expire runs past their deadline", poll, false, func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
+		{"deliver slack messages", poll, true, func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
+		{"deliver callbacks", poll, true, func(ctx context.Context) error { _, err := cb.DeliverDue(ctx, 50); return err }},
+		{"post waiting runs without a message", repostEvery, false, func(ctx context.Context) error { _, err := disp.QueueUnposted(ctx); return err }},
+		{"forget slack requests past their window", poll, false, func(ctx context.Context) error { _, err := bot.ForgetSeen(ctx, a.store, time.Now()); return err }},
 	}
 	if feed, ok := a.store.(workflow.ChangeFeed); ok {
-		// Wakes this server's waiters on other processes' commits; it returns
-		// only when ctx ends (or, failing, is started again at the next tick).
-		loops = append(loops, struct {
-			what  string
-			every time.Duration
-			do    func(context.Context) error
-		}{"wake waiters on other processes' commits", poll, func(ctx context.Context) error { return feed.FeedChanges(ctx, a.changes) }})
+		// Wakes this server's waiters and workers on other processes'
+		// commits; it returns only when ctx ends (or, failing, is started
+		// again at the next tick).
+		loops = append(loops, loop{"wake waiters on other processes' commits", poll, false, func(ctx context.Context) error { return feed.FeedChanges(ctx, a.changes) }})
 	}
 	var wg sync.WaitGroup
 	ws.up.Add(int32(len(loops)))
 	ws.want.Store(int32(len(loops)))
 	for _, l := range loops {
+		var changes *workflow.Changes
+		if l.wake {
+			changes = a.changes
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer ws.up.Add(-1)
-			t := time.NewTicker(l.every)
-			defer t.Stop()
-			for {
+			rounds(ctx, changes, l.every, func(ctx context.Context) {
 				if err := l.do(ctx); err != nil && ctx.Err() == nil {
 					a.log.Error(l.what, "error", err)
 				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-			}
+			})
 		}()
 	}
 	wg.Wait()
+}
+
+// rounds calls round at once and then again every interval after the last,
+// or as soon as a run changes when changes is not nil, until ctx ends. It
+// waits for a change from before each round, so that a change committed
+// during a round brings one more, and a burst of changes brings one: never a
+// loop that spins, and never a change left for the next tick.
+func rounds(ctx context.Context, changes *workflow.Changes, every time.Duration, round func(context.Context)) {
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		var woken <-chan struct{} // nil: only the timer or ctx ends the wait
+		stop := func() {}
+		if changes != nil {
+			woken, stop = changes.Any()
+		}
+		round(ctx)
+		t.Reset(every)
+		select {
+		case <-ctx.Done():
+			stop()
+			return
+		case <-woken:
+		case <-t.C:
+		}
+		stop()
+	}
 }
 
 // stop shuts the listener and the workers down and reports the first error either had.

@@ -55,6 +55,13 @@ func startServedAfter(t *testing.T, before func(fs *fakeslack.Server, dir string
 // in the folder), with metrics read from the store every 20ms.
 func startServedOn(t *testing.T, db string, before func(fs *fakeslack.Server, dir string)) *served {
 	t.Helper()
+	return startServedWith(t, db, 20*time.Millisecond, nil, before)
+}
+
+// startServedWith is startServedOn with the workers' safety poll and, when
+// edit is not nil, the config it returns for the served one.
+func startServedWith(t *testing.T, db string, poll time.Duration, edit func(yaml string) string, before func(fs *fakeslack.Server, dir string)) *served {
+	t.Helper()
 	fs := fakeslack.New()
 	t.Cleanup(fs.Close)
 	dir := t.TempDir()
@@ -62,7 +69,11 @@ func startServedOn(t *testing.T, db string, before func(fs *fakeslack.Server, di
 		before(fs, dir)
 	}
 	cfgPath := filepath.Join(dir, "signoff.yaml")
-	if err := os.WriteFile(cfgPath, []byte(slackConfig(fs)), 0o600); err != nil {
+	yaml := slackConfig(fs)
+	if edit != nil {
+		yaml = edit(yaml)
+	}
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken}
@@ -77,7 +88,7 @@ func startServedOn(t *testing.T, db string, before func(fs *fakeslack.Server, di
 		t.Fatal(err)
 	}
 	s, err := startServer(ctx, a, serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken,
-		poll: 20 * time.Millisecond, metricsEvery: 20 * time.Millisecond})
+		poll: poll, metricsEvery: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,10 @@ var _ workflow.ChangeFeed = (*Store)(nil)
 // FeedChanges tells c when another process has committed to the file: SQLite
 // has no way to notify another process, but PRAGMA data_version, read on one
 // connection, changes only when some other connection has committed since
-// that connection's last read. While someone waits (c.Waiting() > 0) it reads
-// it every feed interval and calls c.NotifyAll when it changed; while no one
-// waits it reads nothing.
+// that connection's last read. While someone waits (c.Wanted(): on a run,
+// or on any change, as serve's workers always do) it reads it every feed
+// interval and calls c.NotifyAll when it changed; while no one waits it reads
+// nothing.
 //
 // This is not a busy loop. The read is of a counter in the WAL index, in
 // shared memory: no query of runs, no disk, no lock a writer waits for. The
@@ -59,7 +60,7 @@ func (s *Store) FeedChanges(ctx context.Context, c *workflow.Changes) error {
 	var last int64
 	failing := false
 	for {
-		if fv.on == nil || c.Waiting() > 0 {
+		if fv.on == nil || c.Wanted() {
 			v, fresh, err := s.dataVersion(ctx, &fv)
 			switch {
 			case err != nil:

@@ -16,8 +16,9 @@ const feedTimeout = 10 * time.Second
 // RunChangeFeed holds a driver's workflow.ChangeFeed to its promise: open
 // returns two stores on one database, as two processes would have them, the
 // first of which feeds a Changes; a run the second inserts, then updates,
-// wakes the first's waiter on that run after each commit, and not before;
-// and the feed returns nil once its context ends. The stores are closed by
+// wakes the first's waiter on that run after each commit, and not before; a
+// run it inserts wakes a waiter of any change, which watches no run; and the
+// feed returns nil once its context ends. The stores are closed by
 // open's cleanups.
 func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflow.Store)) {
 	t.Helper()
@@ -64,6 +65,21 @@ func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflo
 		t.Logf("%s: woken %v after the other store's commit", st.what, time.Since(start).Round(time.Microsecond))
 		stop()
 	}
+
+	// A worker waits for a change of any run, watching none: the feed
+	// looks for it all the same.
+	woken, stop := c.Any()
+	select {
+	case <-woken:
+		t.Fatal("any change: woken before the other store committed")
+	default:
+	}
+	other := &workflow.Run{ID: id + "-2", Workflow: "proposal", Status: workflow.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
+	update(t, b, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, other) })
+	start := time.Now()
+	awaitWake(t, woken, "any change: a run inserted by the other store")
+	t.Logf("any change: woken %v after the other store's commit", time.Since(start).Round(time.Microsecond))
+	stop()
 
 	cancel()
 	select {
