@@ -140,22 +140,8 @@ func TestIdempotencyRefusalIsOneMessage(t *testing.T) {
 	}
 	submit := func(body []byte) (int, []byte) {
 		t.Helper()
-		req, err := http.NewRequest("POST", "http://"+s.addr+"/v1/runs", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+serveAPIToken)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, b
+		code, _, b := apiCall(t, s.addr, "POST", "/v1/runs", serveAPIToken, body)
+		return code, b
 	}
 	code, b := submit(body)
 	if code != 201 {
