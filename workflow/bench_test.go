@@ -20,7 +20,7 @@ import (
 // raw_commit: one 2 KB INSERT per transaction: the floor cost of a durable commit.
 // suspend: submit a gated proposal: checks, policy, checkpoint, request, audit (1 commit).
 // decide: approve a waiting run: compare-and-set, decision, checkpoint, audit (1 commit).
-// execute: run an approved action: intent, attempt, call, receipt, done (4 commits).
+// execute: run an approved action: intent with its first attempt, call, receipt with the run's end (2 commits).
 func BenchmarkSQLite(b *testing.B) {
 	benchmarkEngine(b, func(b *testing.B) *benchkit.Target {
 		t, err := benchkit.OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "signoff.db"))

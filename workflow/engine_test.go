@@ -273,6 +273,21 @@ func TestUnknownOutcomeIsReconciledNotRepeated(t *testing.T) {
 	}
 }
 
+// A call that came back with an unknown outcome counts as an attempt even when
+// the target then says it did not happen: the budget bounds such rounds.
+func TestAnUnknownOutcomeThatDidNotHappenCountsAsAnAttempt(t *testing.T) {
+	h := newHarness(t)
+	h.target.failNext = []error{errors.New("connection reset before the request was read")}
+	run := h.submit(refund("PAY-2", 5))
+	if run.Status != workflow.StatusDone {
+		t.Fatalf("status %s (%s)", run.Status, run.Reason)
+	}
+	v := h.get(run.ID)
+	if v.Operations[0].Attempts != 2 || v.Operations[0].Error != "" || len(h.target.Effects()) != 1 {
+		t.Fatalf("operation %+v, effects %v; want 2 attempts, no error left and one effect", v.Operations[0], h.target.Effects())
+	}
+}
+
 func TestUnprovableOutcomeNeedsAttentionAndIsNeverCancelled(t *testing.T) {
 	h := newHarness(t)
 	h.target.afterFail = []error{errors.New("timeout")}

@@ -57,7 +57,14 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 		op := byIndex[i]
 		switch {
 		case op == nil:
-			return e.intend(ctx, l, i, a)
+			spec, ok := e.actions[a.Name]
+			if !ok {
+				return e.attention(ctx, id, fmt.Sprintf("no executor for action %q in this build", a.Name))
+			}
+			if err := e.checkApproval(ctx, id); err != nil {
+				return err
+			}
+			return e.intend(ctx, l, i, a, spec)
 		case op.Status == OpCommitted:
 			continue
 		case op.Status == OpPending:
@@ -72,9 +79,11 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 			return e.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
 		}
 	}
+	// Every action has its receipt but the run did not end with the last one:
+	// a store written by an older build, which ended a run in a commit of its own.
 	l.run.Status, l.run.Reason = StatusDone, ""
 	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, StatusExecuting, "finished", "signoff", map[string]int{"operations": len(l.st.Actions)}, nil)
+		return e.save(ctx, tx, l, StatusExecuting, "finished", "signoff", finishedDetail(l.st), nil)
 	})
 	if err != nil && !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
@@ -141,8 +150,12 @@ func short(digest string) string {
 	return digest
 }
 
-// intend records the intent to run action i, before any call.
-func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action) error {
+// intend records the intent to run action i together with its first attempt,
+// in one commit before any call, and then makes the call. The commit also
+// renews the run's lease (compare-and-set on its version): a worker that lost
+// the run cannot start the call. A crash after it leaves a pending operation
+// whose attempt has no outcome, so the next worker asks the target first.
+func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action, spec *ActionSpec) error {
 	digest, err := Digest(a.Args)
 	if err != nil {
 		return fmt.Errorf("digest arguments of action %d: %w", i+1, err)
@@ -150,9 +163,9 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action) error {
 	now := e.now()
 	op := &Operation{
 		Key: OperationKey(l.run.ID, i), RunID: l.run.ID, Index: i, Action: a.Name, ArgsDigest: digest,
-		Status: OpPending, CreatedAt: now, UpdatedAt: now,
+		Status: OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	l.st.Operations = append(l.st.Operations, OperationRecord{Key: op.Key, Index: i, Action: a.Name, Status: OpPending})
+	setOpRecord(l.st, op)
 	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
@@ -166,7 +179,7 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action) error {
 		return err
 	}
 	e.fail("after-intent")
-	return nil
+	return e.call(ctx, l, op, a, spec)
 }
 
 // perform runs (or reconciles) a pending operation. A pending operation may have
@@ -189,11 +202,21 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 		if found {
 			return e.receipt(ctx, l, op, rc, "reconciled")
 		}
-		if op.Attempts >= e.execN {
-			return e.failOp(ctx, l, op, fmt.Sprintf("%s did not happen after %d attempts", op.Key, op.Attempts))
+		// An attempt whose failure came back (op.Error) counts against the
+		// budget. One with no outcome recorded was cut short by a crash
+		// before anything came back, and the target says it did not happen:
+		// it is made again under its own number, so that attempts count what
+		// may have reached the target.
+		if op.Error != "" {
+			if op.Attempts >= e.execN {
+				return e.failOp(ctx, l, op, fmt.Sprintf("%s did not happen after %d attempts", op.Key, op.Attempts))
+			}
+			op.Attempts++
 		}
+	} else {
+		op.Attempts = 1 // an intent recorded without its attempt, by an older build
 	}
-	op.Attempts++
+	op.Error = ""
 	now := e.now()
 	op.UpdatedAt = now
 	// Counting the attempt also writes the run (compare-and-set on its version,
@@ -212,12 +235,19 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 	if err != nil {
 		return fmt.Errorf("count attempt of %s: %w", op.Key, err)
 	}
+	return e.call(ctx, l, op, a, spec)
+}
+
+// call makes the attempt that op's last commit counted, and records what came
+// of it.
+func (e *Engine) call(ctx context.Context, l *loaded, op *Operation, a Action, spec *ActionSpec) error {
 	// The call must end inside the lease, or another worker may reconcile while
 	// it is still in flight. A call cut short has an unknown outcome and is
 	// reconciled like any other.
 	callCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
 	defer cancel()
 	var rc Receipt
+	var err error
 	if ce, ok := spec.Executor.(CallExecutor); ok {
 		rc, err = ce.ExecuteCall(callCtx, Call{
 			Key: op.Key, RunID: l.run.ID, Action: a, Fingerprint: l.run.Fingerprint,
@@ -238,12 +268,27 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 			return e.failOp(ctx, l, op, fmt.Sprintf("the target kept failing after %d attempts: %v", op.Attempts, err))
 		}
 		e.log.Warn("transient failure, retrying with the same key", "run_id", l.run.ID, "key", op.Key, "attempt", op.Attempts, "error", err)
+		if err := e.attemptFailed(ctx, op, "the target failed: "+err.Error()); err != nil {
+			return err
+		}
 		return e.clock.Sleep(ctx, max(e.backoff(op.Attempts), retryAfterOf(err)))
 	default:
 		// Outcome unknown: the next round asks the target before anything else.
 		e.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", err)
-		return nil
+		return e.attemptFailed(ctx, op, "outcome unknown: "+err.Error())
 	}
+}
+
+// attemptFailed records that op's attempt came back without a receipt, so
+// that the next round, after asking the target, counts it against the budget.
+// A conflict means another worker moved the operation on; the caller reloads.
+func (e *Engine) attemptFailed(ctx context.Context, op *Operation, problem string) error {
+	op.Error, op.UpdatedAt = problem, e.now()
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error { return tx.UpdateOperation(ctx, op) })
+	if err != nil && !errors.Is(err, ErrConflict) {
+		return fmt.Errorf("record the failed attempt of %s: %w", op.Key, err)
+	}
+	return nil
 }
 
 // lookup asks the target whether key happened. A target that cannot tell
@@ -285,11 +330,22 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Recei
 	}
 	op.Status, op.Receipt, op.Error, op.UpdatedAt = OpCommitted, body, "", e.now()
 	setOpRecord(l.st, op)
+	// The last receipt ends the run in the same commit.
+	last := allCommitted(l.st)
+	if last {
+		l.run.Status, l.run.Reason = StatusDone, ""
+	}
 	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
-		return e.save(ctx, tx, l, StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": e.owner}, nil)
+		if err := e.save(ctx, tx, l, StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": e.owner}, nil); err != nil {
+			return err
+		}
+		if !last {
+			return nil
+		}
+		return e.auditCheckpoint(ctx, tx, &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", "finished", finishedDetail(l.st))
 	})
 	if errors.Is(err, ErrConflict) {
 		// Another worker moved the run on (our lease ran out while we were
@@ -301,8 +357,26 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Recei
 		return err
 	}
 	e.log.Info("action executed", "run_id", l.run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
+	if last {
+		e.log.Info("run finished", "run_id", l.run.ID, "status", string(StatusDone), "operations", len(l.st.Actions))
+	}
 	e.fail("after-receipt")
 	return nil
+}
+
+// allCommitted says whether every action of st has its receipt.
+func allCommitted(st *State) bool {
+	done := 0
+	for _, r := range st.Operations {
+		if r.Status == OpCommitted {
+			done++
+		}
+	}
+	return done == len(st.Actions)
+}
+
+func finishedDetail(st *State) map[string]int {
+	return map[string]int{"operations": len(st.Actions)}
 }
 
 // failOp records that an operation did not happen and hands the run to a person.

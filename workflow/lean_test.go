@@ -33,7 +33,7 @@ func (t chainTx) Checkpoints(ctx context.Context, runID string) ([]*workflow.Che
 }
 
 // Resume verifies a run's chain when it loads it, not again after each of its
-// own writes: an approved run executes (intent, attempt, receipt, finish)
+// own writes: an approved run executes (intent with its attempt, receipt with the end)
 // from one read of its chain.
 func TestResumeReadsTheChainOnce(t *testing.T) {
 	h := newHarness(t)
@@ -124,5 +124,52 @@ func TestListViewsShowWhatGetShows(t *testing.T) {
 	}
 	if vs[0].Problem != "" || vs[1].Problem == "" || len(vs[1].Actions) != 0 {
 		t.Fatalf("after tampering: %+v / %+v, want the second run's problem and none of its actions", vs[0], vs[1])
+	}
+}
+
+// commits counts the Updates that committed through a store.
+type commits struct {
+	workflow.Store
+	n *atomic.Int64
+}
+
+func (s commits) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+	err := s.Store.Update(ctx, fn)
+	if err == nil {
+		s.n.Add(1)
+	}
+	return err
+}
+
+// A gated run with one action is four commits: the submission, the decision,
+// the intent with its first attempt, and the receipt with the run's end. A
+// crash between any two of them is what the crash tests kill the binary at.
+func TestAGatedRunCommitsFourTimes(t *testing.T) {
+	h := newHarness(t)
+	var n atomic.Int64
+	h.build(commits{h.store, &n}, testPolicy(t, "rev-1", h.roles))
+	run := h.submit(refund("PAY-1", 119))
+	if got := n.Load(); got != 1 {
+		t.Fatalf("commits by submit = %d, want 1", got)
+	}
+	got, err := h.approve(run.ID, "U0LEAD0001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflow.StatusDone {
+		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
+	}
+	if got := n.Load(); got != 4 {
+		t.Fatalf("commits for the whole run = %d, want 4", got)
+	}
+	v, err := h.engine.Get(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Operations) != 1 || v.Operations[0].Attempts != 1 || v.Operations[0].Status != workflow.OpCommitted {
+		t.Fatalf("operations = %+v, want one committed after one attempt", v.Operations)
+	}
+	if e := h.target.Effects(); len(e) != 1 {
+		t.Fatalf("effects = %v, want exactly one", e)
 	}
 }

@@ -1079,7 +1079,8 @@ func TestDeadlineText(t *testing.T) {
 }
 
 // TestHistorySaysWhatEachCheckpointRecorded: the executing checkpoints of an
-// approved run read as the approval, the intent and the receipt.
+// approved run read as the approval, the intent and the receipt, which ends
+// the run.
 func TestHistorySaysWhatEachCheckpointRecorded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -1087,7 +1088,7 @@ func TestHistorySaysWhatEachCheckpointRecorded(t *testing.T) {
 	must(t, dir, exitDone, "approve", id, "--as", lead1)
 	out := must(t, dir, 0, "history", id)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	want := []string{"WHAT", "submitted; waiting_approval", "approved by " + lead1, "intent: action 1 (request_refund)", "receipt: action 1 (request_refund) after 1 attempt", "done"}
+	want := []string{"WHAT", "submitted; waiting_approval", "approved by " + lead1, "intent: action 1 (request_refund)", "receipt: action 1 (request_refund) after 1 attempt; done"}
 	if len(lines) != len(want) {
 		t.Fatalf("history has %d lines, want %d:\n%s", len(lines), len(want), out)
 	}
