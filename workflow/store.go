@@ -50,8 +50,11 @@ type Tx interface {
 	// ListRunHeads is ListRuns with each run's latest checkpoint (the one at
 	// its Seq; nil when that checkpoint is missing), read in one query.
 	ListRunHeads(ctx context.Context, f RunFilter) ([]*RunHead, error)
-	// UpdateRun is a compare-and-set on r.Version that writes every field but the
-	// id. ErrConflict, ErrNotFound.
+	// UpdateRun is a compare-and-set on r.Version that writes what a run's
+	// life changes: status, step, seq, fingerprint, reason, deadline, lease,
+	// fence, updated and pruned times. What identifies the run (workflow,
+	// task, requester, idempotency key, parent, creation time, callback URL)
+	// is InsertRun's alone. ErrConflict, ErrNotFound.
 	UpdateRun(ctx context.Context, r *Run) error
 	// ClaimRuns leases up to limit runs (0 = no limit) in one of statuses whose
 	// lease is free (LeaseUntil at or before now): it sets LeaseOwner to owner,

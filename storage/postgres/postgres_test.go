@@ -418,9 +418,12 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 		{"run id", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
 			return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
 		}},
-		{"idempotency key on update", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+		{"idempotency key of another run", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertRun(ctx, &workflow.Run{ID: "run-3", Status: workflow.StatusRunning, IdempotencyKey: "key-1"})
+		}},
+		{"stale run", workflow.ErrConflict, func(ctx context.Context, tx workflow.Tx) error {
 			r := *other
-			r.IdempotencyKey = "key-1"
+			r.Version = 7
 			return tx.UpdateRun(ctx, &r)
 		}},
 		{"checkpoint of a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {

@@ -293,16 +293,16 @@ func (t *Tx) ListRunHeads(ctx context.Context, f workflow.RunFilter) ([]*workflo
 }
 
 func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
+	// Only the columns a run's life changes: what identifies the run (its
+	// workflow, task, requester, idempotency key, parent, creation time,
+	// callback URL) is written once by InsertRun, and leaving it out of the
+	// SET spares the indexes on those columns a rewrite on every transition.
 	err := t.compareAndSet(ctx, "runs", "id", r.ID, `UPDATE runs SET
-		workflow = ?, task_id = ?, status = ?, step = ?, seq = ?, version = version + 1,
-		requester_id = ?, idempotency_key = ?, fingerprint = ?, reason = ?, deadline = ?,
-		parent_id = ?, parent_seq = ?, lease_owner = ?, lease_until = ?, fence = ?,
-		created_at = ?, updated_at = ?, pruned_at = ?, callback_url = ?
+		status = ?, step = ?, seq = ?, version = version + 1, fingerprint = ?, reason = ?,
+		deadline = ?, lease_owner = ?, lease_until = ?, fence = ?, updated_at = ?, pruned_at = ?
 		WHERE id = ? AND version = ?`,
-		r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
-		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline),
-		r.ParentID, r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence,
-		millis(r.CreatedAt), millis(r.UpdatedAt), millis(r.PrunedAt), r.CallbackURL, r.ID, r.Version)
+		string(r.Status), r.Step, r.Seq, r.Fingerprint, r.Reason, millis(r.Deadline),
+		r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.UpdatedAt), millis(r.PrunedAt), r.ID, r.Version)
 	if err != nil {
 		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
 	}

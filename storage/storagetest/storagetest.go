@@ -714,28 +714,48 @@ func checkCAS[T any](t *testing.T, s workflow.Store, c casCase[T]) {
 	checkSame(t, "after the retry", stored(&again), c.load(t, s, &again))
 }
 
+// testUpdateRunKeepsTheIdentity: UpdateRun writes what a run's life changes
+// and nothing of what identifies the run (workflow, task, requester,
+// idempotency key, parent, creation time, callback URL): those are written
+// once, by InsertRun, so no transition can rewrite who asked for a run.
+func testUpdateRunKeepsTheIdentity(t *testing.T, s workflow.Store) {
+	in := &workflow.Run{ID: "run-identity", Workflow: "proposal", TaskID: "T-1", Status: workflow.StatusRunning,
+		RequesterID: "U1", IdempotencyKey: "identity-key", ParentID: "run-parent", ParentSeq: 1,
+		CallbackURL: "https://hooks.example.com/a", CreatedAt: base, UpdatedAt: base}
+	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, in) })
+	want := *in
+	changed := *in
+	changed.Workflow, changed.TaskID, changed.RequesterID = "other", "T-2", "U2"
+	changed.IdempotencyKey, changed.ParentID, changed.ParentSeq = "other-key", "", 0
+	changed.CallbackURL, changed.CreatedAt = "https://hooks.example.com/b", odd
+	changed.Status, changed.UpdatedAt = workflow.StatusExecuting, odd
+	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateRun(ctx, &changed) })
+	want.Status, want.UpdatedAt, want.Version = workflow.StatusExecuting, odd, changed.Version
+	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) { return tx.Run(ctx, in.ID) })
+	checkSame(t, "after an update that changed the identity", stored(&want), got)
+}
+
 func testCompareAndSet(t *testing.T, s workflow.Store) {
 	seedRun(t, s, "run-parent")
 	t.Run("Run", func(t *testing.T) {
 		checkCAS(t, s, casCase[workflow.Run]{
-			rec: &workflow.Run{ID: "run-cas", Workflow: "proposal", Status: workflow.StatusRunning,
-				IdempotencyKey: "cas-key", CreatedAt: base, UpdatedAt: base},
+			rec: &workflow.Run{ID: "run-cas", Workflow: "proposal", TaskID: "T-1", Status: workflow.StatusRunning,
+				RequesterID: "U1", IdempotencyKey: "cas-key", ParentID: "run-parent", ParentSeq: 1, CreatedAt: base, UpdatedAt: base},
 			insert: func(ctx context.Context, tx workflow.Tx, v *workflow.Run) error { return tx.InsertRun(ctx, v) },
 			update: func(ctx context.Context, tx workflow.Tx, v *workflow.Run) error { return tx.UpdateRun(ctx, v) },
 			load: func(t *testing.T, s workflow.Store, v *workflow.Run) *workflow.Run {
 				return load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) { return tx.Run(ctx, v.ID) })
 			},
 			version: func(v *workflow.Run) *int64 { return &v.Version },
+			// What a run's life changes; what identifies it is written once
+			// (testUpdateRunKeepsTheIdentity).
 			change: func(v *workflow.Run, n int) {
-				v.Workflow = fmt.Sprintf("wf-%d", n)
-				v.TaskID = fmt.Sprintf("T-%d", n)
 				v.Status = workflow.Statuses[n]
 				v.Step, v.Seq = n, int64(n*10)
-				v.RequesterID = fmt.Sprintf("U%d", n)
 				v.Fingerprint = fmt.Sprintf("fp-%d", n)
 				v.Reason = fmt.Sprintf("reason %d", n)
 				v.Deadline = odd.Add(time.Duration(n) * time.Hour)
-				v.ParentID, v.ParentSeq = "run-parent", int64(n)
+				v.PrunedAt = odd.Add(time.Duration(n) * 24 * time.Hour)
 				v.LeaseOwner = fmt.Sprintf("replica-%d", n)
 				v.LeaseUntil = odd.Add(time.Duration(n) * time.Minute)
 				v.Fence = int64(100 + n)
@@ -744,6 +764,7 @@ func testCompareAndSet(t *testing.T, s workflow.Store) {
 			rekey: func(v *workflow.Run) { v.ID, v.IdempotencyKey = "run-missing", "" },
 		})
 	})
+	t.Run("RunIdentity", func(t *testing.T) { testUpdateRunKeepsTheIdentity(t, s) })
 	seedRun(t, s, "run-1")
 	t.Run("ApprovalRequest", func(t *testing.T) {
 		checkCAS(t, s, casCase[workflow.ApprovalRequest]{
