@@ -335,7 +335,7 @@ func printBench(out io.Writer, rep *benchReport) {
 	}()
 	fmt.Fprintf(&w, "signoff bench: %s (%s), %g s per figure, %d CPUs, load average %s\n\n", rep.DB, rep.Where, rep.Duration, rep.CPUs, rep.Load)
 	tw := tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\t")
+	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\trows/op\t")
 	var raw, e2e1 float64
 	for _, f := range rep.Figures {
 		if strings.HasPrefix(f.Name, "click") || f.Name == "api_submit" {
@@ -348,10 +348,14 @@ func printBench(out io.Writer, rep *benchReport) {
 			e2e1 = f.PerSec
 		}
 		if f.Name == "raw_commit" {
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t\t\n", f.Name, f.Clients, f.PerSec)
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t\t\t\n", f.Name, f.Clients, f.PerSec)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t\n", f.Name, f.Clients, f.PerSec, f.CommitsPerOp, f.SyncsPerOp, f.BytesPerOp)
+		rows := "" // not counted on this database
+		if f.RowsPerOp > 0 {
+			rows = fmt.Sprintf("%.1f", f.RowsPerOp)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t\n", f.Name, f.Clients, f.PerSec, f.CommitsPerOp, f.SyncsPerOp, f.BytesPerOp, rows)
 	}
 	tw.Flush()
 	fmt.Fprintln(&w)
@@ -373,8 +377,8 @@ func printBench(out io.Writer, rep *benchReport) {
 	tw.Flush()
 	for _, f := range rep.Figures {
 		if f.Name == "e2e" && f.Clients == 64 && raw > 0 && e2e1 > 0 {
-			fmt.Fprintf(&w, "\ne2e at 64 clients: %.2fx the raw single-row commit rate, %.1fx one client; %.2f fsyncs per run\n",
-				f.PerSec/raw, f.PerSec/e2e1, f.SyncsPerOp)
+			fmt.Fprintf(&w, "\ne2e at 64 clients: %.2fx the raw single-row commit rate, %.1fx one client; %.2f fsyncs, %.0f bytes per run\n",
+				f.PerSec/raw, f.PerSec/e2e1, f.SyncsPerOp, f.BytesPerOp)
 		}
 	}
 }

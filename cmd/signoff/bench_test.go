@@ -54,15 +54,23 @@ func benchFigures(t *testing.T, dir string, args ...string) *benchReport {
 // The rates themselves are the benchmark's business, not a test's.
 func TestBench(t *testing.T) {
 	dir := t.TempDir()
-	if rep := benchFigures(t, dir, "--duration", "30ms"); rep.DB != "sqlite" {
+	rep := benchFigures(t, dir, "--duration", "30ms")
+	if rep.DB != "sqlite" {
 		t.Errorf("db %q, want sqlite", rep.DB)
+	}
+	// SQLite counts the rows each figure wrote: every whole run writes the
+	// same records.
+	for _, f := range rep.Figures {
+		if f.Name == "e2e" && (f.RowsPerOp < 4 || f.RowsPerOp > 40) {
+			t.Errorf("e2e with %d clients: %.2f rows per run", f.Clients, f.RowsPerOp)
+		}
 	}
 	if _, err := os.Stat(dbPath(dir)); !os.IsNotExist(err) {
 		t.Errorf("the bench store is left behind: %v", err)
 	}
 	// The table for people.
 	table := must(t, t.TempDir(), 0, "bench", "--duration", "10ms")
-	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op"} {
+	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op", "rows/op"} {
 		if !strings.Contains(table, s) {
 			t.Errorf("bench table lacks %q:\n%s", s, table)
 		}

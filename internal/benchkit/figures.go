@@ -28,6 +28,9 @@ type Figure struct {
 	SyncsPerOp float64 `json:"fsyncs_per_op,omitempty"`
 	// BytesPerOp: growth of the store per operation.
 	BytesPerOp float64 `json:"bytes_per_op,omitempty"`
+	// RowsPerOp: rows inserted, updated or deleted per operation, in every
+	// table (see Target.RowsWritten); 0 where not counted.
+	RowsPerOp float64 `json:"rows_per_op,omitempty"`
 	// P50 and P99 are latencies of clicks, in milliseconds.
 	P50 float64 `json:"p50_ms,omitempty"`
 	P99 float64 `json:"p99_ms,omitempty"`
@@ -101,6 +104,10 @@ func (t *Target) figure(ctx context.Context, name string, clients int, run func(
 	if err != nil {
 		return Figure{}, err
 	}
+	rows0, err := t.rowsWritten(ctx)
+	if err != nil {
+		return Figure{}, err
+	}
 	commits0 := t.Store.Commits()
 	n, took, err := run()
 	if err != nil {
@@ -115,13 +122,25 @@ func (t *Target) figure(ctx context.Context, name string, clients int, run func(
 	if err != nil {
 		return Figure{}, err
 	}
+	rows1, err := t.rowsWritten(ctx)
+	if err != nil {
+		return Figure{}, err
+	}
 	f := Figure{Name: name, Clients: clients, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}
 	if n > 0 {
 		f.CommitsPerOp = float64(commits) / float64(n)
 		f.SyncsPerOp = float64(sync1-sync0) / float64(n)
 		f.BytesPerOp = float64(size1-size0) / float64(n)
+		f.RowsPerOp = float64(rows1-rows0) / float64(n)
 	}
 	return f, nil
+}
+
+func (t *Target) rowsWritten(ctx context.Context) (int64, error) {
+	if t.RowsWritten == nil {
+		return 0, nil
+	}
+	return t.RowsWritten(ctx)
 }
 
 // Click is one signed Slack request.

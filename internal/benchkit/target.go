@@ -34,6 +34,10 @@ type Target struct {
 	// Syncs counts durable flushes so far: SQLite's committed transactions, or
 	// the PostgreSQL server's WAL flushes (the whole server's).
 	Syncs func(ctx context.Context) (int64, error)
+	// RowsWritten counts the rows the store's writes inserted, updated or
+	// deleted so far (SQLite's total_changes); nil where the database does
+	// not count them for one connection (PostgreSQL's statistics lag).
+	RowsWritten func(ctx context.Context) (int64, error)
 	// Where says where the store lives, for the report.
 	Where string
 	close func() error
@@ -116,7 +120,8 @@ func OpenSQLite(ctx context.Context, path string) (*Target, error) {
 			}
 			return n, nil
 		},
-		Syncs: func(context.Context) (int64, error) { return st.Commits(), nil },
+		Syncs:       func(context.Context) (int64, error) { return st.Commits(), nil },
+		RowsWritten: st.RowsWritten,
 		close: func() error {
 			return errors.Join(st.Close(), raw.Close(), probe.Close(), remove())
 		},

@@ -248,3 +248,37 @@ func (s *Store) run(c *caller, conn *sql.Conn, fn func(ctx context.Context, tx w
 	settled, o.kept = true, true
 	return nil
 }
+
+// RowsWritten is how many rows the store's writes have inserted, updated or
+// deleted since it was opened: SQLite's total_changes() of the write
+// connection, which counts every table, so a benchmark can say what a
+// transition costs in rows. It takes a turn on the write connection like an
+// Update, writes nothing and flushes nothing.
+func (s *Store) RowsWritten(ctx context.Context) (int64, error) {
+	if s.write == nil {
+		return 0, s.readOnly()
+	}
+	c := newCaller(ctx)
+	if err := s.enqueue(c); err != nil {
+		return 0, err
+	}
+	var t turn
+	select {
+	case t = <-c.turn:
+	case <-ctx.Done():
+		if c.state.CompareAndSwap(queued, abandoned) {
+			return 0, fmt.Errorf("rows written: %w", ctx.Err())
+		}
+		t = <-c.turn
+	}
+	if t.err != nil {
+		return 0, t.err
+	}
+	var n int64
+	err := t.conn.QueryRowContext(context.WithoutCancel(ctx), "SELECT total_changes()").Scan(&n)
+	c.done <- outcome{} // nothing of its own to keep
+	if err != nil {
+		return 0, fmt.Errorf("rows written: %w", interpretError(err))
+	}
+	return n, nil
+}

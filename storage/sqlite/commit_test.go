@@ -394,3 +394,39 @@ func TestBatchLostTransaction(t *testing.T) {
 		t.Errorf("%d audit events, want %d", len(evs), 2*after)
 	}
 }
+
+// RowsWritten counts the rows every table gained or changed, and only the
+// writes that happened.
+func TestRowsWritten(t *testing.T) {
+	ctx := t.Context()
+	s := openStore(t, tempPath(t))
+	before, err := s.RowsWritten(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &workflow.Run{ID: "run-rows", Status: workflow.StatusRunning}
+	err = s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		if err := tx.InsertRun(ctx, run); err != nil {
+			return err
+		}
+		if err := tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 1, State: []byte(`{}`)}); err != nil {
+			return err
+		}
+		run.Status = workflow.StatusExecuting
+		return tx.UpdateRun(ctx, run)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A read writes nothing.
+	if err := s.View(ctx, func(ctx context.Context, tx workflow.Tx) error { _, err := tx.Run(ctx, run.ID); return err }); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.RowsWritten(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after - before; got != 3 {
+		t.Errorf("rows written = %d, want 3 (a run inserted, a checkpoint appended, the run updated)", got)
+	}
+}
