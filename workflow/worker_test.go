@@ -65,8 +65,8 @@ type recorder struct {
 }
 
 func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *recorder) WithAttrs([]slog.Attr) slog.Handler      { return r }
-func (r *recorder) WithGroup(string) slog.Handler           { return r }
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recorder) WithGroup(string) slog.Handler            { return r }
 func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 	l := logRecord{level: rec.Level, msg: rec.Message, attrs: map[string]string{}}
 	rec.Attrs(func(a slog.Attr) bool { l.attrs[a.Key] = a.Value.String(); return true })
