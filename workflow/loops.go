@@ -14,8 +14,8 @@ const workBatch = 20
 // looking every poll (a lease of a process that died, a retry after its
 // backoff); expiring runs past their deadline every poll, which only time
 // makes due; and, when feed is not nil, telling Changes of other processes'
-// commits. FeedChanges returns only when ctx ends, or failing, when it is
-// started again poll later.
+// commits (the feed returns only when ctx ends or it fails, and is started
+// again poll later).
 func (e *Engine) Loops(poll time.Duration, feed ChangeFeed) []*Loop {
 	loops := []*Loop{
 		{Name: "execute approved runs", Changes: e.changes, Pace: PaceAfter(poll), Logger: e.log,
