@@ -183,17 +183,16 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // decision). Each replica that logs sees every event (the chain is global),
 // so a consumer dedupes by hash; `signoff audit --json` is the complete record.
 func logAudit(ctx context.Context, store workflow.Store, changes *workflow.Changes, log *slog.Logger, poll time.Duration, after int64) {
-	rounds(ctx, changes, poll, func(ctx context.Context) {
-		err := eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: after}, func(e *workflow.AuditEvent) error {
-			l := newAuditLine(e)
-			log.Info("audit_event", "seq", l.Seq, "run_id", l.RunID, "actor", l.Actor, "action", l.Action,
-				"detail", string(l.Detail), "at", l.At, "prev_hash", l.PrevHash, "hash", l.Hash,
-				"checkpoint_seq", l.CheckpointSeq, "checkpoint_hash", l.CheckpointHash, "key_id", l.KeyID, "mac", l.MAC)
-			after = e.Seq
-			return nil
-		})
-		if err != nil && ctx.Err() == nil {
-			log.Error("log audit events", "error", err)
-		}
-	})
+	l := &workflow.Loop{Name: "log audit events", Changes: changes, Pace: workflow.PaceAfter(poll), Logger: log,
+		Round: func(ctx context.Context) error {
+			return eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: after}, func(e *workflow.AuditEvent) error {
+				l := newAuditLine(e)
+				log.Info("audit_event", "seq", l.Seq, "run_id", l.RunID, "actor", l.Actor, "action", l.Action,
+					"detail", string(l.Detail), "at", l.At, "prev_hash", l.PrevHash, "hash", l.Hash,
+					"checkpoint_seq", l.CheckpointSeq, "checkpoint_hash", l.CheckpointHash, "key_id", l.KeyID, "mac", l.MAC)
+				after = e.Seq
+				return nil
+			})
+		}}
+	l.Run(ctx)
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -133,75 +132,4 @@ func percentiles(t *testing.T, what string, ds []time.Duration) time.Duration {
 	p50 := ds[len(ds)/2]
 	t.Logf("%s, %d runs: p50 %v, p90 %v, max %v (old poll %v)", what, len(ds), p50, ds[len(ds)*9/10], ds[len(ds)-1], oldPoll)
 	return p50
-}
-
-// TestRoundsCoalesceABurstOfChanges: a change wakes a worker's loop at once
-// (its safety interval is an hour here); changes committed during a round,
-// however many, bring exactly one more round, after which the loop sleeps.
-func TestRoundsCoalesceABurstOfChanges(t *testing.T) {
-	c := workflow.NewChanges()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var count atomic.Int32
-	entered, proceed := make(chan int32), make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		rounds(ctx, c, time.Hour, func(ctx context.Context) {
-			n := count.Add(1)
-			select {
-			case entered <- n:
-				<-proceed
-			case <-ctx.Done():
-			}
-		})
-	}()
-	next := func(want int32) {
-		t.Helper()
-		select {
-		case n := <-entered:
-			if n != want {
-				t.Fatalf("round %d, want %d", n, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no round %d", want)
-		}
-	}
-	next(1) // at start
-	proceed <- struct{}{}
-	c.Notify("run_a")
-	next(2)
-	// A burst while round 2 runs.
-	c.Notify("run_a")
-	c.Notify("run_b", "run_c")
-	c.NotifyAll()
-	proceed <- struct{}{}
-	next(3)
-	proceed <- struct{}{}
-	cancel()
-	<-ended
-	if n := count.Load(); n != 3 {
-		t.Errorf("%d rounds, want 3: one at start, one for the change, one for the burst", n)
-	}
-}
-
-// TestRoundsComeEveryIntervalWithoutChanges: with no change to wake it, a
-// loop still comes round every interval (what becomes due by time alone).
-func TestRoundsComeEveryIntervalWithoutChanges(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	entered := make(chan struct{}, 1)
-	go rounds(ctx, workflow.NewChanges(), 10*time.Millisecond, func(context.Context) {
-		select {
-		case entered <- struct{}{}:
-		default:
-		}
-	})
-	for i := range 3 {
-		select {
-		case <-entered:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no round %d", i+1)
-		}
-	}
 }
