@@ -67,7 +67,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 		var err error
 		// Only its own kinds: rows of another dispatcher (callbacks waiting
 		// behind a failing one) must not fill the round.
-		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{KindPost, KindUpdate}, DueBy: now, Limit: limit})
+		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
 		return err
 	})
 	if err != nil {

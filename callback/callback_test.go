@@ -245,7 +245,7 @@ func (e *env) undelivered(failing bool) []*workflow.OutboxMessage {
 	var ms []*workflow.OutboxMessage
 	if err := e.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{callback.Kind}, Failing: failing})
+		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{callback.Kind}, Failing: failing})
 		return err
 	}); err != nil {
 		e.t.Fatal(err)

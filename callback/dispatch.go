@@ -146,7 +146,7 @@ func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*wor
 	var ms []*workflow.OutboxMessage
 	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
+		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
 		return err
 	})
 	if err != nil {

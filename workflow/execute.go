@@ -74,7 +74,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	}
 	l.run.Status, l.run.Reason = StatusDone, ""
 	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, StatusExecuting, "finished", "signoff", map[string]int{"operations": len(l.st.Actions)}, nil)
+		return e.save(ctx, tx, l, StatusExecuting, EventFinished, "signoff", map[string]int{"operations": len(l.st.Actions)}, nil)
 	})
 	if err != nil && !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
@@ -157,7 +157,7 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
-		return e.save(ctx, tx, l, StatusExecuting, "intent", "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
+		return e.save(ctx, tx, l, StatusExecuting, EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
 	})
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrDuplicate) {
 		return nil // another worker got there first; the caller reloads
@@ -187,7 +187,7 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 			return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
 		}
 		if found {
-			return e.receipt(ctx, l, op, rc, "reconciled")
+			return e.receipt(ctx, l, op, rc, EventReconciled)
 		}
 		if op.Attempts >= e.execN {
 			return e.failOp(ctx, l, op, fmt.Sprintf("%s did not happen after %d attempts", op.Key, op.Attempts))
@@ -198,7 +198,8 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 	op.UpdatedAt = now
 	// Counting the attempt also writes the run (compare-and-set on its version,
 	// lease renewed): a worker that lost the run to another cannot start a call.
-	e.lease(l.run, "attempt", now)
+	// It is no event of its own.
+	e.lease(l.run, "", now)
 	l.run.UpdatedAt = now
 	err := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateRun(ctx, l.run); err != nil {
@@ -228,7 +229,7 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 	}
 	if err == nil {
 		e.fail("after-effect")
-		return e.receipt(ctx, l, op, rc, "executed")
+		return e.receipt(ctx, l, op, rc, EventExecuted)
 	}
 	switch Classify(err) {
 	case ClassPermanent:
@@ -278,7 +279,7 @@ func approvers(st *State) []string {
 
 // receipt records the proof of an operation. The run is advanced by the next
 // round, so that a crash between the two leaves a receipt and nothing to redo.
-func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Receipt, how string) error {
+func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Receipt, how Event) error {
 	body, err := json.Marshal(rc)
 	if err != nil {
 		return fmt.Errorf("encode receipt of %s: %w", op.Key, err)
@@ -324,7 +325,7 @@ func (e *Engine) stopOp(ctx context.Context, l *loaded, op *Operation, status Op
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}
-		return e.save(ctx, tx, l, StatusExecuting, "needs_attention", "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
+		return e.save(ctx, tx, l, StatusExecuting, EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
 	})
 	if errors.Is(err, ErrConflict) {
 		return nil

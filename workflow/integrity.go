@@ -21,7 +21,7 @@ func checkpointParts(c *Checkpoint) []string {
 }
 
 func requestParts(r *ApprovalRequest) []string {
-	return []string{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role,
+	return []string{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, string(r.Risk), r.Role,
 		strconv.Itoa(r.Count), strconv.FormatBool(r.SelfApproval), strconv.FormatBool(r.Edit),
 		r.RequesterID, ms(r.Deadline), string(r.Status), r.DecidedBy, ms(r.DecidedAt), ms(r.CreatedAt)}
 }

@@ -132,7 +132,7 @@ type ApprovalRequest struct {
 	Fingerprint    string
 	Rule           string
 	PolicyRevision string
-	Risk           string
+	Risk           Risk
 	Role           string // the lowest role that may approve
 	Count          int    // distinct approvers needed
 	SelfApproval   bool
@@ -203,11 +203,16 @@ type Operation struct {
 	Seal
 }
 
+// OutboxKind names what a dispatcher does with an outbox row. The package that
+// enqueues and delivers a kind defines its constant (bot.KindPost, callback.Kind);
+// the value is stored, so it never changes.
+type OutboxKind string
+
 // OutboxMessage is a message to deliver after the transaction that caused it commits.
 type OutboxMessage struct {
 	ID          int64
 	RunID       string
-	Kind        string
+	Kind        OutboxKind
 	Payload     []byte
 	Attempts    int
 	NextAttempt time.Time
@@ -222,7 +227,7 @@ type AuditEvent struct {
 	Seq      int64
 	RunID    string
 	Actor    string
-	Action   string
+	Action   Event
 	Detail   []byte // JSON
 	At       time.Time
 	PrevHash string
@@ -240,7 +245,7 @@ type AuditEvent struct {
 func AuditHash(e *AuditEvent) string {
 	h := sha256.New()
 	for _, part := range []string{
-		e.PrevHash, strconv.FormatInt(e.Seq, 10), e.RunID, e.Actor, e.Action,
+		e.PrevHash, strconv.FormatInt(e.Seq, 10), e.RunID, e.Actor, string(e.Action),
 		string(e.Detail), strconv.FormatInt(e.At.UnixMilli(), 10),
 	} {
 		h.Write([]byte(strconv.Itoa(len(part))))

@@ -40,7 +40,7 @@ func NewEngine(st workflow.Store) (*workflow.Engine, error) {
 		return nil, err
 	}
 	policy, err := workflow.NewPolicy("bench", []workflow.Rule{{
-		Name: "refund", When: `action.name == "request_refund"`, Risk: "high",
+		Name: "refund", When: `action.name == "request_refund"`, Risk: workflow.RiskHigh,
 		Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(72 * 3600)},
 	}}, roles)
 	if err != nil {
