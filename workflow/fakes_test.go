@@ -234,9 +234,21 @@ func (h *harness) build(st workflow.Store, p *workflow.Policy, opts ...harnessOp
 	for _, o := range opts {
 		o(&cfg)
 	}
+	cfg.Hooks = append(cfg.Hooks, namedEvents{h.t})
 	if h.engine, err = workflow.New(cfg); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// namedEvents fails the test on a transition whose event is not one of
+// workflow.Events, whatever the test is about.
+type namedEvents struct{ t testing.TB }
+
+func (n namedEvents) OnTransition(_ context.Context, _ workflow.Tx, tr workflow.Transition) error {
+	if !tr.Event.Valid() {
+		n.t.Errorf("run %s: transition %q is not in workflow.Events", tr.Run.ID, tr.Event)
+	}
+	return nil
 }
 
 func refund(payment string, amount float64) *workflow.Proposal {
