@@ -57,7 +57,7 @@ type Dispatcher struct {
 	// Client sends the POSTs; by default one with DefaultTimeout that follows
 	// no redirect (a 3xx is a failure, as the receiver must answer itself).
 	Client *http.Client
-	Now    func() time.Time
+	Clock  workflow.Clock // defaults to workflow.SystemClock
 	// Jitter takes the random part out of a wait (d/2 to d by default).
 	Jitter func(d time.Duration) time.Duration
 	Logger *slog.Logger
@@ -268,8 +268,8 @@ func (d *Dispatcher) httpClient() *http.Client {
 }
 
 func (d *Dispatcher) now() time.Time {
-	if d.Now != nil {
-		return d.Now().UTC().Truncate(time.Millisecond)
+	if d.Clock != nil {
+		return d.Clock.Now().UTC().Truncate(time.Millisecond)
 	}
 	return time.Now().UTC().Truncate(time.Millisecond)
 }

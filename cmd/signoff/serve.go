@@ -166,7 +166,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		}
 	}()
 	disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
-		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, time.Now)}
+		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, workflow.SystemClock{})}
 	go func() {
 		defer s.wg.Done()
 		work(wctx, a, disp, cb, so.poll, ws)
