@@ -127,7 +127,7 @@ func (h decisionHook) OnTransition(ctx context.Context, tx workflow.Tx, t workfl
 		return nil // the metric is not worth failing the decision for
 	}
 	d := ds[len(ds)-1]
-	h.m.decisions.WithLabelValues(string(d.Verdict), d.Via).Inc()
+	h.m.decisions.WithLabelValues(string(d.Verdict), string(d.Via)).Inc()
 	if r, err := tx.Request(ctx, d.RequestID); err == nil && !r.CreatedAt.IsZero() {
 		h.m.decisionSeconds.Observe(max(d.At.Sub(r.CreatedAt).Seconds(), 0))
 	}

@@ -24,7 +24,7 @@ type DecideInput struct {
 	// policy again.
 	Edit          json.RawMessage
 	EditIndex     int
-	Via           string // slack, cli, api
+	Via           Via
 	PayloadDigest string
 }
 
@@ -96,7 +96,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 		return nil, fmt.Errorf("decide run %s: %w", in.RunID, err)
 	}
 	e.fail("after-decision-commit")
-	e.log.Info("decision recorded", "run_id", run.ID, "approver", actor, "verdict", string(in.Verdict), "via", in.Via, "status", string(run.Status))
+	e.log.Info("decision recorded", "run_id", run.ID, "approver", actor, "verdict", string(in.Verdict), "via", string(in.Via), "status", string(run.Status))
 	return run, nil
 }
 
@@ -140,7 +140,7 @@ func validateDecision(in DecideInput) *RefusedError {
 		return refused(CodeInvalidInput, in.RunID, "the channel of the decision (via) is required")
 	}
 	if field := badText(map[string]string{"run id": in.RunID, "who": in.Approver.ID, "name": in.Approver.Name, "reason": in.Reason,
-		"request id": in.RequestID, "fingerprint": in.Fingerprint, "via": in.Via}); field != "" {
+		"request id": in.RequestID, "fingerprint": in.Fingerprint, "via": string(in.Via)}); field != "" {
 		return refused(CodeInvalidInput, in.RunID, "the %s must be valid UTF-8 text without NUL characters", field)
 	}
 	if bad := checkLines([]lineField{{"who", in.Approver.ID, true}, {"name", in.Approver.Name, false}}); bad != nil {
@@ -263,7 +263,7 @@ func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalReque
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
 	return e.save(ctx, tx, l, from, EventDecided, in.Approver.ID, map[string]string{
-		"verdict": string(in.Verdict), "reason": in.Reason, "via": in.Via, "role": role, "request_id": req.ID,
+		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
 	}, req)
 }
 

@@ -28,7 +28,7 @@ func requestParts(r *ApprovalRequest) []string {
 
 func decisionParts(d *Decision) []string {
 	return []string{d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict),
-		d.Reason, string(d.EditedArgs), d.Via, d.PayloadDigest, ms(d.At)}
+		d.Reason, string(d.EditedArgs), string(d.Via), d.PayloadDigest, ms(d.At)}
 }
 
 func operationParts(op *Operation) []string {

@@ -23,13 +23,13 @@ import (
 // namedStrings are the stored names the module spells only through their
 // constants: a literal elsewhere is how a typo would silently stop a match
 // (an outbox hook that never sees "decidd").
-var namedStrings = []string{"Event", "Risk", "OutboxKind"}
+var namedStrings = []string{"Event", "Risk", "OutboxKind", "Via"}
 
 // TestStoredNamesAreSpelledByTheirConstants type-checks every package of the
 // module (but the standalone examples and storagetest, whose rows are
 // fixtures) and fails on a string literal of a type of namedStrings outside
-// a const declaration ("" is none of them, and may be written). It also holds workflow.Events and workflow.Risks to
-// the constants declared.
+// a const declaration ("" is none of them, and may be written). It also
+// holds workflow.Events and workflow.Risks to the constants declared.
 func TestStoredNamesAreSpelledByTheirConstants(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")

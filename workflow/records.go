@@ -158,6 +158,16 @@ const (
 	VerdictReject  Verdict = "reject"
 )
 
+// Via is the channel a decision came through. It is stored with the decision
+// and shown with it; a constant's value never changes.
+type Via string
+
+// The channels signoff takes decisions through.
+const (
+	ViaSlack Via = "slack" // a click or a modal in Slack
+	ViaCLI   Via = "cli"   // signoff approve
+)
+
 // Decision is one approver's verdict on one request, stored once per approver.
 type Decision struct {
 	ID            int64
@@ -169,7 +179,7 @@ type Decision struct {
 	Verdict       Verdict
 	Reason        string
 	EditedArgs    []byte // JSON of the edited actions' arguments, when the approver edited
-	Via           string // slack, cli, api
+	Via           Via
 	PayloadDigest string // sha256 of the request body that carried it, when there was one
 	At            time.Time
 	Seal

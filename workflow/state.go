@@ -121,7 +121,7 @@ type DecisionRecord struct {
 	Verdict   Verdict   `json:"verdict"`
 	Reason    string    `json:"reason,omitempty"`
 	Edited    bool      `json:"edited,omitempty"`
-	Via       string    `json:"via"`
+	Via       Via       `json:"via"`
 	At        time.Time `json:"at"`
 }
 

@@ -66,7 +66,7 @@ type DecisionView struct {
 	Decision  Verdict         `json:"decision"`
 	Reason    string          `json:"reason,omitempty"`
 	Edited    json.RawMessage `json:"edited_args,omitempty"`
-	Via       string          `json:"via"`
+	Via       Via             `json:"via"`
 	At        time.Time       `json:"at"`
 }
 

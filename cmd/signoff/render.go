@@ -179,7 +179,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		if len(d.Edited) > 0 {
 			verb = "edit"
 		}
-		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(d.Via), d.At.Format(time.RFC3339))
+		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(string(d.Via)), d.At.Format(time.RFC3339))
 		if len(d.Edited) > 0 {
 			line += " to " + term(redactEdited(shown, v.Actions, d.Edited))
 		}

@@ -109,7 +109,7 @@ func Suspend(ctx context.Context, eng *workflow.Engine) (string, error) {
 
 // Decide approves a waiting run.
 func Decide(ctx context.Context, eng *workflow.Engine, id string) error {
-	run, err := eng.Decide(ctx, workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: Approver}, Verdict: workflow.VerdictApprove, Via: "cli"})
+	run, err := eng.Decide(ctx, workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: Approver}, Verdict: workflow.VerdictApprove, Via: workflow.ViaCLI})
 	if err != nil {
 		return fmt.Errorf("decide: %w", err)
 	}
