@@ -85,7 +85,7 @@ type Transition struct {
 	Run     *Run
 	State   *State
 	From    Status
-	Event   Event
+	Event   Event // one of Events
 	Request *ApprovalRequest
 }
 
