@@ -186,7 +186,7 @@ func logAudit(ctx context.Context, store workflow.Store, changes *workflow.Chang
 	rounds(ctx, changes, poll, func(ctx context.Context) {
 		err := eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: after}, func(e *workflow.AuditEvent) error {
 			l := newAuditLine(e)
-			log.Info("audit_event", "seq", l.Seq, "run_id", l.RunID, "actor", l.Actor, "action", l.Action,
+			log.Info("audit_event", "seq", l.Seq, "run_id", l.RunID, "actor", l.Actor, "action", string(l.Action),
 				"detail", string(l.Detail), "at", l.At, "prev_hash", l.PrevHash, "hash", l.Hash,
 				"checkpoint_seq", l.CheckpointSeq, "checkpoint_hash", l.CheckpointHash, "key_id", l.KeyID, "mac", l.MAC)
 			after = e.Seq
