@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signoff-dev/signoff/internal/benchkit"
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -61,7 +62,7 @@ func benchBare(b *testing.B, conc int) {
 	now := time.Now()
 	eng := &benchEngine{}
 	srv := newServer(eng, ServerConfig{
-		SigningSecret: hSecret, AppID: hAppID, TeamID: hTeamID, Clock: func() time.Time { return now }, Slack: &fakeSlackActions{},
+		SigningSecret: hSecret, AppID: hAppID, TeamID: hTeamID, Clock: clocktest.New(now), Slack: &fakeSlackActions{},
 	})
 	e := echo.New()
 	srv.Register(e)

@@ -79,7 +79,7 @@ func (s *Server) approve(ctx context.Context, c *click, log *slog.Logger) {
 	}
 	run, err := s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: c.ref.RunID, RequestID: c.ref.RequestID, Fingerprint: c.ref.Fingerprint,
-		Approver: c.who, Verdict: workflow.VerdictApprove, Via: "slack", PayloadDigest: c.digest,
+		Approver: c.who, Verdict: workflow.VerdictApprove, Via: workflow.ViaSlack, PayloadDigest: c.digest,
 	})
 	if err != nil {
 		s.tell(ctx, c, s.refusal(ctx, c.ref, err, log), log)
@@ -299,7 +299,7 @@ func (s *Server) submitReject(ctx context.Context, ic *Interaction, digest strin
 	}
 	_, err = s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: ref.RunID, RequestID: ref.RequestID, Fingerprint: ref.Fingerprint, Approver: who,
-		Verdict: workflow.VerdictReject, Reason: reason, Via: "slack", PayloadDigest: digest,
+		Verdict: workflow.VerdictReject, Reason: reason, Via: workflow.ViaSlack, PayloadDigest: digest,
 	})
 	if err != nil {
 		return modalErrors(map[string]string{blockReason: mdToPlain(s.refusal(ctx, ref, err, log))}), nil
@@ -373,7 +373,7 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 	_, err = s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: ref.RunID, RequestID: ref.RequestID, Fingerprint: ref.Fingerprint, Approver: who,
 		Verdict: workflow.VerdictApprove, Reason: strings.TrimSpace(state[blockReason][inputReason].Value),
-		Edit: ch.args, EditIndex: ch.index, Via: "slack", PayloadDigest: digest,
+		Edit: ch.args, EditIndex: ch.index, Via: workflow.ViaSlack, PayloadDigest: digest,
 	})
 	if err != nil {
 		return modalErrors(map[string]string{editBlockID(ch.index): mdToPlain(s.refusal(ctx, ref, err, log))}), nil

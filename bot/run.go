@@ -37,8 +37,8 @@ func (d *Dispatcher) Loops(changes *workflow.Changes, poll time.Duration) []*wor
 // wallNow is the dispatcher's clock as it is, not truncated to the store's
 // precision: what ForgetSeen compares windows with.
 func (d *Dispatcher) wallNow() time.Time {
-	if d.Now != nil {
-		return d.Now()
+	if d.Clock != nil {
+		return d.Clock.Now()
 	}
 	return time.Now()
 }

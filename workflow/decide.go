@@ -24,7 +24,7 @@ type DecideInput struct {
 	// policy again.
 	Edit          json.RawMessage
 	EditIndex     int
-	Via           string // slack, cli, api
+	Via           Via
 	PayloadDigest string
 }
 
@@ -96,7 +96,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 		return nil, fmt.Errorf("decide run %s: %w", in.RunID, err)
 	}
 	e.fail("after-decision-commit")
-	e.log.Info("decision recorded", "run_id", run.ID, "approver", actor, "verdict", string(in.Verdict), "via", in.Via, "status", string(run.Status))
+	e.log.Info("decision recorded", "run_id", run.ID, "approver", actor, "verdict", string(in.Verdict), "via", string(in.Via), "status", string(run.Status))
 	return run, nil
 }
 
@@ -140,7 +140,7 @@ func validateDecision(in DecideInput) *RefusedError {
 		return refused(CodeInvalidInput, in.RunID, "the channel of the decision (via) is required")
 	}
 	if field := badText(map[string]string{"run id": in.RunID, "who": in.Approver.ID, "name": in.Approver.Name, "reason": in.Reason,
-		"request id": in.RequestID, "fingerprint": in.Fingerprint, "via": in.Via}); field != "" {
+		"request id": in.RequestID, "fingerprint": in.Fingerprint, "via": string(in.Via)}); field != "" {
 		return refused(CodeInvalidInput, in.RunID, "the %s must be valid UTF-8 text without NUL characters", field)
 	}
 	if bad := checkLines([]lineField{{"who", in.Approver.ID, true}, {"name", in.Approver.Name, false}}); bad != nil {
@@ -262,8 +262,8 @@ func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalReque
 	if err := tx.UpdateRequest(ctx, req); err != nil {
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
-	return e.save(ctx, tx, l, from, "decided", in.Approver.ID, map[string]string{
-		"verdict": string(in.Verdict), "reason": in.Reason, "via": in.Via, "role": role, "request_id": req.ID,
+	return e.save(ctx, tx, l, from, EventDecided, in.Approver.ID, map[string]string{
+		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
 	}, req)
 }
 
@@ -384,7 +384,7 @@ func (e *Engine) applyEdit(ctx context.Context, tx Tx, l *loaded, req *ApprovalR
 			}
 		}
 	}
-	return e.save(ctx, tx, l, from, "edited", in.Approver.ID, map[string]any{
+	return e.save(ctx, tx, l, from, EventEdited, in.Approver.ID, map[string]any{
 		"index": in.EditIndex, "args": json.RawMessage(p.edited), "fingerprint": p.gate.Fingerprint,
 		"status": l.run.Status, "via": in.Via,
 	}, next)
@@ -440,7 +440,7 @@ func (e *Engine) Cancel(ctx context.Context, id string, by Person, reason string
 			}
 			from := l.run.Status
 			l.run.Status, l.run.Reason = StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
-			if err := e.save(ctx, tx, l, from, "cancelled", by.ID, map[string]string{"reason": reason}, req); err != nil {
+			if err := e.save(ctx, tx, l, from, EventCancelled, by.ID, map[string]string{"reason": reason}, req); err != nil {
 				return err
 			}
 			run = l.run
@@ -492,7 +492,7 @@ func (e *Engine) expire(ctx context.Context, id, actor string) error {
 			}
 			l.run.Status = StatusExpired
 			l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
-			return e.save(ctx, tx, l, StatusWaitingApproval, "expired", actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
+			return e.save(ctx, tx, l, StatusWaitingApproval, EventExpired, actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
 		})
 	})
 	var ie *IntegrityError

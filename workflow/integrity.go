@@ -21,14 +21,14 @@ func checkpointParts(c *Checkpoint) []string {
 }
 
 func requestParts(r *ApprovalRequest) []string {
-	return []string{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role,
+	return []string{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, string(r.Risk), r.Role,
 		strconv.Itoa(r.Count), strconv.FormatBool(r.SelfApproval), strconv.FormatBool(r.Edit),
 		r.RequesterID, ms(r.Deadline), string(r.Status), r.DecidedBy, ms(r.DecidedAt), ms(r.CreatedAt)}
 }
 
 func decisionParts(d *Decision) []string {
 	return []string{d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict),
-		d.Reason, string(d.EditedArgs), d.Via, d.PayloadDigest, ms(d.At)}
+		d.Reason, string(d.EditedArgs), string(d.Via), d.PayloadDigest, ms(d.At)}
 }
 
 func operationParts(op *Operation) []string {

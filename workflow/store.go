@@ -185,7 +185,7 @@ type EndedFilter struct {
 // OutboxFilter selects undelivered outbox messages for ListOutbox.
 type OutboxFilter struct {
 	// Kinds keeps messages of these kinds; empty keeps all.
-	Kinds []string
+	Kinds []OutboxKind
 	// RunID keeps one run's messages; "" keeps all.
 	RunID string
 	// DueBy keeps messages whose NextAttempt is at or before it; zero keeps all.

@@ -47,7 +47,7 @@ type RequestView struct {
 	Fingerprint    string        `json:"fingerprint"`
 	Rule           string        `json:"rule"`
 	PolicyRevision string        `json:"policy_revision"`
-	Risk           string        `json:"risk"`
+	Risk           Risk          `json:"risk"`
 	Role           string        `json:"role"`
 	Count          int           `json:"count"`
 	Deadline       time.Time     `json:"deadline"`
@@ -66,7 +66,7 @@ type DecisionView struct {
 	Decision  Verdict         `json:"decision"`
 	Reason    string          `json:"reason,omitempty"`
 	Edited    json.RawMessage `json:"edited_args,omitempty"`
-	Via       string          `json:"via"`
+	Via       Via             `json:"via"`
 	At        time.Time       `json:"at"`
 }
 
@@ -399,7 +399,7 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Ru
 		st: st,
 	}
 	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, "", "forked", by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
+		return e.save(ctx, tx, l, "", EventForked, by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork run %s at %d: %w", id, seq, err)

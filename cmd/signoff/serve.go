@@ -157,7 +157,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		}
 	}()
 	disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
-		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, time.Now)}
+		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, workflow.SystemClock{})}
 	feed, _ := a.store.(workflow.ChangeFeed)
 	loops := append(a.engine.Loops(so.poll, feed), disp.Loops(a.changes, so.poll)...)
 	loops = append(loops, cb.Loop(a.changes, so.poll))

@@ -461,7 +461,7 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 				t.Errorf("%s: got %v, want %v", r.name, err, r.want)
 			}
 			// The transaction still writes after each refusal.
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-1", Action: r.name}, nil); err != nil {
+			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-1", Action: workflow.Event(r.name)}, nil); err != nil {
 				return fmt.Errorf("audit after refusal %d (%s): %w", i, r.name, err)
 			}
 		}

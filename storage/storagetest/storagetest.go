@@ -1186,7 +1186,7 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 	msgs := map[string]*workflow.OutboxMessage{}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		for _, sp := range specs {
-			m := &workflow.OutboxMessage{RunID: "run-1", Kind: sp.name, NextAttempt: sp.next, CreatedAt: now}
+			m := &workflow.OutboxMessage{RunID: "run-1", Kind: workflow.OutboxKind(sp.name), NextAttempt: sp.next, CreatedAt: now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
 			}
@@ -1203,7 +1203,7 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 		})
 		kinds := make([]string, len(ms))
 		for i, m := range ms {
-			kinds[i] = m.Kind
+			kinds[i] = string(m.Kind)
 		}
 		return kinds
 	}
@@ -1268,7 +1268,7 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 			if sp.name == "callback due" {
 				run = "run-2"
 			}
-			m := &workflow.OutboxMessage{RunID: run, Kind: sp.kind, Payload: []byte(sp.name), NextAttempt: sp.next,
+			m := &workflow.OutboxMessage{RunID: run, Kind: workflow.OutboxKind(sp.kind), Payload: []byte(sp.name), NextAttempt: sp.next,
 				LastError: sp.lastErr, CreatedAt: now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
@@ -1290,12 +1290,14 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 	}{
 		{"every undelivered row", func() workflow.OutboxFilter { return workflow.OutboxFilter{} },
 			[]string{"slack due", "callback failing, later", "callback due", "slack failing, due", "callback failing, due"}},
-		{"one kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"callback"}} },
+		{"one kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}} },
 			[]string{"callback failing, later", "callback due", "callback failing, due"}},
 		{"two kinds", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []string{"slack.post", "slack.update"}}
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"slack.post", "slack.update"}}
 		}, []string{"slack due", "slack failing, due"}},
-		{"due by now", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"callback"}, DueBy: now} },
+		{"due by now", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, DueBy: now}
+		},
 			[]string{"callback due", "callback failing, due"}},
 		{"failing", func() workflow.OutboxFilter { return workflow.OutboxFilter{Failing: true} },
 			[]string{"callback failing, later", "slack failing, due", "callback failing, due"}},
@@ -1305,16 +1307,16 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 		{"the oldest of each run", func() workflow.OutboxFilter { return workflow.OutboxFilter{Heads: true} },
 			[]string{"slack due", "callback due"}},
 		{"the oldest callback of each run, if due", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []string{"callback"}, Heads: true, DueBy: now}
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, Heads: true, DueBy: now}
 		}, []string{"callback due"}},
 		{"the oldest Slack message of each run, if failing", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []string{"slack.post", "slack.update"}, Heads: true, Failing: true}
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"slack.post", "slack.update"}, Heads: true, Failing: true}
 		}, []string{}},
 		{"one run", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []string{"callback"}, RunID: "run-1", Limit: 1}
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, RunID: "run-1", Limit: 1}
 		},
 			[]string{"callback failing, later"}},
-		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"email"}} }, []string{}},
+		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"email"}} }, []string{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
