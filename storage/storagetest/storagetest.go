@@ -296,7 +296,7 @@ func testRequestRoundTrip(t *testing.T, s workflow.Store) {
 			Risk: "high", Role: "team_lead", Count: 2, SelfApproval: true, Edit: true, RequesterID: "agent:resolver",
 			Deadline: odd.Add(72 * time.Hour), Status: workflow.RequestApproved, DecidedBy: "U0LEAD0001",
 			DecidedAt: odd.Add(time.Hour),
-			Version: 9, CreatedAt: odd,
+			Version:   9, CreatedAt: odd,
 		}},
 		{"zero times and false flags", &workflow.ApprovalRequest{ID: "req-min", RunID: "run-1", Status: workflow.RequestPending}},
 	}
