@@ -103,14 +103,14 @@ func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, ha
 		if err != nil {
 			return err
 		}
-		req, err := e.admit(ctx, tx, l, in, role, hasRole)
+		req, decs, err := e.admit(ctx, tx, l, in, role, hasRole)
 		if err != nil {
 			return err
 		}
 		if edit != nil {
 			err = e.applyEdit(ctx, tx, l, req, in, role, edit)
 		} else {
-			err = e.apply(ctx, tx, l, req, in, role)
+			err = e.apply(ctx, tx, l, req, decs, in, role)
 		}
 		if err != nil {
 			return err
@@ -151,7 +151,8 @@ func validateDecision(in DecideInput) *RefusedError {
 // decides. It is the one check of a decision, wherever it comes from: a
 // refusal carries what admit found (see RefusedError), so that nobody needs
 // to check again or read the run again to say why.
-func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *ApprovalRequest, err error) {
+// It also returns the run's decisions as it read them.
+func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *ApprovalRequest, decs []*Decision, err error) {
 	id := l.run.ID
 	var req *ApprovalRequest
 	defer func() {
@@ -165,74 +166,74 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 	}()
 	if in.RequestID != "" {
 		if req, err = e.buttonRequest(ctx, tx, l, in); err != nil {
-			return req, err
+			return req, nil, err
 		}
 	} else {
 		if l.st.Gate == nil || l.st.Gate.RequestID == "" {
-			return nil, refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+			return nil, nil, refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
 		}
 		if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
-			return nil, fmt.Errorf("load approval request of run %s: %w", id, err)
+			return nil, nil, fmt.Errorf("load approval request of run %s: %w", id, err)
 		}
 		if req.Status != RequestPending {
-			return req, alreadyDecided(id, req.Status, req.DecidedBy, req.DecidedAt)
+			return req, nil, alreadyDecided(id, req.Status, req.DecidedBy, req.DecidedAt)
 		}
 		if l.run.Status != StatusWaitingApproval {
-			return req, refused(CodeNotWaiting, id, "the run is %s", l.run.Status)
+			return req, nil, refused(CodeNotWaiting, id, "the run is %s", l.run.Status)
 		}
 	}
 	if !e.now().Before(req.Deadline) {
-		return nil, refused(CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
+		return nil, nil, refused(CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
 	}
 	if !hasRole {
-		return nil, refused(CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
+		return nil, nil, refused(CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
 	}
 	if !e.roles.AtLeast(role, req.Role) {
-		return nil, refused(CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
+		return nil, nil, refused(CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
 	}
 	if a := l.st.Gate.Assignee; a != "" && a != in.Approver.ID && !e.roles.Above(role, req.Role) {
-		return nil, refused(CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
+		return nil, nil, refused(CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
 	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
-		return nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
+		return nil, nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
 	}
 	fp, err := fingerprintOf(l.st, req.Risk, e.policy.Revision())
 	if err != nil {
-		return nil, &IntegrityError{RunID: id, Problem: err.Error()}
+		return nil, nil, &IntegrityError{RunID: id, Problem: err.Error()}
 	}
 	if fp != req.Fingerprint {
 		if e.policy.Revision() != req.PolicyRevision {
-			return nil, refused(CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, e.policy.Revision())
+			return nil, nil, refused(CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, e.policy.Revision())
 		}
-		return nil, refused(CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
+		return nil, nil, refused(CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
 	}
 	if in.Fingerprint != "" {
 		switch ok, short := fingerprintGiven(in.Fingerprint, req.Fingerprint); {
 		case short:
-			return nil, refused(CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, ShortFingerprintLen)
+			return nil, nil, refused(CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, ShortFingerprintLen)
 		case !ok:
 			given, current := DistinctFingerprints(strings.ToLower(strings.TrimSpace(in.Fingerprint)), req.Fingerprint)
-			return nil, refused(CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
+			return nil, nil, refused(CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
 		}
 	}
 	if len(in.Edit) > 0 && !req.Edit {
-		return nil, refused(CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)
+		return nil, nil, refused(CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)
 	}
-	decs, err := tx.Decisions(ctx, id)
+	decs, err = tx.Decisions(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("load decisions of run %s: %w", id, err)
+		return nil, nil, fmt.Errorf("load decisions of run %s: %w", id, err)
 	}
 	if err := e.in.checkRun(ctx, tx, id, nil, []*ApprovalRequest{req}, decs, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, d := range decs {
 		if d.RequestID == req.ID && d.ApproverID == in.Approver.ID {
 			r := refused(CodeAlreadyVoted, id, "%s already decided (%s at %s)", d.ApproverID, d.Verdict, d.At.Format(time.RFC3339))
 			r.By, r.At = d.ApproverID, d.At
-			return nil, r
+			return nil, nil, r
 		}
 	}
-	return req, nil
+	return req, decs, nil
 }
 
 // buttonRequest checks a decision that names its request and fingerprint (a
@@ -343,8 +344,10 @@ func alreadyDecided(runID string, status RequestStatus, by string, at time.Time)
 	return r
 }
 
-// apply records an approve or reject on req and moves the run when it is decided.
-func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalRequest, in DecideInput, role string) error {
+// apply records an approve or reject on req and moves the run when it is
+// decided. decs are the run's decisions before this one, as admit read them
+// in this transaction.
+func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalRequest, decs []*Decision, in DecideInput, role string) error {
 	now := e.now()
 	d := &Decision{
 		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
@@ -359,9 +362,13 @@ func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalReque
 		l.run.Status = StatusRejected
 		l.run.Reason = fmt.Sprintf("rejected by %s: %s", in.Approver.ID, in.Reason)
 	} else {
-		n, err := e.approvals(ctx, tx, l.run.ID, req.ID)
-		if err != nil {
-			return err
+		// This approval and the distinct ones before it: admit refused an
+		// approver who decided already.
+		n := 1
+		for _, d := range decs {
+			if d.RequestID == req.ID && d.Verdict == VerdictApprove {
+				n++
+			}
 		}
 		if n >= req.Count {
 			req.Status = RequestApproved
@@ -394,21 +401,6 @@ func (e *Engine) insertDecision(ctx context.Context, tx Tx, l *loaded, d *Decisi
 		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At,
 	})
 	return nil
-}
-
-// approvals counts the distinct approvals of a request.
-func (e *Engine) approvals(ctx context.Context, tx Tx, runID, reqID string) (int, error) {
-	decs, err := tx.Decisions(ctx, runID)
-	if err != nil {
-		return 0, fmt.Errorf("load decisions of run %s: %w", runID, err)
-	}
-	n := 0
-	for _, d := range decs {
-		if d.RequestID == reqID && d.Verdict == VerdictApprove {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // preparedEdit is an edit validated and checked before the decision's transaction,
