@@ -159,8 +159,13 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 		var r *RefusedError
 		if errors.As(err, &r) {
 			r.RunStatus = l.run.Status
-			if req != nil && r.RequestStatus == "" {
-				r.RequestStatus, r.Fingerprint = req.Status, req.Fingerprint
+			if req != nil && r.Button != ButtonOtherRun {
+				if r.RequestStatus == "" {
+					r.RequestStatus = req.Status
+				}
+				if r.Fingerprint == "" {
+					r.Fingerprint = req.Fingerprint
+				}
 			}
 		}
 	}()
@@ -292,7 +297,9 @@ func checkButton(runID string, status Status, gateRequest, problem, requestID, f
 	case req.Status == RequestSuperseded:
 		return button(ButtonSuperseded, "this approval request was replaced by a newer one after an edit; decide on the current message")
 	case req.Status != RequestPending:
-		return alreadyDecided(runID, req.Status, req.DecidedBy, req.DecidedAt)
+		r := alreadyDecided(runID, req.Status, req.DecidedBy, req.DecidedAt)
+		r.RunStatus, r.Fingerprint = status, req.Fingerprint
+		return r
 	case problem != "":
 		r := refused(CodeIntegrity, runID, "stored state failed its integrity check; the run needs attention: %s", problem)
 		r.RunStatus = status
