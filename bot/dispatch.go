@@ -287,8 +287,9 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	loc := &workflow.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
 	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertMessageLocation(ctx, loc) })
 	if errors.Is(err, workflow.ErrDuplicate) {
-		// Another delivery posted the request first (two sweeps queued its
-		// post at once): its message is the one that is kept up to date.
+		// Another delivery of the post recorded its message first (a claim
+		// that ran out while this one was on its way): that message is the
+		// one kept up to date.
 		d.log().Warn("slack message posted twice; the first stays the request's message", "run_id", v.ID, "request_id", r.ID, "channel", ch, "ts", ts)
 		return nil
 	}
