@@ -282,19 +282,16 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	if sum, err := renderingDigest(blocks, text); err == nil {
 		d.remember(ch+"/"+ts, sum)
 	}
-	for attempt := 0; ; attempt++ {
-		err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
-			req, err := tx.Request(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			req.Channel, req.MessageTS = ch, ts
-			return tx.UpdateRequest(ctx, req)
-		})
-		// The request may have been decided in the meantime; read it again.
-		if !errors.Is(err, workflow.ErrConflict) || attempt == 5 {
-			break
-		}
+	// Where the message went is a record of its own, so recording it races
+	// no decision: the request row is the engine's alone.
+	loc := &workflow.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
+	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertMessageLocation(ctx, loc) })
+	if errors.Is(err, workflow.ErrDuplicate) {
+		// Another delivery of the post recorded its message first (a claim
+		// that ran out while this one was on its way): that message is the
+		// one kept up to date.
+		d.log().Warn("slack message posted twice; the first stays the request's message", "run_id", v.ID, "request_id", r.ID, "channel", ch, "ts", ts)
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("record message %s of request %s: %w", ts, r.ID, err)

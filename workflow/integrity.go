@@ -10,9 +10,9 @@ import (
 )
 
 // What each kind of record's MAC covers. A MAC covers everything that says
-// what happened, and nothing that says only where a message was posted
-// (channel, message ts) or which write came last (version), so that the
-// Slack outbox can record its post without the key.
+// what happened, and nothing that says which write came last (version).
+// Where a message was posted is a record of its own (MessageLocation),
+// unsealed: see there why.
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 

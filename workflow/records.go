@@ -142,11 +142,24 @@ type ApprovalRequest struct {
 	Status         RequestStatus
 	DecidedBy      string
 	DecidedAt      time.Time
-	Channel        string // where the request was posted, when it was
-	MessageTS      string
 	Version        int64
 	CreatedAt      time.Time
 	Seal
+}
+
+// MessageLocation is where the message of an approval request was posted.
+// It is a record of its own, written once by the delivery that posted the
+// message, so that the request row has one writer, the engine, and a
+// decision never races a delivery. It is not sealed: it says nothing about
+// what was approved (a button carries its run, request and fingerprint, and
+// a message is always rendered from its own run), and the delivery that
+// writes it need not hold the key.
+type MessageLocation struct {
+	RequestID string
+	RunID     string
+	Channel   string
+	TS        string // the message's ts, which names it in its channel
+	PostedAt  time.Time
 }
 
 // Verdict is what one approver said.

@@ -133,10 +133,18 @@ func (e *Engine) viewRest(ctx context.Context, tx Tx, v *RunView) (*RunView, err
 		if err != nil {
 			return fmt.Errorf("load requests of run %s: %w", id, err)
 		}
+		locs, err := tx.MessageLocations(ctx, id)
+		if err != nil {
+			return fmt.Errorf("load message locations of run %s: %w", id, err)
+		}
 		for _, r := range reqs {
 			rv := RequestView{ID: r.ID, Status: r.Status, Fingerprint: r.Fingerprint, Rule: r.Rule, PolicyRevision: r.PolicyRevision,
-				Risk: r.Risk, Role: r.Role, Count: r.Count, Deadline: r.Deadline, DecidedBy: r.DecidedBy,
-				Channel: r.Channel, MessageTS: r.MessageTS}
+				Risk: r.Risk, Role: r.Role, Count: r.Count, Deadline: r.Deadline, DecidedBy: r.DecidedBy}
+			for _, l := range locs {
+				if l.RequestID == r.ID {
+					rv.Channel, rv.MessageTS = l.Channel, l.TS
+				}
+			}
 			if !r.DecidedAt.IsZero() {
 				t := r.DecidedAt
 				rv.DecidedAt = &t

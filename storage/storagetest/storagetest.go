@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"PruneCheckpoints", testPruneCheckpoints},
 		{"OutboxForRun", testOutboxForRun},
 		{"CountRuns", testCountRuns},
+		{"MessageLocations", testMessageLocations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,8 +295,8 @@ func testRequestRoundTrip(t *testing.T, s workflow.Store) {
 			ID: "req-full", RunID: "run-1", Fingerprint: "fp", Rule: "large-refund", PolicyRevision: "2026-11-29.1",
 			Risk: "high", Role: "team_lead", Count: 2, SelfApproval: true, Edit: true, RequesterID: "agent:resolver",
 			Deadline: odd.Add(72 * time.Hour), Status: workflow.RequestApproved, DecidedBy: "U0LEAD0001",
-			DecidedAt: odd.Add(time.Hour), Channel: "C0APPROVALS", MessageTS: "1732872000.000100",
-			Version: 9, CreatedAt: odd,
+			DecidedAt: odd.Add(time.Hour),
+			Version:   9, CreatedAt: odd,
 		}},
 		{"zero times and false flags", &workflow.ApprovalRequest{ID: "req-min", RunID: "run-1", Status: workflow.RequestPending}},
 	}
@@ -788,7 +789,6 @@ func testCompareAndSet(t *testing.T, s workflow.Store) {
 				v.DecidedBy = fmt.Sprintf("U%d", n)
 				v.DecidedAt = odd.Add(time.Duration(n) * time.Minute)
 				v.Deadline = odd.Add(time.Duration(n) * time.Hour)
-				v.Channel, v.MessageTS = fmt.Sprintf("C%d", n), fmt.Sprintf("17328720%02d.000100", n)
 				v.Count = n
 				v.SelfApproval, v.Edit = n%2 == 1, n%2 == 0
 			},
