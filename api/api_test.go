@@ -488,11 +488,11 @@ func TestRateLimit(t *testing.T) {
 	if a := h.do("GET", "/v1/runs", tokOther, "", nil, false); a.status != 200 {
 		t.Errorf("another token: %d", a.status)
 	}
-	h.clock.Add(9500 * time.Millisecond)
+	h.clock.Advance(9500 * time.Millisecond)
 	if a := h.do("GET", "/v1/runs", tokAll, "", nil, false); a.status != 429 || a.header.Get("Retry-After") != "1" {
 		t.Errorf("half a second early: %d Retry-After %q", a.status, a.header.Get("Retry-After"))
 	}
-	h.clock.Add(500 * time.Millisecond)
+	h.clock.Advance(500 * time.Millisecond)
 	if a := h.do("GET", "/v1/runs", tokAll, "", nil, false); a.status != 200 {
 		t.Errorf("after Retry-After: %d %s", a.status, a.body)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/signoff-dev/signoff/workflow"
 	"golang.org/x/time/rate"
 )
 
@@ -67,7 +68,7 @@ type guard struct {
 	tokens []Token
 	r      rate.Limit
 	burst  int
-	now    func() time.Time
+	clock  workflow.Clock
 
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
@@ -82,7 +83,7 @@ func newGuard(cfg Config) *guard {
 	if cfg.Rate <= 0 {
 		r = DefaultRate
 	}
-	return &guard{tokens: cfg.Tokens, r: r, burst: burst, now: cfg.Now, buckets: map[string]*rate.Limiter{}}
+	return &guard{tokens: cfg.Tokens, r: r, burst: burst, clock: cfg.Clock, buckets: map[string]*rate.Limiter{}}
 }
 
 // find returns the configured token whose hash is the SHA-256 of secret. It
@@ -112,7 +113,7 @@ func (g *guard) allow(id string) (ok bool, retry time.Duration) {
 		g.buckets[id] = lim
 	}
 	g.mu.Unlock()
-	now := g.now()
+	now := g.clock.Now()
 	res := lim.ReserveN(now, 1)
 	if !res.OK() {
 		return false, time.Second

@@ -22,6 +22,7 @@ import (
 
 	"github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/api/client"
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -56,25 +57,12 @@ func (r *recorder) Lookup(context.Context, string) (workflow.Receipt, bool, erro
 	return workflow.Receipt{}, false, nil
 }
 
-// clock is the rate limiter's clock; it moves only when a test moves it.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type harness struct {
 	t      *testing.T
 	engine *workflow.Engine
 	store  *sqlite.Store
 	srv    *httptest.Server
-	clock  *clock
+	clock  *clocktest.Clock // the rate limiter's; it moves only when a test moves it
 	conf   *conformance
 	api    *api.Server
 }
@@ -125,8 +113,8 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		return api.Token{ID: id, SHA256: sha256.Sum256([]byte(secret)), Requester: requester, Scopes: scopes}
 	}
 	all := []string{api.ScopeSubmit, api.ScopeRead, api.ScopeCancel}
-	clk := &clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	ac := api.Config{Engine: e, Now: clk.Now, Rate: o.rate, Burst: o.burst, Tokens: []api.Token{
+	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	ac := api.Config{Engine: e, Clock: clk, Rate: o.rate, Burst: o.burst, Tokens: []api.Token{
 		tok("all", tokAll, "agent:resolver", all...),
 		tok("read", tokRead, "agent:resolver", api.ScopeRead),
 		tok("other", tokOther, "agent:other", all...),

@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -25,8 +24,8 @@ type Config struct {
 	// (DefaultRate and DefaultBurst when not set).
 	Rate   float64
 	Burst  int
-	Logger *slog.Logger     // defaults to discarding
-	Now    func() time.Time // the rate limiter's clock; defaults to time.Now
+	Logger *slog.Logger   // defaults to discarding
+	Clock  workflow.Clock // the rate limiter's clock; defaults to workflow.SystemClock
 }
 
 // Server is the API: a handler of /v1/… paths.
@@ -51,8 +50,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = workflow.SystemClock{}
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

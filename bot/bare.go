@@ -12,8 +12,8 @@ import (
 // NewBareServer is the Slack handler in front of an engine that keeps
 // nothing: every run it is asked about is v, and a decision is counted and
 // answered as recorded. `signoff bench` sets it beside the real handler, to
-// show what the HTTP edge (signature, strict parse, organisation and role
-// checks) costs by itself. cfg.Engine gives the roles; its store is not used.
+// show what the HTTP edge (signature, strict parse, organisation check)
+// costs by itself. cfg.Engine gives the roles; its store is not used.
 func NewBareServer(cfg ServerConfig, v *workflow.RunView) (*Server, *atomic.Int64, error) {
 	if _, err := NewServer(cfg); err != nil {
 		return nil, nil, err

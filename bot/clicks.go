@@ -72,14 +72,14 @@ func (s *Server) blockAction(ctx context.Context, ic *Interaction, digest string
 	return Response{}, nil
 }
 
+// approve asks the engine to decide, and nothing else: Decide is the one
+// check of a click (request, fingerprint, status, deadline, role,
+// self-approval), and its refusal says what it found, which refusal words
+// without reading the run again.
 func (s *Server) approve(ctx context.Context, c *click, log *slog.Logger) {
-	if _, msg := s.lookup(ctx, c.ref, log); msg != "" {
-		s.tell(ctx, c, msg, log)
-		return
-	}
 	run, err := s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: c.ref.RunID, RequestID: c.ref.RequestID, Fingerprint: c.ref.Fingerprint,
-		Approver: c.who, Verdict: workflow.VerdictApprove, Via: "slack", PayloadDigest: c.digest,
+		Approver: c.who, Verdict: workflow.VerdictApprove, Via: workflow.ViaSlack, PayloadDigest: c.digest,
 	})
 	if err != nil {
 		s.tell(ctx, c, s.refusal(ctx, c.ref, err, log), log)
@@ -132,38 +132,18 @@ func (s *Server) openModal(ctx context.Context, c *click, view slack.ModalViewRe
 	}
 }
 
-// lookup reads the run a button names and checks the button is its current
-// request with the same fingerprint. It answers nicely and early; the engine
-// checks all of it again inside its compare-and-set. msg is what to tell the
-// clicker when the button cannot act ("" when it can).
+// lookup reads the run a button names, for the form it opens, and checks
+// the button is its current request with the same fingerprint, so that a
+// stale button opens no form. The checks are the engine's: the run as read
+// is put to workflow.CheckButton, whose refusal is worded as a click's.
+// msg is what to tell the clicker when the button cannot act ("" when it can).
 func (s *Server) lookup(ctx context.Context, ref Ref, log *slog.Logger) (v *workflow.RunView, msg string) {
 	v, err := s.eng.Get(ctx, ref.RunID)
+	if err == nil {
+		err = workflow.CheckButton(v, ref.RequestID, ref.Fingerprint)
+	}
 	if err != nil {
 		return nil, s.refusal(ctx, ref, err, log)
-	}
-	var req *workflow.RequestView
-	for i := range v.Requests {
-		if v.Requests[i].ID == ref.RequestID {
-			req = &v.Requests[i]
-		}
-	}
-	switch {
-	case req == nil:
-		return nil, "Nothing changed: this button is not from an approval request of run " + mdCode(v.ID, 100) + "."
-	case req.Fingerprint != ref.Fingerprint:
-		button, current := workflow.DistinctFingerprints(ref.Fingerprint, req.Fingerprint)
-		return nil, fmt.Sprintf("Nothing changed: this button approves fingerprint %s, but the request is for %s. Use the current message.",
-			mdCode(button, 70), mdCode(current, 70))
-	case req.Status == workflow.RequestSuperseded:
-		return nil, "Nothing changed: the arguments were edited since this message was posted, so it asks for a new approval. Use the updated message."
-	case req.Status != workflow.RequestPending:
-		return nil, decidedText(req.Status, req.DecidedBy, req.DecidedAt)
-	case v.Problem != "":
-		return nil, "Nothing changed: the run's stored state failed its integrity check and a person must look at it first."
-	case v.Status != workflow.StatusWaitingApproval:
-		return nil, "Nothing to decide: the run is " + mdEscape(string(v.Status)) + "."
-	case v.Gate == nil || v.Gate.RequestID != ref.RequestID:
-		return nil, "Nothing changed: this run asks for a newer approval. Use the updated message."
 	}
 	return v, ""
 }
@@ -216,21 +196,35 @@ func (s *Server) refusal(ctx context.Context, ref Ref, err error, log *slog.Logg
 		case workflow.CodeExpired:
 			s.refused("deadline")
 		}
+		switch r.Button {
+		case workflow.ButtonOtherRun:
+			return "Nothing changed: this button is not from an approval request of run " + mdCode(ref.RunID, 100) + "."
+		case workflow.ButtonFingerprint:
+			button, current := workflow.DistinctFingerprints(ref.Fingerprint, r.Fingerprint)
+			return fmt.Sprintf("Nothing changed: this button approves fingerprint %s, but the request is for %s. Use the current message.",
+				mdCode(button, 70), mdCode(current, 70))
+		case workflow.ButtonSuperseded:
+			return "Nothing changed: the arguments were edited since this message was posted, so it asks for a new approval. Use the updated message."
+		case workflow.ButtonReplaced:
+			return "Nothing changed: this run asks for a newer approval. Use the updated message."
+		}
 		switch r.Code {
 		case workflow.CodeAlreadyDecided:
-			status := workflow.RequestStatus("decided")
-			if v, gerr := s.eng.Get(ctx, ref.RunID); gerr == nil {
-				for _, q := range v.Requests {
-					if q.ID == ref.RequestID {
-						status = q.Status
-					}
-				}
+			status := r.RequestStatus
+			if status == "" {
+				status = "decided"
 			}
 			var at *time.Time
 			if !r.At.IsZero() {
 				at = &r.At
 			}
 			return decidedText(status, r.By, at)
+		case workflow.CodeIntegrity:
+			return "Nothing changed: the run's stored state failed its integrity check and a person must look at it first."
+		case workflow.CodeNotWaiting:
+			if r.RunStatus != "" {
+				return "Nothing to decide: the run is " + mdEscape(string(r.RunStatus)) + "."
+			}
 		case workflow.CodeAlreadyVoted:
 			return "Nothing changed: you already decided this request " + slackDate(r.At) + "."
 		case workflow.CodeUnknownRun:
@@ -299,7 +293,7 @@ func (s *Server) submitReject(ctx context.Context, ic *Interaction, digest strin
 	}
 	_, err = s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: ref.RunID, RequestID: ref.RequestID, Fingerprint: ref.Fingerprint, Approver: who,
-		Verdict: workflow.VerdictReject, Reason: reason, Via: "slack", PayloadDigest: digest,
+		Verdict: workflow.VerdictReject, Reason: reason, Via: workflow.ViaSlack, PayloadDigest: digest,
 	})
 	if err != nil {
 		return modalErrors(map[string]string{blockReason: mdToPlain(s.refusal(ctx, ref, err, log))}), nil
@@ -373,7 +367,7 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 	_, err = s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: ref.RunID, RequestID: ref.RequestID, Fingerprint: ref.Fingerprint, Approver: who,
 		Verdict: workflow.VerdictApprove, Reason: strings.TrimSpace(state[blockReason][inputReason].Value),
-		Edit: ch.args, EditIndex: ch.index, Via: "slack", PayloadDigest: digest,
+		Edit: ch.args, EditIndex: ch.index, Via: workflow.ViaSlack, PayloadDigest: digest,
 	})
 	if err != nil {
 		return modalErrors(map[string]string{editBlockID(ch.index): mdToPlain(s.refusal(ctx, ref, err, log))}), nil

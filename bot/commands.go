@@ -105,7 +105,7 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 			return reply(s.commandRefusal(err, log))
 		}
 		log.Info("slack extend recorded", "run_id", args[1], "by", d.String())
-		return reply(fmt.Sprintf("The deadline of run %s is now %s (%s).", mdCode(args[1], 100), slackDate(run.Deadline), untilText(s.clock(), run.Deadline)))
+		return reply(fmt.Sprintf("The deadline of run %s is now %s (%s).", mdCode(args[1], 100), slackDate(run.Deadline), untilText(s.clock.Now(), run.Deadline)))
 	case "help":
 		return reply(helpText(cmd.Command))
 	}
@@ -146,7 +146,7 @@ func (s *Server) pending(ctx context.Context, cmd *Command, who workflow.Person,
 	}
 	more := len(runs) > page*pendingPageSize
 	runs = runs[from:min(len(runs), page*pendingPageSize)]
-	now := s.clock()
+	now := s.clock.Now()
 	title := "Waiting for approval"
 	if page > 1 || more {
 		title += fmt.Sprintf(" (page %d)", page)
@@ -249,7 +249,7 @@ func (s *Server) show(ctx context.Context, who workflow.Person, id string, log *
 	if err != nil {
 		return reply(s.commandRefusal(err, log))
 	}
-	rc := RenderContext{Roles: s.eng.Roles(), Redact: Redactor(s.eng), Now: s.clock(), UserGroups: s.groups}
+	rc := RenderContext{Roles: s.eng.Roles(), Redact: Redactor(s.eng), Now: s.clock.Now(), UserGroups: s.groups}
 	// No buttons: an ephemeral copy cannot be rewritten after a decision, so
 	// the posted message stays the one place to decide.
 	return reply(FallbackText(v), renderRun(v, rc, false)...)

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,32 +33,6 @@ const (
 )
 
 var hStart = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-
-// stepClock is a workflow.Clock that moves only when told (or when the engine
-// waits, which it then does at once).
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-var _ workflow.Clock = (*stepClock)(nil)
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.Advance(d)
-	return ctx.Err()
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 func refOf(v *workflow.RunView) Ref {
 	return Ref{RunID: v.ID, RequestID: v.Gate.RequestID, Fingerprint: v.Gate.Fingerprint}

@@ -29,7 +29,7 @@ type Directory struct {
 	groups []roleGroup // highest role first
 	lister UserGroupLister
 	ttl    time.Duration
-	now    func() time.Time
+	clock  workflow.Clock
 
 	mu    sync.Mutex
 	cache map[string]*groupEntry // by group id
@@ -56,11 +56,11 @@ type groupEntry struct {
 // them. lister may be nil when groups is empty. ttl is how long a group's
 // members are trusted; a failed lookup is remembered for a tenth of it, so a
 // Slack outage is not hammered by every click.
-func NewDirectory(roles *workflow.Roles, groups map[string]string, lister UserGroupLister, ttl time.Duration, now func() time.Time) *Directory {
-	if now == nil {
-		now = time.Now
+func NewDirectory(roles *workflow.Roles, groups map[string]string, lister UserGroupLister, ttl time.Duration, clock workflow.Clock) *Directory {
+	if clock == nil {
+		clock = workflow.SystemClock{}
 	}
-	d := &Directory{roles: roles, lister: lister, ttl: ttl, now: now, cache: map[string]*groupEntry{}}
+	d := &Directory{roles: roles, lister: lister, ttl: ttl, clock: clock, cache: map[string]*groupEntry{}}
 	for role, group := range groups {
 		rank, ok := roles.Rank(role)
 		if !ok || group == "" {
@@ -120,7 +120,7 @@ func (d *Directory) member(ctx context.Context, group, userID string) (bool, err
 
 	e.fetch.Lock()
 	defer e.fetch.Unlock()
-	now := d.now()
+	now := d.clock.Now()
 	fresh := d.ttl
 	if e.err != nil {
 		fresh = d.ttl / 10

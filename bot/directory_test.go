@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -54,8 +55,8 @@ func TestDirectoryRoles(t *testing.T) {
 		"S0LEADS001": {"U0INGROUP1", leadGrace, "U0BOTHGRP1"},
 		"S0MGRS0001": {"U0BOTHGRP1", "U0MGRGRP01"},
 	}}
-	clock := &stepClock{now: hStart}
-	d := NewDirectory(dirRoles(t), map[string]string{"team_lead": "S0LEADS001", "manager": "S0MGRS0001", "ghost": "S0GHOST001"}, lister, 5*time.Minute, clock.Now)
+	clock := clocktest.New(hStart)
+	d := NewDirectory(dirRoles(t), map[string]string{"team_lead": "S0LEADS001", "manager": "S0MGRS0001", "ghost": "S0GHOST001"}, lister, 5*time.Minute, clock)
 	for _, tc := range []struct {
 		user, role string
 		ok         bool
@@ -95,8 +96,8 @@ func TestDirectoryRoles(t *testing.T) {
 
 func TestDirectoryFailsClosed(t *testing.T) {
 	lister := &fakeLister{err: errors.New("slack: plan_upgrade_required")}
-	clock := &stepClock{now: hStart}
-	d := NewDirectory(dirRoles(t), map[string]string{"team_lead": "S0LEADS001"}, lister, 10*time.Minute, clock.Now)
+	clock := clocktest.New(hStart)
+	d := NewDirectory(dirRoles(t), map[string]string{"team_lead": "S0LEADS001"}, lister, 10*time.Minute, clock)
 	// Not in the config: the error, never "no role" and never a role.
 	role, ok, err := d.RoleOf(context.Background(), "U0INGROUP1")
 	if !errors.Is(err, ErrRoleLookup) || ok || role != "" {
@@ -118,7 +119,7 @@ func TestDirectoryFailsClosed(t *testing.T) {
 		t.Fatalf("after Slack is back: %q %v %v", role, ok, err)
 	}
 	// No lister at all with groups configured: fail closed too.
-	d = NewDirectory(dirRoles(t), map[string]string{"team_lead": "S0LEADS001"}, nil, time.Minute, clock.Now)
+	d = NewDirectory(dirRoles(t), map[string]string{"team_lead": "S0LEADS001"}, nil, time.Minute, clock)
 	if _, _, err := d.RoleOf(context.Background(), "U0INGROUP1"); !errors.Is(err, ErrRoleLookup) {
 		t.Fatalf("no lister: %v", err)
 	}

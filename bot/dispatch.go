@@ -42,7 +42,7 @@ type Dispatcher struct {
 	Slack   Poster
 	Channel string
 	Render  Renderer
-	Now     func() time.Time
+	Clock   workflow.Clock // defaults to workflow.SystemClock
 	Logger  *slog.Logger
 	// ClaimFor is how long a claimed row is left to its claimer before another
 	// may take it (a replica that died mid-delivery).
@@ -67,7 +67,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 		var err error
 		// Only its own kinds: rows of another dispatcher (callbacks waiting
 		// behind a failing one) must not fill the round.
-		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{KindPost, KindUpdate}, DueBy: now, Limit: limit})
+		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
 		return err
 	})
 	if err != nil {
@@ -97,8 +97,8 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 }
 
 func (d *Dispatcher) now() time.Time {
-	if d.Now != nil {
-		return d.Now().UTC().Truncate(time.Millisecond)
+	if d.Clock != nil {
+		return d.Clock.Now().UTC().Truncate(time.Millisecond)
 	}
 	return time.Now().UTC().Truncate(time.Millisecond)
 }
@@ -282,19 +282,16 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	if sum, err := renderingDigest(blocks, text); err == nil {
 		d.remember(ch+"/"+ts, sum)
 	}
-	for attempt := 0; ; attempt++ {
-		err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
-			req, err := tx.Request(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			req.Channel, req.MessageTS = ch, ts
-			return tx.UpdateRequest(ctx, req)
-		})
-		// The request may have been decided in the meantime; read it again.
-		if !errors.Is(err, workflow.ErrConflict) || attempt == 5 {
-			break
-		}
+	// Where the message went is a record of its own, so recording it races
+	// no decision: the request row is the engine's alone.
+	loc := &workflow.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
+	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertMessageLocation(ctx, loc) })
+	if errors.Is(err, workflow.ErrDuplicate) {
+		// Another delivery of the post recorded its message first (a claim
+		// that ran out while this one was on its way): that message is the
+		// one kept up to date.
+		d.log().Warn("slack message posted twice; the first stays the request's message", "run_id", v.ID, "request_id", r.ID, "channel", ch, "ts", ts)
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("record message %s of request %s: %w", ts, r.ID, err)
@@ -315,13 +312,16 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 // NewRenderer renders a run's messages with RenderRun, except the message of a
 // request that an edit replaced by a newer one: that gets a short note, since
 // its buttons would otherwise act on the new request.
-func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]string, now func() time.Time) Renderer {
+func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]string, clock workflow.Clock) Renderer {
+	if clock == nil {
+		clock = workflow.SystemClock{}
+	}
 	return func(v *workflow.RunView, r workflow.RequestView) ([]slack.Block, string) {
 		if v.Gate != nil && v.Gate.RequestID != "" && v.Gate.RequestID != r.ID {
 			text := fmt.Sprintf("Run %s: this request was replaced after an edit; see the newer message.", v.ID)
 			return []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", text, false, false), nil, nil)}, text
 		}
-		rc := RenderContext{Roles: roles, Redact: Redactor(specs), Now: now(), UserGroups: groups}
+		rc := RenderContext{Roles: roles, Redact: Redactor(specs), Now: clock.Now(), UserGroups: groups}
 		return RenderRun(v, rc), FallbackText(v)
 	}
 }

@@ -86,7 +86,7 @@ func newDispatchHarness(t *testing.T) *dispatchHarness {
 	h := &dispatchHarness{engine: e, noSlack: noSlack, store: store, shop: shop, slack: fs, clock: clock}
 	h.disp = &bot.Dispatcher{
 		Store: store, Engine: e, Slack: bot.NewAPI("xoxb-test", fs.URL(), 5*time.Second), Channel: "C0APPROVALS",
-		Now: clock.Now, Render: testRender,
+		Clock: clock, Render: testRender,
 	}
 	return h
 }
@@ -306,7 +306,7 @@ func TestEditThatLowersTheRiskStillRewritesTheMessage(t *testing.T) {
 	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
 		t.Fatal(err)
 	}
-	h.disp.Render = bot.NewRenderer(h.engine, h.engine.Roles(), nil, h.clock.Now)
+	h.disp.Render = bot.NewRenderer(h.engine, h.engine.Roles(), nil, h.clock)
 	h.deliver(t)
 	msgs := h.slack.Messages()
 	if len(msgs) != 1 || msgs[0].Updates == 0 || strings.Contains(msgs[0].Blocks, "signoff_approve") || strings.Contains(msgs[0].Blocks, "replaced") {
@@ -475,7 +475,7 @@ func TestWaitingRunsWithoutAMessageArePosted(t *testing.T) {
 			ctx := context.Background()
 			disps := []*bot.Dispatcher{h.disp}
 			for range tc.replicas - 1 {
-				disps = append(disps, &bot.Dispatcher{Store: h.store, Engine: h.engine, Slack: h.disp.Slack, Channel: h.disp.Channel, Now: h.clock.Now, Render: testRender})
+				disps = append(disps, &bot.Dispatcher{Store: h.store, Engine: h.engine, Slack: h.disp.Slack, Channel: h.disp.Channel, Clock: h.clock, Render: testRender})
 			}
 			errs := make(chan error, len(disps))
 			counts := make(chan int, len(disps))

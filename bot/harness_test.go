@@ -20,6 +20,7 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/fixtures"
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -78,7 +79,7 @@ func (f *fakeSlackActions) Views() []openedView {
 type slackHarness struct {
 	t     testing.TB
 	ctx   context.Context
-	clock *stepClock
+	clock *clocktest.Clock
 	eng   *workflow.Engine
 	shop  *demo.Shop
 	srv   *Server
@@ -94,7 +95,7 @@ func newSlackHarness(t testing.TB, opts ...harnessOption) *slackHarness {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	clock := &stepClock{now: hStart}
+	clock := clocktest.New(hStart)
 	cfg := config.Default()
 	store, err := sqlite.Open(ctx, filepath.Join(dir, "signoff.db"))
 	if err != nil {
@@ -106,7 +107,7 @@ func newSlackHarness(t testing.TB, opts ...harnessOption) *slackHarness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { shopDB.Close() })
-	shop, err := demo.OpenShop(ctx, shopDB, clock.Now)
+	shop, err := demo.OpenShop(ctx, shopDB, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func newSlackHarness(t testing.TB, opts ...harnessOption) *slackHarness {
 	acts := &fakeSlackActions{}
 	scfg := ServerConfig{
 		Engine: eng, SigningSecret: hSecret, AppID: hAppID, TeamID: hTeamID, EnterpriseID: hEnterpriseID,
-		Clock: clock.Now, Slack: acts,
+		Clock: clock, Slack: acts,
 	}
 	for _, o := range opts {
 		o(&scfg)

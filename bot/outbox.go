@@ -10,8 +10,8 @@ import (
 
 // Outbox kinds: what the dispatcher does with a row.
 const (
-	KindPost   = "slack.post"   // post the approval message of a request
-	KindUpdate = "slack.update" // rewrite every posted message of a run from its current state
+	KindPost   workflow.OutboxKind = "slack.post"   // post the approval message of a request
+	KindUpdate workflow.OutboxKind = "slack.update" // rewrite every posted message of a run from its current state
 )
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
@@ -29,13 +29,15 @@ type Outbox struct{}
 var _ workflow.Hook = Outbox{}
 
 // events after which a posted message no longer shows the run as it is.
-var updateEvents = map[string]bool{
-	"decided": true, "edited": true, "cancelled": true, "expired": true, "finished": true,
-	"needs_attention": true, "reassigned": true, "extended": true, "executed": true, "reconciled": true,
+var updateEvents = map[workflow.Event]bool{
+	workflow.EventDecided: true, workflow.EventEdited: true, workflow.EventCancelled: true,
+	workflow.EventExpired: true, workflow.EventFinished: true, workflow.EventNeedsAttention: true,
+	workflow.EventReassigned: true, workflow.EventExtended: true, workflow.EventExecuted: true,
+	workflow.EventReconciled: true,
 }
 
 // events that create a request a person must see.
-var postEvents = map[string]bool{"submitted": true, "proposed": true, "edited": true}
+var postEvents = map[workflow.Event]bool{workflow.EventSubmitted: true, workflow.EventProposed: true, workflow.EventEdited: true}
 
 // OnTransition queues a post when a transition creates a pending request, and a
 // rewrite after every change of a run that was ever put to a person, whatever
@@ -63,7 +65,7 @@ func (Outbox) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Trans
 	return nil
 }
 
-func enqueue(ctx context.Context, tx workflow.Tx, run *workflow.Run, kind string, p OutboxPayload) error {
+func enqueue(ctx context.Context, tx workflow.Tx, run *workflow.Run, kind workflow.OutboxKind, p OutboxPayload) error {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode %s of run %s: %w", kind, p.RunID, err)

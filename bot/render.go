@@ -460,7 +460,7 @@ func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
 	return f
 }
 
-func riskText(risk string) string {
+func riskText(risk workflow.Risk) string {
 	switch risk {
 	case workflow.RiskHigh:
 		return ":red_circle: high risk"
@@ -469,7 +469,7 @@ func riskText(risk string) string {
 	case workflow.RiskLow:
 		return ":large_green_circle: low risk"
 	}
-	return mdEscape(risk) + " risk"
+	return mdEscape(string(risk)) + " risk"
 }
 
 func whoMayApprove(g *workflow.Gate, rc RenderContext) string {

@@ -85,7 +85,7 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 	ctx := c.Request().Context()
 	ts := c.Request().Header.Get(HeaderTimestamp) // digits only: verified above
 	secs, _ := strconv.ParseInt(ts, 10, 64)
-	now := s.clock()
+	now := s.clock.Now()
 	req := &workflow.SeenRequest{Digest: signedDigest(ts, raw), CreatedAt: now,
 		ExpiresAt: time.Unix(secs, 0).Add(MaxSkew + ReplayMargin)}
 	first, claimed, err := s.claim(ctx, req)
@@ -144,7 +144,7 @@ func (s *Server) recordAnswer(ctx context.Context, log *slog.Logger, first *work
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerTimeout)
 	defer cancel()
 	r := *first
-	r.AnsweredAt, r.Status, r.ContentType, r.Body = s.clock(), a.status, a.contentType, a.body
+	r.AnsweredAt, r.Status, r.ContentType, r.Body = s.clock.Now(), a.status, a.contentType, a.body
 	if err := s.seen.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.AnswerRequest(ctx, &r) }); err != nil {
 		log.Error("record the answer of a slack request", "err", err)
 	}

@@ -25,11 +25,11 @@ type unposted struct {
 // waited while no process queued their message: submitted before the config
 // had a slack section, or by a process without one.
 //
-// Several replicas may sweep at once without posting twice: a request is
-// queued only if, in one snapshot, it had no message and no undelivered post
-// row, and the row is written with a compare-and-set on the request's version
-// as read in that snapshot; whatever wrote the request since (another sweep,
-// the dispatcher recording its message, a decision) makes it lose.
+// Several replicas may sweep at once without posting twice: a request found
+// without a message and without an undelivered post row is checked again in
+// the transaction that queues its post, after reading its run there, which
+// locks the run's row (SQLite has one writer): two sweeps take turns, and the
+// second finds the first's row. Nothing but the outbox row is written.
 //
 // Runs found settled are remembered with the time of their last change, so
 // that later sweeps read only runs that are new or changed.
@@ -80,9 +80,13 @@ func (d *Dispatcher) unpostedIn(ctx context.Context, tx workflow.Tx, f workflow.
 		if err != nil {
 			return nil, nil, fmt.Errorf("list requests of run %s: %w", run.ID, err)
 		}
+		posted, err := postedRequests(ctx, tx, run.ID)
+		if err != nil {
+			return nil, nil, err
+		}
 		none := true
 		for _, r := range reqs {
-			if r.Status == workflow.RequestPending && r.MessageTS == "" {
+			if r.Status == workflow.RequestPending && !posted[r.ID] {
 				found, none = append(found, unposted{run, r}), false
 			}
 		}
@@ -99,16 +103,7 @@ func (d *Dispatcher) unpostedIn(ctx context.Context, tx workflow.Tx, f workflow.
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the outbox: %w", err)
 	}
-	queued := map[string]bool{}
-	for _, m := range rows {
-		if m.Kind != KindPost {
-			continue
-		}
-		var p OutboxPayload
-		if json.Unmarshal(m.Payload, &p) == nil {
-			queued[p.RequestID] = true
-		}
-	}
+	queued := queuedPosts(rows)
 	missing := found[:0]
 	for _, u := range found {
 		if queued[u.req.ID] {
@@ -120,8 +115,25 @@ func (d *Dispatcher) unpostedIn(ctx context.Context, tx workflow.Tx, f workflow.
 	return page, missing, nil
 }
 
-// queuePost writes the post row of u's request, unless the request changed
-// since u was read. It reports whether it did.
+// postedRequests says which of a run's requests have a message.
+func postedRequests(ctx context.Context, tx workflow.Tx, runID string) (map[string]bool, error) {
+	locs, err := tx.MessageLocations(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list the messages of run %s: %w", runID, err)
+	}
+	posted := make(map[string]bool, len(locs))
+	for _, l := range locs {
+		posted[l.RequestID] = true
+	}
+	return posted, nil
+}
+
+// errSettled: the request found unposted was posted, queued or decided
+// meanwhile.
+var errSettled = errors.New("the request changed since the sweep read it")
+
+// queuePost writes the post row of u's request, unless it was posted, queued
+// or decided since u was read. It reports whether it did.
 func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 	body, err := json.Marshal(OutboxPayload{RunID: u.run.ID, RequestID: u.req.ID})
 	if err != nil {
@@ -129,13 +141,33 @@ func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 	}
 	now := d.now()
 	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		req := *u.req
-		if err := tx.UpdateRequest(ctx, &req); err != nil {
+		// First the run: in a write transaction its row is locked until the
+		// end, so what follows is read after any sweep or decision before.
+		run, err := tx.Run(ctx, u.run.ID)
+		if err != nil {
 			return err
+		}
+		req, err := tx.Request(ctx, u.req.ID)
+		if err != nil {
+			return err
+		}
+		if run.Status != workflow.StatusWaitingApproval || req.Status != workflow.RequestPending {
+			return errSettled
+		}
+		posted, err := postedRequests(ctx, tx, run.ID)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{KindPost}, RunID: run.ID})
+		if err != nil {
+			return fmt.Errorf("read the outbox of run %s: %w", run.ID, err)
+		}
+		if posted[req.ID] || queuedPosts(rows)[req.ID] {
+			return errSettled
 		}
 		return tx.EnqueueOutbox(ctx, &workflow.OutboxMessage{RunID: u.run.ID, Kind: KindPost, Payload: body, NextAttempt: now, CreatedAt: now})
 	})
-	if errors.Is(err, workflow.ErrConflict) || errors.Is(err, workflow.ErrNotFound) {
+	if errors.Is(err, errSettled) || errors.Is(err, workflow.ErrNotFound) {
 		return false, nil // changed meanwhile: the next sweep reads it again
 	}
 	if err != nil {
@@ -160,4 +192,19 @@ func (d *Dispatcher) settle(run *workflow.Run) {
 		d.checked = map[string]time.Time{}
 	}
 	d.checked[run.ID] = run.UpdatedAt
+}
+
+// queuedPosts says which requests rows hold a post of.
+func queuedPosts(rows []*workflow.OutboxMessage) map[string]bool {
+	queued := map[string]bool{}
+	for _, m := range rows {
+		if m.Kind != KindPost {
+			continue
+		}
+		var p OutboxPayload
+		if json.Unmarshal(m.Payload, &p) == nil {
+			queued[p.RequestID] = true
+		}
+	}
+	return queued
 }

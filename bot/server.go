@@ -52,8 +52,8 @@ type ServerConfig struct {
 	// AppID is required; TeamID or EnterpriseID (or both) too. See Origin for
 	// which requests they admit.
 	AppID, TeamID, EnterpriseID string
-	Clock                       func() time.Time // defaults to time.Now
-	Logger                      *slog.Logger     // defaults to discarding
+	Clock                       workflow.Clock // defaults to workflow.SystemClock
+	Logger                      *slog.Logger   // defaults to discarding
 	Slack                       SlackActions
 	MaxBody                     int64 // defaults to DefaultMaxBody
 	// Directory resolves roles for the read-only commands (/runs pending,
@@ -72,7 +72,7 @@ type Server struct {
 	eng     runEngine
 	secret  string
 	origin  Origin
-	clock   func() time.Time
+	clock   workflow.Clock
 	log     *slog.Logger
 	slack   SlackActions
 	maxBody int64
@@ -112,7 +112,7 @@ func newServer(eng runEngine, cfg ServerConfig) *Server {
 		origin: Origin{AppID: cfg.AppID, TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID},
 	}
 	if s.clock == nil {
-		s.clock = time.Now
+		s.clock = workflow.SystemClock{}
 	}
 	if s.refused == nil {
 		s.refused = func(string) {}
@@ -192,7 +192,7 @@ func (s *Server) readVerified(c echo.Context) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: read body: %v", ErrMalformed, err)
 	}
-	if err := VerifySignature(req.Header, raw, s.secret, s.clock()); err != nil {
+	if err := VerifySignature(req.Header, raw, s.secret, s.clock.Now()); err != nil {
 		s.refused("signature")
 		return nil, fmt.Errorf("%w: %w", errUnsigned, err)
 	}

@@ -747,12 +747,12 @@ func TestNewServerRefusesIncompleteConfig(t *testing.T) {
 func TestRoleLookupFailureIsRefusedClearly(t *testing.T) {
 	h := newSlackHarness(t)
 	lister := &fakeLister{err: errors.New("slack: internal_error")}
-	dir := NewDirectory(h.eng.Roles(), map[string]string{"team_lead": "S0LEADS001"}, lister, time.Minute, h.clock.Now)
+	dir := NewDirectory(h.eng.Roles(), map[string]string{"team_lead": "S0LEADS001"}, lister, time.Minute, h.clock)
 	eng, err := workflow.New(workflow.Config{Store: h.eng.Store(), Policy: h.eng.Policy(), Roles: h.eng.Roles(), Dir: dir, Clock: h.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(ServerConfig{Engine: eng, SigningSecret: hSecret, AppID: hAppID, TeamID: hTeamID, Clock: h.clock.Now, Slack: h.acts, Directory: dir})
+	srv, err := NewServer(ServerConfig{Engine: eng, SigningSecret: hSecret, AppID: hAppID, TeamID: hTeamID, Clock: h.clock, Slack: h.acts, Directory: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/callback"
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
@@ -24,26 +25,6 @@ import (
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-// clock only moves when told to.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Sleep(ctx context.Context, d time.Duration) error { c.Advance(d); return ctx.Err() }
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // target does what it is asked, once per key.
 type target struct{}
@@ -64,7 +45,7 @@ const schema = `{"type":"object","additionalProperties":false,"required":["card"
 // request (after it was recorded).
 type receiver struct {
 	t      testing.TB
-	clock  *clock
+	clock  *clocktest.Clock
 	mu     sync.Mutex
 	got    []callback.Event
 	bad    []string
@@ -72,7 +53,7 @@ type receiver struct {
 	srv    *httptest.Server
 }
 
-func newReceiver(t testing.TB, c *clock) *receiver {
+func newReceiver(t testing.TB, c *clocktest.Clock) *receiver {
 	r := &receiver{t: t, clock: c, answer: func(int, string) int { return http.StatusNoContent }}
 	keys, err := stdwebhook.ParseSecrets(secret)
 	if err != nil {
@@ -122,7 +103,7 @@ func (r *receiver) events() []callback.Event {
 
 type env struct {
 	t      testing.TB
-	clock  *clock
+	clock  *clocktest.Clock
 	store  workflow.Store
 	engine *workflow.Engine
 	disp   *callback.Dispatcher
@@ -141,7 +122,7 @@ func newEnv(t testing.TB) *env {
 // newEnvOn is newEnv on a store of the caller's.
 func newEnvOn(t testing.TB, st workflow.Store) *env {
 	t.Helper()
-	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	c := clocktest.New(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	t.Cleanup(func() { st.Close() })
 	roles, err := workflow.NewRoles([]workflow.Role{
 		{Name: "agent", Members: []string{"agent:resolver"}},
@@ -181,7 +162,7 @@ func newEnvOn(t testing.TB, st workflow.Store) *env {
 	}
 	hook.Engine = eng
 	keys, _ := stdwebhook.ParseSecrets(secret)
-	disp := &callback.Dispatcher{Store: st, Keys: keys, Allowed: allowed, Now: c.Now,
+	disp := &callback.Dispatcher{Store: st, Keys: keys, Allowed: allowed, Clock: c,
 		Jitter: func(d time.Duration) time.Duration { return d }, ClaimFor: time.Minute}
 	return &env{t: t, clock: c, store: st, engine: eng, disp: disp, recv: recv}
 }
@@ -245,7 +226,7 @@ func (e *env) undelivered(failing bool) []*workflow.OutboxMessage {
 	var ms []*workflow.OutboxMessage
 	if err := e.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{callback.Kind}, Failing: failing})
+		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{callback.Kind}, Failing: failing})
 		return err
 	}); err != nil {
 		e.t.Fatal(err)

@@ -57,7 +57,7 @@ type Dispatcher struct {
 	// Client sends the POSTs; by default one with DefaultTimeout that follows
 	// no redirect (a 3xx is a failure, as the receiver must answer itself).
 	Client *http.Client
-	Now    func() time.Time
+	Clock  workflow.Clock // defaults to workflow.SystemClock
 	// Jitter takes the random part out of a wait (d/2 to d by default).
 	Jitter func(d time.Duration) time.Duration
 	Logger *slog.Logger
@@ -146,7 +146,7 @@ func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*wor
 	var ms []*workflow.OutboxMessage
 	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
+		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
 		return err
 	})
 	if err != nil {
@@ -268,8 +268,8 @@ func (d *Dispatcher) httpClient() *http.Client {
 }
 
 func (d *Dispatcher) now() time.Time {
-	if d.Now != nil {
-		return d.Now().UTC().Truncate(time.Millisecond)
+	if d.Clock != nil {
+		return d.Clock.Now().UTC().Truncate(time.Millisecond)
 	}
 	return time.Now().UTC().Truncate(time.Millisecond)
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // Kind is the outbox kind of a callback row.
-const Kind = "callback"
+const Kind workflow.OutboxKind = "callback"
 
 // Types are the event types, by the status a run enters: an event is queued
 // each time a run with a callback URL enters one of these.

@@ -614,7 +614,7 @@ func (c *checker) policy(fp *filePolicy, roles *workflow.Roles) (*workflow.Polic
 	}
 	rules := make([]workflow.Rule, len(fp.Rules))
 	for i, fr := range fp.Rules {
-		rules[i] = workflow.Rule{Name: fr.Name, When: fr.When, Risk: fr.Risk}
+		rules[i] = workflow.Rule{Name: fr.Name, When: fr.When, Risk: workflow.Risk(fr.Risk)}
 		if fr.Approval == nil {
 			continue
 		}

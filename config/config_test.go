@@ -335,7 +335,9 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 	tests := []struct {
 		name, action, args string
-		rule, risk, role   string
+		rule               string
+		risk               workflow.Risk
+		role               string
 		expires            workflow.Seconds
 		edit               bool
 	}{

@@ -224,7 +224,7 @@ func TestRecordedAgentResumesFromACheckpoint(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "shop.db")
 			c := newClock()
-			s, err := OpenShop(ctx, openDB(t, path), c.now)
+			s, err := OpenShop(ctx, openDB(t, path), c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +256,7 @@ func TestRecordedAgentResumesFromACheckpoint(t *testing.T) {
 
 				// A new process: a new connection to the shop file, a new
 				// agent, and only the checkpoint carried over.
-				s2, err := OpenShop(ctx, openDB(t, path), c.now)
+				s2, err := OpenShop(ctx, openDB(t, path), c)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,8 +12,8 @@ import (
 	"github.com/signoff-dev/signoff/storage/sqlite"
 )
 
-// clock is a fake time that moves a second each time it is read, so the
-// order of changes is visible in their stamps.
+// clock is a fake workflow.Clock that moves a second each time it is read,
+// so the order of changes is visible in their stamps.
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -23,11 +23,19 @@ func newClock() *clock {
 	return &clock{t: time.Date(2026, 10, 12, 9, 0, 0, 0, time.UTC)}
 }
 
-func (c *clock) now() time.Time {
+func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(time.Second)
 	return c.t
+}
+
+// Sleep moves the clock by d at once.
+func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+	return ctx.Err()
 }
 
 // openDB opens a fresh shop file in the test's temporary folder.
@@ -44,7 +52,7 @@ func openDB(t *testing.T, path string) *sql.DB {
 func newShop(t *testing.T) (*Shop, *clock) {
 	t.Helper()
 	c := newClock()
-	s, err := OpenShop(context.Background(), openDB(t, filepath.Join(t.TempDir(), "shop.db")), c.now)
+	s, err := OpenShop(context.Background(), openDB(t, filepath.Join(t.TempDir(), "shop.db")), c)
 	if err != nil {
 		t.Fatal(err)
 	}

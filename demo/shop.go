@@ -49,8 +49,8 @@ const (
 // Shop is the practice shop over a SQLite database that its caller opened
 // (storage/sqlite.OpenDB) and closes.
 type Shop struct {
-	db  *sql.DB
-	now func() time.Time
+	db    *sql.DB
+	clock workflow.Clock
 }
 
 // OpenShopReadOnly reads a shop that OpenShop made, on a database opened
@@ -64,17 +64,17 @@ func OpenShopReadOnly(ctx context.Context, db *sql.DB) (*Shop, error) {
 	if version != shopSchemaVersion {
 		return nil, fmt.Errorf("open shop: schema version %d, this build reads %d (a command that writes sets the shop up)", version, shopSchemaVersion)
 	}
-	return &Shop{db: db, now: time.Now}, nil
+	return &Shop{db: db, clock: workflow.SystemClock{}}, nil
 }
 
 // OpenShop creates the shop's tables in db if they are missing and seeds the
-// demo data when the shop has no orders. now stamps every change; nil means
-// time.Now.
-func OpenShop(ctx context.Context, db *sql.DB, now func() time.Time) (*Shop, error) {
-	if now == nil {
-		now = time.Now
+// demo data when the shop has no orders. clock stamps every change; nil means
+// workflow.SystemClock.
+func OpenShop(ctx context.Context, db *sql.DB, clock workflow.Clock) (*Shop, error) {
+	if clock == nil {
+		clock = workflow.SystemClock{}
 	}
-	s := &Shop{db: db, now: now}
+	s := &Shop{db: db, clock: clock}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("open shop: %w", err)
@@ -663,7 +663,7 @@ func (s *Shop) register(ctx context.Context, tx *sql.Tx, ch Change, cents int64,
 	if err != nil {
 		return workflow.Receipt{}, Change{}, fmt.Errorf("encode receipt: %w", err)
 	}
-	ch.At = s.now().UTC().Truncate(time.Millisecond)
+	ch.At = s.clock.Now().UTC().Truncate(time.Millisecond)
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO operations (key, kind, order_id, payment_id, amount_cents, currency, sku, quantity,
 		                         receipt_id, receipt, args_digest, by, at)
@@ -934,7 +934,7 @@ func (s *Shop) ModelUsage(ctx context.Context, runID string) (Usage, error) {
 func (s *Shop) recordModelCall(ctx context.Context, runID, ticket string, index, tokensIn, tokensOut int) error {
 	_, err := s.db.ExecContext(ctx,
 		"INSERT INTO model_calls (run_id, ticket, call_index, tokens_in, tokens_out, at) VALUES (?, ?, ?, ?, ?, ?)",
-		runID, ticket, index, tokensIn, tokensOut, formatTime(s.now()))
+		runID, ticket, index, tokensIn, tokensOut, formatTime(s.clock.Now()))
 	if err != nil {
 		return fmt.Errorf("record model call %d of %s: %w", index, runID, err)
 	}

@@ -15,7 +15,7 @@ func TestOpenShopSeedsOnceAndKeepsChanges(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shop.db")
 	c := newClock()
-	s, err := OpenShop(ctx, openDB(t, path), c.now)
+	s, err := OpenShop(ctx, openDB(t, path), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestOpenShopSeedsOnceAndKeepsChanges(t *testing.T) {
 	}
 	// A second process opens the same file: nothing is seeded again and the
 	// refund is still there.
-	s2, err := OpenShop(ctx, openDB(t, path), c.now)
+	s2, err := OpenShop(ctx, openDB(t, path), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestChangesListEveryChangeOldestFirst(t *testing.T) {
 		if i > 0 && !g.At.After(got[i-1].At) {
 			t.Errorf("change %d at %v is not after change %d at %v", i, g.At, i-1, got[i-1].At)
 		}
-		if g.At.After(c.now()) {
+		if g.At.After(c.Now()) {
 			t.Errorf("change %d stamped %v, after the clock", i, g.At)
 		}
 		g.ID, g.At = "", want[i].At

@@ -119,7 +119,7 @@ func (m *Metrics) Hook() workflow.Hook { return decisionHook{m} }
 type decisionHook struct{ m *Metrics }
 
 func (h decisionHook) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
-	if t.Event != "decided" || t.Run == nil {
+	if t.Event != workflow.EventDecided || t.Run == nil {
 		return nil
 	}
 	ds, err := tx.Decisions(ctx, t.Run.ID)
@@ -127,7 +127,7 @@ func (h decisionHook) OnTransition(ctx context.Context, tx workflow.Tx, t workfl
 		return nil // the metric is not worth failing the decision for
 	}
 	d := ds[len(ds)-1]
-	h.m.decisions.WithLabelValues(string(d.Verdict), d.Via).Inc()
+	h.m.decisions.WithLabelValues(string(d.Verdict), string(d.Via)).Inc()
 	if r, err := tx.Request(ctx, d.RequestID); err == nil && !r.CreatedAt.IsZero() {
 		h.m.decisionSeconds.Observe(max(d.At.Sub(r.CreatedAt).Seconds(), 0))
 	}
@@ -241,8 +241,8 @@ func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Ti
 		m.waiting.WithLabelValues(rule).Set(float64(n))
 	}
 	m.oldestWaiting.Set(age(now, oldest))
-	kinds := map[string]int{}
-	first := map[string]time.Time{}
+	kinds := map[workflow.OutboxKind]int{}
+	first := map[workflow.OutboxKind]time.Time{}
 	for _, o := range backlog {
 		kinds[o.Kind]++
 		if f, ok := first[o.Kind]; !ok || o.CreatedAt.Before(f) {
@@ -252,8 +252,8 @@ func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Ti
 	m.outboxBacklog.Reset()
 	m.outboxOldest.Reset()
 	for kind, n := range kinds {
-		m.outboxBacklog.WithLabelValues(kind).Set(float64(n))
-		m.outboxOldest.WithLabelValues(kind).Set(age(now, first[kind]))
+		m.outboxBacklog.WithLabelValues(string(kind)).Set(float64(n))
+		m.outboxOldest.WithLabelValues(string(kind)).Set(age(now, first[kind]))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func TestOutboxBacklogByKind(t *testing.T) {
 	defer st.Close()
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	err = st.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
-		for _, k := range []string{"callback", "callback", "slack.post", "callback"} {
+		for _, k := range []workflow.OutboxKind{"callback", "callback", "slack.post", "callback"} {
 			m := &workflow.OutboxMessage{RunID: "run-1", Kind: k, NextAttempt: now.Add(time.Hour), CreatedAt: now.Add(-time.Minute)}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err

@@ -24,7 +24,7 @@ type DecideInput struct {
 	// policy again.
 	Edit          json.RawMessage
 	EditIndex     int
-	Via           string // slack, cli, api
+	Via           Via
 	PayloadDigest string
 }
 
@@ -68,15 +68,12 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("decide run %s: %w", in.RunID, err)
 	}
+	// Once: every writer of a run locks its row before it reads the rest
+	// (SQLite has one writer), and where a message was posted is a record of
+	// its own, so a decision loses a compare-and-set only to something that
+	// should not happen; that is a conflict to report, not to retry.
 	var run *Run
-	// A lost compare-and-set means another decision committed first; the retry
-	// sees it and answers who won.
-	for attempt := 0; ; attempt++ {
-		err = e.decideOnce(ctx, in, role, hasRole, edit, pre, &run)
-		if !errors.Is(err, ErrConflict) || attempt == 3 {
-			break
-		}
-	}
+	err = e.decideOnce(ctx, in, role, hasRole, edit, pre, &run)
 	var r *RefusedError
 	var ie *IntegrityError
 	switch {
@@ -96,7 +93,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 		return nil, fmt.Errorf("decide run %s: %w", in.RunID, err)
 	}
 	e.fail("after-decision-commit")
-	e.log.Info("decision recorded", "run_id", run.ID, "approver", actor, "verdict", string(in.Verdict), "via", in.Via, "status", string(run.Status))
+	e.log.Info("decision recorded", "run_id", run.ID, "approver", actor, "verdict", string(in.Verdict), "via", string(in.Via), "status", string(run.Status))
 	return run, nil
 }
 
@@ -106,14 +103,14 @@ func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, ha
 		if err != nil {
 			return err
 		}
-		req, err := e.admit(ctx, tx, l, in, role, hasRole)
+		req, decs, err := e.admit(ctx, tx, l, in, role, hasRole)
 		if err != nil {
 			return err
 		}
 		if edit != nil {
 			err = e.applyEdit(ctx, tx, l, req, in, role, edit)
 		} else {
-			err = e.apply(ctx, tx, l, req, in, role)
+			err = e.apply(ctx, tx, l, req, decs, in, role)
 		}
 		if err != nil {
 			return err
@@ -140,7 +137,7 @@ func validateDecision(in DecideInput) *RefusedError {
 		return refused(CodeInvalidInput, in.RunID, "the channel of the decision (via) is required")
 	}
 	if field := badText(map[string]string{"run id": in.RunID, "who": in.Approver.ID, "name": in.Approver.Name, "reason": in.Reason,
-		"request id": in.RequestID, "fingerprint": in.Fingerprint, "via": in.Via}); field != "" {
+		"request id": in.RequestID, "fingerprint": in.Fingerprint, "via": string(in.Via)}); field != "" {
 		return refused(CodeInvalidInput, in.RunID, "the %s must be valid UTF-8 text without NUL characters", field)
 	}
 	if bad := checkLines([]lineField{{"who", in.Approver.ID, true}, {"name", in.Approver.Name, false}}); bad != nil {
@@ -150,86 +147,214 @@ func validateDecision(in DecideInput) *RefusedError {
 	return nil
 }
 
-// admit checks everything a decision must satisfy and returns the request it decides.
-func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, role string, hasRole bool) (*ApprovalRequest, error) {
+// admit checks everything a decision must satisfy and returns the request it
+// decides. It is the one check of a decision, wherever it comes from: a
+// refusal carries what admit found (see RefusedError), so that nobody needs
+// to check again or read the run again to say why.
+// It also returns the run's decisions as it read them.
+func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *ApprovalRequest, decs []*Decision, err error) {
 	id := l.run.ID
-	if l.st.Gate == nil || l.st.Gate.RequestID == "" {
-		return nil, refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
-	}
-	req, err := tx.Request(ctx, l.st.Gate.RequestID)
-	if err != nil {
-		return nil, fmt.Errorf("load approval request of run %s: %w", id, err)
-	}
-	if in.RequestID != "" && in.RequestID != req.ID {
-		return nil, refused(CodeStaleFingerprint, id, "this approval request was replaced by a newer one (%s); decide on the current message", req.ID)
-	}
-	if req.Status != RequestPending {
-		r := refused(CodeAlreadyDecided, id, "already %s", req.Status)
-		if req.DecidedBy != "" {
-			r.By, r.At = req.DecidedBy, req.DecidedAt
-			r.Msg = fmt.Sprintf("already %s by %s at %s", req.Status, req.DecidedBy, req.DecidedAt.Format(time.RFC3339))
+	var req *ApprovalRequest
+	defer func() {
+		var r *RefusedError
+		if errors.As(err, &r) {
+			r.RunStatus = l.run.Status
+			if req != nil && r.Button != ButtonOtherRun {
+				if r.RequestStatus == "" {
+					r.RequestStatus = req.Status
+				}
+				if r.Fingerprint == "" {
+					r.Fingerprint = req.Fingerprint
+				}
+			}
 		}
-		return nil, r
-	}
-	if l.run.Status != StatusWaitingApproval {
-		return nil, refused(CodeNotWaiting, id, "the run is %s", l.run.Status)
+	}()
+	if in.RequestID != "" {
+		if req, err = e.buttonRequest(ctx, tx, l, in); err != nil {
+			return req, nil, err
+		}
+	} else {
+		if l.st.Gate == nil || l.st.Gate.RequestID == "" {
+			return nil, nil, refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+		}
+		if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
+			return nil, nil, fmt.Errorf("load approval request of run %s: %w", id, err)
+		}
+		if req.Status != RequestPending {
+			return req, nil, alreadyDecided(id, req.Status, req.DecidedBy, req.DecidedAt)
+		}
+		if l.run.Status != StatusWaitingApproval {
+			return req, nil, refused(CodeNotWaiting, id, "the run is %s", l.run.Status)
+		}
 	}
 	if !e.now().Before(req.Deadline) {
-		return nil, refused(CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
+		return nil, nil, refused(CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
 	}
 	if !hasRole {
-		return nil, refused(CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
+		return nil, nil, refused(CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
 	}
 	if !e.roles.AtLeast(role, req.Role) {
-		return nil, refused(CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
+		return nil, nil, refused(CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
 	}
 	if a := l.st.Gate.Assignee; a != "" && a != in.Approver.ID && !e.roles.Above(role, req.Role) {
-		return nil, refused(CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
+		return nil, nil, refused(CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
 	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
-		return nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
+		return nil, nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
 	}
 	fp, err := fingerprintOf(l.st, req.Risk, e.policy.Revision())
 	if err != nil {
-		return nil, &IntegrityError{RunID: id, Problem: err.Error()}
+		return nil, nil, &IntegrityError{RunID: id, Problem: err.Error()}
 	}
 	if fp != req.Fingerprint {
 		if e.policy.Revision() != req.PolicyRevision {
-			return nil, refused(CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, e.policy.Revision())
+			return nil, nil, refused(CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, e.policy.Revision())
 		}
-		return nil, refused(CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
+		return nil, nil, refused(CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
 	}
 	if in.Fingerprint != "" {
 		switch ok, short := fingerprintGiven(in.Fingerprint, req.Fingerprint); {
 		case short:
-			return nil, refused(CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, ShortFingerprintLen)
+			return nil, nil, refused(CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, ShortFingerprintLen)
 		case !ok:
 			given, current := DistinctFingerprints(strings.ToLower(strings.TrimSpace(in.Fingerprint)), req.Fingerprint)
-			return nil, refused(CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
+			return nil, nil, refused(CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
 		}
 	}
 	if len(in.Edit) > 0 && !req.Edit {
-		return nil, refused(CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)
+		return nil, nil, refused(CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)
 	}
-	decs, err := tx.Decisions(ctx, id)
+	decs, err = tx.Decisions(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("load decisions of run %s: %w", id, err)
+		return nil, nil, fmt.Errorf("load decisions of run %s: %w", id, err)
 	}
 	if err := e.in.checkRun(ctx, tx, id, nil, []*ApprovalRequest{req}, decs, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, d := range decs {
 		if d.RequestID == req.ID && d.ApproverID == in.Approver.ID {
 			r := refused(CodeAlreadyVoted, id, "%s already decided (%s at %s)", d.ApproverID, d.Verdict, d.At.Format(time.RFC3339))
 			r.By, r.At = d.ApproverID, d.At
-			return nil, r
+			return nil, nil, r
 		}
+	}
+	return req, decs, nil
+}
+
+// buttonRequest checks a decision that names its request and fingerprint (a
+// Slack button) with checkButton, on the request as stored. It returns the
+// request.
+func (e *Engine) buttonRequest(ctx context.Context, tx Tx, l *loaded, in DecideInput) (*ApprovalRequest, error) {
+	id := l.run.ID
+	req, err := tx.Request(ctx, in.RequestID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("load approval request %s of run %s: %w", in.RequestID, id, err)
+	}
+	gate := ""
+	if l.st.Gate != nil {
+		gate = l.st.Gate.RequestID
+	}
+	var named *buttonRequest
+	if req != nil {
+		named = &buttonRequest{ID: req.ID, RunID: req.RunID, Status: req.Status, Fingerprint: req.Fingerprint, DecidedBy: req.DecidedBy, DecidedAt: req.DecidedAt}
+	}
+	if r := checkButton(id, l.run.Status, gate, "", in.RequestID, in.Fingerprint, named); r != nil {
+		return req, r
 	}
 	return req, nil
 }
 
-// apply records an approve or reject on req and moves the run when it is decided.
-func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalRequest, in DecideInput, role string) error {
+// buttonRequest is what checking a button needs of the request it names.
+type buttonRequest struct {
+	ID, RunID, Fingerprint string
+	Status                 RequestStatus
+	DecidedBy              string
+	DecidedAt              time.Time
+}
+
+// checkButton is the check of a button (a request id and a fingerprint) on
+// the run it names, in the order a person reading that message needs: is it
+// this run's request (req nil: none with that id), for this fingerprint,
+// still the current one, still pending, on a run whose state is sound
+// (problem "") and still waiting. Decide and CheckButton both use it.
+func checkButton(runID string, status Status, gateRequest, problem, requestID, fingerprint string, req *buttonRequest) *RefusedError {
+	button := func(p ButtonProblem, format string, args ...any) *RefusedError {
+		r := refused(CodeStaleFingerprint, runID, format, args...)
+		r.Button, r.RunStatus = p, status
+		if req != nil {
+			r.RequestStatus, r.Fingerprint = req.Status, req.Fingerprint
+		}
+		return r
+	}
+	switch {
+	case req == nil || req.RunID != runID:
+		r := button(ButtonOtherRun, "approval request %s is not one of this run's", requestID)
+		r.RequestStatus, r.Fingerprint = "", ""
+		return r
+	case fingerprint != req.Fingerprint:
+		given, current := DistinctFingerprints(fingerprint, req.Fingerprint)
+		return button(ButtonFingerprint, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
+	case req.Status == RequestSuperseded:
+		return button(ButtonSuperseded, "this approval request was replaced by a newer one after an edit; decide on the current message")
+	case req.Status != RequestPending:
+		r := alreadyDecided(runID, req.Status, req.DecidedBy, req.DecidedAt)
+		r.RunStatus, r.Fingerprint = status, req.Fingerprint
+		return r
+	case problem != "":
+		r := refused(CodeIntegrity, runID, "stored state failed its integrity check; the run needs attention: %s", problem)
+		r.RunStatus = status
+		return r
+	case status != StatusWaitingApproval:
+		r := refused(CodeNotWaiting, runID, "the run is %s", status)
+		r.RunStatus, r.RequestStatus, r.Fingerprint = status, req.Status, req.Fingerprint
+		return r
+	case gateRequest != req.ID:
+		return button(ButtonReplaced, "this approval request was replaced by a newer one (%s); decide on the current message", gateRequest)
+	}
+	return nil
+}
+
+// CheckButton is Decide's check of a button (a request id and a
+// fingerprint, as a Slack button carries them) on a run as Get showed it:
+// the same refusal Decide would give for those reasons, or nil. A form that
+// a button opens is checked with it, so that a stale button opens none;
+// the decision the form submits is checked again by Decide.
+func CheckButton(v *RunView, requestID, fingerprint string) error {
+	var named *buttonRequest
+	for _, r := range v.Requests {
+		if r.ID == requestID {
+			named = &buttonRequest{ID: r.ID, RunID: v.ID, Fingerprint: r.Fingerprint, Status: r.Status, DecidedBy: r.DecidedBy}
+			if r.DecidedAt != nil {
+				named.DecidedAt = *r.DecidedAt
+			}
+		}
+	}
+	gate := ""
+	if v.Gate != nil {
+		gate = v.Gate.RequestID
+	}
+	if r := checkButton(v.ID, v.Status, gate, v.Problem, requestID, fingerprint, named); r != nil {
+		return r
+	}
+	return nil
+}
+
+// alreadyDecided refuses a decision on a request that is no longer pending,
+// naming who decided it and when.
+func alreadyDecided(runID string, status RequestStatus, by string, at time.Time) *RefusedError {
+	r := refused(CodeAlreadyDecided, runID, "already %s", status)
+	r.RequestStatus = status
+	if by != "" {
+		r.By, r.At = by, at
+		r.Msg = fmt.Sprintf("already %s by %s at %s", status, by, at.Format(time.RFC3339))
+	}
+	return r
+}
+
+// apply records an approve or reject on req and moves the run when it is
+// decided. decs are the run's decisions before this one, as admit read them
+// in this transaction.
+func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalRequest, decs []*Decision, in DecideInput, role string) error {
 	now := e.now()
 	d := &Decision{
 		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
@@ -244,9 +369,13 @@ func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalReque
 		l.run.Status = StatusRejected
 		l.run.Reason = fmt.Sprintf("rejected by %s: %s", in.Approver.ID, in.Reason)
 	} else {
-		n, err := e.approvals(ctx, tx, l.run.ID, req.ID)
-		if err != nil {
-			return err
+		// This approval and the distinct ones before it: admit refused an
+		// approver who decided already.
+		n := 1
+		for _, d := range decs {
+			if d.RequestID == req.ID && d.Verdict == VerdictApprove {
+				n++
+			}
 		}
 		if n >= req.Count {
 			req.Status = RequestApproved
@@ -262,8 +391,8 @@ func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalReque
 	if err := tx.UpdateRequest(ctx, req); err != nil {
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
-	return e.save(ctx, tx, l, from, "decided", in.Approver.ID, map[string]string{
-		"verdict": string(in.Verdict), "reason": in.Reason, "via": in.Via, "role": role, "request_id": req.ID,
+	return e.save(ctx, tx, l, from, EventDecided, in.Approver.ID, map[string]string{
+		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
 	}, req)
 }
 
@@ -279,21 +408,6 @@ func (e *Engine) insertDecision(ctx context.Context, tx Tx, l *loaded, d *Decisi
 		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At,
 	})
 	return nil
-}
-
-// approvals counts the distinct approvals of a request.
-func (e *Engine) approvals(ctx context.Context, tx Tx, runID, reqID string) (int, error) {
-	decs, err := tx.Decisions(ctx, runID)
-	if err != nil {
-		return 0, fmt.Errorf("load decisions of run %s: %w", runID, err)
-	}
-	n := 0
-	for _, d := range decs {
-		if d.RequestID == reqID && d.Verdict == VerdictApprove {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // preparedEdit is an edit validated and checked before the decision's transaction,
@@ -384,7 +498,7 @@ func (e *Engine) applyEdit(ctx context.Context, tx Tx, l *loaded, req *ApprovalR
 			}
 		}
 	}
-	return e.save(ctx, tx, l, from, "edited", in.Approver.ID, map[string]any{
+	return e.save(ctx, tx, l, from, EventEdited, in.Approver.ID, map[string]any{
 		"index": in.EditIndex, "args": json.RawMessage(p.edited), "fingerprint": p.gate.Fingerprint,
 		"status": l.run.Status, "via": in.Via,
 	}, next)
@@ -404,48 +518,46 @@ func (e *Engine) Cancel(ctx context.Context, id string, by Person, reason string
 		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
 	}
 	var run *Run
-	err = retryConflict(func() error {
-		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-			l, err := e.load(ctx, tx, id)
-			if err != nil {
-				return err
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		l, err := e.load(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if l.run.Status != StatusRunning && l.run.Status != StatusWaitingApproval {
+			return refused(CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.run.Status)
+		}
+		// Without a gate yet, cancelling someone else's run takes a role above
+		// the lowest (the lowest is where agents sit).
+		need := ""
+		if names := e.roles.Names(); len(names) > 1 {
+			need = names[1]
+		}
+		if l.st.Gate != nil && l.st.Gate.Approval != nil {
+			need = l.st.Gate.Approval.Role
+		}
+		allowed := by.ID == l.st.Requester.ID || (hasRole && (need == "" || e.roles.AtLeast(role, need)))
+		if !allowed {
+			return refused(CodeNoRole, id, "only the requester or someone with role %s or above may cancel", need)
+		}
+		var req *ApprovalRequest
+		if l.st.Gate != nil && l.st.Gate.RequestID != "" {
+			if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
+				return fmt.Errorf("load approval request of run %s: %w", id, err)
 			}
-			if l.run.Status != StatusRunning && l.run.Status != StatusWaitingApproval {
-				return refused(CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.run.Status)
-			}
-			// Without a gate yet, cancelling someone else's run takes a role above
-			// the lowest (the lowest is where agents sit).
-			need := ""
-			if names := e.roles.Names(); len(names) > 1 {
-				need = names[1]
-			}
-			if l.st.Gate != nil && l.st.Gate.Approval != nil {
-				need = l.st.Gate.Approval.Role
-			}
-			allowed := by.ID == l.st.Requester.ID || (hasRole && (need == "" || e.roles.AtLeast(role, need)))
-			if !allowed {
-				return refused(CodeNoRole, id, "only the requester or someone with role %s or above may cancel", need)
-			}
-			var req *ApprovalRequest
-			if l.st.Gate != nil && l.st.Gate.RequestID != "" {
-				if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
-					return fmt.Errorf("load approval request of run %s: %w", id, err)
-				}
-				if req.Status == RequestPending {
-					req.Status, req.DecidedBy, req.DecidedAt = RequestCancelled, by.ID, e.now()
-					if err := tx.UpdateRequest(ctx, req); err != nil {
-						return fmt.Errorf("update approval request %s: %w", req.ID, err)
-					}
+			if req.Status == RequestPending {
+				req.Status, req.DecidedBy, req.DecidedAt = RequestCancelled, by.ID, e.now()
+				if err := tx.UpdateRequest(ctx, req); err != nil {
+					return fmt.Errorf("update approval request %s: %w", req.ID, err)
 				}
 			}
-			from := l.run.Status
-			l.run.Status, l.run.Reason = StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
-			if err := e.save(ctx, tx, l, from, "cancelled", by.ID, map[string]string{"reason": reason}, req); err != nil {
-				return err
-			}
-			run = l.run
-			return nil
-		})
+		}
+		from := l.run.Status
+		l.run.Status, l.run.Reason = StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
+		if err := e.save(ctx, tx, l, from, EventCancelled, by.ID, map[string]string{"reason": reason}, req); err != nil {
+			return err
+		}
+		run = l.run
+		return nil
 	})
 	return run, e.outcome(ctx, id, by.ID, err)
 }
@@ -471,29 +583,27 @@ func (e *Engine) outcome(ctx context.Context, id, actor string, err error) error
 
 // expire ends a waiting run whose deadline has passed.
 func (e *Engine) expire(ctx context.Context, id, actor string) error {
-	err := retryConflict(func() error {
-		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-			l, err := e.load(ctx, tx, id)
-			if err != nil {
-				return err
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		l, err := e.load(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if l.run.Status != StatusWaitingApproval || e.now().Before(l.run.Deadline) {
+			return nil
+		}
+		req, err := tx.Request(ctx, l.st.Gate.RequestID)
+		if err != nil {
+			return fmt.Errorf("load approval request of run %s: %w", id, err)
+		}
+		if req.Status == RequestPending {
+			req.Status, req.DecidedAt = RequestExpired, e.now()
+			if err := tx.UpdateRequest(ctx, req); err != nil {
+				return fmt.Errorf("update approval request %s: %w", req.ID, err)
 			}
-			if l.run.Status != StatusWaitingApproval || e.now().Before(l.run.Deadline) {
-				return nil
-			}
-			req, err := tx.Request(ctx, l.st.Gate.RequestID)
-			if err != nil {
-				return fmt.Errorf("load approval request of run %s: %w", id, err)
-			}
-			if req.Status == RequestPending {
-				req.Status, req.DecidedAt = RequestExpired, e.now()
-				if err := tx.UpdateRequest(ctx, req); err != nil {
-					return fmt.Errorf("update approval request %s: %w", req.ID, err)
-				}
-			}
-			l.run.Status = StatusExpired
-			l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
-			return e.save(ctx, tx, l, StatusWaitingApproval, "expired", actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
-		})
+		}
+		l.run.Status = StatusExpired
+		l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
+		return e.save(ctx, tx, l, StatusWaitingApproval, EventExpired, actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
 	})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
@@ -527,18 +637,4 @@ func (e *Engine) ExpireDue(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, errors.Join(errs...)
-}
-
-// retryConflict runs a transaction again when its compare-and-set lost to a
-// concurrent writer (on PostgreSQL, the Slack dispatcher recording where a
-// message went can land between a read and a write); the next try reads the
-// winner's change.
-func retryConflict(f func() error) error {
-	var err error
-	for attempt := 0; attempt < 4; attempt++ {
-		if err = f(); !errors.Is(err, ErrConflict) {
-			return err
-		}
-	}
-	return err
 }

@@ -85,7 +85,7 @@ type Transition struct {
 	Run     *Run
 	State   *State
 	From    Status
-	Event   string // submitted, gated, decided, executed, finished, …
+	Event   Event // one of Events
 	Request *ApprovalRequest
 }
 
@@ -295,7 +295,7 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (
 
 // save writes l's run row (compare-and-set), a new checkpoint of l.st, the
 // approval request when it is new, and an audit event, all in tx, and tells the hooks.
-func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event, actor string, detail any, req *ApprovalRequest) error {
+func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event Event, actor string, detail any, req *ApprovalRequest) error {
 	now := e.now()
 	l.st.Status = l.run.Status
 	l.st.Step = l.run.Step
@@ -351,10 +351,10 @@ func (e *Engine) write(ctx context.Context, l *loaded, fn func(ctx context.Conte
 // that workers leave it alone, and frees it when the run stops being active. A
 // valid lease of another owner is left in place: the compare-and-set on the
 // version is what fences writers, the lease only spares duplicate work.
-func (e *Engine) lease(r *Run, event string, now time.Time) {
+func (e *Engine) lease(r *Run, event Event, now time.Time) {
 	// A decision hands the run on: the decider (a click handler) does not
 	// execute, so the lease is left free for whichever worker comes first.
-	if r.Status != StatusRunning && r.Status != StatusExecuting || event == "decided" || event == "edited" {
+	if r.Status != StatusRunning && r.Status != StatusExecuting || event == EventDecided || event == EventEdited {
 		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 		return
 	}
@@ -392,12 +392,12 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-func (e *Engine) audit(ctx context.Context, tx Tx, runID, actor, action string, detail any) error {
+func (e *Engine) audit(ctx context.Context, tx Tx, runID, actor string, action Event, detail any) error {
 	return e.appendAudit(ctx, tx, &AuditEvent{RunID: runID, Actor: actor, Action: action}, detail)
 }
 
 // auditCheckpoint audits the transition that wrote checkpoint cp, naming it.
-func (e *Engine) auditCheckpoint(ctx context.Context, tx Tx, cp *Checkpoint, actor, action string, detail any) error {
+func (e *Engine) auditCheckpoint(ctx context.Context, tx Tx, cp *Checkpoint, actor string, action Event, detail any) error {
 	return e.appendAudit(ctx, tx, &AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)
 }
 
@@ -420,7 +420,7 @@ func (e *Engine) appendAudit(ctx context.Context, tx Tx, ev *AuditEvent, detail 
 // refuse records a refusal in the audit log (and nothing else) and returns it.
 func (e *Engine) refuse(ctx context.Context, actor string, r *RefusedError) error {
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		return e.audit(ctx, tx, r.RunID, actor, "refused", map[string]string{"code": r.Code, "reason": r.Msg})
+		return e.audit(ctx, tx, r.RunID, actor, EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
 	})
 	if err != nil {
 		return errors.Join(r, fmt.Errorf("record refusal: %w", err))
@@ -444,12 +444,12 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 		if err := tx.UpdateRun(ctx, run); err != nil {
 			return fmt.Errorf("update run %s: %w", id, err)
 		}
-		if err := e.audit(ctx, tx, id, "signoff", "needs_attention", map[string]string{"from": string(from), "reason": reason}); err != nil {
+		if err := e.audit(ctx, tx, id, "signoff", EventNeedsAttention, map[string]string{"from": string(from), "reason": reason}); err != nil {
 			return err
 		}
 		// The state may be unreadable, so hooks get the run row only.
 		for _, h := range e.hooks {
-			if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: "needs_attention"}); err != nil {
+			if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: EventNeedsAttention}); err != nil {
 				return fmt.Errorf("needs_attention hook of run %s: %w", id, err)
 			}
 		}
@@ -758,7 +758,7 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 		st:  &State{SchemaVersion: SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
 	}
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, "", "started", requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
+		return e.save(ctx, tx, l, "", EventStarted, requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start run: %w", err)
@@ -860,26 +860,26 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 		failures := l.st.StepFailures
 		if failures < maxStepFailures {
 			serr := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-				return e.save(ctx, tx, l, StatusRunning, "step_failed", "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
+				return e.save(ctx, tx, l, StatusRunning, EventStepFailed, "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
 			})
 			return errors.Join(fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err), serr)
 		}
 		l.run.Status, l.run.Reason = StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
 		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-			return e.save(ctx, tx, l, StatusRunning, "needs_attention", "signoff", map[string]string{"reason": l.run.Reason}, nil)
+			return e.save(ctx, tx, l, StatusRunning, EventNeedsAttention, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	if err != nil {
 		l.run.Status, l.run.Reason = StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
 		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-			return e.save(ctx, tx, l, StatusRunning, "failed", "signoff", map[string]string{"reason": l.run.Reason}, nil)
+			return e.save(ctx, tx, l, StatusRunning, EventFailed, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	l.st.StepFailures = 0
 	l.run.Step++
 	l.st.Proposed = done
 	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, StatusRunning, "step", "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
+		return e.save(ctx, tx, l, StatusRunning, EventStep, "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("checkpoint step %d of run %s: %w", l.run.Step, l.run.ID, err)
@@ -900,17 +900,17 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 	if len(st.Actions) == 0 {
 		l.run.Status, l.run.Reason = StatusDone, "nothing to do: the proposal has no actions"
 		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-			return e.save(ctx, tx, l, from, "finished", actor, map[string]string{"reason": l.run.Reason}, nil)
+			return e.save(ctx, tx, l, from, EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
-	event := "submitted"
+	event := EventSubmitted
 	if from != "" {
-		event = "proposed"
+		event = EventProposed
 		actions, evidence, err := e.normalise(st.Actions, st.Evidence)
 		if err != nil {
 			l.run.Status, l.run.Reason = StatusFailed, "invalid proposal: "+err.Error()
 			return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-				return e.save(ctx, tx, l, from, "failed", actor, map[string]string{"reason": l.run.Reason}, nil)
+				return e.save(ctx, tx, l, from, EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
 		st.Actions, st.Evidence = actions, evidence
@@ -921,7 +921,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 			l.run.Status = StatusFailed
 			l.run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
 			return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-				return e.save(ctx, tx, l, from, "failed", actor, map[string]string{"reason": l.run.Reason}, nil)
+				return e.save(ctx, tx, l, from, EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
 	}
@@ -929,7 +929,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 	if err != nil {
 		l.run.Status, l.run.Reason = StatusNeedsAttention, "policy could not decide: "+err.Error()
 		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-			return e.save(ctx, tx, l, from, "needs_attention", actor, map[string]string{"reason": l.run.Reason}, nil)
+			return e.save(ctx, tx, l, from, EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	st.Gate = gate
@@ -988,8 +988,7 @@ func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
 // proposal's gate (rule, risk, approval only); it also returns each action's
 // outcome and the requester's role.
 func (e *Engine) outcomes(ctx context.Context, st *State) (*Gate, []Outcome, string, error) {
-	riskRank := map[string]int{"low": 0, "medium": 1, "high": 2}
-	g := &Gate{PolicyRevision: e.policy.Revision(), Risk: "low"}
+	g := &Gate{PolicyRevision: e.policy.Revision(), Risk: RiskLow}
 	var rules []string
 	role, _, err := e.dir.RoleOf(ctx, st.Requester.ID)
 	if err != nil {
@@ -1002,7 +1001,7 @@ func (e *Engine) outcomes(ctx context.Context, st *State) (*Gate, []Outcome, str
 			return nil, nil, "", fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}
 		outs = append(outs, out)
-		if riskRank[out.Risk] > riskRank[g.Risk] {
+		if out.Risk.rank() > g.Risk.rank() {
 			g.Risk = out.Risk
 		}
 		if out.Approval == nil {

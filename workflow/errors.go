@@ -128,7 +128,33 @@ type RefusedError struct {
 	By    string
 	At    time.Time
 	Err   error // a sentinel to match with errors.Is, when the code has one
+	// A refused decision also says what the engine found, so that a caller
+	// can word the refusal itself (a Slack click) without reading the run
+	// again: Button why a decision naming a request was refused before the
+	// rest was checked ("" when that was not why), RunStatus the run's
+	// status, RequestStatus and Fingerprint those of the request decided on
+	// (empty when there was none).
+	Button        ButtonProblem
+	RunStatus     Status
+	RequestStatus RequestStatus
+	Fingerprint   string
 }
+
+// ButtonProblem is why a decision that names its request and fingerprint
+// (a Slack button) cannot act on it.
+type ButtonProblem string
+
+// The button problems, in the order Decide checks them.
+const (
+	// ButtonOtherRun: the request named is not one of the run's.
+	ButtonOtherRun ButtonProblem = "other_run"
+	// ButtonFingerprint: the fingerprint given is not the request's.
+	ButtonFingerprint ButtonProblem = "fingerprint"
+	// ButtonSuperseded: an edit replaced the request with a newer one.
+	ButtonSuperseded ButtonProblem = "superseded"
+	// ButtonReplaced: the run waits on another request than the one named.
+	ButtonReplaced ButtonProblem = "replaced"
+)
 
 func (e *RefusedError) Unwrap() error { return e.Err }
 

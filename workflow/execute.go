@@ -83,7 +83,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	// a store written by an older build, which ended a run in a commit of its own.
 	l.run.Status, l.run.Reason = StatusDone, ""
 	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, StatusExecuting, "finished", "signoff", finishedDetail(l.st), nil)
+		return e.save(ctx, tx, l, StatusExecuting, EventFinished, "signoff", finishedDetail(l.st), nil)
 	})
 	if err != nil && !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
@@ -170,7 +170,7 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action, spec *A
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
-		return e.save(ctx, tx, l, StatusExecuting, "intent", "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
+		return e.save(ctx, tx, l, StatusExecuting, EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
 	})
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrDuplicate) {
 		return nil // another worker got there first; the caller reloads
@@ -200,7 +200,7 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 			return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
 		}
 		if found {
-			return e.receipt(ctx, l, op, rc, "reconciled")
+			return e.receipt(ctx, l, op, rc, EventReconciled)
 		}
 		// An attempt whose failure came back (op.Error) counts against the
 		// budget. One with no outcome recorded was cut short by a crash
@@ -221,7 +221,8 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 	op.UpdatedAt = now
 	// Counting the attempt also writes the run (compare-and-set on its version,
 	// lease renewed): a worker that lost the run to another cannot start a call.
-	e.lease(l.run, "attempt", now)
+	// It is no event of its own.
+	e.lease(l.run, "", now)
 	l.run.UpdatedAt = now
 	err := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateRun(ctx, l.run); err != nil {
@@ -258,7 +259,7 @@ func (e *Engine) call(ctx context.Context, l *loaded, op *Operation, a Action, s
 	}
 	if err == nil {
 		e.fail("after-effect")
-		return e.receipt(ctx, l, op, rc, "executed")
+		return e.receipt(ctx, l, op, rc, EventExecuted)
 	}
 	switch Classify(err) {
 	case ClassPermanent:
@@ -323,7 +324,7 @@ func approvers(st *State) []string {
 
 // receipt records the proof of an operation. The run is advanced by the next
 // round, so that a crash between the two leaves a receipt and nothing to redo.
-func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Receipt, how string) error {
+func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Receipt, how Event) error {
 	body, err := json.Marshal(rc)
 	if err != nil {
 		return fmt.Errorf("encode receipt of %s: %w", op.Key, err)
@@ -345,7 +346,7 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Recei
 		if !last {
 			return nil
 		}
-		return e.auditCheckpoint(ctx, tx, &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", "finished", finishedDetail(l.st))
+		return e.auditCheckpoint(ctx, tx, &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", EventFinished, finishedDetail(l.st))
 	})
 	if errors.Is(err, ErrConflict) {
 		// Another worker moved the run on (our lease ran out while we were
@@ -398,7 +399,7 @@ func (e *Engine) stopOp(ctx context.Context, l *loaded, op *Operation, status Op
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}
-		return e.save(ctx, tx, l, StatusExecuting, "needs_attention", "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
+		return e.save(ctx, tx, l, StatusExecuting, EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
 	})
 	if errors.Is(err, ErrConflict) {
 		return nil

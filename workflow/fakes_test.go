@@ -10,35 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// fakeClock is a clock that only moves when told to; Sleep advances it.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 27, 17, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.Advance(d)
-	return ctx.Err()
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newFakeClock is the harness's clock: it only moves when told to.
+func newFakeClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2026, 11, 27, 17, 0, 0, 0, time.UTC))
 }
 
 // ledger is a hand-written target: a payment service with its own register of
@@ -186,7 +165,7 @@ type harness struct {
 	store  *sqlite.Store
 	engine *workflow.Engine
 	target *ledger
-	clock  *fakeClock
+	clock  *clocktest.Clock
 	roles  *workflow.Roles
 }
 
@@ -234,9 +213,21 @@ func (h *harness) build(st workflow.Store, p *workflow.Policy, opts ...harnessOp
 	for _, o := range opts {
 		o(&cfg)
 	}
+	cfg.Hooks = append(cfg.Hooks, namedEvents{h.t})
 	if h.engine, err = workflow.New(cfg); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// namedEvents fails the test on a transition whose event is not one of
+// workflow.Events, whatever the test is about.
+type namedEvents struct{ t testing.TB }
+
+func (n namedEvents) OnTransition(_ context.Context, _ workflow.Tx, tr workflow.Transition) error {
+	if !tr.Event.Valid() {
+		n.t.Errorf("run %s: transition %q is not in workflow.Events", tr.Run.ID, tr.Event)
+	}
+	return nil
 }
 
 func refund(payment string, amount float64) *workflow.Proposal {

@@ -11,7 +11,7 @@ type FingerprintInput struct {
 	RunID          string     `json:"run_id"`
 	Actions        []Action   `json:"actions"`
 	Evidence       []Evidence `json:"-"`
-	Risk           string     `json:"risk"`
+	Risk           Risk       `json:"risk"`
 	PolicyRevision string     `json:"policy_revision"`
 }
 
@@ -27,7 +27,7 @@ func Fingerprint(in FingerprintInput) (string, error) {
 		RunID          string   `json:"run_id"`
 		Actions        []action `json:"actions"`
 		Evidence       []string `json:"evidence"`
-		Risk           string   `json:"risk"`
+		Risk           Risk     `json:"risk"`
 		PolicyRevision string   `json:"policy_revision"`
 	}{RunID: in.RunID, Risk: in.Risk, PolicyRevision: in.PolicyRevision, Actions: []action{}, Evidence: []string{}}
 	for i, a := range in.Actions {
@@ -94,7 +94,7 @@ func cutFingerprint(fp string, n int) string {
 }
 
 // fingerprintOf computes the fingerprint of a state's proposal under a policy revision.
-func fingerprintOf(st *State, risk, revision string) (string, error) {
+func fingerprintOf(st *State, risk Risk, revision string) (string, error) {
 	return Fingerprint(FingerprintInput{
 		RunID: st.RunID, Actions: st.Actions, Evidence: st.Evidence, Risk: risk, PolicyRevision: revision,
 	})

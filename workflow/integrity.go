@@ -10,9 +10,9 @@ import (
 )
 
 // What each kind of record's MAC covers. A MAC covers everything that says
-// what happened, and nothing that says only where a message was posted
-// (channel, message ts) or which write came last (version), so that the
-// Slack outbox can record its post without the key.
+// what happened, and nothing that says which write came last (version).
+// Where a message was posted is a record of its own (MessageLocation),
+// unsealed: see there why.
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
@@ -21,14 +21,14 @@ func checkpointParts(c *Checkpoint) []string {
 }
 
 func requestParts(r *ApprovalRequest) []string {
-	return []string{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role,
+	return []string{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, string(r.Risk), r.Role,
 		strconv.Itoa(r.Count), strconv.FormatBool(r.SelfApproval), strconv.FormatBool(r.Edit),
 		r.RequesterID, ms(r.Deadline), string(r.Status), r.DecidedBy, ms(r.DecidedAt), ms(r.CreatedAt)}
 }
 
 func decisionParts(d *Decision) []string {
 	return []string{d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict),
-		d.Reason, string(d.EditedArgs), d.Via, d.PayloadDigest, ms(d.At)}
+		d.Reason, string(d.EditedArgs), string(d.Via), d.PayloadDigest, ms(d.At)}
 }
 
 func operationParts(op *Operation) []string {

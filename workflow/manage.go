@@ -21,7 +21,7 @@ func (e *Engine) Reassign(ctx context.Context, id string, by, to Person) (*Run, 
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", to.ID, err)
 	}
-	return e.manage(ctx, id, by.ID, "reassigned", func(l *loaded, req *ApprovalRequest) (any, error) {
+	return e.manage(ctx, id, by.ID, EventReassigned, func(l *loaded, req *ApprovalRequest) (any, error) {
 		if !(by.ID == l.st.Requester.ID || (byOK && e.roles.AtLeast(byRole, req.Role))) {
 			return nil, refused(CodeNoRole, id, "only the requester or someone with role %s or above may reassign", req.Role)
 		}
@@ -48,7 +48,7 @@ func (e *Engine) Extend(ctx context.Context, id string, by Person, d time.Durati
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
 	}
-	return e.manage(ctx, id, by.ID, "extended", func(l *loaded, req *ApprovalRequest) (any, error) {
+	return e.manage(ctx, id, by.ID, EventExtended, func(l *loaded, req *ApprovalRequest) (any, error) {
 		if !ok || !e.roles.AtLeast(role, req.Role) {
 			return nil, refused(CodeNoRole, id, "only someone with role %s or above may extend the deadline", req.Role)
 		}
@@ -76,37 +76,35 @@ func days(d time.Duration) string {
 
 // manage applies a change to the pending request of a waiting run, in one
 // transaction with its checkpoint and audit event.
-func (e *Engine) manage(ctx context.Context, id, actor, event string, change func(*loaded, *ApprovalRequest) (any, error)) (*Run, error) {
+func (e *Engine) manage(ctx context.Context, id, actor string, event Event, change func(*loaded, *ApprovalRequest) (any, error)) (*Run, error) {
 	var run *Run
-	err := retryConflict(func() error {
-		return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-			l, err := e.load(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			if l.run.Status != StatusWaitingApproval || l.st.Gate == nil || l.st.Gate.RequestID == "" {
-				return refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
-			}
-			if !e.now().Before(l.run.Deadline) {
-				return refused(CodeExpired, id, "the deadline passed at %s", l.run.Deadline.Format(time.RFC3339))
-			}
-			req, err := tx.Request(ctx, l.st.Gate.RequestID)
-			if err != nil {
-				return fmt.Errorf("load approval request of run %s: %w", id, err)
-			}
-			detail, err := change(l, req)
-			if err != nil {
-				return err
-			}
-			if err := tx.UpdateRequest(ctx, req); err != nil {
-				return fmt.Errorf("update approval request %s: %w", req.ID, err)
-			}
-			if err := e.save(ctx, tx, l, l.run.Status, event, actor, detail, req); err != nil {
-				return err
-			}
-			run = l.run
-			return nil
-		})
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		l, err := e.load(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if l.run.Status != StatusWaitingApproval || l.st.Gate == nil || l.st.Gate.RequestID == "" {
+			return refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+		}
+		if !e.now().Before(l.run.Deadline) {
+			return refused(CodeExpired, id, "the deadline passed at %s", l.run.Deadline.Format(time.RFC3339))
+		}
+		req, err := tx.Request(ctx, l.st.Gate.RequestID)
+		if err != nil {
+			return fmt.Errorf("load approval request of run %s: %w", id, err)
+		}
+		detail, err := change(l, req)
+		if err != nil {
+			return err
+		}
+		if err := tx.UpdateRequest(ctx, req); err != nil {
+			return fmt.Errorf("update approval request %s: %w", req.ID, err)
+		}
+		if err := e.save(ctx, tx, l, l.run.Status, event, actor, detail, req); err != nil {
+			return err
+		}
+		run = l.run
+		return nil
 	})
 	if IsRefused(err, CodeExpired) {
 		if xerr := e.expire(ctx, id, actor); xerr != nil {

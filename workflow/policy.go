@@ -16,12 +16,33 @@ import (
 	"cel.dev/cel-go/ext"
 )
 
-// Risk levels a rule may assign.
+// Risk is how risky a rule says an action is. It is stored with every gate
+// and approval request and is part of the fingerprint, so a constant's value
+// never changes.
+type Risk string
+
+// Risk levels a rule may assign, lowest first.
 const (
-	RiskLow    = "low"
-	RiskMedium = "medium"
-	RiskHigh   = "high"
+	RiskLow    Risk = "low"
+	RiskMedium Risk = "medium"
+	RiskHigh   Risk = "high"
 )
+
+// Risks lists every risk level, lowest first.
+var Risks = []Risk{RiskLow, RiskMedium, RiskHigh}
+
+// Valid reports whether r is one of Risks.
+func (r Risk) Valid() bool { return r.rank() >= 0 }
+
+// rank is r's position in Risks, -1 for none.
+func (r Risk) rank() int {
+	for i, v := range Risks {
+		if r == v {
+			return i
+		}
+	}
+	return -1
+}
 
 // PolicyCostLimit caps the work one condition may do in one evaluation, in CEL
 // cost units (about one per operation). The rules a person writes use a few
@@ -38,7 +59,7 @@ var ErrNoRuleMatched = errors.New("no policy rule matched")
 type Rule struct {
 	Name     string
 	When     string // a CEL expression of type bool
-	Risk     string // low, medium or high
+	Risk     Risk
 	Approval *ApprovalSpec
 }
 
@@ -86,7 +107,7 @@ type PolicyInput struct {
 // Outcome is what policy decided for one action.
 type Outcome struct {
 	Rule     string
-	Risk     string
+	Risk     Risk
 	Approval *ApprovalSpec // nil: the action may run without approval
 }
 
@@ -170,9 +191,7 @@ func NewPolicy(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 		if err != nil {
 			return fail("when", err)
 		}
-		switch r.Risk {
-		case RiskLow, RiskMedium, RiskHigh:
-		default:
+		if !r.Risk.Valid() {
 			return fail("risk", fmt.Errorf("risk %q: want low, medium or high", r.Risk))
 		}
 		if a := r.Approval; a != nil {

@@ -41,7 +41,7 @@ func TestPolicyFirstMatchWins(t *testing.T) {
 		name   string
 		action Action
 		rule   string
-		risk   string
+		risk   Risk
 		role   string // "" when no approval
 	}{
 		{"amount as integer", act("request_refund", `{"amount":119,"currency":"CAD"}`), "large-refund", RiskHigh, "team_lead"},

@@ -204,7 +204,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOption
 	if _, err := tx.DeleteDeliveredOutbox(ctx, id); err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
 	}
-	return e.auditCheckpoint(ctx, tx, cp, "signoff", "pruned", map[string]any{
+	return e.auditCheckpoint(ctx, tx, cp, "signoff", EventPruned, map[string]any{
 		"through_seq": rec.ThroughSeq, "states": states, "state_bytes": rec.StateBytes, "outbox": rec.Outbox,
 	})
 }

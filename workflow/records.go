@@ -132,7 +132,7 @@ type ApprovalRequest struct {
 	Fingerprint    string
 	Rule           string
 	PolicyRevision string
-	Risk           string
+	Risk           Risk
 	Role           string // the lowest role that may approve
 	Count          int    // distinct approvers needed
 	SelfApproval   bool
@@ -142,11 +142,24 @@ type ApprovalRequest struct {
 	Status         RequestStatus
 	DecidedBy      string
 	DecidedAt      time.Time
-	Channel        string // where the request was posted, when it was
-	MessageTS      string
 	Version        int64
 	CreatedAt      time.Time
 	Seal
+}
+
+// MessageLocation is where the message of an approval request was posted.
+// It is a record of its own, written once by the delivery that posted the
+// message, so that the request row has one writer, the engine, and a
+// decision never races a delivery. It is not sealed: it says nothing about
+// what was approved (a button carries its run, request and fingerprint, and
+// a message is always rendered from its own run), and the delivery that
+// writes it need not hold the key.
+type MessageLocation struct {
+	RequestID string
+	RunID     string
+	Channel   string
+	TS        string // the message's ts, which names it in its channel
+	PostedAt  time.Time
 }
 
 // Verdict is what one approver said.
@@ -156,6 +169,16 @@ type Verdict string
 const (
 	VerdictApprove Verdict = "approve"
 	VerdictReject  Verdict = "reject"
+)
+
+// Via is the channel a decision came through. It is stored with the decision
+// and shown with it; a constant's value never changes.
+type Via string
+
+// The channels signoff takes decisions through.
+const (
+	ViaSlack Via = "slack" // a click or a modal in Slack
+	ViaCLI   Via = "cli"   // signoff approve
 )
 
 // Decision is one approver's verdict on one request, stored once per approver.
@@ -169,7 +192,7 @@ type Decision struct {
 	Verdict       Verdict
 	Reason        string
 	EditedArgs    []byte // JSON of the edited actions' arguments, when the approver edited
-	Via           string // slack, cli, api
+	Via           Via
 	PayloadDigest string // sha256 of the request body that carried it, when there was one
 	At            time.Time
 	Seal
@@ -203,11 +226,16 @@ type Operation struct {
 	Seal
 }
 
+// OutboxKind names what a dispatcher does with an outbox row. The package that
+// enqueues and delivers a kind defines its constant (bot.KindPost, callback.Kind);
+// the value is stored, so it never changes.
+type OutboxKind string
+
 // OutboxMessage is a message to deliver after the transaction that caused it commits.
 type OutboxMessage struct {
 	ID          int64
 	RunID       string
-	Kind        string
+	Kind        OutboxKind
 	Payload     []byte
 	Attempts    int
 	NextAttempt time.Time
@@ -222,7 +250,7 @@ type AuditEvent struct {
 	Seq      int64
 	RunID    string
 	Actor    string
-	Action   string
+	Action   Event
 	Detail   []byte // JSON
 	At       time.Time
 	PrevHash string
@@ -240,7 +268,7 @@ type AuditEvent struct {
 func AuditHash(e *AuditEvent) string {
 	h := sha256.New()
 	for _, part := range []string{
-		e.PrevHash, strconv.FormatInt(e.Seq, 10), e.RunID, e.Actor, e.Action,
+		e.PrevHash, strconv.FormatInt(e.Seq, 10), e.RunID, e.Actor, string(e.Action),
 		string(e.Detail), strconv.FormatInt(e.At.UnixMilli(), 10),
 	} {
 		h.Write([]byte(strconv.Itoa(len(part))))

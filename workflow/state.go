@@ -87,7 +87,7 @@ type Check struct {
 // Gate is what policy decided for the proposal.
 type Gate struct {
 	Rule           string        `json:"rule"`
-	Risk           string        `json:"risk"`
+	Risk           Risk          `json:"risk"`
 	PolicyRevision string        `json:"policy_revision"`
 	Approval       *ApprovalSpec `json:"approval,omitempty"`
 	Fingerprint    string        `json:"fingerprint"`
@@ -121,7 +121,7 @@ type DecisionRecord struct {
 	Verdict   Verdict   `json:"verdict"`
 	Reason    string    `json:"reason,omitempty"`
 	Edited    bool      `json:"edited,omitempty"`
-	Via       string    `json:"via"`
+	Via       Via       `json:"via"`
 	At        time.Time `json:"at"`
 }
 

@@ -89,6 +89,14 @@ type Tx interface {
 	// UpdateRequest is a compare-and-set on r.Version. ErrConflict, ErrNotFound.
 	UpdateRequest(ctx context.Context, r *ApprovalRequest) error
 
+	// InsertMessageLocation records where a request's message was posted.
+	// ErrDuplicate when its location is recorded already (a message is posted
+	// once and stays where it is); ErrNotFound when the request does not exist.
+	InsertMessageLocation(ctx context.Context, l *MessageLocation) error
+	// MessageLocations lists where a run's requests were posted, oldest first
+	// (empty when none was).
+	MessageLocations(ctx context.Context, runID string) ([]*MessageLocation, error)
+
 	// InsertDecision stores a decision; ErrDuplicate when this approver already
 	// decided this request. Sets d.ID.
 	InsertDecision(ctx context.Context, d *Decision) error
@@ -185,7 +193,7 @@ type EndedFilter struct {
 // OutboxFilter selects undelivered outbox messages for ListOutbox.
 type OutboxFilter struct {
 	// Kinds keeps messages of these kinds; empty keeps all.
-	Kinds []string
+	Kinds []OutboxKind
 	// RunID keeps one run's messages; "" keeps all.
 	RunID string
 	// DueBy keeps messages whose NextAttempt is at or before it; zero keeps all.

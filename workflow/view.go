@@ -47,7 +47,7 @@ type RequestView struct {
 	Fingerprint    string        `json:"fingerprint"`
 	Rule           string        `json:"rule"`
 	PolicyRevision string        `json:"policy_revision"`
-	Risk           string        `json:"risk"`
+	Risk           Risk          `json:"risk"`
 	Role           string        `json:"role"`
 	Count          int           `json:"count"`
 	Deadline       time.Time     `json:"deadline"`
@@ -66,7 +66,7 @@ type DecisionView struct {
 	Decision  Verdict         `json:"decision"`
 	Reason    string          `json:"reason,omitempty"`
 	Edited    json.RawMessage `json:"edited_args,omitempty"`
-	Via       string          `json:"via"`
+	Via       Via             `json:"via"`
 	At        time.Time       `json:"at"`
 }
 
@@ -133,10 +133,18 @@ func (e *Engine) viewRest(ctx context.Context, tx Tx, v *RunView) (*RunView, err
 		if err != nil {
 			return fmt.Errorf("load requests of run %s: %w", id, err)
 		}
+		locs, err := tx.MessageLocations(ctx, id)
+		if err != nil {
+			return fmt.Errorf("load message locations of run %s: %w", id, err)
+		}
 		for _, r := range reqs {
 			rv := RequestView{ID: r.ID, Status: r.Status, Fingerprint: r.Fingerprint, Rule: r.Rule, PolicyRevision: r.PolicyRevision,
-				Risk: r.Risk, Role: r.Role, Count: r.Count, Deadline: r.Deadline, DecidedBy: r.DecidedBy,
-				Channel: r.Channel, MessageTS: r.MessageTS}
+				Risk: r.Risk, Role: r.Role, Count: r.Count, Deadline: r.Deadline, DecidedBy: r.DecidedBy}
+			for _, l := range locs {
+				if l.RequestID == r.ID {
+					rv.Channel, rv.MessageTS = l.Channel, l.TS
+				}
+			}
 			if !r.DecidedAt.IsZero() {
 				t := r.DecidedAt
 				rv.DecidedAt = &t
@@ -399,7 +407,7 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Ru
 		st: st,
 	}
 	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, "", "forked", by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
+		return e.save(ctx, tx, l, "", EventForked, by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork run %s at %d: %w", id, seq, err)

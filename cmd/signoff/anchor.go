@@ -16,20 +16,18 @@ const anchorEvery = 10 * time.Minute
 // `signoff verify --anchor`: a rewritten or cut audit log no longer extends
 // them.
 func logAnchors(ctx context.Context, eng *workflow.Engine, log *slog.Logger, period time.Duration) {
-	t := time.NewTicker(period)
-	defer t.Stop()
 	last := workflow.Anchor{}
-	for {
-		if a, err := eng.AuditHead(ctx); err != nil && ctx.Err() == nil {
-			log.Error("read the audit head", "error", err)
-		} else if err == nil && a != last && a.Seq > 0 {
-			log.Info("audit head", "anchor", a.String(), "seq", a.Seq, "hash", a.Hash)
-			last = a
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	l := &workflow.Loop{Name: "read the audit head", Pace: workflow.PaceEvery(period), Logger: log,
+		Round: func(ctx context.Context) error {
+			a, err := eng.AuditHead(ctx)
+			if err != nil {
+				return err
+			}
+			if a != last && a.Seq > 0 {
+				log.Info("audit head", "anchor", a.String(), "seq", a.Seq, "hash", a.Hash)
+				last = a
+			}
+			return nil
+		}}
+	l.Run(ctx)
 }

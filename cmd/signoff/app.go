@@ -182,7 +182,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 			a.Close()
 			return nil, fmt.Errorf("open shop: %w", err)
 		}
-		if a.shop, err = demo.OpenShop(ctx, a.shopDB, clock.Now); err != nil {
+		if a.shop, err = demo.OpenShop(ctx, a.shopDB, clock); err != nil {
 			a.Close()
 			return nil, fmt.Errorf("open shop: %w", err)
 		}
@@ -213,7 +213,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		wcfg.Hooks = append(wcfg.Hooks, bot.Outbox{})
 		a.slackAPI = bot.NewAPI(getenv("SLACK_BOT_TOKEN"), cfg.Slack.APIURL, 10*time.Second)
 		if len(cfg.Slack.UserGroups) > 0 {
-			a.dir = bot.NewDirectory(cfg.Roles, cfg.Slack.UserGroups, a.slackAPI, 5*time.Minute, time.Now)
+			a.dir = bot.NewDirectory(cfg.Roles, cfg.Slack.UserGroups, a.slackAPI, 5*time.Minute, workflow.SystemClock{})
 			wcfg.Dir = a.dir
 		}
 	}

@@ -27,7 +27,7 @@ type auditLine struct {
 	Seq      int64           `json:"seq"`
 	RunID    string          `json:"run_id"`
 	Actor    string          `json:"actor"`
-	Action   string          `json:"action"`
+	Action   workflow.Event  `json:"action"`
 	Detail   json.RawMessage `json:"detail,omitempty"`
 	At       time.Time       `json:"at"`
 	PrevHash string          `json:"prev_hash"`
@@ -141,7 +141,7 @@ func eachAuditEvent(ctx context.Context, store workflow.Store, f workflow.AuditF
 // is made inert, since actors and details may carry what an agent wrote.
 func renderAuditEvent(w io.Writer, e *workflow.AuditEvent) {
 	fmt.Fprintf(w, "%d  %s  run %s  %s  by %s", e.Seq, e.At.UTC().Format("2006-01-02T15:04:05.000Z"),
-		term(e.RunID), term(e.Action), term(e.Actor))
+		term(e.RunID), term(string(e.Action)), term(e.Actor))
 	if len(e.Detail) > 0 {
 		fmt.Fprintf(w, "  %s", term(string(e.Detail)))
 	}
@@ -183,17 +183,16 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // decision). Each replica that logs sees every event (the chain is global),
 // so a consumer dedupes by hash; `signoff audit --json` is the complete record.
 func logAudit(ctx context.Context, store workflow.Store, changes *workflow.Changes, log *slog.Logger, poll time.Duration, after int64) {
-	rounds(ctx, changes, poll, func(ctx context.Context) {
-		err := eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: after}, func(e *workflow.AuditEvent) error {
-			l := newAuditLine(e)
-			log.Info("audit_event", "seq", l.Seq, "run_id", l.RunID, "actor", l.Actor, "action", l.Action,
-				"detail", string(l.Detail), "at", l.At, "prev_hash", l.PrevHash, "hash", l.Hash,
-				"checkpoint_seq", l.CheckpointSeq, "checkpoint_hash", l.CheckpointHash, "key_id", l.KeyID, "mac", l.MAC)
-			after = e.Seq
-			return nil
-		})
-		if err != nil && ctx.Err() == nil {
-			log.Error("log audit events", "error", err)
-		}
-	})
+	l := &workflow.Loop{Name: "log audit events", Changes: changes, Pace: workflow.PaceAfter(poll), Logger: log,
+		Round: func(ctx context.Context) error {
+			return eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: after}, func(e *workflow.AuditEvent) error {
+				l := newAuditLine(e)
+				log.Info("audit_event", "seq", l.Seq, "run_id", l.RunID, "actor", l.Actor, "action", string(l.Action),
+					"detail", string(l.Detail), "at", l.At, "prev_hash", l.PrevHash, "hash", l.Hash,
+					"checkpoint_seq", l.CheckpointSeq, "checkpoint_hash", l.CheckpointHash, "key_id", l.KeyID, "mac", l.MAC)
+				after = e.Seq
+				return nil
+			})
+		}}
+	l.Run(ctx)
 }

@@ -263,7 +263,7 @@ func TestAuditLogLines(t *testing.T) {
 	for i, m := range got {
 		w := want[i+2]
 		if m["msg"] != "audit_event" || m["seq"] != float64(w.Seq) || m["hash"] != w.Hash || m["prev_hash"] != w.PrevHash ||
-			m["run_id"] != w.RunID || m["action"] != w.Action || m["mac"] != w.MAC || m["detail"] != string(w.Detail) {
+			m["run_id"] != w.RunID || m["action"] != string(w.Action) || m["mac"] != w.MAC || m["detail"] != string(w.Detail) {
 			t.Errorf("line %d: %v\nwant the event %+v", i, m, w)
 		}
 	}

@@ -230,7 +230,7 @@ func callbackRows(t *testing.T, dir string) []*workflow.OutboxMessage {
 	var ms []*workflow.OutboxMessage
 	if err := st.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []string{callback.Kind}})
+		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{callback.Kind}})
 		return err
 	}); err != nil {
 		t.Fatal(err)

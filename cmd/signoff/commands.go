@@ -387,7 +387,7 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 			}
 			in := workflow.DecideInput{
 				RunID: args[0], Approver: workflow.Person{ID: as, Name: name}, Reason: reason,
-				Fingerprint: fingerprint, Via: "cli", Verdict: workflow.VerdictApprove,
+				Fingerprint: fingerprint, Via: workflow.ViaCLI, Verdict: workflow.VerdictApprove,
 			}
 			if verb == "reject" {
 				in.Verdict = workflow.VerdictReject

@@ -18,13 +18,13 @@ import (
 
 // outboxRow is one undelivered outbox row as `signoff outbox --json` prints it.
 type outboxRow struct {
-	ID          int64     `json:"id"`
-	Kind        string    `json:"kind"`
-	RunID       string    `json:"run_id"`
-	Attempts    int       `json:"attempts"`
-	NextAttempt time.Time `json:"next_attempt"`
-	CreatedAt   time.Time `json:"created_at"`
-	LastError   string    `json:"last_error,omitempty"`
+	ID          int64               `json:"id"`
+	Kind        workflow.OutboxKind `json:"kind"`
+	RunID       string              `json:"run_id"`
+	Attempts    int                 `json:"attempts"`
+	NextAttempt time.Time           `json:"next_attempt"`
+	CreatedAt   time.Time           `json:"created_at"`
+	LastError   string              `json:"last_error,omitempty"`
 	// URL and EventID, for a callback: where it goes and the event's id.
 	URL     string `json:"url,omitempty"`
 	EventID string `json:"event_id,omitempty"`
@@ -108,7 +108,7 @@ func renderOutbox(w io.Writer, rows []outboxRow, more bool, now time.Time) {
 				next = "in less than a minute"
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, term(r.Kind), term(orDash(r.RunID)), r.Attempts, next,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, term(string(r.Kind)), term(orDash(r.RunID)), r.Attempts, next,
 			since(now, r.CreatedAt), term(orDash(cutRunes(r.URL, 60))), term(orDash(cutRunes(r.LastError, 120))))
 	}
 	tw.Flush()

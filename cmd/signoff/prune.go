@@ -87,15 +87,36 @@ func prune(ctx context.Context, e *workflow.Engine, store workflow.Store, log *s
 	if err != nil {
 		return res, err
 	}
-	if st, ok := store.(*sqlite.Store); ok && !dryRun {
-		// PostgreSQL's autovacuum makes the space reusable on its own.
-		if res.Space, err = st.Reclaim(ctx); err != nil {
+	if !dryRun {
+		if res.Space, err = reclaimSpace(ctx, store, log); err != nil {
 			return res, err
 		}
-		log.Info("space given back", "pages", res.Space.Pages, "bytes_before", res.Space.Before,
-			"bytes_after", res.Space.After, "vacuumed", res.Space.Vacuumed)
 	}
 	return res, nil
+}
+
+// reclaimSpace gives the space a prune freed back to the file system on
+// SQLite (nil on PostgreSQL, whose autovacuum makes it reusable on its own).
+func reclaimSpace(ctx context.Context, store workflow.Store, log *slog.Logger) (*sqlite.ReclaimReport, error) {
+	st, ok := store.(*sqlite.Store)
+	if !ok {
+		return nil, nil
+	}
+	rep, err := st.Reclaim(ctx)
+	if err != nil {
+		return rep, err
+	}
+	log.Info("space given back", "pages", rep.Pages, "bytes_before", rep.Before,
+		"bytes_after", rep.After, "vacuumed", rep.Vacuumed)
+	return rep, nil
+}
+
+// pruneLoop is serve's retention: it prunes the runs that ended more than
+// age ago at start and then at pace, with the cutoff taken from now, and on
+// SQLite gives the space back after each prune.
+func pruneLoop(a *app, age time.Duration, now func() time.Time, pace workflow.Pace) *workflow.Loop {
+	return a.engine.PruneLoop(workflow.Retention{OlderThan: age, Pace: pace, Now: now,
+		Reclaim: func(ctx context.Context) error { _, err := reclaimSpace(ctx, a.store, a.log); return err }})
 }
 
 func renderPrune(w io.Writer, r *pruneResult) {

@@ -124,7 +124,7 @@ func TestServePrunesOnItsTicks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pruneOn(ctx, a, 90*24*time.Hour, func() time.Time { return <-now }, ticks)
+		pruneLoop(a, 90*24*time.Hour, func() time.Time { return <-now }, tickPace(ticks)).Run(ctx)
 	}()
 	now <- clock // at start: nothing ended 90 days ago
 	now <- clock.Add(100 * 24 * time.Hour)
@@ -138,3 +138,10 @@ func TestServePrunesOnItsTicks(t *testing.T) {
 		t.Fatalf("the run was not pruned at the tick: %+v", v)
 	}
 }
+
+// tickPace paces a loop by the test's hand: its next round comes when the
+// test sends on the channel.
+type tickPace <-chan time.Time
+
+func (p tickPace) Next() <-chan time.Time { return p }
+func (tickPace) Stop()                    {}

@@ -140,7 +140,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		}
 	}
 	if g := v.Gate; g != nil {
-		fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(g.Risk), term(g.PolicyRevision))
+		fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(string(g.Risk)), term(g.PolicyRevision))
 		if g.Approval != nil {
 			who := term(strings.Join(roles.Members(g.Approval.Role), ", "))
 			fmt.Fprintf(w, "  approval: %d of %s or above (%s)", g.Approval.Count, term(g.Approval.Role), who)
@@ -179,7 +179,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		if len(d.Edited) > 0 {
 			verb = "edit"
 		}
-		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(d.Via), d.At.Format(time.RFC3339))
+		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(string(d.Via)), d.At.Format(time.RFC3339))
 		if len(d.Edited) > 0 {
 			line += " to " + term(redactEdited(shown, v.Actions, d.Edited))
 		}

@@ -450,13 +450,13 @@ func (c *cluster) verify(t *testing.T, runs int) {
 }
 
 // auditActions are the audit events of a run: action → the details of each.
-func (c *cluster) auditActions(t *testing.T, id string) map[string][]map[string]any {
+func (c *cluster) auditActions(t *testing.T, id string) map[workflow.Event][]map[string]any {
 	t.Helper()
 	evs, err := c.app.engine.AuditLog(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]map[string]any{}
+	out := map[workflow.Event][]map[string]any{}
 	for _, ev := range evs {
 		var d map[string]any
 		if len(ev.Detail) > 0 {
@@ -808,7 +808,7 @@ func TestReplicas(t *testing.T) {
 			} else if v.Operations[0].Attempts > 1 {
 				retried++
 			}
-			if len(c.auditActions(t, v.ID)["reconciled"]) > 0 {
+			if len(c.auditActions(t, v.ID)[workflow.EventReconciled]) > 0 {
 				reconciled++
 			}
 		case verdict == "reject" && v.Status == workflow.StatusRejected:
@@ -955,13 +955,13 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 			t.Errorf("%s: operations %+v; the shop's refund is %s", when, v.Operations, refund.ID)
 		}
 		audit := c.auditActions(t, id)
-		if rec := audit["reconciled"]; len(rec) != 1 || rec[0]["owner"] != "replica-b" || rec[0]["receipt"] != refund.ID {
+		if rec := audit[workflow.EventReconciled]; len(rec) != 1 || rec[0]["owner"] != "replica-b" || rec[0]["receipt"] != refund.ID {
 			t.Errorf("%s: reconciled events %+v, want one by replica-b with receipt %s", when, rec, refund.ID)
 		}
-		if ex := audit["executed"]; len(ex) != 0 {
+		if ex := audit[workflow.EventExecuted]; len(ex) != 0 {
 			t.Errorf("%s: executed events %+v, want none: the refund was found, not made again", when, ex)
 		}
-		if f := audit["finished"]; len(f) != 1 {
+		if f := audit[workflow.EventFinished]; len(f) != 1 {
 			t.Errorf("%s: finished %d times", when, len(f))
 		}
 	}

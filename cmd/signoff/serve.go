@@ -17,7 +17,6 @@ import (
 
 	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/bot"
-	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/workflow"
@@ -31,13 +30,9 @@ type serveOptions struct {
 	appToken      string // xapp-… for Socket Mode
 	socketMode    bool
 	poll          time.Duration // how often the workers look for work when no commit woke them
-	// metricsEvery is how often the gauges are read from the store (0: metricsEvery).
+	// metricsEvery is how often the gauges are read from the store (0: metrics.RefreshEvery).
 	metricsEvery time.Duration
 }
-
-// metricsEvery is how often serve reads the gauges of /metrics from the
-// store: a scrape never queries it.
-const metricsEvery = 15 * time.Second
 
 // servePoll is how often serve's workers look for work when no commit woke
 // them: a commit of any process that writes a run wakes the workers that
@@ -45,10 +40,6 @@ const metricsEvery = 15 * time.Second
 // what becomes due by time alone (a deadline, a retry after its backoff, the
 // lease of a process that died), and work whose commit was not heard.
 const servePoll = time.Second
-
-// repostEvery is how often serve looks for waiting runs without a message,
-// after looking at start.
-const repostEvery = time.Minute
 
 func (c *cli) serveCmd() *cobra.Command {
 	so := serveOptions{poll: servePoll}
@@ -166,10 +157,13 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		}
 	}()
 	disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
-		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, time.Now)}
+		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, workflow.SystemClock{})}
+	feed, _ := a.store.(workflow.ChangeFeed)
+	loops := append(a.engine.Loops(so.poll, feed), disp.Loops(a.changes, so.poll)...)
+	loops = append(loops, cb.Loop(a.changes, so.poll))
 	go func() {
 		defer s.wg.Done()
-		work(wctx, a, disp, cb, so.poll, ws)
+		work(wctx, loops, ws)
 	}()
 	s.wg.Add(1)
 	go func() {
@@ -179,21 +173,21 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	if a.metrics != nil {
 		every := so.metricsEvery
 		if every <= 0 {
-			every = metricsEvery
+			every = metrics.RefreshEvery
 		}
+		refresh := a.metrics.RefreshLoop(a.store, time.Now, workflow.PaceEvery(every), a.log)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			refreshMetrics(wctx, a, every)
+			refresh.Run(wctx)
 		}()
 	}
 	if r := a.cfg.Retention; r.RunsOlderThan > 0 {
-		t := time.NewTicker(r.Every)
+		retention := pruneLoop(a, r.RunsOlderThan, time.Now, workflow.PaceEvery(r.Every))
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer t.Stop()
-			pruneOn(wctx, a, r.RunsOlderThan, time.Now, t.C)
+			retention.Run(wctx)
 		}()
 	}
 	if a.cfg.AuditLog {
@@ -264,91 +258,24 @@ func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error
 	return nil
 }
 
-// work runs the server's background loops, each on its own goroutine so that a
-// slow executor never holds up Slack messages or the deadline sweep. Every
-// change they make is durable before they move on, so stopping them at any point
-// loses nothing: the next round, here or on another replica, picks up where
-// they stopped. An error in one round is logged and the round is tried again at
-// the next tick, since the cause (a locked file, Slack being down) is usually
-// gone by then.
-//
-// The loops whose work a commit creates (an approved run, a queued message)
-// are woken by every commit that writes a run, this process's or another's
-// (the store's change feed hears those), and otherwise look every poll; the
-// others, whose work only time makes due, look every poll.
-//
-// Waiting runs without a message (they waited before the config had a slack
-// section) are looked for at start and then every repostEvery: a run gets its
-// post queued when it starts waiting, so this only catches what no process
-// queued, and need not be quick.
-func work(ctx context.Context, a *app, disp *bot.Dispatcher, cb *callback.Dispatcher, poll time.Duration, ws *workers) {
-	type loop struct {
-		what  string
-		every time.Duration
-		wake  bool // also at once after a commit that wrote a run
-		do    func(context.Context) error
-	}
-	loops := []loop{
-		{"execute approved runs", poll, true, func(ctx context.Context) error { _, err := a.engine.Work(ctx, 20); return err }},
-		{"expire runs past their deadline", poll, false, func(ctx context.Context) error { _, err := a.engine.ExpireDue(ctx); return err }},
-		{"deliver slack messages", poll, true, func(ctx context.Context) error { _, err := disp.DeliverDue(ctx, 50); return err }},
-		{"deliver callbacks", poll, true, func(ctx context.Context) error { _, err := cb.DeliverDue(ctx, 50); return err }},
-		{"post waiting runs without a message", repostEvery, false, func(ctx context.Context) error { _, err := disp.QueueUnposted(ctx); return err }},
-		{"forget slack requests past their window", poll, false, func(ctx context.Context) error { _, err := bot.ForgetSeen(ctx, a.store, time.Now()); return err }},
-	}
-	if feed, ok := a.store.(workflow.ChangeFeed); ok {
-		// Wakes this server's waiters and workers on other processes'
-		// commits; it returns only when ctx ends (or, failing, is started
-		// again at the next tick).
-		loops = append(loops, loop{"wake waiters on other processes' commits", poll, false, func(ctx context.Context) error { return feed.FeedChanges(ctx, a.changes) }})
-	}
+// work runs the server's background loops (the engine's, the Slack
+// dispatcher's, the callback dispatcher's), each on its own goroutine so that
+// a slow executor never holds up Slack messages or the deadline sweep, and
+// counts them for readiness. It returns once ctx has ended and every loop has
+// returned.
+func work(ctx context.Context, loops []*workflow.Loop, ws *workers) {
 	var wg sync.WaitGroup
 	ws.up.Add(int32(len(loops)))
 	ws.want.Store(int32(len(loops)))
 	for _, l := range loops {
-		var changes *workflow.Changes
-		if l.wake {
-			changes = a.changes
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer ws.up.Add(-1)
-			rounds(ctx, changes, l.every, func(ctx context.Context) {
-				if err := l.do(ctx); err != nil && ctx.Err() == nil {
-					a.log.Error(l.what, "error", err)
-				}
-			})
+			l.Run(ctx)
 		}()
 	}
 	wg.Wait()
-}
-
-// rounds calls round at once and then again every interval after the last,
-// or as soon as a run changes when changes is not nil, until ctx ends. It
-// waits for a change from before each round, so that a change committed
-// during a round brings one more, and a burst of changes brings one: never a
-// loop that spins, and never a change left for the next tick.
-func rounds(ctx context.Context, changes *workflow.Changes, every time.Duration, round func(context.Context)) {
-	t := time.NewTimer(every)
-	defer t.Stop()
-	for {
-		var woken <-chan struct{} // nil: only the timer or ctx ends the wait
-		stop := func() {}
-		if changes != nil {
-			woken, stop = changes.Any()
-		}
-		round(ctx)
-		t.Reset(every)
-		select {
-		case <-ctx.Done():
-			stop()
-			return
-		case <-woken:
-		case <-t.C:
-		}
-		stop()
-	}
 }
 
 // stop shuts the listener and the workers down and reports the first error either had.
@@ -392,46 +319,10 @@ func observeHTTP(m *metrics.Metrics) echo.MiddlewareFunc {
 	}
 }
 
-// refreshMetrics sets the gauges from the store now and every tick until ctx ends.
-func refreshMetrics(ctx context.Context, a *app, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if err := a.metrics.Refresh(ctx, a.store, time.Now()); err != nil && ctx.Err() == nil {
-			a.log.Error("refresh metrics", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // refusedCounter is what the bot tells of refusals: the metric, when serve has metrics.
 func refusedCounter(a *app) func(string) {
 	if a.metrics == nil {
 		return nil
 	}
 	return a.metrics.Refused
-}
-
-// pruneOn prunes the runs that ended more than age ago (retention: in the
-// config) at start and at every tick until ctx ends. A failed prune is
-// logged and tried again at the next tick: what it did commit stays done.
-func pruneOn(ctx context.Context, a *app, age time.Duration, now func() time.Time, tick <-chan time.Time) {
-	for {
-		res, err := prune(ctx, a.engine, a.store, a.log, now().Add(-age), false)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			a.log.Error("prune", "error", err)
-		case res != nil:
-			a.log.Info("prune done", "runs", res.Runs, "checkpoints", res.Checkpoints, "bytes", res.Bytes(), "skipped", len(res.Skipped))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		}
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,20 +16,21 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// wakeRuns is how many decisions TestServeExecutesAnotherProcessDecisionPromptly times.
+// wakeRuns is how many decisions TestServeIsWokenByAnotherProcessDecision makes.
 const wakeRuns = 20
 
-// oldPoll is how often serve's workers looked for work before they were
-// woken by commits: the figure the latency is held against.
-const oldPoll = 250 * time.Millisecond
+// noPoll is a safety poll that never comes within a test: whatever serve does
+// in one is done because a commit woke it.
+const noPoll = time.Hour
 
-// TestServeExecutesAnotherProcessDecisionPromptly: with the production poll,
-// a decision that another process commits (a CLI that dies right after the
-// commit, so that only serve can execute the run) is executed by serve well
-// within the old poll interval: the commit wakes serve's workers (SQLite's
-// data_version, PostgreSQL's NOTIFY) instead of their next round. On
-// PostgreSQL the two processes share nothing but the database.
-func TestServeExecutesAnotherProcessDecisionPromptly(t *testing.T) {
+// TestServeIsWokenByAnotherProcessDecision: a decision that another process
+// commits (a CLI that dies right after the commit, so that only serve can
+// execute the run) wakes serve's workers through the store (SQLite's
+// data_version, PostgreSQL's NOTIFY): with a safety poll of an hour, serve
+// still executes every run. On PostgreSQL the two processes share nothing
+// but the database. The delays are logged; how short they are is a figure
+// for a quiet machine, not a test's business.
+func TestServeIsWokenByAnotherProcessDecision(t *testing.T) {
 	stores := []struct {
 		name string
 		db   func(t *testing.T) string
@@ -47,7 +47,7 @@ func TestServeExecutesAnotherProcessDecisionPromptly(t *testing.T) {
 			db := st.db(t)
 			// Every refund waits for a team lead, so that many small ones fit
 			// in what the charge has left to refund.
-			s := startServedWith(t, db, servePoll, func(y string) string {
+			s := startServedWith(t, db, noPoll, func(y string) string {
 				return strings.Replace(y, "double(action.args.amount) > 50.0", "double(action.args.amount) > 0.5", 1)
 			}, nil)
 			proposal := filepath.Join(s.dir, "refund.json")
@@ -63,7 +63,7 @@ func TestServeExecutesAnotherProcessDecisionPromptly(t *testing.T) {
 				}
 				id := runIDOf(t, out)
 				crashOn(t, global, "after-decision-commit", "approve", id, "--as", lead1)
-				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), childTimeout)
 				v, _, err := s.app.engine.WaitRun(ctx, id, workflow.StatusExecuting)
 				cancel()
 				if err != nil {
@@ -76,11 +76,8 @@ func TestServeExecutesAnotherProcessDecisionPromptly(t *testing.T) {
 				picked = append(picked, intentAt(t, s.app.engine, id).Sub(decided))
 				done = append(done, v.UpdatedAt.Sub(decided))
 			}
-			pick50 := percentiles(t, st.name+": decision (another process) to serve's first write (the intent)", picked)
+			percentiles(t, st.name+": decision (another process) to serve's first write (the intent)", picked)
 			percentiles(t, st.name+": decision (another process) to done (serve)", done)
-			if pick50 > oldPoll/3 {
-				t.Errorf("p50 from decision to serve's first write %v; want well under the old poll of %v", pick50, oldPoll)
-			}
 		})
 	}
 }
@@ -126,82 +123,10 @@ func intentAt(t *testing.T, e *workflow.Engine, id string) time.Time {
 	return time.Time{}
 }
 
-// percentiles logs the p50, p90 and maximum of ds, under what, and returns the p50.
-func percentiles(t *testing.T, what string, ds []time.Duration) time.Duration {
+// percentiles logs the p50, p90 and maximum of ds, under what.
+func percentiles(t *testing.T, what string, ds []time.Duration) {
 	t.Helper()
 	ds = slices.Sorted(slices.Values(ds))
 	p50 := ds[len(ds)/2]
-	t.Logf("%s, %d runs: p50 %v, p90 %v, max %v (old poll %v)", what, len(ds), p50, ds[len(ds)*9/10], ds[len(ds)-1], oldPoll)
-	return p50
-}
-
-// TestRoundsCoalesceABurstOfChanges: a change wakes a worker's loop at once
-// (its safety interval is an hour here); changes committed during a round,
-// however many, bring exactly one more round, after which the loop sleeps.
-func TestRoundsCoalesceABurstOfChanges(t *testing.T) {
-	c := workflow.NewChanges()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var count atomic.Int32
-	entered, proceed := make(chan int32), make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		rounds(ctx, c, time.Hour, func(ctx context.Context) {
-			n := count.Add(1)
-			select {
-			case entered <- n:
-				<-proceed
-			case <-ctx.Done():
-			}
-		})
-	}()
-	next := func(want int32) {
-		t.Helper()
-		select {
-		case n := <-entered:
-			if n != want {
-				t.Fatalf("round %d, want %d", n, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no round %d", want)
-		}
-	}
-	next(1) // at start
-	proceed <- struct{}{}
-	c.Notify("run_a")
-	next(2)
-	// A burst while round 2 runs.
-	c.Notify("run_a")
-	c.Notify("run_b", "run_c")
-	c.NotifyAll()
-	proceed <- struct{}{}
-	next(3)
-	proceed <- struct{}{}
-	cancel()
-	<-ended
-	if n := count.Load(); n != 3 {
-		t.Errorf("%d rounds, want 3: one at start, one for the change, one for the burst", n)
-	}
-}
-
-// TestRoundsComeEveryIntervalWithoutChanges: with no change to wake it, a
-// loop still comes round every interval (what becomes due by time alone).
-func TestRoundsComeEveryIntervalWithoutChanges(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	entered := make(chan struct{}, 1)
-	go rounds(ctx, workflow.NewChanges(), 10*time.Millisecond, func(context.Context) {
-		select {
-		case entered <- struct{}{}:
-		default:
-		}
-	})
-	for i := range 3 {
-		select {
-		case <-entered:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no round %d", i+1)
-		}
-	}
+	t.Logf("%s, %d runs: p50 %v, p90 %v, max %v", what, len(ds), p50, ds[len(ds)*9/10], ds[len(ds)-1])
 }

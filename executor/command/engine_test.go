@@ -7,32 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/signoff-dev/signoff/executor/command"
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
-}
 
 // referenceProgram is examples/command/ledger-action, the program a team copies.
 func referenceProgram(t *testing.T) string {
@@ -147,7 +129,7 @@ func newEngine(t *testing.T, x workflow.Executor) *workflow.Engine {
 		t.Fatal(err)
 	}
 	e, err := workflow.New(workflow.Config{
-		Store: st, Policy: pol, Roles: roles, Clock: &fakeClock{now: time.Now()},
+		Store: st, Policy: pol, Roles: roles, Clock: clocktest.New(time.Now()),
 		Actions: map[string]*workflow.ActionSpec{"rotate_key": spec},
 	})
 	if err != nil {

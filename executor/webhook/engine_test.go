@@ -5,35 +5,15 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/signoff-dev/signoff/examples/target"
 	"github.com/signoff-dev/signoff/executor/webhook"
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
-
-// fakeClock advances only when the engine waits, so that a Retry-After of
-// seconds costs the test nothing and can be measured.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
-}
 
 // newEngine is one engine on a fresh SQLite file whose only action,
 // deploy_service, goes through x without approval.
@@ -110,7 +90,9 @@ func TestFailureModesOfTheTarget(t *testing.T) {
 			if tt.noLookup {
 				cfg.LookupURL = ""
 			}
-			clock := &fakeClock{now: time.Now()}
+			// It advances only when the engine waits, so that a Retry-After of
+			// seconds costs the test nothing and can be measured.
+			clock := clocktest.New(time.Now())
 			e := newEngine(t, newExec(t, cfg), clock)
 			start := clock.Now()
 			run, err := e.Submit(context.Background(), proposal())

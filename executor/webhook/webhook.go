@@ -60,7 +60,7 @@ type Config struct {
 	// Client sends the requests; nil means one with Timeout that follows no
 	// redirect. A given client's redirect policy is replaced by the same rule.
 	Client *http.Client
-	Now    func() time.Time // the signature's timestamp; time.Now when nil
+	Clock  workflow.Clock // the signature's timestamp; workflow.SystemClock when nil
 }
 
 // Executor calls one action's target. It is a workflow.CallExecutor.
@@ -93,8 +93,8 @@ func New(action string, cfg Config) (*Executor, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = workflow.SystemClock{}
 	}
 	client := &http.Client{Timeout: cfg.Timeout}
 	if cfg.Client != nil {
@@ -311,7 +311,7 @@ func (x *Executor) send(ctx context.Context, method, target, id, key string, bod
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
-	now := x.cfg.Now()
+	now := x.cfg.Clock.Now()
 	req.Header.Set(stdwebhook.HeaderID, id)
 	req.Header.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(stdwebhook.HeaderSignature, stdwebhook.Sign(x.cfg.Keys, id, now, body))

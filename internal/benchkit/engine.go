@@ -40,7 +40,7 @@ func NewEngine(st workflow.Store) (*workflow.Engine, error) {
 		return nil, err
 	}
 	policy, err := workflow.NewPolicy("bench", []workflow.Rule{{
-		Name: "refund", When: `action.name == "request_refund"`, Risk: "high",
+		Name: "refund", When: `action.name == "request_refund"`, Risk: workflow.RiskHigh,
 		Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(72 * 3600)},
 	}}, roles)
 	if err != nil {
@@ -109,7 +109,7 @@ func Suspend(ctx context.Context, eng *workflow.Engine) (string, error) {
 
 // Decide approves a waiting run.
 func Decide(ctx context.Context, eng *workflow.Engine, id string) error {
-	run, err := eng.Decide(ctx, workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: Approver}, Verdict: workflow.VerdictApprove, Via: "cli"})
+	run, err := eng.Decide(ctx, workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: Approver}, Verdict: workflow.VerdictApprove, Via: workflow.ViaCLI})
 	if err != nil {
 		return fmt.Errorf("decide: %w", err)
 	}

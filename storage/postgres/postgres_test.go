@@ -461,7 +461,7 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 				t.Errorf("%s: got %v, want %v", r.name, err, r.want)
 			}
 			// The transaction still writes after each refusal.
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-1", Action: r.name}, nil); err != nil {
+			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-1", Action: workflow.Event(r.name)}, nil); err != nil {
 				return fmt.Errorf("audit after refusal %d (%s): %w", i, r.name, err)
 			}
 		}
@@ -793,5 +793,61 @@ func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMigrationMovesMessageLocations: a store migrated before message
+// locations were a record of their own keeps where its requests were
+// posted, and its requests keep their seals, which never covered it.
+func TestMigrationMovesMessageLocations(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, m := range migrations {
+		if m.Version >= 9 {
+			break
+		}
+		if _, err := applyMigration(t.Context(), conn, m, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO runs (id, workflow, status, step, seq, version, created_at, updated_at) VALUES ('run-1', 'proposal', 'waiting_approval', 0, 0, 1, 1000, 1000)`,
+		`INSERT INTO approval_requests (id, run_id, status, channel, message_ts, version, created_at, key_id, mac)
+			VALUES ('req-posted', 'run-1', 'superseded', 'C0APPROVALS', '1732872000.000100', 2, 1732872000123, 'k1', 'mac-1')`,
+		`INSERT INTO approval_requests (id, run_id, status, version, created_at) VALUES ('req-unposted', 'run-1', 'pending', 1, 1732872000456)`,
+	} {
+		if _, err := conn.Exec(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Migrate(t.Context(), dsn); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openStore(t, dsn)
+	var locs []*workflow.MessageLocation
+	var req *workflow.ApprovalRequest
+	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		var err error
+		if locs, err = tx.MessageLocations(ctx, "run-1"); err != nil {
+			return err
+		}
+		req, err = tx.Request(ctx, "req-posted")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := workflow.MessageLocation{RequestID: "req-posted", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872000.000100",
+		PostedAt: time.UnixMilli(1732872000123).UTC()}
+	if len(locs) != 1 || *locs[0] != want {
+		t.Fatalf("locations after the migration: %+v, want only %+v", locs, want)
+	}
+	if req.Version != 2 || req.KeyID != "k1" || req.MAC != "mac-1" || req.Status != workflow.RequestSuperseded {
+		t.Errorf("the request changed in the migration: %+v", req)
 	}
 }

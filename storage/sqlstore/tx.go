@@ -400,8 +400,8 @@ func (t *Tx) PruneCheckpoints(ctx context.Context, runID string, seq int64, at t
 // --- approval requests
 
 const requestColumns = `id, run_id, fingerprint, rule, policy_revision, risk, role, count,
-	self_approval, edit, requester_id, deadline, status, decided_by, decided_at, channel,
-	message_ts, version, created_at, key_id, mac`
+	self_approval, edit, requester_id, deadline, status, decided_by, decided_at, version,
+	created_at, key_id, mac`
 
 func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
 	var (
@@ -410,7 +410,7 @@ func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
 	)
 	err := s.Scan(&r.ID, &r.RunID, &r.Fingerprint, &r.Rule, &r.PolicyRevision, &r.Risk, &r.Role,
 		&r.Count, &r.SelfApproval, &r.Edit, &r.RequesterID, &deadline, &r.Status, &r.DecidedBy,
-		&decided, &r.Channel, &r.MessageTS, &r.Version, &created, &r.KeyID, &r.MAC)
+		&decided, &r.Version, &created, &r.KeyID, &r.MAC)
 	if err != nil {
 		return nil, err
 	}
@@ -422,10 +422,10 @@ func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
 
 func (t *Tx) InsertRequest(ctx context.Context, r *workflow.ApprovalRequest) error {
 	err := t.guarded(ctx, nil, `INSERT INTO approval_requests (`+requestColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
 		r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
 		r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
-		millis(r.DecidedAt), r.Channel, r.MessageTS, millis(r.CreatedAt), r.KeyID, r.MAC)
+		millis(r.DecidedAt), millis(r.CreatedAt), r.KeyID, r.MAC)
 	if err != nil {
 		return fmt.Errorf("insert approval request %s: %w", r.ID, err)
 	}
@@ -455,17 +455,51 @@ func (t *Tx) UpdateRequest(ctx context.Context, r *workflow.ApprovalRequest) err
 	err := t.compareAndSet(ctx, "approval_requests", "id", r.ID, `UPDATE approval_requests SET
 		run_id = ?, fingerprint = ?, rule = ?, policy_revision = ?, risk = ?, role = ?, count = ?,
 		self_approval = ?, edit = ?, requester_id = ?, deadline = ?, status = ?, decided_by = ?,
-		decided_at = ?, channel = ?, message_ts = ?, version = version + 1, created_at = ?,
+		decided_at = ?, version = version + 1, created_at = ?,
 		key_id = ?, mac = ?
 		WHERE id = ? AND version = ?`,
 		r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
 		r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
-		millis(r.DecidedAt), r.Channel, r.MessageTS, millis(r.CreatedAt), r.KeyID, r.MAC, r.ID, r.Version)
+		millis(r.DecidedAt), millis(r.CreatedAt), r.KeyID, r.MAC, r.ID, r.Version)
 	if err != nil {
 		return fmt.Errorf("update approval request %s (version %d): %w", r.ID, r.Version, err)
 	}
 	r.Version++
 	return nil
+}
+
+// --- message locations
+
+const locationColumns = `request_id, run_id, channel, message_ts, posted_at`
+
+func scanLocation(s Row) (*workflow.MessageLocation, error) {
+	var (
+		l      workflow.MessageLocation
+		posted int64
+	)
+	if err := s.Scan(&l.RequestID, &l.RunID, &l.Channel, &l.TS, &posted); err != nil {
+		return nil, err
+	}
+	l.PostedAt = fromMillis(posted)
+	return &l, nil
+}
+
+func (t *Tx) InsertMessageLocation(ctx context.Context, l *workflow.MessageLocation) error {
+	err := t.guarded(ctx, nil, `INSERT INTO message_locations (`+locationColumns+`) VALUES (?, ?, ?, ?, ?)`,
+		l.RequestID, l.RunID, l.Channel, l.TS, millis(l.PostedAt))
+	if err != nil {
+		return fmt.Errorf("insert the message location of approval request %s: %w", l.RequestID, err)
+	}
+	return nil
+}
+
+func (t *Tx) MessageLocations(ctx context.Context, runID string) ([]*workflow.MessageLocation, error) {
+	ls, err := queryAll(ctx, t, scanLocation, `SELECT `+locationColumns+`
+		FROM message_locations WHERE run_id = ? ORDER BY posted_at, request_id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list message locations of run %s: %w", runID, err)
+	}
+	return ls, nil
 }
 
 // --- decisions

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"PruneCheckpoints", testPruneCheckpoints},
 		{"OutboxForRun", testOutboxForRun},
 		{"CountRuns", testCountRuns},
+		{"MessageLocations", testMessageLocations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,8 +295,8 @@ func testRequestRoundTrip(t *testing.T, s workflow.Store) {
 			ID: "req-full", RunID: "run-1", Fingerprint: "fp", Rule: "large-refund", PolicyRevision: "2026-11-29.1",
 			Risk: "high", Role: "team_lead", Count: 2, SelfApproval: true, Edit: true, RequesterID: "agent:resolver",
 			Deadline: odd.Add(72 * time.Hour), Status: workflow.RequestApproved, DecidedBy: "U0LEAD0001",
-			DecidedAt: odd.Add(time.Hour), Channel: "C0APPROVALS", MessageTS: "1732872000.000100",
-			Version: 9, CreatedAt: odd,
+			DecidedAt: odd.Add(time.Hour),
+			Version:   9, CreatedAt: odd,
 		}},
 		{"zero times and false flags", &workflow.ApprovalRequest{ID: "req-min", RunID: "run-1", Status: workflow.RequestPending}},
 	}
@@ -788,7 +789,6 @@ func testCompareAndSet(t *testing.T, s workflow.Store) {
 				v.DecidedBy = fmt.Sprintf("U%d", n)
 				v.DecidedAt = odd.Add(time.Duration(n) * time.Minute)
 				v.Deadline = odd.Add(time.Duration(n) * time.Hour)
-				v.Channel, v.MessageTS = fmt.Sprintf("C%d", n), fmt.Sprintf("17328720%02d.000100", n)
 				v.Count = n
 				v.SelfApproval, v.Edit = n%2 == 1, n%2 == 0
 			},
@@ -1186,7 +1186,7 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 	msgs := map[string]*workflow.OutboxMessage{}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		for _, sp := range specs {
-			m := &workflow.OutboxMessage{RunID: "run-1", Kind: sp.name, NextAttempt: sp.next, CreatedAt: now}
+			m := &workflow.OutboxMessage{RunID: "run-1", Kind: workflow.OutboxKind(sp.name), NextAttempt: sp.next, CreatedAt: now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
 			}
@@ -1203,7 +1203,7 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 		})
 		kinds := make([]string, len(ms))
 		for i, m := range ms {
-			kinds[i] = m.Kind
+			kinds[i] = string(m.Kind)
 		}
 		return kinds
 	}
@@ -1268,7 +1268,7 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 			if sp.name == "callback due" {
 				run = "run-2"
 			}
-			m := &workflow.OutboxMessage{RunID: run, Kind: sp.kind, Payload: []byte(sp.name), NextAttempt: sp.next,
+			m := &workflow.OutboxMessage{RunID: run, Kind: workflow.OutboxKind(sp.kind), Payload: []byte(sp.name), NextAttempt: sp.next,
 				LastError: sp.lastErr, CreatedAt: now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
@@ -1290,12 +1290,14 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 	}{
 		{"every undelivered row", func() workflow.OutboxFilter { return workflow.OutboxFilter{} },
 			[]string{"slack due", "callback failing, later", "callback due", "slack failing, due", "callback failing, due"}},
-		{"one kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"callback"}} },
+		{"one kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}} },
 			[]string{"callback failing, later", "callback due", "callback failing, due"}},
 		{"two kinds", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []string{"slack.post", "slack.update"}}
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"slack.post", "slack.update"}}
 		}, []string{"slack due", "slack failing, due"}},
-		{"due by now", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"callback"}, DueBy: now} },
+		{"due by now", func() workflow.OutboxFilter {
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, DueBy: now}
+		},
 			[]string{"callback due", "callback failing, due"}},
 		{"failing", func() workflow.OutboxFilter { return workflow.OutboxFilter{Failing: true} },
 			[]string{"callback failing, later", "slack failing, due", "callback failing, due"}},
@@ -1305,16 +1307,16 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 		{"the oldest of each run", func() workflow.OutboxFilter { return workflow.OutboxFilter{Heads: true} },
 			[]string{"slack due", "callback due"}},
 		{"the oldest callback of each run, if due", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []string{"callback"}, Heads: true, DueBy: now}
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, Heads: true, DueBy: now}
 		}, []string{"callback due"}},
 		{"the oldest Slack message of each run, if failing", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []string{"slack.post", "slack.update"}, Heads: true, Failing: true}
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"slack.post", "slack.update"}, Heads: true, Failing: true}
 		}, []string{}},
 		{"one run", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []string{"callback"}, RunID: "run-1", Limit: 1}
+			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, RunID: "run-1", Limit: 1}
 		},
 			[]string{"callback failing, later"}},
-		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []string{"email"}} }, []string{}},
+		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"email"}} }, []string{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

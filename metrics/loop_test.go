@@ -1,0 +1,146 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// handPace paces a loop by the test's hand: the next round comes when the
+// test sends on ticks; each call of Next (after every round) is told on ended.
+type handPace struct {
+	ticks chan time.Time
+	ended chan struct{}
+}
+
+func (p *handPace) Next() <-chan time.Time { p.ended <- struct{}{}; return p.ticks }
+func (p *handPace) Stop()                  {}
+
+func (p *handPace) roundEnded(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the round never ended")
+	}
+}
+
+// errorLines is a slog handler that keeps the messages and errors of the
+// records at error level.
+type errorLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (h *errorLines) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+func (h *errorLines) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *errorLines) WithGroup(string) slog.Handler                { return h }
+func (h *errorLines) Handle(_ context.Context, r slog.Record) error {
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool { line += " " + a.Key + "=" + a.Value.String(); return true })
+	h.mu.Lock()
+	h.lines = append(h.lines, line)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *errorLines) all() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.lines...)
+}
+
+// TestRefreshLoop: the gauges are set from the store at start and again at
+// each tick, with the ages taken at the clock then; a refresh that fails is
+// logged at error level under "refresh metrics", and the next tick refreshes
+// again.
+func TestRefreshLoop(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "signoff.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	insert := func(id string, s workflow.Status) {
+		t.Helper()
+		r := &workflow.Run{ID: id, Status: s, CreatedAt: now, UpdatedAt: now}
+		if err := st.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert("run-01", workflow.StatusDone)
+	m := New("test")
+	var log errorLines
+	pace := &handPace{ticks: make(chan time.Time), ended: make(chan struct{}, 10)}
+	store := &failing{Store: st}
+	l := m.RefreshLoop(store, func() time.Time { return now }, pace, slog.New(&log))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	done1 := func() float64 { return testutil.ToFloat64(m.runs.WithLabelValues(string(workflow.StatusDone))) }
+	pace.roundEnded(t)
+	if got := done1(); got != 1 {
+		t.Fatalf("signoff_runs{status=done} = %v after the round at start, want 1", got)
+	}
+	insert("run-02", workflow.StatusDone)
+	if got := done1(); got != 1 {
+		t.Fatalf("signoff_runs{status=done} = %v before the tick, want 1: a scrape never reads the store", got)
+	}
+	store.fail(true)
+	pace.ticks <- now
+	pace.roundEnded(t)
+	if lines := log.all(); len(lines) != 1 || !strings.HasPrefix(lines[0], "refresh metrics error=refresh metrics: ") || !strings.Contains(lines[0], "store is down") {
+		t.Fatalf("logged %q, want the failed refresh", lines)
+	}
+	if got := done1(); got != 1 {
+		t.Fatalf("signoff_runs{status=done} = %v after a failed refresh, want the last one's 1", got)
+	}
+	store.fail(false)
+	pace.ticks <- now
+	pace.roundEnded(t)
+	if got := done1(); got != 2 {
+		t.Fatalf("signoff_runs{status=done} = %v after the tick, want 2", got)
+	}
+}
+
+// failing is a store whose reads fail while told to.
+type failing struct {
+	workflow.Store
+	mu   sync.Mutex
+	down bool
+}
+
+func (f *failing) fail(down bool) {
+	f.mu.Lock()
+	f.down = down
+	f.mu.Unlock()
+}
+
+func (f *failing) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+	f.mu.Lock()
+	down := f.down
+	f.mu.Unlock()
+	if down {
+		return errStoreDown
+	}
+	return f.Store.View(ctx, fn)
+}
+
+var errStoreDown = errors.New("store is down")
