@@ -770,6 +770,23 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 // expiry that is due, or the execution of approved actions (reconciling any
 // operation whose outcome a crash left unknown). It returns the run as it stands.
 func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
+	return e.resume(ctx, id, false)
+}
+
+// Follow is Resume for the one who just moved the run on (a decision that
+// completed the quorum): it executes the run unless a worker took it first.
+// While another holds the run's lease it calls nothing, so that the two never
+// attempt the same operation at once; it looks again every lookEvery and
+// carries on when the run ends, stops executing, or the lease lapses (its
+// holder died). Resume, by contrast, is an operator's "do it now".
+func (e *Engine) Follow(ctx context.Context, id string) (*Run, error) {
+	return e.resume(ctx, id, true)
+}
+
+// lookEvery is how often Follow reads a run that another holds.
+const lookEvery = 20 * time.Millisecond
+
+func (e *Engine) resume(ctx context.Context, id string, follow bool) (*Run, error) {
 	var held *loaded
 	for {
 		l, err := e.reload(ctx, id, held)
@@ -804,6 +821,12 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 			}
 			return l.run, nil
 		case StatusExecuting:
+			if now := e.now(); follow && l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil) {
+				if err := e.clock.Sleep(ctx, min(lookEvery, l.run.LeaseUntil.Sub(now))); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if err := e.executeNext(ctx, l); err != nil {
 				return nil, err
 			}

@@ -2,8 +2,10 @@ package workflow_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -171,5 +173,71 @@ func TestAGatedRunCommitsFourTimes(t *testing.T) {
 	}
 	if e := h.target.Effects(); len(e) != 1 {
 		t.Fatalf("effects = %v, want exactly one", e)
+	}
+}
+
+// A decider that follows its decision (the CLI's approve) leaves the run to a
+// worker that took it first: it calls nothing while that worker's lease holds,
+// and takes over only when the lease lapses (its holder died), so the two
+// never attempt the same operation at once.
+func TestFollowLeavesARunToTheWorkerThatTookIt(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: workflow.ViaCLI}); err != nil {
+		t.Fatal(err)
+	}
+	// A worker of another process claims the approved run.
+	var until time.Time
+	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		now := h.clock.Now().UTC().Truncate(time.Millisecond)
+		until = now.Add(30 * time.Second)
+		runs, err := tx.ClaimRuns(ctx, "replica-b", []workflow.Status{workflow.StatusExecuting}, now, until, 1)
+		if err == nil && len(runs) != 1 {
+			err = fmt.Errorf("claimed %d runs, want the approved one", len(runs))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calledAt []time.Time
+	h.target.onExecute = func() { calledAt = append(calledAt, h.clock.Now()) }
+	got, err := h.engine.Follow(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflow.StatusDone {
+		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
+	}
+	if len(calledAt) != 1 || calledAt[0].Before(until) {
+		t.Fatalf("calls at %v; want one, once the other worker's lease ended at %v", calledAt, until)
+	}
+	if v := h.get(run.ID); v.Operations[0].Attempts != 1 {
+		t.Fatalf("attempts = %d, want 1", v.Operations[0].Attempts)
+	}
+}
+
+// Resume is an operator's "do it now": it does not wait for a lease.
+func TestResumeDoesNotWaitForALease(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: workflow.ViaCLI}); err != nil {
+		t.Fatal(err)
+	}
+	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		now := h.clock.Now().UTC().Truncate(time.Millisecond)
+		_, err := tx.ClaimRuns(ctx, "replica-b", []workflow.Status{workflow.StatusExecuting}, now, now.Add(30*time.Second), 1)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := h.clock.Now()
+	got, err := h.engine.Resume(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflow.StatusDone || h.clock.Now().Sub(start) >= 30*time.Second {
+		t.Fatalf("status %s after %v; want done at once", got.Status, h.clock.Now().Sub(start))
 	}
 }

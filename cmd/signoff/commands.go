@@ -416,8 +416,9 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 					return err
 				}
 				if run.Status == workflow.StatusExecuting {
-					// The approval completed the quorum: run the approved actions now.
-					if _, err := a.engine.Resume(c.ctx, run.ID); err != nil {
+					// The approval completed the quorum: run the approved
+					// actions now, unless a server's worker took the run first.
+					if _, err := a.engine.Follow(c.ctx, run.ID); err != nil {
 						return err
 					}
 				}
