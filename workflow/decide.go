@@ -63,6 +63,11 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 		if err == nil {
 			// Read from the store as it stands: as good as a committed write.
 			l.committed, l.spare, pre = true, l.st, l
+			if l.st.Gate != nil {
+				// Outside the write, which only has to look it up (an error
+				// is met again inside, where it is reported).
+				_, _ = l.fingerprint(l.st.Gate.Risk, e.policy.Revision())
+			}
 		}
 		return nil
 	}); err != nil {
@@ -202,7 +207,7 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
 		return nil, nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
 	}
-	fp, err := fingerprintOf(l.st, req.Risk, e.policy.Revision())
+	fp, err := l.fingerprint(req.Risk, e.policy.Revision())
 	if err != nil {
 		return nil, nil, &IntegrityError{RunID: id, Problem: err.Error()}
 	}

@@ -232,6 +232,33 @@ type loaded struct {
 	spare *State
 	// chain is the checkpoints load verified (nil from loadHeld's shortcut).
 	chain []*Checkpoint
+	// fps holds the fingerprints of state computed so far, by risk and policy
+	// revision: a decision computes its run's before its write, and the write
+	// transaction, which concurrent Updates share, takes it from here.
+	fps map[fpKey]string
+}
+
+type fpKey struct {
+	risk     Risk
+	revision string
+}
+
+// fingerprint is fingerprintOf(l.st, risk, revision), computed once per
+// state: loadHeld hands the ones of a state it did not change on.
+func (l *loaded) fingerprint(risk Risk, revision string) (string, error) {
+	k := fpKey{risk, revision}
+	if fp, ok := l.fps[k]; ok {
+		return fp, nil
+	}
+	fp, err := fingerprintOf(l.st, risk, revision)
+	if err != nil {
+		return "", err
+	}
+	if l.fps == nil {
+		l.fps = map[fpKey]string{}
+	}
+	l.fps[k] = fp
+	return fp, nil
 }
 
 // load reads a run and verifies its checkpoint chain.
@@ -290,7 +317,7 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (
 			return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
 		}
 	}
-	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state}, nil
+	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state, fps: held.fps}, nil
 }
 
 // save writes l's run row (compare-and-set), a new checkpoint of l.st, the
