@@ -232,6 +232,22 @@ type loaded struct {
 	spare *State
 	// chain is the checkpoints load verified (nil from loadHeld's shortcut).
 	chain []*Checkpoint
+	// base is what the next checkpoint is written against: the latest
+	// checkpoint that holds a whole state (nil: the next one holds its own).
+	base *stateBase
+}
+
+// baseOf is the base for the checkpoint after cps (verified): the latest
+// one that holds a whole state.
+func baseOf(cps []*Checkpoint) *stateBase {
+	c := cps[len(cps)-1]
+	if c.BaseSeq != 0 {
+		c = cps[c.BaseSeq-1]
+	}
+	if c.State == nil {
+		return nil
+	}
+	return &stateBase{seq: c.Seq, state: c.State}
 }
 
 // load reads a run and verifies its checkpoint chain.
@@ -249,7 +265,7 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	}
 	// The chain first, so that accidental damage is named as such; then the
 	// seals, which catch a chain someone recomputed.
-	st, err := VerifyChain(id, cps)
+	st, full, err := verifyChain(id, cps)
 	if err != nil {
 		return &loaded{run: run}, err
 	}
@@ -265,7 +281,7 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	if st.CallbackURL != run.CallbackURL {
 		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: callbackMismatch}
 	}
-	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: cps[len(cps)-1].State, chain: cps}, nil
+	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: full, chain: cps, base: baseOf(cps)}, nil
 }
 
 // loadHeld is load for a run held from a committed write or an earlier read
@@ -290,13 +306,16 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (
 			return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
 		}
 	}
-	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state}, nil
+	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state, base: held.base}, nil
 }
 
 // save writes l's run row (compare-and-set), a new checkpoint of l.st, the
 // approval request when it is new, and an audit event, all in tx, and tells the hooks.
+// The checkpoint is written against l.base when that saves at least half
+// of the state (see stateBase.delta), and becomes the next base otherwise.
 func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event, actor string, detail any, req *ApprovalRequest) error {
 	now := e.now()
+	l.st.SchemaVersion = SchemaVersion
 	l.st.Status = l.run.Status
 	l.st.Step = l.run.Step
 	l.st.Reason = l.run.Reason
@@ -304,7 +323,17 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event,
 	if err != nil {
 		return err
 	}
-	cp := &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: b, PrevHash: l.lastHash, CreatedAt: now}
+	stored, baseSeq := b, int64(0)
+	if l.base != nil {
+		d, ok, err := l.base.delta(b)
+		if err != nil {
+			return fmt.Errorf("encode checkpoint %d of run %s: %w", l.run.Seq+1, l.run.ID, err)
+		}
+		if ok {
+			stored, baseSeq = d, l.base.seq
+		}
+	}
+	cp := &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: stored, BaseSeq: baseSeq, PrevHash: l.lastHash, CreatedAt: now}
 	cp.Hash = CheckpointHash(cp)
 	l.state = b
 	l.run.Seq = cp.Seq
@@ -322,6 +351,9 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event,
 		return fmt.Errorf("append checkpoint %d of run %s: %w", cp.Seq, l.run.ID, err)
 	}
 	l.lastHash = cp.Hash
+	if baseSeq == 0 {
+		l.base = &stateBase{seq: cp.Seq, state: b}
+	}
 	if req != nil && req.Version == 0 {
 		if err := tx.InsertRequest(ctx, req); err != nil {
 			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)
@@ -703,7 +735,11 @@ func (e *Engine) runByKey(ctx context.Context, key, digest string) (*Run, error)
 		}
 		// The first checkpoint holds the proposal as submitted; later ones may
 		// carry arguments an approver edited.
-		if first, err = DecodeState(cps[0].State); err != nil {
+		b, err := ResolveState(cps, 0)
+		if err != nil {
+			return &IntegrityError{RunID: run.ID, Seq: cps[0].Seq, Problem: err.Error()}
+		}
+		if first, err = DecodeState(b); err != nil {
 			return &IntegrityError{RunID: run.ID, Seq: cps[0].Seq, Problem: err.Error()}
 		}
 		return nil
