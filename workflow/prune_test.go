@@ -28,8 +28,14 @@ func (s seeded) ended() []string {
 
 // seedRuns makes done small refunds, a few rejected and failed runs (with
 // decisions and failed operations), and waiting large refunds, from several
-// goroutines so that the SQLite store commits them together.
+// goroutines so that the SQLite store commits them together. Each carries
+// about 2 KB of evidence, what a prune is for.
 func seedRuns(t testing.TB, h *harness, done, waiting int) seeded {
+	refund := func(payment string, amount float64) *workflow.Proposal {
+		p := refund(payment, amount)
+		p.Evidence[0].Data = json.RawMessage(`{"payments":[{"id":"PAY-1","status":"captured"}],"note":"` + strings.Repeat("n", 2000) + `"}`)
+		return p
+	}
 	t.Helper()
 	var (
 		mu  sync.Mutex
