@@ -12,8 +12,9 @@ import (
 
 // A checkpoint written against a base (Checkpoint.BaseSeq) stores only the
 // top-level members of its state whose encoding differs from the base's,
-// schema_version always, and under unsetMember the names of the base's
-// members it no longer has. The base holds a whole state, so any checkpoint
+// schema_version always, under unsetMember the names of the base's members
+// it no longer has, and under appendMember, for a list that only grew (the
+// agent's messages, its evidence), the elements added since the base. The base holds a whole state, so any checkpoint
 // is resolved from at most two rows: a listing reads a run's head and its
 // base in one query, and a run's evidence, messages and proposal, which
 // rarely change after they are proposed, are stored once, in the base.
@@ -24,6 +25,10 @@ import (
 // unsetMember names, in a checkpoint written against a base, the base's
 // members that its state lacks. No State field has this name.
 const unsetMember = "$unset"
+
+// appendMember holds, in a checkpoint written against a base, the elements
+// each list gained since the base, by member name.
+const appendMember = "$append"
 
 // member is one top-level member of an encoded JSON object, its value the
 // bytes as encoded.
@@ -67,9 +72,9 @@ func members(b []byte) ([]member, error) {
 	return out, nil
 }
 
-// appendMember appends "name":value to an object being written, after a
+// addMember appends "name":value to an object being written, after a
 // comma unless it is the object's first member.
-func appendMember(out []byte, name string, value []byte) ([]byte, error) {
+func addMember(out []byte, name string, value []byte) ([]byte, error) {
 	if out[len(out)-1] != '{' {
 		out = append(out, ',')
 	}
@@ -110,12 +115,25 @@ func (b *stateBase) delta(full []byte) ([]byte, bool, error) {
 	out := make([]byte, 1, 256)
 	out[0] = '{'
 	have := make(map[string]bool, len(fm))
+	grown := []byte{'{'}
 	for _, m := range fm {
 		have[m.name] = true
-		if v, ok := inBase[m.name]; ok && bytes.Equal(v, m.value) && m.name != "schema_version" {
+		v, ok := inBase[m.name]
+		if ok && bytes.Equal(v, m.value) && m.name != "schema_version" {
 			continue
 		}
-		if out, err = appendMember(out, m.name, m.value); err != nil {
+		if tail := addedTo(v, m.value); ok && tail != nil {
+			if grown, err = addMember(grown, m.name, tail); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		if out, err = addMember(out, m.name, m.value); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(grown) > 1 {
+		if out, err = addMember(out, appendMember, append(grown, '}')); err != nil {
 			return nil, false, err
 		}
 	}
@@ -130,7 +148,7 @@ func (b *stateBase) delta(full []byte) ([]byte, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		if out, err = appendMember(out, unsetMember, names); err != nil {
+		if out, err = addMember(out, unsetMember, names); err != nil {
 			return nil, false, err
 		}
 	}
@@ -138,9 +156,24 @@ func (b *stateBase) delta(full []byte) ([]byte, bool, error) {
 	return out, 2*len(out) <= len(full), nil
 }
 
+// addedTo is, when list is the encoding of a non-empty JSON list and grown
+// that of the same list with elements added at its end, the encoding of a
+// list of those elements; nil otherwise. The encoding is deterministic, so
+// the elements list holds are the bytes that begin grown, up to its
+// closing bracket, followed by a comma.
+func addedTo(list, grown []byte) []byte {
+	n := len(list)
+	if n < 3 || list[0] != '[' || list[n-1] != ']' || len(grown) <= n ||
+		!bytes.Equal(grown[:n-1], list[:n-1]) || grown[n-1] != ',' {
+		return nil
+	}
+	return append([]byte{'['}, grown[n:]...)
+}
+
 // applyDelta is the whole state that delta, written against a base whose
 // members are base, stands for: the base's members in their order with
-// delta's values, without those delta unsets, then delta's new members.
+// delta's values (or with the elements it appends), without those delta
+// unsets, then delta's new members.
 func applyDelta(base []member, delta []byte) ([]byte, error) {
 	dm, err := members(delta)
 	if err != nil {
@@ -148,25 +181,43 @@ func applyDelta(base []member, delta []byte) ([]byte, error) {
 	}
 	set := make(map[string][]byte, len(dm))
 	var unset []string
+	var grown []member
 	for _, m := range dm {
-		if m.name == unsetMember {
+		switch m.name {
+		case unsetMember:
 			if err := jsonv2.Unmarshal(m.value, &unset, jsonv2.RejectUnknownMembers(true)); err != nil || len(unset) == 0 {
 				return nil, fmt.Errorf("%s is not a list of names", unsetMember)
 			}
-			continue
+		case appendMember:
+			if grown, err = members(m.value); err != nil || len(grown) == 0 {
+				return nil, fmt.Errorf("%s is not an object of lists", appendMember)
+			}
+		default:
+			set[m.name] = m.value
 		}
-		set[m.name] = m.value
 	}
-	inBase := make(map[string]bool, len(base))
+	inBase := make(map[string][]byte, len(base))
 	for _, m := range base {
-		inBase[m.name] = true
+		inBase[m.name] = m.value
+	}
+	for _, g := range grown {
+		list, n := inBase[g.name], len(inBase[g.name])
+		switch {
+		case set[g.name] != nil:
+			return nil, fmt.Errorf("%q is both set and appended to", g.name)
+		case n < 3 || list[0] != '[' || list[n-1] != ']':
+			return nil, fmt.Errorf("%s names %q, which the base does not have as a list", appendMember, g.name)
+		case len(g.value) < 3 || g.value[0] != '[' || g.value[len(g.value)-1] != ']':
+			return nil, fmt.Errorf("%s of %q is not a list of elements", appendMember, g.name)
+		}
+		set[g.name] = append(append(append([]byte{}, list[:n-1]...), ','), g.value[1:]...)
 	}
 	gone := make(map[string]bool, len(unset))
 	for _, name := range unset {
 		switch {
 		case gone[name]:
 			return nil, fmt.Errorf("%s names %q twice", unsetMember, name)
-		case !inBase[name]:
+		case inBase[name] == nil:
 			return nil, fmt.Errorf("%s names %q, which the base does not have", unsetMember, name)
 		case set[name] != nil:
 			return nil, fmt.Errorf("%q is both set and unset", name)
@@ -183,15 +234,15 @@ func applyDelta(base []member, delta []byte) ([]byte, error) {
 		if d, ok := set[m.name]; ok {
 			v = d
 		}
-		if out, err = appendMember(out, m.name, v); err != nil {
+		if out, err = addMember(out, m.name, v); err != nil {
 			return nil, err
 		}
 	}
 	for _, m := range dm {
-		if m.name == unsetMember || inBase[m.name] {
+		if m.name == unsetMember || m.name == appendMember || inBase[m.name] != nil {
 			continue
 		}
-		if out, err = appendMember(out, m.name, m.value); err != nil {
+		if out, err = addMember(out, m.name, m.value); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,7 @@ func statusAt(cps []*workflow.Checkpoint, seq int64) workflow.Status {
 // state that decodes strictly.
 func TestResolveStateIsStrict(t *testing.T) {
 	base := []byte(`{"schema_version":2,"run_id":"run-1","workflow":"proposal","status":"waiting_approval","step":0,"requester":{"id":"agent:resolver"},"summary":"refund","model_calls":0}`)
+	withList := bytes.Replace(base, []byte(`"summary":"refund",`), []byte(`"summary":"refund","messages":[{"role":"user","content":"a"}],`), 1)
 	cp := func(seq, baseSeq int64, state string) *workflow.Checkpoint {
 		return &workflow.Checkpoint{RunID: "run-1", Seq: seq, SchemaVersion: 2, BaseSeq: baseSeq, State: []byte(state)}
 	}
@@ -124,6 +126,14 @@ func TestResolveStateIsStrict(t *testing.T) {
 		{"base with a base", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2}`), cp(3, 2, `{"schema_version":2}`)}, "", "written against a base itself"},
 		{"base pruned", []*workflow.Checkpoint{{RunID: "run-1", Seq: 1, SchemaVersion: 2, PrunedAt: time.Unix(1, 0)}, cp(2, 1, `{"schema_version":2}`)}, "", "lost its state"},
 		{"base of another run", []*workflow.Checkpoint{{RunID: "run-2", Seq: 1, SchemaVersion: 2, State: base}, cp(2, 1, `{"schema_version":2}`)}, "", "missing"},
+		{"appended", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool","content":"b"}]}}`)}, "refund waiting_approval 2", ""},
+		{"appended to a list it sets", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"messages":[],"$append":{"messages":[{"role":"tool"}]}}`)}, "", "both set and appended"},
+		{"appended to a list it unsets", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$unset":["messages"],"$append":{"messages":[{"role":"tool"}]}}`)}, "", "both set and unset"},
+		{"appended to what is not a list", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"summary":[1]}}`)}, "", "as a list"},
+		{"appended to a missing list", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool"}]}}`)}, "", "as a list"},
+		{"appended nothing", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[]}}`)}, "", "not a list of elements"},
+		{"appended no list", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{}}`)}, "", "not an object of lists"},
+		{"appended an unknown field", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool","magic":1}]}}`)}, "", "unknown"},
 		{"version 1 with a base", []*workflow.Checkpoint{cp(1, 0, string(base)), {RunID: "run-1", Seq: 2, SchemaVersion: 1, BaseSeq: 1, State: []byte(`{}`)}}, "", "schema version 1"},
 	}
 	for _, tc := range tests {
@@ -142,7 +152,11 @@ func TestResolveStateIsStrict(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := st.Summary + " " + string(st.Status) + " " + st.Reason; got != tc.want {
+			got := st.Summary + " " + string(st.Status) + " " + st.Reason
+			if len(st.Messages) > 0 {
+				got = st.Summary + " " + string(st.Status) + " " + fmt.Sprint(len(st.Messages))
+			}
+			if got != tc.want {
 				t.Fatalf("resolved to %q, want %q", got, tc.want)
 			}
 		})
@@ -247,5 +261,63 @@ func writeVersion1(t *testing.T, h *harness, id string) {
 		ev.Hash = workflow.AuditHash(ev)
 		prev = ev.Hash
 		exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
+	}
+}
+
+// chattyAgent adds a message of about 500 bytes at each step and proposes
+// after steps steps.
+type chattyAgent struct{ steps int }
+
+func (a chattyAgent) Step(_ context.Context, st *workflow.State) (bool, error) {
+	st.ModelCalls++
+	st.Messages = append(st.Messages, workflow.Message{Role: "assistant", Content: fmt.Sprintf("step %d: %s", st.Step+1, strings.Repeat("m", 500))})
+	if st.Step+1 < a.steps {
+		return false, nil
+	}
+	st.Actions = []workflow.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}}
+	return true, nil
+}
+
+// TestMessagesAreStoredOnce: an agent that adds a message at each of 40
+// steps. Each checkpoint stores the messages added since its base, not the
+// whole list again: the run stores under 8 times its last state (with the
+// whole list in every checkpoint, 20 times). History still shows every
+// step's whole list.
+func TestMessagesAreStoredOnce(t *testing.T) {
+	const steps = 40
+	h := newHarness(t, func(c *workflow.Config) { c.Agents = map[string]workflow.Agent{"chatty": chattyAgent{steps}} })
+	run, err := h.engine.Start(ctx, "chatty", "T-1", workflow.Person{ID: "agent:resolver"})
+	if err != nil || run.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("start: %v %v", run, err)
+	}
+	cps := checkpointsOf(t, h, run.ID)
+	last, err := workflow.ResolveState(cps, len(cps)-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	for _, c := range cps {
+		stored += len(c.State)
+	}
+	t.Logf("%d checkpoints, %d bytes stored, the last state %d bytes", len(cps), stored, len(last))
+	if stored > 8*len(last) {
+		t.Fatalf("%d bytes stored for a last state of %d: the messages are stored again and again", stored, len(last))
+	}
+	hist, err := h.engine.History(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range hist {
+		if e.Problem != "" || e.State == nil || len(e.State.Messages) != min(e.State.Step, steps) {
+			t.Fatalf("history, checkpoint %d: step %v, problem %q", e.Seq, e.State, e.Problem)
+		}
+		for i, m := range e.State.Messages {
+			if !strings.HasPrefix(m.Content, fmt.Sprintf("step %d: ", i+1)) {
+				t.Fatalf("history, checkpoint %d, message %d: %.20q", e.Seq, i, m.Content)
+			}
+		}
+	}
+	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v %v", rep, err)
 	}
 }
