@@ -236,6 +236,9 @@ type loaded struct {
 	// revision: a decision computes its run's before its write, and the write
 	// transaction, which concurrent Updates share, takes it from here.
 	fps map[fpKey]string
+	// base is what the next checkpoint is written against: the latest
+	// checkpoint that holds a whole state (nil: the next one holds its own).
+	base *stateBase
 }
 
 type fpKey struct {
@@ -261,6 +264,19 @@ func (l *loaded) fingerprint(risk Risk, revision string) (string, error) {
 	return fp, nil
 }
 
+// baseOf is the base for the checkpoint after cps (verified): the latest
+// one that holds a whole state.
+func baseOf(cps []*Checkpoint) *stateBase {
+	c := cps[len(cps)-1]
+	if c.BaseSeq != 0 {
+		c = cps[c.BaseSeq-1]
+	}
+	if c.State == nil {
+		return nil
+	}
+	return &stateBase{seq: c.Seq, state: c.State}
+}
+
 // load reads a run and verifies its checkpoint chain.
 func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	run, err := tx.Run(ctx, id)
@@ -276,7 +292,7 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	}
 	// The chain first, so that accidental damage is named as such; then the
 	// seals, which catch a chain someone recomputed.
-	st, err := VerifyChain(id, cps)
+	st, full, err := verifyChain(id, cps)
 	if err != nil {
 		return &loaded{run: run}, err
 	}
@@ -292,7 +308,7 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	if st.CallbackURL != run.CallbackURL {
 		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: callbackMismatch}
 	}
-	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: cps[len(cps)-1].State, chain: cps}, nil
+	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: full, chain: cps, base: baseOf(cps)}, nil
 }
 
 // loadHeld is load for a run held from a committed write or an earlier read
@@ -317,13 +333,16 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (
 			return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
 		}
 	}
-	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state, fps: held.fps}, nil
+	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state, fps: held.fps, base: held.base}, nil
 }
 
 // save writes l's run row (compare-and-set), a new checkpoint of l.st, the
 // approval request when it is new, and an audit event, all in tx, and tells the hooks.
+// The checkpoint is written against l.base when that saves at least half
+// of the state (see stateBase.delta), and becomes the next base otherwise.
 func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event Event, actor string, detail any, req *ApprovalRequest) error {
 	now := e.now()
+	l.st.SchemaVersion = SchemaVersion
 	l.st.Status = l.run.Status
 	l.st.Step = l.run.Step
 	l.st.Reason = l.run.Reason
@@ -331,7 +350,17 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event 
 	if err != nil {
 		return err
 	}
-	cp := &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: b, PrevHash: l.lastHash, CreatedAt: now}
+	stored, baseSeq := b, int64(0)
+	if l.base != nil {
+		d, ok, err := l.base.delta(b)
+		if err != nil {
+			return fmt.Errorf("encode checkpoint %d of run %s: %w", l.run.Seq+1, l.run.ID, err)
+		}
+		if ok {
+			stored, baseSeq = d, l.base.seq
+		}
+	}
+	cp := &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: stored, BaseSeq: baseSeq, PrevHash: l.lastHash, CreatedAt: now}
 	cp.Hash = CheckpointHash(cp)
 	l.state = b
 	l.run.Seq = cp.Seq
@@ -349,6 +378,9 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event 
 		return fmt.Errorf("append checkpoint %d of run %s: %w", cp.Seq, l.run.ID, err)
 	}
 	l.lastHash = cp.Hash
+	if baseSeq == 0 {
+		l.base = &stateBase{seq: cp.Seq, state: b}
+	}
 	if req != nil && req.Version == 0 {
 		if err := tx.InsertRequest(ctx, req); err != nil {
 			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)
@@ -730,7 +762,11 @@ func (e *Engine) runByKey(ctx context.Context, key, digest string) (*Run, error)
 		}
 		// The first checkpoint holds the proposal as submitted; later ones may
 		// carry arguments an approver edited.
-		if first, err = DecodeState(cps[0].State); err != nil {
+		b, err := ResolveState(cps, 0)
+		if err != nil {
+			return &IntegrityError{RunID: run.ID, Seq: cps[0].Seq, Problem: err.Error()}
+		}
+		if first, err = DecodeState(b); err != nil {
 			return &IntegrityError{RunID: run.ID, Seq: cps[0].Seq, Problem: err.Error()}
 		}
 		return nil

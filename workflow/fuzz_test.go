@@ -75,3 +75,25 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResolveState: the changes a damaged file holds against a base must
+// be refused or resolved, never panic, and whatever resolves must decode
+// strictly or be refused.
+func FuzzResolveState(f *testing.F) {
+	base := []byte(`{"schema_version":2,"run_id":"r","workflow":"proposal","status":"running","step":0,"requester":{"id":"a"},"messages":[{"role":"user","content":"hi"}],"model_calls":0}`)
+	f.Add([]byte(`{"schema_version":2,"status":"done"}`))
+	f.Add([]byte(`{"schema_version":2,"$unset":["messages"]}`))
+	f.Add([]byte(`{"schema_version":2,"$append":{"messages":[{"role":"tool"}]}}`))
+	f.Add([]byte(`{"schema_version":2,"$append":{"messages":[]},"$unset":["step"]}`))
+	f.Fuzz(func(t *testing.T, delta []byte) {
+		cps := []*workflow.Checkpoint{
+			{RunID: "r", Seq: 1, SchemaVersion: 2, State: base},
+			{RunID: "r", Seq: 2, SchemaVersion: 2, State: delta, BaseSeq: 1},
+		}
+		b, err := workflow.ResolveState(cps, 1)
+		if err != nil {
+			return
+		}
+		_, _ = workflow.DecodeState(b)
+	})
+}

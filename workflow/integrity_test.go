@@ -38,19 +38,36 @@ func rewriteLatest(h *harness, id string, edit func([]byte) []byte, rehash bool)
 		h.t.Fatal(err)
 	}
 	defer db.Close()
-	var c workflow.Checkpoint
-	var at int64
-	row := db.QueryRow(`SELECT run_id, seq, schema_version, state, prev_hash, created_at FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1`, id)
-	if err := row.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &at); err != nil {
+	// The latest state as a whole, written back whole (without a base):
+	// whoever can write the file can do that too.
+	rows, err := db.Query(`SELECT run_id, seq, schema_version, state, prev_hash, created_at, base_seq FROM checkpoints WHERE run_id = ? ORDER BY seq`, id)
+	if err != nil {
 		h.t.Fatal(err)
 	}
-	c.CreatedAt = time.UnixMilli(at).UTC()
-	c.State = edit(c.State)
+	var cps []*workflow.Checkpoint
+	for rows.Next() {
+		var c workflow.Checkpoint
+		var at int64
+		if err := rows.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &at, &c.BaseSeq); err != nil {
+			h.t.Fatal(err)
+		}
+		c.CreatedAt = time.UnixMilli(at).UTC()
+		cps = append(cps, &c)
+	}
+	if err := rows.Close(); err != nil || len(cps) == 0 {
+		h.t.Fatalf("read checkpoints of run %s: %d, %v", id, len(cps), err)
+	}
+	c := cps[len(cps)-1]
+	whole, err := workflow.ResolveState(cps, len(cps)-1)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	c.State, c.BaseSeq = edit(whole), 0
 	hash := "0000"
 	if rehash {
-		hash = workflow.CheckpointHash(&c)
+		hash = workflow.CheckpointHash(c)
 	}
-	if _, err := db.Exec(`UPDATE checkpoints SET state = ?, hash = ? WHERE run_id = ? AND seq = ?`, c.State, hash, c.RunID, c.Seq); err != nil {
+	if _, err := db.Exec(`UPDATE checkpoints SET state = ?, hash = ?, base_seq = 0 WHERE run_id = ? AND seq = ?`, c.State, hash, c.RunID, c.Seq); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -172,6 +172,9 @@ func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOption
 	}
 	summary := *l.st
 	summary.Evidence, summary.Messages, summary.Pruned = nil, nil, rec
+	// A whole state, written by this build: the checkpoints before it, its
+	// base among them, lose theirs.
+	summary.SchemaVersion = SchemaVersion
 	b, err := EncodeState(&summary)
 	if err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)

@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,9 @@ import (
 // retention is the cutoff the prune tests use: 90 days, as in the README.
 const retention = 90 * 24 * time.Hour
 
+// seedNote is the bulk of the evidence of seeded runs.
+var seedNote = strings.Repeat("n", 2000)
+
 // seeded is what seedRuns made.
 type seeded struct {
 	done, rejected, failed, waiting []string
@@ -28,8 +32,14 @@ func (s seeded) ended() []string {
 
 // seedRuns makes done small refunds, a few rejected and failed runs (with
 // decisions and failed operations), and waiting large refunds, from several
-// goroutines so that the SQLite store commits them together.
+// goroutines so that the SQLite store commits them together. Each carries
+// about 2 KB of evidence, what a prune is for.
 func seedRuns(t testing.TB, h *harness, done, waiting int) seeded {
+	refund := func(payment string, amount float64) *workflow.Proposal {
+		p := refund(payment, amount)
+		p.Evidence[0].Data = json.RawMessage(`{"payments":[{"id":"PAY-1","status":"captured"}],"note":"` + seedNote + `"}`)
+		return p
+	}
 	t.Helper()
 	var (
 		mu  sync.Mutex
@@ -236,6 +246,11 @@ func TestPrune(t *testing.T) {
 				}
 				if len(v.Evidence) != 0 || len(v.Actions) != 1 || !v.Status.Terminal() {
 					t.Fatalf("show %s keeps the wrong things: %+v", id, v)
+				}
+				for _, c := range checkpointsOf(t, h, id) {
+					if bytes.Contains(c.State, []byte(seedNote)) {
+						t.Fatalf("checkpoint %d of pruned run %s still holds its evidence", c.Seq, id)
+					}
 				}
 				hist, err := h.engine.History(ctx, id)
 				if err != nil {

@@ -83,10 +83,17 @@ type Checkpoint struct {
 	RunID         string
 	Seq           int64
 	SchemaVersion int
-	State         []byte // the JSON encoding of State
-	PrevHash      string
-	Hash          string
-	CreatedAt     time.Time
+	// State is the JSON encoding of State, or, when BaseSeq is set, what
+	// changed since the state of checkpoint BaseSeq (see ResolveState).
+	State []byte
+	// BaseSeq is the seq of an earlier checkpoint of the run that holds a
+	// whole state, against which State is written; 0 when State is whole.
+	// A run's evidence, messages and proposal are so stored once, in its
+	// base, instead of again in every checkpoint.
+	BaseSeq   int64
+	PrevHash  string
+	Hash      string
+	CreatedAt time.Time
 	// PrunedAt is when Prune removed State (nil since). The row keeps its
 	// seq, hashes and seal, so the chain and the audit events naming it
 	// still verify; see VerifyChain for when a pruned checkpoint is allowed.
@@ -294,6 +301,14 @@ func CheckpointHash(c *Checkpoint) string {
 		c.PrevHash, c.RunID, strconv.FormatInt(c.Seq, 10), strconv.Itoa(c.SchemaVersion),
 		string(c.State), strconv.FormatInt(c.CreatedAt.UnixMilli(), 10),
 	} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{':'})
+		h.Write([]byte(part))
+	}
+	if c.BaseSeq != 0 {
+		// Only checkpoints written against a base hash it, so that every
+		// older chain keeps its hashes.
+		part := strconv.FormatInt(c.BaseSeq, 10)
 		h.Write([]byte(strconv.Itoa(len(part))))
 		h.Write([]byte{':'})
 		h.Write([]byte(part))

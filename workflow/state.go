@@ -12,7 +12,11 @@ import (
 
 // SchemaVersion is the version of State this build writes. A checkpoint with a
 // newer version is refused rather than guessed at.
-const SchemaVersion = 1
+//
+// Version 2 checkpoints may be written against a base (Checkpoint.BaseSeq);
+// version 1 checkpoints always hold their whole state. The whole state is
+// encoded the same in both.
+const SchemaVersion = 2
 
 // State is everything a run needs to continue in a new process. It is what a
 // checkpoint stores, and it is decoded strictly.
@@ -182,17 +186,25 @@ func DecodeState(b []byte) (*State, error) {
 // therefore breaks the chain, and a keyed store's latest state cannot be
 // forged without the key.
 func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
+	st, _, err := verifyChain(runID, cps)
+	return st, err
+}
+
+// verifyChain is VerifyChain, which also returns the latest whole state as
+// encoded. A latest checkpoint written against a base is resolved with it
+// (ResolveState); the base's hash was checked with the rest of the chain.
+func verifyChain(runID string, cps []*Checkpoint) (*State, []byte, error) {
 	if len(cps) == 0 {
-		return nil, &IntegrityError{RunID: runID, Problem: "no checkpoint"}
+		return nil, nil, &IntegrityError{RunID: runID, Problem: "no checkpoint"}
 	}
 	prev := ""
 	var pruned []int64
 	for i, c := range cps {
 		if c.Seq != int64(i+1) {
-			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint seq %d where %d was expected", c.Seq, i+1)}
+			return nil, nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint seq %d where %d was expected", c.Seq, i+1)}
 		}
 		if c.PrevHash != prev {
-			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: prev_hash does not match the checkpoint before"}
+			return nil, nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: prev_hash does not match the checkpoint before"}
 		}
 		prev = c.Hash
 		if !c.PrunedAt.IsZero() {
@@ -200,35 +212,39 @@ func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
 			continue
 		}
 		if got := CheckpointHash(c); got != c.Hash {
-			return nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
+			return nil, nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
 		}
 	}
 	// Only the latest state is decoded: an earlier one cannot change without
 	// breaking the link of the checkpoint after it, which was checked above.
 	last := cps[len(cps)-1]
 	if !last.PrunedAt.IsZero() {
-		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: "the latest checkpoint's state was removed, which no prune does"}
+		return nil, nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: "the latest checkpoint's state was removed, which no prune does"}
 	}
-	st, err := DecodeState(last.State)
+	full, err := ResolveState(cps, len(cps)-1)
 	if err != nil {
-		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: err.Error()}
+		return nil, nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: err.Error()}
+	}
+	st, err := DecodeState(full)
+	if err != nil {
+		return nil, nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: err.Error()}
 	}
 	if st.SchemaVersion != last.SchemaVersion {
-		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: "schema version of the row and of the state differ"}
+		return nil, nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: "schema version of the row and of the state differ"}
 	}
 	if st.RunID != runID {
-		return nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: fmt.Sprintf("state belongs to run %q", st.RunID)}
+		return nil, nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: fmt.Sprintf("state belongs to run %q", st.RunID)}
 	}
 	if len(pruned) > 0 {
 		first, newest := pruned[0], pruned[len(pruned)-1]
 		switch {
 		case st.Pruned == nil || !st.Status.Terminal():
-			return nil, &IntegrityError{RunID: runID, Seq: first, Problem: fmt.Sprintf("the state was removed, though the run (%s) was never pruned", st.Status)}
+			return nil, nil, &IntegrityError{RunID: runID, Seq: first, Problem: fmt.Sprintf("the state was removed, though the run (%s) was never pruned", st.Status)}
 		case newest > st.Pruned.ThroughSeq:
-			return nil, &IntegrityError{RunID: runID, Seq: newest, Problem: fmt.Sprintf("the state was removed, though the prune kept every state after checkpoint %d", st.Pruned.ThroughSeq)}
+			return nil, nil, &IntegrityError{RunID: runID, Seq: newest, Problem: fmt.Sprintf("the state was removed, though the prune kept every state after checkpoint %d", st.Pruned.ThroughSeq)}
 		}
 	}
-	return st, nil
+	return st, full, nil
 }
 
 // IntegrityError says that a run's stored data failed a check.

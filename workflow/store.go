@@ -48,7 +48,8 @@ type Tx interface {
 	// ListRuns lists runs, oldest first (created_at, id), after the filter's cursor.
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 	// ListRunHeads is ListRuns with each run's latest checkpoint (the one at
-	// its Seq; nil when that checkpoint is missing), read in one query.
+	// its Seq; nil when that checkpoint is missing) and that checkpoint's
+	// base (at its BaseSeq; nil when it has none), read in one query.
 	ListRunHeads(ctx context.Context, f RunFilter) ([]*RunHead, error)
 	// UpdateRun is a compare-and-set on r.Version that writes what a run's
 	// life changes: status, step, seq, fingerprint, reason, deadline, lease,
@@ -161,6 +162,9 @@ type Tx interface {
 type RunHead struct {
 	Run  *Run
 	Head *Checkpoint
+	// Base is the checkpoint Head's state is written against (Head.BaseSeq),
+	// nil when Head holds a whole state or that checkpoint is missing.
+	Base *Checkpoint
 }
 
 // RunFilter selects runs for ListRuns.

@@ -139,6 +139,7 @@ func tamperCases() []tamperCase {
 	add("checkpoints", byRun+" AND seq = 2", true, map[string]string{
 		"state": "?", "prev_hash": "'" + strings.Repeat("0", 64) + "'", "hash": "'" + strings.Repeat("1", 64) + "'",
 		"created_at": "created_at + 1", "schema_version": "schema_version + 1", "key_id": "'other'", "mac": "'" + strings.Repeat("2", 64) + "'",
+		"base_seq": "base_seq + 1",
 	})
 	add("approval_requests", byRun, true, map[string]string{
 		"fingerprint": "'" + strings.Repeat("3", 64) + "'", "rule": "'small-refund'", "policy_revision": "'rev-0'", "risk": "'low'",
@@ -176,12 +177,15 @@ func tamperCases() []tamperCase {
 	// The callback URL changed in the sealed state (and in the row, so that
 	// the two agree), every hash recomputed: only the seal can tell.
 	cases = append(cases, tamperCase{table: "checkpoints", column: "state", where: byRun + " AND seq = 2", rehash: true, arg: "callback_url"})
+	// The evidence, stored once in the base the later checkpoints are
+	// written against, changed there, every hash recomputed.
+	cases = append(cases, tamperCase{table: "checkpoints", column: "state", where: byRun + " AND seq = 1", rehash: true, arg: "evidence"})
 	for i := range cases {
 		c := &cases[i]
 		switch c.column {
 		case "state":
 			c.set, c.rehash = "?", true
-			if c.arg != nil {
+			if c.arg == "callback_url" {
 				c.also = `UPDATE runs SET callback_url = '` + evilCallback + `' WHERE id = ?`
 			}
 		case "edited_args":
@@ -279,7 +283,8 @@ func (env *tamperEnv) tamper(t *testing.T, runID string, tc tamperCase) {
 }
 
 // forgedState is the run's second checkpoint with its summary changed, or
-// with field (a string) pointed at evilCallback.
+// with field (a string) pointed at evilCallback; for "evidence", the run's
+// first checkpoint with other evidence.
 func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 	var cps []*workflow.Checkpoint
 	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
@@ -289,13 +294,20 @@ func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	c := cps[1]
+	if field == "evidence" {
+		c = cps[0]
+	}
 	var st map[string]any
-	if err := json.Unmarshal(cps[1].State, &st); err != nil {
+	if err := json.Unmarshal(c.State, &st); err != nil {
 		t.Fatal(err)
 	}
-	if f, ok := field.(string); ok {
+	switch f, ok := field.(string); {
+	case f == "evidence":
+		st[f] = []any{map[string]any{"source": "get_payments", "data": map[string]any{"payments": []any{map[string]any{"id": "PAY-1", "status": "disputed"}}}}}
+	case ok:
 		st[f] = evilCallback
-	} else {
+	default:
 		st["summary"] = "forged"
 	}
 	b, err := json.Marshal(st)

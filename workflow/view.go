@@ -228,8 +228,9 @@ func (e *Engine) List(ctx context.Context, f RunFilter) ([]*Run, error) {
 
 // ListViews lists runs, oldest first, each with what its latest checkpoint
 // says (actions, summary, requester) and without its requests, decisions and
-// operations: a page of a list in one query. Each latest checkpoint is checked
-// against its own hash and seal, which cover what is shown; the rest of the
+// operations: a page of a list in one query. Each latest checkpoint, and the
+// base it is written against, is checked against its own hash and seal,
+// which cover what is shown; the rest of the
 // chain is checked when the run is acted on or shown (Get). A checkpoint that
 // fails is not shown: the view has only the run row and Problem says why.
 func (e *Engine) ListViews(ctx context.Context, f RunFilter) ([]*RunView, error) {
@@ -261,20 +262,33 @@ func (e *Engine) ListViews(ctx context.Context, f RunFilter) ([]*RunView, error)
 	return views, nil
 }
 
-// headState checks a run's latest checkpoint on its own (hash, seal, state)
-// and decodes it.
+// headState checks a run's latest checkpoint and its base, if it has one,
+// on their own (hash, seal, state) and decodes its state.
 func (e *Engine) headState(ctx context.Context, tx Tx, h *RunHead) (*State, error) {
 	id, c := h.Run.ID, h.Head
 	if c == nil {
 		return nil, &IntegrityError{RunID: id, Seq: h.Run.Seq, Problem: "the run row's checkpoint is missing"}
 	}
-	if CheckpointHash(c) != c.Hash {
-		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
+	cps := []*Checkpoint{c}
+	if c.BaseSeq != 0 && h.Base != nil {
+		cps = append(cps, h.Base)
 	}
-	if err := e.in.checkRun(ctx, tx, id, []*Checkpoint{c}, nil, nil, nil); err != nil {
+	for _, c := range cps {
+		if !c.PrunedAt.IsZero() {
+			continue // resolveWith names it
+		}
+		if CheckpointHash(c) != c.Hash {
+			return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
+		}
+	}
+	if err := e.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
 		return nil, err
 	}
-	st, err := DecodeState(c.State)
+	full, err := resolveWith(c, h.Base)
+	if err != nil {
+		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: err.Error()}
+	}
+	st, err := DecodeState(full)
 	if err != nil {
 		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: err.Error()}
 	}
@@ -329,8 +343,10 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 					h.Problem = err.Error()
 				}
 			}
-			if st, err := DecodeState(c.State); err == nil {
-				h.State = st
+			if b, err := ResolveState(cps, i); err == nil {
+				if st, err := DecodeState(b); err == nil {
+					h.State = st
+				}
 			}
 			out = append(out, h)
 		}

@@ -584,7 +584,7 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 		}, `unknown object member name "approved_by"`, "resume"},
 		{"newer schema version", func(t *testing.T, dir, id string) {
 			editState(t, dir, id, func(st map[string]any) { st["schema_version"] = workflow.SchemaVersion + 1 }, true)
-		}, "schema version 2 is newer than this build (1)", "approve"},
+		}, "schema version " + strconv.Itoa(workflow.SchemaVersion+1) + " is newer than this build (" + strconv.Itoa(workflow.SchemaVersion) + ")", "approve"},
 		{"broken chain", func(t *testing.T, dir, id string) {
 			editState(t, dir, id, func(st map[string]any) { st["summary"] = "refund both charges" }, false)
 		}, "broken hash chain", "resume"},

@@ -217,9 +217,9 @@ func runFilter(f workflow.RunFilter, prefix string) (string, []any) {
 	return ` WHERE ` + strings.Join(where, " AND "), args
 }
 
-// runHeadColumns are the run's columns and its latest checkpoint's, which the
-// outer join leaves NULL when that checkpoint is missing.
-var runHeadColumns = qualified("r.", runColumns) + ", " + qualified("c.", checkpointColumns)
+// runHeadColumns are the run's columns, its latest checkpoint's and that
+// checkpoint's base's, which the outer joins leave NULL when missing.
+var runHeadColumns = qualified("r.", runColumns) + ", " + qualified("c.", checkpointColumns) + ", " + qualified("b.", checkpointColumns)
 
 func qualified(prefix, columns string) string {
 	cols := strings.Split(columns, ",")
@@ -229,20 +229,39 @@ func qualified(prefix, columns string) string {
 	return strings.Join(cols, ", ")
 }
 
+// nullCheckpoint scans a checkpoint's columns from an outer join.
+type nullCheckpoint struct {
+	run, prev, hash, keyID, mac          *string
+	seq, schema, created, pruned, baseSq *int64
+	state                                []byte
+}
+
+func (n *nullCheckpoint) dest() []any {
+	return []any{&n.run, &n.seq, &n.schema, &n.state, &n.prev, &n.hash, &n.created, &n.keyID, &n.mac, &n.pruned, &n.baseSq}
+}
+
+// checkpoint is the scanned checkpoint, nil when the join found none.
+func (n *nullCheckpoint) checkpoint() *workflow.Checkpoint {
+	if n.run == nil {
+		return nil
+	}
+	return &workflow.Checkpoint{RunID: *n.run, Seq: deref(n.seq), SchemaVersion: int(deref(n.schema)), State: n.state,
+		BaseSeq: deref(n.baseSq), PrevHash: deref(n.prev), Hash: deref(n.hash), CreatedAt: fromMillis(deref(n.created)),
+		PrunedAt: fromMillis(deref(n.pruned)), Seal: workflow.Seal{KeyID: deref(n.keyID), MAC: deref(n.mac)}}
+}
+
 func scanRunHead(s Row) (*workflow.RunHead, error) {
 	var (
 		r                                              workflow.Run
 		key                                            *string
 		deadline, leaseUntil, created, updated, pruned int64
-		cRun, cPrev, cHash, cKeyID, cMAC               *string
-		cSeq, cSchema, cCreated, cPruned               *int64
-		cState                                         []byte
+		head, base                                     nullCheckpoint
 	)
-	err := s.Scan(&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
+	dest := []any{&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
 		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
-		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &pruned, &r.CallbackURL,
-		&cRun, &cSeq, &cSchema, &cState, &cPrev, &cHash, &cCreated, &cKeyID, &cMAC, &cPruned)
-	if err != nil {
+		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &pruned, &r.CallbackURL}
+	dest = append(append(dest, head.dest()...), base.dest()...)
+	if err := s.Scan(dest...); err != nil {
 		return nil, err
 	}
 	if key != nil {
@@ -253,13 +272,7 @@ func scanRunHead(s Row) (*workflow.RunHead, error) {
 	r.CreatedAt = fromMillis(created)
 	r.UpdatedAt = fromMillis(updated)
 	r.PrunedAt = fromMillis(pruned)
-	h := &workflow.RunHead{Run: &r}
-	if cRun != nil {
-		h.Head = &workflow.Checkpoint{RunID: *cRun, Seq: deref(cSeq), SchemaVersion: int(deref(cSchema)), State: cState,
-			PrevHash: deref(cPrev), Hash: deref(cHash), CreatedAt: fromMillis(deref(cCreated)),
-			PrunedAt: fromMillis(deref(cPruned)), Seal: workflow.Seal{KeyID: deref(cKeyID), MAC: deref(cMAC)}}
-	}
-	return h, nil
+	return &workflow.RunHead{Run: &r, Head: head.checkpoint(), Base: base.checkpoint()}, nil
 }
 
 func deref[T any](p *T) T {
@@ -275,7 +288,8 @@ func deref[T any](p *T) T {
 func ListRunHeadsQuery(f workflow.RunFilter) (string, []any) {
 	where, args := runFilter(f, "r.")
 	q := `SELECT ` + runHeadColumns + ` FROM runs r
-		LEFT JOIN checkpoints c ON c.run_id = r.id AND c.seq = r.seq` + where + ` ORDER BY r.created_at, r.id`
+		LEFT JOIN checkpoints c ON c.run_id = r.id AND c.seq = r.seq
+		LEFT JOIN checkpoints b ON b.run_id = r.id AND b.seq = c.base_seq AND c.base_seq <> 0` + where + ` ORDER BY r.created_at, r.id`
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
@@ -337,14 +351,14 @@ func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []workflow.St
 
 // --- checkpoints
 
-const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at, key_id, mac, pruned_at`
+const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at, key_id, mac, pruned_at, base_seq`
 
 func scanCheckpoint(s Row) (*workflow.Checkpoint, error) {
 	var (
 		c               workflow.Checkpoint
 		created, pruned int64
 	)
-	if err := s.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created, &c.KeyID, &c.MAC, &pruned); err != nil {
+	if err := s.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created, &c.KeyID, &c.MAC, &pruned, &c.BaseSeq); err != nil {
 		return nil, err
 	}
 	c.CreatedAt = fromMillis(created)
@@ -354,8 +368,8 @@ func scanCheckpoint(s Row) (*workflow.Checkpoint, error) {
 
 func (t *Tx) AppendCheckpoint(ctx context.Context, c *workflow.Checkpoint) error {
 	err := t.guarded(ctx, nil, `INSERT INTO checkpoints (`+checkpointColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC, millis(c.PrunedAt))
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC, millis(c.PrunedAt), c.BaseSeq)
 	if err != nil {
 		return fmt.Errorf("append checkpoint %s/%d: %w", c.RunID, c.Seq, err)
 	}

@@ -98,8 +98,9 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 	for _, run := range []string{"run-1", "run-2"} {
 		prev := ""
 		for seq := int64(1); seq <= 4; seq++ {
+			// Each written against the first: a pruned one keeps its base_seq too.
 			c := &workflow.Checkpoint{RunID: run, Seq: seq, SchemaVersion: 1, State: []byte(fmt.Sprintf(`{"seq":%d}`, seq)),
-				PrevHash: prev, CreatedAt: base, Seal: workflow.Seal{KeyID: "k1", MAC: fmt.Sprintf("mac-%d", seq)}}
+				BaseSeq: min(seq-1, 1), PrevHash: prev, CreatedAt: base, Seal: workflow.Seal{KeyID: "k1", MAC: fmt.Sprintf("mac-%d", seq)}}
 			c.Hash = workflow.CheckpointHash(c)
 			prev = c.Hash
 			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendCheckpoint(ctx, c) })

@@ -266,8 +266,9 @@ func testCheckpointRoundTrip(t *testing.T, s workflow.Store) {
 	seedRun(t, s, "run-1")
 	for i, p := range payloads {
 		t.Run(p.name, func(t *testing.T) {
+			// Every checkpoint after the first names the one before as its base.
 			in := &workflow.Checkpoint{RunID: "run-1", Seq: int64(i + 1), SchemaVersion: workflow.SchemaVersion,
-				State: p.b, PrevHash: fmt.Sprintf("prev-%d", i), CreatedAt: odd.Add(time.Duration(i) * time.Minute)}
+				State: p.b, BaseSeq: int64(i), PrevHash: fmt.Sprintf("prev-%d", i), CreatedAt: odd.Add(time.Duration(i) * time.Minute)}
 			in.Hash = workflow.CheckpointHash(in)
 			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendCheckpoint(ctx, in) })
 			cs := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) {
@@ -1065,15 +1066,19 @@ func testListRuns(t *testing.T, s workflow.Store) {
 }
 
 // testListRunHeads holds ListRunHeads to ListRuns, each run with its
-// checkpoint at the run's seq: not an earlier one, and none when it is missing.
+// checkpoint at the run's seq: not an earlier one, and none when it is
+// missing; and with the base that checkpoint names: none when it names
+// none or the base is missing.
 func testListRunHeads(t *testing.T, s workflow.Store) {
 	all := listFixture(t, s)
 	heads := map[string]*workflow.Checkpoint{}
+	bases := map[string]*workflow.Checkpoint{}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		for _, c := range []struct {
-			id        string
-			seqs, row int64
-		}{{"r02", 2, 2}, {"r03", 1, 1}, {"r05", 1, 2}, {"r09", 3, 3}} {
+			id              string
+			seqs, row, base int64 // base: of the checkpoint at row
+		}{{"r02", 2, 2, 1}, {"r03", 1, 1, 7}, {"r05", 1, 2, 0}, {"r09", 3, 3, 2}} {
+			written := map[int64]*workflow.Checkpoint{}
 			for seq := int64(1); seq <= c.seqs; seq++ {
 				cp := &workflow.Checkpoint{RunID: c.id, Seq: seq, SchemaVersion: workflow.SchemaVersion,
 					State: []byte(fmt.Sprintf(`{"run":%q,"seq":%d}`, c.id, seq)), PrevHash: fmt.Sprintf("prev-%d", seq),
@@ -1081,13 +1086,20 @@ func testListRunHeads(t *testing.T, s workflow.Store) {
 				if seq == 1 {
 					cp.Seal = workflow.Seal{KeyID: "k1", MAC: "mac-" + c.id}
 				}
+				if seq == c.row {
+					cp.BaseSeq = c.base
+				}
 				cp.Hash = workflow.CheckpointHash(cp)
 				if err := tx.AppendCheckpoint(ctx, cp); err != nil {
 					return err
 				}
+				written[seq] = stored(cp)
 				if seq == c.row {
 					heads[c.id] = stored(cp)
 				}
+			}
+			if b := written[c.base]; b != nil && heads[c.id] != nil {
+				bases[c.id] = b
 			}
 			i := slices.IndexFunc(all, func(r *workflow.Run) bool { return r.ID == c.id })
 			r := all[i]
@@ -1128,6 +1140,14 @@ func testListRunHeads(t *testing.T, s workflow.Store) {
 					t.Errorf("run %s: no head, want checkpoint %d", h.Run.ID, w.Seq)
 				case w != nil:
 					checkSame(t, "head of "+h.Run.ID, w, h.Head)
+				}
+				switch w := bases[h.Run.ID]; {
+				case w == nil && h.Base != nil:
+					t.Errorf("run %s: base %d, want none", h.Run.ID, h.Base.Seq)
+				case w != nil && h.Base == nil:
+					t.Errorf("run %s: no base, want checkpoint %d", h.Run.ID, w.Seq)
+				case w != nil:
+					checkSame(t, "base of "+h.Run.ID, w, h.Base)
 				}
 			}
 		})

@@ -1,0 +1,90 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// TestDeltaRoundTrip: a state written against a base resolves to exactly
+// that state, whatever changed since the base: a field, a field cleared
+// (omitted, so unset), a list grown, shrunk or replaced, a field added.
+func TestDeltaRoundTrip(t *testing.T) {
+	deadline := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	msg := func(s string) Message { return Message{Role: "assistant", Content: s} }
+	base := func() *State {
+		return &State{
+			SchemaVersion: SchemaVersion, RunID: "run-1", Workflow: "resolver", Status: StatusRunning, Step: 2,
+			Requester: Person{ID: "agent:resolver"}, Summary: "refund",
+			Messages: []Message{msg("one"), msg("two")},
+			Evidence: []Evidence{{Source: "get_payments", Data: json.RawMessage(`{"payments":[]}`)}},
+			Gate:     &Gate{Rule: "large-refund", Risk: "high", PolicyRevision: "1", Fingerprint: "fp", Deadline: &deadline},
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(st *State)
+		grown  bool // the delta appends to a list
+	}{
+		{"nothing", func(*State) {}, false},
+		{"status", func(st *State) { st.Status, st.Reason = StatusFailed, "a check failed" }, false},
+		{"cleared", func(st *State) { st.Gate, st.Summary = nil, "" }, false},
+		{"grown", func(st *State) { st.Messages = append(st.Messages, msg("three"), msg("four")) }, true},
+		{"grown and changed", func(st *State) {
+			st.Messages = append(st.Messages, msg("three"))
+			st.Evidence = append(st.Evidence, Evidence{Source: "lookup", Data: json.RawMessage(`{"ok":true}`)})
+			st.Step++
+		}, true},
+		{"shrunk", func(st *State) { st.Messages = st.Messages[:1] }, false},
+		{"emptied", func(st *State) { st.Messages = nil }, false},
+		{"replaced", func(st *State) { st.Messages = []Message{msg("one"), msg("2")} }, false},
+		{"element changed inside", func(st *State) { st.Messages = []Message{msg("one"), msg("two, edited")} }, false},
+		{"added", func(st *State) {
+			st.Decisions = []DecisionRecord{{RequestID: "req-1", By: "U1", Role: "lead", Verdict: VerdictApprove, Via: "cli", At: deadline}}
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := EncodeState(base())
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := base()
+			tc.change(next)
+			full, err := EncodeState(next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, _, err := (&stateBase{seq: 1, state: b}).delta(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := bytes.Contains(d, []byte(`"`+appendMember+`"`)); got != tc.grown {
+				t.Errorf("delta %s: appends %v, want %v", d, got, tc.grown)
+			}
+			if bytes.Contains(d, []byte(`"one"`)) && tc.grown {
+				t.Errorf("delta %s repeats what the base holds", d)
+			}
+			cps := []*Checkpoint{
+				{RunID: "run-1", Seq: 1, SchemaVersion: SchemaVersion, State: b},
+				{RunID: "run-1", Seq: 2, SchemaVersion: SchemaVersion, State: d, BaseSeq: 1},
+			}
+			resolved, err := ResolveState(cps, 1)
+			if err != nil {
+				t.Fatalf("resolve %s: %v", d, err)
+			}
+			st, err := DecodeState(resolved)
+			if err != nil {
+				t.Fatalf("decode %s: %v", resolved, err)
+			}
+			again, err := EncodeState(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(again, full) {
+				t.Fatalf("resolved to\n%s\nwant\n%s", again, full)
+			}
+		})
+	}
+}

@@ -1,0 +1,323 @@
+package workflow_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// bulkyRefund is a refund with about 2 KB of evidence.
+func bulkyRefund(payment string, amount float64) *workflow.Proposal {
+	p := refund(payment, amount)
+	p.Evidence[0].Data = json.RawMessage(`{"payments":[{"id":"PAY-1","status":"captured"}],"note":"` + strings.Repeat("e", 2000) + `"}`)
+	return p
+}
+
+func checkpointsOf(t *testing.T, h *harness, id string) []*workflow.Checkpoint {
+	t.Helper()
+	var cps []*workflow.Checkpoint
+	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		var err error
+		cps, err = tx.Checkpoints(ctx, id)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return cps
+}
+
+// TestEvidenceIsStoredOnce: a gated run, submitted, approved and executed,
+// stores its 2 KB of evidence in one checkpoint; every later one holds what
+// changed, and each still reads back as the whole state, in show and in
+// history alike.
+func TestEvidenceIsStoredOnce(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(bulkyRefund("PAY-1", 119))
+	if got, err := h.approve(run.ID, "U0LEAD0001"); err != nil || got.Status != workflow.StatusDone {
+		t.Fatalf("approve: %v %v", got, err)
+	}
+	cps := checkpointsOf(t, h, run.ID)
+	if len(cps) < 3 {
+		t.Fatalf("%d checkpoints, want the submit, the decision and the execution", len(cps))
+	}
+	note := []byte(strings.Repeat("e", 2000))
+	holding, stored := 0, 0
+	for _, c := range cps {
+		stored += len(c.State)
+		if bytes.Contains(c.State, note) {
+			holding++
+		}
+		if c.Seq > 1 && (c.BaseSeq != 1 || len(c.State) > 600) {
+			t.Errorf("checkpoint %d: base %d, %d bytes; want the changes since checkpoint 1", c.Seq, c.BaseSeq, len(c.State))
+		}
+	}
+	if holding != 1 {
+		t.Fatalf("the evidence is stored in %d checkpoints, want 1", holding)
+	}
+	t.Logf("%d checkpoints, %d bytes of state", len(cps), stored)
+
+	v := h.get(run.ID)
+	if v.Status != workflow.StatusDone || len(v.Evidence) != 1 || !bytes.Contains(v.Evidence[0].Data, note) || len(v.Decisions) != 1 || len(v.Operations) != 1 {
+		t.Fatalf("show: %+v", v)
+	}
+	hist, err := h.engine.History(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range hist {
+		if e.Problem != "" || e.State == nil || len(e.State.Evidence) != 1 || e.State.Summary != "refund" || e.State.Status != statusAt(cps, e.Seq) {
+			t.Fatalf("history, checkpoint %d: %+v", e.Seq, e)
+		}
+	}
+	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+	list, err := h.engine.ListViews(ctx, workflow.RunFilter{})
+	if err != nil || len(list) != 1 || list[0].Problem != "" || len(list[0].Evidence) != 1 || list[0].Status != workflow.StatusDone {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+}
+
+// statusAt is the status checkpoint seq holds, resolved.
+func statusAt(cps []*workflow.Checkpoint, seq int64) workflow.Status {
+	b, err := workflow.ResolveState(cps, int(seq-1))
+	if err != nil {
+		return ""
+	}
+	st, err := workflow.DecodeState(b)
+	if err != nil {
+		return ""
+	}
+	return st.Status
+}
+
+// TestResolveStateIsStrict: a checkpoint written against a base resolves
+// only from a whole state of its run, earlier than itself, and only to a
+// state that decodes strictly.
+func TestResolveStateIsStrict(t *testing.T) {
+	base := []byte(`{"schema_version":2,"run_id":"run-1","workflow":"proposal","status":"waiting_approval","step":0,"requester":{"id":"agent:resolver"},"summary":"refund","model_calls":0}`)
+	withList := bytes.Replace(base, []byte(`"summary":"refund",`), []byte(`"summary":"refund","messages":[{"role":"user","content":"a"}],`), 1)
+	cp := func(seq, baseSeq int64, state string) *workflow.Checkpoint {
+		return &workflow.Checkpoint{RunID: "run-1", Seq: seq, SchemaVersion: 2, BaseSeq: baseSeq, State: []byte(state)}
+	}
+	tests := []struct {
+		name    string
+		cps     []*workflow.Checkpoint
+		want    string // a whole state's summary and status, or the error
+		problem string
+	}{
+		{"changes", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"status":"done","reason":"ok"}`)}, "refund done ok", ""},
+		{"unset", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":["summary"]}`)}, " waiting_approval ", ""},
+		{"unset twice", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":["summary","summary"]}`)}, "", "twice"},
+		{"unset missing", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":["gate"]}`)}, "", "does not have"},
+		{"set and unset", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"summary":"x","$unset":["summary"]}`)}, "", "both set and unset"},
+		{"unset not a list", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":"summary"}`)}, "", "not a list"},
+		{"duplicate key", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"status":"done","status":"failed"}`)}, "", "duplicate"},
+		{"trailing data", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2}{}`)}, "", "trailing"},
+		{"unknown field", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"approved_by_magic":true}`)}, "", "unknown"},
+		{"base of a later seq", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 2, `{"schema_version":2}`)}, "", "not an earlier checkpoint"},
+		{"base with a base", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2}`), cp(3, 2, `{"schema_version":2}`)}, "", "written against a base itself"},
+		{"base pruned", []*workflow.Checkpoint{{RunID: "run-1", Seq: 1, SchemaVersion: 2, PrunedAt: time.Unix(1, 0)}, cp(2, 1, `{"schema_version":2}`)}, "", "lost its state"},
+		{"base of another run", []*workflow.Checkpoint{{RunID: "run-2", Seq: 1, SchemaVersion: 2, State: base}, cp(2, 1, `{"schema_version":2}`)}, "", "missing"},
+		{"appended", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool","content":"b"}]}}`)}, "refund waiting_approval 2", ""},
+		{"appended to a list it sets", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"messages":[],"$append":{"messages":[{"role":"tool"}]}}`)}, "", "both set and appended"},
+		{"appended to a list it unsets", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$unset":["messages"],"$append":{"messages":[{"role":"tool"}]}}`)}, "", "both set and unset"},
+		{"appended to what is not a list", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"summary":[1]}}`)}, "", "as a list"},
+		{"appended to a missing list", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool"}]}}`)}, "", "as a list"},
+		{"appended nothing", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[]}}`)}, "", "not a list of elements"},
+		{"appended no list", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{}}`)}, "", "not an object of lists"},
+		{"appended an unknown field", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool","magic":1}]}}`)}, "", "unknown"},
+		{"version 1 with a base", []*workflow.Checkpoint{cp(1, 0, string(base)), {RunID: "run-1", Seq: 2, SchemaVersion: 1, BaseSeq: 1, State: []byte(`{}`)}}, "", "schema version 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := workflow.ResolveState(tc.cps, len(tc.cps)-1)
+			var st *workflow.State
+			if err == nil {
+				st, err = workflow.DecodeState(b)
+			}
+			if tc.problem != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.problem) {
+					t.Fatalf("got %v, want an error saying %q", err, tc.problem)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := st.Summary + " " + string(st.Status) + " " + st.Reason
+			if len(st.Messages) > 0 {
+				got = st.Summary + " " + string(st.Status) + " " + fmt.Sprint(len(st.Messages))
+			}
+			if got != tc.want {
+				t.Fatalf("resolved to %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOldCheckpointsStillLoad: a store whose checkpoints were all written as
+// whole states of schema version 1, as builds before bases wrote them, by a
+// run that crashed after recording its intent. It verifies, the run resumes
+// and finishes (the target called once), and the checkpoints written since
+// are written against the old whole state.
+func TestOldCheckpointsStillLoad(t *testing.T) {
+	h := newHarness(t, crashAt("after-intent"))
+	run := h.submit(bulkyRefund("PAY-1", 119))
+	if !survive(t, func() { _, _ = h.approve(run.ID, "U0LEAD0001") }) {
+		t.Fatal("failpoint after-intent never fired")
+	}
+	old := checkpointsOf(t, h, run.ID)
+	writeVersion1(t, h, run.ID)
+	h.open(testPolicy(t, "rev-1", h.roles))
+	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify the old store: %+v %v", rep, err)
+	}
+	got, err := h.engine.Resume(ctx, run.ID)
+	if err != nil || got.Status != workflow.StatusDone {
+		t.Fatalf("resume: %v %v", got, err)
+	}
+	if h.target.calls != 1 {
+		t.Fatalf("the target was called %d times, want once", h.target.calls)
+	}
+	cps := checkpointsOf(t, h, run.ID)
+	for _, c := range cps {
+		switch {
+		case c.Seq <= int64(len(old)) && (c.SchemaVersion != 1 || c.BaseSeq != 0):
+			t.Fatalf("old checkpoint %d was rewritten: version %d, base %d", c.Seq, c.SchemaVersion, c.BaseSeq)
+		case c.Seq > int64(len(old)) && (c.SchemaVersion != workflow.SchemaVersion || c.BaseSeq != int64(len(old))):
+			t.Fatalf("new checkpoint %d: version %d, base %d; want version %d against old checkpoint %d", c.Seq, c.SchemaVersion, c.BaseSeq, workflow.SchemaVersion, len(old))
+		}
+	}
+	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify after the run finished: %+v %v", rep, err)
+	}
+	if v := h.get(run.ID); v.Problem != "" || len(v.Evidence) != 1 || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
+		t.Fatalf("show: %+v", v)
+	}
+}
+
+// writeVersion1 rewrites a run's checkpoints as whole states of schema
+// version 1 without a base, recomputing both hash chains: what a store
+// written before bases holds.
+func writeVersion1(t *testing.T, h *harness, id string) {
+	t.Helper()
+	cps := checkpointsOf(t, h, id)
+	var evs []*workflow.AuditEvent
+	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		var err error
+		evs, err = tx.AuditEvents(ctx, workflow.AuditFilter{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.OpenDB(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prev, renamed := "", map[string]string{}
+	whole := make([][]byte, len(cps))
+	for i := range cps {
+		if whole[i], err = workflow.ResolveState(cps, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range cps {
+		st, err := workflow.DecodeState(whole[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SchemaVersion = 1
+		if c.State, err = workflow.EncodeState(st); err != nil {
+			t.Fatal(err)
+		}
+		old := c.Hash
+		c.SchemaVersion, c.BaseSeq, c.PrevHash = 1, 0, prev
+		c.Hash = workflow.CheckpointHash(c)
+		renamed[old], prev = c.Hash, c.Hash
+		exec(`UPDATE checkpoints SET schema_version = 1, base_seq = 0, state = ?, prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?`,
+			c.State, c.PrevHash, c.Hash, c.RunID, c.Seq)
+	}
+	prev = ""
+	for _, ev := range evs {
+		if h, ok := renamed[ev.CheckpointHash]; ok {
+			ev.CheckpointHash = h
+		}
+		ev.PrevHash = prev
+		ev.Hash = workflow.AuditHash(ev)
+		prev = ev.Hash
+		exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
+	}
+}
+
+// chattyAgent adds a message of about 500 bytes at each step and proposes
+// after steps steps.
+type chattyAgent struct{ steps int }
+
+func (a chattyAgent) Step(_ context.Context, st *workflow.State) (bool, error) {
+	st.ModelCalls++
+	st.Messages = append(st.Messages, workflow.Message{Role: "assistant", Content: fmt.Sprintf("step %d: %s", st.Step+1, strings.Repeat("m", 500))})
+	if st.Step+1 < a.steps {
+		return false, nil
+	}
+	st.Actions = []workflow.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}}
+	return true, nil
+}
+
+// TestMessagesAreStoredOnce: an agent that adds a message at each of 40
+// steps. Each checkpoint stores the messages added since its base, not the
+// whole list again: the run stores under 8 times its last state (with the
+// whole list in every checkpoint, 20 times). History still shows every
+// step's whole list.
+func TestMessagesAreStoredOnce(t *testing.T) {
+	const steps = 40
+	h := newHarness(t, func(c *workflow.Config) { c.Agents = map[string]workflow.Agent{"chatty": chattyAgent{steps}} })
+	run, err := h.engine.Start(ctx, "chatty", "T-1", workflow.Person{ID: "agent:resolver"})
+	if err != nil || run.Status != workflow.StatusWaitingApproval {
+		t.Fatalf("start: %v %v", run, err)
+	}
+	cps := checkpointsOf(t, h, run.ID)
+	last, err := workflow.ResolveState(cps, len(cps)-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	for _, c := range cps {
+		stored += len(c.State)
+	}
+	t.Logf("%d checkpoints, %d bytes stored, the last state %d bytes", len(cps), stored, len(last))
+	if stored > 8*len(last) {
+		t.Fatalf("%d bytes stored for a last state of %d: the messages are stored again and again", stored, len(last))
+	}
+	hist, err := h.engine.History(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range hist {
+		if e.Problem != "" || e.State == nil || len(e.State.Messages) != min(e.State.Step, steps) {
+			t.Fatalf("history, checkpoint %d: step %v, problem %q", e.Seq, e.State, e.Problem)
+		}
+		for i, m := range e.State.Messages {
+			if !strings.HasPrefix(m.Content, fmt.Sprintf("step %d: ", i+1)) {
+				t.Fatalf("history, checkpoint %d, message %d: %.20q", e.Seq, i, m.Content)
+			}
+		}
+	}
+	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
