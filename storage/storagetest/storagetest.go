@@ -1332,7 +1332,8 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			return nil
 		})
 	}
-	// A rolled-back append must leave no gap and no fork in the chain.
+	// A rolled-back append must leave no fork in its run's chain (it may
+	// leave a gap in the seqs).
 	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 		if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-a", Action: "rolled back"}, nil); err != nil {
 			return err
@@ -1402,6 +1403,71 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			}
 		})
 	}
+	t.Run("each run's head is its last event", func(t *testing.T) {
+		want := map[string]*workflow.AuditEvent{}
+		for _, e := range all {
+			want[e.RunID] = e
+		}
+		heads := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditRunHead, error) {
+			return tx.AuditRunHeads(ctx)
+		})
+		if len(heads) != len(want) {
+			t.Fatalf("AuditRunHeads = %d heads, want %d", len(heads), len(want))
+		}
+		for _, h := range heads {
+			if e := want[h.RunID]; e == nil || h.Seq != e.Seq || h.Hash != e.Hash {
+				t.Errorf("head of run %q = %d %s, want its last event %v", h.RunID, h.Seq, h.Hash, e)
+			}
+			one := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.AuditRunHead, error) {
+				return tx.AuditRunHead(ctx, h.RunID)
+			})
+			checkSame(t, "AuditRunHead", h, one)
+		}
+		err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			_, err := tx.AuditRunHead(ctx, "nope")
+			return err
+		})
+		wantErr(t, "AuditRunHead of a run without events", err, workflow.ErrNotFound)
+	})
+	t.Run("anchors", func(t *testing.T) {
+		var first []workflow.AnchoredHead
+		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+			if _, err := tx.LatestAnchor(ctx); !errors.Is(err, workflow.ErrNotFound) {
+				return fmt.Errorf("LatestAnchor before any: %v, want ErrNotFound", err)
+			}
+			var err error
+			if first, err = tx.AnchorHeads(ctx); err != nil {
+				return err
+			}
+			return tx.InsertAnchor(ctx, &workflow.AuditAnchor{ID: 1, At: odd, Heads: first, Hash: "h1"})
+		})
+		if len(first) != 4 || first[0].RunID != "" || first[1].RunID != "run-a" {
+			t.Fatalf("AnchorHeads = %v, want the four runs' heads by run id", first)
+		}
+		var second []workflow.AnchoredHead
+		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-b", Action: "later"}, nil); err != nil {
+				return err
+			}
+			var err error
+			second, err = tx.AnchorHeads(ctx)
+			return err
+		})
+		if len(second) != 1 || second[0].RunID != "run-b" {
+			t.Errorf("AnchorHeads after one append = %v, want run-b's head alone", second)
+		}
+		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertAnchor(ctx, &workflow.AuditAnchor{ID: 1, At: odd, Hash: "again"})
+		})
+		wantErr(t, "a second anchor 1", err, workflow.ErrDuplicate)
+		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditAnchor, error) {
+			return tx.AuditAnchors(ctx)
+		})
+		if len(got) != 1 {
+			t.Fatalf("AuditAnchors = %d anchors, want 1", len(got))
+		}
+		checkSame(t, "AuditAnchor", &workflow.AuditAnchor{ID: 1, At: odd.Truncate(time.Millisecond).UTC(), Heads: first, Hash: "h1"}, got[0])
+	})
 }
 
 func pointers[T any](vs []T) []*T {
@@ -1424,18 +1490,31 @@ func seqsOf(es []*workflow.AuditEvent) []int64 {
 // each PrevHash the previous Hash, each Hash what AuditHash says.
 func checkChain(t *testing.T, es []*workflow.AuditEvent) {
 	t.Helper()
-	prev := ""
-	for i, e := range es {
-		if e.Seq != int64(i+1) {
-			t.Errorf("event %d has seq %d, want %d", i, e.Seq, i+1)
+	CheckAuditChains(t, es)
+}
+
+// CheckAuditChains checks events appended through the contract, in seq
+// order: seqs increase, each event is chained per run (PrevHash the hash of
+// the run's event before it, "" for its first) and matches its hash.
+func CheckAuditChains(t testing.TB, es []*workflow.AuditEvent) {
+	t.Helper()
+	prev := map[string]string{}
+	var last int64
+	for _, e := range es {
+		if e.Seq <= last {
+			t.Errorf("event %d follows event %d: seqs must increase", e.Seq, last)
 		}
-		if e.PrevHash != prev {
-			t.Errorf("event %d: PrevHash %q, want the previous hash %q", e.Seq, e.PrevHash, prev)
+		last = e.Seq
+		if e.Format != workflow.AuditPerRun {
+			t.Errorf("event %d has format %d, want %d (per run)", e.Seq, e.Format, workflow.AuditPerRun)
+		}
+		if e.PrevHash != prev[e.RunID] {
+			t.Errorf("event %d of run %q: PrevHash %q, want the run's previous hash %q", e.Seq, e.RunID, e.PrevHash, prev[e.RunID])
 		}
 		if h := workflow.AuditHash(e); e.Hash != h {
 			t.Errorf("event %d: Hash %q, want AuditHash %q", e.Seq, e.Hash, h)
 		}
-		prev = e.Hash
+		prev[e.RunID] = e.Hash
 	}
 }
 
