@@ -161,6 +161,11 @@ func tamperCases() []tamperCase {
 		"hash": "'" + strings.Repeat("9", 64) + "'", "checkpoint_seq": "checkpoint_seq + 1", "checkpoint_hash": "'" + strings.Repeat("a", 64) + "'",
 		"key_id": "'other'", "mac": "'" + strings.Repeat("b", 64) + "'",
 	})
+	// Each run's audit head is sealed: moved back to an earlier event (as
+	// when the newest are deleted) or changed, it no longer matches its seal.
+	add("audit_heads", byRun, false, map[string]string{
+		"seq": "seq - 1", "hash": "'" + strings.Repeat("f", 64) + "'", "key_id": "'other'", "mac": "'" + strings.Repeat("0", 63) + "1'",
+	})
 	// The run row is not sealed: what in it decides anything is checked
 	// against the sealed checkpoint (status, seq, fingerprint). Its other
 	// columns are bookkeeping (leases, timestamps, list filters).

@@ -689,7 +689,7 @@ func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, stored []*A
 			continue
 		}
 		if a.Seq > int64(len(stored)) {
-			return fmt.Sprintf("the anchors end at %d and do not reach the anchor %s: anchors were deleted", len(stored), a)
+			return fmt.Sprintf("the anchor chain ends at %d and does not reach the anchor %s: anchors were deleted", len(stored), a)
 		}
 		if stored[a.Seq-1].Hash != a.Hash {
 			return fmt.Sprintf("anchor %d is not the one recorded (%s): the anchors were rewritten", a.Seq, a)
@@ -728,7 +728,7 @@ func (e *Engine) verifyAnchors(bySeq map[int64]*AuditEvent, head *IntegrityHead,
 	}
 	if e.in.keys != nil && head != nil && head.AnchorID > 0 {
 		if head.AnchorID > int64(len(stored)) {
-			return fmt.Sprintf("the anchors end at %d, but the sealed head names anchor %d: the newest anchors were deleted", len(stored), head.AnchorID)
+			return fmt.Sprintf("the anchor chain ends at %d, but the sealed head names anchor %d: the newest anchors were deleted", len(stored), head.AnchorID)
 		}
 		if stored[head.AnchorID-1].Hash != head.AnchorHash {
 			return fmt.Sprintf("anchor %d is not the one the sealed head names", head.AnchorID)
@@ -835,7 +835,7 @@ func VerifyAudit(evs []*AuditEvent) string {
 		last = ev.Seq
 		if ev.Format == AuditPerRun {
 			if ev.PrevHash != runPrev[ev.RunID] || AuditHash(ev) != ev.Hash {
-				return fmt.Sprintf("the audit chain of run %s is broken at event %d", ev.RunID, ev.Seq)
+				return fmt.Sprintf("audit chain broken at event %d, of run %s", ev.Seq, ev.RunID)
 			}
 			runPrev[ev.RunID] = ev.Hash
 			perRun = true

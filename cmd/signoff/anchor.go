@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -24,7 +27,7 @@ func logAnchors(ctx context.Context, eng *workflow.Engine, log *slog.Logger, per
 		if a, err := eng.Anchor(ctx); err != nil && ctx.Err() == nil {
 			log.Error("write an audit anchor", "error", err)
 		} else if err == nil && a != last && a.Seq > 0 {
-			log.Info("audit head", "anchor", a.String(), "seq", a.Seq, "hash", a.Hash)
+			log.Info("audit anchor", "anchor", a.String(), "id", a.Seq, "hash", a.Hash)
 			last = a
 		}
 		select {
@@ -32,5 +35,33 @@ func logAnchors(ctx context.Context, eng *workflow.Engine, log *slog.Logger, per
 			return
 		case <-t.C:
 		}
+	}
+}
+
+func (c *cli) anchorCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "anchor",
+		Short: "Write an audit anchor and print it (A12:HASH), to keep where the database's writers cannot reach",
+		Long: `Write an audit anchor: a sealed record, chained to the one before, that
+commits to every run's audit events so far. It prints the anchor (A12:HASH):
+keep it somewhere the database's writers cannot reach, and
+verify --anchor A12:HASH proves later that the log still extends it. serve
+writes and logs one every ten minutes; when nothing was audited since the
+last, that one is printed again.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withApp(func(a *app) error {
+				an, err := a.engine.Anchor(c.ctx)
+				if err != nil {
+					return err
+				}
+				if an.Seq == 0 {
+					fmt.Fprintln(c.out, "nothing audited yet: no anchor")
+					return nil
+				}
+				fmt.Fprintf(c.out, "audit anchor: %s\n", an)
+				return nil
+			})
+		},
 	}
 }
