@@ -43,6 +43,10 @@ type Tx interface {
 	InsertRun(ctx context.Context, r *Run) error
 	// Run loads one run. ErrNotFound.
 	Run(ctx context.Context, id string) (*Run, error)
+	// LoadRun loads one run with the records of it that parts asks for, as
+	// Run and each list method would, in as few round trips as the database
+	// allows (PostgreSQL: one). ErrNotFound when the run does not exist.
+	LoadRun(ctx context.Context, id string, parts RunParts) (*RunBundle, error)
 	// RunByIdempotencyKey loads the run submitted with key. ErrNotFound.
 	RunByIdempotencyKey(ctx context.Context, key string) (*Run, error)
 	// ListRuns lists runs, oldest first (created_at, id), after the filter's cursor.
@@ -164,6 +168,29 @@ type Tx interface {
 	// ExpiresAt is at or before now, soonest expired first, and says how many
 	// it deleted.
 	ForgetRequests(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// RunParts says which of a run's records LoadRun reads beside its row.
+type RunParts struct {
+	Checkpoints bool
+	Requests    bool
+	Decisions   bool
+	Operations  bool
+	// Audit reads the run's audit events and its audit head.
+	Audit bool
+}
+
+// RunBundle is a run and the records of it that RunParts asked for, each
+// list in the order its own method gives (nil when not asked for or empty).
+type RunBundle struct {
+	Run         *Run
+	Checkpoints []*Checkpoint
+	Requests    []*ApprovalRequest
+	Decisions   []*Decision
+	Operations  []*Operation
+	Audit       []*AuditEvent
+	// AuditHead is the run's audit head (nil when it has none).
+	AuditHead *AuditRunHead
 }
 
 // RunHead is a run and its latest checkpoint (nil when it is missing).

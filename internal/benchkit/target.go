@@ -34,6 +34,9 @@ type Target struct {
 	// Syncs counts durable flushes so far: SQLite's committed transactions, or
 	// the PostgreSQL server's WAL flushes (the whole server's).
 	Syncs func(ctx context.Context) (int64, error)
+	// RoundTrips counts the store's round trips to the server so far
+	// (PostgreSQL; nil for SQLite, which has no server).
+	RoundTrips func() int64
 	// Where says where the store lives, for the report.
 	Where string
 	close func() error
@@ -135,12 +138,13 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 		return nil, errors.Join(err, sc.Drop(context.WithoutCancel(ctx)))
 	}
 	return &Target{
-		Name:      "postgres",
-		Store:     &Counting{Store: st},
-		Where:     "schema " + sc.Schema + ", dropped after",
-		RawCommit: sc.RawCommit,
-		Size:      sc.Size,
-		Syncs:     sc.WALSyncs,
+		Name:       "postgres",
+		Store:      &Counting{Store: st},
+		Where:      "schema " + sc.Schema + ", dropped after",
+		RawCommit:  sc.RawCommit,
+		Size:       sc.Size,
+		Syncs:      sc.WALSyncs,
+		RoundTrips: st.RoundTrips,
 		close: func() error {
 			return errors.Join(st.Close(), sc.Drop(context.Background()))
 		},

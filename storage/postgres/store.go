@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,7 +45,34 @@ const idleInTxParam = "idle_in_transaction_session_timeout"
 type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	rt   *roundTrips
 }
+
+// roundTrips counts the store's round trips to the server: each statement
+// sent alone (BEGIN and COMMIT included) and each batch, which pgx sends as
+// one pipeline. Counting is an atomic add per round trip.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// RoundTrips is how many round trips to the server the store has made so
+// far (statements and batches; not a statement's first preparation, which
+// pgx does once per connection), for measuring what an operation costs.
+func (s *Store) RoundTrips() int64 { return s.rt.n.Load() }
 
 var _ workflow.Store = (*Store)(nil)
 
@@ -84,6 +112,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
 	if _, set := cfg.ConnConfig.RuntimeParams[idleInTxParam]; !set {
 		cfg.ConnConfig.RuntimeParams[idleInTxParam] = IdleInTransactionTimeout
 	}
@@ -101,7 +131,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &Store{pool: pool, log: o.log}, nil
+	return &Store{pool: pool, log: o.log, rt: rt}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be returned.

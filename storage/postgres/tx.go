@@ -265,6 +265,34 @@ func (dialect) AuditMoveHead() string {
 	return `WITH head AS (UPDATE audit_heads SET seq = $1, hash = $8, key_id = $14, mac = $15 WHERE run_id = $2) `
 }
 
+// Batch sends qs as one pgx batch: one round trip for them all.
+func (dialect) Batch(ctx context.Context, c sqlstore.Conn, qs []sqlstore.Query) error {
+	b := &pgx.Batch{}
+	for _, q := range qs {
+		b.Queue(q.SQL, q.Args...)
+	}
+	br := pgxTx(c).SendBatch(ctx, b)
+	var err error
+	for _, q := range qs {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err != nil {
+			break
+		}
+		err = q.Rows(rows)
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	return interpretError(err)
+}
+
 // RunWritten queues a notification on the channel the feed (feed.go) listens
 // to, with the run's id as its payload. PostgreSQL delivers it when the
 // transaction commits and never when it rolls back, so a listener that wakes

@@ -200,6 +200,11 @@ func (dialect) AuditRunHead(ctx context.Context, c sqlstore.Conn, runID string) 
 // AuditMoveHead: SQLite has no data-modifying WITH; the core upserts the head.
 func (dialect) AuditMoveHead() string { return "" }
 
+// Batch: in process there is no round trip to save.
+func (d dialect) Batch(ctx context.Context, c sqlstore.Conn, qs []sqlstore.Query) error {
+	return sqlstore.RunQueries(ctx, c, d, qs)
+}
+
 // RunWritten: SQLite cannot tell other processes of a commit; its feed
 // (feed.go) sees their commits in PRAGMA data_version instead.
 func (dialect) RunWritten(context.Context, sqlstore.Conn, string) error { return nil }

@@ -80,6 +80,10 @@ type Dialect interface {
 	// key id and MAC. "" where the core moves the head with a statement of
 	// its own.
 	AuditMoveHead() string
+	// Batch runs qs in order on c and hands each its rows, in as few round
+	// trips as the database allows (PostgreSQL pipelines them in one;
+	// SQLite, in process, runs them one after another with RunQueries).
+	Batch(ctx context.Context, c Conn, qs []Query) error
 	// RunWritten follows each statement that inserted or updated a run's row
 	// (InsertRun, UpdateRun; not a claim, which moves only the lease): where
 	// the database can tell other processes of a commit, it queues that word

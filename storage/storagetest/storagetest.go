@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"DueOutbox", testDueOutbox},
 		{"ListOutbox", testListOutbox},
 		{"AuditChain", testAuditChain},
+		{"LoadRun", testLoadRun},
 		{"RollbackOnError", testRollbackOnError},
 		{"RollbackOnPanic", testRollbackOnPanic},
 		{"CancelledContext", testCancelledContext},
@@ -1816,4 +1817,59 @@ func testConcurrentDecisions(t *testing.T, s workflow.Store) {
 	if len(ds) != rounds {
 		t.Errorf("stored %d decisions, want %d (one per approver)", len(ds), rounds)
 	}
+}
+
+// testLoadRun: LoadRun gives what Run and each list method give, the parts
+// asked for and no others, in a View and in an Update; ErrNotFound for a run
+// that does not exist.
+func testLoadRun(t *testing.T, s workflow.Store) {
+	for _, id := range []string{"run-1", "run-2"} {
+		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return writeEverything(ctx, tx, id) })
+	}
+	all := workflow.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Audit: true}
+	for _, parts := range []workflow.RunParts{{}, all, {Operations: true, Audit: true}} {
+		for _, write := range []bool{false, true} {
+			var got, want *workflow.RunBundle
+			fn := func(ctx context.Context, tx workflow.Tx) error {
+				var err error
+				if got, err = tx.LoadRun(ctx, "run-1", parts); err != nil {
+					return err
+				}
+				want = &workflow.RunBundle{}
+				if want.Run, err = tx.Run(ctx, "run-1"); err != nil {
+					return err
+				}
+				if parts.Checkpoints {
+					want.Checkpoints, err = tx.Checkpoints(ctx, "run-1")
+				}
+				if err == nil && parts.Requests {
+					want.Requests, err = tx.RequestsForRun(ctx, "run-1")
+				}
+				if err == nil && parts.Decisions {
+					want.Decisions, err = tx.Decisions(ctx, "run-1")
+				}
+				if err == nil && parts.Operations {
+					want.Operations, err = tx.Operations(ctx, "run-1")
+				}
+				if err == nil && parts.Audit {
+					want.Audit, err = tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-1"})
+					if err == nil {
+						want.AuditHead, err = tx.AuditRunHead(ctx, "run-1")
+					}
+				}
+				return err
+			}
+			if write {
+				update(t, s, fn)
+			} else if err := s.View(t.Context(), fn); err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, fmt.Sprintf("LoadRun(%+v), write %v", parts, write), want, got)
+		}
+	}
+	err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		_, err := tx.LoadRun(ctx, "nope", all)
+		return err
+	})
+	wantErr(t, "LoadRun of a missing run", err, workflow.ErrNotFound)
 }
