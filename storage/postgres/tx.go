@@ -47,19 +47,16 @@ func interpretError(err error) error {
 // newTx is workflow.Tx on one pgx transaction. Byte slices are bound as they
 // are: pgx sends nil as NULL and reads NULL back as nil, and an empty slice as
 // a zero-length BYTEA read back as an empty, non-nil slice.
-func newTx(q pgx.Tx, write bool) workflow.Tx {
+func newTx(q *lazyTx, write bool) workflow.Tx {
 	if write {
 		return sqlstore.NewWriteTx(&conn{q: q}, dialect{})
 	}
 	return sqlstore.NewReadTx(&conn{q: q}, dialect{})
 }
 
-// conn is sqlstore.Conn on a pgx transaction.
+// conn is sqlstore.Conn on a transaction.
 type conn struct {
-	q pgx.Tx
-	// notified are the runs this transaction has queued a notification
-	// for: one each is enough.
-	notified []string
+	q *lazyTx
 }
 
 func (c *conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -79,9 +76,9 @@ func (c *conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore
 	return c.q.QueryRow(ctx, query, args...)
 }
 
-// pgxTx is the pgx transaction under c, for the savepoint pipeline, which needs
+// pgxTx is the transaction under c, for the savepoint pipeline, which needs
 // pgx's batches. Only this package makes a Tx with dialect, always on a *conn.
-func pgxTx(c sqlstore.Conn) pgx.Tx { return c.(*conn).q }
+func pgxTx(c sqlstore.Conn) *lazyTx { return c.(*conn).q }
 
 // dialect is what PostgreSQL does differently.
 type dialect struct{}
@@ -294,17 +291,13 @@ func (dialect) Batch(ctx context.Context, c sqlstore.Conn, qs []sqlstore.Query) 
 }
 
 // RunWritten queues a notification on the channel the feed (feed.go) listens
-// to, with the run's id as its payload. PostgreSQL delivers it when the
-// transaction commits and never when it rolls back, so a listener that wakes
-// reads the committed run. One round trip per run a transaction writes.
-func (dialect) RunWritten(ctx context.Context, c sqlstore.Conn, runID string) error {
-	pc := c.(*conn)
-	if slices.Contains(pc.notified, runID) {
-		return nil
+// to, with the run's id as its payload, sent in one pipeline with COMMIT (see
+// lazyTx). PostgreSQL delivers it when the transaction commits and never when
+// it rolls back, so a listener that wakes reads the committed run.
+func (dialect) RunWritten(_ context.Context, c sqlstore.Conn, runID string) error {
+	t := pgxTx(c)
+	if !slices.Contains(t.notify, runID) {
+		t.notify = append(t.notify, runID)
 	}
-	if _, err := pc.q.Exec(ctx, `SELECT pg_notify('`+channel+`', $1)`, runID); err != nil {
-		return fmt.Errorf("notify: %w", interpretError(err))
-	}
-	pc.notified = append(pc.notified, runID)
 	return nil
 }
