@@ -104,7 +104,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 
 func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *loaded, out **Run) error {
 	return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		l, err := e.loadHeld(ctx, tx, in.RunID, pre)
+		l, err := e.loadHeld(ctx, tx, in.RunID, pre, RunParts{Requests: true, Decisions: true})
 		if err != nil {
 			return err
 		}
@@ -152,6 +152,20 @@ func validateDecision(in DecideInput) *RefusedError {
 	return nil
 }
 
+// gateRequest is the request the run's gate waits on, from what was loaded
+// with the run when it was, else read.
+func (e *Engine) gateRequest(ctx context.Context, tx Tx, l *loaded) (*ApprovalRequest, error) {
+	if !l.read.Requests {
+		return tx.Request(ctx, l.st.Gate.RequestID)
+	}
+	for _, r := range l.more.Requests {
+		if r.ID == l.st.Gate.RequestID {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("load approval request %s: %w", l.st.Gate.RequestID, ErrNotFound)
+}
+
 // admit checks everything a decision must satisfy and returns the request it
 // decides. It is the one check of a decision, wherever it comes from: a
 // refusal carries what admit found (see RefusedError), so that nobody needs
@@ -182,7 +196,7 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 		if l.st.Gate == nil || l.st.Gate.RequestID == "" {
 			return nil, nil, refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
 		}
-		if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
+		if req, err = e.gateRequest(ctx, tx, l); err != nil {
 			return nil, nil, fmt.Errorf("load approval request of run %s: %w", id, err)
 		}
 		if req.Status != RequestPending {
@@ -229,9 +243,11 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 	if len(in.Edit) > 0 && !req.Edit {
 		return nil, nil, refused(CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)
 	}
-	decs, err = tx.Decisions(ctx, id)
-	if err != nil {
-		return nil, nil, fmt.Errorf("load decisions of run %s: %w", id, err)
+	decs = l.more.Decisions
+	if !l.read.Decisions {
+		if decs, err = tx.Decisions(ctx, id); err != nil {
+			return nil, nil, fmt.Errorf("load decisions of run %s: %w", id, err)
+		}
 	}
 	if err := e.in.checkRun(ctx, tx, id, nil, []*ApprovalRequest{req}, decs, nil); err != nil {
 		return nil, nil, err

@@ -239,6 +239,10 @@ type loaded struct {
 	// base is what the next checkpoint is written against: the latest
 	// checkpoint that holds a whole state (nil: the next one holds its own).
 	base *stateBase
+	// more is what was read with the run besides its checkpoints, in the
+	// same transaction (see RunParts); more.Run is nil when nothing was.
+	more RunBundle
+	read RunParts
 }
 
 type fpKey struct {
@@ -279,17 +283,21 @@ func baseOf(cps []*Checkpoint) *stateBase {
 
 // load reads a run and verifies its checkpoint chain.
 func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
-	run, err := tx.Run(ctx, id)
+	return e.loadWith(ctx, tx, id, RunParts{})
+}
+
+// loadWith is load that also reads the run's records extra asks for, in the
+// same round trip (see Tx.LoadRun), for the caller to use from l.more.
+func (e *Engine) loadWith(ctx context.Context, tx Tx, id string, extra RunParts) (*loaded, error) {
+	extra.Checkpoints = true
+	b, err := tx.LoadRun(ctx, id, extra)
 	if errors.Is(err, ErrNotFound) {
 		return nil, UnknownRun(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)
 	}
-	cps, err := tx.Checkpoints(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoints of run %s: %w", id, err)
-	}
+	run, cps := b.Run, b.Checkpoints
 	// The chain first, so that accidental damage is named as such; then the
 	// seals, which catch a chain someone recomputed.
 	st, full, err := verifyChain(id, cps)
@@ -308,22 +316,27 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 	if st.CallbackURL != run.CallbackURL {
 		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: callbackMismatch}
 	}
-	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: full, chain: cps, base: baseOf(cps)}, nil
+	b.Checkpoints = nil
+	extra.Checkpoints = false
+	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: full, chain: cps, base: baseOf(cps), more: *b, read: extra}, nil
 }
 
 // loadHeld is load for a run held from a committed write or an earlier read
 // (held, or nil): when the run row still has the version, checkpoint and
 // status held, nobody has written the run since (every write bumps the
 // version), so the chain verified then is still the stored one and only the
-// row is read. Anything else is loaded and verified afresh.
-func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (*loaded, error) {
+// row is read (with extra, in the same round trip). Anything else is loaded
+// and verified afresh.
+func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded, extra RunParts) (*loaded, error) {
 	if held == nil || !held.committed || held.state == nil {
-		return e.load(ctx, tx, id)
+		return e.loadWith(ctx, tx, id, extra)
 	}
-	run, err := tx.Run(ctx, id)
-	if err != nil || run.Version != held.run.Version || run.Seq != held.run.Seq || run.Status != held.run.Status {
-		return e.load(ctx, tx, id)
+	extra.Checkpoints = false
+	b, err := tx.LoadRun(ctx, id, extra)
+	if err != nil || b.Run.Version != held.run.Version || b.Run.Seq != held.run.Seq || b.Run.Status != held.run.Status {
+		return e.loadWith(ctx, tx, id, extra)
 	}
+	run := b.Run
 	// A state of its own (spare, or decoded from the bytes stored), so that
 	// it is exactly what a load would give and a caller's changes stay its own.
 	st := held.spare
@@ -333,7 +346,7 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded) (
 			return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
 		}
 	}
-	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state, fps: held.fps, base: held.base}, nil
+	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state, fps: held.fps, base: held.base, more: *b, read: extra}, nil
 }
 
 // save writes l's run row (compare-and-set), a new checkpoint of l.st, the
@@ -531,10 +544,17 @@ func (e *Engine) view(ctx context.Context, id string) (*loaded, error) {
 // (held, or nil; see loadHeld). Writes still compare-and-set the version, so
 // a held run never wins a write it should not.
 func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, error) {
+	// What executing the run will read next comes in the same round trip:
+	// its operations, and with keys what is checked before a call.
+	var extra RunParts
+	if held == nil || held.run.Status == StatusExecuting {
+		extra.Operations = true
+		extra.Requests, extra.Decisions, extra.Audit = e.in.keys != nil, e.in.keys != nil, e.in.keys != nil
+	}
 	var l *loaded
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		l, err = e.loadHeld(ctx, tx, id, held)
+		l, err = e.loadHeld(ctx, tx, id, held, extra)
 		return err
 	})
 	var ie *IntegrityError

@@ -34,14 +34,18 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	if err != nil || fp != l.st.Gate.Fingerprint || fp != l.run.Fingerprint {
 		return e.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
 	}
-	var ops []*Operation
-	err = e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		var err error
-		if ops, err = tx.Operations(ctx, id); err != nil {
-			return err
-		}
-		return e.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
-	})
+	ops := l.more.Operations
+	if l.read.Operations && e.in.headKnown() {
+		err = e.in.checkRun(ctx, nil, id, nil, nil, nil, ops)
+	} else {
+		err = e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+			var err error
+			if ops, err = tx.Operations(ctx, id); err != nil {
+				return err
+			}
+			return e.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
+		})
+	}
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
 		return e.attention(ctx, id, ie.Error()+"; nothing was sent")
@@ -61,7 +65,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 			if !ok {
 				return e.attention(ctx, id, fmt.Sprintf("no executor for action %q in this build", a.Name))
 			}
-			if err := e.checkApproval(ctx, id); err != nil {
+			if err := e.checkApproval(ctx, l); err != nil {
 				return err
 			}
 			return e.intend(ctx, l, i, a, spec)
@@ -71,7 +75,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 			if problem := intentMismatch(op, i, a); problem != "" {
 				return e.attention(ctx, id, problem)
 			}
-			if err := e.checkApproval(ctx, id); err != nil {
+			if err := e.checkApproval(ctx, l); err != nil {
 				return err
 			}
 			return e.perform(ctx, l, op, a)
@@ -96,25 +100,45 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 
 // checkApproval checks, right before anything is sent, the seals of what was
 // approved and by whom (the requests and decisions) and of the run's audit
-// events: a change behind the engine's back hands the run to a person.
-func (e *Engine) checkApproval(ctx context.Context, id string) error {
+// events: a change behind the engine's back hands the run to a person. It
+// uses what was loaded with the run, in the same transaction, when it was.
+func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 	if e.in.keys == nil {
 		return nil
 	}
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		reqs, err := tx.RequestsForRun(ctx, id)
-		if err != nil {
+	id := l.run.ID
+	check := func(ctx context.Context, tx Tx) error {
+		b := l.more
+		if tx != nil {
+			var err error
+			if b.Requests, err = tx.RequestsForRun(ctx, id); err != nil {
+				return err
+			}
+			if b.Decisions, err = tx.Decisions(ctx, id); err != nil {
+				return err
+			}
+			if b.Audit, err = tx.AuditEvents(ctx, AuditFilter{RunID: id}); err != nil {
+				return err
+			}
+			b.AuditHead, err = tx.AuditRunHead(ctx, id)
+			if errors.Is(err, ErrNotFound) {
+				b.AuditHead, err = nil, nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := e.in.checkRun(ctx, tx, id, nil, b.Requests, b.Decisions, nil); err != nil {
 			return err
 		}
-		decs, err := tx.Decisions(ctx, id)
-		if err != nil {
-			return err
-		}
-		if err := e.in.checkRun(ctx, tx, id, nil, reqs, decs, nil); err != nil {
-			return err
-		}
-		return e.in.checkAudit(ctx, tx, id)
-	})
+		return e.in.checkAuditOf(ctx, tx, id, b.Audit, b.AuditHead)
+	}
+	var err error
+	if l.read.Requests && l.read.Decisions && l.read.Audit && e.in.headKnown() {
+		err = check(ctx, nil)
+	} else {
+		err = e.store.View(ctx, check)
+	}
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
 		return e.attention(ctx, id, ie.Error()+"; nothing was sent")

@@ -42,7 +42,21 @@ func auditParts(e *AuditEvent) []string {
 }
 
 func headParts(h *IntegrityHead) []string {
-	return []string{ms(h.KeyedSince), strconv.FormatInt(h.Seq, 10), h.Hash}
+	parts := []string{ms(h.KeyedSince), strconv.FormatInt(h.Seq, 10), h.Hash}
+	if h.AnchorID != 0 || h.AnchorHash != "" {
+		// Only heads written since anchors name one seal it, so that every
+		// older head keeps its seal.
+		parts = append(parts, strconv.FormatInt(h.AnchorID, 10), h.AnchorHash)
+	}
+	return parts
+}
+
+func runHeadParts(h *AuditRunHead) []string {
+	return []string{h.RunID, strconv.FormatInt(h.Seq, 10), h.Hash}
+}
+
+func anchorParts(a *AuditAnchor) []string {
+	return []string{strconv.FormatInt(a.ID, 10), ms(a.At), a.Hash}
 }
 
 // sealWith seals parts under the ring's active key, or returns no seal.
@@ -105,11 +119,17 @@ func (t *sealingTx) UpdateOperation(ctx context.Context, op *Operation) error {
 	return t.Tx.UpdateOperation(ctx, op)
 }
 
-func (t *sealingTx) AppendAudit(ctx context.Context, e *AuditEvent, _ func(*AuditEvent) Seal) error {
+func (t *sealingTx) AppendAudit(ctx context.Context, e *AuditEvent, _ func(*AuditEvent, *AuditRunHead) (Seal, Seal)) error {
 	keys := t.in.keys
-	if err := t.Tx.AppendAudit(ctx, e, func(e *AuditEvent) Seal { return keys.sealWith("audit", auditParts(e)) }); err != nil {
+	err := t.Tx.AppendAudit(ctx, e, func(e *AuditEvent, h *AuditRunHead) (Seal, Seal) {
+		return keys.sealWith("audit", auditParts(e)), keys.sealWith("audit-head", runHeadParts(h))
+	})
+	if err != nil {
 		return err
 	}
+	// The store's head says since when it is keyed: written by the first
+	// keyed write, and then left alone (anchors move it), so that appends do
+	// not all write one row.
 	old, err := t.in.keyedHead(ctx, t.Tx)
 	var ie *IntegrityError
 	switch {
@@ -119,11 +139,10 @@ func (t *sealingTx) AppendAudit(ctx context.Context, e *AuditEvent, _ func(*Audi
 		return nil
 	case err != nil:
 		return err
+	case old != nil:
+		return nil
 	}
-	h := &IntegrityHead{KeyedSince: e.At, Seq: e.Seq, Hash: e.Hash} // the first keyed write
-	if old != nil {
-		h.KeyedSince = old.KeyedSince
-	}
+	h := &IntegrityHead{KeyedSince: e.At}
 	h.Seal = keys.sealWith("head", headParts(h))
 	return t.Tx.PutIntegrityHead(ctx, h)
 }
@@ -159,6 +178,18 @@ func (in *integrity) keyedHead(ctx context.Context, tx Tx) (*IntegrityHead, erro
 		return &IntegrityHead{KeyedSince: since}, nil
 	}
 	return in.head(ctx, tx)
+}
+
+// headKnown says whether checking a seal needs no read of the head: there
+// are no keys, or this engine has read the head already. Then a check may
+// run without a transaction (a nil Tx).
+func (in *integrity) headKnown() bool {
+	if in.keys == nil {
+		return true
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return !in.since.IsZero()
 }
 
 func (in *integrity) readHead(ctx context.Context, tx Tx) (*IntegrityHead, error) {
@@ -268,18 +299,34 @@ func sealCounts(cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, op
 	return sealed, unsealed
 }
 
-// checkAudit checks the seals of one run's audit events.
+// checkAudit checks one run's audit events: their hashes, their chain, their
+// seals and that they end where the run's sealed head says.
 func (in *integrity) checkAudit(ctx context.Context, tx Tx, runID string) error {
+	if in.keys == nil {
+		return nil
+	}
+	evs, err := tx.AuditEvents(ctx, AuditFilter{RunID: runID})
+	if err != nil {
+		return fmt.Errorf("read audit events of run %s: %w", runID, err)
+	}
+	rh, err := tx.AuditRunHead(ctx, runID)
+	if errors.Is(err, ErrNotFound) {
+		rh, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the audit head of run %s: %w", runID, err)
+	}
+	return in.checkAuditOf(ctx, tx, runID, evs, rh)
+}
+
+// checkAuditOf is checkAudit on the run's events and head as read.
+func (in *integrity) checkAuditOf(ctx context.Context, tx Tx, runID string, evs []*AuditEvent, rh *AuditRunHead) error {
 	if in.keys == nil {
 		return nil
 	}
 	h, err := in.runHead(ctx, tx, runID)
 	if err != nil {
 		return err
-	}
-	evs, err := tx.AuditEvents(ctx, AuditFilter{RunID: runID})
-	if err != nil {
-		return fmt.Errorf("read audit events of run %s: %w", runID, err)
 	}
 	for _, ev := range evs {
 		if AuditHash(ev) != ev.Hash {
@@ -292,5 +339,45 @@ func (in *integrity) checkAudit(ctx context.Context, tx Tx, runID string) error 
 			return &IntegrityError{RunID: runID, Problem: "the store's integrity head is missing, though this run's audit events are sealed"}
 		}
 	}
+	if p := in.runAuditProblem(h, runID, evs, rh); p != "" {
+		return &IntegrityError{RunID: runID, Problem: p}
+	}
 	return nil
+}
+
+// runAuditProblem checks one run's per-run chain (its events by seq, of
+// either format; only per-run ones link to each other) against its head and
+// the head's seal, and describes the first problem, or returns "".
+func (in *integrity) runAuditProblem(h *IntegrityHead, runID string, evs []*AuditEvent, head *AuditRunHead) string {
+	prev := ""
+	var last *AuditEvent
+	for _, ev := range evs {
+		if ev.Format != AuditPerRun {
+			continue
+		}
+		if ev.PrevHash != prev || AuditHash(ev) != ev.Hash {
+			return fmt.Sprintf("the audit chain of the run is broken at event %d", ev.Seq)
+		}
+		prev, last = ev.Hash, ev
+	}
+	switch {
+	case head == nil && last == nil:
+		return ""
+	case head == nil:
+		return fmt.Sprintf("the run's audit events have no head (its last is event %d): the head was deleted", last.Seq)
+	case last == nil || last.Seq < head.Seq:
+		n := int64(0)
+		if last != nil {
+			n = last.Seq
+		}
+		return fmt.Sprintf("the run's audit log ends at event %d, but its head is at event %d: the newest events were deleted", n, head.Seq)
+	case last.Seq != head.Seq || last.Hash != head.Hash:
+		return fmt.Sprintf("the run's audit head names event %d, not its last event %d", head.Seq, last.Seq)
+	}
+	if in.keys != nil {
+		if p := in.sealProblem(h, "audit-head", head.Seal, last.At, runHeadParts(head)); p != "" {
+			return "the run's audit head: " + p
+		}
+	}
+	return ""
 }

@@ -34,6 +34,14 @@ func (t chainTx) Checkpoints(ctx context.Context, runID string) ([]*workflow.Che
 	return t.Tx.Checkpoints(ctx, runID)
 }
 
+// LoadRun reads a whole chain when it is asked for the checkpoints.
+func (t chainTx) LoadRun(ctx context.Context, id string, parts workflow.RunParts) (*workflow.RunBundle, error) {
+	if parts.Checkpoints {
+		t.n.Add(1)
+	}
+	return t.Tx.LoadRun(ctx, id, parts)
+}
+
 // Resume verifies a run's chain when it loads it, not again after each of its
 // own writes: an approved run executes (intent with its attempt, receipt with the end)
 // from one read of its chain.

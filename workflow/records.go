@@ -114,8 +114,15 @@ type Seal struct {
 // is keyed (rows older than that may be unsealed; newer ones may not).
 type IntegrityHead struct {
 	KeyedSince time.Time
-	Seq        int64
-	Hash       string
+	// Seq and Hash are the last event of the global chain (format 1), which
+	// ended when the log became chained per run; 0 and "" for a store that
+	// never had one sealed.
+	Seq  int64
+	Hash string
+	// AnchorID and AnchorHash are the newest anchor (0 and "" before the
+	// first), so that deleting the newest anchors shows.
+	AnchorID   int64
+	AnchorHash string
 	Seal
 }
 
@@ -252,9 +259,20 @@ type OutboxMessage struct {
 	CreatedAt   time.Time
 }
 
+// The formats of an audit event: how its PrevHash is chosen.
+const (
+	// AuditGlobal: PrevHash is the hash of the event before it by seq, of
+	// any run (events written before the log was chained per run).
+	AuditGlobal = 1
+	// AuditPerRun: PrevHash is the hash of the previous event of the same run
+	// ("" for its first), and the run's AuditRunHead names its last event.
+	AuditPerRun = 2
+)
+
 // AuditEvent is one line of the hash-chained audit log: who did what to which run.
 type AuditEvent struct {
 	Seq      int64
+	Format   int // AuditGlobal or AuditPerRun
 	RunID    string
 	Actor    string
 	Action   Event
@@ -270,10 +288,61 @@ type AuditEvent struct {
 	Seal
 }
 
+// AuditRunHead is the last audit event of one run (RunID "" for the events
+// about no run), sealed, so that deleting a run's newest events shows.
+type AuditRunHead struct {
+	RunID string
+	Seq   int64
+	Hash  string
+	Seal
+}
+
+// AuditAnchor is one record of the anchor chain: the run heads that moved
+// since the anchor before it, so that the chain up to an anchor commits to
+// every event written before it. ID counts from 1.
+type AuditAnchor struct {
+	ID       int64
+	At       time.Time
+	Heads    []AnchoredHead
+	PrevHash string
+	Hash     string
+	Seal
+}
+
+// AnchoredHead is one run's last event as an anchor recorded it.
+type AnchoredHead struct {
+	RunID string `json:"run_id"`
+	Seq   int64  `json:"seq"`
+	Hash  string `json:"hash"`
+}
+
+// AnchorHash is the chained hash of an anchor.
+func AnchorHash(a *AuditAnchor) string {
+	h := sha256.New()
+	part := func(p string) {
+		h.Write([]byte(strconv.Itoa(len(p))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p))
+	}
+	part(a.PrevHash)
+	part(strconv.FormatInt(a.ID, 10))
+	part(strconv.FormatInt(a.At.UnixMilli(), 10))
+	for _, hd := range a.Heads {
+		part(hd.RunID)
+		part(strconv.FormatInt(hd.Seq, 10))
+		part(hd.Hash)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // AuditHash is the chained hash of an audit event. Drivers call it so that both
-// compute the same chain.
+// compute the same chain. A per-run event hashes its format too, so that
+// passing it off as a global one changes its hash.
 func AuditHash(e *AuditEvent) string {
 	h := sha256.New()
+	if e.Format == AuditPerRun {
+		h.Write([]byte("1:2"))
+	}
 	for _, part := range []string{
 		e.PrevHash, strconv.FormatInt(e.Seq, 10), e.RunID, e.Actor, string(e.Action),
 		string(e.Detail), strconv.FormatInt(e.At.UnixMilli(), 10),
@@ -282,7 +351,7 @@ func AuditHash(e *AuditEvent) string {
 		h.Write([]byte{':'})
 		h.Write([]byte(part))
 	}
-	if e.CheckpointSeq != 0 || e.CheckpointHash != "" {
+	if e.CheckpointSeq != 0 || e.CheckpointHash != "" || e.Format == AuditPerRun {
 		// Only events written since events name their checkpoint hash it, so
 		// that every older chain keeps its hashes.
 		for _, part := range []string{strconv.FormatInt(e.CheckpointSeq, 10), e.CheckpointHash} {

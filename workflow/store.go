@@ -43,6 +43,10 @@ type Tx interface {
 	InsertRun(ctx context.Context, r *Run) error
 	// Run loads one run. ErrNotFound.
 	Run(ctx context.Context, id string) (*Run, error)
+	// LoadRun loads one run with the records of it that parts asks for, as
+	// Run and each list method would, in as few round trips as the database
+	// allows (PostgreSQL: one). ErrNotFound when the run does not exist.
+	LoadRun(ctx context.Context, id string, parts RunParts) (*RunBundle, error)
 	// RunByIdempotencyKey loads the run submitted with key. ErrNotFound.
 	RunByIdempotencyKey(ctx context.Context, key string) (*Run, error)
 	// ListRuns lists runs, oldest first (created_at, id), after the filter's cursor.
@@ -128,19 +132,39 @@ type Tx interface {
 	// DeleteDeliveredOutbox deletes a run's delivered messages and says how many.
 	DeleteDeliveredOutbox(ctx context.Context, runID string) (int, error)
 
-	// AppendAudit appends to the audit chain: the driver sets e.Seq to the last
-	// seq + 1, e.PrevHash to the last hash ("" for the first), and e.Hash to
-	// AuditHash(e), then, when seal is not nil, e.Seal to seal(e), and stores
-	// the event. The chain is global, so appends are serialised.
-	AppendAudit(ctx context.Context, e *AuditEvent, seal func(*AuditEvent) Seal) error
+	// AppendAudit appends to the audit chain of e.RunID: the driver sets
+	// e.Format to AuditPerRun, e.Seq to a seq larger than every committed
+	// one (unique; a rolled-back append may leave a gap), e.PrevHash to the
+	// hash of the run's last event (its AuditRunHead; "" for the first), and
+	// e.Hash to AuditHash(e); then, when seal is not nil, e.Seal and the
+	// head's seal to seal(e, head), and stores the event and moves the run's
+	// head to it. Only appends to the same run wait for each other.
+	AppendAudit(ctx context.Context, e *AuditEvent, seal func(*AuditEvent, *AuditRunHead) (event, head Seal)) error
 	// AuditEvents lists audit events by seq ascending after f.AfterSeq, for one run
 	// when f.RunID is set, at most f.Limit (0 = no limit).
 	AuditEvents(ctx context.Context, f AuditFilter) ([]*AuditEvent, error)
+	// AuditRunHead loads the head of one run's audit chain. ErrNotFound.
+	AuditRunHead(ctx context.Context, runID string) (*AuditRunHead, error)
+	// AuditRunHeads lists the heads of every run's audit chain, by run id.
+	AuditRunHeads(ctx context.Context) ([]*AuditRunHead, error)
 
-	// IntegrityHead reads the store's sealed audit head. ErrNotFound when the
+	// LatestAnchor loads the newest anchor (ErrNotFound before the first). In
+	// Update it also holds the anchor chain until the transaction ends, so
+	// that anchor writers take turns.
+	LatestAnchor(ctx context.Context) (*AuditAnchor, error)
+	// AnchorHeads marks the run heads that moved since they were last
+	// anchored as anchored and returns them, by run id.
+	AnchorHeads(ctx context.Context) ([]AnchoredHead, error)
+	// InsertAnchor stores an anchor. ErrDuplicate when its id exists.
+	InsertAnchor(ctx context.Context, a *AuditAnchor) error
+	// AuditAnchors lists every anchor by id.
+	AuditAnchors(ctx context.Context) ([]*AuditAnchor, error)
+
+	// IntegrityHead reads the store's sealed head: since when it is keyed,
+	// the end of the global chain, the newest anchor. ErrNotFound when the
 	// store was never keyed.
 	IntegrityHead(ctx context.Context) (*IntegrityHead, error)
-	// PutIntegrityHead writes the store's sealed audit head (there is one).
+	// PutIntegrityHead writes the store's sealed head (there is one).
 	PutIntegrityHead(ctx context.Context, h *IntegrityHead) error
 	// ClaimRequest stores r (Version is set to 1) unless a request with its
 	// Digest is stored; claimed says which. first is the stored one: r, or the
@@ -156,6 +180,29 @@ type Tx interface {
 	// ExpiresAt is at or before now, soonest expired first, and says how many
 	// it deleted.
 	ForgetRequests(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// RunParts says which of a run's records LoadRun reads beside its row.
+type RunParts struct {
+	Checkpoints bool
+	Requests    bool
+	Decisions   bool
+	Operations  bool
+	// Audit reads the run's audit events and its audit head.
+	Audit bool
+}
+
+// RunBundle is a run and the records of it that RunParts asked for, each
+// list in the order its own method gives (nil when not asked for or empty).
+type RunBundle struct {
+	Run         *Run
+	Checkpoints []*Checkpoint
+	Requests    []*ApprovalRequest
+	Decisions   []*Decision
+	Operations  []*Operation
+	Audit       []*AuditEvent
+	// AuditHead is the run's audit head (nil when it has none).
+	AuditHead *AuditRunHead
 }
 
 // RunHead is a run and its latest checkpoint (nil when it is missing).

@@ -162,6 +162,11 @@ func tamperCases() []tamperCase {
 		"hash": "'" + strings.Repeat("9", 64) + "'", "checkpoint_seq": "checkpoint_seq + 1", "checkpoint_hash": "'" + strings.Repeat("a", 64) + "'",
 		"key_id": "'other'", "mac": "'" + strings.Repeat("b", 64) + "'",
 	})
+	// Each run's audit head is sealed: moved back to an earlier event (as
+	// when the newest are deleted) or changed, it no longer matches its seal.
+	add("audit_heads", byRun, false, map[string]string{
+		"seq": "seq - 1", "hash": "'" + strings.Repeat("f", 64) + "'", "key_id": "'other'", "mac": "'" + strings.Repeat("0", 63) + "1'",
+	})
 	// The run row is not sealed: what in it decides anything is checked
 	// against the sealed checkpoint (status, seq, fingerprint). Its other
 	// columns are bookkeeping (leases, timestamps, list filters).
@@ -317,8 +322,9 @@ func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 	return b
 }
 
-// rehash recomputes the run's checkpoint chain and the whole audit chain, as
-// an attacker who can write the database can: only a key can stop them.
+// rehash recomputes the run's checkpoint chain and every audit chain (the
+// run's heads with them), as an attacker who can write the database can:
+// only a key can stop them.
 func (env *tamperEnv) rehash(t *testing.T, runID string) {
 	t.Helper()
 	var cps []*workflow.Checkpoint
@@ -343,18 +349,21 @@ func (env *tamperEnv) rehash(t *testing.T, runID string) {
 		env.exec(`UPDATE checkpoints SET prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?`, c.PrevHash, c.Hash, c.RunID, c.Seq)
 		prev = c.Hash
 	}
-	prev = ""
+	last := map[string]*workflow.AuditEvent{} // per run
 	for _, ev := range evs {
 		if h, ok := newHash[ev.CheckpointHash]; ok {
 			ev.CheckpointHash = h
 		}
-		ev.PrevHash = prev
+		ev.PrevHash = ""
+		if p, ok := last[ev.RunID]; ok {
+			ev.PrevHash = p.Hash
+		}
 		ev.Hash = workflow.AuditHash(ev)
 		env.exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
-		prev = ev.Hash
+		last[ev.RunID] = ev
 	}
-	if n := len(evs); n > 0 {
-		env.exec(`UPDATE integrity_head SET seq = ?, hash = ? WHERE id = 1`, evs[n-1].Seq, evs[n-1].Hash)
+	for run, ev := range last {
+		env.exec(`UPDATE audit_heads SET seq = ?, hash = ? WHERE run_id = ?`, ev.Seq, ev.Hash, run)
 	}
 }
 
@@ -377,7 +386,8 @@ func TestDeletingTheNewestAuditEventsIsCaught(t *testing.T) {
 				if err != nil || !rep.OK() {
 					t.Fatalf("before: %+v %v", rep, err)
 				}
-				env.exec(`DELETE FROM audit WHERE seq > ?`, rep.AuditEvents-k)
+				// By seq, which need not count from 1 without gaps.
+				env.exec(`DELETE FROM audit WHERE seq IN (SELECT seq FROM audit ORDER BY seq DESC LIMIT ?)`, k)
 				rep, err = env.h.engine.Verify(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -479,20 +489,35 @@ func TestUnkeyedStoreKeepsVerifying(t *testing.T) {
 	}
 }
 
-// TestAuditHeadOfAStoreWithoutKeys: without a sealed head, the anchor is the
-// newest event of the log; with one, the sealed head; both what verify prints.
-func TestAuditHeadOfAStoreWithoutKeys(t *testing.T) {
+// TestAnchorIsWhatVerifyPrints: with keys or without, an anchor written
+// after some runs is the head verify prints; a later one, after more runs,
+// chains to it, and both verify as anchors given on the command line.
+func TestAnchorIsWhatVerifyPrints(t *testing.T) {
 	for _, opts := range [][]harnessOption{nil, {withKeys(testKeys(t))}} {
 		h := newHarness(t, opts...)
+		if a, err := h.engine.Anchor(ctx); err != nil || a != (workflow.Anchor{}) {
+			t.Fatalf("keys %v: an anchor of an empty store: %v %v", opts != nil, a, err)
+		}
 		h.submit(refund("PAY-1", 119))
-		h.submit(refund("PAY-2", 5))
-		a, err := h.engine.AuditHead(ctx)
+		first, err := h.engine.Anchor(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := h.engine.Verify(ctx)
-		if err != nil || a.Seq == 0 || a != rep.Head || int64(rep.AuditEvents) != a.Seq {
-			t.Fatalf("keys %v: AuditHead %v, verify %+v %v", opts != nil, a, rep, err)
+		if again, err := h.engine.Anchor(ctx); err != nil || again != first {
+			t.Fatalf("keys %v: nothing moved, yet a new anchor %v (first %v): %v", opts != nil, again, first, err)
+		}
+		h.submit(refund("PAY-2", 5))
+		a, err := h.engine.Anchor(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := h.engine.Verify(ctx, first, a)
+		if err != nil || !rep.OK() || a.Seq != first.Seq+1 || a != rep.Head || rep.Anchors != 2 {
+			t.Fatalf("keys %v: anchors %v then %v, verify %+v %v", opts != nil, first, a, rep, err)
+		}
+		parsed, err := workflow.ParseAnchor(a.String())
+		if err != nil || parsed != a {
+			t.Fatalf("keys %v: %s parses as %v %v", opts != nil, a, parsed, err)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -436,6 +438,7 @@ type VerifyReport struct {
 	Runs         int               `json:"runs"`
 	Checkpoints  int               `json:"checkpoints"`
 	AuditEvents  int               `json:"audit_events"`
+	Anchors      int               `json:"anchors"`
 	Damaged      []*IntegrityError `json:"damaged"`
 	AuditProblem string            `json:"audit_problem,omitempty"`
 	// Keyed: the store has a sealed head, so its records are sealed since
@@ -449,40 +452,55 @@ type VerifyReport struct {
 	Unkeyed    int        `json:"unkeyed"`
 	// Unverified: no key was configured, so seals were not checked.
 	Unverified bool `json:"unverified,omitempty"`
-	// Head is the last audit event: record it elsewhere, and `verify
-	// --anchor` proves later that the log still extends it.
+	// Head is the newest anchor (zero before the first): record it
+	// elsewhere, and `verify --anchor` proves later that the log still
+	// extends it.
 	Head Anchor `json:"head"`
 }
 
-// Anchor names one audit event by its seq and hash, as recorded outside the
-// store (serve logs the head periodically).
+// Anchor names, as recorded outside the store, either an anchor record by
+// its id and hash (A12:HASH: serve writes one every ten minutes and logs
+// it), which commits to every run's audit events up to its time, or, as
+// anchors did before the log was chained per run, one event of the global
+// chain by its seq and hash (SEQ:HASH).
 type Anchor struct {
-	Seq  int64  `json:"seq"`
+	Seq  int64  `json:"seq"` // the anchor's id, or the event's seq
 	Hash string `json:"hash"`
+	// Event: Seq names an event of the global chain, not an anchor record.
+	Event bool `json:"event,omitempty"`
 }
 
-// String is the anchor as `verify --anchor` takes it: SEQ:HASH.
-func (a Anchor) String() string { return fmt.Sprintf("%d:%s", a.Seq, a.Hash) }
-
-// ParseAnchor reads SEQ:HASH.
-func ParseAnchor(s string) (Anchor, error) {
-	seq, hash, ok := strings.Cut(strings.TrimSpace(s), ":")
-	n, err := strconv.ParseInt(seq, 10, 64)
-	if !ok || err != nil || n < 1 || len(hash) != 64 {
-		return Anchor{}, fmt.Errorf("anchor %q: want SEQ:HASH, as serve logs it and verify prints it (a positive seq, a 64-character hash)", s)
+// String is the anchor as `verify --anchor` takes it: A12:HASH, or SEQ:HASH
+// for an event.
+func (a Anchor) String() string {
+	if a.Event {
+		return fmt.Sprintf("%d:%s", a.Seq, a.Hash)
 	}
-	return Anchor{Seq: n, Hash: strings.ToLower(hash)}, nil
+	return fmt.Sprintf("A%d:%s", a.Seq, a.Hash)
+}
+
+// ParseAnchor reads A12:HASH (an anchor record) or SEQ:HASH (an event of
+// the global chain, as anchors were written before).
+func ParseAnchor(s string) (Anchor, error) {
+	id, hash, ok := strings.Cut(strings.TrimSpace(s), ":")
+	rest, record := strings.CutPrefix(id, "A")
+	n, err := strconv.ParseInt(rest, 10, 64)
+	if !ok || err != nil || n < 1 || len(hash) != 64 || strings.HasPrefix(rest, "+") {
+		return Anchor{}, fmt.Errorf("anchor %q: want A12:HASH, as serve logs it and verify prints it (a positive id, a 64-character hash), or SEQ:HASH as earlier versions logged it", s)
+	}
+	return Anchor{Seq: n, Hash: strings.ToLower(hash), Event: !record}, nil
 }
 
 // OK reports whether nothing was damaged.
 func (r *VerifyReport) OK() bool { return len(r.Damaged) == 0 && r.AuditProblem == "" }
 
-// Verify checks every run's checkpoint chain and the audit chain, the seals
-// of every checkpoint, approval request, decision, operation and audit event
-// when keys are configured, that every sealed transition has its audit event
-// and that the audit log ends where its sealed head says (so deleting the
-// newest events shows). With anchors, the audit log must also extend each of
-// them. It changes nothing.
+// Verify checks every run's checkpoint chain and audit chain, the seals of
+// every checkpoint, approval request, decision, operation, audit event, run
+// head and anchor when keys are configured, that every sealed transition has
+// its audit event, that each run's audit log ends where its sealed head says
+// and the global chain of older events where the store's head says (so
+// deleting the newest events shows), and that the log extends every anchor
+// stored and each of anchors. It changes nothing.
 func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, error) {
 	rep := &VerifyReport{Damaged: []*IntegrityError{}, Unverified: e.in.keys == nil}
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
@@ -502,20 +520,43 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 			return fmt.Errorf("read audit log: %w", err)
 		}
 		rep.AuditEvents = len(evs)
+		byRun := map[string][]*AuditEvent{}
 		for _, ev := range evs {
 			if ev.CheckpointSeq != 0 {
 				transitions[ev.RunID+"/"+strconv.FormatInt(ev.CheckpointSeq, 10)] = ev.CheckpointHash
 			}
-		}
-		if rep.AuditProblem == "" {
-			rep.AuditProblem = e.verifyAudit(evs, head, anchors)
-		}
-		if n := len(evs); n > 0 {
-			rep.Head = Anchor{Seq: evs[n-1].Seq, Hash: evs[n-1].Hash}
-		}
-		for _, ev := range evs {
+			byRun[ev.RunID] = append(byRun[ev.RunID], ev)
 			if ev.MAC == "" {
 				rep.Unkeyed++
+			}
+		}
+		stored, err := tx.AuditAnchors(ctx)
+		if err != nil {
+			return fmt.Errorf("read anchors: %w", err)
+		}
+		rep.Anchors = len(stored)
+		if n := len(stored); n > 0 {
+			rep.Head = Anchor{Seq: stored[n-1].ID, Hash: stored[n-1].Hash}
+		}
+		if rep.AuditProblem == "" {
+			rep.AuditProblem = e.verifyAudit(evs, head, stored, anchors)
+		}
+		// Each run's chain against its head; a problem is the run's damage.
+		heads, err := tx.AuditRunHeads(ctx)
+		if err != nil {
+			return fmt.Errorf("read audit heads: %w", err)
+		}
+		headOf := map[string]*AuditRunHead{}
+		for _, h := range heads {
+			headOf[h.RunID] = h
+			if _, ok := byRun[h.RunID]; !ok {
+				byRun[h.RunID] = nil
+			}
+		}
+		auditDamage := map[string]string{}
+		for id, revs := range byRun {
+			if p := e.in.runAuditProblem(head, id, revs, headOf[id]); p != "" {
+				auditDamage[id] = p
 			}
 		}
 		f := RunFilter{Limit: 500}
@@ -526,9 +567,15 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 			}
 			for _, r := range runs {
 				rep.Runs++
-				if d, err := e.verifyRun(ctx, tx, r, head, transitions, rep); err != nil {
+				d, err := e.verifyRun(ctx, tx, r, head, transitions, rep)
+				if err != nil {
 					return err
-				} else if d != nil {
+				}
+				if p, ok := auditDamage[r.ID]; ok && d == nil {
+					d = &IntegrityError{RunID: r.ID, Problem: p}
+				}
+				delete(auditDamage, r.ID)
+				if d != nil {
 					rep.Damaged = append(rep.Damaged, d)
 				}
 			}
@@ -537,6 +584,10 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 			}
 			last := runs[len(runs)-1]
 			f.AfterCreated, f.AfterID = last.CreatedAt, last.ID
+		}
+		// Events about no run, or about a run whose row is gone.
+		for _, id := range slices.Sorted(maps.Keys(auditDamage)) {
+			rep.Damaged = append(rep.Damaged, &IntegrityError{RunID: id, Problem: auditDamage[id]})
 		}
 		return nil
 	})
@@ -607,12 +658,22 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 	return nil, nil
 }
 
-// verifyAudit checks the audit chain, each event's seal, that the log ends
-// where the sealed head says, and that it extends every anchor. It describes
-// the first problem, or returns "".
-func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, anchors []Anchor) string {
+// verifyAudit checks what spans runs: the global chain of the events written
+// before the log was chained per run (contiguous, ending where the store's
+// sealed head says), that no per-run event comes before one of them, each
+// event's seal, the anchor chain and that the log extends every stored anchor
+// and each of anchors. It describes the first problem, or returns "".
+func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, stored []*AuditAnchor, anchors []Anchor) string {
 	if p := VerifyAudit(evs); p != "" {
 		return p
+	}
+	var global []*AuditEvent
+	bySeq := make(map[int64]*AuditEvent, len(evs))
+	for _, ev := range evs {
+		bySeq[ev.Seq] = ev
+		if ev.Format != AuditPerRun {
+			global = append(global, ev)
+		}
 	}
 	if e.in.keys != nil {
 		for _, ev := range evs {
@@ -621,66 +682,192 @@ func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, anchors []A
 			}
 		}
 		var last *AuditEvent
-		if len(evs) > 0 {
-			last = evs[len(evs)-1]
+		if len(global) > 0 {
+			last = global[len(global)-1]
 		}
 		switch {
-		case head == nil && last != nil && last.MAC != "":
+		case head == nil && len(evs) > 0 && evs[len(evs)-1].MAC != "":
 			return "the store's integrity head is missing, though its audit events are sealed"
-		case head != nil && (last == nil || last.Seq < head.Seq):
+		case head != nil && head.Seq > 0 && (last == nil || last.Seq < head.Seq):
 			n := int64(0)
 			if last != nil {
 				n = last.Seq
 			}
-			return fmt.Sprintf("the audit log ends at event %d, but its sealed head is at event %d: the newest events were deleted", n, head.Seq)
-		case head != nil && last.Seq == head.Seq && last.Hash != head.Hash:
+			return fmt.Sprintf("the global audit chain ends at event %d, but its sealed head is at event %d: the newest events were deleted", n, head.Seq)
+		case head != nil && head.Seq > 0 && last.Seq == head.Seq && last.Hash != head.Hash:
 			return fmt.Sprintf("audit event %d is not the one the sealed head names", head.Seq)
 		}
 	}
+	if p := e.verifyAnchors(bySeq, head, stored); p != "" {
+		return p
+	}
 	for _, a := range anchors {
-		if a.Seq > int64(len(evs)) {
-			return fmt.Sprintf("the audit log ends at event %d and does not reach the anchor %s: events were deleted", len(evs), a)
+		if a.Event {
+			ev, ok := bySeq[a.Seq]
+			if !ok {
+				return fmt.Sprintf("audit event %d, which the anchor %s names, is missing: events were deleted", a.Seq, a)
+			}
+			if ev.Hash != a.Hash {
+				return fmt.Sprintf("audit event %d is not the anchored one (%s): the log was rewritten", a.Seq, a)
+			}
+			continue
 		}
-		if ev := evs[a.Seq-1]; ev.Hash != a.Hash {
-			return fmt.Sprintf("audit event %d is not the anchored one (%s): the log was rewritten", a.Seq, a)
+		if a.Seq > int64(len(stored)) {
+			return fmt.Sprintf("the anchor chain ends at %d and does not reach the anchor %s: anchors were deleted", len(stored), a)
+		}
+		if stored[a.Seq-1].Hash != a.Hash {
+			return fmt.Sprintf("anchor %d is not the one recorded (%s): the anchors were rewritten", a.Seq, a)
 		}
 	}
 	return ""
 }
 
-// AuditHead is the last event of the audit log, as an anchor to record
-// outside the store: `verify --anchor` later proves the log still extends it.
-func (e *Engine) AuditHead(ctx context.Context) (Anchor, error) {
-	var a Anchor
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		h, err := tx.IntegrityHead(ctx)
-		if err == nil {
-			a = Anchor{Seq: h.Seq, Hash: h.Hash}
-			return nil
+// verifyAnchors checks the anchor chain (ids from 1, each linked to the one
+// before, hashes and seals), that it ends where the store's sealed head says,
+// and that every event an anchor names is in the log as it was named.
+func (e *Engine) verifyAnchors(bySeq map[int64]*AuditEvent, head *IntegrityHead, stored []*AuditAnchor) string {
+	prev := ""
+	for i, a := range stored {
+		if a.ID != int64(i+1) {
+			return fmt.Sprintf("anchor %d missing (found %d)", i+1, a.ID)
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if a.PrevHash != prev || AnchorHash(a) != a.Hash {
+			return fmt.Sprintf("the anchor chain is broken at anchor %d", a.ID)
+		}
+		if e.in.keys != nil {
+			if p := e.in.sealProblem(head, "anchor", a.Seal, a.At, anchorParts(a)); p != "" {
+				return fmt.Sprintf("anchor %d: %s", a.ID, p)
+			}
+		}
+		for _, h := range a.Heads {
+			ev, ok := bySeq[h.Seq]
+			switch {
+			case !ok:
+				return fmt.Sprintf("anchor %d names audit event %d of run %s, which is missing: events were deleted", a.ID, h.Seq, h.RunID)
+			case ev.RunID != h.RunID || ev.Hash != h.Hash:
+				return fmt.Sprintf("anchor %d names audit event %d of run %s, which was changed since", a.ID, h.Seq, h.RunID)
+			}
+		}
+		prev = a.Hash
+	}
+	if e.in.keys != nil && head != nil && head.AnchorID > 0 {
+		if head.AnchorID > int64(len(stored)) {
+			return fmt.Sprintf("the anchor chain ends at %d, but the sealed head names anchor %d: the newest anchors were deleted", len(stored), head.AnchorID)
+		}
+		if stored[head.AnchorID-1].Hash != head.AnchorHash {
+			return fmt.Sprintf("anchor %d is not the one the sealed head names", head.AnchorID)
+		}
+	}
+	return ""
+}
+
+// Anchor writes an anchor record that commits to every run's audit events up
+// to now (the heads that moved since the anchor before it, chained to it) and
+// returns it, to be recorded outside the store: `verify --anchor` later
+// proves the log still extends it. When no head moved it returns the newest
+// anchor, and before any event, the zero Anchor. serve calls it every ten
+// minutes; anchor writers on several replicas take turns.
+func (e *Engine) Anchor(ctx context.Context) (Anchor, error) {
+	var out Anchor
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		prev, err := tx.LatestAnchor(ctx)
+		if errors.Is(err, ErrNotFound) {
+			prev, err = nil, nil
+		}
+		if err != nil {
 			return err
 		}
-		// A store without keys has no head row: its newest event is the head.
+		heads, err := tx.AnchorHeads(ctx)
+		if err != nil {
+			return err
+		}
+		if len(heads) == 0 {
+			if prev != nil {
+				out = Anchor{Seq: prev.ID, Hash: prev.Hash}
+			}
+			return nil
+		}
+		a := &AuditAnchor{ID: 1, At: e.now(), Heads: heads}
+		if prev != nil {
+			a.ID, a.PrevHash = prev.ID+1, prev.Hash
+		}
+		a.Hash = AnchorHash(a)
+		if e.in.keys != nil {
+			a.Seal = e.in.keys.sealWith("anchor", anchorParts(a))
+		}
+		if err := tx.InsertAnchor(ctx, a); err != nil {
+			return err
+		}
+		out = Anchor{Seq: a.ID, Hash: a.Hash}
+		if e.in.keys == nil {
+			return nil
+		}
+		h, err := e.in.readHead(ctx, tx)
+		var ie *IntegrityError
+		if errors.As(err, &ie) {
+			return nil // left for verify to report, not sealed again
+		}
+		if err != nil {
+			return err
+		}
+		if h == nil {
+			h = &IntegrityHead{KeyedSince: a.At}
+		}
+		h.AnchorID, h.AnchorHash = a.ID, a.Hash
+		h.Seal = e.in.keys.sealWith("head", headParts(h))
+		return tx.PutIntegrityHead(ctx, h)
+	})
+	if err != nil {
+		return Anchor{}, fmt.Errorf("write an audit anchor: %w", err)
+	}
+	return out, nil
+}
+
+// LastAuditSeq is the seq of the newest audit event (0 for none).
+func (e *Engine) LastAuditSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		evs, err := tx.AuditEvents(ctx, AuditFilter{Newest: true, Limit: 1})
 		if err != nil {
 			return err
 		}
 		if len(evs) > 0 {
-			a = Anchor{Seq: evs[0].Seq, Hash: evs[0].Hash}
+			seq = evs[0].Seq
 		}
 		return nil
 	})
 	if err != nil {
-		return Anchor{}, fmt.Errorf("read the audit head: %w", err)
+		return 0, fmt.Errorf("read the newest audit event: %w", err)
 	}
-	return a, nil
+	return seq, nil
 }
 
-// VerifyAudit checks the audit chain and describes the first break ("" when intact).
+// VerifyAudit checks the audit log, all of it by seq, and describes the
+// first break ("" when intact): the events of the global chain (AuditGlobal,
+// written before the log was chained per run) run from seq 1 without gaps,
+// each linked to the one before; every later event (AuditPerRun) comes after
+// them and is linked to the previous event of its run.
 func VerifyAudit(evs []*AuditEvent) string {
 	prev := ""
+	runPrev := map[string]string{}
+	var last int64
+	perRun := false
 	for i, ev := range evs {
+		if i > 0 && ev.Seq <= last {
+			return fmt.Sprintf("audit event %d comes after event %d: the log was reordered", ev.Seq, last)
+		}
+		last = ev.Seq
+		if ev.Format == AuditPerRun {
+			if ev.PrevHash != runPrev[ev.RunID] || AuditHash(ev) != ev.Hash {
+				return fmt.Sprintf("audit chain broken at event %d, of run %s", ev.Seq, ev.RunID)
+			}
+			runPrev[ev.RunID] = ev.Hash
+			perRun = true
+			continue
+		}
+		if perRun {
+			return fmt.Sprintf("audit event %d of the older global chain comes after events chained per run: the log was reordered", ev.Seq)
+		}
 		if ev.Seq != int64(i+1) {
 			return fmt.Sprintf("audit event %d missing (found %d)", i+1, ev.Seq)
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -323,7 +324,15 @@ func failpointFunc(spec string) func(string) {
 			return
 		}
 		if mode == "stop" {
+			// The kernel stops the threads when each next passes through it,
+			// so the caller could otherwise run on for a moment (a whole
+			// short transaction) before it freezes: it waits for the
+			// SIGCONT that ends the freeze instead.
+			cont := make(chan os.Signal, 1)
+			signal.Notify(cont, syscall.SIGCONT)
+			defer signal.Stop(cont)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			<-cont
 			return
 		}
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +26,11 @@ const auditPage = 1000
 // chain (workflow.AuditHash over these fields, each prev_hash naming the hash
 // before), and the seal, so that whoever holds the key can check it.
 type auditLine struct {
-	Seq      int64           `json:"seq"`
+	Seq int64 `json:"seq"`
+	// Format says what prev_hash links to: 1, the event before by seq (the
+	// global chain of events written before the log was chained per run); 2, the previous event of
+	// the same run.
+	Format   int             `json:"format"`
 	RunID    string          `json:"run_id"`
 	Actor    string          `json:"actor"`
 	Action   workflow.Event  `json:"action"`
@@ -41,14 +47,14 @@ type auditLine struct {
 }
 
 func newAuditLine(e *workflow.AuditEvent) auditLine {
-	return auditLine{Seq: e.Seq, RunID: e.RunID, Actor: e.Actor, Action: e.Action, Detail: e.Detail,
+	return auditLine{Seq: e.Seq, Format: e.Format, RunID: e.RunID, Actor: e.Actor, Action: e.Action, Detail: e.Detail,
 		At: e.At.UTC(), PrevHash: e.PrevHash, Hash: e.Hash, CheckpointSeq: e.CheckpointSeq,
 		CheckpointHash: e.CheckpointHash, KeyID: e.KeyID, MAC: e.MAC}
 }
 
 // event is the line read back as the event it was printed from.
 func (l auditLine) event() *workflow.AuditEvent {
-	return &workflow.AuditEvent{Seq: l.Seq, RunID: l.RunID, Actor: l.Actor, Action: l.Action, Detail: []byte(l.Detail),
+	return &workflow.AuditEvent{Seq: l.Seq, Format: l.Format, RunID: l.RunID, Actor: l.Actor, Action: l.Action, Detail: []byte(l.Detail),
 		At: l.At, PrevHash: l.PrevHash, Hash: l.Hash, CheckpointSeq: l.CheckpointSeq, CheckpointHash: l.CheckpointHash,
 		Seal: workflow.Seal{KeyID: l.KeyID, MAC: l.MAC}}
 }
@@ -180,19 +186,60 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // one log line, soon after each commit that writes a run (changes, when not
 // nil, says when) and every poll, until ctx ends: a live feed for a log
 // pipeline. The poll catches the events no run's write comes with (a refused
-// decision). Each replica that logs sees every event (the chain is global),
-// so a consumer dedupes by hash; `signoff audit --json` is the complete record.
+// decision). Each replica that logs sees every event, so a consumer dedupes
+// by hash; `signoff audit --json` is the complete record.
+//
+// On PostgreSQL seqs are taken before commit, so an event may become visible
+// after one with a larger seq, and a rolled-back append leaves a gap that is
+// never filled. So the tail reads on from the first seq it has not seen
+// through (a gap), logs only what it has not logged, and gives a gap up once
+// the events after it are auditGapGrace older than the newest it saw: no
+// transaction holds its seq that long (the server ends one idle for 10 s).
 func logAudit(ctx context.Context, store workflow.Store, changes *workflow.Changes, log *slog.Logger, poll time.Duration, after int64) {
+	tail := &auditTail{after: after, logged: map[int64]time.Time{}}
 	l := &workflow.Loop{Name: "log audit events", Changes: changes, Pace: workflow.PaceAfter(poll), Logger: log,
 		Round: func(ctx context.Context) error {
-			return eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: after}, func(e *workflow.AuditEvent) error {
+			defer tail.settle()
+			return eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: tail.after}, func(e *workflow.AuditEvent) error {
+				if _, done := tail.logged[e.Seq]; done {
+					return nil
+				}
 				l := newAuditLine(e)
-				log.Info("audit_event", "seq", l.Seq, "run_id", l.RunID, "actor", l.Actor, "action", string(l.Action),
+				log.Info("audit_event", "seq", l.Seq, "format", l.Format, "run_id", l.RunID, "actor", l.Actor, "action", string(l.Action),
 					"detail", string(l.Detail), "at", l.At, "prev_hash", l.PrevHash, "hash", l.Hash,
 					"checkpoint_seq", l.CheckpointSeq, "checkpoint_hash", l.CheckpointHash, "key_id", l.KeyID, "mac", l.MAC)
-				after = e.Seq
+				tail.logged[e.Seq] = e.At
 				return nil
 			})
 		}}
 	l.Run(ctx)
+}
+
+// auditGapGrace is how much newer than the events after a gap in the seqs
+// the newest event must be before the tail stops waiting for the gap.
+const auditGapGrace = time.Minute
+
+// auditTail is where logAudit stands: every event up to after is logged,
+// and logged holds the seqs logged beyond it, with their times.
+type auditTail struct {
+	after  int64
+	logged map[int64]time.Time
+}
+
+// settle moves after over the seqs logged without a gap before them, and
+// over gaps given up (see logAudit).
+func (t *auditTail) settle() {
+	var newest time.Time
+	for _, at := range t.logged {
+		if at.After(newest) {
+			newest = at
+		}
+	}
+	for _, seq := range slices.Sorted(maps.Keys(t.logged)) {
+		if seq != t.after+1 && newest.Sub(t.logged[seq]) < auditGapGrace {
+			return
+		}
+		t.after = seq
+		delete(t.logged, seq)
+	}
 }

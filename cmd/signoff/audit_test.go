@@ -53,28 +53,32 @@ func readAuditLines(t *testing.T, out string) []auditLine {
 }
 
 // recomputeChain checks the lines as a SIEM would, knowing only the export's
-// format: seqs run on, each prev_hash names the hash before, and each hash is
-// the event's. It returns the first problem.
+// format: seqs increase; a line of format 1 follows the line before it by
+// seq and prev_hash, one of format 2 the previous line of its run; and each
+// hash is the event's. It returns the first problem.
 func recomputeChain(lines []auditLine) string {
 	prev, seq := "", int64(0)
+	runPrev := map[string]string{}
 	for _, l := range lines {
 		e := l.event()
 		switch {
-		case e.Seq != seq+1:
+		case e.Seq <= seq:
 			return fmt.Sprintf("seq %d does not follow %d", e.Seq, seq)
-		case e.PrevHash != prev:
+		case e.Format == workflow.AuditPerRun && e.PrevHash != runPrev[e.RunID]:
+			return "prev_hash does not name the hash of the run's event before"
+		case e.Format != workflow.AuditPerRun && (e.Seq != seq+1 || e.PrevHash != prev):
 			return "prev_hash does not name the hash before"
 		case workflow.AuditHash(e) != e.Hash:
 			return "hash does not match the event"
 		}
 		prev, seq = e.Hash, e.Seq
+		runPrev[e.RunID] = e.Hash
 	}
 	return ""
 }
 
 // TestAuditJSONRoundTrips: every line of `audit --json` parses, recomputing
-// the chain over them holds, and it ends at the head verify reports, with as
-// many events as verify checked; every event carries its seal, and those of
+// the chains over them hold, with as many events as verify checked; every event carries its seal, and those of
 // transitions the checkpoint they name.
 func TestAuditJSONRoundTrips(t *testing.T) {
 	t.Parallel()
@@ -91,10 +95,6 @@ func TestAuditJSONRoundTrips(t *testing.T) {
 	}
 	if problem := recomputeChain(lines); problem != "" {
 		t.Fatalf("recomputing the exported chain: %s", problem)
-	}
-	last := lines[len(lines)-1]
-	if (workflow.Anchor{Seq: last.Seq, Hash: last.Hash}) != rep.Head {
-		t.Fatalf("the export ends at %d:%s, verify's head is %d:%s", last.Seq, last.Hash, rep.Head.Seq, rep.Head.Hash)
 	}
 	var withCheckpoint, without int
 	for _, l := range lines {

@@ -106,7 +106,7 @@ func (c *cli) root() *cobra.Command {
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
-		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(), c.waitCmd(),
+		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.anchorCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(), c.waitCmd(),
 		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(), c.outboxCmd(), c.tokenCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
@@ -585,12 +585,15 @@ func (c *cli) verifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check every chain and seal, and that the audit log extends what was recorded of it",
-		Long: `Check every run's checkpoint chain, the audit chain, and with the integrity
+		Long: `Check every run's checkpoint chain and audit chain, and with the integrity
 keys every seal (checkpoints, approval requests, decisions, operations, audit
-events); that every transition has its audit event; and that the audit log
-ends where its sealed head says. It prints the audit head (SEQ:HASH): keep it
-somewhere the database's writers cannot reach (serve logs it too), and
---anchor SEQ:HASH proves later that the log still extends it. Exit 5 when
+events, each run's audit head, anchors); that every transition has its audit
+event; that each run's audit log ends where its sealed head says; and that
+the log extends every anchor stored. It prints the newest anchor (A12:HASH):
+keep it somewhere the database's writers cannot reach (serve writes and logs
+one every ten minutes, signoff anchor writes one now), and
+--anchor A12:HASH proves later that the log still extends it (SEQ:HASH, an
+event of the global chain as earlier versions printed it, works too). Exit 5 when
 anything is damaged.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -635,7 +638,7 @@ anything is damaged.`,
 					fmt.Fprintf(c.out, "seals: none, the store was written without keys (%d rows unkeyed)\n", rep.Unkeyed)
 				}
 				if rep.Head.Seq > 0 {
-					fmt.Fprintf(c.out, "audit head: %s\n", rep.Head)
+					fmt.Fprintf(c.out, "audit anchor: %s\n", rep.Head)
 				}
 				for _, an := range as {
 					if rep.AuditProblem == "" {

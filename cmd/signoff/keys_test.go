@@ -17,20 +17,24 @@ import (
 	"github.com/signoff-dev/signoff/storage/sqlite"
 )
 
-var auditHead = regexp.MustCompile(`(?m)^audit head: (\d+:[0-9a-f]{64})$`)
+var auditHead = regexp.MustCompile(`(?m)^audit anchor: (A\d+:[0-9a-f]{64})$`)
 
-// TestVerifyAnchor: verify prints the audit head; later, --anchor with it
-// passes while the log extends it, and fails once the newest events are gone
-// (here with the sealed head rolled back too, as a thorough attacker would).
+// TestVerifyAnchor: anchor writes and prints an anchor, and verify prints
+// it as the newest; later, --anchor with it passes while the log extends it,
+// and fails once the events are gone (here with the stored anchors and the
+// sealed head removed too, as a thorough attacker would).
 func TestVerifyAnchor(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	id := submitWaiting(t, dir)
-	m := auditHead.FindStringSubmatch(must(t, dir, exitDone, "verify"))
+	m := auditHead.FindStringSubmatch(must(t, dir, exitDone, "anchor"))
 	if m == nil {
-		t.Fatal("verify printed no audit head")
+		t.Fatal("anchor printed no anchor")
 	}
 	anchor := m[1]
+	if v := auditHead.FindStringSubmatch(must(t, dir, exitDone, "verify")); v == nil || v[1] != anchor {
+		t.Fatalf("verify printed %v, anchor %s", v, anchor)
+	}
 	must(t, dir, exitDone, "approve", id, "--as", lead1)
 	if out := must(t, dir, exitDone, "verify", "--anchor", anchor); !strings.Contains(out, "anchor "+anchor+": the log extends it") {
 		t.Fatalf("verify --anchor:\n%s", out)
@@ -43,14 +47,16 @@ func TestVerifyAnchor(t *testing.T) {
 	if _, err := db.Exec(`DELETE FROM audit WHERE seq >= 1`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`DELETE FROM integrity_head`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{`DELETE FROM audit_heads`, `DELETE FROM audit_anchors WHERE id > 0`, `DELETE FROM integrity_head`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	code, out, _ := signoff(t, dir, "verify", "--anchor", anchor)
 	if code != exitAttention || !strings.Contains(out, "does not reach the anchor") {
 		t.Fatalf("verify --anchor after the log was cut: exit %d\n%s", code, out)
 	}
-	if code, _, errs := signoff(t, dir, "verify", "--anchor", "12:nothex"); code != exitRefused || !strings.Contains(errs, "want SEQ:HASH") {
+	if code, _, errs := signoff(t, dir, "verify", "--anchor", "12:nothex"); code != exitRefused || !strings.Contains(errs, "want A12:HASH") {
 		t.Fatalf("a malformed anchor: exit %d %q", code, errs)
 	}
 }
@@ -109,9 +115,9 @@ func TestKeysFromTheEnvironment(t *testing.T) {
 	}
 }
 
-// TestServeLogsTheAuditHead: the anchor serve logs is the one verify prints,
-// and verify --anchor accepts it.
-func TestServeLogsTheAuditHead(t *testing.T) {
+// TestServeLogsTheAuditAnchor: the anchor serve writes and logs is the one
+// verify prints, and verify --anchor accepts it.
+func TestServeLogsTheAuditAnchor(t *testing.T) {
 	dir := t.TempDir()
 	submitWaiting(t, dir)
 	o := options{db: dbPath(dir), shop: shopPath(dir), quietBuiltin: true}
@@ -124,7 +130,7 @@ func TestServeLogsTheAuditHead(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { logAnchors(ctx, a.engine, slog.New(slog.NewJSONHandler(&buf, nil)), time.Hour); close(done) }()
-	waitFor(t, "the audit head in the log", func() bool { return strings.Contains(buf.String(), `"msg":"audit head"`) })
+	waitFor(t, "the audit anchor in the log", func() bool { return strings.Contains(buf.String(), `"msg":"audit anchor"`) })
 	cancel()
 	<-done
 	var line struct{ Anchor string }

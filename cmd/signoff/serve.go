@@ -122,11 +122,11 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	}
 	var auditFrom int64
 	if a.cfg.AuditLog {
-		head, err := a.engine.AuditHead(ctx)
+		seq, err := a.engine.LastAuditSeq(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("read audit head: %w", err)
+			return nil, err
 		}
-		auditFrom = head.Seq
+		auditFrom = seq
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

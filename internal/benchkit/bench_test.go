@@ -3,6 +3,7 @@ package benchkit
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -43,5 +44,43 @@ func BenchmarkEndToEnd(b *testing.B) {
 			b.ReportMetric(float64(b.N)/took.Seconds(), "runs/s")
 			b.ReportMetric(float64(syncs1-syncs0)/float64(b.N), "fsyncs/run")
 		})
+	}
+}
+
+// maxRoundTripsPerRun bounds the round trips of one whole run on PostgreSQL.
+const maxRoundTripsPerRun = 1000
+
+// TestRoundTripsPerRunOnPostgres counts the round trips one whole run (submit,
+// wait, approve, execute, done) makes to PostgreSQL, alone on its store: what
+// a replica's run costs in latency beside its commits. It skips without
+// SIGNOFF_TEST_POSTGRES.
+func TestRoundTripsPerRunOnPostgres(t *testing.T) {
+	dsn := os.Getenv("SIGNOFF_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("SIGNOFF_TEST_POSTGRES is not set")
+	}
+	tg, err := OpenPostgres(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	eng, err := NewEngine(tg.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := EndToEnd(t.Context(), eng); err != nil { // statements prepared, keys read
+		t.Fatal(err)
+	}
+	const runs = 10
+	before := tg.RoundTrips()
+	for range runs {
+		if err := EndToEnd(t.Context(), eng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	per := float64(tg.RoundTrips()-before) / runs
+	t.Logf("%.1f round trips per run", per)
+	if per > maxRoundTripsPerRun {
+		t.Errorf("%.1f round trips per run, want at most %d", per, maxRoundTripsPerRun)
 	}
 }

@@ -38,6 +38,9 @@ type Target struct {
 	// deleted so far (SQLite's total_changes); nil where the database does
 	// not count them for one connection (PostgreSQL's statistics lag).
 	RowsWritten func(ctx context.Context) (int64, error)
+	// RoundTrips counts the store's round trips to the server so far
+	// (PostgreSQL; nil for SQLite, which has no server).
+	RoundTrips func() int64
 	// Where says where the store lives, for the report.
 	Where string
 	close func() error
@@ -140,12 +143,13 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 		return nil, errors.Join(err, sc.Drop(context.WithoutCancel(ctx)))
 	}
 	return &Target{
-		Name:      "postgres",
-		Store:     &Counting{Store: st},
-		Where:     "schema " + sc.Schema + ", dropped after",
-		RawCommit: sc.RawCommit,
-		Size:      sc.Size,
-		Syncs:     sc.WALSyncs,
+		Name:       "postgres",
+		Store:      &Counting{Store: st},
+		Where:      "schema " + sc.Schema + ", dropped after",
+		RawCommit:  sc.RawCommit,
+		Size:       sc.Size,
+		Syncs:      sc.WALSyncs,
+		RoundTrips: st.RoundTrips,
 		close: func() error {
 			return errors.Join(st.Close(), sc.Drop(context.Background()))
 		},

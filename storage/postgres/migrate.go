@@ -106,7 +106,7 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, m schema.File, log *slo
 	if err != nil {
 		return false, fmt.Errorf("migrate %d (%s): %w", m.Version, m.Name, err)
 	}
-	defer rollback(ctx, tx) // a no-op after Commit
+	defer rollbackTx(ctx, tx) // a no-op after Commit
 	if _, err := tx.Exec(ctx, lockMigrations); err != nil {
 		return false, fmt.Errorf("migrate %d (%s): lock: %w", m.Version, m.Name, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,7 +45,34 @@ const idleInTxParam = "idle_in_transaction_session_timeout"
 type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	rt   *roundTrips
 }
+
+// roundTrips counts the store's round trips to the server: each statement
+// sent alone (BEGIN and COMMIT included) and each batch, which pgx sends as
+// one pipeline. Counting is an atomic add per round trip.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// RoundTrips is how many round trips to the server the store has made so
+// far (statements and batches; not a statement's first preparation, which
+// pgx does once per connection), for measuring what an operation costs.
+func (s *Store) RoundTrips() int64 { return s.rt.n.Load() }
 
 var _ workflow.Store = (*Store)(nil)
 
@@ -84,6 +112,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
 	if _, set := cfg.ConnConfig.RuntimeParams[idleInTxParam]; !set {
 		cfg.ConnConfig.RuntimeParams[idleInTxParam] = IdleInTransactionTimeout
 	}
@@ -101,7 +131,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &Store{pool: pool, log: o.log}, nil
+	return &Store{pool: pool, log: o.log, rt: rt}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be returned.
@@ -134,21 +164,23 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("begin update: %w", err)
 	}
-	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin update: %w", interpretError(err))
 	}
+	defer pc.Release()
+	tx := newLazyTx(pc, "BEGIN ISOLATION LEVEL READ COMMITTED")
 	done := false
 	defer func() {
 		if done {
 			return
 		}
 		// Runs on an error and while a panic unwinds.
-		if rbErr := rollback(ctx, pgTx); rbErr != nil && err != nil {
+		if rbErr := rollback(ctx, tx); rbErr != nil && err != nil {
 			err = errors.Join(err, fmt.Errorf("roll back update: %w", rbErr))
 		}
 	}()
-	if err := fn(ctx, newTx(pgTx, true)); err != nil {
+	if err := fn(ctx, newTx(tx, true)); err != nil {
 		return err
 	}
 	// pgx would refuse to send COMMIT on an ended context anyway; saying so here
@@ -157,7 +189,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 		return fmt.Errorf("commit update: %w", err)
 	}
 	done = true
-	if err := pgTx.Commit(ctx); err != nil {
+	if err := tx.commit(ctx); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 			return fmt.Errorf("commit update: %w: %w", ctxErr, err)
 		}
@@ -170,24 +202,34 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 // at fn's first statement, for every read, and any write fails. It takes no row
 // lock, so it neither waits for nor delays an Update.
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
-	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin view: %w", interpretError(err))
 	}
+	defer pc.Release()
+	tx := newLazyTx(pc, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 	// Nothing to commit; rolling back only ends the snapshot, and its error
 	// could not change what fn read.
-	defer rollback(ctx, pgTx)
-	return fn(ctx, newTx(pgTx, false))
+	defer rollback(ctx, tx)
+	return fn(ctx, newTx(tx, false))
 }
 
 // rollbackTimeout bounds a rollback, which runs even after ctx has ended.
 const rollbackTimeout = 5 * time.Second
 
-// rollback ends pgTx without committing. It does not use ctx's cancellation: a
+// rollback ends tx without committing. It does not use ctx's cancellation: a
 // rollback after ctx ended must still reach the server, or the connection would
-// be closed instead of going back to the pool. A transaction already ended is no
-// error.
-func rollback(ctx context.Context, pgTx pgx.Tx) error {
+// be closed instead of going back to the pool (the pool closes a connection
+// released inside a transaction).
+func rollback(ctx context.Context, tx *lazyTx) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	return tx.rollback(rctx)
+}
+
+// rollbackTx is rollback for a pgx transaction (migrations). A transaction
+// already ended is no error.
+func rollbackTx(ctx context.Context, pgTx pgx.Tx) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
 	if err := pgTx.Rollback(rctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {

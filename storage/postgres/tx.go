@@ -47,19 +47,16 @@ func interpretError(err error) error {
 // newTx is workflow.Tx on one pgx transaction. Byte slices are bound as they
 // are: pgx sends nil as NULL and reads NULL back as nil, and an empty slice as
 // a zero-length BYTEA read back as an empty, non-nil slice.
-func newTx(q pgx.Tx, write bool) workflow.Tx {
+func newTx(q *lazyTx, write bool) workflow.Tx {
 	if write {
 		return sqlstore.NewWriteTx(&conn{q: q}, dialect{})
 	}
 	return sqlstore.NewReadTx(&conn{q: q}, dialect{})
 }
 
-// conn is sqlstore.Conn on a pgx transaction.
+// conn is sqlstore.Conn on a transaction.
 type conn struct {
-	q pgx.Tx
-	// notified are the runs this transaction has queued a notification
-	// for: one each is enough.
-	notified []string
+	q *lazyTx
 }
 
 func (c *conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -79,9 +76,9 @@ func (c *conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore
 	return c.q.QueryRow(ctx, query, args...)
 }
 
-// pgxTx is the pgx transaction under c, for the savepoint pipeline, which needs
+// pgxTx is the transaction under c, for the savepoint pipeline, which needs
 // pgx's batches. Only this package makes a Tx with dialect, always on a *conn.
-func pgxTx(c sqlstore.Conn) pgx.Tx { return c.(*conn).q }
+func pgxTx(c sqlstore.Conn) *lazyTx { return c.(*conn).q }
 
 // dialect is what PostgreSQL does differently.
 type dialect struct{}
@@ -221,49 +218,86 @@ func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner st
 // decision committed by another replica between reading the run and reading
 // its checkpoints would look like a damaged chain. Every write transaction
 // reads its run before anything else, so the lock order is always run first,
-// then audit_head: no deadlock between them.
+// then the run's audit head: no deadlock between them.
 func (dialect) LockRow() string { return " FOR UPDATE" }
 
-// AuditHead serialises appends on the row of audit_head: the SELECT … FOR
-// UPDATE waits for any other transaction that appended and has not ended, then
-// reads the head that transaction committed (READ COMMITTED re-reads a row it
-// waited for). So two transactions never take the same seq or the same previous
-// hash, on one replica or several.
+// AuditRunHead serialises appends to one run on that run's row of
+// audit_heads: the SELECT … FOR UPDATE waits for any other transaction that
+// appended to the run and has not ended, then reads the head it committed
+// (READ COMMITTED re-reads a row it waited for). The INSERT before it makes
+// sure the row exists to be locked: a second transaction's INSERT of the same
+// run waits for the first's and then does nothing, so two first appends to a
+// run (refusals about no run, say) take turns too. Both statements and
+// nextval travel in one pipeline: one round trip.
 //
-// The cost: the lock is held from the append until COMMIT, flush included, so
-// transactions that append to the audit chain run one at a time from that point
-// on, and PostgreSQL cannot group their commits into one flush. Their rate is
-// bounded by about one commit latency each, as with SQLite's single writer;
-// transactions that do not append (claims, reads, outbox deliveries) are not
-// held up. Appending late in a transaction keeps the held part short.
-func (dialect) AuditHead(ctx context.Context, c sqlstore.Conn) (int64, string, error) {
+// Appends to different runs lock different rows, so replicas no longer wait
+// for each other's commits; and every transition already holds its run's row
+// (LockRow), so the head's lock adds no wait there. seq comes from a sequence:
+// unique and increasing, not gap-free (a rollback loses its number), and not
+// in commit order across runs, which is why the chain is per run.
+func (dialect) AuditRunHead(ctx context.Context, c sqlstore.Conn, runID string) (int64, string, error) {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO audit_heads (run_id, seq, hash) VALUES ($1, 0, '') ON CONFLICT (run_id) DO NOTHING`, runID)
+	b.Queue(`SELECT nextval('audit_seq'), hash FROM audit_heads WHERE run_id = $1 FOR UPDATE`, runID)
+	br := pgxTx(c).SendBatch(ctx, b)
 	var (
 		seq  int64
 		hash string
 	)
-	if err := c.QueryRow(ctx, `SELECT seq, hash FROM audit_head FOR UPDATE`).Scan(&seq, &hash); err != nil {
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&seq, &hash)
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
 		return 0, "", interpretError(err)
 	}
 	return seq, hash, nil
 }
 
-// AuditMoveHead moves audit_head in the statement that inserts the event.
+// AuditMoveHead moves the run's audit head in the statement that inserts the event.
 func (dialect) AuditMoveHead() string {
-	return `WITH head AS (UPDATE audit_head SET seq = $1, hash = $8) `
+	return `WITH head AS (UPDATE audit_heads SET seq = $1, hash = $8, key_id = $14, mac = $15 WHERE run_id = $2) `
+}
+
+// Batch sends qs as one pgx batch: one round trip for them all.
+func (dialect) Batch(ctx context.Context, c sqlstore.Conn, qs []sqlstore.Query) error {
+	b := &pgx.Batch{}
+	for _, q := range qs {
+		b.Queue(q.SQL, q.Args...)
+	}
+	br := pgxTx(c).SendBatch(ctx, b)
+	var err error
+	for _, q := range qs {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err != nil {
+			break
+		}
+		err = q.Rows(rows)
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	return interpretError(err)
 }
 
 // RunWritten queues a notification on the channel the feed (feed.go) listens
-// to, with the run's id as its payload. PostgreSQL delivers it when the
-// transaction commits and never when it rolls back, so a listener that wakes
-// reads the committed run. One round trip per run a transaction writes.
-func (dialect) RunWritten(ctx context.Context, c sqlstore.Conn, runID string) error {
-	pc := c.(*conn)
-	if slices.Contains(pc.notified, runID) {
-		return nil
+// to, with the run's id as its payload, sent in one pipeline with COMMIT (see
+// lazyTx). PostgreSQL delivers it when the transaction commits and never when
+// it rolls back, so a listener that wakes reads the committed run.
+func (dialect) RunWritten(_ context.Context, c sqlstore.Conn, runID string) error {
+	t := pgxTx(c)
+	if !slices.Contains(t.notify, runID) {
+		t.notify = append(t.notify, runID)
 	}
-	if _, err := pc.q.Exec(ctx, `SELECT pg_notify('`+channel+`', $1)`, runID); err != nil {
-		return fmt.Errorf("notify: %w", interpretError(err))
-	}
-	pc.notified = append(pc.notified, runID)
 	return nil
 }

@@ -246,13 +246,7 @@ func TestTwoStoresShareAFile(t *testing.T) {
 		if len(es) != total {
 			t.Fatalf("audit has %d events, want %d", len(es), total)
 		}
-		prev := ""
-		for i, e := range es {
-			if e.Seq != int64(i+1) || e.PrevHash != prev || e.Hash != workflow.AuditHash(e) {
-				t.Fatalf("audit chain broken at %d: %+v", i, e)
-			}
-			prev = e.Hash
-		}
+		storagetest.CheckAuditChains(t, es)
 		return nil
 	})
 	if err != nil {

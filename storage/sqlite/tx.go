@@ -178,22 +178,32 @@ func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner st
 // LockRow: the transaction already holds the file's write lock.
 func (dialect) LockRow() string { return "" }
 
-// AuditHead reads the last audit row. The write transaction holds the file's
-// write lock, so no other writer can append before this one's insert.
-func (dialect) AuditHead(ctx context.Context, c sqlstore.Conn) (int64, string, error) {
+// AuditRunHead: the write transaction holds the file's write lock, so no
+// other writer can append before this one's insert, and the last seq + 1 is
+// unique and in commit order.
+func (dialect) AuditRunHead(ctx context.Context, c sqlstore.Conn, runID string) (int64, string, error) {
 	var (
 		seq  int64
-		hash string
+		hash *string
 	)
-	err := c.QueryRow(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	err := c.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM audit),
+		(SELECT hash FROM audit_heads WHERE run_id = ?)`, runID).Scan(&seq, &hash)
+	if err != nil {
 		return 0, "", interpretError(err)
 	}
-	return seq, hash, nil
+	if hash == nil {
+		return seq, "", nil
+	}
+	return seq, *hash, nil
 }
 
-// AuditMoveHead: the head is the last audit row, which the insert moves.
+// AuditMoveHead: SQLite has no data-modifying WITH; the core upserts the head.
 func (dialect) AuditMoveHead() string { return "" }
+
+// Batch: in process there is no round trip to save.
+func (d dialect) Batch(ctx context.Context, c sqlstore.Conn, qs []sqlstore.Query) error {
+	return sqlstore.RunQueries(ctx, c, d, qs)
+}
 
 // RunWritten: SQLite cannot tell other processes of a commit; its feed
 // (feed.go) sees their commits in PRAGMA data_version instead.

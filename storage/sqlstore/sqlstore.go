@@ -2,7 +2,7 @@
 // workflow.Tx, the column lists and the scanners, written once over a small
 // connection interface (Conn). Each driver adapts its own transaction to Conn
 // and supplies a Dialect with what its database does differently: placeholders,
-// the claim, the audit chain's lock, savepoints, row locks and error mapping.
+// the claim, the audit chains' locks, savepoints, row locks and error mapping.
 //
 // It imports no driver and not database/sql, so that storage/sqlite stays the
 // only importer of go-sqlite3 and storage/postgres the only importer of pgx.
@@ -68,15 +68,22 @@ type Dialect interface {
 	// LockRow is appended to the read of a run inside a write transaction, to lock
 	// its row until the transaction ends ("" where the database needs no lock).
 	LockRow() string
-	// AuditHead reads the seq and hash of the last audit event (0 and "" for an
-	// empty chain) and holds whatever lock keeps other appenders out until the
+	// AuditRunHead returns the seq of a new audit event (larger than every
+	// committed one) and the hash of run's last event ("" for none), and holds
+	// whatever lock keeps other appenders to the same run out until the
 	// transaction ends.
-	AuditHead(ctx context.Context, c Conn) (seq int64, hash string, err error)
+	AuditRunHead(ctx context.Context, c Conn, runID string) (seq int64, hash string, err error)
 	// AuditMoveHead is put before the INSERT of an audit event, so that the
-	// same statement moves a head that AuditHead reads from its own row: a WITH
-	// clause that may name the INSERT's bound arguments, the first being the new
-	// seq and the eighth its hash ("" where the head is the last audit row).
+	// same statement moves the run's row of audit_heads: a WITH clause that
+	// may name the INSERT's bound arguments (the first the seq, the second
+	// the run id, the eighth the hash) and two more after them, the head's
+	// key id and MAC. "" where the core moves the head with a statement of
+	// its own.
 	AuditMoveHead() string
+	// Batch runs qs in order on c and hands each its rows, in as few round
+	// trips as the database allows (PostgreSQL pipelines them in one;
+	// SQLite, in process, runs them one after another with RunQueries).
+	Batch(ctx context.Context, c Conn, qs []Query) error
 	// RunWritten follows each statement that inserted or updated a run's row
 	// (InsertRun, UpdateRun; not a claim, which moves only the lease): where
 	// the database can tell other processes of a commit, it queues that word

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -762,7 +763,7 @@ func (t *Tx) DeleteDeliveredOutbox(ctx context.Context, runID string) (int, erro
 // --- audit
 
 const auditColumns = `seq, run_id, actor, action, detail, at, prev_hash, hash, checkpoint_seq,
-	checkpoint_hash, key_id, mac`
+	checkpoint_hash, key_id, mac, format`
 
 func scanAudit(s Row) (*workflow.AuditEvent, error) {
 	var (
@@ -770,33 +771,46 @@ func scanAudit(s Row) (*workflow.AuditEvent, error) {
 		at int64
 	)
 	if err := s.Scan(&e.Seq, &e.RunID, &e.Actor, &e.Action, &e.Detail, &at, &e.PrevHash, &e.Hash,
-		&e.CheckpointSeq, &e.CheckpointHash, &e.KeyID, &e.MAC); err != nil {
+		&e.CheckpointSeq, &e.CheckpointHash, &e.KeyID, &e.MAC, &e.Format); err != nil {
 		return nil, err
 	}
 	e.At = fromMillis(at)
 	return &e, nil
 }
 
-// AppendAudit reads the chain's head under the dialect's lock, so that no
-// other transaction appends between this read and the insert: the chain stays
-// linear, on one writer or several.
-func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent, seal func(*workflow.AuditEvent) workflow.Seal) error {
-	lastSeq, lastHash, err := t.d.AuditHead(ctx, t.c)
+// AppendAudit reads the run's head under the dialect's lock, so that no other
+// transaction appends to the same run between this read and the insert: each
+// run's chain stays linear, on one writer or several, while appends to
+// different runs do not wait for each other.
+func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent, seal func(*workflow.AuditEvent, *workflow.AuditRunHead) (workflow.Seal, workflow.Seal)) error {
+	seq, prev, err := t.d.AuditRunHead(ctx, t.c, e.RunID)
 	if err != nil {
-		return fmt.Errorf("append audit %s of run %s: read chain head: %w", e.Action, e.RunID, err)
+		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
 	}
 	next := *e
-	next.Seq = lastSeq + 1
-	next.PrevHash = lastHash
+	next.Format = workflow.AuditPerRun
+	next.Seq = seq
+	next.PrevHash = prev
 	next.Hash = workflow.AuditHash(&next)
 	next.Seal = workflow.Seal{}
+	head := workflow.AuditRunHead{RunID: next.RunID, Seq: next.Seq, Hash: next.Hash}
 	if seal != nil {
-		next.Seal = seal(&next)
+		next.Seal, head.Seal = seal(&next, &head)
 	}
-	_, err = t.c.Exec(ctx, t.d.AuditMoveHead()+t.d.Bind(`INSERT INTO audit (`+auditColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		next.Seq, next.RunID, next.Actor, next.Action, next.Detail, millis(next.At), next.PrevHash, next.Hash,
-		next.CheckpointSeq, next.CheckpointHash, next.KeyID, next.MAC)
+	args := []any{next.Seq, next.RunID, next.Actor, next.Action, next.Detail, millis(next.At), next.PrevHash, next.Hash,
+		next.CheckpointSeq, next.CheckpointHash, next.KeyID, next.MAC, next.Format}
+	with := t.d.AuditMoveHead()
+	if with != "" {
+		args = append(args, head.KeyID, head.MAC)
+	}
+	_, err = t.c.Exec(ctx, with+t.d.Bind(`INSERT INTO audit (`+auditColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), args...)
+	if err == nil && with == "" {
+		_, err = t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit_heads (run_id, seq, hash, key_id, mac) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
+				key_id = excluded.key_id, mac = excluded.mac`),
+			head.RunID, head.Seq, head.Hash, head.KeyID, head.MAC)
+	}
 	if err != nil {
 		return fmt.Errorf("append audit %s of run %s: %w", e.Action, e.RunID, t.d.Err(err))
 	}
@@ -827,6 +841,114 @@ func (t *Tx) AuditEvents(ctx context.Context, f workflow.AuditFilter) ([]*workfl
 	return es, nil
 }
 
+func scanAuditHead(s Row) (*workflow.AuditRunHead, error) {
+	var h workflow.AuditRunHead
+	if err := s.Scan(&h.RunID, &h.Seq, &h.Hash, &h.KeyID, &h.MAC); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+func (t *Tx) AuditRunHead(ctx context.Context, runID string) (*workflow.AuditRunHead, error) {
+	h, err := scanAuditHead(t.queryRow(ctx, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads
+		WHERE run_id = ? AND seq > 0`, runID))
+	if err != nil {
+		return nil, fmt.Errorf("load the audit head of run %s: %w", runID, t.d.Err(err))
+	}
+	return h, nil
+}
+
+func (t *Tx) AuditRunHeads(ctx context.Context) ([]*workflow.AuditRunHead, error) {
+	// seq > 0: a head row a rolled-back first append left is no head (see
+	// the PostgreSQL dialect's AuditRunHead).
+	hs, err := queryAll(ctx, t, scanAuditHead, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads
+		WHERE seq > 0 ORDER BY run_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list audit heads: %w", err)
+	}
+	return hs, nil
+}
+
+// --- anchors
+
+const anchorColumns = `id, at, heads, prev_hash, hash, key_id, mac`
+
+func scanAnchor(s Row) (*workflow.AuditAnchor, error) {
+	var (
+		a     workflow.AuditAnchor
+		at    int64
+		heads []byte
+	)
+	if err := s.Scan(&a.ID, &at, &heads, &a.PrevHash, &a.Hash, &a.KeyID, &a.MAC); err != nil {
+		return nil, err
+	}
+	a.At = fromMillis(at)
+	if len(heads) > 0 {
+		if err := json.Unmarshal(heads, &a.Heads); err != nil {
+			// Damage verify reports as the anchor's: its hash no longer matches.
+			a.Heads = []workflow.AnchoredHead{{RunID: "(unreadable: " + err.Error() + ")"}}
+		}
+	}
+	return &a, nil
+}
+
+func (t *Tx) LatestAnchor(ctx context.Context) (*workflow.AuditAnchor, error) {
+	if t.write {
+		// Row 0 is never read as an anchor: locking it makes anchor writers take turns.
+		var id int64
+		if err := t.queryRow(ctx, `SELECT id FROM audit_anchors WHERE id = 0`+t.d.LockRow()).Scan(&id); err != nil {
+			return nil, fmt.Errorf("lock the anchor chain: %w", t.d.Err(err))
+		}
+	}
+	a, err := scanAnchor(t.queryRow(ctx, `SELECT `+anchorColumns+` FROM audit_anchors WHERE id > 0 ORDER BY id DESC LIMIT 1`))
+	if err != nil {
+		return nil, fmt.Errorf("load the latest anchor: %w", t.d.Err(err))
+	}
+	return a, nil
+}
+
+func (t *Tx) AnchorHeads(ctx context.Context) ([]workflow.AnchoredHead, error) {
+	rows, err := t.c.Query(ctx, t.d.Bind(`UPDATE audit_heads SET anchored = seq
+		WHERE anchored <> seq AND seq > 0 RETURNING run_id, seq, hash`))
+	if err != nil {
+		return nil, fmt.Errorf("anchor audit heads: %w", t.d.Err(err))
+	}
+	hs, err := collect(t.d, rows, func(r Row) (*workflow.AnchoredHead, error) {
+		var h workflow.AnchoredHead
+		return &h, r.Scan(&h.RunID, &h.Seq, &h.Hash)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("anchor audit heads: %w", err)
+	}
+	out := make([]workflow.AnchoredHead, len(hs))
+	for i, h := range hs {
+		out[i] = *h
+	}
+	slices.SortFunc(out, func(a, b workflow.AnchoredHead) int { return strings.Compare(a.RunID, b.RunID) })
+	return out, nil
+}
+
+func (t *Tx) InsertAnchor(ctx context.Context, a *workflow.AuditAnchor) error {
+	heads, err := json.Marshal(a.Heads)
+	if err != nil {
+		return fmt.Errorf("insert anchor %d: %w", a.ID, err)
+	}
+	err = t.guarded(ctx, nil, `INSERT INTO audit_anchors (`+anchorColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, millis(a.At), heads, a.PrevHash, a.Hash, a.KeyID, a.MAC)
+	if err != nil {
+		return fmt.Errorf("insert anchor %d: %w", a.ID, err)
+	}
+	return nil
+}
+
+func (t *Tx) AuditAnchors(ctx context.Context) ([]*workflow.AuditAnchor, error) {
+	as, err := queryAll(ctx, t, scanAnchor, `SELECT `+anchorColumns+` FROM audit_anchors WHERE id > 0 ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list anchors: %w", err)
+	}
+	return as, nil
+}
+
 // --- integrity head
 
 func (t *Tx) IntegrityHead(ctx context.Context) (*workflow.IntegrityHead, error) {
@@ -834,8 +956,8 @@ func (t *Tx) IntegrityHead(ctx context.Context) (*workflow.IntegrityHead, error)
 		h     workflow.IntegrityHead
 		since int64
 	)
-	err := t.queryRow(ctx, `SELECT keyed_since, seq, hash, key_id, mac FROM integrity_head WHERE id = 1`).
-		Scan(&since, &h.Seq, &h.Hash, &h.KeyID, &h.MAC)
+	err := t.queryRow(ctx, `SELECT keyed_since, seq, hash, anchor_id, anchor_hash, key_id, mac FROM integrity_head WHERE id = 1`).
+		Scan(&since, &h.Seq, &h.Hash, &h.AnchorID, &h.AnchorHash, &h.KeyID, &h.MAC)
 	if err != nil {
 		return nil, fmt.Errorf("load integrity head: %w", t.d.Err(err))
 	}
@@ -844,11 +966,12 @@ func (t *Tx) IntegrityHead(ctx context.Context) (*workflow.IntegrityHead, error)
 }
 
 func (t *Tx) PutIntegrityHead(ctx context.Context, h *workflow.IntegrityHead) error {
-	_, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO integrity_head (id, keyed_since, seq, hash, key_id, mac)
-		VALUES (1, ?, ?, ?, ?, ?)
+	_, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO integrity_head (id, keyed_since, seq, hash, anchor_id, anchor_hash, key_id, mac)
+		VALUES (1, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET keyed_since = excluded.keyed_since, seq = excluded.seq,
-			hash = excluded.hash, key_id = excluded.key_id, mac = excluded.mac`),
-		millis(h.KeyedSince), h.Seq, h.Hash, h.KeyID, h.MAC)
+			hash = excluded.hash, anchor_id = excluded.anchor_id, anchor_hash = excluded.anchor_hash,
+			key_id = excluded.key_id, mac = excluded.mac`),
+		millis(h.KeyedSince), h.Seq, h.Hash, h.AnchorID, h.AnchorHash, h.KeyID, h.MAC)
 	if err != nil {
 		return fmt.Errorf("write integrity head: %w", t.d.Err(err))
 	}

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"DueOutbox", testDueOutbox},
 		{"ListOutbox", testListOutbox},
 		{"AuditChain", testAuditChain},
+		{"LoadRun", testLoadRun},
 		{"RollbackOnError", testRollbackOnError},
 		{"RollbackOnPanic", testRollbackOnPanic},
 		{"CancelledContext", testCancelledContext},
@@ -1375,7 +1376,8 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			return nil
 		})
 	}
-	// A rolled-back append must leave no gap and no fork in the chain.
+	// A rolled-back append must leave no fork in its run's chain (it may
+	// leave a gap in the seqs).
 	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 		if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-a", Action: "rolled back"}, nil); err != nil {
 			return err
@@ -1445,6 +1447,71 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			}
 		})
 	}
+	t.Run("each run's head is its last event", func(t *testing.T) {
+		want := map[string]*workflow.AuditEvent{}
+		for _, e := range all {
+			want[e.RunID] = e
+		}
+		heads := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditRunHead, error) {
+			return tx.AuditRunHeads(ctx)
+		})
+		if len(heads) != len(want) {
+			t.Fatalf("AuditRunHeads = %d heads, want %d", len(heads), len(want))
+		}
+		for _, h := range heads {
+			if e := want[h.RunID]; e == nil || h.Seq != e.Seq || h.Hash != e.Hash {
+				t.Errorf("head of run %q = %d %s, want its last event %v", h.RunID, h.Seq, h.Hash, e)
+			}
+			one := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.AuditRunHead, error) {
+				return tx.AuditRunHead(ctx, h.RunID)
+			})
+			checkSame(t, "AuditRunHead", h, one)
+		}
+		err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			_, err := tx.AuditRunHead(ctx, "nope")
+			return err
+		})
+		wantErr(t, "AuditRunHead of a run without events", err, workflow.ErrNotFound)
+	})
+	t.Run("anchors", func(t *testing.T) {
+		var first []workflow.AnchoredHead
+		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+			if _, err := tx.LatestAnchor(ctx); !errors.Is(err, workflow.ErrNotFound) {
+				return fmt.Errorf("LatestAnchor before any: %v, want ErrNotFound", err)
+			}
+			var err error
+			if first, err = tx.AnchorHeads(ctx); err != nil {
+				return err
+			}
+			return tx.InsertAnchor(ctx, &workflow.AuditAnchor{ID: 1, At: odd, Heads: first, Hash: "h1"})
+		})
+		if len(first) != 4 || first[0].RunID != "" || first[1].RunID != "run-a" {
+			t.Fatalf("AnchorHeads = %v, want the four runs' heads by run id", first)
+		}
+		var second []workflow.AnchoredHead
+		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-b", Action: "later"}, nil); err != nil {
+				return err
+			}
+			var err error
+			second, err = tx.AnchorHeads(ctx)
+			return err
+		})
+		if len(second) != 1 || second[0].RunID != "run-b" {
+			t.Errorf("AnchorHeads after one append = %v, want run-b's head alone", second)
+		}
+		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertAnchor(ctx, &workflow.AuditAnchor{ID: 1, At: odd, Hash: "again"})
+		})
+		wantErr(t, "a second anchor 1", err, workflow.ErrDuplicate)
+		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditAnchor, error) {
+			return tx.AuditAnchors(ctx)
+		})
+		if len(got) != 1 {
+			t.Fatalf("AuditAnchors = %d anchors, want 1", len(got))
+		}
+		checkSame(t, "AuditAnchor", &workflow.AuditAnchor{ID: 1, At: odd.Truncate(time.Millisecond).UTC(), Heads: first, Hash: "h1"}, got[0])
+	})
 }
 
 func pointers[T any](vs []T) []*T {
@@ -1467,18 +1534,31 @@ func seqsOf(es []*workflow.AuditEvent) []int64 {
 // each PrevHash the previous Hash, each Hash what AuditHash says.
 func checkChain(t *testing.T, es []*workflow.AuditEvent) {
 	t.Helper()
-	prev := ""
-	for i, e := range es {
-		if e.Seq != int64(i+1) {
-			t.Errorf("event %d has seq %d, want %d", i, e.Seq, i+1)
+	CheckAuditChains(t, es)
+}
+
+// CheckAuditChains checks events appended through the contract, in seq
+// order: seqs increase, each event is chained per run (PrevHash the hash of
+// the run's event before it, "" for its first) and matches its hash.
+func CheckAuditChains(t testing.TB, es []*workflow.AuditEvent) {
+	t.Helper()
+	prev := map[string]string{}
+	var last int64
+	for _, e := range es {
+		if e.Seq <= last {
+			t.Errorf("event %d follows event %d: seqs must increase", e.Seq, last)
 		}
-		if e.PrevHash != prev {
-			t.Errorf("event %d: PrevHash %q, want the previous hash %q", e.Seq, e.PrevHash, prev)
+		last = e.Seq
+		if e.Format != workflow.AuditPerRun {
+			t.Errorf("event %d has format %d, want %d (per run)", e.Seq, e.Format, workflow.AuditPerRun)
+		}
+		if e.PrevHash != prev[e.RunID] {
+			t.Errorf("event %d of run %q: PrevHash %q, want the run's previous hash %q", e.Seq, e.RunID, e.PrevHash, prev[e.RunID])
 		}
 		if h := workflow.AuditHash(e); e.Hash != h {
 			t.Errorf("event %d: Hash %q, want AuditHash %q", e.Seq, e.Hash, h)
 		}
-		prev = e.Hash
+		prev[e.RunID] = e.Hash
 	}
 }
 
@@ -1780,4 +1860,59 @@ func testConcurrentDecisions(t *testing.T, s workflow.Store) {
 	if len(ds) != rounds {
 		t.Errorf("stored %d decisions, want %d (one per approver)", len(ds), rounds)
 	}
+}
+
+// testLoadRun: LoadRun gives what Run and each list method give, the parts
+// asked for and no others, in a View and in an Update; ErrNotFound for a run
+// that does not exist.
+func testLoadRun(t *testing.T, s workflow.Store) {
+	for _, id := range []string{"run-1", "run-2"} {
+		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return writeEverything(ctx, tx, id) })
+	}
+	all := workflow.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Audit: true}
+	for _, parts := range []workflow.RunParts{{}, all, {Operations: true, Audit: true}} {
+		for _, write := range []bool{false, true} {
+			var got, want *workflow.RunBundle
+			fn := func(ctx context.Context, tx workflow.Tx) error {
+				var err error
+				if got, err = tx.LoadRun(ctx, "run-1", parts); err != nil {
+					return err
+				}
+				want = &workflow.RunBundle{}
+				if want.Run, err = tx.Run(ctx, "run-1"); err != nil {
+					return err
+				}
+				if parts.Checkpoints {
+					want.Checkpoints, err = tx.Checkpoints(ctx, "run-1")
+				}
+				if err == nil && parts.Requests {
+					want.Requests, err = tx.RequestsForRun(ctx, "run-1")
+				}
+				if err == nil && parts.Decisions {
+					want.Decisions, err = tx.Decisions(ctx, "run-1")
+				}
+				if err == nil && parts.Operations {
+					want.Operations, err = tx.Operations(ctx, "run-1")
+				}
+				if err == nil && parts.Audit {
+					want.Audit, err = tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-1"})
+					if err == nil {
+						want.AuditHead, err = tx.AuditRunHead(ctx, "run-1")
+					}
+				}
+				return err
+			}
+			if write {
+				update(t, s, fn)
+			} else if err := s.View(t.Context(), fn); err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, fmt.Sprintf("LoadRun(%+v), write %v", parts, write), want, got)
+		}
+	}
+	err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		_, err := tx.LoadRun(ctx, "nope", all)
+		return err
+	})
+	wantErr(t, "LoadRun of a missing run", err, workflow.ErrNotFound)
 }
