@@ -252,15 +252,23 @@ func writeVersion1(t *testing.T, h *harness, id string) {
 		exec(`UPDATE checkpoints SET schema_version = 1, base_seq = 0, state = ?, prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?`,
 			c.State, c.PrevHash, c.Hash, c.RunID, c.Seq)
 	}
-	prev = ""
+	// The audit events name the checkpoints by hash: their chains (each
+	// run's, and the run's head) are recomputed too.
+	last := map[string]*workflow.AuditEvent{}
 	for _, ev := range evs {
 		if h, ok := renamed[ev.CheckpointHash]; ok {
 			ev.CheckpointHash = h
 		}
-		ev.PrevHash = prev
+		ev.PrevHash = ""
+		if p := last[ev.RunID]; p != nil {
+			ev.PrevHash = p.Hash
+		}
 		ev.Hash = workflow.AuditHash(ev)
-		prev = ev.Hash
+		last[ev.RunID] = ev
 		exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
+	}
+	for run, ev := range last {
+		exec(`UPDATE audit_heads SET hash = ? WHERE run_id = ? AND seq = ?`, ev.Hash, run, ev.Seq)
 	}
 }
 
