@@ -1,0 +1,276 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// loaded is a run as read in one transaction: its row, its verified latest state
+// and the hash the next checkpoint links to.
+type loaded struct {
+	run      *Run
+	st       *State
+	lastHash string
+	// state is the encoded state of the latest checkpoint, as loaded or as
+	// save wrote it, and committed says that the write holding it committed:
+	// then the run is known as stored, and need not be verified again.
+	state     []byte
+	committed bool
+	// spare is state decoded and held by nobody else, for loadHeld to hand
+	// out once instead of decoding state again.
+	spare *State
+	// chain is the checkpoints load verified (nil from loadHeld's shortcut).
+	chain []*Checkpoint
+	// fps holds the fingerprints of state computed so far, by risk and policy
+	// revision: a decision computes its run's before its write, and the write
+	// transaction, which concurrent Updates share, takes it from here.
+	fps map[fpKey]string
+	// base is what the next checkpoint is written against: the latest
+	// checkpoint that holds a whole state (nil: the next one holds its own).
+	base *stateBase
+	// more is what was read with the run besides its checkpoints, in the
+	// same transaction (see RunParts); more.Run is nil when nothing was.
+	more RunBundle
+	read RunParts
+}
+
+type fpKey struct {
+	risk     Risk
+	revision string
+}
+
+// fingerprint is fingerprintOf(l.st, risk, revision), computed once per
+// state: loadHeld hands the ones of a state it did not change on.
+func (l *loaded) fingerprint(risk Risk, revision string) (string, error) {
+	k := fpKey{risk, revision}
+	if fp, ok := l.fps[k]; ok {
+		return fp, nil
+	}
+	fp, err := fingerprintOf(l.st, risk, revision)
+	if err != nil {
+		return "", err
+	}
+	if l.fps == nil {
+		l.fps = map[fpKey]string{}
+	}
+	l.fps[k] = fp
+	return fp, nil
+}
+
+// baseOf is the base for the checkpoint after cps (verified): the latest
+// one that holds a whole state.
+func baseOf(cps []*Checkpoint) *stateBase {
+	c := cps[len(cps)-1]
+	if c.BaseSeq != 0 {
+		c = cps[c.BaseSeq-1]
+	}
+	if c.State == nil {
+		return nil
+	}
+	return &stateBase{seq: c.Seq, state: c.State}
+}
+
+// loadWith is load that also reads the run's records extra asks for, in the
+// same round trip (see Tx.LoadRun), for the caller to use from l.more.
+func (e *Engine) loadWith(ctx context.Context, tx Tx, id string, extra RunParts) (*loaded, error) {
+	extra.Checkpoints = true
+	b, err := tx.LoadRun(ctx, id, extra)
+	if errors.Is(err, ErrNotFound) {
+		return nil, UnknownRun(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	run, cps := b.Run, b.Checkpoints
+	// The chain first, so that accidental damage is named as such; then the
+	// seals, which catch a chain someone recomputed.
+	st, full, err := verifyChain(id, cps)
+	if err != nil {
+		return &loaded{run: run}, err
+	}
+	if err := e.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
+		return &loaded{run: run}, err
+	}
+	if int64(len(cps)) != run.Seq {
+		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says checkpoint %d but the chain ends at %d", run.Seq, len(cps))}
+	}
+	if st.Status != run.Status && run.Status != StatusNeedsAttention {
+		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", run.Status, st.Status)}
+	}
+	if st.CallbackURL != run.CallbackURL {
+		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: callbackMismatch}
+	}
+	b.Checkpoints = nil
+	extra.Checkpoints = false
+	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: full, chain: cps, base: baseOf(cps), more: *b, read: extra}, nil
+}
+
+// load reads a run and verifies its checkpoint chain.
+func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
+	return e.loadWith(ctx, tx, id, RunParts{})
+}
+
+// loadHeld is load for a run held from a committed write or an earlier read
+// (held, or nil): when the run row still has the version, checkpoint and
+// status held, nobody has written the run since (every write bumps the
+// version), so the chain verified then is still the stored one and only the
+// row is read (with extra, in the same round trip). Anything else is loaded
+// and verified afresh.
+func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded, extra RunParts) (*loaded, error) {
+	if held == nil || !held.committed || held.state == nil {
+		return e.loadWith(ctx, tx, id, extra)
+	}
+	extra.Checkpoints = false
+	b, err := tx.LoadRun(ctx, id, extra)
+	if err != nil || b.Run.Version != held.run.Version || b.Run.Seq != held.run.Seq || b.Run.Status != held.run.Status {
+		return e.loadWith(ctx, tx, id, extra)
+	}
+	run := b.Run
+	// A state of its own (spare, or decoded from the bytes stored), so that
+	// it is exactly what a load would give and a caller's changes stay its own.
+	st := held.spare
+	held.spare = nil
+	if st == nil {
+		if st, err = DecodeState(held.state); err != nil {
+			return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
+		}
+	}
+	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state, fps: held.fps, base: held.base, more: *b, read: extra}, nil
+}
+
+// save writes l's run row (compare-and-set), a new checkpoint of l.st, the
+// approval request when it is new, and an audit event, all in tx, and tells the hooks.
+// The checkpoint is written against l.base when that saves at least half
+// of the state (see stateBase.delta), and becomes the next base otherwise.
+func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event Event, actor string, detail any, req *ApprovalRequest) error {
+	now := e.now()
+	l.st.SchemaVersion = SchemaVersion
+	l.st.Status = l.run.Status
+	l.st.Step = l.run.Step
+	l.st.Reason = l.run.Reason
+	b, err := EncodeState(l.st)
+	if err != nil {
+		return err
+	}
+	stored, baseSeq := b, int64(0)
+	if l.base != nil {
+		d, ok, err := l.base.delta(b)
+		if err != nil {
+			return fmt.Errorf("encode checkpoint %d of run %s: %w", l.run.Seq+1, l.run.ID, err)
+		}
+		if ok {
+			stored, baseSeq = d, l.base.seq
+		}
+	}
+	cp := &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: stored, BaseSeq: baseSeq, PrevHash: l.lastHash, CreatedAt: now}
+	cp.Hash = CheckpointHash(cp)
+	l.state = b
+	l.run.Seq = cp.Seq
+	l.run.UpdatedAt = now
+	e.lease(l.run, event, now)
+	if l.run.Version == 0 {
+		l.run.CreatedAt = now
+		if err := tx.InsertRun(ctx, l.run); err != nil {
+			return fmt.Errorf("insert run %s: %w", l.run.ID, err)
+		}
+	} else if err := tx.UpdateRun(ctx, l.run); err != nil {
+		return fmt.Errorf("update run %s: %w", l.run.ID, err)
+	}
+	if err := tx.AppendCheckpoint(ctx, cp); err != nil {
+		return fmt.Errorf("append checkpoint %d of run %s: %w", cp.Seq, l.run.ID, err)
+	}
+	l.lastHash = cp.Hash
+	if baseSeq == 0 {
+		l.base = &stateBase{seq: cp.Seq, state: b}
+	}
+	if req != nil && req.Version == 0 {
+		if err := tx.InsertRequest(ctx, req); err != nil {
+			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)
+		}
+	}
+	if err := e.auditCheckpoint(ctx, tx, cp, actor, event, detail); err != nil {
+		return err
+	}
+	for _, h := range e.hooks {
+		if err := h.OnTransition(ctx, tx, Transition{Run: l.run, State: l.st, From: from, Event: event, Request: req}); err != nil {
+			return fmt.Errorf("%s hook of run %s: %w", event, l.run.ID, err)
+		}
+	}
+	return nil
+}
+
+// write runs fn, which saves l, in one Update, and notes whether it
+// committed: only then is l the run as stored.
+func (e *Engine) write(ctx context.Context, l *loaded, fn func(ctx context.Context, tx Tx) error) error {
+	l.committed = false
+	err := e.store.Update(ctx, fn)
+	l.committed = err == nil
+	return err
+}
+
+// lease keeps the lease of an active run with whoever makes progress on it, so
+// that workers leave it alone, and frees it when the run stops being active. A
+// valid lease of another owner is left in place: the compare-and-set on the
+// version is what fences writers, the lease only spares duplicate work.
+func (e *Engine) lease(r *Run, event Event, now time.Time) {
+	// A decision hands the run on: the decider (a click handler) does not
+	// execute, so the lease is left free for whichever worker comes first.
+	if r.Status != StatusRunning && r.Status != StatusExecuting || event == EventDecided || event == EventEdited {
+		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+		return
+	}
+	if r.LeaseOwner == e.owner || !now.Before(r.LeaseUntil) {
+		r.LeaseOwner, r.LeaseUntil = e.owner, now.Add(e.ttl)
+	}
+}
+
+// view loads a run in a read-only transaction; an integrity problem puts the run
+// in needs_attention and is returned.
+func (e *Engine) view(ctx context.Context, id string) (*loaded, error) {
+	return e.reload(ctx, id, nil)
+}
+
+// reload is view for a run this engine may hold from its own last write
+// (held, or nil; see loadHeld). Writes still compare-and-set the version, so
+// a held run never wins a write it should not.
+func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, error) {
+	// What executing the run will read next comes in the same round trip:
+	// its operations, and with keys what is checked before a call.
+	var extra RunParts
+	if held == nil || held.run.Status == StatusExecuting {
+		extra.Operations = true
+		extra.Requests, extra.Decisions, extra.Audit = e.in.keys != nil, e.in.keys != nil, e.in.keys != nil
+	}
+	var l *loaded
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		l, err = e.loadHeld(ctx, tx, id, held, extra)
+		return err
+	})
+	var ie *IntegrityError
+	if errors.As(err, &ie) {
+		if aerr := e.attention(ctx, id, ie.Error()); aerr != nil {
+			return nil, errors.Join(err, aerr)
+		}
+		return nil, err
+	}
+	return l, err
+}
+
+func (e *Engine) getRun(ctx context.Context, id string) (*Run, error) {
+	var run *Run
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		run, err = tx.Run(ctx, id)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, UnknownRun(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	return run, nil
+}

@@ -1,0 +1,203 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// propose runs the checks (read-only, in parallel, joined once) and the policy
+// over a proposal and records the outcome: failed, executing, or
+// waiting_approval with an approval request. from is "" for a new run.
+func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor string) error {
+	st := l.st
+	if len(st.Actions) == 0 {
+		l.run.Status, l.run.Reason = StatusDone, "nothing to do: the proposal has no actions"
+		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+			return e.save(ctx, tx, l, from, EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
+		})
+	}
+	event := EventSubmitted
+	if from != "" {
+		event = EventProposed
+		actions, evidence, err := e.normalise(st.Actions, st.Evidence)
+		if err != nil {
+			l.run.Status, l.run.Reason = StatusFailed, "invalid proposal: "+err.Error()
+			return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+				return e.save(ctx, tx, l, from, EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+			})
+		}
+		st.Actions, st.Evidence = actions, evidence
+	}
+	st.Checks = e.runChecks(ctx, st.Actions)
+	for _, c := range st.Checks {
+		if !c.OK {
+			l.run.Status = StatusFailed
+			l.run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
+			return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+				return e.save(ctx, tx, l, from, EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+			})
+		}
+	}
+	gate, err := e.gate(ctx, st)
+	if err != nil {
+		l.run.Status, l.run.Reason = StatusNeedsAttention, "policy could not decide: "+err.Error()
+		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+			return e.save(ctx, tx, l, from, EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
+		})
+	}
+	st.Gate = gate
+	l.run.Fingerprint = gate.Fingerprint
+	var req *ApprovalRequest
+	if gate.Approval == nil {
+		l.run.Status = StatusExecuting
+	} else {
+		l.run.Status = StatusWaitingApproval
+		l.run.Deadline = *gate.Deadline
+		req = e.newRequest(l, gate)
+	}
+	return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+		return e.save(ctx, tx, l, from, event, actor, map[string]any{
+			"status": l.run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
+		}, req)
+	})
+}
+
+func (e *Engine) newRequest(l *loaded, g *Gate) *ApprovalRequest {
+	return &ApprovalRequest{
+		ID: g.RequestID, RunID: l.run.ID, Fingerprint: g.Fingerprint, Rule: g.Rule,
+		PolicyRevision: g.PolicyRevision, Risk: g.Risk, Role: g.Approval.Role, Count: g.Approval.Count,
+		SelfApproval: g.Approval.SelfApproval, Edit: g.Approval.Edit, RequesterID: l.st.Requester.ID,
+		Deadline: *g.Deadline, Status: RequestPending, CreatedAt: e.now(),
+	}
+}
+
+// gate applies policy to every action; the strictest outcome binds the proposal.
+func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
+	g, _, _, err := e.outcomes(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if st.ForkedFrom != nil && g.Approval == nil {
+		// A fork repeats what its source proposed, under a new idempotency key:
+		// it always needs a person, and fails closed to the highest role.
+		names := e.roles.Names()
+		g.Approval = &ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: Seconds(72 * 3600)}
+		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
+	}
+	fp, err := fingerprintOf(st, g.Risk, g.PolicyRevision)
+	if err != nil {
+		return nil, err
+	}
+	g.Fingerprint = fp
+	if g.Approval != nil {
+		d := e.now().Add(g.Approval.Expires.Duration())
+		g.Deadline = &d
+		g.RequestID = e.newID("req_")
+	}
+	return g, nil
+}
+
+// outcomes applies policy to every action and merges the outcomes into the
+// proposal's gate (rule, risk, approval only); it also returns each action's
+// outcome and the requester's role.
+func (e *Engine) outcomes(ctx context.Context, st *State) (*Gate, []Outcome, string, error) {
+	g := &Gate{PolicyRevision: e.policy.Revision(), Risk: RiskLow}
+	var rules []string
+	role, _, err := e.dir.RoleOf(ctx, st.Requester.ID)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("resolve the requester's role: %w", err)
+	}
+	outs := make([]Outcome, 0, len(st.Actions))
+	for i, a := range st.Actions {
+		out, err := e.policy.Evaluate(ctx, PolicyInput{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
+		}
+		outs = append(outs, out)
+		if out.Risk.rank() > g.Risk.rank() {
+			g.Risk = out.Risk
+		}
+		if out.Approval == nil {
+			if g.Approval == nil && len(rules) == 0 {
+				g.Rule = out.Rule
+			}
+			continue
+		}
+		rules = appendUnique(rules, out.Rule)
+		if g.Approval == nil {
+			a := *out.Approval
+			g.Approval = &a
+			continue
+		}
+		merged := g.Approval
+		if e.roles.AtLeast(out.Approval.Role, merged.Role) {
+			merged.Role = out.Approval.Role
+		}
+		merged.Count = max(merged.Count, out.Approval.Count)
+		merged.Expires = min(merged.Expires, out.Approval.Expires)
+		merged.SelfApproval = merged.SelfApproval && out.Approval.SelfApproval
+		merged.Edit = merged.Edit && out.Approval.Edit
+	}
+	if len(rules) > 0 {
+		g.Rule = joinComma(rules)
+	}
+	return g, outs, role, nil
+}
+
+func appendUnique(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += v
+	}
+	return out
+}
+
+// runChecks runs every action's read-only check in parallel and joins them once.
+// The goroutines write only their own slot; the results are read after Wait.
+func (e *Engine) runChecks(ctx context.Context, actions []Action) []Check {
+	out := make([]Check, len(actions))
+	var wg sync.WaitGroup
+	for i, a := range actions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = e.check(ctx, i, a)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (e *Engine) check(ctx context.Context, i int, a Action) Check {
+	c := Check{Action: i, Name: a.Name}
+	spec := e.actions[a.Name]
+	for c.Attempts = 1; ; c.Attempts++ {
+		err := spec.Executor.Check(ctx, a)
+		if err == nil {
+			c.OK = true
+			return c
+		}
+		c.Error = err.Error()
+		// A check only reads, so anything but a refusal may be retried.
+		if Classify(err) == ClassPermanent || c.Attempts >= e.checkN || isCtxErr(err) {
+			return c
+		}
+		if err := e.clock.Sleep(ctx, e.backoff(c.Attempts)); err != nil {
+			c.Error = err.Error()
+			return c
+		}
+	}
+}

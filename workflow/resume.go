@@ -1,0 +1,198 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Work claims active runs whose lease is free (a crashed process's, or approved
+// runs nobody is executing) and resumes them, one claim at a time so that a
+// lease is never left ticking while the runs claimed before it are worked on.
+// It stops after limit runs or when none is free, and returns how many it
+// claimed. Servers call it in a loop; several replicas may share one store.
+func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
+	var errs []error
+	n := 0
+	for ; n < limit; n++ {
+		var runs []*Run
+		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			now := e.now()
+			var err error
+			runs, err = tx.ClaimRuns(ctx, e.owner, []Status{StatusExecuting, StatusRunning}, now, now.Add(e.ttl), 1)
+			return err
+		})
+		if err != nil {
+			return n, errors.Join(append(errs, fmt.Errorf("claim runs: %w", err))...)
+		}
+		if len(runs) == 0 {
+			break
+		}
+		if _, err := e.Resume(ctx, runs[0].ID); err != nil && !errors.Is(err, ErrConflict) {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// Start starts an agent workflow on a task. Its steps run until it proposes.
+func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester Person) (*Run, error) {
+	if _, ok := e.agents[workflow]; !ok {
+		return nil, refused(CodeInvalidInput, "", "unknown workflow %q", workflow)
+	}
+	if requester.ID == "" {
+		return nil, refused(CodeInvalidInput, "", "a requester id is required")
+	}
+	if bad := checkLines([]lineField{{"requester id", requester.ID, true}, {"requester name", requester.Name, false}, {"task id", taskID, true}}); bad != nil {
+		return nil, bad
+	}
+	if err := e.checkRequester(ctx, requester.ID); err != nil {
+		return nil, err
+	}
+	id := e.newID("run_")
+	l := &loaded{
+		run: &Run{ID: id, Workflow: workflow, TaskID: taskID, Status: StatusRunning, RequesterID: requester.ID},
+		st:  &State{SchemaVersion: SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
+	}
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		return e.save(ctx, tx, l, "", EventStarted, requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start run: %w", err)
+	}
+	return e.Resume(ctx, id)
+}
+
+// Resume continues whatever the run was doing: the next steps, the proposal, an
+// expiry that is due, or the execution of approved actions (reconciling any
+// operation whose outcome a crash left unknown). It returns the run as it stands.
+func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
+	return e.resume(ctx, id, false)
+}
+
+// Follow is Resume for the one who just moved the run on (a decision that
+// completed the quorum): it executes the run unless a worker took it first.
+// While another holds the run's lease it calls nothing, so that the two never
+// attempt the same operation at once; it looks again every lookEvery and
+// carries on when the run ends, stops executing, or the lease lapses (its
+// holder died). Resume, by contrast, is an operator's "do it now".
+func (e *Engine) Follow(ctx context.Context, id string) (*Run, error) {
+	return e.resume(ctx, id, true)
+}
+
+// lookEvery is how often Follow reads a run that another holds.
+const lookEvery = 20 * time.Millisecond
+
+func (e *Engine) resume(ctx context.Context, id string, follow bool) (*Run, error) {
+	var held *loaded
+	for {
+		l, err := e.reload(ctx, id, held)
+		if err != nil {
+			if IsRefused(err) {
+				return nil, err
+			}
+			var ie *IntegrityError
+			if errors.As(err, &ie) {
+				return e.getRun(ctx, id)
+			}
+			return nil, err
+		}
+		held = l
+		switch l.run.Status {
+		case StatusRunning:
+			if l.st.Proposed {
+				if err := e.propose(ctx, l, StatusRunning, "signoff"); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err := e.step(ctx, l); err != nil {
+				return nil, err
+			}
+		case StatusWaitingApproval:
+			if !l.run.Deadline.IsZero() && !e.now().Before(l.run.Deadline) {
+				if err := e.expire(ctx, id, "signoff"); err != nil && !errors.Is(err, ErrConflict) {
+					return nil, err
+				}
+				continue
+			}
+			return l.run, nil
+		case StatusExecuting:
+			if now := e.now(); follow && l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil) {
+				if err := e.clock.Sleep(ctx, min(lookEvery, l.run.LeaseUntil.Sub(now))); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err := e.executeNext(ctx, l); err != nil {
+				return nil, err
+			}
+		default:
+			return l.run, nil
+		}
+	}
+}
+
+// step runs one agent step and checkpoints it.
+func (e *Engine) step(ctx context.Context, l *loaded) error {
+	agent, ok := e.agents[l.run.Workflow]
+	if !ok {
+		return e.attention(ctx, l.run.ID, fmt.Sprintf("unknown workflow %q: this build cannot continue it", l.run.Workflow))
+	}
+	before, err := EncodeState(l.st)
+	if err != nil {
+		return err
+	}
+	done, err := agent.Step(ctx, l.st)
+	if err != nil {
+		// A failed step leaves nothing behind: whatever it wrote into the state is
+		// dropped, so that a retry starts from the same checkpoint.
+		st, derr := DecodeState(before)
+		if derr != nil {
+			return fmt.Errorf("restore state of run %s: %w", l.run.ID, derr)
+		}
+		l.st = st
+	}
+	if err != nil && isCtxErr(err) {
+		return fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err) // stopping, not failing
+	}
+	if err != nil && Classify(err) != ClassPermanent {
+		// A step has no side effects, so a later resume runs it again; the count
+		// of failures in a row is kept so that a step that never succeeds ends up
+		// with a person instead of being retried for ever.
+		l.st.StepFailures++
+		failures := l.st.StepFailures
+		if failures < maxStepFailures {
+			serr := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+				return e.save(ctx, tx, l, StatusRunning, EventStepFailed, "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
+			})
+			return errors.Join(fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err), serr)
+		}
+		l.run.Status, l.run.Reason = StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
+		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+			return e.save(ctx, tx, l, StatusRunning, EventNeedsAttention, "signoff", map[string]string{"reason": l.run.Reason}, nil)
+		})
+	}
+	if err != nil {
+		l.run.Status, l.run.Reason = StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
+		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+			return e.save(ctx, tx, l, StatusRunning, EventFailed, "signoff", map[string]string{"reason": l.run.Reason}, nil)
+		})
+	}
+	l.st.StepFailures = 0
+	l.run.Step++
+	l.st.Proposed = done
+	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+		return e.save(ctx, tx, l, StatusRunning, EventStep, "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint step %d of run %s: %w", l.run.Step, l.run.ID, err)
+	}
+	e.fail(fmt.Sprintf("after-step-%d", l.run.Step))
+	return nil
+}
+
+// maxStepFailures is how many times in a row a step may fail (without saying
+// it is permanent) before the run is handed to a person.
+const maxStepFailures = 5

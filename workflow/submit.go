@@ -1,0 +1,265 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// Proposal is what an agent or automation submits.
+type Proposal struct {
+	TaskID         string     `json:"task_id,omitempty"`
+	Requester      Person     `json:"requester"`
+	Summary        string     `json:"summary,omitempty"`
+	Actions        []Action   `json:"actions"`
+	Evidence       []Evidence `json:"evidence,omitempty"`
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+	// CallbackURL, when set, is sent a signed event at each status change of
+	// the run (see package callback). It must be allowed by the config.
+	CallbackURL string `json:"callback_url,omitempty"`
+}
+
+// ParseProposal decodes a proposal strictly: unknown fields and duplicate keys are refused.
+func ParseProposal(b []byte) (*Proposal, error) {
+	var p Proposal
+	if err := DecodeStrict(b, &p); err != nil {
+		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+	}
+	return &p, nil
+}
+
+// normalise validates actions against their schemas and canonicalises their
+// arguments and the evidence.
+func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []Evidence, error) {
+	if len(actions) == 0 {
+		return nil, nil, errors.New("a proposal needs at least one action")
+	}
+	outA := make([]Action, len(actions))
+	for i, a := range actions {
+		spec, ok := e.actions[a.Name]
+		if !ok {
+			return nil, nil, &unknownActionError{actionError{index: i, name: a.Name, field: "name",
+				err: fmt.Errorf("unknown action %q (configured: %s)", a.Name, strings.Join(e.actionNames(), ", "))}}
+		}
+		if err := spec.Validate(a.Args); err != nil {
+			return nil, nil, &actionError{index: i, name: a.Name, field: "args", err: err}
+		}
+		args, err := Canonical(a.Args)
+		if err != nil {
+			return nil, nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
+		}
+		outA[i] = Action{Name: a.Name, Args: args}
+	}
+	outE := make([]Evidence, len(evidence))
+	for i, ev := range evidence {
+		if ev.Source == "" {
+			return nil, nil, fmt.Errorf("evidence %d: source is required", i+1)
+		}
+		data := ev.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		c, err := Canonical(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("evidence %d: %w", i+1, err)
+		}
+		outE[i] = Evidence{Source: ev.Source, Data: c}
+	}
+	return outA, outE, nil
+}
+
+// actionNames are the actions this engine may run, sorted.
+func (e *Engine) actionNames() []string {
+	names := make([]string, 0, len(e.actions))
+	for name := range e.actions {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Submit starts a run from a proposal: validate, check, apply policy, and either
+// wait for approval or execute. The same idempotency key with the same proposal
+// returns the first run; with another proposal it is refused (ErrIdempotencyKeyReused).
+func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
+	run, _, err := e.SubmitReplay(ctx, p)
+	return run, err
+}
+
+// SubmitReplay is Submit that also says whether the run was already there:
+// replayed is true when the idempotency key returned the first run instead of
+// making a new one (an HTTP API answers 200 instead of 201).
+func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, replayed bool, err error) {
+	actions, evidence, err := e.checkProposal(ctx, p)
+	if err != nil {
+		return nil, false, err
+	}
+	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, p.CallbackURL, actions, evidence)
+	if err != nil {
+		return nil, false, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+	}
+	if p.IdempotencyKey != "" {
+		if run, err := e.runByKey(ctx, p.IdempotencyKey, digest); err == nil || !errors.Is(err, ErrNotFound) {
+			run, err = e.continueActive(ctx, run, err)
+			return run, err == nil, err
+		}
+	}
+	id := e.newID("run_")
+	st := &State{
+		SchemaVersion: SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
+		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
+		CallbackURL: p.CallbackURL,
+	}
+	l := &loaded{run: &Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
+		CallbackURL: p.CallbackURL}, st: st}
+	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
+		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
+			// Another submit with this key committed first.
+			run, err := e.runByKey(ctx, p.IdempotencyKey, digest)
+			run, err = e.continueActive(ctx, run, err)
+			return run, err == nil, err
+		}
+		return nil, false, err
+	}
+	e.log.Info("run submitted", "run_id", id, "status", string(l.run.Status), "actions", len(actions))
+	if l.run.Status == StatusExecuting {
+		run, err := e.Resume(ctx, id)
+		return run, false, err
+	}
+	return l.run, false, nil
+}
+
+// checkProposal refuses, before anything is written, a proposal Submit cannot
+// take, and returns its actions and evidence normalised.
+func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Evidence, error) {
+	if p.Requester.ID == "" {
+		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
+	}
+	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
+		"summary": p.Summary, "idempotency_key": p.IdempotencyKey, "callback_url": p.CallbackURL}); field != "" {
+		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
+	}
+	if bad := checkLines([]lineField{{"requester.id", p.Requester.ID, true}, {"requester.name", p.Requester.Name, false},
+		{"task_id", p.TaskID, true}, {"idempotency_key", p.IdempotencyKey, true}}); bad != nil {
+		bad.Msg = "invalid proposal: " + bad.Msg
+		return nil, nil, bad
+	}
+	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
+	if err != nil {
+		// Err keeps the cause, so that ProposalProblems can name each field.
+		return nil, nil, &RefusedError{Code: CodeInvalidInput, Msg: fmt.Sprintf("invalid proposal: %v", err), Err: err}
+	}
+	if err := e.checkCallback(p.CallbackURL); err != nil {
+		return nil, nil, err
+	}
+	if err := e.checkRequester(ctx, p.Requester.ID); err != nil {
+		return nil, nil, err
+	}
+	return actions, evidence, nil
+}
+
+// checkRequester refuses a requester who holds no role, unless the engine lets
+// anyone propose.
+func (e *Engine) checkRequester(ctx context.Context, id string) error {
+	if e.anyone {
+		return nil
+	}
+	_, ok, err := e.dir.RoleOf(ctx, id)
+	if err != nil {
+		return fmt.Errorf("resolve the requester's role: %w", err)
+	}
+	if !ok {
+		return refused(CodeUnknownRequester, "", "requester %q holds no role in the config: add them to a role, or let anyone propose (requesters: {allow_unknown: true})", id)
+	}
+	return nil
+}
+
+// badText names the first field that is not text every store can keep (valid
+// UTF-8 without NUL: PostgreSQL refuses both), or returns "".
+func badText(fields map[string]string) string {
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := fields[name]
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return name
+		}
+	}
+	return ""
+}
+
+// continueActive resumes a run found by its idempotency key when a crash left it
+// active: the retried submit finishes what the first one started.
+func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run, error) {
+	if err != nil || (run.Status != StatusRunning && run.Status != StatusExecuting) {
+		return run, err
+	}
+	return e.Resume(ctx, run.ID)
+}
+
+// runByKey finds the run submitted with an idempotency key. The key binds the
+// proposal it was first sent with: a retry of the same proposal gets that run,
+// whatever became of it, and a different proposal is refused, so that an agent
+// never takes an old run for its new proposal.
+func (e *Engine) runByKey(ctx context.Context, key, digest string) (*Run, error) {
+	var run *Run
+	var first *State
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		if run, err = tx.RunByIdempotencyKey(ctx, key); err != nil {
+			return err
+		}
+		cps, err := tx.Checkpoints(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		if len(cps) == 0 {
+			return &IntegrityError{RunID: run.ID, Problem: "no checkpoint"}
+		}
+		// The first checkpoint holds the proposal as submitted; later ones may
+		// carry arguments an approver edited.
+		b, err := ResolveState(cps, 0)
+		if err != nil {
+			return &IntegrityError{RunID: run.ID, Seq: cps[0].Seq, Problem: err.Error()}
+		}
+		if first, err = DecodeState(b); err != nil {
+			return &IntegrityError{RunID: run.ID, Seq: cps[0].Seq, Problem: err.Error()}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find run by idempotency key: %w", err)
+	}
+	held, err := proposalDigest(first.TaskID, first.Requester, first.Summary, first.CallbackURL, first.Actions, first.Evidence)
+	if err != nil {
+		return nil, &IntegrityError{RunID: run.ID, Seq: 1, Problem: err.Error()}
+	}
+	if held != digest {
+		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,
+			Msg: fmt.Sprintf("the idempotency key %q is held by this run, which was submitted with a different proposal; use a new key for a new proposal", key)}
+	}
+	return run, nil
+}
+
+// proposalDigest is what an idempotency key binds: the proposal in canonical
+// form, its actions and evidence normalised, the key itself left out. The
+// callback URL is part of it (where the outcome goes is part of what was
+// asked), left out when empty so that digests of runs stored before callbacks
+// stay the same.
+func proposalDigest(taskID string, requester Person, summary, callbackURL string, actions []Action, evidence []Evidence) (string, error) {
+	return digestOf(struct {
+		TaskID      string     `json:"task_id"`
+		Requester   Person     `json:"requester"`
+		Summary     string     `json:"summary"`
+		Actions     []Action   `json:"actions"`
+		Evidence    []Evidence `json:"evidence"`
+		CallbackURL string     `json:"callback_url,omitempty"`
+	}{taskID, requester, summary, append([]Action{}, actions...), append([]Evidence{}, evidence...), callbackURL})
+}
