@@ -299,26 +299,6 @@ func sealCounts(cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, op
 	return sealed, unsealed
 }
 
-// checkAudit checks one run's audit events: their hashes, their chain, their
-// seals and that they end where the run's sealed head says.
-func (in *integrity) checkAudit(ctx context.Context, tx Tx, runID string) error {
-	if in.keys == nil {
-		return nil
-	}
-	evs, err := tx.AuditEvents(ctx, AuditFilter{RunID: runID})
-	if err != nil {
-		return fmt.Errorf("read audit events of run %s: %w", runID, err)
-	}
-	rh, err := tx.AuditRunHead(ctx, runID)
-	if errors.Is(err, ErrNotFound) {
-		rh, err = nil, nil
-	}
-	if err != nil {
-		return fmt.Errorf("read the audit head of run %s: %w", runID, err)
-	}
-	return in.checkAuditOf(ctx, tx, runID, evs, rh)
-}
-
 // checkAuditOf is checkAudit on the run's events and head as read.
 func (in *integrity) checkAuditOf(ctx context.Context, tx Tx, runID string, evs []*AuditEvent, rh *AuditRunHead) error {
 	if in.keys == nil {
