@@ -3,17 +3,18 @@ package command_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/signoff-dev/signoff/executor/command"
 	"github.com/signoff-dev/signoff/workflow"
+	"golang.org/x/sys/unix"
 )
 
 var rotate = workflow.Action{Name: "rotate_key", Args: json.RawMessage(`{"key_id":"k-1","vault":"prod"}`)}
@@ -127,12 +128,31 @@ func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	// Signal 0 asks whether the process exists; a zombie not yet reaped by
-	// init would still answer, so its state is read as well.
-	if err := syscall.Kill(pid, 0); err == nil {
-		if st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); !strings.Contains(string(st), ") Z") {
+	// The kill is sent when Execute returns, but the child may take a moment
+	// to die: a pidfd (which works for a process that is not ours) becomes
+	// readable when it has exited. A child alive 10 s later survived.
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return // gone already
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 10_000)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 			t.Fatalf("the child %d survived the timeout: %s", pid, st)
 		}
+		return
 	}
 }
 
