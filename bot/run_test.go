@@ -8,47 +8,17 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/workflow"
 )
-
-// waitBound fails a test whose loop never came round; it is no timing.
-const waitBound = 10 * time.Second
-
-// handPace paces a loop by the test's hand: the next round comes when the
-// test sends on ticks; each call of Next (after every round) is told on ended.
-type handPace struct {
-	ticks chan time.Time
-	ended chan struct{}
-}
-
-func (p *handPace) Next() <-chan time.Time { p.ended <- struct{}{}; return p.ticks }
-func (p *handPace) Stop()                  {}
-
-func (p *handPace) roundEnded(t *testing.T) {
-	t.Helper()
-	select {
-	case <-p.ended:
-	case <-time.After(waitBound):
-		t.Fatal("the round never ended")
-	}
-}
-
-func (p *handPace) tick(t *testing.T) {
-	t.Helper()
-	select {
-	case p.ticks <- time.Time{}:
-	case <-time.After(waitBound):
-		t.Fatal("the loop never waited for its tick")
-	}
-}
 
 // runLoops runs the dispatcher's loops that names name (all without names),
 // each on a hand pace, until the test ends, and returns the paces by loop
 // name once the rounds at start have ended.
-func runLoops(t *testing.T, d *bot.Dispatcher, changes *workflow.Changes, names ...string) map[string]*handPace {
+func runLoops(t *testing.T, d *bot.Dispatcher, changes *workflow.Changes, names ...string) map[string]*clocktest.Pace {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	paces := map[string]*handPace{}
+	paces := map[string]*clocktest.Pace{}
 	done := make(chan struct{})
 	started := 0
 	for _, l := range d.Loops(changes, time.Hour) {
@@ -56,7 +26,7 @@ func runLoops(t *testing.T, d *bot.Dispatcher, changes *workflow.Changes, names 
 		if len(names) > 0 && !slices.Contains(names, l.Name) {
 			continue
 		}
-		p := &handPace{ticks: make(chan time.Time), ended: make(chan struct{}, 100)}
+		p := clocktest.NewPace()
 		l.Pace, paces[l.Name] = p, p
 		started++
 		go func() {
@@ -71,21 +41,9 @@ func runLoops(t *testing.T, d *bot.Dispatcher, changes *workflow.Changes, names 
 		}
 	})
 	for _, p := range paces {
-		p.roundEnded(t)
+		p.RoundEnded(t)
 	}
 	return paces
-}
-
-// roundsUntil waits for rounds of the loop paced by p until cond holds.
-func roundsUntil(t *testing.T, p *handPace, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-p.ended:
-		case <-time.After(waitBound):
-			t.Fatalf("no round brought %s", what)
-		}
-	}
 }
 
 const (
@@ -104,7 +62,7 @@ func TestDispatcherLoopsDeliverWhenARunChanges(t *testing.T) {
 		t.Fatalf("loops %v, want delivery, repost and forget", paces)
 	}
 	run := h.submitRefund(t)
-	roundsUntil(t, paces[deliverLoop], "the approval message", func() bool { return len(h.slack.Messages()) == 1 })
+	paces[deliverLoop].RoundsUntil(t, "the approval message", func() bool { return len(h.slack.Messages()) == 1 })
 	if msgs := h.slack.Messages(); !strings.Contains(msgs[0].Text, run.ID) {
 		t.Fatalf("messages %+v, want the approval message of the run", msgs)
 	}
@@ -113,7 +71,7 @@ func TestDispatcherLoopsDeliverWhenARunChanges(t *testing.T) {
 		Verdict: workflow.VerdictReject, Reason: "not this one", Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	roundsUntil(t, paces[deliverLoop], "the rewrite", func() bool {
+	paces[deliverLoop].RoundsUntil(t, "the rewrite", func() bool {
 		msgs := h.slack.Messages()
 		return len(msgs) == 1 && msgs[0].Updates > 0 && strings.Contains(msgs[0].Text, "rejected")
 	})
@@ -134,8 +92,8 @@ func TestDispatcherLoopsPostARunThatWaitedWithoutSlack(t *testing.T) {
 	if msgs := h.slack.Messages(); len(msgs) != 0 {
 		t.Fatalf("messages %+v before the delivery loop's tick", msgs)
 	}
-	paces[deliverLoop].tick(t)
-	paces[deliverLoop].roundEnded(t)
+	paces[deliverLoop].Tick(t)
+	paces[deliverLoop].RoundEnded(t)
 	if msgs := h.slack.Messages(); len(msgs) != 1 || !strings.Contains(msgs[0].Text, run.ID) {
 		t.Fatalf("messages %+v, want the approval message of the run", msgs)
 	}
@@ -168,8 +126,8 @@ func TestDispatcherLoopsForgetRequestsPastTheirWindow(t *testing.T) {
 		t.Fatal("the request was forgotten inside its window")
 	}
 	h.clock.now = h.clock.now.Add(2 * time.Hour)
-	paces[forgetLoop].tick(t)
-	paces[forgetLoop].roundEnded(t)
+	paces[forgetLoop].Tick(t)
+	paces[forgetLoop].RoundEnded(t)
 	if !claim() {
 		t.Fatal("the request was not forgotten at the tick after its window")
 	}

@@ -7,44 +7,20 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/callback"
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// waitBound fails a test whose loop never came round; it is no timing.
-const waitBound = 10 * time.Second
-
-// handPace paces a loop by the test's hand: the next round comes when the
-// test sends on ticks; each call of Next (after every round) is told on ended.
-type handPace struct {
-	ticks chan time.Time
-	ended chan struct{}
-}
-
-func (p *handPace) Next() <-chan time.Time { p.ended <- struct{}{}; return p.ticks }
-func (p *handPace) Stop()                  {}
-
-// roundsUntil waits for rounds of the loop paced by p until cond holds.
-func (p *handPace) roundsUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-p.ended:
-		case <-time.After(waitBound):
-			t.Fatalf("no round brought %s", what)
-		}
-	}
-}
-
 // runLoop runs the dispatcher's loop on a hand pace until the test ends,
 // and returns the pace once the round at start has ended.
-func (e *env) runLoop(t *testing.T) *handPace {
+func (e *env) runLoop(t *testing.T) *clocktest.Pace {
 	t.Helper()
 	l := e.disp.Loop(e.engine.Changes(), time.Hour)
 	if l.Name != "deliver callbacks" || l.Changes != e.engine.Changes() {
 		t.Fatalf("loop %q woken by %p, want deliver callbacks woken by the engine's changes", l.Name, l.Changes)
 	}
 	l.Pace.Stop()
-	p := &handPace{ticks: make(chan time.Time), ended: make(chan struct{}, 100)}
+	p := clocktest.NewPace()
 	l.Pace = p
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -56,11 +32,7 @@ func (e *env) runLoop(t *testing.T) *handPace {
 		cancel()
 		<-done
 	})
-	select {
-	case <-p.ended:
-	case <-time.After(waitBound):
-		t.Fatal("no round at start")
-	}
+	p.RoundEnded(t) // the round at start
 	return p
 }
 
@@ -70,7 +42,7 @@ func TestLoopDeliversWhenARunChanges(t *testing.T) {
 	e := newEnv(t)
 	p := e.runLoop(t)
 	run := e.submit("T-1")
-	p.roundsUntil(t, "the waiting event", func() bool { return len(e.recv.events()) == 1 })
+	p.RoundsUntil(t, "the waiting event", func() bool { return len(e.recv.events()) == 1 })
 	if ev := e.recv.events()[0]; ev.Run.ID != run.ID || ev.Type != callback.Types[workflow.StatusWaitingApproval] {
 		t.Fatalf("event %+v, want run %s waiting", ev, run.ID)
 	}
@@ -90,13 +62,13 @@ func TestLoopRetriesAtItsPace(t *testing.T) {
 	e.recv.mu.Unlock()
 	p := e.runLoop(t)
 	e.submit("T-1")
-	p.roundsUntil(t, "the failed first attempt", func() bool { return len(e.undelivered(true)) == 1 })
+	p.RoundsUntil(t, "the failed first attempt", func() bool { return len(e.undelivered(true)) == 1 })
 	if n := len(e.recv.events()); n != 1 {
 		t.Fatalf("%d attempts, want the one the receiver failed", n)
 	}
 	e.clock.Advance(time.Minute)
-	p.ticks <- time.Time{}
-	p.roundsUntil(t, "the retry", func() bool { return len(e.recv.events()) == 2 })
+	p.Tick(t)
+	p.RoundsUntil(t, "the retry", func() bool { return len(e.recv.events()) == 2 })
 	if rows := e.undelivered(false); len(rows) != 0 {
 		t.Fatalf("%d undelivered rows after the retry", len(rows))
 	}

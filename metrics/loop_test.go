@@ -12,28 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
-
-// handPace paces a loop by the test's hand: the next round comes when the
-// test sends on ticks; each call of Next (after every round) is told on ended.
-type handPace struct {
-	ticks chan time.Time
-	ended chan struct{}
-}
-
-func (p *handPace) Next() <-chan time.Time { p.ended <- struct{}{}; return p.ticks }
-func (p *handPace) Stop()                  {}
-
-func (p *handPace) roundEnded(t *testing.T) {
-	t.Helper()
-	select {
-	case <-p.ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the round never ended")
-	}
-}
 
 // errorLines is a slog handler that keeps the messages and errors of the
 // records at error level.
@@ -81,9 +63,9 @@ func TestRefreshLoop(t *testing.T) {
 	insert("run-01", workflow.StatusDone)
 	m := New("test")
 	var log errorLines
-	pace := &handPace{ticks: make(chan time.Time), ended: make(chan struct{}, 10)}
+	pace := clocktest.NewPace()
 	store := &failing{Store: st}
-	l := m.RefreshLoop(store, func() time.Time { return now }, pace, slog.New(&log))
+	l := m.RefreshLoop(store, clocktest.New(now), pace, slog.New(&log))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
@@ -95,7 +77,7 @@ func TestRefreshLoop(t *testing.T) {
 		<-done
 	}()
 	done1 := func() float64 { return testutil.ToFloat64(m.runs.WithLabelValues(string(workflow.StatusDone))) }
-	pace.roundEnded(t)
+	pace.RoundEnded(t)
 	if got := done1(); got != 1 {
 		t.Fatalf("signoff_runs{status=done} = %v after the round at start, want 1", got)
 	}
@@ -104,8 +86,8 @@ func TestRefreshLoop(t *testing.T) {
 		t.Fatalf("signoff_runs{status=done} = %v before the tick, want 1: a scrape never reads the store", got)
 	}
 	store.fail(true)
-	pace.ticks <- now
-	pace.roundEnded(t)
+	pace.TickAt(t, now)
+	pace.RoundEnded(t)
 	if lines := log.all(); len(lines) != 1 || !strings.HasPrefix(lines[0], "refresh metrics error=refresh metrics: ") || !strings.Contains(lines[0], "store is down") {
 		t.Fatalf("logged %q, want the failed refresh", lines)
 	}
@@ -113,8 +95,8 @@ func TestRefreshLoop(t *testing.T) {
 		t.Fatalf("signoff_runs{status=done} = %v after a failed refresh, want the last one's 1", got)
 	}
 	store.fail(false)
-	pace.ticks <- now
-	pace.roundEnded(t)
+	pace.TickAt(t, now)
+	pace.RoundEnded(t)
 	if got := done1(); got != 2 {
 		t.Fatalf("signoff_runs{status=done} = %v after the tick, want 2", got)
 	}

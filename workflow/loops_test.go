@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -25,9 +26,9 @@ func loopNamed(t *testing.T, loops []*workflow.Loop, name string) *workflow.Loop
 }
 
 // handPaced sets the pace of l to a hand-driven one, and returns it.
-func handPaced(l *workflow.Loop) *handPace {
+func handPaced(l *workflow.Loop) *clocktest.Pace {
 	l.Pace.Stop()
-	p := newHandPace()
+	p := clocktest.NewPace()
 	l.Pace = p
 	return p
 }
@@ -35,7 +36,7 @@ func handPaced(l *workflow.Loop) *handPace {
 // waitStatus waits until run id leaves from, and returns its status then.
 func waitStatus(t *testing.T, e *workflow.Engine, id string, from workflow.Status) workflow.Status {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitBound)
+	ctx, cancel := context.WithTimeout(t.Context(), clocktest.WaitBound)
 	defer cancel()
 	v, changed, err := e.WaitRun(ctx, id, from)
 	if err != nil || !changed {
@@ -56,7 +57,7 @@ func TestExecuteLoopIsWokenByADecision(t *testing.T) {
 	pace := handPaced(l)
 	run := h.submit(refund("PAY-1", 119))
 	runLoop(t, l)
-	pace.roundEnded(t) // at start: nothing approved yet
+	pace.RoundEnded(t) // at start: nothing approved yet
 	if !survive(t, func() { h.approve(run.ID, "U0LEAD0001") }) {
 		t.Fatal("failpoint never fired")
 	}
@@ -79,13 +80,13 @@ func TestExpireLoopExpiresAtItsPace(t *testing.T) {
 	pace := handPaced(l)
 	run := h.submit(refund("PAY-1", 119))
 	runLoop(t, l)
-	pace.roundEnded(t)
+	pace.RoundEnded(t)
 	if s := h.get(run.ID).Status; s != workflow.StatusWaitingApproval {
 		t.Fatalf("run %s before its deadline", s)
 	}
 	h.clock.Advance(72*time.Hour + time.Millisecond)
-	pace.tick(t)
-	pace.roundEnded(t)
+	pace.Tick(t)
+	pace.RoundEnded(t)
 	if s := h.get(run.ID).Status; s != workflow.StatusExpired {
 		t.Fatalf("run %s after its deadline and a tick, want expired", s)
 	}
@@ -123,18 +124,18 @@ func TestFeedLoopIsStartedAgainAtItsPace(t *testing.T) {
 	l := loopNamed(t, h.engine.Loops(time.Hour, f), name)
 	pace := handPaced(l)
 	runLoop(t, l)
-	pace.roundEnded(t)
+	pace.RoundEnded(t)
 	lines := log.lines(name)
 	if len(lines) != 1 || !strings.Contains(lines[0].attrs["error"], "connection refused") {
 		t.Fatalf("logged %+v, want the feed's error", lines)
 	}
-	pace.tick(t)
+	pace.Tick(t)
 	select {
 	case c := <-f.changes:
 		if c != h.engine.Changes() {
 			t.Fatal("the feed was given another Changes than the engine's")
 		}
-	case <-time.After(waitBound):
+	case <-time.After(clocktest.WaitBound):
 		t.Fatal("the feed was not started again at the tick")
 	}
 }
@@ -151,7 +152,7 @@ func TestPruneLoop(t *testing.T) {
 	now := make(chan time.Time, 1)
 	var reclaims atomic.Int32
 	reclaimErr := make(chan error, 1)
-	pace := newHandPace()
+	pace := clocktest.NewPace()
 	runLoop(t, h.engine.PruneLoop(workflow.Retention{OlderThan: retention, Pace: pace,
 		Now: func() time.Time { return <-now },
 		Reclaim: func(context.Context) error {
@@ -164,10 +165,10 @@ func TestPruneLoop(t *testing.T) {
 			}
 		}}))
 	now <- start // at start: nothing ended 90 days ago
-	pace.roundEnded(t)
+	pace.RoundEnded(t)
 	now <- start.Add(retention + 24*time.Hour)
-	pace.tick(t)
-	pace.roundEnded(t)
+	pace.Tick(t)
+	pace.RoundEnded(t)
 	for _, id := range seed.ended() {
 		if v := h.get(id); v.Pruned == nil {
 			t.Fatalf("run %s (%s) was not pruned at the tick", id, v.Status)
@@ -185,8 +186,8 @@ func TestPruneLoop(t *testing.T) {
 	}
 	reclaimErr <- errors.New("reclaim: disk I/O error")
 	now <- start.Add(retention + 24*time.Hour)
-	pace.tick(t)
-	pace.roundEnded(t)
+	pace.Tick(t)
+	pace.RoundEnded(t)
 	if lines := log.lines("prune"); len(lines) != 1 || !strings.Contains(lines[0].attrs["error"], "disk I/O error") {
 		t.Fatalf("logged %+v, want the failure to give the space back", lines)
 	}

@@ -10,46 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/workflow"
 )
-
-// waitBound fails a test whose loop never came round; it is no timing.
-const waitBound = 10 * time.Second
-
-// handPace paces a loop by the test's hand: the next round comes when the
-// test sends on ticks; each call of Next (after every round) is told on ended.
-type handPace struct {
-	ticks   chan time.Time
-	ended   chan struct{}
-	stopped atomic.Bool
-}
-
-func newHandPace() *handPace {
-	return &handPace{ticks: make(chan time.Time), ended: make(chan struct{}, 100)}
-}
-
-func (p *handPace) Next() <-chan time.Time { p.ended <- struct{}{}; return p.ticks }
-func (p *handPace) Stop()                  { p.stopped.Store(true) }
-
-// roundEnded waits until the loop has ended one more round.
-func (p *handPace) roundEnded(t *testing.T) {
-	t.Helper()
-	select {
-	case <-p.ended:
-	case <-time.After(waitBound):
-		t.Fatal("the round never ended")
-	}
-}
-
-// tick starts the next round.
-func (p *handPace) tick(t *testing.T) {
-	t.Helper()
-	select {
-	case p.ticks <- time.Time{}:
-	case <-time.After(waitBound):
-		t.Fatal("the loop never waited for its tick")
-	}
-}
 
 // logRecord is one line a loop logged.
 type logRecord struct {
@@ -104,7 +67,7 @@ func runLoop(t *testing.T, l *workflow.Loop) (stop func()) {
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(waitBound):
+		case <-time.After(clocktest.WaitBound):
 			t.Fatal("the loop did not return when its context ended")
 		}
 	}
@@ -117,7 +80,7 @@ func runLoop(t *testing.T, l *workflow.Loop) (stop func()) {
 // exactly one more round, after which the loop sleeps.
 func TestLoopCoalescesABurstOfChanges(t *testing.T) {
 	c := workflow.NewChanges()
-	pace := newHandPace()
+	pace := clocktest.NewPace()
 	var count atomic.Int32
 	entered, proceed := make(chan int32), make(chan struct{})
 	stop := runLoop(t, &workflow.Loop{Name: "work", Changes: c, Pace: pace, Round: func(ctx context.Context) error {
@@ -136,13 +99,13 @@ func TestLoopCoalescesABurstOfChanges(t *testing.T) {
 			if n != want {
 				t.Fatalf("round %d, want %d", n, want)
 			}
-		case <-time.After(waitBound):
+		case <-time.After(clocktest.WaitBound):
 			t.Fatalf("no round %d", want)
 		}
 	}
 	next(1) // at start
 	proceed <- struct{}{}
-	pace.roundEnded(t)
+	pace.RoundEnded(t)
 	c.Notify("run_a")
 	next(2)
 	// A burst while round 2 runs.
@@ -150,10 +113,10 @@ func TestLoopCoalescesABurstOfChanges(t *testing.T) {
 	c.Notify("run_b", "run_c")
 	c.NotifyAll()
 	proceed <- struct{}{}
-	pace.roundEnded(t)
+	pace.RoundEnded(t)
 	next(3)
 	proceed <- struct{}{}
-	pace.roundEnded(t)
+	pace.RoundEnded(t)
 	stop()
 	if n := count.Load(); n != 3 {
 		t.Errorf("%d rounds, want 3: one at start, one for the change, one for the burst", n)
@@ -165,17 +128,17 @@ func TestLoopCoalescesABurstOfChanges(t *testing.T) {
 // then; a loop without Changes is not woken by one.
 func TestLoopComesRoundAtItsPace(t *testing.T) {
 	c := workflow.NewChanges()
-	pace := newHandPace()
+	pace := clocktest.NewPace()
 	var count atomic.Int32
 	runLoop(t, &workflow.Loop{Name: "expire", Pace: pace, Round: func(context.Context) error {
 		count.Add(1)
 		return nil
 	}})
-	pace.roundEnded(t) // at start
+	pace.RoundEnded(t) // at start
 	for i := range 3 {
 		c.NotifyAll() // not this loop's wake-up
-		pace.tick(t)
-		pace.roundEnded(t)
+		pace.Tick(t)
+		pace.RoundEnded(t)
 		if n := count.Load(); n != int32(i+2) {
 			t.Fatalf("%d rounds after %d ticks, want %d", n, i+1, i+2)
 		}
@@ -192,7 +155,7 @@ func TestLoopStopsWhenItsContextEnds(t *testing.T) {
 	for _, during := range []string{"sleep", "round"} {
 		t.Run(during, func(t *testing.T) {
 			c := workflow.NewChanges()
-			pace := newHandPace()
+			pace := clocktest.NewPace()
 			var log recorder
 			inRound := make(chan struct{}, 1)
 			first := true
@@ -206,13 +169,13 @@ func TestLoopStopsWhenItsContextEnds(t *testing.T) {
 					<-ctx.Done()
 					return ctx.Err()
 				}})
-			pace.roundEnded(t)
+			pace.RoundEnded(t)
 			if during == "round" {
 				c.Notify("run_a")
 				<-inRound
 			}
 			stop()
-			if !pace.stopped.Load() {
+			if !pace.Stopped() {
 				t.Error("the pace was not stopped")
 			}
 			if c.Wanted() {
@@ -229,7 +192,7 @@ func TestLoopStopsWhenItsContextEnds(t *testing.T) {
 // error level under the loop's name, with the error, and the next tick
 // brings the next round.
 func TestLoopLogsAFailedRoundAndComesRoundAgain(t *testing.T) {
-	pace := newHandPace()
+	pace := clocktest.NewPace()
 	var log recorder
 	var count atomic.Int32
 	runLoop(t, &workflow.Loop{Name: "deliver slack messages", Pace: pace, Logger: slog.New(&log),
@@ -239,9 +202,9 @@ func TestLoopLogsAFailedRoundAndComesRoundAgain(t *testing.T) {
 			}
 			return nil
 		}})
-	pace.roundEnded(t)
-	pace.tick(t)
-	pace.roundEnded(t)
+	pace.RoundEnded(t)
+	pace.Tick(t)
+	pace.RoundEnded(t)
 	lines := log.lines("deliver slack messages")
 	if len(lines) != 1 || lines[0].level != slog.LevelError || !strings.Contains(lines[0].attrs["error"], "database is locked") {
 		t.Fatalf("logged %+v, want one error line with the round's error", lines)
@@ -259,7 +222,7 @@ func TestPaceAfterWaitsAfterEachRound(t *testing.T) {
 	for i := range 3 {
 		select {
 		case <-p.Next():
-		case <-time.After(waitBound):
+		case <-time.After(clocktest.WaitBound):
 			t.Fatalf("no tick %d", i+1)
 		}
 	}

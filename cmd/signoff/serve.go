@@ -175,7 +175,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		if every <= 0 {
 			every = metrics.RefreshEvery
 		}
-		refresh := a.metrics.RefreshLoop(a.store, time.Now, workflow.PaceEvery(every), a.log)
+		refresh := a.metrics.RefreshLoop(a.store, workflow.SystemClock{}, workflow.PaceEvery(every), a.log)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
