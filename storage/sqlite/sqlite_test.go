@@ -537,12 +537,7 @@ func TestMigrationMovesMessageLocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, q := range []string{
-		`INSERT INTO runs (id, workflow, status, step, seq, version, created_at, updated_at) VALUES ('run-1', 'proposal', 'waiting_approval', 0, 0, 1, 1000, 1000)`,
-		`INSERT INTO approval_requests (id, run_id, status, channel, message_ts, version, created_at, key_id, mac)
-			VALUES ('req-posted', 'run-1', 'superseded', 'C0APPROVALS', '1732872000.000100', 2, 1732872000123, 'k1', 'mac-1')`,
-		`INSERT INTO approval_requests (id, run_id, status, version, created_at) VALUES ('req-unposted', 'run-1', 'pending', 1, 1732872000456)`,
-	} {
+	for _, q := range storagetest.BeforeMessageLocations {
 		if _, err := db.ExecContext(t.Context(), q); err != nil {
 			t.Fatal(err)
 		}
@@ -552,24 +547,5 @@ func TestMigrationMovesMessageLocations(t *testing.T) {
 	}
 
 	s := openStore(t, path)
-	var locs []*workflow.MessageLocation
-	var req *workflow.ApprovalRequest
-	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		var err error
-		if locs, err = tx.MessageLocations(ctx, "run-1"); err != nil {
-			return err
-		}
-		req, err = tx.Request(ctx, "req-posted")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	want := workflow.MessageLocation{RequestID: "req-posted", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872000.000100",
-		PostedAt: time.UnixMilli(1732872000123).UTC()}
-	if len(locs) != 1 || *locs[0] != want {
-		t.Fatalf("locations after the migration: %+v, want only %+v", locs, want)
-	}
-	if req.Version != 2 || req.KeyID != "k1" || req.MAC != "mac-1" || req.Status != workflow.RequestSuperseded {
-		t.Errorf("the request changed in the migration: %+v", req)
-	}
+	storagetest.CheckMessageLocationsMoved(t, s)
 }

@@ -88,3 +88,42 @@ func testMessageLocations(t *testing.T, s workflow.Store) {
 		})
 	}
 }
+
+// BeforeMessageLocations is what a store at migration 8 holds for
+// CheckMessageLocationsMoved: a sealed request posted when its channel and ts
+// were columns of the request, and a request never posted. Both drivers run
+// these statements as they are.
+var BeforeMessageLocations = []string{
+	`INSERT INTO runs (id, workflow, status, step, seq, version, created_at, updated_at) VALUES ('run-1', 'proposal', 'waiting_approval', 0, 0, 1, 1000, 1000)`,
+	`INSERT INTO approval_requests (id, run_id, status, channel, message_ts, version, created_at, key_id, mac)
+		VALUES ('req-posted', 'run-1', 'superseded', 'C0APPROVALS', '1732872000.000100', 2, 1732872000123, 'k1', 'mac-1')`,
+	`INSERT INTO approval_requests (id, run_id, status, version, created_at) VALUES ('req-unposted', 'run-1', 'pending', 1, 1732872000456)`,
+}
+
+// CheckMessageLocationsMoved checks s, migrated from BeforeMessageLocations:
+// the posted request's location is a record of its own (posted at the
+// request's creation, the best time known), and the request kept its
+// version and seal, which never covered where it was posted.
+func CheckMessageLocationsMoved(t *testing.T, s workflow.Store) {
+	t.Helper()
+	var locs []*workflow.MessageLocation
+	var req *workflow.ApprovalRequest
+	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		var err error
+		if locs, err = tx.MessageLocations(ctx, "run-1"); err != nil {
+			return err
+		}
+		req, err = tx.Request(ctx, "req-posted")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := workflow.MessageLocation{RequestID: "req-posted", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872000.000100",
+		PostedAt: time.UnixMilli(1732872000123).UTC()}
+	if len(locs) != 1 || *locs[0] != want {
+		t.Fatalf("locations after the migration: %+v, want only %+v", locs, want)
+	}
+	if req.Version != 2 || req.KeyID != "k1" || req.MAC != "mac-1" || req.Status != workflow.RequestSuperseded {
+		t.Errorf("the request changed in the migration: %+v", req)
+	}
+}
