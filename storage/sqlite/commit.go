@@ -258,27 +258,38 @@ func (s *Store) RowsWritten(ctx context.Context) (int64, error) {
 	if s.write == nil {
 		return 0, s.readOnly()
 	}
+	c, conn, err := s.takeTurn(ctx, "rows written")
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = conn.QueryRowContext(context.WithoutCancel(ctx), "SELECT total_changes()").Scan(&n)
+	c.done <- outcome{} // nothing of its own to keep
+	if err != nil {
+		return 0, fmt.Errorf("rows written: %w", interpretError(err))
+	}
+	return n, nil
+}
+
+// takeTurn queues a caller and waits for its turn on the write connection. The
+// caller must then send its outcome on done. what names the operation in
+// the error of a context that ended while it was still queued.
+func (s *Store) takeTurn(ctx context.Context, what string) (*caller, *sql.Conn, error) {
 	c := newCaller(ctx)
 	if err := s.enqueue(c); err != nil {
-		return 0, err
+		return nil, nil, err
 	}
 	var t turn
 	select {
 	case t = <-c.turn:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(queued, abandoned) {
-			return 0, fmt.Errorf("rows written: %w", ctx.Err())
+			return nil, nil, fmt.Errorf("%s: %w", what, ctx.Err())
 		}
-		t = <-c.turn
+		t = <-c.turn // the committer took it first: its turn is coming
 	}
 	if t.err != nil {
-		return 0, t.err
+		return nil, nil, t.err
 	}
-	var n int64
-	err := t.conn.QueryRowContext(context.WithoutCancel(ctx), "SELECT total_changes()").Scan(&n)
-	c.done <- outcome{} // nothing of its own to keep
-	if err != nil {
-		return 0, fmt.Errorf("rows written: %w", interpretError(err))
-	}
-	return n, nil
+	return c, t.conn, nil
 }

@@ -162,23 +162,11 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
-	c := newCaller(ctx)
-	if err := s.enqueue(c); err != nil {
+	c, conn, err := s.takeTurn(ctx, "update")
+	if err != nil {
 		return err
 	}
-	var t turn
-	select {
-	case t = <-c.turn:
-	case <-ctx.Done():
-		if c.state.CompareAndSwap(queued, abandoned) {
-			return fmt.Errorf("update: %w", ctx.Err())
-		}
-		t = <-c.turn // the committer took it first: its turn is coming
-	}
-	if t.err != nil {
-		return t.err
-	}
-	if err := s.run(c, t.conn, fn); err != nil {
+	if err := s.run(c, conn, fn); err != nil {
 		return err
 	}
 	return <-c.result
