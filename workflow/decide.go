@@ -152,18 +152,18 @@ func validateDecision(in DecideInput) *RefusedError {
 	return nil
 }
 
-// gateRequest is the request the run's gate waits on, from what was loaded
-// with the run when it was, else read.
-func (e *Engine) gateRequest(ctx context.Context, tx Tx, l *loaded) (*ApprovalRequest, error) {
-	if !l.read.Requests {
-		return tx.Request(ctx, l.st.Gate.RequestID)
-	}
-	for _, r := range l.more.Requests {
-		if r.ID == l.st.Gate.RequestID {
-			return r, nil
+// requestOf is approval request id: from what was loaded with the run when
+// it is there, else read (a request of another run, named by a stale button,
+// or a run loaded without its requests).
+func (e *Engine) requestOf(ctx context.Context, tx Tx, l *loaded, id string) (*ApprovalRequest, error) {
+	if l.read.Requests {
+		for _, r := range l.more.Requests {
+			if r.ID == id {
+				return r, nil
+			}
 		}
 	}
-	return nil, fmt.Errorf("load approval request %s: %w", l.st.Gate.RequestID, ErrNotFound)
+	return tx.Request(ctx, id)
 }
 
 // admit checks everything a decision must satisfy and returns the request it
@@ -196,7 +196,7 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 		if l.st.Gate == nil || l.st.Gate.RequestID == "" {
 			return nil, nil, refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
 		}
-		if req, err = e.gateRequest(ctx, tx, l); err != nil {
+		if req, err = e.requestOf(ctx, tx, l, l.st.Gate.RequestID); err != nil {
 			return nil, nil, fmt.Errorf("load approval request of run %s: %w", id, err)
 		}
 		if req.Status != RequestPending {
@@ -267,7 +267,7 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 // request.
 func (e *Engine) buttonRequest(ctx context.Context, tx Tx, l *loaded, in DecideInput) (*ApprovalRequest, error) {
 	id := l.run.ID
-	req, err := tx.Request(ctx, in.RequestID)
+	req, err := e.requestOf(ctx, tx, l, in.RequestID)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("load approval request %s of run %s: %w", in.RequestID, id, err)
 	}
