@@ -91,7 +91,8 @@ func addMember(out []byte, name string, value []byte) ([]byte, error) {
 type stateBase struct {
 	seq   int64
 	state []byte
-	mems  []member // state's members, split when first needed
+	mems  []member          // state's members, split when first needed
+	index map[string][]byte // mems by name
 }
 
 // delta is full (a whole encoded state) written against b, and whether it
@@ -103,14 +104,14 @@ func (b *stateBase) delta(full []byte) ([]byte, bool, error) {
 			return nil, false, fmt.Errorf("base checkpoint %d: %w", b.seq, err)
 		}
 		b.mems = mems
+		b.index = make(map[string][]byte, len(mems))
+		for _, m := range mems {
+			b.index[m.name] = m.value
+		}
 	}
 	fm, err := members(full)
 	if err != nil {
 		return nil, false, err
-	}
-	inBase := make(map[string][]byte, len(b.mems))
-	for _, m := range b.mems {
-		inBase[m.name] = m.value
 	}
 	out := make([]byte, 1, 256)
 	out[0] = '{'
@@ -118,7 +119,7 @@ func (b *stateBase) delta(full []byte) ([]byte, bool, error) {
 	grown := []byte{'{'}
 	for _, m := range fm {
 		have[m.name] = true
-		v, ok := inBase[m.name]
+		v, ok := b.index[m.name]
 		if ok && bytes.Equal(v, m.value) && m.name != "schema_version" {
 			continue
 		}
