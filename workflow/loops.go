@@ -37,9 +37,9 @@ type Retention struct {
 	OlderThan time.Duration
 	// Pace is when the next prune is due after the one at start.
 	Pace Pace
-	// Now is the time the cutoff is taken from at each round (the engine's
+	// Clock is what the cutoff is taken from at each round (the engine's
 	// clock when nil).
-	Now func() time.Time
+	Clock Clock
 	// Reclaim, when set, runs after each prune that succeeded: a store that
 	// does not reuse freed space on its own gives it back (SQLite).
 	Reclaim func(ctx context.Context) error
@@ -49,12 +49,12 @@ type Retention struct {
 // then at r.Pace. A failed prune is logged and tried again at the next round:
 // what it did commit stays done.
 func (e *Engine) PruneLoop(r Retention) *Loop {
-	now := r.Now
-	if now == nil {
-		now = e.clock.Now
+	clock := r.Clock
+	if clock == nil {
+		clock = e.clock
 	}
 	return &Loop{Name: "prune", Pace: r.Pace, Logger: e.log, Round: func(ctx context.Context) error {
-		rep, err := e.Prune(ctx, PruneOptions{Before: now().Add(-r.OlderThan)})
+		rep, err := e.Prune(ctx, PruneOptions{Before: clock.Now().Add(-r.OlderThan)})
 		if err == nil && r.Reclaim != nil {
 			err = r.Reclaim(ctx)
 		}

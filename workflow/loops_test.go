@@ -154,7 +154,7 @@ func TestPruneLoop(t *testing.T) {
 	reclaimErr := make(chan error, 1)
 	pace := clocktest.NewPace()
 	runLoop(t, h.engine.PruneLoop(workflow.Retention{OlderThan: retention, Pace: pace,
-		Now: func() time.Time { return <-now },
+		Clock: clocktest.Chan(now),
 		Reclaim: func(context.Context) error {
 			reclaims.Add(1)
 			select {

@@ -114,8 +114,8 @@ func reclaimSpace(ctx context.Context, store workflow.Store, log *slog.Logger) (
 // pruneLoop is serve's retention: it prunes the runs that ended more than
 // age ago at start and then at pace, with the cutoff taken from now, and on
 // SQLite gives the space back after each prune.
-func pruneLoop(a *app, age time.Duration, now func() time.Time, pace workflow.Pace) *workflow.Loop {
-	return a.engine.PruneLoop(workflow.Retention{OlderThan: age, Pace: pace, Now: now,
+func pruneLoop(a *app, age time.Duration, clock workflow.Clock, pace workflow.Pace) *workflow.Loop {
+	return a.engine.PruneLoop(workflow.Retention{OlderThan: age, Pace: pace, Clock: clock,
 		Reclaim: func(ctx context.Context) error { _, err := reclaimSpace(ctx, a.store, a.log); return err }})
 }
 

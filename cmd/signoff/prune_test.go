@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/signoff-dev/signoff/internal/clocktest"
 )
 
 // laterClock is the time 100 days from now: every run made now ended more
@@ -124,7 +126,7 @@ func TestServePrunesOnItsTicks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pruneLoop(a, 90*24*time.Hour, func() time.Time { return <-now }, tickPace(ticks)).Run(ctx)
+		pruneLoop(a, 90*24*time.Hour, clocktest.Chan(now), tickPace(ticks)).Run(ctx)
 	}()
 	now <- clock // at start: nothing ended 90 days ago
 	now <- clock.Add(100 * 24 * time.Hour)

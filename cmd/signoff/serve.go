@@ -183,7 +183,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		}()
 	}
 	if r := a.cfg.Retention; r.RunsOlderThan > 0 {
-		retention := pruneLoop(a, r.RunsOlderThan, time.Now, workflow.PaceEvery(r.Every))
+		retention := pruneLoop(a, r.RunsOlderThan, workflow.SystemClock{}, workflow.PaceEvery(r.Every))
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

@@ -44,3 +44,14 @@ func (c *Clock) Set(t time.Time) {
 	c.now = t
 	c.mu.Unlock()
 }
+
+// Chan is a clock whose every reading is the next time the test sends on it,
+// so that the test says when each reading happens and what it reads. Its
+// Sleep does not wait.
+type Chan <-chan time.Time
+
+// Now waits for the test to send the time.
+func (c Chan) Now() time.Time { return <-c }
+
+// Sleep returns ctx's error, if any.
+func (Chan) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
