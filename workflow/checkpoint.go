@@ -34,6 +34,11 @@ type loaded struct {
 	// same transaction (see RunParts); more.Run is nil when nothing was.
 	more RunBundle
 	read RunParts
+	// partsAt is the run's version when more was read: once a write has
+	// moved the run on, more is no longer what is stored.
+	partsAt int64
+	// staged is the checkpoint writeCheckpoint encoded for the write under way.
+	staged *staged
 }
 
 type fpKey struct {
@@ -104,7 +109,7 @@ func (e *Engine) loadWith(ctx context.Context, tx Tx, id string, extra RunParts)
 	}
 	b.Checkpoints = nil
 	extra.Checkpoints = false
-	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: full, chain: cps, base: baseOf(cps), more: *b, read: extra}, nil
+	return &loaded{run: run, st: st, lastHash: cps[len(cps)-1].Hash, state: full, chain: cps, base: baseOf(cps), more: *b, read: extra, partsAt: run.Version}, nil
 }
 
 // load reads a run and verifies its checkpoint chain.
@@ -123,9 +128,24 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded, e
 		return e.loadWith(ctx, tx, id, extra)
 	}
 	extra.Checkpoints = false
-	b, err := tx.LoadRun(ctx, id, extra)
+	// Requests and decisions are written only with their run (each such
+	// write saves it, which bumps its version), so the ones held, read at
+	// the version the run still has, are still the stored ones. Operations
+	// are not: a failed attempt is recorded alone.
+	ask, reuse := extra, RunParts{}
+	if held.partsAt == held.run.Version {
+		reuse.Requests, reuse.Decisions = extra.Requests && held.read.Requests, extra.Decisions && held.read.Decisions
+		ask.Requests, ask.Decisions = extra.Requests && !reuse.Requests, extra.Decisions && !reuse.Decisions
+	}
+	b, err := tx.LoadRun(ctx, id, ask)
 	if err != nil || b.Run.Version != held.run.Version || b.Run.Seq != held.run.Seq || b.Run.Status != held.run.Status {
 		return e.loadWith(ctx, tx, id, extra)
+	}
+	if reuse.Requests {
+		b.Requests = held.more.Requests
+	}
+	if reuse.Decisions {
+		b.Decisions = held.more.Decisions
 	}
 	run := b.Run
 	// A state of its own (spare, or decoded from the bytes stored), so that
@@ -137,28 +157,38 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded, e
 			return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
 		}
 	}
-	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state, fps: held.fps, base: held.base, more: *b, read: extra}, nil
+	return &loaded{run: run, st: st, lastHash: held.lastHash, state: held.state, fps: held.fps, base: held.base, more: *b, read: extra, partsAt: run.Version}, nil
 }
 
-// save writes l's run row (compare-and-set), a new checkpoint of l.st, the
-// approval request when it is new, and an audit event, all in tx, and tells the hooks.
-// The checkpoint is written against l.base when that saves at least half
-// of the state (see stateBase.delta), and becomes the next base otherwise.
-func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event Event, actor string, detail any, req *ApprovalRequest) error {
-	now := e.now()
+// staged is the next checkpoint of a run, encoded (and its hash computed)
+// before the write that stores it.
+type staged struct {
+	cp   *Checkpoint
+	full []byte // the whole state cp stores, or what it is written against
+	// status, step and reason are the run's as cp holds them: a run changed
+	// after staging is staged again by save.
+	status Status
+	step   int
+	reason string
+}
+
+// stage encodes l's next checkpoint: l.st with the run's status, step and
+// reason, written against l.base when that saves at least half of the state
+// (see stateBase.delta), chained to l.lastHash.
+func (e *Engine) stage(l *loaded, now time.Time) (*staged, error) {
 	l.st.SchemaVersion = SchemaVersion
 	l.st.Status = l.run.Status
 	l.st.Step = l.run.Step
 	l.st.Reason = l.run.Reason
 	b, err := EncodeState(l.st)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stored, baseSeq := b, int64(0)
 	if l.base != nil {
 		d, ok, err := l.base.delta(b)
 		if err != nil {
-			return fmt.Errorf("encode checkpoint %d of run %s: %w", l.run.Seq+1, l.run.ID, err)
+			return nil, fmt.Errorf("encode checkpoint %d of run %s: %w", l.run.Seq+1, l.run.ID, err)
 		}
 		if ok {
 			stored, baseSeq = d, l.base.seq
@@ -166,7 +196,24 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event 
 	}
 	cp := &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: stored, BaseSeq: baseSeq, PrevHash: l.lastHash, CreatedAt: now}
 	cp.Hash = CheckpointHash(cp)
-	l.state = b
+	return &staged{cp: cp, full: b, status: l.run.Status, step: l.run.Step, reason: l.run.Reason}, nil
+}
+
+// save writes l's run row (compare-and-set), a new checkpoint of l.st, the
+// approval request when it is new, and an audit event, all in tx, and tells
+// the hooks. The checkpoint is the one writeCheckpoint staged before the
+// write when the run is still as it was then, and is staged here otherwise.
+func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event Event, actor string, detail any, req *ApprovalRequest) error {
+	s := l.staged
+	l.staged = nil
+	if s == nil || s.cp.Seq != l.run.Seq+1 || s.cp.PrevHash != l.lastHash || s.status != l.run.Status || s.step != l.run.Step || s.reason != l.run.Reason {
+		var err error
+		if s, err = e.stage(l, e.now()); err != nil {
+			return err
+		}
+	}
+	cp, now := s.cp, s.cp.CreatedAt
+	l.state = s.full
 	l.run.Seq = cp.Seq
 	l.run.UpdatedAt = now
 	e.lease(l.run, event, now)
@@ -182,8 +229,8 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event 
 		return fmt.Errorf("append checkpoint %d of run %s: %w", cp.Seq, l.run.ID, err)
 	}
 	l.lastHash = cp.Hash
-	if baseSeq == 0 {
-		l.base = &stateBase{seq: cp.Seq, state: b}
+	if cp.BaseSeq == 0 {
+		l.base = &stateBase{seq: cp.Seq, state: s.full}
 	}
 	if req != nil && req.Version == 0 {
 		if err := tx.InsertRequest(ctx, req); err != nil {
@@ -199,6 +246,20 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event 
 		}
 	}
 	return nil
+}
+
+// writeCheckpoint is write for an fn that saves l as it stands: the
+// checkpoint is encoded before the write, so that the write, which
+// concurrent Updates take turns in, only stores it. Nothing may change l.st
+// inside fn before save.
+func (e *Engine) writeCheckpoint(ctx context.Context, l *loaded, fn func(ctx context.Context, tx Tx) error) error {
+	s, err := e.stage(l, e.now())
+	if err != nil {
+		return err
+	}
+	l.staged = s
+	defer func() { l.staged = nil }()
+	return e.write(ctx, l, fn)
 }
 
 // write runs fn, which saves l, in one Update, and notes whether it

@@ -59,7 +59,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 	// which names its problem as before.
 	var pre *loaded
 	if err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		l, err := e.load(ctx, tx, in.RunID)
+		l, err := e.loadWith(ctx, tx, in.RunID, RunParts{Requests: true, Decisions: true})
 		if err == nil {
 			// Read from the store as it stands: as good as a committed write.
 			l.committed, l.spare, pre = true, l.st, l

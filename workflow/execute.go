@@ -86,7 +86,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	// Every action has its receipt but the run did not end with the last one:
 	// a store written by an older build, which ended a run in a commit of its own.
 	l.run.Status, l.run.Reason = StatusDone, ""
-	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		return e.save(ctx, tx, l, StatusExecuting, EventFinished, "signoff", finishedDetail(l.st), nil)
 	})
 	if err != nil && !errors.Is(err, ErrConflict) {
@@ -190,7 +190,7 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action, spec *A
 		Status: OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	setOpRecord(l.st, op)
-	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
@@ -360,7 +360,7 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Recei
 	if last {
 		l.run.Status, l.run.Reason = StatusDone, ""
 	}
-	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
@@ -419,7 +419,7 @@ func (e *Engine) stopOp(ctx context.Context, l *loaded, op *Operation, status Op
 	op.Status, op.Error, op.UpdatedAt = status, reason, e.now()
 	setOpRecord(l.st, op)
 	l.run.Status, l.run.Reason = StatusNeedsAttention, reason
-	err := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+	err := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}

@@ -13,7 +13,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 	st := l.st
 	if len(st.Actions) == 0 {
 		l.run.Status, l.run.Reason = StatusDone, "nothing to do: the proposal has no actions"
-		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 			return e.save(ctx, tx, l, from, EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
@@ -23,7 +23,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 		actions, evidence, err := e.normalise(st.Actions, st.Evidence)
 		if err != nil {
 			l.run.Status, l.run.Reason = StatusFailed, "invalid proposal: "+err.Error()
-			return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+			return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 				return e.save(ctx, tx, l, from, EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
@@ -34,7 +34,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 		if !c.OK {
 			l.run.Status = StatusFailed
 			l.run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
-			return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+			return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 				return e.save(ctx, tx, l, from, EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
@@ -42,7 +42,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 	gate, err := e.gate(ctx, st)
 	if err != nil {
 		l.run.Status, l.run.Reason = StatusNeedsAttention, "policy could not decide: "+err.Error()
-		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 			return e.save(ctx, tx, l, from, EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
@@ -56,7 +56,7 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 		l.run.Deadline = *gate.Deadline
 		req = e.newRequest(l, gate)
 	}
-	return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+	return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		return e.save(ctx, tx, l, from, event, actor, map[string]any{
 			"status": l.run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
 		}, req)

@@ -249,3 +249,57 @@ func TestResumeDoesNotWaitForALease(t *testing.T) {
 		t.Fatalf("status %s after %v; want done at once", got.Status, h.clock.Now().Sub(start))
 	}
 }
+
+// afterView runs then once, after the first View through it returns.
+type afterView struct {
+	workflow.Store
+	then func()
+}
+
+func (s *afterView) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+	err := s.Store.View(ctx, fn)
+	if then := s.then; then != nil {
+		s.then = nil
+		then()
+	}
+	return err
+}
+
+// A decision reads the run's requests and decisions before its write; when
+// another approver's decision lands in between, the write counts it: what
+// was read before is used only while the run is still at the version it
+// was read at.
+func TestADecisionCountsOneThatLandedSinceItsRead(t *testing.T) {
+	h := newHarness(t)
+	p, err := workflow.NewPolicy("rev-1", []workflow.Rule{
+		{Name: "two-leads", When: `double(action.args.amount) > 50.0`, Risk: "high",
+			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 2, Expires: workflow.Seconds(3600)}},
+		{Name: "rest", When: "true", Risk: "low"},
+	}, h.roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.open(p)
+	run := h.submit(refund("PAY-1", 119))
+	st := &afterView{Store: h.store}
+	h.build(st, p)
+	st.then = func() {
+		got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
+		if err != nil || got.Status != workflow.StatusWaitingApproval {
+			t.Errorf("first approval: %v %v", got, err)
+		}
+	}
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0MGR00001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.then != nil {
+		t.Fatal("the first approval did not land between the read and the write")
+	}
+	if got.Status != workflow.StatusExecuting {
+		t.Fatalf("after two approvals: status %s (%s)", got.Status, got.Reason)
+	}
+	if v := h.get(run.ID); len(v.Decisions) != 2 {
+		t.Fatalf("decisions %+v, want both", v.Decisions)
+	}
+}

@@ -164,26 +164,26 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 		l.st.StepFailures++
 		failures := l.st.StepFailures
 		if failures < maxStepFailures {
-			serr := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+			serr := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 				return e.save(ctx, tx, l, StatusRunning, EventStepFailed, "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
 			})
 			return errors.Join(fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err), serr)
 		}
 		l.run.Status, l.run.Reason = StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
-		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 			return e.save(ctx, tx, l, StatusRunning, EventNeedsAttention, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	if err != nil {
 		l.run.Status, l.run.Reason = StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
-		return e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 			return e.save(ctx, tx, l, StatusRunning, EventFailed, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	l.st.StepFailures = 0
 	l.run.Step++
 	l.st.Proposed = done
-	err = e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		return e.save(ctx, tx, l, StatusRunning, EventStep, "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
 	})
 	if err != nil {
