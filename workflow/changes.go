@@ -178,6 +178,14 @@ func (t *notingTx) InsertRun(ctx context.Context, r *Run) error {
 	return err
 }
 
+func (t *notingTx) SaveRun(ctx context.Context, w *RunWrite) error {
+	err := t.Tx.SaveRun(ctx, w)
+	if err == nil {
+		*t.ids = append(*t.ids, w.Run.ID)
+	}
+	return err
+}
+
 func (t *notingTx) UpdateRun(ctx context.Context, r *Run) error {
 	err := t.Tx.UpdateRun(ctx, r)
 	if err == nil {

@@ -219,23 +219,17 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event 
 	e.lease(l.run, event, now)
 	if l.run.Version == 0 {
 		l.run.CreatedAt = now
-		if err := tx.InsertRun(ctx, l.run); err != nil {
-			return fmt.Errorf("insert run %s: %w", l.run.ID, err)
-		}
-	} else if err := tx.UpdateRun(ctx, l.run); err != nil {
-		return fmt.Errorf("update run %s: %w", l.run.ID, err)
 	}
-	if err := tx.AppendCheckpoint(ctx, cp); err != nil {
-		return fmt.Errorf("append checkpoint %d of run %s: %w", cp.Seq, l.run.ID, err)
+	w := &RunWrite{Run: l.run, Checkpoint: cp}
+	if req != nil && req.Version == 0 {
+		w.Request = req
+	}
+	if err := tx.SaveRun(ctx, w); err != nil {
+		return fmt.Errorf("save checkpoint %d of run %s: %w", cp.Seq, l.run.ID, err)
 	}
 	l.lastHash = cp.Hash
 	if cp.BaseSeq == 0 {
 		l.base = &stateBase{seq: cp.Seq, state: s.full}
-	}
-	if req != nil && req.Version == 0 {
-		if err := tx.InsertRequest(ctx, req); err != nil {
-			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)
-		}
 	}
 	if err := e.auditCheckpoint(ctx, tx, cp, actor, event, detail); err != nil {
 		return err

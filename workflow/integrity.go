@@ -94,6 +94,14 @@ func (t *sealingTx) AppendCheckpoint(ctx context.Context, c *Checkpoint) error {
 	return t.Tx.AppendCheckpoint(ctx, c)
 }
 
+func (t *sealingTx) SaveRun(ctx context.Context, w *RunWrite) error {
+	w.Checkpoint.Seal = t.in.keys.sealWith("checkpoint", checkpointParts(w.Checkpoint))
+	if w.Request != nil {
+		w.Request.Seal = t.in.keys.sealWith("request", requestParts(w.Request))
+	}
+	return t.Tx.SaveRun(ctx, w)
+}
+
 func (t *sealingTx) InsertRequest(ctx context.Context, r *ApprovalRequest) error {
 	r.Seal = t.in.keys.sealWith("request", requestParts(r))
 	return t.Tx.InsertRequest(ctx, r)

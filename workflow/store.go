@@ -71,6 +71,13 @@ type Tx interface {
 
 	// AppendCheckpoint stores an immutable checkpoint. ErrDuplicate when (run, seq) exists.
 	AppendCheckpoint(ctx context.Context, c *Checkpoint) error
+	// SaveRun writes one transition of a run as InsertRun (w.Run.Version 0)
+	// or UpdateRun, AppendCheckpoint of w.Checkpoint and, when w.Request is
+	// not nil, InsertRequest would, in that order, and returns the first error
+	// they would. After an error the transaction is to be given up (returned
+	// from fn, so that Update rolls it back): a driver may send the
+	// statements together, and those after the one that failed may have run.
+	SaveRun(ctx context.Context, w *RunWrite) error
 	// Checkpoints lists a run's checkpoints by seq ascending (empty when none).
 	Checkpoints(ctx context.Context, runID string) ([]*Checkpoint, error)
 	// PruneCheckpoints removes the state of a run's checkpoints up to and
@@ -203,6 +210,14 @@ type RunBundle struct {
 	Audit       []*AuditEvent
 	// AuditHead is the run's audit head (nil when it has none).
 	AuditHead *AuditRunHead
+}
+
+// RunWrite is what one transition of a run writes (see Tx.SaveRun).
+type RunWrite struct {
+	Run        *Run
+	Checkpoint *Checkpoint
+	// Request is a new approval request (nil: none).
+	Request *ApprovalRequest
 }
 
 // RunHead is a run and its latest checkpoint (nil when it is missing).

@@ -159,24 +159,75 @@ func (dialect) Guarded(ctx context.Context, c sqlstore.Conn, scan func(sqlstore.
 	return interpretError(err)
 }
 
-// CompareAndSet runs update in a savepoint. One statement answers both
-// questions: the UPDATE in a CTE, and an EXISTS over the statement's snapshot,
-// which still holds the row if it was there, whoever changed it since.
+// CompareAndSet runs update in a savepoint (see CompareAndSetWrite).
 func (d dialect) CompareAndSet(ctx context.Context, c sqlstore.Conn, table, keyColumn string, key any, update string, args ...any) error {
-	query := `WITH changed AS (` + update + ` RETURNING 1)
-		SELECT EXISTS (SELECT 1 FROM changed), EXISTS (SELECT 1 FROM ` + table + ` WHERE ` + keyColumn +
-		` = $` + strconv.Itoa(len(args)+1) + `)`
-	var changed, exists bool
-	err := d.Guarded(ctx, c, func(r sqlstore.Row) error { return r.Scan(&changed, &exists) }, query, append(args, key)...)
-	switch {
-	case err != nil:
+	w := d.CompareAndSetWrite(table, keyColumn, key, update, args...)
+	// Zero rows changed is an answer, not a failed statement: the savepoint
+	// is released as after a change.
+	var answer error
+	err := d.Guarded(ctx, c, func(r sqlstore.Row) error {
+		answer = w.Row(r)
+		if errors.Is(answer, workflow.ErrConflict) || errors.Is(answer, workflow.ErrNotFound) {
+			return nil
+		}
+		return answer
+	}, w.SQL, w.Args...)
+	if err != nil {
 		return err
-	case changed:
-		return nil
-	case exists:
-		return workflow.ErrConflict
 	}
-	return workflow.ErrNotFound
+	return answer
+}
+
+var _ sqlstore.Pipeliner = dialect{}
+
+// CompareAndSetWrite answers both questions in one statement: the UPDATE in
+// a CTE, and an EXISTS over the statement's snapshot, which still holds the
+// row if it was there, whoever changed it since.
+func (dialect) CompareAndSetWrite(table, keyColumn string, key any, update string, args ...any) sqlstore.Write {
+	return sqlstore.Write{
+		SQL: `WITH changed AS (` + update + ` RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM changed), EXISTS (SELECT 1 FROM ` + table + ` WHERE ` + keyColumn +
+			` = $` + strconv.Itoa(len(args)+1) + `)`,
+		Args: append(args, key),
+		Row: func(r sqlstore.Row) error {
+			var changed, exists bool
+			switch err := r.Scan(&changed, &exists); {
+			case err != nil:
+				return err
+			case changed:
+				return nil
+			case exists:
+				return workflow.ErrConflict
+			}
+			return workflow.ErrNotFound
+		},
+	}
+}
+
+// Pipeline sends ws as one pgx batch: one round trip for them all (with
+// BEGIN when it is the transaction's first, see lazyTx).
+func (dialect) Pipeline(ctx context.Context, c sqlstore.Conn, ws []sqlstore.Write) (int, error) {
+	b := &pgx.Batch{}
+	for _, w := range ws {
+		b.Queue(w.SQL, w.Args...)
+	}
+	br := pgxTx(c).SendBatch(ctx, b)
+	failed, err := -1, error(nil)
+	for i, w := range ws {
+		if w.Row != nil {
+			err = w.Row(br.QueryRow())
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			failed = i
+			break
+		}
+	}
+	if closeErr := br.Close(); err == nil && closeErr != nil {
+		failed, err = len(ws)-1, closeErr
+	}
+	return failed, interpretError(err)
 }
 
 // statusNames is statuses as the text array that = ANY($n) takes.
@@ -235,26 +286,24 @@ func (dialect) LockRow() string { return " FOR UPDATE" }
 // (LockRow), so the head's lock adds no wait there. seq comes from a sequence:
 // unique and increasing, not gap-free (a rollback loses its number), and not
 // in commit order across runs, which is why the chain is per run.
-func (dialect) AuditRunHead(ctx context.Context, c sqlstore.Conn, runID string) (int64, string, error) {
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO audit_heads (run_id, seq, hash) VALUES ($1, 0, '') ON CONFLICT (run_id) DO NOTHING`, runID)
-	b.Queue(`SELECT nextval('audit_seq'), hash FROM audit_heads WHERE run_id = $1 FOR UPDATE`, runID)
-	br := pgxTx(c).SendBatch(ctx, b)
+func (d dialect) AuditRunHead(ctx context.Context, c sqlstore.Conn, runID string) (int64, string, error) {
 	var (
 		seq  int64
 		hash string
 	)
-	_, err := br.Exec()
-	if err == nil {
-		err = br.QueryRow().Scan(&seq, &hash)
-	}
-	if closeErr := br.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return 0, "", interpretError(err)
+	if _, err := d.Pipeline(ctx, c, d.AuditHeadWrites(runID, &seq, &hash)); err != nil {
+		return 0, "", err
 	}
 	return seq, hash, nil
+}
+
+// AuditHeadWrites are AuditRunHead's two statements.
+func (dialect) AuditHeadWrites(runID string, seq *int64, hash *string) []sqlstore.Write {
+	return []sqlstore.Write{
+		{SQL: `INSERT INTO audit_heads (run_id, seq, hash) VALUES ($1, 0, '') ON CONFLICT (run_id) DO NOTHING`, Args: []any{runID}},
+		{SQL: `SELECT nextval('audit_seq'), hash FROM audit_heads WHERE run_id = $1 FOR UPDATE`, Args: []any{runID},
+			Row: func(r sqlstore.Row) error { return r.Scan(seq, hash) }},
+	}
 }
 
 // AuditMoveHead moves the run's audit head in the statement that inserts the event.

@@ -99,6 +99,8 @@ type Tx struct {
 	// write is set for a read-write transaction: there a run is read with
 	// Dialect.LockRow.
 	write bool
+	// head is the audit head SaveRun read ahead (nil: none).
+	head *auditHead
 }
 
 var _ workflow.Tx = (*Tx)(nil)

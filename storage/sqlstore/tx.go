@@ -86,13 +86,19 @@ func scanRun(s Row) (*workflow.Run, error) {
 	return &r, nil
 }
 
-func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
-	err := t.guarded(ctx, nil, `INSERT INTO runs (`+runColumns+`)
+// insertRun is InsertRun's statement.
+func insertRun(r *workflow.Run) (string, []any) {
+	return `INSERT INTO runs (` + runColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
-		nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline), r.ParentID,
-		r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.CreatedAt),
-		millis(r.UpdatedAt), millis(r.PrunedAt), r.CallbackURL)
+		[]any{r.ID, r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
+			nullIfEmpty(r.IdempotencyKey), r.Fingerprint, r.Reason, millis(r.Deadline), r.ParentID,
+			r.ParentSeq, r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.CreatedAt),
+			millis(r.UpdatedAt), millis(r.PrunedAt), r.CallbackURL}
+}
+
+func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
+	q, args := insertRun(r)
+	err := t.guarded(ctx, nil, q, args...)
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
@@ -307,18 +313,23 @@ func (t *Tx) ListRunHeads(ctx context.Context, f workflow.RunFilter) ([]*workflo
 	return heads, nil
 }
 
-func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
-	// Only the columns a run's life changes: what identifies the run (its
-	// workflow, task, requester, idempotency key, parent, creation time,
-	// callback URL) is written once by InsertRun, and leaving it out of the
-	// SET spares the indexes on those columns a rewrite on every transition.
-	err := t.compareAndSet(ctx, "runs", "id", r.ID, `UPDATE runs SET
+// updateRun is UpdateRun's compare-and-set: only the columns a run's life
+// changes. What identifies the run (its workflow, task, requester,
+// idempotency key, parent, creation time, callback URL) is written once by
+// InsertRun, and leaving it out of the SET spares the indexes on those
+// columns a rewrite on every transition.
+func updateRun(r *workflow.Run) (string, []any) {
+	return `UPDATE runs SET
 		status = ?, step = ?, seq = ?, version = version + 1, fingerprint = ?, reason = ?,
 		deadline = ?, lease_owner = ?, lease_until = ?, fence = ?, updated_at = ?, pruned_at = ?
 		WHERE id = ? AND version = ?`,
-		string(r.Status), r.Step, r.Seq, r.Fingerprint, r.Reason, millis(r.Deadline),
-		r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.UpdatedAt), millis(r.PrunedAt), r.ID, r.Version)
-	if err != nil {
+		[]any{string(r.Status), r.Step, r.Seq, r.Fingerprint, r.Reason, millis(r.Deadline),
+			r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.UpdatedAt), millis(r.PrunedAt), r.ID, r.Version}
+}
+
+func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
+	q, args := updateRun(r)
+	if err := t.compareAndSet(ctx, "runs", "id", r.ID, q, args...); err != nil {
 		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
 	}
 	if err := t.d.RunWritten(ctx, t.c, r.ID); err != nil {
@@ -367,11 +378,16 @@ func scanCheckpoint(s Row) (*workflow.Checkpoint, error) {
 	return &c, nil
 }
 
-func (t *Tx) AppendCheckpoint(ctx context.Context, c *workflow.Checkpoint) error {
-	err := t.guarded(ctx, nil, `INSERT INTO checkpoints (`+checkpointColumns+`)
+// appendCheckpoint is AppendCheckpoint's statement.
+func appendCheckpoint(c *workflow.Checkpoint) (string, []any) {
+	return `INSERT INTO checkpoints (` + checkpointColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC, millis(c.PrunedAt), c.BaseSeq)
-	if err != nil {
+		[]any{c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC, millis(c.PrunedAt), c.BaseSeq}
+}
+
+func (t *Tx) AppendCheckpoint(ctx context.Context, c *workflow.Checkpoint) error {
+	q, args := appendCheckpoint(c)
+	if err := t.guarded(ctx, nil, q, args...); err != nil {
 		return fmt.Errorf("append checkpoint %s/%d: %w", c.RunID, c.Seq, err)
 	}
 	return nil
@@ -435,13 +451,18 @@ func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
 	return &r, nil
 }
 
-func (t *Tx) InsertRequest(ctx context.Context, r *workflow.ApprovalRequest) error {
-	err := t.guarded(ctx, nil, `INSERT INTO approval_requests (`+requestColumns+`)
+// insertRequest is InsertRequest's statement.
+func insertRequest(r *workflow.ApprovalRequest) (string, []any) {
+	return `INSERT INTO approval_requests (` + requestColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
-		r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
-		r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
-		millis(r.DecidedAt), millis(r.CreatedAt), r.KeyID, r.MAC)
-	if err != nil {
+		[]any{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
+			r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
+			millis(r.DecidedAt), millis(r.CreatedAt), r.KeyID, r.MAC}
+}
+
+func (t *Tx) InsertRequest(ctx context.Context, r *workflow.ApprovalRequest) error {
+	q, args := insertRequest(r)
+	if err := t.guarded(ctx, nil, q, args...); err != nil {
 		return fmt.Errorf("insert approval request %s: %w", r.ID, err)
 	}
 	r.Version = 1
@@ -783,7 +804,7 @@ func scanAudit(s Row) (*workflow.AuditEvent, error) {
 // run's chain stays linear, on one writer or several, while appends to
 // different runs do not wait for each other.
 func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent, seal func(*workflow.AuditEvent, *workflow.AuditRunHead) (workflow.Seal, workflow.Seal)) error {
-	seq, prev, err := t.d.AuditRunHead(ctx, t.c, e.RunID)
+	seq, prev, err := t.auditRunHead(ctx, e.RunID)
 	if err != nil {
 		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
 	}

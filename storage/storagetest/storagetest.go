@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"EmptyIdempotencyKeysDoNotCollide", testEmptyIdempotencyKeys},
 		{"NotFound", testNotFound},
 		{"CompareAndSet", testCompareAndSet},
+		{"SaveRun", testSaveRun},
 		{"ListOrder", testListOrder},
 		{"ListRuns", testListRuns},
 		{"ListRunsPagination", testListRunsPagination},

@@ -1,0 +1,119 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// Pipeliner is implemented by a Dialect whose every statement costs a round
+// trip to a server: SaveRun then sends the statements of a transition, and
+// the read of the run's audit head that its audit event needs next, together.
+type Pipeliner interface {
+	// Pipeline runs ws on c in order, in one round trip, and stops at the
+	// first that fails: it returns its index and its error (mapped by Err).
+	// Nothing is guarded: after an error the transaction is lost.
+	Pipeline(ctx context.Context, c Conn, ws []Write) (failed int, err error)
+	// CompareAndSetWrite is CompareAndSet as a Write: its Row returns
+	// ErrConflict or ErrNotFound when update changed no row.
+	CompareAndSetWrite(table, keyColumn string, key any, update string, args ...any) Write
+	// AuditHeadWrites is AuditRunHead as Writes, which set seq and hash.
+	AuditHeadWrites(runID string, seq *int64, hash *string) []Write
+}
+
+// Write is one statement of a pipeline, bound, and Row, which reads its one
+// row (nil: it returns none). An error from Row fails the Write.
+type Write struct {
+	SQL  string
+	Args []any
+	Row  func(Row) error
+}
+
+// auditHead is the head of a run's audit chain as read ahead by SaveRun, in
+// the same transaction and under the same lock as AuditRunHead.
+type auditHead struct {
+	runID string
+	seq   int64
+	hash  string
+}
+
+// auditRunHead is Dialect.AuditRunHead, or the head SaveRun read ahead for
+// the same run, once.
+func (t *Tx) auditRunHead(ctx context.Context, runID string) (int64, string, error) {
+	if h := t.head; h != nil && h.runID == runID {
+		t.head = nil
+		return h.seq, h.hash, nil
+	}
+	return t.d.AuditRunHead(ctx, t.c, runID)
+}
+
+func (t *Tx) SaveRun(ctx context.Context, w *workflow.RunWrite) error {
+	p, ok := t.d.(Pipeliner)
+	if !ok {
+		return t.saveRunInTurn(ctx, w)
+	}
+	r, c := w.Run, w.Checkpoint
+	var (
+		ws    []Write
+		names []string
+	)
+	if r.Version == 0 {
+		q, args := insertRun(r)
+		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
+		names = append(names, fmt.Sprintf("insert run %s", r.ID))
+	} else {
+		q, args := updateRun(r)
+		ws = append(ws, p.CompareAndSetWrite("runs", "id", r.ID, t.d.Bind(q), args...))
+		names = append(names, fmt.Sprintf("update run %s (version %d)", r.ID, r.Version))
+	}
+	q, args := appendCheckpoint(c)
+	ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
+	names = append(names, fmt.Sprintf("append checkpoint %s/%d", c.RunID, c.Seq))
+	if w.Request != nil {
+		q, args := insertRequest(w.Request)
+		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
+		names = append(names, fmt.Sprintf("insert approval request %s", w.Request.ID))
+	}
+	// The audit event that follows every transition reads the run's head:
+	// read it now, in the same round trip.
+	h := &auditHead{runID: r.ID}
+	for _, hw := range p.AuditHeadWrites(r.ID, &h.seq, &h.hash) {
+		ws = append(ws, hw)
+		names = append(names, fmt.Sprintf("read the audit head of run %s", r.ID))
+	}
+	if i, err := p.Pipeline(ctx, t.c, ws); err != nil {
+		return fmt.Errorf("%s: %w", names[min(max(i, 0), len(names)-1)], err)
+	}
+	if err := t.d.RunWritten(ctx, t.c, r.ID); err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	if r.Version == 0 {
+		r.Version = 1
+	} else {
+		r.Version++
+	}
+	if w.Request != nil {
+		w.Request.Version = 1
+	}
+	t.head = h
+	return nil
+}
+
+// saveRunInTurn is SaveRun one statement after another, where a statement
+// costs no round trip.
+func (t *Tx) saveRunInTurn(ctx context.Context, w *workflow.RunWrite) error {
+	var err error
+	if w.Run.Version == 0 {
+		err = t.InsertRun(ctx, w.Run)
+	} else {
+		err = t.UpdateRun(ctx, w.Run)
+	}
+	if err == nil {
+		err = t.AppendCheckpoint(ctx, w.Checkpoint)
+	}
+	if err == nil && w.Request != nil {
+		err = t.InsertRequest(ctx, w.Request)
+	}
+	return err
+}
