@@ -519,8 +519,9 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-func TestQuorumNeedsDistinctApprovers(t *testing.T) {
-	h := newHarness(t)
+// twoLeads is a policy where a refund over 50 needs two team leads.
+func twoLeads(t *testing.T, h *harness) *workflow.Policy {
+	t.Helper()
 	p, err := workflow.NewPolicy("rev-1", []workflow.Rule{
 		{Name: "two-leads", When: `double(action.args.amount) > 50.0`, Risk: "high",
 			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 2, Expires: workflow.Seconds(3600)}},
@@ -529,7 +530,12 @@ func TestQuorumNeedsDistinctApprovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.open(p)
+	return p
+}
+
+func TestQuorumNeedsDistinctApprovers(t *testing.T) {
+	h := newHarness(t)
+	h.open(twoLeads(t, h))
 	run := h.submit(refund("PAY-1", 119))
 	got, err := h.approve(run.ID, "U0LEAD0001")
 	if err != nil || got.Status != workflow.StatusWaitingApproval {

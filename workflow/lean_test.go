@@ -271,14 +271,7 @@ func (s *afterView) View(ctx context.Context, fn func(ctx context.Context, tx wo
 // was read at.
 func TestADecisionCountsOneThatLandedSinceItsRead(t *testing.T) {
 	h := newHarness(t)
-	p, err := workflow.NewPolicy("rev-1", []workflow.Rule{
-		{Name: "two-leads", When: `double(action.args.amount) > 50.0`, Risk: "high",
-			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 2, Expires: workflow.Seconds(3600)}},
-		{Name: "rest", When: "true", Risk: "low"},
-	}, h.roles)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := twoLeads(t, h)
 	h.open(p)
 	run := h.submit(refund("PAY-1", 119))
 	st := &afterView{Store: h.store}
