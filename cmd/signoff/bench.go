@@ -336,16 +336,9 @@ func printBench(out io.Writer, rep *benchReport) {
 	fmt.Fprintf(&w, "signoff bench: %s (%s), %g s per figure, %d CPUs, load average %s\n\n", rep.DB, rep.Where, rep.Duration, rep.CPUs, rep.Load)
 	tw := tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\trows/op\t")
-	var raw, e2e1 float64
 	for _, f := range rep.Figures {
 		if strings.HasPrefix(f.Name, "click") || f.Name == "api_submit" {
 			continue
-		}
-		switch {
-		case f.Name == "raw_commit":
-			raw = f.PerSec
-		case f.Name == "e2e" && f.Clients == 1:
-			e2e1 = f.PerSec
 		}
 		if f.Name == "raw_commit" {
 			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t\t\t\n", f.Name, f.Clients, f.PerSec)
@@ -375,10 +368,35 @@ func printBench(out io.Writer, rep *benchReport) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t\n", name, f.Clients, f.PerSec, f.P50, f.P99)
 	}
 	tw.Flush()
-	for _, f := range rep.Figures {
-		if f.Name == "e2e" && f.Clients == 64 && raw > 0 && e2e1 > 0 {
-			fmt.Fprintf(&w, "\ne2e at 64 clients: %.2fx the raw single-row commit rate, %.1fx one client; %.2f fsyncs, %.0f bytes per run\n",
-				f.PerSec/raw, f.PerSec/e2e1, f.SyncsPerOp, f.BytesPerOp)
+	printRatios(&w, rep.Figures)
+}
+
+// printRatios says what the figures are worth beside each other: e2e runs
+// against the raw commit rate and against one client, and a click's p99
+// against the bare handler's at the same concurrency.
+func printRatios(w io.Writer, figs []benchkit.Figure) {
+	at := map[string]benchkit.Figure{}
+	for _, f := range figs {
+		at[fmt.Sprintf("%s/%d", f.Name, f.Clients)] = f
+	}
+	fmt.Fprintln(w)
+	raw, e2e1 := at["raw_commit/1"], at["e2e/1"]
+	for _, c := range []int{8, 64} {
+		f, ok := at[fmt.Sprintf("e2e/%d", c)]
+		if !ok || raw.PerSec == 0 || e2e1.PerSec == 0 {
+			continue
+		}
+		rows := ""
+		if f.RowsPerOp > 0 {
+			rows = fmt.Sprintf(", %.1f rows", f.RowsPerOp)
+		}
+		fmt.Fprintf(w, "e2e at %d clients: %.2fx the raw single-row commit rate, %.1fx one client; %.2f fsyncs, %.0f bytes%s per run\n",
+			c, f.PerSec/raw.PerSec, f.PerSec/e2e1.PerSec, f.SyncsPerOp, f.BytesPerOp, rows)
+	}
+	for _, c := range []int{1, 64} {
+		click, bare := at[fmt.Sprintf("click/%d", c)], at[fmt.Sprintf("click_bare/%d", c)]
+		if click.P99 > 0 && bare.P99 > 0 {
+			fmt.Fprintf(w, "click p99 at %d at once: %.1fx the bare handler's\n", c, click.P99/bare.P99)
 		}
 	}
 }

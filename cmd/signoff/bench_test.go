@@ -70,7 +70,8 @@ func TestBench(t *testing.T) {
 	}
 	// The table for people.
 	table := must(t, t.TempDir(), 0, "bench", "--duration", "10ms")
-	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op", "rows/op"} {
+	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op", "rows/op",
+		"e2e at 8 clients:", "e2e at 64 clients:", "one client", "click p99 at 64 at once:", "the bare handler's"} {
 		if !strings.Contains(table, s) {
 			t.Errorf("bench table lacks %q:\n%s", s, table)
 		}
