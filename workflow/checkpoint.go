@@ -31,7 +31,9 @@ type loaded struct {
 	// checkpoint that holds a whole state (nil: the next one holds its own).
 	base *stateBase
 	// more is what was read with the run besides its checkpoints, in the
-	// same transaction (see RunParts); more.Run is nil when nothing was.
+	// same transaction (see RunParts), or, for requests and decisions, held
+	// from an earlier read of the same version (see loadHeld); more.Run is
+	// nil when nothing was.
 	more RunBundle
 	read RunParts
 	// partsAt is the run's version when more was read: once a write has
@@ -121,8 +123,9 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 // (held, or nil): when the run row still has the version, checkpoint and
 // status held, nobody has written the run since (every write bumps the
 // version), so the chain verified then is still the stored one and only the
-// row is read (with extra, in the same round trip). Anything else is loaded
-// and verified afresh.
+// row is read (with what extra asks for, in the same round trip, but for the
+// requests and decisions held from a read at that version). Anything else
+// is loaded and verified afresh.
 func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded, extra RunParts) (*loaded, error) {
 	if held == nil || !held.committed || held.state == nil {
 		return e.loadWith(ctx, tx, id, extra)
@@ -164,7 +167,7 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded, e
 // before the write that stores it.
 type staged struct {
 	cp   *Checkpoint
-	full []byte // the whole state cp stores, or what it is written against
+	full []byte // the whole state, which cp stores or a delta of
 	// status, step and reason are the run's as cp holds them: a run changed
 	// after staging is staged again by save.
 	status Status

@@ -379,7 +379,12 @@ func printRatios(w io.Writer, figs []benchkit.Figure) {
 	for _, f := range figs {
 		at[fmt.Sprintf("%s/%d", f.Name, f.Clients)] = f
 	}
-	fmt.Fprintln(w)
+	var lines []string
+	defer func() {
+		if len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s\n", strings.Join(lines, "\n"))
+		}
+	}()
 	raw, e2e1 := at["raw_commit/1"], at["e2e/1"]
 	for _, c := range []int{8, 64} {
 		f, ok := at[fmt.Sprintf("e2e/%d", c)]
@@ -390,13 +395,13 @@ func printRatios(w io.Writer, figs []benchkit.Figure) {
 		if f.RowsPerOp > 0 {
 			rows = fmt.Sprintf(", %.1f rows", f.RowsPerOp)
 		}
-		fmt.Fprintf(w, "e2e at %d clients: %.2fx the raw single-row commit rate, %.1fx one client; %.2f fsyncs, %.0f bytes%s per run\n",
-			c, f.PerSec/raw.PerSec, f.PerSec/e2e1.PerSec, f.SyncsPerOp, f.BytesPerOp, rows)
+		lines = append(lines, fmt.Sprintf("e2e at %d clients: %.2fx the raw single-row commit rate, %.1fx one client; %.2f fsyncs, %.0f bytes%s per run",
+			c, f.PerSec/raw.PerSec, f.PerSec/e2e1.PerSec, f.SyncsPerOp, f.BytesPerOp, rows))
 	}
 	for _, c := range []int{1, 64} {
 		click, bare := at[fmt.Sprintf("click/%d", c)], at[fmt.Sprintf("click_bare/%d", c)]
 		if click.P99 > 0 && bare.P99 > 0 {
-			fmt.Fprintf(w, "click p99 at %d at once: %.1fx the bare handler's\n", c, click.P99/bare.P99)
+			lines = append(lines, fmt.Sprintf("click p99 at %d at once: %.1fx the bare handler's", c, click.P99/bare.P99))
 		}
 	}
 }

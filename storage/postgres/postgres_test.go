@@ -388,6 +388,82 @@ func TestAuditChainAcrossStores(t *testing.T) {
 	}
 }
 
+// TestSavedRunAuditRacesPlainAppends: one store writes transitions of a run
+// (SaveRun reads the run's audit head ahead, in its pipeline) while another
+// appends events to the same run on their own (refusals do): the run's chain
+// stays one line, with every event in it.
+func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
+	t.Parallel()
+	const each = 30
+	dsn := migrated(t)
+	saver, appender := openStore(t, dsn), openStore(t, dsn)
+	run := &workflow.Run{ID: "run-raced", Status: workflow.StatusExecuting}
+	if err := saver.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
+		t.Fatal(err)
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		<-start
+		for i := range each {
+			err := saver.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+				r, err := tx.Run(ctx, run.ID)
+				if err != nil {
+					return err
+				}
+				r.Seq++
+				cp := &workflow.Checkpoint{RunID: r.ID, Seq: r.Seq, SchemaVersion: 2, Hash: fmt.Sprintf("h%d", r.Seq)}
+				if err := tx.SaveRun(ctx, &workflow.RunWrite{Run: r, Checkpoint: cp}); err != nil {
+					return err
+				}
+				return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: r.ID, Action: workflow.Event(fmt.Sprintf("step-%d", i))}, nil)
+			})
+			if err != nil {
+				t.Errorf("transition %d: %v", i, err)
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		<-start
+		for i := range each {
+			err := appender.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+				return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: run.ID, Action: workflow.Event(fmt.Sprintf("refused-%d", i))}, nil)
+			})
+			if err != nil {
+				t.Errorf("append %d: %v", i, err)
+				return
+			}
+		}
+	})
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	err := appender.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: run.ID})
+		if err != nil {
+			return err
+		}
+		if len(es) != 2*each {
+			t.Fatalf("the run has %d events, want %d", len(es), 2*each)
+		}
+		storagetest.CheckAuditChains(t, es)
+		head, err := tx.AuditRunHead(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		if last := es[len(es)-1]; head.Seq != last.Seq || head.Hash != last.Hash {
+			t.Errorf("head %d/%s, want the last event %d/%s", head.Seq, head.Hash, last.Seq, last.Hash)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTxUsableAfterEveryRefusal: after each statement that can fail on a
 // constraint fails, the same transaction goes on writing and commits it all.
 func TestTxUsableAfterEveryRefusal(t *testing.T) {

@@ -180,8 +180,14 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 			err = errors.Join(err, fmt.Errorf("roll back update: %w", rbErr))
 		}
 	}()
-	if err := fn(ctx, newTx(tx, true)); err != nil {
+	wtx := newTx(tx, true)
+	if err := fn(ctx, wtx); err != nil {
 		return err
+	}
+	// A SaveRun that failed may have left some of its writes behind: the
+	// transaction is rolled back even if fn went on.
+	if err := wtx.Lost(); err != nil {
+		return fmt.Errorf("commit update: rolled back after a failed write: %w", err)
 	}
 	// pgx would refuse to send COMMIT on an ended context anyway; saying so here
 	// keeps the reason, and the deferred rollback ends the transaction cleanly.

@@ -47,7 +47,7 @@ func interpretError(err error) error {
 // newTx is workflow.Tx on one pgx transaction. Byte slices are bound as they
 // are: pgx sends nil as NULL and reads NULL back as nil, and an empty slice as
 // a zero-length BYTEA read back as an empty, non-nil slice.
-func newTx(q *lazyTx, write bool) workflow.Tx {
+func newTx(q *lazyTx, write bool) *sqlstore.Tx {
 	if write {
 		return sqlstore.NewWriteTx(&conn{q: q}, dialect{})
 	}
@@ -123,40 +123,29 @@ func (dialect) Bind(query string) string {
 // the audit chain, which have no unique key a caller could hit) are not guarded:
 // if one fails, something is wrong beyond the contract, and the transaction is
 // lost anyway.
+//
+// SaveRun is the exception the contract makes: a transition's writes travel
+// in one pipeline without savepoints (see Pipeline), and after a failure the
+// transaction is rolled back (Store.Update checks sqlstore.Tx.Lost).
 
 const savepoint = "signoff_stmt"
 
 // Guarded runs query inside a savepoint.
-func (dialect) Guarded(ctx context.Context, c sqlstore.Conn, scan func(sqlstore.Row) error, query string, args ...any) error {
-	q := pgxTx(c)
-	b := &pgx.Batch{}
-	b.Queue("SAVEPOINT " + savepoint)
-	b.Queue(query, args...)
-	b.Queue("RELEASE SAVEPOINT " + savepoint)
-	br := q.SendBatch(ctx, b)
-	_, err := br.Exec()
-	if err == nil {
-		if scan != nil {
-			err = scan(br.QueryRow())
-		} else {
-			_, err = br.Exec()
-		}
-	}
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if closeErr := br.Close(); err == nil {
-		err = closeErr
-	}
+func (d dialect) Guarded(ctx context.Context, c sqlstore.Conn, scan func(sqlstore.Row) error, query string, args ...any) error {
+	_, err := d.Pipeline(ctx, c, []sqlstore.Write{
+		{SQL: "SAVEPOINT " + savepoint},
+		{SQL: query, Args: args, Row: scan},
+		{SQL: "RELEASE SAVEPOINT " + savepoint},
+	})
 	if err == nil {
 		return nil
 	}
 	// Back to the state before the statement, and the savepoint forgotten, so
 	// that the next guarded statement starts clean. One simple-protocol round trip.
-	if _, rbErr := q.Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint+"; RELEASE SAVEPOINT "+savepoint); rbErr != nil {
-		return errors.Join(interpretError(err), fmt.Errorf("roll back to savepoint: %w", rbErr))
+	if _, rbErr := pgxTx(c).Exec(ctx, "ROLLBACK TO SAVEPOINT "+savepoint+"; RELEASE SAVEPOINT "+savepoint); rbErr != nil {
+		return errors.Join(err, fmt.Errorf("roll back to savepoint: %w", rbErr))
 	}
-	return interpretError(err)
+	return err
 }
 
 // CompareAndSet runs update in a savepoint (see CompareAndSetWrite).
@@ -204,28 +193,36 @@ func (dialect) CompareAndSetWrite(table, keyColumn string, key any, update strin
 	}
 }
 
-// Pipeline sends ws as one pgx batch: one round trip for them all (with
-// BEGIN when it is the transaction's first, see lazyTx).
+// Pipeline sends ws as one pgx batch (see sendBatch).
 func (dialect) Pipeline(ctx context.Context, c sqlstore.Conn, ws []sqlstore.Write) (int, error) {
 	b := &pgx.Batch{}
 	for _, w := range ws {
 		b.Queue(w.SQL, w.Args...)
 	}
+	return sendBatch(ctx, c, b, func(i int, br pgx.BatchResults) error {
+		if ws[i].Row != nil {
+			return ws[i].Row(br.QueryRow())
+		}
+		_, err := br.Exec()
+		return err
+	})
+}
+
+// sendBatch sends b in one round trip (with BEGIN when it is the
+// transaction's first, see lazyTx) and hands each statement's result to
+// read, in order, up to the first error: it returns that statement's index
+// (-1 when closing the batch failed) and the error, mapped.
+func sendBatch(ctx context.Context, c sqlstore.Conn, b *pgx.Batch, read func(i int, br pgx.BatchResults) error) (int, error) {
 	br := pgxTx(c).SendBatch(ctx, b)
 	failed, err := -1, error(nil)
-	for i, w := range ws {
-		if w.Row != nil {
-			err = w.Row(br.QueryRow())
-		} else {
-			_, err = br.Exec()
-		}
-		if err != nil {
+	for i := range b.Len() {
+		if err = read(i, br); err != nil {
 			failed = i
 			break
 		}
 	}
-	if closeErr := br.Close(); err == nil && closeErr != nil {
-		failed, err = len(ws)-1, closeErr
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
 	}
 	return failed, interpretError(err)
 }
@@ -317,26 +314,19 @@ func (dialect) Batch(ctx context.Context, c sqlstore.Conn, qs []sqlstore.Query) 
 	for _, q := range qs {
 		b.Queue(q.SQL, q.Args...)
 	}
-	br := pgxTx(c).SendBatch(ctx, b)
-	var err error
-	for _, q := range qs {
-		var rows pgx.Rows
-		if rows, err = br.Query(); err != nil {
-			break
+	_, err := sendBatch(ctx, c, b, func(i int, br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
 		}
-		err = q.Rows(rows)
+		err = qs[i].Rows(rows)
 		rows.Close()
 		if err == nil {
 			err = rows.Err()
 		}
-		if err != nil {
-			break
-		}
-	}
-	if closeErr := br.Close(); err == nil {
-		err = closeErr
-	}
-	return interpretError(err)
+		return err
+	})
+	return err
 }
 
 // RunWritten queues a notification on the channel the feed (feed.go) listens

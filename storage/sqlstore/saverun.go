@@ -12,8 +12,10 @@ import (
 // the read of the run's audit head that its audit event needs next, together.
 type Pipeliner interface {
 	// Pipeline runs ws on c in order, in one round trip, and stops at the
-	// first that fails: it returns its index and its error (mapped by Err).
-	// Nothing is guarded: after an error the transaction is lost.
+	// first that fails: it returns its index (-1 when the failure is the
+	// pipeline's own) and its error (mapped by Err). Nothing is guarded, and
+	// the Writes after a compare-and-set that changed nothing have run: the
+	// caller must not commit after an error (see Tx.Lost).
 	Pipeline(ctx context.Context, c Conn, ws []Write) (failed int, err error)
 	// CompareAndSetWrite is CompareAndSet as a Write: its Row returns
 	// ErrConflict or ErrNotFound when update changed no row.
@@ -83,15 +85,17 @@ func (t *Tx) SaveRun(ctx context.Context, w *workflow.RunWrite) error {
 		names = append(names, fmt.Sprintf("read the audit head of run %s", r.ID))
 	}
 	if i, err := p.Pipeline(ctx, t.c, ws); err != nil {
-		return fmt.Errorf("%s: %w", names[min(max(i, 0), len(names)-1)], err)
+		name := fmt.Sprintf("save run %s", r.ID)
+		if i >= 0 {
+			name = names[i]
+		}
+		err = fmt.Errorf("%s: %w", name, err)
+		t.lost = err
+		return err
 	}
-	if err := t.d.RunWritten(ctx, t.c, r.ID); err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
-	}
-	if r.Version == 0 {
-		r.Version = 1
-	} else {
-		r.Version++
+	inserted := r.Version == 0
+	if err := t.runWritten(ctx, r, inserted); err != nil {
+		return err
 	}
 	if w.Request != nil {
 		w.Request.Version = 1
@@ -99,6 +103,11 @@ func (t *Tx) SaveRun(ctx context.Context, w *workflow.RunWrite) error {
 	t.head = h
 	return nil
 }
+
+// Lost is the error of a SaveRun that sent its statements together and
+// failed: some of them may have run, so the driver must roll back instead of
+// committing, whatever fn returns (nil: none).
+func (t *Tx) Lost() error { return t.lost }
 
 // saveRunInTurn is SaveRun one statement after another, where a statement
 // costs no round trip.

@@ -54,7 +54,8 @@ type Dialect interface {
 	// Bind rewrites a statement written with ? placeholders into the database's.
 	Bind(query string) string
 	// Guarded runs a statement that may fail on a constraint, so that the
-	// transaction goes on after such a failure (the contract promises it). scan
+	// transaction goes on after such a failure (the contract promises it for
+	// every method but SaveRun, see Pipeliner). scan
 	// reads the statement's one row; nil means it returns none.
 	Guarded(ctx context.Context, c Conn, scan func(Row) error, query string, args ...any) error
 	// CompareAndSet runs update, an UPDATE … WHERE <keyColumn> = ? AND version = ?
@@ -85,7 +86,7 @@ type Dialect interface {
 	// SQLite, in process, runs them one after another with RunQueries).
 	Batch(ctx context.Context, c Conn, qs []Query) error
 	// RunWritten follows each statement that inserted or updated a run's row
-	// (InsertRun, UpdateRun; not a claim, which moves only the lease): where
+	// (InsertRun, UpdateRun, SaveRun; not a claim, which moves only the lease): where
 	// the database can tell other processes of a commit, it queues that word
 	// inside the transaction, so it is delivered only if the transaction
 	// commits (PostgreSQL: pg_notify). Where it cannot, it does nothing.
@@ -101,6 +102,8 @@ type Tx struct {
 	write bool
 	// head is the audit head SaveRun read ahead (nil: none).
 	head *auditHead
+	// lost is why the transaction must not commit (see Lost).
+	lost error
 }
 
 var _ workflow.Tx = (*Tx)(nil)

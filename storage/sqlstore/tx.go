@@ -102,10 +102,20 @@ func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
+	return t.runWritten(ctx, r, true)
+}
+
+// runWritten follows a statement that inserted (inserted) or updated r's
+// row: it tells the dialect (RunWritten) and sets r.Version to the stored one.
+func (t *Tx) runWritten(ctx context.Context, r *workflow.Run, inserted bool) error {
 	if err := t.d.RunWritten(ctx, t.c, r.ID); err != nil {
-		return fmt.Errorf("insert run %s: %w", r.ID, err)
+		return fmt.Errorf("write run %s: %w", r.ID, err)
 	}
-	r.Version = 1
+	if inserted {
+		r.Version = 1
+	} else {
+		r.Version++
+	}
 	return nil
 }
 
@@ -332,11 +342,7 @@ func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
 	if err := t.compareAndSet(ctx, "runs", "id", r.ID, q, args...); err != nil {
 		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
 	}
-	if err := t.d.RunWritten(ctx, t.c, r.ID); err != nil {
-		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
-	}
-	r.Version++
-	return nil
+	return t.runWritten(ctx, r, false)
 }
 
 func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []workflow.Status, now, until time.Time, limit int) ([]*workflow.Run, error) {

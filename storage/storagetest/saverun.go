@@ -2,6 +2,9 @@ package storagetest
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,6 +45,12 @@ func testSaveRun(t *testing.T, s workflow.Store) {
 		if err := tx.SaveRun(ctx, &workflow.RunWrite{Run: run, Checkpoint: cp}); err != nil {
 			return err
 		}
+		// An event about another run in between leaves both chains whole.
+		other := &workflow.AuditEvent{RunID: "run-other", Action: "refused", At: base}
+		if err := tx.AppendAudit(ctx, other, nil); err != nil {
+			return err
+		}
+		events = append(events, other)
 		if err := audit(ctx, tx, "executed"); err != nil {
 			return err
 		}
@@ -66,9 +75,23 @@ func testSaveRun(t *testing.T, s workflow.Store) {
 			t.Fatalf("audit = %d events, want 3", len(b.Audit))
 		}
 		checkChain(t, b.Audit)
-		checkChain(t, events)
-		if b.AuditHead == nil || b.AuditHead.Hash != events[2].Hash {
-			t.Errorf("audit head = %+v, want the last event's hash %s", b.AuditHead, events[2].Hash)
+		// Every event as appended, and the chains of both runs as stored.
+		all := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditEvent, error) {
+			return tx.AuditEvents(ctx, workflow.AuditFilter{})
+		})
+		if len(all) != len(events) {
+			t.Fatalf("audit = %d events, want %d", len(all), len(events))
+		}
+		for _, e := range events {
+			i := slices.IndexFunc(all, func(a *workflow.AuditEvent) bool { return a.Seq == e.Seq })
+			if i < 0 {
+				t.Fatalf("the event %s of run %s (seq %d) is not stored", e.Action, e.RunID, e.Seq)
+			}
+			checkSame(t, "audit event", e, all[i])
+		}
+		checkChain(t, all)
+		if last := events[len(events)-1]; b.AuditHead == nil || b.AuditHead.Hash != last.Hash {
+			t.Errorf("audit head = %+v, want the last event's hash %s", b.AuditHead, last.Hash)
 		}
 	})
 
@@ -92,6 +115,12 @@ func testSaveRun(t *testing.T, s workflow.Store) {
 			r.Version, r.IdempotencyKey = 0, ""
 			return &workflow.RunWrite{Run: &r, Checkpoint: &workflow.Checkpoint{RunID: run.ID, Seq: 3, SchemaVersion: 2, Hash: "h3"}}
 		}, workflow.ErrDuplicate},
+		{"an approval request id that exists", func() *workflow.RunWrite {
+			r := &workflow.Run{ID: "run-save-2", Status: workflow.StatusWaitingApproval, Seq: 1}
+			q := *req
+			q.RunID, q.Version = r.ID, 0
+			return &workflow.RunWrite{Run: r, Checkpoint: &workflow.Checkpoint{RunID: r.ID, Seq: 1, SchemaVersion: 2, Hash: "h1"}, Request: &q}
+		}, workflow.ErrDuplicate},
 		{"a checkpoint that exists", func() *workflow.RunWrite {
 			r := *run
 			return &workflow.RunWrite{Run: &r, Checkpoint: &workflow.Checkpoint{RunID: run.ID, Seq: 2, SchemaVersion: 2, Hash: "h3"}}
@@ -110,6 +139,34 @@ func testSaveRun(t *testing.T, s workflow.Store) {
 			if len(b.Checkpoints) != 2 || b.Checkpoints[1].Hash != "h2" {
 				t.Errorf("checkpoints after the refused write = %+v, want the two saved", b.Checkpoints)
 			}
+			view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+				_, err := tx.Run(ctx, "run-save-2")
+				wantErr(t, "the run of a refused write", err, workflow.ErrNotFound)
+				return nil
+			})
 		})
 	}
+
+	// A caller that goes on after a refused SaveRun and returns nil commits
+	// none of it: the driver may refuse the commit, or the refused write
+	// left nothing behind.
+	t.Run("commits nothing of a refused write", func(t *testing.T) {
+		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			w := fails[0].w()
+			if err := tx.SaveRun(ctx, w); !errors.Is(err, workflow.ErrConflict) {
+				return fmt.Errorf("SaveRun: got %v, want ErrConflict", err)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, workflow.ErrConflict) {
+			t.Fatalf("Update: %v", err)
+		}
+		b := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.RunBundle, error) {
+			return tx.LoadRun(ctx, run.ID, workflow.RunParts{Checkpoints: true})
+		})
+		checkSame(t, "run", stored(run), b.Run)
+		if len(b.Checkpoints) != 2 {
+			t.Errorf("checkpoints = %d, want the two saved before", len(b.Checkpoints))
+		}
+	})
 }
