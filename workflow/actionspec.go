@@ -336,7 +336,8 @@ const (
 // invalid UTF-8 and trailing data are refused, where encoding/json would keep
 // the last duplicate silently.
 func decodeJSON(b []byte, mode numberMode) (any, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	// From a bytes.Buffer the decoder reads b in place instead of copying it.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(b))
 	v, err := readJSON(dec, mode)
 	if err != nil {
 		return nil, jsonError(err)

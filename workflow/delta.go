@@ -41,7 +41,8 @@ type member struct {
 // order. Duplicate names, anything but an object and trailing data are
 // errors. The values are slices of b.
 func members(b []byte) ([]member, error) {
-	d := jsontext.NewDecoder(bytes.NewReader(b))
+	// From a bytes.Buffer the decoder reads b in place instead of copying it.
+	d := jsontext.NewDecoder(bytes.NewBuffer(b))
 	tok, err := d.ReadToken()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package workflow
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"strconv"
 	"time"
 )
@@ -343,22 +344,13 @@ func AuditHash(e *AuditEvent) string {
 	if e.Format == AuditPerRun {
 		h.Write([]byte("1:2"))
 	}
-	for _, part := range []string{
-		e.PrevHash, strconv.FormatInt(e.Seq, 10), e.RunID, e.Actor, string(e.Action),
-		string(e.Detail), strconv.FormatInt(e.At.UnixMilli(), 10),
-	} {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
-	}
+	hashStrings(h, e.PrevHash, strconv.FormatInt(e.Seq, 10), e.RunID, e.Actor, string(e.Action))
+	hashPart(h, e.Detail)
+	hashStrings(h, strconv.FormatInt(e.At.UnixMilli(), 10))
 	if e.CheckpointSeq != 0 || e.CheckpointHash != "" || e.Format == AuditPerRun {
 		// Only events written since events name their checkpoint hash it, so
 		// that every older chain keeps its hashes.
-		for _, part := range []string{strconv.FormatInt(e.CheckpointSeq, 10), e.CheckpointHash} {
-			h.Write([]byte(strconv.Itoa(len(part))))
-			h.Write([]byte{':'})
-			h.Write([]byte(part))
-		}
+		hashStrings(h, strconv.FormatInt(e.CheckpointSeq, 10), e.CheckpointHash)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -366,21 +358,30 @@ func AuditHash(e *AuditEvent) string {
 // CheckpointHash is the chained hash of a checkpoint.
 func CheckpointHash(c *Checkpoint) string {
 	h := sha256.New()
-	for _, part := range []string{
-		c.PrevHash, c.RunID, strconv.FormatInt(c.Seq, 10), strconv.Itoa(c.SchemaVersion),
-		string(c.State), strconv.FormatInt(c.CreatedAt.UnixMilli(), 10),
-	} {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
-	}
+	hashStrings(h, c.PrevHash, c.RunID, strconv.FormatInt(c.Seq, 10), strconv.Itoa(c.SchemaVersion))
+	hashPart(h, c.State)
+	hashStrings(h, strconv.FormatInt(c.CreatedAt.UnixMilli(), 10))
 	if c.BaseSeq != 0 {
 		// Only checkpoints written against a base hash it, so that every
 		// older chain keeps its hashes.
-		part := strconv.FormatInt(c.BaseSeq, 10)
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
+		hashStrings(h, strconv.FormatInt(c.BaseSeq, 10))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hashPart writes one part of a chained hash as "<length>:<part>", so that
+// no two lists of parts write the same bytes. The state and detail go in as
+// they are, not copied into a string first.
+func hashPart(h hash.Hash, part []byte) {
+	var n [20]byte
+	h.Write(strconv.AppendInt(n[:0], int64(len(part)), 10))
+	h.Write([]byte{':'})
+	h.Write(part)
+}
+
+// hashStrings is hashPart for each of parts.
+func hashStrings(h hash.Hash, parts ...string) {
+	for _, p := range parts {
+		hashPart(h, []byte(p))
+	}
 }
