@@ -335,25 +335,25 @@ func printBench(out io.Writer, rep *benchReport) {
 	}()
 	fmt.Fprintf(&w, "signoff bench: %s (%s), %g s per figure, %d CPUs, load average %s\n\n", rep.DB, rep.Where, rep.Duration, rep.CPUs, rep.Load)
 	tw := tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\trows/op\t")
+	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\trows/op\tcpu ms/op\t")
 	for _, f := range rep.Figures {
 		if strings.HasPrefix(f.Name, "click") || f.Name == "api_submit" {
 			continue
 		}
 		if f.Name == "raw_commit" {
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t\t\t\n", f.Name, f.Clients, f.PerSec)
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t\t\t%s\t\n", f.Name, f.Clients, f.PerSec, cpuCell(f))
 			continue
 		}
 		rows := "" // not counted on this database
 		if f.RowsPerOp > 0 {
 			rows = fmt.Sprintf("%.1f", f.RowsPerOp)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t\n", f.Name, f.Clients, f.PerSec, f.CommitsPerOp, f.SyncsPerOp, f.BytesPerOp, rows)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t%s\t\n", f.Name, f.Clients, f.PerSec, f.CommitsPerOp, f.SyncsPerOp, f.BytesPerOp, rows, cpuCell(f))
 	}
 	tw.Flush()
 	fmt.Fprintln(&w)
 	tw = tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "over HTTP\tat once\tper second\tp50 ms\tp99 ms\t")
+	fmt.Fprintln(tw, "over HTTP\tat once\tper second\tp50 ms\tp99 ms\tcpu ms/op\t")
 	for _, f := range rep.Figures {
 		if !strings.HasPrefix(f.Name, "click") && f.Name != "api_submit" {
 			continue
@@ -365,10 +365,18 @@ func printBench(out io.Writer, rep *benchReport) {
 		case "api_submit":
 			name = "POST /v1/runs (suspend)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t\n", name, f.Clients, f.PerSec, f.P50, f.P99)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%s\t\n", name, f.Clients, f.PerSec, f.P50, f.P99, cpuCell(f))
 	}
 	tw.Flush()
 	printRatios(&w, rep.Figures)
+}
+
+// cpuCell is a figure's CPU time per operation, or nothing where unknown.
+func cpuCell(f benchkit.Figure) string {
+	if f.CPUPerOp == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", f.CPUPerOp)
 }
 
 // printRatios says what the figures are worth beside each other: e2e runs

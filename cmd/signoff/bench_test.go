@@ -64,13 +64,17 @@ func TestBench(t *testing.T) {
 		if f.Name == "e2e" && (f.RowsPerOp < 4 || f.RowsPerOp > 40) {
 			t.Errorf("e2e with %d clients: %.2f rows per run", f.Clients, f.RowsPerOp)
 		}
+		// Every figure did work, so it cost CPU time, which Linux reports.
+		if f.Ops > 0 && f.CPUPerOp <= 0 {
+			t.Errorf("%s with %d clients: %.3f ms of CPU per operation", f.Name, f.Clients, f.CPUPerOp)
+		}
 	}
 	if _, err := os.Stat(dbPath(dir)); !os.IsNotExist(err) {
 		t.Errorf("the bench store is left behind: %v", err)
 	}
 	// The table for people.
 	table := must(t, t.TempDir(), 0, "bench", "--duration", "10ms")
-	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op", "rows/op",
+	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op", "rows/op", "cpu ms/op",
 		"e2e at 8 clients:", "e2e at 64 clients:", "one client", "click p99 at 64 at once:", "the bare handler's"} {
 		if !strings.Contains(table, s) {
 			t.Errorf("bench table lacks %q:\n%s", s, table)

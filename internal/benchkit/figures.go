@@ -31,6 +31,11 @@ type Figure struct {
 	// RowsPerOp: rows inserted, updated or deleted per operation, in every
 	// table (see Target.RowsWritten); 0 where not counted.
 	RowsPerOp float64 `json:"rows_per_op,omitempty"`
+	// CPUPerOp is the CPU time this process (the engine, its store on
+	// SQLite, and the clients driving it) spent per operation, in
+	// milliseconds: steadier than rates on a busy machine. PostgreSQL's
+	// own is not in it. 0 where the system cannot say.
+	CPUPerOp float64 `json:"cpu_ms_per_op,omitempty"`
 	// P50 and P99 are latencies of clicks, in milliseconds.
 	P50 float64 `json:"p50_ms,omitempty"`
 	P99 float64 `json:"p99_ms,omitempty"`
@@ -43,11 +48,14 @@ type Figure struct {
 func Measure(ctx context.Context, t *Target, eng *workflow.Engine, clients []int, d time.Duration) ([]Figure, error) {
 	var out []Figure
 	body := Payload(2048)
+	cpu0, cpuOK := CPUTime()
 	n, took, err := Drive(ctx, 1, d, func(ctx context.Context) (bool, error) { return true, t.RawCommit(ctx, body) })
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, Figure{Name: "raw_commit", Clients: 1, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()})
+	cpu1, _ := CPUTime()
+	out = append(out, Figure{Name: "raw_commit", Clients: 1, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds(),
+		CPUPerOp: cpuPerOp(cpu0, cpu1, cpuOK, n)})
 	for _, c := range clients {
 		var (
 			mu  sync.Mutex
@@ -109,10 +117,12 @@ func (t *Target) figure(ctx context.Context, name string, clients int, run func(
 		return Figure{}, err
 	}
 	commits0 := t.Store.Commits()
+	cpu0, cpuOK := CPUTime()
 	n, took, err := run()
 	if err != nil {
 		return Figure{}, fmt.Errorf("%s with %d clients: %w", name, clients, err)
 	}
+	cpu1, _ := CPUTime()
 	commits := t.Store.Commits() - commits0
 	sync1, err := t.Syncs(ctx)
 	if err != nil {
@@ -132,6 +142,7 @@ func (t *Target) figure(ctx context.Context, name string, clients int, run func(
 		f.SyncsPerOp = float64(sync1-sync0) / float64(n)
 		f.BytesPerOp = float64(size1-size0) / float64(n)
 		f.RowsPerOp = float64(rows1-rows0) / float64(n)
+		f.CPUPerOp = cpuPerOp(cpu0, cpu1, cpuOK, n)
 	}
 	return f, nil
 }
@@ -168,6 +179,7 @@ func Clicks(ctx context.Context, url string, clients int, d time.Duration, next 
 		i++
 		return c, ok
 	}
+	cpu0, cpuOK := CPUTime()
 	n, took, err := Drive(ctx, clients, d, func(ctx context.Context) (bool, error) {
 		c, ok := take()
 		if !ok {
@@ -197,7 +209,8 @@ func Clicks(ctx context.Context, url string, clients int, d time.Duration, next 
 	if err != nil {
 		return Figure{}, err
 	}
-	f := Figure{Clients: clients, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}
+	cpu1, _ := CPUTime()
+	f := Figure{Clients: clients, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds(), CPUPerOp: cpuPerOp(cpu0, cpu1, cpuOK, n)}
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		pct := func(p float64) float64 {
@@ -206,4 +219,13 @@ func Clicks(ctx context.Context, url string, clients int, d time.Duration, next 
 		f.P50, f.P99 = pct(0.50), pct(0.99)
 	}
 	return f, nil
+}
+
+// cpuPerOp is the CPU time from cpu0 to cpu1 per operation of n, in
+// milliseconds; 0 when the time is not known.
+func cpuPerOp(cpu0, cpu1 time.Duration, ok bool, n int64) float64 {
+	if !ok || n == 0 {
+		return 0
+	}
+	return float64((cpu1-cpu0).Microseconds()) / 1000 / float64(n)
 }
