@@ -227,5 +227,5 @@ func cpuPerOp(cpu0, cpu1 time.Duration, ok bool, n int64) float64 {
 	if !ok || n == 0 {
 		return 0
 	}
-	return float64((cpu1-cpu0).Microseconds()) / 1000 / float64(n)
+	return float64((cpu1 - cpu0).Microseconds()) / 1000 / float64(n)
 }
