@@ -30,12 +30,14 @@ import (
 
 // benchReport is what `signoff bench --json` prints.
 type benchReport struct {
-	DB       string            `json:"db"`
-	Where    string            `json:"where"`
-	Duration float64           `json:"seconds_per_figure"`
-	CPUs     int               `json:"cpus"`
-	Load     string            `json:"load_average,omitempty"`
-	Figures  []benchkit.Figure `json:"figures"`
+	DB       string  `json:"db"`
+	Where    string  `json:"where"`
+	Duration float64 `json:"seconds_per_figure"`
+	CPUs     int     `json:"cpus"`
+	Load     string  `json:"load_average,omitempty"`
+	// GOGC is the garbage collector's goal during the run (see serverGC).
+	GOGC    string            `json:"gogc"`
+	Figures []benchkit.Figure `json:"figures"`
 }
 
 func (c *cli) benchCmd() *cobra.Command {
@@ -113,7 +115,7 @@ func (c *cli) bench(ctx context.Context, db string, d time.Duration) (*benchRepo
 	if err != nil {
 		return nil, err
 	}
-	rep := &benchReport{DB: t.Name, Where: t.Where, Duration: d.Seconds(), CPUs: runtime.NumCPU(), Load: loadAverage()}
+	rep := &benchReport{DB: t.Name, Where: t.Where, Duration: d.Seconds(), CPUs: runtime.NumCPU(), Load: loadAverage(), GOGC: c.tuneGC()}
 	figs, err := benchkit.Measure(ctx, t, eng, []int{1, 8, 64}, d)
 	if err != nil {
 		return nil, err
@@ -333,7 +335,7 @@ func printBench(out io.Writer, rep *benchReport) {
 			fmt.Fprintln(out, strings.TrimRight(line, " "))
 		}
 	}()
-	fmt.Fprintf(&w, "signoff bench: %s (%s), %g s per figure, %d CPUs, load average %s\n\n", rep.DB, rep.Where, rep.Duration, rep.CPUs, rep.Load)
+	fmt.Fprintf(&w, "signoff bench: %s (%s), %g s per figure, %d CPUs, GOGC %s, load average %s\n\n", rep.DB, rep.Where, rep.Duration, rep.CPUs, rep.GOGC, rep.Load)
 	tw := tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\trows/op\tcpu ms/op\t")
 	for _, f := range rep.Figures {

@@ -58,6 +58,9 @@ func TestBench(t *testing.T) {
 	if rep.DB != "sqlite" {
 		t.Errorf("db %q, want sqlite", rep.DB)
 	}
+	if rep.GOGC != "400" {
+		t.Errorf("GOGC %q, want the server's 400", rep.GOGC)
+	}
 	// SQLite counts the rows each figure wrote: every whole run writes the
 	// same records.
 	for _, f := range rep.Figures {

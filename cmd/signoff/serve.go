@@ -65,6 +65,7 @@ func (c *cli) serveCmd() *cobra.Command {
 				return err
 			}
 			c.opts.metrics = metrics.New(version())
+			c.tuneGC()
 			return c.withApp(func(a *app) error {
 				s, err := startServer(c.ctx, a, so)
 				if err != nil {
