@@ -89,26 +89,36 @@ type sealingTx struct {
 	in *integrity
 }
 
-func (t *sealingTx) AppendCheckpoint(ctx context.Context, c *Checkpoint) error {
+// sealCheckpoint and sealRequest seal a record the same way whichever
+// method writes it.
+func (t *sealingTx) sealCheckpoint(c *Checkpoint) {
 	c.Seal = t.in.keys.sealWith("checkpoint", checkpointParts(c))
+}
+
+func (t *sealingTx) sealRequest(r *ApprovalRequest) {
+	r.Seal = t.in.keys.sealWith("request", requestParts(r))
+}
+
+func (t *sealingTx) AppendCheckpoint(ctx context.Context, c *Checkpoint) error {
+	t.sealCheckpoint(c)
 	return t.Tx.AppendCheckpoint(ctx, c)
 }
 
 func (t *sealingTx) SaveRun(ctx context.Context, w *RunWrite) error {
-	w.Checkpoint.Seal = t.in.keys.sealWith("checkpoint", checkpointParts(w.Checkpoint))
+	t.sealCheckpoint(w.Checkpoint)
 	if w.Request != nil {
-		w.Request.Seal = t.in.keys.sealWith("request", requestParts(w.Request))
+		t.sealRequest(w.Request)
 	}
 	return t.Tx.SaveRun(ctx, w)
 }
 
 func (t *sealingTx) InsertRequest(ctx context.Context, r *ApprovalRequest) error {
-	r.Seal = t.in.keys.sealWith("request", requestParts(r))
+	t.sealRequest(r)
 	return t.Tx.InsertRequest(ctx, r)
 }
 
 func (t *sealingTx) UpdateRequest(ctx context.Context, r *ApprovalRequest) error {
-	r.Seal = t.in.keys.sealWith("request", requestParts(r))
+	t.sealRequest(r)
 	return t.Tx.UpdateRequest(ctx, r)
 }
 

@@ -48,14 +48,13 @@ type Figure struct {
 func Measure(ctx context.Context, t *Target, eng *workflow.Engine, clients []int, d time.Duration) ([]Figure, error) {
 	var out []Figure
 	body := Payload(2048)
-	cpu0, cpuOK := CPUTime()
+	cpu := cpuMeter()
 	n, took, err := Drive(ctx, 1, d, func(ctx context.Context) (bool, error) { return true, t.RawCommit(ctx, body) })
 	if err != nil {
 		return nil, err
 	}
-	cpu1, _ := CPUTime()
 	out = append(out, Figure{Name: "raw_commit", Clients: 1, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds(),
-		CPUPerOp: cpuPerOp(cpu0, cpu1, cpuOK, n)})
+		CPUPerOp: cpu(n)})
 	for _, c := range clients {
 		var (
 			mu  sync.Mutex
@@ -117,12 +116,12 @@ func (t *Target) figure(ctx context.Context, name string, clients int, run func(
 		return Figure{}, err
 	}
 	commits0 := t.Store.Commits()
-	cpu0, cpuOK := CPUTime()
+	cpu := cpuMeter()
 	n, took, err := run()
 	if err != nil {
 		return Figure{}, fmt.Errorf("%s with %d clients: %w", name, clients, err)
 	}
-	cpu1, _ := CPUTime()
+	cpuPerOp := cpu(n)
 	commits := t.Store.Commits() - commits0
 	sync1, err := t.Syncs(ctx)
 	if err != nil {
@@ -142,7 +141,7 @@ func (t *Target) figure(ctx context.Context, name string, clients int, run func(
 		f.SyncsPerOp = float64(sync1-sync0) / float64(n)
 		f.BytesPerOp = float64(size1-size0) / float64(n)
 		f.RowsPerOp = float64(rows1-rows0) / float64(n)
-		f.CPUPerOp = cpuPerOp(cpu0, cpu1, cpuOK, n)
+		f.CPUPerOp = cpuPerOp
 	}
 	return f, nil
 }
@@ -179,7 +178,7 @@ func Clicks(ctx context.Context, url string, clients int, d time.Duration, next 
 		i++
 		return c, ok
 	}
-	cpu0, cpuOK := CPUTime()
+	cpu := cpuMeter()
 	n, took, err := Drive(ctx, clients, d, func(ctx context.Context) (bool, error) {
 		c, ok := take()
 		if !ok {
@@ -209,8 +208,7 @@ func Clicks(ctx context.Context, url string, clients int, d time.Duration, next 
 	if err != nil {
 		return Figure{}, err
 	}
-	cpu1, _ := CPUTime()
-	f := Figure{Clients: clients, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds(), CPUPerOp: cpuPerOp(cpu0, cpu1, cpuOK, n)}
+	f := Figure{Clients: clients, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds(), CPUPerOp: cpu(n)}
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		pct := func(p float64) float64 {
@@ -221,11 +219,16 @@ func Clicks(ctx context.Context, url string, clients int, d time.Duration, next 
 	return f, nil
 }
 
-// cpuPerOp is the CPU time from cpu0 to cpu1 per operation of n, in
-// milliseconds; 0 when the time is not known.
-func cpuPerOp(cpu0, cpu1 time.Duration, ok bool, n int64) float64 {
-	if !ok || n == 0 {
-		return 0
+// cpuMeter starts measuring this process's CPU time: the function it
+// returns gives the time since, per operation of n, in milliseconds (0 when
+// the system cannot say).
+func cpuMeter() func(n int64) float64 {
+	start, ok := CPUTime()
+	return func(n int64) float64 {
+		now, _ := CPUTime()
+		if !ok || n == 0 {
+			return 0
+		}
+		return float64((now - start).Microseconds()) / 1000 / float64(n)
 	}
-	return float64((cpu1 - cpu0).Microseconds()) / 1000 / float64(n)
 }
