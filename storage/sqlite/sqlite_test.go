@@ -549,3 +549,25 @@ func TestMigrationMovesMessageLocations(t *testing.T) {
 	s := openStore(t, path)
 	storagetest.CheckMessageLocationsMoved(t, s)
 }
+
+// Every connection the store opens, writer and readers, keeps its temporary
+// data (the sub-journal of each Update's savepoint) in memory, not in a file.
+func TestConnectionsKeepTemporaryDataInMemory(t *testing.T) {
+	path := tempPath(t)
+	write, err := OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer write.Close()
+	read, err := openReadDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer read.Close()
+	for name, db := range map[string]*sql.DB{"write": write, "read": read} {
+		var mode int
+		if err := db.QueryRowContext(t.Context(), `PRAGMA temp_store`).Scan(&mode); err != nil || mode != 2 {
+			t.Errorf("%s connection: temp_store = %d (%v), want 2 (MEMORY)", name, mode, err)
+		}
+	}
+}
