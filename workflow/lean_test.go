@@ -296,3 +296,48 @@ func TestADecisionCountsOneThatLandedSinceItsRead(t *testing.T) {
 		t.Fatalf("decisions %+v, want both", v.Decisions)
 	}
 }
+
+// views counts the read-only transactions through a store.
+type views struct {
+	workflow.Store
+	n *atomic.Int64
+}
+
+func (s views) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+	s.n.Add(1)
+	return s.Store.View(ctx, fn)
+}
+
+// The write that ends a run answers Resume: the run it returns is the one
+// stored, and it is not read back after that write.
+func TestResumeReturnsTheRunItsLastWriteEnded(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	h.build(views{h.store, &n}, testPolicy(t, "rev-1", h.roles))
+	got, err := h.engine.Resume(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run with its operations, as the Resume began.
+	if n.Load() != 1 {
+		t.Errorf("read-only transactions = %d, want 1", n.Load())
+	}
+	var stored *workflow.Run
+	if err := h.store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		stored, err = tx.Run(ctx, run.ID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != workflow.StatusDone || got.Status != stored.Status || got.Version != stored.Version || got.Seq != stored.Seq ||
+		got.LeaseOwner != stored.LeaseOwner || !got.LeaseUntil.Equal(stored.LeaseUntil) || !got.UpdatedAt.Equal(stored.UpdatedAt) {
+		t.Errorf("Resume returned %+v, but the store holds %+v", got, stored)
+	}
+	if e := h.target.Effects(); len(e) != 1 {
+		t.Fatalf("effects = %v, want exactly one", e)
+	}
+}

@@ -128,6 +128,12 @@ func (e *Engine) resume(ctx context.Context, id string, follow bool) (*Run, erro
 			if err := e.executeNext(ctx, l); err != nil {
 				return nil, err
 			}
+			if l.committed && l.run.Status.Terminal() {
+				// The write that ended the run committed, so l is the run
+				// as stored and nothing is left to run: reading it back
+				// would only say so again.
+				return l.run, nil
+			}
 		default:
 			return l.run, nil
 		}
