@@ -89,10 +89,7 @@ func openRO(path string, immutable bool) (*sql.DB, error) {
 	if immutable {
 		q.Set("immutable", "1")
 	}
-	db, err := sql.Open("sqlite3", "file:"+uriPath.Replace(path)+"?"+q.Encode())
-	if err != nil {
-		return nil, err
-	}
+	db := sql.OpenDB(connector{dsn: "file:" + uriPath.Replace(path) + "?" + q.Encode()})
 	var n int
 	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err != nil {
 		db.Close()

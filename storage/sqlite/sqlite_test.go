@@ -550,8 +550,9 @@ func TestMigrationMovesMessageLocations(t *testing.T) {
 	storagetest.CheckMessageLocationsMoved(t, s)
 }
 
-// Every connection the store opens, writer and readers, keeps its temporary
-// data (the sub-journal of each Update's savepoint) in memory, not in a file.
+// Every connection the package opens (the writer, the readers, a read-only
+// store's) keeps its temporary data, such as the sub-journal of each
+// Update's savepoint, in memory, not in a file.
 func TestConnectionsKeepTemporaryDataInMemory(t *testing.T) {
 	path := tempPath(t)
 	write, err := OpenDB(path)
@@ -564,7 +565,12 @@ func TestConnectionsKeepTemporaryDataInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer read.Close()
-	for name, db := range map[string]*sql.DB{"write": write, "read": read} {
+	readOnly, err := OpenReadOnlyDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer readOnly.Close()
+	for name, db := range map[string]*sql.DB{"write": write, "read": read, "read-only": readOnly} {
 		var mode int
 		if err := db.QueryRowContext(t.Context(), `PRAGMA temp_store`).Scan(&mode); err != nil || mode != 2 {
 			t.Errorf("%s connection: temp_store = %d (%v), want 2 (MEMORY)", name, mode, err)
