@@ -102,11 +102,11 @@ func open(path, txlock string, queryOnly bool) (*sql.DB, error) {
 
 // connector opens connections of the mattn/go-sqlite3 driver with
 // temp_store=MEMORY, which its DSN cannot set. Every Update of the group
-// commit is a savepoint, and a savepoint keeps the pages it changes in a
-// sub-journal: in a temporary file by default, which costs a write system
-// call per page and, measured, more CPU than the statements of a decision.
-// The sub-journal lives only until RELEASE, so memory holds a few pages per
-// caller at a time.
+// commit is a savepoint, and a savepoint keeps a copy of each page it
+// changes (its sub-journal): in a temporary file by default, a write system
+// call per page. Measured, whole runs at 64 clients went from about 530 to
+// 940 a second with it in memory. A sub-journal lives only until its
+// savepoint is released, so memory holds the pages of one Update at a time.
 type connector struct{ dsn string }
 
 var sqliteDriver = &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
