@@ -23,7 +23,45 @@ type lazyTx struct {
 	begin string
 	// notify are the runs to notify of on commit, each once.
 	notify []string
+	// deferred are writes still to send, ahead of the transaction's next
+	// statement or its COMMIT (see Defer).
+	deferred []deferredWrite
+	// lost is the failure of a deferred write: the server aborted the
+	// transaction, and every later statement and COMMIT fail with it.
+	lost error
 }
+
+// deferredWrite is a statement that returns no rows, queued by Defer; what
+// names it in an error.
+type deferredWrite struct {
+	what, sql string
+	args      []any
+}
+
+// deferredError is a deferred write's failure, reported by the statement (or
+// COMMIT) it travelled with. It does not unwrap to the server's error, so
+// that the failure is never read as that statement's own (its duplicate
+// key, say): the transaction is lost either way.
+type deferredError struct {
+	what string
+	err  error
+}
+
+func (e *deferredError) Error() string {
+	return fmt.Sprintf("%s (sent ahead of the next statement): %v; the transaction is rolled back", e.what, e.err)
+}
+
+// Defer queues a write to travel in one pipeline with whatever the
+// transaction sends next, instead of in a round trip of its own. The server
+// runs it first, so every later statement sees it; if it fails, the
+// transaction is lost (see lost).
+func (t *lazyTx) Defer(what, sql string, args ...any) {
+	t.deferred = append(t.deferred, deferredWrite{what: what, sql: sql, args: args})
+}
+
+// direct says whether a statement can go to the server as it is: BEGIN was
+// sent, nothing is deferred and nothing deferred failed.
+func (t *lazyTx) direct() bool { return t.started() && len(t.deferred) == 0 && t.lost == nil }
 
 func newLazyTx(conn *pgxpool.Conn, begin string) *lazyTx {
 	return &lazyTx{conn: conn, begin: begin}
@@ -32,25 +70,46 @@ func newLazyTx(conn *pgxpool.Conn, begin string) *lazyTx {
 // started says whether BEGIN has reached the server.
 func (t *lazyTx) started() bool { return t.begin == "" }
 
-// SendBatch sends b, with the pending BEGIN in front of it.
+// SendBatch sends b, with the pending BEGIN and deferred writes in front of
+// it.
 func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if t.started() {
+	if t.lost != nil {
+		return failedBatch{t.lost}
+	}
+	if t.direct() {
 		return t.conn.SendBatch(ctx, b)
 	}
 	nb := &pgx.Batch{}
-	nb.Queue(t.begin)
+	begin := !t.started()
+	if begin {
+		nb.Queue(t.begin)
+		t.begin = ""
+	}
+	deferred := t.deferred
+	t.deferred = nil
+	for _, w := range deferred {
+		nb.Queue(w.sql, w.args...)
+	}
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
-	t.begin = ""
 	br := t.conn.SendBatch(ctx, nb)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return failedBatch{err}
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return failedBatch{err}
+		}
+	}
+	for _, w := range deferred {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			t.lost = &deferredError{what: w.what, err: err}
+			return failedBatch{t.lost}
+		}
 	}
 	return br
 }
 
 func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.started() {
+	if t.direct() {
 		return t.conn.Exec(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
@@ -61,7 +120,7 @@ func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.started() {
+	if t.direct() {
 		return t.conn.Query(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
@@ -76,7 +135,7 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 }
 
 func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.started() {
+	if t.direct() {
 		return t.conn.QueryRow(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
@@ -85,11 +144,14 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	return batchRow{row: br.QueryRow(), br: br}
 }
 
-// commit sends the queued notifications and COMMIT in one pipeline. A
-// transaction the server had to abort answers COMMIT with ROLLBACK: that is
-// pgx.ErrTxCommitRollback, as pgx's own Commit says.
+// commit sends the deferred writes, the queued notifications and COMMIT in
+// one pipeline. A transaction the server had to abort answers COMMIT with
+// ROLLBACK: that is pgx.ErrTxCommitRollback, as pgx's own Commit says.
 func (t *lazyTx) commit(ctx context.Context) error {
-	if !t.started() {
+	if t.lost != nil {
+		return t.lost
+	}
+	if !t.started() && len(t.deferred) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
@@ -97,7 +159,7 @@ func (t *lazyTx) commit(ctx context.Context) error {
 		b.Queue(`SELECT pg_notify('`+channel+`', $1)`, id)
 	}
 	b.Queue("COMMIT")
-	br := t.conn.SendBatch(ctx, b)
+	br := t.SendBatch(ctx, b)
 	var err error
 	for range t.notify {
 		if _, err = br.Exec(); err != nil {
@@ -122,6 +184,7 @@ func (t *lazyTx) commit(ctx context.Context) error {
 
 // rollback ends the transaction without committing, if it began.
 func (t *lazyTx) rollback(ctx context.Context) error {
+	t.deferred = nil
 	if !t.started() {
 		return nil
 	}

@@ -897,3 +897,55 @@ func TestMigrationMovesMessageLocations(t *testing.T) {
 	s := openStore(t, dsn)
 	storagetest.CheckMessageLocationsMoved(t, s)
 }
+
+// An audit event travels with the transaction's next statement (or its
+// COMMIT), not in a round trip of its own. When the server refuses it, the
+// transaction is lost: the statement it travelled with fails with the
+// append's error, never with a duplicate key of its own, COMMIT fails even if
+// fn goes on, and nothing of the transaction is kept.
+func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
+	t.Parallel()
+	dsn := migrated(t)
+	s := openStore(t, dsn)
+	first := &workflow.AuditEvent{RunID: "run-a", Action: "first"}
+	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, first, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, goOn := range []bool{false, true} {
+		// The next append takes the first event's seq again: the server
+		// refuses it on the primary key.
+		execRaw(t, dsn, `SELECT setval('audit_seq', $1, false)`, first.Seq)
+		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-b", Action: "second"}, nil); err != nil {
+				return err
+			}
+			err := tx.InsertRun(ctx, &workflow.Run{ID: "run-b", Status: workflow.StatusRunning})
+			if err == nil || errors.Is(err, workflow.ErrDuplicate) {
+				t.Errorf("go on %v: the insert that carried the refused append: %v, want the append's failure", goOn, err)
+			}
+			if goOn {
+				return nil
+			}
+			return err
+		})
+		if err == nil || errors.Is(err, workflow.ErrDuplicate) || !strings.Contains(err.Error(), "append audit second of run run-b") {
+			t.Errorf("go on %v: Update = %v, want the append's failure", goOn, err)
+		}
+	}
+	err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		if _, err := tx.Run(ctx, "run-b"); !errors.Is(err, workflow.ErrNotFound) {
+			t.Errorf("run-b after the lost transactions: %v, want ErrNotFound", err)
+		}
+		evs, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		if err != nil {
+			return err
+		}
+		if len(evs) != 1 || evs[0].Action != "first" {
+			t.Errorf("audit log = %+v, want the first event alone", evs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -137,8 +137,11 @@ func (d dialect) Guarded(ctx context.Context, c sqlstore.Conn, scan func(sqlstor
 		{SQL: query, Args: args, Row: scan},
 		{SQL: "RELEASE SAVEPOINT " + savepoint},
 	})
-	if err == nil {
-		return nil
+	var lost *deferredError
+	if err == nil || errors.As(err, &lost) {
+		// A write sent ahead of the statement failed before its savepoint
+		// was made: the transaction is lost, with nothing to roll back to.
+		return err
 	}
 	// Back to the state before the statement, and the savepoint forgotten, so
 	// that the next guarded statement starts clean. One simple-protocol round trip.
@@ -301,6 +304,13 @@ func (dialect) AuditHeadWrites(runID string, seq *int64, hash *string) []sqlstor
 		{SQL: `SELECT nextval('audit_seq'), hash FROM audit_heads WHERE run_id = $1 FOR UPDATE`, Args: []any{runID},
 			Row: func(r sqlstore.Row) error { return r.Scan(seq, hash) }},
 	}
+}
+
+var _ sqlstore.Deferrer = dialect{}
+
+// Defer queues the write on c's transaction (see lazyTx.Defer).
+func (dialect) Defer(c sqlstore.Conn, what, query string, args ...any) {
+	pgxTx(c).Defer(what, query, args...)
 }
 
 // AuditMoveHead moves the run's audit head in the statement that inserts the event.

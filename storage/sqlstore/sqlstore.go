@@ -93,6 +93,16 @@ type Dialect interface {
 	RunWritten(ctx context.Context, c Conn, runID string) error
 }
 
+// Deferrer is a Dialect that can send a write ahead of the transaction's
+// next statement or its COMMIT, in the same round trip, instead of in one of
+// its own (PostgreSQL). AppendAudit defers its insert: the event's seq and
+// hashes are known before it is sent, every later statement of the
+// transaction sees it, and if it fails the transaction fails, at the
+// statement it travelled with or at COMMIT.
+type Deferrer interface {
+	Defer(c Conn, what, query string, args ...any)
+}
+
 // Tx is workflow.Tx on one transaction of a SQL database.
 type Tx struct {
 	c Conn

@@ -830,8 +830,16 @@ func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent, seal func(
 	if with != "" {
 		args = append(args, head.KeyID, head.MAC)
 	}
-	_, err = t.c.Exec(ctx, with+t.d.Bind(`INSERT INTO audit (`+auditColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), args...)
+	insert := with + t.d.Bind(`INSERT INTO audit (`+auditColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	// Where the insert moves the head itself, it can wait for the
+	// transaction's next round trip (Deferrer): the event is final here.
+	if d, ok := t.d.(Deferrer); ok && with != "" {
+		d.Defer(t.c, fmt.Sprintf("append audit %s of run %s", e.Action, e.RunID), insert, args...)
+		*e = next
+		return nil
+	}
+	_, err = t.c.Exec(ctx, insert, args...)
 	if err == nil && with == "" {
 		_, err = t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit_heads (run_id, seq, hash, key_id, mac) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
