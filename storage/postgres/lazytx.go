@@ -51,6 +51,15 @@ func (e *deferredError) Error() string {
 	return fmt.Sprintf("%s (sent ahead of the next statement): %v; the transaction is rolled back", e.what, e.err)
 }
 
+// Unwrap shows a context that ended (the caller gave up, so the write was
+// not refused), and nothing else.
+func (e *deferredError) Unwrap() error {
+	if errors.Is(e.err, context.Canceled) || errors.Is(e.err, context.DeadlineExceeded) {
+		return e.err
+	}
+	return nil
+}
+
 // Defer queues a write to travel in one pipeline with whatever the
 // transaction sends next, instead of in a round trip of its own. The server
 // runs it first, so every later statement sees it; if it fails, the
@@ -95,6 +104,9 @@ func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if begin {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
+			if len(deferred) > 0 {
+				t.lost = fmt.Errorf("begin, with %s deferred to it: %w", deferred[0].what, err)
+			}
 			return failedBatch{err}
 		}
 	}
@@ -149,7 +161,7 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 // ROLLBACK: that is pgx.ErrTxCommitRollback, as pgx's own Commit says.
 func (t *lazyTx) commit(ctx context.Context) error {
 	if t.lost != nil {
-		return t.lost
+		return t.abandon(ctx)
 	}
 	if !t.started() && len(t.deferred) == 0 {
 		return nil
@@ -173,6 +185,9 @@ func (t *lazyTx) commit(ctx context.Context) error {
 	if closeErr := br.Close(); err == nil {
 		err = closeErr
 	}
+	if t.lost != nil {
+		return t.abandon(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -180,6 +195,16 @@ func (t *lazyTx) commit(ctx context.Context) error {
 		return pgx.ErrTxCommitRollback
 	}
 	return nil
+}
+
+// abandon ends a transaction a deferred write lost, instead of COMMIT: the
+// server holds it open, aborted, until ROLLBACK, and a connection released
+// in that state would be closed instead of going back to the pool.
+func (t *lazyTx) abandon(ctx context.Context) error {
+	if err := rollback(ctx, t); err != nil {
+		return errors.Join(t.lost, fmt.Errorf("roll back: %w", err))
+	}
+	return t.lost
 }
 
 // rollback ends the transaction without committing, if it began.

@@ -902,7 +902,8 @@ func TestMigrationMovesMessageLocations(t *testing.T) {
 // COMMIT), not in a round trip of its own. When the server refuses it, the
 // transaction is lost: the statement it travelled with fails with the
 // append's error, never with a duplicate key of its own, COMMIT fails even if
-// fn goes on, and nothing of the transaction is kept.
+// fn goes on, nothing of the transaction is kept, and the connection goes
+// back to the pool rolled back, not closed.
 func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 	t.Parallel()
 	dsn := migrated(t)
@@ -911,6 +912,7 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, first, nil) }); err != nil {
 		t.Fatal(err)
 	}
+	conns := s.pool.Stat().NewConnsCount()
 	for _, goOn := range []bool{false, true} {
 		// The next append takes the first event's seq again: the server
 		// refuses it on the primary key.
@@ -947,5 +949,28 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The View took the connection the lost transactions gave back.
+	if n := s.pool.Stat().NewConnsCount(); n != conns {
+		t.Errorf("the pool opened %d more connections: a lost transaction's was closed, not rolled back", n-conns)
+	}
+}
+
+// A deferred audit event that never reached the server because the caller
+// gave up is the caller's context error, not a refused write.
+func TestADeferredAuditAppendCutShortIsTheContextsError(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, migrated(t))
+	ctx, cancel := context.WithCancel(t.Context())
+	err := s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-a", Action: "first"}, nil); err != nil {
+			return err
+		}
+		cancel()
+		_, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-a"})
+		return err
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Update = %v, want context.Canceled", err)
 	}
 }

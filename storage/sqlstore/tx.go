@@ -835,6 +835,7 @@ func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent, seal func(
 	// Where the insert moves the head itself, it can wait for the
 	// transaction's next round trip (Deferrer): the event is final here.
 	if d, ok := t.d.(Deferrer); ok && with != "" {
+		args[4] = slices.Clone(next.Detail) // sent later: the caller's buffer may be reused by then
 		d.Defer(t.c, fmt.Sprintf("append audit %s of run %s", e.Action, e.RunID), insert, args...)
 		*e = next
 		return nil
