@@ -28,7 +28,7 @@ import (
 //   - busy_timeout, so a second process waits for the write lock instead of failing;
 //   - _txlock=immediate, so a read-write transaction takes the write lock at BEGIN
 //     and never fails half way with SQLITE_BUSY when it upgrades;
-//   - temp_store=MEMORY (see connector).
+//   - temp_store=MEMORY (see writeConnector).
 //
 // The pool holds one connection. Every transaction takes the write lock at BEGIN,
 // so a second connection in the same process adds no concurrency: it would only
@@ -86,7 +86,13 @@ func open(path, txlock string, queryOnly bool) (*sql.DB, error) {
 		// on an existing file it changes nothing until a VACUUM.
 		q.Set("_auto_vacuum", "incremental")
 	}
-	db := sql.OpenDB(connector{dsn: "file:" + uriPath.Replace(path) + "?" + q.Encode()})
+	dsn := "file:" + uriPath.Replace(path) + "?" + q.Encode()
+	var db *sql.DB
+	if queryOnly {
+		db = sql.OpenDB(connector{dsn: dsn})
+	} else {
+		db = sql.OpenDB(connector{dsn: dsn, driver: writeDriver})
+	}
 	var err error
 	if !queryOnly {
 		err = useWAL(db)
@@ -100,23 +106,52 @@ func open(path, txlock string, queryOnly bool) (*sql.DB, error) {
 	return db, nil
 }
 
-// connector opens connections of the mattn/go-sqlite3 driver with
-// temp_store=MEMORY, which its DSN cannot set. Every Update of the group
-// commit is a savepoint, and a savepoint keeps a copy of each page it
-// changes (its sub-journal): in a temporary file by default, a write system
-// call per page. Measured, whole runs at 64 clients went from about 530 to
-// 940 a second with it in memory. A sub-journal lives only until its
-// savepoint is released, so memory holds the pages of one Update at a time.
-type connector struct{ dsn string }
+// connector opens connections of driver (mattn/go-sqlite3's, or
+// writeDriver) on dsn, with no global registration.
+type connector struct {
+	dsn    string
+	driver *sqlite3.SQLiteDriver
+}
 
-var sqliteDriver = &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+// writeDriver opens connections with temp_store=MEMORY, which the DSN cannot
+// set. Every Update of the group commit is a savepoint, and a savepoint keeps
+// a copy of each page it changes (its sub-journal): in a temporary file by
+// default, a write system call per page. Measured, whole runs at 64 clients
+// went from about 530 to 940 a second with it in memory. A sub-journal lives
+// only until its savepoint is released, so memory holds the pages of one
+// Update at a time. Readers make no savepoints and keep the default, and
+// what sorts or copies a whole table (migrations, VACUUM) sets files again
+// (see tempFiles).
+var writeDriver = &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 	_, err := c.Exec("PRAGMA temp_store = MEMORY", nil)
 	return err
 }}
 
-func (c connector) Connect(context.Context) (driver.Conn, error) { return sqliteDriver.Open(c.dsn) }
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.Driver().Open(c.dsn) }
 
-func (connector) Driver() driver.Driver { return sqliteDriver }
+func (c connector) Driver() driver.Driver {
+	if c.driver == nil {
+		return plainDriver
+	}
+	return c.driver
+}
+
+var plainDriver = &sqlite3.SQLiteDriver{}
+
+// tempFiles runs fn with db's temporary data in files, as SQLite keeps it by
+// default: an index built over a large table or a VACUUM copies the whole
+// table, which memory should not have to hold. db has one connection
+// (OpenDB), so the setting applies to everything fn runs.
+func tempFiles(ctx context.Context, db *sql.DB, fn func() error) error {
+	if _, err := db.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
+		return fmt.Errorf("keep temporary data in files: %w", err)
+	}
+	err := fn()
+	if _, rerr := db.ExecContext(context.WithoutCancel(ctx), "PRAGMA temp_store = MEMORY"); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("keep temporary data in memory again: %w", rerr))
+	}
+	return err
+}
 
 // busyTimeout is how long a connection waits for a lock another holds.
 const busyTimeout = 10 * time.Second

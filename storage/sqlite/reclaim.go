@@ -53,7 +53,11 @@ func (s *Store) Reclaim(ctx context.Context) (*ReclaimReport, error) {
 		if _, err := db.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
 			return nil, fmt.Errorf("reclaim space: set auto_vacuum: %w", err)
 		}
-		if _, err := db.ExecContext(ctx, `VACUUM`); err != nil {
+		err := tempFiles(ctx, db, func() error {
+			_, err := db.ExecContext(ctx, `VACUUM`)
+			return err
+		})
+		if err != nil {
 			return nil, fmt.Errorf("reclaim space: convert to incremental vacuum with VACUUM: %w", err)
 		}
 		rep.Vacuumed = true

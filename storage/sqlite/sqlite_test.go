@@ -550,30 +550,63 @@ func TestMigrationMovesMessageLocations(t *testing.T) {
 	storagetest.CheckMessageLocationsMoved(t, s)
 }
 
-// Every connection the package opens (the writer, the readers, a read-only
-// store's) keeps its temporary data, such as the sub-journal of each
-// Update's savepoint, in memory, not in a file.
-func TestConnectionsKeepTemporaryDataInMemory(t *testing.T) {
+// The write connection keeps its temporary data, the sub-journal of each
+// Update's savepoint, in memory, also after migrating a new store, which
+// keeps it in files as SQLite does by default; readers keep the default too.
+func TestTheWriterKeepsTemporaryDataInMemory(t *testing.T) {
 	path := tempPath(t)
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	write, err := OpenDB(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer write.Close()
-	read, err := openReadDB(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer read.Close()
 	readOnly, err := OpenReadOnlyDB(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer readOnly.Close()
-	for name, db := range map[string]*sql.DB{"write": write, "read": read, "read-only": readOnly} {
+	for _, c := range []struct {
+		name string
+		db   *sql.DB
+		want int
+	}{
+		{"the store's writer, after migrating", s.write, 2},
+		{"a write connection", write, 2},
+		{"the store's reader", s.read, 0},
+		{"a read-only connection", readOnly, 0},
+	} {
 		var mode int
-		if err := db.QueryRowContext(t.Context(), `PRAGMA temp_store`).Scan(&mode); err != nil || mode != 2 {
-			t.Errorf("%s connection: temp_store = %d (%v), want 2 (MEMORY)", name, mode, err)
+		if err := c.db.QueryRowContext(t.Context(), `PRAGMA temp_store`).Scan(&mode); err != nil || mode != c.want {
+			t.Errorf("%s: temp_store = %d (%v), want %d", c.name, mode, err, c.want)
 		}
+	}
+}
+
+// What copies or sorts a whole table (migrations, VACUUM) runs with its
+// temporary data in files, and the connection keeps it in memory again after.
+func TestTempFilesWhileCopyingWholeTables(t *testing.T) {
+	db, err := OpenDB(tempPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mode := func() int {
+		var m int
+		if err := db.QueryRowContext(t.Context(), `PRAGMA temp_store`).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	var during int
+	if err := tempFiles(t.Context(), db, func() error { during = mode(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if after := mode(); during != 1 || after != 2 {
+		t.Errorf("temp_store = %d during and %d after, want 1 (FILE) and 2 (MEMORY)", during, after)
 	}
 }

@@ -88,7 +88,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := migrate(ctx, write, o.log); err != nil {
+	if err := tempFiles(ctx, write, func() error { return migrate(ctx, write, o.log) }); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
