@@ -26,8 +26,8 @@ type lazyTx struct {
 	// deferred are writes still to send, ahead of the transaction's next
 	// statement or its COMMIT (see Defer).
 	deferred []deferredWrite
-	// lost is the failure of a deferred write: the server aborted the
-	// transaction, and every later statement and COMMIT fail with it.
+	// lost is the failure of BEGIN or of a deferred write: every later
+	// statement and COMMIT fail with it.
 	lost error
 }
 
@@ -104,9 +104,8 @@ func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if begin {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
-			if len(deferred) > 0 {
-				t.lost = fmt.Errorf("begin, with %s deferred to it: %w", deferred[0].what, err)
-			}
+			// Nothing after it may run outside the transaction it did not begin.
+			t.lost = fmt.Errorf("begin: %w", err)
 			return failedBatch{err}
 		}
 	}
@@ -197,7 +196,7 @@ func (t *lazyTx) commit(ctx context.Context) error {
 	return nil
 }
 
-// abandon ends a transaction a deferred write lost, instead of COMMIT: the
+// abandon ends a lost transaction (see lost) instead of COMMIT: the
 // server holds it open, aborted, until ROLLBACK, and a connection released
 // in that state would be closed instead of going back to the pool.
 func (t *lazyTx) abandon(ctx context.Context) error {

@@ -28,7 +28,7 @@ import (
 //   - busy_timeout, so a second process waits for the write lock instead of failing;
 //   - _txlock=immediate, so a read-write transaction takes the write lock at BEGIN
 //     and never fails half way with SQLITE_BUSY when it upgrades;
-//   - temp_store=MEMORY (see writeConnector).
+//   - temp_store=MEMORY (see writeDriver).
 //
 // The pool holds one connection. Every transaction takes the write lock at BEGIN,
 // so a second connection in the same process adds no concurrency: it would only
@@ -78,27 +78,18 @@ func open(path, txlock string, queryOnly bool) (*sql.DB, error) {
 	// few dozen distinct statements, and BenchmarkCPU spends about a tenth
 	// less CPU per decision and per execution with the cache.
 	q.Set("_stmt_cache_size", "128")
+	drv, ready := writeDriver, useWAL
 	if queryOnly {
 		q.Set("_query_only", "on")
+		drv, ready = plainDriver, (*sql.DB).Ping
 	} else {
 		// Set before the first table is made, this makes a new file one whose
 		// freed pages PRAGMA incremental_vacuum can give back (see Reclaim);
 		// on an existing file it changes nothing until a VACUUM.
 		q.Set("_auto_vacuum", "incremental")
 	}
-	dsn := "file:" + uriPath.Replace(path) + "?" + q.Encode()
-	var db *sql.DB
-	if queryOnly {
-		db = sql.OpenDB(connector{dsn: dsn})
-	} else {
-		db = sql.OpenDB(connector{dsn: dsn, driver: writeDriver})
-	}
-	var err error
-	if !queryOnly {
-		err = useWAL(db)
-	} else {
-		err = db.Ping()
-	}
+	db := sql.OpenDB(connector{dsn: "file:" + uriPath.Replace(path) + "?" + q.Encode(), driver: drv})
+	err := ready(db)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -106,12 +97,14 @@ func open(path, txlock string, queryOnly bool) (*sql.DB, error) {
 	return db, nil
 }
 
-// connector opens connections of driver (mattn/go-sqlite3's, or
-// writeDriver) on dsn, with no global registration.
+// connector opens connections of driver (plainDriver or writeDriver) on
+// dsn, with no global registration.
 type connector struct {
 	dsn    string
 	driver *sqlite3.SQLiteDriver
 }
+
+var plainDriver = &sqlite3.SQLiteDriver{}
 
 // writeDriver opens connections with temp_store=MEMORY, which the DSN cannot
 // set. Every Update of the group commit is a savepoint, and a savepoint keeps
@@ -127,16 +120,9 @@ var writeDriver = &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn)
 	return err
 }}
 
-func (c connector) Connect(context.Context) (driver.Conn, error) { return c.Driver().Open(c.dsn) }
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
 
-func (c connector) Driver() driver.Driver {
-	if c.driver == nil {
-		return plainDriver
-	}
-	return c.driver
-}
-
-var plainDriver = &sqlite3.SQLiteDriver{}
+func (c connector) Driver() driver.Driver { return c.driver }
 
 // tempFiles runs fn with db's temporary data in files, as SQLite keeps it by
 // default: an index built over a large table or a VACUUM copies the whole

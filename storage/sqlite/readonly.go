@@ -89,7 +89,7 @@ func openRO(path string, immutable bool) (*sql.DB, error) {
 	if immutable {
 		q.Set("immutable", "1")
 	}
-	db := sql.OpenDB(connector{dsn: "file:" + uriPath.Replace(path) + "?" + q.Encode()})
+	db := sql.OpenDB(connector{dsn: "file:" + uriPath.Replace(path) + "?" + q.Encode(), driver: plainDriver})
 	var n int
 	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err != nil {
 		db.Close()
