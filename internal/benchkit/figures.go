@@ -41,20 +41,29 @@ type Figure struct {
 	P99 float64 `json:"p99_ms,omitempty"`
 }
 
-// Measure runs the store figures on t: the raw single-row commit, then at
-// each number of clients suspend (submit a gated proposal), decide (approve
+// Measure runs the store figures on t: the raw single-row commit at one
+// client and at each number of clients t.RawClients allows, then at each
+// number of clients suspend (submit a gated proposal), decide (approve
 // the runs suspend left waiting) and e2e (submit, wait, approve, execute,
 // done), each for about d.
 func Measure(ctx context.Context, t *Target, eng *workflow.Engine, clients []int, d time.Duration) ([]Figure, error) {
 	var out []Figure
 	body := Payload(2048)
-	cpu := cpuMeter()
-	n, took, err := Drive(ctx, 1, d, func(ctx context.Context) (bool, error) { return true, t.RawCommit(ctx, body) })
-	if err != nil {
-		return nil, err
+	rawAt := []int{1}
+	for _, c := range clients {
+		if c > 1 && c <= t.RawClients {
+			rawAt = append(rawAt, c)
+		}
 	}
-	out = append(out, Figure{Name: "raw_commit", Clients: 1, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds(),
-		CPUPerOp: cpu(n)})
+	for _, c := range rawAt {
+		cpu := cpuMeter()
+		n, took, err := Drive(ctx, c, d, func(ctx context.Context) (bool, error) { return true, t.RawCommit(ctx, body) })
+		if err != nil {
+			return nil, fmt.Errorf("raw commits with %d clients: %w", c, err)
+		}
+		out = append(out, Figure{Name: "raw_commit", Clients: c, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds(),
+			CPUPerOp: cpu(n)})
+	}
 	for _, c := range clients {
 		var (
 			mu  sync.Mutex

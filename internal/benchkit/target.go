@@ -29,6 +29,11 @@ type Target struct {
 	// RawCommit commits one row of body in a transaction of its own, on the
 	// same disk (SQLite) or server (PostgreSQL) as the store.
 	RawCommit func(ctx context.Context, body []byte) error
+	// RawClients is how many clients may call RawCommit at once: 1 on
+	// SQLite, whose one writer takes commits in turn, more on PostgreSQL,
+	// where the raw rate at several clients is the most this server and
+	// machine give the store's scaling.
+	RawClients int
 	// Size is the bytes the store takes.
 	Size func(ctx context.Context) (int64, error)
 	// Syncs counts durable flushes so far: SQLite's committed transactions, or
@@ -88,9 +93,10 @@ func OpenSQLite(ctx context.Context, path string) (*Target, error) {
 		return nil, errors.Join(fmt.Errorf("bench store: %w", err), remove())
 	}
 	return &Target{
-		Name:  "sqlite",
-		Store: &Counting{Store: st},
-		Where: path,
+		Name:       "sqlite",
+		Store:      &Counting{Store: st},
+		Where:      path,
+		RawClients: 1,
 		RawCommit: func(ctx context.Context, body []byte) error {
 			tx, err := raw.BeginTx(ctx, nil)
 			if err != nil {
@@ -147,6 +153,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 		Store:      &Counting{Store: st},
 		Where:      "schema " + sc.Schema + ", dropped after",
 		RawCommit:  sc.RawCommit,
+		RawClients: postgres.RawClients,
 		Size:       sc.Size,
 		Syncs:      sc.WALSyncs,
 		RoundTrips: st.RoundTrips,

@@ -10,7 +10,13 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// RawClients is how many clients at most may commit raw rows at once: each
+// has a connection of its own, so the rate at several clients is what this
+// server and machine give when nothing else is done per commit.
+const RawClients = 8
 
 // Scratch is a schema of its own on a server, for `signoff bench`: a store is
 // migrated into it beside a table of raw commits, and Drop removes it all. The
@@ -22,7 +28,8 @@ type Scratch struct {
 	Schema string
 	// DSN names the scratch schema (its search_path); open the store with it.
 	DSN  string
-	conn *pgx.Conn // the raw commits' connection
+	conn *pgx.Conn     // sizes and WAL flushes
+	raw  *pgxpool.Pool // the raw commits', one connection per client
 }
 
 // NewScratch creates a new schema on the server at dsn, migrates a store into
@@ -42,6 +49,9 @@ func NewScratch(ctx context.Context, dsn string) (*Scratch, error) {
 		s.conn, err = pgx.Connect(ctx, s.DSN)
 	}
 	if err == nil {
+		s.raw, err = rawPool(ctx, s.DSN)
+	}
+	if err == nil {
 		_, err = s.conn.Exec(ctx, `CREATE TABLE raw (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body BYTEA NOT NULL)`)
 	}
 	if err != nil {
@@ -50,10 +60,40 @@ func NewScratch(ctx context.Context, dsn string) (*Scratch, error) {
 	return s, nil
 }
 
+// rawPool holds RawClients connections, opened before the first commit is
+// timed.
+func rawPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns, cfg.MinConns = RawClients, RawClients
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	conns := make([]*pgxpool.Conn, 0, RawClients)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range RawClients {
+		c, err := p.Acquire(ctx)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		conns = append(conns, c)
+	}
+	return p, nil
+}
+
 // RawCommit commits one row of body in a transaction of its own: BEGIN,
-// INSERT, COMMIT, as the store's transactions pay them.
+// INSERT, COMMIT, as the store's transactions pay them. Up to RawClients
+// callers may commit at once.
 func (s *Scratch) RawCommit(ctx context.Context, body []byte) error {
-	tx, err := s.conn.Begin(ctx)
+	tx, err := s.raw.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("raw commit: %w", err)
 	}
@@ -92,6 +132,9 @@ func (s *Scratch) WALSyncs(ctx context.Context) (int64, error) {
 
 // Drop removes the scratch schema and everything in it.
 func (s *Scratch) Drop(ctx context.Context) error {
+	if s.raw != nil {
+		s.raw.Close()
+	}
 	if s.conn != nil {
 		s.conn.Close(ctx)
 	}
