@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -53,8 +55,57 @@ const (
 	agentID = "agent:resolver"
 )
 
-func dbPath(dir string) string   { return filepath.Join(dir, "signoff.db") }
 func shopPath(dir string) string { return filepath.Join(dir, "shop.db") }
+
+// dbPath is the store the test's commands against dir use: dir's SQLite file,
+// or the PostgreSQL schema onPostgres gave dir.
+func dbPath(dir string) string {
+	if dsn, ok := pgStores.Load(dir); ok {
+		return dsn.(string)
+	}
+	return filepath.Join(dir, "signoff.db")
+}
+
+// pgStores maps a test's dir to the DSN of its PostgreSQL schema.
+var pgStores sync.Map
+
+// onPostgres makes every command a test runs against dir, in process or in a
+// child, use a new, migrated PostgreSQL schema instead of dir's SQLite file.
+// It skips the test without SIGNOFF_TEST_POSTGRES.
+func onPostgres(t *testing.T, dir string) {
+	t.Helper()
+	pgStores.Store(dir, pgtest.Schema(t))
+	t.Cleanup(func() {
+		pgStores.Delete(dir)
+		if _, err := os.Stat(filepath.Join(dir, "signoff.db")); err == nil {
+			t.Error("a command used dir's SQLite file, not the PostgreSQL schema")
+		}
+	})
+	must(t, dir, exitDone, "migrate")
+}
+
+// onEachStore runs test once on SQLite and once on PostgreSQL (skipped
+// without SIGNOFF_TEST_POSTGRES), as subtests named after the store. newDir
+// gives a new dir whose commands use that store, with a shop of its own.
+func onEachStore(t *testing.T, test func(t *testing.T, newDir func(t *testing.T) string)) {
+	t.Helper()
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			if store == "postgres" {
+				pgtest.DSN(t) // skip here, not once per subtest
+			}
+			test(t, func(t *testing.T) string {
+				t.Helper()
+				dir := t.TempDir()
+				if store == "postgres" {
+					onPostgres(t, dir)
+				}
+				return dir
+			})
+		})
+	}
+}
 
 // noEnv is the environment of in-process runs: nothing set, so only flags count.
 func noEnv(string) string { return "" }
