@@ -31,6 +31,12 @@ type lazyTx struct {
 	lost error
 }
 
+// A deferred write fails in one of two ways. The server refused it
+// (deferredError): the transaction is aborted, nothing in it can commit. Or
+// the pipeline it travelled in broke (the connection, the caller's context,
+// pgx itself): whatever travelled with it, COMMIT included, may or may not
+// have run (brokenError).
+
 // deferredWrite is a statement that returns no rows, queued by Defer; what
 // names it in an error.
 type deferredWrite struct {
@@ -38,10 +44,10 @@ type deferredWrite struct {
 	args      []any
 }
 
-// deferredError is a deferred write's failure, reported by the statement (or
-// COMMIT) it travelled with. It does not unwrap to the server's error, so
-// that the failure is never read as that statement's own (its duplicate
-// key, say): the transaction is lost either way.
+// deferredError is a deferred write the server refused, reported by the
+// statement (or COMMIT) it travelled with. It does not unwrap to the
+// server's error, so that the failure is never read as that statement's own
+// (its duplicate key, say).
 type deferredError struct {
 	what string
 	err  error
@@ -51,13 +57,25 @@ func (e *deferredError) Error() string {
 	return fmt.Sprintf("%s (sent ahead of the next statement): %v; the transaction is rolled back", e.what, e.err)
 }
 
-// Unwrap shows a context that ended (the caller gave up, so the write was
-// not refused), and nothing else.
-func (e *deferredError) Unwrap() error {
-	if errors.Is(e.err, context.Canceled) || errors.Is(e.err, context.DeadlineExceeded) {
-		return e.err
+// brokenError is a pipeline that broke while it carried a deferred write.
+// It unwraps, so that a caller sees its context end or its connection go.
+type brokenError struct {
+	what string
+	err  error
+}
+
+func (e *brokenError) Error() string {
+	return fmt.Sprintf("%s (sent ahead of the next statement) and what went with it: the outcome is unknown: %v", e.what, e.err)
+}
+
+func (e *brokenError) Unwrap() error { return e.err }
+
+// failedWrite is the error of deferred write w that failed with err.
+func failedWrite(w deferredWrite, err error) error {
+	if _, refused := errors.AsType[*pgconn.PgError](err); refused {
+		return &deferredError{what: w.what, err: err}
 	}
-	return nil
+	return &brokenError{what: w.what, err: err}
 }
 
 // Defer queues a write to travel in one pipeline with whatever the
@@ -106,13 +124,13 @@ func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 			br.Close()
 			// Nothing after it may run outside the transaction it did not begin.
 			t.lost = fmt.Errorf("begin: %w", err)
-			return failedBatch{err}
+			return failedBatch{t.lost}
 		}
 	}
 	for _, w := range deferred {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
-			t.lost = &deferredError{what: w.what, err: err}
+			t.lost = failedWrite(w, err)
 			return failedBatch{t.lost}
 		}
 	}
@@ -183,6 +201,10 @@ func (t *lazyTx) commit(ctx context.Context) error {
 	}
 	if closeErr := br.Close(); err == nil {
 		err = closeErr
+	}
+	if _, broken := errors.AsType[*brokenError](t.lost); broken {
+		// COMMIT went out with the deferred writes: it may have run.
+		return fmt.Errorf("commit: %w", t.lost)
 	}
 	if t.lost != nil {
 		return t.abandon(ctx)

@@ -137,10 +137,10 @@ func (d dialect) Guarded(ctx context.Context, c sqlstore.Conn, scan func(sqlstor
 		{SQL: query, Args: args, Row: scan},
 		{SQL: "RELEASE SAVEPOINT " + savepoint},
 	})
-	var lost *deferredError
-	if err == nil || errors.As(err, &lost) {
-		// A write sent ahead of the statement failed before its savepoint
-		// was made: the transaction is lost, with nothing to roll back to.
+	if err == nil || pgxTx(c).lost != nil {
+		// BEGIN or a write sent ahead of the statement failed before its
+		// savepoint was made: the transaction is lost, with nothing to roll
+		// back to.
 		return err
 	}
 	// Back to the state before the statement, and the savepoint forgotten, so
