@@ -66,14 +66,34 @@ func dbPath(dir string) string {
 	return filepath.Join(dir, "signoff.db")
 }
 
+// storeArgs are the global flags of a command against dir: its store, its
+// shop and, on PostgreSQL, its integrity keys (a SQLite store makes its own
+// beside it).
+func storeArgs(dir string) []string {
+	args := []string{"--db", dbPath(dir), "--shop", shopPath(dir)}
+	if _, ok := pgStores.Load(dir); ok {
+		args = append(args, "--keys", filepath.Join(dir, "signoff.keys"))
+	}
+	return args
+}
+
 // pgStores maps a test's dir to the DSN of its PostgreSQL schema.
 var pgStores sync.Map
 
 // onPostgres makes every command a test runs against dir, in process or in a
-// child, use a new, migrated PostgreSQL schema instead of dir's SQLite file.
-// It skips the test without SIGNOFF_TEST_POSTGRES.
+// child, use a new, migrated PostgreSQL schema instead of dir's SQLite file,
+// sealed with a key of its own as a SQLite store would be, so that verify
+// also matches every transition with its audit event. It skips the test
+// without SIGNOFF_TEST_POSTGRES.
 func onPostgres(t *testing.T, dir string) {
 	t.Helper()
+	key, err := workflow.NewKeyLine("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "signoff.keys"), []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	pgStores.Store(dir, pgtest.Schema(t))
 	t.Cleanup(func() {
 		pgStores.Delete(dir)
@@ -119,7 +139,7 @@ func signoff(t *testing.T, dir string, args ...string) (code int, stdout, stderr
 // signoffIn is signoff with stdin.
 func signoffIn(t *testing.T, dir, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	full := append([]string{"--db", dbPath(dir), "--shop", shopPath(dir)}, args...)
+	full := append(storeArgs(dir), args...)
 	var out, errb bytes.Buffer
 	code = run(t.Context(), full, noEnv, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
@@ -157,7 +177,7 @@ func child(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := append([]string{"--db", dbPath(dir), "--shop", shopPath(dir)}, args...)
+	full := append(storeArgs(dir), args...)
 	// A child that hangs is stopped with SIGQUIT, which dumps its goroutines:
 	// never with SIGKILL, which crash would mistake for the failpoint.
 	ctx, cancel := context.WithTimeout(t.Context(), childTimeout)
