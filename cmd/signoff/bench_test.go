@@ -14,16 +14,9 @@ import (
 )
 
 // benchFigures runs bench --json with args and checks that every figure
-// measured something.
-func benchFigures(t *testing.T, dir string, args ...string) *benchReport {
-	t.Helper()
-	rep, _ := benchFiguresWant(t, dir, nil, args...)
-	return rep
-}
-
-// benchFiguresWant is benchFigures that also wants the figures named in more
-// and returns every figure by name/clients.
-func benchFiguresWant(t *testing.T, dir string, more []string, args ...string) (*benchReport, map[string]benchkit.Figure) {
+// measured something, the figures named in more too. It returns the report
+// and every figure by name/clients.
+func benchFigures(t *testing.T, dir string, more []string, args ...string) (*benchReport, map[string]benchkit.Figure) {
 	t.Helper()
 	out := must(t, dir, 0, append([]string{"bench", "--json"}, args...)...)
 	var rep benchReport
@@ -64,7 +57,7 @@ func benchFiguresWant(t *testing.T, dir string, more []string, args ...string) (
 // The rates themselves are the benchmark's business, not a test's.
 func TestBench(t *testing.T) {
 	dir := t.TempDir()
-	rep, seen := benchFiguresWant(t, dir, nil, "--duration", "30ms")
+	rep, seen := benchFigures(t, dir, nil, "--duration", "30ms")
 	if rep.DB != "sqlite" {
 		t.Errorf("db %q, want sqlite", rep.DB)
 	}
@@ -127,7 +120,7 @@ func TestBenchPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	// Raw commits at 8 clients, each on a connection of its own: the most
 	// this server and machine give the store's scaling from 1 to 8.
-	rep, seen := benchFiguresWant(t, t.TempDir(), []string{"raw_commit/8"}, "--db", dsn, "--duration", "30ms")
+	rep, seen := benchFigures(t, t.TempDir(), []string{"raw_commit/8"}, "--db", dsn, "--duration", "30ms")
 	if _, ok := seen["raw_commit/64"]; ok {
 		t.Error("raw commits at 64 clients: more connections than the raw pool holds")
 	}
