@@ -649,7 +649,7 @@ anything is damaged.`,
 			})
 		},
 	}
-	cmd.Flags().StringArrayVar(&anchors, "anchor", nil, "SEQ:HASH of an audit head recorded earlier (from verify or serve's log); the log must extend it (repeatable)")
+	cmd.Flags().StringArrayVar(&anchors, "anchor", nil, "A12:HASH, an audit anchor recorded earlier (from anchor, verify or serve's log; an older SEQ:HASH too); the log must extend it (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
