@@ -392,6 +392,47 @@ func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
 	}
 }
 
+// TestConcurrentRetriesOfOneSubmitGetOneRun: an agent that sends the same
+// proposal with the same key from several goroutines at once (a retry that
+// overlaps the first try) gets one run, the same for every try, and no error.
+// The tries meet in one group commit, where the first one's run is not
+// committed yet when the others find its key taken.
+func TestConcurrentRetriesOfOneSubmitGetOneRun(t *testing.T) {
+	const rounds, tries = 10, 8
+	for round := range rounds {
+		h := newHarness(t)
+		ids := make([]string, tries)
+		errs := make([]error, tries)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range tries {
+			wg.Go(func() {
+				p := refund("PAY-1", 119)
+				p.IdempotencyKey = "ticket-T-1"
+				<-start
+				run, err := h.engine.Submit(ctx, p)
+				if err == nil {
+					ids[i] = run.ID
+				}
+				errs[i] = err
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, try %d: %v", round, i, err)
+			}
+			if ids[i] != ids[0] {
+				t.Fatalf("round %d: one key, two runs: %s and %s", round, ids[0], ids[i])
+			}
+		}
+		if runs, err := h.engine.List(ctx, workflow.RunFilter{}); err != nil || len(runs) != 1 {
+			t.Fatalf("round %d: %d runs, %v", round, len(runs), err)
+		}
+	}
+}
+
 // TestIdempotencyKeyBindsTheSubmittedProposal: arguments an approver edited do
 // not change what the key holds: the agent's retry still gets its run.
 func TestIdempotencyKeyBindsTheSubmittedProposal(t *testing.T) {

@@ -14,8 +14,14 @@ import (
 // of a transition, and SQLite does not share a flush between writers. So one
 // goroutine (the committer) owns the write connection: it opens a transaction,
 // hands the connection to each queued caller in turn, whose fn runs in a
-// savepoint of its own, and then commits once and answers every caller whose
-// work the commit holds.
+// savepoint of its own, and then commits once and answers every caller that
+// took its turn.
+//
+// A caller whose fn failed is answered at the end of its batch too: what
+// made it fail may be an earlier caller's work in the same transaction (the
+// run it found already there, the version it lost to), which is not
+// committed yet and may never be. Once the batch committed, its own error
+// stands; when the batch was lost after such work, it is told that instead.
 
 // maxBatch caps the callers of one transaction, so that the first of them does
 // not wait behind an endless stream of later ones.
@@ -41,7 +47,9 @@ type caller struct {
 	turn chan turn
 	// done tells the committer the caller's turn is over.
 	done chan outcome
-	// result is the outcome of the commit that holds the caller's work.
+	// result is the end of the caller's batch: for a caller whose work was
+	// kept, the outcome of the commit that holds it; for one whose fn
+	// failed, nil when its own error stands, else why it does not.
 	result chan error
 }
 
@@ -52,6 +60,8 @@ type turn struct {
 
 // outcome is how a caller's turn ended.
 type outcome struct {
+	// ran: fn was called (the caller saw the batch's transaction).
+	ran bool
 	// kept: fn succeeded and its savepoint was released into the transaction.
 	kept bool
 	// broken: the transaction itself is gone (a statement SQLite answers by
@@ -147,7 +157,10 @@ func (s *Store) batch(pending []*caller) (rest []*caller) {
 	}
 	defer conn.Close()
 
-	var kept []*caller
+	var (
+		turns []took // every caller that took its turn, in order
+		kept  int
+	)
 	seen := 0
 	for len(pending) > 0 {
 		c := pending[0]
@@ -161,38 +174,60 @@ func (s *Store) batch(pending []*caller) (rest []*caller) {
 		if o.broken == nil && !inTransaction(conn) {
 			o.broken = errors.New("SQLite ended the transaction after a failed statement")
 		}
+		turns = append(turns, took{c: c, kept: o.kept, afterKept: kept > 0, broke: o.broken != nil})
 		if o.kept {
-			kept = append(kept, c)
+			kept++
 		}
 		if o.broken != nil {
 			s.rollback(ctx, conn)
-			for _, k := range kept {
-				k.result <- fmt.Errorf("update lost with the transaction it shared with another: %w", o.broken)
-			}
+			answer(turns, fmt.Errorf("update lost with the transaction it shared with another: %w", o.broken))
 			return pending
 		}
 		if len(pending) == 0 && seen < maxBatch {
 			pending = s.next(maxBatch-seen, false)
 		}
 	}
-	if len(kept) == 0 {
+	if kept == 0 {
 		// Nothing to keep, so nothing to flush.
 		s.rollback(ctx, conn)
+		answer(turns, nil)
 		return nil
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		s.rollback(ctx, conn)
-		err = fmt.Errorf("commit update: %w", interpretError(err))
-		for _, c := range kept {
-			c.result <- err
-		}
+		answer(turns, fmt.Errorf("commit update: %w", interpretError(err)))
 		return nil
 	}
 	s.commits.Add(1)
-	for _, c := range kept {
-		c.result <- nil
-	}
+	answer(turns, nil)
 	return nil
+}
+
+// took is one caller's turn in a batch, as the batch's end answers it.
+type took struct {
+	c *caller
+	// kept: its work is in the transaction; afterKept: some earlier
+	// caller's was when its turn came; broke: it ended the transaction.
+	kept, afterKept, broke bool
+}
+
+// answer tells every caller of a batch how it ended: lost is nil when the
+// batch committed (or had nothing to keep), else why it was lost. A caller
+// whose fn failed after another's work was kept is told the batch was lost,
+// since what it failed on is gone; the one that broke the transaction keeps
+// its own error. Each result is buffered: a caller that panicked, or never
+// ran fn, need not read it.
+func answer(turns []took, lost error) {
+	for _, t := range turns {
+		switch {
+		case t.kept:
+			t.c.result <- lost
+		case t.afterKept && !t.broke:
+			t.c.result <- lost
+		default:
+			t.c.result <- nil
+		}
+	}
 }
 
 // rollback ends the batch's transaction when one is still open (a failed
@@ -211,17 +246,17 @@ func (s *Store) rollback(ctx context.Context, conn *sql.Conn) {
 // transaction when fn succeeds and rolled back, alone, when fn fails, panics or
 // c's context ends before fn returns. On a panic the savepoint is rolled back,
 // the committer goes on with the others and the panic goes on here.
-func (s *Store) run(c *caller, conn *sql.Conn, fn func(ctx context.Context, tx workflow.Tx) error) (err error) {
-	var o outcome
+func (s *Store) run(c *caller, conn *sql.Conn, fn func(ctx context.Context, tx workflow.Tx) error) (o outcome, err error) {
 	defer func() { c.done <- o }()
 	if err := c.ctx.Err(); err != nil {
-		return fmt.Errorf("update: %w", err)
+		return o, fmt.Errorf("update: %w", err)
 	}
+	o.ran = true
 	// Not interrupted by the caller's cancellation either (see writeTx).
 	sctx := context.WithoutCancel(c.ctx)
 	if _, err := conn.ExecContext(sctx, "SAVEPOINT "+savepoint); err != nil {
 		o.broken = fmt.Errorf("begin update: %w", interpretError(err))
-		return o.broken
+		return o, o.broken
 	}
 	settled := false
 	defer func() {
@@ -235,18 +270,18 @@ func (s *Store) run(c *caller, conn *sql.Conn, fn func(ctx context.Context, tx w
 		}
 	}()
 	if err := fn(c.ctx, writeTx(conn)); err != nil {
-		return err
+		return o, err
 	}
 	if err := c.ctx.Err(); err != nil {
-		return fmt.Errorf("update: %w", err)
+		return o, fmt.Errorf("update: %w", err)
 	}
 	if _, err := conn.ExecContext(sctx, "RELEASE "+savepoint); err != nil {
 		settled = true
 		o.broken = fmt.Errorf("release update: %w", interpretError(err))
-		return o.broken
+		return o, o.broken
 	}
 	settled, o.kept = true, true
-	return nil
+	return o, nil
 }
 
 // RowsWritten is how many rows the store's writes have inserted, updated or

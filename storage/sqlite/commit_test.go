@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/workflow"
@@ -428,5 +430,103 @@ func TestRowsWritten(t *testing.T) {
 	}
 	if got := after - before; got != 3 {
 		t.Errorf("rows written = %d, want 3 (a run inserted, a checkpoint appended, the run updated)", got)
+	}
+}
+
+// TestAFailureOnLostWorkIsToldTheBatchWasLost: in one batch, A inserts run-x,
+// B's insert of run-x fails on A's (not committed yet), and C ends the
+// transaction as SQLite does after SQLITE_FULL or an I/O error. run-x never
+// commits, so B is not told that run-x exists: it is told the batch was lost,
+// as A is, and C gets its own error.
+func TestAFailureOnLostWorkIsToldTheBatchWasLost(t *testing.T) {
+	s := openStore(t, tempPath(t))
+	release := gate(t, s, nil)
+	errA, errB, errC := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	go func() {
+		errA <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			_, err := started(ctx, tx, "run-x")
+			return err
+		})
+	}()
+	waitQueued(t, s, 1)
+	go func() {
+		errB <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			err := tx.InsertRun(ctx, &workflow.Run{ID: "run-x", Status: workflow.StatusWaitingApproval, Seq: 1})
+			if !errors.Is(err, workflow.ErrDuplicate) {
+				t.Errorf("B's insert of run-x: %v, want ErrDuplicate (A's run-x)", err)
+			}
+			return err
+		})
+	}()
+	waitQueued(t, s, 2)
+	go func() {
+		errC <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			_, err := tx.(*sqlstore.Tx).Conn().Exec(ctx, "ROLLBACK")
+			return err
+		})
+	}()
+	waitQueued(t, s, 3)
+	<-release() // the gate's own update shares the batch, and its fate
+	a, b, c := <-errA, <-errB, <-errC
+	if !strings.Contains(fmt.Sprint(a), "lost with the transaction") {
+		t.Errorf("A = %v, want its update lost with the batch", a)
+	}
+	if errors.Is(b, workflow.ErrDuplicate) || !strings.Contains(fmt.Sprint(b), "lost with the transaction") {
+		t.Errorf("B = %v, want the batch lost, not a duplicate of a run that never committed", b)
+	}
+	if c == nil || strings.Contains(c.Error(), "lost with the transaction") {
+		t.Errorf("C = %v, want its own failure", c)
+	}
+	if runExists(t, s, "run-x") {
+		t.Error("run-x was committed")
+	}
+}
+
+// TestAPanicWithRowsOpenLeavesTheWriterWorking: fn panics while reading rows
+// on the write connection. The rows are closed as the panic unwinds, so the
+// committer can give the connection back, and the updates after it commit.
+func TestAPanicWithRowsOpenLeavesTheWriterWorking(t *testing.T) {
+	s, err := Open(t.Context(), tempPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		closed := make(chan error, 1)
+		go func() { closed <- s.Close() }()
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Errorf("close: %v", err)
+			}
+		case <-time.After(30 * time.Second): // a bound, not an order of events
+			t.Error("Close hangs: the committer cannot give its connection back")
+		}
+	})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not reach the caller")
+			}
+		}()
+		s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			return sqlstore.RunQueries(ctx, tx.(*sqlstore.Tx).Conn(), dialect{}, []sqlstore.Query{{
+				SQL:  `SELECT 1 UNION ALL SELECT 2`,
+				Rows: func(r sqlstore.Rows) error { r.Next(); panic("a scanner's bug") },
+			}})
+		})
+	}()
+	// Two: the first may still join the panicking caller's batch; the second
+	// needs the connection that batch gives back.
+	for i := range 2 {
+		// A bound, so that a stuck committer fails the test instead of hanging it.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		err := s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+			_, err := started(ctx, tx, fmt.Sprintf("run-after-%d", i))
+			return err
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("update %d after the panic: %v", i, err)
+		}
 	}
 }

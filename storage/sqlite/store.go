@@ -166,7 +166,16 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 	if err != nil {
 		return err
 	}
-	if err := s.run(c, conn, fn); err != nil {
+	o, err := s.run(c, conn, fn)
+	if err != nil {
+		if !o.ran {
+			return err // it saw nothing of the batch
+		}
+		// What fn failed on may be an earlier caller's work, which only the
+		// batch's end makes final (see commit.go).
+		if lost := <-c.result; lost != nil {
+			return fmt.Errorf("%w (the update had failed on what that transaction held: %v)", lost, err)
+		}
 		return err
 	}
 	return <-c.result

@@ -70,15 +70,20 @@ func (t *Tx) LoadRun(ctx context.Context, id string, parts workflow.RunParts) (*
 // with nothing better.
 func RunQueries(ctx context.Context, c Conn, d Dialect, qs []Query) error {
 	for _, q := range qs {
-		rows, err := c.Query(ctx, q.SQL, q.Args...)
-		if err != nil {
-			return d.Err(err)
-		}
-		err = q.Rows(rows)
-		rows.Close()
-		if err != nil {
+		if err := runQuery(ctx, c, q); err != nil {
 			return d.Err(err)
 		}
 	}
 	return nil
+}
+
+// runQuery runs q and closes its rows even if q.Rows panics: rows left open
+// on SQLite's write connection would keep it from ever being closed.
+func runQuery(ctx context.Context, c Conn, q Query) error {
+	rows, err := c.Query(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return q.Rows(rows)
 }
