@@ -100,14 +100,20 @@ func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.
 	}
 	// Every block but the actions is counted first, so that the actions get
 	// what is left of the 50 and the message never goes over.
-	fixed := len(blocks) + 4 // requester's words, facts, context, buttons
+	fixed := len(blocks) + 5 // requester's words, facts, context, a notice, buttons
 	room := min(maxActionSections, MaxBlocks-fixed-1)
+	// Whole: every action and every argument an approval would run is shown
+	// here, uncut. Only then may the message approve them.
+	whole := true
 	for i, a := range v.Actions {
 		if i == room-1 && len(v.Actions) > room {
-			add(bkSection(moreActions(v.Actions[i:], i)))
+			add(bkSection(moreActions(v.Actions[i:], i, v.ID)))
+			whole = false
 			break
 		}
-		add(bkSection(actionText(i, a, rc)))
+		text, all := actionText(i, a, rc)
+		add(bkSection(text))
+		whole = whole && all
 	}
 	add(requesterBlock(v))
 	if f := facts(v, rc); len(f) > 0 {
@@ -115,9 +121,21 @@ func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.
 	}
 	add(slack.NewContextBlock("", bkMrkdwn(cutText(idLine(v), MaxSectionText))))
 	if withButtons && awaitsDecision(v, rc.Now) {
-		add(buttons(v))
+		if !whole {
+			add(bkSection(notWholeText(v.ID)))
+		}
+		add(buttons(v, whole))
 	}
 	return blocks
+}
+
+// notWholeText says why a message that cannot show everything an approval
+// would run has no Approve button: approving is for the CLI, which shows it
+// all.
+func notWholeText(runID string) string {
+	return fmt.Sprintf(":warning: Not everything this run would do fits in this message, so it cannot be approved here. "+
+		"Review it whole with %s and approve it there with %s, or reject it here.",
+		mdCode("signoff show "+runID, 100), mdCode("signoff approve "+runID+" --as YOU", 120))
 }
 
 // awaitsDecision reports whether the run can take a decision now.
@@ -294,20 +312,27 @@ func currentRequest(v *workflow.RunView) *workflow.RequestView {
 	return nil
 }
 
-// actionText is one action and its arguments, redacted, one per line.
-func actionText(i int, a workflow.Action, rc RenderContext) string {
-	head := fmt.Sprintf("*%d. %s*", i+1, mdEscape(cutText(a.Name, 100)))
+// actionText is one action and its arguments, redacted, one per line. all
+// says whether the text shows the action whole: its name, and every
+// argument's key and value uncut. Arguments the config's redaction hides are
+// shown as hidden, which counts as shown: the config decided it, not the
+// length of what an agent wrote.
+func actionText(i int, a workflow.Action, rc RenderContext) (text string, all bool) {
+	const maxName, maxKey = 100, 60
+	head := fmt.Sprintf("*%d. %s*", i+1, mdEscape(cutText(a.Name, maxName)))
+	all = len(a.Name) <= maxName
 	var shown json.RawMessage
 	if rc.Redact != nil {
 		shown = rc.Redact(a.Name, a.Args)
 	}
 	if shown == nil {
-		return head + "\n_arguments hidden_"
+		return head + "\n_arguments hidden_", all
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(shown, &obj); err != nil {
 		// Not an object: show it whole, as a value.
-		return head + "\n" + mdCode(string(shown), maxActionText-len(head)-10)
+		room := maxActionText - len(head) - 10
+		return head + "\n" + mdCode(string(shown), room), all && len(shown) <= room
 	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
@@ -316,15 +341,21 @@ func actionText(i int, a workflow.Action, rc RenderContext) string {
 	slices.Sort(keys)
 	lines := []string{head}
 	for _, k := range keys {
-		lines = append(lines, "• "+mdEscape(cutText(k, 60))+": "+mdCode(valueText(obj[k]), maxArgValue))
 		if len(lines) > maxArgLines {
+			all = false
 			break
 		}
+		// The key in a code span too: an agent wrote it, and mrkdwn in it
+		// (bold, links, emoji) would pass for signoff's own words.
+		v := valueText(obj[k])
+		lines = append(lines, "• "+mdCode(k, maxKey)+": "+mdCode(v, maxArgValue))
+		all = all && len(k) <= maxKey && len(v) <= maxArgValue
 	}
 	if len(keys) > maxArgLines {
 		lines = append(lines, fmt.Sprintf("…and %d more arguments", len(keys)-maxArgLines))
 	}
-	return cutLines(lines, maxActionText, func(n int) string { return fmt.Sprintf("…and %d more arguments", n) })
+	text = cutLines(lines, maxActionText, func(n int) string { return fmt.Sprintf("…and %d more arguments", n) })
+	return text, all && text == strings.Join(lines, "\n")
 }
 
 // valueText shows a JSON string as its text and anything else as compact JSON.
@@ -336,13 +367,13 @@ func valueText(raw json.RawMessage) string {
 	return string(raw)
 }
 
-func moreActions(rest []workflow.Action, from int) string {
+func moreActions(rest []workflow.Action, from int, runID string) string {
 	names := make([]string, 0, len(rest))
 	for _, a := range rest {
 		names = append(names, mdEscape(a.Name))
 	}
-	return cutText(fmt.Sprintf("*%d–%d.* …and %d more actions: %s. See them all with `/runs show`.",
-		from+1, from+len(rest), len(rest), strings.Join(names, ", ")), MaxSectionText)
+	return cutText(fmt.Sprintf("*%d–%d.* …and %d more actions: %s. See them all with %s.",
+		from+1, from+len(rest), len(rest), strings.Join(names, ", "), mdCode("signoff show "+runID, 100)), MaxSectionText)
 }
 
 // RequesterLabel heads the one block of the message that holds what the
@@ -524,7 +555,9 @@ func idLine(v *workflow.RunView) string {
 
 // buttons are Approve, Reject and, when the rule allows, Edit. Approve asks
 // for confirmation when the risk is high: one more click for what cannot be undone.
-func buttons(v *workflow.RunView) slack.Block {
+// buttons are a waiting run's decision buttons: Reject, and Approve (and
+// Edit, where the rule allows it) only when the message shows the run whole.
+func buttons(v *workflow.RunView, approvable bool) slack.Block {
 	g := v.Gate
 	value := Ref{RunID: v.ID, RequestID: g.RequestID, Fingerprint: g.Fingerprint}.String()
 	approve := slack.NewButtonBlockElement(ActionApprove, value, bkPlain("Approve")).WithStyle(slack.StylePrimary)
@@ -539,10 +572,11 @@ func buttons(v *workflow.RunView) slack.Block {
 		approve = approve.WithConfirm(slack.NewConfirmationBlockObject(
 			bkPlain("Approve this?"), bkPlain(text), bkPlain("Approve"), bkPlain("Cancel")).WithStyle(slack.StylePrimary))
 	}
-	elems := []slack.BlockElement{
-		approve,
-		slack.NewButtonBlockElement(ActionReject, value, bkPlain("Reject")).WithStyle(slack.StyleDanger),
+	reject := slack.NewButtonBlockElement(ActionReject, value, bkPlain("Reject")).WithStyle(slack.StyleDanger)
+	if !approvable {
+		return slack.NewActionBlock(cutText("signoff_decide_"+g.RequestID, MaxBlockID), reject)
 	}
+	elems := []slack.BlockElement{approve, reject}
 	if g.Approval != nil && g.Approval.Edit {
 		elems = append(elems, slack.NewButtonBlockElement(ActionEdit, value, bkPlain("Edit")))
 	}

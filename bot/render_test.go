@@ -255,6 +255,7 @@ func goldenCases(t testing.TB) map[string]func() (*workflow.RunView, RenderConte
 			v.Problem = "run run_01a22a03beb60001db0e0344: checkpoint 4: hash does not match its content"
 			return v, rc
 		},
+		"waiting_not_whole": func() (*workflow.RunView, RenderContext) { return withArgs(refundView(), decoyArgs()), rc },
 		"hidden_arguments": func() (*workflow.RunView, RenderContext) {
 			c := rc
 			c.Redact = nil
@@ -304,6 +305,11 @@ func TestButtons(t *testing.T) {
 		{"high risk with edit", refundView(), []string{ActionApprove, ActionReject, ActionEdit}, true},
 		{"medium risk without edit", reshipView(), []string{ActionApprove, ActionReject}, false},
 		{"decided", approved(refundView()), nil, false},
+		// What a message cannot show whole, it cannot approve: Reject only.
+		{"an argument too long to show", withArgs(refundView(), `{"amount":119,"note":"`+strings.Repeat("n", maxArgValue+1)+`"}`), []string{ActionReject}, false},
+		{"a key too long to show", withArgs(refundView(), `{"amount":119,"`+strings.Repeat("k", 61)+`":1}`), []string{ActionReject}, false},
+		{"a decoy that pushes the real amount past the cut", withArgs(refundView(), decoyArgs()), []string{ActionReject}, false},
+		{"more actions than a message holds", manyActions(refundView(), maxActionSections+1), []string{ActionReject}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var acts *slack.ActionBlock
@@ -337,6 +343,70 @@ func TestButtons(t *testing.T) {
 				t.Errorf("buttons %v, want %v", ids, tc.wantIDs)
 			}
 		})
+	}
+}
+
+// withArgs is v with its one action's arguments replaced.
+func withArgs(v *workflow.RunView, args string) *workflow.RunView {
+	v.Actions[0].Args = json.RawMessage(args)
+	return v
+}
+
+// decoyArgs are arguments an agent could write so that a capitalised decoy
+// sorts first and long fillers push the real amount past what a message
+// shows.
+func decoyArgs() string {
+	var b strings.Builder
+	b.WriteString(`{"Amount":"1.00"`)
+	for i := range 12 {
+		fmt.Fprintf(&b, `,"a%02d":"%s"`, i, strings.Repeat("x", 150)) // between "Amount" and "amount"
+	}
+	b.WriteString(`,"amount":119}`)
+	return b.String()
+}
+
+// manyActions is v proposing n copies of its first action.
+func manyActions(v *workflow.RunView, n int) *workflow.RunView {
+	for len(v.Actions) < n {
+		v.Actions = append(v.Actions, v.Actions[0])
+	}
+	return v
+}
+
+// TestAMessageThatCannotShowItAllSaysWhere: without its Approve button, the
+// message says why and where to see the run whole, and never shows the cut
+// argument as if it were all there was.
+func TestAMessageThatCannotShowItAllSaysWhere(t *testing.T) {
+	rc := goldenContext(t)
+	for name, v := range map[string]*workflow.RunView{
+		"decoy":        withArgs(refundView(), decoyArgs()),
+		"many actions": manyActions(refundView(), maxActionSections+1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			blocks := RenderRun(v, rc)
+			checkLimits(t, blocks)
+			raw, err := json.Marshal(blocks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(raw)
+			if !strings.Contains(text, "cannot be approved here") || !strings.Contains(text, "signoff show "+v.ID) {
+				t.Errorf("no notice naming signoff show %s:\n%s", v.ID, text)
+			}
+			if strings.Contains(text, "/runs show") {
+				t.Errorf("points to /runs show, which shows no more:\n%s", text)
+			}
+		})
+	}
+}
+
+// TestArgumentKeysAreInert: a key is written by the agent, so it is shown
+// in a code span, where mrkdwn (bold, emoji, links) means nothing.
+func TestArgumentKeysAreInert(t *testing.T) {
+	v := withArgs(refundView(), `{"amount":119,"*Approved* :white_check_mark: <https://e.example|ok>":1}`)
+	text, _ := actionText(0, v.Actions[0], goldenContext(t))
+	if !strings.Contains(text, "• `*Approved* :white_check_mark: &lt;https://e.example|ok&gt;`: `1`") {
+		t.Errorf("the key is not shown literally in a code span:\n%s", text)
 	}
 }
 
