@@ -251,9 +251,9 @@ func statusText(v *workflow.RunView) string {
 	case workflow.StatusRejected:
 		lines = append(lines, "Nothing was done.")
 	case workflow.StatusFailed:
-		lines = append(lines, ":x: *Failed*: "+mdEscape(cutText(v.Reason, 600)))
+		lines = append(lines, ":x: *Failed*: "+mdCode(v.Reason, 600))
 	case workflow.StatusNeedsAttention:
-		lines = append(lines, ":warning: *Needs attention*: "+mdEscape(cutText(v.Reason, 600))+"\nA person must look at this run: `signoff show "+mdEscape(v.ID)+"`.")
+		lines = append(lines, ":warning: *Needs attention*: "+mdCode(v.Reason, 600)+"\nA person must look at this run: `signoff show "+mdEscape(v.ID)+"`.")
 	case workflow.StatusDone:
 		lines = append(lines, ":white_check_mark: *Done.*")
 	}
@@ -263,11 +263,13 @@ func statusText(v *workflow.RunView) string {
 	return cutLines(lines, MaxSectionText, func(n int) string { return fmt.Sprintf("…and %d more lines", n) })
 }
 
+// reasonSuffix shows a reason someone typed (an approver, or an agent that
+// cancelled its run) literally, in a code span: mrkdwn in it means nothing.
 func reasonSuffix(reason string) string {
 	if reason == "" {
 		return "."
 	}
-	return ": “" + mdEscape(cutText(reason, 500)) + "”"
+	return ": " + mdCode(reason, 500)
 }
 
 // operationLines is the outcome of each action: its receipt, or why there is none.
@@ -279,9 +281,9 @@ func operationLines(v *workflow.RunView) []string {
 		case workflow.OpCommitted:
 			s = "done, receipt " + mdCode(receiptID(op.Receipt), 80)
 		case workflow.OpFailed:
-			s = "refused by the target: " + mdEscape(cutText(op.Error, 300))
+			s = "refused by the target: " + mdCode(op.Error, 300)
 		case workflow.OpUnknown:
-			s = ":warning: outcome unknown, a person must check: " + mdEscape(cutText(op.Error, 300))
+			s = ":warning: outcome unknown, a person must check: " + mdCode(op.Error, 300)
 		default:
 			s = "in progress"
 		}

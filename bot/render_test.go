@@ -668,3 +668,22 @@ func checkModal(t testing.TB, v slack.ModalViewRequest) {
 	}
 	checkBlockList(t, m.Blocks, 100)
 }
+
+// TestReasonsAreInert: a reason someone typed (here an agent that cancelled
+// its run through the API) is shown literally in a code span, so mrkdwn in
+// it cannot pass for signoff's own words.
+func TestReasonsAreInert(t *testing.T) {
+	v := refundView()
+	at := ts("2026-11-30T09:30:00Z")
+	v.Status, v.Deadline = workflow.StatusCancelled, nil
+	v.Reason = "cancelled by agent:resolver: *Approved by finance* :white_check_mark: <https://e.example|ok>"
+	v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestCancelled, "agent:resolver", &at
+	raw, err := json.Marshal(RenderRun(v, goldenContext(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "`*Approved by finance* :white_check_mark: \\u0026lt;https://e.example|ok\\u0026gt;`"
+	if !strings.Contains(string(raw), want) {
+		t.Errorf("the reason is not shown literally in a code span (want %s):\n%s", want, raw)
+	}
+}
