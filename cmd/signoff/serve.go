@@ -32,7 +32,16 @@ type serveOptions struct {
 	poll          time.Duration // how often the workers look for work when no commit woke them
 	// metricsEvery is how often the gauges are read from the store (0: metrics.RefreshEvery).
 	metricsEvery time.Duration
+	// readTimeout bounds reading one request, body included (0: readTimeout).
+	readTimeout time.Duration
 }
+
+// readTimeout bounds how long a client may take to send one request, its
+// body included: Slack's handlers read the whole body before they can check
+// its signature, so a client that sends part of one and stalls would
+// otherwise hold a handler and its buffer for as long as it likes. A long
+// poll (/v1/…/wait) is not bound by it: it bounds reading, not answering.
+const readTimeout = 30 * time.Second
 
 // servePoll is how often serve's workers look for work when no commit woke
 // them: a commit of any process that writes a run wakes the workers that
@@ -147,8 +156,12 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		return nil, fmt.Errorf("listen on %s: %w", so.addr, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
+	rt := so.readTimeout
+	if rt <= 0 {
+		rt = readTimeout
+	}
 	s := &server{addr: ln.Addr().String(), log: a.log, cancel: cancel, errs: make(chan error, 2),
-		http: &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second}}
+		http: &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: rt, IdleTimeout: 2 * time.Minute}}
 	s.http.RegisterOnShutdown(agents.Stop) // long polls answer instead of holding the shutdown
 	s.wg.Add(2)
 	go func() {

@@ -7,8 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -476,5 +478,37 @@ func TestServeChecksSlackAtStart(t *testing.T) {
 				t.Fatalf("exit %d after shutdown:\n%s", code, stderr.String())
 			}
 		})
+	}
+}
+
+// TestASlowRequestBodyIsCutOff: a client that sends a request's headers and
+// part of its body, then stalls, is not answered at leisure: the server
+// stops reading at its read timeout and closes the connection, so a stalled
+// client cannot hold a handler and its buffer for good.
+func TestASlowRequestBodyIsCutOff(t *testing.T) {
+	s := startServed(t)
+	srv, err := startServer(t.Context(), s.app, serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken,
+		poll: time.Second, readTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	conn, err := net.Dial("tcp", srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /slack/interactions HTTP/1.1\r\nHost: signoff\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
+		"Content-Length: 400000\r\n\r\npayload=%%7B")
+	// A bound on the test, far above the read timeout: without one the
+	// server would wait for the rest of the body for as long as it likes.
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_, err = io.ReadAll(conn)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the server still held the stalled request 20 s later")
 	}
 }
