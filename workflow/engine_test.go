@@ -347,7 +347,8 @@ func TestTwoApproversRacing(t *testing.T) {
 
 // TestIdempotencyKeyBindsTheProposal: the same key with the same proposal (in
 // any encoding) is a retry and gets the first run; with a different proposal it
-// is refused, naming the run that holds the key, and makes no run.
+// is refused and makes no run. The refusal names the run that holds the key
+// to its own requester only: another requester learns nothing of it.
 func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -361,7 +362,7 @@ func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
 		{"another amount", func(p *workflow.Proposal) { p.Actions[0].Args = json.RawMessage(`{"payment_id":"PAY-1","amount":118}`) }, false},
 		{"another summary", func(p *workflow.Proposal) { p.Summary = "refund the other one" }, false},
 		{"another task", func(p *workflow.Proposal) { p.TaskID = "T-2" }, false},
-		{"another requester", func(p *workflow.Proposal) { p.Requester.ID = "U0LEAD0002" }, false},
+		{"another requester", func(p *workflow.Proposal) { p.Requester.ID = "U0LEAD0002"; p.Requester.Name = "Someone else" }, false},
 		{"other evidence", func(p *workflow.Proposal) { p.Evidence = nil }, false},
 	}
 	for _, tt := range tests {
@@ -380,8 +381,9 @@ func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
 				}
 			} else {
 				r := wantRefused(t, err, workflow.CodeIdempotencyKeyReused)
-				if !errors.Is(err, workflow.ErrIdempotencyKeyReused) || r.RunID != first.ID || !strings.Contains(err.Error(), first.ID) {
-					t.Fatalf("refusal %v (run %q), want ErrIdempotencyKeyReused naming %s", err, r.RunID, first.ID)
+				named := again.Requester.ID == first.RequesterID
+				if !errors.Is(err, workflow.ErrIdempotencyKeyReused) || (r.RunID == first.ID) != named || strings.Contains(err.Error(), first.ID) != named {
+					t.Fatalf("refusal %v (run %q), want ErrIdempotencyKeyReused naming %s only to its requester", err, r.RunID, first.ID)
 				}
 			}
 			runs, err := h.engine.List(ctx, workflow.RunFilter{})

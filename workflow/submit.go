@@ -103,7 +103,7 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 		return nil, false, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
 	if p.IdempotencyKey != "" {
-		if run, err := e.runByKey(ctx, p.IdempotencyKey, digest); err == nil || !errors.Is(err, ErrNotFound) {
+		if run, err := e.runByKey(ctx, p.IdempotencyKey, p.Requester.ID, digest); err == nil || !errors.Is(err, ErrNotFound) {
 			run, err = e.continueActive(ctx, run, err)
 			return run, err == nil, err
 		}
@@ -119,7 +119,7 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
 			// Another submit with this key committed first.
-			run, err := e.runByKey(ctx, p.IdempotencyKey, digest)
+			run, err := e.runByKey(ctx, p.IdempotencyKey, p.Requester.ID, digest)
 			run, err = e.continueActive(ctx, run, err)
 			return run, err == nil, err
 		}
@@ -207,8 +207,9 @@ func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run,
 // runByKey finds the run submitted with an idempotency key. The key binds the
 // proposal it was first sent with: a retry of the same proposal gets that run,
 // whatever became of it, and a different proposal is refused, so that an agent
-// never takes an old run for its new proposal.
-func (e *Engine) runByKey(ctx context.Context, key, digest string) (*Run, error) {
+// never takes an old run for its new proposal. A refusal names the run only
+// to its own requester: another learns nothing of it.
+func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) (*Run, error) {
 	var run *Run
 	var first *State
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
@@ -240,6 +241,10 @@ func (e *Engine) runByKey(ctx context.Context, key, digest string) (*Run, error)
 	held, err := proposalDigest(first.TaskID, first.Requester, first.Summary, first.CallbackURL, first.Actions, first.Evidence)
 	if err != nil {
 		return nil, &IntegrityError{RunID: run.ID, Seq: 1, Problem: err.Error()}
+	}
+	if held != digest && first.Requester.ID != requesterID {
+		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, Err: ErrIdempotencyKeyReused,
+			Msg: fmt.Sprintf("the idempotency key %q is taken; use a key of your own", key)}
 	}
 	if held != digest {
 		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,
