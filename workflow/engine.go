@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -87,25 +88,28 @@ type Transition struct {
 // Engine runs workflows durably. It holds no run in memory: every method loads
 // what it needs from the store and writes every change back before returning.
 type Engine struct {
-	store   Store
-	policy  *Policy
-	roles   *Roles
-	dir     Directory
-	actions map[string]*ActionSpec
-	agents  map[string]Agent
-	clock   Clock
-	log     *slog.Logger
-	fail    func(string)
-	checkN  int
-	execN   int
-	backoff func(int) time.Duration
-	hooks   []Hook
-	owner   string
-	ttl     time.Duration
-	maxLife time.Duration
-	anyone  bool // AllowUnknownRequesters
-	in      *integrity
-	changes *Changes
+	// executing holds the ids of the runs a goroutine of this engine is
+	// executing (see executeAlone).
+	executing sync.Map
+	store     Store
+	policy    *Policy
+	roles     *Roles
+	dir       Directory
+	actions   map[string]*ActionSpec
+	agents    map[string]Agent
+	clock     Clock
+	log       *slog.Logger
+	fail      func(string)
+	checkN    int
+	execN     int
+	backoff   func(int) time.Duration
+	hooks     []Hook
+	owner     string
+	ttl       time.Duration
+	maxLife   time.Duration
+	anyone    bool // AllowUnknownRequesters
+	in        *integrity
+	changes   *Changes
 	// cbAllowed and cbPrefixes: Config.CallbackAllowed and CallbackPrefixes.
 	cbAllowed  func(string) bool
 	cbPrefixes []string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -837,4 +838,47 @@ func TestExplainDecidesAsSubmitDoes(t *testing.T) {
 	p.Requester.ID = "U0STRANGER"
 	_, err = workflow.Explain(ctx, cfg, p)
 	wantRefused(t, err, workflow.CodeUnknownRequester)
+}
+
+// TestARetriedSubmitLeavesTheCallToTheFirstTry: an agent's retry of a submit
+// that is still executing (its call to the target not answered yet) gets the
+// run as it stands, executing, and calls nothing: one goroutine of a process
+// executes a run at a time, and the first try finishes the run.
+func TestARetriedSubmitLeavesTheCallToTheFirstTry(t *testing.T) {
+	h := newHarness(t)
+	inCall, answer := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	h.target.onExecute = func() {
+		if calls.Add(1) == 1 { // the first call waits for its answer; any other goes through
+			close(inCall)
+			<-answer
+		}
+	}
+	submit := func() (*workflow.Run, error) {
+		p := refund("PAY-2", 5) // low risk: it runs at once
+		p.IdempotencyKey = "ticket-T-9"
+		return h.engine.Submit(ctx, p)
+	}
+	type result struct {
+		run *workflow.Run
+		err error
+	}
+	firstTry := make(chan result, 1)
+	go func() {
+		run, err := submit()
+		firstTry <- result{run, err}
+	}()
+	<-inCall
+	retry, err := submit()
+	if err != nil || retry.Status != workflow.StatusExecuting {
+		t.Fatalf("the retry during the first try's call: %+v, %v; want the run, executing", retry, err)
+	}
+	close(answer)
+	r := <-firstTry
+	if r.err != nil || r.run.Status != workflow.StatusDone || r.run.ID != retry.ID {
+		t.Fatalf("the first try: %+v, %v; want run %s done", r.run, r.err, retry.ID)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the target was called %d times for one refund, want 1", n)
+	}
 }

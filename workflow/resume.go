@@ -29,7 +29,7 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 		if len(runs) == 0 {
 			break
 		}
-		if _, err := e.Resume(ctx, runs[0].ID); err != nil && !errors.Is(err, ErrConflict) {
+		if _, err := e.resume(ctx, runs[0].ID, asWorker); err != nil && !errors.Is(err, ErrConflict) {
 			errs = append(errs, err)
 		}
 	}
@@ -68,7 +68,7 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 // expiry that is due, or the execution of approved actions (reconciling any
 // operation whose outcome a crash left unknown). It returns the run as it stands.
 func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
-	return e.resume(ctx, id, false)
+	return e.resume(ctx, id, asOperator)
 }
 
 // Follow is Resume for the one who just moved the run on (a decision that
@@ -78,13 +78,29 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 // carries on when the run ends, stops executing, or the lease lapses (its
 // holder died). Resume, by contrast, is an operator's "do it now".
 func (e *Engine) Follow(ctx context.Context, id string) (*Run, error) {
-	return e.resume(ctx, id, true)
+	return e.resume(ctx, id, asFollower)
 }
 
 // lookEvery is how often Follow reads a run that another holds.
 const lookEvery = 20 * time.Millisecond
 
-func (e *Engine) resume(ctx context.Context, id string, follow bool) (*Run, error) {
+// resumeMode is who resumes a run, which decides what it does while another
+// executes it.
+type resumeMode int
+
+const (
+	// asOperator: a person's "do it now" (Resume). It takes over a run whose
+	// lease another process holds, which may have died.
+	asOperator resumeMode = iota
+	// asFollower: whoever just moved the run on (Follow). It waits while
+	// another executes the run, then carries on.
+	asFollower
+	// asWorker: a worker, or a retried submit. It leaves a run another
+	// executes to that one and returns it as it stands.
+	asWorker
+)
+
+func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, error) {
 	var held *loaded
 	for {
 		l, err := e.reload(ctx, id, held)
@@ -119,14 +135,32 @@ func (e *Engine) resume(ctx context.Context, id string, follow bool) (*Run, erro
 			}
 			return l.run, nil
 		case StatusExecuting:
-			if now := e.now(); follow && l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil) {
+			if now := e.now(); mode != asOperator && l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil) {
+				// Another process executes the run: a worker whose lease
+				// lapsed while it waited (a backoff, a Retry-After) finds
+				// it here after another claimed the run, and must not call.
+				if mode == asWorker {
+					return l.run, nil
+				}
 				if err := e.clock.Sleep(ctx, min(lookEvery, l.run.LeaseUntil.Sub(now))); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			if err := e.executeNext(ctx, l); err != nil {
+			ran, err := e.executeAlone(ctx, l)
+			if err != nil {
 				return nil, err
+			}
+			if !ran {
+				// Another goroutine of this engine executes the run (they
+				// share one lease owner).
+				if mode != asFollower {
+					return l.run, nil
+				}
+				if err := e.clock.Sleep(ctx, lookEvery); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			if l.committed && l.run.Status.Terminal() {
 				// The write that ended the run committed, so l is the run
@@ -202,3 +236,15 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 // maxStepFailures is how many times in a row a step may fail (without saying
 // it is permanent) before the run is handed to a person.
 const maxStepFailures = 5
+
+// executeAlone is executeNext, unless another goroutine of this engine is
+// executing the same run: goroutines of one process share one lease owner,
+// so the lease cannot keep two of them from calling at once. ran says
+// whether it executed.
+func (e *Engine) executeAlone(ctx context.Context, l *loaded) (ran bool, err error) {
+	if _, busy := e.executing.LoadOrStore(l.run.ID, struct{}{}); busy {
+		return false, nil
+	}
+	defer e.executing.Delete(l.run.ID)
+	return true, e.executeNext(ctx, l)
+}

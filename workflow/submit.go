@@ -201,7 +201,9 @@ func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run,
 	if err != nil || (run.Status != StatusRunning && run.Status != StatusExecuting) {
 		return run, err
 	}
-	return e.Resume(ctx, run.ID)
+	// As a worker: when the first try is still executing the run (in this
+	// process or another), the retry returns it as it stands.
+	return e.resume(ctx, run.ID, asWorker)
 }
 
 // runByKey finds the run submitted with an idempotency key. The key binds the
