@@ -3,11 +3,15 @@ package workflow_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -450,5 +454,74 @@ func TestResumeRechecksTheIntent(t *testing.T) {
 	}
 	if e := h.target.Effects(); len(e) != 0 || h.target.calls != 0 {
 		t.Fatalf("the target was called: %v", e)
+	}
+}
+
+// sleepHook is a clock that runs then after the first sleep of at least
+// atLeast, before that sleep returns.
+type sleepHook struct {
+	*clocktest.Clock
+	atLeast time.Duration
+	once    sync.Once
+	then    func()
+}
+
+func (s *sleepHook) Sleep(ctx context.Context, d time.Duration) error {
+	err := s.Clock.Sleep(ctx, d)
+	if d >= s.atLeast {
+		s.once.Do(s.then)
+	}
+	return err
+}
+
+// TestAWorkerThatLostItsLeaseWhileWaitingCallsNothing: worker A's call fails
+// with a Retry-After longer than its lease. While A waits, worker B (another
+// process) claims the run and calls. When A wakes, B's lease holds: A leaves
+// the run to B and calls nothing, and B finishes it with one effect.
+func TestAWorkerThatLostItsLeaseWhileWaitingCallsNothing(t *testing.T) {
+	owner := func(name string, clock workflow.Clock) harnessOption {
+		return func(c *workflow.Config) { c.Owner, c.LeaseTTL, c.Clock = name, 30*time.Second, clock }
+	}
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"},
+		Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	b := newHarness(t)
+	b.path, b.target, b.clock = h.path, h.target, h.clock
+	b.store = nil
+	b.open(testPolicy(t, "rev-1", h.roles), owner("worker-b", h.clock))
+
+	inCall, answer := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	h.target.onExecute = func() {
+		if calls.Add(1) == 2 { // B's call: held open until A has looked again
+			close(inCall)
+			<-answer
+		}
+	}
+	h.target.failNext = []error{workflow.RetryAfter(errors.New("busy"), 40*time.Second)} // A's first call
+	bDone := make(chan error, 1)
+	hook := &sleepHook{Clock: h.clock, atLeast: 40 * time.Second, then: func() {
+		go func() {
+			_, err := b.engine.Work(ctx, 1)
+			bDone <- err
+		}()
+		<-inCall
+	}}
+	h.open(testPolicy(t, "rev-1", h.roles), owner("worker-a", hook))
+	if n, err := h.engine.Work(ctx, 1); err != nil || n != 1 {
+		t.Fatalf("worker A: claimed %d, %v", n, err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d calls while B's was in flight, want 2 (A's failed one and B's)", n)
+	}
+	close(answer)
+	if err := <-bDone; err != nil {
+		t.Fatalf("worker B: %v", err)
+	}
+	if v := h.get(run.ID); v.Status != workflow.StatusDone || len(h.target.Effects()) != 1 {
+		t.Fatalf("status %s, effects %v", v.Status, h.target.Effects())
 	}
 }
