@@ -349,3 +349,30 @@ func TestPruneSkipsDamagedRuns(t *testing.T) {
 		t.Fatalf("verify does not report the damaged run alone: %+v %v", vr, err)
 	}
 }
+
+// TestARetriedSubmitAfterItsRunWasPruned: the same key sent again after
+// retention pruned its run cannot be compared with the proposal it was first
+// sent with. It is refused as a key in use, naming the run to its requester,
+// not reported as a damaged run.
+func TestARetriedSubmitAfterItsRunWasPruned(t *testing.T) {
+	h := newHarness(t)
+	submit := func() (*workflow.Run, error) {
+		p := refund("PAY-2", 5) // low risk: done at once
+		p.IdempotencyKey = "ticket-T-7"
+		return h.engine.Submit(ctx, p)
+	}
+	run, err := submit()
+	if err != nil || run.Status != workflow.StatusDone {
+		t.Fatalf("submit: %+v, %v", run, err)
+	}
+	h.clock.Advance(retention + 24*time.Hour)
+	rep, err := h.engine.Prune(ctx, workflow.PruneOptions{Before: h.clock.Now().Add(-retention)})
+	if err != nil || rep.Runs != 1 {
+		t.Fatalf("prune: %+v, %v", rep, err)
+	}
+	_, err = submit()
+	r := wantRefused(t, err, workflow.CodeIdempotencyKeyReused)
+	if r.RunID != run.ID || !strings.Contains(err.Error(), "pruned") {
+		t.Errorf("retry after the prune: %v (run %q), want the key refused as held by %s", err, r.RunID, run.ID)
+	}
+}

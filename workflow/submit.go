@@ -212,8 +212,11 @@ func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run,
 // never takes an old run for its new proposal. A refusal names the run only
 // to its own requester: another learns nothing of it.
 func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) (*Run, error) {
-	var run *Run
-	var first *State
+	var (
+		run    *Run
+		first  *State
+		pruned bool
+	)
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
 		if run, err = tx.RunByIdempotencyKey(ctx, key); err != nil {
@@ -225,6 +228,12 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 		}
 		if len(cps) == 0 {
 			return &IntegrityError{RunID: run.ID, Problem: "no checkpoint"}
+		}
+		if !cps[0].PrunedAt.IsZero() {
+			// Retention removed the proposal as submitted: what the key
+			// binds can no longer be compared.
+			pruned = true
+			return nil
 		}
 		// The first checkpoint holds the proposal as submitted; later ones may
 		// carry arguments an approver edited.
@@ -239,6 +248,14 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("find run by idempotency key: %w", err)
+	}
+	if pruned {
+		if run.RequesterID != requesterID {
+			return nil, &RefusedError{Code: CodeIdempotencyKeyReused, Err: ErrIdempotencyKeyReused,
+				Msg: fmt.Sprintf("the idempotency key %q is taken; use a key of your own", key)}
+		}
+		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,
+			Msg: fmt.Sprintf("the idempotency key %q is held by this run, which ended and whose proposal retention has pruned; use a new key", key)}
 	}
 	held, err := proposalDigest(first.TaskID, first.Requester, first.Summary, first.CallbackURL, first.Actions, first.Evidence)
 	if err != nil {
