@@ -555,10 +555,10 @@ func idLine(v *workflow.RunView) string {
 	return strings.Join(parts, " · ")
 }
 
-// buttons are Approve, Reject and, when the rule allows, Edit. Approve asks
-// for confirmation when the risk is high: one more click for what cannot be undone.
 // buttons are a waiting run's decision buttons: Reject, and Approve (and
 // Edit, where the rule allows it) only when the message shows the run whole.
+// Approve asks for confirmation when the risk is high: one more click for
+// what cannot be undone.
 func buttons(v *workflow.RunView, approvable bool) slack.Block {
 	g := v.Gate
 	value := Ref{RunID: v.ID, RequestID: g.RequestID, Fingerprint: g.Fingerprint}.String()

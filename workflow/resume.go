@@ -135,38 +135,35 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, 
 			}
 			return l.run, nil
 		case StatusExecuting:
-			if now := e.now(); mode != asOperator && l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil) {
-				// Another process executes the run: a worker whose lease
-				// lapsed while it waited (a backoff, a Retry-After) finds
-				// it here after another claimed the run, and must not call.
-				if mode == asWorker {
-					return l.run, nil
-				}
-				if err := e.clock.Sleep(ctx, min(lookEvery, l.run.LeaseUntil.Sub(now))); err != nil {
+			// Another may be executing the run: a process holding its
+			// lease (a worker whose own lapsed while it waited out a
+			// backoff finds it here after another claimed the run), which
+			// only an operator overrides, or another goroutine of this
+			// engine (they share one lease owner), which nobody does.
+			now, wait := e.now(), lookEvery
+			lease := l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil)
+			if !lease || mode == asOperator {
+				ran, err := e.executeAlone(ctx, l)
+				if err != nil {
 					return nil, err
 				}
-				continue
+				if ran && l.committed && l.run.Status.Terminal() {
+					// The write that ended the run committed, so l is the
+					// run as stored and nothing is left to run: reading it
+					// back would only say so again.
+					return l.run, nil
+				}
+				if ran {
+					continue
+				}
+			} else {
+				wait = min(wait, l.run.LeaseUntil.Sub(now))
 			}
-			ran, err := e.executeAlone(ctx, l)
-			if err != nil {
+			if mode != asFollower {
+				return l.run, nil // left to whoever executes it
+			}
+			if err := e.clock.Sleep(ctx, wait); err != nil {
 				return nil, err
-			}
-			if !ran {
-				// Another goroutine of this engine executes the run (they
-				// share one lease owner).
-				if mode != asFollower {
-					return l.run, nil
-				}
-				if err := e.clock.Sleep(ctx, lookEvery); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if l.committed && l.run.Status.Terminal() {
-				// The write that ended the run committed, so l is the run
-				// as stored and nothing is left to run: reading it back
-				// would only say so again.
-				return l.run, nil
 			}
 		default:
 			return l.run, nil

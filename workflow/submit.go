@@ -249,21 +249,19 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 	if err != nil {
 		return nil, fmt.Errorf("find run by idempotency key: %w", err)
 	}
+	if run.RequesterID != requesterID {
+		// Another requester's run: its proposal cannot be this one (the
+		// requester is part of it), and the refusal does not name it.
+		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, Err: ErrIdempotencyKeyReused,
+			Msg: fmt.Sprintf("the idempotency key %q is taken; use a key of your own", key)}
+	}
 	if pruned {
-		if run.RequesterID != requesterID {
-			return nil, &RefusedError{Code: CodeIdempotencyKeyReused, Err: ErrIdempotencyKeyReused,
-				Msg: fmt.Sprintf("the idempotency key %q is taken; use a key of your own", key)}
-		}
 		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,
 			Msg: fmt.Sprintf("the idempotency key %q is held by this run, which ended and whose proposal retention has pruned; use a new key", key)}
 	}
 	held, err := proposalDigest(first.TaskID, first.Requester, first.Summary, first.CallbackURL, first.Actions, first.Evidence)
 	if err != nil {
 		return nil, &IntegrityError{RunID: run.ID, Seq: 1, Problem: err.Error()}
-	}
-	if held != digest && first.Requester.ID != requesterID {
-		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, Err: ErrIdempotencyKeyReused,
-			Msg: fmt.Sprintf("the idempotency key %q is taken; use a key of your own", key)}
 	}
 	if held != digest {
 		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,

@@ -67,24 +67,27 @@ func rawPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.MaxConns, cfg.MinConns = RawClients, RawClients
+	cfg.MaxConns = RawClients
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	// Held all at once, so that each is a connection of its own; given back
+	// before Close, which waits for every connection in use.
 	conns := make([]*pgxpool.Conn, 0, RawClients)
-	defer func() {
-		for _, c := range conns {
-			c.Release()
-		}
-	}()
 	for range RawClients {
-		c, err := p.Acquire(ctx)
-		if err != nil {
-			p.Close()
-			return nil, err
+		var c *pgxpool.Conn
+		if c, err = p.Acquire(ctx); err != nil {
+			break
 		}
 		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	if err != nil {
+		p.Close()
+		return nil, err
 	}
 	return p, nil
 }
