@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // head is a valid config up to its actions.
@@ -34,6 +35,7 @@ func TestParseActionForms(t *testing.T) {
       url: https://deployer.internal/deploy
       secret_env: DEPLOYER_SIGNING_SECRET
       timeout: 10s
+      reconcile: {within: 45m}
   rotate_key:
     schema: {type: object, properties: {key_id: {type: string, maxLength: 64}}}
     executor: {type: command, command: [./bin/rotate-key], env: [AWS_PROFILE]}
@@ -63,6 +65,12 @@ func TestParseActionForms(t *testing.T) {
 			got.SchemaFile != w.SchemaFile || got.Description != w.Description || !reflect.DeepEqual(got.Redact, w.Redact) {
 			t.Errorf("%s = %#v\nwant %#v", name, got, w)
 		}
+	}
+	if got := c.Actions["deploy_service"].ReconcileWithin; got != 45*time.Minute {
+		t.Errorf("deploy_service reconcile.within = %v, want 45m", got)
+	}
+	if got := c.Actions["rotate_key"].ReconcileWithin; got != 0 {
+		t.Errorf("rotate_key reconcile.within = %v, want 0 (the engine's default)", got)
 	}
 	if c.Dir() != dir {
 		t.Errorf("Dir = %q, want %q", c.Dir(), dir)
@@ -94,6 +102,14 @@ func TestParseActionRefusals(t *testing.T) {
 			"signoff.yaml:9: actions.a.executor: must be a type"},
 		{"no executor", "  a: {description: nothing}\n", nil,
 			"signoff.yaml:8: actions.a.executor: required"},
+		{"reconcile not a mapping", "  a:\n    executor: {type: webhook, reconcile: 30m}\n", nil,
+			"signoff.yaml:9: actions.a.executor.reconcile: must be a mapping: reconcile: {within: 30m}"},
+		{"reconcile without within", "  a:\n    executor:\n      type: webhook\n      reconcile: {after: 30m}\n", nil,
+			"signoff.yaml:11: actions.a.executor.reconcile.after: unknown field (known: within)"},
+		{"reconcile within not a duration", "  a:\n    executor:\n      type: webhook\n      reconcile:\n        within: soon\n", nil,
+			`signoff.yaml:12: actions.a.executor.reconcile.within: want a positive duration like 30m, got "soon"`},
+		{"reconcile within too long", "  a:\n    executor:\n      type: webhook\n      reconcile: {within: 30d}\n", nil,
+			`actions.a.executor.reconcile.within: 30d is longer than the 168h0m0s allowed`},
 		{"unknown action field", "  a: {executor: demo, schemas: {}}\n", nil,
 			`unknown field "schemas" (known: description, executor, schema, schema_file, redact)`},
 	}

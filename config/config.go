@@ -119,6 +119,10 @@ type ActionConfig struct {
 	Schema     []byte
 	SchemaFile string
 	Redact     []string // argument fields hidden from approvers: keys or dotted paths
+	// ReconcileWithin is the executor block's reconcile.within: how long the
+	// target may take to say what became of an attempt (0: the engine's
+	// default).
+	ReconcileWithin time.Duration
 }
 
 // Dir is the folder relative paths in the config start from: the config
@@ -372,6 +376,9 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		if ac.Executor, ac.ExecutorFields, err = c.executor(path+".executor", name, a.Executor); err != nil {
 			return nil, err
 		}
+		if ac.ReconcileWithin, err = c.reconcile(path+".executor.reconcile", ac.ExecutorFields); err != nil {
+			return nil, err
+		}
 		if ac.Schema, ac.SchemaFile, err = c.schema(path, name, a); err != nil {
 			return nil, err
 		}
@@ -438,6 +445,41 @@ func (c *checker) retention(fr *fileRetention) (RetentionConfig, error) {
 		}
 	}
 	return rc, nil
+}
+
+// maxReconcileWithin bounds reconcile.within: an attempt nobody can account
+// for after a week is a person's to look into.
+const maxReconcileWithin = 7 * 24 * time.Hour
+
+// reconcile takes the executor block's reconcile: {within: D} out of fields
+// (it is the engine's, not the executor's) and returns D, or 0 without one.
+func (c *checker) reconcile(path string, fields map[string]any) (time.Duration, error) {
+	v, ok := fields["reconcile"]
+	if !ok {
+		return 0, nil
+	}
+	delete(fields, "reconcile")
+	m, ok := v.(map[string]any)
+	if !ok {
+		return 0, c.failf(path, "must be a mapping: reconcile: {within: 30m}")
+	}
+	for k := range m {
+		if k != "within" {
+			return 0, c.failf(path+"."+k, "unknown field (known: within)")
+		}
+	}
+	s, ok := m["within"].(string)
+	if !ok || strings.TrimSpace(s) == "" {
+		return 0, c.failf(path+".within", "required: how long the target may take to say what became of an attempt, like 30m")
+	}
+	d, err := parseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, c.failf(path+".within", "want a positive duration like 30m, got %q", s)
+	}
+	if d > maxReconcileWithin {
+		return 0, c.failf(path+".within", "%s is longer than the %s allowed", s, maxReconcileWithin)
+	}
+	return d, nil
 }
 
 // executor reads an executor block: a type name, or a mapping with type: and

@@ -169,7 +169,9 @@ func lookup(ctx context.Context, shop *Shop, key, kind string) (workflow.Receipt
 		return workflow.Receipt{}, false, err
 	}
 	if got != kind {
-		return workflow.Receipt{}, false, fmt.Errorf("lookup %s: the key was used for a %s, not a %s", key, got, kind)
+		// A final answer, not a register that is down: asking again would
+		// only be told the same.
+		return workflow.Receipt{}, false, workflow.Permanent(fmt.Errorf("lookup %s: the key was used for a %s, not a %s", key, got, kind))
 	}
 	return rc, true, nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -33,8 +34,19 @@ type ActionSpec struct {
 	// Schema is the JSON Schema source, kept for display (edit forms, docs).
 	// Empty when the action accepts any object.
 	Schema json.RawMessage
+	// ReconcileWithin is how long the target may take to say what became of
+	// an attempt before the outcome is called unprovable (see
+	// DefaultReconcileWithin, used when zero).
+	ReconcileWithin time.Duration
 
 	schema *jsonschema.Schema // nil: any object
+}
+
+func (s *ActionSpec) reconcileWithin() time.Duration {
+	if s.ReconcileWithin > 0 {
+		return s.ReconcileWithin
+	}
+	return DefaultReconcileWithin
 }
 
 // NewActionSpec compiles schemaJSON (JSON Schema 2020-12 unless it names

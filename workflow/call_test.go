@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func TestRetryAfterIsWaitedBeforeTheNextAttempt(t *testing.T) {
 			h := newHarness(t)
 			h.target.failNext = []error{workflow.RetryAfter(errors.New("429"), tt.asked)}
 			start := h.clock.Now()
-			run := h.submit(refund("PAY-2", 5))
+			run := h.run(refund("PAY-2", 5))
 			if run.Status != workflow.StatusDone || len(h.target.Effects()) != 1 {
 				t.Fatalf("status %s effects %v", run.Status, h.target.Effects())
 			}
@@ -75,30 +76,44 @@ func TestRetryAfterIsWaitedBeforeTheNextAttempt(t *testing.T) {
 	}
 }
 
+// TestLookupDownForAWhileIsAskedAgain: a register that cannot say what
+// became of an attempt is asked again, with a growing backoff, until the
+// action's reconcile budget (counted from the attempt) is spent; the last
+// ask is made when it ends, and only then is the outcome unprovable.
 func TestLookupDownForAWhileIsAskedAgain(t *testing.T) {
 	tests := []struct {
 		name       string
 		down       int
+		within     time.Duration // the action's reconcile budget; 0: the default
 		wantStatus workflow.Status
-		wantAsked  int
+		wantAsked  int           // 0: not checked
+		wantWaited time.Duration // on the engine's clock
+		wantReason string
 	}{
-		{"back before the budget", 2, workflow.StatusDone, 3},
-		{"down past the budget", 10, workflow.StatusNeedsAttention, 3},
+		{name: "back before the budget", down: 2, wantStatus: workflow.StatusDone, wantAsked: 3, wantWaited: 400 * time.Millisecond},
+		{name: "down past the default budget", down: 1 << 20, wantStatus: workflow.StatusNeedsAttention,
+			wantWaited: workflow.DefaultReconcileWithin, wantReason: "the target did not say within 10m0s"},
+		{name: "down past a budget of 30m", down: 1 << 20, within: 30 * time.Minute, wantStatus: workflow.StatusNeedsAttention,
+			wantWaited: 30 * time.Minute, wantReason: "the target did not say within 30m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t)
+			h := newHarness(t, func(c *workflow.Config) { c.Actions["request_refund"].ReconcileWithin = tt.within })
 			h.target.afterFail = []error{errors.New("timeout")} // it happened; the answer was lost
 			h.target.lookupDown = tt.down
-			run := h.submit(refund("PAY-2", 5))
-			if run.Status != tt.wantStatus {
-				t.Fatalf("status %s (%s), want %s", run.Status, run.Reason, tt.wantStatus)
+			start := h.clock.Now()
+			run := h.run(refund("PAY-2", 5))
+			if run.Status != tt.wantStatus || !strings.Contains(run.Reason, tt.wantReason) {
+				t.Fatalf("status %s (%s), want %s (%s)", run.Status, run.Reason, tt.wantStatus, tt.wantReason)
 			}
 			if e := h.target.Effects(); len(e) != 1 {
 				t.Fatalf("effects %v, want one", e)
 			}
-			if h.target.lookups != tt.wantAsked {
+			if tt.wantAsked != 0 && h.target.lookups != tt.wantAsked {
 				t.Fatalf("lookups %d, want %d", h.target.lookups, tt.wantAsked)
+			}
+			if waited := h.clock.Now().Sub(start); waited != tt.wantWaited {
+				t.Fatalf("waited %v, want %v", waited, tt.wantWaited)
 			}
 		})
 	}

@@ -252,7 +252,7 @@ func TestManualChangeWhileWaitingIsRefusedByTheTarget(t *testing.T) {
 func TestTransientFailuresRetryWithTheSameKey(t *testing.T) {
 	h := newHarness(t)
 	h.target.failNext = []error{workflow.Transient(errors.New("503")), workflow.Transient(errors.New("503"))}
-	run := h.submit(refund("PAY-2", 5))
+	run := h.run(refund("PAY-2", 5))
 	if run.Status != workflow.StatusDone {
 		t.Fatalf("status %s (%s)", run.Status, run.Reason)
 	}
@@ -293,7 +293,7 @@ func TestUnprovableOutcomeNeedsAttentionAndIsNeverCancelled(t *testing.T) {
 	h := newHarness(t)
 	h.target.afterFail = []error{errors.New("timeout")}
 	h.target.lookupErr = errors.New("register unavailable")
-	run := h.submit(refund("PAY-2", 5))
+	run := h.run(refund("PAY-2", 5))
 	if run.Status != workflow.StatusNeedsAttention || !strings.Contains(run.Reason, "cannot be proven") {
 		t.Fatalf("status %s reason %q", run.Status, run.Reason)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // OperationKey is the idempotency key of a run's action: stable across crashes and
@@ -25,6 +26,9 @@ func CallFor(key string, a Action) Call {
 // the run again to see where it stands.
 func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	id := l.run.ID
+	// Why the run was parked (see park) is over: the next write says what
+	// became of it.
+	l.run.Reason = ""
 	// Re-hash the stored arguments and compare them with the approved fingerprint
 	// right before any call: what runs is exactly what was approved.
 	if l.st.Gate == nil {
@@ -216,12 +220,12 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 		return e.attention(ctx, l.run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
 	}
 	if op.Attempts > 0 {
-		rc, found, err := e.lookup(ctx, l.run.ID, spec.Executor, op.Key)
+		rc, found, err := e.lookup(ctx, spec.Executor, op.Key)
 		if isCtxErr(ctx.Err()) {
 			return ctx.Err() // stopping, not unprovable: the next worker asks again
 		}
 		if err != nil {
-			return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
+			return e.unanswered(ctx, l, op, spec, err)
 		}
 		if found {
 			return e.receipt(ctx, l, op, rc, EventReconciled)
@@ -296,7 +300,9 @@ func (e *Engine) call(ctx context.Context, l *loaded, op *Operation, a Action, s
 		if err := e.attemptFailed(ctx, op, "the target failed: "+err.Error()); err != nil {
 			return err
 		}
-		return e.clock.Sleep(ctx, max(e.backoff(op.Attempts), retryAfterOf(err)))
+		// The wait is spent parked, not here: the worker goes on to other runs.
+		at := e.now().Add(max(e.backoff(op.Attempts), retryAfterOf(err)))
+		return e.park(ctx, l, at, fmt.Sprintf("%s failed (attempt %d of %d): %v", op.Key, op.Attempts, e.execN, err))
 	default:
 		// Outcome unknown: the next round asks the target before anything else.
 		e.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", err)
@@ -316,23 +322,78 @@ func (e *Engine) attemptFailed(ctx context.Context, op *Operation, problem strin
 	return nil
 }
 
-// lookup asks the target whether key happened. A target that cannot tell
-// (its register is down for a while) is asked again with backoff, up to the
-// execution budget; only then is the outcome called unprovable. Asking only
-// reads, so repeating it is harmless.
-func (e *Engine) lookup(ctx context.Context, runID string, ex Executor, key string) (Receipt, bool, error) {
-	for n := 1; ; n++ {
-		lookupCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
-		rc, found, err := ex.Lookup(lookupCtx, key)
-		cancel()
-		if err == nil || n >= e.execN || Classify(err) == ClassPermanent || ctx.Err() != nil {
-			return rc, found, err
-		}
-		e.log.Warn("lookup failed, asking again", "run_id", runID, "key", key, "attempt", n, "error", err)
-		if err := e.clock.Sleep(ctx, max(e.backoff(n), retryAfterOf(err))); err != nil {
-			return Receipt{}, false, err
-		}
+// lookup asks the target once whether key happened. Asking only reads, so
+// repeating it is harmless.
+func (e *Engine) lookup(ctx context.Context, ex Executor, key string) (Receipt, bool, error) {
+	lookupCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
+	defer cancel()
+	return ex.Lookup(lookupCtx, key)
+}
+
+// DefaultReconcileWithin is how long a target may take to say what became of
+// an attempt (its lookup answering "still in progress", or failing) when the
+// action sets no budget of its own (ActionSpec.ReconcileWithin).
+const DefaultReconcileWithin = 10 * time.Minute
+
+// maxLookupWait bounds the wait between two lookups that set none.
+const maxLookupWait = time.Minute
+
+// unanswered handles a lookup that could not say whether op happened: a
+// slow action still in progress (a 503 or 409 with Retry-After), or a
+// register that is down for a while. Until the action's reconcile budget,
+// counted from op's last recorded attempt, is spent, the run is parked and
+// asked again later (at the wait the target asked for, or a backoff that
+// grows with the time spent); then, or at once for an answer the target
+// calls final, the outcome is unprovable and a person must look.
+func (e *Engine) unanswered(ctx context.Context, l *loaded, op *Operation, spec *ActionSpec, err error) error {
+	now, since, within := e.now(), op.UpdatedAt, spec.reconcileWithin()
+	if Classify(err) == ClassPermanent {
+		return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
 	}
+	end := since.Add(within)
+	if !now.Before(end) {
+		return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: the target did not say within %s: %v", op.Key, within, err))
+	}
+	wait := retryAfterOf(err)
+	if wait == 0 {
+		wait = min(max(e.backoff(1), now.Sub(since)/2), maxLookupWait)
+	}
+	// The last ask is made when the budget ends, not after.
+	at := now.Add(wait)
+	if at.After(end) {
+		at = end
+	}
+	e.log.Warn("the target cannot say yet whether the operation happened; asking again later", "run_id", l.run.ID, "key", op.Key, "at", at, "error", err)
+	return e.park(ctx, l, at, fmt.Sprintf("the target cannot say yet whether %s happened (%v)", op.Key, err))
+}
+
+// park frees the run until at: nobody holds its lease, and no worker claims
+// it before then (ClaimRuns skips a lease that has not lapsed), so that a
+// target asking for time holds up no other run and no worker. The run's
+// reason says why and when meanwhile (see ParkedUntil); the next write that
+// moves the run on clears it.
+func (e *Engine) park(ctx context.Context, l *loaded, at time.Time, why string) error {
+	l.run.LeaseOwner, l.run.LeaseUntil = "", at
+	l.run.Reason = fmt.Sprintf("%s; asking the target again at %s", why, at.UTC().Format(time.RFC3339))
+	l.run.UpdatedAt = e.now()
+	err := e.write(ctx, l, func(ctx context.Context, tx Tx) error { return tx.UpdateRun(ctx, l.run) })
+	if errors.Is(err, ErrConflict) {
+		return nil // another moved the run on; the caller reloads
+	}
+	if err != nil {
+		return fmt.Errorf("park run %s until %s: %w", l.run.ID, at.UTC().Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// ParkedUntil says until when an executing run waits for its target (a
+// Retry-After, a backoff, an action still in progress), or zero when it
+// does not.
+func ParkedUntil(r *Run, now time.Time) time.Time {
+	if r.Status == StatusExecuting && r.LeaseOwner == "" && now.Before(r.LeaseUntil) {
+		return r.LeaseUntil
+	}
+	return time.Time{}
 }
 
 // approvers lists who approved the run, in the order they did.

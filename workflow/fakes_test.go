@@ -249,6 +249,21 @@ func (h *harness) submit(p *workflow.Proposal) *workflow.Run {
 	return run
 }
 
+// run submits p and, when its target asked for time, carries on waiting
+// it out, as `signoff submit` does (a server's workers would instead).
+func (h *harness) run(p *workflow.Proposal) *workflow.Run {
+	h.t.Helper()
+	run := h.submit(p)
+	if workflow.ParkedUntil(run, h.clock.Now()).IsZero() {
+		return run
+	}
+	run, err := h.engine.Resume(context.Background(), run.ID)
+	if err != nil {
+		h.t.Fatalf("resume: %v", err)
+	}
+	return run
+}
+
 func (h *harness) get(id string) *workflow.RunView {
 	h.t.Helper()
 	v, err := h.engine.Get(context.Background(), id)

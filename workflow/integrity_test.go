@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -457,30 +455,14 @@ func TestResumeRechecksTheIntent(t *testing.T) {
 	}
 }
 
-// sleepHook is a clock that runs then after the first sleep of at least
-// atLeast, before that sleep returns.
-type sleepHook struct {
-	*clocktest.Clock
-	atLeast time.Duration
-	once    sync.Once
-	then    func()
-}
-
-func (s *sleepHook) Sleep(ctx context.Context, d time.Duration) error {
-	err := s.Clock.Sleep(ctx, d)
-	if d >= s.atLeast {
-		s.once.Do(s.then)
-	}
-	return err
-}
-
-// TestAWorkerThatLostItsLeaseWhileWaitingCallsNothing: worker A's call fails
-// with a Retry-After longer than its lease. While A waits, worker B (another
-// process) claims the run and calls. When A wakes, B's lease holds: A leaves
-// the run to B and calls nothing, and B finishes it with one effect.
-func TestAWorkerThatLostItsLeaseWhileWaitingCallsNothing(t *testing.T) {
-	owner := func(name string, clock workflow.Clock) harnessOption {
-		return func(c *workflow.Config) { c.Owner, c.LeaseTTL, c.Clock = name, 30*time.Second, clock }
+// TestARunWaitingOutARetryAfterIsHeldByNoWorker: worker A's call fails with
+// a Retry-After longer than its lease. A does not wait it out holding the
+// run: it parks the run and is free at once. Until the wait is over, no
+// worker (B, another process) claims or calls it; then B does, once, and
+// finishes it with one effect.
+func TestARunWaitingOutARetryAfterIsHeldByNoWorker(t *testing.T) {
+	owner := func(name string) harnessOption {
+		return func(c *workflow.Config) { c.Owner, c.LeaseTTL = name, 30*time.Second }
 	}
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
@@ -491,37 +473,71 @@ func TestAWorkerThatLostItsLeaseWhileWaitingCallsNothing(t *testing.T) {
 	b := newHarness(t)
 	b.path, b.target, b.clock = h.path, h.target, h.clock
 	b.store = nil
-	b.open(testPolicy(t, "rev-1", h.roles), owner("worker-b", h.clock))
+	b.open(testPolicy(t, "rev-1", h.roles), owner("worker-b"))
+	h.open(testPolicy(t, "rev-1", h.roles), owner("worker-a"))
 
-	inCall, answer := make(chan struct{}), make(chan struct{})
-	var calls atomic.Int32
-	h.target.onExecute = func() {
-		if calls.Add(1) == 2 { // B's call: held open until A has looked again
-			close(inCall)
-			<-answer
-		}
-	}
-	h.target.failNext = []error{workflow.RetryAfter(errors.New("busy"), 40*time.Second)} // A's first call
-	bDone := make(chan error, 1)
-	hook := &sleepHook{Clock: h.clock, atLeast: 40 * time.Second, then: func() {
-		go func() {
-			_, err := b.engine.Work(ctx, 1)
-			bDone <- err
-		}()
-		<-inCall
-	}}
-	h.open(testPolicy(t, "rev-1", h.roles), owner("worker-a", hook))
+	h.target.failNext = []error{workflow.RetryAfter(errors.New("busy"), 40*time.Second)} // A's call
+	start := h.clock.Now()
 	if n, err := h.engine.Work(ctx, 1); err != nil || n != 1 {
 		t.Fatalf("worker A: claimed %d, %v", n, err)
 	}
-	if n := calls.Load(); n != 2 {
-		t.Errorf("%d calls while B's was in flight, want 2 (A's failed one and B's)", n)
+	if waited := h.clock.Now().Sub(start); waited != 0 {
+		t.Errorf("worker A waited %v holding the run; it should have parked it", waited)
 	}
-	close(answer)
-	if err := <-bDone; err != nil {
-		t.Fatalf("worker B: %v", err)
+	v := h.get(run.ID)
+	if v.Status != workflow.StatusExecuting || !strings.Contains(v.Reason, "asking the target again at "+start.Add(40*time.Second).UTC().Format(time.RFC3339)) {
+		t.Fatalf("status %s (%q), want executing and asking again in 40s", v.Status, v.Reason)
 	}
-	if v := h.get(run.ID); v.Status != workflow.StatusDone || len(h.target.Effects()) != 1 {
-		t.Fatalf("status %s, effects %v", v.Status, h.target.Effects())
+	h.clock.Advance(39 * time.Second)
+	if n, err := b.engine.Work(ctx, 1); err != nil || n != 0 {
+		t.Fatalf("worker B before the Retry-After is over: claimed %d, %v", n, err)
+	}
+	if h.target.calls != 1 {
+		t.Fatalf("%d calls before the Retry-After was over, want 1", h.target.calls)
+	}
+	h.clock.Advance(time.Second)
+	if n, err := b.engine.Work(ctx, 1); err != nil || n != 1 {
+		t.Fatalf("worker B once the Retry-After is over: claimed %d, %v", n, err)
+	}
+	if v := h.get(run.ID); v.Status != workflow.StatusDone || v.Reason != "" || len(h.target.Effects()) != 1 || h.target.calls != 2 {
+		t.Fatalf("status %s (%q), effects %v, calls %d", v.Status, v.Reason, h.target.Effects(), h.target.calls)
+	}
+}
+
+// TestOneSlowTargetHoldsUpNoOtherRun: run A's target answers 503 with a
+// Retry-After of a minute; run B, approved after it, is executed in the
+// same round while A waits, not a minute later.
+func TestOneSlowTargetHoldsUpNoOtherRun(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.submit(refund("PAY-1", 60)), h.submit(refund("PAY-1", 55))
+	for _, id := range []string{a.ID, b.ID} {
+		if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"},
+			Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(time.Millisecond) // claimed in this order
+	}
+	h.target.failNext = []error{workflow.RetryAfter(errors.New("503: deploy in progress"), time.Minute)}
+	start := h.clock.Now()
+	var callsAt []time.Duration
+	h.target.onExecute = func() { callsAt = append(callsAt, h.clock.Now().Sub(start)) }
+	if n, err := h.engine.Work(ctx, 20); err != nil || n != 2 {
+		t.Fatalf("claimed %d, %v; want both runs in one round", n, err)
+	}
+	if v := h.get(b.ID); v.Status != workflow.StatusDone {
+		t.Fatalf("run B is %s (%s): it waited for A's target", v.Status, v.Reason)
+	}
+	if !slices.Equal(callsAt, []time.Duration{0, 0}) {
+		t.Fatalf("calls at %v after the round began, want A's and B's at once", callsAt)
+	}
+	if v := h.get(a.ID); v.Status != workflow.StatusExecuting || !strings.Contains(v.Reason, "asking the target again at") {
+		t.Fatalf("run A is %s (%q), want executing, asking again later", v.Status, v.Reason)
+	}
+	h.clock.Advance(time.Minute)
+	if n, err := h.engine.Work(ctx, 20); err != nil || n != 1 {
+		t.Fatalf("after the minute: claimed %d, %v", n, err)
+	}
+	if v := h.get(a.ID); v.Status != workflow.StatusDone || len(h.target.Effects()) != 2 {
+		t.Fatalf("run A is %s (%q), effects %v", v.Status, v.Reason, h.target.Effects())
 	}
 }

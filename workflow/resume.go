@@ -141,6 +141,19 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, 
 			// only an operator overrides, or another goroutine of this
 			// engine (they share one lease owner), which nobody does.
 			now, wait := e.now(), lookEvery
+			if at := ParkedUntil(l.run, now); !at.IsZero() {
+				// The run waits for its target, and no worker holds it
+				// meanwhile. Only an operator's own command waits here; a
+				// worker, a follower or a submit leaves it to the worker
+				// that claims it when it is due.
+				if mode != asOperator {
+					return l.run, nil
+				}
+				if err := e.clock.Sleep(ctx, at.Sub(now)); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			lease := l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil)
 			if !lease || mode == asOperator {
 				ran, err := e.executeAlone(ctx, l)

@@ -127,7 +127,9 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 	}
 	e.log.Info("run submitted", "run_id", id, "status", string(l.run.Status), "actions", len(actions))
 	if l.run.Status == StatusExecuting {
-		run, err := e.Resume(ctx, id)
+		// As a follower: a target that asks for time parks the run for the
+		// workers instead of holding the submitter (an HTTP request) here.
+		run, err := e.resume(ctx, id, asFollower)
 		return run, false, err
 	}
 	return l.run, false, nil

@@ -218,7 +218,15 @@ func (c *cli) submitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.startRun(asJSON, &w, func(a *app) (*workflow.Run, error) { return a.engine.Submit(c.ctx, p) })
+			return c.startRun(asJSON, &w, func(a *app) (*workflow.Run, error) {
+				run, err := a.engine.Submit(c.ctx, p)
+				if err == nil && !workflow.ParkedUntil(run, c.now()).IsZero() {
+					// The target asked for time: this command waits it out
+					// (a server's workers would, if one runs).
+					return a.engine.Resume(c.ctx, run.ID)
+				}
+				return run, err
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON instead")

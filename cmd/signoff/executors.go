@@ -84,6 +84,7 @@ func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) strin
 		if err != nil {
 			return nil, nil, cfg.Errorf(config.ActionPath(name), "%v", err)
 		}
+		spec.ReconcileWithin = ac.ReconcileWithin
 		out[name] = spec
 	}
 	return out, warnings, nil

@@ -259,7 +259,11 @@ func (x *Executor) Lookup(ctx context.Context, key string) (workflow.Receipt, bo
 	case res.status == http.StatusNotFound:
 		return workflow.Receipt{}, false, nil
 	case res.retryAfter > 0:
+		// Still in progress (503 or 409 with Retry-After): ask again then.
 		return workflow.Receipt{}, false, workflow.RetryAfter(fmt.Errorf("look up %s: the target answered %d", key, res.status), res.retryAfter)
+	case refusal(res.status) && res.status != http.StatusConflict:
+		// The target refuses to say: asking again would be refused again.
+		return workflow.Receipt{}, false, workflow.Permanent(fmt.Errorf("look up %s: the target answered %d: %s", key, res.status, res.message()))
 	}
 	return workflow.Receipt{}, false, fmt.Errorf("look up %s: the target answered %d: %s", key, res.status, res.message())
 }

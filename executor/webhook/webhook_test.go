@@ -245,21 +245,29 @@ func TestDropAfterSendingIsUnknown(t *testing.T) {
 
 func TestLookup(t *testing.T) {
 	tests := []struct {
-		name    string
-		status  int
-		found   bool
-		wantErr bool
+		name       string
+		status     int
+		retryAfter string
+		found      bool
+		wantErr    bool
+		class      workflow.Class // of the error
 	}{
-		{"200 happened", 200, true, false},
-		{"404 never happened", 404, false, false},
-		{"500 cannot tell", 500, false, true},
-		{"401 cannot tell", 401, false, true},
+		{name: "200 happened", status: 200, found: true},
+		{name: "404 never happened", status: 404},
+		{name: "500 cannot tell yet", status: 500, wantErr: true, class: workflow.ClassUnknown},
+		{name: "503 with Retry-After: still in progress", status: 503, retryAfter: "60", wantErr: true, class: workflow.ClassTransient},
+		{name: "409 with Retry-After: still in progress", status: 409, retryAfter: "5", wantErr: true, class: workflow.ClassTransient},
+		{name: "409 cannot tell yet", status: 409, wantErr: true, class: workflow.ClassUnknown},
+		{name: "401 refuses to say", status: 401, wantErr: true, class: workflow.ClassPermanent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var path string
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				path = r.URL.EscapedPath()
+				if tt.retryAfter != "" {
+					w.Header().Set("Retry-After", tt.retryAfter)
+				}
 				w.WriteHeader(tt.status)
 				w.Write([]byte(`{"id":"D-1"}`))
 			}))
@@ -268,6 +276,9 @@ func TestLookup(t *testing.T) {
 			rc, found, err := x.Lookup(context.Background(), "run_1/1")
 			if found != tt.found || (err != nil) != tt.wantErr || (found && rc.ID != "D-1") {
 				t.Fatalf("lookup = %+v %v %v", rc, found, err)
+			}
+			if err != nil && workflow.Classify(err) != tt.class {
+				t.Fatalf("lookup error %v is of class %v, want %v", err, workflow.Classify(err), tt.class)
 			}
 			if path != "/operations/run_1%2F1/status" {
 				t.Fatalf("path %q", path)
