@@ -444,8 +444,8 @@ func TestTamperedArgumentsStopTheRun(t *testing.T) {
 		t.Errorf("the run is %s", v.Status)
 	}
 	code, out, _ := signoff(t, dir, "verify")
-	if code != exitAttention || !strings.Contains(out, "damaged: run "+id) {
-		t.Errorf("verify: exit %d\n%s", code, out)
+	if code != exitFailed || !strings.Contains(out, "damaged: run "+id) {
+		t.Errorf("verify: exit %d, want 1\n%s", code, out)
 	}
 	noChanges(t, dir)
 }
@@ -598,8 +598,8 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 			tt.damage(t, dir, damaged)
 
 			code, out, _ := signoff(t, dir, "verify")
-			if code == 0 || !strings.Contains(out, "damaged: run "+damaged) || !strings.Contains(out, tt.problem) || strings.Contains(out, healthy) {
-				t.Errorf("verify: exit %d\n%s", code, out)
+			if code != exitFailed || !strings.Contains(out, "damaged: run "+damaged) || !strings.Contains(out, tt.problem) || strings.Contains(out, healthy) {
+				t.Errorf("verify: exit %d, want 1\n%s", code, out)
 			}
 
 			// Reading the run changes nothing, and does not call it waiting.
@@ -641,8 +641,8 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 				t.Errorf("the shop did %v", kinds)
 			}
 			code, out, _ = signoff(t, dir, "verify")
-			if code == 0 || !strings.Contains(out, damaged) || strings.Contains(out, healthy) {
-				t.Errorf("verify after: exit %d\n%s", code, out)
+			if code != exitFailed || !strings.Contains(out, damaged) || strings.Contains(out, healthy) {
+				t.Errorf("verify after: exit %d, want 1\n%s", code, out)
 			}
 		})
 	}
@@ -900,7 +900,8 @@ func TestRunUnknownTicket(t *testing.T) {
 	}
 }
 
-// TestVerifyNamesABrokenAuditChain.
+// TestVerifyNamesABrokenAuditChain: an audit event rewritten in the database
+// is named by verify, which exits 1 as a failed check.
 func TestVerifyNamesABrokenAuditChain(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -921,8 +922,12 @@ func TestVerifyNamesABrokenAuditChain(t *testing.T) {
 	}
 	db.Close()
 	code, out, _ := signoff(t, dir, "verify")
-	if code != exitAttention || !strings.Contains(out, "damaged: audit log: audit chain broken at event") {
-		t.Errorf("verify: exit %d\n%s", code, out)
+	if code != exitFailed || !strings.Contains(out, "damaged: audit log: audit chain broken at event") {
+		t.Errorf("verify: exit %d, want 1\n%s", code, out)
+	}
+	// The help says the same code.
+	if help := must(t, dir, exitDone, "verify", "--help"); !strings.Contains(help, "Exit 1 when\nanything is damaged") {
+		t.Errorf("verify --help does not say exit 1 on damage:\n%s", help)
 	}
 }
 

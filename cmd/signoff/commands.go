@@ -593,7 +593,7 @@ the log extends every anchor stored. It prints the newest anchor (A12:HASH):
 keep it somewhere the database's writers cannot reach (serve writes and logs
 one every ten minutes, signoff anchor writes one now), and
 --anchor A12:HASH proves later that the log still extends it (SEQ:HASH, an
-event of the global chain as earlier versions printed it, works too). Exit 5 when
+event of the global chain as earlier versions printed it, works too). Exit 1 when
 anything is damaged.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -611,7 +611,9 @@ anything is damaged.`,
 					return err
 				}
 				if !rep.OK() {
-					c.code = exitAttention
+					// Damage is a failed check; whether a run needs attention
+					// is for show to say of that run.
+					c.code = exitFailed
 				}
 				if asJSON {
 					return writeJSON(c.out, rep)
