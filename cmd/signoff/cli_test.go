@@ -648,7 +648,8 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 	}
 }
 
-// TestRunsStatusFilter.
+// TestRunsStatusFilter: --status keeps the runs in the statuses named, pending
+// among them; an unknown one is refused.
 func TestRunsStatusFilter(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -670,6 +671,13 @@ func TestRunsStatusFilter(t *testing.T) {
 	if got := ids(runs(t, dir, "--status", "WAITING_APPROVAL")); !slices.Equal(got, []string{waiting}) {
 		t.Errorf("runs --status in capitals: %v, want [%s]", got, waiting)
 	}
+	// pending is what /runs pending lists: the runs waiting for a decision.
+	if got := ids(runs(t, dir, "--status", "pending")); !slices.Equal(got, []string{waiting}) {
+		t.Errorf("runs --status pending: %v, want [%s]", got, waiting)
+	}
+	if got := ids(runs(t, dir, "--status", "Pending,rejected")); !slices.Equal(got, []string{waiting, rejected}) {
+		t.Errorf("runs --status Pending,rejected: %v, want [%s %s]", got, waiting, rejected)
+	}
 	if got := ids(runs(t, dir, "--status", "done,rejected")); !slices.Equal(got, []string{done, rejected}) {
 		t.Errorf("done and rejected runs %v", got)
 	}
@@ -683,9 +691,9 @@ func TestRunsStatusFilter(t *testing.T) {
 	if !strings.Contains(text, waiting) || strings.Contains(text, done) || strings.Contains(text, rejected) {
 		t.Errorf("runs --status waiting_approval:\n%s", text)
 	}
-	for _, bad := range []string{"bogus", "waiting", "done,bogus"} {
+	for _, bad := range []string{"bogus", "waiting", "done,bogus", "pendings"} {
 		code, out, errs := signoff(t, dir, "runs", "--status", bad)
-		if code != exitRefused || !strings.Contains(errs, "unknown status") || out != "" {
+		if code != exitRefused || !strings.Contains(errs, "unknown status") || !strings.Contains(errs, "or pending") || out != "" {
 			t.Errorf("runs --status %s: exit %d, %q %q", bad, code, out, errs)
 		}
 	}

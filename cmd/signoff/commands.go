@@ -275,8 +275,11 @@ func (c *cli) runsCmd() *cobra.Command {
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
 					st := workflow.Status(strings.ToLower(strings.TrimSpace(s)))
+					if st == statusPending {
+						st = workflow.StatusWaitingApproval
+					}
 					if !st.Valid() {
-						return usageError{fmt.Sprintf("unknown status %q (one of %s)", s, statusNames())}
+						return usageError{fmt.Sprintf("unknown status %q (one of %s, or %s)", s, statusNames(), statusPending)}
 					}
 					f.Statuses = append(f.Statuses, st)
 				}
@@ -314,11 +317,15 @@ func (c *cli) runsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
-	cmd.Flags().StringVar(&status, "status", "", "only runs in this status (comma-separated, any case)")
+	cmd.Flags().StringVar(&status, "status", "", "only runs in this status (comma-separated, any case; pending is waiting_approval, as /runs pending lists)")
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task (ticket) id")
 	cmd.Flags().StringVar(&requester, "requester", "", "only runs asked for by this id")
 	return cmd
 }
+
+// statusPending is what a person calls a run waiting for a decision, as
+// Slack's /runs pending does: --status takes it for waiting_approval.
+const statusPending = "pending"
 
 func statusNames() string {
 	var s []string
