@@ -6,9 +6,12 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# The context has no .git, so the revision is passed in for --version:
+# docker build --build-arg REVISION=$(git rev-parse HEAD) .
+ARG REVISION
 RUN CGO_ENABLED=1 go build -trimpath \
       -tags osusergo,netgo,sqlite_omit_load_extension \
-      -ldflags "-s -w -extldflags '-static'" \
+      -ldflags "-s -w -X main.revision=${REVISION} -extldflags '-static'" \
       -o /out/signoff ./cmd/signoff
 
 # Run: no shell, no package manager, a non-root user (uid and gid 65532, who

@@ -138,6 +138,13 @@ func TestAPI(t *testing.T) {
 			body: `{"actions":[{"name":"deploy","args":{"service":"api"}}]}`, status: 422, code: "invalid_input", fields: []string{"actions[0].args.version"}},
 		{name: "an unknown action", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
 			body: `{"actions":[{"name":"rm_rf","args":{}}]}`, status: 422, code: "invalid_input", fields: []string{"actions[0].name"}},
+		{name: "a callback_url outside the allow-list", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
+			body: `{"actions":[{"name":"note","args":{}}],"callback_url":"https://agents.example.evil/signoff/events"}`, status: 422, code: "callback_not_allowed",
+			check: func(t *testing.T, a answer) {
+				if !strings.Contains(string(a.body), callbackPrefix) {
+					t.Errorf("the refusal does not say what is allowed: %s", a.body)
+				}
+			}},
 		{name: "key reused with a different proposal", method: "POST", path: "/v1/runs", token: tokAll, ctype: "application/json",
 			body: mustJSON(t, deployProposal("k1", "9.9.9")), status: 409, code: "idempotency_key_reused", runID: first.Id},
 		{name: "unknown run", method: "GET", path: "/v1/runs/run_nope", token: tokAll, status: 404, code: "unknown_run", runID: "run_nope"},

@@ -262,7 +262,8 @@ type Person struct {
 // Problem RFC 9457 problem details.
 type Problem struct {
 	// Code Stable: the engine's refusal code (invalid_input, unknown_run,
-	// not_cancellable, idempotency_key_reused, unknown_requester, no_role, …)
+	// not_cancellable, idempotency_key_reused, unknown_requester, no_role,
+	// callback_not_allowed, …)
 	// or the API's own (unauthorized, insufficient_scope,
 	// requester_mismatch, rate_limited, too_large,
 	// unsupported_media_type, invalid_cursor, not_found,
@@ -462,6 +463,10 @@ type ClientInterface interface {
 	// became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
+	// A `callback_url` that does not start with a prefix under
+	// api.callbacks.allow (or any, when the list is empty) is 422
+	// callback_not_allowed, and nothing is written.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /runs (the `SubmitRun` operationId).
@@ -479,6 +484,10 @@ type ClientInterface interface {
 	// proposal answers 200 with the first run and `replayed: true`, whatever
 	// became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
+	//
+	// A `callback_url` that does not start with a prefix under
+	// api.callbacks.allow (or any, when the list is empty) is 422
+	// callback_not_allowed, and nothing is written.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -584,6 +593,10 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
+// A `callback_url` that does not start with a prefix under
+// api.callbacks.allow (or any, when the list is empty) is 422
+// callback_not_allowed, and nothing is written.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /runs (the `SubmitRun` operationId).
@@ -611,6 +624,10 @@ func (c *Client) SubmitRunWithBody(ctx context.Context, contentType string, body
 // proposal answers 200 with the first run and `replayed: true`, whatever
 // became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
+//
+// A `callback_url` that does not start with a prefix under
+// api.callbacks.allow (or any, when the list is empty) is 422
+// callback_not_allowed, and nothing is written.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1116,6 +1133,10 @@ type ClientWithResponsesInterface interface {
 	// became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
+	// A `callback_url` that does not start with a prefix under
+	// api.callbacks.allow (or any, when the list is empty) is 422
+	// callback_not_allowed, and nothing is written.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /runs (the `SubmitRun` operationId).
@@ -1133,6 +1154,10 @@ type ClientWithResponsesInterface interface {
 	// proposal answers 200 with the first run and `replayed: true`, whatever
 	// became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
+	//
+	// A `callback_url` that does not start with a prefix under
+	// api.callbacks.allow (or any, when the list is empty) is 422
+	// callback_not_allowed, and nothing is written.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1813,6 +1838,10 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
+// A `callback_url` that does not start with a prefix under
+// api.callbacks.allow (or any, when the list is empty) is 422
+// callback_not_allowed, and nothing is written.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /runs (the `SubmitRun` operationId).
@@ -1836,6 +1865,10 @@ func (c *ClientWithResponses) SubmitRunWithBodyWithResponse(ctx context.Context,
 // proposal answers 200 with the first run and `replayed: true`, whatever
 // became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
+//
+// A `callback_url` that does not start with a prefix under
+// api.callbacks.allow (or any, when the list is empty) is 422
+// callback_not_allowed, and nothing is written.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,9 @@ const (
 	tokOther  = "sk_other"  // agent:other, every scope
 	tokNobody = "sk_nobody" // configured for a requester who holds no role
 )
+
+// callbackPrefix is the one callback allow-list entry of the test server.
+const callbackPrefix = "https://agents.example/signoff/"
 
 // deploySchema is what deploy takes; token is redacted.
 const deploySchema = `{"type": "object", "additionalProperties": false, "required": ["service", "version"],
@@ -105,7 +109,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	e, err := workflow.New(workflow.Config{Store: st, Policy: pol, Roles: roles,
-		Actions: map[string]*workflow.ActionSpec{"deploy": deploy, "note": note}})
+		Actions:          map[string]*workflow.ActionSpec{"deploy": deploy, "note": note},
+		CallbackAllowed:  func(u string) bool { return strings.HasPrefix(u, callbackPrefix) },
+		CallbackPrefixes: []string{callbackPrefix}})
 	if err != nil {
 		t.Fatal(err)
 	}

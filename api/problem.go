@@ -75,6 +75,10 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case workflow.CodeNoRole, workflow.CodeSelfApproval, workflow.CodeUnknownRequester:
 		return http.StatusForbidden
+	case workflow.CodeCallbackNotAllowed:
+		// The proposal is well formed but asks for what the config does not
+		// allow: no run's state is involved, so it is no conflict.
+		return http.StatusUnprocessableEntity
 	}
 	// not_cancellable, idempotency_key_reused, not_waiting, already_decided, integrity, …:
 	// the request was fine but the run is not in a state to take it.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -396,11 +397,14 @@ func ParkedUntil(r *Run, now time.Time) time.Time {
 	return time.Time{}
 }
 
-// approvers lists who approved the run, in the order they did.
+// approvers lists who approved the run, each once, in the order they first did.
 func approvers(st *State) []string {
 	var out []string
 	for _, d := range st.Decisions {
-		if d.Verdict == VerdictApprove {
+		// An approval with an edit is recorded on the old request and on the
+		// edited one, and an edit asks again those who approved before: each
+		// person is named once, where they first approved.
+		if d.Verdict == VerdictApprove && !slices.Contains(out, d.By) {
 			out = append(out, d.By)
 		}
 	}

@@ -57,7 +57,7 @@ type Call struct {
 	RunID       string   // the run the operation belongs to
 	Action      Action   // the stored, approved action
 	Fingerprint string   // what the approvers approved
-	ApprovedBy  []string // who approved, in the order they did
+	ApprovedBy  []string // who approved, each once, in the order they first did
 	Attempt     int      // 1 for the first call with this key
 }
 

@@ -444,8 +444,8 @@ func TestTamperedArgumentsStopTheRun(t *testing.T) {
 		t.Errorf("the run is %s", v.Status)
 	}
 	code, out, _ := signoff(t, dir, "verify")
-	if code != exitAttention || !strings.Contains(out, "damaged: run "+id) {
-		t.Errorf("verify: exit %d\n%s", code, out)
+	if code != exitFailed || !strings.Contains(out, "damaged: run "+id) {
+		t.Errorf("verify: exit %d, want 1\n%s", code, out)
 	}
 	noChanges(t, dir)
 }
@@ -598,8 +598,8 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 			tt.damage(t, dir, damaged)
 
 			code, out, _ := signoff(t, dir, "verify")
-			if code == 0 || !strings.Contains(out, "damaged: run "+damaged) || !strings.Contains(out, tt.problem) || strings.Contains(out, healthy) {
-				t.Errorf("verify: exit %d\n%s", code, out)
+			if code != exitFailed || !strings.Contains(out, "damaged: run "+damaged) || !strings.Contains(out, tt.problem) || strings.Contains(out, healthy) {
+				t.Errorf("verify: exit %d, want 1\n%s", code, out)
 			}
 
 			// Reading the run changes nothing, and does not call it waiting.
@@ -641,14 +641,15 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 				t.Errorf("the shop did %v", kinds)
 			}
 			code, out, _ = signoff(t, dir, "verify")
-			if code == 0 || !strings.Contains(out, damaged) || strings.Contains(out, healthy) {
-				t.Errorf("verify after: exit %d\n%s", code, out)
+			if code != exitFailed || !strings.Contains(out, damaged) || strings.Contains(out, healthy) {
+				t.Errorf("verify after: exit %d, want 1\n%s", code, out)
 			}
 		})
 	}
 }
 
-// TestRunsStatusFilter.
+// TestRunsStatusFilter: --status keeps the runs in the statuses named, pending
+// among them; an unknown one is refused.
 func TestRunsStatusFilter(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -670,6 +671,13 @@ func TestRunsStatusFilter(t *testing.T) {
 	if got := ids(runs(t, dir, "--status", "WAITING_APPROVAL")); !slices.Equal(got, []string{waiting}) {
 		t.Errorf("runs --status in capitals: %v, want [%s]", got, waiting)
 	}
+	// pending is what /runs pending lists: the runs waiting for a decision.
+	if got := ids(runs(t, dir, "--status", "pending")); !slices.Equal(got, []string{waiting}) {
+		t.Errorf("runs --status pending: %v, want [%s]", got, waiting)
+	}
+	if got := ids(runs(t, dir, "--status", "Pending,rejected")); !slices.Equal(got, []string{waiting, rejected}) {
+		t.Errorf("runs --status Pending,rejected: %v, want [%s %s]", got, waiting, rejected)
+	}
 	if got := ids(runs(t, dir, "--status", "done,rejected")); !slices.Equal(got, []string{done, rejected}) {
 		t.Errorf("done and rejected runs %v", got)
 	}
@@ -683,9 +691,9 @@ func TestRunsStatusFilter(t *testing.T) {
 	if !strings.Contains(text, waiting) || strings.Contains(text, done) || strings.Contains(text, rejected) {
 		t.Errorf("runs --status waiting_approval:\n%s", text)
 	}
-	for _, bad := range []string{"bogus", "waiting", "done,bogus"} {
+	for _, bad := range []string{"bogus", "waiting", "done,bogus", "pendings"} {
 		code, out, errs := signoff(t, dir, "runs", "--status", bad)
-		if code != exitRefused || !strings.Contains(errs, "unknown status") || out != "" {
+		if code != exitRefused || !strings.Contains(errs, "unknown status") || !strings.Contains(errs, "or pending") || out != "" {
 			t.Errorf("runs --status %s: exit %d, %q %q", bad, code, out, errs)
 		}
 	}
@@ -900,7 +908,8 @@ func TestRunUnknownTicket(t *testing.T) {
 	}
 }
 
-// TestVerifyNamesABrokenAuditChain.
+// TestVerifyNamesABrokenAuditChain: an audit event rewritten in the database
+// is named by verify, which exits 1 as a failed check.
 func TestVerifyNamesABrokenAuditChain(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -921,8 +930,12 @@ func TestVerifyNamesABrokenAuditChain(t *testing.T) {
 	}
 	db.Close()
 	code, out, _ := signoff(t, dir, "verify")
-	if code != exitAttention || !strings.Contains(out, "damaged: audit log: audit chain broken at event") {
-		t.Errorf("verify: exit %d\n%s", code, out)
+	if code != exitFailed || !strings.Contains(out, "damaged: audit log: audit chain broken at event") {
+		t.Errorf("verify: exit %d, want 1\n%s", code, out)
+	}
+	// The help says the same code.
+	if help := must(t, dir, exitDone, "verify", "--help"); !strings.Contains(help, "Exit 1 when\nanything is damaged") {
+		t.Errorf("verify --help does not say exit 1 on damage:\n%s", help)
 	}
 }
 

@@ -283,8 +283,11 @@ func (c *cli) runsCmd() *cobra.Command {
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
 					st := workflow.Status(strings.ToLower(strings.TrimSpace(s)))
+					if st == statusPending {
+						st = workflow.StatusWaitingApproval
+					}
 					if !st.Valid() {
-						return usageError{fmt.Sprintf("unknown status %q (one of %s)", s, statusNames())}
+						return usageError{fmt.Sprintf("unknown status %q (one of %s, or %s)", s, statusNames(), statusPending)}
 					}
 					f.Statuses = append(f.Statuses, st)
 				}
@@ -322,11 +325,15 @@ func (c *cli) runsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
-	cmd.Flags().StringVar(&status, "status", "", "only runs in this status (comma-separated, any case)")
+	cmd.Flags().StringVar(&status, "status", "", "only runs in this status (comma-separated, any case; pending is waiting_approval, as /runs pending lists)")
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task (ticket) id")
 	cmd.Flags().StringVar(&requester, "requester", "", "only runs asked for by this id")
 	return cmd
 }
+
+// statusPending is what a person calls a run waiting for a decision, as
+// Slack's /runs pending does: --status takes it for waiting_approval.
+const statusPending = "pending"
 
 func statusNames() string {
 	var s []string
@@ -601,7 +608,7 @@ the log extends every anchor stored. It prints the newest anchor (A12:HASH):
 keep it somewhere the database's writers cannot reach (serve writes and logs
 one every ten minutes, signoff anchor writes one now), and
 --anchor A12:HASH proves later that the log still extends it (SEQ:HASH, an
-event of the global chain as earlier versions printed it, works too). Exit 5 when
+event of the global chain as earlier versions printed it, works too). Exit 1 when
 anything is damaged.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -619,7 +626,9 @@ anything is damaged.`,
 					return err
 				}
 				if !rep.OK() {
-					c.code = exitAttention
+					// Damage is a failed check; whether a run needs attention
+					// is for show to say of that run.
+					c.code = exitFailed
 				}
 				if asJSON {
 					return writeJSON(c.out, rep)

@@ -53,8 +53,8 @@ func TestVerifyAnchor(t *testing.T) {
 		}
 	}
 	code, out, _ := signoff(t, dir, "verify", "--anchor", anchor)
-	if code != exitAttention || !strings.Contains(out, "does not reach the anchor") {
-		t.Fatalf("verify --anchor after the log was cut: exit %d\n%s", code, out)
+	if code != exitFailed || !strings.Contains(out, "does not reach the anchor") {
+		t.Fatalf("verify --anchor after the log was cut: exit %d, want 1\n%s", code, out)
 	}
 	if code, _, errs := signoff(t, dir, "verify", "--anchor", "12:nothex"); code != exitRefused || !strings.Contains(errs, "want A12:HASH") {
 		t.Fatalf("a malformed anchor: exit %d %q", code, errs)

@@ -98,8 +98,8 @@ func TestAGlobalChainStoreKeepsVerifying(t *testing.T) {
 			}
 			db.Close()
 			code, out, _ := signoff(t, d, "verify")
-			if code != exitAttention || !strings.Contains(out, tc.want) {
-				t.Fatalf("verify after %s: exit %d, want %d saying %q\n%s", tc.name, code, exitAttention, tc.want, out)
+			if code != exitFailed || !strings.Contains(out, tc.want) {
+				t.Fatalf("verify after %s: exit %d, want %d saying %q\n%s", tc.name, code, exitFailed, tc.want, out)
 			}
 		})
 	}

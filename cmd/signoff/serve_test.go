@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -510,5 +512,63 @@ func TestASlowRequestBodyIsCutOff(t *testing.T) {
 	_, err = io.ReadAll(conn)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatal("the server still held the stalled request 20 s later")
+	}
+}
+
+// TestRunsPendingMeansTheSameInSlackAndOnTheCLI: `/runs pending` and
+// `signoff runs --status pending` list the same runs, those waiting for a
+// decision, oldest first; a run done or rejected is in neither.
+func TestRunsPendingMeansTheSameInSlackAndOnTheCLI(t *testing.T) {
+	s := startServed(t)
+	submit := func(path string, want int) string {
+		t.Helper()
+		code, out := s.cli(t, "submit", path)
+		if code != want {
+			t.Fatalf("submit %s: exit %d, want %d\n%s", path, code, want, out)
+		}
+		return runIDOf(t, out)
+	}
+	first := submit(fixture("refund-double-charge.json"), exitWaiting)
+	submit(fixture("small-refund.json"), exitDone)
+	rejected := submit(fixture("reship-planter.json"), exitWaiting)
+	// The same proposal asked again under another key is another run.
+	again := filepath.Join(s.dir, "reship-again.json")
+	raw := strings.Replace(string(mustRead(t, fixture("reship-planter.json"))), `"resolver-T-90103-1"`, `"resolver-T-90103-2"`, 1)
+	if err := os.WriteFile(again, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := submit(again, exitWaiting)
+	if code, out := s.cli(t, "reject", rejected, "--as", lead1, "--reason", "no photo"); code != exitEnded {
+		t.Fatalf("reject: exit %d\n%s", code, out)
+	}
+	want := []string{first, second}
+
+	code, out := s.cli(t, "runs", "--status", "pending", "--json")
+	var vs []workflow.RunView
+	if err := json.Unmarshal([]byte(out), &vs); code != exitDone || err != nil {
+		t.Fatalf("runs --status pending: exit %d, %v\n%s", code, err, out)
+	}
+	var cli []string
+	for _, v := range vs {
+		cli = append(cli, v.ID)
+	}
+	if !slices.Equal(cli, want) {
+		t.Errorf("runs --status pending lists %v, want the waiting runs %v", cli, want)
+	}
+
+	form := []byte(freshTrigger(strings.NewReplacer("{{USER_ID}}", lead1, "{{TEXT}}", "pending").
+		Replace(strings.TrimSpace(string(readSlackFixture(t, "slash_runs.form"))))))
+	got := sendSigned(t, http.DefaultClient, "serve", s.addr, signNow("/slack/commands", form))
+	if got.status != http.StatusOK || !strings.Contains(got.body, "Waiting for approval") {
+		t.Fatalf("/runs pending: %+v", got)
+	}
+	var slack []string
+	for _, id := range regexp.MustCompile(`run_[0-9A-Za-z]+`).FindAllString(got.body, -1) {
+		if !slices.Contains(slack, id) {
+			slack = append(slack, id)
+		}
+	}
+	if !slices.Equal(slack, cli) {
+		t.Errorf("/runs pending lists %v, runs --status pending %v", slack, cli)
 	}
 }

@@ -5,17 +5,28 @@ import (
 	"strings"
 )
 
+// revision is the VCS revision a build without VCS information was made from,
+// stamped with -ldflags "-X main.revision=REV": the image's build context has
+// no .git, so the Dockerfile passes it in.
+var revision string
+
 // version says which build this is: the module version, and the VCS revision
-// it was built from when the build recorded one.
+// it was built from when the build recorded one or was stamped with it.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "signoff (unknown version: built without module support)"
+		v := "signoff (unknown version: built without module support)"
+		if revision != "" {
+			v += " (revision " + revision + ")"
+		}
+		return v
 	}
-	return versionOf(bi)
+	return versionOf(bi, revision)
 }
 
-func versionOf(bi *debug.BuildInfo) string {
+// versionOf prefers what the build recorded of the VCS (it knows the time and
+// uncommitted changes) to a stamped revision.
+func versionOf(bi *debug.BuildInfo, stamped string) string {
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"
@@ -33,7 +44,10 @@ func versionOf(bi *debug.BuildInfo) string {
 		}
 	}
 	if rev == "" {
-		return "signoff " + v
+		if stamped == "" {
+			return "signoff " + v + " (no VCS information in this build)"
+		}
+		return "signoff " + v + " (revision " + stamped + ")"
 	}
 	details := []string{"revision " + rev}
 	if at != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,16 +20,26 @@ import (
 // deploy_service, goes through x without approval.
 func newEngine(t testing.TB, x workflow.Executor, clock workflow.Clock) *workflow.Engine {
 	t.Helper()
+	return newEngineApproving(t, x, clock, nil)
+}
+
+// newEngineApproving is newEngine whose deploy_service needs approval by
+// team leads (U0LEAD0001, U0LEAD0002) when approval is set.
+func newEngineApproving(t testing.TB, x workflow.Executor, clock workflow.Clock, approval *workflow.ApprovalSpec) *workflow.Engine {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "signoff.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{{Name: "agent", Members: []string{"agent:deployer"}}})
+	roles, err := workflow.NewRoles([]workflow.Role{
+		{Name: "agent", Members: []string{"agent:deployer"}},
+		{Name: "team_lead", Members: []string{"U0LEAD0001", "U0LEAD0002"}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := workflow.NewPolicy("r1", []workflow.Rule{{Name: "all", When: "true", Risk: "low"}}, roles)
+	pol, err := workflow.NewPolicy("r1", []workflow.Rule{{Name: "all", When: "true", Risk: "low", Approval: approval}}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +145,65 @@ func TestFailureModesOfTheTarget(t *testing.T) {
 				if err := json.Unmarshal(v.Operations[0].Receipt, &rc); err != nil || rc.ID != "op-1" {
 					t.Fatalf("receipt %s: %v", v.Operations[0].Receipt, err)
 				}
+			}
+		})
+	}
+}
+
+// TestApprovedByNamesEachApproverOnce: an approval with an edit counts for the
+// old proposal and for the edited one, but the call names the person once, and
+// every approver in the order they first approved.
+func TestApprovedByNamesEachApproverOnce(t *testing.T) {
+	edit := json.RawMessage(`{"env":"prod","service":"api","token":"tok-123","version":"1.4.3"}`)
+	approve := func(who string, edit json.RawMessage) workflow.DecideInput {
+		return workflow.DecideInput{Approver: workflow.Person{ID: who}, Verdict: workflow.VerdictApprove, Via: "cli", Edit: edit}
+	}
+	tests := []struct {
+		name      string
+		count     int
+		decisions []workflow.DecideInput
+		want      []string
+	}{
+		{"one approver who edits", 1, []workflow.DecideInput{approve("U0LEAD0001", edit)}, []string{"U0LEAD0001"}},
+		{"an editor then a second approver", 2, []workflow.DecideInput{approve("U0LEAD0001", edit), approve("U0LEAD0002", nil)}, []string{"U0LEAD0001", "U0LEAD0002"}},
+		{"an approver, then an editor who approves again", 2, []workflow.DecideInput{approve("U0LEAD0002", nil), approve("U0LEAD0001", edit), approve("U0LEAD0002", nil)}, []string{"U0LEAD0002", "U0LEAD0001"}},
+		{"two approvers, no edit", 2, []workflow.DecideInput{approve("U0LEAD0002", nil), approve("U0LEAD0001", nil)}, []string{"U0LEAD0002", "U0LEAD0001"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			tg, srv := startTarget(t)
+			x := newExec(t, webhook.Config{URL: srv.URL + "/execute", LookupURL: srv.URL + "/operations/{key}"})
+			e := newEngineApproving(t, x, clocktest.New(time.Now()), &workflow.ApprovalSpec{Role: "team_lead", Count: tt.count, Expires: 3600, Edit: true})
+			run, err := e.Submit(ctx, proposal())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range tt.decisions {
+				in.RunID = run.ID
+				if run, err = e.Decide(ctx, in); err != nil {
+					t.Fatalf("%s: %v", in.Approver.ID, err)
+				}
+			}
+			if run, err = e.Resume(ctx, run.ID); err != nil || run.Status != workflow.StatusDone {
+				t.Fatalf("resume: %v, status %s (%q)", err, run.Status, run.Reason)
+			}
+			var bodies []target.Request
+			for _, r := range tg.Received() {
+				if r.Path != "/execute" {
+					continue
+				}
+				var b target.Request
+				if err := json.Unmarshal(r.Body, &b); err != nil {
+					t.Fatal(err)
+				}
+				bodies = append(bodies, b)
+			}
+			if len(bodies) != 1 {
+				t.Fatalf("execute calls %d, want 1", len(bodies))
+			}
+			if !slices.Equal(bodies[0].ApprovedBy, tt.want) {
+				t.Errorf("approved_by %q, want %q", bodies[0].ApprovedBy, tt.want)
 			}
 		})
 	}
