@@ -130,15 +130,38 @@ func (c *Config) Dir() string {
 	return filepath.Dir(c.Source)
 }
 
-// SlackConfig says where approvals are posted. Everything is optional until
-// Slack is switched on; tokens come from the environment, not from here.
+// SlackConfig says where approvals are posted. Slack is on when the config
+// has a slack: section (Given); serve then needs every setting Missing names.
+// Without one, approvals come by the CLI and the agent API. Tokens come from
+// the environment, not from here.
 type SlackConfig struct {
+	Given        bool // the config has a slack: section
 	Channel      string
 	AppID        string
 	TeamID       string
 	EnterpriseID string
 	APIURL       string            // DefaultSlackAPIURL unless set; always ends in "/"
 	UserGroups   map[string]string // role → Slack user group id, to mention who may approve
+}
+
+// Missing lists the settings of the slack: section that serve needs and the
+// section lacks, by their paths in the file; nil when the config has no
+// slack: section.
+func (s SlackConfig) Missing() []string {
+	if !s.Given {
+		return nil
+	}
+	var missing []string
+	if strings.TrimSpace(s.Channel) == "" {
+		missing = append(missing, "slack.channel")
+	}
+	if strings.TrimSpace(s.AppID) == "" {
+		missing = append(missing, "slack.app_id")
+	}
+	if strings.TrimSpace(s.TeamID) == "" && strings.TrimSpace(s.EnterpriseID) == "" {
+		missing = append(missing, "slack.team_id (or slack.enterprise_id)")
+	}
+	return missing
 }
 
 // Error is a problem in a config file: where, in which field, and what.
@@ -655,6 +678,7 @@ func (c *checker) slack(fs *fileSlack, roles *workflow.Roles) (SlackConfig, erro
 	if fs == nil {
 		return sc, nil
 	}
+	sc.Given = true
 	sc.Channel, sc.AppID, sc.TeamID, sc.EnterpriseID = fs.Channel, fs.AppID, fs.TeamID, fs.EnterpriseID
 	if fs.APIURL != "" {
 		u, err := url.Parse(fs.APIURL)

@@ -95,7 +95,7 @@ slack:
 	if got := c.Actions["a"].Redact; !slices.Equal(got, []string{"payment_id", "card.number"}) {
 		t.Errorf("redact = %v", got)
 	}
-	want := SlackConfig{Channel: "C0APPROVALS", AppID: "A1", TeamID: "T1", EnterpriseID: "E1",
+	want := SlackConfig{Given: true, Channel: "C0APPROVALS", AppID: "A1", TeamID: "T1", EnterpriseID: "E1",
 		APIURL: "http://localhost:8080/api/", UserGroups: map[string]string{"lead": "S0LEADS"}}
 	if !reflect.DeepEqual(c.Slack, want) {
 		t.Errorf("slack = %+v, want %+v", c.Slack, want)
@@ -551,6 +551,32 @@ func TestParseWarnings(t *testing.T) {
 
 // TestParseRequesters: by default only role members may propose; the config
 // may let anyone.
+// TestSlackMissing: without a slack: section Slack is off and nothing is
+// missing; a section names every setting serve needs that it lacks.
+func TestSlackMissing(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml string
+		given      bool
+		want       []string
+	}{
+		{"no section", valid, false, nil},
+		{"empty section", valid + "slack: {}\n", true, []string{"slack.channel", "slack.app_id", "slack.team_id (or slack.enterprise_id)"}},
+		{"channel only", valid + "slack: {channel: C1}\n", true, []string{"slack.app_id", "slack.team_id (or slack.enterprise_id)"}},
+		{"enterprise instead of team", valid + "slack: {channel: C1, app_id: A1, enterprise_id: E1}\n", true, nil},
+		{"whole", valid + "slack: {channel: C1, app_id: A1, team_id: T1}\n", true, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("signoff.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if c.Slack.Given != tt.given || !slices.Equal(c.Slack.Missing(), tt.want) {
+				t.Errorf("Given %v, Missing %q; want %v, %q", c.Slack.Given, c.Slack.Missing(), tt.given, tt.want)
+			}
+		})
+	}
+}
+
 func TestParseRequesters(t *testing.T) {
 	for _, tt := range []struct {
 		yaml string

@@ -120,7 +120,7 @@ type app struct {
 	db     string
 	engine *workflow.Engine
 	log    *slog.Logger
-	// Slack, when the config has a slack section: the Web API client (with
+	// Slack, when the config has a slack: section: the Web API client (with
 	// SLACK_BOT_TOKEN) and the directory that resolves roles, user groups included.
 	slackAPI *bot.API
 	dir      workflow.Directory
@@ -208,7 +208,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if usesDemo(cfg) {
 		wcfg.Agents = map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)}
 	}
-	if cfg.Slack.Channel != "" {
+	if cfg.Slack.Given {
 		// Every process that changes runs queues the Slack messages, so a CLI
 		// decision is posted by whichever server delivers the outbox.
 		wcfg.Hooks = append(wcfg.Hooks, bot.Outbox{})

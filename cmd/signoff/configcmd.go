@@ -43,6 +43,11 @@ func (c *cli) configCmd() *cobra.Command {
 				return err
 			}
 			renderConfig(c.out, cfg)
+			if missing := cfg.Slack.Missing(); len(missing) > 0 {
+				// serve would refuse it: the check says so now, not at the deploy.
+				return cfg.Errorf("slack", "set up in part, so serve would start nothing; missing: %s (or remove the slack: section to serve without Slack)", strings.Join(missing, ", "))
+			}
+			fmt.Fprintln(c.out, "\nok")
 			return nil
 		},
 	}
@@ -122,7 +127,8 @@ func (c *cli) readProposal(name string) (*workflow.Proposal, error) {
 	return p, nil
 }
 
-// renderConfig prints what a config says, in the order it decides things.
+// renderConfig prints what a config says, in the order it decides things;
+// the caller says whether it is ok.
 func renderConfig(w io.Writer, cfg *config.Config) {
 	fmt.Fprintf(w, "config: %s\n", cfg.Source)
 	fmt.Fprintf(w, "policy revision: %s\n", cfg.Policy.Revision())
@@ -173,10 +179,21 @@ func renderConfig(w io.Writer, cfg *config.Config) {
 	}
 
 	fmt.Fprintln(w, "\nslack:")
-	if cfg.Slack.Channel == "" {
-		fmt.Fprintln(w, "  off (no slack.channel): approvals happen on the command line")
-	} else {
-		fmt.Fprintf(w, "  channel %s, app %s\n", cfg.Slack.Channel, cfg.Slack.AppID)
+	switch sc := cfg.Slack; {
+	case !sc.Given:
+		fmt.Fprintln(w, "  "+slackOff)
+	case len(sc.Missing()) > 0:
+		fmt.Fprintf(w, "  set up in part: missing %s\n", strings.Join(sc.Missing(), ", "))
+	default:
+		org := "team " + sc.TeamID
+		switch {
+		case sc.TeamID == "":
+			org = "enterprise " + sc.EnterpriseID
+		case sc.EnterpriseID != "":
+			org += ", enterprise " + sc.EnterpriseID
+		}
+		fmt.Fprintf(w, "  on: channel %s, app %s, %s\n", sc.Channel, sc.AppID, org)
+		fmt.Fprintln(w, "  serve also needs SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET (SLACK_APP_TOKEN with --socket-mode) in its environment")
 	}
 
 	if len(cfg.Warnings) > 0 {
@@ -185,7 +202,6 @@ func renderConfig(w io.Writer, cfg *config.Config) {
 			fmt.Fprintf(w, "  %s\n", warn)
 		}
 	}
-	fmt.Fprintln(w, "\nok")
 }
 
 // membersText lists a role's own members and its Slack user group.
