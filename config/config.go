@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,6 +143,9 @@ type SlackConfig struct {
 	EnterpriseID string
 	APIURL       string            // DefaultSlackAPIURL unless set; always ends in "/"
 	UserGroups   map[string]string // role → Slack user group id, to mention who may approve
+	// Command is the slash command's name as the Slack app defines it, e.g.
+	// /approvals; "" leaves it to the bot's default (/runs).
+	Command string
 }
 
 // Missing lists the settings of the slack: section that serve needs and the
@@ -302,7 +306,12 @@ type fileSlack struct {
 	EnterpriseID string            `yaml:"enterprise_id"`
 	APIURL       string            `yaml:"api_url"`
 	UserGroups   map[string]string `yaml:"user_groups"`
+	Command      string            `yaml:"command"`
 }
+
+// slashCommand is what Slack accepts as a slash command's name: a slash and
+// up to 31 lowercase letters, digits, dashes, underscores or dots.
+var slashCommand = regexp.MustCompile(`^/[a-z0-9_.-]{1,31}$`)
 
 // Parse checks a config held in memory; name is used in errors (and as Source).
 // Every error it returns is an *Error.
@@ -680,6 +689,12 @@ func (c *checker) slack(fs *fileSlack, roles *workflow.Roles) (SlackConfig, erro
 	}
 	sc.Given = true
 	sc.Channel, sc.AppID, sc.TeamID, sc.EnterpriseID = fs.Channel, fs.AppID, fs.TeamID, fs.EnterpriseID
+	if fs.Command != "" {
+		if !slashCommand.MatchString(fs.Command) {
+			return sc, c.failf("slack.command", "%q: want the slash command's name as the app defines it, like /approvals (a slash, then up to 31 lowercase letters, digits, -, _ or .)", fs.Command)
+		}
+		sc.Command = fs.Command
+	}
 	if fs.APIURL != "" {
 		u, err := url.Parse(fs.APIURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

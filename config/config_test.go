@@ -84,6 +84,7 @@ slack:
   enterprise_id: E1
   api_url: http://localhost:8080/api
   user_groups: {lead: S0LEADS}
+  command: /approvals
 `))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -96,7 +97,7 @@ slack:
 		t.Errorf("redact = %v", got)
 	}
 	want := SlackConfig{Given: true, Channel: "C0APPROVALS", AppID: "A1", TeamID: "T1", EnterpriseID: "E1",
-		APIURL: "http://localhost:8080/api/", UserGroups: map[string]string{"lead": "S0LEADS"}}
+		APIURL: "http://localhost:8080/api/", UserGroups: map[string]string{"lead": "S0LEADS"}, Command: "/approvals"}
 	if !reflect.DeepEqual(c.Slack, want) {
 		t.Errorf("slack = %+v, want %+v", c.Slack, want)
 	}
@@ -222,6 +223,10 @@ func TestParseRefuses(t *testing.T) {
 			`signoff.yaml:16: slack.user_groups.owner: unknown role "owner" (roles: agent, team_lead, manager)`},
 		{"bad api url", valid + "slack:\n  api_url: slack.com/api\n",
 			`signoff.yaml:16: slack.api_url: "slack.com/api": want an http(s) URL like https://slack.com/api/`},
+		{"command without its slash", valid + "slack:\n  command: approvals\n",
+			`signoff.yaml:16: slack.command: "approvals": want the slash command's name as the app defines it, like /approvals (a slash, then up to 31 lowercase letters, digits, -, _ or .)`},
+		{"command with a space", valid + "slack:\n  command: /my runs\n",
+			`signoff.yaml:16: slack.command: "/my runs": want the slash command's name as the app defines it, like /approvals (a slash, then up to 31 lowercase letters, digits, -, _ or .)`},
 		{"syntax error", edit(`{name: manager, members: [U0MGR00001]}`, `{name: manager, members: [U0MGR00001]`),
 			`signoff.yaml:5: ',' or '}' must be specified`},
 		{"tab indentation", "roles:\n\t- {name: a}\n",

@@ -192,7 +192,7 @@ func renderConfig(w io.Writer, cfg *config.Config) {
 		case sc.EnterpriseID != "":
 			org += ", enterprise " + sc.EnterpriseID
 		}
-		fmt.Fprintf(w, "  on: channel %s, app %s, %s\n", sc.Channel, sc.AppID, org)
+		fmt.Fprintf(w, "  on: channel %s, app %s, %s, slash command %s\n", sc.Channel, sc.AppID, org, slashCommand(sc))
 		fmt.Fprintln(w, "  serve also needs SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET (SLACK_APP_TOKEN with --socket-mode) in its environment")
 	}
 

@@ -125,12 +125,12 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		if a.metrics != nil {
 			api.OnError(a.metrics.SlackError)
 		}
-		if err := checkSlack(ctx, a, api, sc.Channel); err != nil {
+		if err := checkSlack(ctx, a, api, sc); err != nil {
 			return nil, err
 		}
 		if bs, err = bot.NewServer(bot.ServerConfig{
 			Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
-			Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups, Refused: refusedCounter(a),
+			Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups, Command: sc.Command, Refused: refusedCounter(a),
 		}); err != nil {
 			return nil, err
 		}
@@ -237,14 +237,23 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	if isPostgres(a.db) {
 		store = "postgres"
 	}
-	slackState := slackOff
+	slackState, command := slackOff, ""
 	if slackOn {
-		slackState = "on, channel " + sc.Channel
+		command = slashCommand(sc)
+		slackState = "on, channel " + sc.Channel + ", command " + command
 	}
 	s.slack = slackState
 	a.log.Info("signoff serving", "version", version(), "addr", s.addr, "store", store, "db", a.db,
-		"slack", slackState, "channel", sc.Channel, "socket_mode", so.socketMode, "owner", a.engine.Owner())
+		"slack", slackState, "channel", sc.Channel, "slack_command", command, "socket_mode", so.socketMode, "owner", a.engine.Owner())
 	return s, nil
+}
+
+// slashCommand is the name of the slash command serve answers.
+func slashCommand(sc config.SlackConfig) string {
+	if sc.Command != "" {
+		return sc.Command
+	}
+	return bot.DefaultCommand
 }
 
 // slackOff is what serve says of Slack when the config has no slack: section
@@ -303,8 +312,27 @@ func checkServe(cfg *config.Config, so serveOptions) (bool, error) {
 // channel it does not know stops the start: nothing could be posted. A bot
 // not invited yet only warns, since the invitation is what fixes it and posts
 // are retried every minute or two until then; so does Slack being unreachable.
-func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error {
-	_, err := api.CheckSetup(ctx, channel)
+//
+// Who the token speaks for is logged (its team id is the one slack.team_id
+// wants), and warned about when it is not the config's organisation, whose
+// people would all be refused; so is a token without usergroups:read when
+// slack.user_groups needs it.
+func checkSlack(ctx context.Context, a *app, api *bot.API, sc config.SlackConfig) error {
+	id, err := api.CheckSetup(ctx, sc.Channel)
+	if id.BotUser != "" { // auth.test answered
+		a.log.Info("slack bot token works", "team_id", id.TeamID, "team", id.Team, "enterprise_id", id.EnterpriseID,
+			"bot_user_id", id.BotUser, "url", id.URL)
+		ours := func(x string) bool { return x != "" && (x == sc.TeamID || x == sc.EnterpriseID) }
+		if (id.TeamID != "" || id.EnterpriseID != "") && !ours(id.TeamID) && !ours(id.EnterpriseID) {
+			a.log.Warn("SLACK SETUP: the bot token is of another organisation than the config's, so every request from Slack will be refused",
+				"token_team_id", id.TeamID, "token_enterprise_id", id.EnterpriseID, "team_id", sc.TeamID, "enterprise_id", sc.EnterpriseID,
+				"fix", "set slack.team_id to "+id.TeamID+" (or slack.enterprise_id to the organisation's id), or use the token of the app installed there")
+		}
+		if len(sc.UserGroups) > 0 && !id.HasScope("usergroups:read") {
+			a.log.Warn("SLACK SETUP: the bot token lacks usergroups:read, so members of slack.user_groups cannot approve",
+				"fix", "add usergroups:read under OAuth & Permissions (bot/manifest.yaml says where) and reinstall the app")
+		}
+	}
 	var se *bot.SetupError
 	switch {
 	case err == nil:
@@ -312,9 +340,9 @@ func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error
 	case errors.As(err, &se) && se.Refuse:
 		return err
 	case se != nil:
-		a.log.Warn("SLACK SETUP: "+se.Problem+"; approval messages wait until it is fixed", "channel", channel, "fix", se.Fix)
+		a.log.Warn("SLACK SETUP: "+se.Problem+"; approval messages wait until it is fixed", "channel", sc.Channel, "fix", se.Fix)
 	default:
-		a.log.Warn("could not check the Slack setup; starting anyway", "channel", channel, "error", err.Error())
+		a.log.Warn("could not check the Slack setup; starting anyway", "channel", sc.Channel, "error", err.Error())
 	}
 	return nil
 }
