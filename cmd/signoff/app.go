@@ -190,7 +190,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	}
 	// A read-only app binds the demo executors to no shop: its store refuses
 	// every write, so no action can run.
-	actions, _, err := buildActions(cfg, a.shop, getenv)
+	actions, _, err := buildActions(cfg, a.shop, getenv, o.readOnly)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -342,7 +342,8 @@ func failpointFunc(spec string) func(string) {
 
 // loadConfig reads the config the options name, or the built-in one (saying
 // so on w, unless quiet), and checks what only this build knows: which
-// executors exist and which actions they have. Its warnings go to w.
+// executors exist and which actions they have, and, unless o.readOnly, that
+// the secrets they name are set. Its warnings go to w.
 func loadConfig(o options, w io.Writer) (*config.Config, error) {
 	cfg := config.Default()
 	if o.config != "" {
@@ -353,7 +354,7 @@ func loadConfig(o options, w io.Writer) (*config.Config, error) {
 	} else if !o.quietBuiltin {
 		fmt.Fprintf(w, "signoff: using the %s (no --config, no SIGNOFF_CONFIG, no ./%s)\n", config.DefaultSource, localConfig)
 	}
-	_, warnings, err := buildActions(cfg, nil, o.getenv)
+	_, warnings, err := buildActions(cfg, nil, o.getenv, o.readOnly)
 	if err != nil {
 		return nil, err
 	}
