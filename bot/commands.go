@@ -56,14 +56,21 @@ func helpText(cmd string) string {
 func (s *Server) command(ctx context.Context, cmd *Command) Response {
 	who := workflow.Person{ID: cmd.UserID, Name: cutText(cmd.UserName, 80)}
 	log := s.log.With("user_id", cmd.UserID, "command", cutText(cmd.Command, 40))
+	if !strings.EqualFold(cmd.Command, s.slash) {
+		// The app's command and slack.command differ: say which is which
+		// rather than answer under a name the help would not use.
+		log.Warn("slack command of another name than slack.command", "slack_command", s.slash)
+		return reply("This signoff answers " + mdCode(s.slash, 40) + " (its slack.command), not " + mdCode(cmd.Command, 40) +
+			": give the app's slash command and slack.command the same name.")
+	}
 	args := strings.Fields(cmd.Text)
 	if len(args) == 0 {
-		return reply(helpText(cmd.Command))
+		return reply(helpText(s.slash))
 	}
 	sub := strings.ToLower(args[0])
 	need := map[string]int{"show": 2, "cancel": 3, "reassign": 3, "extend": 3}[sub]
 	if len(args) < need {
-		return reply("Not enough arguments.\n" + helpText(cmd.Command))
+		return reply("Not enough arguments.\n" + helpText(s.slash))
 	}
 	switch sub {
 	case "pending":
@@ -75,7 +82,7 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 			}
 			page = n
 		}
-		return s.pending(ctx, cmd, who, page, log)
+		return s.pending(ctx, who, page, log)
 	case "show":
 		return s.show(ctx, who, args[1], log)
 	case "cancel":
@@ -88,7 +95,7 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 	case "reassign":
 		to, ok := parseMention(args[2])
 		if !ok {
-			return reply("Mention the person to ask: `" + mdEscape(cmd.Command) + " reassign RUN_ID @person`.")
+			return reply("Mention the person to ask: `" + mdEscape(s.slash) + " reassign RUN_ID @person`.")
 		}
 		if _, err := s.eng.Reassign(ctx, args[1], who, to); err != nil {
 			return reply(s.commandRefusal(err, log))
@@ -107,9 +114,9 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		log.Info("slack extend recorded", "run_id", args[1], "by", d.String())
 		return reply(fmt.Sprintf("The deadline of run %s is now %s (%s).", mdCode(args[1], 100), slackDate(run.Deadline), untilText(s.clock.Now(), run.Deadline)))
 	case "help":
-		return reply(helpText(cmd.Command))
+		return reply(helpText(s.slash))
 	}
-	return reply("Unknown subcommand " + mdCode(args[0], 40) + ".\n" + helpText(cmd.Command))
+	return reply("Unknown subcommand " + mdCode(args[0], 40) + ".\n" + helpText(s.slash))
 }
 
 // mayRead says whether who may see runs: anyone holding a role. The engine
@@ -126,7 +133,7 @@ func (s *Server) mayRead(ctx context.Context, who workflow.Person, log *slog.Log
 	return ""
 }
 
-func (s *Server) pending(ctx context.Context, cmd *Command, who workflow.Person, page int, log *slog.Logger) Response {
+func (s *Server) pending(ctx context.Context, who workflow.Person, page int, log *slog.Logger) Response {
 	if msg := s.mayRead(ctx, who, log); msg != "" {
 		return reply(msg)
 	}
@@ -156,7 +163,7 @@ func (s *Server) pending(ctx context.Context, cmd *Command, who workflow.Person,
 		blocks = append(blocks, bkSection(pendingLine(r, now)))
 	}
 	if more {
-		blocks = append(blocks, slack.NewContextBlock("", bkMrkdwn(fmt.Sprintf("More: `%s pending %d`", mdEscape(cmd.Command), page+1))))
+		blocks = append(blocks, slack.NewContextBlock("", bkMrkdwn(fmt.Sprintf("More: `%s pending %d`", mdEscape(s.slash), page+1))))
 	}
 	return reply(fmt.Sprintf("%s: %d runs", title, len(runs)), blocks...)
 }

@@ -58,6 +58,45 @@ func TestRunsPending(t *testing.T) {
 	}
 }
 
+// TestRenamedCommand: under the name slack.command gives, the command is
+// answered, and its help and hints name it; a command of another name (the
+// app and the config disagree) is told which one this server answers.
+func TestRenamedCommand(t *testing.T) {
+	h := newSlackHarness(t, func(c *ServerConfig) { c.Command = "/approvals" })
+	for range pendingPageSize + 1 {
+		h.submit("refund-double-charge", "")
+	}
+	for _, tc := range []struct {
+		command, text string
+		want          []string
+	}{
+		{"/approvals", "", []string{"*/approvals* lists and manages runs", "`/approvals pending [page]`", "`/approvals extend RUN_ID 24h`"}},
+		{"/approvals", "pending", []string{"Waiting for approval (page 1)", "More: `/approvals pending 2`"}},
+		{"/approvals", "reassign run_x nobody", []string{"`/approvals reassign RUN_ID @person`"}},
+		{"/approvals", "frobnicate", []string{"Unknown subcommand", "`/approvals show RUN_ID`"}},
+		{"/runs", "pending", []string{"This signoff answers `/approvals` (its slack.command), not `/runs`"}},
+	} {
+		t.Run(tc.command+" "+tc.text, func(t *testing.T) {
+			status, r := h.slashCommand(leadGrace, tc.command, tc.text)
+			if status != http.StatusOK {
+				t.Fatalf("status %d", status)
+			}
+			got := replyText(r)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("reply lacks %q:\n%s", w, got)
+				}
+			}
+			if tc.command == "/approvals" && strings.Contains(got, "/runs") {
+				t.Errorf("the reply names /runs:\n%s", got)
+			}
+		})
+	}
+	if _, r := h.slashCommand(leadGrace, "/runs", "pending"); strings.Contains(replyText(r), "Waiting for approval") {
+		t.Error("a command of another name was answered as if it were ours")
+	}
+}
+
 func TestRunsPendingEmpty(t *testing.T) {
 	h := newSlackHarness(t)
 	if _, r := h.runsCommand(leadGrace, "pending"); !strings.Contains(r.Text, "Nothing is waiting for approval") {

@@ -349,8 +349,8 @@ func TestCheckSetup(t *testing.T) {
 	t.Cleanup(fs.Close)
 	api := bot.NewAPI("xoxb-test", fs.URL(), 5*time.Second)
 	ctx := context.Background()
-	if user, err := api.CheckSetup(ctx, "C0APPROVALS"); err != nil || user != fakeslack.Bot {
-		t.Fatalf("a working setup: %q %v", user, err)
+	if id, err := api.CheckSetup(ctx, "C0APPROVALS"); err != nil || id.BotUser != fakeslack.Bot || id.TeamID != fakeslack.Team {
+		t.Fatalf("a working setup: %+v %v", id, err)
 	}
 	for _, tc := range []struct {
 		name, want string

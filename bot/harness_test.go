@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -228,7 +229,15 @@ func (h *slackHarness) command(form []byte) (int, string) {
 // runsCommand is /runs text from user, through the recorded form fixture.
 func (h *slackHarness) runsCommand(user, text string) (int, commandReply) {
 	h.t.Helper()
-	status, body := h.command(fixture(h.t, "slash_runs.form", Ref{}, user, map[string]string{"TEXT": text}))
+	return h.slashCommand(user, "/runs", text)
+}
+
+// slashCommand is runsCommand for a command of any name.
+func (h *slackHarness) slashCommand(user, command, text string) (int, commandReply) {
+	h.t.Helper()
+	form := fixture(h.t, "slash_runs.form", Ref{}, user, map[string]string{"TEXT": text})
+	form = bytes.Replace(form, []byte("&command=%2Fruns&"), []byte("&command="+url.QueryEscape(command)+"&"), 1)
+	status, body := h.command(form)
 	var r commandReply
 	if status == http.StatusOK {
 		var raw struct {

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +12,10 @@ import (
 )
 
 // TestManifest keeps the app manifest in step with the server: the URLs are
-// the routes Register adds, the command escapes mentions, and the scopes are
-// the ones the bot uses.
+// the routes Register adds, the command is the default one and says how to
+// rename it, it escapes mentions, and the scopes are the ones every bot uses;
+// usergroups:read, which only slack.user_groups needs, is left for those who
+// set it, with why.
 func TestManifest(t *testing.T) {
 	b, err := os.ReadFile("manifest.yaml")
 	if err != nil {
@@ -54,8 +57,14 @@ func TestManifest(t *testing.T) {
 		t.Fatalf("%d slash commands, want 1", len(m.Features.SlashCommands))
 	}
 	c := m.Features.SlashCommands[0]
-	if c.Command != "/runs" || !routes["POST "+path(c.URL)] || !c.ShouldEscape {
-		t.Errorf("slash command %+v: want /runs posting to a registered route, escaping mentions", c)
+	if c.Command != DefaultCommand || !routes["POST "+path(c.URL)] || !c.ShouldEscape {
+		t.Errorf("slash command %+v: want %s posting to a registered route, escaping mentions", c, DefaultCommand)
+	}
+	if !strings.Contains(string(b), "set slack.command in signoff's config to the same name") {
+		t.Error("the manifest does not say that a renamed command needs slack.command")
+	}
+	if !regexp.MustCompile(`(?m)^\s*# With slack.user_groups .*\n(\s*#.*\n)*\s*# - usergroups:read$`).Match(b) {
+		t.Error("the manifest does not offer usergroups:read for slack.user_groups, commented out with why")
 	}
 	if i := m.Settings.Interactivity; !i.Enabled || !routes["POST "+path(i.RequestURL)] {
 		t.Errorf("interactivity %+v: want enabled, posting to a registered route", i)
@@ -72,9 +81,62 @@ func TestManifest(t *testing.T) {
 	if m.Settings.SocketMode == nil {
 		t.Error("socket_mode_enabled is not spelled out")
 	}
-	want := []string{"channels:read", "chat:write", "commands", "groups:read", "usergroups:read"}
+	want := []string{"channels:read", "chat:write", "commands", "groups:read"}
 	got := slices.Sorted(slices.Values(m.OAuth.Scopes.Bot))
 	if !slices.Equal(got, want) {
 		t.Errorf("bot scopes %v, want %v", got, want)
+	}
+}
+
+// TestReadmeSaysWhereSlackIDsComeFrom: the README's Slack setup says, for
+// every id the slack section and the roles take, where in Slack or its API
+// to find it.
+func TestReadmeSaysWhereSlackIDsComeFrom(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, "\n## Slack\n")
+	if start < 0 {
+		t.Fatal("the README has no Slack section")
+	}
+	section := readme[start+1:]
+	if end := strings.Index(section[1:], "\n## "); end >= 0 {
+		section = section[:end+1]
+	}
+	// One bullet per id, read as one line of words.
+	bullets := map[string]string{}
+	_, list, ok := strings.Cut(section, "Where each id comes from:\n")
+	if !ok {
+		t.Fatal("the Slack section does not say where each id comes from")
+	}
+	key := ""
+	for _, line := range strings.Split(list, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "- "):
+			key = strings.Fields(trimmed)[1]
+			bullets[key] = trimmed
+		case key != "" && strings.HasPrefix(line, "     "):
+			bullets[key] += " " + trimmed
+		default:
+			key = ""
+		}
+		if key == "" && len(bullets) > 0 {
+			break
+		}
+	}
+	for _, tc := range []struct{ id, where string }{
+		{"`channel`", "Channel ID is at the bottom of About"},
+		{"`app_id`", "Basic Information → App Credentials → App ID"},
+		{"`team_id`", "auth.test"},
+		{"`enterprise_id`", "auth.test"},
+		{"people's", "Copy member ID"},
+		{"user", "usergroups.list"},
+	} {
+		if got, ok := bullets[tc.id]; !ok || !strings.Contains(got, tc.where) {
+			t.Errorf("the README's bullet for %s (%q) does not say %q", tc.id, got, tc.where)
+		}
 	}
 }

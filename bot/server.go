@@ -62,10 +62,17 @@ type ServerConfig struct {
 	Directory workflow.Directory
 	// UserGroups (role → Slack user group) are mentioned in /runs show.
 	UserGroups map[string]string
+	// Command is the slash command's name, as the app defines it
+	// (slack.command); "" is DefaultCommand. Help and replies name it, and a
+	// command of another name is told which one this server answers.
+	Command string
 	// Refused, when set, is told why a request was refused: signature, app,
 	// team, role, fingerprint, deadline or replay (serve counts them).
 	Refused func(reason string)
 }
+
+// DefaultCommand is the slash command's name unless the config names another.
+const DefaultCommand = "/runs"
 
 // Server answers Slack's interaction and slash-command requests.
 type Server struct {
@@ -78,6 +85,7 @@ type Server struct {
 	maxBody int64
 	dir     workflow.Directory
 	groups  map[string]string
+	slash   string // the slash command's name
 	refused func(reason string)
 	// seen keeps the requests taken (see serveSigned); nil only for the
 	// benchmark of the bare handler, which has no store.
@@ -108,11 +116,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 func newServer(eng runEngine, cfg ServerConfig) *Server {
 	s := &Server{
 		eng: eng, secret: cfg.SigningSecret, clock: cfg.Clock, log: cfg.Logger, slack: cfg.Slack,
-		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups, refused: cfg.Refused,
+		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups, slash: cfg.Command, refused: cfg.Refused,
 		origin: Origin{AppID: cfg.AppID, TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID},
 	}
 	if s.clock == nil {
 		s.clock = workflow.SystemClock{}
+	}
+	if s.slash == "" {
+		s.slash = DefaultCommand
 	}
 	if s.refused == nil {
 		s.refused = func(string) {}

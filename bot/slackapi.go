@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -127,20 +129,48 @@ type SetupError struct {
 
 func (e *SetupError) Error() string { return e.Problem + ": " + e.Fix }
 
+// Identity is what Slack's auth.test says the bot token speaks for: serve
+// logs it at start, so that the ids the config needs can be read there.
+type Identity struct {
+	BotUser      string // the bot's user id (U…)
+	TeamID       string // the workspace the app is installed in (T…)
+	Team         string // that workspace's name
+	EnterpriseID string // its Enterprise Grid organisation (E…); "" outside one
+	URL          string // the workspace's address, https://NAME.slack.com/
+	// Scopes are the token's scopes, from the X-OAuth-Scopes header of the
+	// answer; nil when Slack did not send it.
+	Scopes []string
+}
+
+// HasScope says whether the token has scope; true when its scopes are unknown.
+func (id Identity) HasScope(scope string) bool {
+	return id.Scopes == nil || slices.Contains(id.Scopes, scope)
+}
+
 // CheckSetup asks Slack, before anything is posted, whether the bot token
 // works (auth.test) and whether the bot is in the approvals channel
 // (conversations.info). A token Slack refuses or a channel it does not know
 // is a *SetupError; so is a channel the bot is not in, which posts would fail
-// on until someone invites the bot. It returns the bot's user id.
-func (a *API) CheckSetup(ctx context.Context, channel string) (botUser string, err error) {
+// on until someone invites the bot. It returns who the token speaks for
+// whenever auth.test answered.
+func (a *API) CheckSetup(ctx context.Context, channel string) (Identity, error) {
 	auth, err := a.client.AuthTestContext(ctx)
 	if err != nil {
 		var se slack.SlackErrorResponse
 		if errors.As(err, &se) {
-			return "", &SetupError{Problem: "Slack refused the bot token (" + se.Err + ")",
+			return Identity{}, &SetupError{Problem: "Slack refused the bot token (" + se.Err + ")",
 				Fix: "set SLACK_BOT_TOKEN to the app's Bot User OAuth Token (xoxb-…), from OAuth & Permissions", Refuse: true}
 		}
-		return "", fmt.Errorf("slack auth.test: %w", err)
+		return Identity{}, fmt.Errorf("slack auth.test: %w", err)
+	}
+	id := Identity{BotUser: auth.UserID, TeamID: auth.TeamID, Team: auth.Team, EnterpriseID: auth.EnterpriseID, URL: auth.URL}
+	if h := auth.Header.Values("X-OAuth-Scopes"); len(h) > 0 {
+		id.Scopes = []string{}
+		for _, s := range strings.Split(strings.Join(h, ","), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				id.Scopes = append(id.Scopes, s)
+			}
+		}
 	}
 	ch, err := a.client.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
 	if err != nil {
@@ -148,20 +178,20 @@ func (a *API) CheckSetup(ctx context.Context, channel string) (botUser string, e
 		if errors.As(err, &se) {
 			switch se.Err {
 			case "channel_not_found":
-				return auth.UserID, &SetupError{Problem: "Slack knows no channel " + channel + " that the bot can see",
+				return id, &SetupError{Problem: "Slack knows no channel " + channel + " that the bot can see",
 					Fix: "check slack.channel (a channel id such as C0123ABCD); for a private channel, invite the bot first: /invite @signoff", Refuse: true}
 			case "missing_scope":
-				return auth.UserID, &SetupError{Problem: "the bot token lacks the scope to look at channels",
+				return id, &SetupError{Problem: "the bot token lacks the scope to look at channels",
 					Fix: "add channels:read (and groups:read for a private channel) under OAuth & Permissions, or reinstall from bot/manifest.yaml"}
 			}
 		}
-		return auth.UserID, fmt.Errorf("slack conversations.info %s: %w", channel, err)
+		return id, fmt.Errorf("slack conversations.info %s: %w", channel, err)
 	}
 	if !ch.IsMember {
-		return auth.UserID, &SetupError{Problem: "the bot is not in channel " + channel,
+		return id, &SetupError{Problem: "the bot is not in channel " + channel,
 			Fix: "invite it there: /invite @signoff (until then, approval messages wait and are retried every minute or two)"}
 	}
-	return auth.UserID, nil
+	return id, nil
 }
 
 // retryAfter says when a failed Slack call may be tried again: Slack's own

@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,15 +135,41 @@ func (c *Config) Dir() string {
 	return filepath.Dir(c.Source)
 }
 
-// SlackConfig says where approvals are posted. Everything is optional until
-// Slack is switched on; tokens come from the environment, not from here.
+// SlackConfig says where approvals are posted. Slack is on when the config
+// has a slack: section (Given); serve then needs every setting Missing names.
+// Without one, approvals come by the CLI and the agent API. Tokens come from
+// the environment, not from here.
 type SlackConfig struct {
+	Given        bool // the config has a slack: section
 	Channel      string
 	AppID        string
 	TeamID       string
 	EnterpriseID string
 	APIURL       string            // DefaultSlackAPIURL unless set; always ends in "/"
 	UserGroups   map[string]string // role → Slack user group id, to mention who may approve
+	// Command is the slash command's name as the Slack app defines it, e.g.
+	// /approvals; "" leaves it to the bot's default (/runs).
+	Command string
+}
+
+// Missing lists the settings of the slack: section that serve needs and the
+// section lacks, by their paths in the file; nil when the config has no
+// slack: section.
+func (s SlackConfig) Missing() []string {
+	if !s.Given {
+		return nil
+	}
+	var missing []string
+	if strings.TrimSpace(s.Channel) == "" {
+		missing = append(missing, "slack.channel")
+	}
+	if strings.TrimSpace(s.AppID) == "" {
+		missing = append(missing, "slack.app_id")
+	}
+	if strings.TrimSpace(s.TeamID) == "" && strings.TrimSpace(s.EnterpriseID) == "" {
+		missing = append(missing, "slack.team_id (or slack.enterprise_id)")
+	}
+	return missing
 }
 
 // Error is a problem in a config file: where, in which field, and what.
@@ -283,7 +310,12 @@ type fileSlack struct {
 	EnterpriseID string            `yaml:"enterprise_id"`
 	APIURL       string            `yaml:"api_url"`
 	UserGroups   map[string]string `yaml:"user_groups"`
+	Command      string            `yaml:"command"`
 }
+
+// slashCommand is what Slack accepts as a slash command's name: a slash and
+// up to 31 lowercase letters, digits, dashes, underscores or dots.
+var slashCommand = regexp.MustCompile(`^/[a-z0-9_.-]{1,31}$`)
 
 // Parse checks a config held in memory; name is used in errors (and as Source).
 // Every error it returns is an *Error.
@@ -697,7 +729,14 @@ func (c *checker) slack(fs *fileSlack, roles *workflow.Roles) (SlackConfig, erro
 	if fs == nil {
 		return sc, nil
 	}
+	sc.Given = true
 	sc.Channel, sc.AppID, sc.TeamID, sc.EnterpriseID = fs.Channel, fs.AppID, fs.TeamID, fs.EnterpriseID
+	if fs.Command != "" {
+		if !slashCommand.MatchString(fs.Command) {
+			return sc, c.failf("slack.command", "%q: want the slash command's name as the app defines it, like /approvals (a slash, then up to 31 lowercase letters, digits, -, _ or .)", fs.Command)
+		}
+		sc.Command = fs.Command
+	}
 	if fs.APIURL != "" {
 		u, err := url.Parse(fs.APIURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

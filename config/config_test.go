@@ -84,6 +84,7 @@ slack:
   enterprise_id: E1
   api_url: http://localhost:8080/api
   user_groups: {lead: S0LEADS}
+  command: /approvals
 `))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -95,8 +96,8 @@ slack:
 	if got := c.Actions["a"].Redact; !slices.Equal(got, []string{"payment_id", "card.number"}) {
 		t.Errorf("redact = %v", got)
 	}
-	want := SlackConfig{Channel: "C0APPROVALS", AppID: "A1", TeamID: "T1", EnterpriseID: "E1",
-		APIURL: "http://localhost:8080/api/", UserGroups: map[string]string{"lead": "S0LEADS"}}
+	want := SlackConfig{Given: true, Channel: "C0APPROVALS", AppID: "A1", TeamID: "T1", EnterpriseID: "E1",
+		APIURL: "http://localhost:8080/api/", UserGroups: map[string]string{"lead": "S0LEADS"}, Command: "/approvals"}
 	if !reflect.DeepEqual(c.Slack, want) {
 		t.Errorf("slack = %+v, want %+v", c.Slack, want)
 	}
@@ -222,6 +223,10 @@ func TestParseRefuses(t *testing.T) {
 			`signoff.yaml:16: slack.user_groups.owner: unknown role "owner" (roles: agent, team_lead, manager)`},
 		{"bad api url", valid + "slack:\n  api_url: slack.com/api\n",
 			`signoff.yaml:16: slack.api_url: "slack.com/api": want an http(s) URL like https://slack.com/api/`},
+		{"command without its slash", valid + "slack:\n  command: approvals\n",
+			`signoff.yaml:16: slack.command: "approvals": want the slash command's name as the app defines it, like /approvals (a slash, then up to 31 lowercase letters, digits, -, _ or .)`},
+		{"command with a space", valid + "slack:\n  command: /my runs\n",
+			`signoff.yaml:16: slack.command: "/my runs": want the slash command's name as the app defines it, like /approvals (a slash, then up to 31 lowercase letters, digits, -, _ or .)`},
 		{"syntax error", edit(`{name: manager, members: [U0MGR00001]}`, `{name: manager, members: [U0MGR00001]`),
 			`signoff.yaml:5: ',' or '}' must be specified`},
 		{"tab indentation", "roles:\n\t- {name: a}\n",
@@ -551,6 +556,32 @@ func TestParseWarnings(t *testing.T) {
 
 // TestParseRequesters: by default only role members may propose; the config
 // may let anyone.
+// TestSlackMissing: without a slack: section Slack is off and nothing is
+// missing; a section names every setting serve needs that it lacks.
+func TestSlackMissing(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml string
+		given      bool
+		want       []string
+	}{
+		{"no section", valid, false, nil},
+		{"empty section", valid + "slack: {}\n", true, []string{"slack.channel", "slack.app_id", "slack.team_id (or slack.enterprise_id)"}},
+		{"channel only", valid + "slack: {channel: C1}\n", true, []string{"slack.app_id", "slack.team_id (or slack.enterprise_id)"}},
+		{"enterprise instead of team", valid + "slack: {channel: C1, app_id: A1, enterprise_id: E1}\n", true, nil},
+		{"whole", valid + "slack: {channel: C1, app_id: A1, team_id: T1}\n", true, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("signoff.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if c.Slack.Given != tt.given || !slices.Equal(c.Slack.Missing(), tt.want) {
+				t.Errorf("Given %v, Missing %q; want %v, %q", c.Slack.Given, c.Slack.Missing(), tt.given, tt.want)
+			}
+		})
+	}
+}
+
 func TestParseRequesters(t *testing.T) {
 	for _, tt := range []struct {
 		yaml string

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -43,6 +44,12 @@ func newWebhook(b *Block) (workflow.Executor, error) {
 	if err := b.EnvName("secret_env", name); err != nil {
 		return nil, err
 	}
+	if cfg.Timeout, err = b.Duration("timeout", webhook.DefaultTimeout, maxTimeout); err != nil {
+		return nil, err
+	}
+	if b.NoSecrets {
+		return unarmed{action: b.Action, secretEnv: name}, nil
+	}
 	value := b.Getenv(name)
 	if strings.TrimSpace(value) == "" {
 		return nil, b.Errorf("secret_env", "%s is not set: put the signing secret (whsec_…) in that environment variable", name)
@@ -50,14 +57,34 @@ func newWebhook(b *Block) (workflow.Executor, error) {
 	if cfg.Keys, err = stdwebhook.ParseSecrets(value); err != nil {
 		return nil, b.Errorf("secret_env", "%s: %v", name, err)
 	}
-	if cfg.Timeout, err = b.Duration("timeout", webhook.DefaultTimeout, maxTimeout); err != nil {
-		return nil, err
-	}
 	x, err := webhook.New(b.Action, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	return x, nil
+}
+
+// unarmed stands in for an executor built without its secret (Block.NoSecrets),
+// for a command that only reads: such a command never calls it, and a call
+// is refused before anything is sent.
+type unarmed struct{ action, secretEnv string }
+
+var _ workflow.Executor = unarmed{}
+
+func (u unarmed) refusal() error {
+	return fmt.Errorf("%s: built without its secret (%s) for a command that only reads; nothing was sent", u.action, u.secretEnv)
+}
+
+func (u unarmed) Check(context.Context, workflow.Action) error {
+	return workflow.Transient(u.refusal())
+}
+
+func (u unarmed) Execute(context.Context, string, workflow.Action) (workflow.Receipt, error) {
+	return workflow.Receipt{}, workflow.Transient(u.refusal())
+}
+
+func (u unarmed) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
+	return workflow.Receipt{}, false, u.refusal()
 }
 
 // reserved are prefixes of signoff's own variables: a program never sees them.

@@ -32,6 +32,11 @@ type Block struct {
 	// CallLimit is how long the engine lets one call run (half the lease);
 	// a longer timeout is warned about. Zero: no warning.
 	CallLimit time.Duration
+	// NoSecrets builds the executor for a command that only reads and never
+	// calls it: the secrets the block names (secret_env) are neither required
+	// nor read, everything else is checked as usual, and the executor refuses
+	// every call, having done nothing.
+	NoSecrets bool
 
 	used     map[string]bool
 	warnings []*FieldError

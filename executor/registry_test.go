@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/executor"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -73,6 +74,51 @@ func TestBuild(t *testing.T) {
 			}
 			if (tt.warn == "") != (len(got) == 0) || (tt.warn != "" && !strings.Contains(strings.Join(got, "\n"), tt.warn)) {
 				t.Fatalf("warnings %q, want %q", got, tt.warn)
+			}
+		})
+	}
+}
+
+// TestBuildWithoutSecrets: for a command that only reads, a webhook whose
+// secret is unset or malformed builds, its other fields still checked, and
+// the executor it gives refuses every call as one that sent nothing.
+func TestBuildWithoutSecrets(t *testing.T) {
+	hook := map[string]any{"url": "https://deployer.internal/deploy", "secret_env": "NOPE"}
+	for _, tt := range []struct {
+		name   string
+		fields map[string]any
+		field  string // of the error; "" for none
+	}{
+		{"secret not set", hook, ""},
+		{"secret malformed", map[string]any{"url": "https://deployer.internal/deploy", "secret_env": "BAD_SECRET"}, ""},
+		{"secret_env not a name", map[string]any{"url": "https://deployer.internal/deploy", "secret_env": "whsec_abc=="}, "secret_env"},
+		{"no url", map[string]any{"secret_env": "NOPE"}, "url"},
+		{"bad timeout", map[string]any{"url": "https://deployer.internal/deploy", "secret_env": "NOPE", "timeout": "soon"}, "timeout"},
+		{"unknown field", map[string]any{"url": "https://deployer.internal/deploy", "secret_env": "NOPE", "retries": "3"}, "retries"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x, _, err := executor.Builtin().Build(executor.Block{
+				Action: "deploy_service", Type: "webhook", Fields: tt.fields, Dir: t.TempDir(), Getenv: env, NoSecrets: true,
+			})
+			if tt.field != "" {
+				if fe, ok := err.(*executor.FieldError); !ok || fe.Field != tt.field {
+					t.Fatalf("err %v, want one about %s", err, tt.field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a read-only build needed the secret: %v", err)
+			}
+			ctx := t.Context()
+			a := workflow.Action{Name: "deploy_service", Args: []byte(`{}`)}
+			if _, err := x.Execute(ctx, "RUN/1", a); workflow.Classify(err) != workflow.ClassTransient || !strings.Contains(err.Error(), "built without its secret") {
+				t.Errorf("Execute: %v, want a transient refusal", err)
+			}
+			if err := x.Check(ctx, a); err == nil {
+				t.Error("Check succeeded without the secret")
+			}
+			if _, ok, err := x.Lookup(ctx, "RUN/1"); err == nil || ok {
+				t.Errorf("Lookup: %v, %v; want an error", ok, err)
 			}
 		})
 	}

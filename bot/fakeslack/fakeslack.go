@@ -53,12 +53,15 @@ type Server struct {
 	seq      int
 	notify   chan string
 	outside  map[string]bool // channels the bot is not in
+	team     string          // the workspace auth.test names
+	ent      string          // its enterprise; "" for none
+	scopes   []string        // the X-OAuth-Scopes of every answer; nil sends none
 }
 
 // New starts a fake Slack on a loopback port.
 func New() *Server {
 	s := &Server{messages: map[string]*Message{}, fail: map[string][]failure{}, groups: map[string][]string{}, notify: make(chan string, 1024),
-		outside: map[string]bool{}}
+		outside: map[string]bool{}, team: Team}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
 }
@@ -101,6 +104,24 @@ func (s *Server) SetMember(channel string, member bool) {
 
 // Bot is the bot user the fake's auth.test names.
 const Bot = "U0SIGNOFF1"
+
+// Team is the workspace the fake's auth.test names unless SetTeam said otherwise.
+const Team = "T0SHOP0001"
+
+// SetTeam sets the workspace and enterprise ("" for none) auth.test names.
+func (s *Server) SetTeam(team, enterprise string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.team, s.ent = team, enterprise
+}
+
+// SetScopes makes every answer carry the token's scopes in X-OAuth-Scopes,
+// as Slack's do; until then the fake sends no such header.
+func (s *Server) SetScopes(scopes ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scopes = append([]string{}, scopes...)
+}
 
 // Calls returns the calls received so far, of one method or all ("").
 func (s *Server) Calls(method string) []Call {
@@ -205,14 +226,22 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		resp = map[string]any{"ok": true, "users": members}
 	case "auth.test":
-		resp = map[string]any{"ok": true, "user_id": Bot, "user": "signoff", "team_id": "T0SHOP0001", "bot_id": "B0SIGNOFF1"}
+		resp = map[string]any{"ok": true, "user_id": Bot, "user": "signoff", "team_id": s.team, "team": "Lampkin Shop",
+			"url": "https://lampkin-shop.slack.com/", "bot_id": "B0SIGNOFF1"}
+		if s.ent != "" {
+			resp["enterprise_id"] = s.ent
+		}
 	case "conversations.info":
 		ch := call.Form.Get("channel")
 		resp = map[string]any{"ok": true, "channel": map[string]any{"id": ch, "name": "approvals", "is_channel": true, "is_member": !s.outside[ch]}}
 	default:
 		resp = map[string]any{"ok": false, "error": "unknown_method"}
 	}
+	scopes := s.scopes
 	s.mu.Unlock()
+	if scopes != nil {
+		w.Header().Set("X-OAuth-Scopes", strings.Join(scopes, ","))
+	}
 	if ok, _ := resp["ok"].(bool); ok {
 		select {
 		case s.notify <- method:

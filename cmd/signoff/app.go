@@ -120,7 +120,7 @@ type app struct {
 	db     string
 	engine *workflow.Engine
 	log    *slog.Logger
-	// Slack, when the config has a slack section: the Web API client (with
+	// Slack, when the config has a slack: section: the Web API client (with
 	// SLACK_BOT_TOKEN) and the directory that resolves roles, user groups included.
 	slackAPI *bot.API
 	dir      workflow.Directory
@@ -190,7 +190,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	}
 	// A read-only app binds the demo executors to no shop: its store refuses
 	// every write, so no action can run.
-	actions, _, err := buildActions(cfg, a.shop, getenv)
+	actions, _, err := buildActions(cfg, a.shop, getenv, o.readOnly)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -208,7 +208,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if usesDemo(cfg) {
 		wcfg.Agents = map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)}
 	}
-	if cfg.Slack.Channel != "" {
+	if cfg.Slack.Given {
 		// Every process that changes runs queues the Slack messages, so a CLI
 		// decision is posted by whichever server delivers the outbox.
 		wcfg.Hooks = append(wcfg.Hooks, bot.Outbox{})
@@ -342,7 +342,8 @@ func failpointFunc(spec string) func(string) {
 
 // loadConfig reads the config the options name, or the built-in one (saying
 // so on w, unless quiet), and checks what only this build knows: which
-// executors exist and which actions they have. Its warnings go to w.
+// executors exist and which actions they have, and, unless o.readOnly, that
+// the secrets they name are set. Its warnings go to w.
 func loadConfig(o options, w io.Writer) (*config.Config, error) {
 	cfg := config.Default()
 	if o.config != "" {
@@ -353,7 +354,7 @@ func loadConfig(o options, w io.Writer) (*config.Config, error) {
 	} else if !o.quietBuiltin {
 		fmt.Fprintf(w, "signoff: using the %s (no --config, no SIGNOFF_CONFIG, no ./%s)\n", config.DefaultSource, localConfig)
 	}
-	_, warnings, err := buildActions(cfg, nil, o.getenv)
+	_, warnings, err := buildActions(cfg, nil, o.getenv, o.readOnly)
 	if err != nil {
 		return nil, err
 	}

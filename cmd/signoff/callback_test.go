@@ -149,6 +149,13 @@ func startServeChild(t *testing.T, dir, cfg string, fs *fakeslack.Server, extra 
 	t.Helper()
 	env := append([]string{"SLACK_SIGNING_SECRET=" + serveSecret, "SLACK_BOT_TOKEN=" + serveToken,
 		"SIGNOFF_CALLBACK_SECRET=" + callbackSecret, "SIGNOFF_LEASE_TTL=1s"}, extra...)
+	return startServeChildEnv(t, dir, cfg, env)
+}
+
+// startServeChildEnv is startServeChild with the environment env alone
+// added to the test's.
+func startServeChildEnv(t *testing.T, dir, cfg string, env []string) *serveChild {
+	t.Helper()
 	cmd, _, _ := child(t, dir, env, "--config", cfg, "serve", "--addr", "127.0.0.1:0")
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -36,13 +37,20 @@ func (c *cli) configCmd() *cobra.Command {
 			if len(args) == 1 {
 				o.config = args[0]
 			}
-			// The summary names the config; warnings are listed in it, not on stderr.
-			o.quietBuiltin = true
+			// The summary names the config; warnings are listed in it, not on
+			// stderr. Secrets are not needed to read it: which are not set
+			// here is listed too.
+			o.quietBuiltin, o.readOnly = true, true
 			cfg, err := loadConfig(o, io.Discard)
 			if err != nil {
 				return err
 			}
-			renderConfig(c.out, cfg)
+			renderConfig(c.out, cfg, o.getenv)
+			if missing := cfg.Slack.Missing(); len(missing) > 0 {
+				// serve would refuse it: the check says so now, not at the deploy.
+				return cfg.Errorf("slack", "set up in part, so serve would start nothing; missing: %s (or remove the slack: section to serve without Slack)", strings.Join(missing, ", "))
+			}
+			fmt.Fprintln(c.out, "\nok")
 			return nil
 		},
 	}
@@ -62,12 +70,15 @@ func (c *cli) policyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := loadConfig(c.opts, c.errOut)
+			// It calls no executor, so it needs none of their secrets.
+			o := c.opts
+			o.readOnly = true
+			cfg, err := loadConfig(o, c.errOut)
 			if err != nil {
 				return err
 			}
 			// A nil shop: the actions' schemas and names, no executor is called.
-			actions, _, err := buildActions(cfg, nil, c.opts.getenv)
+			actions, _, err := buildActions(cfg, nil, c.opts.getenv, true)
 			if err != nil {
 				return err
 			}
@@ -122,8 +133,9 @@ func (c *cli) readProposal(name string) (*workflow.Proposal, error) {
 	return p, nil
 }
 
-// renderConfig prints what a config says, in the order it decides things.
-func renderConfig(w io.Writer, cfg *config.Config) {
+// renderConfig prints what a config says, in the order it decides things;
+// the caller says whether it is ok.
+func renderConfig(w io.Writer, cfg *config.Config, getenv func(string) string) {
 	fmt.Fprintf(w, "config: %s\n", cfg.Source)
 	fmt.Fprintf(w, "policy revision: %s\n", cfg.Policy.Revision())
 
@@ -163,6 +175,15 @@ func renderConfig(w io.Writer, cfg *config.Config) {
 		if where := executorTarget(ac); where != "" {
 			line += " " + where
 		}
+		if env, ok := ac.ExecutorFields["secret_env"].(string); ok && env != "" {
+			line += ", signed with the secret in " + term(env)
+			// Said, not refused: the commands that read work without it.
+			if v := getenvOr(getenv)(env); strings.TrimSpace(v) == "" {
+				line += " (not set here: only the commands that only read work without it)"
+			} else if _, err := stdwebhook.ParseSecrets(v); err != nil {
+				line += fmt.Sprintf(" (set here, but %v)", err)
+			}
+		}
 		if len(ac.Redact) > 0 {
 			line += "; hidden from approvers: " + strings.Join(ac.Redact, ", ")
 		}
@@ -173,10 +194,21 @@ func renderConfig(w io.Writer, cfg *config.Config) {
 	}
 
 	fmt.Fprintln(w, "\nslack:")
-	if cfg.Slack.Channel == "" {
-		fmt.Fprintln(w, "  off (no slack.channel): approvals happen on the command line")
-	} else {
-		fmt.Fprintf(w, "  channel %s, app %s\n", cfg.Slack.Channel, cfg.Slack.AppID)
+	switch sc := cfg.Slack; {
+	case !sc.Given:
+		fmt.Fprintln(w, "  "+slackOff)
+	case len(sc.Missing()) > 0:
+		fmt.Fprintf(w, "  set up in part: missing %s\n", strings.Join(sc.Missing(), ", "))
+	default:
+		org := "team " + sc.TeamID
+		switch {
+		case sc.TeamID == "":
+			org = "enterprise " + sc.EnterpriseID
+		case sc.EnterpriseID != "":
+			org += ", enterprise " + sc.EnterpriseID
+		}
+		fmt.Fprintf(w, "  on: channel %s, app %s, %s, slash command %s\n", sc.Channel, sc.AppID, org, slashCommand(sc))
+		fmt.Fprintln(w, "  serve also needs SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET (SLACK_APP_TOKEN with --socket-mode) in its environment")
 	}
 
 	if len(cfg.Warnings) > 0 {
@@ -185,7 +217,6 @@ func renderConfig(w io.Writer, cfg *config.Config) {
 			fmt.Fprintf(w, "  %s\n", warn)
 		}
 	}
-	fmt.Fprintln(w, "\nok")
 }
 
 // membersText lists a role's own members and its Slack user group.

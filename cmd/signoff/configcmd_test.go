@@ -319,37 +319,3 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("output differs from %s (go test -update rewrites it)\n got:\n%s\nwant:\n%s", path, got, want)
 	}
 }
-
-// TestServeRefusesBeforeOpening: a server that could not work is refused (exit
-// 2) before the store or the shop is created.
-func TestServeRefusesBeforeOpening(t *testing.T) {
-	t.Parallel()
-	tokens := []string{"SLACK_SIGNING_SECRET=s", "SLACK_BOT_TOKEN=xoxb-1"}
-	tests := []struct {
-		name string
-		env  []string
-		want string
-	}{
-		{"no tokens", nil, "SLACK_SIGNING_SECRET is not set"},
-		// The built-in config, copied: a file of one's own, without a slack section.
-		{"no slack section", tokens, "signoff.yaml:1: slack: serve needs channel, app_id and team_id or enterprise_id here"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "signoff.yaml"), mustRead(t, "../../config/default.yaml"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			code, out, errs := inFolder(t, dir, tt.env, "serve", "--addr", "127.0.0.1:0")
-			if code != exitRefused || !strings.Contains(errs, tt.want) {
-				t.Errorf("exit %d, stderr %q; want 2 saying %q (stdout %q)", code, errs, tt.want, out)
-			}
-			for _, f := range []string{"signoff.db", "shop.db"} {
-				if exists(filepath.Join(dir, f)) {
-					t.Errorf("serve created %s", f)
-				}
-			}
-		})
-	}
-}

@@ -45,7 +45,11 @@ func quote(s string) string { return `"` + s + `"` }
 // nil shop only checks that every executor and action exists; the problems it
 // finds are config errors, with the line of the field. The warnings are about
 // executor blocks (a plaintext URL, a timeout past the lease).
-func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) string) (map[string]*workflow.ActionSpec, []*config.Error, error) {
+//
+// readOnly is for a command that only reads and so never calls an executor:
+// the secrets the blocks name are neither required nor read, so that such a
+// command works where they are not set (executor.Block.NoSecrets).
+func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) string, readOnly bool) (map[string]*workflow.ActionSpec, []*config.Error, error) {
 	reg := registry(shop)
 	schemas := demo.Schemas()
 	leaseTTL := 30 * time.Second
@@ -60,7 +64,7 @@ func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) strin
 		path := config.ActionPath(name) + ".executor"
 		x, warns, err := reg.Build(executor.Block{
 			Action: name, Type: ac.Executor, Fields: ac.ExecutorFields, Dir: cfg.Dir(),
-			Getenv: getenvOr(getenv), CallLimit: leaseTTL / 2,
+			Getenv: getenvOr(getenv), CallLimit: leaseTTL / 2, NoSecrets: readOnly,
 		})
 		if err != nil {
 			var fe *executor.FieldError

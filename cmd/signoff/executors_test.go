@@ -306,7 +306,12 @@ func TestOwnActionConfigRefusedAtStart(t *testing.T) {
 				b, _ := os.ReadFile(o.config)
 				os.WriteFile(o.config, []byte(strings.Replace(string(b), tt.old, tt.new, 1)), 0o600)
 			}
-			for _, cmd := range [][]string{{"submit", "-"}, {"runs"}, {"serve", "--addr", "127.0.0.1:0"}} {
+			cmds := [][]string{{"submit", "-"}, {"runs"}, {"serve", "--addr", "127.0.0.1:0"}}
+			if tt.env != nil {
+				// A command that only reads needs no secret (TestReadCommandsNeedNoExecutorSecret).
+				cmds = [][]string{{"submit", "-"}, {"serve", "--addr", "127.0.0.1:0"}}
+			}
+			for _, cmd := range cmds {
 				code, out, errs := o.run(t, tt.env, deployProposal("x"), cmd...)
 				where := o.config + ":" + itoa(tt.line) + ": "
 				if code != exitRefused || !strings.Contains(errs, where+tt.want) {
@@ -403,7 +408,7 @@ func TestTheWorkedExampleLoads(t *testing.T) {
 	if code := run(t.Context(), []string{"config", "check", cfg}, env, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("config check: exit %d\n%s%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"deploy_service  executor webhook → http://127.0.0.1:8787/execute; hidden from approvers: token", "rotate_key      executor command → ./command/ledger-action"} {
+	for _, want := range []string{"deploy_service  executor webhook → http://127.0.0.1:8787/execute, signed with the secret in DEPLOYER_SIGNING_SECRET; hidden from approvers: token", "rotate_key      executor command → ./command/ledger-action"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("config check does not say %q:\n%s", want, out.String())
 		}
@@ -491,5 +496,66 @@ actions:
 		if !strings.Contains(out.String(), "deploy_service  executor command → ./deploy") {
 			t.Fatalf("config check does not name the program:\n%s", out)
 		}
+	}
+}
+
+// TestReadCommandsNeedNoExecutorSecret: the commands that only read (runs,
+// show, history, trace, wait, outbox, audit, verify, config check, policy
+// explain), each as a separate process, work where the secret a webhook's
+// secret_env names is not set, or not a secret, and config check says so;
+// resume and serve, which may call the webhook, refuse and name the variable.
+func TestReadCommandsNeedNoExecutorSecret(t *testing.T) {
+	o := newOwn(t)
+	id := runIDOf(t, o.must(t, exitWaiting, deployProposal("no-secret"), "submit", "-"))
+	called := len(o.target.Received()) // submit's check
+	explain := filepath.Join(o.dir, "deploy.json")
+	if err := os.WriteFile(explain, []byte(deployProposal("explain")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []struct{ name, env, check string }{
+		{"unset", "DEPLOYER_SIGNING_SECRET=", "signed with the secret in DEPLOYER_SIGNING_SECRET (not set here: only the commands that only read work without it)"},
+		{"not a secret", "DEPLOYER_SIGNING_SECRET=hunter2hunter2", "signed with the secret in DEPLOYER_SIGNING_SECRET (set here, but secret 1 does not start with whsec_"},
+	} {
+		t.Run(secret.name, func(t *testing.T) {
+			for _, tc := range []struct {
+				args []string
+				code int
+				want string // in stdout
+			}{
+				{[]string{"runs"}, exitDone, id},
+				{[]string{"show", id}, exitWaiting, id},
+				{[]string{"history", id}, exitDone, "waiting_approval"},
+				{[]string{"trace", id}, exitDone, ""},
+				{[]string{"wait", id, "--timeout", "1s"}, exitWaiting, id},
+				{[]string{"outbox"}, exitDone, ""},
+				{[]string{"audit"}, exitDone, id},
+				{[]string{"verify"}, exitDone, "ok: 1 runs"},
+				{[]string{"config", "check"}, exitDone, secret.check},
+				{[]string{"policy", "explain", explain}, exitDone, "waits for"},
+			} {
+				code, out, errs := o.run(t, []string{secret.env}, "", tc.args...)
+				if code != tc.code || !strings.Contains(out, tc.want) {
+					t.Errorf("signoff %s with the secret %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s",
+						strings.Join(tc.args, " "), secret.name, code, tc.code, tc.want, out, errs)
+				}
+				if strings.Contains(out+errs, "hunter2") {
+					t.Errorf("signoff %s repeats the secret:\n%s%s", strings.Join(tc.args, " "), out, errs)
+				}
+			}
+			for _, args := range [][]string{{"resume", id}, {"serve", "--addr", "127.0.0.1:0"}, {"approve", id, "--as", "U0LEAD0001"}} {
+				code, out, errs := o.run(t, []string{secret.env}, "", args...)
+				want := "actions.deploy_service.executor.secret_env: DEPLOYER_SIGNING_SECRET"
+				if code != exitRefused || !strings.Contains(errs, want) || strings.Contains(errs, "hunter2") {
+					t.Errorf("signoff %s with the secret %s: exit %d, stderr %q; want exit 2 naming %q (stdout %q)",
+						strings.Join(args, " "), secret.name, code, errs, want, out)
+				}
+			}
+		})
+	}
+	if got := o.target.Received(); len(got) != called {
+		t.Fatalf("the target was called after submit: %+v", got[called:])
+	}
+	if v := o.must(t, exitWaiting, "", "show", id); !strings.Contains(v, "WAITING_APPROVAL") || !strings.Contains(v, "0 of 1 approval so far") {
+		t.Fatalf("the run changed: %s", v)
 	}
 }

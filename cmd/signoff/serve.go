@@ -54,7 +54,7 @@ func (c *cli) serveCmd() *cobra.Command {
 	so := serveOptions{poll: servePoll}
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve Slack's interactions and /runs, deliver messages, and execute approved runs",
+		Short: "Serve the agent API (and Slack, with a slack: section), deliver messages, and execute approved runs",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if c.opts.config == "" {
@@ -67,7 +67,7 @@ func (c *cli) serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkServe(cfg, so); err != nil {
+			if _, err := checkServe(cfg, so); err != nil {
 				return err
 			}
 			if _, err := callbackKeys(cfg, c.getenv); err != nil {
@@ -81,7 +81,7 @@ func (c *cli) serveCmd() *cobra.Command {
 					return err
 				}
 				if !strings.EqualFold(c.opts.logFormat, "json") {
-					fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s)\n", s.addr, a.db)
+					fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s); slack: %s\n", s.addr, a.db, s.slack)
 				}
 				<-c.ctx.Done()
 				return s.stop()
@@ -96,6 +96,7 @@ func (c *cli) serveCmd() *cobra.Command {
 // server is a running `signoff serve`: the HTTP listener and the workers.
 type server struct {
 	addr   string
+	slack  string // on and where, or why it is off (slackOff)
 	log    *slog.Logger
 	http   *http.Server
 	cancel context.CancelFunc
@@ -103,13 +104,15 @@ type server struct {
 	errs   chan error
 }
 
-// startServer wires the bot onto echo, listens on so.addr (":0" in tests) and
-// starts the workers: execution of approved runs, the deadline sweep, the
-// Slack outbox and the sweep of Slack requests past their replay window. It
-// returns once the listener is bound.
+// startServer wires the bot onto echo (when Slack is on), listens on
+// so.addr (":0" in tests) and starts the workers: execution of approved runs,
+// the deadline sweep, the callbacks and, with Slack, its outbox and the sweep
+// of its requests past their replay window. It returns once the listener is
+// bound.
 func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) {
 	sc := a.cfg.Slack
-	if err := checkServe(a.cfg, so); err != nil {
+	slackOn, err := checkServe(a.cfg, so)
+	if err != nil {
 		return nil, err
 	}
 	cb, err := callbackDispatcher(a)
@@ -117,18 +120,20 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		return nil, err
 	}
 	api := a.slackAPI
-	if a.metrics != nil {
-		api.OnError(a.metrics.SlackError)
-	}
-	if err := checkSlack(ctx, a, api, sc.Channel); err != nil {
-		return nil, err
-	}
-	bs, err := bot.NewServer(bot.ServerConfig{
-		Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
-		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups, Refused: refusedCounter(a),
-	})
-	if err != nil {
-		return nil, err
+	var bs *bot.Server
+	if slackOn {
+		if a.metrics != nil {
+			api.OnError(a.metrics.SlackError)
+		}
+		if err := checkSlack(ctx, a, api, sc); err != nil {
+			return nil, err
+		}
+		if bs, err = bot.NewServer(bot.ServerConfig{
+			Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
+			Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups, Command: sc.Command, Refused: refusedCounter(a),
+		}); err != nil {
+			return nil, err
+		}
 	}
 	var auditFrom int64
 	if a.cfg.AuditLog {
@@ -144,7 +149,9 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		e.Use(observeHTTP(a.metrics))
 		e.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
 	}
-	bs.Register(e)
+	if bs != nil {
+		bs.Register(e) // without Slack its routes do not exist: 404
+	}
 	agents, err := agentapi.Mount(e, agentAPIConfig(a))
 	if err != nil {
 		return nil, err
@@ -170,10 +177,13 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 			s.errs <- fmt.Errorf("serve http: %w", err)
 		}
 	}()
-	disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
-		Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, workflow.SystemClock{})}
 	feed, _ := a.store.(workflow.ChangeFeed)
-	loops := append(a.engine.Loops(so.poll, feed), disp.Loops(a.changes, so.poll)...)
+	loops := a.engine.Loops(so.poll, feed)
+	if slackOn {
+		disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
+			Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, workflow.SystemClock{})}
+		loops = append(loops, disp.Loops(a.changes, so.poll)...)
+	}
 	loops = append(loops, cb.Loop(a.changes, so.poll))
 	go func() {
 		defer s.wg.Done()
@@ -213,7 +223,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 			logAudit(wctx, a.store, a.changes, a.log, so.poll, auditFrom)
 		}()
 	}
-	if so.socketMode {
+	if slackOn && so.socketMode {
 		client := bot.NewSocketModeClient(so.botToken, so.appToken, sc.APIURL)
 		s.wg.Add(1)
 		go func() {
@@ -227,28 +237,74 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	if isPostgres(a.db) {
 		store = "postgres"
 	}
+	slackState, command := slackOff, ""
+	if slackOn {
+		command = slashCommand(sc)
+		slackState = "on, channel " + sc.Channel + ", command " + command
+	}
+	s.slack = slackState
 	a.log.Info("signoff serving", "version", version(), "addr", s.addr, "store", store, "db", a.db,
-		"channel", sc.Channel, "socket_mode", so.socketMode, "owner", a.engine.Owner())
+		"slack", slackState, "channel", sc.Channel, "slack_command", command, "socket_mode", so.socketMode, "owner", a.engine.Owner())
 	return s, nil
 }
 
-// checkServe refuses a server that could not work: tokens missing from the
-// environment, or a config without the slack section's ids.
-func checkServe(cfg *config.Config, so serveOptions) error {
-	if so.socketMode && so.appToken == "" {
-		return usageError{"--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)"}
+// slashCommand is the name of the slash command serve answers.
+func slashCommand(sc config.SlackConfig) string {
+	if sc.Command != "" {
+		return sc.Command
 	}
-	if !so.socketMode && so.signingSecret == "" {
-		return usageError{"SLACK_SIGNING_SECRET is not set: it verifies that requests come from Slack"}
+	return bot.DefaultCommand
+}
+
+// slackOff is what serve says of Slack when the config has no slack: section
+// and the environment no Slack setting.
+const slackOff = "off (no slack: section); people approve with signoff approve, agents use the API"
+
+// checkServe says whether serve talks to Slack, and refuses a Slack set up in
+// part. Slack is off when the config has no slack: section and no SLACK_*
+// setting is in the environment (nor --socket-mode asked): the agent API,
+// the workers and the callbacks run, and approvals come by the CLI and the
+// API. Any of them turns it on, and then every setting serve needs is
+// required: the error names all that are missing, so that one fix does.
+func checkServe(cfg *config.Config, so serveOptions) (bool, error) {
+	sc := cfg.Slack
+	var given []string
+	for _, v := range []struct{ name, value string }{
+		{"SLACK_SIGNING_SECRET", so.signingSecret}, {"SLACK_BOT_TOKEN", so.botToken}, {"SLACK_APP_TOKEN", so.appToken},
+	} {
+		if v.value != "" {
+			given = append(given, v.name)
+		}
+	}
+	if so.socketMode {
+		given = append(given, "--socket-mode")
+	}
+	if !sc.Given && len(given) == 0 {
+		return false, nil
+	}
+	missing := sc.Missing()
+	if !sc.Given {
+		missing = (config.SlackConfig{Given: true}).Missing()
 	}
 	if so.botToken == "" {
-		return usageError{"SLACK_BOT_TOKEN is not set: it posts and rewrites the approval messages"}
+		missing = append(missing, "SLACK_BOT_TOKEN (posts and rewrites the approval messages)")
 	}
-	sc := cfg.Slack
-	if sc.Channel == "" || sc.AppID == "" || (sc.TeamID == "" && sc.EnterpriseID == "") {
-		return cfg.Errorf("slack", "serve needs channel, app_id and team_id or enterprise_id here")
+	switch {
+	case so.socketMode && so.appToken == "":
+		missing = append(missing, "SLACK_APP_TOKEN (an app-level token, xapp-…, for --socket-mode)")
+	case !so.socketMode && so.signingSecret == "":
+		missing = append(missing, "SLACK_SIGNING_SECRET (verifies that requests come from Slack)")
 	}
-	return nil
+	if len(missing) == 0 {
+		return true, nil
+	}
+	list := strings.Join(missing, ", ")
+	if !sc.Given {
+		return false, usageError{fmt.Sprintf("the config has no slack: section, but Slack is asked for (%s), so serve starts nothing; missing: %s. "+
+			"Set them all, or unset SLACK_* (without --socket-mode) to serve without Slack (people then approve with signoff approve)", strings.Join(given, ", "), list)}
+	}
+	return false, cfg.Errorf("slack", "Slack is set up in part, so serve starts nothing; missing: %s. "+
+		"Set them all, or remove the slack: section (and unset SLACK_*) to serve without Slack (people then approve with signoff approve)", list)
 }
 
 // checkSlack asks Slack whether the bot token works and the bot is in the
@@ -256,8 +312,27 @@ func checkServe(cfg *config.Config, so serveOptions) error {
 // channel it does not know stops the start: nothing could be posted. A bot
 // not invited yet only warns, since the invitation is what fixes it and posts
 // are retried every minute or two until then; so does Slack being unreachable.
-func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error {
-	_, err := api.CheckSetup(ctx, channel)
+//
+// Who the token speaks for is logged (its team id is the one slack.team_id
+// wants), and warned about when it is not the config's organisation, whose
+// people would all be refused; so is a token without usergroups:read when
+// slack.user_groups needs it.
+func checkSlack(ctx context.Context, a *app, api *bot.API, sc config.SlackConfig) error {
+	id, err := api.CheckSetup(ctx, sc.Channel)
+	if id.BotUser != "" { // auth.test answered
+		a.log.Info("slack bot token works", "team_id", id.TeamID, "team", id.Team, "enterprise_id", id.EnterpriseID,
+			"bot_user_id", id.BotUser, "url", id.URL)
+		ours := func(x string) bool { return x != "" && (x == sc.TeamID || x == sc.EnterpriseID) }
+		if (id.TeamID != "" || id.EnterpriseID != "") && !ours(id.TeamID) && !ours(id.EnterpriseID) {
+			a.log.Warn("SLACK SETUP: the bot token is of another organisation than the config's, so every request from Slack will be refused",
+				"token_team_id", id.TeamID, "token_enterprise_id", id.EnterpriseID, "team_id", sc.TeamID, "enterprise_id", sc.EnterpriseID,
+				"fix", "set slack.team_id to "+id.TeamID+" (or slack.enterprise_id to the organisation's id), or use the token of the app installed there")
+		}
+		if len(sc.UserGroups) > 0 && !id.HasScope("usergroups:read") {
+			a.log.Warn("SLACK SETUP: the bot token lacks usergroups:read, so members of slack.user_groups cannot approve",
+				"fix", "add usergroups:read under OAuth & Permissions (bot/manifest.yaml says where) and reinstall the app")
+		}
+	}
 	var se *bot.SetupError
 	switch {
 	case err == nil:
@@ -265,9 +340,9 @@ func checkSlack(ctx context.Context, a *app, api *bot.API, channel string) error
 	case errors.As(err, &se) && se.Refuse:
 		return err
 	case se != nil:
-		a.log.Warn("SLACK SETUP: "+se.Problem+"; approval messages wait until it is fixed", "channel", channel, "fix", se.Fix)
+		a.log.Warn("SLACK SETUP: "+se.Problem+"; approval messages wait until it is fixed", "channel", sc.Channel, "fix", se.Fix)
 	default:
-		a.log.Warn("could not check the Slack setup; starting anyway", "channel", channel, "error", err.Error())
+		a.log.Warn("could not check the Slack setup; starting anyway", "channel", sc.Channel, "error", err.Error())
 	}
 	return nil
 }
