@@ -89,6 +89,62 @@ func NewActionSpec(name string, schemaJSON []byte, exec Executor, redact []strin
 	return s, nil
 }
 
+// SchemaArgs lists the top-level properties the arguments' schema names, in
+// properties (also through $ref and allOf, anyOf, oneOf, if, then and
+// else), sorted; patterns are its patternProperties. Both are empty for an
+// action without a schema, or whose schema names none: it says nothing then
+// about which arguments there are.
+func (s *ActionSpec) SchemaArgs() (names []string, patterns []jsonschema.Regexp) {
+	if s == nil || s.schema == nil {
+		return nil, nil
+	}
+	seen := map[*jsonschema.Schema]bool{}
+	var walk func(sch *jsonschema.Schema)
+	walk = func(sch *jsonschema.Schema) {
+		if sch == nil || seen[sch] {
+			return
+		}
+		seen[sch] = true
+		for name := range sch.Properties {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+		for re := range sch.PatternProperties {
+			patterns = append(patterns, re)
+		}
+		walk(sch.Ref)
+		if sch.DynamicRef != nil {
+			walk(sch.DynamicRef.Ref)
+		}
+		for _, sub := range slices.Concat(sch.AllOf, sch.AnyOf, sch.OneOf, []*jsonschema.Schema{sch.If, sch.Then, sch.Else}) {
+			walk(sub)
+		}
+	}
+	walk(s.schema)
+	slices.Sort(names)
+	return names, patterns
+}
+
+// DeclaresArg says whether the arguments' schema names the top-level
+// property name (see SchemaArgs), and known whether it names any: without,
+// nothing can be said.
+func (s *ActionSpec) DeclaresArg(name string) (declared, known bool) {
+	names, patterns := s.SchemaArgs()
+	if len(names) == 0 && len(patterns) == 0 {
+		return false, false
+	}
+	if slices.Contains(names, name) {
+		return true, true
+	}
+	for _, re := range patterns {
+		if re.MatchString(name) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
 // noLoader refuses every external reference.
 type noLoader struct{}
 

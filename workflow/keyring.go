@@ -33,6 +33,7 @@ type Key struct {
 type Keyring struct {
 	active *Key
 	keys   map[string][]byte
+	ids    []string // in the order given, the sealing key first
 }
 
 var keyID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -57,6 +58,7 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 			return nil, fmt.Errorf("integrity key %s: the id is used twice", k.ID)
 		}
 		r.keys[k.ID] = append([]byte(nil), k.Secret...)
+		r.ids = append(r.ids, k.ID)
 	}
 	r.active = &Key{ID: keys[0].ID, Secret: r.keys[keys[0].ID]}
 	return r, nil
@@ -113,6 +115,23 @@ func (r *Keyring) ActiveKeyID() string {
 		return ""
 	}
 	return r.active.ID
+}
+
+// IDs are the ids of the ring's keys, the sealing one first; none for no ring.
+func (r *Keyring) IDs() []string {
+	if r == nil {
+		return nil
+	}
+	return append([]string(nil), r.ids...)
+}
+
+// Has says whether the ring holds the key with this id.
+func (r *Keyring) Has(id string) bool {
+	if r == nil {
+		return false
+	}
+	_, ok := r.keys[id]
+	return ok
 }
 
 // seal returns the active key's id and the MAC of a record of kind made of

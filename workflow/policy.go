@@ -89,8 +89,31 @@ type Policy struct {
 // conditionShape is what a load-time check can tell about a condition without
 // evaluating it.
 type conditionShape struct {
-	always  bool     // the condition is the constant true
-	actions []string // action names it compares action.name with, in order
+	always  bool      // the condition is the constant true
+	actions []string  // action names it compares action.name with, in order
+	args    []ArgRead // the arguments it reads, in order
+}
+
+// ArgRead is an argument a condition reads, action.args.NAME or
+// action.args["NAME"], and the actions it can be read on: those a test of
+// action.name beside it (a && b, or a ? b : c) lets through, all of them
+// when Actions is nil, less Except. A read beside has(action.args.NAME) or
+// "NAME" in action.args is guarded and not listed: it never fails.
+type ArgRead struct {
+	Name    string
+	Actions []string // nil: any action
+	Except  []string
+}
+
+// ArgsRead lists the arguments rule i's condition reads, so that a loader can
+// warn of one the action's schema does not have: reading it fails on every
+// run, and the run is handed to a person.
+func (p *Policy) ArgsRead(i int) []ArgRead {
+	out := slices.Clone(p.shapes[i].args)
+	for j := range out {
+		out[j].Actions, out[j].Except = slices.Clone(out[j].Actions), slices.Clone(out[j].Except)
+	}
+	return out
 }
 
 // PolicyInput is what a condition can see about one action.
@@ -247,6 +270,7 @@ func shapeOf(a *cel.Ast) conditionShape {
 			sh.actions = append(sh.actions, string(s))
 		}
 	}
+	sh.args = argReads(root)
 	celast.PreOrderVisit(root, celast.NewExprVisitor(func(e celast.Expr) {
 		if e.Kind() != celast.CallKind {
 			return
@@ -272,6 +296,240 @@ func shapeOf(a *cel.Ast) conditionShape {
 		}
 	}))
 	return sh
+}
+
+// UnknownArg is an argument a rule's condition reads that the schema of an
+// action the rule applies to does not name.
+type UnknownArg struct {
+	Rule   int // the rule's index
+	Arg    string
+	Action string
+	// Known are the properties the action's schema names.
+	Known []string
+}
+
+// UnknownArgs lists the arguments each rule's condition reads (ArgsRead)
+// that the schema of an action it applies to does not name (DeclaresArg),
+// by rule, then as read, then by action name. An action without a schema, or
+// whose schema names no property, is not checked.
+func (p *Policy) UnknownArgs(actions map[string]*ActionSpec) []UnknownArg {
+	names := make([]string, 0, len(actions))
+	for name := range actions {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []UnknownArg
+	for i, sh := range p.shapes {
+		seen := map[string]bool{}
+		for _, r := range sh.args {
+			on := r.Actions
+			if on == nil {
+				on = names
+			}
+			for _, name := range on {
+				spec, ok := actions[name]
+				if !ok || slices.Contains(r.Except, name) || seen[r.Name+"\x00"+name] {
+					continue
+				}
+				if declared, known := spec.DeclaresArg(r.Name); known && !declared {
+					seen[r.Name+"\x00"+name] = true
+					known, _ := spec.SchemaArgs()
+					out = append(out, UnknownArg{Rule: i, Arg: r.Name, Action: name, Known: known})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// argScope is the actions a part of a condition is evaluated for, as far
+// as the tests of action.name around it tell: only (nil: any action) less
+// except; guarded are the arguments a presence test beside it checked.
+type argScope struct {
+	only, except []string
+	guarded      []string
+}
+
+// argReads lists the arguments root reads, each once per scope.
+func argReads(root celast.Expr) []ArgRead {
+	var out []ArgRead
+	seen := map[string]bool{}
+	var walk func(e celast.Expr, sc argScope)
+	walk = func(e celast.Expr, sc argScope) {
+		if e.Kind() == celast.CallKind {
+			call := e.AsCall()
+			switch call.FunctionName() {
+			case operators.LogicalAnd:
+				conj := conjuncts(e)
+				inner := sc
+				for _, c := range conj {
+					inner = narrow(inner, c)
+				}
+				for _, c := range conj {
+					walk(c, inner)
+				}
+				return
+			case operators.Conditional:
+				args := call.Args()
+				walk(args[0], sc)
+				walk(args[1], narrow(sc, args[0]))
+				walk(args[2], sc)
+				return
+			}
+		}
+		if name, ok := argSelected(e); ok && !slices.Contains(sc.guarded, name) && (sc.only == nil || len(sc.only) > 0) {
+			key := fmt.Sprint(name, sc.only, sc.except)
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, ArgRead{Name: name, Actions: slices.Clone(sc.only), Except: slices.Clone(sc.except)})
+			}
+		}
+		for _, c := range children(e) {
+			walk(c, sc)
+		}
+	}
+	walk(root, argScope{})
+	return out
+}
+
+// conjuncts flattens a && b && c.
+func conjuncts(e celast.Expr) []celast.Expr {
+	if e.Kind() != celast.CallKind || e.AsCall().FunctionName() != operators.LogicalAnd {
+		return []celast.Expr{e}
+	}
+	var out []celast.Expr
+	for _, a := range e.AsCall().Args() {
+		out = append(out, conjuncts(a)...)
+	}
+	return out
+}
+
+// narrow is sc where the test e holds: action.name == "x", action.name in
+// [...], action.name != "x", has(action.args.x) or "x" in action.args.
+func narrow(sc argScope, e celast.Expr) argScope {
+	if e.Kind() == celast.SelectKind && e.AsSelect().IsTestOnly() {
+		if name, ok := argSelectOf(e.AsSelect()); ok {
+			sc.guarded = append(slices.Clone(sc.guarded), name)
+		}
+		return sc
+	}
+	if e.Kind() != celast.CallKind || len(e.AsCall().Args()) != 2 {
+		return sc
+	}
+	call := e.AsCall()
+	l, r := call.Args()[0], call.Args()[1]
+	var names []string
+	switch call.FunctionName() {
+	case operators.Equals, operators.NotEquals:
+		if isActionIdentField(r, "name") {
+			l, r = r, l
+		}
+		s, ok := stringLiteral(r)
+		if !isActionIdentField(l, "name") || !ok {
+			return sc
+		}
+		if call.FunctionName() == operators.NotEquals {
+			sc.except = append(slices.Clone(sc.except), s)
+			return sc
+		}
+		names = []string{s}
+	case operators.In:
+		if s, ok := stringLiteral(l); ok && isActionIdentField(r, "args") {
+			sc.guarded = append(slices.Clone(sc.guarded), s)
+			return sc
+		}
+		if !isActionIdentField(l, "name") || r.Kind() != celast.ListKind {
+			return sc
+		}
+		for _, el := range r.AsList().Elements() {
+			s, ok := stringLiteral(el)
+			if !ok {
+				return sc // a name not known before evaluation: any action
+			}
+			names = append(names, s)
+		}
+	default:
+		return sc
+	}
+	only := []string{}
+	for _, n := range names {
+		if (sc.only == nil || slices.Contains(sc.only, n)) && !slices.Contains(sc.except, n) && !slices.Contains(only, n) {
+			only = append(only, n)
+		}
+	}
+	sc.only = only
+	return sc
+}
+
+// argSelected is the argument e reads: action.args.NAME or action.args["NAME"].
+func argSelected(e celast.Expr) (string, bool) {
+	switch e.Kind() {
+	case celast.SelectKind:
+		if e.AsSelect().IsTestOnly() {
+			return "", false // has(): a test that never fails
+		}
+		return argSelectOf(e.AsSelect())
+	case celast.CallKind:
+		call := e.AsCall()
+		if call.FunctionName() == operators.Index && len(call.Args()) == 2 && isActionIdentField(call.Args()[0], "args") {
+			return stringLiteral(call.Args()[1])
+		}
+	}
+	return "", false
+}
+
+func argSelectOf(sel celast.SelectExpr) (string, bool) {
+	return sel.FieldName(), isActionIdentField(sel.Operand(), "args")
+}
+
+// isActionIdentField says whether e is action.FIELD.
+func isActionIdentField(e celast.Expr, field string) bool {
+	if e.Kind() != celast.SelectKind {
+		return false
+	}
+	sel := e.AsSelect()
+	return sel.FieldName() == field && !sel.IsTestOnly() &&
+		sel.Operand().Kind() == celast.IdentKind && sel.Operand().AsIdent() == "action"
+}
+
+func stringLiteral(e celast.Expr) (string, bool) {
+	if e.Kind() != celast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}
+
+// children are the expressions e is made of.
+func children(e celast.Expr) []celast.Expr {
+	switch e.Kind() {
+	case celast.CallKind:
+		call := e.AsCall()
+		if call.IsMemberFunction() {
+			return append([]celast.Expr{call.Target()}, call.Args()...)
+		}
+		return call.Args()
+	case celast.SelectKind:
+		return []celast.Expr{e.AsSelect().Operand()}
+	case celast.ListKind:
+		return e.AsList().Elements()
+	case celast.MapKind:
+		var out []celast.Expr
+		for _, en := range e.AsMap().Entries() {
+			out = append(out, en.AsMapEntry().Key(), en.AsMapEntry().Value())
+		}
+		return out
+	case celast.StructKind:
+		var out []celast.Expr
+		for _, f := range e.AsStruct().Fields() {
+			out = append(out, f.AsStructField().Value())
+		}
+		return out
+	case celast.ComprehensionKind:
+		c := e.AsComprehension()
+		return []celast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()}
+	}
+	return nil
 }
 
 func compileCondition(env *cel.Env, expr string) (cel.Program, conditionShape, error) {

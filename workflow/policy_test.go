@@ -380,3 +380,44 @@ func TestPolicyConditionShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyArgsRead: the arguments a condition reads, each with the actions
+// the tests of action.name beside it let it be read on; reads a presence
+// test guards never fail and are not listed.
+func TestPolicyArgsRead(t *testing.T) {
+	tests := []struct {
+		when string
+		want string
+	}{
+		{`true`, `[]`},
+		{`action.name == "request_refund" && double(action.args.amount) > 50.0`, `[{amount [request_refund] []}]`},
+		{`double(action.args.amount) > 50.0 && "request_refund" == action.name`, `[{amount [request_refund] []}]`},
+		{`action.args["qty"] > 3 || action.args.items.exists(i, i.sku == "x")`, `[{qty [] []} {items [] []}]`},
+		{`action.name in ["a", "b"] && action.name == "b" && action.args.x == 1`, `[{x [b] []}]`},
+		{`action.name == "a" && action.name == "b" && action.args.x == 1`, `[]`},
+		{`action.name != "a" && action.args.x == 1`, `[{x [] [a]}]`},
+		{`action.name == "a" ? action.args.x == 1 : action.args.y == 2`, `[{x [a] []} {y [] []}]`},
+		{`has(action.args.x) && action.args.x == 1`, `[]`},
+		{`"x" in action.args && action.args.x.y == 1`, `[]`},
+		{`has(action.args.x) || action.args.y == 1`, `[{y [] []}]`},
+		{`evidence.exists(e, e.data.args == 1)`, `[]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.when, func(t *testing.T) {
+			p, err := NewPolicy("r1", []Rule{{Name: "r", When: tt.when, Risk: RiskLow}}, shopRoles(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := "["
+			for i, r := range p.ArgsRead(0) {
+				if i > 0 {
+					got += " "
+				}
+				got += fmt.Sprintf("{%s %v %v}", r.Name, r.Actions, r.Except)
+			}
+			if got += "]"; got != tt.want {
+				t.Errorf("ArgsRead = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

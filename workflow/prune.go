@@ -33,10 +33,12 @@ type PruneReport struct {
 	StateBytes   int64 `json:"state_bytes"`
 	SummaryBytes int64 `json:"summary_bytes"`
 	Evidence     int   `json:"evidence"`
-	// Outbox counts the delivered Slack messages deleted (OutboxBytes of
-	// payload); undelivered ones are kept for the dispatcher.
-	Outbox      int   `json:"outbox"`
-	OutboxBytes int64 `json:"outbox_bytes"`
+	// Outbox counts the delivered outbox messages deleted (OutboxBytes of
+	// payload), Slack messages and callbacks alike; OutboxKinds says how
+	// many of each kind. Undelivered ones are kept for the dispatcher.
+	Outbox      int                `json:"outbox"`
+	OutboxBytes int64              `json:"outbox_bytes"`
+	OutboxKinds map[OutboxKind]int `json:"outbox_kinds"`
 	// ReplayForgotten counts the expired replay-cache rows deleted (not
 	// counted in a dry run).
 	ReplayForgotten int `json:"replay_forgotten"`
@@ -70,7 +72,7 @@ func (e *Engine) Prune(ctx context.Context, opt PruneOptions) (*PruneReport, err
 	if batch <= 0 {
 		batch = DefaultPruneBatch
 	}
-	rep := &PruneReport{DryRun: opt.DryRun, Before: opt.Before.UTC(), Skipped: []*IntegrityError{}}
+	rep := &PruneReport{DryRun: opt.DryRun, Before: opt.Before.UTC(), Skipped: []*IntegrityError{}, OutboxKinds: map[OutboxKind]int{}}
 	f := EndedFilter{Before: opt.Before, Limit: batch}
 	for {
 		var runs []*Run
@@ -94,7 +96,7 @@ func (e *Engine) Prune(ctx context.Context, opt PruneOptions) (*PruneReport, err
 		// Counted per batch, so that a failed batch adds nothing.
 		var part *PruneReport
 		err = do(ctx, func(ctx context.Context, tx Tx) error {
-			part = &PruneReport{}
+			part = &PruneReport{OutboxKinds: map[OutboxKind]int{}}
 			for _, r := range runs {
 				if err := e.pruneRun(ctx, tx, r.ID, opt, part); err != nil {
 					return err
@@ -130,6 +132,9 @@ func (r *PruneReport) add(p *PruneReport) {
 	r.Evidence += p.Evidence
 	r.Outbox += p.Outbox
 	r.OutboxBytes += p.OutboxBytes
+	for k, n := range p.OutboxKinds {
+		r.OutboxKinds[k] += n
+	}
 	r.Skipped = append(r.Skipped, p.Skipped...)
 }
 
@@ -166,7 +171,11 @@ func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOption
 	var outboxBytes int64
 	for _, m := range msgs {
 		if !m.DeliveredAt.IsZero() {
+			if rec.OutboxKinds == nil {
+				rec.OutboxKinds = map[OutboxKind]int{}
+			}
 			rec.Outbox++
+			rec.OutboxKinds[m.Kind]++
 			outboxBytes += int64(len(m.Payload))
 		}
 	}
@@ -186,6 +195,9 @@ func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOption
 	rep.Evidence += rec.Evidence
 	rep.Outbox += rec.Outbox
 	rep.OutboxBytes += outboxBytes
+	for k, n := range rec.OutboxKinds {
+		rep.OutboxKinds[k] += n
+	}
 	if opt.DryRun {
 		return nil
 	}

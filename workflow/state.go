@@ -66,8 +66,11 @@ type PruneRecord struct {
 	// Evidence and Messages count what the kept state no longer holds.
 	Evidence int `json:"evidence,omitempty"`
 	Messages int `json:"messages,omitempty"`
-	// Outbox counts the delivered Slack messages deleted.
-	Outbox int `json:"outbox,omitempty"`
+	// Outbox counts the delivered outbox messages deleted, of every kind
+	// (Slack messages and callbacks); OutboxKinds says how many of each
+	// (records written before it was kept have none).
+	Outbox      int                `json:"outbox,omitempty"`
+	OutboxKinds map[OutboxKind]int `json:"outbox_kinds,omitempty"`
 }
 
 // Message is one turn of an agent's working context.

@@ -243,7 +243,9 @@ func TestTamperingIsCaught(t *testing.T) {
 					if rep.OK() {
 						t.Fatalf("verify passed after %s.%s was changed", tc.table, tc.column)
 					}
-					named := strings.Contains(rep.AuditProblem, "event") || strings.Contains(rep.AuditProblem, "head")
+					// A head naming a key not given is reported as that, not as
+					// damage of every row.
+					named := strings.Contains(rep.AuditProblem, "event") || strings.Contains(rep.AuditProblem, "head") || rep.KeyNotGiven == "other"
 					for _, d := range rep.Damaged {
 						named = named || d.RunID == run.ID
 					}
@@ -423,7 +425,9 @@ func TestKeyring(t *testing.T) {
 }
 
 // TestKeysRotate: rows sealed under an old key verify while that key is kept
-// below the new one; dropping it makes them fail, naming the key.
+// below the new one. Dropping it while the store's head is still sealed with
+// it checks no seal and names the key not given; once an anchor sealed the
+// head with the new key, dropping the old one makes its rows fail, naming it.
 func TestKeysRotate(t *testing.T) {
 	oldLine, _ := workflow.NewKeyLine("old")
 	newLine, _ := workflow.NewKeyLine("new")
@@ -445,7 +449,16 @@ func TestKeysRotate(t *testing.T) {
 	}
 	h.open(testPolicy(t, "rev-1", h.roles), withKeys(ring(newLine)))
 	rep, err := h.engine.Verify(ctx)
-	if err != nil || rep.OK() || !strings.Contains(rep.AuditProblem+fmt.Sprint(rep.Damaged), "key old, which is not among the configured keys") {
+	if err != nil || rep.OK() || rep.KeyNotGiven != "old" || !rep.Unverified || len(rep.Damaged) != 0 || rep.AuditProblem != "" {
+		t.Fatalf("verify without the key of the store's head: %+v %v", rep, err)
+	}
+	h.open(testPolicy(t, "rev-1", h.roles), withKeys(ring(newLine+"\n"+oldLine)))
+	if _, err := h.engine.Anchor(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.open(testPolicy(t, "rev-1", h.roles), withKeys(ring(newLine)))
+	rep, err = h.engine.Verify(ctx)
+	if err != nil || rep.OK() || rep.KeyNotGiven != "" || !strings.Contains(rep.AuditProblem+fmt.Sprint(rep.Damaged), "key old, which is not among the configured keys") {
 		t.Fatalf("verify without the old key: %+v %v", rep, err)
 	}
 }

@@ -450,8 +450,14 @@ type VerifyReport struct {
 	Keyed      bool       `json:"keyed"`
 	KeyedSince *time.Time `json:"keyed_since,omitempty"`
 	Unkeyed    int        `json:"unkeyed"`
-	// Unverified: no key was configured, so seals were not checked.
+	// Unverified: no key was configured, or not the store's (KeyNotGiven),
+	// so seals were not checked.
 	Unverified bool `json:"unverified,omitempty"`
+	// KeyNotGiven is the key the store's head is sealed with when the keys
+	// configured do not include it: every seal would fail for that one
+	// reason, so none is checked, and the report says so rather than call
+	// the store damaged.
+	KeyNotGiven string `json:"key_not_given,omitempty"`
 	// Head is the newest anchor (zero before the first): record it
 	// elsewhere, and `verify --anchor` proves later that the log still
 	// extends it.
@@ -491,8 +497,12 @@ func ParseAnchor(s string) (Anchor, error) {
 	return Anchor{Seq: n, Hash: strings.ToLower(hash), Event: !record}, nil
 }
 
-// OK reports whether nothing was damaged.
-func (r *VerifyReport) OK() bool { return len(r.Damaged) == 0 && r.AuditProblem == "" }
+// OK reports whether nothing was damaged and, with keys, the seals could be
+// checked: a head sealed with a key not given is a mistaken key as often as
+// a changed head, and neither is a store verified.
+func (r *VerifyReport) OK() bool {
+	return len(r.Damaged) == 0 && r.AuditProblem == "" && r.KeyNotGiven == ""
+}
 
 // Verify checks every run's checkpoint chain and audit chain, the seals of
 // every checkpoint, approval request, decision, operation, audit event, run
@@ -504,7 +514,14 @@ func (r *VerifyReport) OK() bool { return len(r.Damaged) == 0 && r.AuditProblem 
 func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, error) {
 	rep := &VerifyReport{Damaged: []*IntegrityError{}, Unverified: e.in.keys == nil}
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		head, err := e.in.head(ctx, tx)
+		in := e.in
+		if id, err := foreignHeadKey(ctx, tx, in.keys); err != nil {
+			return err
+		} else if id != "" {
+			rep.KeyNotGiven, rep.Unverified = id, true
+			in = &integrity{} // checks the chains only, as without keys
+		}
+		head, err := in.head(ctx, tx)
 		var ie *IntegrityError
 		switch {
 		case errors.As(err, &ie):
@@ -539,7 +556,7 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 			rep.Head = Anchor{Seq: stored[n-1].ID, Hash: stored[n-1].Hash}
 		}
 		if rep.AuditProblem == "" {
-			rep.AuditProblem = e.verifyAudit(evs, head, stored, anchors)
+			rep.AuditProblem = verifyAudit(in, evs, head, stored, anchors)
 		}
 		// Each run's chain against its head; a problem is the run's damage.
 		heads, err := tx.AuditRunHeads(ctx)
@@ -555,7 +572,7 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 		}
 		auditDamage := map[string]string{}
 		for id, revs := range byRun {
-			if p := e.in.runAuditProblem(head, id, revs, headOf[id]); p != "" {
+			if p := in.runAuditProblem(head, id, revs, headOf[id]); p != "" {
 				auditDamage[id] = p
 			}
 		}
@@ -567,7 +584,7 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 			}
 			for _, r := range runs {
 				rep.Runs++
-				d, err := e.verifyRun(ctx, tx, r, head, transitions, rep)
+				d, err := verifyRun(ctx, tx, in, r, head, transitions, rep)
 				if err != nil {
 					return err
 				}
@@ -597,9 +614,27 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 	return rep, nil
 }
 
-// verifyRun checks one run: its chain, the seals of all its rows, and that
-// each sealed checkpoint has the audit event of its transition.
-func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHead, transitions map[string]string, rep *VerifyReport) (*IntegrityError, error) {
+// foreignHeadKey is the key the store's head is sealed with when keys are
+// configured and do not include it, or "".
+func foreignHeadKey(ctx context.Context, tx Tx, keys *Keyring) (string, error) {
+	if keys == nil {
+		return "", nil
+	}
+	h, err := tx.IntegrityHead(ctx)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read the store's integrity head: %w", err)
+	case h.KeyID != "" && !keys.Has(h.KeyID):
+		return h.KeyID, nil
+	}
+	return "", nil
+}
+
+// verifyRun checks one run: its chain, the seals of all its rows (with in's
+// keys), and that each sealed checkpoint has the audit event of its transition.
+func verifyRun(ctx context.Context, tx Tx, in *integrity, r *Run, head *IntegrityHead, transitions map[string]string, rep *VerifyReport) (*IntegrityError, error) {
 	cps, err := tx.Checkpoints(ctx, r.ID)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoints of run %s: %w", r.ID, err)
@@ -637,7 +672,7 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 	case st != nil && st.CallbackURL != r.CallbackURL:
 		return &IntegrityError{RunID: r.ID, Problem: callbackMismatch}, nil
 	}
-	if err := e.in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
+	if err := in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
 		return ie, nil
 	} else if err != nil {
 		return nil, err
@@ -645,7 +680,7 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 	if int64(len(cps)) != r.Seq {
 		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says checkpoint %d but the chain ends at %d", r.Seq, len(cps))}, nil
 	}
-	if e.in.keys != nil && head != nil {
+	if in.keys != nil && head != nil {
 		for _, c := range cps {
 			if c.MAC == "" {
 				continue // written before the store was keyed, when events named no checkpoint
@@ -663,7 +698,7 @@ func (e *Engine) verifyRun(ctx context.Context, tx Tx, r *Run, head *IntegrityHe
 // sealed head says), that no per-run event comes before one of them, each
 // event's seal, the anchor chain and that the log extends every stored anchor
 // and each of anchors. It describes the first problem, or returns "".
-func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, stored []*AuditAnchor, anchors []Anchor) string {
+func verifyAudit(in *integrity, evs []*AuditEvent, head *IntegrityHead, stored []*AuditAnchor, anchors []Anchor) string {
 	if p := VerifyAudit(evs); p != "" {
 		return p
 	}
@@ -675,9 +710,9 @@ func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, stored []*A
 			global = append(global, ev)
 		}
 	}
-	if e.in.keys != nil {
+	if in.keys != nil {
 		for _, ev := range evs {
-			if p := e.in.sealProblem(head, "audit", ev.Seal, ev.At, auditParts(ev)); p != "" {
+			if p := in.sealProblem(head, "audit", ev.Seal, ev.At, auditParts(ev)); p != "" {
 				return fmt.Sprintf("audit event %d: %s", ev.Seq, p)
 			}
 		}
@@ -698,7 +733,7 @@ func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, stored []*A
 			return fmt.Sprintf("audit event %d is not the one the sealed head names", head.Seq)
 		}
 	}
-	if p := e.verifyAnchors(bySeq, head, stored); p != "" {
+	if p := verifyAnchors(in, bySeq, head, stored); p != "" {
 		return p
 	}
 	for _, a := range anchors {
@@ -725,7 +760,7 @@ func (e *Engine) verifyAudit(evs []*AuditEvent, head *IntegrityHead, stored []*A
 // verifyAnchors checks the anchor chain (ids from 1, each linked to the one
 // before, hashes and seals), that it ends where the store's sealed head says,
 // and that every event an anchor names is in the log as it was named.
-func (e *Engine) verifyAnchors(bySeq map[int64]*AuditEvent, head *IntegrityHead, stored []*AuditAnchor) string {
+func verifyAnchors(in *integrity, bySeq map[int64]*AuditEvent, head *IntegrityHead, stored []*AuditAnchor) string {
 	prev := ""
 	for i, a := range stored {
 		if a.ID != int64(i+1) {
@@ -734,8 +769,8 @@ func (e *Engine) verifyAnchors(bySeq map[int64]*AuditEvent, head *IntegrityHead,
 		if a.PrevHash != prev || AnchorHash(a) != a.Hash {
 			return fmt.Sprintf("the anchor chain is broken at anchor %d", a.ID)
 		}
-		if e.in.keys != nil {
-			if p := e.in.sealProblem(head, "anchor", a.Seal, a.At, anchorParts(a)); p != "" {
+		if in.keys != nil {
+			if p := in.sealProblem(head, "anchor", a.Seal, a.At, anchorParts(a)); p != "" {
 				return fmt.Sprintf("anchor %d: %s", a.ID, p)
 			}
 		}
@@ -750,7 +785,7 @@ func (e *Engine) verifyAnchors(bySeq map[int64]*AuditEvent, head *IntegrityHead,
 		}
 		prev = a.Hash
 	}
-	if e.in.keys != nil && head != nil && head.AnchorID > 0 {
+	if in.keys != nil && head != nil && head.AnchorID > 0 {
 		if head.AnchorID > int64(len(stored)) {
 			return fmt.Sprintf("the anchor chain ends at %d, but the sealed head names anchor %d: the newest anchors were deleted", len(stored), head.AnchorID)
 		}

@@ -119,7 +119,10 @@ type app struct {
 	// db names the store for logs: a file path, or a database's host and name.
 	db     string
 	engine *workflow.Engine
-	log    *slog.Logger
+	// keys are the integrity keys the engine seals and verifies with (nil
+	// for none), for messages that name them.
+	keys *workflow.Keyring
+	log  *slog.Logger
 	// Slack, when the config has a slack: section: the Web API client (with
 	// SLACK_BOT_TOKEN) and the directory that resolves roles, user groups included.
 	slackAPI *bot.API
@@ -174,6 +177,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		a.Close()
 		return nil, err
 	}
+	a.keys = keys
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}

@@ -609,7 +609,8 @@ keep it somewhere the database's writers cannot reach (serve writes and logs
 one every ten minutes, signoff anchor writes one now), and
 --anchor A12:HASH proves later that the log still extends it (SEQ:HASH, an
 event of the global chain as earlier versions printed it, works too). Exit 1 when
-anything is damaged.`,
+anything is damaged; exit 2 when the keys given do not include the one the
+store is sealed with, so that no seal could be checked.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var as []workflow.Anchor
@@ -625,9 +626,14 @@ anything is damaged.`,
 				if err != nil {
 					return err
 				}
-				if !rep.OK() {
-					// Damage is a failed check; whether a run needs attention
-					// is for show to say of that run.
+				// Damage is a failed check; whether a run needs attention is
+				// for show to say of that run.
+				switch {
+				case len(rep.Damaged) > 0 || rep.AuditProblem != "":
+					c.code = exitFailed
+				case rep.KeyNotGiven != "":
+					c.code = exitRefused // nothing found damaged, but the seals could not be checked
+				case !rep.OK():
 					c.code = exitFailed
 				}
 				if asJSON {
@@ -639,10 +645,13 @@ anything is damaged.`,
 				if rep.AuditProblem != "" {
 					fmt.Fprintf(c.out, "damaged: audit log: %s\n", term(rep.AuditProblem))
 				}
-				if rep.OK() {
+				if len(rep.Damaged) == 0 && rep.AuditProblem == "" {
 					fmt.Fprintf(c.out, "ok: %d runs, %d checkpoints, %d audit events verified\n", rep.Runs, rep.Checkpoints, rep.AuditEvents)
 				}
 				switch {
+				case rep.KeyNotGiven != "":
+					fmt.Fprintf(c.out, "seals: not checked: the store is sealed with key %s, which you did not give (the keys given: %s, from %s)\n",
+						term(rep.KeyNotGiven), strings.Join(a.keys.IDs(), ", "), keySource(c.opts, c.getenv))
 				case rep.Unverified:
 					fmt.Fprintf(c.out, "seals: not checked, no integrity keys here (%s)\n", keySource(c.opts, c.getenv))
 				case rep.Keyed:

@@ -193,6 +193,31 @@ func renderConfig(w io.Writer, cfg *config.Config, getenv func(string) string) {
 		}
 	}
 
+	// The agent API: who may call it, never with a token's hash.
+	fmt.Fprintln(w, "\napi tokens:")
+	if len(cfg.API.Tokens) == 0 {
+		fmt.Fprintln(w, "  none: the agent API (/v1) accepts no request")
+	} else {
+		width = 0
+		for _, tk := range cfg.API.Tokens {
+			width = max(width, len(tk.ID))
+		}
+		for _, tk := range cfg.API.Tokens {
+			fmt.Fprintf(w, "  %-*s  requester %s, scopes %s\n", width, term(tk.ID), term(tk.Requester), strings.Join(tk.Scopes, ", "))
+		}
+		fmt.Fprintf(w, "  each token: %g requests a second, bursts of %d\n", cfg.API.Rate, cfg.API.Burst)
+	}
+
+	fmt.Fprintln(w, "\ncallbacks:")
+	if len(cfg.API.CallbackPrefixes) == 0 {
+		fmt.Fprintln(w, "  none allowed (no api.callbacks.allow): a proposal with a callback_url is refused")
+	} else {
+		for _, p := range cfg.API.CallbackPrefixes {
+			fmt.Fprintf(w, "  allowed under %s\n", term(p))
+		}
+		fmt.Fprintf(w, "  signed with the secret in $%s\n", cfg.API.CallbackSecretEnv)
+	}
+
 	fmt.Fprintln(w, "\nslack:")
 	switch sc := cfg.Slack; {
 	case !sc.Given:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,6 +252,91 @@ func TestConfigCheck(t *testing.T) {
 	}
 	if code, _, errs := signoff(t, dir, "config", "check", "a.yaml", "b.yaml"); code != exitRefused {
 		t.Errorf("two files: exit %d, stderr %q; want 2", code, errs)
+	}
+}
+
+// TestConfigCheckShowsTheAPIAndArgumentsNoSchemaHas: config check lists
+// the API tokens (id, requester, scopes, never their hashes) and the
+// callback prefixes allowed, and warns of each rule that reads an argument
+// the schema of an action it applies to does not have, naming the action;
+// reads an action.name test or a presence test guards are not warned of.
+func TestConfigCheckShowsTheAPIAndArgumentsNoSchemaHas(t *testing.T) {
+	t.Parallel()
+	rules := []struct{ name, when, warning string }{
+		{"typo", `action.name == "rotate_key" && action.args.keyid == "k-1"`,
+			"reads action.args.keyid, which is not a property of rotate_key's schema (its properties: key_id)"},
+		{"in-a-list", `action.name in ["reship_item", "create_return_label"] && action.args.quantity > 1`,
+			"reads action.args.quantity, which is not a property of create_return_label's schema (its properties: free_shipping, order_id, reason, sku)"},
+		{"any-action", `action.args["qty"] > 3`,
+			"reads action.args.qty, which is not a property of the schemas of create_return_label, request_refund, reship_item, rotate_key"},
+		{"all-but-one", `action.name != "request_refund" && action.args.amount > 1`,
+			"reads action.args.amount, which is not a property of the schemas of create_return_label, reship_item, rotate_key"},
+		{"has-guard", `has(action.args.total) && action.args.total > 5`, ""},
+		{"in-guard", `"total" in action.args && action.args.total > 5`, ""},
+		{"ternary", `action.name == "reship_item" ? action.args.quantity > 2 : false`, ""},
+		{"declared", `action.name == "request_refund" && action.args.currency == "CAD"`, ""},
+	}
+	const (
+		hash1 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+		hash2 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752"
+	)
+	var extra strings.Builder
+	for _, r := range rules {
+		fmt.Fprintf(&extra, "    - name: %s\n      when: '%s'\n      risk: high\n", r.name, r.when)
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "signoff.yaml", "    - name: everything-else\n", extra.String()+"    - name: everything-else\n",
+		"  create_return_label: {executor: demo}\n", `  create_return_label: {executor: demo}
+  rotate_key:
+    schema: {type: object, required: [key_id], properties: {key_id: {type: string}}}
+    executor: {type: command, command: [/bin/true]}
+api:
+  tokens:
+    - {id: resolver, sha256: `+hash1+`, requester: agent:resolver, scopes: [submit, read]}
+    - {id: auditor-bot, sha256: `+hash2+`, requester: agent:auditor, scopes: [read]}
+  callbacks:
+    allow: [https://hooks.example.com/signoff/, http://127.0.0.1:9000/]
+    secret_env: SIGNOFF_CALLBACK_SECRET
+`)
+	out := must(t, dir, 0, "config", "check", cfg)
+	for _, block := range []string{
+		"\napi tokens:\n" +
+			"  resolver     requester agent:resolver, scopes submit, read\n" +
+			"  auditor-bot  requester agent:auditor, scopes read\n" +
+			"  each token: 10 requests a second, bursts of 20\n",
+		"\ncallbacks:\n" +
+			"  allowed under https://hooks.example.com/signoff/\n" +
+			"  allowed under http://127.0.0.1:9000/\n" +
+			"  signed with the secret in $SIGNOFF_CALLBACK_SECRET\n",
+	} {
+		if !strings.Contains(out, block) {
+			t.Errorf("config check does not say\n%s\nit says:\n%s", block, out)
+		}
+	}
+	if strings.Contains(out, hash1) || strings.Contains(out, hash2) {
+		t.Errorf("config check printed a token's hash:\n%s", out)
+	}
+	const first = 4 // the built-in config's rules before everything-else
+	want := 0
+	for i, r := range rules {
+		path := fmt.Sprintf("policy.rules[%d].when: ", first+i)
+		switch {
+		case r.warning != "" && strings.Count(out, path+r.warning+": where it is missing the rule cannot decide") != 1:
+			t.Errorf("rule %s: want one warning %q\n%s", r.name, r.warning, out)
+		case r.warning == "" && strings.Contains(out, path):
+			t.Errorf("rule %s: a warning for a read that cannot fail\n%s", r.name, out)
+		}
+		if r.warning != "" {
+			want++
+		}
+	}
+	if !strings.Contains(out, fmt.Sprintf("\nwarnings (%d):\n", want)) {
+		t.Errorf("want %d warnings\n%s", want, out)
+	}
+	// Every other command says so too, on stderr.
+	_, _, errs := signoff(t, dir, "--config", cfg, "runs")
+	if strings.Count(errs, "signoff: warning: ") != want || !strings.Contains(errs, rules[0].warning) {
+		t.Errorf("runs: want the %d warnings on stderr, got:\n%s", want, errs)
 	}
 }
 

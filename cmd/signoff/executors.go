@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -90,6 +91,23 @@ func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) strin
 		}
 		spec.ReconcileWithin = ac.ReconcileWithin
 		out[name] = spec
+	}
+	// A read of an argument the schema does not have fails wherever the
+	// argument is missing, and hands the run to a person: most often a typo.
+	unknown := cfg.Policy.UnknownArgs(out)
+	for i := 0; i < len(unknown); {
+		u := unknown[i]
+		var on []string
+		for ; i < len(unknown) && unknown[i].Rule == u.Rule && unknown[i].Arg == u.Arg; i++ {
+			on = append(on, unknown[i].Action)
+		}
+		whose := fmt.Sprintf("%s's schema (its properties: %s)", u.Action, strings.Join(u.Known, ", "))
+		if len(on) > 1 {
+			whose = "the schemas of " + strings.Join(on, ", ")
+		}
+		warnings = append(warnings, cfg.Errorf(fmt.Sprintf("policy.rules[%d].when", u.Rule),
+			"reads action.args.%s, which is not a property of %s: where it is missing the rule cannot decide, and the run is handed to a person",
+			u.Arg, whose))
 	}
 	return out, warnings, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/signoff-dev/signoff/workflow"
@@ -117,9 +118,13 @@ func makeKeysFile(path string, w io.Writer) (*workflow.Keyring, error) {
 
 // storeKeys decides the keys a command uses on store: the configured ones;
 // for a writing command on a store not sealed yet, a new default key file
-// (SQLite) or none with a warning (PostgreSQL); and never none for a writing
-// command on a store that is sealed.
+// (SQLite) or none with a warning (PostgreSQL); and for a writing command on
+// a store that is sealed, never none and never keys without the one its head
+// is sealed with: rows sealed with another key would read as tampering.
 func storeKeys(ctx context.Context, o options, getenv func(string) string, store workflow.Store, w io.Writer) (*workflow.Keyring, error) {
+	if f := shadowedKeysFile(o, getenv); f != "" {
+		fmt.Fprintf(w, "signoff: warning: the integrity keys come from SIGNOFF_KEYS; the key file %s is not read\n", f)
+	}
 	keys, err := loadKeys(o, getenv)
 	if o.readOnly && err != nil {
 		// Reading needs no key: without one, seals are not checked, and
@@ -127,7 +132,7 @@ func storeKeys(ctx context.Context, o options, getenv func(string) string, store
 		fmt.Fprintf(w, "signoff: seals not checked: %v\n", err)
 		return nil, nil
 	}
-	if err != nil || keys != nil || o.readOnly {
+	if err != nil || o.readOnly {
 		return keys, err
 	}
 	var head *workflow.IntegrityHead
@@ -138,15 +143,39 @@ func storeKeys(ctx context.Context, o options, getenv func(string) string, store
 	})
 	switch {
 	case errors.Is(err, workflow.ErrNotFound):
+		head = nil
 	case err != nil:
 		return nil, fmt.Errorf("read the store's integrity head: %w", err)
-	default:
+	case keys == nil:
 		return nil, usageError{fmt.Sprintf("this store is sealed (since %s) and its integrity keys are not here: set SIGNOFF_KEYS or --keys (looked for %s)",
 			head.KeyedSince.UTC().Format(time.RFC3339), keySource(o, getenv))}
+	case head.KeyID != "" && !keys.Has(head.KeyID):
+		return nil, usageError{fmt.Sprintf("the store is sealed with key %s; the keys given are %s (from %s): nothing is written with keys that are not the store's",
+			head.KeyID, strings.Join(keys.IDs(), ", "), keySource(o, getenv))}
+	}
+	if keys != nil {
+		return keys, nil
 	}
 	if isPostgres(o.db) {
 		fmt.Fprintln(w, "signoff: warning: no integrity keys (SIGNOFF_KEYS or --keys): records are not sealed, so someone who can write the database can change them unnoticed")
 		return nil, nil
 	}
 	return makeKeysFile(defaultKeysFile(o.db), w)
+}
+
+// shadowedKeysFile is the key file that SIGNOFF_KEYS keeps from being read
+// (--keys, or signoff.keys beside a SQLite store when it exists), or "".
+func shadowedKeysFile(o options, getenv func(string) string) string {
+	switch {
+	case getenv("SIGNOFF_KEYS") == "":
+		return ""
+	case o.keys != "":
+		return o.keys
+	case isPostgres(o.db):
+		return ""
+	}
+	if _, err := os.Stat(defaultKeysFile(o.db)); err == nil {
+		return defaultKeysFile(o.db)
+	}
+	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 var auditHead = regexp.MustCompile(`(?m)^audit anchor: (A\d+:[0-9a-f]{64})$`)
@@ -178,4 +179,103 @@ func TestExtendStopsAtTheMaximumLifetime(t *testing.T) {
 	if showRaw(t, dir, id) != before {
 		t.Fatal("a refused extension changed the run")
 	}
+}
+
+// TestKeysThatAreNotTheStores: with SIGNOFF_KEYS holding keys the store is
+// not sealed with, every command that writes refuses before it writes,
+// naming the key ids on both sides, and says in one line that SIGNOFF_KEYS
+// shadows the key file beside the store; verify says the store's key was
+// not given, rather than call the store damaged or unkeyed.
+func TestKeysThatAreNotTheStores(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id := submitWaiting(t, dir)
+	// Slack at an address nobody listens on: serve refuses before it looks.
+	cfg := writeConfig(t, dir, "signoff.yaml", "roles:", "slack: {channel: C0APPROVALS, app_id: A0SIGNOFF1, team_id: T0SHOP0001, api_url: 'http://127.0.0.1:1/'}\nroles:")
+	keyFile := filepath.Join(dir, "signoff.keys")
+	storeKey := firstKeyID(t, keyFile)
+	k2, k3 := keyLine(t, "k2"), keyLine(t, "k3")
+	body := proposal(t, dir, "other.json", refundJSON(agentID, "119", "another-key"))
+	before, events := showRaw(t, dir, id), auditEvents(t, dir)
+	for _, args := range [][]string{
+		{"submit", body},
+		{"approve", id, "--as", lead1},
+		{"cancel", id, "--as", lead1, "--reason", "not needed"},
+		{"resume", id},
+		{"expire"},
+		{"serve", "--addr", "127.0.0.1:0"},
+	} {
+		code, _, errs := withKeysEnv(t, dir, k2+"\n"+k3, append([]string{"--config", cfg}, args...)...)
+		want := "the store is sealed with key " + storeKey + "; the keys given are k2, k3 (from SIGNOFF_KEYS)"
+		if code != exitRefused || !strings.Contains(errs, want) {
+			t.Errorf("%s with keys that are not the store's: exit %d\n%s", args[0], code, errs)
+		}
+		if n := strings.Count(errs, "the integrity keys come from SIGNOFF_KEYS; the key file "+keyFile+" is not read\n"); n != 1 {
+			t.Errorf("%s: %d warnings that SIGNOFF_KEYS shadows the key file\n%s", args[0], n, errs)
+		}
+	}
+	if showRaw(t, dir, id) != before || auditEvents(t, dir) != events || len(runs(t, dir)) != 1 {
+		t.Fatal("a refused command changed the store")
+	}
+	code, out, _ := withKeysEnv(t, dir, k2, "verify")
+	want := "seals: not checked: the store is sealed with key " + storeKey + ", which you did not give (the keys given: k2, from SIGNOFF_KEYS)\n"
+	if code != exitRefused || !strings.Contains(out, want) || strings.Contains(out, "damaged") || strings.Contains(out, "without keys") {
+		t.Fatalf("verify with keys that are not the store's: exit %d\n%s", code, out)
+	}
+	code, out, _ = withKeysEnv(t, dir, k2+"\n"+readFile(t, keyFile), "verify")
+	if code != exitDone || !strings.Contains(out, "seals: checked") {
+		t.Fatalf("verify with the store's key among others: exit %d\n%s", code, out)
+	}
+}
+
+// withKeysEnv runs one command in process against dir with SIGNOFF_KEYS set.
+// Its context ends with the test's at the latest: a command that should have
+// refused, and serves instead, stops then.
+func withKeysEnv(t *testing.T, dir, keys string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), childTimeout)
+	defer cancel()
+	env := func(k string) string {
+		switch k {
+		case "SIGNOFF_KEYS":
+			return keys
+		case "SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN":
+			return "set" // so that serve gets as far as the store
+		}
+		return ""
+	}
+	var out, errb bytes.Buffer
+	code = run(ctx, append(storeArgs(dir), args...), env, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// keyLine is a fresh ID:SECRET line.
+func keyLine(t *testing.T, id string) string {
+	t.Helper()
+	line, err := workflow.NewKeyLine(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
+
+// firstKeyID is the id of the key that seals, in a key file.
+func firstKeyID(t *testing.T, path string) string {
+	t.Helper()
+	for _, line := range strings.Split(readFile(t, path), "\n") {
+		if id, _, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
+			return id
+		}
+	}
+	t.Fatalf("no key in %s", path)
+	return ""
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -26,7 +28,8 @@ func (c *cli) pruneCmd() *cobra.Command {
 		Short: "Remove the states, evidence and delivered messages of runs that ended more than AGE ago",
 		Long: `Remove the bulky records of runs that ended (done, failed, rejected, expired,
 cancelled) more than AGE ago (like 90d or 2160h): every checkpoint's state,
-with the evidence and agent messages, and the run's delivered Slack messages;
+with the evidence and agent messages, and the run's delivered Slack messages
+and callbacks;
 and forget expired replay-cache rows. Each run keeps its row, a sealed summary
 checkpoint (the actions, the gate, the decisions and operations as it ended),
 its requests, decisions, operations and audit events, and every checkpoint's
@@ -124,8 +127,8 @@ func renderPrune(w io.Writer, r *pruneResult) {
 	if r.DryRun {
 		verb = "would prune"
 	}
-	fmt.Fprintf(w, "%s %d run(s) that ended before %s: %d checkpoint state(s) (%s) and %d delivered Slack message(s) (%s) removed, %d summaries (%s) written\n",
-		verb, r.Runs, r.Before.Format(time.RFC3339), r.Checkpoints, byteSize(r.StateBytes), r.Outbox, byteSize(r.OutboxBytes),
+	fmt.Fprintf(w, "%s %d run(s) that ended before %s: %d checkpoint state(s) (%s), %s (%s) removed, %d summaries (%s) written\n",
+		verb, r.Runs, r.Before.Format(time.RFC3339), r.Checkpoints, byteSize(r.StateBytes), outboxText(r.Outbox, r.OutboxKinds), byteSize(r.OutboxBytes),
 		r.Runs, byteSize(r.SummaryBytes))
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "skipped (damaged, see signoff verify): %s\n", term(s.Error()))
@@ -148,6 +151,30 @@ func renderPrune(w io.Writer, r *pruneResult) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// outboxText names the delivered outbox messages a prune removed by what
+// they were: of total, kinds counts each kind (a record written before kinds
+// were kept has none, and says only how many).
+func outboxText(total int, kinds map[workflow.OutboxKind]int) string {
+	if total > 0 && len(kinds) == 0 {
+		return fmt.Sprintf("%d delivered outbox message(s) (Slack messages and callbacks)", total)
+	}
+	var slack, callbacks, other int
+	for k, n := range kinds {
+		switch k {
+		case bot.KindPost, bot.KindUpdate:
+			slack += n
+		case callback.Kind:
+			callbacks += n
+		default:
+			other += n
+		}
+	}
+	if other > 0 {
+		return fmt.Sprintf("%d delivered Slack message(s), %d delivered callback(s) and %d other delivered outbox message(s)", slack, callbacks, other)
+	}
+	return fmt.Sprintf("%d delivered Slack message(s) and %d delivered callback(s)", slack, callbacks)
 }
 
 // byteSize is n bytes for people: 512 B, 1.5 KB, 30.5 MB.

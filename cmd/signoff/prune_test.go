@@ -4,12 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/bot/fakeslack"
+	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // laterClock is the time 100 days from now: every run made now ended more
@@ -147,3 +154,128 @@ type tickPace <-chan time.Time
 
 func (p tickPace) Next() <-chan time.Time { return p }
 func (tickPace) Stop()                    {}
+
+// TestPruneNamesWhatItRemoved: a run whose Slack messages and callbacks were
+// delivered is pruned. The report and show count each kind as what it is,
+// as many as left the outbox; runs still shows the run's action and summary
+// (from the summary the prune keeps); history labels each pruned checkpoint
+// with the day of the prune, and the summary as the prune's.
+func TestPruneNamesWhatItRemoved(t *testing.T) {
+	t.Parallel()
+	fs := fakeslack.New()
+	t.Cleanup(fs.Close)
+	hooks := newHookReceiver(t)
+	dir := t.TempDir()
+	prefix := hooks.srv.URL + "/hooks/"
+	cfg := callbackConfig(t, dir, fs, prefix)
+	env := map[string]string{"SIGNOFF_CALLBACK_SECRET": callbackSecret, "SLACK_BOT_TOKEN": serveToken}
+	code, out, errs := cliWith(t, dir, cfg, env, "submit", proposal(t, dir, "p.json", withCallback(prefix+"a")))
+	if code != exitWaiting {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
+	}
+	id := runIDOf(t, out)
+	if code, out, errs := cliWith(t, dir, cfg, env, "approve", id, "--as", lead1); code != exitDone {
+		t.Fatalf("approve: exit %d\n%s%s", code, out, errs)
+	}
+	deliverOutbox(t, dir, cfg, env)
+	delivered := deliveredByKind(t, dir)
+	slack, callbacks := delivered[bot.KindPost]+delivered[bot.KindUpdate], delivered[callback.Kind]
+	if slack == 0 || callbacks == 0 || len(hooks.events()) != callbacks {
+		t.Fatalf("delivered %v, the receiver got %d", delivered, len(hooks.events()))
+	}
+	listed := must(t, dir, 0, "runs")
+
+	code, out, errs = signoffLater(t, dir, "--config", cfg, "prune", "--older-than", "90d")
+	removed := fmt.Sprintf("%d delivered Slack message(s) and %d delivered callback(s)", slack, callbacks)
+	if code != 0 || !strings.Contains(out, "pruned 1 run(s)") || !strings.Contains(out, removed+" (") {
+		t.Fatalf("prune: exit %d, want it to say %q\n%s%s", code, removed, out, errs)
+	}
+	if left := deliveredByKind(t, dir); len(left) != 0 {
+		t.Fatalf("delivered rows left after the prune: %v", left)
+	}
+	if text := must(t, dir, exitDone, "show", id); !strings.Contains(text, removed+" were removed") {
+		t.Fatalf("show of the pruned run does not say %q:\n%s", removed, text)
+	}
+
+	if got := must(t, dir, 0, "runs"); got != listed || !strings.Contains(got, "request_refund") || !strings.Contains(got, "Refund the duplicate charge.") {
+		t.Fatalf("runs before the prune:\n%s\nafter:\n%s", listed, got)
+	}
+
+	v := show(t, dir, id)
+	if v.Pruned == nil {
+		t.Fatalf("show --json has no pruned record: %+v", v)
+	}
+	day := v.Pruned.At.UTC().Format(time.DateOnly)
+	lines := strings.Split(strings.TrimSpace(must(t, dir, exitDone, "history", id)), "\n")[1:]
+	if int64(len(lines)) != v.Pruned.ThroughSeq+1 {
+		t.Fatalf("history has %d checkpoints, want %d:\n%s", len(lines), v.Pruned.ThroughSeq+1, strings.Join(lines, "\n"))
+	}
+	pruned := regexp.MustCompile(`^\d+\s+\S+\s+-\s+-\s+pruned on ` + day + `\s+[0-9a-f]{16}$`)
+	for _, line := range lines[:len(lines)-1] {
+		if !pruned.MatchString(line) {
+			t.Errorf("a pruned checkpoint in history: %q, want it labelled pruned on %s", line, day)
+		}
+	}
+	summary := regexp.MustCompile(fmt.Sprintf(`\sdone\s+0\s+summary written by the prune of 1-%d; done\s`, v.Pruned.ThroughSeq))
+	if last := lines[len(lines)-1]; !summary.MatchString(last) {
+		t.Errorf("the summary in history: %q, want it to match %s", last, summary)
+	}
+}
+
+// deliverOutbox delivers every Slack message and callback of dir's store,
+// as serve's dispatchers would.
+func deliverOutbox(t *testing.T, dir, cfg string, env map[string]string) {
+	t.Helper()
+	a, err := openApp(t.Context(), options{db: dbPath(dir), shop: shopPath(dir), config: cfg}, func(k string) string { return env[k] }, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cb, err := callbackDispatcher(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slack := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: a.slackAPI, Channel: a.cfg.Slack.Channel, Logger: a.log,
+		Render: bot.NewRenderer(a.engine, a.engine.Roles(), nil, workflow.SystemClock{})}
+	for {
+		n, err := slack.DeliverDue(t.Context(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cb.DeliverDue(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n+m == 0 {
+			return
+		}
+	}
+}
+
+// deliveredByKind counts the delivered outbox rows of dir's store by kind.
+func deliveredByKind(t *testing.T, dir string) map[workflow.OutboxKind]int {
+	t.Helper()
+	db, err := sqlite.OpenDB(dbPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT kind, COUNT(*) FROM outbox WHERE delivered_at <> 0 GROUP BY kind`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[workflow.OutboxKind]int{}
+	for rows.Next() {
+		var k string
+		var n int
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatal(err)
+		}
+		got[workflow.OutboxKind(k)] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}

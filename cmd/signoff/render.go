@@ -97,8 +97,8 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		fmt.Fprintf(w, "  reason: %s\n", term(v.Reason))
 	}
 	if p := v.Pruned; p != nil {
-		fmt.Fprintf(w, "  pruned %s: the states of checkpoints 1-%d (%s), %d evidence item(s), %d agent message(s) and %d delivered Slack message(s) were removed;\n",
-			p.At.UTC().Format(time.RFC3339), p.ThroughSeq, byteSize(p.StateBytes), p.Evidence, p.Messages, p.Outbox)
+		fmt.Fprintf(w, "  pruned %s: the states of checkpoints 1-%d (%s), %d evidence item(s), %d agent message(s), %s were removed;\n",
+			p.At.UTC().Format(time.RFC3339), p.ThroughSeq, byteSize(p.StateBytes), p.Evidence, p.Messages, outboxText(p.Outbox, p.OutboxKinds))
 		fmt.Fprintln(w, "  kept: this summary, the actions, requests, decisions, operations and audit events, and every checkpoint's hash and seal")
 	}
 	task := v.TaskID
@@ -295,7 +295,10 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
 	var prev *workflow.State
 	for _, h := range hist {
 		status, step, what := "?", "?", "?"
-		if h.State != nil {
+		switch {
+		case h.State == nil && h.Pruned != nil:
+			status, step, what = "-", "-", "pruned on "+h.Pruned.UTC().Format(time.DateOnly)
+		case h.State != nil:
 			status, step, what = term(string(h.State.Status)), fmt.Sprint(h.State.Step), term(historyWhat(prev, h.State))
 			prev = h.State
 		}
@@ -310,6 +313,9 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
 func historyWhat(prev, st *workflow.State) string {
 	if prev == nil {
 		switch {
+		case st.Pruned != nil:
+			// The checkpoints before it lost their state: this is no start.
+			return fmt.Sprintf("summary written by the prune of 1-%d; %s", st.Pruned.ThroughSeq, st.Status)
 		case st.ForkedFrom != nil:
 			return fmt.Sprintf("forked from %s at %d", st.ForkedFrom.RunID, st.ForkedFrom.Seq)
 		case st.Proposed:
