@@ -39,6 +39,15 @@ func TestAPI(t *testing.T) {
 	if done.Status != api.Status(workflow.StatusDone) {
 		t.Fatalf("a note runs without approval; got %s", done.Status)
 	}
+	// Two runs whose outcome cannot be proven, for a person to resolve.
+	stuck := make([]*api.SubmitResult, 2)
+	for i := range stuck {
+		s, err := c.Submit(ctx, &workflow.Proposal{Actions: []workflow.Action{{Name: "wobble", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
+		if err != nil || s.Status != api.Status(workflow.StatusNeedsAttention) {
+			t.Fatalf("a wobble's outcome cannot be proven; got %+v, %v", s, err)
+		}
+		stuck[i] = &s.SubmitResult
+	}
 
 	t.Run("submit answers 201 with where the run is and who may approve", func(t *testing.T) {
 		if first.Location != "/v1/runs/"+first.Id || first.Replayed {
@@ -157,6 +166,18 @@ func TestAPI(t *testing.T) {
 			body: `{"reason":"mine now"}`, status: 404, code: "unknown_run", runID: first.Id},
 		{name: "get someone else's run", method: "GET", path: "/v1/runs/" + first.Id, token: tokOther, status: 404, code: "unknown_run", runID: first.Id},
 		{name: "list someone else's runs", method: "GET", path: "/v1/runs?requester=agent:other", token: tokAll, status: 403, code: "requester_mismatch"},
+		{name: "resolve without the resolve scope", method: "POST", path: "/v1/runs/" + stuck[0].Id + "/resolve", token: tokRead, ctype: "application/json",
+			body: `{"choice":"abandon","reason":"x"}`, status: 403, code: "insufficient_scope"},
+		{name: "resolve by a requester without the resolve role", method: "POST", path: "/v1/runs/" + stuck[0].Id + "/resolve", token: tokAll, ctype: "application/json",
+			body: `{"choice":"abandon","reason":"x"}`, status: 403, code: "no_role", runID: stuck[0].Id, audited: true},
+		{name: "resolve a run that needs no attention", method: "POST", path: "/v1/runs/" + done.Id + "/resolve", token: tokOps, ctype: "application/json",
+			body: `{"choice":"abandon","reason":"x"}`, status: 409, code: "nothing_to_resolve", runID: done.Id, audited: true},
+		{name: "resolve with a receipt and a retry", method: "POST", path: "/v1/runs/" + stuck[0].Id + "/resolve", token: tokOps, ctype: "application/json",
+			body: `{"choice":"retry","reason":"x","receipt":{"id":"D-1"}}`, status: 400, code: "invalid_input", runID: stuck[0].Id, audited: true},
+		{name: "resolve with an unknown choice", method: "POST", path: "/v1/runs/" + stuck[0].Id + "/resolve", token: tokOps, ctype: "application/json",
+			body: `{"choice":"maybe","reason":"x"}`, status: 400, code: "invalid_input", runID: stuck[0].Id, audited: true},
+		{name: "resolve without a reason", method: "POST", path: "/v1/runs/" + stuck[0].Id + "/resolve", token: tokOps, ctype: "application/json",
+			body: `{"choice":"abandon","reason":" "}`, status: 400, code: "invalid_input", fields: []string{"reason"}},
 		{name: "cancel without a reason", method: "POST", path: "/v1/runs/" + first.Id + "/cancel", token: tokAll, ctype: "application/json",
 			body: `{"reason":""}`, status: 400, code: "invalid_input", fields: []string{"reason"}},
 		{name: "cancel with an unknown field", method: "POST", path: "/v1/runs/" + first.Id + "/cancel", token: tokAll, ctype: "application/json",
@@ -274,6 +295,21 @@ func TestAPI(t *testing.T) {
 		}
 		if !strings.Contains(v.Reason, "agent:resolver") {
 			t.Errorf("reason %q should name who cancelled", v.Reason)
+		}
+	})
+
+	t.Run("resolve", func(t *testing.T) {
+		a := h.do("POST", "/v1/runs/"+stuck[1].Id+"/resolve", tokOps, "application/json",
+			[]byte(`{"choice":"happened","reason":"the ledger has it","receipt":{"id":"W-1","amount":9007199254740993}}`), false)
+		var v workflow.RunView
+		if err := json.Unmarshal(a.body, &v); a.status != 200 || err != nil {
+			t.Fatalf("resolve = %d %s (%v)", a.status, a.body, err)
+		}
+		if v.Status != workflow.StatusDone || len(v.Resolutions) != 1 || v.Resolutions[0].By != "U0LEAD" || v.Resolutions[0].Choice != workflow.ResolveHappened {
+			t.Fatalf("resolved run: %s, resolutions %+v", v.Status, v.Resolutions)
+		}
+		if !strings.Contains(string(v.Operations[0].Receipt), "9007199254740993") {
+			t.Errorf("the receipt given lost its exact number: %s", v.Operations[0].Receipt)
 		}
 	})
 

@@ -21,6 +21,9 @@ const (
 	ScopeSubmit = "submit" // POST /v1/runs
 	ScopeRead   = "read"   // GET a run, the list, wait (the token's requester's runs)
 	ScopeCancel = "cancel" // POST /v1/runs/{id}/cancel
+	// ScopeResolve: POST /v1/runs/{id}/resolve, for an operator's
+	// automation whose requester holds the resolve role.
+	ScopeResolve = "resolve"
 )
 
 // Token is one bearer token: the SHA-256 of its secret, the requester every
@@ -46,12 +49,13 @@ const (
 // patterns, as the generated code registers them under /v1. A test holds
 // this table to each operation's x-signoff-scope in openapi.yaml.
 var scopes = map[string]string{
-	"POST /v1/runs":            ScopeSubmit,
-	"GET /v1/runs":             ScopeRead,
-	"GET /v1/runs/:id":         ScopeRead,
-	"GET /v1/runs/:id/wait":    ScopeRead,
-	"POST /v1/runs/:id/cancel": ScopeCancel,
-	"GET /v1/openapi.yaml":     "",
+	"POST /v1/runs":             ScopeSubmit,
+	"GET /v1/runs":              ScopeRead,
+	"GET /v1/runs/:id":          ScopeRead,
+	"GET /v1/runs/:id/wait":     ScopeRead,
+	"POST /v1/runs/:id/cancel":  ScopeCancel,
+	"POST /v1/runs/:id/resolve": ScopeResolve,
+	"GET /v1/openapi.yaml":      "",
 }
 
 const tokenKey = "signoff.token"

@@ -93,6 +93,27 @@ func (e OperationStatus) Valid() bool {
 	}
 }
 
+// Defines values for ResolveRequestChoice.
+const (
+	Abandon  ResolveRequestChoice = "abandon"
+	Happened ResolveRequestChoice = "happened"
+	Retry    ResolveRequestChoice = "retry"
+)
+
+// Valid indicates whether the value is a known member of the ResolveRequestChoice enum.
+func (e ResolveRequestChoice) Valid() bool {
+	switch e {
+	case Abandon:
+		return true
+	case Happened:
+		return true
+	case Retry:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Status.
 const (
 	StatusCancelled       Status = "cancelled"
@@ -282,6 +303,20 @@ type Problem struct {
 // Proposal defines model for Proposal.
 type Proposal = workflow.Proposal
 
+// ResolveRequest defines model for ResolveRequest.
+type ResolveRequest struct {
+	Choice ResolveRequestChoice `json:"choice"`
+
+	// Reason What was checked at the target.
+	Reason string `json:"reason"`
+
+	// Receipt With happened only: the target's receipt as found.
+	Receipt *json.RawMessage `json:"receipt,omitempty"`
+}
+
+// ResolveRequestChoice defines model for ResolveRequest.Choice.
+type ResolveRequestChoice string
+
 // Run defines model for Run.
 type Run = workflow.RunView
 
@@ -354,6 +389,9 @@ type SubmitRunJSONRequestBody = Proposal
 
 // CancelRunJSONRequestBody defines body for CancelRun for application/json ContentType.
 type CancelRunJSONRequestBody = CancelRequest
+
+// ResolveRunJSONRequestBody defines body for ResolveRun for application/json ContentType.
+type ResolveRunJSONRequestBody = ResolveRequest
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -528,6 +566,40 @@ type ClientInterface interface {
 	// Corresponds with POST /runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRun(ctx context.Context, id RunID, body CancelRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ResolveRunWithBody Say what became of a run that needs attention (scope resolve)
+	//
+	// For an operator's automation, not for agents: the token's requester
+	// resolves, and must hold the config's resolve role (default: the
+	// highest role), else 403 no_role for any run, so that a token without
+	// it learns nothing. `happened` records the effect as having taken place
+	// (with the receipt given, a JSON object) and carries the run on;
+	// `retry` sends it again under the same idempotency key; `abandon` ends
+	// the run as failed. A run that does not need attention answers 409
+	// nothing_to_resolve; a run whose stored records are damaged can only
+	// be abandoned (409 integrity otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
+	ResolveRunWithBody(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResolveRun Say what became of a run that needs attention (scope resolve)
+	//
+	// For an operator's automation, not for agents: the token's requester
+	// resolves, and must hold the config's resolve role (default: the
+	// highest role), else 403 no_role for any run, so that a token without
+	// it learns nothing. `happened` records the effect as having taken place
+	// (with the receipt given, a JSON object) and carries the run on;
+	// `retry` sends it again under the same idempotency key; `abandon` ends
+	// the run as failed. A run that does not need attention answers 409
+	// nothing_to_resolve; a run whose stored records are damaged can only
+	// be abandoned (409 integrity otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
+	ResolveRun(ctx context.Context, id RunID, body ResolveRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// WaitRun Wait until the run's status changes (scope read)
 	//
 	// Long poll. Answers as soon as the run's status differs from the one it
@@ -698,6 +770,60 @@ func (c *Client) CancelRunWithBody(ctx context.Context, id RunID, contentType st
 // Corresponds with POST /runs/{id}/cancel (the `CancelRun` operationId).
 func (c *Client) CancelRun(ctx context.Context, id RunID, body CancelRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelRunRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveRunWithBody Say what became of a run that needs attention (scope resolve)
+//
+// For an operator's automation, not for agents: the token's requester
+// resolves, and must hold the config's resolve role (default: the
+// highest role), else 403 no_role for any run, so that a token without
+// it learns nothing. `happened` records the effect as having taken place
+// (with the receipt given, a JSON object) and carries the run on;
+// `retry` sends it again under the same idempotency key; `abandon` ends
+// the run as failed. A run that does not need attention answers 409
+// nothing_to_resolve; a run whose stored records are damaged can only
+// be abandoned (409 integrity otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
+func (c *Client) ResolveRunWithBody(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveRunRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveRun Say what became of a run that needs attention (scope resolve)
+//
+// For an operator's automation, not for agents: the token's requester
+// resolves, and must hold the config's resolve role (default: the
+// highest role), else 403 no_role for any run, so that a token without
+// it learns nothing. `happened` records the effect as having taken place
+// (with the receipt given, a JSON object) and carries the run on;
+// `retry` sends it again under the same idempotency key; `abandon` ends
+// the run as failed. A run that does not need attention answers 409
+// nothing_to_resolve; a run whose stored records are damaged can only
+// be abandoned (409 integrity otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
+func (c *Client) ResolveRun(ctx context.Context, id RunID, body ResolveRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveRunRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -978,6 +1104,53 @@ func NewCancelRunRequestWithBody(server string, id RunID, contentType string, bo
 	return req, nil
 }
 
+// NewResolveRunRequest calls the generic ResolveRun builder with application/json body
+func NewResolveRunRequest(server string, id RunID, body ResolveRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResolveRunRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewResolveRunRequestWithBody constructs an http.Request for the ResolveRun method, with any body, and a specified content type
+func NewResolveRunRequestWithBody(server string, id RunID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/%s/resolve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewWaitRunRequest constructs an http.Request for the WaitRun method
 func NewWaitRunRequest(server string, id RunID, params *WaitRunParams) (*http.Request, error) {
 	var err error
@@ -1199,6 +1372,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRunWithResponse(ctx context.Context, id RunID, body CancelRunJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelRunResponse, error)
+
+	// ResolveRunWithBodyWithResponse Say what became of a run that needs attention (scope resolve)
+	//
+	// For an operator's automation, not for agents: the token's requester
+	// resolves, and must hold the config's resolve role (default: the
+	// highest role), else 403 no_role for any run, so that a token without
+	// it learns nothing. `happened` records the effect as having taken place
+	// (with the receipt given, a JSON object) and carries the run on;
+	// `retry` sends it again under the same idempotency key; `abandon` ends
+	// the run as failed. A run that does not need attention answers 409
+	// nothing_to_resolve; a run whose stored records are damaged can only
+	// be abandoned (409 integrity otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
+	ResolveRunWithBodyWithResponse(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveRunResponse, error)
+
+	// ResolveRunWithResponse Say what became of a run that needs attention (scope resolve)
+	//
+	// For an operator's automation, not for agents: the token's requester
+	// resolves, and must hold the config's resolve role (default: the
+	// highest role), else 403 no_role for any run, so that a token without
+	// it learns nothing. `happened` records the effect as having taken place
+	// (with the receipt given, a JSON object) and carries the run on;
+	// `retry` sends it again under the same idempotency key; `abandon` ends
+	// the run as failed. A run that does not need attention answers 409
+	// nothing_to_resolve; a run whose stored records are damaged can only
+	// be abandoned (409 integrity otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
+	ResolveRunWithResponse(ctx context.Context, id RunID, body ResolveRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveRunResponse, error)
 
 	// WaitRunWithResponse Wait until the run's status changes (scope read)
 	//
@@ -1691,6 +1898,124 @@ func (r CancelRunResponse) ContentType() string {
 	return ""
 }
 
+// ResolveRunResponse401Headers the declared response headers of an HTTP 401 response for ResolveRun
+type ResolveRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResolveRunResponse429Headers the declared response headers of an HTTP 429 response for ResolveRun
+type ResolveRunResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ResolveRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Run
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResolveRunResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveRunResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResolveRunResponse) GetJSON200() *Run {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ResolveRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResolveRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResolveRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResolveRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // WaitRunResponse401Headers the declared response headers of an HTTP 401 response for WaitRun
 type WaitRunResponse401Headers struct {
 	WWWAuthenticate *string
@@ -1933,6 +2258,52 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, id RunI
 		return nil, err
 	}
 	return ParseCancelRunResponse(rsp)
+}
+
+// ResolveRunWithBodyWithResponse Say what became of a run that needs attention (scope resolve)
+//
+// For an operator's automation, not for agents: the token's requester
+// resolves, and must hold the config's resolve role (default: the
+// highest role), else 403 no_role for any run, so that a token without
+// it learns nothing. `happened` records the effect as having taken place
+// (with the receipt given, a JSON object) and carries the run on;
+// `retry` sends it again under the same idempotency key; `abandon` ends
+// the run as failed. A run that does not need attention answers 409
+// nothing_to_resolve; a run whose stored records are damaged can only
+// be abandoned (409 integrity otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
+func (c *ClientWithResponses) ResolveRunWithBodyWithResponse(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveRunResponse, error) {
+	rsp, err := c.ResolveRunWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveRunResponse(rsp)
+}
+
+// ResolveRunWithResponse Say what became of a run that needs attention (scope resolve)
+//
+// For an operator's automation, not for agents: the token's requester
+// resolves, and must hold the config's resolve role (default: the
+// highest role), else 403 no_role for any run, so that a token without
+// it learns nothing. `happened` records the effect as having taken place
+// (with the receipt given, a JSON object) and carries the run on;
+// `retry` sends it again under the same idempotency key; `abandon` ends
+// the run as failed. A run that does not need attention answers 409
+// nothing_to_resolve; a run whose stored records are damaged can only
+// be abandoned (409 integrity otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
+func (c *ClientWithResponses) ResolveRunWithResponse(ctx context.Context, id RunID, body ResolveRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveRunResponse, error) {
+	rsp, err := c.ResolveRun(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveRunResponse(rsp)
 }
 
 // WaitRunWithResponse Wait until the run's status changes (scope read)
@@ -2398,6 +2769,118 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 	return response, nil
 }
 
+// ParseResolveRunResponse parses an HTTP response from a ResolveRunWithResponse call
+func ParseResolveRunResponse(rsp *http.Response) (*ResolveRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResolveRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResolveRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseWaitRunResponse parses an HTTP response from a WaitRunWithResponse call
 func ParseWaitRunResponse(rsp *http.Response) (*WaitRunResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -2506,6 +2989,9 @@ type ServerInterface interface {
 	// CancelRun Cancel a run that has not started executing (scope cancel)
 	// (POST /runs/{id}/cancel)
 	CancelRun(ctx echo.Context, id RunID) error
+	// ResolveRun Say what became of a run that needs attention (scope resolve)
+	// (POST /runs/{id}/resolve)
+	ResolveRun(ctx echo.Context, id RunID) error
 	// WaitRun Wait until the run's status changes (scope read)
 	// (GET /runs/{id}/wait)
 	WaitRun(ctx echo.Context, id RunID, params WaitRunParams) error
@@ -2612,6 +3098,22 @@ func (w *ServerInterfaceWrapper) CancelRun(ctx echo.Context) error {
 	return err
 }
 
+// ResolveRun converts echo context to params.
+func (w *ServerInterfaceWrapper) ResolveRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ResolveRun(ctx, id)
+	return err
+}
+
 // WaitRun converts echo context to params.
 func (w *ServerInterfaceWrapper) WaitRun(ctx echo.Context) error {
 	var err error
@@ -2696,6 +3198,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/runs/:id", wrapper.GetRun, options.OperationMiddlewares["getRun"]...)
 	router.GET(options.BaseURL+"/runs/:id/wait", wrapper.WaitRun, options.OperationMiddlewares["waitRun"]...)
 	router.POST(options.BaseURL+"/runs/:id/cancel", wrapper.CancelRun, options.OperationMiddlewares["cancelRun"]...)
+	router.POST(options.BaseURL+"/runs/:id/resolve", wrapper.ResolveRun, options.OperationMiddlewares["resolveRun"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPI, options.OperationMiddlewares["getOpenAPI"]...)
 
 }
@@ -3310,6 +3813,167 @@ func (response CancelRun500ApplicationProblemPlusJSONResponse) VisitCancelRunRes
 	return err
 }
 
+type ResolveRunRequestObject struct {
+	Id   RunID `json:"id"`
+	Body *ResolveRunJSONRequestBody
+}
+
+type ResolveRunResponseObject interface {
+	VisitResolveRunResponse(w http.ResponseWriter) error
+}
+
+type ResolveRun200JSONResponse Run
+
+func (response ResolveRun200JSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveRun400ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveRun401ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveRun403ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun404ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveRun404ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun409ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveRun409ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun413ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveRun413ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun415ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveRun415ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveRun429ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun500ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveRun500ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WaitRunRequestObject struct {
 	Id     RunID `json:"id"`
 	Params WaitRunParams
@@ -3446,6 +4110,9 @@ type StrictServerInterface interface {
 	// CancelRun Cancel a run that has not started executing (scope cancel)
 	// (POST /runs/{id}/cancel)
 	CancelRun(ctx context.Context, request CancelRunRequestObject) (CancelRunResponseObject, error)
+	// ResolveRun Say what became of a run that needs attention (scope resolve)
+	// (POST /runs/{id}/resolve)
+	ResolveRun(ctx context.Context, request ResolveRunRequestObject) (ResolveRunResponseObject, error)
 	// WaitRun Wait until the run's status changes (scope read)
 	// (GET /runs/{id}/wait)
 	WaitRun(ctx context.Context, request WaitRunRequestObject) (WaitRunResponseObject, error)
@@ -3624,6 +4291,54 @@ func (sh *strictHandler) CancelRun(ctx echo.Context, id RunID) error {
 		return err
 	} else if validResponse, ok := response.(CancelRunResponseObject); ok {
 		return validResponse.VisitCancelRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ResolveRun operation middleware
+func (sh *strictHandler) ResolveRun(ctx echo.Context, id RunID) error {
+	var request ResolveRunRequestObject
+
+	request.Id = id
+
+	var body ResolveRunJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResolveRun(ctx.Request().Context(), request.(ResolveRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResolveRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ResolveRunResponseObject); ok {
+		return validResponse.VisitResolveRunResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -263,6 +263,26 @@ func (h *handlers) CancelRun(ctx context.Context, req CancelRunRequestObject) (C
 	return CancelRun200JSONResponse(h.shown(v)), nil
 }
 
+func (h *handlers) ResolveRun(ctx context.Context, req ResolveRunRequestObject) (ResolveRunResponseObject, error) {
+	tok := tokenOf(echoContext(ctx))
+	if strings.TrimSpace(req.Body.Reason) == "" {
+		return nil, fieldProblem("reason", "required: what was checked at the target")
+	}
+	in := workflow.ResolveInput{RunID: req.Id, By: workflow.Person{ID: tok.Requester}, Choice: workflow.Resolution(req.Body.Choice),
+		Reason: req.Body.Reason, Via: "api"}
+	if req.Body.Receipt != nil {
+		in.Receipt = *req.Body.Receipt
+	}
+	if _, err := h.engine.Resolve(ctx, in); err != nil {
+		return nil, inRun(err, req.Id)
+	}
+	v, err := h.engine.Get(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return ResolveRun200JSONResponse(h.shown(v)), nil
+}
+
 func (h *handlers) GetOpenAPI(ctx context.Context, req GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error) {
 	return GetOpenAPI200ApplicationyamlResponse{Body: bytes.NewReader(Spec), ContentLength: int64(len(Spec))}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,6 +35,7 @@ const (
 	tokRead   = "sk_read"   // agent:resolver, read only
 	tokOther  = "sk_other"  // agent:other, every scope
 	tokNobody = "sk_nobody" // configured for a requester who holds no role
+	tokOps    = "sk_ops"    // U0LEAD, the highest role: resolve only
 )
 
 // callbackPrefix is the one callback allow-list entry of the test server.
@@ -57,6 +59,18 @@ func (r *recorder) Execute(_ context.Context, key string, a workflow.Action) (wo
 	r.keys = append(r.keys, key)
 	return workflow.Receipt{ID: "rcpt-" + key, Detail: a.Args}, nil
 }
+// unprovable is an executor whose every call loses its answer and whose
+// register refuses to say: each run of it ends in needs_attention.
+type unprovable struct{}
+
+func (unprovable) Check(context.Context, workflow.Action) error { return nil }
+func (unprovable) Execute(context.Context, string, workflow.Action) (workflow.Receipt, error) {
+	return workflow.Receipt{}, errors.New("connection reset after sending")
+}
+func (unprovable) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
+	return workflow.Receipt{}, false, workflow.Permanent(errors.New("the register refuses to say"))
+}
+
 func (r *recorder) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
 	return workflow.Receipt{}, false, nil
 }
@@ -108,8 +122,12 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wobble, err := workflow.NewActionSpec("wobble", nil, unprovable{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e, err := workflow.New(workflow.Config{Store: st, Policy: pol, Roles: roles,
-		Actions:          map[string]*workflow.ActionSpec{"deploy": deploy, "note": note},
+		Actions:          map[string]*workflow.ActionSpec{"deploy": deploy, "note": note, "wobble": wobble},
 		CallbackAllowed:  func(u string) bool { return strings.HasPrefix(u, callbackPrefix) },
 		CallbackPrefixes: []string{callbackPrefix}})
 	if err != nil {
@@ -118,13 +136,14 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	tok := func(id, secret, requester string, scopes ...string) api.Token {
 		return api.Token{ID: id, SHA256: sha256.Sum256([]byte(secret)), Requester: requester, Scopes: scopes}
 	}
-	all := []string{api.ScopeSubmit, api.ScopeRead, api.ScopeCancel}
+	all := []string{api.ScopeSubmit, api.ScopeRead, api.ScopeCancel, api.ScopeResolve}
 	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	ac := api.Config{Engine: e, Clock: clk, Rate: o.rate, Burst: o.burst, Tokens: []api.Token{
 		tok("all", tokAll, "agent:resolver", all...),
 		tok("read", tokRead, "agent:resolver", api.ScopeRead),
 		tok("other", tokOther, "agent:other", all...),
 		tok("nobody", tokNobody, "agent:nobody", all...),
+		tok("ops", tokOps, "U0LEAD", api.ScopeResolve),
 	}}
 	if ac.Rate == 0 {
 		ac.Rate, ac.Burst = 1e6, 1e6

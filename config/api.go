@@ -14,10 +14,13 @@ const (
 	ScopeSubmit = "submit" // POST /v1/runs
 	ScopeRead   = "read"   // GET a run, the list, wait
 	ScopeCancel = "cancel" // POST /v1/runs/{id}/cancel
+	// ScopeResolve: POST /v1/runs/{id}/resolve, for an operator's automation
+	// whose requester holds the resolve role.
+	ScopeResolve = "resolve"
 )
 
 // Scopes lists every scope a token may hold.
-var Scopes = []string{ScopeSubmit, ScopeRead, ScopeCancel}
+var Scopes = []string{ScopeSubmit, ScopeRead, ScopeCancel, ScopeResolve}
 
 // Default per-token rate limit: a token's bucket refills at DefaultRate
 // requests a second and holds DefaultBurst.

@@ -56,6 +56,7 @@ type Config struct {
 	Slack      SlackConfig
 	Requesters RequestersConfig
 	Requests   RequestsConfig
+	Resolve    ResolveConfig
 	API        APIConfig
 	Retention  RetentionConfig
 	// AuditLog: serve writes every audit event as a log line too, for a
@@ -79,6 +80,12 @@ type RequestsConfig struct {
 	// MaxLifetime is how long a request may wait at most, extensions
 	// included (0: workflow.DefaultMaxRequestLifetime).
 	MaxLifetime time.Duration
+}
+
+// ResolveConfig says who may resolve a run that needs attention.
+type ResolveConfig struct {
+	// Role: this role or above may (""; the highest role only).
+	Role string
 }
 
 // RetentionConfig is what serve prunes (see workflow.Engine.Prune).
@@ -250,6 +257,7 @@ type fileConfig struct {
 	Slack      *fileSlack             `yaml:"slack"`
 	Requesters *fileRequesters        `yaml:"requesters"`
 	Requests   *fileRequests          `yaml:"requests"`
+	Resolve    *fileResolve           `yaml:"resolve"`
 	API        *fileAPI               `yaml:"api"`
 	Retention  *fileRetention         `yaml:"retention"`
 	AuditLog   bool                   `yaml:"audit_log"`
@@ -258,6 +266,10 @@ type fileConfig struct {
 type fileRetention struct {
 	RunsOlderThan string `yaml:"runs_older_than"`
 	Every         string `yaml:"every"`
+}
+
+type fileResolve struct {
+	Role string `yaml:"role"`
 }
 
 type fileRequests struct {
@@ -435,6 +447,13 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 			return nil, c.fail("requests.max_lifetime", err)
 		}
 		cfg.Requests.MaxLifetime = d
+	}
+	if fc.Resolve != nil {
+		role := strings.TrimSpace(fc.Resolve.Role)
+		if _, ok := cfg.Roles.Rank(role); !ok {
+			return nil, c.failf("resolve.role", "%q is not one of the roles (%s): who may resolve a run that needs attention", fc.Resolve.Role, strings.Join(cfg.Roles.Names(), ", "))
+		}
+		cfg.Resolve.Role = role
 	}
 	if fc.Retention != nil {
 		if cfg.Retention, err = c.retention(fc.Retention); err != nil {

@@ -200,7 +200,7 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown field", edit(`risk: high`, `riks: high`),
 			`signoff.yaml:10: policy.rules[0]: unknown field "riks" (known: name, when, risk, approval)`},
 		{"unknown top-level field", valid + "extra: 1\n",
-			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, api, retention, audit_log)`},
+			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, resolve, api, retention, audit_log)`},
 		{"unknown approval field", edit(`edit: true`, `edit: true, quorum: 2`),
 			`signoff.yaml:11: policy.rules[0].approval: unknown field "quorum" (known: role, count, expires, self_approval, edit)`},
 		{"duplicate key", edit(`      risk: high`+"\n", `      risk: high`+"\n"+`      risk: low`+"\n"),
@@ -233,6 +233,8 @@ func TestParseRefuses(t *testing.T) {
 			`signoff.yaml:2: found character '	' that cannot start any token`},
 		{"not a mapping", "- roles\n", `signoff.yaml:1: must be a mapping, got a list`},
 		{"two documents", valid + "---\nroles: []\n", `signoff.yaml:16: more than one YAML document: a config is one document`},
+		{"resolve role unknown", valid + "resolve: {role: sre}\n",
+			`signoff.yaml:15: resolve.role: "sre" is not one of the roles (agent, team_lead, manager): who may resolve a run that needs attention`},
 		{"empty", "", `signoff.yaml:1: the config is empty`},
 		{"only comments", "# nothing yet\n", `signoff.yaml:1: the config is empty`},
 	}
@@ -620,5 +622,16 @@ func TestRetention(t *testing.T) {
 				t.Errorf("retention = %+v, want %s every %s", cfg.Retention, tc.age, tc.each)
 			}
 		})
+	}
+}
+
+func TestParseResolveRole(t *testing.T) {
+	c, err := Parse("signoff.yaml", []byte(valid))
+	if err != nil || c.Resolve.Role != "" {
+		t.Fatalf("without resolve: role %q, %v; want none (the engine's default, the highest role)", c.Resolve.Role, err)
+	}
+	c, err = Parse("signoff.yaml", []byte(valid+"resolve: {role: team_lead}\n"))
+	if err != nil || c.Resolve.Role != "team_lead" {
+		t.Fatalf("resolve.role = %q, %v; want team_lead", c.Resolve.Role, err)
 	}
 }

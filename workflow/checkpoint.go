@@ -273,9 +273,10 @@ func (e *Engine) write(ctx context.Context, l *loaded, fn func(ctx context.Conte
 // valid lease of another owner is left in place: the compare-and-set on the
 // version is what fences writers, the lease only spares duplicate work.
 func (e *Engine) lease(r *Run, event Event, now time.Time) {
-	// A decision hands the run on: the decider (a click handler) does not
-	// execute, so the lease is left free for whichever worker comes first.
-	if r.Status != StatusRunning && r.Status != StatusExecuting || event == EventDecided || event == EventEdited {
+	// A decision (or a person's resolution) hands the run on: the decider
+	// (a click handler) does not execute, so the lease is left free for
+	// whichever worker comes first.
+	if r.Status != StatusRunning && r.Status != StatusExecuting || event == EventDecided || event == EventEdited || event == EventResolved {
 		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,9 @@ type Config struct {
 	// allowed prefixes, named in the refusal of any other URL.
 	CallbackAllowed  func(url string) bool
 	CallbackPrefixes []string
+	// ResolveRole is who may resolve a run that needs attention (Resolve):
+	// this role or above. Empty: the highest role only.
+	ResolveRole string
 }
 
 // DefaultMaxRequestLifetime is MaxRequestLifetime when the config sets none.
@@ -108,8 +112,10 @@ type Engine struct {
 	ttl       time.Duration
 	maxLife   time.Duration
 	anyone    bool // AllowUnknownRequesters
-	in        *integrity
-	changes   *Changes
+	// resolveRole is Config.ResolveRole.
+	resolveRole string
+	in          *integrity
+	changes     *Changes
 	// cbAllowed and cbPrefixes: Config.CallbackAllowed and CallbackPrefixes.
 	cbAllowed  func(string) bool
 	cbPrefixes []string
@@ -128,9 +134,13 @@ func New(cfg Config) (*Engine, error) {
 		maxLife:   cfg.MaxRequestLifetime,
 		anyone:    cfg.AllowUnknownRequesters,
 		cbAllowed: cfg.CallbackAllowed, cbPrefixes: cfg.CallbackPrefixes,
+		resolveRole: cfg.ResolveRole,
 	}
 	if e.maxLife <= 0 {
 		e.maxLife = DefaultMaxRequestLifetime
+	}
+	if _, ok := cfg.Roles.Rank(e.resolveRole); e.resolveRole != "" && !ok {
+		return nil, fmt.Errorf("new engine: the resolve role %q is not one of the roles (%s)", e.resolveRole, strings.Join(cfg.Roles.Names(), ", "))
 	}
 	e.in = &integrity{keys: cfg.Keys}
 	e.changes = cfg.Changes

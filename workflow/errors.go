@@ -106,6 +106,8 @@ const (
 	CodeExpired          = "expired"
 	CodeEditNotAllowed   = "edit_not_allowed"
 	CodeNotCancellable   = "not_cancellable"
+	// CodeNothingToResolve: a resolve of a run that does not need attention.
+	CodeNothingToResolve = "nothing_to_resolve"
 	CodeIntegrity        = "integrity"
 	// CodeIdempotencyKeyReused: a submit reused a key for a different proposal.
 	CodeIdempotencyKeyReused = "idempotency_key_reused"

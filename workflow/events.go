@@ -27,6 +27,7 @@ const (
 	EventForked         Event = "forked"          // a run was copied from another's checkpoint
 	EventPruned         Event = "pruned"          // an ended run's bulky records were removed
 	EventRefused        Event = "refused"         // a request was refused; nothing else changed
+	EventResolved       Event = "resolved"        // a person resolved a run that needed attention
 )
 
 // Events lists every event, so that a name read back can be checked.
@@ -35,6 +36,7 @@ var Events = []Event{
 	EventDecided, EventEdited, EventReassigned, EventExtended, EventCancelled,
 	EventExpired, EventIntent, EventExecuted, EventReconciled, EventFinished,
 	EventFailed, EventNeedsAttention, EventForked, EventPruned, EventRefused,
+	EventResolved,
 }
 
 // Valid reports whether e is one of Events.

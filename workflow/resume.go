@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -102,6 +103,7 @@ const (
 
 func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, error) {
 	var held *loaded
+	asked := false // recheck is made once per resume
 	for {
 		l, err := e.reload(ctx, id, held)
 		if err != nil {
@@ -178,10 +180,99 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, 
 			if err := e.clock.Sleep(ctx, wait); err != nil {
 				return nil, err
 			}
+		case StatusNeedsAttention:
+			// An operator's resume asks the target again about an outcome
+			// that could not be proven: it may know by now.
+			if mode != asOperator || asked {
+				return l.run, nil
+			}
+			asked = true
+			moved, err := e.recheck(ctx, l)
+			if err != nil {
+				return nil, err
+			}
+			if !moved {
+				return l.run, nil
+			}
 		default:
 			return l.run, nil
 		}
 	}
+}
+
+// recheck asks the target once more whether the operation whose outcome
+// could not be proven happened, for a run that needs attention for that
+// reason alone. If the target now says, the run carries on: with the
+// receipt, or, when it did not happen, executing to send it again under
+// its key. If it still cannot say, nothing changes. moved says whether the
+// run did.
+func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error) {
+	id := l.run.ID
+	if l.st.Status != StatusNeedsAttention {
+		return false, nil // stopped without a checkpoint: not over an outcome
+	}
+	var ops []*Operation
+	err = e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		if ops, err = tx.Operations(ctx, id); err != nil {
+			return err
+		}
+		return e.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
+	})
+	var ie *IntegrityError
+	if errors.As(err, &ie) {
+		return false, e.attention(ctx, id, ie.Error()+"; nothing was asked")
+	}
+	if err != nil {
+		return false, fmt.Errorf("load operations of run %s: %w", id, err)
+	}
+	op := inQuestion(ops)
+	if op == nil || op.Status != OpUnknown {
+		return false, nil
+	}
+	spec, ok := e.actions[op.Action]
+	if !ok {
+		return false, nil
+	}
+	rc, found, err := e.lookup(ctx, spec.Executor, op.Key)
+	if err != nil {
+		e.log.Info("the outcome still cannot be proven", "run_id", id, "key", op.Key, "error", err)
+		return false, nil
+	}
+	detail := map[string]string{"key": op.Key, "owner": e.owner}
+	op.UpdatedAt = e.now()
+	l.run.Status, l.run.Reason = StatusExecuting, ""
+	if found {
+		body, err := json.Marshal(rc)
+		if err != nil {
+			return false, fmt.Errorf("encode receipt of %s: %w", op.Key, err)
+		}
+		op.Status, op.Receipt, op.Error = OpCommitted, body, ""
+		detail["receipt"] = rc.ID
+	} else {
+		// Proven not to have happened: pending again, its failed attempt
+		// still counted, so the next round sends it under the same key.
+		op.Status = OpPending
+		detail["outcome"] = "did not happen"
+	}
+	setOpRecord(l.st, op)
+	if allCommitted(l.st) {
+		l.run.Status = StatusDone
+	}
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+		if err := tx.UpdateOperation(ctx, op); err != nil {
+			return fmt.Errorf("record what the target now says of %s: %w", op.Key, err)
+		}
+		return e.save(ctx, tx, l, StatusNeedsAttention, EventReconciled, "signoff", detail, nil)
+	})
+	if errors.Is(err, ErrConflict) {
+		return true, nil // another moved it on; the caller reloads
+	}
+	if err != nil {
+		return false, err
+	}
+	e.log.Info("the target now says what became of the operation", "run_id", id, "key", op.Key, "happened", found)
+	return true, nil
 }
 
 // step runs one agent step and checkpoints it.

@@ -50,6 +50,19 @@ type State struct {
 	// when. Sealed like every checkpoint, it is what allows the checkpoints
 	// before it to have lost their state (see VerifyChain).
 	Pruned *PruneRecord `json:"pruned,omitempty"`
+	// Resolutions are what people found of the run while it needed
+	// attention (see Engine.Resolve), oldest first.
+	Resolutions []ResolutionRecord `json:"resolutions,omitempty"`
+}
+
+// ResolutionRecord is a person's resolution of a run that needed attention.
+type ResolutionRecord struct {
+	By     string     `json:"by"`
+	Choice Resolution `json:"choice"`
+	Reason string     `json:"reason"`
+	Key    string     `json:"key,omitempty"` // the operation resolved, if any
+	Via    string     `json:"via,omitempty"`
+	At     time.Time  `json:"at"`
 }
 
 // PruneRecord is what Prune removed of an ended run, and when. What was kept:

@@ -40,6 +40,12 @@ type RunView struct {
 	// Pruned says when Prune removed the run's evidence, messages and older
 	// states, and how much; what is shown is what it kept.
 	Pruned *PruneRecord `json:"pruned,omitempty"`
+	// Resolutions are what people found of the run while it needed
+	// attention, oldest first.
+	Resolutions []ResolutionRecord `json:"resolutions,omitempty"`
+	// RetryAt is when an executing run that waits for its target (a
+	// Retry-After, a backoff, an action still in progress) is asked again.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
 }
 
 // RequestView is an approval request as shown.
@@ -197,10 +203,15 @@ func viewOf(r *Run, st *State) *RunView {
 		t := r.Deadline
 		v.Deadline = &t
 	}
+	if r.Status == StatusExecuting && r.LeaseOwner == "" && !r.LeaseUntil.IsZero() {
+		t := r.LeaseUntil
+		v.RetryAt = &t
+	}
 	if st != nil {
 		v.Requester, v.Summary, v.ModelCalls, v.Gate, v.ForkedFrom = st.Requester, st.Summary, st.ModelCalls, st.Gate, st.ForkedFrom
 		v.CallbackURL = st.CallbackURL
 		v.Pruned = st.Pruned
+		v.Resolutions = st.Resolutions
 		if st.Actions != nil {
 			v.Actions = st.Actions
 		}

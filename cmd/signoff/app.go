@@ -207,7 +207,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	wcfg := workflow.Config{
 		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
 		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: leaseTTL, Keys: keys,
-		MaxRequestLifetime: cfg.Requests.MaxLifetime, Changes: a.changes,
+		MaxRequestLifetime: cfg.Requests.MaxLifetime, Changes: a.changes, ResolveRole: cfg.Resolve.Role,
 	}
 	if usesDemo(cfg) {
 		wcfg.Agents = map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)}

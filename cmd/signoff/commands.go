@@ -105,7 +105,7 @@ func (c *cli) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&c.opts.logLevel, "log-level", "", "log debug, info, warn or error and above (env SIGNOFF_LOG_LEVEL, default warn; info for serve)")
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
-		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
+		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.resolveCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.anchorCmd(), c.shopCmd(), c.expireCmd(), c.serveCmd(), c.waitCmd(),
 		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(), c.outboxCmd(), c.tokenCmd(),
 	)
@@ -477,6 +477,89 @@ func (c *cli) cancelCmd() *cobra.Command {
 	cmd.Flags().StringVar(&as, "as", "", "who cancels")
 	cmd.Flags().StringVar(&reason, "reason", "", "why")
 	return cmd
+}
+
+func (c *cli) resolveCmd() *cobra.Command {
+	var as, reason, receipt string
+	var happened, notHappened, retry, abandon bool
+	cmd := &cobra.Command{
+		Use:   "resolve RUN --as USER --reason R (--happened [--receipt JSON] | --did-not-happen --retry | --did-not-happen --abandon)",
+		Short: "Say what became of a run that needs attention, after looking at the target",
+		Long: `Resolve a run that needs attention, once you have looked at the target:
+
+  --happened [--receipt JSON]    the effect took place: the operation gets your
+                                 receipt (a JSON object), and the run carries on
+                                 with its next action or is done
+  --did-not-happen --retry       it certainly did not happen: send it again now,
+                                 under the same idempotency key
+  --did-not-happen --abandon     it certainly did not happen: end the run as
+                                 failed; nothing more is sent
+
+Who may resolve is the config's resolve.role (default: the highest role). The
+resolution is recorded, sealed and audited with who made it and why. A run
+whose stored records are damaged can only be abandoned; verify keeps showing
+the damage.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			choice, err := resolution(happened, notHappened, retry, abandon, receipt != "")
+			if err != nil {
+				return err
+			}
+			if as == "" || reason == "" {
+				return usageError{"resolve needs --as USER and --reason R (what you checked at the target)"}
+			}
+			in := workflow.ResolveInput{RunID: args[0], By: workflow.Person{ID: as}, Choice: choice, Reason: reason, Via: "cli"}
+			if receipt != "" {
+				if !json.Valid([]byte(receipt)) {
+					return usageError{"--receipt is not valid JSON: give an object, like {\"id\": \"D-123\"}"}
+				}
+				in.Receipt = json.RawMessage(receipt)
+			}
+			return c.withApp(func(a *app) error {
+				run, err := a.engine.Resolve(c.ctx, in)
+				if err != nil {
+					return err
+				}
+				if run.Status == workflow.StatusExecuting || run.Status == workflow.StatusRunning {
+					// Carry on now, unless a server's worker took the run first.
+					if _, err := a.engine.Follow(c.ctx, run.ID); err != nil {
+						return err
+					}
+				}
+				return c.finish(a, run.ID, false)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", "", "who resolves: a member id from the config's roles")
+	cmd.Flags().StringVar(&reason, "reason", "", "what you checked at the target (required; recorded)")
+	cmd.Flags().BoolVar(&happened, "happened", false, "the effect took place")
+	cmd.Flags().StringVar(&receipt, "receipt", "", "with --happened: the target's receipt as you found it, a JSON object")
+	cmd.Flags().BoolVar(&notHappened, "did-not-happen", false, "the effect certainly did not take place (with --retry or --abandon)")
+	cmd.Flags().BoolVar(&retry, "retry", false, "with --did-not-happen: send it again under the same key")
+	cmd.Flags().BoolVar(&abandon, "abandon", false, "with --did-not-happen: end the run as failed")
+	return cmd
+}
+
+// resolution is the choice resolve's flags make, exactly one of three.
+func resolution(happened, notHappened, retry, abandon, receipt bool) (workflow.Resolution, error) {
+	const want = "say what became of it: --happened [--receipt JSON], --did-not-happen --retry, or --did-not-happen --abandon"
+	switch {
+	case happened && !notHappened && !retry && !abandon:
+		return workflow.ResolveHappened, nil
+	case receipt:
+		return "", usageError{"--receipt goes only with --happened"}
+	case notHappened && !happened && retry && !abandon:
+		return workflow.ResolveRetry, nil
+	case notHappened && !happened && abandon && !retry:
+		return workflow.ResolveAbandon, nil
+	case happened && notHappened:
+		return "", usageError{"--happened and --did-not-happen contradict each other: " + want}
+	case notHappened:
+		return "", usageError{"--did-not-happen needs exactly one of --retry or --abandon"}
+	case retry || abandon:
+		return "", usageError{"--retry and --abandon go with --did-not-happen: " + want}
+	}
+	return "", usageError{"resolve needs a choice: " + want}
 }
 
 func (c *cli) extendCmd() *cobra.Command {

@@ -198,6 +198,24 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		}
 		fmt.Fprintln(w)
 	}
+	for _, r := range v.Resolutions {
+		line := fmt.Sprintf("  resolved by %s via %s at %s: %s", term(r.By), term(orDash(r.Via)), r.At.Format(time.RFC3339), resolutionText(r.Choice))
+		if r.Key != "" {
+			line += " (" + term(r.Key) + ")"
+		}
+		fmt.Fprintln(w, line+": "+term(r.Reason))
+	}
+	if v.RetryAt != nil && v.Status == workflow.StatusExecuting {
+		when := "due now"
+		if v.RetryAt.After(now) {
+			when = deadlineText(now, *v.RetryAt)
+		}
+		fmt.Fprintf(w, "  waiting for the target: asking the target again at %s (%s)\n", v.RetryAt.Format(time.RFC3339), when)
+	}
+	if v.Status == workflow.StatusNeedsAttention && v.Problem == "" {
+		fmt.Fprintf(w, "  next: look at the target, then %s with --happened, --did-not-happen --retry or --did-not-happen --abandon\n",
+			shellLine("signoff", "resolve", term(v.ID), "--as", "MEMBER", "--reason", "WHAT-YOU-CHECKED"))
+	}
 	if v.ForkedFrom != nil {
 		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", term(v.ForkedFrom.RunID), v.ForkedFrom.Seq)
 	}
@@ -369,6 +387,9 @@ func historyWhat(prev, st *workflow.State) string {
 			what = append(what, fmt.Sprintf("attempt %d: %s", op.Attempts, name))
 		}
 	}
+	for _, r := range st.Resolutions[min(len(prev.Resolutions), len(st.Resolutions)):] {
+		what = append(what, "resolved by "+r.By+": "+resolutionText(r.Choice))
+	}
 	if st.Status != prev.Status {
 		what = append(what, string(st.Status))
 	}
@@ -376,6 +397,19 @@ func historyWhat(prev, st *workflow.State) string {
 		return "-"
 	}
 	return strings.Join(what, "; ")
+}
+
+// resolutionText says what a person found, in words.
+func resolutionText(c workflow.Resolution) string {
+	switch c {
+	case workflow.ResolveHappened:
+		return "it happened"
+	case workflow.ResolveRetry:
+		return "it did not happen; sent again under the same key"
+	case workflow.ResolveAbandon:
+		return "it did not happen; abandoned"
+	}
+	return term(string(c))
 }
 
 func attempts(n int) string {

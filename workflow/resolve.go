@@ -1,0 +1,269 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Resolution is what a person found out about a run that needs attention.
+// The value is stored in the run's audit event, so it never changes.
+type Resolution string
+
+const (
+	// ResolveHappened: the effect took place (the person saw it at the
+	// target); the operation gets the receipt the person gives.
+	ResolveHappened Resolution = "happened"
+	// ResolveRetry: it certainly did not happen; run it again under the same
+	// idempotency key.
+	ResolveRetry Resolution = "retry"
+	// ResolveAbandon: it certainly did not happen; end the run as failed.
+	ResolveAbandon Resolution = "abandon"
+)
+
+// Resolutions lists every resolution.
+var Resolutions = []Resolution{ResolveHappened, ResolveRetry, ResolveAbandon}
+
+// ResolveInput is a person's resolution of a run that needs attention.
+type ResolveInput struct {
+	RunID  string
+	By     Person
+	Choice Resolution
+	// Receipt, with ResolveHappened only, is what the target did as the
+	// person found it (a JSON object; optional).
+	Receipt json.RawMessage
+	Reason  string // required: what the person checked
+	Via     string // cli, slack, api
+}
+
+// maxResolveReceipt bounds a receipt a person gives, as a target's is.
+const maxResolveReceipt = 64 << 10
+
+// Resolve ends a run's stay in needs_attention as a person decides, so that
+// no run is stuck there: the effect happened (the run carries on, or is
+// done), it did not and is tried again under the same key, or it did not
+// and the run is abandoned as failed. Only someone holding the resolve role
+// (Config.ResolveRole; default the highest) may. It is a decision like any
+// other: compare-and-set, checkpointed, sealed and audited (EventResolved).
+// A run whose stored records are damaged can only be abandoned, and its
+// damage stays for Verify to report. Nothing that may have run is ever
+// called cancelled.
+func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*Run, error) {
+	receipt, err := checkResolveInput(&in)
+	var r *RefusedError
+	if errors.As(err, &r) {
+		return nil, e.refuse(ctx, in.By.ID, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	role, ok, err := e.dir.RoleOf(ctx, in.By.ID)
+	if err != nil {
+		return nil, fmt.Errorf("resolve role of %s: %w", in.By.ID, err)
+	}
+	if need := e.resolverRole(); !ok || !e.roles.AtLeast(role, need) {
+		return nil, e.refuse(ctx, in.By.ID, refused(CodeNoRole, in.RunID, "only someone with role %s or above may resolve a run that needs attention", need))
+	}
+	var run *Run
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		l, err := e.loadWith(ctx, tx, in.RunID, RunParts{Operations: true, Requests: true, Decisions: true})
+		if err == nil {
+			// What a resolution marks done or sends again must be as sealed.
+			err = e.in.checkRun(ctx, tx, in.RunID, nil, l.more.Requests, l.more.Decisions, l.more.Operations)
+		}
+		var ie *IntegrityError
+		if errors.As(err, &ie) {
+			run, err = e.abandonDamaged(ctx, tx, in, ie)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if l.run.Status != StatusNeedsAttention {
+			return refused(CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", l.run.Status)
+		}
+		op := inQuestion(l.more.Operations)
+		detail, err := e.applyResolution(l, op, in, receipt)
+		if err != nil {
+			return err
+		}
+		if op != nil {
+			if err := tx.UpdateOperation(ctx, op); err != nil {
+				return fmt.Errorf("record the resolution of %s: %w", op.Key, err)
+			}
+		}
+		if err := e.save(ctx, tx, l, StatusNeedsAttention, EventResolved, in.By.ID, detail, nil); err != nil {
+			return err
+		}
+		run = l.run
+		return nil
+	})
+	if err != nil {
+		return nil, e.outcome(ctx, in.RunID, in.By.ID, err)
+	}
+	e.log.Info("run resolved", "run_id", run.ID, "by", in.By.ID, "choice", string(in.Choice), "status", string(run.Status))
+	return run, nil
+}
+
+// checkResolveInput refuses input Resolve cannot take, and returns the
+// receipt to record for ResolveHappened.
+func checkResolveInput(in *ResolveInput) ([]byte, error) {
+	id := in.RunID
+	if in.By.ID == "" || in.Reason == "" {
+		return nil, refused(CodeInvalidInput, id, "resolve needs who resolves and a reason (what you checked at the target)")
+	}
+	if field := badText(map[string]string{"run id": id, "who": in.By.ID, "reason": in.Reason}); field != "" {
+		return nil, refused(CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field)
+	}
+	if !slices.Contains(Resolutions, in.Choice) {
+		return nil, refused(CodeInvalidInput, id, "unknown resolution %q: the effect happened, or it did not and is retried or abandoned", in.Choice)
+	}
+	if len(in.Receipt) > 0 && in.Choice != ResolveHappened {
+		return nil, refused(CodeInvalidInput, id, "a receipt says what happened: it goes only with the effect having happened")
+	}
+	if in.Choice != ResolveHappened {
+		return nil, nil
+	}
+	rc := Receipt{ID: "resolved by " + in.By.ID}
+	given := json.RawMessage("null")
+	if len(in.Receipt) > 0 {
+		if len(in.Receipt) > maxResolveReceipt {
+			return nil, refused(CodeInvalidInput, id, "the receipt is %d bytes; at most %d", len(in.Receipt), maxResolveReceipt)
+		}
+		var obj map[string]json.RawMessage
+		if err := DecodeStrict(in.Receipt, &obj); err != nil || obj == nil {
+			return nil, refused(CodeInvalidInput, id, `the receipt must be a JSON object, like {"id": "D-123"}`)
+		}
+		var rid string
+		if json.Unmarshal(obj["id"], &rid) == nil && rid != "" {
+			rc.ID = rid
+		}
+		// Kept as written (compacted), numbers exactly as given.
+		var b bytes.Buffer
+		if err := json.Compact(&b, in.Receipt); err != nil {
+			return nil, refused(CodeInvalidInput, id, "the receipt: %v", err)
+		}
+		given = b.Bytes()
+	}
+	// The receipt says it was given by a person, and what they gave.
+	detail, err := json.Marshal(map[string]any{"resolved_by": in.By.ID, "given": given})
+	if err != nil {
+		return nil, fmt.Errorf("encode the receipt: %w", err)
+	}
+	rc.Detail = detail
+	return json.Marshal(rc)
+}
+
+// resolverRole is who may resolve: the configured role, else the highest.
+func (e *Engine) resolverRole() string {
+	if e.resolveRole != "" {
+		return e.resolveRole
+	}
+	names := e.roles.Names()
+	return names[len(names)-1]
+}
+
+// inQuestion is the first operation, in action order, without its receipt:
+// the one whose outcome a person is resolving. Nil when none is.
+func inQuestion(ops []*Operation) *Operation {
+	var out *Operation
+	for _, op := range ops {
+		if op.Status != OpCommitted && (out == nil || op.Index < out.Index) {
+			out = op
+		}
+	}
+	return out
+}
+
+// applyResolution changes l and op as in.Choice says and returns the audit
+// detail.
+func (e *Engine) applyResolution(l *loaded, op *Operation, in ResolveInput, receipt []byte) (map[string]string, error) {
+	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via}
+	by := in.By.ID
+	now := e.now()
+	rec := ResolutionRecord{By: by, Choice: in.Choice, Reason: in.Reason, Via: in.Via, At: now}
+	if op != nil {
+		detail["key"], rec.Key = op.Key, op.Key
+		op.UpdatedAt = now
+	}
+	l.st.Resolutions = append(l.st.Resolutions, rec)
+	switch in.Choice {
+	case ResolveHappened:
+		if op == nil {
+			return nil, refused(CodeInvalidInput, in.RunID, "no action's outcome is in question (%s): it did not get as far as a call, so only --did-not-happen applies", l.run.Reason)
+		}
+		op.Status, op.Receipt, op.Error = OpCommitted, receipt, ""
+		setOpRecord(l.st, op)
+		l.run.Status, l.run.Reason = StatusExecuting, ""
+		if allCommitted(l.st) {
+			l.run.Status = StatusDone
+		}
+	case ResolveRetry:
+		l.run.Status, l.run.Reason = e.retryStatus(l, op), ""
+		if op != nil {
+			// A person proved it did not happen: it is sent again at
+			// once, under its own key, with a fresh budget of attempts.
+			op.Status, op.Attempts, op.Error = OpPending, 0, ""
+			setOpRecord(l.st, op)
+		}
+		l.st.StepFailures = 0
+	case ResolveAbandon:
+		if op != nil {
+			op.Status, op.Error = OpFailed, fmt.Sprintf("did not happen, as %s found: %s", by, in.Reason)
+			setOpRecord(l.st, op)
+		}
+		l.run.Status, l.run.Reason = StatusFailed, fmt.Sprintf("abandoned by %s: %s", by, in.Reason)
+	}
+	return detail, nil
+}
+
+// retryStatus is where a run resolved for a retry carries on: executing when
+// an action is in question, else where it stood when it was handed to a
+// person (a run stopped without a checkpoint of its own keeps its state's
+// status), else its steps.
+func (e *Engine) retryStatus(l *loaded, op *Operation) Status {
+	switch {
+	case op != nil:
+		return StatusExecuting
+	case l.st.Status != StatusNeedsAttention && l.st.Status != "":
+		return l.st.Status
+	}
+	return StatusRunning
+}
+
+// abandonDamaged abandons a run whose stored records failed their check.
+// Nothing of its state can be trusted, so no checkpoint is written: the row
+// ends as failed with an audit event, and the damage stays for Verify.
+func (e *Engine) abandonDamaged(ctx context.Context, tx Tx, in ResolveInput, ie *IntegrityError) (*Run, error) {
+	if in.Choice != ResolveAbandon {
+		return nil, refused(CodeIntegrity, in.RunID, "the run's stored records are damaged (%s): only abandoning it (--did-not-happen --abandon) can resolve it, and the damage stays for verify to show", ie.Problem)
+	}
+	run, err := tx.Run(ctx, in.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", in.RunID, err)
+	}
+	if run.Status.Terminal() {
+		return nil, refused(CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", run.Status)
+	}
+	from := run.Status
+	run.Status, run.Reason = StatusFailed, fmt.Sprintf("abandoned by %s: %s (its stored records are damaged: %s)", in.By.ID, in.Reason, ie.Problem)
+	run.LeaseOwner, run.LeaseUntil, run.UpdatedAt = "", time.Time{}, e.now()
+	if err := tx.UpdateRun(ctx, run); err != nil {
+		return nil, fmt.Errorf("update run %s: %w", in.RunID, err)
+	}
+	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via, "damage": ie.Problem}
+	if err := e.audit(ctx, tx, in.RunID, in.By.ID, EventResolved, detail); err != nil {
+		return nil, err
+	}
+	// The state cannot be trusted, so hooks get the run row only.
+	for _, h := range e.hooks {
+		if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: EventResolved}); err != nil {
+			return nil, fmt.Errorf("resolved hook of run %s: %w", in.RunID, err)
+		}
+	}
+	return run, nil
+}
