@@ -59,6 +59,7 @@ func (r *recorder) Execute(_ context.Context, key string, a workflow.Action) (wo
 	r.keys = append(r.keys, key)
 	return workflow.Receipt{ID: "rcpt-" + key, Detail: a.Args}, nil
 }
+
 // unprovable is an executor whose every call loses its answer and whose
 // register refuses to say: each run of it ends in needs_attention.
 type unprovable struct{}
