@@ -544,6 +544,10 @@ func (e *Engine) Cancel(ctx context.Context, id string, by Person, reason string
 		if err != nil {
 			return err
 		}
+		if l.run.Status == StatusNeedsAttention {
+			// What it sent may have run: "cancelled" would say it did not.
+			return refused(CodeNotCancellable, id, "the run needs attention and what it sent may have run, so it cannot be cancelled: look at the target, then resolve it (signoff resolve)")
+		}
 		if l.run.Status != StatusRunning && l.run.Status != StatusWaitingApproval {
 			return refused(CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.run.Status)
 		}

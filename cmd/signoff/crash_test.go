@@ -188,26 +188,7 @@ func TestUnprovableOutcome(t *testing.T) {
 	t.Parallel()
 	onEachStore(t, func(t *testing.T, newDir func(*testing.T) string) {
 		dir := newDir(t)
-		id := runIDOf(t, must(t, dir, exitWaiting, "run", "T-65273"))
-		crash(t, dir, "after-effect", "approve", id, "--as", lead1)
-		oneRefund(t, dir, id+"/1", "119.00")
-
-		db, err := sqlite.OpenDB(shopPath(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := db.Exec(`UPDATE operations SET kind = 'return_label' WHERE key = ?`, id+"/1")
-		if err == nil {
-			if n, _ := res.RowsAffected(); n != 1 {
-				err = fmt.Errorf("%d rows", n)
-			}
-		}
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatalf("edit the shop's register: %v", err)
-		}
+		id := unprovableRefund(t, dir)
 
 		code, out, errs := signoff(t, dir, "resume", id)
 		if code != exitAttention {
@@ -231,7 +212,7 @@ func TestUnprovableOutcome(t *testing.T) {
 		if ch := changes(t, dir); len(ch) != 1 || ch[0].Key != id+"/1" {
 			t.Errorf("the shop has %+v", ch)
 		}
-		db, err = sqlite.OpenDB(shopPath(dir))
+		db, err := sqlite.OpenDB(shopPath(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,4 +378,46 @@ func TestCrashAfterAnEditedApproval(t *testing.T) {
 		oneRefund(t, dir, id+"/1", "60.00")
 		must(t, dir, exitDone, "verify")
 	})
+}
+
+// unprovableRefund makes a run whose refund happened but cannot be proven:
+// the process dies between the shop's refund and the receipt, and the shop's
+// register then names another kind of change under the key. It returns the
+// run's id.
+func unprovableRefund(t *testing.T, dir string) string {
+	t.Helper()
+	id := runIDOf(t, must(t, dir, exitWaiting, "run", "T-65273"))
+	crash(t, dir, "after-effect", "approve", id, "--as", lead1)
+	oneRefund(t, dir, id+"/1", "119.00")
+	setShopKind(t, dir, id+"/1", "return_label")
+	return id
+}
+
+// needsAttention is unprovableRefund resumed: the run needs attention.
+func needsAttention(t *testing.T, dir string) string {
+	t.Helper()
+	id := unprovableRefund(t, dir)
+	must(t, dir, exitAttention, "resume", id)
+	return id
+}
+
+// setShopKind edits the kind of change the shop's register names under key.
+func setShopKind(t *testing.T, dir, key, kind string) {
+	t.Helper()
+	db, err := sqlite.OpenDB(shopPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec(`UPDATE operations SET kind = ? WHERE key = ?`, kind, key)
+	if err == nil {
+		if n, _ := res.RowsAffected(); n != 1 {
+			err = fmt.Errorf("%d rows", n)
+		}
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("edit the shop's register: %v", err)
+	}
 }
