@@ -59,6 +59,10 @@ func (e *bareEngine) Extend(context.Context, string, workflow.Person, time.Durat
 	return nil, errBare
 }
 
+func (e *bareEngine) Resolve(context.Context, workflow.ResolveInput) (*workflow.Run, error) {
+	return nil, errBare
+}
+
 func (e *bareEngine) Roles() *workflow.Roles { return e.roles }
 
 func (e *bareEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }

@@ -157,6 +157,10 @@ func (e *benchEngine) Extend(context.Context, string, workflow.Person, time.Dura
 	return nil, workflow.ErrNotFound
 }
 
+func (e *benchEngine) Resolve(context.Context, workflow.ResolveInput) (*workflow.Run, error) {
+	return nil, workflow.ErrNotFound
+}
+
 func (e *benchEngine) Roles() *workflow.Roles { return benchRoles }
 
 func (e *benchEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }

@@ -45,6 +45,7 @@ func helpText(cmd string) string {
 		"• `" + c + " pending [page]`: runs waiting, oldest first",
 		"• `" + c + " show RUN_ID`: one run in full",
 		"• `" + c + " cancel RUN_ID reason…`: cancel a run before it executes",
+		"• `" + c + " resolve RUN_ID happened|retry|abandon reason…`: after looking at the target, say what became of a run that needs attention (it happened; it did not, send it again; it did not, give up)",
 		"• `" + c + " reassign RUN_ID @person`: ask one person to decide",
 		"• `" + c + " extend RUN_ID 24h`: move the deadline (s, m, h or d)",
 	}, "\n")
@@ -68,7 +69,7 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		return reply(helpText(s.slash))
 	}
 	sub := strings.ToLower(args[0])
-	need := map[string]int{"show": 2, "cancel": 3, "reassign": 3, "extend": 3}[sub]
+	need := map[string]int{"show": 2, "cancel": 3, "reassign": 3, "extend": 3, "resolve": 4}[sub]
 	if len(args) < need {
 		return reply("Not enough arguments.\n" + helpText(s.slash))
 	}
@@ -92,6 +93,8 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		}
 		log.Info("slack cancel recorded", "run_id", args[1])
 		return reply("Cancelled run " + mdCode(args[1], 100) + ". Its approval message will say so.")
+	case "resolve":
+		return s.resolve(ctx, who, args[1], strings.ToLower(args[2]), unescapeSlack(restAfter(cmd.Text, 3)), log)
 	case "reassign":
 		to, ok := parseMention(args[2])
 		if !ok {
@@ -117,6 +120,22 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		return reply(helpText(s.slash))
 	}
 	return reply("Unknown subcommand " + mdCode(args[0], 40) + ".\n" + helpText(s.slash))
+}
+
+// resolve records what who found of a run that needs attention. A receipt
+// is given with signoff resolve or the API, not in a slash command.
+func (s *Server) resolve(ctx context.Context, who workflow.Person, id, choice, reason string, log *slog.Logger) Response {
+	c := workflow.Resolution(choice)
+	if c != workflow.ResolveHappened && c != workflow.ResolveRetry && c != workflow.ResolveAbandon {
+		return reply("Say what became of it: `" + mdEscape(s.slash) + " resolve RUN_ID happened|retry|abandon reason…` (" +
+			"happened: it took place; retry: it did not, send it again under the same key; abandon: it did not, end the run as failed).")
+	}
+	run, err := s.eng.Resolve(ctx, workflow.ResolveInput{RunID: id, By: who, Choice: c, Reason: reason, Via: "slack"})
+	if err != nil {
+		return reply(s.commandRefusal(err, log))
+	}
+	log.Info("slack resolve recorded", "run_id", id, "choice", choice, "status", string(run.Status))
+	return reply("Resolved run " + mdCode(id, 100) + ": " + resolutionWords(c) + ". It is now " + mdCode(string(run.Status), 40) + "; its approval message will say so.")
 }
 
 // mayRead says whether who may see runs: anyone holding a role. The engine
@@ -256,7 +275,7 @@ func (s *Server) show(ctx context.Context, who workflow.Person, id string, log *
 	if err != nil {
 		return reply(s.commandRefusal(err, log))
 	}
-	rc := RenderContext{Roles: s.eng.Roles(), Redact: Redactor(s.eng), Now: s.clock.Now(), UserGroups: s.groups}
+	rc := RenderContext{Roles: s.eng.Roles(), Redact: Redactor(s.eng), Now: s.clock.Now(), UserGroups: s.groups, Command: s.slash}
 	// No buttons: an ephemeral copy cannot be rewritten after a decision, so
 	// the posted message stays the one place to decide.
 	return reply(FallbackText(v), renderRun(v, rc, false)...)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -274,5 +275,59 @@ func TestRestAfter(t *testing.T) {
 		if got := restAfter(tc.text, tc.n); got != tc.want {
 			t.Errorf("restAfter(%q, %d) = %q, want %q", tc.text, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestRunsResolve: /runs resolve says what became of a run that needs
+// attention, as the person found at the target; the engine checks the role
+// (the highest by default), and a refusal changes nothing.
+func TestRunsResolve(t *testing.T) {
+	h := newSlackHarness(t)
+	v := h.submit("refund-double-charge", "")
+	// The duplicate charge is refunded by hand while the run waits, so the
+	// shop refuses the approved refund and the run needs a person.
+	if _, err := h.shop.Refund(h.ctx, "by-hand-1", "U0CLERK001", demo.RefundRequest{OrderID: "LK-507862", PaymentID: "PAY-507862-2",
+		Amount: 119, Currency: "CAD", ReasonCode: "RFD-DOUBLE"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.eng.Decide(h.ctx, workflow.DecideInput{RunID: v.ID, Approver: workflow.Person{ID: leadGrace}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	if run, err := h.eng.Resume(h.ctx, v.ID); err != nil || run.Status != workflow.StatusNeedsAttention {
+		t.Fatalf("after the refund by hand: %+v, %v; want needs_attention", run, err)
+	}
+	for _, tc := range []struct {
+		name, user, text, want string
+	}{
+		{"no choice", manager, "resolve %s", "Not enough arguments"},
+		{"an unknown choice", manager, "resolve %s maybe it did", "Say what became of it: `/runs resolve RUN_ID happened|retry|abandon reason…`"},
+		{"without the role", leadGrace, "resolve %s abandon refunded by hand", "Nothing changed: only someone with role manager or above may resolve"},
+		{"without a reason", manager, "resolve %s abandon", "Not enough arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := h.snapshot(v.ID)
+			_, r := h.runsCommand(tc.user, strings.ReplaceAll(tc.text, "%s", v.ID))
+			if got := replyText(r); !strings.Contains(got, tc.want) {
+				t.Errorf("reply lacks %q:\n%s", tc.want, got)
+			}
+			if after := h.snapshot(v.ID); after != before {
+				t.Errorf("a refused resolve changed the run")
+			}
+		})
+	}
+	_, r := h.runsCommand(manager, "resolve "+v.ID+" abandon the shop shows a refund by hand")
+	if got := replyText(r); !strings.Contains(got, "it did not happen, and the run is abandoned") || !strings.Contains(got, "`failed`") {
+		t.Fatalf("reply: %s", got)
+	}
+	after := h.get(v.ID)
+	if after.Status != workflow.StatusFailed || len(after.Resolutions) != 1 || after.Resolutions[0].Via != "slack" || after.Resolutions[0].By != manager {
+		t.Fatalf("status %s, resolutions %+v", after.Status, after.Resolutions)
+	}
+	if msg := replyText(commandReply{Blocks: RenderRun(after, RenderContext{Roles: h.eng.Roles(), Redact: Redactor(h.eng), Now: h.clock.Now()})}); !strings.Contains(msg, ":wrench: *Resolved* by <@"+manager+">") {
+		t.Errorf("the message does not show the resolution:\n%s", msg)
+	}
+	_, r = h.runsCommand(manager, "resolve "+v.ID+" retry try again")
+	if got := replyText(r); !strings.Contains(got, "only a run that needs attention can be resolved") {
+		t.Errorf("resolving a failed run: %s", got)
 	}
 }

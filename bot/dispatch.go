@@ -311,8 +311,9 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 
 // NewRenderer renders a run's messages with RenderRun, except the message of a
 // request that an edit replaced by a newer one: that gets a short note, since
-// its buttons would otherwise act on the new request.
-func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]string, clock workflow.Clock) Renderer {
+// its buttons would otherwise act on the new request. command is the slash
+// command hints name ("" for DefaultCommand).
+func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]string, command string, clock workflow.Clock) Renderer {
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
@@ -321,7 +322,7 @@ func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]str
 			text := fmt.Sprintf("Run %s: this request was replaced after an edit; see the newer message.", v.ID)
 			return []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", text, false, false), nil, nil)}, text
 		}
-		rc := RenderContext{Roles: roles, Redact: Redactor(specs), Now: clock.Now(), UserGroups: groups}
+		rc := RenderContext{Roles: roles, Redact: Redactor(specs), Now: clock.Now(), UserGroups: groups, Command: command}
 		return RenderRun(v, rc), FallbackText(v)
 	}
 }

@@ -33,7 +33,7 @@ var updateEvents = map[workflow.Event]bool{
 	workflow.EventDecided: true, workflow.EventEdited: true, workflow.EventCancelled: true,
 	workflow.EventExpired: true, workflow.EventFinished: true, workflow.EventNeedsAttention: true,
 	workflow.EventReassigned: true, workflow.EventExtended: true, workflow.EventExecuted: true,
-	workflow.EventReconciled: true,
+	workflow.EventReconciled: true, workflow.EventResolved: true,
 }
 
 // events that create a request a person must see.

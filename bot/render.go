@@ -58,6 +58,15 @@ type RenderContext struct {
 	// UserGroups maps a role to the Slack user group holding it, mentioned
 	// under "who may approve". Optional.
 	UserGroups map[string]string
+	// Command is the slash command, named in hints (default /runs).
+	Command string
+}
+
+func (rc RenderContext) slash() string {
+	if rc.Command == "" {
+		return DefaultCommand
+	}
+	return rc.Command
 }
 
 // ActionSpecs finds an action's spec; *workflow.Engine has it.
@@ -95,7 +104,7 @@ func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.
 	add := func(b slack.Block) { blocks = append(blocks, b) }
 
 	add(slack.NewHeaderBlock(bkPlain(cutText(plainText(headline(v, rc.Now)), MaxHeaderText))))
-	if s := statusText(v); s != "" {
+	if s := statusText(v, rc); s != "" {
 		add(bkSection(s))
 	}
 	// Every block but the actions is counted first, so that the actions get
@@ -194,7 +203,7 @@ func headline(v *workflow.RunView, now time.Time) string {
 }
 
 // statusText says what happened so far: decisions, the end, the outcome.
-func statusText(v *workflow.RunView) string {
+func statusText(v *workflow.RunView, rc RenderContext) string {
 	var lines []string
 	if v.Problem != "" {
 		lines = append(lines, ":warning: *Stored state failed its integrity check.* A person must look at this run before anything else happens: "+mdEscape(cutText(v.Problem, 600)))
@@ -228,7 +237,11 @@ func statusText(v *workflow.RunView) string {
 			lines = append(lines, fmt.Sprintf("%d of %d approvals so far.", n, req.Count))
 		}
 	case workflow.StatusExecuting:
-		lines = append(lines, ":gear: Running the approved actions now.")
+		if v.RetryAt != nil && v.RetryAt.After(rc.Now) {
+			lines = append(lines, ":hourglass_flowing_sand: Running the approved actions: the target asked for time; asking it again "+slackDate(*v.RetryAt)+".")
+		} else {
+			lines = append(lines, ":gear: Running the approved actions now.")
+		}
 	case workflow.StatusExpired:
 		at := ""
 		if req != nil {
@@ -253,9 +266,13 @@ func statusText(v *workflow.RunView) string {
 	case workflow.StatusFailed:
 		lines = append(lines, ":x: *Failed*: "+mdCode(v.Reason, 600))
 	case workflow.StatusNeedsAttention:
-		lines = append(lines, ":warning: *Needs attention*: "+mdCode(v.Reason, 600)+"\nA person must look at this run: `signoff show "+mdEscape(v.ID)+"`.")
+		lines = append(lines, ":warning: *Needs attention*: "+mdCode(v.Reason, 600)+"\nA person must look at the target, then resolve it: `"+
+			mdEscape(rc.slash())+" resolve "+mdEscape(v.ID)+" happened|retry|abandon reason…` or `signoff resolve "+mdEscape(v.ID)+"`.")
 	case workflow.StatusDone:
 		lines = append(lines, ":white_check_mark: *Done.*")
+	}
+	for _, r := range v.Resolutions {
+		lines = append(lines, fmt.Sprintf(":wrench: *Resolved* by %s %s: %s%s", mdMention(r.By, ""), slackDate(r.At), resolutionWords(r.Choice), reasonSuffix(r.Reason)))
 	}
 	if len(v.Operations) > 0 {
 		lines = append(lines, operationLines(v)...)
@@ -272,11 +289,38 @@ func reasonSuffix(reason string) string {
 	return ": " + mdCode(reason, 500)
 }
 
+// resolutionWords says what a person found, in words.
+func resolutionWords(c workflow.Resolution) string {
+	switch c {
+	case workflow.ResolveHappened:
+		return "it happened"
+	case workflow.ResolveRetry:
+		return "it did not happen, and is sent again under the same key"
+	case workflow.ResolveAbandon:
+		return "it did not happen, and the run is abandoned"
+	}
+	return mdCode(string(c), 40)
+}
+
 // operationLines is the outcome of each action: its receipt, or why there is none.
 func operationLines(v *workflow.RunView) []string {
 	var lines []string
+	resolved := map[string]workflow.ResolutionRecord{}
+	for _, r := range v.Resolutions {
+		resolved[r.Key] = r
+	}
 	for i, op := range v.Operations {
 		var s string
+		r, byPerson := resolved[op.Key]
+		switch {
+		case byPerson && op.Status != workflow.OpPending:
+			s = "resolved by " + mdMention(r.By, "") + ": " + resolutionWords(r.Choice)
+			if op.Status == workflow.OpCommitted {
+				s += ", receipt " + mdCode(receiptID(op.Receipt), 80)
+			}
+			lines = append(lines, fmt.Sprintf("• %d. %s: %s", i+1, mdEscape(op.Action), s))
+			continue
+		}
 		switch op.Status {
 		case workflow.OpCommitted:
 			s = "done, receipt " + mdCode(receiptID(op.Receipt), 80)

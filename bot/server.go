@@ -39,6 +39,7 @@ type runEngine interface {
 	Cancel(ctx context.Context, id string, by workflow.Person, reason string) (*workflow.Run, error)
 	Reassign(ctx context.Context, id string, by, to workflow.Person) (*workflow.Run, error)
 	Extend(ctx context.Context, id string, by workflow.Person, d time.Duration) (*workflow.Run, error)
+	Resolve(ctx context.Context, in workflow.ResolveInput) (*workflow.Run, error)
 	Roles() *workflow.Roles
 	Action(name string) (*workflow.ActionSpec, bool)
 }
