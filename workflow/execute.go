@@ -384,6 +384,7 @@ func (e *Engine) park(ctx context.Context, l *loaded, at time.Time, why string) 
 	if err != nil {
 		return fmt.Errorf("park run %s until %s: %w", l.run.ID, at.UTC().Format(time.RFC3339), err)
 	}
+	e.fail("after-park")
 	return nil
 }
 

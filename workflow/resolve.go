@@ -106,6 +106,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*Run, error) {
 		return nil, e.outcome(ctx, in.RunID, in.By.ID, err)
 	}
 	e.log.Info("run resolved", "run_id", run.ID, "by", in.By.ID, "choice", string(in.Choice), "status", string(run.Status))
+	e.fail("after-resolve")
 	return run, nil
 }
 

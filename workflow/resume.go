@@ -272,6 +272,7 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 		return false, err
 	}
 	e.log.Info("the target now says what became of the operation", "run_id", id, "key", op.Key, "happened", found)
+	e.fail("after-recheck")
 	return true, nil
 }
 

@@ -99,6 +99,9 @@ type Target struct {
 	lookupDown int
 	checkFails string
 	received   []Received
+	// work is what each action takes before it is done (see SetWork);
+	// nil: it is done at once.
+	work func()
 }
 
 // New makes a target that accepts messages signed with any of secrets
@@ -122,6 +125,30 @@ func New(secrets []string, ledgerFile string) (*Target, error) {
 		}
 	}
 	return t, nil
+}
+
+// SetWork makes every action take d, as a slow deploy does. The action goes
+// on when the request that started it gives up (signoff's timeout): its
+// lookup answers 503 with Retry-After ("still in progress") until it is
+// done, and 200 with the receipt then.
+func (t *Target) SetWork(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.work = func() { time.Sleep(d) }
+	if d <= 0 {
+		t.work = nil
+	}
+}
+
+// HoldWork makes every action wait, in progress, until release is called:
+// a test's slow deploy, whose end the test decides.
+func (t *Target) HoldWork() (release func()) {
+	done := make(chan struct{})
+	var once sync.Once
+	t.mu.Lock()
+	t.work = func() { <-done }
+	t.mu.Unlock()
+	return func() { once.Do(func() { close(done) }) }
 }
 
 // Fail makes the next execute requests fail as faults say, one each.
@@ -301,14 +328,34 @@ func (t *Target) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.inflight[req.IdempotencyKey] = true
+	work := t.work
 	t.mu.Unlock()
 
 	// The action itself would go here (deploy, rotate, email). This one only
-	// writes the ledger, which is what makes a repeated key harmless.
-	entry, err := t.commit(req)
-	t.mu.Lock()
-	delete(t.inflight, req.IdempotencyKey)
-	t.mu.Unlock()
+	// writes the ledger, which is what makes a repeated key harmless. It
+	// runs on its own, so that a caller that gives up does not stop it.
+	type result struct {
+		entry Entry
+		err   error
+	}
+	doneCh := make(chan result, 1)
+	go func() {
+		if work != nil {
+			work()
+		}
+		entry, err := t.commit(req)
+		t.mu.Lock()
+		delete(t.inflight, req.IdempotencyKey)
+		t.mu.Unlock()
+		doneCh <- result{entry, err}
+	}()
+	var res result
+	select {
+	case res = <-doneCh:
+	case <-r.Context().Done():
+		return // the caller gave up; the action goes on, and its lookup will say
+	}
+	entry, err := res.entry, res.err
 	if err != nil {
 		answer(w, http.StatusInternalServerError, map[string]string{"message": "ledger: " + err.Error()})
 		return
@@ -369,7 +416,8 @@ func (t *Target) lookup(w http.ResponseWriter, r *http.Request) {
 	case down:
 		answer(w, http.StatusServiceUnavailable, map[string]string{"message": "the ledger is unavailable"})
 	case busy:
-		// Not 404: it may yet happen.
+		// Not 404: it may yet happen. 503 with Retry-After says "still in
+		// progress": signoff asks again then, within its reconcile budget.
 		w.Header().Set("Retry-After", "1")
 		answer(w, http.StatusServiceUnavailable, map[string]string{"message": "this key is in progress"})
 	case done:

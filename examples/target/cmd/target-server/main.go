@@ -24,6 +24,7 @@ func main() {
 	ledger := flag.String("ledger", "", "keep the ledger in this file (one JSON entry a line)")
 	fail := flag.String("fail", "", "comma-separated faults for the next execute requests: "+faultNames())
 	lookupDown := flag.Int("lookup-down", 0, "answer 503 to this many lookups first")
+	work := flag.Duration("work", 0, "how long each action takes, like a slow deploy (its lookup says \"in progress\" meanwhile)")
 	flag.Parse()
 
 	secret := os.Getenv("SIGNING_SECRET")
@@ -40,6 +41,7 @@ func main() {
 		}
 	}
 	t.LookupDown(*lookupDown)
+	t.SetWork(*work)
 	srv := &http.Server{Addr: *addr, Handler: t.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(os.Stderr, "target: listening on http://%s\n", *addr)
 	log.Fatal(srv.ListenAndServe())
