@@ -14,9 +14,30 @@ RUN CGO_ENABLED=1 go build -trimpath \
       -ldflags "-s -w -X main.revision=${REVISION} -extldflags '-static'" \
       -o /out/signoff ./cmd/signoff
 
-# Run: no shell, no package manager, a non-root user (uid and gid 65532, who
-# must own the volume); the database lives in a volume, the config is mounted.
-FROM gcr.io/distroless/static-debian12:nonroot
+# Run with Debian (docker build --target debian): for a config with command
+# executors, whose programs run in the container and need their interpreter
+# in the image (python3 here, for examples/command; install what yours need
+# in an image of your own FROM this one). The same user, volume and entry.
+FROM debian:bookworm-slim AS debian
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates python3 \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 65532 nonroot \
+ && useradd --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin nonroot \
+ && mkdir /data && chown 65532:65532 /data
+COPY --from=build /out/signoff /usr/local/bin/signoff
+WORKDIR /data
+VOLUME ["/data"]
+ENV SIGNOFF_DB=/data/signoff.db SIGNOFF_SHOP=/data/shop.db
+EXPOSE 8080
+USER nonroot:nonroot
+ENTRYPOINT ["/usr/local/bin/signoff"]
+CMD ["serve"]
+
+# Run (the default, last target): no shell, no package manager, no
+# interpreter, a non-root user (uid and gid 65532, who must own the volume);
+# the database lives in a volume, the config is mounted.
+FROM gcr.io/distroless/static-debian12:nonroot AS static
 COPY --from=build /out/signoff /usr/local/bin/signoff
 WORKDIR /data
 VOLUME ["/data"]

@@ -24,6 +24,9 @@ const (
 
 func editBlockID(i int) string { return fmt.Sprintf("action_%d", i) }
 
+// editPolicyNote tells an editor what policy does with the edited arguments.
+const editPolicyNote = "Policy checks the edited arguments again, as a new proposal: they may need another approval before anything runs (yours counts if your role is enough), or run at once if policy allows them without one."
+
 // rejectModal asks for the reason of a rejection. private_metadata carries the
 // button's Ref, so the submission decides exactly what the button showed.
 func rejectModal(v *workflow.RunView, ref Ref) slack.ModalViewRequest {
@@ -50,6 +53,9 @@ func editModal(v *workflow.RunView, ref Ref, redact func(string, json.RawMessage
 	blocks := []slack.Block{
 		bkSection(fmt.Sprintf("Edit the arguments of run %s and approve them. The edit is validated, checked and put through policy again; the old buttons stop working. Edit one action at a time.",
 			mdCode(v.ID, 100))),
+		// An edit can move a run to another rule: the approver must not
+		// take their approval of the old arguments as the last word.
+		bkSection(editPolicyNote),
 	}
 	for i, a := range v.Actions {
 		if i == maxActionSections {

@@ -292,6 +292,23 @@ func TestModalsGolden(t *testing.T) {
 	}
 }
 
+// TestEditModalSaysPolicyChecksTheEditAgain: the editor is told, before
+// they submit, that the edited arguments go through policy again and may
+// need another approval, or run at once.
+func TestEditModalSaysPolicyChecksTheEditAgain(t *testing.T) {
+	rc := goldenContext(t)
+	v := refundView()
+	b, err := json.Marshal(editModal(v, refOf(v), rc.Redact).Blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Policy checks the edited arguments again", "may need another approval", "run at once if policy allows them"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the edit modal does not say %q:\n%s", want, b)
+		}
+	}
+}
+
 // TestButtons checks what the decision depends on: the values, the confirm
 // on high risk only, and Edit only where the rule allows it.
 func TestButtons(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,10 +42,16 @@ type Config struct {
 	Backoff func(n int) time.Duration
 	// Hooks are told about transitions inside their transaction (the outbox).
 	Hooks []Hook
-	// Owner names this engine in leases (default host:pid); LeaseTTL is how long
-	// a lease lasts without progress (default 30s).
+	// Owner names this engine in leases (default LocalOwner: host, boot id,
+	// pid namespace and pid); LeaseTTL is how long a lease lasts without
+	// progress (default 30s).
 	Owner    string
 	LeaseTTL time.Duration
+	// OwnerGone says whether the owner of a lease is a process known to be
+	// gone, whose lease a worker takes over at once instead of waiting it
+	// out (default LocalOwnerGone). It must err towards false: a live owner
+	// taken for gone has its run executed by two at once.
+	OwnerGone func(owner string) bool
 	// Keys seal every record the engine writes and verify what it reads (see
 	// Keyring). Without keys nothing is sealed or checked.
 	Keys *Keyring
@@ -110,6 +115,7 @@ type Engine struct {
 	backoff   func(int) time.Duration
 	hooks     []Hook
 	owner     string
+	ownerGone func(string) bool
 	ttl       time.Duration
 	maxLife   time.Duration
 	anyone    bool // AllowUnknownRequesters
@@ -120,6 +126,10 @@ type Engine struct {
 	// cbAllowed and cbPrefixes: Config.CallbackAllowed and CallbackPrefixes.
 	cbAllowed  func(string) bool
 	cbPrefixes []string
+	// heldMu guards held: the owner of each run another held when Work last
+	// looked, so that a run held for long is logged once, not every round.
+	heldMu sync.Mutex
+	held   map[string]string
 }
 
 // New builds an engine.
@@ -131,7 +141,7 @@ func New(cfg Config) (*Engine, error) {
 		store: cfg.Store, policy: cfg.Policy, roles: cfg.Roles, dir: cfg.Dir,
 		actions: cfg.Actions, agents: cfg.Agents, clock: cfg.Clock, log: cfg.Logger,
 		fail: cfg.Failpoint, checkN: cfg.CheckAttempts, execN: cfg.ExecAttempts,
-		backoff: cfg.Backoff, hooks: cfg.Hooks, owner: cfg.Owner, ttl: cfg.LeaseTTL,
+		backoff: cfg.Backoff, hooks: cfg.Hooks, owner: cfg.Owner, ownerGone: cfg.OwnerGone, ttl: cfg.LeaseTTL,
 		maxLife:   cfg.MaxRequestLifetime,
 		anyone:    cfg.AllowUnknownRequesters,
 		cbAllowed: cfg.CallbackAllowed, cbPrefixes: cfg.CallbackPrefixes,
@@ -150,8 +160,10 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.store = &notifyingStore{Store: &sealedStore{Store: cfg.Store, in: e.in}, changes: e.changes}
 	if e.owner == "" {
-		host, _ := os.Hostname()
-		e.owner = fmt.Sprintf("%s:%d", host, os.Getpid())
+		e.owner = LocalOwner()
+	}
+	if e.ownerGone == nil {
+		e.ownerGone = LocalOwnerGone
 	}
 	if e.ttl <= 0 {
 		e.ttl = 30 * time.Second
@@ -199,7 +211,7 @@ func (e *Engine) Policy() *Policy { return e.policy }
 // Roles returns the role order.
 func (e *Engine) Roles() *Roles { return e.roles }
 
-// Owner is the name this engine's leases carry: Config.Owner, or host:pid.
+// Owner is the name this engine's leases carry: Config.Owner, or LocalOwner.
 func (e *Engine) Owner() string { return e.owner }
 
 // Action returns the spec of a named action.

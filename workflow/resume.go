@@ -8,11 +8,17 @@ import (
 	"time"
 )
 
+// workStatuses are the statuses of the runs a worker executes.
+var workStatuses = []Status{StatusExecuting, StatusRunning}
+
 // Work claims active runs whose lease is free (a crashed process's, or approved
 // runs nobody is executing) and resumes them, one claim at a time so that a
 // lease is never left ticking while the runs claimed before it are worked on.
-// It stops after limit runs or when none is free, and returns how many it
-// claimed. Servers call it in a loop; several replicas may share one store.
+// When none is free, it takes over the runs whose lease another owner holds
+// that OwnerGone says is gone (a restarted server's own runs), and logs the
+// others once. It stops after limit runs or when none is left, and returns
+// how many it claimed. Servers call it in a loop; several replicas may share
+// one store.
 func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 	var errs []error
 	n := 0
@@ -21,7 +27,7 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 			now := e.now()
 			var err error
-			runs, err = tx.ClaimRuns(ctx, e.owner, []Status{StatusExecuting, StatusRunning}, now, now.Add(e.ttl), 1)
+			runs, err = tx.ClaimRuns(ctx, e.owner, workStatuses, now, now.Add(e.ttl), 1)
 			return err
 		})
 		if err != nil {
@@ -34,7 +40,83 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 			errs = append(errs, err)
 		}
 	}
+	if n == limit {
+		return n, errors.Join(errs...) // more may be free: the next round looks
+	}
+	gone, err := e.goneOwners(ctx, limit-n)
+	if err != nil {
+		return n, errors.Join(append(errs, err)...)
+	}
+	for _, r := range gone {
+		ok, err := e.takeOver(ctx, r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue // another moved the run on first
+		}
+		n++
+		if _, err := e.resume(ctx, r.ID, asWorker); err != nil && !errors.Is(err, ErrConflict) {
+			errs = append(errs, err)
+		}
+	}
 	return n, errors.Join(errs...)
+}
+
+// goneOwners lists up to limit active runs whose valid lease another owner
+// holds that OwnerGone says is gone, and logs each run held by an owner
+// that is not, once for as long as that owner holds it.
+func (e *Engine) goneOwners(ctx context.Context, limit int) ([]*Run, error) {
+	var rs []*Run
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		rs, err = tx.ListRuns(ctx, RunFilter{Statuses: workStatuses})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list held runs: %w", err)
+	}
+	now := e.now()
+	held := map[string]string{}
+	var gone []*Run
+	e.heldMu.Lock()
+	defer e.heldMu.Unlock()
+	for _, r := range rs {
+		// A parked run (no owner) is claimed when its wait is over.
+		if r.LeaseOwner == "" || r.LeaseOwner == e.owner || !now.Before(r.LeaseUntil) {
+			continue
+		}
+		if len(gone) < limit && e.ownerGone(r.LeaseOwner) {
+			gone = append(gone, r)
+			continue
+		}
+		held[r.ID] = r.LeaseOwner
+		if e.held[r.ID] != r.LeaseOwner {
+			e.log.Info("run held by another owner", "run_id", r.ID, "owner", r.LeaseOwner, "until", r.LeaseUntil)
+		}
+	}
+	e.held = held
+	return gone, nil
+}
+
+// takeOver leases r to this engine as a claim would, unless the run moved
+// on since it was listed: the compare-and-set on its version makes sure its
+// lease is still the gone owner's, so that two workers that both find the
+// owner gone never both take the run. ok says whether this one did.
+func (e *Engine) takeOver(ctx context.Context, r *Run) (ok bool, err error) {
+	gone := r.LeaseOwner
+	now := e.now()
+	r.LeaseOwner, r.LeaseUntil, r.Fence = e.owner, now.Add(e.ttl), r.Fence+1
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error { return tx.UpdateRun(ctx, r) })
+	if errors.Is(err, ErrConflict) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("take over run %s from %s: %w", r.ID, gone, err)
+	}
+	e.log.Info("run taken over from an owner that is gone", "run_id", r.ID, "owner", gone)
+	return true, nil
 }
 
 // Start starts an agent workflow on a task. Its steps run until it proposes.

@@ -764,13 +764,15 @@ func TestEditedApproval(t *testing.T) {
 	if len(v.Decisions) == 0 || len(v.Decisions[0].Edited) == 0 || !strings.Contains(string(v.Decisions[0].Edited), "60") {
 		t.Errorf("decisions %+v", v.Decisions)
 	}
-	// One approval, and the edit before it: not two approvals.
+	// One approval, and the edit before it: not two approvals. The edit
+	// names its editor and what changed, old → new.
 	out := must(t, dir, exitDone, "show", id)
-	if n := strings.Count(out, "  approve by "+lead1); n != 1 || !strings.Contains(out, "  edit by "+lead1) || !strings.Contains(out, `to {"amount":60,`) {
-		t.Errorf("show lists %d approvals by %s, want the edit and one approval:\n%s", n, lead1, out)
+	if n := strings.Count(out, "  approve by "+lead1); n != 1 || !strings.Contains(out, "  edit by "+lead1) ||
+		!strings.Contains(out, ": partial refund agreed\n    edited by "+lead1+": amount 119 → 60\n") {
+		t.Errorf("show lists %d approvals by %s, want the edit with what it changed and one approval:\n%s", n, lead1, out)
 	}
-	if h := must(t, dir, 0, "history", id); !strings.Contains(h, "edited by "+lead1+"; approved by "+lead1+"; executing") {
-		t.Errorf("history does not say edited, then approved:\n%s", h)
+	if h := must(t, dir, 0, "history", id); !strings.Contains(h, "edited by "+lead1+": amount 119 → 60; approved by "+lead1+"; executing") {
+		t.Errorf("history does not say edited (what), then approved:\n%s", h)
 	} else if strings.Contains(h, " \n") {
 		t.Errorf("history pads lines with trailing spaces:\n%q", h)
 	}
@@ -778,6 +780,29 @@ func TestEditedApproval(t *testing.T) {
 		t.Errorf("operations %+v", v.Operations)
 	}
 	must(t, dir, exitDone, "resume", id)
+	oneRefund(t, dir, id+"/1", "60.00")
+}
+
+// TestAnEditOfARedactedFieldIsNamedNotShown: show and history name the
+// fields an edit changed; a redact: field's old and new values show as
+// [redacted], never as stored.
+func TestAnEditOfARedactedFieldIsNamedNotShown(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "signoff.yaml", "request_refund: {executor: demo}", "request_refund: {executor: demo, redact: [reason_code]}")
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("refund-double-charge.json")))
+	edit := `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60.00, "currency": "CAD", "reason_code": "RFD-PARTIAL"}`
+	must(t, dir, exitDone, "--config", cfg, "approve", id, "--as", lead1, "--edit", edit)
+	const changed = "edited by " + lead1 + ": amount 119 → 60, reason_code [redacted] → [redacted]"
+	for _, cmd := range [][]string{{"show", id}, {"history", id}} {
+		out := must(t, dir, exitDone, append([]string{"--config", cfg}, cmd...)...)
+		if !strings.Contains(out, changed) {
+			t.Errorf("%s does not say %q:\n%s", cmd[0], changed, out)
+		}
+		if strings.Contains(out, "RFD-DOUBLE") || strings.Contains(out, "RFD-PARTIAL") {
+			t.Errorf("%s prints a redacted value:\n%s", cmd[0], out)
+		}
+	}
 	oneRefund(t, dir, id+"/1", "60.00")
 }
 

@@ -177,7 +177,16 @@ func (c *cli) printRun(a *app, v *workflow.RunView, asJSON bool) error {
 			return err
 		}
 	} else {
-		renderRun(c.out, v, a.engine.Roles(), redactor(a.engine.Action), c.now())
+		// What an edit changed is told by the checkpoints around it.
+		var edits []editRecord
+		if slices.ContainsFunc(v.Decisions, func(d workflow.DecisionView) bool { return len(d.Edited) > 0 }) {
+			hist, err := a.engine.History(c.ctx, v.ID)
+			if err != nil {
+				return err
+			}
+			edits = editsOf(hist)
+		}
+		renderRun(c.out, v, a.engine.Roles(), redactor(a.engine.Action), a.engine.Action, edits, c.now())
 	}
 	c.code = exitFor(v.Status)
 	if v.Problem != "" {
@@ -642,7 +651,7 @@ func (c *cli) historyCmd() *cobra.Command {
 				if asJSON {
 					return writeJSON(c.out, emptyIfNil(hist))
 				}
-				renderHistory(c.out, hist)
+				renderHistory(c.out, hist, a.engine.Action)
 				return nil
 			})
 		},

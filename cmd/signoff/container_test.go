@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/signoff-dev/signoff/config"
 )
 
 // TestContainerFiles: the image is built from the source alone (no history,
@@ -29,12 +32,103 @@ func TestContainerFiles(t *testing.T) {
 		t.Error("the Dockerfile does not expose 8080 for serve")
 	}
 	readme := read("README.md")
-	for _, want := range []string{"docker run", "-p 8080:8080", "SIGNOFF_CONFIG=/etc/signoff.yaml", "chown 65532:65532 /data"} {
+	for _, want := range []string{"docker run", "-p 8080:8080", "SIGNOFF_CONFIG=/etc/signoff/signoff.yaml", "chown 65532:65532 /data"} {
 		if !strings.Contains(readme, want) {
 			t.Errorf("the README's container example lacks %q", want)
 		}
 	}
 	if def := regexp.MustCompile(`"addr", "(:\d+)"`).FindStringSubmatch(read("cmd/signoff/serve.go")); def == nil || def[1] != ":8080" {
 		t.Errorf("serve's default address %v is not the exposed port", def)
+	}
+}
+
+// TestContainerRunPassesEverySecret: the README's `docker run` passes, as
+// -e NAME, every secret the worked example config names (each webhook's
+// secret_env, the callbacks' secret, the variables a command sees) besides
+// the Slack tokens and the keys; and since that config has a command
+// executor, it runs the Debian-based target, which has the program's
+// interpreter, while the default image stays the distroless one.
+func TestContainerRunPassesEverySecret(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile("../../" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	cfg, err := config.Load("../../examples/signoff.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SIGNOFF_KEYS"}
+	if cfg.API.CallbackSecretEnv != "" {
+		want = append(want, cfg.API.CallbackSecretEnv)
+	}
+	commands := false
+	for name, ac := range cfg.Actions {
+		if env, ok := ac.ExecutorFields["secret_env"].(string); ok {
+			want = append(want, env)
+		}
+		if ac.Executor == "command" {
+			commands = true
+			names, _ := ac.ExecutorFields["env"].([]any)
+			for _, n := range names {
+				if n, ok := n.(string); ok {
+					want = append(want, n)
+				} else {
+					t.Fatalf("action %s: env %v", name, names)
+				}
+			}
+		}
+	}
+	if !commands || !slices.Contains(want, "DEPLOYER_SIGNING_SECRET") {
+		t.Fatalf("the worked example has no command executor or webhook secret; names %v", want)
+	}
+
+	// The `docker run -d` command of the README, its continued lines joined.
+	readme := read("README.md")
+	start := strings.Index(readme, "docker run -d ")
+	if start < 0 {
+		t.Fatal("the README has no docker run -d")
+	}
+	var cmd strings.Builder
+	for _, line := range strings.Split(readme[start:], "\n") {
+		line = strings.TrimSpace(line)
+		cont := strings.HasSuffix(line, "\\")
+		cmd.WriteString(strings.TrimSuffix(line, "\\") + " ")
+		if !cont {
+			break
+		}
+	}
+	words := shellWords(t, cmd.String())
+	var passed []string
+	for i, w := range words {
+		if w == "-e" && i+1 < len(words) {
+			name, _, _ := strings.Cut(words[i+1], "=")
+			passed = append(passed, name)
+		}
+	}
+	for _, name := range want {
+		if !slices.Contains(passed, name) {
+			t.Errorf("the README's docker run does not pass %s (it passes %v)", name, passed)
+		}
+	}
+	if image := words[len(words)-1]; image != "signoff:debian" {
+		t.Errorf("the README runs %s for a config with a command executor, want signoff:debian", image)
+	}
+	if !strings.Contains(readme, "docker build --target debian -t signoff:debian .") || !strings.Contains(readme, "interpreter must be in the image") {
+		t.Error("the README does not say that a command's interpreter must be in the image, built with --target debian")
+	}
+	docker := read("Dockerfile")
+	froms := regexp.MustCompile(`(?m)^FROM (\S+)(?: AS (\S+))?$`).FindAllStringSubmatch(docker, -1)
+	var debian bool
+	for _, f := range froms {
+		debian = debian || f[2] == "debian" && strings.HasPrefix(f[1], "debian:")
+	}
+	if !debian || !strings.Contains(docker, "python3") {
+		t.Errorf("the Dockerfile has no Debian-based target debian with python3: %v", froms)
+	}
+	if last := froms[len(froms)-1]; !strings.HasPrefix(last[1], "gcr.io/distroless/static") {
+		t.Errorf("the default (last) target is %s, want the distroless one", last[1])
 	}
 }

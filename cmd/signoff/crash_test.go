@@ -421,3 +421,53 @@ func setShopKind(t *testing.T, dir, key, kind string) {
 		t.Fatalf("edit the shop's register: %v", err)
 	}
 }
+
+// TestARestartedServeFinishesItsRunAtOnce: serve is killed executing a run
+// (after its intent), holding the run's lease for ten minutes. Started again
+// on the same host, serve sees that the lease's owner is a process of this
+// host that is gone, takes the run over at once and finishes it, once, long
+// before the lease would have lapsed.
+func TestARestartedServeFinishesItsRunAtOnce(t *testing.T) {
+	t.Parallel()
+	onEachStore(t, func(t *testing.T, newDir func(*testing.T) string) {
+		dir := newDir(t)
+		cfg := noSlackConfig(t, dir)
+		id := submitWaiting(t, dir)
+		// The approver's process dies after its decision: only serve executes the run.
+		crash(t, dir, "after-decision-commit", "approve", id, "--as", lead1)
+		env := append([]string{"SIGNOFF_LEASE_TTL=10m"}, noSlackEnv...)
+		first := startServeChildEnv(t, dir, cfg, append(env, "SIGNOFF_FAILPOINT=after-intent"))
+		waitFor(t, "serve to die at its failpoint", func() bool {
+			select {
+			case <-first.exited:
+				return true
+			default:
+				return false
+			}
+		})
+		if ws, ok := first.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("serve ended with %v, want SIGKILL at the failpoint", first.cmd.ProcessState)
+		}
+		if v := show(t, dir, id); v.Status != workflow.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpPending {
+			t.Fatalf("after serve died: status %s, operations %+v", v.Status, v.Operations)
+		}
+		noChanges(t, dir)
+
+		second := startServeChildEnv(t, dir, cfg, env)
+		waitFor(t, "the restarted serve to finish the run", func() bool { return show(t, dir, id).Status == workflow.StatusDone })
+		refund := oneRefund(t, dir, id+"/1", "119.00")
+		v := show(t, dir, id)
+		if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted || v.Operations[0].Attempts != 1 ||
+			receiptID(t, v.Operations[0].Receipt) != refund.ID {
+			t.Errorf("operations %+v; the shop's refund is %s", v.Operations, refund.ID)
+		}
+		second.mu.Lock()
+		logged := second.log.String()
+		second.mu.Unlock()
+		if !strings.Contains(logged, `msg="run taken over from an owner that is gone" run_id=`+id) ||
+			!strings.Contains(logged, fmt.Sprintf("/%d\n", first.cmd.Process.Pid)) {
+			t.Errorf("the restarted serve did not log taking the run over from pid %d:\n%s", first.cmd.Process.Pid, logged)
+		}
+		must(t, dir, exitDone, "verify")
+	})
+}

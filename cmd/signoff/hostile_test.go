@@ -145,12 +145,23 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 
 	// Arguments shown as stored: the renderers, not redaction, must make them inert.
 	asStored := func(_ string, args json.RawMessage) string { return string(args) }
+	plain, err := workflow.NewActionSpec("any", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anySpec := func(string) (*workflow.ActionSpec, bool) { return plain, true }
+	// Every decision an edit, and every edit's changes from the corpus too.
+	var edits []editRecord
+	for i := range v.Decisions {
+		edits = append(edits, editRecord{by: v.Decisions[i].By, at: v.Decisions[i].At,
+			changes: workflow.ChangedFields([]workflow.Action{{Args: json.RawMessage(`{}`)}}, v.Actions)})
+	}
 	var out bytes.Buffer
-	renderRun(&out, &v, roles, asStored, now)
+	renderRun(&out, &v, roles, asStored, anySpec, nil, now)
 	v.Problem = next()
-	renderRun(&out, &v, roles, asStored, now)
+	renderRun(&out, &v, roles, asStored, anySpec, edits, now)
 	renderRuns(&out, list, now)
-	renderHistory(&out, hist)
+	renderHistory(&out, hist, anySpec)
 	renderTrace(&out, hist, asStored, 3)
 	renderChanges(&out, changes)
 	renderOrders(&out, orders)

@@ -86,9 +86,74 @@ func redactReceipt(shown argsShown, action string, receipt json.RawMessage) stri
 	return string(out)
 }
 
+// specFinder finds the spec of an action by name (Engine.Action).
+type specFinder func(name string) (*workflow.ActionSpec, bool)
+
+// editRecord is what one approver's edit changed, as the run's checkpoints
+// tell it: the state before the edit against the edit's own.
+type editRecord struct {
+	by      string
+	at      time.Time
+	changes []workflow.FieldChange
+}
+
+// editsOf lists the edits the run's checkpoints show, with what each
+// changed. An edit whose state before was pruned is not listed: what it
+// changed is not known any more.
+func editsOf(hist []workflow.HistoryEntry) []editRecord {
+	var out []editRecord
+	var prev *workflow.State
+	for _, h := range hist {
+		if st := h.State; st != nil && prev != nil {
+			for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
+				if d.Edited {
+					out = append(out, editRecord{by: d.By, at: d.At, changes: workflow.ChangedFields(prev.Actions, st.Actions)})
+				}
+			}
+		}
+		prev = h.State
+	}
+	return out
+}
+
+// changesText says what an edit changed, field by field: "amount 119 → 60".
+// A redact: field shows as [redacted], and so does every field of an action
+// the config does not declare, as the arguments do.
+func changesText(changes []workflow.FieldChange, actions []workflow.Action, find specFinder) string {
+	if len(changes) == 0 {
+		return "no field changed"
+	}
+	parts := make([]string, 0, len(changes))
+	for _, c := range changes {
+		name := ""
+		if c.Action < len(actions) {
+			name = actions[c.Action].Name
+		}
+		spec, ok := find(name)
+		hidden := !ok || spec.Hides(c.Field)
+		label := c.Field
+		if len(actions) > 1 || label == "" {
+			label = strings.TrimSuffix(name+"."+c.Field, ".")
+		}
+		parts = append(parts, fmt.Sprintf("%s %s → %s", label, fieldValue(c.From, hidden), fieldValue(c.To, hidden)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func fieldValue(v json.RawMessage, hidden bool) string {
+	switch {
+	case v == nil:
+		return "(none)"
+	case hidden:
+		return workflow.Redaction
+	}
+	return string(v)
+}
+
 // renderRun prints a run the way an approver reads it: what will happen, why,
-// who may say yes, by when, and what happened so far.
-func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, now time.Time) {
+// who may say yes, by when, and what happened so far. edits are what the
+// run's edits changed (editsOf), named under each edit.
+func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, find specFinder, edits []editRecord, now time.Time) {
 	fmt.Fprintf(w, "run %s  %s\n", term(v.ID), strings.ToUpper(term(string(v.Status))))
 	if v.Problem != "" {
 		fmt.Fprintf(w, "  PROBLEM: %s\n", term(v.Problem))
@@ -180,13 +245,25 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 			verb = "edit"
 		}
 		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(string(d.Via)), d.At.Format(time.RFC3339))
+		var changed *editRecord
 		if len(d.Edited) > 0 {
-			line += " to " + term(redactEdited(shown, v.Actions, d.Edited))
+			for i := range edits {
+				if edits[i].by == d.By && edits[i].at.Equal(d.At) {
+					changed = &edits[i]
+				}
+			}
+			if changed == nil {
+				// The state before the edit was pruned: only the result is known.
+				line += " to " + term(redactEdited(shown, v.Actions, d.Edited))
+			}
 		}
 		if d.Reason != "" {
 			line += ": " + term(d.Reason)
 		}
 		fmt.Fprintln(w, line)
+		if changed != nil {
+			fmt.Fprintf(w, "    edited by %s: %s\n", term(d.By), term(changesText(changed.changes, v.Actions, find)))
+		}
 	}
 	for _, op := range v.Operations {
 		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", term(op.Key), term(op.Action), term(string(op.Status)), op.Attempts)
@@ -300,7 +377,7 @@ func cutRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
+func renderHistory(w io.Writer, hist []workflow.HistoryEntry, find specFinder) {
 	var buf bytes.Buffer
 	defer func() {
 		// tabwriter pads the empty PROBLEM cell of every healthy checkpoint.
@@ -317,7 +394,7 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
 		case h.State == nil && h.Pruned != nil:
 			status, step, what = "-", "-", "pruned on "+h.Pruned.UTC().Format(time.DateOnly)
 		case h.State != nil:
-			status, step, what = term(string(h.State.Status)), fmt.Sprint(h.State.Step), term(historyWhat(prev, h.State))
+			status, step, what = term(string(h.State.Status)), fmt.Sprint(h.State.Step), term(historyWhat(prev, h.State, find))
 			prev = h.State
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, what, term(workflow.ShortFingerprint(h.Hash)), term(h.Problem))
@@ -327,8 +404,9 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry) {
 
 // historyWhat says what a checkpoint recorded, from how its state differs from
 // the one before: several executing checkpoints in a row are an intent (before
-// the call), the attempts, and a receipt (after it).
-func historyWhat(prev, st *workflow.State) string {
+// the call), the attempts, and a receipt (after it); an edit names the fields
+// it changed.
+func historyWhat(prev, st *workflow.State, find specFinder) string {
 	if prev == nil {
 		switch {
 		case st.Pruned != nil:
@@ -356,7 +434,9 @@ func historyWhat(prev, st *workflow.State) string {
 		case d.Verdict == workflow.VerdictReject:
 			verb = "rejected"
 		case d.Edited:
-			verb = "edited" // the editor's approval of the new arguments follows
+			// The editor's approval of the new arguments follows.
+			what = append(what, "edited by "+d.By+": "+changesText(workflow.ChangedFields(prev.Actions, st.Actions), st.Actions, find))
+			continue
 		}
 		what = append(what, verb+" by "+d.By)
 	}
