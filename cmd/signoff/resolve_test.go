@@ -72,6 +72,42 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 				t.Fatalf("status %s (%q)", v.Status, v.Reason)
 			}
 		})
+		t.Run("a crash right after the resolution", func(t *testing.T) {
+			for _, c := range []struct {
+				flags []string
+				want  workflow.Status
+			}{
+				{[]string{"--happened"}, workflow.StatusDone},
+				{[]string{"--did-not-happen", "--abandon"}, workflow.StatusFailed},
+			} {
+				dir := newDir(t)
+				id := needsAttention(t, dir)
+				crash(t, dir, "after-resolve", append([]string{"resolve", id, "--as", manager, "--reason", "checked the shop"}, c.flags...)...)
+				v := show(t, dir, id)
+				if v.Status != c.want || len(v.Resolutions) != 1 {
+					t.Fatalf("%v: after the crash, status %s and %d resolution(s); want %s, recorded once", c.flags, v.Status, len(v.Resolutions), c.want)
+				}
+				must(t, dir, exitFor(c.want), "resume", id)
+				if ch := changes(t, dir); len(ch) != 1 {
+					t.Errorf("%v: the shop has %+v, want the one refund", c.flags, ch)
+				}
+				auditEvents(t, dir)
+			}
+		})
+		t.Run("a crash right after the shop was asked again", func(t *testing.T) {
+			dir := newDir(t)
+			id := needsAttention(t, dir)
+			setShopKind(t, dir, id+"/1", "refund")
+			crash(t, dir, "after-recheck", "resume", id)
+			must(t, dir, exitDone, "resume", id)
+			if v := show(t, dir, id); v.Status != workflow.StatusDone || v.Operations[0].Attempts != 1 {
+				t.Fatalf("status %s, operations %+v", v.Status, v.Operations)
+			}
+			if ch := changes(t, dir); len(ch) != 1 {
+				t.Errorf("the shop has %+v, want the one refund", ch)
+			}
+			auditEvents(t, dir)
+		})
 		t.Run("resume asks the shop again", func(t *testing.T) {
 			dir := newDir(t)
 			id := needsAttention(t, dir)
