@@ -97,8 +97,11 @@ type Target struct {
 	refusal    string
 	retryAfter int
 	lookupDown int
-	checkFails string
-	received   []Received
+	// lookupRefuse makes the next lookups answer 403: a register that will
+	// not say, which proves nothing.
+	lookupRefuse int
+	checkFails   string
+	received     []Received
 	// work is what each action takes before it is done (see SetWork);
 	// nil: it is done at once.
 	work func()
@@ -178,6 +181,15 @@ func (t *Target) LookupDown(n int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lookupDown = n
+}
+
+// LookupRefuses makes the next n lookups answer 403, as a register that
+// will not say what a key did: signoff cannot prove the outcome, and a
+// person must resolve the run.
+func (t *Target) LookupRefuses(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lookupRefuse = n
 }
 
 // CheckFails makes /check answer 422 with msg ("" to pass again).
@@ -409,12 +421,18 @@ func (t *Target) lookup(w http.ResponseWriter, r *http.Request) {
 	if down {
 		t.lookupDown--
 	}
+	refuse := !down && t.lookupRefuse > 0
+	if refuse {
+		t.lookupRefuse--
+	}
 	e, done := t.ledger[key]
 	busy := t.inflight[key]
 	t.mu.Unlock()
 	switch {
 	case down:
 		answer(w, http.StatusServiceUnavailable, map[string]string{"message": "the ledger is unavailable"})
+	case refuse:
+		answer(w, http.StatusForbidden, map[string]string{"message": "this register does not say"})
 	case busy:
 		// Not 404: it may yet happen. 503 with Retry-After says "still in
 		// progress": signoff asks again then, within its reconcile budget.

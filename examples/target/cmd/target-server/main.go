@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -24,6 +25,7 @@ func main() {
 	ledger := flag.String("ledger", "", "keep the ledger in this file (one JSON entry a line)")
 	fail := flag.String("fail", "", "comma-separated faults for the next execute requests: "+faultNames())
 	lookupDown := flag.Int("lookup-down", 0, "answer 503 to this many lookups first")
+	lookupRefuse := flag.Int("lookup-refuse", 0, "answer 403 to this many lookups first (the outcome cannot be proven)")
 	work := flag.Duration("work", 0, "how long each action takes, like a slow deploy (its lookup says \"in progress\" meanwhile)")
 	flag.Parse()
 
@@ -42,9 +44,15 @@ func main() {
 	}
 	t.LookupDown(*lookupDown)
 	t.SetWork(*work)
-	srv := &http.Server{Addr: *addr, Handler: t.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(os.Stderr, "target: listening on http://%s\n", *addr)
-	log.Fatal(srv.ListenAndServe())
+	t.LookupRefuses(*lookupRefuse)
+	// Listening before saying so: whoever reads the line can connect.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatalf("target: %v", err)
+	}
+	srv := &http.Server{Handler: t.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(os.Stderr, "target: listening on http://%s\n", ln.Addr())
+	log.Fatal(srv.Serve(ln))
 }
 
 func faultNames() string {
