@@ -160,12 +160,13 @@ func startServeChildEnv(t *testing.T, dir, cfg string, env []string) *serveChild
 }
 
 // startBackground starts a command of the program that runs until stopped
-// (serve, slack dev) as a separate process against dir, with extra
+// (serve, slack dev) as a separate process against dir, in dir, with extra
 // environment variables; its stdout and stderr go to its log, and it is
 // stopped with SIGTERM when the test ends.
 func startBackground(t *testing.T, dir string, env []string, args ...string) *serveChild {
 	t.Helper()
 	cmd, _, _ := child(t, dir, env, args...)
+	cmd.Dir = dir // ./signoff.yaml and relative paths are dir's
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	s := &serveChild{cmd: cmd, exited: make(chan struct{}), log: &strings.Builder{}, mu: &sync.Mutex{}}
