@@ -62,7 +62,8 @@ func (t *slackTarget) flags(cmd *cobra.Command, withSlack bool) {
 	}
 }
 
-// client checks the config and the environment and builds the client.
+// slackClient checks the config and the environment and builds the client
+// that click and command send with.
 func (c *cli) slackClient(t slackTarget, withSlack bool) (*slackdev.Client, error) {
 	o := c.opts
 	o.readOnly, o.quietBuiltin = true, true
