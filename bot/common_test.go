@@ -99,10 +99,4 @@ func formBody(payload []byte) []byte {
 }
 
 // signed returns headers signing body at ts with secret, as Slack does.
-func signed(secret string, ts int64, body []byte) http.Header {
-	h := http.Header{}
-	h.Set("Content-Type", "application/x-www-form-urlencoded")
-	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	h.Set(HeaderSignature, Sign(secret, ts, body))
-	return h
-}
+func signed(secret string, ts int64, body []byte) http.Header { return SignedHeader(secret, ts, body) }

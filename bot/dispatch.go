@@ -310,19 +310,31 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 }
 
 // NewRenderer renders a run's messages with RenderRun, except the message of a
-// request that an edit replaced by a newer one: that gets a short note, since
-// its buttons would otherwise act on the new request. command is the slash
-// command hints name ("" for DefaultCommand).
+// request that an edit replaced by a newer one still waiting: that gets a
+// short note, since its buttons would otherwise act on the new request, which
+// has a message of its own. A newer request that the edit approved at once
+// gets no message (nobody is asked anything), so the old one shows the run.
+// command is the slash command hints name ("" for DefaultCommand).
 func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]string, command string, clock workflow.Clock) Renderer {
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
 	return func(v *workflow.RunView, r workflow.RequestView) ([]slack.Block, string) {
-		if v.Gate != nil && v.Gate.RequestID != "" && v.Gate.RequestID != r.ID {
+		if v.Gate != nil && v.Gate.RequestID != "" && v.Gate.RequestID != r.ID && requestPending(v, v.Gate.RequestID) {
 			text := fmt.Sprintf("Run %s: this request was replaced after an edit; see the newer message.", v.ID)
 			return []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", text, false, false), nil, nil)}, text
 		}
 		rc := RenderContext{Roles: roles, Redact: Redactor(specs), Now: clock.Now(), UserGroups: groups, Command: command}
 		return RenderRun(v, rc), FallbackText(v)
 	}
+}
+
+// requestPending says whether the run's request id waits for decisions.
+func requestPending(v *workflow.RunView, id string) bool {
+	for _, r := range v.Requests {
+		if r.ID == id {
+			return r.Status == workflow.RequestPending
+		}
+	}
+	return false
 }

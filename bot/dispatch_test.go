@@ -322,6 +322,34 @@ func TestEditThatLowersTheRiskStillRewritesTheMessage(t *testing.T) {
 	}
 }
 
+// TestEditApprovedAtOnceRewritesTheMessage: an edit whose editor's approval
+// settles the new request at once asks nobody anything, so no new message is
+// posted, and the posted one shows the run with the edited arguments and its
+// outcome, not a pointer to a newer message that never comes.
+func TestEditApprovedAtOnceRewritesTheMessage(t *testing.T) {
+	h := newDispatchHarness(t)
+	run := h.submitRefund(t)
+	h.deliver(t)
+	ctx := context.Background()
+	edit := json.RawMessage(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":60,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack", Edit: edit})
+	if err != nil || got.Status != workflow.StatusExecuting {
+		t.Fatalf("edit: %v %v", got, err)
+	}
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.disp.Render = bot.NewRenderer(h.engine, h.engine.Roles(), nil, "", h.clock)
+	h.deliver(t)
+	msgs := h.slack.Messages()
+	if len(msgs) != 1 || msgs[0].Updates == 0 || strings.Contains(msgs[0].Blocks, "replaced") || !strings.Contains(msgs[0].Blocks, "`60`") {
+		t.Fatalf("the message does not show the edited run: %+v", msgs)
+	}
+	if strings.Contains(msgs[0].Blocks, "signoff_approve") {
+		t.Fatalf("the message of a run past its approval still has buttons: %s", msgs[0].Blocks)
+	}
+}
+
 // TestNotInChannelIsRetriedSoon: a bot nobody invited yet cannot post; once
 // someone types /invite @signoff, the message arrives within two minutes,
 // not an hour later.

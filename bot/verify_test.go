@@ -93,6 +93,10 @@ func TestVerifySignaturePublishedVectors(t *testing.T) {
 				if got := Sign(v.secret, secs, []byte(v.body)); got != v.sig {
 					t.Errorf("Sign = %s, want %s", got, v.sig)
 				}
+				h := SignedHeader(v.secret, secs, []byte(v.body))
+				if h.Get(HeaderSignature) != v.sig || h.Get(HeaderTimestamp) != v.ts || h.Get("Content-Type") != "application/x-www-form-urlencoded" {
+					t.Errorf("SignedHeader = %v, want signature %s at %s, as a form", h, v.sig, v.ts)
+				}
 			}
 		})
 	}

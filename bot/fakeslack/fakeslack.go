@@ -1,20 +1,25 @@
-// Package fakeslack is a fake of the parts of Slack's Web API that signoff
-// calls, served over loopback for tests: chat.postMessage, chat.update,
-// chat.postEphemeral, views.open, usergroups.users.list, auth.test and
-// conversations.info. It records every
-// call and can be told to fail the next calls (429 with Retry-After, 5xx) so
-// that tests see what Slack's failures do to delivery.
+// Package fakeslack is a stand-in for the parts of Slack's Web API that
+// signoff calls: chat.postMessage, chat.update, chat.postEphemeral,
+// views.open, usergroups.users.list, auth.test and conversations.info. Tests
+// serve it on loopback, and `signoff slack dev` serves it as a local Slack to
+// develop against. It records every call, keeps the channel's messages, the
+// ephemeral messages and the modals it was asked to open (GET /dev/state
+// hands them to another process, which ReadState reads), and can be told to
+// fail the next calls (429 with Retry-After, 5xx) so that tests see what
+// Slack's failures do to delivery.
 package fakeslack
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Call is one request the fake received.
@@ -27,11 +32,62 @@ type Call struct {
 
 // Message is a message as the fake's channel holds it after posts and updates.
 type Message struct {
-	Channel string
-	TS      string
-	Text    string
-	Blocks  string // the JSON of the blocks
-	Updates int
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+	Text    string `json:"text"`
+	Blocks  string `json:"blocks"` // the JSON of the blocks
+	Updates int    `json:"updates"`
+}
+
+// Ephemeral is a message shown to one user (chat.postEphemeral).
+type Ephemeral struct {
+	Channel string `json:"channel"`
+	User    string `json:"user"`
+	Text    string `json:"text"`
+	Blocks  string `json:"blocks"` // the JSON of the blocks; "" for none
+}
+
+// View is a modal views.open was asked to open.
+type View struct {
+	ID        string `json:"id"`
+	TriggerID string `json:"trigger_id"`
+	View      string `json:"view"` // the JSON of the view as sent
+}
+
+// State is what the fake holds, in the order it took it.
+type State struct {
+	Messages   []Message   `json:"messages"`
+	Ephemerals []Ephemeral `json:"ephemerals"`
+	Views      []View      `json:"views"`
+}
+
+// The kinds of Event.
+const (
+	Posted        = "posted"
+	Updated       = "updated"
+	EphemeralSent = "ephemeral"
+	ViewOpened    = "view"
+)
+
+// Event is one message posted or updated, ephemeral message shown, or modal
+// opened; Kind says which, and the field of that kind is set.
+type Event struct {
+	Kind      string
+	Message   Message
+	Ephemeral Ephemeral
+	View      View
+}
+
+// Options say how Start serves the fake.
+type Options struct {
+	// Addr is where to listen (host:port); "" is a loopback port of its own.
+	Addr string
+	// Team and Enterprise are the workspace and Enterprise Grid organisation
+	// auth.test names: Team and none unless set.
+	Team, Enterprise string
+	// Observe, when set, is told of every Event as it happens, one at a
+	// time, in the order the fake took them.
+	Observe func(Event)
 }
 
 type failure struct {
@@ -42,12 +98,17 @@ type failure struct {
 
 // Server is the fake. Point the bot's API URL at URL().
 type Server struct {
-	srv *httptest.Server
+	ln      net.Listener
+	srv     *http.Server
+	served  chan struct{}
+	observe func(Event)
 
 	mu       sync.Mutex
 	calls    []Call
 	messages map[string]*Message // by ts
 	order    []string
+	ephem    []Ephemeral
+	views    []View
 	fail     map[string][]failure
 	groups   map[string][]string
 	seq      int
@@ -58,19 +119,47 @@ type Server struct {
 	scopes   []string        // the X-OAuth-Scopes of every answer; nil sends none
 }
 
-// New starts a fake Slack on a loopback port.
+// New starts a fake Slack on a loopback port of its own.
 func New() *Server {
-	s := &Server{messages: map[string]*Message{}, fail: map[string][]failure{}, groups: map[string][]string{}, notify: make(chan string, 1024),
-		outside: map[string]bool{}, team: Team}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
+	s, err := Start(Options{})
+	if err != nil {
+		panic(fmt.Sprintf("fakeslack: %v", err))
+	}
 	return s
 }
 
-// URL is the API base URL, ending in a slash as slack-go expects.
-func (s *Server) URL() string { return s.srv.URL + "/api/" }
+// Start serves a fake Slack as o says, until Close.
+func Start(o Options) (*Server, error) {
+	addr := o.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("local slack: listen on %s: %w", addr, err)
+	}
+	s := &Server{ln: ln, served: make(chan struct{}), observe: o.Observe,
+		messages: map[string]*Message{}, fail: map[string][]failure{}, groups: map[string][]string{}, notify: make(chan string, 1024),
+		outside: map[string]bool{}, team: Team, ent: o.Enterprise}
+	if o.Team != "" {
+		s.team = o.Team
+	}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.served)
+		_ = s.srv.Serve(ln) // ErrServerClosed once Close is called
+	}()
+	return s, nil
+}
 
-// Close stops the fake.
-func (s *Server) Close() { s.srv.Close() }
+// URL is the API base URL, ending in a slash as slack-go expects.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/api/" }
+
+// Close stops the fake: it closes its listener and its connections.
+func (s *Server) Close() {
+	_ = s.srv.Close()
+	<-s.served
+}
 
 // FailNext makes the next call of method answer with status (and Retry-After
 // seconds when retryAfter is set), once per call of FailNext.
@@ -140,6 +229,17 @@ func (s *Server) Calls(method string) []Call {
 func (s *Server) Messages() []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.messagesLocked()
+}
+
+// State returns what the fake holds: what GET /dev/state answers.
+func (s *Server) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return State{Messages: s.messagesLocked(), Ephemerals: append([]Ephemeral{}, s.ephem...), Views: append([]View{}, s.views...)}
+}
+
+func (s *Server) messagesLocked() []Message {
 	out := make([]Message, 0, len(s.order))
 	for _, ts := range s.order {
 		out = append(out, *s.messages[ts])
@@ -147,12 +247,50 @@ func (s *Server) Messages() []Message {
 	return out
 }
 
+// StatePath is where the fake answers with its State as JSON.
+const StatePath = "/dev/state"
+
+// ReadState asks the fake whose API URL (or base URL) is apiURL for its
+// State, from another process.
+func ReadState(ctx context.Context, client *http.Client, apiURL string) (State, error) {
+	base := strings.TrimSuffix(strings.TrimSuffix(apiURL, "/"), "/api")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+StatePath, nil)
+	if err != nil {
+		return State{}, fmt.Errorf("read the local slack's state: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return State{}, fmt.Errorf("read the local slack's state: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return State{}, fmt.Errorf("read the local slack's state: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return State{}, fmt.Errorf("read the local slack's state: %s answered %s: is it signoff slack dev?", base+StatePath, resp.Status)
+	}
+	var st State
+	if err := json.Unmarshal(body, &st); err != nil {
+		return State{}, fmt.Errorf("read the local slack's state from %s: %w: is it signoff slack dev?", base+StatePath, err)
+	}
+	return st, nil
+}
+
 // Notify receives the method name of every successful call, for tests that
 // wait for delivery without sleeping.
 func (s *Server) Notify() <-chan string { return s.notify }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
-	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	if r.URL.Path == StatePath && r.Method == http.MethodGet {
+		writeJSON(w, s.State())
+		return
+	}
+	method, ok := strings.CutPrefix(r.URL.Path, "/api/")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	call := Call{Method: method, Form: url.Values{}}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
@@ -200,8 +338,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.seq++
 		ts := fmt.Sprintf("1700000000.%06d", s.seq)
 		ch := call.Form.Get("channel")
-		s.messages[ts] = &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks")}
+		m := &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks")}
+		s.messages[ts] = m
 		s.order = append(s.order, ts)
+		s.tell(Event{Kind: Posted, Message: *m})
 		resp = map[string]any{"ok": true, "channel": ch, "ts": ts}
 	case "chat.update":
 		ts := call.Form.Get("ts")
@@ -212,12 +352,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		m.Text, m.Blocks = call.Form.Get("text"), call.Form.Get("blocks")
 		m.Updates++
+		s.tell(Event{Kind: Updated, Message: *m})
 		resp = map[string]any{"ok": true, "channel": m.Channel, "ts": ts, "text": m.Text}
 	case "chat.postEphemeral":
 		s.seq++
+		e := Ephemeral{Channel: call.Form.Get("channel"), User: call.Form.Get("user"), Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks")}
+		s.ephem = append(s.ephem, e)
+		s.tell(Event{Kind: EphemeralSent, Ephemeral: e})
 		resp = map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700000000.%06d", s.seq)}
 	case "views.open":
-		resp = map[string]any{"ok": true, "view": map[string]any{"id": fmt.Sprintf("V%06d", len(s.calls))}}
+		v := View{ID: fmt.Sprintf("V%06d", len(s.calls)), TriggerID: call.Form.Get("trigger_id"), View: call.Form.Get("view")}
+		s.views = append(s.views, v)
+		s.tell(Event{Kind: ViewOpened, View: v})
+		resp = map[string]any{"ok": true, "view": map[string]any{"id": v.ID}}
 	case "usergroups.users.list":
 		members, ok := s.groups[call.Form.Get("usergroup")]
 		if !ok {
@@ -249,6 +396,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, resp)
+}
+
+// tell passes ev to the observer; s.mu is held, so events are told one at
+// a time and in the order they happened.
+func (s *Server) tell(ev Event) {
+	if s.observe != nil {
+		s.observe(ev)
+	}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

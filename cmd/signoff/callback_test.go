@@ -156,7 +156,17 @@ func startServeChild(t *testing.T, dir, cfg string, fs *fakeslack.Server, extra 
 // added to the test's.
 func startServeChildEnv(t *testing.T, dir, cfg string, env []string) *serveChild {
 	t.Helper()
-	cmd, _, _ := child(t, dir, env, "--config", cfg, "serve", "--addr", "127.0.0.1:0")
+	return startBackground(t, dir, env, "--config", cfg, "serve", "--addr", "127.0.0.1:0")
+}
+
+// startBackground starts a command of the program that runs until stopped
+// (serve, slack dev) as a separate process against dir, in dir, with extra
+// environment variables; its stdout and stderr go to its log, and it is
+// stopped with SIGTERM when the test ends.
+func startBackground(t *testing.T, dir string, env []string, args ...string) *serveChild {
+	t.Helper()
+	cmd, _, _ := child(t, dir, env, args...)
+	cmd.Dir = dir // ./signoff.yaml and relative paths are dir's
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	s := &serveChild{cmd: cmd, exited: make(chan struct{}), log: &strings.Builder{}, mu: &sync.Mutex{}}
@@ -185,7 +195,7 @@ func startServeChildEnv(t *testing.T, dir, cfg string, env []string) *serveChild
 		}
 		if t.Failed() {
 			s.mu.Lock()
-			t.Logf("serve (pid %d) said:\n%s", cmd.Process.Pid, s.log.String())
+			t.Logf("%s (pid %d) said:\n%s", strings.Join(args, " "), cmd.Process.Pid, s.log.String())
 			s.mu.Unlock()
 		}
 	})
@@ -195,23 +205,33 @@ func startServeChildEnv(t *testing.T, dir, cfg string, env []string) *serveChild
 // addr waits, bounded, until serve listens, and returns its address.
 func (s *serveChild) addr(t *testing.T) string {
 	t.Helper()
-	var addr string
-	waitFor(t, "serve to listen", func() bool {
-		s.mu.Lock()
-		m := servingOn.FindStringSubmatch(s.log.String())
-		s.mu.Unlock()
-		if m != nil {
-			addr = m[1]
+	return s.await(t, "serve to listen", servingOn)[1]
+}
+
+// output is what the process has said so far.
+func (s *serveChild) output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+// await waits, bounded, until the process's output matches re, and returns
+// the match and its groups; a process that exits first fails the test.
+func (s *serveChild) await(t *testing.T, what string, re *regexp.Regexp) []string {
+	t.Helper()
+	var m []string
+	waitFor(t, what, func() bool {
+		if m = re.FindStringSubmatch(s.output()); m != nil {
 			return true
 		}
 		select {
 		case <-s.exited:
-			t.Fatalf("serve exited before listening: %v", s.cmd.ProcessState)
+			t.Fatalf("%s: the process exited first: %v\n%s", what, s.cmd.ProcessState, s.output())
 		default:
 		}
 		return false
 	})
-	return addr
+	return m
 }
 
 func (s *serveChild) killedBySIGKILL(t *testing.T) {

@@ -42,12 +42,7 @@ type signedRequest struct {
 }
 
 func signNow(path string, body []byte) signedRequest {
-	ts := time.Now().Unix()
-	hdr := http.Header{}
-	hdr.Set("Content-Type", "application/x-www-form-urlencoded")
-	hdr.Set(bot.HeaderTimestamp, strconv.FormatInt(ts, 10))
-	hdr.Set(bot.HeaderSignature, bot.Sign(serveSecret, ts, body))
-	return signedRequest{path, body, hdr}
+	return signedRequest{path, body, bot.SignedHeader(serveSecret, time.Now().Unix(), body)}
 }
 
 // answer is what a client sees of an answer.

@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
@@ -386,16 +384,11 @@ func (c *cluster) post(ctx context.Context, form []byte, slot int) (status int, 
 }
 
 func (c *cluster) postTo(ctx context.Context, addr string, form []byte) (int, string, error) {
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(serveSecret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, form)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/slack/interactions", bytes.NewReader(form))
 	if err != nil {
 		return 0, "", err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	req.Header = bot.SignedHeader(serveSecret, time.Now().Unix(), form)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return 0, "", err

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,12 +16,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/metrics"
@@ -172,16 +171,11 @@ func (s *served) click(t *testing.T, fixture, user string, v *workflow.RunView) 
 		t.Fatal(err)
 	}
 	form := []byte("payload=" + url.QueryEscape(compact.String()))
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(serveSecret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, form)
 	req, err := http.NewRequest(http.MethodPost, "http://"+s.addr+"/slack/interactions", bytes.NewReader(form))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	req.Header = bot.SignedHeader(serveSecret, time.Now().Unix(), form)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
