@@ -15,6 +15,7 @@ import (
 
 	"github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/api/client"
+	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -705,4 +706,37 @@ func TestATokenSeesOnlyItsRequestersRuns(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestARunRowNamingAnotherRequesterShowsNothingOfTheRun: someone with the
+// database moves another agent's run to this token's requester. The row is
+// not sealed, so signoff checks it against the sealed checkpoints: the run
+// is reported damaged, and the token sees neither its arguments nor its
+// summary nor its reason.
+func TestARunRowNamingAnotherRequesterShowsNothingOfTheRun(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	theirs, err := h.client(tokOther).Submit(context.Background(), deployProposal("k-theirs", "7.7.7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.OpenDB(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE runs SET requester_id = 'agent:resolver' WHERE id = ?`, theirs.Id); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, path := range []string{"/v1/runs/" + theirs.Id, "/v1/runs"} {
+		a := h.do("GET", path, tokAll, "", nil, false)
+		if a.status != 200 {
+			t.Fatalf("GET %s: %d %s", path, a.status, a.body)
+		}
+		if body := string(a.body); strings.Contains(body, "7.7.7") || strings.Contains(body, "deploy api") {
+			t.Errorf("GET %s shows the other agent's run:\n%s", path, body)
+		}
+		if path != "/v1/runs" && !strings.Contains(string(a.body), `"problem"`) {
+			t.Errorf("GET %s does not say the run is damaged:\n%s", path, a.body)
+		}
+	}
 }

@@ -89,6 +89,15 @@ func submitResult(v *workflow.RunView, replayed bool) SubmitResult {
 }
 
 func (h *handlers) shown(v *workflow.RunView) workflow.RunView {
+	if v.Problem != "" {
+		// The stored run failed its check, so nothing in it says whose it
+		// is: the run row that named this token's requester may have been
+		// changed to. The agent learns that the run is damaged and no more.
+		return workflow.RunView{ID: v.ID, Workflow: v.Workflow, Status: workflow.StatusNeedsAttention, Problem: v.Problem,
+			Requester: v.Requester, Actions: []workflow.Action{}, Evidence: []workflow.Evidence{}, Checks: []workflow.Check{},
+			Requests: []workflow.RequestView{}, Decisions: []workflow.DecisionView{}, Operations: []workflow.OperationView{},
+			CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
+	}
 	return *workflow.RedactedView(v, h.engine.Action)
 }
 

@@ -78,6 +78,7 @@ func (r *recorder) Lookup(context.Context, string) (workflow.Receipt, bool, erro
 
 type harness struct {
 	t      *testing.T
+	path   string // the store's file
 	engine *workflow.Engine
 	store  *sqlite.Store
 	srv    *httptest.Server
@@ -94,7 +95,8 @@ type harnessOpts struct {
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "signoff.db"))
+	path := filepath.Join(t.TempDir(), "signoff.db")
+	st, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	conf := newConformance(t)
 	srv := httptest.NewServer(conf.wrap(h))
 	t.Cleanup(srv.Close)
-	return &harness{t: t, engine: e, store: st, srv: srv, clock: clk, conf: conf, api: h}
+	return &harness{t: t, path: path, engine: e, store: st, srv: srv, clock: clk, conf: conf, api: h}
 }
 
 func (h *harness) client(token string) *client.Client {

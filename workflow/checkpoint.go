@@ -106,8 +106,8 @@ func (e *Engine) loadWith(ctx context.Context, tx Tx, id string, extra RunParts)
 	if st.Status != run.Status && run.Status != StatusNeedsAttention {
 		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", run.Status, st.Status)}
 	}
-	if st.CallbackURL != run.CallbackURL {
-		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: callbackMismatch}
+	if p := rowProblem(run, st); p != "" {
+		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: p}
 	}
 	b.Checkpoints = nil
 	extra.Checkpoints = false

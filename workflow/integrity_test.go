@@ -541,3 +541,31 @@ func TestOneSlowTargetHoldsUpNoOtherRun(t *testing.T) {
 		t.Fatalf("run A is %s (%q), effects %v", v.Status, v.Reason, h.target.Effects())
 	}
 }
+
+// TestTheRowsDeadlineOfAWaitingRunIsChecked: the run row's deadline decides
+// whether a decision is still allowed, and the row is not sealed. Moved a day
+// later behind the engine's back, it no longer agrees with the sealed state:
+// verify names the run, and nobody can approve it on the strength of the
+// forged deadline.
+func TestTheRowsDeadlineOfAWaitingRunIsChecked(t *testing.T) {
+	h := newHarness(t, withKeys(testKeys(t)))
+	run := h.submit(refund("PAY-1", 119))
+	db, err := sqlite.OpenDB(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE runs SET deadline = deadline + 86400000 WHERE id = ?`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	rep, err := h.engine.Verify(ctx)
+	if err != nil || rep.OK() || len(rep.Damaged) != 1 || rep.Damaged[0].RunID != run.ID || !strings.Contains(rep.Damaged[0].Problem, "deadline") {
+		t.Fatalf("verify: %+v %v, want the run's deadline named", rep, err)
+	}
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err == nil {
+		t.Fatal("an approval was taken on a forged deadline")
+	}
+	if v := h.get(run.ID); v.Status != workflow.StatusNeedsAttention || len(h.target.Effects()) != 0 {
+		t.Fatalf("status %s, effects %v", v.Status, h.target.Effects())
+	}
+}

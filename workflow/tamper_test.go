@@ -168,11 +168,12 @@ func tamperCases() []tamperCase {
 		"seq": "seq - 1", "hash": "'" + strings.Repeat("f", 64) + "'", "key_id": "'other'", "mac": "'" + strings.Repeat("0", 63) + "1'",
 	})
 	// The run row is not sealed: what in it decides anything is checked
-	// against the sealed checkpoint (status, seq, fingerprint). Its other
-	// columns are bookkeeping (leases, timestamps, list filters).
+	// against the sealed checkpoint (status, seq, fingerprint, who asked,
+	// which agent, the task, where events go). Its other columns are
+	// bookkeeping (leases, timestamps).
 	add("runs", "id = ?", false, map[string]string{
 		"status": "'waiting_approval'", "seq": "seq - 1", "fingerprint": "'" + strings.Repeat("e", 64) + "'",
-		"callback_url": "'" + evilCallback + "'",
+		"callback_url": "'" + evilCallback + "'", "requester_id": "'agent:other'", "workflow": "'resolver'", "task_id": "'T-2'",
 	})
 	// The head has no run: its condition takes the run id only to use it.
 	add("integrity_head", "id = 1 AND ? <> ''", false, map[string]string{

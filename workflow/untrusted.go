@@ -141,6 +141,28 @@ type lineField struct {
 	id    bool
 }
 
+// rowProblem says how the columns of a run row that decide who sees it or
+// may act on it disagree with its sealed state, or returns "". The row is not
+// sealed, so each such column must agree with the checkpoint: who asked
+// (which token lists and reads the run, who may not approve it), which agent
+// runs its steps, its task, where its events go, and, while it waits, the
+// deadline decisions are checked against.
+func rowProblem(r *Run, st *State) string {
+	switch {
+	case st.Requester.ID != r.RequesterID:
+		return fmt.Sprintf("the run row names requester %q, its checkpoint %q", r.RequesterID, st.Requester.ID)
+	case st.Workflow != r.Workflow:
+		return fmt.Sprintf("the run row names workflow %q, its checkpoint %q", r.Workflow, st.Workflow)
+	case st.TaskID != r.TaskID:
+		return fmt.Sprintf("the run row names task %q, its checkpoint %q", r.TaskID, st.TaskID)
+	case st.CallbackURL != r.CallbackURL:
+		return callbackMismatch
+	case r.Status == StatusWaitingApproval && st.Gate != nil && st.Gate.Deadline != nil && r.Deadline.UnixMilli() != st.Gate.Deadline.UnixMilli():
+		return "the run row's deadline is not the one its checkpoint holds"
+	}
+	return ""
+}
+
 // callbackMismatch is the problem of a run row whose callback URL is not the
 // one its sealed checkpoint holds.
 const callbackMismatch = "the run row's callback URL is not the one its checkpoint holds"

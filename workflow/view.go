@@ -308,6 +308,11 @@ func (e *Engine) headState(ctx context.Context, tx Tx, h *RunHead) (*State, erro
 	if st.SchemaVersion != c.SchemaVersion || st.RunID != id {
 		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: "the state does not belong to this checkpoint"}
 	}
+	// The row chose this run for the list (by requester, status, task):
+	// what it says must be what the sealed state says.
+	if p := rowProblem(h.Run, st); p != "" {
+		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: p}
+	}
 	return st, nil
 }
 
@@ -680,8 +685,8 @@ func verifyRun(ctx context.Context, tx Tx, in *integrity, r *Run, head *Integrit
 		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", r.Status, st.Status)}, nil
 	case st != nil && st.Gate != nil && r.Fingerprint != "" && r.Fingerprint != st.Gate.Fingerprint:
 		return &IntegrityError{RunID: r.ID, Problem: "the run row's fingerprint is not the one its checkpoint approved"}, nil
-	case st != nil && st.CallbackURL != r.CallbackURL:
-		return &IntegrityError{RunID: r.ID, Problem: callbackMismatch}, nil
+	case st != nil && rowProblem(r, st) != "":
+		return &IntegrityError{RunID: r.ID, Problem: rowProblem(r, st)}, nil
 	}
 	if err := in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
 		return ie, nil
