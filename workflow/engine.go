@@ -75,6 +75,12 @@ type Config struct {
 	// ResolveRole is who may resolve a run that needs attention (Resolve):
 	// this role or above. Empty: the highest role only.
 	ResolveRole string
+	// PublishedAnchor, when set, says the newest audit anchor published
+	// outside the store (serve --anchor-to). Before anything is sent, the
+	// engine checks that the store still holds that anchor as published
+	// and that the run's audit events it recorded are unchanged (see
+	// checkPublished).
+	PublishedAnchor func() (Anchor, bool)
 }
 
 // DefaultMaxRequestLifetime is MaxRequestLifetime when the config sets none.
@@ -121,6 +127,7 @@ type Engine struct {
 	anyone    bool // AllowUnknownRequesters
 	// resolveRole is Config.ResolveRole.
 	resolveRole string
+	published   func() (Anchor, bool)
 	in          *integrity
 	changes     *Changes
 	// cbAllowed and cbPrefixes: Config.CallbackAllowed and CallbackPrefixes.
@@ -145,7 +152,7 @@ func New(cfg Config) (*Engine, error) {
 		maxLife:   cfg.MaxRequestLifetime,
 		anyone:    cfg.AllowUnknownRequesters,
 		cbAllowed: cfg.CallbackAllowed, cbPrefixes: cfg.CallbackPrefixes,
-		resolveRole: cfg.ResolveRole,
+		resolveRole: cfg.ResolveRole, published: cfg.PublishedAnchor,
 	}
 	if e.maxLife <= 0 {
 		e.maxLife = DefaultMaxRequestLifetime

@@ -108,7 +108,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 // events: a change behind the engine's back hands the run to a person. It
 // uses what was loaded with the run, in the same transaction, when it was.
 func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
-	if e.in.keys == nil {
+	if e.in.keys == nil && e.published == nil {
 		return nil
 	}
 	id := l.run.ID
@@ -136,10 +136,13 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 		if err := e.in.checkRun(ctx, tx, id, nil, b.Requests, b.Decisions, nil); err != nil {
 			return err
 		}
-		return e.in.checkAuditOf(ctx, tx, id, b.Audit, b.AuditHead)
+		if err := e.in.checkAuditOf(ctx, tx, id, b.Audit, b.AuditHead); err != nil {
+			return err
+		}
+		return e.checkPublished(ctx, tx, id, b.Audit)
 	}
 	var err error
-	if l.read.Requests && l.read.Decisions && l.read.Audit && e.in.headKnown() {
+	if l.read.Requests && l.read.Decisions && l.read.Audit && e.in.headKnown() && e.published == nil {
 		err = check(ctx, nil)
 	} else {
 		err = e.store.View(ctx, check)
@@ -152,6 +155,78 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 		return fmt.Errorf("check the approval of run %s: %w", id, err)
 	}
 	return nil
+}
+
+// checkPublished checks, when an anchor was published outside the store,
+// that the store still holds it as published (its hash, which covers the
+// run heads it recorded) and that the run's audit events it recorded are
+// unchanged: a rewrite of what the anchor covers is caught before the run
+// sends anything. Runs whose events came after the newest anchor are
+// covered by the seals alone until the next one (see Anchor).
+func (e *Engine) checkPublished(ctx context.Context, tx Tx, runID string, evs []*AuditEvent) error {
+	if e.published == nil || tx == nil {
+		return nil
+	}
+	a, ok := e.published()
+	if !ok || a.Event || a.Seq == 0 {
+		return nil
+	}
+	rec, err := anchorByID(ctx, tx, a.Seq)
+	if err != nil {
+		return err
+	}
+	problem := func(format string, args ...any) error {
+		return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("the audit log no longer extends anchor %s, published outside the store: ", a) + fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case rec == nil:
+		return problem("the store has no anchor %d", a.Seq)
+	case AnchorHash(rec) != a.Hash || rec.Hash != a.Hash:
+		return problem("the store's anchor %d is another one", a.Seq)
+	}
+	for _, h := range rec.Heads {
+		if h.RunID != runID {
+			continue
+		}
+		for _, ev := range evs {
+			if ev.Seq == h.Seq {
+				if ev.Hash != h.Hash {
+					return problem("the run's audit event %d was changed since", h.Seq)
+				}
+				return nil
+			}
+		}
+		return problem("the run's audit event %d is missing", h.Seq)
+	}
+	return nil
+}
+
+// anchorByID loads anchor id, or nil when the store has none of that id:
+// the newest one is read first, as it is the one published last.
+func anchorByID(ctx context.Context, tx Tx, id int64) (*AuditAnchor, error) {
+	latest, err := tx.LatestAnchor(ctx)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load the newest anchor: %w", err)
+	}
+	if latest.ID == id {
+		return latest, nil
+	}
+	if latest.ID < id {
+		return nil, nil
+	}
+	all, err := tx.AuditAnchors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load anchors: %w", err)
+	}
+	for _, an := range all {
+		if an.ID == id {
+			return an, nil
+		}
+	}
+	return nil, nil
 }
 
 // intentMismatch says how a pending operation's recorded intent differs from
