@@ -57,6 +57,7 @@ type Config struct {
 	Requesters RequestersConfig
 	Requests   RequestsConfig
 	Resolve    ResolveConfig
+	Anchors    AnchorsConfig
 	API        APIConfig
 	Retention  RetentionConfig
 	// AuditLog: serve writes every audit event as a log line too, for a
@@ -80,6 +81,29 @@ type RequestsConfig struct {
 	// MaxLifetime is how long a request may wait at most, extensions
 	// included (0: workflow.DefaultMaxRequestLifetime).
 	MaxLifetime time.Duration
+}
+
+// AnchorsConfig says where serve publishes its audit anchors, outside the
+// store, and how often.
+type AnchorsConfig struct {
+	// To is "log" (the default: a log line), a file (an absolute path, or
+	// relative to the config's folder) that each anchor is appended to, or
+	// an http(s) URL each anchor is POSTed to.
+	To string
+	// Every is how often (default DefaultAnchorEvery).
+	Every time.Duration
+}
+
+// DefaultAnchorEvery is how often serve publishes an anchor unless
+// anchors.every says.
+const DefaultAnchorEvery = 10 * time.Minute
+
+// AnchorFile is the file anchors go to, or "" when To is the log or a URL.
+func (a AnchorsConfig) AnchorFile() string {
+	if a.To == "" || a.To == "log" || strings.HasPrefix(a.To, "http://") || strings.HasPrefix(a.To, "https://") {
+		return ""
+	}
+	return strings.TrimPrefix(a.To, "file:")
 }
 
 // ResolveConfig says who may resolve a run that needs attention.
@@ -258,6 +282,7 @@ type fileConfig struct {
 	Requesters *fileRequesters        `yaml:"requesters"`
 	Requests   *fileRequests          `yaml:"requests"`
 	Resolve    *fileResolve           `yaml:"resolve"`
+	Anchors    *fileAnchors           `yaml:"anchors"`
 	API        *fileAPI               `yaml:"api"`
 	Retention  *fileRetention         `yaml:"retention"`
 	AuditLog   bool                   `yaml:"audit_log"`
@@ -266,6 +291,11 @@ type fileConfig struct {
 type fileRetention struct {
 	RunsOlderThan string `yaml:"runs_older_than"`
 	Every         string `yaml:"every"`
+}
+
+type fileAnchors struct {
+	To    string `yaml:"to"`
+	Every string `yaml:"every"`
 }
 
 type fileResolve struct {
@@ -448,6 +478,9 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		}
 		cfg.Requests.MaxLifetime = d
 	}
+	if cfg.Anchors, err = c.anchors(fc.Anchors); err != nil {
+		return nil, err
+	}
 	if fc.Resolve != nil {
 		role := strings.TrimSpace(fc.Resolve.Role)
 		if _, ok := cfg.Roles.Rank(role); !ok {
@@ -496,6 +529,51 @@ func (c *checker) retention(fr *fileRetention) (RetentionConfig, error) {
 		}
 	}
 	return rc, nil
+}
+
+// AnchorTarget checks where anchors are to go (see AnchorsConfig.To) and
+// returns it with a relative file made relative to dir.
+func AnchorTarget(to, dir string) (string, error) {
+	to = strings.TrimSpace(to)
+	switch {
+	case to == "":
+		return "", errors.New("required: log, a file to append each anchor to, or an http(s) URL to POST it to")
+	case to == "log":
+		return to, nil
+	case strings.HasPrefix(to, "http://") || strings.HasPrefix(to, "https://"):
+		u, err := url.Parse(to)
+		if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" {
+			return "", fmt.Errorf("%q is not a URL to POST anchors to (http(s)://host/path, no credentials)", to)
+		}
+		return to, nil
+	case strings.Contains(to, "://"):
+		return "", fmt.Errorf("%q: want log, a file, or an http(s) URL", to)
+	}
+	if f := strings.TrimPrefix(to, "file:"); !filepath.IsAbs(f) {
+		return filepath.Join(dir, f), nil
+	}
+	return to, nil
+}
+
+// anchors checks the anchors section: where to and how often.
+func (c *checker) anchors(fa *fileAnchors) (AnchorsConfig, error) {
+	out := AnchorsConfig{To: "log", Every: DefaultAnchorEvery}
+	if fa == nil {
+		return out, nil
+	}
+	to, err := AnchorTarget(fa.To, filepath.Dir(c.name))
+	if err != nil {
+		return out, c.fail("anchors.to", err)
+	}
+	out.To = to
+	if s := strings.TrimSpace(fa.Every); s != "" {
+		d, err := parseDuration(s)
+		if err != nil || d < time.Second || d > 24*time.Hour {
+			return out, c.failf("anchors.every", "want a duration from 1s to 24h, like 10m, got %q", s)
+		}
+		out.Every = d
+	}
+	return out, nil
 }
 
 // maxReconcileWithin bounds reconcile.within: an attempt nobody can account

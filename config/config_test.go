@@ -200,7 +200,7 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown field", edit(`risk: high`, `riks: high`),
 			`signoff.yaml:10: policy.rules[0]: unknown field "riks" (known: name, when, risk, approval)`},
 		{"unknown top-level field", valid + "extra: 1\n",
-			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, resolve, api, retention, audit_log)`},
+			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, resolve, anchors, api, retention, audit_log)`},
 		{"unknown approval field", edit(`edit: true`, `edit: true, quorum: 2`),
 			`signoff.yaml:11: policy.rules[0].approval: unknown field "quorum" (known: role, count, expires, self_approval, edit)`},
 		{"duplicate key", edit(`      risk: high`+"\n", `      risk: high`+"\n"+`      risk: low`+"\n"),
@@ -633,5 +633,33 @@ func TestParseResolveRole(t *testing.T) {
 	c, err = Parse("signoff.yaml", []byte(valid+"resolve: {role: team_lead}\n"))
 	if err != nil || c.Resolve.Role != "team_lead" {
 		t.Fatalf("resolve.role = %q, %v; want team_lead", c.Resolve.Role, err)
+	}
+}
+
+func TestParseAnchors(t *testing.T) {
+	c, err := Parse("/etc/signoff/signoff.yaml", []byte(valid))
+	if err != nil || c.Anchors.To != "log" || c.Anchors.Every != DefaultAnchorEvery || c.Anchors.AnchorFile() != "" {
+		t.Fatalf("without anchors: %+v, %v; want the log every 10m", c.Anchors, err)
+	}
+	for _, tc := range []struct{ yaml, to, file string }{
+		{"anchors: {to: anchors.log, every: 1m}", "/etc/signoff/anchors.log", "/etc/signoff/anchors.log"},
+		{"anchors: {to: 'file:/srv/anchors.log'}", "file:/srv/anchors.log", "/srv/anchors.log"},
+		{"anchors: {to: 'https://anchors.example/signoff'}", "https://anchors.example/signoff", ""},
+	} {
+		c, err := Parse("/etc/signoff/signoff.yaml", []byte(valid+tc.yaml+"\n"))
+		if err != nil || c.Anchors.To != tc.to || c.Anchors.AnchorFile() != tc.file {
+			t.Errorf("%s: %+v (file %q), %v; want to %q, file %q", tc.yaml, c.Anchors, c.Anchors.AnchorFile(), err, tc.to, tc.file)
+		}
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"anchors: {every: 1m}", "signoff.yaml:15: anchors.to: required"},
+		{"anchors: {to: 'ftp://x/y'}", `anchors.to: "ftp://x/y": want log, a file, or an http(s) URL`},
+		{"anchors: {to: 'https://u:p@x/y'}", `is not a URL to POST anchors to`},
+		{"anchors: {to: log, every: 0s}", `anchors.every: want a duration from 1s to 24h`},
+	} {
+		_, err := Parse("signoff.yaml", []byte(valid+tc.yaml+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
+		}
 	}
 }

@@ -57,6 +57,9 @@ type options struct {
 	getenv func(string) string
 	// metrics, for serve: decisions and executor calls are counted on it.
 	metrics *metrics.Metrics
+	// anchorTo, for serve --anchor-to: where anchors are published, over
+	// the config's anchors.to ("" keeps the config's).
+	anchorTo string
 }
 
 // localConfig is the config file looked for in the working directory when
@@ -122,7 +125,10 @@ type app struct {
 	// keys are the integrity keys the engine seals and verifies with (nil
 	// for none), for messages that name them.
 	keys *workflow.Keyring
-	log  *slog.Logger
+	// anchors is where serve publishes audit anchors outside the store, and
+	// the newest published, which runs are checked against before they send.
+	anchors anchorSink
+	log     *slog.Logger
 	// Slack, when the config has a slack: section: the Web API client (with
 	// SLACK_BOT_TOKEN) and the directory that resolves roles, user groups included.
 	slackAPI *bot.API
@@ -239,6 +245,18 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if owner := getenv("SIGNOFF_OWNER"); owner != "" {
 		wcfg.Owner = owner
 	}
+	to := cfg.Anchors.To
+	if o.anchorTo != "" {
+		if to, err = config.AnchorTarget(o.anchorTo, "."); err != nil {
+			a.Close()
+			return nil, usageError{"--anchor-to: " + err.Error()}
+		}
+	}
+	if a.anchors, err = newAnchorSink(to, getenv, log); err != nil {
+		a.Close()
+		return nil, usageError{err.Error()}
+	}
+	wcfg.PublishedAnchor = a.anchors.latest
 	if a.engine, err = workflow.New(wcfg); err != nil {
 		a.Close()
 		return nil, err

@@ -697,10 +697,13 @@ keys every seal (checkpoints, approval requests, decisions, operations, audit
 events, each run's audit head, anchors); that every transition has its audit
 event; that each run's audit log ends where its sealed head says; and that
 the log extends every anchor stored. It prints the newest anchor (A12:HASH):
-keep it somewhere the database's writers cannot reach (serve writes and logs
-one every ten minutes, signoff anchor writes one now), and
+keep it somewhere the database's writers cannot reach (serve publishes one
+every anchors.every, default ten minutes, to anchors.to or --anchor-to: the
+log, a file or a URL; signoff anchor writes one now), and
 --anchor A12:HASH proves later that the log still extends it (SEQ:HASH, an
-event of the global chain as earlier versions printed it, works too). Exit 1 when
+event of the global chain as earlier versions printed it, works too). When
+anchors go to a file and no --anchor is given, the newest in the file is
+checked. Exit 1 when
 anything is damaged; exit 2 when the keys given do not include the one the
 store is sealed with, so that no seal could be checked.`,
 		Args: exactArgs(0),
@@ -714,6 +717,12 @@ store is sealed with, so that no seal could be checked.`,
 				as = append(as, a)
 			}
 			return c.withReadApp(func(a *app) error {
+				from := map[workflow.Anchor]string{}
+				if fs, ok := a.anchors.(*fileSink); ok && len(as) == 0 {
+					if an, ok := fs.latest(); ok {
+						as, from[an] = append(as, an), " (the newest in "+term(fs.path)+")"
+					}
+				}
 				rep, err := a.engine.Verify(c.ctx, as...)
 				if err != nil {
 					return err
@@ -760,7 +769,7 @@ store is sealed with, so that no seal could be checked.`,
 				}
 				for _, an := range as {
 					if rep.AuditProblem == "" {
-						fmt.Fprintf(c.out, "anchor %s: the log extends it\n", an)
+						fmt.Fprintf(c.out, "anchor %s%s: the log extends it\n", an, from[an])
 					}
 				}
 				return nil

@@ -130,7 +130,8 @@ func TestServeLogsTheAuditAnchor(t *testing.T) {
 	var buf syncBuffer
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { logAnchors(ctx, a.engine, slog.New(slog.NewJSONHandler(&buf, nil)), time.Hour); close(done) }()
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	go func() { publishAnchors(ctx, a.engine, &logSink{log: log}, log, time.Hour); close(done) }()
 	waitFor(t, "the audit anchor in the log", func() bool { return strings.Contains(buf.String(), `"msg":"audit anchor"`) })
 	cancel()
 	<-done

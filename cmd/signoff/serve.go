@@ -83,12 +83,19 @@ func (c *cli) serveCmd() *cobra.Command {
 				if !strings.EqualFold(c.opts.logFormat, "json") {
 					fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s); slack: %s\n", s.addr, a.db, s.slack)
 				}
+				for _, w := range placementWarnings(c.opts, c.getenv, a.anchors) {
+					a.log.Warn("kept beside the store", "problem", w)
+					if !strings.EqualFold(c.opts.logFormat, "json") {
+						fmt.Fprintf(c.errOut, "signoff: warning: %s\n", w)
+					}
+				}
 				<-c.ctx.Done()
 				return s.stop()
 			})
 		},
 	}
 	cmd.Flags().StringVar(&so.addr, "addr", ":8080", "where to listen for Slack's requests")
+	cmd.Flags().StringVar(&c.opts.anchorTo, "anchor-to", "", "publish audit anchors here, outside the store: log, a file to append to, or an http(s) URL to POST to (default: the config's anchors.to, else log)")
 	cmd.Flags().BoolVar(&so.socketMode, "socket-mode", false, "receive Slack's requests over Socket Mode (needs SLACK_APP_TOKEN) instead of a public URL")
 	return cmd
 }
@@ -192,7 +199,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		logAnchors(wctx, a.engine, a.log, anchorEvery)
+		publishAnchors(wctx, a.engine, a.anchors, a.log, a.cfg.Anchors.Every)
 	}()
 	if a.metrics != nil {
 		every := so.metricsEvery
