@@ -135,7 +135,7 @@ func (s *Server) resolve(ctx context.Context, who workflow.Person, id, choice, r
 		return reply(s.commandRefusal(err, log))
 	}
 	log.Info("slack resolve recorded", "run_id", id, "choice", choice, "status", string(run.Status))
-	return reply("Resolved run " + mdCode(id, 100) + ": " + resolutionWords(c) + ". It is now " + mdCode(string(run.Status), 40) + "; its approval message will say so.")
+	return reply("Resolved run " + mdCode(id, 100) + ": " + mdEscape(c.Describe()) + ". It is now " + mdCode(string(run.Status), 40) + "; its approval message will say so.")
 }
 
 // mayRead says whether who may see runs: anyone holding a role. The engine

@@ -272,7 +272,7 @@ func statusText(v *workflow.RunView, rc RenderContext) string {
 		lines = append(lines, ":white_check_mark: *Done.*")
 	}
 	for _, r := range v.Resolutions {
-		lines = append(lines, fmt.Sprintf(":wrench: *Resolved* by %s %s: %s%s", mdMention(r.By, ""), slackDate(r.At), resolutionWords(r.Choice), reasonSuffix(r.Reason)))
+		lines = append(lines, fmt.Sprintf(":wrench: *Resolved* by %s %s: %s%s", mdMention(r.By, ""), slackDate(r.At), mdEscape(r.Choice.Describe()), reasonSuffix(r.Reason)))
 	}
 	if len(v.Operations) > 0 {
 		lines = append(lines, operationLines(v)...)
@@ -289,19 +289,6 @@ func reasonSuffix(reason string) string {
 	return ": " + mdCode(reason, 500)
 }
 
-// resolutionWords says what a person found, in words.
-func resolutionWords(c workflow.Resolution) string {
-	switch c {
-	case workflow.ResolveHappened:
-		return "it happened"
-	case workflow.ResolveRetry:
-		return "it did not happen, and is sent again under the same key"
-	case workflow.ResolveAbandon:
-		return "it did not happen, and the run is abandoned"
-	}
-	return mdCode(string(c), 40)
-}
-
 // operationLines is the outcome of each action: its receipt, or why there is none.
 func operationLines(v *workflow.RunView) []string {
 	var lines []string
@@ -314,7 +301,7 @@ func operationLines(v *workflow.RunView) []string {
 		r, byPerson := resolved[op.Key]
 		switch {
 		case byPerson && op.Status != workflow.OpPending:
-			s = "resolved by " + mdMention(r.By, "") + ": " + resolutionWords(r.Choice)
+			s = "resolved by " + mdMention(r.By, "") + ": " + mdEscape(r.Choice.Describe())
 			if op.Status == workflow.OpCommitted {
 				s += ", receipt " + mdCode(receiptID(op.Receipt), 80)
 			}

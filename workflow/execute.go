@@ -43,13 +43,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	if l.read.Operations && e.in.headKnown() {
 		err = e.in.checkRun(ctx, nil, id, nil, nil, nil, ops)
 	} else {
-		err = e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-			var err error
-			if ops, err = tx.Operations(ctx, id); err != nil {
-				return err
-			}
-			return e.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
-		})
+		ops, err = e.operations(ctx, id)
 	}
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
@@ -101,6 +95,19 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 		e.log.Info("run finished", "run_id", id, "status", string(StatusDone), "operations", len(l.st.Actions))
 	}
 	return nil
+}
+
+// operations reads a run's operations and checks their seals.
+func (e *Engine) operations(ctx context.Context, id string) ([]*Operation, error) {
+	var ops []*Operation
+	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		if ops, err = tx.Operations(ctx, id); err != nil {
+			return err
+		}
+		return e.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
+	})
+	return ops, err
 }
 
 // checkApproval checks, right before anything is sent, the seals of what was

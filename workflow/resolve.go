@@ -25,6 +25,19 @@ const (
 	ResolveAbandon Resolution = "abandon"
 )
 
+// Describe says in words what a person found.
+func (r Resolution) Describe() string {
+	switch r {
+	case ResolveHappened:
+		return "it happened"
+	case ResolveRetry:
+		return "it did not happen, and is sent again under the same key"
+	case ResolveAbandon:
+		return "it did not happen, and the run is abandoned"
+	}
+	return string(r)
+}
+
 // Resolutions lists every resolution.
 var Resolutions = []Resolution{ResolveHappened, ResolveRetry, ResolveAbandon}
 

@@ -293,14 +293,7 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 	if l.st.Status != StatusNeedsAttention {
 		return false, nil // stopped without a checkpoint: not over an outcome
 	}
-	var ops []*Operation
-	err = e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		var err error
-		if ops, err = tx.Operations(ctx, id); err != nil {
-			return err
-		}
-		return e.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
-	})
+	ops, err := e.operations(ctx, id)
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
 		return false, e.attention(ctx, id, ie.Error()+"; nothing was asked")

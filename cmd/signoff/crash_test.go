@@ -437,17 +437,7 @@ func TestARestartedServeFinishesItsRunAtOnce(t *testing.T) {
 		crash(t, dir, "after-decision-commit", "approve", id, "--as", lead1)
 		env := append([]string{"SIGNOFF_LEASE_TTL=10m"}, noSlackEnv...)
 		first := startServeChildEnv(t, dir, cfg, append(env, "SIGNOFF_FAILPOINT=after-intent"))
-		waitFor(t, "serve to die at its failpoint", func() bool {
-			select {
-			case <-first.exited:
-				return true
-			default:
-				return false
-			}
-		})
-		if ws, ok := first.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("serve ended with %v, want SIGKILL at the failpoint", first.cmd.ProcessState)
-		}
+		diedAtFailpoint(t, first)
 		if v := show(t, dir, id); v.Status != workflow.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpPending {
 			t.Fatalf("after serve died: status %s, operations %+v", v.Status, v.Operations)
 		}
@@ -470,4 +460,21 @@ func TestARestartedServeFinishesItsRunAtOnce(t *testing.T) {
 		}
 		must(t, dir, exitDone, "verify")
 	})
+}
+
+// diedAtFailpoint waits for a serve started with SIGNOFF_FAILPOINT to die of
+// it (SIGKILL), as a crashed machine would leave it.
+func diedAtFailpoint(t *testing.T, s *serveChild) {
+	t.Helper()
+	waitFor(t, "serve to die at its failpoint", func() bool {
+		select {
+		case <-s.exited:
+			return true
+		default:
+			return false
+		}
+	})
+	if ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("serve ended with %v, want SIGKILL at the failpoint", s.cmd.ProcessState)
+	}
 }

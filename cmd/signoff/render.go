@@ -276,7 +276,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		fmt.Fprintln(w)
 	}
 	for _, r := range v.Resolutions {
-		line := fmt.Sprintf("  resolved by %s via %s at %s: %s", term(r.By), term(orDash(r.Via)), r.At.Format(time.RFC3339), resolutionText(r.Choice))
+		line := fmt.Sprintf("  resolved by %s via %s at %s: %s", term(r.By), term(orDash(r.Via)), r.At.Format(time.RFC3339), term(r.Choice.Describe()))
 		if r.Key != "" {
 			line += " (" + term(r.Key) + ")"
 		}
@@ -468,7 +468,7 @@ func historyWhat(prev, st *workflow.State, find specFinder) string {
 		}
 	}
 	for _, r := range st.Resolutions[min(len(prev.Resolutions), len(st.Resolutions)):] {
-		what = append(what, "resolved by "+r.By+": "+resolutionText(r.Choice))
+		what = append(what, "resolved by "+r.By+": "+term(r.Choice.Describe()))
 	}
 	if st.Status != prev.Status {
 		what = append(what, string(st.Status))
@@ -477,19 +477,6 @@ func historyWhat(prev, st *workflow.State, find specFinder) string {
 		return "-"
 	}
 	return strings.Join(what, "; ")
-}
-
-// resolutionText says what a person found, in words.
-func resolutionText(c workflow.Resolution) string {
-	switch c {
-	case workflow.ResolveHappened:
-		return "it happened"
-	case workflow.ResolveRetry:
-		return "it did not happen; sent again under the same key"
-	case workflow.ResolveAbandon:
-		return "it did not happen; abandoned"
-	}
-	return term(string(c))
 }
 
 func attempts(n int) string {

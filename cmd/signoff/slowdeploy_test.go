@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/signoff-dev/signoff/workflow"
@@ -27,17 +26,7 @@ func TestASlowDeployIsReconciledAcrossAServeKill(t *testing.T) {
 	}
 
 	first := startServeChildEnv(t, o.dir, o.config, append(append([]string{}, o.env...), "SIGNOFF_FAILPOINT=after-park"))
-	waitFor(t, "serve to park the run and die", func() bool {
-		select {
-		case <-first.exited:
-			return true
-		default:
-			return false
-		}
-	})
-	if ws, ok := first.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("serve ended with %v, want SIGKILL at the failpoint", first.cmd.ProcessState)
-	}
+	diedAtFailpoint(t, first) // right after it parked the run
 	v := o.view(t, id)
 	if v.Status != workflow.StatusExecuting || v.RetryAt == nil || !strings.Contains(v.Reason, "asking the target again at") {
 		t.Fatalf("after serve died: status %s (%q), retry at %v; want executing, asking again later", v.Status, v.Reason, v.RetryAt)
