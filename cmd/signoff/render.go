@@ -288,6 +288,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 			when = deadlineText(now, *v.RetryAt)
 		}
 		fmt.Fprintf(w, "  waiting for the target: asking the target again at %s (%s)\n", v.RetryAt.Format(time.RFC3339), when)
+		fmt.Fprintf(w, "  next: a running serve asks again then; without one, %s waits and asks\n", shellLine("signoff", "resume", term(v.ID)))
 	}
 	if v.Status == workflow.StatusNeedsAttention && v.Problem == "" {
 		fmt.Fprintf(w, "  next: look at the target, then %s with --happened, --did-not-happen --retry or --did-not-happen --abandon\n",
