@@ -9,9 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/signoff-dev/signoff/executor/command"
 )
 
 func main() {
+	// A command executor's program starts through this binary (see
+	// executor/command): that launch is all such a process does.
+	command.MaybeLaunch()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
