@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -121,14 +122,70 @@ func newCommand(b *Block) (workflow.Executor, error) {
 	if cfg.Timeout, err = b.Duration("timeout", command.DefaultTimeout, maxTimeout); err != nil {
 		return nil, err
 	}
+	paths, err := b.Mapping("paths", "read", "write")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Read, err = b.StringsOf("paths.read", paths["read"], false); err != nil {
+		return nil, err
+	}
+	if cfg.Write, err = b.StringsOf("paths.write", paths["write"], false); err != nil {
+		return nil, err
+	}
+	cfg.Private = b.Private
+	if cfg.RunAs, err = runAs(b); err != nil {
+		return nil, err
+	}
 	x, err := command.New(b.Action, cfg)
 	if err != nil {
-		// command.New names the field first: "lookup: cannot run …".
+		// command.New names the field first: "lookup: cannot run …",
+		// "paths.read[0]: … does not exist".
 		field, msg, ok := strings.Cut(err.Error(), ": ")
-		if ok && (field == "command" || field == "lookup" || field == "check") {
+		if ok && (strings.HasPrefix(field, "command") || strings.HasPrefix(field, "lookup") || strings.HasPrefix(field, "check") || strings.HasPrefix(field, "paths.")) {
 			return nil, b.Errorf(field, "%s", msg)
 		}
 		return nil, err
 	}
+	for _, m := range x.Missing() {
+		field, msg, _ := strings.Cut(m, ": ")
+		b.Warn(field, "%s", msg)
+	}
+	if landlockABI() == 0 {
+		b.Warn("paths", "this kernel has no Landlock (Linux 5.13 or later, with landlock among its LSMs): the program runs unconfined and can read and write whatever signoff's user can, the store and the integrity keys too")
+	}
+	for _, r := range x.Rules() {
+		if (r.Path == "/" || r.Path == "/proc") && os.Geteuid() == 0 && cfg.RunAs == nil {
+			b.Warn("paths", "%s is readable and signoff runs as root: a program as root can read signoff's environment in /proc, its secrets with it; set run_as", r.Path)
+			break
+		}
+	}
 	return x, nil
+}
+
+// landlockABI is the kernel's Landlock version (a variable for tests).
+var landlockABI = command.LandlockABI
+
+// runAs reads run_as: {user: NAME}. Starting a program as another user
+// needs root; for a command that only reads that is a warning (serve may
+// run as root where config check does not).
+func runAs(b *Block) (*command.User, error) {
+	m, err := b.Mapping("run_as", "user")
+	if err != nil || m == nil {
+		return nil, err
+	}
+	name, ok := m["user"].(string)
+	if !ok || strings.TrimSpace(name) == "" {
+		return nil, b.Errorf("run_as.user", "required: the user the program runs as")
+	}
+	u, err := command.LookupUser(name)
+	if err != nil {
+		return nil, b.Errorf("run_as.user", "%v", err)
+	}
+	if euid := os.Geteuid(); euid != 0 && euid != u.UID {
+		if !b.NoSecrets {
+			return nil, b.Errorf("run_as.user", "signoff runs as uid %d, not root: it cannot start a program as %s (uid %d)", euid, u.Name, u.UID)
+		}
+		b.Warn("run_as.user", "signoff runs as uid %d here, not root: a command that runs programs must run as root to start them as %s", euid, u.Name)
+	}
+	return u, nil
 }

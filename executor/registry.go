@@ -37,6 +37,9 @@ type Block struct {
 	// nor read, everything else is checked as usual, and the executor refuses
 	// every call, having done nothing.
 	NoSecrets bool
+	// Private are signoff's own files no program may reach, whatever the
+	// block lists: the store and the integrity keys.
+	Private []string
 
 	used     map[string]bool
 	warnings []*FieldError
@@ -133,8 +136,33 @@ func (b *Block) String(field string, required bool) (string, error) {
 // Strings reads a list of strings; nil when absent.
 func (b *Block) Strings(field string, required bool) ([]string, error) {
 	b.used[field] = true
+	return b.StringsOf(field, b.Fields[field], required)
+}
+
+// Mapping reads a mapping whose keys must be among known; nil when absent.
+// Its values are read with StringsOf and the like, naming "field.key".
+func (b *Block) Mapping(field string, known ...string) (map[string]any, error) {
+	b.used[field] = true
 	v, ok := b.Fields[field]
 	if !ok || v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, b.Errorf(field, "must be a mapping (%s), got %s", strings.Join(known, ", "), kind(v))
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(known, k) {
+			return nil, b.Errorf(field+"."+k, "unknown field (known: %s)", strings.Join(known, ", "))
+		}
+	}
+	return m, nil
+}
+
+// StringsOf reads v, the value of field (a path such as paths.read), as a
+// list of strings; nil when absent.
+func (b *Block) StringsOf(field string, v any, required bool) ([]string, error) {
+	if v == nil {
 		if required {
 			return nil, b.Errorf(field, "required")
 		}

@@ -16,6 +16,7 @@ func env(k string) string {
 }
 
 func TestBuild(t *testing.T) {
+	executor.SetLandlockABI(t, 7) // the kernel's own is TestBuildWithoutLandlockWarns's
 	hook := func(extra map[string]any) map[string]any {
 		m := map[string]any{"url": "https://deployer.internal/deploy", "secret_env": "DEPLOY_SECRET"}
 		for k, v := range extra {
@@ -49,6 +50,14 @@ func TestBuild(t *testing.T) {
 		{name: "command cannot run", typ: "command", fields: map[string]any{"command": []any{"./bin/nope"}}, field: "command", want: "cannot run"},
 		{name: "command element", typ: "command", fields: map[string]any{"command": []any{"true", 3}}, field: "command[1]", want: "must be a string"},
 		{name: "env of signoff", typ: "command", fields: map[string]any{"command": []any{"true"}, "env": []any{"SLACK_BOT_TOKEN"}}, field: "env[0]", want: "signoff's own"},
+		{name: "paths", typ: "command", fields: map[string]any{"command": []any{"true"}, "paths": map[string]any{"read": []any{"/usr"}, "write": []any{"/tmp"}}}, field: "-"},
+		{name: "paths not a mapping", typ: "command", fields: map[string]any{"command": []any{"true"}, "paths": []any{"/usr"}}, field: "paths", want: "must be a mapping (read, write), got a list"},
+		{name: "paths unknown key", typ: "command", fields: map[string]any{"command": []any{"true"}, "paths": map[string]any{"exec": []any{"/usr"}}}, field: "paths.exec", want: "unknown field (known: read, write)"},
+		{name: "paths not a list", typ: "command", fields: map[string]any{"command": []any{"true"}, "paths": map[string]any{"read": "/usr"}}, field: "paths.read", want: "must be a list of strings, got a string"},
+		{name: "paths missing", typ: "command", fields: map[string]any{"command": []any{"true"}, "paths": map[string]any{"write": []any{"/tmp", "/nope-signoff"}}}, field: "-", warn: "paths.write[1]: /nope-signoff does not exist: the program cannot reach it"},
+		{name: "run_as not a mapping", typ: "command", fields: map[string]any{"command": []any{"true"}, "run_as": "nobody"}, field: "run_as", want: "must be a mapping (user), got a string"},
+		{name: "run_as no user", typ: "command", fields: map[string]any{"command": []any{"true"}, "run_as": map[string]any{}}, field: "run_as.user", want: "required"},
+		{name: "run_as unknown user", typ: "command", fields: map[string]any{"command": []any{"true"}, "run_as": map[string]any{"user": "no-such-user-signoff"}}, field: "run_as.user", want: `no user "no-such-user-signoff"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,6 +85,16 @@ func TestBuild(t *testing.T) {
 				t.Fatalf("warnings %q, want %q", got, tt.warn)
 			}
 		})
+	}
+}
+
+// TestBuildWithoutLandlockWarns: where the kernel cannot confine a program,
+// the config says so and still loads.
+func TestBuildWithoutLandlockWarns(t *testing.T) {
+	executor.SetLandlockABI(t, 0)
+	x, warns, err := executor.Builtin().Build(executor.Block{Action: "rotate_key", Type: "command", Fields: map[string]any{"command": []any{"true"}}, Dir: t.TempDir()})
+	if err != nil || x == nil || len(warns) != 1 || !strings.Contains(warns[0].Error(), "paths: this kernel has no Landlock") || !strings.Contains(warns[0].Error(), "the store and the integrity keys too") {
+		t.Fatalf("build %v, warnings %v", err, warns)
 	}
 }
 

@@ -200,7 +200,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	}
 	// A read-only app binds the demo executors to no shop: its store refuses
 	// every write, so no action can run.
-	actions, _, err := buildActions(cfg, a.shop, getenv, o.readOnly)
+	actions, _, err := buildActions(cfg, a.shop, getenv, o.readOnly, privateFiles(o))
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -376,7 +376,7 @@ func loadConfig(o options, w io.Writer) (*config.Config, error) {
 	} else if !o.quietBuiltin {
 		fmt.Fprintf(w, "signoff: using the %s (no --config, no SIGNOFF_CONFIG, no ./%s)\n", config.DefaultSource, localConfig)
 	}
-	_, warnings, err := buildActions(cfg, nil, o.getenv, o.readOnly)
+	_, warnings, err := buildActions(cfg, nil, o.getenv, o.readOnly, privateFiles(o))
 	if err != nil {
 		return nil, err
 	}

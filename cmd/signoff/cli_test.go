@@ -1370,7 +1370,10 @@ func TestTheFirstConfigWalkthroughOfTheREADME(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"signoff.yaml": blocks["yaml"][0], "deploy.json": blocks["json"][0], "refund.json": blocks["json"][1], "ledger-action": string(prog)} {
+	if err := os.Mkdir(filepath.Join(dir, "ledger"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"signoff.yaml": blocks["yaml"][0], "deploy.json": blocks["json"][0], "refund.json": blocks["json"][1], "ledger/ledger-action": string(prog)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -1418,7 +1421,7 @@ func TestTheFirstConfigWalkthroughOfTheREADME(t *testing.T) {
 			t.Errorf("submit shows the token:\n%s", out)
 		}
 	}
-	ledger, err := os.ReadFile(filepath.Join(dir, "ledger.jsonl"))
+	ledger, err := os.ReadFile(filepath.Join(dir, "ledger", "ledger.jsonl"))
 	if err != nil || strings.Count(string(ledger), "\n") != 1 || !strings.Contains(string(ledger), vars["RUN"]+"/1") {
 		t.Fatalf("the deploy program's ledger, want one entry under %s/1: %q %v", vars["RUN"], ledger, err)
 	}

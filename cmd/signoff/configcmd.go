@@ -78,7 +78,7 @@ func (c *cli) policyCmd() *cobra.Command {
 				return err
 			}
 			// A nil shop: the actions' schemas and names, no executor is called.
-			actions, _, err := buildActions(cfg, nil, c.opts.getenv, true)
+			actions, _, err := buildActions(cfg, nil, c.opts.getenv, true, privateFiles(c.opts))
 			if err != nil {
 				return err
 			}

@@ -50,7 +50,9 @@ func quote(s string) string { return `"` + s + `"` }
 // readOnly is for a command that only reads and so never calls an executor:
 // the secrets the blocks name are neither required nor read, so that such a
 // command works where they are not set (executor.Block.NoSecrets).
-func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) string, readOnly bool) (map[string]*workflow.ActionSpec, []*config.Error, error) {
+//
+// private are signoff's own files (privateFiles), out of every program's reach.
+func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) string, readOnly bool, private []string) (map[string]*workflow.ActionSpec, []*config.Error, error) {
 	reg := registry(shop)
 	schemas := demo.Schemas()
 	leaseTTL := 30 * time.Second
@@ -65,7 +67,7 @@ func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) strin
 		path := config.ActionPath(name) + ".executor"
 		x, warns, err := reg.Build(executor.Block{
 			Action: name, Type: ac.Executor, Fields: ac.ExecutorFields, Dir: cfg.Dir(),
-			Getenv: getenvOr(getenv), CallLimit: leaseTTL / 2, NoSecrets: readOnly,
+			Getenv: getenvOr(getenv), CallLimit: leaseTTL / 2, NoSecrets: readOnly, Private: private,
 		})
 		if err != nil {
 			var fe *executor.FieldError
@@ -110,6 +112,20 @@ func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) strin
 			u.Arg, whose))
 	}
 	return out, warnings, nil
+}
+
+// privateFiles are the files no command executor's program may reach: a
+// SQLite store (with its -wal and -shm) and the integrity key files, given
+// or the default one beside the store, whether they exist yet or not.
+func privateFiles(o options) []string {
+	var out []string
+	if !isPostgres(o.db) && o.db != "" {
+		out = append(out, o.db, defaultKeysFile(o.db))
+	}
+	if o.keys != "" {
+		out = append(out, o.keys)
+	}
+	return out
 }
 
 func getenvOr(getenv func(string) string) func(string) string {

@@ -65,6 +65,7 @@ actions:
       command: [PROGRAM]
       lookup: [PROGRAM, --lookup]
       env: [LEDGER_FILE, FAULT_FILE]
+      paths: {write: [ledger]}
       timeout: 5s
 `
 
@@ -99,8 +100,11 @@ func newOwn(t *testing.T) *own {
 		t.Fatal(err)
 	}
 	cfg := strings.NewReplacer("TARGET", srv.URL, "PROGRAM", prog).Replace(ownConfig)
+	// The program's files are in a folder of their own: the config's holds
+	// the store and the keys, out of its reach.
+	os.MkdirAll(filepath.Join(dir, "ledger"), 0o755)
 	o := &own{dir: dir, config: filepath.Join(dir, "signoff.yaml"), target: tg,
-		ledger: filepath.Join(dir, "ledger.jsonl"), faults: filepath.Join(dir, "faults")}
+		ledger: filepath.Join(dir, "ledger", "ledger.jsonl"), faults: filepath.Join(dir, "ledger", "faults")}
 	if err := os.WriteFile(o.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/executor/command"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -34,6 +35,9 @@ import (
 const asMainEnv = "SIGNOFF_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
+	// The command executor's programs start through this binary, as they
+	// do through signoff's.
+	command.MaybeLaunch()
 	if os.Getenv(asMainEnv) == "1" {
 		main() // exits
 		return

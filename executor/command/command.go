@@ -14,8 +14,16 @@
 //
 // An unknown outcome is reconciled with the lookup program: exit 0 and a
 // receipt on stdout = it happened, 66 (ExitNotFound) = it certainly did not.
-// On timeout the whole process group is killed. stderr, capped, goes into
-// the error people read.
+// stderr, capped, goes into the error people read.
+//
+// signoff starts the program through a launcher, itself started again (see
+// MaybeLaunch): the launcher is the subreaper of everything the program
+// starts and, when the program exits or is killed at the timeout, it kills
+// whatever is left, setsid or not, so that a call ends with all its
+// processes. The program is judged by its own exit status, not by when its
+// output closes. On Linux the program is confined with Landlock to the paths
+// the config lists (see Rule), with no_new_privs, and optionally as another
+// user; the store and the keys are never among those paths.
 package command
 
 import (
@@ -24,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -45,6 +54,10 @@ const (
 	DefaultTimeout = 30 * time.Second
 	MaxReceipt     = 64 << 10 // stdout kept as the receipt
 	MaxStderr      = 4 << 10  // stderr kept for people
+	// Grace is how long a call waits for the launcher once the program has
+	// exited or was told to stop, and for its output to close: the launcher
+	// ends every process below it, so only a launcher that cannot exceeds it.
+	Grace = 2 * time.Second
 )
 
 // Config is one action's program.
@@ -57,12 +70,28 @@ type Config struct {
 	// variables: names and values, resolved when the config was read.
 	Env     []string
 	Timeout time.Duration // per run; DefaultTimeout when zero
+	// Read and Write are the paths the program may reach besides
+	// DefaultRead, DefaultWrite and its own files (the programs, and the
+	// files their arguments name): below Read it may read and run, below
+	// Write also create, change and remove. Relative paths start at Dir.
+	// Enforced with Landlock where the kernel has it (LandlockABI).
+	Read, Write []string
+	// Private are files no program may reach whatever Read and Write say:
+	// the store and the integrity keys. A folder that holds one is granted
+	// entry by entry, without it.
+	Private []string
+	// RunAs is the user the programs run as; nil: signoff's own.
+	RunAs *User
 }
 
 // Executor runs one action's program. It is a workflow.CallExecutor.
 type Executor struct {
 	action string
 	cfg    Config
+	rules  []Rule
+	// missing are the listed paths that do not exist, for a warning.
+	missing []string
+	abi     int // Landlock's ABI; 0: the programs run unconfined
 }
 
 var _ workflow.CallExecutor = (*Executor)(nil)
@@ -90,8 +119,23 @@ func New(action string, cfg Config) (*Executor, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	return &Executor{action: action, cfg: cfg}, nil
+	rules, missing, err := pathRules(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Executor{action: action, cfg: cfg, rules: rules, missing: missing, abi: LandlockABI()}, nil
 }
+
+// Confined reports whether the programs run confined to their paths: false
+// where the kernel has no Landlock.
+func (x *Executor) Confined() bool { return x.abi > 0 }
+
+// Rules are the paths the programs may reach.
+func (x *Executor) Rules() []Rule { return x.rules }
+
+// Missing says which listed paths do not exist, each "field: …": left out
+// of the rules, the programs cannot reach them.
+func (x *Executor) Missing() []string { return x.missing }
 
 // resolve finds the program: a path with a slash is relative to dir, a bare
 // name is looked up in signoff's PATH, now, once.
@@ -232,7 +276,19 @@ func (x *Executor) run(ctx context.Context, argv []string, stdin []byte, key, ru
 	ctx, cancel := context.WithTimeout(ctx, x.cfg.Timeout)
 	defer cancel()
 	r := &result{code: -1, stdout: capped{max: MaxReceipt}, stderr: capped{max: MaxStderr}}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	sp, err := json.Marshal(spec{Stage: stageReap, Argv: argv, Rules: x.rules, ABI: x.abi, RunAs: x.cfg.RunAs})
+	if err != nil {
+		r.startErr = err
+		return r
+	}
+	status, statusW, err := os.Pipe()
+	if err != nil {
+		r.startErr = err
+		return r
+	}
+	defer status.Close()
+	cmd := exec.CommandContext(ctx, launcher)
+	cmd.Args = []string{argv[0]}
 	cmd.Dir = x.cfg.Dir
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
@@ -241,33 +297,42 @@ func (x *Executor) run(ctx context.Context, argv []string, stdin []byte, key, ru
 	if key != "" {
 		env = append(env, "SIGNOFF_IDEMPOTENCY_KEY="+key, "SIGNOFF_RUN_ID="+runID)
 	}
-	cmd.Env = env
-	// Its own process group, so that a timeout kills what it started too.
+	cmd.Env = append(env, LaunchEnv+"="+string(sp))
+	cmd.ExtraFiles = []*os.File{statusW}
+	// Its own process group, away from a terminal's ^C: signoff says when.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// A grandchild that keeps stdout open must not hold the call past the kill.
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+	// At the timeout the launcher kills the program and all it started.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = Grace
+	err = cmd.Start()
+	statusW.Close()
+	if err != nil {
 		r.startErr = err
 		return r
 	}
-	err := cmd.Wait()
-	if ctx.Err() != nil {
-		r.timedOut = x.cfg.Timeout
+	said := make(chan string, 1)
+	go func() { said <- readAll(status, 4096) }()
+	// An error here is the launcher's own (its output held open past the
+	// grace, SIGKILL past it): the program's status is what it reported.
+	waitErr := cmd.Wait()
+	var st launchStatus
+	if json.Unmarshal([]byte(<-said), &st) != nil {
+		if ctx.Err() != nil {
+			r.timedOut = x.cfg.Timeout
+			return r
+		}
+		r.waitErr = fmt.Errorf("the launcher ended without saying how the program did: %v", waitErr)
 		return r
 	}
-	var ee *exec.ExitError
 	switch {
-	case err == nil:
-		r.code = 0
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.signal = ws.Signal().String()
-		} else {
-			r.code = ee.ExitCode()
-		}
+	case st.Start != "":
+		r.startErr = errors.New(st.Start)
+	case st.Killed:
+		r.timedOut = x.cfg.Timeout
+	case st.Signal != "":
+		r.signal = st.Signal
 	default:
-		r.waitErr = err
+		r.code = st.Exit
 	}
 	return r
 }
@@ -276,7 +341,7 @@ func (x *Executor) run(ctx context.Context, argv []string, stdin []byte, key, ru
 func (r *result) how() string {
 	switch {
 	case r.timedOut > 0:
-		return fmt.Sprintf("timed out after %v; its process group was killed", r.timedOut)
+		return fmt.Sprintf("timed out after %v; it and every process it started were killed", r.timedOut)
 	case r.signal != "":
 		return "killed by " + r.signal
 	case r.startErr != nil:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +17,12 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 	"golang.org/x/sys/unix"
 )
+
+// TestMain lets the test binary be the launcher, as the signoff binary is.
+func TestMain(m *testing.M) {
+	command.MaybeLaunch()
+	os.Exit(m.Run())
+}
 
 var rotate = workflow.Action{Name: "rotate_key", Args: json.RawMessage(`{"key_id":"k-1","vault":"prod"}`)}
 
@@ -33,7 +40,7 @@ func TestTheProgramGetsTheBodyAndOnlyTheListedEnvironment(t *testing.T) {
 	t.Setenv("SIGNOFF_TEST_SECRET", "hunter2") // signoff's own: must not leak
 	prog := script(t, dir, "dump", `cat > stdin.json; env > env.txt; echo '{"id":"R-9","ok":true}'`)
 	x, err := command.New("rotate_key", command.Config{
-		Command: []string{prog}, Dir: dir,
+		Command: []string{prog}, Dir: dir, Write: []string{dir},
 		Env: command.EnvFrom([]string{"AWS_PROFILE", "UNSET_ONE"}, func(k string) string {
 			return map[string]string{"AWS_PROFILE": "ops"}[k]
 		}),
@@ -115,7 +122,7 @@ func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	// The program starts a child that would outlive it, then hangs.
 	prog := script(t, dir, "hang", `sleep 300 & echo $! > child.pid; wait`)
-	x, err := command.New("rotate_key", command.Config{Command: []string{prog}, Dir: dir, Timeout: 300 * time.Millisecond})
+	x, err := command.New("rotate_key", command.Config{Command: []string{prog}, Dir: dir, Write: []string{dir}, Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,14 +130,28 @@ func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 	if workflow.Classify(err) != workflow.ClassUnknown || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("err %v", err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	// The kill is sent when Execute returns, but the child may take a moment
-	// to die: a pidfd (which works for a process that is not ours) becomes
-	// readable when it has exited. A child alive 10 s later survived.
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return pid
+}
+
+// waitGone fails the test unless process pid ends: the kill is sent before
+// the call returns, but a process may take a moment to die. A pidfd (which
+// works for a process that is not ours) becomes readable when it has
+// exited; one alive 10 s later survived.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
 	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
 		return // gone already
@@ -150,9 +171,48 @@ func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 		}
 		if n == 0 {
 			st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-			t.Fatalf("the child %d survived the timeout: %s", pid, st)
+			t.Fatalf("process %d outlived the call: %s", pid, st)
 		}
 		return
+	}
+}
+
+// TestEveryProcessAProgramStartedEndsWithTheCall: a child in the background
+// of a program that succeeds, and one that left the program's session
+// (setsid) of a program killed at its timeout, are gone when the call
+// returns.
+func TestEveryProcessAProgramStartedEndsWithTheCall(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid is not installed")
+	}
+	tests := []struct {
+		name    string
+		body    string
+		timeout time.Duration
+		ok      bool
+	}{
+		{name: "background child of a program that succeeds",
+			body: `sleep 300 </dev/null >/dev/null 2>&1 & echo $! > child.pid; echo '{"id":"R-1"}'`, ok: true},
+		{name: "setsid child of a program killed at its timeout",
+			body:    `setsid sh -c 'echo $$ > child.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & until [ -s child.pid ]; do sleep 0.01; done; exec sleep 300`,
+			timeout: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			x, err := command.New("rotate_key", command.Config{Command: []string{script(t, dir, "p", tt.body)}, Dir: dir, Write: []string{dir}, Timeout: tt.timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = x.Execute(context.Background(), "run_1/1", rotate)
+			if tt.ok != (err == nil) {
+				t.Fatalf("err %v", err)
+			}
+			if !tt.ok && !strings.Contains(err.Error(), "timed out after 1s; it and every process it started were killed") {
+				t.Fatalf("err %v", err)
+			}
+			waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+		})
 	}
 }
 

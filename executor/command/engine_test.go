@@ -73,7 +73,7 @@ func TestFailureModesOfTheReferenceProgram(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := command.Config{
-				Command: []string{prog}, Lookup: []string{prog, "--lookup"}, Dir: dir, Timeout: 2 * time.Second,
+				Command: []string{prog}, Lookup: []string{prog, "--lookup"}, Dir: dir, Write: []string{dir}, Timeout: 2 * time.Second,
 				Env: []string{"LEDGER_FILE=" + ledger, "FAULT_FILE=" + faults},
 			}
 			if tt.noLookup {
@@ -107,6 +107,34 @@ func TestFailureModesOfTheReferenceProgram(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAProgramIsJudgedByItsOwnExitStatus: a program that succeeds while a
+// child it left in the background still holds its stdout is done, called
+// once, and the child is gone.
+func TestAProgramIsJudgedByItsOwnExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	prog := script(t, dir, "p", `echo call >> calls; sleep 300 & echo $! > child.pid; echo '{"id":"R-1"}'`)
+	x, err := command.New("rotate_key", command.Config{Command: []string{prog}, Dir: dir, Write: []string{dir}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, x)
+	run, err := e.Submit(context.Background(), &workflow.Proposal{
+		Requester: workflow.Person{ID: "agent:ops"}, Actions: []workflow.Action{rotate},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10 && run.Status == workflow.StatusExecuting; i++ {
+		if run, err = e.Resume(context.Background(), run.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls := ledgerLines(t, filepath.Join(dir, "calls")); run.Status != workflow.StatusDone || len(calls) != 1 {
+		t.Fatalf("status %s (%q) after %d call(s), want done after one", run.Status, run.Reason, len(calls))
+	}
+	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
 }
 
 func newEngine(t *testing.T, x workflow.Executor) *workflow.Engine {
