@@ -1349,7 +1349,7 @@ func TestTheFirstConfigWalkthrough(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed (the reference program needs it)")
 	}
-	sec := docSection(t, "README.md", "Your first config")
+	sec := docSection(t, "docs/getting-started.md", "Your first config")
 	yamls, jsons, shs := blocksOf(sec, "yaml"), blocksOf(sec, "json"), blocksOf(sec, "sh")
 	if len(yamls) != 1 || len(jsons) != 2 || len(shs) != 1 {
 		t.Fatalf("want one config, two proposals and one walkthrough; got %d, %d, %d", len(yamls), len(jsons), len(shs))

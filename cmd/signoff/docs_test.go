@@ -238,6 +238,7 @@ func (w *walk) alias(t *testing.T, cmd string) {
 	if !ok || !ok2 {
 		t.Fatalf("not an alias: %q", cmd)
 	}
-	// The first word is the binary the reader built: this program.
-	w.aliases[name] = shellWords(t, value)[1:]
+	// The value is one quoted word; its first word is the binary the reader
+	// built: this program.
+	w.aliases[name] = strings.Fields(strings.Join(shellWords(t, value), " "))[1:]
 }
