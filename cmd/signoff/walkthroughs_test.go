@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -150,4 +152,221 @@ func startGoRun(t *testing.T, dir string, env, words []string) string {
 		t.Fatalf("%s did not say where it listens", words[2])
 		return ""
 	}
+}
+
+// sampleLine matches one line of a sample of output as the docs write it:
+// "…" stands for anything, and a comment after two spaces is the docs'.
+func sampleLine(want string) *regexp.Regexp {
+	if i := strings.Index(want, "  # "); i >= 0 {
+		want = strings.TrimRight(want[:i], " ")
+	}
+	return regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(want), "…", ".*") + "$")
+}
+
+// TestTheTokenOfTheDocs: "Tokens" shows `token new` as it is typed and what
+// it prints, line for line; the lines it prints are the config's.
+func TestTheTokenOfTheDocs(t *testing.T) {
+	t.Parallel()
+	shs := blocksOf(docSection(t, "docs/agent-api.md", "Tokens"), "sh")
+	if len(shs) != 1 {
+		t.Fatalf("want one block, got %d", len(shs))
+	}
+	lines := strings.Split(strings.TrimRight(shs[0], "\n"), "\n")
+	typed, ok := strings.CutPrefix(lines[0], "$ signoff ")
+	if !ok {
+		t.Fatalf("the block does not start with a signoff command: %q", lines[0])
+	}
+	code, out, errs := docRun(t, t.TempDir(), nil, "", shellWords(t, typed)...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d\n%s%s", lines[0], code, out, errs)
+	}
+	got := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(got) != len(lines)-1 {
+		t.Fatalf("%s printed %d lines, the docs show %d:\n%s", lines[0], len(got), len(lines)-1, out)
+	}
+	for i, want := range lines[1:] {
+		if !sampleLine(want).MatchString(got[i]) {
+			t.Errorf("line %d: %q, the docs show %q", i+1, got[i], want)
+		}
+	}
+}
+
+// TestTheAgentAPIWalkthrough: the curl walkthrough of the agent API, each
+// command run with curl against serve, answering with the status and the
+// body (in its order, "…" standing for anything) its comment shows. Where
+// the comment says a team lead approves, one does, with signoff approve,
+// while the wait before it is under way.
+func TestTheAgentAPIWalkthrough(t *testing.T) {
+	t.Parallel()
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl is not installed")
+	}
+	sec := docSection(t, "docs/agent-api.md", "A walkthrough")
+	shs := blocksOf(sec, "sh")
+	if len(shs) != 1 {
+		t.Fatalf("want one walkthrough, got %d", len(shs))
+	}
+	dir := t.TempDir()
+	code, out, errs := docRun(t, dir, nil, "", "token", "new", "--id", "resolver", "--requester", "agent:resolver", "--scopes", "submit,read,cancel")
+	if code != 0 {
+		t.Fatalf("token new: exit %d\n%s", code, errs)
+	}
+	token, tokenLines, _ := strings.Cut(out, "\n")
+	example, err := os.ReadFile(filepath.Join(repoRoot, "fixtures", "signoff.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "signoff.yaml"), append(example, "\napi:\n  tokens:\n"+tokenLines...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startBackground(t, dir, nil, "serve", "--addr", "127.0.0.1:0").addr(t)
+
+	// The block's lines: each command (continued lines joined), then the
+	// comments after it, a sample answer continued on lines of its own.
+	type step struct {
+		cmd      string
+		comments []string
+	}
+	var steps []step
+	for _, line := range strings.Split(strings.ReplaceAll(strings.TrimSpace(shs[0]), "\\\n", " "), "\n") {
+		if c, ok := strings.CutPrefix(line, "#"); ok {
+			if len(steps) == 0 {
+				t.Fatalf("a comment before any command: %q", line)
+			}
+			s := &steps[len(steps)-1]
+			if strings.HasPrefix(c, "     ") && len(s.comments) > 0 {
+				s.comments[len(s.comments)-1] += strings.TrimSpace(c)
+			} else {
+				s.comments = append(s.comments, strings.TrimSpace(c))
+			}
+			continue
+		}
+		steps = append(steps, step{cmd: line})
+	}
+	env := map[string]string{}
+	id := ""
+	answer := regexp.MustCompile(`^(\d{3}) (\{.*\})(?:\s+\(or "(\w+)", if .*\))?$`)
+	calls := 0
+	for _, s := range steps {
+		cmd, _, _ := strings.Cut(s.cmd, "  # ")
+		words := shellWords(t, os.Expand(cmd, func(k string) string { return env[k] }))
+		if words[0] == "export" {
+			for _, kv := range words[1:] {
+				k, v, _ := strings.Cut(kv, "=")
+				if v == "sk_…" {
+					v = token
+				}
+				env[k] = v
+			}
+			continue
+		}
+		if words[0] != "curl" {
+			t.Fatalf("a line that is not curl or export: %q", s.cmd)
+		}
+		for i, w := range words {
+			w = strings.Replace(w, "localhost:8080", addr, 1)
+			if id != "" {
+				w = strings.ReplaceAll(w, "run_01a2…", id)
+			}
+			words[i] = w
+		}
+		c := exec.CommandContext(t.Context(), curl, append(words[1:], "-w", "\n%{http_code}", "--max-time", "90")...)
+		c.Dir = repoRoot // the proposal is named from the repository's root
+		var got []byte
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			got, err = c.Output()
+			done <- err
+		}()
+		var want []string
+		for _, comment := range s.comments {
+			if strings.Contains(comment, "a team lead approves") {
+				// While the wait is under way, or before it began: a wait
+				// with status= answers once the run has left that status.
+				if code, out, errs := docRun(t, dir, nil, "", "approve", id, "--as", lead1); code != exitDone {
+					t.Fatalf("approve: exit %d\n%s%s", code, out, errs)
+				}
+				continue
+			}
+			want = append(want, comment)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("%s: %v\n%s", s.cmd, err, got)
+		}
+		calls++
+		i := strings.LastIndex(string(got), "\n")
+		body, status := strings.TrimSpace(string(got[:i])), string(got[i+1:])
+		if len(want) != 1 {
+			t.Fatalf("%s: want one sample answer, got %q", s.cmd, want)
+		}
+		m := answer.FindStringSubmatch(want[0])
+		if m == nil {
+			t.Fatalf("%s: the sample answer %q is not STATUS {…}", s.cmd, want[0])
+		}
+		if status != m[1] {
+			t.Fatalf("%s: %s %s, the docs show %s", s.cmd, status, body, m[1])
+		}
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatalf("%s: %v\n%s", s.cmd, err, body)
+		}
+		if id == "" {
+			id, _ = v.(map[string]any)["id"].(string)
+		}
+		sample := strings.ReplaceAll(m[2], "run_01a2…", id)
+		if problem := sampleJSON(t, sample).unlike(v); problem != "" && (m[3] == "" ||
+			sampleJSON(t, strings.Replace(sample, `"status":"executing"`, `"status":"`+m[3]+`"`, 1)).unlike(v) != "") {
+			t.Errorf("%s: %s\n%s\nthe docs show %s", s.cmd, problem, body, want[0])
+		}
+	}
+	if calls != 4 {
+		t.Fatalf("%d calls, want the four of the walkthrough", calls)
+	}
+}
+
+// sample is a JSON answer as the docs show it: only some of its fields
+// ("…" standing for the others), and "…" in a string standing for anything.
+type sample struct{ v any }
+
+// sampleJSON reads a sample answer.
+func sampleJSON(t *testing.T, s string) sample {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(regexp.MustCompile(`,\s*…`).ReplaceAllString(s, "")), &v); err != nil {
+		t.Fatalf("the sample answer %s: %v", s, err)
+	}
+	return sample{v}
+}
+
+// unlike says how got differs from the sample ("" when it does not): a
+// field the sample shows that got lacks, or another value.
+func (s sample) unlike(got any) string {
+	switch want := s.v.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("%v is not an object", got)
+		}
+		for k, w := range want {
+			gv, ok := g[k]
+			if !ok {
+				return "no field " + k
+			}
+			if p := (sample{w}).unlike(gv); p != "" {
+				return k + ": " + p
+			}
+		}
+	case string:
+		g, ok := got.(string)
+		if !ok || !sampleLine(want).MatchString(g) {
+			return fmt.Sprintf("%v, the docs show %q", got, want)
+		}
+	default:
+		if fmt.Sprint(want) != fmt.Sprint(got) {
+			return fmt.Sprintf("%v, the docs show %v", got, want)
+		}
+	}
+	return ""
 }
