@@ -31,11 +31,30 @@ func TestContainerFiles(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^EXPOSE 8080$`).MatchString(docker) || !strings.Contains(docker, `CMD ["serve"]`) {
 		t.Error("the Dockerfile does not expose 8080 for serve")
 	}
-	doc := docSection(t, "README.md", "Slack")
+	doc := docSection(t, "docs/operations.md", "A container")
 	for _, want := range []string{"docker run", "-p 8080:8080", "SIGNOFF_CONFIG=/etc/signoff/signoff.yaml", "chown 65532:65532 /data"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the container example lacks %q", want)
 		}
+	}
+	// The volume it creates is the one it hands to the image's user, and the
+	// one serve's container mounts at /data.
+	var lines []string
+	for _, block := range blocksOf(doc, "sh") {
+		for _, l := range shLines(block) {
+			lines = append(lines, l.cmd)
+		}
+	}
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "docker volume create ") {
+		t.Fatalf("want the volume made, handed over and mounted; got %q", lines)
+	}
+	volume := strings.Fields(lines[0])[3]
+	if !strings.Contains(lines[1], "-v "+volume+":/data ") || !strings.HasSuffix(lines[1], "chown 65532:65532 /data") ||
+		!strings.Contains(lines[2], "-v "+volume+":/data ") {
+		t.Errorf("the volume %s is not the one handed over and mounted: %q", volume, lines[1:])
+	}
+	if n := strings.Count(docker, "USER nonroot:nonroot"); n != 2 || !strings.Contains(docker, "useradd --uid 65532 --gid 65532") {
+		t.Errorf("the images do not both run as 65532:65532, the owner the docs give /data")
 	}
 	if def := regexp.MustCompile(`"addr", "(:\d+)"`).FindStringSubmatch(read("cmd/signoff/serve.go")); def == nil || def[1] != ":8080" {
 		t.Errorf("serve's default address %v is not the exposed port", def)
@@ -86,7 +105,7 @@ func TestContainerRunPassesEverySecret(t *testing.T) {
 	}
 
 	// The `docker run -d` command of the docs.
-	doc := docSection(t, "README.md", "Slack")
+	doc := docSection(t, "docs/operations.md", "A container")
 	var run string
 	for _, block := range blocksOf(doc, "sh") {
 		for _, l := range shLines(block) {

@@ -278,11 +278,7 @@ func TestSlackClickRefusesBadInput(t *testing.T) {
 // Slack's output promise is checked.
 func TestTheSlackLoop(t *testing.T) {
 	t.Parallel()
-	sec := docSection(t, "README.md", "Slack")
-	_, sec, ok := strings.Cut(sec, "**The whole loop on one machine.**")
-	if !ok {
-		t.Fatal("the Slack section has no loop on one machine")
-	}
+	sec := docSection(t, "docs/slack.md", "The whole loop on one machine")
 	blocks := map[string]string{}
 	for _, b := range codeBlocks(sec)[:3] {
 		blocks[b.lang] = b.body

@@ -107,7 +107,7 @@ func TestServeSlackSetup(t *testing.T) {
 // it, and names the manifest's setting that allows an org-wide install
 // (which bot's TestManifest holds the manifest to).
 func TestTheSlackSetupSaysWhereEachIDComesFrom(t *testing.T) {
-	section := docSection(t, "README.md", "Slack")
+	section := docSection(t, "docs/slack.md", "Setting up the app")
 	if !strings.Contains(section, "org_deploy_enabled: true") {
 		t.Error("the setup does not name org_deploy_enabled: true")
 	}
