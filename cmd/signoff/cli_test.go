@@ -17,12 +17,24 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// TestDemo runs `signoff demo` in process; its crashes are real child processes
+// TestDemo runs `signoff demo` in process, as the README's first command
+// (go run ./cmd/signoff demo) gives it; its crashes are real child processes
 // of this test binary (see TestMain).
 func TestDemo(t *testing.T) {
 	t.Parallel()
+	var args []string
+	for _, block := range blocksOf(docSection(t, "README.md", "Two commands"), "sh") {
+		for _, l := range shLines(block) {
+			if rest, ok := strings.CutPrefix(l.cmd, "go run ./cmd/signoff "); ok {
+				args = append(args, shellWords(t, rest)...)
+			}
+		}
+	}
+	if !slices.Equal(args, []string{"demo"}) {
+		t.Fatalf("the README runs signoff %q, want the demo", args)
+	}
 	var out, errb strings.Builder
-	code := run(t.Context(), []string{"demo"}, noEnv, strings.NewReader(""), &out, &errb)
+	code := run(t.Context(), args, noEnv, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("signoff demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}

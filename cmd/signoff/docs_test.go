@@ -1,10 +1,12 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -241,4 +243,158 @@ func (w *walk) alias(t *testing.T, cmd string) {
 	// The value is one quoted word; its first word is the binary the reader
 	// built: this program.
 	w.aliases[name] = strings.Fields(strings.Join(shellWords(t, value), " "))[1:]
+}
+
+// goSources are the repository's Go files (tests too, when tests is set),
+// each path with its text.
+func goSources(t *testing.T, tests bool) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != repoRoot {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || (!tests && strings.HasSuffix(path, "_test.go")) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		files[path] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+var testFunc = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark)\w*)\(`)
+
+// TestTheGoTestCommandsOfTheDocsSelectTests: the go test commands of the
+// docs are not run by a test (they are the suite itself, its benchmarks, and
+// the suite on PostgreSQL); each is checked against the code instead: its
+// packages exist and have tests, its -run and -bench patterns select at
+// least one test or benchmark there, and each variable it sets is one the
+// code reads. (`go run ./cmd/signoff demo` is run by TestDemo.)
+func TestTheGoTestCommandsOfTheDocsSelectTests(t *testing.T) {
+	t.Parallel()
+	sources := goSources(t, true)
+	// Each package's folder, with the tests and benchmarks declared in it.
+	funcs := map[string][]string{}
+	for path, text := range sources {
+		if strings.HasSuffix(path, "_test.go") {
+			dir, _ := filepath.Rel(repoRoot, filepath.Dir(path))
+			for _, m := range testFunc.FindAllStringSubmatch(text, -1) {
+				funcs[filepath.ToSlash(dir)] = append(funcs[filepath.ToSlash(dir)], m[1])
+			}
+		}
+	}
+	reads := func(name string) bool {
+		for path, text := range sources {
+			if !strings.HasSuffix(path, "_test.go") && strings.Contains(text, `"`+name+`"`) {
+				return true
+			}
+		}
+		return false
+	}
+	valued := map[string]bool{"-run": true, "-bench": true, "-benchtime": true, "-count": true, "-cpuprofile": true, "-timeout": true}
+	n := 0
+	for name, sec := range map[string]string{
+		"Two commands":            docSection(t, "README.md", "Two commands"),
+		"Failpoints":              docSection(t, "docs/crash-testing.md", "Failpoints"),
+		"The tests on PostgreSQL": docSection(t, "docs/crash-testing.md", "The tests on PostgreSQL"),
+		"Your own actions":        docSection(t, "docs/performance.md", "Your own actions"),
+		"The Go benchmarks":       docSection(t, "docs/performance.md", "The Go benchmarks"),
+	} {
+		for _, block := range blocksOf(sec, "sh") {
+			for _, l := range shLines(block) {
+				words := shellWords(t, l.cmd)
+				for len(words) > 0 && regexp.MustCompile(`^[A-Z_]+=`).MatchString(words[0]) {
+					if v, _, _ := strings.Cut(words[0], "="); !reads(v) {
+						t.Errorf("%s: %q sets %s, which no code reads", name, l.cmd, v)
+					}
+					words = words[1:]
+				}
+				if len(words) > 2 && words[0] == "go" && words[1] == "run" && words[2] == "./cmd/signoff" {
+					continue
+				}
+				if len(words) < 3 || words[0] != "go" || words[1] != "test" {
+					t.Errorf("%s: %q is not a go test command", name, l.cmd)
+					continue
+				}
+				n++
+				flags := map[string]string{}
+				var pkgs []string
+				for i := 2; i < len(words); i++ {
+					switch w := words[i]; {
+					case valued[w] && i+1 < len(words):
+						flags[w] = words[i+1]
+						i++
+					case strings.HasPrefix(w, "-"):
+					default:
+						pkgs = append(pkgs, w)
+					}
+				}
+				var declared []string
+				for _, p := range pkgs {
+					dir, all := strings.CutSuffix(strings.TrimPrefix(p, "./"), "/...")
+					if p == "./..." {
+						dir, all = ".", true
+					}
+					found := false
+					for d, fs := range funcs {
+						if d == dir || all && (dir == "." || strings.HasPrefix(d, dir+"/")) {
+							declared, found = append(declared, fs...), true
+						}
+					}
+					if !found {
+						t.Errorf("%s: %q names %s, which has no tests", name, l.cmd, p)
+					}
+				}
+				for flag, prefix := range map[string]string{"-run": "Test", "-bench": "Benchmark"} {
+					pattern, ok := flags[flag]
+					if !ok || pattern == "^$" {
+						continue
+					}
+					top, _, _ := strings.Cut(pattern, "/")
+					re := regexp.MustCompile(top)
+					if !slices.ContainsFunc(declared, func(f string) bool { return strings.HasPrefix(f, prefix) && re.MatchString(f) }) {
+						t.Errorf("%s: %q: %s %s selects nothing in %v", name, l.cmd, flag, pattern, pkgs)
+					}
+				}
+			}
+		}
+	}
+	if n < 5 {
+		t.Errorf("checked %d go test commands; the docs show more", n)
+	}
+}
+
+// TestTheFailpointsOfTheDocsAreTheCode: Failpoints names every write
+// boundary at which the code can kill itself, and no other.
+func TestTheFailpointsOfTheDocsAreTheCode(t *testing.T) {
+	t.Parallel()
+	sec := docSection(t, "docs/crash-testing.md", "Failpoints")
+	listed, _, ok := strings.Cut(sec, "The tests in")
+	if !ok {
+		t.Fatal("Failpoints does not list them before what the tests do")
+	}
+	name := regexp.MustCompile("`((?:after|before|callback)-[a-zN-]+)`")
+	var docs []string
+	for _, m := range name.FindAllStringSubmatch(listed, -1) {
+		docs = append(docs, m[1])
+	}
+	code := map[string]bool{}
+	literal := regexp.MustCompile(`"((?:after|before|callback)-[a-z%-]+)"`)
+	for _, text := range goSources(t, false) {
+		for _, m := range literal.FindAllStringSubmatch(text, -1) {
+			code[strings.ReplaceAll(m[1], "%d", "N")] = true
+		}
+	}
+	got := slices.Sorted(maps.Keys(code))
+	if want := slices.Sorted(slices.Values(docs)); !slices.Equal(got, want) {
+		t.Errorf("the code has the failpoints %v, the docs list %v", got, want)
+	}
 }
