@@ -370,3 +370,38 @@ func (s sample) unlike(got any) string {
 	}
 	return ""
 }
+
+// TestTheFiveMinuteTour: the README's tour, in a folder of its own, each
+// command with the exit code its comment gives, on the built-in config
+// (which the first command announces); the trace shows the agent's three
+// steps, the shop made one refund under RUN/1, and every seal checks.
+func TestTheFiveMinuteTour(t *testing.T) {
+	t.Parallel()
+	shs := blocksOf(docSection(t, "README.md", "A five-minute tour"), "sh")
+	if len(shs) != 1 {
+		t.Fatalf("want one tour, got %d", len(shs))
+	}
+	dir := t.TempDir()
+	w := newWalk(dir, nil, "RUN")
+	for i, l := range shLines(shs[0]) {
+		out, errs := w.signoff(t, l)
+		switch words := shellWords(t, l.cmd); {
+		case i == 0 && !strings.Contains(errs, "using the built-in demo config"):
+			t.Errorf("%s does not say it uses the built-in config:\n%s", l.cmd, errs)
+		case words[1] == "trace" && (!strings.Contains(out, "step 3 ") || strings.Contains(out, "step 4 ")):
+			t.Errorf("%s does not show three steps:\n%s", l.cmd, out)
+		case words[1] == "shop" && (strings.Count(out, "\nrefund ") != 1 || !strings.Contains(out, w.vars["RUN"]+"/1")):
+			t.Errorf("%s does not show one refund under %s/1:\n%s", l.cmd, w.vars["RUN"], out)
+		case words[1] == "verify" && !strings.Contains(out, "seals: checked"):
+			t.Errorf("%s checked no seal:\n%s", l.cmd, out)
+		}
+	}
+	if w.vars["FP"] == "" {
+		t.Fatal("the tour approved without the fingerprint show printed")
+	}
+	for _, name := range []string{"signoff.db", "signoff.keys", "shop.db"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("the tour did not make %s in its folder: %v", name, err)
+		}
+	}
+}
