@@ -1391,7 +1391,7 @@ func TestTheFirstConfigWalkthrough(t *testing.T) {
 }
 
 // shellWords splits a command line as sh would for the plain words and
-// single-quoted strings the README uses.
+// single-quoted strings the docs use.
 func shellWords(t *testing.T, s string) []string {
 	t.Helper()
 	var words []string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -396,5 +397,91 @@ func TestTheFailpointsOfTheDocsAreTheCode(t *testing.T) {
 	got := slices.Sorted(maps.Keys(code))
 	if want := slices.Sorted(slices.Values(docs)); !slices.Equal(got, want) {
 		t.Errorf("the code has the failpoints %v, the docs list %v", got, want)
+	}
+}
+
+// docFiles are the Markdown files whose commands must be run by a test: the
+// README and every page of docs/, as paths from the repository's root.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"README.md"}
+	for _, p := range pages {
+		rel, err := filepath.Rel(repoRoot, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, filepath.ToSlash(rel))
+	}
+	return files
+}
+
+// TestTheDocsLinksResolve: every link of the README and of docs/ to a file
+// of the repository names one that exists, and every #anchor a heading of
+// the page it points at (as GitHub makes them: lower case, punctuation
+// dropped, spaces as hyphens).
+func TestTheDocsLinksResolve(t *testing.T) {
+	t.Parallel()
+	anchors := func(text string) map[string]bool {
+		out := map[string]bool{}
+		for _, h := range mdHeadings(text) {
+			slug := strings.Map(func(r rune) rune {
+				switch {
+				case r == ' ':
+					return '-'
+				case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+					return r
+				default:
+					return -1
+				}
+			}, strings.ToLower(h.text))
+			for n := 0; ; n++ {
+				s := slug
+				if n > 0 {
+					s = fmt.Sprintf("%s-%d", slug, n)
+				}
+				if !out[s] {
+					out[s] = true
+					break
+				}
+			}
+		}
+		return out
+	}
+	link := regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)`)
+	n := 0
+	for _, file := range docFiles(t) {
+		b, err := os.ReadFile(filepath.Join(repoRoot, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Links in code blocks are text, not links.
+		text := fencedBlock.ReplaceAllString(string(b), "")
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			n++
+			path, anchor, _ := strings.Cut(target, "#")
+			page := filepath.Join(repoRoot, file)
+			if path != "" {
+				page = filepath.Join(repoRoot, filepath.Dir(file), path)
+			}
+			pb, err := os.ReadFile(page)
+			if err != nil {
+				t.Errorf("%s links to %s: %v", file, target, err)
+				continue
+			}
+			if anchor != "" && (!strings.HasSuffix(page, ".md") || !anchors(string(pb))[anchor]) {
+				t.Errorf("%s links to %s: no heading makes #%s", file, target, anchor)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("%d links checked; the docs have more", n)
 	}
 }
