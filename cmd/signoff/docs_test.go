@@ -419,6 +419,58 @@ func docFiles(t *testing.T) []string {
 	return files
 }
 
+// TestEveryDocsCommandIsRunByATest: each sh block of the README and of
+// docs/ lies in a section (its file and nearest heading) that a test claims
+// by reading it with docSection and literal arguments, and each section a
+// test claims exists. A test that claims a section runs its commands, or,
+// where they cannot run in a test (docker, go test itself), checks them
+// against the code.
+func TestEveryDocsCommandIsRunByATest(t *testing.T) {
+	t.Parallel()
+	claim := regexp.MustCompile(`docSection\(t, "([^"]+)", "([^"]+)"\)`)
+	claimed := map[[2]string]string{}
+	for path, text := range goSources(t, true) {
+		if strings.HasSuffix(path, "_test.go") {
+			for _, m := range claim.FindAllStringSubmatch(text, -1) {
+				claimed[[2]string{m[1], m[2]}] = path
+			}
+		}
+	}
+	sections := map[[2]string]bool{}
+	for _, file := range docFiles(t) {
+		b, err := os.ReadFile(filepath.Join(repoRoot, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		hs := mdHeadings(text)
+		for _, h := range hs {
+			sections[[2]string{file, h.text}] = true
+		}
+		for _, m := range fencedBlock.FindAllStringSubmatchIndex(text, -1) {
+			if text[m[2]:m[3]] != "sh" {
+				continue
+			}
+			heading := ""
+			for _, h := range hs {
+				if h.line < m[0] {
+					heading = h.text
+				}
+			}
+			if _, ok := claimed[[2]string{file, heading}]; !ok {
+				line := strings.Count(text[:m[0]], "\n") + 1
+				t.Errorf("%s:%d (under %q): a sh block that no test runs or checks; the test that does claims it by calling docSection with %q and %q",
+					file, line, heading, file, heading)
+			}
+		}
+	}
+	for c, path := range claimed {
+		if !sections[c] {
+			t.Errorf("%s claims %s, %q, which has no such heading", path, c[0], c[1])
+		}
+	}
+}
+
 // TestTheDocsLinksResolve: every link of the README and of docs/ to a file
 // of the repository names one that exists, and every #anchor a heading of
 // the page it points at (as GitHub makes them: lower case, punctuation
