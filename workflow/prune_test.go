@@ -15,7 +15,7 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// retention is the cutoff the prune tests use: 90 days, as in the README.
+// retention is the cutoff the prune tests use: 90 days, as in docs/operations.md.
 const retention = 90 * 24 * time.Hour
 
 // seedNote is the bulk of the evidence of seeded runs.

@@ -210,7 +210,7 @@ func TestPythonAgentEndToEnd(t *testing.T) {
 		t.Errorf("agent.verify_callback said %q, want %q", got, want)
 	}
 
-	// The README's walkthrough ends with a cancel of the done run: 409.
+	// The walkthrough of docs/agent-api.md ends with a cancel of the done run: 409.
 	status, _, body = apiCall(t, addr, http.MethodPost, "/v1/runs/"+id+"/cancel", token, []byte(`{"reason":"the customer withdrew"}`))
 	var problem struct {
 		Code  string `json:"code"`

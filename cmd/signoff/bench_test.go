@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,12 +14,11 @@ import (
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 )
 
-// benchFigures runs bench --json with args and checks that every figure
+// benchFigures reads what bench --json printed and checks that every figure
 // measured something, the figures named in more too. It returns the report
 // and every figure by name/clients.
-func benchFigures(t *testing.T, dir string, more []string, args ...string) (*benchReport, map[string]benchkit.Figure) {
+func benchFigures(t *testing.T, out string, more []string) (*benchReport, map[string]benchkit.Figure) {
 	t.Helper()
-	out := must(t, dir, 0, append([]string{"bench", "--json"}, args...)...)
 	var rep benchReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
@@ -52,14 +52,39 @@ func benchFigures(t *testing.T, dir string, more []string, args ...string) (*ben
 	return &rep, seen
 }
 
-// TestBench runs every figure briefly on a new SQLite file named by --db and
-// checks that each one measured something and that the file is gone after.
-// The rates themselves are the benchmark's business, not a test's.
+// benchLines are the bench commands of the docs, as typed.
+func benchLines(t *testing.T) [][]string {
+	t.Helper()
+	var lines [][]string
+	for _, block := range blocksOf(docSection(t, "docs/performance.md", "signoff bench"), "sh") {
+		for _, l := range shLines(block) {
+			lines = append(lines, shellWords(t, l.cmd))
+		}
+	}
+	if len(lines) != 3 || !slices.Equal(lines[0], []string{"signoff", "bench"}) || !slices.Equal(lines[1], []string{"signoff", "bench", "--json"}) ||
+		len(lines[2]) != 4 || lines[2][2] != "--db" {
+		t.Fatalf("want bench, bench --json and bench --db on PostgreSQL; the docs show %q", lines)
+	}
+	return lines
+}
+
+// TestBench runs every figure briefly: the docs' bench and bench --json (each
+// on a new SQLite file in a temporary folder, which is gone after), and
+// bench on a new file named by --db, which is gone after too; each figure
+// measured something. The rates themselves are the benchmark's business,
+// not a test's.
 func TestBench(t *testing.T) {
-	dir := t.TempDir()
-	rep, seen := benchFigures(t, dir, nil, "--duration", "30ms")
-	if rep.DB != "sqlite" {
-		t.Errorf("db %q, want sqlite", rep.DB)
+	lines := benchLines(t)
+	code, out, errs := docRun(t, t.TempDir(), nil, "", append(lines[1][1:], "--duration", "30ms")...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d\n%s", strings.Join(lines[1], " "), code, errs)
+	}
+	rep, seen := benchFigures(t, out, nil)
+	if rep.DB != "sqlite" || !strings.HasPrefix(rep.Where, os.TempDir()) {
+		t.Errorf("db %q in %q, want sqlite in a temporary folder", rep.DB, rep.Where)
+	}
+	if _, err := os.Stat(rep.Where); !os.IsNotExist(err) {
+		t.Errorf("the bench store %s is left behind: %v", rep.Where, err)
 	}
 	// One writer takes SQLite's commits in turn: raw commits from several
 	// clients at once would measure the same thing again.
@@ -80,11 +105,16 @@ func TestBench(t *testing.T) {
 			t.Errorf("%s with %d clients: %.3f ms of CPU per operation", f.Name, f.Clients, f.CPUPerOp)
 		}
 	}
+	dir := t.TempDir()
+	must(t, dir, 0, "bench", "--duration", "10ms")
 	if _, err := os.Stat(dbPath(dir)); !os.IsNotExist(err) {
-		t.Errorf("the bench store is left behind: %v", err)
+		t.Errorf("the bench store named by --db is left behind: %v", err)
 	}
 	// The table for people.
-	table := must(t, t.TempDir(), 0, "bench", "--duration", "10ms")
+	code, table, errs := docRun(t, t.TempDir(), nil, "", append(lines[0][1:], "--duration", "10ms")...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d\n%s", strings.Join(lines[0], " "), code, errs)
+	}
 	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op", "rows/op", "cpu ms/op",
 		"e2e at 8 clients:", "e2e at 64 clients:", "one client", "click p99 at 64 at once:", "the bare handler's"} {
 		if !strings.Contains(table, s) {
@@ -114,13 +144,19 @@ func TestBenchRefusesAnExistingFileAndRemoteServers(t *testing.T) {
 	}
 }
 
-// TestBenchPostgres: bench on a PostgreSQL server works in a schema of its
-// own and drops it after.
+// TestBenchPostgres: the docs' bench on a PostgreSQL server works in a
+// schema of its own and drops it after.
 func TestBenchPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
+	// The docs' bench on PostgreSQL, on this test's server.
+	line := benchLines(t)[2]
+	code, out, errs := docRun(t, t.TempDir(), nil, "", line[1], "--db", dsn, "--json", "--duration", "30ms")
+	if code != 0 {
+		t.Fatalf("%s: exit %d\n%s", strings.Join(line, " "), code, errs)
+	}
 	// Raw commits at 8 clients, each on a connection of its own: the most
 	// this server and machine give the store's scaling from 1 to 8.
-	rep, seen := benchFigures(t, t.TempDir(), []string{"raw_commit/8"}, "--db", dsn, "--duration", "30ms")
+	rep, seen := benchFigures(t, out, []string{"raw_commit/8"})
 	if _, ok := seen["raw_commit/64"]; ok {
 		t.Error("raw commits at 64 clients: more connections than the raw pool holds")
 	}

@@ -32,7 +32,7 @@ import (
 const callbackSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // hookReceiver is an agent's callback endpoint: it verifies each request as
-// the README tells a receiver to, and records the events it took.
+// docs/agent-api.md tells a receiver to, and records the events it took.
 type hookReceiver struct {
 	srv  *httptest.Server
 	mu   sync.Mutex

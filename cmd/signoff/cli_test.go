@@ -17,12 +17,24 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// TestDemo runs `signoff demo` in process; its crashes are real child processes
+// TestDemo runs `signoff demo` in process, as the README's first command
+// (go run ./cmd/signoff demo) gives it; its crashes are real child processes
 // of this test binary (see TestMain).
 func TestDemo(t *testing.T) {
 	t.Parallel()
+	var args []string
+	for _, block := range blocksOf(docSection(t, "README.md", "Two commands"), "sh") {
+		for _, l := range shLines(block) {
+			if rest, ok := strings.CutPrefix(l.cmd, "go run ./cmd/signoff "); ok {
+				args = append(args, shellWords(t, rest)...)
+			}
+		}
+	}
+	if !slices.Equal(args, []string{"demo"}) {
+		t.Fatalf("the README runs signoff %q, want the demo", args)
+	}
 	var out, errb strings.Builder
-	code := run(t.Context(), []string{"demo"}, noEnv, strings.NewReader(""), &out, &errb)
+	code := run(t.Context(), args, noEnv, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("signoff demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
@@ -1341,94 +1353,48 @@ func TestNextHintBindsTheFingerprintAndEndedRunsSayNothingWasDone(t *testing.T) 
 	must(t, dir, exitDone, words...)
 }
 
-// The README's "Your first config" works as written: its config, its
-// proposals and each command of its walkthrough, run in a folder of their own
-// with the exit code the comment gives (0 where it names none).
-func TestTheFirstConfigWalkthroughOfTheREADME(t *testing.T) {
+// "Your first config" works as written: its config, its proposals and each
+// command of its walkthrough, run in a folder of their own with the exit code
+// the comment gives (0 where it names none).
+func TestTheFirstConfigWalkthrough(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed (the reference program needs it)")
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(readme), "\n## Your first config\n")
-	if !ok {
-		t.Fatal("the README has no section Your first config")
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
-	blocks := map[string][]string{}
-	for _, m := range regexp.MustCompile("(?s)```(\\w+)\n(.*?)```").FindAllStringSubmatch(sec, -1) {
-		blocks[m[1]] = append(blocks[m[1]], m[2])
-	}
-	if len(blocks["yaml"]) != 1 || len(blocks["json"]) != 2 || len(blocks["sh"]) != 1 {
-		t.Fatalf("want one config, two proposals and one walkthrough; got %d, %d, %d", len(blocks["yaml"]), len(blocks["json"]), len(blocks["sh"]))
+	sec := docSection(t, "docs/getting-started.md", "Your first config")
+	yamls, jsons, shs := blocksOf(sec, "yaml"), blocksOf(sec, "json"), blocksOf(sec, "sh")
+	if len(yamls) != 1 || len(jsons) != 2 || len(shs) != 1 {
+		t.Fatalf("want one config, two proposals and one walkthrough; got %d, %d, %d", len(yamls), len(jsons), len(shs))
 	}
 	dir := t.TempDir()
-	prog, err := os.ReadFile(filepath.Join("..", "..", "examples", "command", "ledger-action"))
+	prog, err := os.ReadFile(filepath.Join(repoRoot, "examples", "command", "ledger-action"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(filepath.Join(dir, "ledger"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"signoff.yaml": blocks["yaml"][0], "deploy.json": blocks["json"][0], "refund.json": blocks["json"][1], "ledger/ledger-action": string(prog)} {
+	for name, body := range map[string]string{"signoff.yaml": yamls[0], "deploy.json": jsons[0], "refund.json": jsons[1], "ledger/ledger-action": string(prog)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-
-	vars := map[string]string{}
-	runs := []string{"RUN", "RUN2", "RUN3", "RUN4"}
-	exitComment := regexp.MustCompile(`#\s*exit (\d)`)
-	script := strings.ReplaceAll(blocks["sh"][0], "\\\n", " ")
-	for _, line := range strings.Split(strings.TrimSpace(script), "\n") {
-		want := 0
-		if m := exitComment.FindStringSubmatch(line); m != nil {
-			want = int(m[1][0] - '0')
-		}
-		cmdline, _, _ := strings.Cut(line, " #")
-		words := shellWords(t, cmdline)
-		if words[0] != "signoff" {
-			t.Fatalf("a walkthrough line that is not signoff: %q", line)
-		}
-		for i, w := range words {
-			if v, ok := vars[w]; ok {
-				words[i] = v
-			}
-		}
-		cmd, out, errb := child(t, dir, nil, words[1:]...)
-		cmd.Dir = dir // signoff.yaml is found in the working directory, as in the README
-		code := 0
-		if err := cmd.Run(); err != nil {
-			ee, ok := err.(*exec.ExitError)
-			if !ok {
-				t.Fatal(err)
-			}
-			code = ee.ExitCode()
-		}
-		if code != want {
-			t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", line, code, want, out, errb)
-		}
-		if words[1] == "submit" || words[1] == "fork" {
-			vars[runs[0]], runs = runIDOf(t, out.String()), runs[1:]
-		}
-		if m := regexp.MustCompile(`fingerprint ([0-9a-f]{16})`).FindStringSubmatch(out.String()); m != nil && vars["FP"] == "" {
-			vars["FP"] = m[1]
-		}
-		if words[1] == "submit" && words[2] == "deploy.json" && (!strings.Contains(out.String(), `"token":"[redacted]"`) || strings.Contains(out.String(), "tok-123")) {
+	w := newWalk(dir, nil, "RUN", "RUN2", "RUN3", "RUN4")
+	for _, l := range shLines(shs[0]) {
+		out, _ := w.signoff(t, l) // signoff.yaml is found in the working directory
+		if words := shellWords(t, l.cmd); words[1] == "submit" && words[2] == "deploy.json" &&
+			(!strings.Contains(out, `"token":"[redacted]"`) || strings.Contains(out, "tok-123")) {
 			t.Errorf("submit shows the token:\n%s", out)
 		}
 	}
 	ledger, err := os.ReadFile(filepath.Join(dir, "ledger", "ledger.jsonl"))
-	if err != nil || strings.Count(string(ledger), "\n") != 1 || !strings.Contains(string(ledger), vars["RUN"]+"/1") {
-		t.Fatalf("the deploy program's ledger, want one entry under %s/1: %q %v", vars["RUN"], ledger, err)
+	if err != nil || strings.Count(string(ledger), "\n") != 1 || !strings.Contains(string(ledger), w.vars["RUN"]+"/1") {
+		t.Fatalf("the deploy program's ledger, want one entry under %s/1: %q %v", w.vars["RUN"], ledger, err)
 	}
 }
 
 // shellWords splits a command line as sh would for the plain words and
-// single-quoted strings the README uses.
+// single-quoted strings the docs use.
 func shellWords(t *testing.T, s string) []string {
 	t.Helper()
 	var words []string

@@ -11,7 +11,7 @@ import (
 )
 
 // TestContainerFiles: the image is built from the source alone (no history,
-// no local stores), says which port `serve` listens on, and the README shows
+// no local stores), says which port `serve` listens on, and the docs show
 // how to run it with a config and a volume its user owns.
 func TestContainerFiles(t *testing.T) {
 	read := func(name string) string {
@@ -31,18 +31,37 @@ func TestContainerFiles(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^EXPOSE 8080$`).MatchString(docker) || !strings.Contains(docker, `CMD ["serve"]`) {
 		t.Error("the Dockerfile does not expose 8080 for serve")
 	}
-	readme := read("README.md")
+	doc := docSection(t, "docs/operations.md", "A container")
 	for _, want := range []string{"docker run", "-p 8080:8080", "SIGNOFF_CONFIG=/etc/signoff/signoff.yaml", "chown 65532:65532 /data"} {
-		if !strings.Contains(readme, want) {
-			t.Errorf("the README's container example lacks %q", want)
+		if !strings.Contains(doc, want) {
+			t.Errorf("the container example lacks %q", want)
 		}
+	}
+	// The volume it creates is the one it hands to the image's user, and the
+	// one serve's container mounts at /data.
+	var lines []string
+	for _, block := range blocksOf(doc, "sh") {
+		for _, l := range shLines(block) {
+			lines = append(lines, l.cmd)
+		}
+	}
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "docker volume create ") {
+		t.Fatalf("want the volume made, handed over and mounted; got %q", lines)
+	}
+	volume := strings.Fields(lines[0])[3]
+	if !strings.Contains(lines[1], "-v "+volume+":/data ") || !strings.HasSuffix(lines[1], "chown 65532:65532 /data") ||
+		!strings.Contains(lines[2], "-v "+volume+":/data ") {
+		t.Errorf("the volume %s is not the one handed over and mounted: %q", volume, lines[1:])
+	}
+	if n := strings.Count(docker, "USER nonroot:nonroot"); n != 2 || !strings.Contains(docker, "useradd --uid 65532 --gid 65532") {
+		t.Errorf("the images do not both run as 65532:65532, the owner the docs give /data")
 	}
 	if def := regexp.MustCompile(`"addr", "(:\d+)"`).FindStringSubmatch(read("cmd/signoff/serve.go")); def == nil || def[1] != ":8080" {
 		t.Errorf("serve's default address %v is not the exposed port", def)
 	}
 }
 
-// TestContainerRunPassesEverySecret: the README's `docker run` passes, as
+// TestContainerRunPassesEverySecret: the docs' `docker run` passes, as
 // -e NAME, every secret the worked example config names (each webhook's
 // secret_env, the callbacks' secret, the variables a command sees) besides
 // the Slack tokens and the keys; and since that config has a command
@@ -85,22 +104,20 @@ func TestContainerRunPassesEverySecret(t *testing.T) {
 		t.Fatalf("the worked example has no command executor or webhook secret; names %v", want)
 	}
 
-	// The `docker run -d` command of the README, its continued lines joined.
-	readme := read("README.md")
-	start := strings.Index(readme, "docker run -d ")
-	if start < 0 {
-		t.Fatal("the README has no docker run -d")
-	}
-	var cmd strings.Builder
-	for _, line := range strings.Split(readme[start:], "\n") {
-		line = strings.TrimSpace(line)
-		cont := strings.HasSuffix(line, "\\")
-		cmd.WriteString(strings.TrimSuffix(line, "\\") + " ")
-		if !cont {
-			break
+	// The `docker run -d` command of the docs.
+	doc := docSection(t, "docs/operations.md", "A container")
+	var run string
+	for _, block := range blocksOf(doc, "sh") {
+		for _, l := range shLines(block) {
+			if strings.HasPrefix(l.cmd, "docker run -d ") {
+				run = l.cmd
+			}
 		}
 	}
-	words := shellWords(t, cmd.String())
+	if run == "" {
+		t.Fatal("the docs have no docker run -d")
+	}
+	words := shellWords(t, run)
 	var passed []string
 	for i, w := range words {
 		if w == "-e" && i+1 < len(words) {
@@ -110,14 +127,14 @@ func TestContainerRunPassesEverySecret(t *testing.T) {
 	}
 	for _, name := range want {
 		if !slices.Contains(passed, name) {
-			t.Errorf("the README's docker run does not pass %s (it passes %v)", name, passed)
+			t.Errorf("the docs' docker run does not pass %s (it passes %v)", name, passed)
 		}
 	}
 	if image := words[len(words)-1]; image != "signoff:debian" {
-		t.Errorf("the README runs %s for a config with a command executor, want signoff:debian", image)
+		t.Errorf("the docs run %s for a config with a command executor, want signoff:debian", image)
 	}
-	if !strings.Contains(readme, "docker build --target debian -t signoff:debian .") || !strings.Contains(readme, "interpreter must be in the image") {
-		t.Error("the README does not say that a command's interpreter must be in the image, built with --target debian")
+	if !strings.Contains(doc, "docker build --target debian -t signoff:debian .") || !strings.Contains(doc, "interpreter must be in the image") {
+		t.Error("the docs do not say that a command's interpreter must be in the image, built with --target debian")
 	}
 	docker := read("Dockerfile")
 	froms := regexp.MustCompile(`(?m)^FROM (\S+)(?: AS (\S+))?$`).FindAllStringSubmatch(docker, -1)

@@ -401,7 +401,7 @@ func TestNoSecretIsWrittenAnywhere(t *testing.T) {
 	}
 }
 
-// The worked example of the README loads, and its proposals hit the rules it
+// The worked example of docs/getting-started.md loads, and its proposals hit the rules it
 // describes, so that a reader who copies it starts from something that works.
 func TestTheWorkedExampleLoads(t *testing.T) {
 	cfg := filepath.Join("..", "..", "examples", "signoff.yaml")

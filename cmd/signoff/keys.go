@@ -82,7 +82,7 @@ func makeKeysFile(path string, w io.Writer) (*workflow.Keyring, error) {
 		return nil, err
 	}
 	text := "# signoff integrity keys: the first seals, all verify. Keep this file away from\n" +
-		"# whoever can write the store (see the README, \"Integrity keys\").\n" + line + "\n"
+		"# whoever can write the store (see docs/security.md, \"Integrity keys\").\n" + line + "\n"
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".signoff.keys-*")
 	if err != nil {
 		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)

@@ -280,3 +280,22 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestTheKeyFileNamesItsDocs: a new key file says where to read about it,
+// in a page and section that exist.
+func TestTheKeyFileNamesItsDocs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	must(t, dir, exitWaiting, "submit", fixture("refund-double-charge.json"))
+	b, err := os.ReadFile(filepath.Join(dir, "signoff.keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\(see (docs/[a-z-]+\.md), "([^"]+)"\)`).FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatalf("the key file does not say where to read about it:\n%s", b)
+	}
+	if sec := docSection(t, m[1], m[2]); !strings.Contains(sec, "signoff.keys") {
+		t.Errorf("%s, %q does not speak of signoff.keys", m[1], m[2])
+	}
+}

@@ -1,6 +1,6 @@
 // Command signoff runs risky actions of agents and automations only after a
 // person approves them, and keeps that promise across crashes and restarts.
-// See the README for the commands; the wiring lives in app.go so that tests can
+// See docs/cli.md for the commands; the wiring lives in app.go so that tests can
 // run the whole program in process.
 package main
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ func storeText(t *testing.T, dir string, ids ...string) string {
 // dry run says what it would remove and changes nothing; the prune removes
 // the ended runs' states, leaves the waiting run approvable, verify passes,
 // and show (and show --json) of a pruned run says what was pruned and kept.
+// The dry run and the prune are those of the docs' Retention.
 func TestPruneCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -77,7 +79,18 @@ func TestPruneCommand(t *testing.T) {
 		t.Fatal("a refused prune changed the store")
 	}
 
-	code, out, errs := signoffLater(t, dir, "prune", "--older-than", "90d", "--dry-run")
+	// The dry run and the prune as the docs write them.
+	var docs [][]string
+	for _, block := range blocksOf(docSection(t, "docs/operations.md", "Retention"), "sh") {
+		for _, l := range shLines(block) {
+			docs = append(docs, shellWords(t, l.cmd))
+		}
+	}
+	if len(docs) < 2 || !slices.Equal(docs[0], []string{"signoff", "prune", "--older-than", "90d", "--dry-run"}) ||
+		!slices.Equal(docs[1], []string{"signoff", "prune", "--older-than", "90d"}) {
+		t.Fatalf("Retention shows %q, want the dry run and the prune of runs older than 90 days", docs)
+	}
+	code, out, errs := signoffLater(t, dir, docs[0][1:]...)
 	if code != 0 || !strings.Contains(out, "would prune 2 run(s)") || !strings.Contains(out, "nothing was changed") {
 		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -85,7 +98,7 @@ func TestPruneCommand(t *testing.T) {
 		t.Fatal("the dry run changed the store")
 	}
 
-	code, out, errs = signoffLater(t, dir, "prune", "--older-than", "90d")
+	code, out, errs = signoffLater(t, dir, docs[1][1:]...)
 	if code != 0 || !strings.Contains(out, "pruned 2 run(s)") || !strings.Contains(out, "file: ") {
 		t.Fatalf("prune: exit %d\n%s\n%s", code, out, errs)
 	}

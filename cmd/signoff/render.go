@@ -298,7 +298,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", term(v.ForkedFrom.RunID), v.ForkedFrom.Seq)
 	}
 	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
-		// The hint binds the approval to what was just shown, as the README advises.
+		// The hint binds the approval to what was just shown, as docs/cli.md advises.
 		approve := []string{"signoff", "approve", term(v.ID), "--as", "MEMBER"}
 		if v.Gate != nil && v.Gate.Fingerprint != "" {
 			approve = append(approve, "--fingerprint", term(workflow.ShortFingerprint(v.Gate.Fingerprint)))

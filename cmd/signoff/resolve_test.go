@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/signoff-dev/signoff/examples/target"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -121,4 +125,102 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestTheResolveCommandsOfTheDocs: the commands of "Resolving a run that
+// needs attention", each with the exit code its comment gives, against the
+// reference target. Each resolve is one choice, so each gets a deploy of its
+// own that needs attention: one the target made (it committed, answered 500,
+// and its register refuses to say) for --happened, one it never made (it
+// answered 500 before committing, and refuses to say) for --did-not-happen.
+// show and resume come first, on the first of them.
+func TestTheResolveCommandsOfTheDocs(t *testing.T) {
+	t.Parallel()
+	shs := blocksOf(docSection(t, "docs/cli.md", "Resolving a run that needs attention"), "sh")
+	if len(shs) != 1 {
+		t.Fatalf("want one block of commands, got %d", len(shs))
+	}
+	o := newOwn(t) // skips without python3
+	cfg, err := os.ReadFile(o.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = []byte(strings.Replace(string(cfg), "  - {name: team_lead, members: [U0LEAD0001]}\n",
+		"  - {name: team_lead, members: [U0LEAD0001]}\n  - {name: manager, members: [U0MGR00001]}\n", 1))
+	if err := os.WriteFile(o.config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	needing := func(happened bool) string {
+		t.Helper()
+		n++
+		if happened {
+			o.target.Fail(target.FailAfterCommit)
+		} else {
+			o.target.Fail(target.FailBeforeCommit)
+		}
+		o.target.LookupRefuses(100)
+		id := runIDOf(t, o.must(t, exitWaiting, deployProposal(fmt.Sprintf("docs-%d", n)), "submit", "-"))
+		o.must(t, exitAttention, "", "approve", id, "--as", lead1)
+		return id
+	}
+	ledgerHas := func(id string) bool {
+		for _, e := range o.target.Ledger() {
+			if e.Key == id+"/1" {
+				return true
+			}
+		}
+		return false
+	}
+	id, fresh := needing(true), true
+	for _, l := range shLines(shs[0]) {
+		words := shellWords(t, l.cmd)
+		if words[0] != "signoff" {
+			t.Fatalf("a line that is not signoff: %q", l.cmd)
+		}
+		happened := slices.Contains(words, "--happened")
+		if words[1] == "resolve" {
+			if !fresh {
+				id = needing(happened)
+			}
+			fresh = false
+			if ledgerHas(id) != happened {
+				t.Fatalf("%s: the target's ledger has %s/1: %v", l.cmd, id, !happened)
+			}
+			o.target.LookupRefuses(0)
+		}
+		for i, w := range words {
+			if w == "RUN" {
+				words[i] = id
+			}
+		}
+		if code, out, errs := o.run(t, nil, "", words[1:]...); code != l.exit {
+			t.Fatalf("%s: exit %d, want %d\n%s%s", l.cmd, code, l.exit, out, errs)
+		}
+		v := o.view(t, id)
+		switch {
+		case words[1] != "resolve":
+			if v.Status != workflow.StatusNeedsAttention {
+				t.Fatalf("%s: status %s", l.cmd, v.Status)
+			}
+		case happened:
+			if v.Status != workflow.StatusDone || !strings.Contains(string(v.Operations[0].Receipt), "D-123") {
+				t.Errorf("%s: status %s, operations %+v", l.cmd, v.Status, v.Operations)
+			}
+		case slices.Contains(words, "--retry"):
+			if v.Status != workflow.StatusDone || !ledgerHas(id) {
+				t.Errorf("%s: status %s, in the target's ledger: %v", l.cmd, v.Status, ledgerHas(id))
+			}
+		default:
+			if v.Status != workflow.StatusFailed || ledgerHas(id) {
+				t.Errorf("%s: status %s, in the target's ledger: %v", l.cmd, v.Status, ledgerHas(id))
+			}
+		}
+		if words[1] == "resolve" && (len(v.Resolutions) != 1 || v.Resolutions[0].By != "U0MGR00001") {
+			t.Errorf("%s: resolutions %+v", l.cmd, v.Resolutions)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d runs resolved, want one for each choice", n)
+	}
 }

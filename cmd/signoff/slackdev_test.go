@@ -270,45 +270,34 @@ func TestSlackClickRefusesBadInput(t *testing.T) {
 	}
 }
 
-// The README's loop on one machine works as written: its config, and each
-// command of its walkthrough run in a folder of their own with the exit code
-// the comment gives (0 where it names none); the two that run until stopped
-// (&) listen on a free port instead of the README's, which the config's
-// api_url and SIGNOFF_URL then name. What its comments and the sample of the
-// local Slack's output promise is checked.
-func TestTheSlackLoopOfTheREADME(t *testing.T) {
+// The loop on one machine works as written: its config, and each command of
+// its walkthrough run in a folder of their own with the exit code the comment
+// gives (0 where it names none); the two that run until stopped (&) listen on
+// a free port instead of the one written, which the config's api_url and
+// SIGNOFF_URL then name. What its comments and the sample of the local
+// Slack's output promise is checked.
+func TestTheSlackLoop(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(readme), "\n## Slack\n")
-	if !ok {
-		t.Fatal("the README has no section Slack")
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
-	if _, sec, ok = strings.Cut(sec, "**The whole loop on one machine.**"); !ok {
-		t.Fatal("the README's Slack section has no loop on one machine")
-	}
+	sec := docSection(t, "docs/slack.md", "The whole loop on one machine")
 	blocks := map[string]string{}
-	for _, m := range regexp.MustCompile("(?s)```(\\w+)\n(.*?)```").FindAllStringSubmatch(sec, 3) {
-		blocks[m[1]] = m[2]
+	for _, b := range codeBlocks(sec)[:3] {
+		blocks[b.lang] = b.body
 	}
 	if blocks["yaml"] == "" || blocks["sh"] == "" || blocks["text"] == "" {
 		t.Fatalf("want a config, a walkthrough and the local Slack's output; got %v", blocks)
 	}
-	const readmeAPI = "http://127.0.0.1:8090/api/"
-	if !strings.Contains(blocks["yaml"], "api_url: "+readmeAPI) {
-		t.Fatalf("the README's config does not point at the local Slack's default address:\n%s", blocks["yaml"])
+	const docAPI = "http://127.0.0.1:8090/api/"
+	if !strings.Contains(blocks["yaml"], "api_url: "+docAPI) {
+		t.Fatalf("the config does not point at the local Slack's default address:\n%s", blocks["yaml"])
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "signoff.yaml")
 	writeCfg := func(api string) {
-		if err := os.WriteFile(cfg, []byte(strings.Replace(blocks["yaml"], readmeAPI, api, 1)), 0o600); err != nil {
+		if err := os.WriteFile(cfg, []byte(strings.Replace(blocks["yaml"], docAPI, api, 1)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	writeCfg(readmeAPI)
+	writeCfg(docAPI)
 	if err := os.MkdirAll(filepath.Join(dir, "fixtures", "proposals"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -316,67 +305,38 @@ func TestTheSlackLoopOfTheREADME(t *testing.T) {
 		proposal(t, filepath.Join(dir, "fixtures", "proposals"), name, mustFixture(t, name))
 	}
 
-	env := []string{}
-	vars := map[string]string{}
-	runs := []string{"RUN", "RUN2"}
+	w := newWalk(dir, nil, "RUN", "RUN2")
 	var dev *serveChild
-	exitComment := regexp.MustCompile(`#\s*exit (\d)`)
-	for _, line := range strings.Split(strings.TrimSpace(blocks["sh"]), "\n") {
-		cmdline, comment, _ := strings.Cut(line, " #")
-		cmdline = strings.TrimSpace(cmdline)
-		words := shellWords(t, strings.TrimSuffix(cmdline, "&"))
+	for _, l := range shLines(blocks["sh"]) {
+		words := shellWords(t, strings.TrimSuffix(l.cmd, "&"))
 		switch {
 		case words[0] == "export":
-			env = append(env, words[1:]...)
+			w.env = append(w.env, words[1:]...)
 			continue
-		case words[0] != "signoff":
-			t.Fatalf("a walkthrough line that is not signoff: %q", line)
-		case strings.HasSuffix(cmdline, "&"):
-			p := startBackground(t, dir, env, append(words[1:], "--addr", "127.0.0.1:0")...)
+		case strings.HasSuffix(l.cmd, "&"):
+			p := startBackground(t, dir, w.env, append(words[1:], "--addr", "127.0.0.1:0")...)
 			switch words[1] {
 			case "slack":
 				dev = p
 				writeCfg(p.await(t, "the local Slack to listen", localSlackListening)[1])
 			case "serve":
-				env = append(env, "SIGNOFF_URL=http://"+p.addr(t))
+				w.env = append(w.env, "SIGNOFF_URL=http://"+p.addr(t))
 			default:
-				t.Fatalf("a command in the background that is not slack dev or serve: %q", line)
+				t.Fatalf("a command in the background that is not slack dev or serve: %q", l.cmd)
 			}
 			continue
 		}
-		for i, w := range words {
-			if v, ok := vars[w]; ok {
-				words[i] = v
-			}
-		}
-		want := 0
-		if m := exitComment.FindStringSubmatch(line); m != nil {
-			want = int(m[1][0] - '0')
-		}
-		cmd, out, errb := child(t, dir, env, words[1:]...)
-		cmd.Dir = dir // signoff.yaml and the proposals are found in the working directory, as in the README
-		code := 0
-		if err := cmd.Run(); err != nil {
-			ee, ok := err.(*exec.ExitError)
-			if !ok {
-				t.Fatal(err)
-			}
-			code = ee.ExitCode()
-		}
-		if code != want {
-			t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", line, code, want, out, errb)
-		}
+		out, _ := w.signoff(t, l) // signoff.yaml and the proposals are found in the working directory
 		switch {
 		case words[1] == "submit":
-			id := runIDOf(t, out.String())
-			vars[runs[0]], runs = id, runs[1:]
+			id := runIDOf(t, out)
 			dev.await(t, "the message of "+id, regexp.MustCompile(`buttons: .*signoff slack click `+regexp.QuoteMeta(id)))
-		case strings.Contains(comment, "updates the message: Done"):
+		case strings.Contains(l.comment, "updates the message: Done"):
 			dev.await(t, "the message updated: done", regexp.MustCompile(`(?m)^    Done: request_refund$`))
-		case strings.Contains(comment, "reason form"):
+		case strings.Contains(l.comment, "reason form"):
 			dev.await(t, "the message updated: rejected", regexp.MustCompile("(?m)^    :x: \\*Rejected\\* by @U0LEAD0001 .*`the customer kept it`$"))
-		case strings.Contains(comment, "Nothing is waiting"):
-			wantLines(t, "/runs pending", out.String(), "Nothing is waiting for approval.")
+		case strings.Contains(l.comment, "Nothing is waiting"):
+			wantLines(t, "/runs pending", out, "Nothing is waiting for approval.")
 		}
 	}
 	if dev == nil {
@@ -394,7 +354,7 @@ func TestTheSlackLoopOfTheREADME(t *testing.T) {
 			at++
 		}
 		if at == len(printed) {
-			t.Fatalf("the local Slack did not print %q (after what came before it in the README):\n%s", want, dev.output())
+			t.Fatalf("the local Slack did not print %q (after what came before it in the sample):\n%s", want, dev.output())
 		}
 	}
 }

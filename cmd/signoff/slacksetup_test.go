@@ -101,3 +101,48 @@ func TestServeSlackSetup(t *testing.T) {
 		}
 	})
 }
+
+// TestTheSlackSetupSaysWhereEachIDComesFrom: the Slack setup says, for every
+// id the slack section and the roles take, where in Slack or its API to find
+// it, and names the manifest's setting that allows an org-wide install
+// (which bot's TestManifest holds the manifest to).
+func TestTheSlackSetupSaysWhereEachIDComesFrom(t *testing.T) {
+	section := docSection(t, "docs/slack.md", "Setting up the app")
+	if !strings.Contains(section, "org_deploy_enabled: true") {
+		t.Error("the setup does not name org_deploy_enabled: true")
+	}
+	// One bullet per id, read as one line of words.
+	bullets := map[string]string{}
+	_, list, ok := strings.Cut(section, "Where each id comes from:\n")
+	if !ok {
+		t.Fatal("the Slack setup does not say where each id comes from")
+	}
+	key := ""
+	for _, line := range strings.Split(list, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "- "):
+			key = strings.Fields(trimmed)[1]
+			bullets[key] = trimmed
+		case key != "" && strings.HasPrefix(line, "     "):
+			bullets[key] += " " + trimmed
+		default:
+			key = ""
+		}
+		if key == "" && len(bullets) > 0 {
+			break
+		}
+	}
+	for _, tc := range []struct{ id, where string }{
+		{"`channel`", "Channel ID is at the bottom of About"},
+		{"`app_id`", "Basic Information → App Credentials → App ID"},
+		{"`team_id`", "auth.test"},
+		{"`enterprise_id`", "auth.test"},
+		{"people's", "Copy member ID"},
+		{"user", "usergroups.list"},
+	} {
+		if got, ok := bullets[tc.id]; !ok || !strings.Contains(got, tc.where) {
+			t.Errorf("the bullet for %s (%q) does not say %q", tc.id, got, tc.where)
+		}
+	}
+}

@@ -2,7 +2,7 @@
 // team's own HTTP service: a POST signed as the Standard Webhooks 1.0
 // specification says, with the operation's idempotency key, and a lookup URL
 // that tells after a crash whether that key happened. The contract a target
-// must honour is in the README ("Your own actions"); the status codes map to
+// must honour is in docs/executors.md; the status codes map to
 // the engine's classes as follows:
 //
 //	2xx                          done: the JSON body is the receipt
