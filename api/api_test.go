@@ -706,3 +706,30 @@ func TestATokenSeesOnlyItsRequestersRuns(t *testing.T) {
 		}
 	})
 }
+
+// TestAnIdempotencyKeyIsItsRequesters: an agent that sends, first, the key
+// another agent will use does not lock that agent out: each gets a run of its
+// own under the key (201), and each one's retry is a replay of its own run.
+func TestAnIdempotencyKeyIsItsRequesters(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	body := []byte(mustJSON(t, deployProposal("deploy-api-1.4.2", "1.4.2")))
+	ids := map[string]string{}
+	for _, tok := range []string{tokOther, tokAll} {
+		a := h.do("POST", "/v1/runs", tok, "application/json", body, false)
+		var res api.SubmitResult
+		if err := json.Unmarshal(a.body, &res); err != nil || a.status != http.StatusCreated || res.Replayed {
+			t.Fatalf("%s's first submit under the key: %d %s (%v), want 201 and a new run", tok, a.status, a.body, err)
+		}
+		ids[tok] = res.Id
+	}
+	if ids[tokOther] == ids[tokAll] {
+		t.Fatalf("two requesters' submits under one key share run %s", ids[tokAll])
+	}
+	for tok, id := range ids {
+		a := h.do("POST", "/v1/runs", tok, "application/json", body, false)
+		var res api.SubmitResult
+		if err := json.Unmarshal(a.body, &res); err != nil || a.status != http.StatusOK || !res.Replayed || res.Id != id {
+			t.Errorf("%s's retry: %d %s (%v), want 200, a replay of %s", tok, a.status, a.body, err, id)
+		}
+	}
+}

@@ -496,9 +496,10 @@ type ClientInterface interface {
 	// out: it is the token's requester; naming another requester is refused
 	// (403 requester_mismatch).
 	//
-	// Idempotency (as Stripe): the same `idempotency_key` with the same
-	// proposal answers 200 with the first run and `replayed: true`, whatever
-	// became of it; with a different proposal, 409 idempotency_key_reused
+	// Idempotency (as Stripe): a key is the token's requester's, so the same
+	// `idempotency_key` from another requester is another run. The same key
+	// with the same proposal answers 200 with the first run and `replayed: true`,
+	// whatever became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
 	// A `callback_url` that does not start with a prefix under
@@ -518,9 +519,10 @@ type ClientInterface interface {
 	// out: it is the token's requester; naming another requester is refused
 	// (403 requester_mismatch).
 	//
-	// Idempotency (as Stripe): the same `idempotency_key` with the same
-	// proposal answers 200 with the first run and `replayed: true`, whatever
-	// became of it; with a different proposal, 409 idempotency_key_reused
+	// Idempotency (as Stripe): a key is the token's requester's, so the same
+	// `idempotency_key` from another requester is another run. The same key
+	// with the same proposal answers 200 with the first run and `replayed: true`,
+	// whatever became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
 	// A `callback_url` that does not start with a prefix under
@@ -660,9 +662,10 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // out: it is the token's requester; naming another requester is refused
 // (403 requester_mismatch).
 //
-// Idempotency (as Stripe): the same `idempotency_key` with the same
-// proposal answers 200 with the first run and `replayed: true`, whatever
-// became of it; with a different proposal, 409 idempotency_key_reused
+// Idempotency (as Stripe): a key is the token's requester's, so the same
+// `idempotency_key` from another requester is another run. The same key
+// with the same proposal answers 200 with the first run and `replayed: true`,
+// whatever became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
 // A `callback_url` that does not start with a prefix under
@@ -692,9 +695,10 @@ func (c *Client) SubmitRunWithBody(ctx context.Context, contentType string, body
 // out: it is the token's requester; naming another requester is refused
 // (403 requester_mismatch).
 //
-// Idempotency (as Stripe): the same `idempotency_key` with the same
-// proposal answers 200 with the first run and `replayed: true`, whatever
-// became of it; with a different proposal, 409 idempotency_key_reused
+// Idempotency (as Stripe): a key is the token's requester's, so the same
+// `idempotency_key` from another requester is another run. The same key
+// with the same proposal answers 200 with the first run and `replayed: true`,
+// whatever became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
 // A `callback_url` that does not start with a prefix under
@@ -1301,9 +1305,10 @@ type ClientWithResponsesInterface interface {
 	// out: it is the token's requester; naming another requester is refused
 	// (403 requester_mismatch).
 	//
-	// Idempotency (as Stripe): the same `idempotency_key` with the same
-	// proposal answers 200 with the first run and `replayed: true`, whatever
-	// became of it; with a different proposal, 409 idempotency_key_reused
+	// Idempotency (as Stripe): a key is the token's requester's, so the same
+	// `idempotency_key` from another requester is another run. The same key
+	// with the same proposal answers 200 with the first run and `replayed: true`,
+	// whatever became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
 	// A `callback_url` that does not start with a prefix under
@@ -1323,9 +1328,10 @@ type ClientWithResponsesInterface interface {
 	// out: it is the token's requester; naming another requester is refused
 	// (403 requester_mismatch).
 	//
-	// Idempotency (as Stripe): the same `idempotency_key` with the same
-	// proposal answers 200 with the first run and `replayed: true`, whatever
-	// became of it; with a different proposal, 409 idempotency_key_reused
+	// Idempotency (as Stripe): a key is the token's requester's, so the same
+	// `idempotency_key` from another requester is another run. The same key
+	// with the same proposal answers 200 with the first run and `replayed: true`,
+	// whatever became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
 	// A `callback_url` that does not start with a prefix under
@@ -2158,9 +2164,10 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // out: it is the token's requester; naming another requester is refused
 // (403 requester_mismatch).
 //
-// Idempotency (as Stripe): the same `idempotency_key` with the same
-// proposal answers 200 with the first run and `replayed: true`, whatever
-// became of it; with a different proposal, 409 idempotency_key_reused
+// Idempotency (as Stripe): a key is the token's requester's, so the same
+// `idempotency_key` from another requester is another run. The same key
+// with the same proposal answers 200 with the first run and `replayed: true`,
+// whatever became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
 // A `callback_url` that does not start with a prefix under
@@ -2186,9 +2193,10 @@ func (c *ClientWithResponses) SubmitRunWithBodyWithResponse(ctx context.Context,
 // out: it is the token's requester; naming another requester is refused
 // (403 requester_mismatch).
 //
-// Idempotency (as Stripe): the same `idempotency_key` with the same
-// proposal answers 200 with the first run and `replayed: true`, whatever
-// became of it; with a different proposal, 409 idempotency_key_reused
+// Idempotency (as Stripe): a key is the token's requester's, so the same
+// `idempotency_key` from another requester is another run. The same key
+// with the same proposal answers 200 with the first run and `replayed: true`,
+// whatever became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
 // A `callback_url` that does not start with a prefix under

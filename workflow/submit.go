@@ -83,8 +83,9 @@ func (e *Engine) actionNames() []string {
 }
 
 // Submit starts a run from a proposal: validate, check, apply policy, and either
-// wait for approval or execute. The same idempotency key with the same proposal
-// returns the first run; with another proposal it is refused (ErrIdempotencyKeyReused).
+// wait for approval or execute. The same idempotency key from the same requester
+// with the same proposal returns the first run; with another proposal it is
+// refused (ErrIdempotencyKeyReused). Another requester's key is another key.
 func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	run, _, err := e.SubmitReplay(ctx, p)
 	return run, err
@@ -208,11 +209,13 @@ func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run,
 	return e.resume(ctx, run.ID, asWorker)
 }
 
-// runByKey finds the run submitted with an idempotency key. The key binds the
-// proposal it was first sent with: a retry of the same proposal gets that run,
-// whatever became of it, and a different proposal is refused, so that an agent
-// never takes an old run for its new proposal. A refusal names the run only
-// to its own requester: another learns nothing of it.
+// runByKey finds the run requesterID submitted with an idempotency key. A key
+// is its requester's: another requester's run under the same key is not
+// looked at, so that no proposer can take a key first and lock the one who
+// will use it out. The key binds the proposal it was first sent with: a retry
+// of the same proposal gets that run, whatever became of it, and a different
+// proposal is refused, so that an agent never takes an old run for its new
+// proposal.
 func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) (*Run, error) {
 	var (
 		run    *Run
@@ -221,7 +224,7 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 	)
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		if run, err = tx.RunByIdempotencyKey(ctx, key); err != nil {
+		if run, err = tx.RunByIdempotencyKey(ctx, requesterID, key); err != nil {
 			return err
 		}
 		cps, err := tx.Checkpoints(ctx, run.ID)
@@ -250,12 +253,6 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("find run by idempotency key: %w", err)
-	}
-	if run.RequesterID != requesterID {
-		// Another requester's run: its proposal cannot be this one (the
-		// requester is part of it), and the refusal does not name it.
-		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, Err: ErrIdempotencyKeyReused,
-			Msg: fmt.Sprintf("the idempotency key %q is taken; use a key of your own", key)}
 	}
 	if pruned {
 		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,
