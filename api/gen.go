@@ -504,7 +504,10 @@ type ClientInterface interface {
 	//
 	// A `callback_url` that does not start with a prefix under
 	// api.callbacks.allow (or any, when the list is empty) is 422
-	// callback_not_allowed, and nothing is written.
+	// callback_not_allowed, and nothing is written. It is matched, stored
+	// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+	// a backslash, or an encoded dot, slash, backslash or percent sign in
+	// its path, is 400 invalid_input.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -527,7 +530,10 @@ type ClientInterface interface {
 	//
 	// A `callback_url` that does not start with a prefix under
 	// api.callbacks.allow (or any, when the list is empty) is 422
-	// callback_not_allowed, and nothing is written.
+	// callback_not_allowed, and nothing is written. It is matched, stored
+	// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+	// a backslash, or an encoded dot, slash, backslash or percent sign in
+	// its path, is 400 invalid_input.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -670,7 +676,10 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 //
 // A `callback_url` that does not start with a prefix under
 // api.callbacks.allow (or any, when the list is empty) is 422
-// callback_not_allowed, and nothing is written.
+// callback_not_allowed, and nothing is written. It is matched, stored
+// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+// a backslash, or an encoded dot, slash, backslash or percent sign in
+// its path, is 400 invalid_input.
 //
 // Takes any type of body and a specified content type.
 //
@@ -703,7 +712,10 @@ func (c *Client) SubmitRunWithBody(ctx context.Context, contentType string, body
 //
 // A `callback_url` that does not start with a prefix under
 // api.callbacks.allow (or any, when the list is empty) is 422
-// callback_not_allowed, and nothing is written.
+// callback_not_allowed, and nothing is written. It is matched, stored
+// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+// a backslash, or an encoded dot, slash, backslash or percent sign in
+// its path, is 400 invalid_input.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1313,7 +1325,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// A `callback_url` that does not start with a prefix under
 	// api.callbacks.allow (or any, when the list is empty) is 422
-	// callback_not_allowed, and nothing is written.
+	// callback_not_allowed, and nothing is written. It is matched, stored
+	// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+	// a backslash, or an encoded dot, slash, backslash or percent sign in
+	// its path, is 400 invalid_input.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1336,7 +1351,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// A `callback_url` that does not start with a prefix under
 	// api.callbacks.allow (or any, when the list is empty) is 422
-	// callback_not_allowed, and nothing is written.
+	// callback_not_allowed, and nothing is written. It is matched, stored
+	// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+	// a backslash, or an encoded dot, slash, backslash or percent sign in
+	// its path, is 400 invalid_input.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2172,7 +2190,10 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 //
 // A `callback_url` that does not start with a prefix under
 // api.callbacks.allow (or any, when the list is empty) is 422
-// callback_not_allowed, and nothing is written.
+// callback_not_allowed, and nothing is written. It is matched, stored
+// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+// a backslash, or an encoded dot, slash, backslash or percent sign in
+// its path, is 400 invalid_input.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2201,7 +2222,10 @@ func (c *ClientWithResponses) SubmitRunWithBodyWithResponse(ctx context.Context,
 //
 // A `callback_url` that does not start with a prefix under
 // api.callbacks.allow (or any, when the list is empty) is 422
-// callback_not_allowed, and nothing is written.
+// callback_not_allowed, and nothing is written. It is matched, stored
+// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+// a backslash, or an encoded dot, slash, backslash or percent sign in
+// its path, is 400 invalid_input.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -95,11 +95,11 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 // replayed is true when the idempotency key returned the first run instead of
 // making a new one (an HTTP API answers 200 instead of 201).
 func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, replayed bool, err error) {
-	actions, evidence, err := e.checkProposal(ctx, p)
+	actions, evidence, callbackURL, err := e.checkProposal(ctx, p)
 	if err != nil {
 		return nil, false, err
 	}
-	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, p.CallbackURL, actions, evidence)
+	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, callbackURL, actions, evidence)
 	if err != nil {
 		return nil, false, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
@@ -113,10 +113,10 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 	st := &State{
 		SchemaVersion: SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
 		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
-		CallbackURL: p.CallbackURL,
+		CallbackURL: callbackURL,
 	}
 	l := &loaded{run: &Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
-		CallbackURL: p.CallbackURL}, st: st}
+		CallbackURL: callbackURL}, st: st}
 	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
 			// Another submit with this key committed first.
@@ -137,32 +137,33 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 }
 
 // checkProposal refuses, before anything is written, a proposal Submit cannot
-// take, and returns its actions and evidence normalised.
-func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Evidence, error) {
+// take, and returns its actions, evidence and callback URL normalised.
+func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Evidence, string, error) {
 	if p.Requester.ID == "" {
-		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
+		return nil, nil, "", refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
 	}
 	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
 		"summary": p.Summary, "idempotency_key": p.IdempotencyKey, "callback_url": p.CallbackURL}); field != "" {
-		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
+		return nil, nil, "", refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
 	}
 	if bad := checkLines([]lineField{{"requester.id", p.Requester.ID, true}, {"requester.name", p.Requester.Name, false},
 		{"task_id", p.TaskID, true}, {"idempotency_key", p.IdempotencyKey, true}}); bad != nil {
 		bad.Msg = "invalid proposal: " + bad.Msg
-		return nil, nil, bad
+		return nil, nil, "", bad
 	}
 	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
 	if err != nil {
 		// Err keeps the cause, so that ProposalProblems can name each field.
-		return nil, nil, &RefusedError{Code: CodeInvalidInput, Msg: fmt.Sprintf("invalid proposal: %v", err), Err: err}
+		return nil, nil, "", &RefusedError{Code: CodeInvalidInput, Msg: fmt.Sprintf("invalid proposal: %v", err), Err: err}
 	}
-	if err := e.checkCallback(p.CallbackURL); err != nil {
-		return nil, nil, err
+	callbackURL, err := e.checkCallback(p.CallbackURL)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	if err := e.checkRequester(ctx, p.Requester.ID); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return actions, evidence, nil
+	return actions, evidence, callbackURL, nil
 }
 
 // checkRequester refuses a requester who holds no role, unless the engine lets
