@@ -480,8 +480,11 @@ type ClientInterface interface {
 	// Keyset pagination: pass `next_cursor` back as `cursor` for the next
 	// page, with the same `status`, `task_id` and `requester` (`limit` may
 	// change). The order (created_at, id) is stable; a run never shows twice
-	// and none is skipped. The cursor is opaque; one that this API did not
-	// give out, or that was made for another filter, is 400 invalid_cursor.
+	// and none is skipped. The cursor is opaque and sealed; one that this API
+	// did not give out, or that was made for another filter, is 400
+	// invalid_cursor. The seal's key is derived from signoff's integrity
+	// keys, the same on every replica; without them it is the process's
+	// own, and a cursor lasts only as long as that process.
 	// An unknown status or a limit outside 1 to 200 is 400 invalid_input
 	// naming the parameter.
 	//
@@ -642,8 +645,11 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Keyset pagination: pass `next_cursor` back as `cursor` for the next
 // page, with the same `status`, `task_id` and `requester` (`limit` may
 // change). The order (created_at, id) is stable; a run never shows twice
-// and none is skipped. The cursor is opaque; one that this API did not
-// give out, or that was made for another filter, is 400 invalid_cursor.
+// and none is skipped. The cursor is opaque and sealed; one that this API
+// did not give out, or that was made for another filter, is 400
+// invalid_cursor. The seal's key is derived from signoff's integrity
+// keys, the same on every replica; without them it is the process's
+// own, and a cursor lasts only as long as that process.
 // An unknown status or a limit outside 1 to 200 is 400 invalid_input
 // naming the parameter.
 //
@@ -1299,8 +1305,11 @@ type ClientWithResponsesInterface interface {
 	// Keyset pagination: pass `next_cursor` back as `cursor` for the next
 	// page, with the same `status`, `task_id` and `requester` (`limit` may
 	// change). The order (created_at, id) is stable; a run never shows twice
-	// and none is skipped. The cursor is opaque; one that this API did not
-	// give out, or that was made for another filter, is 400 invalid_cursor.
+	// and none is skipped. The cursor is opaque and sealed; one that this API
+	// did not give out, or that was made for another filter, is 400
+	// invalid_cursor. The seal's key is derived from signoff's integrity
+	// keys, the same on every replica; without them it is the process's
+	// own, and a cursor lasts only as long as that process.
 	// An unknown status or a limit outside 1 to 200 is 400 invalid_input
 	// naming the parameter.
 	//
@@ -2158,8 +2167,11 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 // Keyset pagination: pass `next_cursor` back as `cursor` for the next
 // page, with the same `status`, `task_id` and `requester` (`limit` may
 // change). The order (created_at, id) is stable; a run never shows twice
-// and none is skipped. The cursor is opaque; one that this API did not
-// give out, or that was made for another filter, is 400 invalid_cursor.
+// and none is skipped. The cursor is opaque and sealed; one that this API
+// did not give out, or that was made for another filter, is 400
+// invalid_cursor. The seal's key is derived from signoff's integrity
+// keys, the same on every replica; without them it is the process's
+// own, and a cursor lasts only as long as that process.
 // An unknown status or a limit outside 1 to 200 is 400 invalid_input
 // naming the parameter.
 //

@@ -26,6 +26,12 @@ type Config struct {
 	Burst  int
 	Logger *slog.Logger   // defaults to discarding
 	Clock  workflow.Clock // the rate limiter's clock; defaults to workflow.SystemClock
+	// CursorKeys seal the list cursors the API gives out (HMAC), so that a
+	// cursor it never gave out is refused: the first seals, each opens, each
+	// of at least 32 bytes. Keep them outside the store and the same on every
+	// replica (serve derives them from the integrity keys). Without any, a
+	// random key of this process seals, and cursors last as long as it.
+	CursorKeys [][]byte
 }
 
 // Server is the API: a handler of /v1/… paths.
@@ -77,7 +83,11 @@ func New(cfg Config) (*Server, error) {
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(_ echo.Context, err error, _ []byte) error { return err }}), g.middleware)
 	srv := &Server{Handler: e, stopping: make(chan struct{})}
-	h := &handlers{engine: cfg.Engine, stopping: srv.stopping}
+	seal, err := newCursorSeal(cfg.CursorKeys)
+	if err != nil {
+		return nil, fmt.Errorf("new api: %w", err)
+	}
+	h := &handlers{engine: cfg.Engine, stopping: srv.stopping, cursors: seal}
 	RegisterHandlersWithBaseURL(e, NewStrictHandler(h, []StrictMiddlewareFunc{withEchoContext}), "/v1")
 	return srv, nil
 }
