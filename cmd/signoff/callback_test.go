@@ -157,7 +157,7 @@ func startServeChild(t *testing.T, dir, cfg string, fs *fakeslack.Server, extra 
 // added to the test's.
 func startServeChildEnv(t *testing.T, dir, cfg string, env []string) *serveChild {
 	t.Helper()
-	return startBackground(t, dir, env, "--config", cfg, "serve", "--addr", "127.0.0.1:0")
+	return startBackground(t, dir, env, "--config", cfg, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 }
 
 // startBackground starts a command of the program that runs until stopped
@@ -208,6 +208,16 @@ func (s *serveChild) addr(t *testing.T) string {
 	t.Helper()
 	return s.await(t, "serve to listen", servingOn)[1]
 }
+
+// adminAddr waits, bounded, until serve serves metrics and health, and
+// returns where.
+func (s *serveChild) adminAddr(t *testing.T) string {
+	t.Helper()
+	return s.await(t, "serve to serve metrics and health", adminOn)[1]
+}
+
+// adminOn is serve's line saying where metrics and health are.
+var adminOn = regexp.MustCompile(`signoff: metrics and health on (\S+)\n`)
 
 // output is what the process has said so far.
 func (s *serveChild) output() string {
@@ -554,7 +564,7 @@ func TestServeRefusesCallbacksWithoutTheirSecret(t *testing.T) {
 			dir := t.TempDir()
 			cfg := callbackConfig(t, dir, fs, "https://agents.example/signoff/")
 			env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken, "SIGNOFF_CALLBACK_SECRET": tt.secret}
-			code, _, errs := cliWith(t, dir, cfg, env, "serve", "--addr", "127.0.0.1:0")
+			code, _, errs := cliWith(t, dir, cfg, env, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 			if code != exitRefused || !strings.Contains(errs, tt.want) || strings.Contains(errs, "hunter2") {
 				t.Fatalf("exit %d, %q; want exit %d naming %q", code, errs, exitRefused, tt.want)
 			}

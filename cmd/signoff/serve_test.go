@@ -38,6 +38,7 @@ const (
 // fake Slack Web API, sharing its database with the CLI.
 type served struct {
 	dir, db, config, addr string
+	adminAddr             string // metrics and the probes
 	slack                 *fakeslack.Server
 	app                   *app
 	getenv                func(string) string
@@ -93,7 +94,7 @@ func startServedWith(t *testing.T, db string, poll time.Duration, edit func(yaml
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := startServer(ctx, a, serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken,
+	s, err := startServer(ctx, a, serveOptions{addr: "127.0.0.1:0", adminAddr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken,
 		poll: poll, metricsEvery: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func startServedWith(t *testing.T, db string, poll time.Duration, edit func(yaml
 		}
 		a.Close()
 	})
-	return &served{dir: dir, db: db, config: cfgPath, addr: s.addr, slack: fs, app: a, getenv: getenv, log: log}
+	return &served{dir: dir, db: db, config: cfgPath, addr: s.addr, adminAddr: s.adminAddr, slack: fs, app: a, getenv: getenv, log: log}
 }
 
 // serveAPIToken is the agent API token of the served config.
@@ -445,7 +446,7 @@ func TestServeChecksSlackAtStart(t *testing.T) {
 				t.Fatalf("submit exit %d:\n%s%s", code, out.String(), errOut.String())
 			}
 			tc.prepare(fs)
-			args := append(global, "serve", "--addr", "127.0.0.1:0")
+			args := append(global, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 			if tc.socket {
 				args = append(args, "--socket-mode")
 			}

@@ -332,7 +332,11 @@ func TestTheSlackLoopOfTheREADME(t *testing.T) {
 		case words[0] != "signoff":
 			t.Fatalf("a walkthrough line that is not signoff: %q", line)
 		case strings.HasSuffix(cmdline, "&"):
-			p := startBackground(t, dir, env, append(words[1:], "--addr", "127.0.0.1:0")...)
+			args := append(words[1:], "--addr", "127.0.0.1:0")
+			if words[1] == "serve" {
+				args = append(args, "--admin-addr", "127.0.0.1:0")
+			}
+			p := startBackground(t, dir, env, args...)
 			switch words[1] {
 			case "slack":
 				dev = p
