@@ -28,8 +28,10 @@ RUN apt-get update \
 COPY --from=build /out/signoff /usr/local/bin/signoff
 WORKDIR /data
 VOLUME ["/data"]
-ENV SIGNOFF_DB=/data/signoff.db SIGNOFF_SHOP=/data/shop.db
-EXPOSE 8080
+# Metrics and the probes on their own port, apart from the one Slack and
+# agents reach: publish or route 9090 only to Prometheus and the orchestrator.
+ENV SIGNOFF_DB=/data/signoff.db SIGNOFF_SHOP=/data/shop.db SIGNOFF_ADMIN_ADDR=:9090
+EXPOSE 8080 9090
 USER nonroot:nonroot
 ENTRYPOINT ["/usr/local/bin/signoff"]
 CMD ["serve"]
@@ -41,8 +43,10 @@ FROM gcr.io/distroless/static-debian12:nonroot AS static
 COPY --from=build /out/signoff /usr/local/bin/signoff
 WORKDIR /data
 VOLUME ["/data"]
-ENV SIGNOFF_DB=/data/signoff.db SIGNOFF_SHOP=/data/shop.db
-EXPOSE 8080
+# Metrics and the probes on their own port, apart from the one Slack and
+# agents reach: publish or route 9090 only to Prometheus and the orchestrator.
+ENV SIGNOFF_DB=/data/signoff.db SIGNOFF_SHOP=/data/shop.db SIGNOFF_ADMIN_ADDR=:9090
+EXPOSE 8080 9090
 USER nonroot:nonroot
 ENTRYPOINT ["/usr/local/bin/signoff"]
 CMD ["serve"]

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -738,5 +740,122 @@ func TestARunRowNamingAnotherRequesterShowsNothingOfTheRun(t *testing.T) {
 		if path != "/v1/runs" && !strings.Contains(string(a.body), `"problem"`) {
 			t.Errorf("GET %s does not say the run is damaged:\n%s", path, a.body)
 		}
+	}
+}
+
+// TestAnIdempotencyKeyIsItsRequesters: an agent that sends, first, the key
+// another agent will use does not lock that agent out: each gets a run of its
+// own under the key (201), and each one's retry is a replay of its own run.
+func TestAnIdempotencyKeyIsItsRequesters(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	body := []byte(mustJSON(t, deployProposal("deploy-api-1.4.2", "1.4.2")))
+	ids := map[string]string{}
+	for _, tok := range []string{tokOther, tokAll} {
+		a := h.do("POST", "/v1/runs", tok, "application/json", body, false)
+		var res api.SubmitResult
+		if err := json.Unmarshal(a.body, &res); err != nil || a.status != http.StatusCreated || res.Replayed {
+			t.Fatalf("%s's first submit under the key: %d %s (%v), want 201 and a new run", tok, a.status, a.body, err)
+		}
+		ids[tok] = res.Id
+	}
+	if ids[tokOther] == ids[tokAll] {
+		t.Fatalf("two requesters' submits under one key share run %s", ids[tokAll])
+	}
+	for tok, id := range ids {
+		a := h.do("POST", "/v1/runs", tok, "application/json", body, false)
+		var res api.SubmitResult
+		if err := json.Unmarshal(a.body, &res); err != nil || a.status != http.StatusOK || !res.Replayed || res.Id != id {
+			t.Errorf("%s's retry: %d %s (%v), want 200, a replay of %s", tok, a.status, a.body, err, id)
+		}
+	}
+}
+
+// TestCursorsAreSealed: a cursor is taken only as the API gave it out. One of
+// the right shape that it never gave out (sealed with another key, its seal
+// or position changed, or unsealed as cursors were before) is 400
+// invalid_cursor and changes nothing. A replica or a restarted server with the
+// same keys takes it, also while a new key is rotated in; one with other keys
+// does not.
+func TestCursorsAreSealed(t *testing.T) {
+	key := []byte("cursor key one, 32 bytes or more")
+	next := []byte("cursor key two, 32 bytes or more")
+	h := newHarness(t, harnessOpts{cursorKeys: [][]byte{key}})
+	ctx := context.Background()
+	c := h.client(tokAll)
+	var ids []string
+	for i := range 3 {
+		s, err := c.Submit(ctx, &workflow.Proposal{Actions: []workflow.Action{{Name: "note", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.Id)
+	}
+	page, err := c.List(ctx, client.ListOptions{Limit: 1})
+	if err != nil || page.NextCursor == nil || len(page.Runs) != 1 || page.Runs[0].ID != ids[0] {
+		t.Fatalf("first page %+v, %v", page, err)
+	}
+	real := *page.NextCursor
+	raw, err := base64.RawURLEncoding.DecodeString(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// version:created:filter:seal:id
+	f := strings.SplitN(string(raw), ":", 5)
+	if len(f) != 5 || f[4] != ids[0] {
+		t.Fatalf("the cursor reads %q", raw)
+	}
+	enc := func(fields ...string) string {
+		return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(fields, ":")))
+	}
+	flipped := []byte(f[3])
+	if flipped[0] = '0'; f[3][0] == '0' {
+		flipped[0] = '1'
+	}
+	ms, _ := strconv.ParseInt(f[1], 10, 64)
+	forged := []struct{ name, cursor string }{
+		{"sealed with a key the server does not hold", api.EncodeCursor([][]byte{next}, time.UnixMilli(ms), workflow.RunFilter{RequesterID: "agent:resolver"}, ids[0])},
+		{"its seal changed", enc(f[0], f[1], f[2], string(flipped), f[4])},
+		{"another run's position under its seal", enc(f[0], f[1], f[2], f[3], ids[1])},
+		{"another time under its seal", enc(f[0], strconv.FormatInt(ms+1, 10), f[2], f[3], f[4])},
+		{"without its seal, as cursors were before", enc("2", f[1], f[2], f[4])},
+		{"of the right shape with a made-up seal", enc(f[0], f[1], f[2], strings.Repeat("0", 32), f[4])},
+	}
+	for _, tt := range forged {
+		t.Run("refused: "+tt.name, func(t *testing.T) {
+			before := h.snapshot()
+			a := h.do("GET", "/v1/runs?limit=1&cursor="+url.QueryEscape(tt.cursor), tokAll, "", nil, false)
+			if a.status != http.StatusBadRequest || a.problem(t).Code != "invalid_cursor" || !strings.Contains(deref(a.problem(t).Detail), "not a cursor this API gave out") {
+				t.Errorf("answered %d %s, want 400 invalid_cursor", a.status, a.body)
+			}
+			if after := h.snapshot(); after.json(t) != before.json(t) {
+				t.Errorf("a refused list changed the store")
+			}
+		})
+	}
+	for _, r := range []struct {
+		name string
+		keys [][]byte
+		ok   bool
+	}{
+		{"the server itself", nil, true},
+		{"a replica with the same key", [][]byte{key}, true},
+		{"a replica sealing with a new key, the old one still opening", [][]byte{next, key}, true},
+		{"a replica without the key", [][]byte{next}, false},
+		{"a server with a key of its own process", nil, false},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			cl := c
+			if r.name != "the server itself" {
+				cl = h.replica(r.keys)
+			}
+			l, err := cl.List(ctx, client.ListOptions{Limit: 1, Cursor: real})
+			var ce *client.Error
+			switch {
+			case r.ok && (err != nil || len(l.Runs) != 1 || l.Runs[0].ID != ids[1]):
+				t.Errorf("the next page: %+v, %v; want %s", l, err, ids[1])
+			case !r.ok && (!errors.As(err, &ce) || ce.Code != "invalid_cursor"):
+				t.Errorf("the next page: %+v, %v; want invalid_cursor", l, err)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"net/http/httptest"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -12,13 +13,29 @@ import (
 // Scopes is the route → scope table, for the test that holds it to the document.
 var Scopes = scopes
 
-// DecodeCursor decodes a cursor and encodes it back, for fuzzing.
+// TestCursorKey is the key the exported cursor helpers seal with.
+var TestCursorKey = []byte("0123456789abcdef0123456789abcdef")
+
+var testSeal, _ = newCursorSeal([][]byte{TestCursorKey})
+
+// DecodeCursor decodes a cursor sealed with TestCursorKey and encodes it
+// back, for fuzzing.
 func DecodeCursor(s string) (string, error) {
-	c, err := decodeCursor(s)
+	c, err := testSeal.decode(s)
 	if err != nil {
 		return "", err
 	}
-	return c.encode(), nil
+	return testSeal.encode(c), nil
+}
+
+// EncodeCursor seals a cursor with keys, as a server with those keys would
+// give it out.
+func EncodeCursor(keys [][]byte, created time.Time, filter workflow.RunFilter, id string) string {
+	s, err := newCursorSeal(keys)
+	if err != nil {
+		panic(err)
+	}
+	return s.encode(cursor{created: created, id: id, filter: filterKey(filter)})
 }
 
 // BindProposal decodes a proposal body as POST /v1/runs does.
@@ -35,6 +52,8 @@ func BindProposal(body []byte) (*workflow.Proposal, error) {
 
 // ListFilter and WaitTimeout check query parameters as the handlers do.
 var (
-	ListFilter  = listFilter
+	ListFilter = func(p ListRunsParams, requester string) (workflow.RunFilter, error) {
+		return listFilter(p, requester, testSeal)
+	}
 	WaitTimeout = waitTimeout
 )

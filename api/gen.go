@@ -286,7 +286,8 @@ type Problem struct {
 	// not_cancellable, idempotency_key_reused, unknown_requester, no_role,
 	// callback_not_allowed, …)
 	// or the API's own (unauthorized, insufficient_scope,
-	// requester_mismatch, rate_limited, too_large,
+	// requester_mismatch, rate_limited, too_large, request_timeout
+	// (408: the body did not arrive within the server's read timeout),
 	// unsupported_media_type, invalid_cursor, not_found,
 	// method_not_allowed, internal).
 	Code   string  `json:"code"`
@@ -480,8 +481,11 @@ type ClientInterface interface {
 	// Keyset pagination: pass `next_cursor` back as `cursor` for the next
 	// page, with the same `status`, `task_id` and `requester` (`limit` may
 	// change). The order (created_at, id) is stable; a run never shows twice
-	// and none is skipped. The cursor is opaque; one that this API did not
-	// give out, or that was made for another filter, is 400 invalid_cursor.
+	// and none is skipped. The cursor is opaque and sealed; one that this API
+	// did not give out, or that was made for another filter, is 400
+	// invalid_cursor. The seal's key is derived from signoff's integrity
+	// keys, the same on every replica; without them it is the process's
+	// own, and a cursor lasts only as long as that process.
 	// An unknown status or a limit outside 1 to 200 is 400 invalid_input
 	// naming the parameter.
 	//
@@ -496,14 +500,18 @@ type ClientInterface interface {
 	// out: it is the token's requester; naming another requester is refused
 	// (403 requester_mismatch).
 	//
-	// Idempotency (as Stripe): the same `idempotency_key` with the same
-	// proposal answers 200 with the first run and `replayed: true`, whatever
-	// became of it; with a different proposal, 409 idempotency_key_reused
+	// Idempotency (as Stripe): a key is the token's requester's, so the same
+	// `idempotency_key` from another requester is another run. The same key
+	// with the same proposal answers 200 with the first run and `replayed: true`,
+	// whatever became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
 	// A `callback_url` that does not start with a prefix under
 	// api.callbacks.allow (or any, when the list is empty) is 422
-	// callback_not_allowed, and nothing is written.
+	// callback_not_allowed, and nothing is written. It is matched, stored
+	// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+	// a backslash, or an encoded dot, slash, backslash or percent sign in
+	// its path, is 400 invalid_input.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -518,14 +526,18 @@ type ClientInterface interface {
 	// out: it is the token's requester; naming another requester is refused
 	// (403 requester_mismatch).
 	//
-	// Idempotency (as Stripe): the same `idempotency_key` with the same
-	// proposal answers 200 with the first run and `replayed: true`, whatever
-	// became of it; with a different proposal, 409 idempotency_key_reused
+	// Idempotency (as Stripe): a key is the token's requester's, so the same
+	// `idempotency_key` from another requester is another run. The same key
+	// with the same proposal answers 200 with the first run and `replayed: true`,
+	// whatever became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
 	// A `callback_url` that does not start with a prefix under
 	// api.callbacks.allow (or any, when the list is empty) is 422
-	// callback_not_allowed, and nothing is written.
+	// callback_not_allowed, and nothing is written. It is matched, stored
+	// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+	// a backslash, or an encoded dot, slash, backslash or percent sign in
+	// its path, is 400 invalid_input.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -634,8 +646,11 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Keyset pagination: pass `next_cursor` back as `cursor` for the next
 // page, with the same `status`, `task_id` and `requester` (`limit` may
 // change). The order (created_at, id) is stable; a run never shows twice
-// and none is skipped. The cursor is opaque; one that this API did not
-// give out, or that was made for another filter, is 400 invalid_cursor.
+// and none is skipped. The cursor is opaque and sealed; one that this API
+// did not give out, or that was made for another filter, is 400
+// invalid_cursor. The seal's key is derived from signoff's integrity
+// keys, the same on every replica; without them it is the process's
+// own, and a cursor lasts only as long as that process.
 // An unknown status or a limit outside 1 to 200 is 400 invalid_input
 // naming the parameter.
 //
@@ -660,14 +675,18 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // out: it is the token's requester; naming another requester is refused
 // (403 requester_mismatch).
 //
-// Idempotency (as Stripe): the same `idempotency_key` with the same
-// proposal answers 200 with the first run and `replayed: true`, whatever
-// became of it; with a different proposal, 409 idempotency_key_reused
+// Idempotency (as Stripe): a key is the token's requester's, so the same
+// `idempotency_key` from another requester is another run. The same key
+// with the same proposal answers 200 with the first run and `replayed: true`,
+// whatever became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
 // A `callback_url` that does not start with a prefix under
 // api.callbacks.allow (or any, when the list is empty) is 422
-// callback_not_allowed, and nothing is written.
+// callback_not_allowed, and nothing is written. It is matched, stored
+// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+// a backslash, or an encoded dot, slash, backslash or percent sign in
+// its path, is 400 invalid_input.
 //
 // Takes any type of body and a specified content type.
 //
@@ -692,14 +711,18 @@ func (c *Client) SubmitRunWithBody(ctx context.Context, contentType string, body
 // out: it is the token's requester; naming another requester is refused
 // (403 requester_mismatch).
 //
-// Idempotency (as Stripe): the same `idempotency_key` with the same
-// proposal answers 200 with the first run and `replayed: true`, whatever
-// became of it; with a different proposal, 409 idempotency_key_reused
+// Idempotency (as Stripe): a key is the token's requester's, so the same
+// `idempotency_key` from another requester is another run. The same key
+// with the same proposal answers 200 with the first run and `replayed: true`,
+// whatever became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
 // A `callback_url` that does not start with a prefix under
 // api.callbacks.allow (or any, when the list is empty) is 422
-// callback_not_allowed, and nothing is written.
+// callback_not_allowed, and nothing is written. It is matched, stored
+// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+// a backslash, or an encoded dot, slash, backslash or percent sign in
+// its path, is 400 invalid_input.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1283,8 +1306,11 @@ type ClientWithResponsesInterface interface {
 	// Keyset pagination: pass `next_cursor` back as `cursor` for the next
 	// page, with the same `status`, `task_id` and `requester` (`limit` may
 	// change). The order (created_at, id) is stable; a run never shows twice
-	// and none is skipped. The cursor is opaque; one that this API did not
-	// give out, or that was made for another filter, is 400 invalid_cursor.
+	// and none is skipped. The cursor is opaque and sealed; one that this API
+	// did not give out, or that was made for another filter, is 400
+	// invalid_cursor. The seal's key is derived from signoff's integrity
+	// keys, the same on every replica; without them it is the process's
+	// own, and a cursor lasts only as long as that process.
 	// An unknown status or a limit outside 1 to 200 is 400 invalid_input
 	// naming the parameter.
 	//
@@ -1301,14 +1327,18 @@ type ClientWithResponsesInterface interface {
 	// out: it is the token's requester; naming another requester is refused
 	// (403 requester_mismatch).
 	//
-	// Idempotency (as Stripe): the same `idempotency_key` with the same
-	// proposal answers 200 with the first run and `replayed: true`, whatever
-	// became of it; with a different proposal, 409 idempotency_key_reused
+	// Idempotency (as Stripe): a key is the token's requester's, so the same
+	// `idempotency_key` from another requester is another run. The same key
+	// with the same proposal answers 200 with the first run and `replayed: true`,
+	// whatever became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
 	// A `callback_url` that does not start with a prefix under
 	// api.callbacks.allow (or any, when the list is empty) is 422
-	// callback_not_allowed, and nothing is written.
+	// callback_not_allowed, and nothing is written. It is matched, stored
+	// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+	// a backslash, or an encoded dot, slash, backslash or percent sign in
+	// its path, is 400 invalid_input.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1323,14 +1353,18 @@ type ClientWithResponsesInterface interface {
 	// out: it is the token's requester; naming another requester is refused
 	// (403 requester_mismatch).
 	//
-	// Idempotency (as Stripe): the same `idempotency_key` with the same
-	// proposal answers 200 with the first run and `replayed: true`, whatever
-	// became of it; with a different proposal, 409 idempotency_key_reused
+	// Idempotency (as Stripe): a key is the token's requester's, so the same
+	// `idempotency_key` from another requester is another run. The same key
+	// with the same proposal answers 200 with the first run and `replayed: true`,
+	// whatever became of it; with a different proposal, 409 idempotency_key_reused
 	// naming the run that holds the key. A new run answers 201 with Location.
 	//
 	// A `callback_url` that does not start with a prefix under
 	// api.callbacks.allow (or any, when the list is empty) is 422
-	// callback_not_allowed, and nothing is written.
+	// callback_not_allowed, and nothing is written. It is matched, stored
+	// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+	// a backslash, or an encoded dot, slash, backslash or percent sign in
+	// its path, is 400 invalid_input.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1584,6 +1618,8 @@ type SubmitRunResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -1629,6 +1665,11 @@ func (r SubmitRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r SubmitRunResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r SubmitRunResponse) GetApplicationproblemJSON408() *Problem {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -1803,6 +1844,8 @@ type CancelRunResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -1842,6 +1885,11 @@ func (r CancelRunResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CancelRunResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CancelRunResponse) GetApplicationproblemJSON408() *Problem {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -1921,6 +1969,8 @@ type ResolveRunResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -1960,6 +2010,11 @@ func (r ResolveRunResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ResolveRunResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ResolveRunResponse) GetApplicationproblemJSON408() *Problem {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -2134,8 +2189,11 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 // Keyset pagination: pass `next_cursor` back as `cursor` for the next
 // page, with the same `status`, `task_id` and `requester` (`limit` may
 // change). The order (created_at, id) is stable; a run never shows twice
-// and none is skipped. The cursor is opaque; one that this API did not
-// give out, or that was made for another filter, is 400 invalid_cursor.
+// and none is skipped. The cursor is opaque and sealed; one that this API
+// did not give out, or that was made for another filter, is 400
+// invalid_cursor. The seal's key is derived from signoff's integrity
+// keys, the same on every replica; without them it is the process's
+// own, and a cursor lasts only as long as that process.
 // An unknown status or a limit outside 1 to 200 is 400 invalid_input
 // naming the parameter.
 //
@@ -2158,14 +2216,18 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // out: it is the token's requester; naming another requester is refused
 // (403 requester_mismatch).
 //
-// Idempotency (as Stripe): the same `idempotency_key` with the same
-// proposal answers 200 with the first run and `replayed: true`, whatever
-// became of it; with a different proposal, 409 idempotency_key_reused
+// Idempotency (as Stripe): a key is the token's requester's, so the same
+// `idempotency_key` from another requester is another run. The same key
+// with the same proposal answers 200 with the first run and `replayed: true`,
+// whatever became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
 // A `callback_url` that does not start with a prefix under
 // api.callbacks.allow (or any, when the list is empty) is 422
-// callback_not_allowed, and nothing is written.
+// callback_not_allowed, and nothing is written. It is matched, stored
+// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+// a backslash, or an encoded dot, slash, backslash or percent sign in
+// its path, is 400 invalid_input.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2186,14 +2248,18 @@ func (c *ClientWithResponses) SubmitRunWithBodyWithResponse(ctx context.Context,
 // out: it is the token's requester; naming another requester is refused
 // (403 requester_mismatch).
 //
-// Idempotency (as Stripe): the same `idempotency_key` with the same
-// proposal answers 200 with the first run and `replayed: true`, whatever
-// became of it; with a different proposal, 409 idempotency_key_reused
+// Idempotency (as Stripe): a key is the token's requester's, so the same
+// `idempotency_key` from another requester is another run. The same key
+// with the same proposal answers 200 with the first run and `replayed: true`,
+// whatever became of it; with a different proposal, 409 idempotency_key_reused
 // naming the run that holds the key. A new run answers 201 with Location.
 //
 // A `callback_url` that does not start with a prefix under
 // api.callbacks.allow (or any, when the list is empty) is 422
-// callback_not_allowed, and nothing is written.
+// callback_not_allowed, and nothing is written. It is matched, stored
+// and called with its dot segments resolved (`/cb/../evil` is `/evil`);
+// a backslash, or an encoded dot, slash, backslash or percent sign in
+// its path, is 400 invalid_input.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2483,6 +2549,13 @@ func ParseSubmitRunResponse(rsp *http.Response) (*SubmitRunResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2706,6 +2779,13 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2817,6 +2897,13 @@ func ParseResolveRunResponse(rsp *http.Response) (*ResolveRunResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Problem
@@ -3459,6 +3546,20 @@ func (response SubmitRun403ApplicationProblemPlusJSONResponse) VisitSubmitRunRes
 	return err
 }
 
+type SubmitRun408ApplicationProblemPlusJSONResponse Problem
+
+func (response SubmitRun408ApplicationProblemPlusJSONResponse) VisitSubmitRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SubmitRun409ApplicationProblemPlusJSONResponse Problem
 
 func (response SubmitRun409ApplicationProblemPlusJSONResponse) VisitSubmitRunResponse(w http.ResponseWriter) error {
@@ -3738,6 +3839,20 @@ func (response CancelRun404ApplicationProblemPlusJSONResponse) VisitCancelRunRes
 	return err
 }
 
+type CancelRun408ApplicationProblemPlusJSONResponse Problem
+
+func (response CancelRun408ApplicationProblemPlusJSONResponse) VisitCancelRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelRun409ApplicationProblemPlusJSONResponse Problem
 
 func (response CancelRun409ApplicationProblemPlusJSONResponse) VisitCancelRunResponse(w http.ResponseWriter) error {
@@ -3895,6 +4010,20 @@ func (response ResolveRun404ApplicationProblemPlusJSONResponse) VisitResolveRunR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRun408ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveRun408ApplicationProblemPlusJSONResponse) VisitResolveRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }

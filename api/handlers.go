@@ -22,6 +22,7 @@ const (
 type handlers struct {
 	engine   *workflow.Engine
 	stopping <-chan struct{} // closed when the server shuts down
+	cursors  *cursorSeal
 }
 
 var _ StrictServerInterface = (*handlers)(nil)
@@ -124,7 +125,7 @@ func (h *handlers) GetRun(ctx context.Context, req GetRunRequestObject) (GetRunR
 }
 
 func (h *handlers) ListRuns(ctx context.Context, req ListRunsRequestObject) (ListRunsResponseObject, error) {
-	f, err := listFilter(req.Params, tokenOf(echoContext(ctx)).Requester)
+	f, err := listFilter(req.Params, tokenOf(echoContext(ctx)).Requester, h.cursors)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func (h *handlers) ListRuns(ctx context.Context, req ListRunsRequestObject) (Lis
 	for i, v := range views {
 		if i == limit {
 			last := views[i-1]
-			next := cursor{created: last.CreatedAt, id: last.ID, filter: filterKey(f)}.encode()
+			next := h.cursors.encode(cursor{created: last.CreatedAt, id: last.ID, filter: filterKey(f)})
 			out.NextCursor = &next
 			break
 		}
@@ -150,8 +151,9 @@ func (h *handlers) ListRuns(ctx context.Context, req ListRunsRequestObject) (Lis
 // listFilter checks a list's query and turns it into the store's filter,
 // which keeps only the runs of requester (the token's): naming another
 // requester is refused rather than answered with an empty page, so that an
-// agent that asks for what it may not see is told so.
-func listFilter(p ListRunsParams, requester string) (workflow.RunFilter, error) {
+// agent that asks for what it may not see is told so. A cursor must bear
+// seal's seal.
+func listFilter(p ListRunsParams, requester string, seal *cursorSeal) (workflow.RunFilter, error) {
 	f := workflow.RunFilter{Limit: DefaultLimit, RequesterID: requester}
 	if p.Limit != nil {
 		if *p.Limit < 1 || *p.Limit > MaxLimit {
@@ -178,7 +180,7 @@ func listFilter(p ListRunsParams, requester string) (workflow.RunFilter, error) 
 			"this token reads only the runs of requester "+requester+"; leave requester out, or use the token of the requester you name")
 	}
 	if p.Cursor != nil {
-		c, err := decodeCursor(*p.Cursor)
+		c, err := seal.decode(*p.Cursor)
 		if err != nil {
 			return f, problem(http.StatusBadRequest, CodeInvalidCursor, "cursor: "+err.Error()+"; pass next_cursor as it came")
 		}

@@ -85,11 +85,13 @@ type harness struct {
 	clock  *clocktest.Clock // the rate limiter's; it moves only when a test moves it
 	conf   *conformance
 	api    *api.Server
+	config api.Config // what api was made with
 }
 
 type harnessOpts struct {
-	rate  float64
-	burst int
+	rate       float64
+	burst      int
+	cursorKeys [][]byte
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -141,7 +143,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	all := []string{api.ScopeSubmit, api.ScopeRead, api.ScopeCancel, api.ScopeResolve}
 	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	ac := api.Config{Engine: e, Clock: clk, Rate: o.rate, Burst: o.burst, Tokens: []api.Token{
+	ac := api.Config{Engine: e, Clock: clk, Rate: o.rate, Burst: o.burst, CursorKeys: o.cursorKeys, Tokens: []api.Token{
 		tok("all", tokAll, "agent:resolver", all...),
 		tok("read", tokRead, "agent:resolver", api.ScopeRead),
 		tok("other", tokOther, "agent:other", all...),
@@ -158,7 +160,26 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	conf := newConformance(t)
 	srv := httptest.NewServer(conf.wrap(h))
 	t.Cleanup(srv.Close)
-	return &harness{t: t, path: path, engine: e, store: st, srv: srv, clock: clk, conf: conf, api: h}
+	return &harness{t: t, path: path, engine: e, store: st, srv: srv, clock: clk, conf: conf, api: h, config: ac}
+}
+
+// replica is another API server on the harness's engine, as a second
+// replica or the same server restarted, whose cursors are sealed with keys.
+func (h *harness) replica(keys [][]byte) *client.Client {
+	h.t.Helper()
+	ac := h.config
+	ac.CursorKeys = keys
+	s, err := api.New(ac)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	h.t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, tokAll, srv.Client())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return c
 }
 
 func (h *harness) client(token string) *client.Client {

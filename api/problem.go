@@ -24,6 +24,9 @@ const (
 	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeInternal             = "internal"
+	// CodeRequestTimeout: the body did not arrive within the server's read
+	// timeout (a client that stalled), answered 408.
+	CodeRequestTimeout = "request_timeout"
 )
 
 // problemError is a refusal the API writes as problem+json.

@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"sync"
 	"unicode/utf8"
@@ -26,6 +28,12 @@ type Config struct {
 	Burst  int
 	Logger *slog.Logger   // defaults to discarding
 	Clock  workflow.Clock // the rate limiter's clock; defaults to workflow.SystemClock
+	// CursorKeys seal the list cursors the API gives out (HMAC), so that a
+	// cursor it never gave out is refused: the first seals, each opens, each
+	// of at least 32 bytes. Keep them outside the store and the same on every
+	// replica (serve derives them from the integrity keys). Without any, a
+	// random key of this process seals, and cursors last as long as it.
+	CursorKeys [][]byte
 }
 
 // Server is the API: a handler of /v1/… paths.
@@ -62,9 +70,13 @@ func New(cfg Config) (*Server, error) {
 			return
 		}
 		pe, internal := toProblem(err)
-		if internal {
+		switch {
+		case internal:
 			log.Error("api request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
-		} else {
+		case pe.p.Status == http.StatusRequestTimeout:
+			log.Info("api request body timed out", "method", c.Request().Method, "path", c.Path(),
+				"code", pe.p.Code, "status", pe.p.Status, "token_id", tokenOf(c).ID, "remote_addr", c.RealIP())
+		default:
 			log.Debug("api request refused", "method", c.Request().Method, "path", c.Path(),
 				"code", pe.p.Code, "status", pe.p.Status, "token_id", tokenOf(c).ID)
 		}
@@ -77,7 +89,11 @@ func New(cfg Config) (*Server, error) {
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(_ echo.Context, err error, _ []byte) error { return err }}), g.middleware)
 	srv := &Server{Handler: e, stopping: make(chan struct{})}
-	h := &handlers{engine: cfg.Engine, stopping: srv.stopping}
+	seal, err := newCursorSeal(cfg.CursorKeys)
+	if err != nil {
+		return nil, fmt.Errorf("new api: %w", err)
+	}
+	h := &handlers{engine: cfg.Engine, stopping: srv.stopping, cursors: seal}
 	RegisterHandlersWithBaseURL(e, NewStrictHandler(h, []StrictMiddlewareFunc{withEchoContext}), "/v1")
 	return srv, nil
 }
@@ -119,6 +135,18 @@ const maxBody = 64 << 10
 // data, invalid UTF-8 and oversized bodies are refused.
 type strictBinder struct{}
 
+// bodyTimeout turns a body read cut off by the server's read timeout (a
+// client that stalled) into 408 request_timeout, which is the client's
+// doing, so that it is neither answered nor logged as the server's failure.
+// Any other error is returned as it is.
+func bodyTimeout(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return problem(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within the server's read timeout; send it again")
+	}
+	return err
+}
+
 func (strictBinder) Bind(v any, c echo.Context) error {
 	req := c.Request()
 	mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
@@ -128,14 +156,14 @@ func (strictBinder) Bind(v any, c echo.Context) error {
 	if p, ok := v.(*workflow.Proposal); ok {
 		got, err := workflow.ReadProposal(req.Body)
 		if err != nil {
-			return err
+			return bodyTimeout(err)
 		}
 		*p = *got
 		return nil
 	}
 	b, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
 	if err != nil {
-		return fmt.Errorf("read body: %w", err)
+		return bodyTimeout(fmt.Errorf("read body: %w", err))
 	}
 	if len(b) > maxBody {
 		return problem(http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxBody))

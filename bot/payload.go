@@ -20,7 +20,7 @@ const MaxPayload = 256 << 10
 const DefaultMaxBody = 512 << 10
 
 // Request-level refusals: the request itself is wrong, so no person is told
-// anything and the HTTP answer says so (400, 403, 413).
+// anything and the HTTP answer says so (400, 403, 408, 413).
 var (
 	// ErrMalformed: the body or payload does not parse strictly.
 	ErrMalformed = errors.New("malformed slack request")
@@ -28,6 +28,10 @@ var (
 	ErrForbidden = errors.New("slack request not for this app or organisation")
 	// ErrTooLarge: the body is over the size limit.
 	ErrTooLarge = errors.New("slack request too large")
+	// ErrBodyTimeout: the body did not arrive within the server's read
+	// timeout (a client that stalled), answered 408: the client's doing, not
+	// the server's failure.
+	ErrBodyTimeout = errors.New("slack request body not received in time")
 )
 
 // The interaction types signoff handles; Slack sends others (shortcuts,

@@ -169,8 +169,13 @@ func (s *Server) answerOf(c echo.Context, kind string, resp Response, err error)
 func (s *Server) errorAnswer(c echo.Context, kind string, err error) answer {
 	status := statusOf(err)
 	level := slog.LevelWarn
-	if status >= 500 {
+	switch {
+	case status >= 500:
 		level = slog.LevelError
+	case status == http.StatusRequestTimeout:
+		// A client that stalled: nothing is wrong here, and no client can
+		// raise the alerts on errors by stalling.
+		level = slog.LevelInfo
 	}
 	s.log.Log(c.Request().Context(), level, "slack request refused", "kind", kind, "status", status, "remote_addr", c.RealIP(), "err", err)
 	return answer{status: status, contentType: echo.MIMETextPlainCharsetUTF8, body: []byte(http.StatusText(status))}

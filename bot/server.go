@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -202,6 +203,9 @@ func (s *Server) readVerified(c echo.Context) ([]byte, error) {
 		if errors.As(err, &mb) {
 			return nil, fmt.Errorf("%w: over %d bytes", ErrTooLarge, s.maxBody)
 		}
+		if isTimeout(err) {
+			return nil, fmt.Errorf("%w: %v", ErrBodyTimeout, err)
+		}
 		return nil, fmt.Errorf("%w: read body: %v", ErrMalformed, err)
 	}
 	if err := VerifySignature(req.Header, raw, s.secret, s.clock.Now()); err != nil {
@@ -211,6 +215,13 @@ func (s *Server) readVerified(c echo.Context) ([]byte, error) {
 	return raw, nil
 }
 
+// isTimeout says whether a body read failed because the connection's read
+// deadline (the server's read timeout) passed.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // statusOf maps a request-level error to its HTTP status.
 func statusOf(err error) int {
 	switch {
@@ -218,6 +229,8 @@ func statusOf(err error) int {
 		return http.StatusUnauthorized
 	case errors.Is(err, ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrBodyTimeout):
+		return http.StatusRequestTimeout
 	case errors.Is(err, ErrMalformed):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrForbidden):

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // API scopes: what a token may do on /v1.
@@ -62,8 +64,14 @@ type APIToken struct {
 // Has says whether the token holds scope.
 func (t APIToken) Has(scope string) bool { return slices.Contains(t.Scopes, scope) }
 
-// CallbackAllowed says whether u starts with one of the allowed prefixes.
+// CallbackAllowed says whether u is in canonical form
+// (workflow.CanonicalCallbackURL) and starts with one of the allowed prefixes.
+// A URL that is not canonical is not allowed even when it starts with a
+// prefix: "/cb/../evil" starts with "/cb/" but a server reads it as "/evil".
 func (a APIConfig) CallbackAllowed(u string) bool {
+	if c, err := workflow.CanonicalCallbackURL(u); err != nil || c != u {
+		return false
+	}
 	for _, p := range a.CallbackPrefixes {
 		if strings.HasPrefix(u, p) {
 			return true
@@ -161,6 +169,7 @@ func (c *checker) api(fa *fileAPI) (APIConfig, error) {
 		for i, p := range fa.Callbacks.Allow {
 			path := fmt.Sprintf("api.callbacks.allow[%d]", i)
 			u, err := url.Parse(p)
+			canon, cerr := workflow.CanonicalCallbackURL(p)
 			switch {
 			case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "":
 				return ac, c.failf(path, "%q: want an absolute http(s) URL such as https://agents.example.com/signoff/", p)
@@ -168,6 +177,10 @@ func (c *checker) api(fa *fileAPI) (APIConfig, error) {
 				return ac, c.failf(path, "%q: a prefix has no user, query or fragment", p)
 			case !strings.HasSuffix(u.Path, "/"):
 				return ac, c.failf(path, "%q: end the prefix with a path ending in / (e.g. %s/), so that it cannot match a longer host or path", p, strings.TrimRight(p, "/"))
+			case cerr != nil:
+				return ac, c.failf(path, "%q %v", p, cerr)
+			case canon != p:
+				return ac, c.failf(path, "%q: write the prefix without dot segments, as %s: callback URLs are matched with theirs resolved", p, canon)
 			case u.Scheme == "http" && !isLoopback(u.Hostname()):
 				c.warnf(path, "%q: callbacks to a non-loopback host over plain http can be read and replayed on the way; prefer https", p)
 			}

@@ -43,6 +43,23 @@ func TestParseAPI(t *testing.T) {
 		"https://agents.example.com.evil.test/":       false,
 		"http://127.0.0.1:9000/hook":                  true,
 		"http://127.0.0.1:90000/hook":                 false,
+		// Under the prefix as written, not as a server reads it, or read
+		// in more than one way: never allowed, so that neither submit nor
+		// the sender of a row stored before lets one through.
+		"https://agents.example.com/signoff/../evil":           false,
+		"https://agents.example.com/signoff/./../evil":         false,
+		"https://agents.example.com/signoff/a/../cb":           false,
+		"https://agents.example.com/signoff/%2e%2e/evil":       false,
+		"https://agents.example.com/signoff/%2E%2E/evil":       false,
+		"https://agents.example.com/signoff/.%2e/evil":         false,
+		"https://agents.example.com/signoff/..%2fevil":         false,
+		"https://agents.example.com/signoff/..%2Fevil":         false,
+		"https://agents.example.com/signoff/..%5cevil":         false,
+		"https://agents.example.com/signoff/..\\evil":          false,
+		"https://agents.example.com/signoff\\..\\evil":         false,
+		"https://agents.example.com/signoff/%252e%252e/evil":   false,
+		"https://agents.example.com/signoff/..;/evil":          false,
+		"https://agents.example.com/signoff/\uff0e\uff0e/evil": false,
 	} {
 		if got := c.API.CallbackAllowed(u); got != want {
 			t.Errorf("CallbackAllowed(%q) = %v, want %v", u, got, want)
@@ -87,6 +104,10 @@ func TestParseAPIRefuses(t *testing.T) {
 			"signoff.yaml:" + itoa(line) + `: api.callbacks.allow[0]: "agents.example.com/": want an absolute http(s) URL such as https://agents.example.com/signoff/`},
 		{"prefix with a query", valid + "api:\n  callbacks:\n    allow: [\"https://a.example/?x=1\"]\n",
 			"signoff.yaml:" + itoa(line) + `: api.callbacks.allow[0]: "https://a.example/?x=1": a prefix has no user, query or fragment`},
+		{"prefix with dot segments", valid + "api:\n  callbacks:\n    allow: [https://a.example/cb/../x/]\n",
+			"signoff.yaml:" + itoa(line) + `: api.callbacks.allow[0]: "https://a.example/cb/../x/": write the prefix without dot segments, as https://a.example/x/: callback URLs are matched with theirs resolved`},
+		{"prefix with an encoded dot", valid + "api:\n  callbacks:\n    allow: [https://a.example/%2e%2e/]\n",
+			"signoff.yaml:" + itoa(line) + `: api.callbacks.allow[0]: "https://a.example/%2e%2e/" must not hold a dot encoded as %2e in its path: write the path as it is meant`},
 		{"callbacks without a secret", valid + "api:\n  callbacks:\n    allow: [https://a.example/cb/]\n",
 			"signoff.yaml:" + itoa(line-1) + `: api.callbacks.secret_env: required with allow: the environment variable that holds the secret (whsec_…) callbacks are signed with, e.g. SIGNOFF_CALLBACK_SECRET`},
 		{"secret_env not a name", valid + "api:\n  callbacks:\n    allow: [https://a.example/cb/]\n    secret_env: whsec_abc=\n",

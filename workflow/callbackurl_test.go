@@ -97,7 +97,8 @@ func TestForkDoesNotInheritTheCallback(t *testing.T) {
 func FuzzCallbackURL(f *testing.F) {
 	for _, s := range []string{goodCallback, "https://agent.example/signoff/../x", "https://u:p@agent.example/signoff/x",
 		"https://agent.example/signoff/\u202ex", "https://agent.example/signoff/%0a", "https://agent.example/signoff/x#frag",
-		"https://agent.example/signoffx", "http://agent.example/signoff/x", "https://agent.example/signoff/\x00"} {
+		"https://agent.example/signoffx", "http://agent.example/signoff/x", "https://agent.example/signoff/\x00",
+		"https://agent.example/signoff/%2e%2e/x", "https://agent.example/signoff/a/../x", "https://agent.example/signoff\\..\\x"} {
 		f.Add(s)
 	}
 	h := newHarness(f, allowCallbacks)
@@ -118,10 +119,132 @@ func FuzzCallbackURL(f *testing.F) {
 			}
 			return
 		}
-		parsed, perr := url.Parse(u)
-		if perr != nil || parsed.Scheme != "https" || parsed.User != nil || !strings.HasPrefix(u, "https://agent.example/signoff/") ||
-			strings.ContainsFunc(u, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) || run.CallbackURL != u {
+		canon, cerr := workflow.CanonicalCallbackURL(u)
+		parsed, perr := url.Parse(canon)
+		if cerr != nil || perr != nil || parsed.Scheme != "https" || parsed.User != nil || !strings.HasPrefix(canon, "https://agent.example/signoff/") ||
+			strings.ContainsFunc(u, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) || run.CallbackURL != canon {
 			t.Fatalf("accepted %q (run callback %q)", u, run.CallbackURL)
+		}
+	})
+}
+
+// TestCallbackURLIsMatchedAsAServerReadsIt: a callback_url is matched against
+// the allow-list with its dot segments resolved, so "/signoff/../evil", which
+// a server reads as "/evil", is not allowed; what a server could read in more
+// than one way (encoded dots and slashes, backslashes, "..;") is refused
+// outright, saying why. Nothing is written for either. A URL that stays under
+// the prefix is stored, and so sent, resolved, and a retry written either way
+// is the same proposal.
+func TestCallbackURLIsMatchedAsAServerReadsIt(t *testing.T) {
+	const base = "https://agent.example/signoff/"
+	refusals := []struct{ name, url, code, says string }{
+		{"dot segments out of the prefix", base + "../evil", workflow.CodeCallbackNotAllowed, "reads as https://agent.example/evil"},
+		{"dot segments out of the prefix and back", base + "../signoffx/events", workflow.CodeCallbackNotAllowed, "reads as https://agent.example/signoffx/events"},
+		{"a dot then two", base + "./../../evil", workflow.CodeCallbackNotAllowed, "reads as https://agent.example/evil"},
+		{"encoded dots", base + "%2e%2e/evil", workflow.CodeInvalidInput, "a dot encoded as %2e"},
+		{"encoded dots in capitals", base + "%2E%2E/evil", workflow.CodeInvalidInput, "a dot encoded as %2e"},
+		{"one dot encoded", base + ".%2E/evil", workflow.CodeInvalidInput, "a dot encoded as %2e"},
+		{"an encoded slash", base + "..%2fevil", workflow.CodeInvalidInput, "a slash encoded as %2f"},
+		{"an encoded slash in capitals", base + "x%2F..%2F..%2Fevil", workflow.CodeInvalidInput, "a slash encoded as %2f"},
+		{"an encoded backslash", base + "..%5cevil", workflow.CodeInvalidInput, "a backslash encoded as %5c"},
+		{"doubly encoded dots", base + "%252e%252e/evil", workflow.CodeInvalidInput, "a percent sign encoded as %25"},
+		{"a backslash", base + "..\\evil", workflow.CodeInvalidInput, "backslash"},
+		{"backslashes only", "https://agent.example/signoff\\..\\..\\evil", workflow.CodeInvalidInput, "backslash"},
+		{"a backslash and an encoded dot", base + "%2e.\\evil", workflow.CodeInvalidInput, "backslash"},
+		{"a dot segment with parameters", base + "..;/evil", workflow.CodeInvalidInput, `dot segment "..;"`},
+		{"full-width dots", base + "\uff0e\uff0e/evil", workflow.CodeInvalidInput, "full-width dot"},
+		{"full-width dots, encoded", base + "%EF%BC%8E%EF%BC%8E/evil", workflow.CodeInvalidInput, "full-width dot"},
+	}
+	for _, tt := range refusals {
+		t.Run("refused: "+tt.name, func(t *testing.T) {
+			h := newHarness(t, allowCallbacks)
+			before := h.auditCount("")
+			p := refund("PAY-1", 119)
+			p.CallbackURL = tt.url
+			_, err := h.engine.Submit(ctx, p)
+			r := wantRefused(t, err, tt.code)
+			if !strings.Contains(r.Msg, tt.says) {
+				t.Errorf("message %q does not say %q", r.Msg, tt.says)
+			}
+			runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+			if lerr != nil || len(runs) != 0 || h.auditCount("") != before {
+				t.Fatalf("a refused submit wrote: %d runs (%v), audit %d → %d", len(runs), lerr, before, h.auditCount(""))
+			}
+		})
+	}
+	accepted := []struct{ name, url, want string }{
+		{"as written", goodCallback, goodCallback},
+		{"a dot segment", base + "./events", goodCallback},
+		{"dot segments inside the prefix", base + "v1/../events", goodCallback},
+		{"a scheme in capitals", "HTTPS://agent.example/signoff/events", goodCallback},
+		{"a query and a fragment kept", base + "a/../events?run=1#x", goodCallback + "?run=1#x"},
+	}
+	for _, tt := range accepted {
+		t.Run("accepted: "+tt.name, func(t *testing.T) {
+			h := newHarness(t, allowCallbacks)
+			p := refund("PAY-1", 119)
+			p.IdempotencyKey, p.CallbackURL = "ticket-T-1", tt.url
+			run := h.submit(p)
+			if run.CallbackURL != tt.want || h.get(run.ID).CallbackURL != tt.want {
+				t.Fatalf("stored callback %q (shown %q), want %q", run.CallbackURL, h.get(run.ID).CallbackURL, tt.want)
+			}
+			again := refund("PAY-1", 119)
+			again.IdempotencyKey, again.CallbackURL = "ticket-T-1", tt.want
+			if r, err := h.engine.Submit(ctx, again); err != nil || r.ID != run.ID {
+				t.Fatalf("a retry naming %q: %v, %v; want run %s", tt.want, r, err, run.ID)
+			}
+		})
+	}
+}
+
+// FuzzCanonicalCallbackURL: the canonical form has no dot segments (as
+// written, or once decoded any number of times), is its own canonical form,
+// and a canonical URL under a prefix is under it however it is parsed or
+// resolved afterwards.
+func FuzzCanonicalCallbackURL(f *testing.F) {
+	const prefix = "https://agent.example/signoff/"
+	for _, s := range []string{goodCallback, prefix + "../evil", prefix + "%2e%2e/evil", prefix + "%2E./evil", prefix + "..%2fevil",
+		prefix + "..\\evil", prefix + "%252e%252e/evil", prefix + "..;/evil", prefix + "a/./b/../../../c", prefix + "?x=/../y#/../z",
+		prefix + "//..//evil", "https://agent.example/signoff", "HTTP://Agent.example/signoff/./x", prefix + "%25%32%65", prefix + "é/../x"} {
+		f.Add(s)
+	}
+	base, _ := url.Parse(prefix)
+	f.Fuzz(func(t *testing.T, raw string) {
+		c, err := workflow.CanonicalCallbackURL(raw)
+		if err != nil {
+			return
+		}
+		if again, err := workflow.CanonicalCallbackURL(c); err != nil || again != c {
+			t.Fatalf("%q: canonical %q is not its own canonical form: %q, %v", raw, c, again, err)
+		}
+		u, err := url.Parse(c)
+		if err != nil {
+			t.Fatalf("%q: canonical %q does not parse: %v", raw, c, err)
+		}
+		// The path as written and each decoding of it hold no dot segment.
+		paths := []string{u.EscapedPath()}
+		for p := u.EscapedPath(); ; {
+			d, err := url.PathUnescape(p)
+			if err != nil || d == p {
+				break
+			}
+			paths, p = append(paths, d), d
+		}
+		for _, p := range paths {
+			for _, seg := range strings.Split(p, "/") {
+				if seg == "." || seg == ".." || strings.ContainsRune(seg, '\\') {
+					t.Fatalf("%q: canonical %q has the segment %q in %q", raw, c, seg, p)
+				}
+			}
+		}
+		if !strings.HasPrefix(c, prefix) {
+			return
+		}
+		for _, read := range []*url.URL{u, base.ResolveReference(u), base.ResolveReference(&url.URL{Path: u.Path})} {
+			if read.Scheme != "https" || read.Host != "agent.example" || !strings.HasPrefix(read.Path, "/signoff/") ||
+				!strings.HasPrefix(read.String(), prefix) {
+				t.Fatalf("%q: canonical %q is under %s, but reads as %s", raw, c, prefix, read)
+			}
 		}
 	})
 }

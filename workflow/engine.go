@@ -68,7 +68,8 @@ type Config struct {
 	// it the commits of other processes, so that a wait wakes for those too.
 	Changes *Changes
 	// CallbackAllowed says whether a proposal may ask for callbacks to a URL
-	// (the config's allow-list); nil allows none. CallbackPrefixes are the
+	// (the config's allow-list), given in canonical form
+	// (CanonicalCallbackURL); nil allows none. CallbackPrefixes are the
 	// allowed prefixes, named in the refusal of any other URL.
 	CallbackAllowed  func(url string) bool
 	CallbackPrefixes []string

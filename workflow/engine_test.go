@@ -348,23 +348,33 @@ func TestTwoApproversRacing(t *testing.T) {
 
 // TestIdempotencyKeyBindsTheProposal: the same key with the same proposal (in
 // any encoding) is a retry and gets the first run; with a different proposal it
-// is refused and makes no run. The refusal names the run that holds the key
-// to its own requester only: another requester learns nothing of it.
+// is refused, naming the run that holds the key, and makes no run. A key is its
+// requester's: the same key from another requester is another run, so that
+// nobody can take a key first and lock out the requester who uses it.
 func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
+	const (
+		retry = iota
+		refusedReuse
+		anotherRun
+	)
 	tests := []struct {
 		name   string
 		change func(p *workflow.Proposal)
-		same   bool
+		want   int
 	}{
-		{"the same proposal", func(*workflow.Proposal) {}, true},
+		{"the same proposal", func(*workflow.Proposal) {}, retry},
 		{"the same arguments in another order and spacing", func(p *workflow.Proposal) {
 			p.Actions[0].Args = json.RawMessage(`{ "amount": 119.0, "payment_id": "PAY-1" }`)
-		}, true},
-		{"another amount", func(p *workflow.Proposal) { p.Actions[0].Args = json.RawMessage(`{"payment_id":"PAY-1","amount":118}`) }, false},
-		{"another summary", func(p *workflow.Proposal) { p.Summary = "refund the other one" }, false},
-		{"another task", func(p *workflow.Proposal) { p.TaskID = "T-2" }, false},
-		{"another requester", func(p *workflow.Proposal) { p.Requester.ID = "U0LEAD0002"; p.Requester.Name = "Someone else" }, false},
-		{"other evidence", func(p *workflow.Proposal) { p.Evidence = nil }, false},
+		}, retry},
+		{"another amount", func(p *workflow.Proposal) { p.Actions[0].Args = json.RawMessage(`{"payment_id":"PAY-1","amount":118}`) }, refusedReuse},
+		{"another summary", func(p *workflow.Proposal) { p.Summary = "refund the other one" }, refusedReuse},
+		{"another task", func(p *workflow.Proposal) { p.TaskID = "T-2" }, refusedReuse},
+		{"other evidence", func(p *workflow.Proposal) { p.Evidence = nil }, refusedReuse},
+		{"another requester, the same proposal", func(p *workflow.Proposal) { p.Requester.ID = "U0LEAD0002"; p.Requester.Name = "Someone else" }, anotherRun},
+		{"another requester, another amount", func(p *workflow.Proposal) {
+			p.Requester.ID = "U0LEAD0002"
+			p.Actions[0].Args = json.RawMessage(`{"payment_id":"PAY-1","amount":118}`)
+		}, anotherRun},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -376,20 +386,35 @@ func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
 			again.IdempotencyKey = "ticket-T-1"
 			tt.change(again)
 			second, err := h.engine.Submit(ctx, again)
-			if tt.same {
+			runs := 1
+			switch tt.want {
+			case retry:
 				if err != nil || second.ID != first.ID {
 					t.Fatalf("retry: run %v, %v; want the first run %s", second, err, first.ID)
 				}
-			} else {
+			case refusedReuse:
 				r := wantRefused(t, err, workflow.CodeIdempotencyKeyReused)
-				named := again.Requester.ID == first.RequesterID
-				if !errors.Is(err, workflow.ErrIdempotencyKeyReused) || (r.RunID == first.ID) != named || strings.Contains(err.Error(), first.ID) != named {
-					t.Fatalf("refusal %v (run %q), want ErrIdempotencyKeyReused naming %s only to its requester", err, r.RunID, first.ID)
+				if !errors.Is(err, workflow.ErrIdempotencyKeyReused) || r.RunID != first.ID || !strings.Contains(err.Error(), first.ID) {
+					t.Fatalf("refusal %v (run %q), want ErrIdempotencyKeyReused naming %s", err, r.RunID, first.ID)
+				}
+			case anotherRun:
+				if err != nil || second.ID == first.ID || second.RequesterID != again.Requester.ID || second.IdempotencyKey != "ticket-T-1" {
+					t.Fatalf("another requester's key: run %+v, %v; want a run of its own beside %s", second, err, first.ID)
+				}
+				runs = 2
+				// Each requester's retry still finds its own run.
+				for _, retry := range []struct {
+					p    *workflow.Proposal
+					want string
+				}{{p, first.ID}, {again, second.ID}} {
+					if got, err := h.engine.Submit(ctx, retry.p); err != nil || got.ID != retry.want {
+						t.Fatalf("%s's retry: %v, %v; want %s", retry.p.Requester.ID, got, err, retry.want)
+					}
 				}
 			}
-			runs, err := h.engine.List(ctx, workflow.RunFilter{})
-			if err != nil || len(runs) != 1 {
-				t.Fatalf("runs %d, %v", len(runs), err)
+			all, err := h.engine.List(ctx, workflow.RunFilter{})
+			if err != nil || len(all) != runs {
+				t.Fatalf("runs %d, %v; want %d", len(all), err, runs)
 			}
 		})
 	}

@@ -25,7 +25,7 @@ func Explain(ctx context.Context, cfg Config, p *Proposal) (*Explanation, error)
 	if e.dir == nil {
 		e.dir = rolesDirectory{cfg.Roles}
 	}
-	actions, evidence, err := e.checkProposal(ctx, p)
+	actions, evidence, _, err := e.checkProposal(ctx, p)
 	if err != nil {
 		return nil, err
 	}

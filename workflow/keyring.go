@@ -179,3 +179,21 @@ func macOf(secret []byte, kind string, parts []string) string {
 	}
 	return hex.EncodeToString(m.Sum(nil))
 }
+
+// Derive returns a key for purpose made from each key of the ring, the
+// sealing key's first, so that another part of signoff (the agent API's
+// cursors) can seal what it hands out with a secret kept where the ring is,
+// outside the store, without holding the ring's own secrets. Every process
+// with the same ring derives the same keys. None for no ring.
+func (r *Keyring) Derive(purpose string) [][]byte {
+	if r == nil {
+		return nil
+	}
+	out := make([][]byte, 0, len(r.ids))
+	for _, id := range r.ids {
+		m := hmac.New(sha256.New, r.keys[id])
+		m.Write([]byte("signoff/derive:" + purpose))
+		out = append(out, m.Sum(nil))
+	}
+	return out
+}

@@ -12,7 +12,7 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict: a compare-and-set changed zero rows because the record moved on.
 	ErrConflict = errors.New("conflict: the record was changed by someone else")
-	// ErrDuplicate: a unique key (id, idempotency key, approver per request) exists.
+	// ErrDuplicate: a unique key (id, idempotency key per requester, approver per request) exists.
 	ErrDuplicate = errors.New("duplicate")
 )
 
@@ -39,7 +39,8 @@ type Store interface {
 // millisecond precision in UTC.
 type Tx interface {
 	// InsertRun stores a new run (Version is set to 1). ErrDuplicate when the id
-	// or a non-empty IdempotencyKey exists.
+	// exists, or a non-empty IdempotencyKey of the same RequesterID: a key is
+	// its requester's, and two requesters' equal keys are two runs.
 	InsertRun(ctx context.Context, r *Run) error
 	// Run loads one run. ErrNotFound.
 	Run(ctx context.Context, id string) (*Run, error)
@@ -47,8 +48,9 @@ type Tx interface {
 	// Run and each list method would, in as few round trips as the database
 	// allows (PostgreSQL: one). ErrNotFound when the run does not exist.
 	LoadRun(ctx context.Context, id string, parts RunParts) (*RunBundle, error)
-	// RunByIdempotencyKey loads the run submitted with key. ErrNotFound.
-	RunByIdempotencyKey(ctx context.Context, key string) (*Run, error)
+	// RunByIdempotencyKey loads the run requesterID submitted with key; a run
+	// of another requester with the same key is not it. ErrNotFound.
+	RunByIdempotencyKey(ctx context.Context, requesterID, key string) (*Run, error)
 	// ListRuns lists runs, oldest first (created_at, id), after the filter's cursor.
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 	// ListRunHeads is ListRuns with each run's latest checkpoint (the one at

@@ -83,8 +83,9 @@ func (e *Engine) actionNames() []string {
 }
 
 // Submit starts a run from a proposal: validate, check, apply policy, and either
-// wait for approval or execute. The same idempotency key with the same proposal
-// returns the first run; with another proposal it is refused (ErrIdempotencyKeyReused).
+// wait for approval or execute. The same idempotency key from the same requester
+// with the same proposal returns the first run; with another proposal it is
+// refused (ErrIdempotencyKeyReused). Another requester's key is another key.
 func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 	run, _, err := e.SubmitReplay(ctx, p)
 	return run, err
@@ -94,11 +95,11 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 // replayed is true when the idempotency key returned the first run instead of
 // making a new one (an HTTP API answers 200 instead of 201).
 func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, replayed bool, err error) {
-	actions, evidence, err := e.checkProposal(ctx, p)
+	actions, evidence, callbackURL, err := e.checkProposal(ctx, p)
 	if err != nil {
 		return nil, false, err
 	}
-	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, p.CallbackURL, actions, evidence)
+	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, callbackURL, actions, evidence)
 	if err != nil {
 		return nil, false, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
@@ -112,10 +113,10 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 	st := &State{
 		SchemaVersion: SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
 		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
-		CallbackURL: p.CallbackURL,
+		CallbackURL: callbackURL,
 	}
 	l := &loaded{run: &Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
-		CallbackURL: p.CallbackURL}, st: st}
+		CallbackURL: callbackURL}, st: st}
 	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
 			// Another submit with this key committed first.
@@ -136,32 +137,33 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 }
 
 // checkProposal refuses, before anything is written, a proposal Submit cannot
-// take, and returns its actions and evidence normalised.
-func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Evidence, error) {
+// take, and returns its actions, evidence and callback URL normalised.
+func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Evidence, string, error) {
 	if p.Requester.ID == "" {
-		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
+		return nil, nil, "", refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
 	}
 	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
 		"summary": p.Summary, "idempotency_key": p.IdempotencyKey, "callback_url": p.CallbackURL}); field != "" {
-		return nil, nil, refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
+		return nil, nil, "", refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
 	}
 	if bad := checkLines([]lineField{{"requester.id", p.Requester.ID, true}, {"requester.name", p.Requester.Name, false},
 		{"task_id", p.TaskID, true}, {"idempotency_key", p.IdempotencyKey, true}}); bad != nil {
 		bad.Msg = "invalid proposal: " + bad.Msg
-		return nil, nil, bad
+		return nil, nil, "", bad
 	}
 	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
 	if err != nil {
 		// Err keeps the cause, so that ProposalProblems can name each field.
-		return nil, nil, &RefusedError{Code: CodeInvalidInput, Msg: fmt.Sprintf("invalid proposal: %v", err), Err: err}
+		return nil, nil, "", &RefusedError{Code: CodeInvalidInput, Msg: fmt.Sprintf("invalid proposal: %v", err), Err: err}
 	}
-	if err := e.checkCallback(p.CallbackURL); err != nil {
-		return nil, nil, err
+	callbackURL, err := e.checkCallback(p.CallbackURL)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	if err := e.checkRequester(ctx, p.Requester.ID); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return actions, evidence, nil
+	return actions, evidence, callbackURL, nil
 }
 
 // checkRequester refuses a requester who holds no role, unless the engine lets
@@ -208,11 +210,13 @@ func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run,
 	return e.resume(ctx, run.ID, asWorker)
 }
 
-// runByKey finds the run submitted with an idempotency key. The key binds the
-// proposal it was first sent with: a retry of the same proposal gets that run,
-// whatever became of it, and a different proposal is refused, so that an agent
-// never takes an old run for its new proposal. A refusal names the run only
-// to its own requester: another learns nothing of it.
+// runByKey finds the run requesterID submitted with an idempotency key. A key
+// is its requester's: another requester's run under the same key is not
+// looked at, so that no proposer can take a key first and lock the one who
+// will use it out. The key binds the proposal it was first sent with: a retry
+// of the same proposal gets that run, whatever became of it, and a different
+// proposal is refused, so that an agent never takes an old run for its new
+// proposal.
 func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) (*Run, error) {
 	var (
 		run    *Run
@@ -221,7 +225,7 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 	)
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		if run, err = tx.RunByIdempotencyKey(ctx, key); err != nil {
+		if run, err = tx.RunByIdempotencyKey(ctx, requesterID, key); err != nil {
 			return err
 		}
 		cps, err := tx.Checkpoints(ctx, run.ID)
@@ -250,12 +254,6 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("find run by idempotency key: %w", err)
-	}
-	if run.RequesterID != requesterID {
-		// Another requester's run: its proposal cannot be this one (the
-		// requester is part of it), and the refusal does not name it.
-		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, Err: ErrIdempotencyKeyReused,
-			Msg: fmt.Sprintf("the idempotency key %q is taken; use a key of your own", key)}
 	}
 	if pruned {
 		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,

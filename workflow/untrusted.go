@@ -171,31 +171,40 @@ const callbackMismatch = "the run row's callback URL is not the one its checkpoi
 const maxCallbackURL = 2048
 
 // checkCallback refuses, before anything is written, a callback URL that is
-// not one line, not an absolute http(s) URL, carries credentials, or is not
-// allowed by the config. "" (no callback) is fine.
-func (e *Engine) checkCallback(raw string) error {
+// not one line, not an absolute http(s) URL, carries credentials, has a path
+// a server could read otherwise than signoff (CanonicalCallbackURL), or is
+// not allowed by the config. It returns the URL in its canonical form, the
+// one matched, stored and sent. "" (no callback) is fine.
+func (e *Engine) checkCallback(raw string) (string, error) {
 	if raw == "" {
-		return nil
+		return "", nil
 	}
 	if p := lineProblem(raw); p != "" {
-		return refused(CodeInvalidInput, "", "invalid proposal: callback_url %s", p)
+		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url %s", p)
 	}
 	u, err := url.Parse(raw)
 	switch {
 	case len(raw) > maxCallbackURL:
-		return refused(CodeInvalidInput, "", "invalid proposal: callback_url is %d characters; at most %d", len(raw), maxCallbackURL)
+		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url is %d characters; at most %d", len(raw), maxCallbackURL)
 	case strings.ContainsFunc(raw, unicode.IsSpace):
-		return refused(CodeInvalidInput, "", "invalid proposal: callback_url must not contain spaces")
+		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url must not contain spaces")
 	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "":
-		return refused(CodeInvalidInput, "", "invalid proposal: callback_url must be an absolute http(s) URL such as https://agents.example.com/signoff/events")
+		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url must be an absolute http(s) URL such as https://agents.example.com/signoff/events")
 	case u.User != nil:
-		return refused(CodeInvalidInput, "", "invalid proposal: callback_url must not carry a user or password: events are signed with the callback secret")
+		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url must not carry a user or password: events are signed with the callback secret")
+	}
+	canon, err := CanonicalCallbackURL(raw)
+	if err != nil {
+		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url %v", err)
 	}
 	switch {
-	case e.cbAllowed != nil && e.cbAllowed(raw):
-		return nil
+	case e.cbAllowed != nil && e.cbAllowed(canon):
+		return canon, nil
 	case len(e.cbPrefixes) == 0:
-		return refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: this server allows no callbacks (the config's api.callbacks.allow is empty)")
+		return "", refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: this server allows no callbacks (the config's api.callbacks.allow is empty)")
 	}
-	return refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: it must start with one of %s (the config's api.callbacks.allow)", strings.Join(e.cbPrefixes, ", "))
+	if canon != raw {
+		return "", refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: it reads as %s, which does not start with one of %s (the config's api.callbacks.allow)", canon, strings.Join(e.cbPrefixes, ", "))
+	}
+	return "", refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: it must start with one of %s (the config's api.callbacks.allow)", strings.Join(e.cbPrefixes, ", "))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	agentapi "github.com/signoff-dev/signoff/api"
+	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -199,5 +201,59 @@ func TestIdempotencyRefusalIsOneMessage(t *testing.T) {
 	}
 	if after := runs(); after != before {
 		t.Errorf("the refusals made runs: %d → %d", before, after)
+	}
+}
+
+// TestCursorsHoldAcrossReplicas: a list cursor one serve gave out is taken by
+// another serve of the same store (a replica, or the server restarted): the
+// cursors are sealed with a key derived from the integrity keys, which both
+// read. A cursor of the right shape that neither gave out is 400
+// invalid_cursor.
+func TestCursorsHoldAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fs := fakeslack.New()
+	t.Cleanup(fs.Close)
+	cfg := filepath.Join(dir, "signoff.yaml")
+	if err := os.WriteFile(cfg, []byte(slackConfig(fs)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if code, out, errs := cliWith(t, dir, cfg, nil, "submit", proposal(t, dir, "p.json", refundJSON(agentID, "119.00", ""))); code != exitWaiting {
+			t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
+		}
+	}
+	a, b := startServeChild(t, dir, cfg, fs).addr(t), startServeChild(t, dir, cfg, fs).addr(t)
+	var page struct {
+		Runs       []struct{ ID string }
+		NextCursor string `json:"next_cursor"`
+	}
+	code, _, body := apiCall(t, a, "GET", "/v1/runs?limit=1", serveAPIToken, nil)
+	if err := json.Unmarshal(body, &page); code != 200 || err != nil || len(page.Runs) != 1 || page.NextCursor == "" {
+		t.Fatalf("first page: %d %s (%v)", code, body, err)
+	}
+	first, cursor := page.Runs[0].ID, page.NextCursor
+	code, _, body = apiCall(t, b, "GET", "/v1/runs?limit=1&cursor="+cursor, serveAPIToken, nil)
+	if err := json.Unmarshal(body, &page); code != 200 || err != nil || len(page.Runs) != 1 || page.Runs[0].ID == first {
+		t.Fatalf("the other replica's next page: %d %s (%v), want the run after %s", code, body, err, first)
+	}
+	// The cursor's fields (version:created:filter:seal:id) with another seal,
+	// or another position under its seal.
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	f := strings.SplitN(string(raw), ":", 5)
+	if err != nil || len(f) != 5 || f[4] != first {
+		t.Fatalf("the cursor reads %q (%v)", raw, err)
+	}
+	forged := []string{
+		strings.Join([]string{f[0], f[1], f[2], strings.Repeat("0", 32), f[4]}, ":"),
+		strings.Join([]string{f[0], f[1], f[2], f[3], page.Runs[0].ID}, ":"),
+	}
+	for _, addr := range []string{a, b} {
+		for _, c := range forged {
+			code, h, body := apiCall(t, addr, "GET", "/v1/runs?limit=1&cursor="+base64.RawURLEncoding.EncodeToString([]byte(c)), serveAPIToken, nil)
+			if code != 400 || h.Get("Content-Type") != "application/problem+json" || !strings.Contains(string(body), `"invalid_cursor"`) {
+				t.Errorf("the cursor %q no server gave out: %d %s", c, code, body)
+			}
+		}
 	}
 }

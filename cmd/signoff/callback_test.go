@@ -46,6 +46,7 @@ type hookReceiver struct {
 type hookRequest struct {
 	header http.Header
 	body   []byte
+	path   string // as it arrived, escaped
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -76,7 +77,7 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 			return
 		}
 		r.got = append(r.got, ev)
-		r.raw = append(r.raw, hookRequest{req.Header.Clone(), body})
+		r.raw = append(r.raw, hookRequest{req.Header.Clone(), body, req.URL.EscapedPath()})
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(r.srv.Close)
@@ -156,7 +157,7 @@ func startServeChild(t *testing.T, dir, cfg string, fs *fakeslack.Server, extra 
 // added to the test's.
 func startServeChildEnv(t *testing.T, dir, cfg string, env []string) *serveChild {
 	t.Helper()
-	return startBackground(t, dir, env, "--config", cfg, "serve", "--addr", "127.0.0.1:0")
+	return startBackground(t, dir, env, "--config", cfg, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 }
 
 // startBackground starts a command of the program that runs until stopped
@@ -207,6 +208,16 @@ func (s *serveChild) addr(t *testing.T) string {
 	t.Helper()
 	return s.await(t, "serve to listen", servingOn)[1]
 }
+
+// adminAddr waits, bounded, until serve serves metrics and health, and
+// returns where.
+func (s *serveChild) adminAddr(t *testing.T) string {
+	t.Helper()
+	return s.await(t, "serve to serve metrics and health", adminOn)[1]
+}
+
+// adminOn is serve's line saying where metrics and health are.
+var adminOn = regexp.MustCompile(`signoff: metrics and health on (\S+)\n`)
 
 // output is what the process has said so far.
 func (s *serveChild) output() string {
@@ -407,6 +418,64 @@ func TestCallbackOutsideTheAllowListChangesNothing(t *testing.T) {
 	}
 }
 
+// TestCallbackURLIsResolvedBeforeItIsMatched: submit matches a callback_url
+// against the allow-list as a server reads it. One that leaves the prefix
+// through dot segments is not allowed, one a server could read in more than
+// one way is refused saying why, and neither writes anything; one that stays
+// under the prefix is stored, shown and sent with its dot segments resolved.
+func TestCallbackURLIsResolvedBeforeItIsMatched(t *testing.T) {
+	t.Parallel()
+	recv := newHookReceiver(t)
+	prefix := recv.srv.URL + "/hooks/"
+	dir := t.TempDir()
+	cfg := callbackConfig(t, dir, nil, prefix)
+	env := map[string]string{"SIGNOFF_CALLBACK_SECRET": callbackSecret}
+	if code, out, errs := cliWith(t, dir, cfg, env, "submit", proposal(t, dir, "ok.json", refundJSON(agentID, "119.00", ""))); code != exitWaiting {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
+	}
+	before := storeDump(t, dir)
+	for _, tt := range []struct{ url, says string }{
+		{prefix + "../evil", "callback_url is not allowed: it reads as " + recv.srv.URL + "/evil"},
+		{prefix + "%2e%2e/evil", "callback_url must not hold a dot encoded as %2e in its path"},
+		{prefix + "%2E./evil", "callback_url must not hold a dot encoded as %2e in its path"},
+		{prefix + "..%2Fevil", "callback_url must not hold a slash encoded as %2f in its path"},
+		{prefix + `..\evil`, "callback_url must not contain a backslash"},
+	} {
+		code, out, errs := cliWith(t, dir, cfg, env, "submit", proposal(t, dir, "p.json", withCallback(tt.url)))
+		if code != exitRefused || !strings.Contains(errs, tt.says) {
+			t.Errorf("%s: exit %d, %q %q; want exit %d saying %q", tt.url, code, out, errs, exitRefused, tt.says)
+		}
+	}
+	if after := storeDump(t, dir); after != before {
+		t.Errorf("a refused submit changed the store:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+
+	code, out, errs := cliWith(t, dir, cfg, env, "submit", proposal(t, dir, "p.json", withCallback(prefix+"v1/./../agent-1")))
+	if code != exitWaiting {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
+	}
+	id := runIDOf(t, out)
+	code, out, errs = cliWith(t, dir, cfg, env, "show", id, "--json")
+	if code != exitWaiting || !strings.Contains(out, `"callback_url": "`+prefix+`agent-1"`) {
+		t.Fatalf("show: exit %d, want the callback_url %sagent-1\n%s%s", code, prefix, out, errs)
+	}
+	a, err := openApp(t.Context(), options{db: dbPath(dir), shop: shopPath(dir), config: cfg}, func(k string) string { return env[k] }, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	d, err := callbackDispatcher(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.DeliverDue(t.Context(), 0); n != 1 || err != nil {
+		t.Fatalf("delivered %d, %v; want the waiting event", n, err)
+	}
+	if got := recv.requests(); len(got) != 1 || got[0].path != "/hooks/agent-1" {
+		t.Fatalf("the receiver took %+v, want one event at /hooks/agent-1", got)
+	}
+}
+
 // TestOutboxShowsAFailingCallback: `signoff outbox` lists a callback its
 // receiver refused, with the receiver's answer as its last error, shown
 // inert: the answer is the receiver's text, not signoff's.
@@ -495,7 +564,7 @@ func TestServeRefusesCallbacksWithoutTheirSecret(t *testing.T) {
 			dir := t.TempDir()
 			cfg := callbackConfig(t, dir, fs, "https://agents.example/signoff/")
 			env := map[string]string{"SLACK_SIGNING_SECRET": serveSecret, "SLACK_BOT_TOKEN": serveToken, "SIGNOFF_CALLBACK_SECRET": tt.secret}
-			code, _, errs := cliWith(t, dir, cfg, env, "serve", "--addr", "127.0.0.1:0")
+			code, _, errs := cliWith(t, dir, cfg, env, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 			if code != exitRefused || !strings.Contains(errs, tt.want) || strings.Contains(errs, "hunter2") {
 				t.Fatalf("exit %d, %q; want exit %d naming %q", code, errs, exitRefused, tt.want)
 			}

@@ -110,7 +110,7 @@ func TestConfigInUse(t *testing.T) {
 	t.Run("serve refuses the built-in config", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
-		code, out, errs := inFolder(t, dir, []string{"SLACK_SIGNING_SECRET=s", "SLACK_BOT_TOKEN=xoxb-1"}, "serve", "--addr", "127.0.0.1:0")
+		code, out, errs := inFolder(t, dir, []string{"SLACK_SIGNING_SECRET=s", "SLACK_BOT_TOKEN=xoxb-1"}, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 		if code != exitRefused || !strings.Contains(errs, "pass --config FILE") {
 			t.Errorf("exit %d, stderr %q; want 2 saying to pass --config (stdout %q)", code, errs, out)
 		}

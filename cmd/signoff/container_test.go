@@ -28,8 +28,13 @@ func TestContainerFiles(t *testing.T) {
 		}
 	}
 	docker := read("Dockerfile")
-	if !regexp.MustCompile(`(?m)^EXPOSE 8080$`).MatchString(docker) || !strings.Contains(docker, `CMD ["serve"]`) {
-		t.Error("the Dockerfile does not expose 8080 for serve")
+	if !regexp.MustCompile(`(?m)^EXPOSE 8080 9090$`).MatchString(docker) || !strings.Contains(docker, `CMD ["serve"]`) {
+		t.Error("the Dockerfile does not expose 8080 for serve and 9090 for its metrics and probes")
+	}
+	// In a container, loopback is the container's own: the probes and the
+	// metrics listen on the port the image exposes for them.
+	if runtime := strings.Count(docker, "\nFROM ") - 1; strings.Count(docker, "SIGNOFF_ADMIN_ADDR=:9090") != runtime {
+		t.Error("a runtime stage of the Dockerfile does not serve metrics and probes on :9090")
 	}
 	doc := docSection(t, "docs/operations.md", "A container")
 	for _, want := range []string{"docker run", "-p 8080:8080", "SIGNOFF_CONFIG=/etc/signoff/signoff.yaml", "chown 65532:65532 /data"} {
@@ -58,6 +63,9 @@ func TestContainerFiles(t *testing.T) {
 	}
 	if def := regexp.MustCompile(`"addr", "(:\d+)"`).FindStringSubmatch(read("cmd/signoff/serve.go")); def == nil || def[1] != ":8080" {
 		t.Errorf("serve's default address %v is not the exposed port", def)
+	}
+	if defaultAdminAddr != "127.0.0.1:9090" {
+		t.Errorf("serve's default admin address %s is not loopback on the port the image exposes", defaultAdminAddr)
 	}
 }
 

@@ -310,10 +310,10 @@ func TestOwnActionConfigRefusedAtStart(t *testing.T) {
 				b, _ := os.ReadFile(o.config)
 				os.WriteFile(o.config, []byte(strings.Replace(string(b), tt.old, tt.new, 1)), 0o600)
 			}
-			cmds := [][]string{{"submit", "-"}, {"runs"}, {"serve", "--addr", "127.0.0.1:0"}}
+			cmds := [][]string{{"submit", "-"}, {"runs"}, {"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}}
 			if tt.env != nil {
 				// A command that only reads needs no secret (TestReadCommandsNeedNoExecutorSecret).
-				cmds = [][]string{{"submit", "-"}, {"serve", "--addr", "127.0.0.1:0"}}
+				cmds = [][]string{{"submit", "-"}, {"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}}
 			}
 			for _, cmd := range cmds {
 				code, out, errs := o.run(t, tt.env, deployProposal("x"), cmd...)
@@ -546,7 +546,7 @@ func TestReadCommandsNeedNoExecutorSecret(t *testing.T) {
 					t.Errorf("signoff %s repeats the secret:\n%s%s", strings.Join(tc.args, " "), out, errs)
 				}
 			}
-			for _, args := range [][]string{{"resume", id}, {"serve", "--addr", "127.0.0.1:0"}, {"approve", id, "--as", "U0LEAD0001"}} {
+			for _, args := range [][]string{{"resume", id}, {"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, {"approve", id, "--as", "U0LEAD0001"}} {
 				code, out, errs := o.run(t, []string{secret.env}, "", args...)
 				want := "actions.deploy_service.executor.secret_env: DEPLOYER_SIGNING_SECRET"
 				if code != exitRefused || !strings.Contains(errs, want) || strings.Contains(errs, "hunter2") {

@@ -129,7 +129,7 @@ func TestServeProbes(t *testing.T) {
 	for _, path := range []string{"/livez", "/readyz", "/healthz"} {
 		var last string
 		waitFor(t, path+" 200", func() bool {
-			resp, err := http.Get("http://" + s.addr + path)
+			resp, err := http.Get("http://" + s.adminAddr + path)
 			if err != nil {
 				t.Fatal(err)
 			}

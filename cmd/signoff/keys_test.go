@@ -204,7 +204,7 @@ func TestKeysThatAreNotTheStores(t *testing.T) {
 		{"cancel", id, "--as", lead1, "--reason", "not needed"},
 		{"resume", id},
 		{"expire"},
-		{"serve", "--addr", "127.0.0.1:0"},
+		{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"},
 	} {
 		code, _, errs := withKeysEnv(t, dir, k2+"\n"+k3, append([]string{"--config", cfg}, args...)...)
 		want := "the store is sealed with key " + storeKey + "; the keys given are k2, k3 (from SIGNOFF_KEYS)"

@@ -89,7 +89,7 @@ func TestServeLogsJSON(t *testing.T) {
 	var stderr logBuffer
 	exited := make(chan int, 1)
 	go func() {
-		exited <- run(ctx, append(global, "--log-format", "json", "serve", "--addr", "127.0.0.1:0"), getenv, strings.NewReader(""), io.Discard, &stderr)
+		exited <- run(ctx, append(global, "--log-format", "json", "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"), getenv, strings.NewReader(""), io.Discard, &stderr)
 	}()
 	lines := func() []logLine {
 		var out []logLine

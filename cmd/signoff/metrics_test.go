@@ -18,7 +18,7 @@ import (
 // scrape reads /metrics into series (name{labels} as exposed) → value.
 func scrape(t *testing.T, s *served) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + s.addr + "/metrics")
+	resp, err := http.Get("http://" + s.adminAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -272,7 +272,7 @@ func (c *cluster) start(slot int, name string, env ...string) *replica {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), replicaTimeout)
-	cmd := exec.CommandContext(ctx, self, "--db", c.dsn, "--shop", c.shop, "--config", c.config, "serve", "--addr", "127.0.0.1:0")
+	cmd := exec.CommandContext(ctx, self, "--db", c.dsn, "--shop", c.shop, "--config", c.config, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), asMainEnv+"=1",

@@ -24,7 +24,10 @@ import (
 
 // serveOptions are what `signoff serve` needs besides the app.
 type serveOptions struct {
-	addr          string
+	addr string
+	// adminAddr is where /metrics and the health probes are served, apart
+	// from addr, which Slack and agents must reach; "" serves them nowhere.
+	adminAddr     string
 	signingSecret string
 	botToken      string
 	appToken      string // xapp-… for Socket Mode
@@ -42,6 +45,10 @@ type serveOptions struct {
 // otherwise hold a handler and its buffer for as long as it likes. A long
 // poll (/v1/…/wait) is not bound by it: it bounds reading, not answering.
 const readTimeout = 30 * time.Second
+
+// defaultAdminAddr is --admin-addr's default: loopback, so that metrics and
+// probes are not served to whoever can reach the public port.
+const defaultAdminAddr = "127.0.0.1:9090"
 
 // servePoll is how often serve's workers look for work when no commit woke
 // them: a commit of any process that writes a run wakes the workers that
@@ -62,6 +69,9 @@ func (c *cli) serveCmd() *cobra.Command {
 				return usageError{"serve needs a config of your own: pass --config FILE (or set SIGNOFF_CONFIG, or put signoff.yaml here); the built-in demo config's approvers are made up"}
 			}
 			so.signingSecret, so.botToken, so.appToken = c.getenv("SLACK_SIGNING_SECRET"), c.getenv("SLACK_BOT_TOKEN"), c.getenv("SLACK_APP_TOKEN")
+			if v := c.getenv("SIGNOFF_ADMIN_ADDR"); v != "" && !cmd.Flags().Changed("admin-addr") {
+				so.adminAddr = v
+			}
 			// Refuse what can be refused before the store and the shop are opened.
 			cfg, err := loadConfig(c.opts, io.Discard)
 			if err != nil {
@@ -82,6 +92,11 @@ func (c *cli) serveCmd() *cobra.Command {
 				}
 				if !strings.EqualFold(c.opts.logFormat, "json") {
 					fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s); slack: %s\n", s.addr, a.db, s.slack)
+					if s.adminAddr != "" {
+						fmt.Fprintf(c.errOut, "signoff: metrics and health on %s\n", s.adminAddr)
+					} else {
+						fmt.Fprintf(c.errOut, "signoff: metrics and health off (--admin-addr \"\")\n")
+					}
 				}
 				for _, w := range placementWarnings(c.opts, c.getenv, a.anchors) {
 					a.log.Warn("kept beside the store", "problem", w)
@@ -94,7 +109,9 @@ func (c *cli) serveCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&so.addr, "addr", ":8080", "where to listen for Slack's requests")
+	cmd.Flags().StringVar(&so.addr, "addr", ":8080", "where to listen for Slack's requests and the agent API")
+	cmd.Flags().StringVar(&so.adminAddr, "admin-addr", defaultAdminAddr,
+		`where to serve /metrics, /livez, /readyz and /healthz, apart from --addr ("" for nowhere; default from SIGNOFF_ADMIN_ADDR when set)`)
 	cmd.Flags().StringVar(&c.opts.anchorTo, "anchor-to", "", "publish audit anchors here, outside the store: log, a file to append to, or an http(s) URL to POST to (default: the config's anchors.to, else log)")
 	cmd.Flags().BoolVar(&so.socketMode, "socket-mode", false, "receive Slack's requests over Socket Mode (needs SLACK_APP_TOKEN) instead of a public URL")
 	return cmd
@@ -102,13 +119,15 @@ func (c *cli) serveCmd() *cobra.Command {
 
 // server is a running `signoff serve`: the HTTP listener and the workers.
 type server struct {
-	addr   string
-	slack  string // on and where, or why it is off (slackOff)
-	log    *slog.Logger
-	http   *http.Server
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errs   chan error
+	addr      string
+	adminAddr string // "" when metrics and health are served nowhere
+	slack     string // on and where, or why it is off (slackOff)
+	log       *slog.Logger
+	http      *http.Server
+	admin     *http.Server // nil with adminAddr
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	errs      chan error
 }
 
 // startServer wires the bot onto echo (when Slack is on), listens on
@@ -154,7 +173,6 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	e.HideBanner, e.HidePort = true, true
 	if a.metrics != nil {
 		e.Use(observeHTTP(a.metrics))
-		e.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
 	}
 	if bs != nil {
 		bs.Register(e) // without Slack its routes do not exist: 404
@@ -163,18 +181,33 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Metrics and the probes are the operator's: on a listener of their own
+	// (loopback by default), never on the port Slack and agents reach, where
+	// they are 404.
 	ws := &workers{}
-	(&health{store: a.store, workers: ws, log: a.log}).register(e)
+	admin := echo.New()
+	admin.HideBanner, admin.HidePort = true, true
+	if a.metrics != nil {
+		admin.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
+	}
+	(&health{store: a.store, workers: ws, log: a.log}).register(admin)
 	ln, err := net.Listen("tcp", so.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", so.addr, err)
+	}
+	var adminLn net.Listener
+	if so.adminAddr != "" {
+		if adminLn, err = net.Listen("tcp", so.adminAddr); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listen on %s (--admin-addr, for metrics and health; \"\" for none): %w", so.adminAddr, err)
+		}
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	rt := so.readTimeout
 	if rt <= 0 {
 		rt = readTimeout
 	}
-	s := &server{addr: ln.Addr().String(), log: a.log, cancel: cancel, errs: make(chan error, 2),
+	s := &server{addr: ln.Addr().String(), log: a.log, cancel: cancel, errs: make(chan error, 3),
 		http: &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: rt, IdleTimeout: 2 * time.Minute}}
 	s.http.RegisterOnShutdown(agents.Stop) // long polls answer instead of holding the shutdown
 	s.wg.Add(2)
@@ -184,6 +217,17 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 			s.errs <- fmt.Errorf("serve http: %w", err)
 		}
 	}()
+	if adminLn != nil {
+		s.adminAddr = adminLn.Addr().String()
+		s.admin = &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: rt, IdleTimeout: 2 * time.Minute}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.admin.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.errs <- fmt.Errorf("serve admin http: %w", err)
+			}
+		}()
+	}
 	feed, _ := a.store.(workflow.ChangeFeed)
 	loops := a.engine.Loops(so.poll, feed)
 	if slackOn {
@@ -250,7 +294,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		slackState = "on, channel " + sc.Channel + ", command " + command
 	}
 	s.slack = slackState
-	a.log.Info("signoff serving", "version", version(), "addr", s.addr, "store", store, "db", a.db,
+	a.log.Info("signoff serving", "version", version(), "addr", s.addr, "admin_addr", s.adminAddr, "store", store, "db", a.db,
 		"slack", slackState, "channel", sc.Channel, "slack_command", command, "socket_mode", so.socketMode, "owner", a.engine.Owner())
 	return s, nil
 }
@@ -380,6 +424,10 @@ func (s *server) stop() error {
 	defer cancel()
 	s.log.Info("signoff stopping: finishing the requests and the work in hand", "addr", s.addr)
 	err := s.http.Shutdown(ctx)
+	if s.admin != nil {
+		// After the public listener: a probe still answers while it drains.
+		err = errors.Join(err, s.admin.Shutdown(ctx))
+	}
 	s.cancel()
 	s.wg.Wait()
 	select {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -37,9 +38,11 @@ const (
 // fake Slack Web API, sharing its database with the CLI.
 type served struct {
 	dir, db, config, addr string
+	adminAddr             string // metrics and the probes
 	slack                 *fakeslack.Server
 	app                   *app
 	getenv                func(string) string
+	log                   *lockedBuffer // what the server logged, at serve's level (info)
 }
 
 func startServed(t *testing.T) *served {
@@ -84,13 +87,14 @@ func startServedWith(t *testing.T, db string, poll time.Duration, edit func(yaml
 	if db == "" {
 		db = filepath.Join(dir, "signoff.db")
 	}
-	o := options{db: db, shop: filepath.Join(dir, "shop.db"), config: cfgPath, metrics: metrics.New("test")}
+	o := options{db: db, shop: filepath.Join(dir, "shop.db"), config: cfgPath, metrics: metrics.New("test"), server: true}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := openApp(ctx, o, getenv, io.Discard, nil)
+	log := &lockedBuffer{}
+	a, err := openApp(ctx, o, getenv, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := startServer(ctx, a, serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken,
+	s, err := startServer(ctx, a, serveOptions{addr: "127.0.0.1:0", adminAddr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken,
 		poll: poll, metricsEvery: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +106,7 @@ func startServedWith(t *testing.T, db string, poll time.Duration, edit func(yaml
 		}
 		a.Close()
 	})
-	return &served{dir: dir, db: db, config: cfgPath, addr: s.addr, slack: fs, app: a, getenv: getenv}
+	return &served{dir: dir, db: db, config: cfgPath, addr: s.addr, adminAddr: s.adminAddr, slack: fs, app: a, getenv: getenv, log: log}
 }
 
 // serveAPIToken is the agent API token of the served config.
@@ -442,7 +446,7 @@ func TestServeChecksSlackAtStart(t *testing.T) {
 				t.Fatalf("submit exit %d:\n%s%s", code, out.String(), errOut.String())
 			}
 			tc.prepare(fs)
-			args := append(global, "serve", "--addr", "127.0.0.1:0")
+			args := append(global, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 			if tc.socket {
 				args = append(args, "--socket-mode")
 			}
@@ -479,8 +483,11 @@ func TestServeChecksSlackAtStart(t *testing.T) {
 
 // TestASlowRequestBodyIsCutOff: a client that sends a request's headers and
 // part of its body, then stalls, is not answered at leisure: the server
-// stops reading at its read timeout and closes the connection, so a stalled
-// client cannot hold a handler and its buffer for good.
+// stops reading at its read timeout, answers 408 and closes the connection,
+// so a stalled client cannot hold a handler and its buffer for good. The
+// stall is the client's doing: it is logged at info, never as an error, so
+// no client can raise the 5xx and error alerts by stalling. The agent API
+// answers problem+json (request_timeout), the Slack routes a plain 408.
 func TestASlowRequestBodyIsCutOff(t *testing.T) {
 	s := startServed(t)
 	srv, err := startServer(t.Context(), s.app, serveOptions{addr: "127.0.0.1:0", signingSecret: serveSecret, botToken: serveToken,
@@ -493,19 +500,60 @@ func TestASlowRequestBodyIsCutOff(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	conn, err := net.Dial("tcp", srv.addr)
-	if err != nil {
-		t.Fatal(err)
+	code, out := s.cli(t, "submit", fixture("refund-double-charge.json"))
+	if code != exitWaiting {
+		t.Fatalf("submit: exit %d\n%s", code, out)
 	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /slack/interactions HTTP/1.1\r\nHost: signoff\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
-		"Content-Length: 400000\r\n\r\npayload=%%7B")
-	// A bound on the test, far above the read timeout: without one the
-	// server would wait for the rest of the body for as long as it likes.
-	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	_, err = io.ReadAll(conn)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatal("the server still held the stalled request 20 s later")
+	id := runIDOf(t, out)
+	for _, tt := range []struct {
+		name, path, ctype, start, wantType string
+		logged                             string
+	}{
+		{"a Slack interaction", "/slack/interactions", "application/x-www-form-urlencoded", "payload=%7B", "text/plain", `msg="slack request refused" kind=interaction status=408`},
+		{"a Slack command", "/slack/commands", "application/x-www-form-urlencoded", "command=%2Fsignoff", "text/plain", `msg="slack request refused" kind=command status=408`},
+		{"an agent's proposal", "/v1/runs", "application/json", `{"actions":[`, "application/problem+json", `msg="api request body timed out" method=POST path=/v1/runs code=request_timeout status=408`},
+		{"an agent's cancel", "/v1/runs/" + id + "/cancel", "application/json", `{"reason":`, "application/problem+json", `msg="api request body timed out" method=POST path=/v1/runs/:id/cancel code=request_timeout status=408`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", srv.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			auth := ""
+			if strings.HasPrefix(tt.path, "/v1/") {
+				auth = "Authorization: Bearer " + serveAPIToken + "\r\n"
+			}
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: signoff\r\n%sContent-Type: %s\r\nContent-Length: 400000\r\n\r\n%s", tt.path, auth, tt.ctype, tt.start)
+			// A bound on the test, far above the read timeout: without one the
+			// server would wait for the rest of the body for as long as it likes.
+			conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			answer, err := io.ReadAll(conn)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("the server still held the stalled request 20 s later")
+			}
+			resp, rerr := http.ReadResponse(bufio.NewReader(bytes.NewReader(answer)), nil)
+			if rerr != nil {
+				t.Fatalf("the answer does not read as HTTP (%v): %q", rerr, answer)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestTimeout || !strings.HasPrefix(resp.Header.Get("Content-Type"), tt.wantType) {
+				t.Fatalf("answered %s (%s) %s, want 408 %s", resp.Status, resp.Header.Get("Content-Type"), body, tt.wantType)
+			}
+			if tt.wantType == "application/problem+json" && !strings.Contains(string(body), `"code":"request_timeout"`) {
+				t.Errorf("the problem is %s, want code request_timeout", body)
+			}
+			waitFor(t, "the stall logged", func() bool { return strings.Contains(s.log.String(), tt.logged) })
+		})
+	}
+	logged := s.log.String()
+	for _, line := range strings.Split(logged, "\n") {
+		if strings.Contains(line, "status=408") && !strings.Contains(line, "level=INFO") {
+			t.Errorf("a stalled body is logged above info: %s", line)
+		}
+	}
+	if strings.Contains(logged, "level=ERROR") {
+		t.Errorf("a stalled body logged an error:\n%s", logged)
 	}
 }
 

@@ -314,7 +314,11 @@ func TestTheSlackLoop(t *testing.T) {
 			w.env = append(w.env, words[1:]...)
 			continue
 		case strings.HasSuffix(l.cmd, "&"):
-			p := startBackground(t, dir, w.env, append(words[1:], "--addr", "127.0.0.1:0")...)
+			args := append(words[1:], "--addr", "127.0.0.1:0")
+			if words[1] == "serve" {
+				args = append(args, "--admin-addr", "127.0.0.1:0")
+			}
+			p := startBackground(t, dir, w.env, args...)
 			switch words[1] {
 			case "slack":
 				dev = p

@@ -60,7 +60,7 @@ func TestServeWithoutSlack(t *testing.T) {
 	if !strings.Contains(started, "; slack: off (no slack: section); people approve with signoff approve, agents use the API\n") {
 		t.Errorf("the start line does not say Slack is off:\n%s", started)
 	}
-	if status, _, body := apiCall(t, addr, http.MethodGet, "/readyz", "", nil); status != http.StatusOK {
+	if status, _, body := apiCall(t, srv.adminAddr(t), http.MethodGet, "/readyz", "", nil); status != http.StatusOK {
 		t.Fatalf("/readyz: %d %s", status, body)
 	}
 	for _, path := range []string{"/slack/interactions", "/slack/commands"} {
@@ -133,7 +133,7 @@ func TestServeRefusesSlackSetUpInPart(t *testing.T) {
 				t.Fatal(err)
 			}
 			env := append(append([]string{}, noSlackEnv...), tt.env...)
-			code, out, errs := inFolder(t, dir, env, append([]string{"serve", "--addr", "127.0.0.1:0"}, tt.args...)...)
+			code, out, errs := inFolder(t, dir, env, append([]string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, tt.args...)...)
 			lines := strings.Split(strings.TrimSpace(errs), "\n")
 			if code != exitRefused || len(lines) != 1 || strings.Contains(errs, "serving on") {
 				t.Fatalf("exit %d, stderr %q, stdout %q; want exit 2 and one line", code, errs, out)

@@ -396,7 +396,7 @@ func TestServeFeedsItsWaiters(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server's waiter was not woken by the CLI's rejection")
 	}
-	resp, err := http.Get("http://" + s.addr + "/readyz")
+	resp, err := http.Get("http://" + s.adminAddr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}

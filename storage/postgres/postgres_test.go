@@ -555,7 +555,7 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 		if len(cs) != 1 {
 			t.Errorf("%d checkpoints committed, want 1", len(cs))
 		}
-		r, err := tx.RunByIdempotencyKey(ctx, "key-2")
+		r, err := tx.RunByIdempotencyKey(ctx, "", "key-2")
 		if err != nil || r.ID != "run-2" || r.Version != 1 {
 			t.Errorf("key-2 names %+v (%v), want run-2 untouched", r, err)
 		}
@@ -896,6 +896,38 @@ func TestMigrationMovesMessageLocations(t *testing.T) {
 
 	s := openStore(t, dsn)
 	storagetest.CheckMessageLocationsMoved(t, s)
+}
+
+// TestMigrationScopesKeysToRequesters: a store migrated while a key was
+// unique across all runs keeps every run and what refers to it, and its keys
+// become their requesters'.
+func TestMigrationScopesKeysToRequesters(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, m := range migrations {
+		if m.Version >= 10 {
+			break
+		}
+		if _, err := applyMigration(t.Context(), conn, m, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range storagetest.BeforeRequesterKeys {
+		if _, err := conn.Exec(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Migrate(t.Context(), dsn); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openStore(t, dsn)
+	storagetest.CheckRequesterKeysMigrated(t, s)
 }
 
 // An audit event travels with the transaction's next statement (or its

@@ -550,6 +550,36 @@ func TestMigrationMovesMessageLocations(t *testing.T) {
 	storagetest.CheckMessageLocationsMoved(t, s)
 }
 
+// TestMigrationScopesKeysToRequesters: a store migrated while a key was
+// unique across all runs keeps every run and what refers to it, and its keys
+// become their requesters'.
+func TestMigrationScopesKeysToRequesters(t *testing.T) {
+	path := tempPath(t)
+	db, err := OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations {
+		if m.Version >= 10 {
+			break
+		}
+		if err := applyMigration(t.Context(), db, m, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range storagetest.BeforeRequesterKeys {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openStore(t, path)
+	storagetest.CheckRequesterKeysMigrated(t, s)
+}
+
 // The write connection keeps its temporary data, the sub-journal of each
 // Update's savepoint, in memory, also after migrating a new store, which
 // keeps it in files as SQLite does by default; readers keep the default too.

@@ -10,7 +10,7 @@
 // Encoding, the same in every driver (see the drivers' migrations/001_init.sql):
 // times are unix milliseconds in UTC with 0 for the zero time, byte slices are
 // bound as they are (nil is NULL, empty is a zero-length value), and
-// runs.idempotency_key is NULL when empty.
+// runs.idempotency_key is NULL when empty and unique per requester_id.
 package sqlstore
 
 import (

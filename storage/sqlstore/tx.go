@@ -131,12 +131,12 @@ func (t *Tx) Run(ctx context.Context, id string) (*workflow.Run, error) {
 	return r, nil
 }
 
-func (t *Tx) RunByIdempotencyKey(ctx context.Context, key string) (*workflow.Run, error) {
+func (t *Tx) RunByIdempotencyKey(ctx context.Context, requesterID, key string) (*workflow.Run, error) {
 	// "" is stored as NULL and so matches nothing: an empty key names no run.
 	r, err := scanRun(t.queryRow(ctx,
-		`SELECT `+runColumns+` FROM runs WHERE idempotency_key = ?`, key))
+		`SELECT `+runColumns+` FROM runs WHERE requester_id = ? AND idempotency_key = ?`, requesterID, key))
 	if err != nil {
-		return nil, fmt.Errorf("load run by idempotency key %q: %w", key, t.d.Err(err))
+		return nil, fmt.Errorf("load run of %q by idempotency key %q: %w", requesterID, key, t.d.Err(err))
 	}
 	return r, nil
 }

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
 		{"RoundTrip/AuditEvent", testAuditRoundTrip},
 		{"Duplicate", testDuplicate},
 		{"EmptyIdempotencyKeysDoNotCollide", testEmptyIdempotencyKeys},
+		{"IdempotencyKeysAreTheRequesters", testRequesterKeys},
 		{"NotFound", testNotFound},
 		{"CompareAndSet", testCompareAndSet},
 		{"SaveRun", testSaveRun},
@@ -246,9 +247,14 @@ func testRunRoundTrip(t *testing.T, s workflow.Store) {
 			checkSame(t, "Run", stored(in), got)
 			if in.IdempotencyKey != "" {
 				got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) {
-					return tx.RunByIdempotencyKey(ctx, in.IdempotencyKey)
+					return tx.RunByIdempotencyKey(ctx, in.RequesterID, in.IdempotencyKey)
 				})
 				checkSame(t, "RunByIdempotencyKey", stored(in), got)
+				view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+					_, err := tx.RunByIdempotencyKey(ctx, "someone-else", in.IdempotencyKey)
+					wantErr(t, "RunByIdempotencyKey of another requester", err, workflow.ErrNotFound)
+					return nil
+				})
 			}
 		})
 	}
@@ -452,7 +458,7 @@ func testDuplicate(t *testing.T, s workflow.Store) {
 	seedRequest(t, s, "run-seed", "req-seed")
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		return errors.Join(
-			tx.InsertRun(ctx, &workflow.Run{ID: "run-keyed", Status: workflow.StatusRunning, IdempotencyKey: "key-1", Workflow: "first"}),
+			tx.InsertRun(ctx, &workflow.Run{ID: "run-keyed", Status: workflow.StatusRunning, RequesterID: "agent:a", IdempotencyKey: "key-1", Workflow: "first"}),
 			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-seed", Seq: 1, SchemaVersion: 1, State: []byte(`"first"`)}),
 			tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-seed", RunID: "run-seed", ApproverID: "U1",
 				Verdict: workflow.VerdictApprove, Reason: "first"}),
@@ -467,7 +473,7 @@ func testDuplicate(t *testing.T, s workflow.Store) {
 	}{
 		{"run id",
 			func(ctx context.Context, tx workflow.Tx) error {
-				return tx.InsertRun(ctx, &workflow.Run{ID: "run-keyed", Status: workflow.StatusDone, IdempotencyKey: "key-2", Workflow: "second"})
+				return tx.InsertRun(ctx, &workflow.Run{ID: "run-keyed", Status: workflow.StatusDone, RequesterID: "agent:a", IdempotencyKey: "key-2", Workflow: "second"})
 			},
 			func(ctx context.Context, tx workflow.Tx) error {
 				r, err := tx.Run(ctx, "run-keyed")
@@ -477,17 +483,17 @@ func testDuplicate(t *testing.T, s workflow.Store) {
 				if r.Workflow != "first" || r.IdempotencyKey != "key-1" {
 					return fmt.Errorf("run-keyed is now %+v", r)
 				}
-				if _, err := tx.RunByIdempotencyKey(ctx, "key-2"); !errors.Is(err, workflow.ErrNotFound) {
+				if _, err := tx.RunByIdempotencyKey(ctx, "agent:a", "key-2"); !errors.Is(err, workflow.ErrNotFound) {
 					return fmt.Errorf("key-2 of the refused run: got %v, want ErrNotFound", err)
 				}
 				return nil
 			}},
-		{"idempotency key",
+		{"idempotency key of the same requester",
 			func(ctx context.Context, tx workflow.Tx) error {
-				return tx.InsertRun(ctx, &workflow.Run{ID: "run-other", Status: workflow.StatusRunning, IdempotencyKey: "key-1"})
+				return tx.InsertRun(ctx, &workflow.Run{ID: "run-other", Status: workflow.StatusRunning, RequesterID: "agent:a", IdempotencyKey: "key-1"})
 			},
 			func(ctx context.Context, tx workflow.Tx) error {
-				r, err := tx.RunByIdempotencyKey(ctx, "key-1")
+				r, err := tx.RunByIdempotencyKey(ctx, "agent:a", "key-1")
 				if err != nil {
 					return err
 				}
@@ -580,6 +586,28 @@ func testDuplicate(t *testing.T, s workflow.Store) {
 	})
 }
 
+// testRequesterKeys: a key is unique per requester only. The same key from
+// two requesters is two runs, each found by its own requester, and a third
+// finds none.
+func testRequesterKeys(t *testing.T, s workflow.Store) {
+	for _, r := range []struct{ id, requester string }{{"run-a", "agent:a"}, {"run-b", "agent:b"}} {
+		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+			return tx.InsertRun(ctx, &workflow.Run{ID: r.id, Status: workflow.StatusRunning, RequesterID: r.requester, IdempotencyKey: "ticket-1"})
+		})
+	}
+	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		for requester, want := range map[string]string{"agent:a": "run-a", "agent:b": "run-b"} {
+			r, err := tx.RunByIdempotencyKey(ctx, requester, "ticket-1")
+			if err != nil || r.ID != want {
+				t.Errorf("%s's key ticket-1 names %+v (%v), want %s", requester, r, err, want)
+			}
+		}
+		_, err := tx.RunByIdempotencyKey(ctx, "agent:c", "ticket-1")
+		wantErr(t, "RunByIdempotencyKey of a requester without the key", err, workflow.ErrNotFound)
+		return nil
+	})
+}
+
 func testEmptyIdempotencyKeys(t *testing.T, s workflow.Store) {
 	for _, id := range []string{"run-a", "run-b", "run-c"} {
 		seedRun(t, s, id)
@@ -591,8 +619,8 @@ func testEmptyIdempotencyKeys(t *testing.T, s workflow.Store) {
 		t.Errorf("runs without an idempotency key: got %d stored, want 3", n)
 	}
 	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
-		_, err := tx.RunByIdempotencyKey(ctx, "")
-		wantErr(t, `RunByIdempotencyKey("")`, err, workflow.ErrNotFound)
+		_, err := tx.RunByIdempotencyKey(ctx, "", "")
+		wantErr(t, `RunByIdempotencyKey("", "")`, err, workflow.ErrNotFound)
 		return nil
 	})
 }
@@ -605,7 +633,7 @@ func testNotFound(t *testing.T, s workflow.Store) {
 	}{
 		{"Run", func(ctx context.Context, tx workflow.Tx) error { _, err := tx.Run(ctx, "nope"); return err }},
 		{"RunByIdempotencyKey", func(ctx context.Context, tx workflow.Tx) error {
-			_, err := tx.RunByIdempotencyKey(ctx, "nope")
+			_, err := tx.RunByIdempotencyKey(ctx, "", "nope")
 			return err
 		}},
 		{"Request", func(ctx context.Context, tx workflow.Tx) error { _, err := tx.Request(ctx, "nope"); return err }},
@@ -1586,7 +1614,7 @@ func checkNothingOf(t *testing.T, s workflow.Store, id string) {
 	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		_, err := tx.Run(ctx, id)
 		wantErr(t, "Run", err, workflow.ErrNotFound)
-		_, err = tx.RunByIdempotencyKey(ctx, "key-"+id)
+		_, err = tx.RunByIdempotencyKey(ctx, "", "key-"+id)
 		wantErr(t, "RunByIdempotencyKey", err, workflow.ErrNotFound)
 		_, err = tx.Request(ctx, "req-"+id)
 		wantErr(t, "Request", err, workflow.ErrNotFound)
