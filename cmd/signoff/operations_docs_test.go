@@ -184,10 +184,10 @@ func TestThePostgresCommandsOfTheDocs(t *testing.T) {
 	if words[len(words)-1] != "serve" {
 		t.Fatalf("not serve: %q", lines[1].cmd)
 	}
-	srv := startBackground(t, dir, env, append(words[1:], "--addr", "127.0.0.1:0")...)
-	addr := srv.addr(t)
+	srv := startBackground(t, dir, env, append(words[1:], "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")...)
+	admin := srv.adminAddr(t)
 	srv.await(t, "the start line", regexp.MustCompile(`msg="signoff serving".* store=postgres`))
-	resp, err := http.Get("http://" + addr + "/readyz")
+	resp, err := http.Get("http://" + admin + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestTheBackupsOfTheDocs(t *testing.T) {
 		t.Parallel()
 		dir := exampleFolder(t)
 		before := aRefund(t, dir, nil, "before", "60.00")
-		srv := startBackground(t, dir, nil, "serve", "--addr", "127.0.0.1:0")
+		srv := startBackground(t, dir, nil, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 		srv.addr(t)
 		for _, l := range shLines(shs[0]) {
 			sh(t, dir, nil, l)
@@ -352,7 +352,7 @@ func TestTheUpgradesOfTheDocs(t *testing.T) {
 	t.Run("a serve of the older build", func(t *testing.T) {
 		t.Parallel()
 		dir := exampleFolder(t)
-		addr := startBackground(t, dir, nil, "serve", "--addr", "127.0.0.1:0").addr(t)
+		addr := startBackground(t, dir, nil, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0").adminAddr(t)
 		ready := func() (int, string) {
 			resp, err := http.Get("http://" + addr + "/readyz")
 			if err != nil {

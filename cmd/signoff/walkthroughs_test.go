@@ -228,7 +228,7 @@ func TestTheAgentAPIWalkthrough(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "signoff.yaml"), append(example, "\napi:\n  tokens:\n"+tokenLines...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := startBackground(t, dir, nil, "serve", "--addr", "127.0.0.1:0").addr(t)
+	addr := startBackground(t, dir, nil, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0").addr(t)
 
 	// The block's lines: each command (continued lines joined), then the
 	// comments after it, a sample answer continued on lines of its own.
