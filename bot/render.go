@@ -374,37 +374,35 @@ func actionText(i int, a workflow.Action, rc RenderContext) (text string, all bo
 	if shown == nil {
 		return head + "\n_arguments hidden_", all
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(shown, &obj); err != nil {
+	fields, ok := workflow.ShowFields(shown)
+	if !ok {
 		// Not an object: show it whole, as a value.
 		room := maxActionText - len(head) - 10
-		return head + "\n" + mdCode(string(shown), room), all && len(shown) <= room
+		v := workflow.ShowValue(shown)
+		return head + "\n" + mdCode(v, room), all && len(v) <= room
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	lines := []string{head}
-	for _, k := range keys {
+	for _, f := range fields {
 		if len(lines) > maxArgLines {
 			all = false
 			break
 		}
 		// The key in a code span too: an agent wrote it, and mrkdwn in it
-		// (bold, links, emoji) would pass for signoff's own words.
-		v := valueText(obj[k])
-		lines = append(lines, "• "+mdCode(k, maxKey)+": "+mdCode(v, maxArgValue))
-		all = all && len(k) <= maxKey && len(v) <= maxArgValue
+		// (bold, links, emoji) would pass for signoff's own words. Values
+		// are shown as JSON (workflow.ShowValue), so that a string never
+		// reads like a number, a boolean, null or an object.
+		lines = append(lines, "• "+mdCode(f.Key, maxKey)+": "+mdCode(f.Value, maxArgValue))
+		all = all && len(f.Key) <= maxKey && len(f.Value) <= maxArgValue
 	}
-	if len(keys) > maxArgLines {
-		lines = append(lines, fmt.Sprintf("…and %d more arguments", len(keys)-maxArgLines))
+	if len(fields) > maxArgLines {
+		lines = append(lines, fmt.Sprintf("…and %d more arguments", len(fields)-maxArgLines))
 	}
 	text = cutLines(lines, maxActionText, func(n int) string { return fmt.Sprintf("…and %d more arguments", n) })
 	return text, all && text == strings.Join(lines, "\n")
 }
 
-// valueText shows a JSON string as its text and anything else as compact JSON.
+// valueText shows a JSON string as its text and anything else as compact
+// JSON: for the requester's evidence, which is their words, not what runs.
 func valueText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {

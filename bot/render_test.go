@@ -422,8 +422,39 @@ func TestAMessageThatCannotShowItAllSaysWhere(t *testing.T) {
 func TestArgumentKeysAreInert(t *testing.T) {
 	v := withArgs(refundView(), `{"amount":119,"*Approved* :white_check_mark: <https://e.example|ok>":1}`)
 	text, _ := actionText(0, v.Actions[0], goldenContext(t))
-	if !strings.Contains(text, "• `*Approved* :white_check_mark: &lt;https://e.example|ok&gt;`: `1`") {
+	if !strings.Contains(text, "• `\"*Approved* :white_check_mark: &lt;https://e.example|ok&gt;\"`: `1`") {
 		t.Errorf("the key is not shown literally in a code span:\n%s", text)
+	}
+}
+
+// TestArgumentValuesShowTheirType: each argument reads as the JSON value it
+// is, so that no two of them look alike: a string in quotes, a number, a
+// boolean or null bare, a string holding JSON unlike the object it spells,
+// and the empty string unlike nothing.
+func TestArgumentValuesShowTheirType(t *testing.T) {
+	v := withArgs(refundView(), `{"b":false,"b_str":"false","n":10,"n_str":"10","o":{"x":1},"o_str":"{\"x\":1}",`+
+		`"z":null,"z_str":"null","e":"","a":[1,"1"]}`)
+	rc := goldenContext(t)
+	rc.Redact = func(_ string, args json.RawMessage) json.RawMessage { return args }
+	text, whole := actionText(0, v.Actions[0], rc)
+	want := []string{
+		"• `a`: `[1,\"1\"]`",
+		"• `b`: `false`", "• `b_str`: `\"false\"`",
+		"• `e`: `\"\"`",
+		"• `n`: `10`", "• `n_str`: `\"10\"`",
+		"• `o`: `{\"x\":1}`", "• `o_str`: `\"{\\\"x\\\":1}\"`",
+		"• `z`: `null`", "• `z_str`: `\"null\"`",
+	}
+	if got := strings.Split(text, "\n")[1:]; !whole || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the arguments read (whole %v):\n%s\nwant:\n%s", whole, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	spec, err := workflow.NewActionSpec("request_refund", nil, nil, []string{"b_str"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Redact = Redactor(specMap{"request_refund": spec})
+	if text, _ := actionText(0, v.Actions[0], rc); !strings.Contains(text, "• `b_str`: `\"[redacted]\"`") {
+		t.Errorf("a hidden argument does not read as hidden:\n%s", text)
 	}
 }
 

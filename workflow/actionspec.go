@@ -192,29 +192,54 @@ func (e *ArgsError) Error() string {
 	return fmt.Sprintf("invalid arguments for %s: %s", e.Action, strings.Join(parts, "; "))
 }
 
-// Validate checks args strictly: one JSON object, no duplicate keys, and
-// everything the schema says. The error is an *ArgsError naming every problem.
+// Validate checks args strictly: one JSON object, no duplicate keys, no
+// value that reads as a hidden one, and everything the schema says. The
+// error is an *ArgsError naming every problem.
 func (s *ActionSpec) Validate(args json.RawMessage) error {
 	inst, err := s.decodeArgs(args)
 	if err != nil {
 		return err
 	}
-	if s.schema == nil {
-		return nil
-	}
-	err = s.schema.Validate(inst)
-	if err == nil {
-		return nil
-	}
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		return fmt.Errorf("validate arguments for %s: %w", s.Name, err)
-	}
 	ae := &ArgsError{Action: s.Name}
-	collectProblems(verr, inst, ae)
+	checkValues(inst, "", ae)
+	if s.schema != nil {
+		err = s.schema.Validate(inst)
+		var verr *jsonschema.ValidationError
+		switch {
+		case err == nil:
+		case errors.As(err, &verr):
+			collectProblems(verr, inst, ae)
+		default:
+			return fmt.Errorf("validate arguments for %s: %w", s.Name, err)
+		}
+	}
+	if len(ae.Problems) == 0 {
+		return nil
+	}
 	slices.SortStableFunc(ae.Problems, func(a, b ArgProblem) int { return strings.Compare(a.Path, b.Path) })
 	ae.Problems = slices.Compact(ae.Problems)
 	return ae
+}
+
+// checkValues refuses, at any depth, a string that is Redaction: people are
+// shown it in place of a hidden field, so an argument holding it would read
+// as hidden while it runs as written.
+func checkValues(v any, at string, ae *ArgsError) {
+	switch c := v.(type) {
+	case string:
+		if c == Redaction {
+			ae.Problems = append(ae.Problems, ArgProblem{Path: at,
+				Reason: fmt.Sprintf("must not be %q: signoff shows that in place of a hidden field", Redaction)})
+		}
+	case []any:
+		for i, el := range c {
+			checkValues(el, at+"["+strconv.Itoa(i)+"]", ae)
+		}
+	case map[string]any:
+		for k, el := range c {
+			checkValues(el, joinPath(at, k), ae)
+		}
+	}
 }
 
 // decodeArgs reads args as one JSON object with exact numbers. Empty args mean

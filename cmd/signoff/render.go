@@ -53,6 +53,17 @@ func redactor(find func(string) (*workflow.ActionSpec, bool)) argsShown {
 	}
 }
 
+// argsText is how a terminal prints arguments, given what argsShown returned
+// for them: as JSON the way every surface shows values (workflow.ShowValue:
+// a string always quoted, a number as written), or argsShown's words when it
+// hid them whole.
+func argsText(redacted string) string {
+	if !json.Valid([]byte(redacted)) {
+		return term(redacted)
+	}
+	return term(workflow.ShowValue(json.RawMessage(redacted)))
+}
+
 // redactEdited shows an approver's edited arguments. A decision does not say
 // which action it edited, so every redact: list of the run's actions applies.
 func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMessage) string {
@@ -60,10 +71,10 @@ func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMes
 	for _, a := range actions {
 		out = json.RawMessage(shown(a.Name, out))
 		if !json.Valid(out) {
-			return string(out)
+			return term(string(out))
 		}
 	}
-	return string(out)
+	return argsText(string(out))
 }
 
 // redactReceipt shows a receipt whose detail (the target's answer) may echo
@@ -147,7 +158,7 @@ func fieldValue(v json.RawMessage, hidden bool) string {
 	case hidden:
 		return workflow.Redaction
 	}
-	return string(v)
+	return workflow.ShowValue(v)
 }
 
 // renderRun prints a run the way an approver reads it: what will happen, why,
@@ -189,7 +200,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		}
 		fmt.Fprintf(w, "  %s:\n", head)
 		for i, act := range v.Actions {
-			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), term(shown(act.Name, act.Args)))
+			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(shown(act.Name, act.Args)))
 		}
 	}
 	if len(v.Evidence) > 0 {
@@ -254,7 +265,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 			}
 			if changed == nil {
 				// The state before the edit was pruned: only the result is known.
-				line += " to " + term(redactEdited(shown, v.Actions, d.Edited))
+				line += " to " + redactEdited(shown, v.Actions, d.Edited)
 			}
 		}
 		if d.Reason != "" {
@@ -268,7 +279,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 	for _, op := range v.Operations {
 		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", term(op.Key), term(op.Action), term(string(op.Status)), op.Attempts)
 		if len(op.Receipt) > 0 {
-			fmt.Fprintf(w, " receipt %s", term(redactReceipt(shown, op.Action, op.Receipt)))
+			fmt.Fprintf(w, " receipt %s", argsText(redactReceipt(shown, op.Action, op.Receipt)))
 		}
 		if op.Error != "" {
 			fmt.Fprintf(w, " — %s", term(op.Error))
@@ -528,7 +539,7 @@ func renderTrace(w io.Writer, hist []workflow.HistoryEntry, shown argsShown, led
 			}
 			if st.Proposed && (prev == nil || !prev.Proposed) {
 				for i, a := range st.Actions {
-					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), term(shown(a.Name, a.Args)))
+					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), argsText(shown(a.Name, a.Args)))
 				}
 			}
 		}

@@ -1,0 +1,70 @@
+package workflow_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// TestShowValueSaysTheType: every value reads as the JSON it is, so that a
+// string never passes for a number, a boolean, null or an object, and a
+// number reads as it was written.
+func TestShowValueSaysTheType(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`false`, `false`},
+		{`"false"`, `"false"`},
+		{`10`, `10`},
+		{`"10"`, `"10"`},
+		{`119.00`, `119.00`},
+		{`null`, `null`},
+		{`"null"`, `"null"`},
+		{`""`, `""`},
+		{`{"x":1}`, `{"x":1}`},
+		{`"{\"x\":1}"`, `"{\"x\":1}"`},
+		{` { "b" : [ 1 , "1" ], "a" : true } `, `{"a":true,"b":[1,"1"]}`},
+		{`"line\nbreak\ttab \\ back"`, `"line\nbreak\ttab \\ back"`},
+		{`"\u001b[2K\u202e"`, `"\u001b[2K\u202e"`},
+		{`{"a":1,"a":2}`, `(not JSON) {"a":1,"a":2}`},
+		{"\"\xff\"", `(not JSON) "\xff"`},
+		{``, `(not JSON) `},
+	} {
+		if got := workflow.ShowValue(json.RawMessage(tc.in)); got != tc.want {
+			t.Errorf("ShowValue(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestRedactionReadsOnlyAsHidden: a hidden field reads "[redacted]", and an
+// argument may not hold that text at any depth, so that what reads as hidden
+// always is: the refusal names the field.
+func TestRedactionReadsOnlyAsHidden(t *testing.T) {
+	spec, err := workflow.NewActionSpec("a", nil, nil, []string{"token", "card.number"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{"token":"tok-1","card":{"number":"4242","exp":"12/30"},"note":"ok"}`)
+	shown, err := spec.Redacted(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"card":{"exp":"12/30","number":"[redacted]"},"note":"ok","token":"[redacted]"}`
+	if got := workflow.ShowValue(shown); got != want {
+		t.Errorf("ShowValue(redacted) = %s, want %s", got, want)
+	}
+	for _, tc := range []struct{ args, field string }{
+		{`{"note":"[redacted]"}`, "note"},
+		{`{"card":{"number":"[redacted]"}}`, "card.number"},
+		{`{"items":[{"sku":"A"},{"sku":"[redacted]"}]}`, "items[1].sku"},
+	} {
+		err := spec.Validate(json.RawMessage(tc.args))
+		var ae *workflow.ArgsError
+		if !errors.As(err, &ae) || len(ae.Problems) != 1 || ae.Problems[0].Path != tc.field {
+			t.Errorf("Validate(%s) = %v, want a refusal of %s", tc.args, err, tc.field)
+		}
+	}
+	if err := spec.Validate(json.RawMessage(`{"note":"[redacted] by the customer"}`)); err != nil {
+		t.Errorf("a note that only mentions it is refused: %v", err)
+	}
+}
