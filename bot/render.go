@@ -659,7 +659,8 @@ var mdMarkup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // mdCode shows s literally in a code span, cut to max bytes before escaping:
 // inert, so one value stays on one line, and with a backtick, which would
-// end the span, swapped for a look-alike.
+// end the span, swapped for a look-alike. Argument values and keys never
+// hold one: workflow.ShowValue writes it \u0060, so they read exactly.
 func mdCode(s string, max int) string {
 	if s == "" {
 		return "` `"

@@ -66,10 +66,16 @@ func ShowKey(k string) string {
 	return ShowString(k)
 }
 
-// ShowString quotes s as a JSON string literal: ", \ and every character that
-// is not shown as it is (controls, bidi and zero-width characters, fillers)
-// are escaped, \n, \t and \uXXXX, so that the literal reads back as exactly s
-// and two different strings never show alike.
+// ShowString quotes s as a JSON string literal that reads back as exactly s,
+// in printable ASCII: ", \ and line breaks and tabs are escaped as JSON
+// escapes them (\", \\, \n, \r, \t), and every other character that is not
+// printable ASCII, or that Slack's mrkdwn acts on even in a code span (the
+// backtick that would end it, &, < and >), as \uXXXX. Every character has
+// one spelling and the backslash is itself escaped, so two different strings
+// never show alike: a backtick (\u0060) and its look-alike U+02CB (\u02cb),
+// a Latin a and a Cyrillic а (\u0430), é and e + U+0301, a space and a
+// no-break space (\u00a0) all read apart. A byte that is not UTF-8, which
+// no JSON string holds, reads \xNN.
 func ShowString(s string) string {
 	var b strings.Builder
 	writeString(&b, s)
@@ -79,8 +85,11 @@ func ShowString(s string) string {
 func writeString(b *strings.Builder, s string) {
 	b.Grow(len(s) + 2)
 	b.WriteByte('"')
-	for _, r := range s {
+	for i, r := range s {
 		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\ufffd"):
+			// Not UTF-8 (no JSON string holds it): the byte, as Inert shows it.
+			fmt.Fprintf(b, `\x%02x`, s[i])
 		case r == '"':
 			b.WriteString(`\"`)
 		case r == '\\':
@@ -91,14 +100,17 @@ func writeString(b *strings.Builder, s string) {
 			b.WriteString(`\r`)
 		case r == '\t':
 			b.WriteString(`\t`)
-		case !shownAsIs(r) || r == utf8.RuneError:
+		case r < 0x20 || r >= 0x7f || mrkdwnActive(r):
 			writeEscape(b, r)
 		default:
-			b.WriteRune(r)
+			b.WriteByte(byte(r))
 		}
 	}
 	b.WriteByte('"')
 }
+
+// mrkdwnActive reports whether Slack acts on r inside a code span.
+func mrkdwnActive(r rune) bool { return r == '`' || r == '&' || r == '<' || r == '>' }
 
 // writeEscape writes r as JSON's \uXXXX, a pair of them above the BMP.
 func writeEscape(b *strings.Builder, r rune) {
@@ -111,7 +123,8 @@ func writeEscape(b *strings.Builder, r rune) {
 }
 
 // notJSON shows bytes that are not one JSON value: marked, with every byte
-// that is not printable ASCII (and the backslash) escaped.
+// that is not printable ASCII, or is active in mrkdwn, escaped as \xNN (and
+// the backslash doubled).
 func notJSON(raw []byte) string {
 	var b strings.Builder
 	b.WriteString("(not JSON) ")
@@ -119,7 +132,7 @@ func notJSON(raw []byte) string {
 		switch {
 		case c == '\\':
 			b.WriteString(`\\`)
-		case c < 0x20 || c >= 0x7f:
+		case c < 0x20 || c >= 0x7f || mrkdwnActive(rune(c)):
 			fmt.Fprintf(&b, `\x%02x`, c)
 		default:
 			b.WriteByte(c)

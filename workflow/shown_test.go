@@ -68,3 +68,32 @@ func TestRedactionReadsOnlyAsHidden(t *testing.T) {
 		t.Errorf("a note that only mentions it is refused: %v", err)
 	}
 }
+
+// TestShowStringReadsApart: strings that look alike, or that an escaping
+// without a doubled backslash would merge, read apart, in printable ASCII
+// without a backtick, & < or >, which Slack acts on inside a code span.
+func TestShowStringReadsApart(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"`", `"\u0060"`},
+		{"\u02cb", `"\u02cb"`},
+		{`\u0060`, `"\\u0060"`},
+		{"amount", `"amount"`},
+		{"\u0430mount", `"\u0430mount"`},
+		{"amount\ufe0f", `"amount\ufe0f"`},
+		{"amount\u00a0", `"amount\u00a0"`},
+		{"caf\u00e9", `"caf\u00e9"`},
+		{"cafe\u0301", `"cafe\u0301"`},
+		{"<@U0LEAD0001> &amp;", `"\u003c@U0LEAD0001\u003e \u0026amp;"`},
+		{"\U0001F600", `"\ud83d\ude00"`},
+		{"\ufffd", `"\ufffd"`},
+		{"\xff", `"\xff"`},
+		{"\x1b\x7f\u0085", `"\u001b\u007f\u0085"`},
+	} {
+		if got := workflow.ShowString(tc.in); got != tc.want {
+			t.Errorf("ShowString(%+q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	if got := workflow.ShowValue(json.RawMessage("{\"`\":\"<b>\"}")); got != `{"\u0060":"\u003cb\u003e"}` {
+		t.Errorf("keys and values inside an object: %s", got)
+	}
+}

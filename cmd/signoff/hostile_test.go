@@ -224,3 +224,108 @@ func fill(v reflect.Value, next func() string) {
 		}
 	}
 }
+
+// noteConfig is the built-in config with note, an action that takes any
+// arguments (no schema) and waits for a manager.
+func noteConfig(t *testing.T, dir string, redact ...string) string {
+	t.Helper()
+	r := ""
+	if len(redact) > 0 {
+		r = ", redact: [" + strings.Join(redact, ", ") + "]"
+	}
+	return writeConfig(t, dir, "signoff.yaml", "  create_return_label: {executor: demo}\n",
+		"  create_return_label: {executor: demo}\n  note: {executor: {type: command, command: [/bin/true]}"+r+"}\n")
+}
+
+// TestDistinctValuesNeverRenderAliteOnTheTerminal: a proposal whose actions
+// hold every value of the hostile corpus, one each, is shown by show with
+// every value in printable ASCII and no two different values alike (numbers
+// are stored in canonical form, so 10.0 and 10 are one value).
+func TestDistinctValuesNeverRenderAliteOnTheTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := noteConfig(t, dir)
+	values := texttest.Values(t)
+	var acts []string
+	for _, v := range values {
+		acts = append(acts, `{"name":"note","args":{"v":`+string(v)+`}}`)
+	}
+	p := `{"requester":{"id":"agent:resolver"},"actions":[` + strings.Join(acts, ",") + `]}`
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", proposal(t, dir, "values.json", p)))
+	out := must(t, dir, exitWaiting, "--config", cfg, "show", id)
+	line := regexp.MustCompile(`(?m)^    (\d+)\. note +(.*)$`)
+	rows := line.FindAllStringSubmatch(out, -1)
+	if len(rows) != len(values) {
+		t.Fatalf("show lists %d actions, want %d:\n%s", len(rows), len(values), out)
+	}
+	seen := map[string]string{}
+	for i, r := range rows {
+		v, err := workflow.Canonical(values[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := r[2]
+		for _, c := range shown {
+			if c < 0x20 || c >= 0x7f {
+				t.Errorf("%s shows as %s, with %U", values[i], shown, c)
+				break
+			}
+		}
+		if other, ok := seen[shown]; ok && other != string(v) {
+			t.Errorf("%s and %s both show as %s", other, v, shown)
+		}
+		seen[shown] = string(v)
+	}
+	for _, want := range []string{`{"v":"\u0060rm -rf /\u0060"}`, `{"v":"\u02cbrm -rf /\u02cb"}`, `{"v":"\u0430mount"}`, `{"v":"10"}`, `{"v":10}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show does not print %s:\n%s", want, out)
+		}
+	}
+}
+
+// TestDistinctValuesNeverRenderAlikeInEveryTerminalRenderer: the hostile
+// corpus's values as the terminal's renderers print an action's arguments
+// (show) and an edit's changes, and as keys of an edit's changes: printable
+// ASCII, no two alike.
+func TestDistinctValuesNeverRenderAlikeInEveryTerminalRenderer(t *testing.T) {
+	plain, err := workflow.NewActionSpec("note", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(string) (*workflow.ActionSpec, bool) { return plain, true }
+	seen := map[string]map[string]string{}
+	for _, v := range texttest.Values(t) {
+		args := json.RawMessage(`{"v":` + string(v) + `}`)
+		var show bytes.Buffer
+		renderRun(&show, &workflow.RunView{ID: "run_1", Status: workflow.StatusDone, Actions: []workflow.Action{{Name: "note", Args: args}}},
+			config.Default().Roles, redactor(find), find, nil, time.Time{})
+		_, line, _ := strings.Cut(show.String(), "1. note")
+		outputs := map[string]string{
+			"show":  strings.TrimSpace(strings.SplitN(line, "\n", 2)[0]),
+			"edits": strings.TrimPrefix(changesText(workflow.ChangedFields([]workflow.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []workflow.Action{{Name: "note", Args: args}}), nil, find), "v (none) → "),
+		}
+		if v[0] == '"' {
+			var key string
+			_ = json.Unmarshal(v, &key)
+			keyed := json.RawMessage(`{` + string(v) + `:1}`)
+			if label, _, ok := strings.Cut(changesText(workflow.ChangedFields([]workflow.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []workflow.Action{{Name: "note", Args: keyed}}), nil, find), " (none) → "); ok && !strings.Contains(key, ".") {
+				outputs["edited keys"] = label
+			}
+		}
+		for what, shown := range outputs {
+			if seen[what] == nil {
+				seen[what] = map[string]string{}
+			}
+			for _, c := range shown {
+				if c < 0x20 || c >= 0x7f {
+					t.Errorf("%s: %s shows as %s, with %U", what, v, shown, c)
+					break
+				}
+			}
+			if other, ok := seen[what][shown]; ok {
+				t.Errorf("%s: %s and %s both show as %s", what, other, v, shown)
+			}
+			seen[what][shown] = string(v)
+		}
+	}
+}

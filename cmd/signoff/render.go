@@ -146,9 +146,21 @@ func changesText(changes []workflow.FieldChange, actions []workflow.Action, find
 		if len(actions) > 1 || label == "" {
 			label = strings.TrimSuffix(name+"."+c.Field, ".")
 		}
-		parts = append(parts, fmt.Sprintf("%s %s → %s", label, fieldValue(c.From, hidden), fieldValue(c.To, hidden)))
+		parts = append(parts, fmt.Sprintf("%s %s → %s", fieldLabel(label), fieldValue(c.From, hidden), fieldValue(c.To, hidden)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// fieldLabel shows a field's path as it is when each of its keys is a plain
+// name (amount, card.number), and quoted as a value is otherwise, so that a
+// key with a look-alike or invisible character reads unlike the plain one.
+func fieldLabel(path string) string {
+	for seg := range strings.SplitSeq(path, ".") {
+		if workflow.ShowKey(seg) != seg {
+			return workflow.ShowString(path)
+		}
+	}
+	return path
 }
 
 func fieldValue(v json.RawMessage, hidden bool) string {
