@@ -382,6 +382,11 @@ func actionText(i int, a workflow.Action, rc RenderContext) (text string, all bo
 		return head + "\n" + mdCode(v, room), all && len(v) <= room
 	}
 	lines := []string{head}
+	// Keys that read alike reach here only when the schema names each; say
+	// so first, where no cut can drop it.
+	for _, g := range workflow.LookalikeKeys(shown) {
+		lines = append(lines, ":warning: *Keys that read alike:* "+lookalikeText(g)+". Check which value is which.")
+	}
 	for _, f := range fields {
 		if len(lines) > maxArgLines {
 			all = false
@@ -399,6 +404,15 @@ func actionText(i int, a workflow.Action, rc RenderContext) (text string, all bo
 	}
 	text = cutLines(lines, maxActionText, func(n int) string { return fmt.Sprintf("…and %d more arguments", n) })
 	return text, all && text == strings.Join(lines, "\n")
+}
+
+// lookalikeText lists the paths of keys that read alike, each in a code span.
+func lookalikeText(paths []string) string {
+	shown := make([]string, len(paths))
+	for i, p := range paths {
+		shown[i] = mdCode(p, 80)
+	}
+	return strings.Join(shown, " and ")
 }
 
 // valueText shows a JSON string as its text and anything else as compact

@@ -458,6 +458,25 @@ func TestArgumentValuesShowTheirType(t *testing.T) {
 	}
 }
 
+// TestLookalikeKeysAreFlagged: keys that read alike (which submit takes only
+// when the schema names both) are named first in the action's section, at
+// the top and nested, before any argument a cut could drop.
+func TestLookalikeKeysAreFlagged(t *testing.T) {
+	v := withArgs(refundView(), `{"ID":"A","amount":119,"id":"a","items":[{"SKU":1,"sku":2}]}`)
+	text, _ := actionText(0, v.Actions[0], goldenContext(t))
+	lines := strings.Split(text, "\n")
+	want := []string{
+		":warning: *Keys that read alike:* `ID` and `id`. Check which value is which.",
+		":warning: *Keys that read alike:* `items[0].SKU` and `items[0].sku`. Check which value is which.",
+	}
+	if len(lines) < 3 || lines[1] != want[0] || lines[2] != want[1] {
+		t.Errorf("the keys that read alike are not flagged first:\n%s", text)
+	}
+	if text, _ := actionText(0, refundView().Actions[0], goldenContext(t)); strings.Contains(text, "read alike") {
+		t.Errorf("keys that read apart are flagged:\n%s", text)
+	}
+}
+
 func TestRenderRedactsAndEscapes(t *testing.T) {
 	v := refundView()
 	v.Summary = "refund <@U0EVIL> & <!channel> `now`"

@@ -193,7 +193,9 @@ func (e *ArgsError) Error() string {
 }
 
 // Validate checks args strictly: one JSON object, no duplicate keys, no
-// value that reads as a hidden one, and everything the schema says. The
+// value that reads as a hidden one, no key that is not NFC, holds an
+// invisible character or reads like another of its object (see checkKeys),
+// and everything the schema says. The
 // error is an *ArgsError naming every problem.
 func (s *ActionSpec) Validate(args json.RawMessage) error {
 	inst, err := s.decodeArgs(args)
@@ -202,6 +204,7 @@ func (s *ActionSpec) Validate(args json.RawMessage) error {
 	}
 	ae := &ArgsError{Action: s.Name}
 	checkValues(inst, "", ae)
+	s.checkKeys(inst, "", nil, ae)
 	if s.schema != nil {
 		err = s.schema.Validate(inst)
 		var verr *jsonschema.ValidationError
@@ -349,9 +352,12 @@ func argPath(inst any, loc []string) string {
 
 var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
+// joinPath names key under path: a plain key after a dot, any other quoted
+// as ShowString quotes it, so that a path reads in printable ASCII and a key
+// with a look-alike or invisible character reads unlike the plain one.
 func joinPath(path, key string) string {
 	if !plainKey.MatchString(key) {
-		return path + "[" + strconv.Quote(key) + "]"
+		return path + "[" + ShowString(key) + "]"
 	}
 	if path == "" {
 		return key

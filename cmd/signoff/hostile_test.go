@@ -329,3 +329,63 @@ func TestDistinctValuesNeverRenderAlikeInEveryTerminalRenderer(t *testing.T) {
 		}
 	}
 }
+
+// TestLookalikeKeysAreRefusedAtSubmit: a proposal whose arguments hold two
+// keys that read alike (of each look-alike group of the hostile corpus), or
+// a key with an invisible character or not in NFC, at any depth, is refused
+// with exit 2 naming the field in printable ASCII, and nothing is stored.
+func TestLookalikeKeysAreRefusedAtSubmit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := noteConfig(t, dir)
+	submit := func(args string) (int, string) {
+		t.Helper()
+		code, out, errs := signoffIn(t, dir, `{"requester":{"id":"agent:resolver"},"actions":[{"name":"note","args":`+args+`}]}`, "--config", cfg, "submit", "-")
+		return code, out + errs
+	}
+	key := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	type refusal struct{ args, field string }
+	var cases []refusal
+	for _, g := range texttest.LookalikeKeys(t) {
+		cases = append(cases,
+			refusal{`{` + key(g[0]) + `:1,` + key(g[1]) + `:2}`, "invalid arguments for note: "},
+			refusal{`{"card":{"items":[{` + key(g[0]) + `:1,` + key(g[len(g)-1]) + `:2}]}}`, "invalid arguments for note: card.items[0]"})
+	}
+	cases = append(cases,
+		refusal{`{"amount\ufe0f":1}`, `invalid arguments for note: ["amount\ufe0f"]: key "amount\ufe0f" holds an invisible`},
+		refusal{`{"card":{"cafe\u0301":1}}`, `invalid arguments for note: card["cafe\u0301"]: key "cafe\u0301" is not in Unicode's composed form (NFC): write it "caf\u00e9"`},
+		refusal{`{"amount ":1}`, `invalid arguments for note: ["amount "]: key "amount " starts or ends with a space`})
+	for _, tc := range cases {
+		code, out := submit(tc.args)
+		if code != exitRefused || !strings.Contains(out, tc.field) {
+			t.Errorf("%s: exit %d, want %d naming %s:\n%s", tc.args, code, exitRefused, tc.field, out)
+		}
+		if live := texttest.Live(out, true); live != "" || strings.ContainsFunc(out, func(r rune) bool { return r >= 0x7f && r != '→' && r != '…' }) {
+			t.Errorf("%s: the refusal does not name the key in printable ASCII:\n%s", tc.args, out)
+		}
+	}
+	if n := len(runs(t, dir, "--config", cfg)); n != 0 {
+		t.Errorf("refused proposals stored %d runs", n)
+	}
+	// Keys in another script or capitalised, alone, are fine.
+	if code, out := submit(`{"\u0430mount":1,"Note":"x"}`); code != exitWaiting {
+		t.Errorf("distinct keys refused: exit %d\n%s", code, out)
+	}
+}
+
+// TestLookalikeKeysASchemaNamesAreFlaggedOnTheTerminal: when the action's schema names
+// both keys that read alike, the proposal is taken, and show and the Slack
+// message say loudly that they read alike.
+func TestLookalikeKeysASchemaNamesAreFlaggedOnTheTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "signoff.yaml", "  create_return_label: {executor: demo}\n",
+		"  create_return_label: {executor: demo}\n  note:\n    schema: {type: object, properties: {id: {type: string}, ID: {type: string}}}\n"+
+			"    executor: {type: command, command: [/bin/true]}\n")
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", proposal(t, dir, "ids.json",
+		`{"requester":{"id":"agent:resolver"},"actions":[{"name":"note","args":{"id":"a","ID":"A"}}]}`)))
+	out := must(t, dir, exitWaiting, "--config", cfg, "show", id)
+	if !strings.Contains(out, `{"ID":"A","id":"a"}`+"\n       WARNING: keys that read alike: ID and id; check which value is which\n") {
+		t.Errorf("show does not flag the keys that read alike:\n%s", out)
+	}
+}

@@ -213,6 +213,9 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		fmt.Fprintf(w, "  %s:\n", head)
 		for i, act := range v.Actions {
 			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(shown(act.Name, act.Args)))
+			for _, g := range workflow.LookalikeKeys(act.Args) {
+				fmt.Fprintf(w, "       WARNING: keys that read alike: %s; check which value is which\n", term(strings.Join(g, " and ")))
+			}
 		}
 	}
 	if len(v.Evidence) > 0 {
