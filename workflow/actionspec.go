@@ -224,11 +224,14 @@ func (s *ActionSpec) Validate(args json.RawMessage) error {
 	return ae
 }
 
-// checkValues refuses, at any depth, a string that is Redaction: people are
+// checkValues refuses, at any depth, a number that a float does not hold
+// exactly (see numberProblem), and a string that is Redaction: people are
 // shown it in place of a hidden field, so an argument holding it would read
 // as hidden while it runs as written.
 func checkValues(v any, at string, ae *ArgsError) {
 	switch c := v.(type) {
+	case json.Number:
+		checkNumber(c, at, ae)
 	case string:
 		if c == Redaction {
 			ae.Problems = append(ae.Problems, ArgProblem{Path: at,
@@ -273,6 +276,13 @@ func collectProblems(e *jsonschema.ValidationError, inst any, ae *ArgsError) {
 	}
 	at := argPath(inst, e.InstanceLocation)
 	add := func(path, reason string) { ae.Problems = append(ae.Problems, ArgProblem{Path: path, Reason: reason}) }
+	// The number as the proposal wrote it (119.00, not 119).
+	got := func(r *big.Rat) string {
+		if n, ok := valueAt(inst, e.InstanceLocation).(json.Number); ok {
+			return string(n)
+		}
+		return ratString(r)
+	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
 		for _, m := range k.Missing {
@@ -285,15 +295,15 @@ func collectProblems(e *jsonschema.ValidationError, inst any, ae *ArgsError) {
 	case *kind.Type:
 		add(at, fmt.Sprintf("must be %s, got %s", strings.Join(k.Want, " or "), k.Got))
 	case *kind.Minimum:
-		add(at, fmt.Sprintf("must be at least %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be at least %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.Maximum:
-		add(at, fmt.Sprintf("must be at most %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be at most %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.ExclusiveMinimum:
-		add(at, fmt.Sprintf("must be greater than %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be greater than %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.ExclusiveMaximum:
-		add(at, fmt.Sprintf("must be less than %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be less than %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.MultipleOf:
-		add(at, fmt.Sprintf("must be a multiple of %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be a multiple of %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.MinLength:
 		add(at, fmt.Sprintf("must be at least %d characters long, got %d", k.Want, k.Got))
 	case *kind.MaxLength:
@@ -313,16 +323,24 @@ func collectProblems(e *jsonschema.ValidationError, inst any, ae *ArgsError) {
 	}
 }
 
-// ratString prints 0.01 as 0.01, not as the fraction 1/100.
-func ratString(r *big.Rat) string {
-	if r == nil {
-		return "?"
+// valueAt is the value at a JSON pointer's tokens in inst, or nil.
+func valueAt(inst any, loc []string) any {
+	cur := inst
+	for _, tok := range loc {
+		switch c := cur.(type) {
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		case map[string]any:
+			cur = c[tok]
+		default:
+			return nil
+		}
 	}
-	if r.IsInt() {
-		return r.RatString()
-	}
-	f, _ := r.Float64()
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return cur
 }
 
 // argPath renders a JSON pointer's tokens as amount or items[0].sku, looking at

@@ -389,3 +389,32 @@ func TestLookalikeKeysASchemaNamesAreFlaggedOnTheTerminal(t *testing.T) {
 		t.Errorf("show does not flag the keys that read alike:\n%s", out)
 	}
 }
+
+// TestNumbersThatWouldChangeAreRefusedAtSubmit: a refund of
+// 100.000000000000001, or a note holding a number of the hostile corpus
+// that a 64-bit float does not hold exactly, is refused with exit 2 naming
+// the field and the number as written, and nothing is stored; a schema's
+// refusal prints the number as written too.
+func TestNumbersThatWouldChangeAreRefusedAtSubmit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := noteConfig(t, dir)
+	code, _, errs := signoffIn(t, dir, refundJSON("agent:resolver", "100.000000000000001", ""), "--config", cfg, "submit", "-")
+	if want := "amount: the number 100.000000000000001 would be kept as 100: "; code != exitRefused || !strings.Contains(errs, want) {
+		t.Errorf("submit: exit %d, stderr %q; want %d and %q", code, errs, exitRefused, want)
+	}
+	code, _, errs = signoffIn(t, dir, refundJSON("agent:resolver", "1000000.010", ""), "--config", cfg, "submit", "-")
+	if want := "amount: must be at most 1000000, got 1000000.010"; code != exitRefused || !strings.Contains(errs, want) {
+		t.Errorf("submit: exit %d, stderr %q; want %d and %q", code, errs, exitRefused, want)
+	}
+	for _, n := range texttest.ChangedNumbers(t) {
+		code, _, errs := signoffIn(t, dir, `{"requester":{"id":"agent:resolver"},"actions":[{"name":"note","args":{"lines":[{"qty":`+string(n)+`}]}}]}`,
+			"--config", cfg, "submit", "-")
+		if want := "lines[0].qty: the number " + string(n) + " "; code != exitRefused || !strings.Contains(errs, want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", n, code, errs, exitRefused, want)
+		}
+	}
+	if n := len(runs(t, dir, "--config", cfg)); n != 0 {
+		t.Errorf("refused proposals stored %d runs", n)
+	}
+}
