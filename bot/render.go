@@ -62,6 +62,14 @@ type RenderContext struct {
 	Command string
 }
 
+// shown is Redact, failing closed.
+func (rc RenderContext) shown(action string, args json.RawMessage) json.RawMessage {
+	if rc.Redact == nil {
+		return nil
+	}
+	return rc.Redact(action, args)
+}
+
 func (rc RenderContext) slash() string {
 	if rc.Command == "" {
 		return DefaultCommand
@@ -100,6 +108,9 @@ func RenderRun(v *workflow.RunView, rc RenderContext) []slack.Block {
 }
 
 func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.Block {
+	// What the redact: fields hold is hidden wherever the run shows it: a
+	// receipt's echo, an error, the summary.
+	v = workflow.RedactView(v, rc.shown)
 	var blocks []slack.Block
 	add := func(b slack.Block) { blocks = append(blocks, b) }
 
@@ -367,10 +378,7 @@ func actionText(i int, a workflow.Action, rc RenderContext) (text string, all bo
 	const maxName, maxKey = 100, 60
 	head := fmt.Sprintf("*%d. %s*", i+1, mdEscape(cutText(a.Name, maxName)))
 	all = len(a.Name) <= maxName
-	var shown json.RawMessage
-	if rc.Redact != nil {
-		shown = rc.Redact(a.Name, a.Args)
-	}
+	shown := rc.shown(a.Name, a.Args)
 	if shown == nil {
 		return head + "\n_arguments hidden_", all
 	}

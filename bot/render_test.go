@@ -105,16 +105,22 @@ func goldenRoles(t testing.TB) *workflow.Roles {
 // goldenContext redacts payment_id of refunds, as a config with
 // `request_refund: {redact: [payment_id]}` would.
 func goldenContext(t testing.TB) RenderContext {
+	return RenderContext{
+		Roles:  goldenRoles(t),
+		Redact: Redactor(goldenSpecs(t)),
+		Now:    ts("2026-11-30T12:30:00Z"),
+	}
+}
+
+// goldenSpecs are the actions of the golden messages: the refund's
+// payment_id is redacted.
+func goldenSpecs(t testing.TB) specMap {
 	spec, err := workflow.NewActionSpec("request_refund", nil, nil, []string{"payment_id"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	plainSpec, _ := workflow.NewActionSpec("any", nil, nil, nil)
-	return RenderContext{
-		Roles:  goldenRoles(t),
-		Redact: Redactor(specMap{"request_refund": spec, "reship_item": plainSpec, "create_return_label": plainSpec}),
-		Now:    ts("2026-11-30T12:30:00Z"),
-	}
+	return specMap{"request_refund": spec, "reship_item": plainSpec, "create_return_label": plainSpec}
 }
 
 type specMap map[string]*workflow.ActionSpec
@@ -474,6 +480,25 @@ func TestLookalikeKeysAreFlagged(t *testing.T) {
 	}
 	if text, _ := actionText(0, refundView().Actions[0], goldenContext(t)); strings.Contains(text, "read alike") {
 		t.Errorf("keys that read apart are flagged:\n%s", text)
+	}
+}
+
+// TestARedactedValueIsHiddenWhereverTheMessageShowsIt: the payment id, a
+// redact: field, is hidden wherever the message would show it: the
+// receipt's id the target chose to echo it in, a target's error, the run's
+// reason, the requester's summary.
+func TestARedactedValueIsHiddenWhereverTheMessageShowsIt(t *testing.T) {
+	v := done(refundView())
+	v.Operations[0].Receipt = json.RawMessage(`{"id":"PAY-507862-2","detail":{"echo":{"payment_id":"PAY-507862-2"}}}`)
+	attention := approved(refundView())
+	attention.Status, attention.Reason = workflow.StatusNeedsAttention, "refused by the target: PAY-507862-2 is locked"
+	attention.Operations = []workflow.OperationView{{Key: attention.ID + "/1", Action: "request_refund", Status: workflow.OpFailed, Attempts: 1,
+		Error: "refused by the target: PAY-507862-2 is locked"}}
+	for name, v := range map[string]*workflow.RunView{"done": v, "needs attention": attention} {
+		out, _ := json.Marshal(RenderRun(v, goldenContext(t)))
+		if strings.Contains(string(out), "PAY-507862-2") || !strings.Contains(string(out), "Refund the duplicate charge [redacted] in full.") {
+			t.Errorf("%s: the message shows the payment id:\n%s", name, out)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/signoff-dev/signoff/workflow"
@@ -95,5 +96,54 @@ func TestShowStringReadsApart(t *testing.T) {
 	}
 	if got := workflow.ShowValue(json.RawMessage("{\"`\":\"<b>\"}")); got != `{"\u0060":"\u003cb\u003e"}` {
 		t.Errorf("keys and values inside an object: %s", got)
+	}
+}
+
+// TestRedactedViewHidesARedactedValueWherever: what a redact: field holds
+// is hidden wherever the run shows it: a receipt's echo at any depth (by the
+// field's path, whatever the value there, and by value), a number, an
+// error, a check, the summary, the evidence, another argument; what no
+// redact: field holds is left as it was. An action the config does not know
+// has every value of its arguments hidden.
+func TestRedactedViewHidesARedactedValueWherever(t *testing.T) {
+	deploy, err := workflow.NewActionSpec("deploy", nil, nil, []string{"token", "card.number"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(name string) (*workflow.ActionSpec, bool) { return deploy, name == "deploy" }
+	const tok = "tok-Q7w1"
+	v := &workflow.RunView{
+		Summary: "deploy api with " + tok,
+		Reason:  "refused by the target: token " + tok + " expired",
+		Actions: []workflow.Action{
+			{Name: "deploy", Args: json.RawMessage(`{"service":"api","token":"` + tok + `","card":{"number":4242424242424242},"note":"` + tok + `"}`)},
+			{Name: "unknown", Args: json.RawMessage(`{"ticket":"T-99 secret"}`)},
+		},
+		Evidence: []workflow.Evidence{{Source: "vault", Data: json.RawMessage(`{"found":"` + tok + `","other":"kept"}`)}},
+		Checks:   []workflow.Check{{Name: "deploy", Error: "check saw " + tok}},
+		Operations: []workflow.OperationView{{Action: "deploy", Error: "first try: " + tok + " rejected",
+			Receipt: json.RawMessage(`{"id":"d-1","detail":{"echo":{"request":{"token":"` + tok + `","card":{"number":4242424242424242}}},` +
+				`"refreshed":{"token":"tok-NEW-2"},"cards":[{"card":{"number":"5555"}}],"log":["used ` + tok + `","for T-99 secret"],"n":4242424242424242,"service":"api"}}`)}},
+		Decisions: []workflow.DecisionView{{Reason: "ok with " + tok, Edited: json.RawMessage(`{"service":"api","token":"` + tok + `"}`)}},
+	}
+	before, _ := json.Marshal(v)
+	out, err := json.Marshal(workflow.RedactedView(v, find))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(out)
+	for _, secret := range []string{tok, "4242424242424242", "tok-NEW-2", "5555", "T-99 secret"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("%s is shown:\n%s", secret, got)
+		}
+	}
+	for _, kept := range []string{`"id":"d-1"`, `"service":"api"`, `"other":"kept"`, `"used [redacted]"`, `deploy api with [redacted]`,
+		`token [redacted] expired`, `check saw [redacted]`, `"note":"[redacted]"`, `"n":"[redacted]"`} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("%s is not shown:\n%s", kept, got)
+		}
+	}
+	if after, _ := json.Marshal(v); string(after) != string(before) {
+		t.Errorf("the view itself was changed:\n%s", after)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -416,5 +418,44 @@ func TestNumbersThatWouldChangeAreRefusedAtSubmit(t *testing.T) {
 	}
 	if n := len(runs(t, dir, "--config", cfg)); n != 0 {
 		t.Errorf("refused proposals stored %d runs", n)
+	}
+}
+
+// TestARedactedValueIsHiddenWhereverTheTerminalShowsIt: the token of an
+// action with redact: [token] is echoed by its program deep in the receipt
+// and in a log line, quoted in its refusal, and repeated in the summary;
+// submit, approve, show and runs print it nowhere.
+func TestARedactedValueIsHiddenWhereverTheTerminalShowsIt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const token = "tok-7Hq2xZ"
+	prog := "#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refuse*) echo \"the target refused token " + token + "\" >&2; exit 65;; esac\n" +
+		`printf '{"id":"d-1","detail":{"echo":{"request":{"service":"api","token":"` + token + `"}},"log":["deployed with ` + token + `"]}}'` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "deploy"), []byte(prog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, "signoff.yaml", "  create_return_label: {executor: demo}\n",
+		"  create_return_label: {executor: demo}\n  deploy:\n    redact: [token]\n    executor: {type: command, command: ["+filepath.Join(dir, "deploy")+"]}\n")
+	var printed strings.Builder
+	for _, service := range []string{"api", "refuse"} {
+		p := `{"requester":{"id":"agent:resolver"},"summary":"deploy ` + service + ` with ` + token + `",` +
+			`"actions":[{"name":"deploy","args":{"service":"` + service + `","token":"` + token + `"}}]}`
+		out := must(t, dir, exitWaiting, "--config", cfg, "submit", proposal(t, dir, service+".json", p))
+		id := runIDOf(t, out)
+		printed.WriteString(out)
+		_, out, errs := signoff(t, dir, "--config", cfg, "approve", id, "--as", "U0MGR00001")
+		printed.WriteString(out + errs)
+		printed.WriteString(must(t, dir, map[string]int{"api": exitDone, "refuse": exitAttention}[service], "--config", cfg, "show", id))
+	}
+	printed.WriteString(must(t, dir, exitDone, "--config", cfg, "runs"))
+	out := printed.String()
+	if strings.Contains(out, token) {
+		t.Errorf("the terminal prints the token:\n%s", out)
+	}
+	for _, want := range []string{`"request":{"service":"api","token":"[redacted]"}`, `"log":["deployed with [redacted]"]`,
+		"the target refused token [redacted]", "summary: deploy api with [redacted]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal does not show %s:\n%s", want, out)
+		}
 	}
 }

@@ -77,24 +77,17 @@ func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMes
 	return argsText(string(out))
 }
 
-// redactReceipt shows a receipt whose detail (the target's answer) may echo
-// the arguments: the action's redact: fields are hidden there too, where the
-// answer has them at the same place.
-func redactReceipt(shown argsShown, action string, receipt json.RawMessage) string {
-	var r workflow.Receipt
-	if json.Unmarshal(receipt, &r) != nil || !bytes.HasPrefix(bytes.TrimSpace(r.Detail), []byte("{")) {
-		return string(receipt)
-	}
-	detail := json.RawMessage(shown(action, r.Detail))
-	if !json.Valid(detail) {
-		detail = json.RawMessage(strconv.Quote(string(detail)))
-	}
-	r.Detail = detail
-	out, err := json.Marshal(r)
-	if err != nil {
-		return "(receipt hidden: " + err.Error() + ")"
-	}
-	return string(out)
+// redactView is the run as the terminal shows it: what the redact: fields
+// hold hidden wherever it appears (workflow.RedactView), with the arguments
+// as shown shows them.
+func redactView(v *workflow.RunView, shown argsShown) *workflow.RunView {
+	return workflow.RedactView(v, func(action string, args json.RawMessage) json.RawMessage {
+		out := json.RawMessage(shown(action, args))
+		if !json.Valid(out) {
+			return nil // hidden whole, with shown's words
+		}
+		return out
+	})
 }
 
 // specFinder finds the spec of an action by name (Engine.Action).
@@ -177,6 +170,8 @@ func fieldValue(v json.RawMessage, hidden bool) string {
 // who may say yes, by when, and what happened so far. edits are what the
 // run's edits changed (editsOf), named under each edit.
 func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, find specFinder, edits []editRecord, now time.Time) {
+	stored := v.Actions
+	v = redactView(v, shown)
 	fmt.Fprintf(w, "run %s  %s\n", term(v.ID), strings.ToUpper(term(string(v.Status))))
 	if v.Problem != "" {
 		fmt.Fprintf(w, "  PROBLEM: %s\n", term(v.Problem))
@@ -212,7 +207,11 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		}
 		fmt.Fprintf(w, "  %s:\n", head)
 		for i, act := range v.Actions {
-			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(shown(act.Name, act.Args)))
+			text := shown(act.Name, stored[i].Args)
+			if json.Valid([]byte(text)) {
+				text = string(act.Args) // redacted, and secrets hidden elsewhere in them too
+			}
+			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(text))
 			for _, g := range workflow.LookalikeKeys(act.Args) {
 				fmt.Fprintf(w, "       WARNING: keys that read alike: %s; check which value is which\n", term(strings.Join(g, " and ")))
 			}
@@ -294,7 +293,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 	for _, op := range v.Operations {
 		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", term(op.Key), term(op.Action), term(string(op.Status)), op.Attempts)
 		if len(op.Receipt) > 0 {
-			fmt.Fprintf(w, " receipt %s", argsText(redactReceipt(shown, op.Action, op.Receipt)))
+			fmt.Fprintf(w, " receipt %s", argsText(string(op.Receipt)))
 		}
 		if op.Error != "" {
 			fmt.Fprintf(w, " — %s", term(op.Error))
