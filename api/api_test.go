@@ -859,3 +859,32 @@ func TestCursorsAreSealed(t *testing.T) {
 		})
 	}
 }
+
+// TestARedactedFieldIsHiddenWhereverTheRunShowsIt: a run whose target echoed
+// its arguments, nested, in the receipt is read through the API with the
+// redact: field's value nowhere: not in the arguments, not in the echo.
+func TestARedactedFieldIsHiddenWhereverTheRunShowsIt(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ctx := context.Background()
+	p := deployProposal("", "1.2.3")
+	p.Requester = workflow.Person{ID: "agent:resolver"}
+	run, err := h.engine.Submit(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD"},
+		Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	a := h.do("GET", "/v1/runs/"+run.ID, tokAll, "", nil, false)
+	var v workflow.RunView
+	if err := json.Unmarshal(a.body, &v); a.status != 200 || err != nil || len(v.Operations) != 1 {
+		t.Fatalf("GET = %d %s (%v)", a.status, a.body, err)
+	}
+	if strings.Contains(string(a.body), "s3cret") || !strings.Contains(string(v.Operations[0].Receipt), `"token":"[redacted]"`) {
+		t.Errorf("the API shows the token:\n%s", a.body)
+	}
+}

@@ -46,7 +46,8 @@ const deploySchema = `{"type": "object", "additionalProperties": false, "require
  "properties": {"service": {"type": "string", "minLength": 1}, "version": {"type": "string", "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$"},
   "token": {"type": "string"}}}`
 
-// recorder is an executor that succeeds and remembers the keys it ran.
+// recorder is an executor that succeeds, echoing the arguments in its
+// receipt, and remembers the keys it ran.
 type recorder struct {
 	mu   sync.Mutex
 	keys []string
@@ -57,7 +58,8 @@ func (r *recorder) Execute(_ context.Context, key string, a workflow.Action) (wo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keys = append(r.keys, key)
-	return workflow.Receipt{ID: "rcpt-" + key, Detail: a.Args}, nil
+	// The target echoes what it was sent, nested, as real ones do.
+	return workflow.Receipt{ID: "rcpt-" + key, Detail: json.RawMessage(`{"echo":` + string(a.Args) + `}`)}, nil
 }
 
 // unprovable is an executor whose every call loses its answer and whose

@@ -179,6 +179,9 @@ func (s *Server) pending(ctx context.Context, who workflow.Person, page int, log
 	}
 	blocks := []slack.Block{slack.NewHeaderBlock(bkPlain(title))}
 	for _, r := range runs {
+		if r.read {
+			r.v = workflow.RedactedView(r.v, s.eng.Action) // the summary may repeat a redact: field
+		}
 		blocks = append(blocks, bkSection(pendingLine(r, now)))
 	}
 	if more {

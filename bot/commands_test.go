@@ -331,3 +331,19 @@ func TestRunsResolve(t *testing.T) {
 		t.Errorf("resolving a failed run: %s", got)
 	}
 }
+
+// TestRunsPendingHidesRedactedValues: the pending list shows a run's summary,
+// with what a redact: field holds hidden there too.
+func TestRunsPendingHidesRedactedValues(t *testing.T) {
+	h := newSlackHarness(t)
+	spec, ok := h.eng.Action("request_refund")
+	if !ok {
+		t.Fatal("no request_refund")
+	}
+	spec.Redact = []string{"payment_id"}
+	h.submit("refund-double-charge", "")
+	_, r := h.runsCommand(leadGrace, "pending")
+	if got := replyText(r); strings.Contains(got, "PAY-507862-2") || !strings.Contains(got, "Refund the duplicate charge [redacted] in full.") {
+		t.Errorf("the pending list shows the payment id:\n%s", got)
+	}
+}

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -124,4 +125,68 @@ func blockTexts(b slack.Block) []*slack.TextBlockObject {
 		}
 	}
 	return out
+}
+
+// TestDistinctValuesNeverRenderAlike: every value of the hostile corpus (a
+// backtick and its look-alike, a Cyrillic а, a no-break space, NFD and NFC,
+// "10" and 10, "false" and false, …) is shown in the approval message in
+// printable ASCII, whole, and unlike every other one; so is every corpus
+// string used as a key (one too long to show whole is cut, and then the
+// message cannot approve).
+func TestDistinctValuesNeverRenderAlike(t *testing.T) {
+	rc := goldenContext(t)
+	rc.Redact = func(_ string, args json.RawMessage) json.RawMessage { return args }
+	row := regexp.MustCompile("^• `([^`]*)`: `([^`]*)`$")
+	shownAs := func(args string) (key, value string, whole bool) {
+		t.Helper()
+		text, whole := actionText(0, workflow.Action{Name: "request_refund", Args: json.RawMessage(args)}, rc)
+		lines := strings.Split(text, "\n")
+		m := row.FindStringSubmatch(lines[len(lines)-1])
+		if len(lines) != 2 || m == nil {
+			t.Fatalf("%s is not shown on one row:\n%s", args, text)
+		}
+		return m[1], m[2], whole
+	}
+	values, keys := map[string]string{}, map[string]string{}
+	for _, v := range texttest.Values(t) {
+		_, value, whole := shownAs(`{"v":` + string(v) + `}`)
+		if !whole {
+			t.Errorf("%s is not shown whole: %s", v, value)
+		}
+		if bad := notPrintableASCII(value); bad != "" {
+			t.Errorf("%s shows as %s, with %s", v, value, bad)
+		}
+		if other, ok := values[value]; ok {
+			t.Errorf("%s and %s both show as %s", other, v, value)
+		}
+		values[value] = string(v)
+		if v[0] != '"' {
+			continue
+		}
+		key, _, whole := shownAs(`{` + string(v) + `:1}`)
+		if !whole {
+			continue // cut, so the message cannot approve it
+		}
+		if bad := notPrintableASCII(key); bad != "" {
+			t.Errorf("the key %s shows as %s, with %s", v, key, bad)
+		}
+		if other, ok := keys[key]; ok {
+			t.Errorf("the keys %s and %s both show as %s", other, v, key)
+		}
+		keys[key] = string(v)
+	}
+	if len(values) < 50 {
+		t.Fatalf("only %d values: the corpus was not read", len(values))
+	}
+}
+
+// notPrintableASCII describes the first character of s that is not
+// printable ASCII, or what Slack would act on in a code span, or is "".
+func notPrintableASCII(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r >= 0x7f || strings.ContainsRune("`&<>", r) {
+			return fmt.Sprintf("%U", r)
+		}
+	}
+	return ""
 }

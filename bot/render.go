@@ -62,6 +62,14 @@ type RenderContext struct {
 	Command string
 }
 
+// shown is Redact, failing closed.
+func (rc RenderContext) shown(action string, args json.RawMessage) json.RawMessage {
+	if rc.Redact == nil {
+		return nil
+	}
+	return rc.Redact(action, args)
+}
+
 func (rc RenderContext) slash() string {
 	if rc.Command == "" {
 		return DefaultCommand
@@ -100,6 +108,9 @@ func RenderRun(v *workflow.RunView, rc RenderContext) []slack.Block {
 }
 
 func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.Block {
+	// What the redact: fields hold is hidden wherever the run shows it: a
+	// receipt's echo, an error, the summary.
+	v = workflow.RedactView(v, rc.shown)
 	var blocks []slack.Block
 	add := func(b slack.Block) { blocks = append(blocks, b) }
 
@@ -354,44 +365,53 @@ func actionText(i int, a workflow.Action, rc RenderContext) (text string, all bo
 	const maxName, maxKey = 100, 60
 	head := fmt.Sprintf("*%d. %s*", i+1, mdEscape(cutText(a.Name, maxName)))
 	all = len(a.Name) <= maxName
-	var shown json.RawMessage
-	if rc.Redact != nil {
-		shown = rc.Redact(a.Name, a.Args)
-	}
+	shown := rc.shown(a.Name, a.Args)
 	if shown == nil {
 		return head + "\n_arguments hidden_", all
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(shown, &obj); err != nil {
+	fields, ok := workflow.ShowFields(shown)
+	if !ok {
 		// Not an object: show it whole, as a value.
 		room := maxActionText - len(head) - 10
-		return head + "\n" + mdCode(string(shown), room), all && len(shown) <= room
+		v := workflow.ShowValue(shown)
+		return head + "\n" + mdCode(v, room), all && len(v) <= room
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	lines := []string{head}
-	for _, k := range keys {
+	// Keys that read alike reach here only when the schema names each; say
+	// so first, where no cut can drop it.
+	for _, g := range workflow.LookalikeKeys(shown) {
+		lines = append(lines, ":warning: *Keys that read alike:* "+lookalikeText(g)+". Check which value is which.")
+	}
+	for _, f := range fields {
 		if len(lines) > maxArgLines {
 			all = false
 			break
 		}
 		// The key in a code span too: an agent wrote it, and mrkdwn in it
-		// (bold, links, emoji) would pass for signoff's own words.
-		v := valueText(obj[k])
-		lines = append(lines, "• "+mdCode(k, maxKey)+": "+mdCode(v, maxArgValue))
-		all = all && len(k) <= maxKey && len(v) <= maxArgValue
+		// (bold, links, emoji) would pass for signoff's own words. Values
+		// are shown as JSON (workflow.ShowValue), so that a string never
+		// reads like a number, a boolean, null or an object.
+		lines = append(lines, "• "+mdCode(f.Key, maxKey)+": "+mdCode(f.Value, maxArgValue))
+		all = all && len(f.Key) <= maxKey && len(f.Value) <= maxArgValue
 	}
-	if len(keys) > maxArgLines {
-		lines = append(lines, fmt.Sprintf("…and %d more arguments", len(keys)-maxArgLines))
+	if len(fields) > maxArgLines {
+		lines = append(lines, fmt.Sprintf("…and %d more arguments", len(fields)-maxArgLines))
 	}
 	text = cutLines(lines, maxActionText, func(n int) string { return fmt.Sprintf("…and %d more arguments", n) })
 	return text, all && text == strings.Join(lines, "\n")
 }
 
-// valueText shows a JSON string as its text and anything else as compact JSON.
+// lookalikeText lists the paths of keys that read alike, each in a code span.
+func lookalikeText(paths []string) string {
+	shown := make([]string, len(paths))
+	for i, p := range paths {
+		shown[i] = mdCode(p, 80)
+	}
+	return strings.Join(shown, " and ")
+}
+
+// valueText shows a JSON string as its text and anything else as compact
+// JSON: for the requester's evidence, which is their words, not what runs.
 func valueText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -648,7 +668,8 @@ var mdMarkup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // mdCode shows s literally in a code span, cut to max bytes before escaping:
 // inert, so one value stays on one line, and with a backtick, which would
-// end the span, swapped for a look-alike.
+// end the span, swapped for a look-alike. Argument values and keys never
+// hold one: workflow.ShowValue writes it \u0060, so they read exactly.
 func mdCode(s string, max int) string {
 	if s == "" {
 		return "` `"

@@ -105,16 +105,22 @@ func goldenRoles(t testing.TB) *workflow.Roles {
 // goldenContext redacts payment_id of refunds, as a config with
 // `request_refund: {redact: [payment_id]}` would.
 func goldenContext(t testing.TB) RenderContext {
+	return RenderContext{
+		Roles:  goldenRoles(t),
+		Redact: Redactor(goldenSpecs(t)),
+		Now:    ts("2026-11-30T12:30:00Z"),
+	}
+}
+
+// goldenSpecs are the actions of the golden messages: the refund's
+// payment_id is redacted.
+func goldenSpecs(t testing.TB) specMap {
 	spec, err := workflow.NewActionSpec("request_refund", nil, nil, []string{"payment_id"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	plainSpec, _ := workflow.NewActionSpec("any", nil, nil, nil)
-	return RenderContext{
-		Roles:  goldenRoles(t),
-		Redact: Redactor(specMap{"request_refund": spec, "reship_item": plainSpec, "create_return_label": plainSpec}),
-		Now:    ts("2026-11-30T12:30:00Z"),
-	}
+	return specMap{"request_refund": spec, "reship_item": plainSpec, "create_return_label": plainSpec}
 }
 
 type specMap map[string]*workflow.ActionSpec
@@ -420,10 +426,79 @@ func TestAMessageThatCannotShowItAllSaysWhere(t *testing.T) {
 // TestArgumentKeysAreInert: a key is written by the agent, so it is shown
 // in a code span, where mrkdwn (bold, emoji, links) means nothing.
 func TestArgumentKeysAreInert(t *testing.T) {
-	v := withArgs(refundView(), `{"amount":119,"*Approved* :white_check_mark: <https://e.example|ok>":1}`)
+	v := withArgs(refundView(), `{"amount":119,"*Approved* :white_check_mark: <https://e.x|ok>":1}`)
 	text, _ := actionText(0, v.Actions[0], goldenContext(t))
-	if !strings.Contains(text, "• `*Approved* :white_check_mark: &lt;https://e.example|ok&gt;`: `1`") {
+	if !strings.Contains(text, "• `\"*Approved* :white_check_mark: \\u003chttps://e.x|ok\\u003e\"`: `1`") {
 		t.Errorf("the key is not shown literally in a code span:\n%s", text)
+	}
+}
+
+// TestArgumentValuesShowTheirType: each argument reads as the JSON value it
+// is, so that no two of them look alike: a string in quotes, a number, a
+// boolean or null bare, a string holding JSON unlike the object it spells,
+// and the empty string unlike nothing.
+func TestArgumentValuesShowTheirType(t *testing.T) {
+	v := withArgs(refundView(), `{"b":false,"b_str":"false","n":10,"n_str":"10","o":{"x":1},"o_str":"{\"x\":1}",`+
+		`"z":null,"z_str":"null","e":"","a":[1,"1"]}`)
+	rc := goldenContext(t)
+	rc.Redact = func(_ string, args json.RawMessage) json.RawMessage { return args }
+	text, whole := actionText(0, v.Actions[0], rc)
+	want := []string{
+		"• `a`: `[1,\"1\"]`",
+		"• `b`: `false`", "• `b_str`: `\"false\"`",
+		"• `e`: `\"\"`",
+		"• `n`: `10`", "• `n_str`: `\"10\"`",
+		"• `o`: `{\"x\":1}`", "• `o_str`: `\"{\\\"x\\\":1}\"`",
+		"• `z`: `null`", "• `z_str`: `\"null\"`",
+	}
+	if got := strings.Split(text, "\n")[1:]; !whole || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the arguments read (whole %v):\n%s\nwant:\n%s", whole, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	spec, err := workflow.NewActionSpec("request_refund", nil, nil, []string{"b_str"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Redact = Redactor(specMap{"request_refund": spec})
+	if text, _ := actionText(0, v.Actions[0], rc); !strings.Contains(text, "• `b_str`: `\"[redacted]\"`") {
+		t.Errorf("a hidden argument does not read as hidden:\n%s", text)
+	}
+}
+
+// TestLookalikeKeysAreFlagged: keys that read alike (which submit takes only
+// when the schema names both) are named first in the action's section, at
+// the top and nested, before any argument a cut could drop.
+func TestLookalikeKeysAreFlagged(t *testing.T) {
+	v := withArgs(refundView(), `{"ID":"A","amount":119,"id":"a","items":[{"SKU":1,"sku":2}]}`)
+	text, _ := actionText(0, v.Actions[0], goldenContext(t))
+	lines := strings.Split(text, "\n")
+	want := []string{
+		":warning: *Keys that read alike:* `ID` and `id`. Check which value is which.",
+		":warning: *Keys that read alike:* `items[0].SKU` and `items[0].sku`. Check which value is which.",
+	}
+	if len(lines) < 3 || lines[1] != want[0] || lines[2] != want[1] {
+		t.Errorf("the keys that read alike are not flagged first:\n%s", text)
+	}
+	if text, _ := actionText(0, refundView().Actions[0], goldenContext(t)); strings.Contains(text, "read alike") {
+		t.Errorf("keys that read apart are flagged:\n%s", text)
+	}
+}
+
+// TestARedactedValueIsHiddenWhereverTheMessageShowsIt: the payment id, a
+// redact: field, is hidden wherever the message would show it: the
+// receipt's id the target chose to echo it in, a target's error, the run's
+// reason, the requester's summary.
+func TestARedactedValueIsHiddenWhereverTheMessageShowsIt(t *testing.T) {
+	v := done(refundView())
+	v.Operations[0].Receipt = json.RawMessage(`{"id":"PAY-507862-2","detail":{"echo":{"payment_id":"PAY-507862-2"}}}`)
+	attention := approved(refundView())
+	attention.Status, attention.Reason = workflow.StatusNeedsAttention, "refused by the target: PAY-507862-2 is locked"
+	attention.Operations = []workflow.OperationView{{Key: attention.ID + "/1", Action: "request_refund", Status: workflow.OpFailed, Attempts: 1,
+		Error: "refused by the target: PAY-507862-2 is locked"}}
+	for name, v := range map[string]*workflow.RunView{"done": v, "needs attention": attention} {
+		out, _ := json.Marshal(RenderRun(v, goldenContext(t)))
+		if strings.Contains(string(out), "PAY-507862-2") || !strings.Contains(string(out), "Refund the duplicate charge [redacted] in full.") {
+			t.Errorf("%s: the message shows the payment id:\n%s", name, out)
+		}
 	}
 }
 

@@ -26,12 +26,14 @@ import (
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
-// target does what it is asked, once per key.
+// target does what it is asked, once per key, and echoes the card (a
+// redact: field) at the top of its answer, deeper, and inside a message.
 type target struct{}
 
 func (target) Check(context.Context, workflow.Action) error { return nil }
 func (target) Execute(_ context.Context, key string, _ workflow.Action) (workflow.Receipt, error) {
-	return workflow.Receipt{ID: key, Detail: json.RawMessage(`{"card":"4242424242424242","ok":true}`)}, nil
+	return workflow.Receipt{ID: key, Detail: json.RawMessage(`{"card":"4242424242424242","ok":true,` +
+		`"echo":{"request":{"card":"4242424242424242","amount":12}},"log":["charged card 4242424242424242"]}`)}, nil
 }
 func (target) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
 	return workflow.Receipt{}, false, nil

@@ -192,29 +192,60 @@ func (e *ArgsError) Error() string {
 	return fmt.Sprintf("invalid arguments for %s: %s", e.Action, strings.Join(parts, "; "))
 }
 
-// Validate checks args strictly: one JSON object, no duplicate keys, and
-// everything the schema says. The error is an *ArgsError naming every problem.
+// Validate checks args strictly: one JSON object, no duplicate keys, no
+// value that reads as a hidden one, no key that is not NFC, holds an
+// invisible character or reads like another of its object (see checkKeys),
+// and everything the schema says. The
+// error is an *ArgsError naming every problem.
 func (s *ActionSpec) Validate(args json.RawMessage) error {
 	inst, err := s.decodeArgs(args)
 	if err != nil {
 		return err
 	}
-	if s.schema == nil {
-		return nil
-	}
-	err = s.schema.Validate(inst)
-	if err == nil {
-		return nil
-	}
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		return fmt.Errorf("validate arguments for %s: %w", s.Name, err)
-	}
 	ae := &ArgsError{Action: s.Name}
-	collectProblems(verr, inst, ae)
+	checkValues(inst, "", ae)
+	s.checkKeys(inst, "", nil, ae)
+	if s.schema != nil {
+		err = s.schema.Validate(inst)
+		var verr *jsonschema.ValidationError
+		switch {
+		case err == nil:
+		case errors.As(err, &verr):
+			collectProblems(verr, inst, ae)
+		default:
+			return fmt.Errorf("validate arguments for %s: %w", s.Name, err)
+		}
+	}
+	if len(ae.Problems) == 0 {
+		return nil
+	}
 	slices.SortStableFunc(ae.Problems, func(a, b ArgProblem) int { return strings.Compare(a.Path, b.Path) })
 	ae.Problems = slices.Compact(ae.Problems)
 	return ae
+}
+
+// checkValues refuses, at any depth, a number that a float does not hold
+// exactly (see numberProblem), and a string that is Redaction: people are
+// shown it in place of a hidden field, so an argument holding it would read
+// as hidden while it runs as written.
+func checkValues(v any, at string, ae *ArgsError) {
+	switch c := v.(type) {
+	case json.Number:
+		checkNumber(c, at, ae)
+	case string:
+		if c == Redaction {
+			ae.Problems = append(ae.Problems, ArgProblem{Path: at,
+				Reason: fmt.Sprintf("must not be %q: signoff shows that in place of a hidden field", Redaction)})
+		}
+	case []any:
+		for i, el := range c {
+			checkValues(el, at+"["+strconv.Itoa(i)+"]", ae)
+		}
+	case map[string]any:
+		for k, el := range c {
+			checkValues(el, joinPath(at, k), ae)
+		}
+	}
 }
 
 // decodeArgs reads args as one JSON object with exact numbers. Empty args mean
@@ -245,6 +276,13 @@ func collectProblems(e *jsonschema.ValidationError, inst any, ae *ArgsError) {
 	}
 	at := argPath(inst, e.InstanceLocation)
 	add := func(path, reason string) { ae.Problems = append(ae.Problems, ArgProblem{Path: path, Reason: reason}) }
+	// The number as the proposal wrote it (119.00, not 119).
+	got := func(r *big.Rat) string {
+		if n, ok := valueAt(inst, e.InstanceLocation).(json.Number); ok {
+			return string(n)
+		}
+		return ratString(r)
+	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
 		for _, m := range k.Missing {
@@ -257,15 +295,15 @@ func collectProblems(e *jsonschema.ValidationError, inst any, ae *ArgsError) {
 	case *kind.Type:
 		add(at, fmt.Sprintf("must be %s, got %s", strings.Join(k.Want, " or "), k.Got))
 	case *kind.Minimum:
-		add(at, fmt.Sprintf("must be at least %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be at least %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.Maximum:
-		add(at, fmt.Sprintf("must be at most %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be at most %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.ExclusiveMinimum:
-		add(at, fmt.Sprintf("must be greater than %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be greater than %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.ExclusiveMaximum:
-		add(at, fmt.Sprintf("must be less than %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be less than %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.MultipleOf:
-		add(at, fmt.Sprintf("must be a multiple of %s, got %s", ratString(k.Want), ratString(k.Got)))
+		add(at, fmt.Sprintf("must be a multiple of %s, got %s", ratString(k.Want), got(k.Got)))
 	case *kind.MinLength:
 		add(at, fmt.Sprintf("must be at least %d characters long, got %d", k.Want, k.Got))
 	case *kind.MaxLength:
@@ -285,16 +323,24 @@ func collectProblems(e *jsonschema.ValidationError, inst any, ae *ArgsError) {
 	}
 }
 
-// ratString prints 0.01 as 0.01, not as the fraction 1/100.
-func ratString(r *big.Rat) string {
-	if r == nil {
-		return "?"
+// valueAt is the value at a JSON pointer's tokens in inst, or nil.
+func valueAt(inst any, loc []string) any {
+	cur := inst
+	for _, tok := range loc {
+		switch c := cur.(type) {
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		case map[string]any:
+			cur = c[tok]
+		default:
+			return nil
+		}
 	}
-	if r.IsInt() {
-		return r.RatString()
-	}
-	f, _ := r.Float64()
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return cur
 }
 
 // argPath renders a JSON pointer's tokens as amount or items[0].sku, looking at
@@ -324,9 +370,12 @@ func argPath(inst any, loc []string) string {
 
 var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
+// joinPath names key under path: a plain key after a dot, any other quoted
+// as ShowString quotes it, so that a path reads in printable ASCII and a key
+// with a look-alike or invisible character reads unlike the plain one.
 func joinPath(path, key string) string {
 	if !plainKey.MatchString(key) {
-		return path + "[" + strconv.Quote(key) + "]"
+		return path + "[" + ShowString(key) + "]"
 	}
 	if path == "" {
 		return key

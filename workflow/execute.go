@@ -379,7 +379,7 @@ func (e *Engine) call(ctx context.Context, l *loaded, op *Operation, a Action, s
 		if op.Attempts >= e.execN {
 			return e.failOp(ctx, l, op, fmt.Sprintf("the target kept failing after %d attempts: %v", op.Attempts, err))
 		}
-		e.log.Warn("transient failure, retrying with the same key", "run_id", l.run.ID, "key", op.Key, "attempt", op.Attempts, "error", err)
+		e.log.Warn("transient failure, retrying with the same key", "run_id", l.run.ID, "key", op.Key, "attempt", op.Attempts, "error", e.hideIn(l.st.Actions, err.Error()))
 		if err := e.attemptFailed(ctx, op, "the target failed: "+err.Error()); err != nil {
 			return err
 		}
@@ -388,7 +388,7 @@ func (e *Engine) call(ctx context.Context, l *loaded, op *Operation, a Action, s
 		return e.park(ctx, l, at, fmt.Sprintf("%s failed (attempt %d of %d): %v", op.Key, op.Attempts, e.execN, err))
 	default:
 		// Outcome unknown: the next round asks the target before anything else.
-		e.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", err)
+		e.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", e.hideIn(l.st.Actions, err.Error()))
 		return e.attemptFailed(ctx, op, "outcome unknown: "+err.Error())
 	}
 }
@@ -446,7 +446,7 @@ func (e *Engine) unanswered(ctx context.Context, l *loaded, op *Operation, spec 
 	if at.After(end) {
 		at = end
 	}
-	e.log.Warn("the target cannot say yet whether the operation happened; asking again later", "run_id", l.run.ID, "key", op.Key, "at", at, "error", err)
+	e.log.Warn("the target cannot say yet whether the operation happened; asking again later", "run_id", l.run.ID, "key", op.Key, "at", at, "error", e.hideIn(l.st.Actions, err.Error()))
 	return e.park(ctx, l, at, fmt.Sprintf("the target cannot say yet whether %s happened (%v)", op.Key, err))
 }
 
@@ -577,7 +577,7 @@ func (e *Engine) stopOp(ctx context.Context, l *loaded, op *Operation, status Op
 		return nil
 	}
 	if err == nil {
-		e.log.Warn("run needs attention", "run_id", l.run.ID, "key", op.Key, "reason", reason)
+		e.log.Warn("run needs attention", "run_id", l.run.ID, "key", op.Key, "reason", e.hideIn(l.st.Actions, reason))
 	}
 	return err
 }

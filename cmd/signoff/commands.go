@@ -318,6 +318,9 @@ func (c *cli) runsCmd() *cobra.Command {
 				if asJSON {
 					return writeJSON(c.out, views)
 				}
+				for i, v := range views {
+					views[i] = a.engine.Redacted(v) // the summary may repeat a redact: field
+				}
 				renderRuns(c.out, views, c.now())
 				return nil
 			})

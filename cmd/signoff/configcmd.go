@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -299,7 +297,7 @@ func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex
 	fmt.Fprintf(w, "requester: %s (%s)\n\n", term(p.Requester.ID), role)
 	for i, out := range ex.Actions {
 		a := p.Actions[i]
-		fmt.Fprintf(w, "%d. %s %s\n", i+1, term(a.Name), oneLine(shown(a.Name, a.Args)))
+		fmt.Fprintf(w, "%d. %s %s\n", i+1, term(a.Name), oneLine(argsText(shown(a.Name, a.Args))))
 		fmt.Fprintf(w, "   rule %s, risk %s; %s\n", out.Rule, out.Risk, approvalText(cfg, out.Approval))
 	}
 	g := ex.Gate
@@ -324,14 +322,8 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-// oneLine shortens agent-written JSON for a line of text, with control, bidi
-// and zero-width characters escaped so that what is shown is what is there.
+// oneLine shortens shown arguments (argsText) for a line of text.
 func oneLine(s string) string {
-	var b bytes.Buffer
-	if json.Compact(&b, []byte(s)) == nil {
-		s = b.String()
-	}
-	s = term(s)
 	if r := []rune(s); len(r) > 100 {
 		s = string(r[:97]) + "..."
 	}

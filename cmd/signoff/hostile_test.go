@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -221,6 +223,239 @@ func fill(v reflect.Value, next func() string) {
 			m := reflect.MakeMap(v.Type())
 			m.SetMapIndex(reflect.ValueOf(next()), reflect.ValueOf(next()))
 			v.Set(m)
+		}
+	}
+}
+
+// noteConfig is the built-in config with note, an action that takes any
+// arguments (no schema) and waits for a manager.
+func noteConfig(t *testing.T, dir string, redact ...string) string {
+	t.Helper()
+	r := ""
+	if len(redact) > 0 {
+		r = ", redact: [" + strings.Join(redact, ", ") + "]"
+	}
+	return writeConfig(t, dir, "signoff.yaml", "  create_return_label: {executor: demo}\n",
+		"  create_return_label: {executor: demo}\n  note: {executor: {type: command, command: [/bin/true]}"+r+"}\n")
+}
+
+// TestDistinctValuesNeverRenderAliteOnTheTerminal: a proposal whose actions
+// hold every value of the hostile corpus, one each, is shown by show with
+// every value in printable ASCII and no two different values alike (numbers
+// are stored in canonical form, so 10.0 and 10 are one value).
+func TestDistinctValuesNeverRenderAliteOnTheTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := noteConfig(t, dir)
+	values := texttest.Values(t)
+	var acts []string
+	for _, v := range values {
+		acts = append(acts, `{"name":"note","args":{"v":`+string(v)+`}}`)
+	}
+	p := `{"requester":{"id":"agent:resolver"},"actions":[` + strings.Join(acts, ",") + `]}`
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", proposal(t, dir, "values.json", p)))
+	out := must(t, dir, exitWaiting, "--config", cfg, "show", id)
+	line := regexp.MustCompile(`(?m)^    (\d+)\. note +(.*)$`)
+	rows := line.FindAllStringSubmatch(out, -1)
+	if len(rows) != len(values) {
+		t.Fatalf("show lists %d actions, want %d:\n%s", len(rows), len(values), out)
+	}
+	seen := map[string]string{}
+	for i, r := range rows {
+		v, err := workflow.Canonical(values[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := r[2]
+		for _, c := range shown {
+			if c < 0x20 || c >= 0x7f {
+				t.Errorf("%s shows as %s, with %U", values[i], shown, c)
+				break
+			}
+		}
+		if other, ok := seen[shown]; ok && other != string(v) {
+			t.Errorf("%s and %s both show as %s", other, v, shown)
+		}
+		seen[shown] = string(v)
+	}
+	for _, want := range []string{`{"v":"\u0060rm -rf /\u0060"}`, `{"v":"\u02cbrm -rf /\u02cb"}`, `{"v":"\u0430mount"}`, `{"v":"10"}`, `{"v":10}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show does not print %s:\n%s", want, out)
+		}
+	}
+}
+
+// TestDistinctValuesNeverRenderAlikeInEveryTerminalRenderer: the hostile
+// corpus's values as the terminal's renderers print an action's arguments
+// (show) and an edit's changes, and as keys of an edit's changes: printable
+// ASCII, no two alike.
+func TestDistinctValuesNeverRenderAlikeInEveryTerminalRenderer(t *testing.T) {
+	plain, err := workflow.NewActionSpec("note", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(string) (*workflow.ActionSpec, bool) { return plain, true }
+	seen := map[string]map[string]string{}
+	for _, v := range texttest.Values(t) {
+		args := json.RawMessage(`{"v":` + string(v) + `}`)
+		var show bytes.Buffer
+		renderRun(&show, &workflow.RunView{ID: "run_1", Status: workflow.StatusDone, Actions: []workflow.Action{{Name: "note", Args: args}}},
+			config.Default().Roles, redactor(find), find, nil, time.Time{})
+		_, line, _ := strings.Cut(show.String(), "1. note")
+		outputs := map[string]string{
+			"show":  strings.TrimSpace(strings.SplitN(line, "\n", 2)[0]),
+			"edits": strings.TrimPrefix(changesText(workflow.ChangedFields([]workflow.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []workflow.Action{{Name: "note", Args: args}}), nil, find), "v (none) → "),
+		}
+		if v[0] == '"' {
+			var key string
+			_ = json.Unmarshal(v, &key)
+			keyed := json.RawMessage(`{` + string(v) + `:1}`)
+			if label, _, ok := strings.Cut(changesText(workflow.ChangedFields([]workflow.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []workflow.Action{{Name: "note", Args: keyed}}), nil, find), " (none) → "); ok && !strings.Contains(key, ".") {
+				outputs["edited keys"] = label
+			}
+		}
+		for what, shown := range outputs {
+			if seen[what] == nil {
+				seen[what] = map[string]string{}
+			}
+			for _, c := range shown {
+				if c < 0x20 || c >= 0x7f {
+					t.Errorf("%s: %s shows as %s, with %U", what, v, shown, c)
+					break
+				}
+			}
+			if other, ok := seen[what][shown]; ok {
+				t.Errorf("%s: %s and %s both show as %s", what, other, v, shown)
+			}
+			seen[what][shown] = string(v)
+		}
+	}
+}
+
+// TestLookalikeKeysAreRefusedAtSubmit: a proposal whose arguments hold two
+// keys that read alike (of each look-alike group of the hostile corpus), or
+// a key with an invisible character or not in NFC, at any depth, is refused
+// with exit 2 naming the field in printable ASCII, and nothing is stored.
+func TestLookalikeKeysAreRefusedAtSubmit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := noteConfig(t, dir)
+	submit := func(args string) (int, string) {
+		t.Helper()
+		code, out, errs := signoffIn(t, dir, `{"requester":{"id":"agent:resolver"},"actions":[{"name":"note","args":`+args+`}]}`, "--config", cfg, "submit", "-")
+		return code, out + errs
+	}
+	key := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	type refusal struct{ args, field string }
+	var cases []refusal
+	for _, g := range texttest.LookalikeKeys(t) {
+		cases = append(cases,
+			refusal{`{` + key(g[0]) + `:1,` + key(g[1]) + `:2}`, "invalid arguments for note: "},
+			refusal{`{"card":{"items":[{` + key(g[0]) + `:1,` + key(g[len(g)-1]) + `:2}]}}`, "invalid arguments for note: card.items[0]"})
+	}
+	cases = append(cases,
+		refusal{`{"amount\ufe0f":1}`, `invalid arguments for note: ["amount\ufe0f"]: key "amount\ufe0f" holds an invisible`},
+		refusal{`{"card":{"cafe\u0301":1}}`, `invalid arguments for note: card["cafe\u0301"]: key "cafe\u0301" is not in Unicode's composed form (NFC): write it "caf\u00e9"`},
+		refusal{`{"amount ":1}`, `invalid arguments for note: ["amount "]: key "amount " starts or ends with a space`})
+	for _, tc := range cases {
+		code, out := submit(tc.args)
+		if code != exitRefused || !strings.Contains(out, tc.field) {
+			t.Errorf("%s: exit %d, want %d naming %s:\n%s", tc.args, code, exitRefused, tc.field, out)
+		}
+		if live := texttest.Live(out, true); live != "" || strings.ContainsFunc(out, func(r rune) bool { return r >= 0x7f && r != '→' && r != '…' }) {
+			t.Errorf("%s: the refusal does not name the key in printable ASCII:\n%s", tc.args, out)
+		}
+	}
+	if n := len(runs(t, dir, "--config", cfg)); n != 0 {
+		t.Errorf("refused proposals stored %d runs", n)
+	}
+	// Keys in another script or capitalised, alone, are fine.
+	if code, out := submit(`{"\u0430mount":1,"Note":"x"}`); code != exitWaiting {
+		t.Errorf("distinct keys refused: exit %d\n%s", code, out)
+	}
+}
+
+// TestLookalikeKeysASchemaNamesAreFlaggedOnTheTerminal: when the action's schema names
+// both keys that read alike, the proposal is taken, and show and the Slack
+// message say loudly that they read alike.
+func TestLookalikeKeysASchemaNamesAreFlaggedOnTheTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "signoff.yaml", "  create_return_label: {executor: demo}\n",
+		"  create_return_label: {executor: demo}\n  note:\n    schema: {type: object, properties: {id: {type: string}, ID: {type: string}}}\n"+
+			"    executor: {type: command, command: [/bin/true]}\n")
+	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", proposal(t, dir, "ids.json",
+		`{"requester":{"id":"agent:resolver"},"actions":[{"name":"note","args":{"id":"a","ID":"A"}}]}`)))
+	out := must(t, dir, exitWaiting, "--config", cfg, "show", id)
+	if !strings.Contains(out, `{"ID":"A","id":"a"}`+"\n       WARNING: keys that read alike: ID and id; check which value is which\n") {
+		t.Errorf("show does not flag the keys that read alike:\n%s", out)
+	}
+}
+
+// TestNumbersThatWouldChangeAreRefusedAtSubmit: a refund of
+// 100.000000000000001, or a note holding a number of the hostile corpus
+// that a 64-bit float does not hold exactly, is refused with exit 2 naming
+// the field and the number as written, and nothing is stored; a schema's
+// refusal prints the number as written too.
+func TestNumbersThatWouldChangeAreRefusedAtSubmit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := noteConfig(t, dir)
+	code, _, errs := signoffIn(t, dir, refundJSON("agent:resolver", "100.000000000000001", ""), "--config", cfg, "submit", "-")
+	if want := "amount: the number 100.000000000000001 would be kept as 100: "; code != exitRefused || !strings.Contains(errs, want) {
+		t.Errorf("submit: exit %d, stderr %q; want %d and %q", code, errs, exitRefused, want)
+	}
+	code, _, errs = signoffIn(t, dir, refundJSON("agent:resolver", "1000000.010", ""), "--config", cfg, "submit", "-")
+	if want := "amount: must be at most 1000000, got 1000000.010"; code != exitRefused || !strings.Contains(errs, want) {
+		t.Errorf("submit: exit %d, stderr %q; want %d and %q", code, errs, exitRefused, want)
+	}
+	for _, n := range texttest.ChangedNumbers(t) {
+		code, _, errs := signoffIn(t, dir, `{"requester":{"id":"agent:resolver"},"actions":[{"name":"note","args":{"lines":[{"qty":`+string(n)+`}]}}]}`,
+			"--config", cfg, "submit", "-")
+		if want := "lines[0].qty: the number " + string(n) + " "; code != exitRefused || !strings.Contains(errs, want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", n, code, errs, exitRefused, want)
+		}
+	}
+	if n := len(runs(t, dir, "--config", cfg)); n != 0 {
+		t.Errorf("refused proposals stored %d runs", n)
+	}
+}
+
+// TestARedactedValueIsHiddenWhereverTheTerminalShowsIt: the token of an
+// action with redact: [token] is echoed by its program deep in the receipt
+// and in a log line, quoted in its refusal, and repeated in the summary;
+// submit, approve, show and runs print it nowhere.
+func TestARedactedValueIsHiddenWhereverTheTerminalShowsIt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const token = "tok-7Hq2xZ"
+	prog := "#!/bin/sh\nin=$(cat)\ncase \"$in\" in *refuse*) echo \"the target refused token " + token + "\" >&2; exit 65;; esac\n" +
+		`printf '{"id":"d-1","detail":{"echo":{"request":{"service":"api","token":"` + token + `"}},"log":["deployed with ` + token + `"]}}'` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "deploy"), []byte(prog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, "signoff.yaml", "  create_return_label: {executor: demo}\n",
+		"  create_return_label: {executor: demo}\n  deploy:\n    redact: [token]\n    executor: {type: command, command: ["+filepath.Join(dir, "deploy")+"]}\n")
+	var printed strings.Builder
+	for _, service := range []string{"api", "refuse"} {
+		p := `{"requester":{"id":"agent:resolver"},"summary":"deploy ` + service + ` with ` + token + `",` +
+			`"actions":[{"name":"deploy","args":{"service":"` + service + `","token":"` + token + `"}}]}`
+		out := must(t, dir, exitWaiting, "--config", cfg, "submit", proposal(t, dir, service+".json", p))
+		id := runIDOf(t, out)
+		printed.WriteString(out)
+		_, out, errs := signoff(t, dir, "--config", cfg, "approve", id, "--as", "U0MGR00001")
+		printed.WriteString(out + errs)
+		printed.WriteString(must(t, dir, map[string]int{"api": exitDone, "refuse": exitAttention}[service], "--config", cfg, "show", id))
+	}
+	printed.WriteString(must(t, dir, exitDone, "--config", cfg, "runs"))
+	out := printed.String()
+	if strings.Contains(out, token) {
+		t.Errorf("the terminal prints the token:\n%s", out)
+	}
+	for _, want := range []string{`"request":{"service":"api","token":"[redacted]"}`, `"log":["deployed with [redacted]"]`,
+		"the target refused token [redacted]", "summary: deploy api with [redacted]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal does not show %s:\n%s", want, out)
 		}
 	}
 }

@@ -53,6 +53,17 @@ func redactor(find func(string) (*workflow.ActionSpec, bool)) argsShown {
 	}
 }
 
+// argsText is how a terminal prints arguments, given what argsShown returned
+// for them: as JSON the way every surface shows values (workflow.ShowValue:
+// a string always quoted, a number as written), or argsShown's words when it
+// hid them whole.
+func argsText(redacted string) string {
+	if !json.Valid([]byte(redacted)) {
+		return term(redacted)
+	}
+	return term(workflow.ShowValue(json.RawMessage(redacted)))
+}
+
 // redactEdited shows an approver's edited arguments. A decision does not say
 // which action it edited, so every redact: list of the run's actions applies.
 func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMessage) string {
@@ -60,30 +71,23 @@ func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMes
 	for _, a := range actions {
 		out = json.RawMessage(shown(a.Name, out))
 		if !json.Valid(out) {
-			return string(out)
+			return term(string(out))
 		}
 	}
-	return string(out)
+	return argsText(string(out))
 }
 
-// redactReceipt shows a receipt whose detail (the target's answer) may echo
-// the arguments: the action's redact: fields are hidden there too, where the
-// answer has them at the same place.
-func redactReceipt(shown argsShown, action string, receipt json.RawMessage) string {
-	var r workflow.Receipt
-	if json.Unmarshal(receipt, &r) != nil || !bytes.HasPrefix(bytes.TrimSpace(r.Detail), []byte("{")) {
-		return string(receipt)
-	}
-	detail := json.RawMessage(shown(action, r.Detail))
-	if !json.Valid(detail) {
-		detail = json.RawMessage(strconv.Quote(string(detail)))
-	}
-	r.Detail = detail
-	out, err := json.Marshal(r)
-	if err != nil {
-		return "(receipt hidden: " + err.Error() + ")"
-	}
-	return string(out)
+// redactView is the run as the terminal shows it: what the redact: fields
+// hold hidden wherever it appears (workflow.RedactView), with the arguments
+// as shown shows them.
+func redactView(v *workflow.RunView, shown argsShown) *workflow.RunView {
+	return workflow.RedactView(v, func(action string, args json.RawMessage) json.RawMessage {
+		out := json.RawMessage(shown(action, args))
+		if !json.Valid(out) {
+			return nil // hidden whole, with shown's words
+		}
+		return out
+	})
 }
 
 // specFinder finds the spec of an action by name (Engine.Action).
@@ -135,9 +139,21 @@ func changesText(changes []workflow.FieldChange, actions []workflow.Action, find
 		if len(actions) > 1 || label == "" {
 			label = strings.TrimSuffix(name+"."+c.Field, ".")
 		}
-		parts = append(parts, fmt.Sprintf("%s %s → %s", label, fieldValue(c.From, hidden), fieldValue(c.To, hidden)))
+		parts = append(parts, fmt.Sprintf("%s %s → %s", fieldLabel(label), fieldValue(c.From, hidden), fieldValue(c.To, hidden)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// fieldLabel shows a field's path as it is when each of its keys is a plain
+// name (amount, card.number), and quoted as a value is otherwise, so that a
+// key with a look-alike or invisible character reads unlike the plain one.
+func fieldLabel(path string) string {
+	for seg := range strings.SplitSeq(path, ".") {
+		if workflow.ShowKey(seg) != seg {
+			return workflow.ShowString(path)
+		}
+	}
+	return path
 }
 
 func fieldValue(v json.RawMessage, hidden bool) string {
@@ -147,13 +163,15 @@ func fieldValue(v json.RawMessage, hidden bool) string {
 	case hidden:
 		return workflow.Redaction
 	}
-	return string(v)
+	return workflow.ShowValue(v)
 }
 
 // renderRun prints a run the way an approver reads it: what will happen, why,
 // who may say yes, by when, and what happened so far. edits are what the
 // run's edits changed (editsOf), named under each edit.
 func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, find specFinder, edits []editRecord, now time.Time) {
+	stored := v.Actions
+	v = redactView(v, shown)
 	fmt.Fprintf(w, "run %s  %s\n", term(v.ID), strings.ToUpper(term(string(v.Status))))
 	if v.Problem != "" {
 		fmt.Fprintf(w, "  PROBLEM: %s\n", term(v.Problem))
@@ -189,7 +207,14 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		}
 		fmt.Fprintf(w, "  %s:\n", head)
 		for i, act := range v.Actions {
-			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), term(shown(act.Name, act.Args)))
+			text := shown(act.Name, stored[i].Args)
+			if json.Valid([]byte(text)) {
+				text = string(act.Args) // redacted, and secrets hidden elsewhere in them too
+			}
+			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(text))
+			for _, g := range workflow.LookalikeKeys(act.Args) {
+				fmt.Fprintf(w, "       WARNING: keys that read alike: %s; check which value is which\n", term(strings.Join(g, " and ")))
+			}
 		}
 	}
 	if len(v.Evidence) > 0 {
@@ -254,7 +279,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 			}
 			if changed == nil {
 				// The state before the edit was pruned: only the result is known.
-				line += " to " + term(redactEdited(shown, v.Actions, d.Edited))
+				line += " to " + redactEdited(shown, v.Actions, d.Edited)
 			}
 		}
 		if d.Reason != "" {
@@ -268,7 +293,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 	for _, op := range v.Operations {
 		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", term(op.Key), term(op.Action), term(string(op.Status)), op.Attempts)
 		if len(op.Receipt) > 0 {
-			fmt.Fprintf(w, " receipt %s", term(redactReceipt(shown, op.Action, op.Receipt)))
+			fmt.Fprintf(w, " receipt %s", argsText(string(op.Receipt)))
 		}
 		if op.Error != "" {
 			fmt.Fprintf(w, " — %s", term(op.Error))
@@ -516,7 +541,7 @@ func renderTrace(w io.Writer, hist []workflow.HistoryEntry, shown argsShown, led
 			}
 			if st.Proposed && (prev == nil || !prev.Proposed) {
 				for i, a := range st.Actions {
-					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), term(shown(a.Name, a.Args)))
+					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), argsText(shown(a.Name, a.Args)))
 				}
 			}
 		}

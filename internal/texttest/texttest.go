@@ -14,22 +14,75 @@ import (
 	"unicode/utf8"
 )
 
-// Corpus returns the hostile strings of fixtures/hostile/strings.json, each
-// made unique with a marker ("HOSTILE0:", "HOSTILE1:", …) so that a test can
-// tell where each one ended up.
-func Corpus(t testing.TB) []string {
+// corpus is fixtures/hostile/strings.json.
+type corpus struct {
+	Strings       []string          `json:"strings"`
+	Values        []json.RawMessage `json:"values"`
+	LookalikeKeys [][]string        `json:"lookalike_keys"`
+	Changed       []json.RawMessage `json:"numbers_changed"`
+}
+
+func read(t testing.TB) corpus {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "fixtures", "hostile", "strings.json"))
 	if err != nil {
 		t.Fatalf("read the hostile corpus: %v", err)
 	}
-	var c struct {
-		Strings []string `json:"strings"`
-	}
-	if err := json.Unmarshal(raw, &c); err != nil || len(c.Strings) == 0 {
+	var c corpus
+	if err := json.Unmarshal(raw, &c); err != nil || len(c.Strings) == 0 || len(c.Values) == 0 || len(c.LookalikeKeys) == 0 || len(c.Changed) == 0 {
 		t.Fatalf("parse the hostile corpus: %v", err)
 	}
+	return c
+}
+
+// Values returns every distinct value of the corpus as JSON: each hostile
+// string as it is (without a marker), each look-alike key as a string, and
+// the values of every other type, numbers as written. No two are the same
+// text, so a renderer must show no two alike.
+func Values(t testing.TB) []json.RawMessage {
+	t.Helper()
+	c := read(t)
+	var out []json.RawMessage
+	seen := map[string]bool{}
+	add := func(v json.RawMessage) {
+		if !seen[string(v)] {
+			seen[string(v)] = true
+			out = append(out, v)
+		}
+	}
+	strs := c.Strings
+	for _, g := range c.LookalikeKeys {
+		strs = append(strs, g...)
+	}
+	for _, s := range strs {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add(b)
+	}
+	for _, v := range c.Values {
+		add(v)
+	}
+	return out
+}
+
+// LookalikeKeys returns groups of keys that read the same (a variation
+// selector, a trailing or no-break space, a Cyrillic letter, another case,
+// NFD against NFC…): any two of one group in one object are refused.
+func LookalikeKeys(t testing.TB) [][]string { return read(t).LookalikeKeys }
+
+// ChangedNumbers returns numbers, as written, that a 64-bit float does not
+// hold exactly (past 2^53, out of range, more digits than it keeps).
+func ChangedNumbers(t testing.TB) []json.RawMessage { return read(t).Changed }
+
+// Corpus returns the hostile strings of fixtures/hostile/strings.json, each
+// made unique with a marker ("HOSTILE0:", "HOSTILE1:", …) so that a test can
+// tell where each one ended up.
+func Corpus(t testing.TB) []string {
+	t.Helper()
+	c := read(t)
 	out := make([]string, len(c.Strings))
 	for i, s := range c.Strings {
 		out[i] = fmt.Sprintf("%s%d:%s", Marker, i, s)
