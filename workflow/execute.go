@@ -119,6 +119,14 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 		return nil
 	}
 	id := l.run.ID
+	// The anchor published is read before the store is: it was published
+	// after it committed, so the store read next holds it.
+	var pub *Anchor
+	if e.published != nil {
+		if a, ok := e.published(); ok {
+			pub = &a
+		}
+	}
 	check := func(ctx context.Context, tx Tx) error {
 		b := l.more
 		if tx != nil {
@@ -146,7 +154,7 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 		if err := e.in.checkAuditOf(ctx, tx, id, b.Audit, b.AuditHead); err != nil {
 			return err
 		}
-		return e.checkPublished(ctx, tx, id, b.Audit)
+		return e.checkPublished(ctx, tx, id, b.Audit, pub)
 	}
 	var err error
 	if l.read.Requests && l.read.Decisions && l.read.Audit && e.in.headKnown() && e.published == nil {
@@ -164,20 +172,18 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 	return nil
 }
 
-// checkPublished checks, when an anchor was published outside the store,
+// checkPublished checks, when an anchor pub was published outside the store
+// (read before tx began),
 // that the store still holds it as published (its hash, which covers the
 // run heads it recorded) and that the run's audit events it recorded are
 // unchanged: a rewrite of what the anchor covers is caught before the run
 // sends anything. Runs whose events came after the newest anchor are
 // covered by the seals alone until the next one (see Anchor).
-func (e *Engine) checkPublished(ctx context.Context, tx Tx, runID string, evs []*AuditEvent) error {
-	if e.published == nil || tx == nil {
+func (e *Engine) checkPublished(ctx context.Context, tx Tx, runID string, evs []*AuditEvent, pub *Anchor) error {
+	if pub == nil || tx == nil || pub.Event || pub.Seq == 0 {
 		return nil
 	}
-	a, ok := e.published()
-	if !ok || a.Event || a.Seq == 0 {
-		return nil
-	}
+	a := *pub
 	rec, err := anchorByID(ctx, tx, a.Seq)
 	if err != nil {
 		return err

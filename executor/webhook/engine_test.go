@@ -73,6 +73,7 @@ func TestFailureModesOfTheTarget(t *testing.T) {
 		faults     []target.Fault
 		lookupDown int
 		noLookup   bool
+		check      bool // a check_url: the execute call reuses the check's connection
 		want       workflow.Status
 		effects    int
 		calls      int           // execute requests that reached the target
@@ -89,6 +90,9 @@ func TestFailureModesOfTheTarget(t *testing.T) {
 		{name: "lookup down for a while", faults: []target.Fault{target.FailAfterCommit}, lookupDown: 2, want: workflow.StatusDone, effects: 1, calls: 1},
 		{name: "lookup down for too long", faults: []target.Fault{target.FailAfterCommit}, lookupDown: 100, want: workflow.StatusNeedsAttention, effects: 1, calls: 1, reason: "cannot be proven"},
 		{name: "lookup 404 then the resend succeeds", faults: []target.Fault{target.FailBeforeCommit}, want: workflow.StatusDone, effects: 1, calls: 2},
+		// A broken reused connection is not answered by a send behind the
+		// engine's back: the one call is reconciled through the lookup.
+		{name: "commit then drop a reused connection", faults: []target.Fault{target.DropAfterCommit}, check: true, want: workflow.StatusDone, effects: 1, calls: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +104,9 @@ func TestFailureModesOfTheTarget(t *testing.T) {
 			cfg := webhook.Config{URL: srv.URL + "/execute", LookupURL: srv.URL + "/operations/{key}", Timeout: 300 * time.Millisecond}
 			if tt.noLookup {
 				cfg.LookupURL = ""
+			}
+			if tt.check {
+				cfg.CheckURL = srv.URL + "/check"
 			}
 			// It advances only when the engine waits, so that a Retry-After of
 			// seconds costs the test nothing and can be measured.

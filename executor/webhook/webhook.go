@@ -309,6 +309,11 @@ func (x *Executor) send(ctx context.Context, method, target, id, key string, bod
 		req.Body, req.ContentLength = http.NoBody, 0
 	} else {
 		req.Header.Set("Content-Type", "application/json")
+		// Without GetBody the transport cannot send the request again on
+		// its own: it would, for one that carries an Idempotency-Key, when a
+		// reused connection breaks. Every attempt is the engine's, counted
+		// and reconciled; none is made behind its back.
+		req.GetBody = nil
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "signoff")
