@@ -35,14 +35,16 @@ const (
 const (
 	maxActionSections = 20 // actions shown one per section; the rest are named
 	maxActionText     = 1500
-	maxArgValue       = 200 // one argument value
-	maxArgLines       = 25
-	maxEvidence       = 6
-	maxEvidenceValue  = 160
-	maxEvidenceText   = 1500
-	maxMentions       = 12
-	maxSummary        = 1200
-	maxFallback       = 300
+	// maxArgValue bounds one argument value as shown: escaped, a character
+	// outside printable ASCII takes six (\uXXXX), so 100 of them fit.
+	maxArgValue      = 600
+	maxArgLines      = 25
+	maxEvidence      = 6
+	maxEvidenceValue = 160
+	maxEvidenceText  = 1500
+	maxMentions      = 12
+	maxSummary       = 1200
+	maxFallback      = 300
 )
 
 // RenderContext is what rendering needs besides the run.

@@ -330,6 +330,9 @@ func TestButtons(t *testing.T) {
 		{"decided", approved(refundView()), nil, false},
 		// What a message cannot show whole, it cannot approve: Reject only.
 		{"an argument too long to show", withArgs(refundView(), `{"amount":119,"note":"`+strings.Repeat("n", maxArgValue+1)+`"}`), []string{ActionReject}, false},
+		// Escaped, each character of another script takes six: a note of 80
+		// is still shown whole, and may be approved.
+		{"a note of 80 Japanese characters", withArgs(refundView(), `{"amount":119,"note":"`+strings.Repeat("返金", 40)+`"}`), []string{ActionApprove, ActionReject, ActionEdit}, true},
 		{"a key too long to show", withArgs(refundView(), `{"amount":119,"`+strings.Repeat("k", 61)+`":1}`), []string{ActionReject}, false},
 		{"a decoy that pushes the real amount past the cut", withArgs(refundView(), decoyArgs()), []string{ActionReject}, false},
 		{"more actions than a message holds", manyActions(refundView(), maxActionSections+1), []string{ActionReject}, false},
