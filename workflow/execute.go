@@ -115,18 +115,18 @@ func (e *Engine) operations(ctx context.Context, id string) ([]*Operation, error
 // events: a change behind the engine's back hands the run to a person. It
 // uses what was loaded with the run, in the same transaction, when it was.
 func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
-	if e.in.keys == nil && e.published == nil {
-		return nil
-	}
-	id := l.run.ID
 	// The anchor published is read before the store is: it was published
 	// after it committed, so the store read next holds it.
 	var pub *Anchor
 	if e.published != nil {
-		if a, ok := e.published(); ok {
+		if a, ok := e.published(); ok && !a.Event && a.Seq > 0 {
 			pub = &a
 		}
 	}
+	if e.in.keys == nil && pub == nil {
+		return nil
+	}
+	id := l.run.ID
 	check := func(ctx context.Context, tx Tx) error {
 		b := l.more
 		if tx != nil {
@@ -157,7 +157,7 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 		return e.checkPublished(ctx, tx, id, b.Audit, pub)
 	}
 	var err error
-	if l.read.Requests && l.read.Decisions && l.read.Audit && e.in.headKnown() && e.published == nil {
+	if l.read.Requests && l.read.Decisions && l.read.Audit && e.in.headKnown() && pub == nil {
 		err = check(ctx, nil)
 	} else {
 		err = e.store.View(ctx, check)
