@@ -239,11 +239,11 @@ func noteConfig(t *testing.T, dir string, redact ...string) string {
 		"  create_return_label: {executor: demo}\n  note: {executor: {type: command, command: [/bin/true]}"+r+"}\n")
 }
 
-// TestDistinctValuesNeverRenderAliteOnTheTerminal: a proposal whose actions
+// TestDistinctValuesNeverRenderAlikeOnTheTerminal: a proposal whose actions
 // hold every value of the hostile corpus, one each, is shown by show with
 // every value in printable ASCII and no two different values alike (numbers
 // are stored in canonical form, so 10.0 and 10 are one value).
-func TestDistinctValuesNeverRenderAliteOnTheTerminal(t *testing.T) {
+func TestDistinctValuesNeverRenderAlikeOnTheTerminal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := noteConfig(t, dir)
