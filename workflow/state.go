@@ -216,23 +216,64 @@ func verifyChain(runID string, cps []*Checkpoint) (*State, []byte, error) {
 	prev := ""
 	var pruned []int64
 	for i, c := range cps {
-		if c.Seq != int64(i+1) {
-			return nil, nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint seq %d where %d was expected", c.Seq, i+1)}
-		}
-		if c.PrevHash != prev {
-			return nil, nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: prev_hash does not match the checkpoint before"}
+		if err := verifyLink(runID, c, i, prev); err != nil {
+			return nil, nil, err
 		}
 		prev = c.Hash
 		if !c.PrunedAt.IsZero() {
 			pruned = append(pruned, c.Seq)
-			continue
-		}
-		if got := CheckpointHash(c); got != c.Hash {
-			return nil, nil, &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
 		}
 	}
-	// Only the latest state is decoded: an earlier one cannot change without
-	// breaking the link of the checkpoint after it, which was checked above.
+	return verifyLatest(runID, cps, pruned)
+}
+
+// verifyPrefixes is, for each checkpoint i, what VerifyChain says of the
+// chain up to it (nil: it verifies), in one pass: a link that fails fails
+// every longer prefix the same way, and each prefix's own latest state is
+// checked once.
+func verifyPrefixes(runID string, cps []*Checkpoint) []error {
+	out := make([]error, len(cps))
+	prev := ""
+	var pruned []int64
+	var broken error
+	for i, c := range cps {
+		if broken == nil {
+			broken = verifyLink(runID, c, i, prev)
+		}
+		if broken != nil {
+			out[i] = broken
+			continue
+		}
+		prev = c.Hash
+		if !c.PrunedAt.IsZero() {
+			pruned = append(pruned, c.Seq)
+		}
+		if _, _, err := verifyLatest(runID, cps[:i+1], pruned); err != nil {
+			out[i] = err
+		}
+	}
+	return out
+}
+
+// verifyLink checks checkpoint c, the i-th of its chain, against the hash of
+// the one before (prev) and, unless a prune removed its state, its own.
+func verifyLink(runID string, c *Checkpoint, i int, prev string) error {
+	switch {
+	case c.Seq != int64(i+1):
+		return &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint seq %d where %d was expected", c.Seq, i+1)}
+	case c.PrevHash != prev:
+		return &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: prev_hash does not match the checkpoint before"}
+	case c.PrunedAt.IsZero() && CheckpointHash(c) != c.Hash:
+		return &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
+	}
+	return nil
+}
+
+// verifyLatest decodes the latest state of cps, whose links were checked,
+// and checks it and what a prune removed (pruned: the seqs without state).
+// Only the latest state is decoded: an earlier one cannot change without
+// breaking the link of the checkpoint after it.
+func verifyLatest(runID string, cps []*Checkpoint, pruned []int64) (*State, []byte, error) {
 	last := cps[len(cps)-1]
 	if !last.PrunedAt.IsZero() {
 		return nil, nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: "the latest checkpoint's state was removed, which no prune does"}

@@ -345,6 +345,7 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 		// A pruned run's chain verifies as a whole only: a prefix ending at a
 		// pruned checkpoint lacks the summary that allows it.
 		_, whole := VerifyChain(id, cps)
+		prefixes := verifyPrefixes(id, cps)
 		for i, c := range cps {
 			h := HistoryEntry{Seq: c.Seq, At: c.CreatedAt, Hash: c.Hash}
 			switch {
@@ -357,7 +358,7 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 			case whole == nil && !cps[0].PrunedAt.IsZero():
 				// A pruned run: its whole chain was verified above.
 			default:
-				if _, err := VerifyChain(id, cps[:i+1]); err != nil {
+				if err := prefixes[i]; err != nil {
 					h.Problem = err.Error()
 				}
 			}
