@@ -31,12 +31,15 @@ func chainOf(t testing.TB, runID string, n int) []*Checkpoint {
 // says, for intact chains and chains damaged in every way a check names.
 func TestVerifyPrefixesIsVerifyChainOfEachPrefix(t *testing.T) {
 	damage := map[string]func(cps []*Checkpoint){
-		"intact":                 func([]*Checkpoint) {},
-		"content changed":        func(cps []*Checkpoint) { cps[2].State = []byte(`{"x":1}`) },
-		"link broken":            func(cps []*Checkpoint) { cps[3].PrevHash = "00" },
-		"seq skipped":            func(cps []*Checkpoint) { cps[1].Seq = 9 },
-		"undecodable, rehashed":  func(cps []*Checkpoint) { cps[4].State = []byte(`{"schema_version":2,"bogus":1}`); rehash(cps, 4) },
-		"another run, rehashed":  func(cps []*Checkpoint) { cps[1].State = []byte(`{"schema_version":2,"run_id":"other"}`); rehash(cps, 1) },
+		"intact":                func([]*Checkpoint) {},
+		"content changed":       func(cps []*Checkpoint) { cps[2].State = []byte(`{"x":1}`) },
+		"link broken":           func(cps []*Checkpoint) { cps[3].PrevHash = "00" },
+		"seq skipped":           func(cps []*Checkpoint) { cps[1].Seq = 9 },
+		"undecodable, rehashed": func(cps []*Checkpoint) { cps[4].State = []byte(`{"schema_version":2,"bogus":1}`); rehash(cps, 4) },
+		"another run, rehashed": func(cps []*Checkpoint) {
+			cps[1].State = []byte(`{"schema_version":2,"run_id":"other"}`)
+			rehash(cps, 1)
+		},
 		"state removed":          func(cps []*Checkpoint) { cps[2].PrunedAt = time.UnixMilli(99) },
 		"last state removed":     func(cps []*Checkpoint) { cps[5].PrunedAt = time.UnixMilli(99) },
 		"schema version changed": func(cps []*Checkpoint) { cps[3].SchemaVersion = 1; rehash(cps, 3) },
