@@ -55,24 +55,31 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 			return nil
 		}
 		from := run.Status
-		run.Status, run.Reason, run.UpdatedAt = StatusNeedsAttention, reason, e.now()
-		if err := tx.UpdateRun(ctx, run); err != nil {
-			return fmt.Errorf("update run %s: %w", id, err)
-		}
-		if err := e.audit(ctx, tx, id, "signoff", EventNeedsAttention, map[string]string{"from": string(from), "reason": reason}); err != nil {
-			return err
-		}
-		// The state may be unreadable, so hooks get the run row only.
-		for _, h := range e.hooks {
-			if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: EventNeedsAttention}); err != nil {
-				return fmt.Errorf("needs_attention hook of run %s: %w", id, err)
-			}
-		}
-		return nil
+		run.Status, run.Reason = StatusNeedsAttention, reason
+		return e.writeRow(ctx, tx, run, from, EventNeedsAttention, "signoff", map[string]string{"from": string(from), "reason": reason})
 	})
 	if err != nil {
 		return fmt.Errorf("put run %s in needs_attention: %w", id, err)
 	}
 	e.log.Warn("run needs attention", "run_id", id, "reason", reason)
+	return nil
+}
+
+// writeRow writes a transition of run's row alone, with its audit event,
+// for a run whose state may be unreadable: no checkpoint, and hooks get the
+// row only.
+func (e *Engine) writeRow(ctx context.Context, tx Tx, run *Run, from Status, event Event, actor string, detail any) error {
+	run.UpdatedAt = e.now()
+	if err := tx.UpdateRun(ctx, run); err != nil {
+		return fmt.Errorf("update run %s: %w", run.ID, err)
+	}
+	if err := e.audit(ctx, tx, run.ID, actor, event, detail); err != nil {
+		return err
+	}
+	for _, h := range e.hooks {
+		if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: event}); err != nil {
+			return fmt.Errorf("%s hook of run %s: %w", event, run.ID, err)
+		}
+	}
 	return nil
 }

@@ -265,19 +265,10 @@ func (e *Engine) abandonDamaged(ctx context.Context, tx Tx, in ResolveInput, ie 
 	}
 	from := run.Status
 	run.Status, run.Reason = StatusFailed, fmt.Sprintf("abandoned by %s: %s (its stored records are damaged: %s)", in.By.ID, in.Reason, ie.Problem)
-	run.LeaseOwner, run.LeaseUntil, run.UpdatedAt = "", time.Time{}, e.now()
-	if err := tx.UpdateRun(ctx, run); err != nil {
-		return nil, fmt.Errorf("update run %s: %w", in.RunID, err)
-	}
+	run.LeaseOwner, run.LeaseUntil = "", time.Time{}
 	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via, "damage": ie.Problem}
-	if err := e.audit(ctx, tx, in.RunID, in.By.ID, EventResolved, detail); err != nil {
+	if err := e.writeRow(ctx, tx, run, from, EventResolved, in.By.ID, detail); err != nil {
 		return nil, err
-	}
-	// The state cannot be trusted, so hooks get the run row only.
-	for _, h := range e.hooks {
-		if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: EventResolved}); err != nil {
-			return nil, fmt.Errorf("resolved hook of run %s: %w", in.RunID, err)
-		}
 	}
 	return run, nil
 }

@@ -681,13 +681,17 @@ func verifyRun(ctx context.Context, tx Tx, in *integrity, r *Run, head *Integrit
 	}
 	// The run row is not sealed; what in it decides anything must agree with
 	// the sealed checkpoint, as the engine insists when it loads the run.
+	rowP := ""
+	if st != nil {
+		rowP = rowProblem(r, st)
+	}
 	switch {
 	case st != nil && st.Status != r.Status && r.Status != StatusNeedsAttention:
 		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", r.Status, st.Status)}, nil
 	case st != nil && st.Gate != nil && r.Fingerprint != "" && r.Fingerprint != st.Gate.Fingerprint:
 		return &IntegrityError{RunID: r.ID, Problem: "the run row's fingerprint is not the one its checkpoint approved"}, nil
-	case st != nil && rowProblem(r, st) != "":
-		return &IntegrityError{RunID: r.ID, Problem: rowProblem(r, st)}, nil
+	case rowP != "":
+		return &IntegrityError{RunID: r.ID, Problem: rowP}, nil
 	}
 	if err := in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
 		return ie, nil

@@ -32,21 +32,8 @@ read answer < "$OUT/go"
 echo '{"id":"probed"}'
 `
 
-const probeConfig = `roles:
-  - {name: agent, members: [agent:ops]}
-policy:
-  revision: "1"
-  rules:
-    - {name: all, when: "true", risk: low}
-actions:
-  rotate_key:
-    schema: {type: object}
-    executor:
-      type: command
-      command: [./probe]
-      env: [OUT, STORE_DIR]
-      paths: {read: [/proc], write: [out]}
-`
+// probeConfig is pathsConfig with the paths the probe is given.
+var probeConfig = strings.Replace(pathsConfig, "PATHS", "{read: [/proc], write: [out]}", 1)
 
 // TestAProgramCannotReadSignoffsSecrets: a program a command executor runs,
 // as signoff's own user, can read neither the keys file beside the store,
