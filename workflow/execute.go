@@ -480,7 +480,16 @@ func (e *Engine) park(ctx context.Context, l *loaded, at time.Time, why string) 
 // Retry-After, a backoff, an action still in progress), or zero when it
 // does not.
 func ParkedUntil(r *Run, now time.Time) time.Time {
-	if r.Status == StatusExecuting && r.LeaseOwner == "" && now.Before(r.LeaseUntil) {
+	if at := retryAt(r); now.Before(at) {
+		return at
+	}
+	return time.Time{}
+}
+
+// retryAt is when a parked run asks its target again (past once it is due),
+// or zero for a run nobody parked.
+func retryAt(r *Run) time.Time {
+	if r.Status == StatusExecuting && r.LeaseOwner == "" {
 		return r.LeaseUntil
 	}
 	return time.Time{}

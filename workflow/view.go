@@ -203,8 +203,7 @@ func viewOf(r *Run, st *State) *RunView {
 		t := r.Deadline
 		v.Deadline = &t
 	}
-	if r.Status == StatusExecuting && r.LeaseOwner == "" && !r.LeaseUntil.IsZero() {
-		t := r.LeaseUntil
+	if t := retryAt(r); !t.IsZero() {
 		v.RetryAt = &t
 	}
 	if st != nil {
