@@ -115,7 +115,7 @@ func (e *Engine) outcomes(ctx context.Context, st *State) (*Gate, []Outcome, str
 			return nil, nil, "", fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}
 		outs = append(outs, out)
-		if out.Risk.rank() > g.Risk.rank() {
+		if out.Risk.Rank() > g.Risk.Rank() {
 			g.Risk = out.Risk
 		}
 		if out.Approval == nil {

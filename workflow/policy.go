@@ -16,34 +16,6 @@ import (
 	"cel.dev/cel-go/ext"
 )
 
-// Risk is how risky a rule says an action is. It is stored with every gate
-// and approval request and is part of the fingerprint, so a constant's value
-// never changes.
-type Risk string
-
-// Risk levels a rule may assign, lowest first.
-const (
-	RiskLow    Risk = "low"
-	RiskMedium Risk = "medium"
-	RiskHigh   Risk = "high"
-)
-
-// Risks lists every risk level, lowest first.
-var Risks = []Risk{RiskLow, RiskMedium, RiskHigh}
-
-// Valid reports whether r is one of Risks.
-func (r Risk) Valid() bool { return r.rank() >= 0 }
-
-// rank is r's position in Risks, -1 for none.
-func (r Risk) rank() int {
-	for i, v := range Risks {
-		if r == v {
-			return i
-		}
-	}
-	return -1
-}
-
 // PolicyCostLimit caps the work one condition may do in one evaluation, in CEL
 // cost units (about one per operation). The rules a person writes use a few
 // dozen; the cap stops a hostile or careless expression, such as nested

@@ -2,34 +2,8 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 )
-
-// Action is one proposed change to the world: a name and its arguments.
-// Args holds canonical JSON (see Canonical) once the engine has accepted it.
-type Action struct {
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args"`
-}
-
-// Evidence is something a step found and an approver is shown.
-type Evidence struct {
-	Source string          `json:"source"`
-	Data   json.RawMessage `json:"data"`
-}
-
-// Person is someone who asks or decides.
-type Person struct {
-	ID   string `json:"id"`
-	Name string `json:"name,omitempty"`
-}
-
-// Receipt is the target's proof that an operation happened.
-type Receipt struct {
-	ID     string          `json:"id"`
-	Detail json.RawMessage `json:"detail,omitempty"`
-}
 
 // Executor carries out one kind of action against its target. The engine calls
 // it; steps never do.

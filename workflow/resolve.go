@@ -10,37 +10,6 @@ import (
 	"time"
 )
 
-// Resolution is what a person found out about a run that needs attention.
-// The value is stored in the run's audit event, so it never changes.
-type Resolution string
-
-const (
-	// ResolveHappened: the effect took place (the person saw it at the
-	// target); the operation gets the receipt the person gives.
-	ResolveHappened Resolution = "happened"
-	// ResolveRetry: it certainly did not happen; run it again under the same
-	// idempotency key.
-	ResolveRetry Resolution = "retry"
-	// ResolveAbandon: it certainly did not happen; end the run as failed.
-	ResolveAbandon Resolution = "abandon"
-)
-
-// Describe says in words what a person found.
-func (r Resolution) Describe() string {
-	switch r {
-	case ResolveHappened:
-		return "it happened"
-	case ResolveRetry:
-		return "it did not happen, and is sent again under the same key"
-	case ResolveAbandon:
-		return "it did not happen, and the run is abandoned"
-	}
-	return string(r)
-}
-
-// Resolutions lists every resolution.
-var Resolutions = []Resolution{ResolveHappened, ResolveRetry, ResolveAbandon}
-
 // ResolveInput is a person's resolution of a run that needs attention.
 type ResolveInput struct {
 	RunID  string

@@ -1,0 +1,158 @@
+package workflow
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SchemaVersion is the version of State this build writes. A checkpoint with a
+// newer version is refused rather than guessed at.
+//
+// Version 2 checkpoints may be written against a base (Checkpoint.BaseSeq);
+// version 1 checkpoints always hold their whole state. The whole state is
+// encoded the same in both.
+const SchemaVersion = 2
+
+// State is everything a run needs to continue in a new process. It is what a
+// checkpoint stores, and it is decoded strictly.
+type State struct {
+	SchemaVersion int        `json:"schema_version"`
+	RunID         string     `json:"run_id"`
+	Workflow      string     `json:"workflow"`
+	TaskID        string     `json:"task_id,omitempty"`
+	Status        Status     `json:"status"`
+	Step          int        `json:"step"`
+	Requester     Person     `json:"requester"`
+	Summary       string     `json:"summary,omitempty"`
+	Messages      []Message  `json:"messages,omitempty"`
+	Evidence      []Evidence `json:"evidence,omitempty"`
+	ModelCalls    int        `json:"model_calls"`
+	// StepFailures counts the failures in a row of the next step.
+	StepFailures int `json:"step_failures,omitempty"`
+	// Proposed is set when the steps are finished and Actions is the proposal.
+	Proposed   bool              `json:"proposed,omitempty"`
+	Actions    []Action          `json:"actions,omitempty"`
+	Checks     []Check           `json:"checks,omitempty"`
+	Gate       *Gate             `json:"gate,omitempty"`
+	Decisions  []DecisionRecord  `json:"decisions,omitempty"`
+	Operations []OperationRecord `json:"operations,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
+	ForkedFrom *ForkRef          `json:"forked_from,omitempty"`
+	// CallbackURL is the proposal's callback_url, sealed with every checkpoint
+	// so that the URL events go to cannot be changed in the store unseen.
+	CallbackURL string `json:"callback_url,omitempty"`
+	// Pruned is set on the checkpoint Prune writes last: what it removed and
+	// when. Sealed like every checkpoint, it is what allows the checkpoints
+	// before it to have lost their state (see VerifyChain).
+	Pruned *PruneRecord `json:"pruned,omitempty"`
+	// Resolutions are what people found of the run while it needed
+	// attention (see Engine.Resolve), oldest first.
+	Resolutions []ResolutionRecord `json:"resolutions,omitempty"`
+}
+
+// ResolutionRecord is a person's resolution of a run that needed attention.
+type ResolutionRecord struct {
+	By     string     `json:"by"`
+	Choice Resolution `json:"choice"`
+	Reason string     `json:"reason"`
+	Key    string     `json:"key,omitempty"` // the operation resolved, if any
+	Via    string     `json:"via,omitempty"`
+	At     time.Time  `json:"at"`
+}
+
+// PruneRecord is what Prune removed of an ended run, and when. What was kept:
+// the run row, this last checkpoint (the proposal, the gate, the decisions and
+// the operations as the run ended, without its evidence and agent messages),
+// every checkpoint's seq, hashes and seal, the approval requests, decisions,
+// operations and audit events.
+type PruneRecord struct {
+	At time.Time `json:"at"`
+	// ThroughSeq: checkpoints 1 to ThroughSeq lost their state.
+	ThroughSeq int64 `json:"through_seq"`
+	// StateBytes is the size of the states removed.
+	StateBytes int64 `json:"state_bytes"`
+	// Evidence and Messages count what the kept state no longer holds.
+	Evidence int `json:"evidence,omitempty"`
+	Messages int `json:"messages,omitempty"`
+	// Outbox counts the delivered outbox messages deleted, of every kind
+	// (Slack messages and callbacks); OutboxKinds says how many of each
+	// (records written before it was kept have none).
+	Outbox      int                `json:"outbox,omitempty"`
+	OutboxKinds map[OutboxKind]int `json:"outbox_kinds,omitempty"`
+}
+
+// Message is one turn of an agent's working context.
+type Message struct {
+	Role    string          `json:"role"` // user, assistant, tool
+	Content string          `json:"content,omitempty"`
+	Tool    string          `json:"tool,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+// Check is the result of one read-only check of one action.
+type Check struct {
+	Action   int    `json:"action"`
+	Name     string `json:"name"`
+	OK       bool   `json:"ok"`
+	Attempts int    `json:"attempts"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Gate is what policy decided for the proposal.
+type Gate struct {
+	Rule           string        `json:"rule"`
+	Risk           Risk          `json:"risk"`
+	PolicyRevision string        `json:"policy_revision"`
+	Approval       *ApprovalSpec `json:"approval,omitempty"`
+	Fingerprint    string        `json:"fingerprint"`
+	RequestID      string        `json:"request_id,omitempty"`
+	Deadline       *time.Time    `json:"deadline,omitempty"`
+	// Assignee, when set, is the one person asked to decide; others of a higher
+	// role than the rule needs may still decide.
+	Assignee string `json:"assignee,omitempty"`
+}
+
+// ApprovalSpec is what a policy rule requires before its actions run.
+type ApprovalSpec struct {
+	Role         string  `json:"role"`
+	Count        int     `json:"count"`
+	Expires      Seconds `json:"expires_seconds"`
+	SelfApproval bool    `json:"self_approval"`
+	Edit         bool    `json:"edit"`
+}
+
+// Seconds is a duration stored as whole seconds, so checkpoints stay plain JSON.
+type Seconds int64
+
+// Duration converts s to a time.Duration.
+func (s Seconds) Duration() time.Duration { return time.Duration(s) * time.Second }
+
+// DecisionRecord is a decision as the checkpoint remembers it.
+type DecisionRecord struct {
+	RequestID string    `json:"request_id"`
+	By        string    `json:"by"`
+	Role      string    `json:"role"`
+	Verdict   Verdict   `json:"verdict"`
+	Reason    string    `json:"reason,omitempty"`
+	Edited    bool      `json:"edited,omitempty"`
+	Via       Via       `json:"via"`
+	At        time.Time `json:"at"`
+}
+
+// OperationRecord is an operation as the checkpoint remembers it.
+type OperationRecord struct {
+	Key      string          `json:"key"`
+	Index    int             `json:"index"`
+	Action   string          `json:"action"`
+	Status   OpStatus        `json:"status"`
+	Attempts int             `json:"attempts"`
+	Receipt  json.RawMessage `json:"receipt,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// ForkRef names the checkpoint a run was forked from.
+type ForkRef struct {
+	RunID string `json:"run_id"`
+	Seq   int64  `json:"seq"`
+}
