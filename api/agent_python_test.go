@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -79,8 +80,8 @@ func TestPythonAgent(t *testing.T) {
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("runs %v %v", runs, err)
 		}
-		if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: runs[0].ID, Approver: workflow.Person{ID: "U0LEAD"},
-			Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: runs[0].ID, Approver: record.Person{ID: "U0LEAD"},
+			Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 			t.Fatal(err)
 		}
 		// What a worker of signoff serve does with an approved run.

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/signoff-dev/signoff/api"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -26,7 +27,7 @@ func FuzzProposalBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		p, err := api.BindProposal(body)
 		if err != nil {
-			if !workflow.IsRefused(err) {
+			if !record.IsRefused(err) {
 				t.Fatalf("a bad body is refused as invalid input, got %T %v", err, err)
 			}
 			return

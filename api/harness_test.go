@@ -25,6 +25,7 @@ import (
 	"github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/api/client"
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -53,29 +54,29 @@ type recorder struct {
 	keys []string
 }
 
-func (r *recorder) Check(context.Context, workflow.Action) error { return nil }
-func (r *recorder) Execute(_ context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (r *recorder) Check(context.Context, record.Action) error { return nil }
+func (r *recorder) Execute(_ context.Context, key string, a record.Action) (record.Receipt, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keys = append(r.keys, key)
 	// The target echoes what it was sent, nested, as real ones do.
-	return workflow.Receipt{ID: "rcpt-" + key, Detail: json.RawMessage(`{"echo":` + string(a.Args) + `}`)}, nil
+	return record.Receipt{ID: "rcpt-" + key, Detail: json.RawMessage(`{"echo":` + string(a.Args) + `}`)}, nil
 }
 
 // unprovable is an executor whose every call loses its answer and whose
 // register refuses to say: each run of it ends in needs_attention.
 type unprovable struct{}
 
-func (unprovable) Check(context.Context, workflow.Action) error { return nil }
-func (unprovable) Execute(context.Context, string, workflow.Action) (workflow.Receipt, error) {
-	return workflow.Receipt{}, errors.New("connection reset after sending")
+func (unprovable) Check(context.Context, record.Action) error { return nil }
+func (unprovable) Execute(context.Context, string, record.Action) (record.Receipt, error) {
+	return record.Receipt{}, errors.New("connection reset after sending")
 }
-func (unprovable) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
-	return workflow.Receipt{}, false, workflow.Permanent(errors.New("the register refuses to say"))
+func (unprovable) Lookup(context.Context, string) (record.Receipt, bool, error) {
+	return record.Receipt{}, false, workflow.Permanent(errors.New("the register refuses to say"))
 }
 
-func (r *recorder) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
-	return workflow.Receipt{}, false, nil
+func (r *recorder) Lookup(context.Context, string) (record.Receipt, bool, error) {
+	return record.Receipt{}, false, nil
 }
 
 type harness struct {
@@ -114,7 +115,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	pol, err := workflow.NewPolicy("r1", []workflow.Rule{
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
-			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(3600)}},
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
 		{Name: "everything-else", When: "true", Risk: "low"},
 	}, roles)
 	if err != nil {
@@ -242,7 +243,7 @@ func (h *harness) do(method, path, token, contentType string, body []byte, inval
 
 // snapshot is everything a refusal must leave as it was.
 type snapshot struct {
-	Runs        []*workflow.Run
+	Runs        []*record.Run
 	Checkpoints map[string]int
 	Audit       int
 }
@@ -378,6 +379,6 @@ func (c *conformance) check(r *http.Request, reqBody []byte, status int, header 
 func deployProposal(key, version string) *workflow.Proposal {
 	return &workflow.Proposal{
 		TaskID: "T-1", Summary: "deploy api", IdempotencyKey: key,
-		Actions: []workflow.Action{{Name: "deploy", Args: json.RawMessage(`{"service":"api","version":"` + version + `","token":"s3cret"}`)}},
+		Actions: []record.Action{{Name: "deploy", Args: json.RawMessage(`{"service":"api","version":"` + version + `","token":"s3cret"}`)}},
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -169,10 +170,10 @@ func (strictBinder) Bind(v any, c echo.Context) error {
 		return problem(http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxBody))
 	}
 	if !utf8.Valid(b) {
-		return problem(http.StatusBadRequest, workflow.CodeInvalidInput, "the body is not valid UTF-8")
+		return problem(http.StatusBadRequest, record.CodeInvalidInput, "the body is not valid UTF-8")
 	}
 	if err := workflow.DecodeStrict(b, v); err != nil {
-		return problem(http.StatusBadRequest, workflow.CodeInvalidInput, "invalid body: "+err.Error())
+		return problem(http.StatusBadRequest, record.CodeInvalidInput, "invalid body: "+err.Error())
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -38,28 +39,28 @@ func (e *bareEngine) Get(context.Context, string) (*workflow.RunView, error) {
 	return &v, nil
 }
 
-func (e *bareEngine) Decide(_ context.Context, in workflow.DecideInput) (*workflow.Run, error) {
+func (e *bareEngine) Decide(_ context.Context, in workflow.DecideInput) (*record.Run, error) {
 	e.decided.Add(1)
-	return &workflow.Run{ID: in.RunID, Status: workflow.StatusExecuting}, nil
+	return &record.Run{ID: in.RunID, Status: record.StatusExecuting}, nil
 }
 
-func (e *bareEngine) List(context.Context, workflow.RunFilter) ([]*workflow.Run, error) {
+func (e *bareEngine) List(context.Context, workflow.RunFilter) ([]*record.Run, error) {
 	return nil, nil
 }
 
-func (e *bareEngine) Cancel(context.Context, string, workflow.Person, string) (*workflow.Run, error) {
+func (e *bareEngine) Cancel(context.Context, string, record.Person, string) (*record.Run, error) {
 	return nil, errBare
 }
 
-func (e *bareEngine) Reassign(context.Context, string, workflow.Person, workflow.Person) (*workflow.Run, error) {
+func (e *bareEngine) Reassign(context.Context, string, record.Person, record.Person) (*record.Run, error) {
 	return nil, errBare
 }
 
-func (e *bareEngine) Extend(context.Context, string, workflow.Person, time.Duration) (*workflow.Run, error) {
+func (e *bareEngine) Extend(context.Context, string, record.Person, time.Duration) (*record.Run, error) {
 	return nil, errBare
 }
 
-func (e *bareEngine) Resolve(context.Context, workflow.ResolveInput) (*workflow.Run, error) {
+func (e *bareEngine) Resolve(context.Context, workflow.ResolveInput) (*record.Run, error) {
 	return nil, errBare
 }
 

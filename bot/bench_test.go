@@ -13,6 +13,7 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/benchkit"
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -53,7 +54,7 @@ func benchDurable(b *testing.B, conc int) {
 	runClicks(b, h.url, conc, clicks)
 	b.StopTimer()
 	for _, id := range runs {
-		if s := h.get(id).Status; s != workflow.StatusExecuting {
+		if s := h.get(id).Status; s != record.StatusExecuting {
 			b.Fatalf("run %s is %s after its click, want executing", id, s)
 		}
 	}
@@ -129,35 +130,35 @@ var _ runEngine = (*benchEngine)(nil)
 
 func (e *benchEngine) Get(_ context.Context, id string) (*workflow.RunView, error) {
 	if id != benchRef.RunID {
-		return nil, &workflow.RefusedError{Code: workflow.CodeUnknownRun, RunID: id, Msg: "no such run"}
+		return nil, &record.RefusedError{Code: record.CodeUnknownRun, RunID: id, Msg: "no such run"}
 	}
 	v := refundView()
 	v.ID, v.Gate.RequestID, v.Requests[0].ID = benchRef.RunID, benchRef.RequestID, benchRef.RequestID
 	return v, nil
 }
 
-func (e *benchEngine) Decide(_ context.Context, in workflow.DecideInput) (*workflow.Run, error) {
+func (e *benchEngine) Decide(_ context.Context, in workflow.DecideInput) (*record.Run, error) {
 	e.decided.Add(1)
-	return &workflow.Run{ID: in.RunID, Status: workflow.StatusExecuting}, nil
+	return &record.Run{ID: in.RunID, Status: record.StatusExecuting}, nil
 }
 
-func (e *benchEngine) List(context.Context, workflow.RunFilter) ([]*workflow.Run, error) {
+func (e *benchEngine) List(context.Context, workflow.RunFilter) ([]*record.Run, error) {
 	return nil, nil
 }
 
-func (e *benchEngine) Cancel(context.Context, string, workflow.Person, string) (*workflow.Run, error) {
+func (e *benchEngine) Cancel(context.Context, string, record.Person, string) (*record.Run, error) {
 	return nil, workflow.ErrNotFound
 }
 
-func (e *benchEngine) Reassign(context.Context, string, workflow.Person, workflow.Person) (*workflow.Run, error) {
+func (e *benchEngine) Reassign(context.Context, string, record.Person, record.Person) (*record.Run, error) {
 	return nil, workflow.ErrNotFound
 }
 
-func (e *benchEngine) Extend(context.Context, string, workflow.Person, time.Duration) (*workflow.Run, error) {
+func (e *benchEngine) Extend(context.Context, string, record.Person, time.Duration) (*record.Run, error) {
 	return nil, workflow.ErrNotFound
 }
 
-func (e *benchEngine) Resolve(context.Context, workflow.ResolveInput) (*workflow.Run, error) {
+func (e *benchEngine) Resolve(context.Context, workflow.ResolveInput) (*record.Run, error) {
 	return nil, workflow.ErrNotFound
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -62,19 +63,19 @@ const maxRemembered = 10000
 // rendering of the run as it is now.
 func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	now := d.now()
-	var due []*workflow.OutboxMessage
+	var due []*record.OutboxMessage
 	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
 		var err error
 		// Only its own kinds: rows of another dispatcher (callbacks waiting
 		// behind a failing one) must not fill the round.
-		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
+		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read the outbox: %w", err)
 	}
 	var order []string
-	byRun := map[string][]*workflow.OutboxMessage{}
+	byRun := map[string][]*record.OutboxMessage{}
 	for _, m := range due {
 		if m.Kind != KindPost && m.Kind != KindUpdate {
 			continue // another dispatcher's kind
@@ -113,12 +114,12 @@ func (d *Dispatcher) log() *slog.Logger {
 // deliver claims one run's rows, sends them as one, and records the outcome on
 // each. A row another replica claimed first is skipped without error. It
 // returns how many rows were delivered.
-func (d *Dispatcher) deliver(ctx context.Context, rows []*workflow.OutboxMessage) (int, error) {
+func (d *Dispatcher) deliver(ctx context.Context, rows []*record.OutboxMessage) (int, error) {
 	claim := d.ClaimFor
 	if claim <= 0 {
 		claim = time.Minute
 	}
-	var claimed []*workflow.OutboxMessage
+	var claimed []*record.OutboxMessage
 	for _, m := range rows {
 		m.Attempts++
 		m.NextAttempt = d.now().Add(claim)
@@ -163,7 +164,7 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*workflow.OutboxMessage
 // send delivers the claimed rows of one run: it posts the requests that wait
 // for their message, then, if any row asks for it, rewrites every posted
 // message of the run from its current state.
-func (d *Dispatcher) send(ctx context.Context, rows []*workflow.OutboxMessage) error {
+func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) error {
 	runID := rows[0].RunID
 	var toPost []string
 	rewrite := false
@@ -284,7 +285,7 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	}
 	// Where the message went is a record of its own, so recording it races
 	// no decision: the request row is the engine's alone.
-	loc := &workflow.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
+	loc := &record.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
 	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertMessageLocation(ctx, loc) })
 	if errors.Is(err, workflow.ErrDuplicate) {
 		// Another delivery of the post recorded its message first (a claim
@@ -333,7 +334,7 @@ func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]str
 func requestPending(v *workflow.RunView, id string) bool {
 	for _, r := range v.Requests {
 		if r.ID == id {
-			return r.Status == workflow.RequestPending
+			return r.Status == record.RequestPending
 		}
 	}
 	return false

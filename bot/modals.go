@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -95,7 +96,7 @@ func editModal(v *workflow.RunView, ref Ref, redact func(string, json.RawMessage
 	}
 }
 
-func actionNames(as []workflow.Action) string {
+func actionNames(as []record.Action) string {
 	names := make([]string, 0, len(as))
 	for _, a := range as {
 		names = append(names, a.Name)

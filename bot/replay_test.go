@@ -14,6 +14,7 @@ import (
 
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -221,7 +222,7 @@ func TestRefusedCopiesDoNotBlockTheRequest(t *testing.T) {
 func (h *slackHarness) claimAsCrashed(digest string) {
 	h.t.Helper()
 	err := h.eng.Store().Update(h.ctx, func(ctx context.Context, tx workflow.Tx) error {
-		_, claimed, err := tx.ClaimRequest(ctx, &workflow.SeenRequest{Digest: digest, CreatedAt: h.clock.Now(), ExpiresAt: h.clock.Now().Add(time.Hour)})
+		_, claimed, err := tx.ClaimRequest(ctx, &record.SeenRequest{Digest: digest, CreatedAt: h.clock.Now(), ExpiresAt: h.clock.Now().Add(time.Hour)})
 		if err == nil && !claimed {
 			err = fmt.Errorf("%s was claimed already", digest)
 		}
@@ -251,7 +252,7 @@ func TestCopyOfUnansweredRequest(t *testing.T) {
 	if got := h.send(h.signedClick(fixture(t, "block_actions_approve.json", refOf(v), leadGrace, nil))); got.status != http.StatusOK {
 		t.Fatalf("the next click: %+v", got)
 	}
-	if st := h.get(v.ID).Status; st != workflow.StatusExecuting {
+	if st := h.get(v.ID).Status; st != record.StatusExecuting {
 		t.Fatalf("run %s after the next click, want executing", st)
 	}
 }

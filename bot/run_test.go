@@ -9,6 +9,7 @@ import (
 
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -67,8 +68,8 @@ func TestDispatcherLoopsDeliverWhenARunChanges(t *testing.T) {
 		t.Fatalf("messages %+v, want the approval message of the run", msgs)
 	}
 	ctx := context.Background()
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"},
-		Verdict: workflow.VerdictReject, Reason: "not this one", Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"},
+		Verdict: record.VerdictReject, Reason: "not this one", Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	paces[deliverLoop].RoundsUntil(t, "the rewrite", func() bool {
@@ -110,7 +111,7 @@ func TestDispatcherLoopsForgetRequestsPastTheirWindow(t *testing.T) {
 		var claimed bool
 		err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
 			var err error
-			_, claimed, err = tx.ClaimRequest(ctx, &workflow.SeenRequest{Digest: "d1", CreatedAt: h.clock.now, ExpiresAt: h.clock.now.Add(time.Hour)})
+			_, claimed, err = tx.ClaimRequest(ctx, &record.SeenRequest{Digest: "d1", CreatedAt: h.clock.now, ExpiresAt: h.clock.now.Add(time.Hour)})
 			return err
 		})
 		if err != nil {

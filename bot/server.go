@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/slack-go/slack"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -34,13 +35,13 @@ type SlackActions interface {
 // runEngine is what the handlers need of the engine; *workflow.Engine has it,
 // and a benchmark of the bare handler swaps in a fake.
 type runEngine interface {
-	Decide(ctx context.Context, in workflow.DecideInput) (*workflow.Run, error)
+	Decide(ctx context.Context, in workflow.DecideInput) (*record.Run, error)
 	Get(ctx context.Context, id string) (*workflow.RunView, error)
-	List(ctx context.Context, f workflow.RunFilter) ([]*workflow.Run, error)
-	Cancel(ctx context.Context, id string, by workflow.Person, reason string) (*workflow.Run, error)
-	Reassign(ctx context.Context, id string, by, to workflow.Person) (*workflow.Run, error)
-	Extend(ctx context.Context, id string, by workflow.Person, d time.Duration) (*workflow.Run, error)
-	Resolve(ctx context.Context, in workflow.ResolveInput) (*workflow.Run, error)
+	List(ctx context.Context, f workflow.RunFilter) ([]*record.Run, error)
+	Cancel(ctx context.Context, id string, by record.Person, reason string) (*record.Run, error)
+	Reassign(ctx context.Context, id string, by, to record.Person) (*record.Run, error)
+	Extend(ctx context.Context, id string, by record.Person, d time.Duration) (*record.Run, error)
+	Resolve(ctx context.Context, in workflow.ResolveInput) (*record.Run, error)
 	Roles() *workflow.Roles
 	Action(name string) (*workflow.ActionSpec, bool)
 }

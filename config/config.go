@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -785,7 +786,7 @@ func (c *checker) policy(fp *filePolicy, roles *workflow.Roles) (*workflow.Polic
 	}
 	rules := make([]workflow.Rule, len(fp.Rules))
 	for i, fr := range fp.Rules {
-		rules[i] = workflow.Rule{Name: fr.Name, When: fr.When, Risk: workflow.Risk(fr.Risk)}
+		rules[i] = workflow.Rule{Name: fr.Name, When: fr.When, Risk: record.Risk(fr.Risk)}
 		if fr.Approval == nil {
 			continue
 		}
@@ -802,10 +803,10 @@ func (c *checker) policy(fp *filePolicy, roles *workflow.Roles) (*workflow.Polic
 		if err != nil {
 			return nil, c.fail(path+".expires", err)
 		}
-		rules[i].Approval = &workflow.ApprovalSpec{
+		rules[i].Approval = &record.ApprovalSpec{
 			Role:         fa.Role,
 			Count:        count,
-			Expires:      workflow.Seconds(d / time.Second),
+			Expires:      record.Seconds(d / time.Second),
 			SelfApproval: fa.SelfApproval,
 			Edit:         fa.Edit,
 		}

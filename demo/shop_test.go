@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -406,7 +407,7 @@ func TestManualRefundThenApprovedRefundIsRefused(t *testing.T) {
 	s, _ := newShop(t)
 	ctx := context.Background()
 	ex := Executors(s, "signoff")[ActionRefund]
-	a := workflow.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":119,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)}
+	a := record.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":119,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)}
 	if err := ex.Check(ctx, a); err != nil {
 		t.Fatalf("check before the manual refund: %v", err)
 	}

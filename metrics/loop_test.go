@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -53,14 +54,14 @@ func TestRefreshLoop(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	insert := func(id string, s workflow.Status) {
+	insert := func(id string, s record.Status) {
 		t.Helper()
-		r := &workflow.Run{ID: id, Status: s, CreatedAt: now, UpdatedAt: now}
+		r := &record.Run{ID: id, Status: s, CreatedAt: now, UpdatedAt: now}
 		if err := st.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	insert("run-01", workflow.StatusDone)
+	insert("run-01", record.StatusDone)
 	m := New("test")
 	var log errorLines
 	pace := clocktest.NewPace()
@@ -76,12 +77,12 @@ func TestRefreshLoop(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	done1 := func() float64 { return testutil.ToFloat64(m.runs.WithLabelValues(string(workflow.StatusDone))) }
+	done1 := func() float64 { return testutil.ToFloat64(m.runs.WithLabelValues(string(record.StatusDone))) }
 	pace.RoundEnded(t)
 	if got := done1(); got != 1 {
 		t.Fatalf("signoff_runs{status=done} = %v after the round at start, want 1", got)
 	}
-	insert("run-02", workflow.StatusDone)
+	insert("run-02", record.StatusDone)
 	if got := done1(); got != 1 {
 		t.Fatalf("signoff_runs{status=done} = %v before the tick, want 1: a scrape never reads the store", got)
 	}

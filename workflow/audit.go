@@ -5,18 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
-func (e *Engine) audit(ctx context.Context, tx Tx, runID, actor string, action Event, detail any) error {
-	return e.appendAudit(ctx, tx, &AuditEvent{RunID: runID, Actor: actor, Action: action}, detail)
+func (e *Engine) audit(ctx context.Context, tx Tx, runID, actor string, action record.Event, detail any) error {
+	return e.appendAudit(ctx, tx, &record.AuditEvent{RunID: runID, Actor: actor, Action: action}, detail)
 }
 
 // auditCheckpoint audits the transition that wrote checkpoint cp, naming it.
-func (e *Engine) auditCheckpoint(ctx context.Context, tx Tx, cp *Checkpoint, actor string, action Event, detail any) error {
-	return e.appendAudit(ctx, tx, &AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)
+func (e *Engine) auditCheckpoint(ctx context.Context, tx Tx, cp *record.Checkpoint, actor string, action record.Event, detail any) error {
+	return e.appendAudit(ctx, tx, &record.AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)
 }
 
-func (e *Engine) appendAudit(ctx context.Context, tx Tx, ev *AuditEvent, detail any) error {
+func (e *Engine) appendAudit(ctx context.Context, tx Tx, ev *record.AuditEvent, detail any) error {
 	runID, action := ev.RunID, ev.Action
 	if detail != nil {
 		d, err := json.Marshal(detail)
@@ -33,9 +35,9 @@ func (e *Engine) appendAudit(ctx context.Context, tx Tx, ev *AuditEvent, detail 
 }
 
 // refuse records a refusal in the audit log (and nothing else) and returns it.
-func (e *Engine) refuse(ctx context.Context, actor string, r *RefusedError) error {
+func (e *Engine) refuse(ctx context.Context, actor string, r *record.RefusedError) error {
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		return e.audit(ctx, tx, r.RunID, actor, EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
+		return e.audit(ctx, tx, r.RunID, actor, record.EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
 	})
 	if err != nil {
 		return errors.Join(r, fmt.Errorf("record refusal: %w", err))
@@ -51,12 +53,12 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 		if err != nil {
 			return fmt.Errorf("load run %s: %w", id, err)
 		}
-		if run.Status.Terminal() || (run.Status == StatusNeedsAttention && run.Reason == reason) {
+		if run.Status.Terminal() || (run.Status == record.StatusNeedsAttention && run.Reason == reason) {
 			return nil
 		}
 		from := run.Status
-		run.Status, run.Reason = StatusNeedsAttention, reason
-		return e.writeRow(ctx, tx, run, from, EventNeedsAttention, "signoff", map[string]string{"from": string(from), "reason": reason})
+		run.Status, run.Reason = record.StatusNeedsAttention, reason
+		return e.writeRow(ctx, tx, run, from, record.EventNeedsAttention, "signoff", map[string]string{"from": string(from), "reason": reason})
 	})
 	if err != nil {
 		return fmt.Errorf("put run %s in needs_attention: %w", id, err)
@@ -68,7 +70,7 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 // writeRow writes a transition of run's row alone, with its audit event,
 // for a run whose state may be unreadable: no checkpoint, and hooks get the
 // row only.
-func (e *Engine) writeRow(ctx context.Context, tx Tx, run *Run, from Status, event Event, actor string, detail any) error {
+func (e *Engine) writeRow(ctx context.Context, tx Tx, run *record.Run, from record.Status, event record.Event, actor string, detail any) error {
 	run.UpdatedAt = e.now()
 	if err := tx.UpdateRun(ctx, run); err != nil {
 		return fmt.Errorf("update run %s: %w", run.ID, err)

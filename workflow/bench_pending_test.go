@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/internal/benchkit"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -50,7 +51,7 @@ func benchmarkPending(b *testing.B, st workflow.Store) {
 		b.Fatal(err)
 	}
 	seedPending(b, eng, st, pendingRuns)
-	page := workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: 11}
+	page := workflow.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 11}
 	ctx := context.Background()
 	figures := []struct {
 		name string
@@ -114,8 +115,8 @@ func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
 		b.Fatal(err)
 	}
 	var (
-		proto *workflow.Run
-		state *workflow.State
+		proto *record.Run
+		state *record.State
 	)
 	err = st.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
 		if proto, err = tx.Run(ctx, id); err != nil {
@@ -139,7 +140,7 @@ func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
 				r.ID, r.IdempotencyKey, r.Seq = fmt.Sprintf("run_seed_%07d", j), "", 1
 				r.CreatedAt = proto.CreatedAt.Add(time.Duration(j) * time.Millisecond)
 				if j%2 == 1 {
-					r.Status, r.Deadline = workflow.StatusDone, time.Time{}
+					r.Status, r.Deadline = record.StatusDone, time.Time{}
 				}
 				s := *state
 				s.RunID, s.Status = r.ID, r.Status
@@ -147,8 +148,8 @@ func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
 				if err != nil {
 					return err
 				}
-				cp := &workflow.Checkpoint{RunID: r.ID, Seq: 1, SchemaVersion: workflow.SchemaVersion, State: body, CreatedAt: r.CreatedAt}
-				cp.Hash = workflow.CheckpointHash(cp)
+				cp := &record.Checkpoint{RunID: r.ID, Seq: 1, SchemaVersion: record.SchemaVersion, State: body, CreatedAt: r.CreatedAt}
+				cp.Hash = record.CheckpointHash(cp)
 				if err := tx.InsertRun(ctx, &r); err != nil {
 					return err
 				}

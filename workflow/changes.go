@@ -3,6 +3,8 @@ package workflow
 import (
 	"context"
 	"sync"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // Changes wakes whoever waits on a run when the run may have changed. The
@@ -170,7 +172,7 @@ type notingTx struct {
 	ids *[]string
 }
 
-func (t *notingTx) InsertRun(ctx context.Context, r *Run) error {
+func (t *notingTx) InsertRun(ctx context.Context, r *record.Run) error {
 	err := t.Tx.InsertRun(ctx, r)
 	if err == nil {
 		*t.ids = append(*t.ids, r.ID)
@@ -186,7 +188,7 @@ func (t *notingTx) SaveRun(ctx context.Context, w *RunWrite) error {
 	return err
 }
 
-func (t *notingTx) UpdateRun(ctx context.Context, r *Run) error {
+func (t *notingTx) UpdateRun(ctx context.Context, r *record.Run) error {
 	err := t.Tx.UpdateRun(ctx, r)
 	if err == nil {
 		*t.ids = append(*t.ids, r.ID)
@@ -201,7 +203,7 @@ func (e *Engine) Changes() *Changes { return e.changes }
 // already is not), with changed true; or, when ctx ends first, the run as it
 // is then with changed false. An empty from waits for any change of status
 // from the one first read. It never polls: it sleeps until Changes wakes it.
-func (e *Engine) WaitRun(ctx context.Context, id string, from Status) (v *RunView, changed bool, err error) {
+func (e *Engine) WaitRun(ctx context.Context, id string, from record.Status) (v *RunView, changed bool, err error) {
 	for {
 		woken, stop := e.changes.Watch(id)
 		v, err = e.Get(ctx, id)

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // loaded is a run as read in one transaction: its row, its verified latest state
 // and the hash the next checkpoint links to.
 type loaded struct {
-	run      *Run
-	st       *State
+	run      *record.Run
+	st       *record.State
 	lastHash string
 	// state is the encoded state of the latest checkpoint, as loaded or as
 	// save wrote it, and committed says that the write holding it committed:
@@ -20,9 +22,9 @@ type loaded struct {
 	committed bool
 	// spare is state decoded and held by nobody else, for loadHeld to hand
 	// out once instead of decoding state again.
-	spare *State
+	spare *record.State
 	// chain is the checkpoints load verified (nil from loadHeld's shortcut).
-	chain []*Checkpoint
+	chain []*record.Checkpoint
 	// fps holds the fingerprints of state computed so far, by risk and policy
 	// revision: a decision computes its run's before its write, and the write
 	// transaction, which concurrent Updates share, takes it from here.
@@ -44,13 +46,13 @@ type loaded struct {
 }
 
 type fpKey struct {
-	risk     Risk
+	risk     record.Risk
 	revision string
 }
 
 // fingerprint is fingerprintOf(l.st, risk, revision), computed once per
 // state: loadHeld hands the ones of a state it did not change on.
-func (l *loaded) fingerprint(risk Risk, revision string) (string, error) {
+func (l *loaded) fingerprint(risk record.Risk, revision string) (string, error) {
 	k := fpKey{risk, revision}
 	if fp, ok := l.fps[k]; ok {
 		return fp, nil
@@ -68,7 +70,7 @@ func (l *loaded) fingerprint(risk Risk, revision string) (string, error) {
 
 // baseOf is the base for the checkpoint after cps (verified): the latest
 // one that holds a whole state.
-func baseOf(cps []*Checkpoint) *stateBase {
+func baseOf(cps []*record.Checkpoint) *stateBase {
 	c := cps[len(cps)-1]
 	if c.BaseSeq != 0 {
 		c = cps[c.BaseSeq-1]
@@ -103,7 +105,7 @@ func (e *Engine) loadWith(ctx context.Context, tx Tx, id string, extra RunParts)
 	if int64(len(cps)) != run.Seq {
 		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says checkpoint %d but the chain ends at %d", run.Seq, len(cps))}
 	}
-	if st.Status != run.Status && run.Status != StatusNeedsAttention {
+	if st.Status != run.Status && run.Status != record.StatusNeedsAttention {
 		return &loaded{run: run}, &IntegrityError{RunID: id, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", run.Status, st.Status)}
 	}
 	if p := rowProblem(run, st); p != "" {
@@ -166,11 +168,11 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded, e
 // staged is the next checkpoint of a run, encoded (and its hash computed)
 // before the write that stores it.
 type staged struct {
-	cp   *Checkpoint
+	cp   *record.Checkpoint
 	full []byte // the whole state, which cp stores or a delta of
 	// status, step and reason are the run's as cp holds them: a run changed
 	// after staging is staged again by save.
-	status Status
+	status record.Status
 	step   int
 	reason string
 }
@@ -179,7 +181,7 @@ type staged struct {
 // reason, written against l.base when that saves at least half of the state
 // (see stateBase.delta), chained to l.lastHash.
 func (e *Engine) stage(l *loaded, now time.Time) (*staged, error) {
-	l.st.SchemaVersion = SchemaVersion
+	l.st.SchemaVersion = record.SchemaVersion
 	l.st.Status = l.run.Status
 	l.st.Step = l.run.Step
 	l.st.Reason = l.run.Reason
@@ -197,8 +199,8 @@ func (e *Engine) stage(l *loaded, now time.Time) (*staged, error) {
 			stored, baseSeq = d, l.base.seq
 		}
 	}
-	cp := &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: stored, BaseSeq: baseSeq, PrevHash: l.lastHash, CreatedAt: now}
-	cp.Hash = CheckpointHash(cp)
+	cp := &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: record.SchemaVersion, State: stored, BaseSeq: baseSeq, PrevHash: l.lastHash, CreatedAt: now}
+	cp.Hash = record.CheckpointHash(cp)
 	return &staged{cp: cp, full: b, status: l.run.Status, step: l.run.Step, reason: l.run.Reason}, nil
 }
 
@@ -206,7 +208,7 @@ func (e *Engine) stage(l *loaded, now time.Time) (*staged, error) {
 // approval request when it is new, and an audit event, all in tx, and tells
 // the hooks. The checkpoint is the one writeCheckpoint staged before the
 // write when the run is still as it was then, and is staged here otherwise.
-func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event Event, actor string, detail any, req *ApprovalRequest) error {
+func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from record.Status, event record.Event, actor string, detail any, req *record.ApprovalRequest) error {
 	s := l.staged
 	l.staged = nil
 	if s == nil || s.cp.Seq != l.run.Seq+1 || s.cp.PrevHash != l.lastHash || s.status != l.run.Status || s.step != l.run.Step || s.reason != l.run.Reason {
@@ -272,11 +274,11 @@ func (e *Engine) write(ctx context.Context, l *loaded, fn func(ctx context.Conte
 // that workers leave it alone, and frees it when the run stops being active. A
 // valid lease of another owner is left in place: the compare-and-set on the
 // version is what fences writers, the lease only spares duplicate work.
-func (e *Engine) lease(r *Run, event Event, now time.Time) {
+func (e *Engine) lease(r *record.Run, event record.Event, now time.Time) {
 	// A decision (or a person's resolution) hands the run on: the decider
 	// (a click handler) does not execute, so the lease is left free for
 	// whichever worker comes first.
-	if r.Status != StatusRunning && r.Status != StatusExecuting || event == EventDecided || event == EventEdited || event == EventResolved {
+	if r.Status != record.StatusRunning && r.Status != record.StatusExecuting || event == record.EventDecided || event == record.EventEdited || event == record.EventResolved {
 		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 		return
 	}
@@ -298,7 +300,7 @@ func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, 
 	// What executing the run will read next comes in the same round trip:
 	// its operations, and with keys what is checked before a call.
 	var extra RunParts
-	if held == nil || held.run.Status == StatusExecuting {
+	if held == nil || held.run.Status == record.StatusExecuting {
 		extra.Operations = true
 		extra.Requests, extra.Decisions, extra.Audit = e.in.keys != nil, e.in.keys != nil, e.in.keys != nil
 	}
@@ -318,8 +320,8 @@ func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, 
 	return l, err
 }
 
-func (e *Engine) getRun(ctx context.Context, id string) (*Run, error) {
-	var run *Run
+func (e *Engine) getRun(ctx context.Context, id string) (*record.Run, error) {
+	var run *record.Run
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
 		run, err = tx.Run(ctx, id)

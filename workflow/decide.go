@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // DecideInput is one person's decision on a waiting run, from any channel.
@@ -16,15 +18,15 @@ type DecideInput struct {
 	// carries both). Empty means "the current request", as on the CLI after `show`.
 	RequestID   string
 	Fingerprint string
-	Approver    Person
-	Verdict     Verdict
+	Approver    record.Person
+	Verdict     record.Verdict
 	Reason      string
 	// Edit, when set, replaces the arguments of action EditIndex (0-based) before
 	// approving: they are validated, checked, re-fingerprinted and run through
 	// policy again.
 	Edit          json.RawMessage
 	EditIndex     int
-	Via           Via
+	Via           record.Via
 	PayloadDigest string
 }
 
@@ -34,7 +36,7 @@ type DecideInput struct {
 // waiting, and a decision after the deadline (which ends the run as expired).
 // A decision that completes the quorum leaves the run executing; call Resume to
 // run the actions.
-func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
+func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error) {
 	actor := in.Approver.ID
 	if err := validateDecision(in); err != nil {
 		return nil, e.refuse(ctx, actor, err)
@@ -46,7 +48,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 	var edit *preparedEdit
 	if len(in.Edit) > 0 {
 		if edit, err = e.prepareEdit(ctx, in); err != nil {
-			var r *RefusedError
+			var r *record.RefusedError
 			if errors.As(err, &r) {
 				return nil, e.refuse(ctx, actor, r)
 			}
@@ -77,13 +79,13 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 	// (SQLite has one writer), and where a message was posted is a record of
 	// its own, so a decision loses a compare-and-set only to something that
 	// should not happen; that is a conflict to report, not to retry.
-	var run *Run
+	var run *record.Run
 	err = e.decideOnce(ctx, in, role, hasRole, edit, pre, &run)
-	var r *RefusedError
+	var r *record.RefusedError
 	var ie *IntegrityError
 	switch {
 	case errors.As(err, &r):
-		if r.Code == CodeExpired {
+		if r.Code == record.CodeExpired {
 			if xerr := e.expire(ctx, in.RunID, actor); xerr != nil {
 				return nil, errors.Join(r, xerr)
 			}
@@ -93,7 +95,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 		if aerr := e.attention(ctx, in.RunID, ie.Error()); aerr != nil {
 			return nil, errors.Join(err, aerr)
 		}
-		return nil, &RefusedError{Code: CodeIntegrity, RunID: in.RunID, Msg: "stored state failed its integrity check; the run needs attention: " + ie.Problem}
+		return nil, &record.RefusedError{Code: record.CodeIntegrity, RunID: in.RunID, Msg: "stored state failed its integrity check; the run needs attention: " + ie.Problem}
 	case err != nil:
 		return nil, fmt.Errorf("decide run %s: %w", in.RunID, err)
 	}
@@ -102,7 +104,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*Run, error) {
 	return run, nil
 }
 
-func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *loaded, out **Run) error {
+func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *loaded, out **record.Run) error {
 	return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 		l, err := e.loadHeld(ctx, tx, in.RunID, pre, RunParts{Requests: true, Decisions: true})
 		if err != nil {
@@ -126,24 +128,24 @@ func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, ha
 	})
 }
 
-func validateDecision(in DecideInput) *RefusedError {
+func validateDecision(in DecideInput) *record.RefusedError {
 	switch {
 	case in.Approver.ID == "":
-		return refused(CodeInvalidInput, in.RunID, "who decides is required")
+		return refused(record.CodeInvalidInput, in.RunID, "who decides is required")
 	case in.RunID == "":
-		return refused(CodeInvalidInput, "", "a run id is required")
-	case in.Verdict != VerdictApprove && in.Verdict != VerdictReject:
-		return refused(CodeInvalidInput, in.RunID, "unknown decision %q (approve or reject)", in.Verdict)
-	case in.Verdict == VerdictReject && in.Reason == "":
-		return refused(CodeInvalidInput, in.RunID, "a rejection needs a reason")
-	case len(in.Edit) > 0 && in.Verdict != VerdictApprove:
-		return refused(CodeInvalidInput, in.RunID, "only an approval can carry edited arguments")
+		return refused(record.CodeInvalidInput, "", "a run id is required")
+	case in.Verdict != record.VerdictApprove && in.Verdict != record.VerdictReject:
+		return refused(record.CodeInvalidInput, in.RunID, "unknown decision %q (approve or reject)", in.Verdict)
+	case in.Verdict == record.VerdictReject && in.Reason == "":
+		return refused(record.CodeInvalidInput, in.RunID, "a rejection needs a reason")
+	case len(in.Edit) > 0 && in.Verdict != record.VerdictApprove:
+		return refused(record.CodeInvalidInput, in.RunID, "only an approval can carry edited arguments")
 	case in.Via == "":
-		return refused(CodeInvalidInput, in.RunID, "the channel of the decision (via) is required")
+		return refused(record.CodeInvalidInput, in.RunID, "the channel of the decision (via) is required")
 	}
 	if field := badText(map[string]string{"run id": in.RunID, "who": in.Approver.ID, "name": in.Approver.Name, "reason": in.Reason,
 		"request id": in.RequestID, "fingerprint": in.Fingerprint, "via": string(in.Via)}); field != "" {
-		return refused(CodeInvalidInput, in.RunID, "the %s must be valid UTF-8 text without NUL characters", field)
+		return refused(record.CodeInvalidInput, in.RunID, "the %s must be valid UTF-8 text without NUL characters", field)
 	}
 	if bad := checkLines([]lineField{{"who", in.Approver.ID, true}, {"name", in.Approver.Name, false}}); bad != nil {
 		bad.RunID = in.RunID
@@ -155,7 +157,7 @@ func validateDecision(in DecideInput) *RefusedError {
 // requestOf is approval request id: from what was loaded with the run when
 // it is there, else read (a request of another run, named by a stale button,
 // or a run loaded without its requests).
-func (e *Engine) requestOf(ctx context.Context, tx Tx, l *loaded, id string) (*ApprovalRequest, error) {
+func (e *Engine) requestOf(ctx context.Context, tx Tx, l *loaded, id string) (*record.ApprovalRequest, error) {
 	if l.read.Requests {
 		for _, r := range l.more.Requests {
 			if r.ID == id {
@@ -171,14 +173,14 @@ func (e *Engine) requestOf(ctx context.Context, tx Tx, l *loaded, id string) (*A
 // refusal carries what admit found (see RefusedError), so that nobody needs
 // to check again or read the run again to say why.
 // It also returns the run's decisions as it read them.
-func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *ApprovalRequest, decs []*Decision, err error) {
+func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *record.ApprovalRequest, decs []*record.Decision, err error) {
 	id := l.run.ID
-	var req *ApprovalRequest
+	var req *record.ApprovalRequest
 	defer func() {
-		var r *RefusedError
+		var r *record.RefusedError
 		if errors.As(err, &r) {
 			r.RunStatus = l.run.Status
-			if req != nil && r.Button != ButtonOtherRun {
+			if req != nil && r.Button != record.ButtonOtherRun {
 				if r.RequestStatus == "" {
 					r.RequestStatus = req.Status
 				}
@@ -194,32 +196,32 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 		}
 	} else {
 		if l.st.Gate == nil || l.st.Gate.RequestID == "" {
-			return nil, nil, refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+			return nil, nil, refused(record.CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
 		}
 		if req, err = e.requestOf(ctx, tx, l, l.st.Gate.RequestID); err != nil {
 			return nil, nil, fmt.Errorf("load approval request of run %s: %w", id, err)
 		}
-		if req.Status != RequestPending {
+		if req.Status != record.RequestPending {
 			return req, nil, alreadyDecided(id, req.Status, req.DecidedBy, req.DecidedAt)
 		}
-		if l.run.Status != StatusWaitingApproval {
-			return req, nil, refused(CodeNotWaiting, id, "the run is %s", l.run.Status)
+		if l.run.Status != record.StatusWaitingApproval {
+			return req, nil, refused(record.CodeNotWaiting, id, "the run is %s", l.run.Status)
 		}
 	}
 	if !e.now().Before(req.Deadline) {
-		return nil, nil, refused(CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
+		return nil, nil, refused(record.CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
 	}
 	if !hasRole {
-		return nil, nil, refused(CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
+		return nil, nil, refused(record.CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
 	}
 	if !e.roles.AtLeast(role, req.Role) {
-		return nil, nil, refused(CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
+		return nil, nil, refused(record.CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
 	}
 	if a := l.st.Gate.Assignee; a != "" && a != in.Approver.ID && !e.roles.Above(role, req.Role) {
-		return nil, nil, refused(CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
+		return nil, nil, refused(record.CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
 	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
-		return nil, nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
+		return nil, nil, refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
 	}
 	fp, err := l.fingerprint(req.Risk, e.policy.Revision())
 	if err != nil {
@@ -227,21 +229,21 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 	}
 	if fp != req.Fingerprint {
 		if e.policy.Revision() != req.PolicyRevision {
-			return nil, nil, refused(CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, e.policy.Revision())
+			return nil, nil, refused(record.CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, e.policy.Revision())
 		}
-		return nil, nil, refused(CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
+		return nil, nil, refused(record.CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
 	}
 	if in.Fingerprint != "" {
 		switch ok, short := fingerprintGiven(in.Fingerprint, req.Fingerprint); {
 		case short:
-			return nil, nil, refused(CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, ShortFingerprintLen)
+			return nil, nil, refused(record.CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, ShortFingerprintLen)
 		case !ok:
 			given, current := DistinctFingerprints(strings.ToLower(strings.TrimSpace(in.Fingerprint)), req.Fingerprint)
-			return nil, nil, refused(CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
+			return nil, nil, refused(record.CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
 		}
 	}
 	if len(in.Edit) > 0 && !req.Edit {
-		return nil, nil, refused(CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)
+		return nil, nil, refused(record.CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)
 	}
 	decs = l.more.Decisions
 	if !l.read.Decisions {
@@ -249,12 +251,12 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 			return nil, nil, fmt.Errorf("load decisions of run %s: %w", id, err)
 		}
 	}
-	if err := e.in.checkRun(ctx, tx, id, nil, []*ApprovalRequest{req}, decs, nil); err != nil {
+	if err := e.in.checkRun(ctx, tx, id, nil, []*record.ApprovalRequest{req}, decs, nil); err != nil {
 		return nil, nil, err
 	}
 	for _, d := range decs {
 		if d.RequestID == req.ID && d.ApproverID == in.Approver.ID {
-			r := refused(CodeAlreadyVoted, id, "%s already decided (%s at %s)", d.ApproverID, d.Verdict, d.At.Format(time.RFC3339))
+			r := refused(record.CodeAlreadyVoted, id, "%s already decided (%s at %s)", d.ApproverID, d.Verdict, d.At.Format(time.RFC3339))
 			r.By, r.At = d.ApproverID, d.At
 			return nil, nil, r
 		}
@@ -265,7 +267,7 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 // buttonRequest checks a decision that names its request and fingerprint (a
 // Slack button) with checkButton, on the request as stored. It returns the
 // request.
-func (e *Engine) buttonRequest(ctx context.Context, tx Tx, l *loaded, in DecideInput) (*ApprovalRequest, error) {
+func (e *Engine) buttonRequest(ctx context.Context, tx Tx, l *loaded, in DecideInput) (*record.ApprovalRequest, error) {
 	id := l.run.ID
 	req, err := e.requestOf(ctx, tx, l, in.RequestID)
 	if err != nil && !errors.Is(err, ErrNotFound) {
@@ -288,7 +290,7 @@ func (e *Engine) buttonRequest(ctx context.Context, tx Tx, l *loaded, in DecideI
 // buttonRequest is what checking a button needs of the request it names.
 type buttonRequest struct {
 	ID, RunID, Fingerprint string
-	Status                 RequestStatus
+	Status                 record.RequestStatus
 	DecidedBy              string
 	DecidedAt              time.Time
 }
@@ -298,9 +300,9 @@ type buttonRequest struct {
 // this run's request (req nil: none with that id), for this fingerprint,
 // still the current one, still pending, on a run whose state is sound
 // (problem "") and still waiting. Decide and CheckButton both use it.
-func checkButton(runID string, status Status, gateRequest, problem, requestID, fingerprint string, req *buttonRequest) *RefusedError {
-	button := func(p ButtonProblem, format string, args ...any) *RefusedError {
-		r := refused(CodeStaleFingerprint, runID, format, args...)
+func checkButton(runID string, status record.Status, gateRequest, problem, requestID, fingerprint string, req *buttonRequest) *record.RefusedError {
+	button := func(p record.ButtonProblem, format string, args ...any) *record.RefusedError {
+		r := refused(record.CodeStaleFingerprint, runID, format, args...)
 		r.Button, r.RunStatus = p, status
 		if req != nil {
 			r.RequestStatus, r.Fingerprint = req.Status, req.Fingerprint
@@ -309,28 +311,28 @@ func checkButton(runID string, status Status, gateRequest, problem, requestID, f
 	}
 	switch {
 	case req == nil || req.RunID != runID:
-		r := button(ButtonOtherRun, "approval request %s is not one of this run's", requestID)
+		r := button(record.ButtonOtherRun, "approval request %s is not one of this run's", requestID)
 		r.RequestStatus, r.Fingerprint = "", ""
 		return r
 	case fingerprint != req.Fingerprint:
 		given, current := DistinctFingerprints(fingerprint, req.Fingerprint)
-		return button(ButtonFingerprint, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
-	case req.Status == RequestSuperseded:
-		return button(ButtonSuperseded, "this approval request was replaced by a newer one after an edit; decide on the current message")
-	case req.Status != RequestPending:
+		return button(record.ButtonFingerprint, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
+	case req.Status == record.RequestSuperseded:
+		return button(record.ButtonSuperseded, "this approval request was replaced by a newer one after an edit; decide on the current message")
+	case req.Status != record.RequestPending:
 		r := alreadyDecided(runID, req.Status, req.DecidedBy, req.DecidedAt)
 		r.RunStatus, r.Fingerprint = status, req.Fingerprint
 		return r
 	case problem != "":
-		r := refused(CodeIntegrity, runID, "stored state failed its integrity check; the run needs attention: %s", problem)
+		r := refused(record.CodeIntegrity, runID, "stored state failed its integrity check; the run needs attention: %s", problem)
 		r.RunStatus = status
 		return r
-	case status != StatusWaitingApproval:
-		r := refused(CodeNotWaiting, runID, "the run is %s", status)
+	case status != record.StatusWaitingApproval:
+		r := refused(record.CodeNotWaiting, runID, "the run is %s", status)
 		r.RunStatus, r.RequestStatus, r.Fingerprint = status, req.Status, req.Fingerprint
 		return r
 	case gateRequest != req.ID:
-		return button(ButtonReplaced, "this approval request was replaced by a newer one (%s); decide on the current message", gateRequest)
+		return button(record.ButtonReplaced, "this approval request was replaced by a newer one (%s); decide on the current message", gateRequest)
 	}
 	return nil
 }
@@ -362,8 +364,8 @@ func CheckButton(v *RunView, requestID, fingerprint string) error {
 
 // alreadyDecided refuses a decision on a request that is no longer pending,
 // naming who decided it and when.
-func alreadyDecided(runID string, status RequestStatus, by string, at time.Time) *RefusedError {
-	r := refused(CodeAlreadyDecided, runID, "already %s", status)
+func alreadyDecided(runID string, status record.RequestStatus, by string, at time.Time) *record.RefusedError {
+	r := refused(record.CodeAlreadyDecided, runID, "already %s", status)
 	r.RequestStatus = status
 	if by != "" {
 		r.By, r.At = by, at
@@ -375,9 +377,9 @@ func alreadyDecided(runID string, status RequestStatus, by string, at time.Time)
 // apply records an approve or reject on req and moves the run when it is
 // decided. decs are the run's decisions before this one, as admit read them
 // in this transaction.
-func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalRequest, decs []*Decision, in DecideInput, role string) error {
+func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *record.ApprovalRequest, decs []*record.Decision, in DecideInput, role string) error {
 	now := e.now()
-	d := &Decision{
+	d := &record.Decision{
 		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
 		Role: role, Verdict: in.Verdict, Reason: in.Reason, Via: in.Via, PayloadDigest: in.PayloadDigest, At: now,
 	}
@@ -385,26 +387,26 @@ func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalReque
 		return err
 	}
 	from := l.run.Status
-	if in.Verdict == VerdictReject {
-		req.Status = RequestRejected
-		l.run.Status = StatusRejected
+	if in.Verdict == record.VerdictReject {
+		req.Status = record.RequestRejected
+		l.run.Status = record.StatusRejected
 		l.run.Reason = fmt.Sprintf("rejected by %s: %s", in.Approver.ID, in.Reason)
 	} else {
 		// This approval and the distinct ones before it: admit refused an
 		// approver who decided already.
 		n := 1
 		for _, d := range decs {
-			if d.RequestID == req.ID && d.Verdict == VerdictApprove {
+			if d.RequestID == req.ID && d.Verdict == record.VerdictApprove {
 				n++
 			}
 		}
 		if n >= req.Count {
-			req.Status = RequestApproved
-			l.run.Status = StatusExecuting
+			req.Status = record.RequestApproved
+			l.run.Status = record.StatusExecuting
 			l.run.Reason = ""
 		}
 	}
-	if req.Status != RequestPending {
+	if req.Status != record.RequestPending {
 		req.DecidedBy, req.DecidedAt = in.Approver.ID, now
 	}
 	// The request row is written even when the quorum is not reached yet: the
@@ -412,19 +414,19 @@ func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *ApprovalReque
 	if err := tx.UpdateRequest(ctx, req); err != nil {
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
-	return e.save(ctx, tx, l, from, EventDecided, in.Approver.ID, map[string]string{
+	return e.save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, map[string]string{
 		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
 	}, req)
 }
 
-func (e *Engine) insertDecision(ctx context.Context, tx Tx, l *loaded, d *Decision) error {
+func (e *Engine) insertDecision(ctx context.Context, tx Tx, l *loaded, d *record.Decision) error {
 	if err := tx.InsertDecision(ctx, d); err != nil {
 		if errors.Is(err, ErrDuplicate) {
-			return refused(CodeAlreadyVoted, l.run.ID, "%s already decided this request", d.ApproverID)
+			return refused(record.CodeAlreadyVoted, l.run.ID, "%s already decided this request", d.ApproverID)
 		}
 		return fmt.Errorf("insert decision on run %s: %w", l.run.ID, err)
 	}
-	l.st.Decisions = append(l.st.Decisions, DecisionRecord{
+	l.st.Decisions = append(l.st.Decisions, record.DecisionRecord{
 		RequestID: d.RequestID, By: d.ApproverID, Role: d.Role, Verdict: d.Verdict, Reason: d.Reason,
 		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At,
 	})
@@ -435,9 +437,9 @@ func (e *Engine) insertDecision(ctx context.Context, tx Tx, l *loaded, d *Decisi
 // since checks read the target and must not run inside it.
 type preparedEdit struct {
 	version int64
-	actions []Action
-	checks  []Check
-	gate    *Gate
+	actions []record.Action
+	checks  []record.Check
+	gate    *record.Gate
 	edited  json.RawMessage
 }
 
@@ -447,25 +449,25 @@ func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit
 		return nil, err
 	}
 	if in.EditIndex < 0 || in.EditIndex >= len(l.st.Actions) {
-		return nil, refused(CodeInvalidInput, in.RunID, "the run has no action %d to edit", in.EditIndex+1)
+		return nil, refused(record.CodeInvalidInput, in.RunID, "the run has no action %d to edit", in.EditIndex+1)
 	}
-	actions := append([]Action(nil), l.st.Actions...)
-	actions[in.EditIndex] = Action{Name: actions[in.EditIndex].Name, Args: in.Edit}
+	actions := append([]record.Action(nil), l.st.Actions...)
+	actions[in.EditIndex] = record.Action{Name: actions[in.EditIndex].Name, Args: in.Edit}
 	normal, _, err := e.normalise(actions, nil)
 	if err != nil {
-		return nil, refused(CodeInvalidInput, in.RunID, "the edited arguments are invalid: %v", err)
+		return nil, refused(record.CodeInvalidInput, in.RunID, "the edited arguments are invalid: %v", err)
 	}
 	checks := e.runChecks(ctx, normal)
 	for _, c := range checks {
 		if !c.OK {
-			return nil, refused(CodeInvalidInput, in.RunID, "the edited arguments fail a check (%s): %s", c.Name, c.Error)
+			return nil, refused(record.CodeInvalidInput, in.RunID, "the edited arguments fail a check (%s): %s", c.Name, c.Error)
 		}
 	}
 	next := *l.st
 	next.Actions = normal
 	gate, err := e.gate(ctx, &next)
 	if err != nil {
-		return nil, refused(CodeInvalidInput, in.RunID, "policy could not decide on the edited arguments: %v", err)
+		return nil, refused(record.CodeInvalidInput, in.RunID, "policy could not decide on the edited arguments: %v", err)
 	}
 	return &preparedEdit{version: l.run.Version, actions: normal, checks: checks, gate: gate, edited: normal[in.EditIndex].Args}, nil
 }
@@ -473,20 +475,20 @@ func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit
 // applyEdit replaces the proposal with the edited one: the old request is
 // superseded, policy's new outcome applies, and the editor's approval counts for
 // the new fingerprint when they qualify for it.
-func (e *Engine) applyEdit(ctx context.Context, tx Tx, l *loaded, req *ApprovalRequest, in DecideInput, role string, p *preparedEdit) error {
+func (e *Engine) applyEdit(ctx context.Context, tx Tx, l *loaded, req *record.ApprovalRequest, in DecideInput, role string, p *preparedEdit) error {
 	if l.run.Version != p.version {
-		return refused(CodeStaleFingerprint, l.run.ID, "the run changed while the edit was being checked; look again and retry")
+		return refused(record.CodeStaleFingerprint, l.run.ID, "the run changed while the edit was being checked; look again and retry")
 	}
 	now := e.now()
-	d := &Decision{
+	d := &record.Decision{
 		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
-		Role: role, Verdict: VerdictApprove, Reason: in.Reason, EditedArgs: p.edited, Via: in.Via,
+		Role: role, Verdict: record.VerdictApprove, Reason: in.Reason, EditedArgs: p.edited, Via: in.Via,
 		PayloadDigest: in.PayloadDigest, At: now,
 	}
 	if err := e.insertDecision(ctx, tx, l, d); err != nil {
 		return err
 	}
-	req.Status, req.DecidedBy, req.DecidedAt = RequestSuperseded, in.Approver.ID, now
+	req.Status, req.DecidedBy, req.DecidedAt = record.RequestSuperseded, in.Approver.ID, now
 	if err := tx.UpdateRequest(ctx, req); err != nil {
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
@@ -494,9 +496,9 @@ func (e *Engine) applyEdit(ctx context.Context, tx Tx, l *loaded, req *ApprovalR
 	l.st.Actions, l.st.Checks, l.st.Gate = p.actions, p.checks, p.gate
 	l.run.Fingerprint = p.gate.Fingerprint
 	from := l.run.Status
-	var next *ApprovalRequest
+	var next *record.ApprovalRequest
 	if p.gate.Approval == nil {
-		l.run.Status, l.run.Deadline = StatusExecuting, time.Time{}
+		l.run.Status, l.run.Deadline = record.StatusExecuting, time.Time{}
 	} else {
 		next = e.newRequest(l, p.gate)
 		l.run.Deadline = next.Deadline
@@ -511,15 +513,15 @@ func (e *Engine) applyEdit(ctx context.Context, tx Tx, l *loaded, req *ApprovalR
 				return err
 			}
 			if next.Count <= 1 {
-				next.Status, next.DecidedBy, next.DecidedAt = RequestApproved, in.Approver.ID, now
+				next.Status, next.DecidedBy, next.DecidedAt = record.RequestApproved, in.Approver.ID, now
 				if err := tx.UpdateRequest(ctx, next); err != nil {
 					return fmt.Errorf("update approval request %s: %w", next.ID, err)
 				}
-				l.run.Status = StatusExecuting
+				l.run.Status = record.StatusExecuting
 			}
 		}
 	}
-	return e.save(ctx, tx, l, from, EventEdited, in.Approver.ID, map[string]any{
+	return e.save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
 		"index": in.EditIndex, "args": json.RawMessage(p.edited), "fingerprint": p.gate.Fingerprint,
 		"status": l.run.Status, "via": in.Via,
 	}, next)
@@ -527,29 +529,29 @@ func (e *Engine) applyEdit(ctx context.Context, tx Tx, l *loaded, req *ApprovalR
 
 // Cancel ends a run that has not started executing. The requester may cancel, and
 // so may anyone holding the role its approval needs.
-func (e *Engine) Cancel(ctx context.Context, id string, by Person, reason string) (*Run, error) {
+func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason string) (*record.Run, error) {
 	if by.ID == "" || reason == "" {
-		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "cancel needs who and a reason"))
+		return nil, e.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "cancel needs who and a reason"))
 	}
 	if field := badText(map[string]string{"run id": id, "who": by.ID, "reason": reason}); field != "" {
-		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field))
+		return nil, e.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field))
 	}
 	role, hasRole, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
 	}
-	var run *Run
+	var run *record.Run
 	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 		l, err := e.load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if l.run.Status == StatusNeedsAttention {
+		if l.run.Status == record.StatusNeedsAttention {
 			// What it sent may have run: "cancelled" would say it did not.
-			return refused(CodeNotCancellable, id, "the run needs attention and what it sent may have run, so it cannot be cancelled: look at the target, then resolve it (signoff resolve)")
+			return refused(record.CodeNotCancellable, id, "the run needs attention and what it sent may have run, so it cannot be cancelled: look at the target, then resolve it (signoff resolve)")
 		}
-		if l.run.Status != StatusRunning && l.run.Status != StatusWaitingApproval {
-			return refused(CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.run.Status)
+		if l.run.Status != record.StatusRunning && l.run.Status != record.StatusWaitingApproval {
+			return refused(record.CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.run.Status)
 		}
 		// Without a gate yet, cancelling someone else's run takes a role above
 		// the lowest (the lowest is where agents sit).
@@ -562,23 +564,23 @@ func (e *Engine) Cancel(ctx context.Context, id string, by Person, reason string
 		}
 		allowed := by.ID == l.st.Requester.ID || (hasRole && (need == "" || e.roles.AtLeast(role, need)))
 		if !allowed {
-			return refused(CodeNoRole, id, "only the requester or someone with role %s or above may cancel", need)
+			return refused(record.CodeNoRole, id, "only the requester or someone with role %s or above may cancel", need)
 		}
-		var req *ApprovalRequest
+		var req *record.ApprovalRequest
 		if l.st.Gate != nil && l.st.Gate.RequestID != "" {
 			if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
 				return fmt.Errorf("load approval request of run %s: %w", id, err)
 			}
-			if req.Status == RequestPending {
-				req.Status, req.DecidedBy, req.DecidedAt = RequestCancelled, by.ID, e.now()
+			if req.Status == record.RequestPending {
+				req.Status, req.DecidedBy, req.DecidedAt = record.RequestCancelled, by.ID, e.now()
 				if err := tx.UpdateRequest(ctx, req); err != nil {
 					return fmt.Errorf("update approval request %s: %w", req.ID, err)
 				}
 			}
 		}
 		from := l.run.Status
-		l.run.Status, l.run.Reason = StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
-		if err := e.save(ctx, tx, l, from, EventCancelled, by.ID, map[string]string{"reason": reason}, req); err != nil {
+		l.run.Status, l.run.Reason = record.StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
+		if err := e.save(ctx, tx, l, from, record.EventCancelled, by.ID, map[string]string{"reason": reason}, req); err != nil {
 			return err
 		}
 		run = l.run
@@ -590,7 +592,7 @@ func (e *Engine) Cancel(ctx context.Context, id string, by Person, reason string
 // outcome turns the error of a run-changing transaction into what the caller sees:
 // refusals are audited, integrity problems put the run in needs_attention.
 func (e *Engine) outcome(ctx context.Context, id, actor string, err error) error {
-	var r *RefusedError
+	var r *record.RefusedError
 	var ie *IntegrityError
 	switch {
 	case err == nil:
@@ -613,22 +615,22 @@ func (e *Engine) expire(ctx context.Context, id, actor string) error {
 		if err != nil {
 			return err
 		}
-		if l.run.Status != StatusWaitingApproval || e.now().Before(l.run.Deadline) {
+		if l.run.Status != record.StatusWaitingApproval || e.now().Before(l.run.Deadline) {
 			return nil
 		}
 		req, err := tx.Request(ctx, l.st.Gate.RequestID)
 		if err != nil {
 			return fmt.Errorf("load approval request of run %s: %w", id, err)
 		}
-		if req.Status == RequestPending {
-			req.Status, req.DecidedAt = RequestExpired, e.now()
+		if req.Status == record.RequestPending {
+			req.Status, req.DecidedAt = record.RequestExpired, e.now()
 			if err := tx.UpdateRequest(ctx, req); err != nil {
 				return fmt.Errorf("update approval request %s: %w", req.ID, err)
 			}
 		}
-		l.run.Status = StatusExpired
+		l.run.Status = record.StatusExpired
 		l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
-		return e.save(ctx, tx, l, StatusWaitingApproval, EventExpired, actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
+		return e.save(ctx, tx, l, record.StatusWaitingApproval, record.EventExpired, actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
 	})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
@@ -642,10 +644,10 @@ func (e *Engine) expire(ctx context.Context, id, actor string) error {
 
 // ExpireDue ends every waiting run whose deadline has passed and returns how many it ended.
 func (e *Engine) ExpireDue(ctx context.Context) (int, error) {
-	var runs []*Run
+	var runs []*record.Run
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		runs, err = tx.ListRuns(ctx, RunFilter{Statuses: []Status{StatusWaitingApproval}, DeadlineBefore: e.now().Add(time.Millisecond)})
+		runs, err = tx.ListRuns(ctx, RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, DeadlineBefore: e.now().Add(time.Millisecond)})
 		return err
 	})
 	if err != nil {

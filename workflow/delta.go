@@ -8,6 +8,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/signoff-dev/signoff/record"
 )
 
 // A checkpoint written against a base (Checkpoint.BaseSeq) stores only the
@@ -255,12 +256,12 @@ func applyDelta(base []member, delta []byte) ([]byte, error) {
 // checkpoints by seq (as Tx.Checkpoints lists them): its State, or, when it
 // was written against a base, its changes applied to the base's state. It
 // checks no hash: VerifyChain does.
-func ResolveState(cps []*Checkpoint, i int) ([]byte, error) {
+func ResolveState(cps []*record.Checkpoint, i int) ([]byte, error) {
 	c := cps[i]
 	if c.BaseSeq == 0 {
 		return c.State, nil
 	}
-	var base *Checkpoint
+	var base *record.Checkpoint
 	if j := c.BaseSeq - 1; j >= 0 && j < int64(len(cps)) && cps[j].Seq == c.BaseSeq {
 		base = cps[j]
 	}
@@ -268,7 +269,7 @@ func ResolveState(cps []*Checkpoint, i int) ([]byte, error) {
 }
 
 // resolveWith is ResolveState of c given its base (nil when it is missing).
-func resolveWith(c, base *Checkpoint) ([]byte, error) {
+func resolveWith(c, base *record.Checkpoint) ([]byte, error) {
 	switch {
 	case c.BaseSeq == 0:
 		return c.State, nil

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // TestDeltaRoundTrip: a state written against a base resolves to exactly
@@ -12,36 +14,36 @@ import (
 // (omitted, so unset), a list grown, shrunk or replaced, a field added.
 func TestDeltaRoundTrip(t *testing.T) {
 	deadline := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
-	msg := func(s string) Message { return Message{Role: "assistant", Content: s} }
-	base := func() *State {
-		return &State{
-			SchemaVersion: SchemaVersion, RunID: "run-1", Workflow: "resolver", Status: StatusRunning, Step: 2,
-			Requester: Person{ID: "agent:resolver"}, Summary: "refund",
-			Messages: []Message{msg("one"), msg("two")},
-			Evidence: []Evidence{{Source: "get_payments", Data: json.RawMessage(`{"payments":[]}`)}},
-			Gate:     &Gate{Rule: "large-refund", Risk: "high", PolicyRevision: "1", Fingerprint: "fp", Deadline: &deadline},
+	msg := func(s string) record.Message { return record.Message{Role: "assistant", Content: s} }
+	base := func() *record.State {
+		return &record.State{
+			SchemaVersion: record.SchemaVersion, RunID: "run-1", Workflow: "resolver", Status: record.StatusRunning, Step: 2,
+			Requester: record.Person{ID: "agent:resolver"}, Summary: "refund",
+			Messages: []record.Message{msg("one"), msg("two")},
+			Evidence: []record.Evidence{{Source: "get_payments", Data: json.RawMessage(`{"payments":[]}`)}},
+			Gate:     &record.Gate{Rule: "large-refund", Risk: "high", PolicyRevision: "1", Fingerprint: "fp", Deadline: &deadline},
 		}
 	}
 	tests := []struct {
 		name   string
-		change func(st *State)
+		change func(st *record.State)
 		grown  bool // the delta appends to a list
 	}{
-		{"nothing", func(*State) {}, false},
-		{"status", func(st *State) { st.Status, st.Reason = StatusFailed, "a check failed" }, false},
-		{"cleared", func(st *State) { st.Gate, st.Summary = nil, "" }, false},
-		{"grown", func(st *State) { st.Messages = append(st.Messages, msg("three"), msg("four")) }, true},
-		{"grown and changed", func(st *State) {
+		{"nothing", func(*record.State) {}, false},
+		{"status", func(st *record.State) { st.Status, st.Reason = record.StatusFailed, "a check failed" }, false},
+		{"cleared", func(st *record.State) { st.Gate, st.Summary = nil, "" }, false},
+		{"grown", func(st *record.State) { st.Messages = append(st.Messages, msg("three"), msg("four")) }, true},
+		{"grown and changed", func(st *record.State) {
 			st.Messages = append(st.Messages, msg("three"))
-			st.Evidence = append(st.Evidence, Evidence{Source: "lookup", Data: json.RawMessage(`{"ok":true}`)})
+			st.Evidence = append(st.Evidence, record.Evidence{Source: "lookup", Data: json.RawMessage(`{"ok":true}`)})
 			st.Step++
 		}, true},
-		{"shrunk", func(st *State) { st.Messages = st.Messages[:1] }, false},
-		{"emptied", func(st *State) { st.Messages = nil }, false},
-		{"replaced", func(st *State) { st.Messages = []Message{msg("one"), msg("2")} }, false},
-		{"element changed inside", func(st *State) { st.Messages = []Message{msg("one"), msg("two, edited")} }, false},
-		{"added", func(st *State) {
-			st.Decisions = []DecisionRecord{{RequestID: "req-1", By: "U1", Role: "lead", Verdict: VerdictApprove, Via: "cli", At: deadline}}
+		{"shrunk", func(st *record.State) { st.Messages = st.Messages[:1] }, false},
+		{"emptied", func(st *record.State) { st.Messages = nil }, false},
+		{"replaced", func(st *record.State) { st.Messages = []record.Message{msg("one"), msg("2")} }, false},
+		{"element changed inside", func(st *record.State) { st.Messages = []record.Message{msg("one"), msg("two, edited")} }, false},
+		{"added", func(st *record.State) {
+			st.Decisions = []record.DecisionRecord{{RequestID: "req-1", By: "U1", Role: "lead", Verdict: record.VerdictApprove, Via: "cli", At: deadline}}
 		}, false},
 	}
 	for _, tc := range tests {
@@ -66,9 +68,9 @@ func TestDeltaRoundTrip(t *testing.T) {
 			if bytes.Contains(d, []byte(`"one"`)) && tc.grown {
 				t.Errorf("delta %s repeats what the base holds", d)
 			}
-			cps := []*Checkpoint{
-				{RunID: "run-1", Seq: 1, SchemaVersion: SchemaVersion, State: b},
-				{RunID: "run-1", Seq: 2, SchemaVersion: SchemaVersion, State: d, BaseSeq: 1},
+			cps := []*record.Checkpoint{
+				{RunID: "run-1", Seq: 1, SchemaVersion: record.SchemaVersion, State: b},
+				{RunID: "run-1", Seq: 2, SchemaVersion: record.SchemaVersion, State: d, BaseSeq: 1},
 			}
 			resolved, err := ResolveState(cps, 1)
 			if err != nil {

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // FieldChange is one argument field that an edit changed.
@@ -25,7 +27,7 @@ type FieldChange struct {
 // of a proposal's actions (before an approver's edit and after it), action by
 // action and by key. Objects are compared key by key; any other value, an
 // array too, is one field.
-func ChangedFields(before, after []Action) []FieldChange {
+func ChangedFields(before, after []record.Action) []FieldChange {
 	var out []FieldChange
 	for i := range max(len(before), len(after)) {
 		var b, a json.RawMessage

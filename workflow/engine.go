@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // Directory resolves who a person is on this server: the role they hold. The
@@ -95,11 +97,11 @@ type Hook interface {
 
 // Transition is one committed change of a run, as hooks see it.
 type Transition struct {
-	Run     *Run
-	State   *State
-	From    Status
-	Event   Event // one of Events
-	Request *ApprovalRequest
+	Run     *record.Run
+	State   *record.State
+	From    record.Status
+	Event   record.Event // one of Events
+	Request *record.ApprovalRequest
 }
 
 // Engine runs workflows durably. It holds no run in memory: every method loads

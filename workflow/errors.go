@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // Class is how the engine treats an error from an executor: the one place where
@@ -94,12 +96,12 @@ func Classify(err error) Class {
 
 // UnknownRun is the refusal for a run that does not exist. The API answers
 // it too for a run the caller may not see, so it is made in one place.
-func UnknownRun(id string) *RefusedError {
-	return refused(CodeUnknownRun, id, "no such run")
+func UnknownRun(id string) *record.RefusedError {
+	return refused(record.CodeUnknownRun, id, "no such run")
 }
 
-func refused(code, runID, format string, args ...any) *RefusedError {
-	return &RefusedError{Code: code, RunID: runID, Msg: fmt.Sprintf(format, args...)}
+func refused(code, runID, format string, args ...any) *record.RefusedError {
+	return &record.RefusedError{Code: code, RunID: runID, Msg: fmt.Sprintf(format, args...)}
 }
 
 func isCtxErr(err error) bool {

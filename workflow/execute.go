@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // OperationKey is the idempotency key of a run's action: stable across crashes and
@@ -18,7 +20,7 @@ func OperationKey(runID string, index int) string {
 
 // CallFor is the Call of a plain Execute(key, a): the run id is the key's
 // prefix (see OperationKey), and nothing else is known.
-func CallFor(key string, a Action) Call {
+func CallFor(key string, a record.Action) Call {
 	run, _, _ := strings.Cut(key, "/")
 	return Call{Key: key, RunID: run, Action: a}
 }
@@ -52,7 +54,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	if err != nil {
 		return fmt.Errorf("load operations of run %s: %w", id, err)
 	}
-	byIndex := map[int]*Operation{}
+	byIndex := map[int]*record.Operation{}
 	for _, op := range ops {
 		byIndex[op.Index] = op
 	}
@@ -68,9 +70,9 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 				return err
 			}
 			return e.intend(ctx, l, i, a, spec)
-		case op.Status == OpCommitted:
+		case op.Status == record.OpCommitted:
 			continue
-		case op.Status == OpPending:
+		case op.Status == record.OpPending:
 			if problem := intentMismatch(op, i, a); problem != "" {
 				return e.attention(ctx, id, problem)
 			}
@@ -84,22 +86,22 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	}
 	// Every action has its receipt but the run did not end with the last one:
 	// a store written by an older build, which ended a run in a commit of its own.
-	l.run.Status, l.run.Reason = StatusDone, ""
+	l.run.Status, l.run.Reason = record.StatusDone, ""
 	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, StatusExecuting, EventFinished, "signoff", finishedDetail(l.st), nil)
+		return e.save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.st), nil)
 	})
 	if err != nil && !errors.Is(err, ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
 	}
 	if err == nil {
-		e.log.Info("run finished", "run_id", id, "status", string(StatusDone), "operations", len(l.st.Actions))
+		e.log.Info("run finished", "run_id", id, "status", string(record.StatusDone), "operations", len(l.st.Actions))
 	}
 	return nil
 }
 
 // operations reads a run's operations and checks their seals.
-func (e *Engine) operations(ctx context.Context, id string) ([]*Operation, error) {
-	var ops []*Operation
+func (e *Engine) operations(ctx context.Context, id string) ([]*record.Operation, error) {
+	var ops []*record.Operation
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
 		if ops, err = tx.Operations(ctx, id); err != nil {
@@ -179,7 +181,7 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 // unchanged: a rewrite of what the anchor covers is caught before the run
 // sends anything. Runs whose events came after the newest anchor are
 // covered by the seals alone until the next one (see Anchor).
-func (e *Engine) checkPublished(ctx context.Context, tx Tx, runID string, evs []*AuditEvent, pub *Anchor) error {
+func (e *Engine) checkPublished(ctx context.Context, tx Tx, runID string, evs []*record.AuditEvent, pub *Anchor) error {
 	if pub == nil || tx == nil || pub.Event || pub.Seq == 0 {
 		return nil
 	}
@@ -194,7 +196,7 @@ func (e *Engine) checkPublished(ctx context.Context, tx Tx, runID string, evs []
 	switch {
 	case rec == nil:
 		return problem("the store has no anchor %d", a.Seq)
-	case AnchorHash(rec) != a.Hash || rec.Hash != a.Hash:
+	case record.AnchorHash(rec) != a.Hash || rec.Hash != a.Hash:
 		return problem("the store's anchor %d is another one", a.Seq)
 	}
 	for _, h := range rec.Heads {
@@ -216,7 +218,7 @@ func (e *Engine) checkPublished(ctx context.Context, tx Tx, runID string, evs []
 
 // anchorByID loads anchor id, or nil when the store has none of that id:
 // the newest one is read first, as it is the one published last.
-func anchorByID(ctx context.Context, tx Tx, id int64) (*AuditAnchor, error) {
+func anchorByID(ctx context.Context, tx Tx, id int64) (*record.AuditAnchor, error) {
 	latest, err := tx.LatestAnchor(ctx)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
@@ -247,7 +249,7 @@ func anchorByID(ctx context.Context, tx Tx, id int64) (*AuditAnchor, error) {
 // arguments were just checked against the approved fingerprint; the intent
 // recorded their digest before any call, so a difference means one of the
 // two was changed behind the engine's back, and neither is to be trusted.
-func intentMismatch(op *Operation, i int, a Action) string {
+func intentMismatch(op *record.Operation, i int, a record.Action) string {
 	digest, err := Digest(a.Args)
 	switch {
 	case err != nil:
@@ -272,22 +274,22 @@ func short(digest string) string {
 // renews the run's lease (compare-and-set on its version): a worker that lost
 // the run cannot start the call. A crash after it leaves a pending operation
 // whose attempt has no outcome, so the next worker asks the target first.
-func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action, spec *ActionSpec) error {
+func (e *Engine) intend(ctx context.Context, l *loaded, i int, a record.Action, spec *ActionSpec) error {
 	digest, err := Digest(a.Args)
 	if err != nil {
 		return fmt.Errorf("digest arguments of action %d: %w", i+1, err)
 	}
 	now := e.now()
-	op := &Operation{
+	op := &record.Operation{
 		Key: OperationKey(l.run.ID, i), RunID: l.run.ID, Index: i, Action: a.Name, ArgsDigest: digest,
-		Status: OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
+		Status: record.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	setOpRecord(l.st, op)
 	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
-		return e.save(ctx, tx, l, StatusExecuting, EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
+		return e.save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
 	})
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrDuplicate) {
 		return nil // another worker got there first; the caller reloads
@@ -303,7 +305,7 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a Action, spec *A
 // reached the target before a crash, so the target is asked first whenever an
 // attempt was already made; only a proven "did not happen" sends it again, and
 // always with the same key.
-func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action) error {
+func (e *Engine) perform(ctx context.Context, l *loaded, op *record.Operation, a record.Action) error {
 	spec, ok := e.actions[a.Name]
 	if !ok {
 		return e.attention(ctx, l.run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
@@ -317,7 +319,7 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 			return e.unanswered(ctx, l, op, spec, err)
 		}
 		if found {
-			return e.receipt(ctx, l, op, rc, EventReconciled)
+			return e.receipt(ctx, l, op, rc, record.EventReconciled)
 		}
 		// An attempt whose failure came back (op.Error) counts against the
 		// budget. One with no outcome recorded was cut short by a crash
@@ -358,13 +360,13 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *Operation, a Action
 
 // call makes the attempt that op's last commit counted, and records what came
 // of it.
-func (e *Engine) call(ctx context.Context, l *loaded, op *Operation, a Action, spec *ActionSpec) error {
+func (e *Engine) call(ctx context.Context, l *loaded, op *record.Operation, a record.Action, spec *ActionSpec) error {
 	// The call must end inside the lease, or another worker may reconcile while
 	// it is still in flight. A call cut short has an unknown outcome and is
 	// reconciled like any other.
 	callCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
 	defer cancel()
-	var rc Receipt
+	var rc record.Receipt
 	var err error
 	if ce, ok := spec.Executor.(CallExecutor); ok {
 		rc, err = ce.ExecuteCall(callCtx, Call{
@@ -376,7 +378,7 @@ func (e *Engine) call(ctx context.Context, l *loaded, op *Operation, a Action, s
 	}
 	if err == nil {
 		e.fail("after-effect")
-		return e.receipt(ctx, l, op, rc, EventExecuted)
+		return e.receipt(ctx, l, op, rc, record.EventExecuted)
 	}
 	switch Classify(err) {
 	case ClassPermanent:
@@ -402,7 +404,7 @@ func (e *Engine) call(ctx context.Context, l *loaded, op *Operation, a Action, s
 // attemptFailed records that op's attempt came back without a receipt, so
 // that the next round, after asking the target, counts it against the budget.
 // A conflict means another worker moved the operation on; the caller reloads.
-func (e *Engine) attemptFailed(ctx context.Context, op *Operation, problem string) error {
+func (e *Engine) attemptFailed(ctx context.Context, op *record.Operation, problem string) error {
 	op.Error, op.UpdatedAt = problem, e.now()
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error { return tx.UpdateOperation(ctx, op) })
 	if err != nil && !errors.Is(err, ErrConflict) {
@@ -413,7 +415,7 @@ func (e *Engine) attemptFailed(ctx context.Context, op *Operation, problem strin
 
 // lookup asks the target once whether key happened. Asking only reads, so
 // repeating it is harmless.
-func (e *Engine) lookup(ctx context.Context, ex Executor, key string) (Receipt, bool, error) {
+func (e *Engine) lookup(ctx context.Context, ex Executor, key string) (record.Receipt, bool, error) {
 	lookupCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
 	defer cancel()
 	return ex.Lookup(lookupCtx, key)
@@ -434,7 +436,7 @@ const maxLookupWait = time.Minute
 // asked again later (at the wait the target asked for, or a backoff that
 // grows with the time spent); then, or at once for an answer the target
 // calls final, the outcome is unprovable and a person must look.
-func (e *Engine) unanswered(ctx context.Context, l *loaded, op *Operation, spec *ActionSpec, err error) error {
+func (e *Engine) unanswered(ctx context.Context, l *loaded, op *record.Operation, spec *ActionSpec, err error) error {
 	now, since, within := e.now(), op.UpdatedAt, spec.reconcileWithin()
 	if Classify(err) == ClassPermanent {
 		return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
@@ -479,7 +481,7 @@ func (e *Engine) park(ctx context.Context, l *loaded, at time.Time, why string) 
 // ParkedUntil says until when an executing run waits for its target (a
 // Retry-After, a backoff, an action still in progress), or zero when it
 // does not.
-func ParkedUntil(r *Run, now time.Time) time.Time {
+func ParkedUntil(r *record.Run, now time.Time) time.Time {
 	if at := retryAt(r); now.Before(at) {
 		return at
 	}
@@ -488,21 +490,21 @@ func ParkedUntil(r *Run, now time.Time) time.Time {
 
 // retryAt is when a parked run asks its target again (past once it is due),
 // or zero for a run nobody parked.
-func retryAt(r *Run) time.Time {
-	if r.Status == StatusExecuting && r.LeaseOwner == "" {
+func retryAt(r *record.Run) time.Time {
+	if r.Status == record.StatusExecuting && r.LeaseOwner == "" {
 		return r.LeaseUntil
 	}
 	return time.Time{}
 }
 
 // approvers lists who approved the run, each once, in the order they first did.
-func approvers(st *State) []string {
+func approvers(st *record.State) []string {
 	var out []string
 	for _, d := range st.Decisions {
 		// An approval with an edit is recorded on the old request and on the
 		// edited one, and an edit asks again those who approved before: each
 		// person is named once, where they first approved.
-		if d.Verdict == VerdictApprove && !slices.Contains(out, d.By) {
+		if d.Verdict == record.VerdictApprove && !slices.Contains(out, d.By) {
 			out = append(out, d.By)
 		}
 	}
@@ -511,29 +513,29 @@ func approvers(st *State) []string {
 
 // receipt records the proof of an operation. The run is advanced by the next
 // round, so that a crash between the two leaves a receipt and nothing to redo.
-func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Receipt, how Event) error {
+func (e *Engine) receipt(ctx context.Context, l *loaded, op *record.Operation, rc record.Receipt, how record.Event) error {
 	body, err := json.Marshal(rc)
 	if err != nil {
 		return fmt.Errorf("encode receipt of %s: %w", op.Key, err)
 	}
-	op.Status, op.Receipt, op.Error, op.UpdatedAt = OpCommitted, body, "", e.now()
+	op.Status, op.Receipt, op.Error, op.UpdatedAt = record.OpCommitted, body, "", e.now()
 	setOpRecord(l.st, op)
 	// The last receipt ends the run in the same commit.
 	last := allCommitted(l.st)
 	if last {
-		l.run.Status, l.run.Reason = StatusDone, ""
+		l.run.Status, l.run.Reason = record.StatusDone, ""
 	}
 	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
-		if err := e.save(ctx, tx, l, StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": e.owner}, nil); err != nil {
+		if err := e.save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": e.owner}, nil); err != nil {
 			return err
 		}
 		if !last {
 			return nil
 		}
-		return e.auditCheckpoint(ctx, tx, &Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", EventFinished, finishedDetail(l.st))
+		return e.auditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", record.EventFinished, finishedDetail(l.st))
 	})
 	if errors.Is(err, ErrConflict) {
 		// Another worker moved the run on (our lease ran out while we were
@@ -546,47 +548,47 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *Operation, rc Recei
 	}
 	e.log.Info("action executed", "run_id", l.run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
 	if last {
-		e.log.Info("run finished", "run_id", l.run.ID, "status", string(StatusDone), "operations", len(l.st.Actions))
+		e.log.Info("run finished", "run_id", l.run.ID, "status", string(record.StatusDone), "operations", len(l.st.Actions))
 	}
 	e.fail("after-receipt")
 	return nil
 }
 
 // allCommitted says whether every action of st has its receipt.
-func allCommitted(st *State) bool {
+func allCommitted(st *record.State) bool {
 	done := 0
 	for _, r := range st.Operations {
-		if r.Status == OpCommitted {
+		if r.Status == record.OpCommitted {
 			done++
 		}
 	}
 	return done == len(st.Actions)
 }
 
-func finishedDetail(st *State) map[string]int {
+func finishedDetail(st *record.State) map[string]int {
 	return map[string]int{"operations": len(st.Actions)}
 }
 
 // failOp records that an operation did not happen and hands the run to a person.
-func (e *Engine) failOp(ctx context.Context, l *loaded, op *Operation, reason string) error {
-	return e.stopOp(ctx, l, op, OpFailed, reason)
+func (e *Engine) failOp(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
+	return e.stopOp(ctx, l, op, record.OpFailed, reason)
 }
 
 // unprovable records that nobody can tell whether an operation happened. The
 // run is never called cancelled or failed: a person must look at the target.
-func (e *Engine) unprovable(ctx context.Context, l *loaded, op *Operation, reason string) error {
-	return e.stopOp(ctx, l, op, OpUnknown, reason)
+func (e *Engine) unprovable(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
+	return e.stopOp(ctx, l, op, record.OpUnknown, reason)
 }
 
-func (e *Engine) stopOp(ctx context.Context, l *loaded, op *Operation, status OpStatus, reason string) error {
+func (e *Engine) stopOp(ctx context.Context, l *loaded, op *record.Operation, status record.OpStatus, reason string) error {
 	op.Status, op.Error, op.UpdatedAt = status, reason, e.now()
 	setOpRecord(l.st, op)
-	l.run.Status, l.run.Reason = StatusNeedsAttention, reason
+	l.run.Status, l.run.Reason = record.StatusNeedsAttention, reason
 	err := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}
-		return e.save(ctx, tx, l, StatusExecuting, EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
+		return e.save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
 	})
 	if errors.Is(err, ErrConflict) {
 		return nil
@@ -597,8 +599,8 @@ func (e *Engine) stopOp(ctx context.Context, l *loaded, op *Operation, status Op
 	return err
 }
 
-func setOpRecord(st *State, op *Operation) {
-	rec := OperationRecord{Key: op.Key, Index: op.Index, Action: op.Action, Status: op.Status, Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error}
+func setOpRecord(st *record.State, op *record.Operation) {
+	rec := record.OperationRecord{Key: op.Key, Index: op.Index, Action: op.Action, Status: op.Status, Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error}
 	for i := range st.Operations {
 		if st.Operations[i].Key == op.Key {
 			st.Operations[i] = rec

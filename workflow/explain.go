@@ -1,6 +1,10 @@
 package workflow
 
-import "context"
+import (
+	"context"
+
+	"github.com/signoff-dev/signoff/record"
+)
 
 // Explanation is what Submit would decide for a proposal, before the
 // executors' checks run.
@@ -13,7 +17,7 @@ type Explanation struct {
 	// Gate is the outcome for the proposal as a whole: the strictest risk, and
 	// the approval that binds every action (Rule, Risk, PolicyRevision and
 	// Approval only: no fingerprint, request or deadline exists yet).
-	Gate Gate
+	Gate record.Gate
 }
 
 // Explain checks p as Submit does and applies policy, with no store: nothing
@@ -29,7 +33,7 @@ func Explain(ctx context.Context, cfg Config, p *Proposal) (*Explanation, error)
 	if err != nil {
 		return nil, err
 	}
-	st := &State{Requester: p.Requester, TaskID: p.TaskID, Actions: actions, Evidence: evidence}
+	st := &record.State{Requester: p.Requester, TaskID: p.TaskID, Actions: actions, Evidence: evidence}
 	g, outs, role, err := e.outcomes(ctx, st)
 	if err != nil {
 		return nil, err

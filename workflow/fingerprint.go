@@ -3,16 +3,18 @@ package workflow
 import (
 	"fmt"
 	"strings"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // FingerprintInput is everything an approval binds: if any of it changes, an old
 // button can no longer approve anything.
 type FingerprintInput struct {
-	RunID          string     `json:"run_id"`
-	Actions        []Action   `json:"actions"`
-	Evidence       []Evidence `json:"-"`
-	Risk           Risk       `json:"risk"`
-	PolicyRevision string     `json:"policy_revision"`
+	RunID          string            `json:"run_id"`
+	Actions        []record.Action   `json:"actions"`
+	Evidence       []record.Evidence `json:"-"`
+	Risk           record.Risk       `json:"risk"`
+	PolicyRevision string            `json:"policy_revision"`
 }
 
 // Fingerprint is the SHA-256 over the canonical JSON of the run id, each action's
@@ -24,11 +26,11 @@ func Fingerprint(in FingerprintInput) (string, error) {
 		Args any    `json:"args"`
 	}
 	doc := struct {
-		RunID          string   `json:"run_id"`
-		Actions        []action `json:"actions"`
-		Evidence       []string `json:"evidence"`
-		Risk           Risk     `json:"risk"`
-		PolicyRevision string   `json:"policy_revision"`
+		RunID          string      `json:"run_id"`
+		Actions        []action    `json:"actions"`
+		Evidence       []string    `json:"evidence"`
+		Risk           record.Risk `json:"risk"`
+		PolicyRevision string      `json:"policy_revision"`
 	}{RunID: in.RunID, Risk: in.Risk, PolicyRevision: in.PolicyRevision, Actions: []action{}, Evidence: []string{}}
 	for i, a := range in.Actions {
 		args, err := Canonical(a.Args)
@@ -94,7 +96,7 @@ func cutFingerprint(fp string, n int) string {
 }
 
 // fingerprintOf computes the fingerprint of a state's proposal under a policy revision.
-func fingerprintOf(st *State, risk Risk, revision string) (string, error) {
+func fingerprintOf(st *record.State, risk record.Risk, revision string) (string, error) {
 	return Fingerprint(FingerprintInput{
 		RunID: st.RunID, Actions: st.Actions, Evidence: st.Evidence, Risk: risk, PolicyRevision: revision,
 	})

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -33,7 +34,7 @@ func FuzzDecodeState(f *testing.F) {
 	})
 }
 
-func normal(t *testing.T, st *workflow.State) string {
+func normal(t *testing.T, st *record.State) string {
 	b, err := workflow.EncodeState(st)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func FuzzParseProposal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := workflow.ParseProposal(b)
 		if err != nil {
-			if !workflow.IsRefused(err, workflow.CodeInvalidInput) {
+			if !record.IsRefused(err, record.CodeInvalidInput) {
 				t.Fatalf("a bad proposal must be refused as invalid input, got %v", err)
 			}
 			return
@@ -86,7 +87,7 @@ func FuzzResolveState(f *testing.F) {
 	f.Add([]byte(`{"schema_version":2,"$append":{"messages":[{"role":"tool"}]}}`))
 	f.Add([]byte(`{"schema_version":2,"$append":{"messages":[]},"$unset":["step"]}`))
 	f.Fuzz(func(t *testing.T, delta []byte) {
-		cps := []*workflow.Checkpoint{
+		cps := []*record.Checkpoint{
 			{RunID: "r", Seq: 1, SchemaVersion: 2, State: base},
 			{RunID: "r", Seq: 2, SchemaVersion: 2, State: delta, BaseSeq: 1},
 		}

@@ -4,27 +4,29 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // propose runs the checks (read-only, in parallel, joined once) and the policy
 // over a proposal and records the outcome: failed, executing, or
 // waiting_approval with an approval request. from is "" for a new run.
-func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor string) error {
+func (e *Engine) propose(ctx context.Context, l *loaded, from record.Status, actor string) error {
 	st := l.st
 	if len(st.Actions) == 0 {
-		l.run.Status, l.run.Reason = StatusDone, "nothing to do: the proposal has no actions"
+		l.run.Status, l.run.Reason = record.StatusDone, "nothing to do: the proposal has no actions"
 		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
-			return e.save(ctx, tx, l, from, EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
+			return e.save(ctx, tx, l, from, record.EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
-	event := EventSubmitted
+	event := record.EventSubmitted
 	if from != "" {
-		event = EventProposed
+		event = record.EventProposed
 		actions, evidence, err := e.normalise(st.Actions, st.Evidence)
 		if err != nil {
-			l.run.Status, l.run.Reason = StatusFailed, "invalid proposal: "+err.Error()
+			l.run.Status, l.run.Reason = record.StatusFailed, "invalid proposal: "+err.Error()
 			return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
-				return e.save(ctx, tx, l, from, EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+				return e.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
 		st.Actions, st.Evidence = actions, evidence
@@ -32,27 +34,27 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 	st.Checks = e.runChecks(ctx, st.Actions)
 	for _, c := range st.Checks {
 		if !c.OK {
-			l.run.Status = StatusFailed
+			l.run.Status = record.StatusFailed
 			l.run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
 			return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
-				return e.save(ctx, tx, l, from, EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+				return e.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
 	}
 	gate, err := e.gate(ctx, st)
 	if err != nil {
-		l.run.Status, l.run.Reason = StatusNeedsAttention, "policy could not decide: "+err.Error()
+		l.run.Status, l.run.Reason = record.StatusNeedsAttention, "policy could not decide: "+err.Error()
 		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
-			return e.save(ctx, tx, l, from, EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
+			return e.save(ctx, tx, l, from, record.EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	st.Gate = gate
 	l.run.Fingerprint = gate.Fingerprint
-	var req *ApprovalRequest
+	var req *record.ApprovalRequest
 	if gate.Approval == nil {
-		l.run.Status = StatusExecuting
+		l.run.Status = record.StatusExecuting
 	} else {
-		l.run.Status = StatusWaitingApproval
+		l.run.Status = record.StatusWaitingApproval
 		l.run.Deadline = *gate.Deadline
 		req = e.newRequest(l, gate)
 	}
@@ -63,17 +65,17 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from Status, actor stri
 	})
 }
 
-func (e *Engine) newRequest(l *loaded, g *Gate) *ApprovalRequest {
-	return &ApprovalRequest{
+func (e *Engine) newRequest(l *loaded, g *record.Gate) *record.ApprovalRequest {
+	return &record.ApprovalRequest{
 		ID: g.RequestID, RunID: l.run.ID, Fingerprint: g.Fingerprint, Rule: g.Rule,
 		PolicyRevision: g.PolicyRevision, Risk: g.Risk, Role: g.Approval.Role, Count: g.Approval.Count,
 		SelfApproval: g.Approval.SelfApproval, Edit: g.Approval.Edit, RequesterID: l.st.Requester.ID,
-		Deadline: *g.Deadline, Status: RequestPending, CreatedAt: e.now(),
+		Deadline: *g.Deadline, Status: record.RequestPending, CreatedAt: e.now(),
 	}
 }
 
 // gate applies policy to every action; the strictest outcome binds the proposal.
-func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
+func (e *Engine) gate(ctx context.Context, st *record.State) (*record.Gate, error) {
 	g, _, _, err := e.outcomes(ctx, st)
 	if err != nil {
 		return nil, err
@@ -82,7 +84,7 @@ func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
 		// A fork repeats what its source proposed, under a new idempotency key:
 		// it always needs a person, and fails closed to the highest role.
 		names := e.roles.Names()
-		g.Approval = &ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: Seconds(72 * 3600)}
+		g.Approval = &record.ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: record.Seconds(72 * 3600)}
 		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
 	}
 	fp, err := fingerprintOf(st, g.Risk, g.PolicyRevision)
@@ -101,8 +103,8 @@ func (e *Engine) gate(ctx context.Context, st *State) (*Gate, error) {
 // outcomes applies policy to every action and merges the outcomes into the
 // proposal's gate (rule, risk, approval only); it also returns each action's
 // outcome and the requester's role.
-func (e *Engine) outcomes(ctx context.Context, st *State) (*Gate, []Outcome, string, error) {
-	g := &Gate{PolicyRevision: e.policy.Revision(), Risk: RiskLow}
+func (e *Engine) outcomes(ctx context.Context, st *record.State) (*record.Gate, []Outcome, string, error) {
+	g := &record.Gate{PolicyRevision: e.policy.Revision(), Risk: record.RiskLow}
 	var rules []string
 	role, _, err := e.dir.RoleOf(ctx, st.Requester.ID)
 	if err != nil {
@@ -167,8 +169,8 @@ func joinComma(s []string) string {
 
 // runChecks runs every action's read-only check in parallel and joins them once.
 // The goroutines write only their own slot; the results are read after Wait.
-func (e *Engine) runChecks(ctx context.Context, actions []Action) []Check {
-	out := make([]Check, len(actions))
+func (e *Engine) runChecks(ctx context.Context, actions []record.Action) []record.Check {
+	out := make([]record.Check, len(actions))
 	var wg sync.WaitGroup
 	for i, a := range actions {
 		wg.Add(1)
@@ -181,8 +183,8 @@ func (e *Engine) runChecks(ctx context.Context, actions []Action) []Check {
 	return out
 }
 
-func (e *Engine) check(ctx context.Context, i int, a Action) Check {
-	c := Check{Action: i, Name: a.Name}
+func (e *Engine) check(ctx context.Context, i int, a record.Action) record.Check {
+	c := record.Check{Action: i, Name: a.Name}
 	spec := e.actions[a.Name]
 	for c.Attempts = 1; ; c.Attempts++ {
 		err := spec.Executor.Check(ctx, a)

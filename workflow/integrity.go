@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // What each kind of record's MAC covers. A MAC covers everything that says
@@ -16,32 +18,32 @@ import (
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-func checkpointParts(c *Checkpoint) []string {
+func checkpointParts(c *record.Checkpoint) []string {
 	return []string{c.RunID, strconv.FormatInt(c.Seq, 10), c.Hash}
 }
 
-func requestParts(r *ApprovalRequest) []string {
+func requestParts(r *record.ApprovalRequest) []string {
 	return []string{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, string(r.Risk), r.Role,
 		strconv.Itoa(r.Count), strconv.FormatBool(r.SelfApproval), strconv.FormatBool(r.Edit),
 		r.RequesterID, ms(r.Deadline), string(r.Status), r.DecidedBy, ms(r.DecidedAt), ms(r.CreatedAt)}
 }
 
-func decisionParts(d *Decision) []string {
+func decisionParts(d *record.Decision) []string {
 	return []string{d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict),
 		d.Reason, string(d.EditedArgs), string(d.Via), d.PayloadDigest, ms(d.At)}
 }
 
-func operationParts(op *Operation) []string {
+func operationParts(op *record.Operation) []string {
 	return []string{op.Key, op.RunID, strconv.Itoa(op.Index), op.Action, op.ArgsDigest, string(op.Status),
 		strconv.Itoa(op.Attempts), string(op.Receipt), op.Error, ms(op.CreatedAt), ms(op.UpdatedAt)}
 }
 
-func auditParts(e *AuditEvent) []string {
+func auditParts(e *record.AuditEvent) []string {
 	return []string{strconv.FormatInt(e.Seq, 10), e.PrevHash, e.Hash, e.RunID,
 		strconv.FormatInt(e.CheckpointSeq, 10), e.CheckpointHash}
 }
 
-func headParts(h *IntegrityHead) []string {
+func headParts(h *record.IntegrityHead) []string {
 	parts := []string{ms(h.KeyedSince), strconv.FormatInt(h.Seq, 10), h.Hash}
 	if h.AnchorID != 0 || h.AnchorHash != "" {
 		// Only heads written since anchors name one seal it, so that every
@@ -51,18 +53,18 @@ func headParts(h *IntegrityHead) []string {
 	return parts
 }
 
-func runHeadParts(h *AuditRunHead) []string {
+func runHeadParts(h *record.AuditRunHead) []string {
 	return []string{h.RunID, strconv.FormatInt(h.Seq, 10), h.Hash}
 }
 
-func anchorParts(a *AuditAnchor) []string {
+func anchorParts(a *record.AuditAnchor) []string {
 	return []string{strconv.FormatInt(a.ID, 10), ms(a.At), a.Hash}
 }
 
 // sealWith seals parts under the ring's active key, or returns no seal.
-func (r *Keyring) sealWith(kind string, parts []string) Seal {
+func (r *Keyring) sealWith(kind string, parts []string) record.Seal {
 	id, mac := r.seal(kind, parts...)
-	return Seal{KeyID: id, MAC: mac}
+	return record.Seal{KeyID: id, MAC: mac}
 }
 
 // sealedStore seals every record the engine writes through it. Reads are
@@ -91,15 +93,15 @@ type sealingTx struct {
 
 // sealCheckpoint and sealRequest seal a record the same way whichever
 // method writes it.
-func (t *sealingTx) sealCheckpoint(c *Checkpoint) {
+func (t *sealingTx) sealCheckpoint(c *record.Checkpoint) {
 	c.Seal = t.in.keys.sealWith("checkpoint", checkpointParts(c))
 }
 
-func (t *sealingTx) sealRequest(r *ApprovalRequest) {
+func (t *sealingTx) sealRequest(r *record.ApprovalRequest) {
 	r.Seal = t.in.keys.sealWith("request", requestParts(r))
 }
 
-func (t *sealingTx) AppendCheckpoint(ctx context.Context, c *Checkpoint) error {
+func (t *sealingTx) AppendCheckpoint(ctx context.Context, c *record.Checkpoint) error {
 	t.sealCheckpoint(c)
 	return t.Tx.AppendCheckpoint(ctx, c)
 }
@@ -112,34 +114,34 @@ func (t *sealingTx) SaveRun(ctx context.Context, w *RunWrite) error {
 	return t.Tx.SaveRun(ctx, w)
 }
 
-func (t *sealingTx) InsertRequest(ctx context.Context, r *ApprovalRequest) error {
+func (t *sealingTx) InsertRequest(ctx context.Context, r *record.ApprovalRequest) error {
 	t.sealRequest(r)
 	return t.Tx.InsertRequest(ctx, r)
 }
 
-func (t *sealingTx) UpdateRequest(ctx context.Context, r *ApprovalRequest) error {
+func (t *sealingTx) UpdateRequest(ctx context.Context, r *record.ApprovalRequest) error {
 	t.sealRequest(r)
 	return t.Tx.UpdateRequest(ctx, r)
 }
 
-func (t *sealingTx) InsertDecision(ctx context.Context, d *Decision) error {
+func (t *sealingTx) InsertDecision(ctx context.Context, d *record.Decision) error {
 	d.Seal = t.in.keys.sealWith("decision", decisionParts(d))
 	return t.Tx.InsertDecision(ctx, d)
 }
 
-func (t *sealingTx) InsertOperation(ctx context.Context, op *Operation) error {
+func (t *sealingTx) InsertOperation(ctx context.Context, op *record.Operation) error {
 	op.Seal = t.in.keys.sealWith("operation", operationParts(op))
 	return t.Tx.InsertOperation(ctx, op)
 }
 
-func (t *sealingTx) UpdateOperation(ctx context.Context, op *Operation) error {
+func (t *sealingTx) UpdateOperation(ctx context.Context, op *record.Operation) error {
 	op.Seal = t.in.keys.sealWith("operation", operationParts(op))
 	return t.Tx.UpdateOperation(ctx, op)
 }
 
-func (t *sealingTx) AppendAudit(ctx context.Context, e *AuditEvent, _ func(*AuditEvent, *AuditRunHead) (Seal, Seal)) error {
+func (t *sealingTx) AppendAudit(ctx context.Context, e *record.AuditEvent, _ func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
 	keys := t.in.keys
-	err := t.Tx.AppendAudit(ctx, e, func(e *AuditEvent, h *AuditRunHead) (Seal, Seal) {
+	err := t.Tx.AppendAudit(ctx, e, func(e *record.AuditEvent, h *record.AuditRunHead) (record.Seal, record.Seal) {
 		return keys.sealWith("audit", auditParts(e)), keys.sealWith("audit-head", runHeadParts(h))
 	})
 	if err != nil {
@@ -160,7 +162,7 @@ func (t *sealingTx) AppendAudit(ctx context.Context, e *AuditEvent, _ func(*Audi
 	case old != nil:
 		return nil
 	}
-	h := &IntegrityHead{KeyedSince: e.At}
+	h := &record.IntegrityHead{KeyedSince: e.At}
 	h.Seal = keys.sealWith("head", headParts(h))
 	return t.Tx.PutIntegrityHead(ctx, h)
 }
@@ -175,7 +177,7 @@ type integrity struct {
 }
 
 // head reads and checks the store's sealed head: nil for a store never keyed.
-func (in *integrity) head(ctx context.Context, tx Tx) (*IntegrityHead, error) {
+func (in *integrity) head(ctx context.Context, tx Tx) (*record.IntegrityHead, error) {
 	h, err := in.readHead(ctx, tx)
 	if err == nil && h != nil && in.keys != nil {
 		in.mu.Lock()
@@ -188,12 +190,12 @@ func (in *integrity) head(ctx context.Context, tx Tx) (*IntegrityHead, error) {
 // keyedHead is what checking a row's seal needs of the head, its keyed-since
 // time, without reading it again once this engine has read it sealed: that
 // time never changes. Verify reads the head afresh every time.
-func (in *integrity) keyedHead(ctx context.Context, tx Tx) (*IntegrityHead, error) {
+func (in *integrity) keyedHead(ctx context.Context, tx Tx) (*record.IntegrityHead, error) {
 	in.mu.Lock()
 	since := in.since
 	in.mu.Unlock()
 	if !since.IsZero() {
-		return &IntegrityHead{KeyedSince: since}, nil
+		return &record.IntegrityHead{KeyedSince: since}, nil
 	}
 	return in.head(ctx, tx)
 }
@@ -210,7 +212,7 @@ func (in *integrity) headKnown() bool {
 	return !in.since.IsZero()
 }
 
-func (in *integrity) readHead(ctx context.Context, tx Tx) (*IntegrityHead, error) {
+func (in *integrity) readHead(ctx context.Context, tx Tx) (*record.IntegrityHead, error) {
 	h, err := tx.IntegrityHead(ctx)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
@@ -230,7 +232,7 @@ func (in *integrity) readHead(ctx context.Context, tx Tx) (*IntegrityHead, error
 // sealProblem says what is wrong with one row's seal, or "". A row without a
 // seal is fine in a store never keyed and when it was written before the
 // store was keyed; after that, every row must be sealed.
-func (in *integrity) sealProblem(h *IntegrityHead, kind string, s Seal, written time.Time, parts []string) string {
+func (in *integrity) sealProblem(h *record.IntegrityHead, kind string, s record.Seal, written time.Time, parts []string) string {
 	err := in.keys.check(kind, s.KeyID, s.MAC, parts...)
 	switch {
 	case err == nil:
@@ -248,7 +250,7 @@ func (in *integrity) sealProblem(h *IntegrityHead, kind string, s Seal, written 
 // run: its checkpoints, requests, decisions and operations (any may be nil).
 // It returns an *IntegrityError naming the first row at fault. Without keys
 // nothing is checked: a process without the key cannot tell.
-func (in *integrity) checkRun(ctx context.Context, tx Tx, runID string, cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, ops []*Operation) error {
+func (in *integrity) checkRun(ctx context.Context, tx Tx, runID string, cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs []*record.Decision, ops []*record.Operation) error {
 	if in.keys == nil {
 		return nil
 	}
@@ -284,7 +286,7 @@ func (in *integrity) checkRun(ctx context.Context, tx Tx, runID string, cps []*C
 }
 
 // runHead is keyedHead for checking one run: a damaged head names the run.
-func (in *integrity) runHead(ctx context.Context, tx Tx, runID string) (*IntegrityHead, error) {
+func (in *integrity) runHead(ctx context.Context, tx Tx, runID string) (*record.IntegrityHead, error) {
 	h, err := in.keyedHead(ctx, tx)
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
@@ -294,8 +296,8 @@ func (in *integrity) runHead(ctx context.Context, tx Tx, runID string) (*Integri
 }
 
 // sealCounts counts the sealed and the unsealed rows among a run's records.
-func sealCounts(cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, ops []*Operation) (sealed, unsealed int) {
-	count := func(s Seal) {
+func sealCounts(cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs []*record.Decision, ops []*record.Operation) (sealed, unsealed int) {
+	count := func(s record.Seal) {
 		if s.MAC != "" {
 			sealed++
 		} else {
@@ -318,7 +320,7 @@ func sealCounts(cps []*Checkpoint, reqs []*ApprovalRequest, decs []*Decision, op
 }
 
 // checkAuditOf is checkAudit on the run's events and head as read.
-func (in *integrity) checkAuditOf(ctx context.Context, tx Tx, runID string, evs []*AuditEvent, rh *AuditRunHead) error {
+func (in *integrity) checkAuditOf(ctx context.Context, tx Tx, runID string, evs []*record.AuditEvent, rh *record.AuditRunHead) error {
 	if in.keys == nil {
 		return nil
 	}
@@ -327,7 +329,7 @@ func (in *integrity) checkAuditOf(ctx context.Context, tx Tx, runID string, evs 
 		return err
 	}
 	for _, ev := range evs {
-		if AuditHash(ev) != ev.Hash {
+		if record.AuditHash(ev) != ev.Hash {
 			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("audit event %d does not match its hash", ev.Seq)}
 		}
 		if p := in.sealProblem(h, "audit", ev.Seal, ev.At, auditParts(ev)); p != "" {
@@ -346,14 +348,14 @@ func (in *integrity) checkAuditOf(ctx context.Context, tx Tx, runID string, evs 
 // runAuditProblem checks one run's per-run chain (its events by seq, of
 // either format; only per-run ones link to each other) against its head and
 // the head's seal, and describes the first problem, or returns "".
-func (in *integrity) runAuditProblem(h *IntegrityHead, runID string, evs []*AuditEvent, head *AuditRunHead) string {
+func (in *integrity) runAuditProblem(h *record.IntegrityHead, runID string, evs []*record.AuditEvent, head *record.AuditRunHead) string {
 	prev := ""
-	var last *AuditEvent
+	var last *record.AuditEvent
 	for _, ev := range evs {
-		if ev.Format != AuditPerRun {
+		if ev.Format != record.AuditPerRun {
 			continue
 		}
-		if ev.PrevHash != prev || AuditHash(ev) != ev.Hash {
+		if ev.PrevHash != prev || record.AuditHash(ev) != ev.Hash {
 			return fmt.Sprintf("the audit chain of the run is broken at event %d", ev.Seq)
 		}
 		prev, last = ev.Hash, ev

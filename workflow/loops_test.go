@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -34,7 +35,7 @@ func handPaced(l *workflow.Loop) *clocktest.Pace {
 }
 
 // waitStatus waits until run id leaves from, and returns its status then.
-func waitStatus(t *testing.T, e *workflow.Engine, id string, from workflow.Status) workflow.Status {
+func waitStatus(t *testing.T, e *workflow.Engine, id string, from record.Status) record.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), clocktest.WaitBound)
 	defer cancel()
@@ -61,7 +62,7 @@ func TestExecuteLoopIsWokenByADecision(t *testing.T) {
 	if !survive(t, func() { h.approve(run.ID, "U0LEAD0001") }) {
 		t.Fatal("failpoint never fired")
 	}
-	if s := waitStatus(t, h.engine, run.ID, workflow.StatusExecuting); s != workflow.StatusDone {
+	if s := waitStatus(t, h.engine, run.ID, record.StatusExecuting); s != record.StatusDone {
 		t.Fatalf("run %s, want done by the loop", s)
 	}
 	if e := h.target.Effects(); len(e) != 1 {
@@ -81,13 +82,13 @@ func TestExpireLoopExpiresAtItsPace(t *testing.T) {
 	run := h.submit(refund("PAY-1", 119))
 	runLoop(t, l)
 	pace.RoundEnded(t)
-	if s := h.get(run.ID).Status; s != workflow.StatusWaitingApproval {
+	if s := h.get(run.ID).Status; s != record.StatusWaitingApproval {
 		t.Fatalf("run %s before its deadline", s)
 	}
 	h.clock.Advance(72*time.Hour + time.Millisecond)
 	pace.Tick(t)
 	pace.RoundEnded(t)
-	if s := h.get(run.ID).Status; s != workflow.StatusExpired {
+	if s := h.get(run.ID).Status; s != record.StatusExpired {
 		t.Fatalf("run %s after its deadline and a tick, want expired", s)
 	}
 }

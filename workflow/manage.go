@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // Reassign asks one person to decide a waiting run. The assignee must hold the
 // role the rule needs; who reassigns must hold it too (or be the requester).
-func (e *Engine) Reassign(ctx context.Context, id string, by, to Person) (*Run, error) {
+func (e *Engine) Reassign(ctx context.Context, id string, by, to record.Person) (*record.Run, error) {
 	if by.ID == "" || to.ID == "" {
-		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "reassign needs who reassigns and to whom"))
+		return nil, e.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "reassign needs who reassigns and to whom"))
 	}
 	byRole, byOK, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
@@ -21,15 +23,15 @@ func (e *Engine) Reassign(ctx context.Context, id string, by, to Person) (*Run, 
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", to.ID, err)
 	}
-	return e.manage(ctx, id, by.ID, EventReassigned, func(l *loaded, req *ApprovalRequest) (any, error) {
+	return e.manage(ctx, id, by.ID, record.EventReassigned, func(l *loaded, req *record.ApprovalRequest) (any, error) {
 		if !(by.ID == l.st.Requester.ID || (byOK && e.roles.AtLeast(byRole, req.Role))) {
-			return nil, refused(CodeNoRole, id, "only the requester or someone with role %s or above may reassign", req.Role)
+			return nil, refused(record.CodeNoRole, id, "only the requester or someone with role %s or above may reassign", req.Role)
 		}
 		if !toOK || !e.roles.AtLeast(toRole, req.Role) {
-			return nil, refused(CodeNoRole, id, "%s cannot approve this: it needs %s or above", to.ID, req.Role)
+			return nil, refused(record.CodeNoRole, id, "%s cannot approve this: it needs %s or above", to.ID, req.Role)
 		}
 		if to.ID == req.RequesterID && !req.SelfApproval {
-			return nil, refused(CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", to.ID, req.Rule)
+			return nil, refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", to.ID, req.Rule)
 		}
 		l.st.Gate.Assignee = to.ID
 		return map[string]string{"to": to.ID}, nil
@@ -40,24 +42,24 @@ func (e *Engine) Reassign(ctx context.Context, id string, by, to Person) (*Run, 
 // rule needs and, where the rule forbids self-approval, must not be the
 // requester (keeping a request alive is a say over it). No request lives
 // longer than MaxRequestLifetime from when it was made.
-func (e *Engine) Extend(ctx context.Context, id string, by Person, d time.Duration) (*Run, error) {
+func (e *Engine) Extend(ctx context.Context, id string, by record.Person, d time.Duration) (*record.Run, error) {
 	if by.ID == "" || d <= 0 || d > e.maxLife {
-		return nil, e.refuse(ctx, by.ID, refused(CodeInvalidInput, id, "extend needs who extends and a duration between 1s and %s", days(e.maxLife)))
+		return nil, e.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "extend needs who extends and a duration between 1s and %s", days(e.maxLife)))
 	}
 	role, ok, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
 	}
-	return e.manage(ctx, id, by.ID, EventExtended, func(l *loaded, req *ApprovalRequest) (any, error) {
+	return e.manage(ctx, id, by.ID, record.EventExtended, func(l *loaded, req *record.ApprovalRequest) (any, error) {
 		if !ok || !e.roles.AtLeast(role, req.Role) {
-			return nil, refused(CodeNoRole, id, "only someone with role %s or above may extend the deadline", req.Role)
+			return nil, refused(record.CodeNoRole, id, "only someone with role %s or above may extend the deadline", req.Role)
 		}
 		if !req.SelfApproval && by.ID == req.RequesterID {
-			return nil, refused(CodeSelfApproval, id, "the requester may not extend their own request: rule %s forbids self-approval", req.Rule)
+			return nil, refused(record.CodeSelfApproval, id, "the requester may not extend their own request: rule %s forbids self-approval", req.Rule)
 		}
 		deadline := req.Deadline.Add(d)
 		if limit := req.CreatedAt.Add(e.maxLife); deadline.After(limit) {
-			return nil, refused(CodeInvalidInput, id, "a request lives at most %s: the deadline cannot pass %s (it is %s)",
+			return nil, refused(record.CodeInvalidInput, id, "a request lives at most %s: the deadline cannot pass %s (it is %s)",
 				days(e.maxLife), limit.UTC().Format(time.RFC3339), req.Deadline.UTC().Format(time.RFC3339))
 		}
 		req.Deadline, l.run.Deadline = deadline, deadline
@@ -76,18 +78,18 @@ func days(d time.Duration) string {
 
 // manage applies a change to the pending request of a waiting run, in one
 // transaction with its checkpoint and audit event.
-func (e *Engine) manage(ctx context.Context, id, actor string, event Event, change func(*loaded, *ApprovalRequest) (any, error)) (*Run, error) {
-	var run *Run
+func (e *Engine) manage(ctx context.Context, id, actor string, event record.Event, change func(*loaded, *record.ApprovalRequest) (any, error)) (*record.Run, error) {
+	var run *record.Run
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 		l, err := e.load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if l.run.Status != StatusWaitingApproval || l.st.Gate == nil || l.st.Gate.RequestID == "" {
-			return refused(CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+		if l.run.Status != record.StatusWaitingApproval || l.st.Gate == nil || l.st.Gate.RequestID == "" {
+			return refused(record.CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
 		}
 		if !e.now().Before(l.run.Deadline) {
-			return refused(CodeExpired, id, "the deadline passed at %s", l.run.Deadline.Format(time.RFC3339))
+			return refused(record.CodeExpired, id, "the deadline passed at %s", l.run.Deadline.Format(time.RFC3339))
 		}
 		req, err := tx.Request(ctx, l.st.Gate.RequestID)
 		if err != nil {
@@ -106,7 +108,7 @@ func (e *Engine) manage(ctx context.Context, id, actor string, event Event, chan
 		run = l.run
 		return nil
 	})
-	if IsRefused(err, CodeExpired) {
+	if record.IsRefused(err, record.CodeExpired) {
 		if xerr := e.expire(ctx, id, actor); xerr != nil {
 			return nil, errors.Join(err, xerr)
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -87,8 +88,8 @@ func TestStoredNamesAreSpelledByTheirConstants(t *testing.T) {
 			}
 		}
 		if path == mod+"/workflow" {
-			checkListed(t, pkg, "Event", workflow.Events)
-			checkListed(t, pkg, "Risk", workflow.Risks)
+			checkListed(t, pkg, "Event", record.Events)
+			checkListed(t, pkg, "Risk", record.Risks)
 		}
 	}
 }
@@ -148,24 +149,24 @@ func TestEveryEventRecordedHasAConstant(t *testing.T) {
 	var ids []string
 	approved, cancelled, expired := h.submit(refund("PAY-1", 119)), h.submit(refund("PAY-1", 80)), h.submit(refund("PAY-1", 90))
 	ids = append(ids, approved.ID, cancelled.ID, expired.ID)
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: approved.ID, Approver: workflow.Person{ID: "agent:resolver"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err == nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: approved.ID, Approver: record.Person{ID: "agent:resolver"}, Verdict: record.VerdictApprove, Via: "cli"}); err == nil {
 		t.Fatal("the requester approved their own proposal")
 	}
-	if _, err := h.engine.Reassign(ctx, approved.ID, workflow.Person{ID: "U0LEAD0001"}, workflow.Person{ID: "U0LEAD0002"}); err != nil {
+	if _, err := h.engine.Reassign(ctx, approved.ID, record.Person{ID: "U0LEAD0001"}, record.Person{ID: "U0LEAD0002"}); err != nil {
 		t.Fatalf("reassign: %v", err)
 	}
-	if run, err := h.approve(approved.ID, "U0LEAD0002"); err != nil || run.Status != workflow.StatusDone {
+	if run, err := h.approve(approved.ID, "U0LEAD0002"); err != nil || run.Status != record.StatusDone {
 		t.Fatalf("approve: %v, %+v", err, run)
 	}
-	fork, err := h.engine.Fork(ctx, approved.ID, 1, workflow.Person{ID: "U0LEAD0001"})
+	fork, err := h.engine.Fork(ctx, approved.ID, 1, record.Person{ID: "U0LEAD0001"})
 	if err != nil {
 		t.Fatalf("fork: %v", err)
 	}
 	ids = append(ids, fork.ID)
-	if _, err := h.engine.Cancel(ctx, cancelled.ID, workflow.Person{ID: "U0LEAD0001"}, "not needed"); err != nil {
+	if _, err := h.engine.Cancel(ctx, cancelled.ID, record.Person{ID: "U0LEAD0001"}, "not needed"); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	if _, err := h.engine.Extend(ctx, expired.ID, workflow.Person{ID: "U0LEAD0001"}, time.Hour); err != nil {
+	if _, err := h.engine.Extend(ctx, expired.ID, record.Person{ID: "U0LEAD0001"}, time.Hour); err != nil {
 		t.Fatalf("extend: %v", err)
 	}
 	h.clock.Advance(74 * time.Hour)
@@ -175,7 +176,7 @@ func TestEveryEventRecordedHasAConstant(t *testing.T) {
 	low := h.submit(refund("PAY-2", 5))
 	ids = append(ids, low.ID)
 
-	seen := map[workflow.Event]bool{}
+	seen := map[record.Event]bool{}
 	for _, id := range ids {
 		evs, err := h.engine.AuditLog(ctx, id)
 		if err != nil {
@@ -189,9 +190,9 @@ func TestEveryEventRecordedHasAConstant(t *testing.T) {
 		}
 	}
 	// The drive must have reached the events it was written for, or it checks little.
-	for _, want := range []workflow.Event{workflow.EventSubmitted, workflow.EventRefused, workflow.EventReassigned, workflow.EventExtended,
-		workflow.EventDecided, workflow.EventIntent, workflow.EventExecuted, workflow.EventFinished,
-		workflow.EventForked, workflow.EventCancelled, workflow.EventExpired} {
+	for _, want := range []record.Event{record.EventSubmitted, record.EventRefused, record.EventReassigned, record.EventExtended,
+		record.EventDecided, record.EventIntent, record.EventExecuted, record.EventFinished,
+		record.EventForked, record.EventCancelled, record.EventExpired} {
 		if !seen[want] {
 			t.Errorf("no %s event among %v", want, seen)
 		}

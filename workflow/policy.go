@@ -14,6 +14,7 @@ import (
 	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/ext"
+	"github.com/signoff-dev/signoff/record"
 )
 
 // PolicyCostLimit caps the work one condition may do in one evaluation, in CEL
@@ -31,8 +32,8 @@ var ErrNoRuleMatched = errors.New("no policy rule matched")
 type Rule struct {
 	Name     string
 	When     string // a CEL expression of type bool
-	Risk     Risk
-	Approval *ApprovalSpec
+	Risk     record.Risk
+	Approval *record.ApprovalSpec
 }
 
 // RuleError says which rule, and which of its fields, NewPolicy refused, so a
@@ -90,10 +91,10 @@ func (p *Policy) ArgsRead(i int) []ArgRead {
 
 // PolicyInput is what a condition can see about one action.
 type PolicyInput struct {
-	Action    Action
+	Action    record.Action
 	Index     int // position of the action in the proposal
-	Evidence  []Evidence
-	Requester Person
+	Evidence  []record.Evidence
+	Requester record.Person
 	// RequesterRole is the highest role the requester holds, "" for none.
 	RequesterRole string
 	TaskID        string
@@ -102,8 +103,8 @@ type PolicyInput struct {
 // Outcome is what policy decided for one action.
 type Outcome struct {
 	Rule     string
-	Risk     Risk
-	Approval *ApprovalSpec // nil: the action may run without approval
+	Risk     record.Risk
+	Approval *record.ApprovalSpec // nil: the action may run without approval
 }
 
 // celEnv declares what conditions can see:

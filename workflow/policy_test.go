@@ -7,17 +7,19 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
-var teamLead72h = &ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600, Edit: true}
+var teamLead72h = &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600, Edit: true}
 
 func shopRules() []Rule {
 	return []Rule{
-		{Name: "large-refund", When: `action.name == "request_refund" && double(action.args.amount) > 50.0`, Risk: RiskHigh, Approval: teamLead72h},
-		{Name: "reship", When: `action.name == "reship_item"`, Risk: RiskMedium, Approval: &ApprovalSpec{Role: "team_lead", Count: 1, Expires: 3600}},
-		{Name: "free-label", When: `action.name == "create_return_label" && action.args.free_shipping == true`, Risk: RiskLow},
-		{Name: "small-refund", When: `action.name == "request_refund"`, Risk: RiskLow},
-		{Name: "everything-else", When: "true", Risk: RiskHigh, Approval: &ApprovalSpec{Role: "manager", Count: 1, Expires: 86400}},
+		{Name: "large-refund", When: `action.name == "request_refund" && double(action.args.amount) > 50.0`, Risk: record.RiskHigh, Approval: teamLead72h},
+		{Name: "reship", When: `action.name == "reship_item"`, Risk: record.RiskMedium, Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 3600}},
+		{Name: "free-label", When: `action.name == "create_return_label" && action.args.free_shipping == true`, Risk: record.RiskLow},
+		{Name: "small-refund", When: `action.name == "request_refund"`, Risk: record.RiskLow},
+		{Name: "everything-else", When: "true", Risk: record.RiskHigh, Approval: &record.ApprovalSpec{Role: "manager", Count: 1, Expires: 86400}},
 	}
 }
 
@@ -30,7 +32,9 @@ func shopPolicy(t *testing.T) *Policy {
 	return p
 }
 
-func act(name, args string) Action { return Action{Name: name, Args: json.RawMessage(args)} }
+func act(name, args string) record.Action {
+	return record.Action{Name: name, Args: json.RawMessage(args)}
+}
 
 func TestPolicyFirstMatchWins(t *testing.T) {
 	p := shopPolicy(t)
@@ -39,22 +43,22 @@ func TestPolicyFirstMatchWins(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		action Action
+		action record.Action
 		rule   string
-		risk   Risk
+		risk   record.Risk
 		role   string // "" when no approval
 	}{
-		{"amount as integer", act("request_refund", `{"amount":119,"currency":"CAD"}`), "large-refund", RiskHigh, "team_lead"},
-		{"amount as float", act("request_refund", `{"amount":119.00}`), "large-refund", RiskHigh, "team_lead"},
-		{"amount with exponent", act("request_refund", `{"amount":1.19e2}`), "large-refund", RiskHigh, "team_lead"},
-		{"small float", act("request_refund", `{"amount":9.95}`), "small-refund", RiskLow, ""},
-		{"boundary is not large", act("request_refund", `{"amount":50}`), "small-refund", RiskLow, ""},
-		{"just above boundary", act("request_refund", `{"amount":50.01}`), "large-refund", RiskHigh, "team_lead"},
-		{"reship", act("reship_item", `{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`), "reship", RiskMedium, "team_lead"},
-		{"free label", act("create_return_label", `{"free_shipping":true}`), "free-label", RiskLow, ""},
-		{"paid label falls through", act("create_return_label", `{"free_shipping":false}`), "everything-else", RiskHigh, "manager"},
-		{"unknown action", act("delete_database", `{}`), "everything-else", RiskHigh, "manager"},
-		{"no args", act("delete_database", ``), "everything-else", RiskHigh, "manager"},
+		{"amount as integer", act("request_refund", `{"amount":119,"currency":"CAD"}`), "large-refund", record.RiskHigh, "team_lead"},
+		{"amount as float", act("request_refund", `{"amount":119.00}`), "large-refund", record.RiskHigh, "team_lead"},
+		{"amount with exponent", act("request_refund", `{"amount":1.19e2}`), "large-refund", record.RiskHigh, "team_lead"},
+		{"small float", act("request_refund", `{"amount":9.95}`), "small-refund", record.RiskLow, ""},
+		{"boundary is not large", act("request_refund", `{"amount":50}`), "small-refund", record.RiskLow, ""},
+		{"just above boundary", act("request_refund", `{"amount":50.01}`), "large-refund", record.RiskHigh, "team_lead"},
+		{"reship", act("reship_item", `{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`), "reship", record.RiskMedium, "team_lead"},
+		{"free label", act("create_return_label", `{"free_shipping":true}`), "free-label", record.RiskLow, ""},
+		{"paid label falls through", act("create_return_label", `{"free_shipping":false}`), "everything-else", record.RiskHigh, "manager"},
+		{"unknown action", act("delete_database", `{}`), "everything-else", record.RiskHigh, "manager"},
+		{"no args", act("delete_database", ``), "everything-else", record.RiskHigh, "manager"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,12 +100,12 @@ func TestPolicyConditionsSeeEverything(t *testing.T) {
 	in := PolicyInput{
 		Action: act("request_refund", `{"amount":119,"items":[{"sku":"A","qty":2}]}`),
 		Index:  1,
-		Evidence: []Evidence{
+		Evidence: []record.Evidence{
 			{Source: "orders", Data: json.RawMessage(`{"order_id":"LK-507862","charges":2}`)},
 			{Source: "fraud", Data: json.RawMessage(`{"score":0.93}`)},
 			{Source: "note"},
 		},
-		Requester:     Person{ID: "agent:resolver", Name: "Resolver"},
+		Requester:     record.Person{ID: "agent:resolver", Name: "Resolver"},
 		RequesterRole: "agent",
 		TaskID:        "T-65273",
 	}
@@ -129,8 +133,8 @@ func TestPolicyConditionsSeeEverything(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := NewPolicy("r1", []Rule{
-				{Name: "probe", When: tt.when, Risk: RiskHigh},
-				{Name: "rest", When: "true", Risk: RiskLow},
+				{Name: "probe", When: tt.when, Risk: record.RiskHigh},
+				{Name: "rest", When: "true", Risk: record.RiskLow},
 			}, roles)
 			if err != nil {
 				t.Fatalf("NewPolicy: %v", err)
@@ -160,7 +164,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 	}{
 		{
 			name:  "no rule matches",
-			rules: []Rule{{Name: "refunds", When: `action.name == "request_refund"`, Risk: RiskLow}},
+			rules: []Rule{{Name: "refunds", When: `action.name == "request_refund"`, Risk: record.RiskLow}},
 			in:    PolicyInput{Action: act("reship_item", `{}`)},
 			want:  "no policy rule matched",
 			is:    ErrNoRuleMatched,
@@ -168,33 +172,33 @@ func TestPolicyFailsClosed(t *testing.T) {
 		{
 			name: "evaluation error stops even when a later rule would match",
 			rules: []Rule{
-				{Name: "needs-amount", When: `action.args.amount > 50`, Risk: RiskHigh},
-				{Name: "rest", When: "true", Risk: RiskLow},
+				{Name: "needs-amount", When: `action.args.amount > 50`, Risk: record.RiskHigh},
+				{Name: "rest", When: "true", Risk: record.RiskLow},
 			},
 			in:   PolicyInput{Action: act("reship_item", `{"sku":"PLANTER"}`)},
 			want: `rule "needs-amount" on action reship_item: no such key: amount`,
 		},
 		{
 			name:  "arguments are not an object",
-			rules: []Rule{{Name: "rest", When: "true", Risk: RiskLow}},
+			rules: []Rule{{Name: "rest", When: "true", Risk: record.RiskLow}},
 			in:    PolicyInput{Action: act("request_refund", `[1,2]`)},
 			want:  "arguments must be a JSON object, got array",
 		},
 		{
 			name:  "duplicate argument key",
-			rules: []Rule{{Name: "rest", When: "true", Risk: RiskLow}},
+			rules: []Rule{{Name: "rest", When: "true", Risk: record.RiskLow}},
 			in:    PolicyInput{Action: act("request_refund", `{"amount":1,"amount":500}`)},
 			want:  "duplicate",
 		},
 		{
 			name:  "broken evidence",
-			rules: []Rule{{Name: "rest", When: "true", Risk: RiskLow}},
-			in:    PolicyInput{Action: act("request_refund", `{}`), Evidence: []Evidence{{Source: "x", Data: json.RawMessage(`{`)}}},
+			rules: []Rule{{Name: "rest", When: "true", Risk: record.RiskLow}},
+			in:    PolicyInput{Action: act("request_refund", `{}`), Evidence: []record.Evidence{{Source: "x", Data: json.RawMessage(`{`)}}},
 			want:  "decode evidence 0 (x)",
 		},
 		{
 			name:  "cancelled context",
-			rules: []Rule{{Name: "rest", When: "true", Risk: RiskLow}},
+			rules: []Rule{{Name: "rest", When: "true", Risk: record.RiskLow}},
 			in:    PolicyInput{Action: act("request_refund", `{}`)},
 			ctx:   cancelled,
 			want:  "context canceled",
@@ -233,14 +237,14 @@ func TestPolicyCostLimit(t *testing.T) {
 	p, err := NewPolicy("r1", []Rule{{
 		Name: "hostile",
 		When: `action.args.items.all(a, action.args.items.all(b, action.args.items.all(c, a + b + c >= 0)))`,
-		Risk: RiskLow,
+		Risk: record.RiskLow,
 	}}, shopRoles(t))
 	if err != nil {
 		t.Fatalf("NewPolicy: %v", err)
 	}
 	items := make([]int, 300)
 	args, _ := json.Marshal(map[string]any{"items": items})
-	_, err = p.Evaluate(t.Context(), PolicyInput{Action: Action{Name: "x", Args: args}})
+	_, err = p.Evaluate(t.Context(), PolicyInput{Action: record.Action{Name: "x", Args: args}})
 	if err == nil || !strings.Contains(err.Error(), "cost limit exceeded") {
 		t.Fatalf("err = %v, want the cost limit to stop evaluation", err)
 	}
@@ -253,7 +257,7 @@ func TestPolicyCostLimit(t *testing.T) {
 
 func TestNewPolicyRefuses(t *testing.T) {
 	roles := shopRoles(t)
-	ok := Rule{Name: "ok", When: "true", Risk: RiskLow}
+	ok := Rule{Name: "ok", When: "true", Risk: record.RiskLow}
 	tests := []struct {
 		name  string
 		rules []Rule
@@ -261,26 +265,26 @@ func TestNewPolicyRefuses(t *testing.T) {
 		field string
 		want  string
 	}{
-		{"empty name", []Rule{{When: "true", Risk: RiskLow}}, 0, "name", "must not be empty"},
+		{"empty name", []Rule{{When: "true", Risk: record.RiskLow}}, 0, "name", "must not be empty"},
 		{"duplicate name", []Rule{ok, ok}, 1, "name", `duplicate rule name "ok" (also rules[0])`},
-		{"undeclared variable", []Rule{ok, {Name: "typo", When: `actoin.name == "x"`, Risk: RiskLow}}, 1, "when",
+		{"undeclared variable", []Rule{ok, {Name: "typo", When: `actoin.name == "x"`, Risk: record.RiskLow}}, 1, "when",
 			"ERROR: <input>:1:1: undeclared reference to 'actoin'"},
-		{"syntax error", []Rule{{Name: "r", When: `action.name ==`, Risk: RiskLow}}, 0, "when", "ERROR: <input>:1:"},
-		{"unknown action field", []Rule{ok, {Name: "typo", When: `action.nme == "request_refund"`, Risk: RiskLow}}, 1, "when",
+		{"syntax error", []Rule{{Name: "r", When: `action.name ==`, Risk: record.RiskLow}}, 0, "when", "ERROR: <input>:1:"},
+		{"unknown action field", []Rule{ok, {Name: "typo", When: `action.nme == "request_refund"`, Risk: record.RiskLow}}, 1, "when",
 			"ERROR: <input>:1:7: undefined field 'nme' (action has name, index, args;"},
-		{"unknown requester field", []Rule{{Name: "r", When: `requester.team == "ops"`, Risk: RiskLow}}, 0, "when", "undefined field 'team'"},
-		{"unknown evidence field", []Rule{{Name: "r", When: `evidence.exists(e, e.sorce == "fraud")`, Risk: RiskLow}}, 0, "when", "undefined field 'sorce'"},
-		{"empty condition", []Rule{{Name: "r", When: " ", Risk: RiskLow}}, 0, "when", "empty condition"},
-		{"int condition", []Rule{{Name: "r", When: "1 + 1", Risk: RiskLow}}, 0, "when", "type int, want bool"},
-		{"dyn condition", []Rule{{Name: "r", When: "action.args.flag", Risk: RiskLow}}, 0, "when", "type dyn, want bool"},
-		{"string condition", []Rule{{Name: "r", When: "action.name", Risk: RiskLow}}, 0, "when", "want bool"},
+		{"unknown requester field", []Rule{{Name: "r", When: `requester.team == "ops"`, Risk: record.RiskLow}}, 0, "when", "undefined field 'team'"},
+		{"unknown evidence field", []Rule{{Name: "r", When: `evidence.exists(e, e.sorce == "fraud")`, Risk: record.RiskLow}}, 0, "when", "undefined field 'sorce'"},
+		{"empty condition", []Rule{{Name: "r", When: " ", Risk: record.RiskLow}}, 0, "when", "empty condition"},
+		{"int condition", []Rule{{Name: "r", When: "1 + 1", Risk: record.RiskLow}}, 0, "when", "type int, want bool"},
+		{"dyn condition", []Rule{{Name: "r", When: "action.args.flag", Risk: record.RiskLow}}, 0, "when", "type dyn, want bool"},
+		{"string condition", []Rule{{Name: "r", When: "action.name", Risk: record.RiskLow}}, 0, "when", "want bool"},
 		{"bad risk", []Rule{{Name: "r", When: "true", Risk: "severe"}}, 0, "risk", `risk "severe": want low, medium or high`},
 		{"missing risk", []Rule{{Name: "r", When: "true"}}, 0, "risk", `risk ""`},
-		{"unknown role", []Rule{{Name: "r", When: "true", Risk: RiskLow, Approval: &ApprovalSpec{Role: "owner", Count: 1, Expires: 60}}},
+		{"unknown role", []Rule{{Name: "r", When: "true", Risk: record.RiskLow, Approval: &record.ApprovalSpec{Role: "owner", Count: 1, Expires: 60}}},
 			0, "approval.role", `unknown role "owner" (roles: agent, team_lead, manager)`},
-		{"zero count", []Rule{{Name: "r", When: "true", Risk: RiskLow, Approval: &ApprovalSpec{Role: "manager", Expires: 60}}},
+		{"zero count", []Rule{{Name: "r", When: "true", Risk: record.RiskLow, Approval: &record.ApprovalSpec{Role: "manager", Expires: 60}}},
 			0, "approval.count", "at least 1 approver"},
-		{"no expiry", []Rule{{Name: "r", When: "true", Risk: RiskLow, Approval: &ApprovalSpec{Role: "manager", Count: 1}}},
+		{"no expiry", []Rule{{Name: "r", When: "true", Risk: record.RiskLow, Approval: &record.ApprovalSpec{Role: "manager", Count: 1}}},
 			0, "approval.expires", "at least 1s"},
 	}
 	for _, tt := range tests {
@@ -310,7 +314,7 @@ func TestNewPolicyNeedsRevisionAndRules(t *testing.T) {
 		rules    []Rule
 		want     string
 	}{
-		{"no revision", " ", []Rule{{Name: "r", When: "true", Risk: RiskLow}}, "revision is empty"},
+		{"no revision", " ", []Rule{{Name: "r", When: "true", Risk: record.RiskLow}}, "revision is empty"},
 		{"no rules", "r1", nil, "no rules"},
 	}
 	for _, tt := range tests {
@@ -367,7 +371,7 @@ func TestPolicyConditionShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.when, func(t *testing.T) {
-			p, err := NewPolicy("r1", []Rule{{Name: "r", When: tt.when, Risk: RiskLow}}, shopRoles(t))
+			p, err := NewPolicy("r1", []Rule{{Name: "r", When: tt.when, Risk: record.RiskLow}}, shopRoles(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -404,7 +408,7 @@ func TestPolicyArgsRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.when, func(t *testing.T) {
-			p, err := NewPolicy("r1", []Rule{{Name: "r", When: tt.when, Risk: RiskLow}}, shopRoles(t))
+			p, err := NewPolicy("r1", []Rule{{Name: "r", When: tt.when, Risk: record.RiskLow}}, shopRoles(t))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,21 +5,23 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // chainOf is a run's chain of n whole checkpoints, each state at its step.
-func chainOf(t testing.TB, runID string, n int) []*Checkpoint {
+func chainOf(t testing.TB, runID string, n int) []*record.Checkpoint {
 	t.Helper()
-	var cps []*Checkpoint
+	var cps []*record.Checkpoint
 	prev := ""
 	for i := range n {
-		st := &State{SchemaVersion: SchemaVersion, RunID: runID, Workflow: "proposal", Step: i, Status: StatusRunning}
+		st := &record.State{SchemaVersion: record.SchemaVersion, RunID: runID, Workflow: "proposal", Step: i, Status: record.StatusRunning}
 		b, err := EncodeState(st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &Checkpoint{RunID: runID, Seq: int64(i + 1), SchemaVersion: SchemaVersion, State: b, PrevHash: prev, CreatedAt: time.UnixMilli(int64(i))}
-		c.Hash = CheckpointHash(c)
+		c := &record.Checkpoint{RunID: runID, Seq: int64(i + 1), SchemaVersion: record.SchemaVersion, State: b, PrevHash: prev, CreatedAt: time.UnixMilli(int64(i))}
+		c.Hash = record.CheckpointHash(c)
 		prev = c.Hash
 		cps = append(cps, c)
 	}
@@ -30,19 +32,22 @@ func chainOf(t testing.TB, runID string, n int) []*Checkpoint {
 // checkpoint, worked out in one pass, is what verifying the chain up to it
 // says, for intact chains and chains damaged in every way a check names.
 func TestVerifyPrefixesIsVerifyChainOfEachPrefix(t *testing.T) {
-	damage := map[string]func(cps []*Checkpoint){
-		"intact":                func([]*Checkpoint) {},
-		"content changed":       func(cps []*Checkpoint) { cps[2].State = []byte(`{"x":1}`) },
-		"link broken":           func(cps []*Checkpoint) { cps[3].PrevHash = "00" },
-		"seq skipped":           func(cps []*Checkpoint) { cps[1].Seq = 9 },
-		"undecodable, rehashed": func(cps []*Checkpoint) { cps[4].State = []byte(`{"schema_version":2,"bogus":1}`); rehash(cps, 4) },
-		"another run, rehashed": func(cps []*Checkpoint) {
+	damage := map[string]func(cps []*record.Checkpoint){
+		"intact":          func([]*record.Checkpoint) {},
+		"content changed": func(cps []*record.Checkpoint) { cps[2].State = []byte(`{"x":1}`) },
+		"link broken":     func(cps []*record.Checkpoint) { cps[3].PrevHash = "00" },
+		"seq skipped":     func(cps []*record.Checkpoint) { cps[1].Seq = 9 },
+		"undecodable, rehashed": func(cps []*record.Checkpoint) {
+			cps[4].State = []byte(`{"schema_version":2,"bogus":1}`)
+			rehash(cps, 4)
+		},
+		"another run, rehashed": func(cps []*record.Checkpoint) {
 			cps[1].State = []byte(`{"schema_version":2,"run_id":"other"}`)
 			rehash(cps, 1)
 		},
-		"state removed":          func(cps []*Checkpoint) { cps[2].PrunedAt = time.UnixMilli(99) },
-		"last state removed":     func(cps []*Checkpoint) { cps[5].PrunedAt = time.UnixMilli(99) },
-		"schema version changed": func(cps []*Checkpoint) { cps[3].SchemaVersion = 1; rehash(cps, 3) },
+		"state removed":          func(cps []*record.Checkpoint) { cps[2].PrunedAt = time.UnixMilli(99) },
+		"last state removed":     func(cps []*record.Checkpoint) { cps[5].PrunedAt = time.UnixMilli(99) },
+		"schema version changed": func(cps []*record.Checkpoint) { cps[3].SchemaVersion = 1; rehash(cps, 3) },
 	}
 	for name, d := range damage {
 		t.Run(name, func(t *testing.T) {
@@ -65,12 +70,12 @@ func TestVerifyPrefixesIsVerifyChainOfEachPrefix(t *testing.T) {
 
 // rehash recomputes the hashes from checkpoint i on, as someone who can
 // write the store would.
-func rehash(cps []*Checkpoint, i int) {
+func rehash(cps []*record.Checkpoint, i int) {
 	for j := i; j < len(cps); j++ {
 		if j > 0 {
 			cps[j].PrevHash = cps[j-1].Hash
 		}
-		cps[j].Hash = CheckpointHash(cps[j])
+		cps[j].Hash = record.CheckpointHash(cps[j])
 	}
 }
 

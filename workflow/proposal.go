@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // MaxProposalBytes bounds a proposal's encoded size, wherever it comes from
@@ -27,11 +29,11 @@ func ReadProposal(r io.Reader) (*Proposal, error) {
 		return nil, fmt.Errorf("read proposal: %w", err)
 	}
 	if len(b) > MaxProposalBytes {
-		return nil, &RefusedError{Code: CodeInvalidInput, Err: ErrProposalTooLarge,
+		return nil, &record.RefusedError{Code: record.CodeInvalidInput, Err: ErrProposalTooLarge,
 			Msg: fmt.Sprintf("invalid proposal: larger than %d bytes", MaxProposalBytes)}
 	}
 	if !utf8.Valid(b) {
-		return nil, refused(CodeInvalidInput, "", "invalid proposal: not valid UTF-8 (at byte %d)", invalidUTF8At(b))
+		return nil, refused(record.CodeInvalidInput, "", "invalid proposal: not valid UTF-8 (at byte %d)", invalidUTF8At(b))
 	}
 	return ParseProposal(b)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // DefaultPruneBatch is how many runs one write transaction of Prune handles:
@@ -36,9 +38,9 @@ type PruneReport struct {
 	// Outbox counts the delivered outbox messages deleted (OutboxBytes of
 	// payload), Slack messages and callbacks alike; OutboxKinds says how
 	// many of each kind. Undelivered ones are kept for the dispatcher.
-	Outbox      int                `json:"outbox"`
-	OutboxBytes int64              `json:"outbox_bytes"`
-	OutboxKinds map[OutboxKind]int `json:"outbox_kinds"`
+	Outbox      int                       `json:"outbox"`
+	OutboxBytes int64                     `json:"outbox_bytes"`
+	OutboxKinds map[record.OutboxKind]int `json:"outbox_kinds"`
 	// ReplayForgotten counts the expired replay-cache rows deleted (not
 	// counted in a dry run).
 	ReplayForgotten int `json:"replay_forgotten"`
@@ -72,10 +74,10 @@ func (e *Engine) Prune(ctx context.Context, opt PruneOptions) (*PruneReport, err
 	if batch <= 0 {
 		batch = DefaultPruneBatch
 	}
-	rep := &PruneReport{DryRun: opt.DryRun, Before: opt.Before.UTC(), Skipped: []*IntegrityError{}, OutboxKinds: map[OutboxKind]int{}}
+	rep := &PruneReport{DryRun: opt.DryRun, Before: opt.Before.UTC(), Skipped: []*IntegrityError{}, OutboxKinds: map[record.OutboxKind]int{}}
 	f := EndedFilter{Before: opt.Before, Limit: batch}
 	for {
-		var runs []*Run
+		var runs []*record.Run
 		err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 			var err error
 			runs, err = tx.EndedRuns(ctx, f)
@@ -96,7 +98,7 @@ func (e *Engine) Prune(ctx context.Context, opt PruneOptions) (*PruneReport, err
 		// Counted per batch, so that a failed batch adds nothing.
 		var part *PruneReport
 		err = do(ctx, func(ctx context.Context, tx Tx) error {
-			part = &PruneReport{OutboxKinds: map[OutboxKind]int{}}
+			part = &PruneReport{OutboxKinds: map[record.OutboxKind]int{}}
 			for _, r := range runs {
 				if err := e.pruneRun(ctx, tx, r.ID, opt, part); err != nil {
 					return err
@@ -156,7 +158,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOption
 		return nil
 	}
 	now := e.now()
-	rec := &PruneRecord{At: now, ThroughSeq: l.run.Seq, Evidence: len(l.st.Evidence), Messages: len(l.st.Messages)}
+	rec := &record.PruneRecord{At: now, ThroughSeq: l.run.Seq, Evidence: len(l.st.Evidence), Messages: len(l.st.Messages)}
 	states := 0
 	for _, c := range l.chain {
 		if c.PrunedAt.IsZero() {
@@ -172,7 +174,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOption
 	for _, m := range msgs {
 		if !m.DeliveredAt.IsZero() {
 			if rec.OutboxKinds == nil {
-				rec.OutboxKinds = map[OutboxKind]int{}
+				rec.OutboxKinds = map[record.OutboxKind]int{}
 			}
 			rec.Outbox++
 			rec.OutboxKinds[m.Kind]++
@@ -183,7 +185,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOption
 	summary.Evidence, summary.Messages, summary.Pruned = nil, nil, rec
 	// A whole state, written by this build: the checkpoints before it, its
 	// base among them, lose theirs.
-	summary.SchemaVersion = SchemaVersion
+	summary.SchemaVersion = record.SchemaVersion
 	b, err := EncodeState(&summary)
 	if err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
@@ -202,8 +204,8 @@ func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOption
 		return nil
 	}
 
-	cp := &Checkpoint{RunID: id, Seq: l.run.Seq + 1, SchemaVersion: SchemaVersion, State: b, PrevHash: l.lastHash, CreatedAt: now}
-	cp.Hash = CheckpointHash(cp)
+	cp := &record.Checkpoint{RunID: id, Seq: l.run.Seq + 1, SchemaVersion: record.SchemaVersion, State: b, PrevHash: l.lastHash, CreatedAt: now}
+	cp.Hash = record.CheckpointHash(cp)
 	// UpdatedAt stays when the run ended: listings and the next prune's
 	// cutoff read it so.
 	l.run.Seq, l.run.PrunedAt = cp.Seq, now
@@ -219,7 +221,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOption
 	if _, err := tx.DeleteDeliveredOutbox(ctx, id); err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
 	}
-	return e.auditCheckpoint(ctx, tx, cp, "signoff", EventPruned, map[string]any{
+	return e.auditCheckpoint(ctx, tx, cp, "signoff", record.EventPruned, map[string]any{
 		"through_seq": rec.ThroughSeq, "states": states, "state_bytes": rec.StateBytes, "outbox": rec.Outbox,
 	})
 }

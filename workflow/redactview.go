@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // A target may echo what it was sent anywhere in its answer ({"echo":
@@ -57,9 +59,9 @@ func RedactView(v *RunView, shown func(action string, args json.RawMessage) json
 		}
 		return r
 	}
-	out.Actions = make([]Action, len(v.Actions))
+	out.Actions = make([]record.Action, len(v.Actions))
 	for i, a := range v.Actions {
-		out.Actions[i] = Action{Name: a.Name, Args: show(a.Name, a.Args, true)}
+		out.Actions[i] = record.Action{Name: a.Name, Args: show(a.Name, a.Args, true)}
 	}
 	out.Decisions = make([]DecisionView, len(v.Decisions))
 	for i, d := range v.Decisions {
@@ -90,11 +92,11 @@ func RedactView(v *RunView, shown func(action string, args json.RawMessage) json
 		op.Error = h.text(op.Error)
 		out.Operations[i] = op
 	}
-	out.Evidence = make([]Evidence, len(v.Evidence))
+	out.Evidence = make([]record.Evidence, len(v.Evidence))
 	for i, e := range v.Evidence {
-		out.Evidence[i] = Evidence{Source: h.text(e.Source), Data: h.values(e.Data)}
+		out.Evidence[i] = record.Evidence{Source: h.text(e.Source), Data: h.values(e.Data)}
 	}
-	out.Checks = make([]Check, len(v.Checks))
+	out.Checks = make([]record.Check, len(v.Checks))
 	for i, c := range v.Checks {
 		c.Error = h.text(c.Error)
 		out.Checks[i] = c
@@ -113,7 +115,7 @@ func (e *Engine) Redacted(v *RunView) *RunView { return RedactedView(v, e.Action
 
 // hideIn is text (a target's error, for the log) with what the redact:
 // fields of actions hold hidden, as RedactedView hides it.
-func (e *Engine) hideIn(actions []Action, text string) string {
+func (e *Engine) hideIn(actions []record.Action, text string) string {
 	h := &hider{}
 	for _, a := range actions {
 		var shown json.RawMessage

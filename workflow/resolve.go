@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // ResolveInput is a person's resolution of a run that needs attention.
 type ResolveInput struct {
 	RunID  string
-	By     Person
-	Choice Resolution
+	By     record.Person
+	Choice record.Resolution
 	// Receipt, with ResolveHappened only, is what the target did as the
 	// person found it (a JSON object; optional).
 	Receipt json.RawMessage
@@ -34,9 +36,9 @@ const maxResolveReceipt = 64 << 10
 // A run whose stored records are damaged can only be abandoned, and its
 // damage stays for Verify to report. Nothing that may have run is ever
 // called cancelled.
-func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*Run, error) {
+func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, error) {
 	receipt, err := checkResolveInput(&in)
-	var r *RefusedError
+	var r *record.RefusedError
 	if errors.As(err, &r) {
 		return nil, e.refuse(ctx, in.By.ID, r)
 	}
@@ -48,9 +50,9 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*Run, error) {
 		return nil, fmt.Errorf("resolve role of %s: %w", in.By.ID, err)
 	}
 	if need := e.resolverRole(); !ok || !e.roles.AtLeast(role, need) {
-		return nil, e.refuse(ctx, in.By.ID, refused(CodeNoRole, in.RunID, "only someone with role %s or above may resolve a run that needs attention", need))
+		return nil, e.refuse(ctx, in.By.ID, refused(record.CodeNoRole, in.RunID, "only someone with role %s or above may resolve a run that needs attention", need))
 	}
-	var run *Run
+	var run *record.Run
 	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 		l, err := e.loadWith(ctx, tx, in.RunID, RunParts{Operations: true, Requests: true, Decisions: true})
 		if err == nil {
@@ -65,8 +67,8 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*Run, error) {
 		if err != nil {
 			return err
 		}
-		if l.run.Status != StatusNeedsAttention {
-			return refused(CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", l.run.Status)
+		if l.run.Status != record.StatusNeedsAttention {
+			return refused(record.CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", l.run.Status)
 		}
 		op := inQuestion(l.more.Operations)
 		detail, err := e.applyResolution(l, op, in, receipt)
@@ -78,7 +80,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*Run, error) {
 				return fmt.Errorf("record the resolution of %s: %w", op.Key, err)
 			}
 		}
-		if err := e.save(ctx, tx, l, StatusNeedsAttention, EventResolved, in.By.ID, detail, nil); err != nil {
+		if err := e.save(ctx, tx, l, record.StatusNeedsAttention, record.EventResolved, in.By.ID, detail, nil); err != nil {
 			return err
 		}
 		run = l.run
@@ -97,29 +99,29 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*Run, error) {
 func checkResolveInput(in *ResolveInput) ([]byte, error) {
 	id := in.RunID
 	if in.By.ID == "" || in.Reason == "" {
-		return nil, refused(CodeInvalidInput, id, "resolve needs who resolves and a reason (what you checked at the target)")
+		return nil, refused(record.CodeInvalidInput, id, "resolve needs who resolves and a reason (what you checked at the target)")
 	}
 	if field := badText(map[string]string{"run id": id, "who": in.By.ID, "reason": in.Reason}); field != "" {
-		return nil, refused(CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field)
+		return nil, refused(record.CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field)
 	}
-	if !slices.Contains(Resolutions, in.Choice) {
-		return nil, refused(CodeInvalidInput, id, "unknown resolution %q: the effect happened, or it did not and is retried or abandoned", in.Choice)
+	if !slices.Contains(record.Resolutions, in.Choice) {
+		return nil, refused(record.CodeInvalidInput, id, "unknown resolution %q: the effect happened, or it did not and is retried or abandoned", in.Choice)
 	}
-	if len(in.Receipt) > 0 && in.Choice != ResolveHappened {
-		return nil, refused(CodeInvalidInput, id, "a receipt says what happened: it goes only with the effect having happened")
+	if len(in.Receipt) > 0 && in.Choice != record.ResolveHappened {
+		return nil, refused(record.CodeInvalidInput, id, "a receipt says what happened: it goes only with the effect having happened")
 	}
-	if in.Choice != ResolveHappened {
+	if in.Choice != record.ResolveHappened {
 		return nil, nil
 	}
-	rc := Receipt{ID: "resolved by " + in.By.ID}
+	rc := record.Receipt{ID: "resolved by " + in.By.ID}
 	given := json.RawMessage("null")
 	if len(in.Receipt) > 0 {
 		if len(in.Receipt) > maxResolveReceipt {
-			return nil, refused(CodeInvalidInput, id, "the receipt is %d bytes; at most %d", len(in.Receipt), maxResolveReceipt)
+			return nil, refused(record.CodeInvalidInput, id, "the receipt is %d bytes; at most %d", len(in.Receipt), maxResolveReceipt)
 		}
 		var obj map[string]json.RawMessage
 		if err := DecodeStrict(in.Receipt, &obj); err != nil || obj == nil {
-			return nil, refused(CodeInvalidInput, id, `the receipt must be a JSON object, like {"id": "D-123"}`)
+			return nil, refused(record.CodeInvalidInput, id, `the receipt must be a JSON object, like {"id": "D-123"}`)
 		}
 		var rid string
 		if json.Unmarshal(obj["id"], &rid) == nil && rid != "" {
@@ -128,7 +130,7 @@ func checkResolveInput(in *ResolveInput) ([]byte, error) {
 		// Kept as written (compacted), numbers exactly as given.
 		var b bytes.Buffer
 		if err := json.Compact(&b, in.Receipt); err != nil {
-			return nil, refused(CodeInvalidInput, id, "the receipt: %v", err)
+			return nil, refused(record.CodeInvalidInput, id, "the receipt: %v", err)
 		}
 		given = b.Bytes()
 	}
@@ -152,10 +154,10 @@ func (e *Engine) resolverRole() string {
 
 // inQuestion is the first operation, in action order, without its receipt:
 // the one whose outcome a person is resolving. Nil when none is.
-func inQuestion(ops []*Operation) *Operation {
-	var out *Operation
+func inQuestion(ops []*record.Operation) *record.Operation {
+	var out *record.Operation
 	for _, op := range ops {
-		if op.Status != OpCommitted && (out == nil || op.Index < out.Index) {
+		if op.Status != record.OpCommitted && (out == nil || op.Index < out.Index) {
 			out = op
 		}
 	}
@@ -164,42 +166,42 @@ func inQuestion(ops []*Operation) *Operation {
 
 // applyResolution changes l and op as in.Choice says and returns the audit
 // detail.
-func (e *Engine) applyResolution(l *loaded, op *Operation, in ResolveInput, receipt []byte) (map[string]string, error) {
+func (e *Engine) applyResolution(l *loaded, op *record.Operation, in ResolveInput, receipt []byte) (map[string]string, error) {
 	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via}
 	by := in.By.ID
 	now := e.now()
-	rec := ResolutionRecord{By: by, Choice: in.Choice, Reason: in.Reason, Via: in.Via, At: now}
+	rec := record.ResolutionRecord{By: by, Choice: in.Choice, Reason: in.Reason, Via: in.Via, At: now}
 	if op != nil {
 		detail["key"], rec.Key = op.Key, op.Key
 		op.UpdatedAt = now
 	}
 	l.st.Resolutions = append(l.st.Resolutions, rec)
 	switch in.Choice {
-	case ResolveHappened:
+	case record.ResolveHappened:
 		if op == nil {
-			return nil, refused(CodeInvalidInput, in.RunID, "no action's outcome is in question (%s): it did not get as far as a call, so only --did-not-happen applies", l.run.Reason)
+			return nil, refused(record.CodeInvalidInput, in.RunID, "no action's outcome is in question (%s): it did not get as far as a call, so only --did-not-happen applies", l.run.Reason)
 		}
-		op.Status, op.Receipt, op.Error = OpCommitted, receipt, ""
+		op.Status, op.Receipt, op.Error = record.OpCommitted, receipt, ""
 		setOpRecord(l.st, op)
-		l.run.Status, l.run.Reason = StatusExecuting, ""
+		l.run.Status, l.run.Reason = record.StatusExecuting, ""
 		if allCommitted(l.st) {
-			l.run.Status = StatusDone
+			l.run.Status = record.StatusDone
 		}
-	case ResolveRetry:
+	case record.ResolveRetry:
 		l.run.Status, l.run.Reason = e.retryStatus(l, op), ""
 		if op != nil {
 			// A person proved it did not happen: it is sent again at
 			// once, under its own key, with a fresh budget of attempts.
-			op.Status, op.Attempts, op.Error = OpPending, 0, ""
+			op.Status, op.Attempts, op.Error = record.OpPending, 0, ""
 			setOpRecord(l.st, op)
 		}
 		l.st.StepFailures = 0
-	case ResolveAbandon:
+	case record.ResolveAbandon:
 		if op != nil {
-			op.Status, op.Error = OpFailed, fmt.Sprintf("did not happen, as %s found: %s", by, in.Reason)
+			op.Status, op.Error = record.OpFailed, fmt.Sprintf("did not happen, as %s found: %s", by, in.Reason)
 			setOpRecord(l.st, op)
 		}
-		l.run.Status, l.run.Reason = StatusFailed, fmt.Sprintf("abandoned by %s: %s", by, in.Reason)
+		l.run.Status, l.run.Reason = record.StatusFailed, fmt.Sprintf("abandoned by %s: %s", by, in.Reason)
 	}
 	return detail, nil
 }
@@ -208,35 +210,35 @@ func (e *Engine) applyResolution(l *loaded, op *Operation, in ResolveInput, rece
 // an action is in question, else where it stood when it was handed to a
 // person (a run stopped without a checkpoint of its own keeps its state's
 // status), else its steps.
-func (e *Engine) retryStatus(l *loaded, op *Operation) Status {
+func (e *Engine) retryStatus(l *loaded, op *record.Operation) record.Status {
 	switch {
 	case op != nil:
-		return StatusExecuting
-	case l.st.Status != StatusNeedsAttention && l.st.Status != "":
+		return record.StatusExecuting
+	case l.st.Status != record.StatusNeedsAttention && l.st.Status != "":
 		return l.st.Status
 	}
-	return StatusRunning
+	return record.StatusRunning
 }
 
 // abandonDamaged abandons a run whose stored records failed their check.
 // Nothing of its state can be trusted, so no checkpoint is written: the row
 // ends as failed with an audit event, and the damage stays for Verify.
-func (e *Engine) abandonDamaged(ctx context.Context, tx Tx, in ResolveInput, ie *IntegrityError) (*Run, error) {
-	if in.Choice != ResolveAbandon {
-		return nil, refused(CodeIntegrity, in.RunID, "the run's stored records are damaged (%s): only abandoning it (--did-not-happen --abandon) can resolve it, and the damage stays for verify to show", ie.Problem)
+func (e *Engine) abandonDamaged(ctx context.Context, tx Tx, in ResolveInput, ie *IntegrityError) (*record.Run, error) {
+	if in.Choice != record.ResolveAbandon {
+		return nil, refused(record.CodeIntegrity, in.RunID, "the run's stored records are damaged (%s): only abandoning it (--did-not-happen --abandon) can resolve it, and the damage stays for verify to show", ie.Problem)
 	}
 	run, err := tx.Run(ctx, in.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", in.RunID, err)
 	}
 	if run.Status.Terminal() {
-		return nil, refused(CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", run.Status)
+		return nil, refused(record.CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", run.Status)
 	}
 	from := run.Status
-	run.Status, run.Reason = StatusFailed, fmt.Sprintf("abandoned by %s: %s (its stored records are damaged: %s)", in.By.ID, in.Reason, ie.Problem)
+	run.Status, run.Reason = record.StatusFailed, fmt.Sprintf("abandoned by %s: %s (its stored records are damaged: %s)", in.By.ID, in.Reason, ie.Problem)
 	run.LeaseOwner, run.LeaseUntil = "", time.Time{}
 	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via, "damage": ie.Problem}
-	if err := e.writeRow(ctx, tx, run, from, EventResolved, in.By.ID, detail); err != nil {
+	if err := e.writeRow(ctx, tx, run, from, record.EventResolved, in.By.ID, detail); err != nil {
 		return nil, err
 	}
 	return run, nil

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // workStatuses are the statuses of the runs a worker executes.
-var workStatuses = []Status{StatusExecuting, StatusRunning}
+var workStatuses = []record.Status{record.StatusExecuting, record.StatusRunning}
 
 // Work claims active runs whose lease is free (a crashed process's, or approved
 // runs nobody is executing) and resumes them, one claim at a time so that a
@@ -23,7 +25,7 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 	var errs []error
 	n := 0
 	for ; n < limit; n++ {
-		var runs []*Run
+		var runs []*record.Run
 		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 			now := e.now()
 			var err error
@@ -67,8 +69,8 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 // goneOwners lists up to limit active runs whose valid lease another owner
 // holds that OwnerGone says is gone, and logs each run held by an owner
 // that is not, once for as long as that owner holds it.
-func (e *Engine) goneOwners(ctx context.Context, limit int) ([]*Run, error) {
-	var rs []*Run
+func (e *Engine) goneOwners(ctx context.Context, limit int) ([]*record.Run, error) {
+	var rs []*record.Run
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
 		rs, err = tx.ListRuns(ctx, RunFilter{Statuses: workStatuses})
@@ -79,7 +81,7 @@ func (e *Engine) goneOwners(ctx context.Context, limit int) ([]*Run, error) {
 	}
 	now := e.now()
 	held := map[string]string{}
-	var gone []*Run
+	var gone []*record.Run
 	e.heldMu.Lock()
 	defer e.heldMu.Unlock()
 	for _, r := range rs {
@@ -104,7 +106,7 @@ func (e *Engine) goneOwners(ctx context.Context, limit int) ([]*Run, error) {
 // on since it was listed: the compare-and-set on its version makes sure its
 // lease is still the gone owner's, so that two workers that both find the
 // owner gone never both take the run. ok says whether this one did.
-func (e *Engine) takeOver(ctx context.Context, r *Run) (ok bool, err error) {
+func (e *Engine) takeOver(ctx context.Context, r *record.Run) (ok bool, err error) {
 	gone := r.LeaseOwner
 	now := e.now()
 	r.LeaseOwner, r.LeaseUntil, r.Fence = e.owner, now.Add(e.ttl), r.Fence+1
@@ -120,12 +122,12 @@ func (e *Engine) takeOver(ctx context.Context, r *Run) (ok bool, err error) {
 }
 
 // Start starts an agent workflow on a task. Its steps run until it proposes.
-func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester Person) (*Run, error) {
+func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester record.Person) (*record.Run, error) {
 	if _, ok := e.agents[workflow]; !ok {
-		return nil, refused(CodeInvalidInput, "", "unknown workflow %q", workflow)
+		return nil, refused(record.CodeInvalidInput, "", "unknown workflow %q", workflow)
 	}
 	if requester.ID == "" {
-		return nil, refused(CodeInvalidInput, "", "a requester id is required")
+		return nil, refused(record.CodeInvalidInput, "", "a requester id is required")
 	}
 	if bad := checkLines([]lineField{{"requester id", requester.ID, true}, {"requester name", requester.Name, false}, {"task id", taskID, true}}); bad != nil {
 		return nil, bad
@@ -135,11 +137,11 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 	}
 	id := e.newID("run_")
 	l := &loaded{
-		run: &Run{ID: id, Workflow: workflow, TaskID: taskID, Status: StatusRunning, RequesterID: requester.ID},
-		st:  &State{SchemaVersion: SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
+		run: &record.Run{ID: id, Workflow: workflow, TaskID: taskID, Status: record.StatusRunning, RequesterID: requester.ID},
+		st:  &record.State{SchemaVersion: record.SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
 	}
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, "", EventStarted, requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
+		return e.save(ctx, tx, l, "", record.EventStarted, requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start run: %w", err)
@@ -150,7 +152,7 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester P
 // Resume continues whatever the run was doing: the next steps, the proposal, an
 // expiry that is due, or the execution of approved actions (reconciling any
 // operation whose outcome a crash left unknown). It returns the run as it stands.
-func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
+func (e *Engine) Resume(ctx context.Context, id string) (*record.Run, error) {
 	return e.resume(ctx, id, asOperator)
 }
 
@@ -160,7 +162,7 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 // attempt the same operation at once; it looks again every lookEvery and
 // carries on when the run ends, stops executing, or the lease lapses (its
 // holder died). Resume, by contrast, is an operator's "do it now".
-func (e *Engine) Follow(ctx context.Context, id string) (*Run, error) {
+func (e *Engine) Follow(ctx context.Context, id string) (*record.Run, error) {
 	return e.resume(ctx, id, asFollower)
 }
 
@@ -183,13 +185,13 @@ const (
 	asWorker
 )
 
-func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, error) {
+func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*record.Run, error) {
 	var held *loaded
 	asked := false // recheck is made once per resume
 	for {
 		l, err := e.reload(ctx, id, held)
 		if err != nil {
-			if IsRefused(err) {
+			if record.IsRefused(err) {
 				return nil, err
 			}
 			var ie *IntegrityError
@@ -200,9 +202,9 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, 
 		}
 		held = l
 		switch l.run.Status {
-		case StatusRunning:
+		case record.StatusRunning:
 			if l.st.Proposed {
-				if err := e.propose(ctx, l, StatusRunning, "signoff"); err != nil {
+				if err := e.propose(ctx, l, record.StatusRunning, "signoff"); err != nil {
 					return nil, err
 				}
 				continue
@@ -210,7 +212,7 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, 
 			if err := e.step(ctx, l); err != nil {
 				return nil, err
 			}
-		case StatusWaitingApproval:
+		case record.StatusWaitingApproval:
 			if !l.run.Deadline.IsZero() && !e.now().Before(l.run.Deadline) {
 				if err := e.expire(ctx, id, "signoff"); err != nil && !errors.Is(err, ErrConflict) {
 					return nil, err
@@ -218,7 +220,7 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, 
 				continue
 			}
 			return l.run, nil
-		case StatusExecuting:
+		case record.StatusExecuting:
 			// Another may be executing the run: a process holding its
 			// lease (a worker whose own lapsed while it waited out a
 			// backoff finds it here after another claimed the run), which
@@ -262,7 +264,7 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, 
 			if err := e.clock.Sleep(ctx, wait); err != nil {
 				return nil, err
 			}
-		case StatusNeedsAttention:
+		case record.StatusNeedsAttention:
 			// An operator's resume asks the target again about an outcome
 			// that could not be proven: it may know by now.
 			if mode != asOperator || asked {
@@ -290,7 +292,7 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*Run, 
 // run did.
 func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error) {
 	id := l.run.ID
-	if l.st.Status != StatusNeedsAttention {
+	if l.st.Status != record.StatusNeedsAttention {
 		return false, nil // stopped without a checkpoint: not over an outcome
 	}
 	ops, err := e.operations(ctx, id)
@@ -302,7 +304,7 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 		return false, fmt.Errorf("load operations of run %s: %w", id, err)
 	}
 	op := inQuestion(ops)
-	if op == nil || op.Status != OpUnknown {
+	if op == nil || op.Status != record.OpUnknown {
 		return false, nil
 	}
 	spec, ok := e.actions[op.Action]
@@ -316,29 +318,29 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 	}
 	detail := map[string]string{"key": op.Key, "owner": e.owner}
 	op.UpdatedAt = e.now()
-	l.run.Status, l.run.Reason = StatusExecuting, ""
+	l.run.Status, l.run.Reason = record.StatusExecuting, ""
 	if found {
 		body, err := json.Marshal(rc)
 		if err != nil {
 			return false, fmt.Errorf("encode receipt of %s: %w", op.Key, err)
 		}
-		op.Status, op.Receipt, op.Error = OpCommitted, body, ""
+		op.Status, op.Receipt, op.Error = record.OpCommitted, body, ""
 		detail["receipt"] = rc.ID
 	} else {
 		// Proven not to have happened: pending again, its failed attempt
 		// still counted, so the next round sends it under the same key.
-		op.Status = OpPending
+		op.Status = record.OpPending
 		detail["outcome"] = "did not happen"
 	}
 	setOpRecord(l.st, op)
 	if allCommitted(l.st) {
-		l.run.Status = StatusDone
+		l.run.Status = record.StatusDone
 	}
 	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record what the target now says of %s: %w", op.Key, err)
 		}
-		return e.save(ctx, tx, l, StatusNeedsAttention, EventReconciled, "signoff", detail, nil)
+		return e.save(ctx, tx, l, record.StatusNeedsAttention, record.EventReconciled, "signoff", detail, nil)
 	})
 	if errors.Is(err, ErrConflict) {
 		return true, nil // another moved it on; the caller reloads
@@ -382,26 +384,26 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 		failures := l.st.StepFailures
 		if failures < maxStepFailures {
 			serr := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
-				return e.save(ctx, tx, l, StatusRunning, EventStepFailed, "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
+				return e.save(ctx, tx, l, record.StatusRunning, record.EventStepFailed, "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
 			})
 			return errors.Join(fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err), serr)
 		}
-		l.run.Status, l.run.Reason = StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
+		l.run.Status, l.run.Reason = record.StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
 		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
-			return e.save(ctx, tx, l, StatusRunning, EventNeedsAttention, "signoff", map[string]string{"reason": l.run.Reason}, nil)
+			return e.save(ctx, tx, l, record.StatusRunning, record.EventNeedsAttention, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	if err != nil {
-		l.run.Status, l.run.Reason = StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
+		l.run.Status, l.run.Reason = record.StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
 		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
-			return e.save(ctx, tx, l, StatusRunning, EventFailed, "signoff", map[string]string{"reason": l.run.Reason}, nil)
+			return e.save(ctx, tx, l, record.StatusRunning, record.EventFailed, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	l.st.StepFailures = 0
 	l.run.Step++
 	l.st.Proposed = done
 	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, StatusRunning, EventStep, "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
+		return e.save(ctx, tx, l, record.StatusRunning, record.EventStep, "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("checkpoint step %d of run %s: %w", l.run.Step, l.run.ID, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // recordingTx keeps what save writes; save calls nothing else of a Tx.
@@ -18,7 +20,7 @@ func (t *recordingTx) SaveRun(_ context.Context, w *RunWrite) error {
 	return nil
 }
 
-func (t *recordingTx) AppendAudit(context.Context, *AuditEvent, func(*AuditEvent, *AuditRunHead) (Seal, Seal)) error {
+func (t *recordingTx) AppendAudit(context.Context, *record.AuditEvent, func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
 	return nil
 }
 
@@ -29,8 +31,8 @@ func TestSaveStoresTheRunAsSaved(t *testing.T) {
 	e := &Engine{clock: SystemClock{}, owner: "test", ttl: time.Minute}
 	newRun := func() *loaded {
 		return &loaded{
-			run: &Run{ID: "run-1", Workflow: "proposal", Status: StatusExecuting},
-			st:  &State{SchemaVersion: SchemaVersion, RunID: "run-1", Workflow: "proposal", Summary: "refund"},
+			run: &record.Run{ID: "run-1", Workflow: "proposal", Status: record.StatusExecuting},
+			st:  &record.State{SchemaVersion: record.SchemaVersion, RunID: "run-1", Workflow: "proposal", Summary: "refund"},
 		}
 	}
 	for _, tt := range []struct {
@@ -38,9 +40,9 @@ func TestSaveStoresTheRunAsSaved(t *testing.T) {
 		after func(l *loaded, s *staged) // between staging and saving
 	}{
 		{"unchanged", func(*loaded, *staged) {}},
-		{"status changed", func(l *loaded, _ *staged) { l.run.Status, l.run.Reason = StatusNeedsAttention, "stopped" }},
+		{"status changed", func(l *loaded, _ *staged) { l.run.Status, l.run.Reason = record.StatusNeedsAttention, "stopped" }},
 		{"another checkpoint first", func(l *loaded, s *staged) {
-			if err := e.save(t.Context(), &recordingTx{}, l, StatusExecuting, EventStep, "test", nil, nil); err != nil {
+			if err := e.save(t.Context(), &recordingTx{}, l, record.StatusExecuting, record.EventStep, "test", nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			l.staged = s // staged for the checkpoint just written
@@ -56,14 +58,14 @@ func TestSaveStoresTheRunAsSaved(t *testing.T) {
 			tt.after(l, s)
 			prev := l.lastHash
 			tx := &recordingTx{}
-			if err := e.save(t.Context(), tx, l, StatusExecuting, EventStep, "test", nil, nil); err != nil {
+			if err := e.save(t.Context(), tx, l, record.StatusExecuting, record.EventStep, "test", nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			if len(tx.saved) != 1 {
 				t.Fatalf("saved %d transitions, want 1", len(tx.saved))
 			}
 			cp := tx.saved[0].Checkpoint
-			if cp.PrevHash != prev || cp.Seq != l.run.Seq || cp.Hash != CheckpointHash(cp) {
+			if cp.PrevHash != prev || cp.Seq != l.run.Seq || cp.Hash != record.CheckpointHash(cp) {
 				t.Errorf("checkpoint %d (prev %q, hash %q) is not the next of the run (seq %d, prev %q)", cp.Seq, cp.PrevHash, cp.Hash, l.run.Seq, prev)
 			}
 			got, err := DecodeState(l.state)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -115,12 +116,12 @@ func TestRedactedViewHidesARedactedValueWherever(t *testing.T) {
 	v := &workflow.RunView{
 		Summary: "deploy api with " + tok,
 		Reason:  "refused by the target: token " + tok + " expired",
-		Actions: []workflow.Action{
+		Actions: []record.Action{
 			{Name: "deploy", Args: json.RawMessage(`{"service":"api","token":"` + tok + `","card":{"number":4242424242424242},"note":"` + tok + `"}`)},
 			{Name: "unknown", Args: json.RawMessage(`{"ticket":"T-99 secret"}`)},
 		},
-		Evidence: []workflow.Evidence{{Source: "vault", Data: json.RawMessage(`{"found":"` + tok + `","other":"kept"}`)}},
-		Checks:   []workflow.Check{{Name: "deploy", Error: "check saw " + tok}},
+		Evidence: []record.Evidence{{Source: "vault", Data: json.RawMessage(`{"found":"` + tok + `","other":"kept"}`)}},
+		Checks:   []record.Check{{Name: "deploy", Error: "check saw " + tok}},
 		Operations: []workflow.OperationView{{Action: "deploy", Error: "first try: " + tok + " rejected",
 			Receipt: json.RawMessage(`{"id":"d-1","detail":{"echo":{"request":{"token":"` + tok + `","card":{"number":4242424242424242}}},` +
 				`"refreshed":{"token":"tok-NEW-2"},"cards":[{"card":{"number":"5555"}}],"log":["used ` + tok + `","for T-99 secret"],"n":4242424242424242,"service":"api"}}`)}},

@@ -6,10 +6,11 @@ import (
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/signoff-dev/signoff/record"
 )
 
 // EncodeState encodes st for a checkpoint.
-func EncodeState(st *State) ([]byte, error) {
+func EncodeState(st *record.State) ([]byte, error) {
 	b, err := jsonv2.Marshal(st, jsonv2.Deterministic(true))
 	if err != nil {
 		return nil, fmt.Errorf("encode state of run %s: %w", st.RunID, err)
@@ -19,13 +20,13 @@ func EncodeState(st *State) ([]byte, error) {
 
 // DecodeState decodes a checkpoint's state strictly: unknown fields, duplicate
 // keys, trailing data and a schema version from the future are errors.
-func DecodeState(b []byte) (*State, error) {
-	var st State
+func DecodeState(b []byte) (*record.State, error) {
+	var st record.State
 	if err := jsonv2.Unmarshal(b, &st, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return nil, fmt.Errorf("decode state: %w", err)
 	}
-	if st.SchemaVersion > SchemaVersion {
-		return nil, fmt.Errorf("decode state: schema version %d is newer than this build (%d)", st.SchemaVersion, SchemaVersion)
+	if st.SchemaVersion > record.SchemaVersion {
+		return nil, fmt.Errorf("decode state: schema version %d is newer than this build (%d)", st.SchemaVersion, record.SchemaVersion)
 	}
 	if st.SchemaVersion < 1 {
 		return nil, fmt.Errorf("decode state: missing or invalid schema version %d", st.SchemaVersion)
@@ -47,7 +48,7 @@ func DecodeState(b []byte) (*State, error) {
 // and was pruned through its seq. Marking a live run's checkpoint pruned
 // therefore breaks the chain, and a keyed store's latest state cannot be
 // forged without the key.
-func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
+func VerifyChain(runID string, cps []*record.Checkpoint) (*record.State, error) {
 	st, _, err := verifyChain(runID, cps)
 	return st, err
 }
@@ -55,7 +56,7 @@ func VerifyChain(runID string, cps []*Checkpoint) (*State, error) {
 // verifyChain is VerifyChain, which also returns the latest whole state as
 // encoded. A latest checkpoint written against a base is resolved with it
 // (ResolveState); the base's hash was checked with the rest of the chain.
-func verifyChain(runID string, cps []*Checkpoint) (*State, []byte, error) {
+func verifyChain(runID string, cps []*record.Checkpoint) (*record.State, []byte, error) {
 	if len(cps) == 0 {
 		return nil, nil, &IntegrityError{RunID: runID, Problem: "no checkpoint"}
 	}
@@ -77,7 +78,7 @@ func verifyChain(runID string, cps []*Checkpoint) (*State, []byte, error) {
 // chain up to it (nil: it verifies), in one pass: a link that fails fails
 // every longer prefix the same way, and each prefix's own latest state is
 // checked once.
-func verifyPrefixes(runID string, cps []*Checkpoint) []error {
+func verifyPrefixes(runID string, cps []*record.Checkpoint) []error {
 	out := make([]error, len(cps))
 	prev := ""
 	var pruned []int64
@@ -103,13 +104,13 @@ func verifyPrefixes(runID string, cps []*Checkpoint) []error {
 
 // verifyLink checks checkpoint c, the i-th of its chain, against the hash of
 // the one before (prev) and, unless a prune removed its state, its own.
-func verifyLink(runID string, c *Checkpoint, i int, prev string) error {
+func verifyLink(runID string, c *record.Checkpoint, i int, prev string) error {
 	switch {
 	case c.Seq != int64(i+1):
 		return &IntegrityError{RunID: runID, Seq: c.Seq, Problem: fmt.Sprintf("checkpoint seq %d where %d was expected", c.Seq, i+1)}
 	case c.PrevHash != prev:
 		return &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: prev_hash does not match the checkpoint before"}
-	case c.PrunedAt.IsZero() && CheckpointHash(c) != c.Hash:
+	case c.PrunedAt.IsZero() && record.CheckpointHash(c) != c.Hash:
 		return &IntegrityError{RunID: runID, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
 	}
 	return nil
@@ -119,7 +120,7 @@ func verifyLink(runID string, c *Checkpoint, i int, prev string) error {
 // and checks it and what a prune removed (pruned: the seqs without state).
 // Only the latest state is decoded: an earlier one cannot change without
 // breaking the link of the checkpoint after it.
-func verifyLatest(runID string, cps []*Checkpoint, pruned []int64) (*State, []byte, error) {
+func verifyLatest(runID string, cps []*record.Checkpoint, pruned []int64) (*record.State, []byte, error) {
 	last := cps[len(cps)-1]
 	if !last.PrunedAt.IsZero() {
 		return nil, nil, &IntegrityError{RunID: runID, Seq: last.Seq, Problem: "the latest checkpoint's state was removed, which no prune does"}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // Sentinel errors every storage driver maps its native errors to, in one place.
@@ -41,18 +43,18 @@ type Tx interface {
 	// InsertRun stores a new run (Version is set to 1). ErrDuplicate when the id
 	// exists, or a non-empty IdempotencyKey of the same RequesterID: a key is
 	// its requester's, and two requesters' equal keys are two runs.
-	InsertRun(ctx context.Context, r *Run) error
+	InsertRun(ctx context.Context, r *record.Run) error
 	// Run loads one run. ErrNotFound.
-	Run(ctx context.Context, id string) (*Run, error)
+	Run(ctx context.Context, id string) (*record.Run, error)
 	// LoadRun loads one run with the records of it that parts asks for, as
 	// Run and each list method would, in as few round trips as the database
 	// allows (PostgreSQL: one). ErrNotFound when the run does not exist.
 	LoadRun(ctx context.Context, id string, parts RunParts) (*RunBundle, error)
 	// RunByIdempotencyKey loads the run requesterID submitted with key; a run
 	// of another requester with the same key is not it. ErrNotFound.
-	RunByIdempotencyKey(ctx context.Context, requesterID, key string) (*Run, error)
+	RunByIdempotencyKey(ctx context.Context, requesterID, key string) (*record.Run, error)
 	// ListRuns lists runs, oldest first (created_at, id), after the filter's cursor.
-	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	ListRuns(ctx context.Context, f RunFilter) ([]*record.Run, error)
 	// ListRunHeads is ListRuns with each run's latest checkpoint (the one at
 	// its Seq; nil when that checkpoint is missing) and that checkpoint's
 	// base (at its BaseSeq; nil when it has none), read in one query.
@@ -62,17 +64,17 @@ type Tx interface {
 	// fence, updated and pruned times. What identifies the run (workflow,
 	// task, requester, idempotency key, parent, creation time, callback URL)
 	// is InsertRun's alone. ErrConflict, ErrNotFound.
-	UpdateRun(ctx context.Context, r *Run) error
+	UpdateRun(ctx context.Context, r *record.Run) error
 	// ClaimRuns leases up to limit runs (0 = no limit) in one of statuses whose
 	// lease is free (LeaseUntil at or before now): it sets LeaseOwner to owner,
 	// LeaseUntil to until, Fence+1 and Version+1, and returns the runs, least
 	// recently updated first. Two claimers never get the same run, so several
 	// workers (or replicas) can share the work; the version bump fences out the
 	// writes of a worker whose lease was taken over.
-	ClaimRuns(ctx context.Context, owner string, statuses []Status, now, until time.Time, limit int) ([]*Run, error)
+	ClaimRuns(ctx context.Context, owner string, statuses []record.Status, now, until time.Time, limit int) ([]*record.Run, error)
 
 	// AppendCheckpoint stores an immutable checkpoint. ErrDuplicate when (run, seq) exists.
-	AppendCheckpoint(ctx context.Context, c *Checkpoint) error
+	AppendCheckpoint(ctx context.Context, c *record.Checkpoint) error
 	// SaveRun writes one transition of a run as InsertRun (w.Run.Version 0)
 	// or UpdateRun, AppendCheckpoint of w.Checkpoint and, when w.Request is
 	// not nil, InsertRequest would, in that order, and returns the first error
@@ -81,7 +83,7 @@ type Tx interface {
 	// statements together, and those after the one that failed may have run.
 	SaveRun(ctx context.Context, w *RunWrite) error
 	// Checkpoints lists a run's checkpoints by seq ascending (empty when none).
-	Checkpoints(ctx context.Context, runID string) ([]*Checkpoint, error)
+	Checkpoints(ctx context.Context, runID string) ([]*record.Checkpoint, error)
 	// PruneCheckpoints removes the state of a run's checkpoints up to and
 	// including seq that still have one (State becomes nil, PrunedAt at),
 	// keeping every other column, and says how many it pruned.
@@ -90,54 +92,54 @@ type Tx interface {
 	// EndedRuns lists runs in a terminal status (Status.Terminal) that are not
 	// pruned and were last updated before f.Before, by (created_at, id) after
 	// the filter's cursor, at most f.Limit (0 = no limit).
-	EndedRuns(ctx context.Context, f EndedFilter) ([]*Run, error)
+	EndedRuns(ctx context.Context, f EndedFilter) ([]*record.Run, error)
 	// CountRuns counts the runs in each status (a status without runs is absent).
-	CountRuns(ctx context.Context) (map[Status]int, error)
+	CountRuns(ctx context.Context) (map[record.Status]int, error)
 
 	// InsertRequest stores a new approval request (Version is set to 1). ErrDuplicate.
-	InsertRequest(ctx context.Context, r *ApprovalRequest) error
+	InsertRequest(ctx context.Context, r *record.ApprovalRequest) error
 	// Request loads one approval request. ErrNotFound.
-	Request(ctx context.Context, id string) (*ApprovalRequest, error)
+	Request(ctx context.Context, id string) (*record.ApprovalRequest, error)
 	// RequestsForRun lists a run's requests, oldest first.
-	RequestsForRun(ctx context.Context, runID string) ([]*ApprovalRequest, error)
+	RequestsForRun(ctx context.Context, runID string) ([]*record.ApprovalRequest, error)
 	// UpdateRequest is a compare-and-set on r.Version. ErrConflict, ErrNotFound.
-	UpdateRequest(ctx context.Context, r *ApprovalRequest) error
+	UpdateRequest(ctx context.Context, r *record.ApprovalRequest) error
 
 	// InsertMessageLocation records where a request's message was posted.
 	// ErrDuplicate when its location is recorded already (a message is posted
 	// once and stays where it is); ErrNotFound when the request does not exist.
-	InsertMessageLocation(ctx context.Context, l *MessageLocation) error
+	InsertMessageLocation(ctx context.Context, l *record.MessageLocation) error
 	// MessageLocations lists where a run's requests were posted, oldest first
 	// (empty when none was).
-	MessageLocations(ctx context.Context, runID string) ([]*MessageLocation, error)
+	MessageLocations(ctx context.Context, runID string) ([]*record.MessageLocation, error)
 
 	// InsertDecision stores a decision; ErrDuplicate when this approver already
 	// decided this request. Sets d.ID.
-	InsertDecision(ctx context.Context, d *Decision) error
+	InsertDecision(ctx context.Context, d *record.Decision) error
 	// Decisions lists a run's decisions in the order they were made.
-	Decisions(ctx context.Context, runID string) ([]*Decision, error)
+	Decisions(ctx context.Context, runID string) ([]*record.Decision, error)
 
 	// InsertOperation records an intent (Version is set to 1). ErrDuplicate when the key exists.
-	InsertOperation(ctx context.Context, op *Operation) error
+	InsertOperation(ctx context.Context, op *record.Operation) error
 	// Operation loads one operation by idempotency key. ErrNotFound.
-	Operation(ctx context.Context, key string) (*Operation, error)
+	Operation(ctx context.Context, key string) (*record.Operation, error)
 	// Operations lists a run's operations by action index.
-	Operations(ctx context.Context, runID string) ([]*Operation, error)
+	Operations(ctx context.Context, runID string) ([]*record.Operation, error)
 	// UpdateOperation is a compare-and-set on op.Version. ErrConflict, ErrNotFound.
-	UpdateOperation(ctx context.Context, op *Operation) error
+	UpdateOperation(ctx context.Context, op *record.Operation) error
 
 	// EnqueueOutbox stores a message to deliver (Version is set to 1). Sets m.ID.
-	EnqueueOutbox(ctx context.Context, m *OutboxMessage) error
+	EnqueueOutbox(ctx context.Context, m *record.OutboxMessage) error
 	// DueOutbox lists undelivered messages whose NextAttempt is at or before now,
 	// in enqueue order (by id), at most limit (0 = no limit).
-	DueOutbox(ctx context.Context, now time.Time, limit int) ([]*OutboxMessage, error)
+	DueOutbox(ctx context.Context, now time.Time, limit int) ([]*record.OutboxMessage, error)
 	// ListOutbox lists undelivered messages that pass f, in enqueue order (by
 	// id), at most f.Limit (0 = no limit).
-	ListOutbox(ctx context.Context, f OutboxFilter) ([]*OutboxMessage, error)
+	ListOutbox(ctx context.Context, f OutboxFilter) ([]*record.OutboxMessage, error)
 	// UpdateOutbox is a compare-and-set on m.Version. ErrConflict, ErrNotFound.
-	UpdateOutbox(ctx context.Context, m *OutboxMessage) error
+	UpdateOutbox(ctx context.Context, m *record.OutboxMessage) error
 	// OutboxForRun lists a run's messages, delivered or not, in enqueue order.
-	OutboxForRun(ctx context.Context, runID string) ([]*OutboxMessage, error)
+	OutboxForRun(ctx context.Context, runID string) ([]*record.OutboxMessage, error)
 	// DeleteDeliveredOutbox deletes a run's delivered messages and says how many.
 	DeleteDeliveredOutbox(ctx context.Context, runID string) (int, error)
 
@@ -148,43 +150,43 @@ type Tx interface {
 	// e.Hash to AuditHash(e); then, when seal is not nil, e.Seal and the
 	// head's seal to seal(e, head), and stores the event and moves the run's
 	// head to it. Only appends to the same run wait for each other.
-	AppendAudit(ctx context.Context, e *AuditEvent, seal func(*AuditEvent, *AuditRunHead) (event, head Seal)) error
+	AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (event, head record.Seal)) error
 	// AuditEvents lists audit events by seq ascending after f.AfterSeq, for one run
 	// when f.RunID is set, at most f.Limit (0 = no limit).
-	AuditEvents(ctx context.Context, f AuditFilter) ([]*AuditEvent, error)
+	AuditEvents(ctx context.Context, f AuditFilter) ([]*record.AuditEvent, error)
 	// AuditRunHead loads the head of one run's audit chain. ErrNotFound.
-	AuditRunHead(ctx context.Context, runID string) (*AuditRunHead, error)
+	AuditRunHead(ctx context.Context, runID string) (*record.AuditRunHead, error)
 	// AuditRunHeads lists the heads of every run's audit chain, by run id.
-	AuditRunHeads(ctx context.Context) ([]*AuditRunHead, error)
+	AuditRunHeads(ctx context.Context) ([]*record.AuditRunHead, error)
 
 	// LatestAnchor loads the newest anchor (ErrNotFound before the first). In
 	// Update it also holds the anchor chain until the transaction ends, so
 	// that anchor writers take turns.
-	LatestAnchor(ctx context.Context) (*AuditAnchor, error)
+	LatestAnchor(ctx context.Context) (*record.AuditAnchor, error)
 	// AnchorHeads marks the run heads that moved since they were last
 	// anchored as anchored and returns them, by run id.
-	AnchorHeads(ctx context.Context) ([]AnchoredHead, error)
+	AnchorHeads(ctx context.Context) ([]record.AnchoredHead, error)
 	// InsertAnchor stores an anchor. ErrDuplicate when its id exists.
-	InsertAnchor(ctx context.Context, a *AuditAnchor) error
+	InsertAnchor(ctx context.Context, a *record.AuditAnchor) error
 	// AuditAnchors lists every anchor by id.
-	AuditAnchors(ctx context.Context) ([]*AuditAnchor, error)
+	AuditAnchors(ctx context.Context) ([]*record.AuditAnchor, error)
 
 	// IntegrityHead reads the store's sealed head: since when it is keyed,
 	// the end of the global chain, the newest anchor. ErrNotFound when the
 	// store was never keyed.
-	IntegrityHead(ctx context.Context) (*IntegrityHead, error)
+	IntegrityHead(ctx context.Context) (*record.IntegrityHead, error)
 	// PutIntegrityHead writes the store's sealed head (there is one).
-	PutIntegrityHead(ctx context.Context, h *IntegrityHead) error
+	PutIntegrityHead(ctx context.Context, h *record.IntegrityHead) error
 	// ClaimRequest stores r (Version is set to 1) unless a request with its
 	// Digest is stored; claimed says which. first is the stored one: r, or the
 	// copy that came first, answered or not. Two claimers of one digest, on any
 	// replicas, never both claim it.
-	ClaimRequest(ctx context.Context, r *SeenRequest) (first *SeenRequest, claimed bool, err error)
+	ClaimRequest(ctx context.Context, r *record.SeenRequest) (first *record.SeenRequest, claimed bool, err error)
 	// SeenRequest loads one claimed request. ErrNotFound.
-	SeenRequest(ctx context.Context, digest string) (*SeenRequest, error)
+	SeenRequest(ctx context.Context, digest string) (*record.SeenRequest, error)
 	// AnswerRequest records r's answer (AnsweredAt, Status, ContentType, Body)
 	// as a compare-and-set on r.Version. ErrConflict, ErrNotFound.
-	AnswerRequest(ctx context.Context, r *SeenRequest) error
+	AnswerRequest(ctx context.Context, r *record.SeenRequest) error
 	// ForgetRequests deletes up to limit (0 = no limit) requests whose
 	// ExpiresAt is at or before now, soonest expired first, and says how many
 	// it deleted.
@@ -204,37 +206,37 @@ type RunParts struct {
 // RunBundle is a run and the records of it that RunParts asked for, each
 // list in the order its own method gives (nil when not asked for or empty).
 type RunBundle struct {
-	Run         *Run
-	Checkpoints []*Checkpoint
-	Requests    []*ApprovalRequest
-	Decisions   []*Decision
-	Operations  []*Operation
-	Audit       []*AuditEvent
+	Run         *record.Run
+	Checkpoints []*record.Checkpoint
+	Requests    []*record.ApprovalRequest
+	Decisions   []*record.Decision
+	Operations  []*record.Operation
+	Audit       []*record.AuditEvent
 	// AuditHead is the run's audit head (nil when it has none).
-	AuditHead *AuditRunHead
+	AuditHead *record.AuditRunHead
 }
 
 // RunWrite is what one transition of a run writes (see Tx.SaveRun).
 type RunWrite struct {
-	Run        *Run
-	Checkpoint *Checkpoint
+	Run        *record.Run
+	Checkpoint *record.Checkpoint
 	// Request is a new approval request (nil: none).
-	Request *ApprovalRequest
+	Request *record.ApprovalRequest
 }
 
 // RunHead is a run and its latest checkpoint (nil when it is missing).
 type RunHead struct {
-	Run  *Run
-	Head *Checkpoint
+	Run  *record.Run
+	Head *record.Checkpoint
 	// Base is the checkpoint Head's state is written against (Head.BaseSeq),
 	// nil when Head holds a whole state or that checkpoint is missing.
-	Base *Checkpoint
+	Base *record.Checkpoint
 }
 
 // RunFilter selects runs for ListRuns.
 type RunFilter struct {
 	// Statuses keeps runs in any of these statuses; empty keeps all.
-	Statuses []Status
+	Statuses []record.Status
 	// TaskID and RequesterID, when set, keep the runs of that task and of
 	// that requester.
 	TaskID      string
@@ -261,7 +263,7 @@ type EndedFilter struct {
 // OutboxFilter selects undelivered outbox messages for ListOutbox.
 type OutboxFilter struct {
 	// Kinds keeps messages of these kinds; empty keeps all.
-	Kinds []OutboxKind
+	Kinds []record.OutboxKind
 	// RunID keeps one run's messages; "" keeps all.
 	RunID string
 	// DueBy keeps messages whose NextAttempt is at or before it; zero keeps all.

@@ -8,16 +8,18 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // Proposal is what an agent or automation submits.
 type Proposal struct {
-	TaskID         string     `json:"task_id,omitempty"`
-	Requester      Person     `json:"requester"`
-	Summary        string     `json:"summary,omitempty"`
-	Actions        []Action   `json:"actions"`
-	Evidence       []Evidence `json:"evidence,omitempty"`
-	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+	TaskID         string            `json:"task_id,omitempty"`
+	Requester      record.Person     `json:"requester"`
+	Summary        string            `json:"summary,omitempty"`
+	Actions        []record.Action   `json:"actions"`
+	Evidence       []record.Evidence `json:"evidence,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 	// CallbackURL, when set, is sent a signed event at each status change of
 	// the run (see package callback). It must be allowed by the config.
 	CallbackURL string `json:"callback_url,omitempty"`
@@ -27,18 +29,18 @@ type Proposal struct {
 func ParseProposal(b []byte) (*Proposal, error) {
 	var p Proposal
 	if err := DecodeStrict(b, &p); err != nil {
-		return nil, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+		return nil, refused(record.CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
 	return &p, nil
 }
 
 // normalise validates actions against their schemas and canonicalises their
 // arguments and the evidence.
-func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []Evidence, error) {
+func (e *Engine) normalise(actions []record.Action, evidence []record.Evidence) ([]record.Action, []record.Evidence, error) {
 	if len(actions) == 0 {
 		return nil, nil, errors.New("a proposal needs at least one action")
 	}
-	outA := make([]Action, len(actions))
+	outA := make([]record.Action, len(actions))
 	for i, a := range actions {
 		spec, ok := e.actions[a.Name]
 		if !ok {
@@ -52,9 +54,9 @@ func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []E
 		if err != nil {
 			return nil, nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}
-		outA[i] = Action{Name: a.Name, Args: args}
+		outA[i] = record.Action{Name: a.Name, Args: args}
 	}
-	outE := make([]Evidence, len(evidence))
+	outE := make([]record.Evidence, len(evidence))
 	for i, ev := range evidence {
 		if ev.Source == "" {
 			return nil, nil, fmt.Errorf("evidence %d: source is required", i+1)
@@ -67,7 +69,7 @@ func (e *Engine) normalise(actions []Action, evidence []Evidence) ([]Action, []E
 		if err != nil {
 			return nil, nil, fmt.Errorf("evidence %d: %w", i+1, err)
 		}
-		outE[i] = Evidence{Source: ev.Source, Data: c}
+		outE[i] = record.Evidence{Source: ev.Source, Data: c}
 	}
 	return outA, outE, nil
 }
@@ -86,7 +88,7 @@ func (e *Engine) actionNames() []string {
 // wait for approval or execute. The same idempotency key from the same requester
 // with the same proposal returns the first run; with another proposal it is
 // refused (ErrIdempotencyKeyReused). Another requester's key is another key.
-func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
+func (e *Engine) Submit(ctx context.Context, p *Proposal) (*record.Run, error) {
 	run, _, err := e.SubmitReplay(ctx, p)
 	return run, err
 }
@@ -94,14 +96,14 @@ func (e *Engine) Submit(ctx context.Context, p *Proposal) (*Run, error) {
 // SubmitReplay is Submit that also says whether the run was already there:
 // replayed is true when the idempotency key returned the first run instead of
 // making a new one (an HTTP API answers 200 instead of 201).
-func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, replayed bool, err error) {
+func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *record.Run, replayed bool, err error) {
 	actions, evidence, callbackURL, err := e.checkProposal(ctx, p)
 	if err != nil {
 		return nil, false, err
 	}
 	digest, err := proposalDigest(p.TaskID, p.Requester, p.Summary, callbackURL, actions, evidence)
 	if err != nil {
-		return nil, false, refused(CodeInvalidInput, "", "invalid proposal: %v", err)
+		return nil, false, refused(record.CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
 	if p.IdempotencyKey != "" {
 		if run, err := e.runByKey(ctx, p.IdempotencyKey, p.Requester.ID, digest); err == nil || !errors.Is(err, ErrNotFound) {
@@ -110,12 +112,12 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 		}
 	}
 	id := e.newID("run_")
-	st := &State{
-		SchemaVersion: SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
+	st := &record.State{
+		SchemaVersion: record.SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
 		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
 		CallbackURL: callbackURL,
 	}
-	l := &loaded{run: &Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
+	l := &loaded{run: &record.Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
 		CallbackURL: callbackURL}, st: st}
 	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
@@ -127,7 +129,7 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 		return nil, false, err
 	}
 	e.log.Info("run submitted", "run_id", id, "status", string(l.run.Status), "actions", len(actions))
-	if l.run.Status == StatusExecuting {
+	if l.run.Status == record.StatusExecuting {
 		// As a follower: a target that asks for time parks the run for the
 		// workers instead of holding the submitter (an HTTP request) here.
 		run, err := e.resume(ctx, id, asFollower)
@@ -138,13 +140,13 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *Run, repla
 
 // checkProposal refuses, before anything is written, a proposal Submit cannot
 // take, and returns its actions, evidence and callback URL normalised.
-func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Evidence, string, error) {
+func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]record.Action, []record.Evidence, string, error) {
 	if p.Requester.ID == "" {
-		return nil, nil, "", refused(CodeInvalidInput, "", "invalid proposal: requester.id is required")
+		return nil, nil, "", refused(record.CodeInvalidInput, "", "invalid proposal: requester.id is required")
 	}
 	if field := badText(map[string]string{"task_id": p.TaskID, "requester.id": p.Requester.ID, "requester.name": p.Requester.Name,
 		"summary": p.Summary, "idempotency_key": p.IdempotencyKey, "callback_url": p.CallbackURL}); field != "" {
-		return nil, nil, "", refused(CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
+		return nil, nil, "", refused(record.CodeInvalidInput, "", "invalid proposal: %s must be valid UTF-8 text without NUL characters", field)
 	}
 	if bad := checkLines([]lineField{{"requester.id", p.Requester.ID, true}, {"requester.name", p.Requester.Name, false},
 		{"task_id", p.TaskID, true}, {"idempotency_key", p.IdempotencyKey, true}}); bad != nil {
@@ -154,7 +156,7 @@ func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]Action, []Ev
 	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
 	if err != nil {
 		// Err keeps the cause, so that ProposalProblems can name each field.
-		return nil, nil, "", &RefusedError{Code: CodeInvalidInput, Msg: fmt.Sprintf("invalid proposal: %v", err), Err: err}
+		return nil, nil, "", &record.RefusedError{Code: record.CodeInvalidInput, Msg: fmt.Sprintf("invalid proposal: %v", err), Err: err}
 	}
 	callbackURL, err := e.checkCallback(p.CallbackURL)
 	if err != nil {
@@ -177,7 +179,7 @@ func (e *Engine) checkRequester(ctx context.Context, id string) error {
 		return fmt.Errorf("resolve the requester's role: %w", err)
 	}
 	if !ok {
-		return refused(CodeUnknownRequester, "", "requester %q holds no role in the config: add them to a role, or let anyone propose (requesters: {allow_unknown: true})", id)
+		return refused(record.CodeUnknownRequester, "", "requester %q holds no role in the config: add them to a role, or let anyone propose (requesters: {allow_unknown: true})", id)
 	}
 	return nil
 }
@@ -201,8 +203,8 @@ func badText(fields map[string]string) string {
 
 // continueActive resumes a run found by its idempotency key when a crash left it
 // active: the retried submit finishes what the first one started.
-func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run, error) {
-	if err != nil || (run.Status != StatusRunning && run.Status != StatusExecuting) {
+func (e *Engine) continueActive(ctx context.Context, run *record.Run, err error) (*record.Run, error) {
+	if err != nil || (run.Status != record.StatusRunning && run.Status != record.StatusExecuting) {
 		return run, err
 	}
 	// As a worker: when the first try is still executing the run (in this
@@ -217,10 +219,10 @@ func (e *Engine) continueActive(ctx context.Context, run *Run, err error) (*Run,
 // of the same proposal gets that run, whatever became of it, and a different
 // proposal is refused, so that an agent never takes an old run for its new
 // proposal.
-func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) (*Run, error) {
+func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) (*record.Run, error) {
 	var (
-		run    *Run
-		first  *State
+		run    *record.Run
+		first  *record.State
 		pruned bool
 	)
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
@@ -256,7 +258,7 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 		return nil, fmt.Errorf("find run by idempotency key: %w", err)
 	}
 	if pruned {
-		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,
+		return nil, &record.RefusedError{Code: record.CodeIdempotencyKeyReused, RunID: run.ID, Err: record.ErrIdempotencyKeyReused,
 			Msg: fmt.Sprintf("the idempotency key %q is held by this run, which ended and whose proposal retention has pruned; use a new key", key)}
 	}
 	held, err := proposalDigest(first.TaskID, first.Requester, first.Summary, first.CallbackURL, first.Actions, first.Evidence)
@@ -264,7 +266,7 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 		return nil, &IntegrityError{RunID: run.ID, Seq: 1, Problem: err.Error()}
 	}
 	if held != digest {
-		return nil, &RefusedError{Code: CodeIdempotencyKeyReused, RunID: run.ID, Err: ErrIdempotencyKeyReused,
+		return nil, &record.RefusedError{Code: record.CodeIdempotencyKeyReused, RunID: run.ID, Err: record.ErrIdempotencyKeyReused,
 			Msg: fmt.Sprintf("the idempotency key %q is held by this run, which was submitted with a different proposal; use a new key for a new proposal", key)}
 	}
 	return run, nil
@@ -275,13 +277,13 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 // callback URL is part of it (where the outcome goes is part of what was
 // asked), left out when empty so that digests of runs stored before callbacks
 // stay the same.
-func proposalDigest(taskID string, requester Person, summary, callbackURL string, actions []Action, evidence []Evidence) (string, error) {
+func proposalDigest(taskID string, requester record.Person, summary, callbackURL string, actions []record.Action, evidence []record.Evidence) (string, error) {
 	return digestOf(struct {
-		TaskID      string     `json:"task_id"`
-		Requester   Person     `json:"requester"`
-		Summary     string     `json:"summary"`
-		Actions     []Action   `json:"actions"`
-		Evidence    []Evidence `json:"evidence"`
-		CallbackURL string     `json:"callback_url,omitempty"`
-	}{taskID, requester, summary, append([]Action{}, actions...), append([]Evidence{}, evidence...), callbackURL})
+		TaskID      string            `json:"task_id"`
+		Requester   record.Person     `json:"requester"`
+		Summary     string            `json:"summary"`
+		Actions     []record.Action   `json:"actions"`
+		Evidence    []record.Evidence `json:"evidence"`
+		CallbackURL string            `json:"callback_url,omitempty"`
+	}{taskID, requester, summary, append([]record.Action{}, actions...), append([]record.Evidence{}, evidence...), callbackURL})
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // Everything an agent or a requester writes (a summary, a task id, evidence,
@@ -121,13 +123,13 @@ func isBidiControl(r rune) bool {
 
 // checkLines refuses single-line fields that are not one line of plain text,
 // and ids (the names in ids) that are blank. It names the first field at fault.
-func checkLines(fields []lineField) *RefusedError {
+func checkLines(fields []lineField) *record.RefusedError {
 	for _, f := range fields {
 		if f.id && strings.TrimSpace(f.value) == "" && f.value != "" {
-			return refused(CodeInvalidInput, "", "%s must not be blank", f.name)
+			return refused(record.CodeInvalidInput, "", "%s must not be blank", f.name)
 		}
 		if p := lineProblem(f.value); p != "" {
-			return refused(CodeInvalidInput, "", "%s %s", f.name, p)
+			return refused(record.CodeInvalidInput, "", "%s %s", f.name, p)
 		}
 	}
 	return nil
@@ -147,7 +149,7 @@ type lineField struct {
 // (which token lists and reads the run, who may not approve it), which agent
 // runs its steps, its task, where its events go, and, while it waits, the
 // deadline decisions are checked against.
-func rowProblem(r *Run, st *State) string {
+func rowProblem(r *record.Run, st *record.State) string {
 	switch {
 	case st.Requester.ID != r.RequesterID:
 		return fmt.Sprintf("the run row names requester %q, its checkpoint %q", r.RequesterID, st.Requester.ID)
@@ -157,7 +159,7 @@ func rowProblem(r *Run, st *State) string {
 		return fmt.Sprintf("the run row names task %q, its checkpoint %q", r.TaskID, st.TaskID)
 	case st.CallbackURL != r.CallbackURL:
 		return callbackMismatch
-	case r.Status == StatusWaitingApproval && st.Gate != nil && st.Gate.Deadline != nil && r.Deadline.UnixMilli() != st.Gate.Deadline.UnixMilli():
+	case r.Status == record.StatusWaitingApproval && st.Gate != nil && st.Gate.Deadline != nil && r.Deadline.UnixMilli() != st.Gate.Deadline.UnixMilli():
 		return "the run row's deadline is not the one its checkpoint holds"
 	}
 	return ""
@@ -180,31 +182,31 @@ func (e *Engine) checkCallback(raw string) (string, error) {
 		return "", nil
 	}
 	if p := lineProblem(raw); p != "" {
-		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url %s", p)
+		return "", refused(record.CodeInvalidInput, "", "invalid proposal: callback_url %s", p)
 	}
 	u, err := url.Parse(raw)
 	switch {
 	case len(raw) > maxCallbackURL:
-		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url is %d characters; at most %d", len(raw), maxCallbackURL)
+		return "", refused(record.CodeInvalidInput, "", "invalid proposal: callback_url is %d characters; at most %d", len(raw), maxCallbackURL)
 	case strings.ContainsFunc(raw, unicode.IsSpace):
-		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url must not contain spaces")
+		return "", refused(record.CodeInvalidInput, "", "invalid proposal: callback_url must not contain spaces")
 	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "":
-		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url must be an absolute http(s) URL such as https://agents.example.com/signoff/events")
+		return "", refused(record.CodeInvalidInput, "", "invalid proposal: callback_url must be an absolute http(s) URL such as https://agents.example.com/signoff/events")
 	case u.User != nil:
-		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url must not carry a user or password: events are signed with the callback secret")
+		return "", refused(record.CodeInvalidInput, "", "invalid proposal: callback_url must not carry a user or password: events are signed with the callback secret")
 	}
 	canon, err := CanonicalCallbackURL(raw)
 	if err != nil {
-		return "", refused(CodeInvalidInput, "", "invalid proposal: callback_url %v", err)
+		return "", refused(record.CodeInvalidInput, "", "invalid proposal: callback_url %v", err)
 	}
 	switch {
 	case e.cbAllowed != nil && e.cbAllowed(canon):
 		return canon, nil
 	case len(e.cbPrefixes) == 0:
-		return "", refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: this server allows no callbacks (the config's api.callbacks.allow is empty)")
+		return "", refused(record.CodeCallbackNotAllowed, "", "callback_url is not allowed: this server allows no callbacks (the config's api.callbacks.allow is empty)")
 	}
 	if canon != raw {
-		return "", refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: it reads as %s, which does not start with one of %s (the config's api.callbacks.allow)", canon, strings.Join(e.cbPrefixes, ", "))
+		return "", refused(record.CodeCallbackNotAllowed, "", "callback_url is not allowed: it reads as %s, which does not start with one of %s (the config's api.callbacks.allow)", canon, strings.Join(e.cbPrefixes, ", "))
 	}
-	return "", refused(CodeCallbackNotAllowed, "", "callback_url is not allowed: it must start with one of %s (the config's api.callbacks.allow)", strings.Join(e.cbPrefixes, ", "))
+	return "", refused(record.CodeCallbackNotAllowed, "", "callback_url is not allowed: it must start with one of %s (the config's api.callbacks.allow)", strings.Join(e.cbPrefixes, ", "))
 }

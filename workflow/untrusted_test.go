@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/signoff-dev/signoff/internal/texttest"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -86,7 +87,7 @@ func TestSubmitRefusesDeceptiveSingleLineFields(t *testing.T) {
 			p := refund("PAY-1", 119)
 			tc.edit(p)
 			_, err := h.engine.Submit(context.Background(), p)
-			r := wantRefused(t, err, workflow.CodeInvalidInput)
+			r := wantRefused(t, err, record.CodeInvalidInput)
 			if !strings.Contains(r.Msg, tc.want) {
 				t.Errorf("refusal %q, want it to say %q", r.Msg, tc.want)
 			}

@@ -10,39 +10,41 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/signoff-dev/signoff/record"
 )
 
 // RunView is a run as people and scripts read it (`show --json`).
 type RunView struct {
-	ID          string          `json:"id"`
-	Workflow    string          `json:"workflow"`
-	TaskID      string          `json:"task_id,omitempty"`
-	Status      Status          `json:"status"`
-	Reason      string          `json:"reason,omitempty"`
-	Requester   Person          `json:"requester"`
-	Summary     string          `json:"summary,omitempty"`
-	Step        int             `json:"step"`
-	ModelCalls  int             `json:"model_calls"`
-	Fingerprint string          `json:"fingerprint,omitempty"`
-	Actions     []Action        `json:"actions"`
-	Evidence    []Evidence      `json:"evidence"`
-	Checks      []Check         `json:"checks"`
-	Gate        *Gate           `json:"gate,omitempty"`
-	Requests    []RequestView   `json:"requests"`
-	Decisions   []DecisionView  `json:"decisions"`
-	Operations  []OperationView `json:"operations"`
-	ForkedFrom  *ForkRef        `json:"forked_from,omitempty"`
-	Deadline    *time.Time      `json:"deadline,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	Problem     string          `json:"problem,omitempty"` // set when the stored state failed its integrity check
-	CallbackURL string          `json:"callback_url,omitempty"`
+	ID          string            `json:"id"`
+	Workflow    string            `json:"workflow"`
+	TaskID      string            `json:"task_id,omitempty"`
+	Status      record.Status     `json:"status"`
+	Reason      string            `json:"reason,omitempty"`
+	Requester   record.Person     `json:"requester"`
+	Summary     string            `json:"summary,omitempty"`
+	Step        int               `json:"step"`
+	ModelCalls  int               `json:"model_calls"`
+	Fingerprint string            `json:"fingerprint,omitempty"`
+	Actions     []record.Action   `json:"actions"`
+	Evidence    []record.Evidence `json:"evidence"`
+	Checks      []record.Check    `json:"checks"`
+	Gate        *record.Gate      `json:"gate,omitempty"`
+	Requests    []RequestView     `json:"requests"`
+	Decisions   []DecisionView    `json:"decisions"`
+	Operations  []OperationView   `json:"operations"`
+	ForkedFrom  *record.ForkRef   `json:"forked_from,omitempty"`
+	Deadline    *time.Time        `json:"deadline,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	Problem     string            `json:"problem,omitempty"` // set when the stored state failed its integrity check
+	CallbackURL string            `json:"callback_url,omitempty"`
 	// Pruned says when Prune removed the run's evidence, messages and older
 	// states, and how much; what is shown is what it kept.
-	Pruned *PruneRecord `json:"pruned,omitempty"`
+	Pruned *record.PruneRecord `json:"pruned,omitempty"`
 	// Resolutions are what people found of the run while it needed
 	// attention, oldest first.
-	Resolutions []ResolutionRecord `json:"resolutions,omitempty"`
+	Resolutions []record.ResolutionRecord `json:"resolutions,omitempty"`
 	// RetryAt is when an executing run that waits for its target (a
 	// Retry-After, a backoff, an action still in progress) is asked again.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
@@ -50,19 +52,19 @@ type RunView struct {
 
 // RequestView is an approval request as shown.
 type RequestView struct {
-	ID             string        `json:"id"`
-	Status         RequestStatus `json:"status"`
-	Fingerprint    string        `json:"fingerprint"`
-	Rule           string        `json:"rule"`
-	PolicyRevision string        `json:"policy_revision"`
-	Risk           Risk          `json:"risk"`
-	Role           string        `json:"role"`
-	Count          int           `json:"count"`
-	Deadline       time.Time     `json:"deadline"`
-	DecidedBy      string        `json:"decided_by,omitempty"`
-	DecidedAt      *time.Time    `json:"decided_at,omitempty"`
-	Channel        string        `json:"channel,omitempty"`    // where the request was posted
-	MessageTS      string        `json:"message_ts,omitempty"` // and which message
+	ID             string               `json:"id"`
+	Status         record.RequestStatus `json:"status"`
+	Fingerprint    string               `json:"fingerprint"`
+	Rule           string               `json:"rule"`
+	PolicyRevision string               `json:"policy_revision"`
+	Risk           record.Risk          `json:"risk"`
+	Role           string               `json:"role"`
+	Count          int                  `json:"count"`
+	Deadline       time.Time            `json:"deadline"`
+	DecidedBy      string               `json:"decided_by,omitempty"`
+	DecidedAt      *time.Time           `json:"decided_at,omitempty"`
+	Channel        string               `json:"channel,omitempty"`    // where the request was posted
+	MessageTS      string               `json:"message_ts,omitempty"` // and which message
 }
 
 // DecisionView is a decision as shown.
@@ -71,10 +73,10 @@ type DecisionView struct {
 	By        string          `json:"by"`
 	Name      string          `json:"name,omitempty"`
 	Role      string          `json:"role"`
-	Decision  Verdict         `json:"decision"`
+	Decision  record.Verdict  `json:"decision"`
 	Reason    string          `json:"reason,omitempty"`
 	Edited    json.RawMessage `json:"edited_args,omitempty"`
-	Via       Via             `json:"via"`
+	Via       record.Via      `json:"via"`
 	At        time.Time       `json:"at"`
 }
 
@@ -82,7 +84,7 @@ type DecisionView struct {
 type OperationView struct {
 	Key      string          `json:"key"`
 	Action   string          `json:"action"`
-	Status   OpStatus        `json:"status"`
+	Status   record.OpStatus `json:"status"`
 	Attempts int             `json:"attempts"`
 	Receipt  json.RawMessage `json:"receipt,omitempty"`
 	Error    string          `json:"error,omitempty"`
@@ -191,15 +193,15 @@ func (e *Engine) viewRest(ctx context.Context, tx Tx, v *RunView) (*RunView, err
 	return v, nil
 }
 
-func viewOf(r *Run, st *State) *RunView {
+func viewOf(r *record.Run, st *record.State) *RunView {
 	v := &RunView{
 		ID: r.ID, Workflow: r.Workflow, TaskID: r.TaskID, Status: r.Status, Reason: r.Reason,
-		Requester: Person{ID: r.RequesterID}, Step: r.Step, Fingerprint: r.Fingerprint,
+		Requester: record.Person{ID: r.RequesterID}, Step: r.Step, Fingerprint: r.Fingerprint,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		Actions: []Action{}, Evidence: []Evidence{}, Checks: []Check{},
+		Actions: []record.Action{}, Evidence: []record.Evidence{}, Checks: []record.Check{},
 		Requests: []RequestView{}, Decisions: []DecisionView{}, Operations: []OperationView{},
 	}
-	if !r.Deadline.IsZero() && r.Status == StatusWaitingApproval {
+	if !r.Deadline.IsZero() && r.Status == record.StatusWaitingApproval {
 		t := r.Deadline
 		v.Deadline = &t
 	}
@@ -225,8 +227,8 @@ func viewOf(r *Run, st *State) *RunView {
 }
 
 // List lists runs, oldest first.
-func (e *Engine) List(ctx context.Context, f RunFilter) ([]*Run, error) {
-	var runs []*Run
+func (e *Engine) List(ctx context.Context, f RunFilter) ([]*record.Run, error) {
+	var runs []*record.Run
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
 		runs, err = tx.ListRuns(ctx, f)
@@ -276,12 +278,12 @@ func (e *Engine) ListViews(ctx context.Context, f RunFilter) ([]*RunView, error)
 
 // headState checks a run's latest checkpoint and its base, if it has one,
 // on their own (hash, seal, state) and decodes its state.
-func (e *Engine) headState(ctx context.Context, tx Tx, h *RunHead) (*State, error) {
+func (e *Engine) headState(ctx context.Context, tx Tx, h *RunHead) (*record.State, error) {
 	id, c := h.Run.ID, h.Head
 	if c == nil {
 		return nil, &IntegrityError{RunID: id, Seq: h.Run.Seq, Problem: "the run row's checkpoint is missing"}
 	}
-	cps := []*Checkpoint{c}
+	cps := []*record.Checkpoint{c}
 	if c.BaseSeq != 0 && h.Base != nil {
 		cps = append(cps, h.Base)
 	}
@@ -289,7 +291,7 @@ func (e *Engine) headState(ctx context.Context, tx Tx, h *RunHead) (*State, erro
 		if !c.PrunedAt.IsZero() {
 			continue // resolveWith names it
 		}
-		if CheckpointHash(c) != c.Hash {
+		if record.CheckpointHash(c) != c.Hash {
 			return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
 		}
 	}
@@ -317,11 +319,11 @@ func (e *Engine) headState(ctx context.Context, tx Tx, h *RunHead) (*State, erro
 
 // HistoryEntry is one checkpoint of a run, decoded.
 type HistoryEntry struct {
-	Seq     int64     `json:"seq"`
-	At      time.Time `json:"at"`
-	Hash    string    `json:"hash"`
-	State   *State    `json:"state,omitempty"`
-	Problem string    `json:"problem,omitempty"`
+	Seq     int64         `json:"seq"`
+	At      time.Time     `json:"at"`
+	Hash    string        `json:"hash"`
+	State   *record.State `json:"state,omitempty"`
+	Problem string        `json:"problem,omitempty"`
 	// Pruned is when Prune removed this checkpoint's state (nil: it has it).
 	Pruned *time.Time `json:"pruned,omitempty"`
 }
@@ -374,8 +376,8 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 }
 
 // AuditLog lists a run's audit events (all runs' when id is empty).
-func (e *Engine) AuditLog(ctx context.Context, id string) ([]*AuditEvent, error) {
-	var evs []*AuditEvent
+func (e *Engine) AuditLog(ctx context.Context, id string) ([]*record.AuditEvent, error) {
+	var evs []*record.AuditEvent
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
 		evs, err = tx.AuditEvents(ctx, AuditFilter{RunID: id})
@@ -393,12 +395,12 @@ func (e *Engine) AuditLog(ctx context.Context, id string) ([]*AuditEvent, error)
 // Nor does it keep the callback URL: a person starts the fork, and the agent
 // that asked for callbacks asked them about its own run, not about runs it
 // never submitted (and the allow-list may have changed since).
-func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Run, error) {
+func (e *Engine) Fork(ctx context.Context, id string, seq int64, by record.Person) (*record.Run, error) {
 	if by.ID == "" {
-		return nil, refused(CodeInvalidInput, id, "who forks is required")
+		return nil, refused(record.CodeInvalidInput, id, "who forks is required")
 	}
 
-	var src *State
+	var src *record.State
 	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
 		if _, err := tx.Run(ctx, id); err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -411,10 +413,10 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Ru
 			return fmt.Errorf("load checkpoints of run %s: %w", id, err)
 		}
 		if seq < 1 || seq > int64(len(cps)) {
-			return refused(CodeInvalidInput, id, "no checkpoint %d (the run has 1 to %d)", seq, len(cps))
+			return refused(record.CodeInvalidInput, id, "no checkpoint %d (the run has 1 to %d)", seq, len(cps))
 		}
 		if c := cps[seq-1]; !c.PrunedAt.IsZero() {
-			return refused(CodeInvalidInput, id, "checkpoint %d was pruned on %s: its state is gone (fork at %d, the run's summary, instead)",
+			return refused(record.CodeInvalidInput, id, "checkpoint %d was pruned on %s: its state is gone (fork at %d, the run's summary, instead)",
 				seq, c.PrunedAt.UTC().Format(time.RFC3339), len(cps))
 		}
 		if !cps[0].PrunedAt.IsZero() {
@@ -430,18 +432,18 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by Person) (*Ru
 		return nil, err
 	}
 	nid := e.newID("run_")
-	st := &State{
-		SchemaVersion: SchemaVersion, RunID: nid, Workflow: src.Workflow, TaskID: src.TaskID, Status: StatusRunning,
+	st := &record.State{
+		SchemaVersion: record.SchemaVersion, RunID: nid, Workflow: src.Workflow, TaskID: src.TaskID, Status: record.StatusRunning,
 		Step: src.Step, Requester: src.Requester, Summary: src.Summary, Messages: src.Messages, Evidence: src.Evidence,
-		ModelCalls: src.ModelCalls, Actions: src.Actions, Proposed: src.Proposed, ForkedFrom: &ForkRef{RunID: id, Seq: seq},
+		ModelCalls: src.ModelCalls, Actions: src.Actions, Proposed: src.Proposed, ForkedFrom: &record.ForkRef{RunID: id, Seq: seq},
 	}
 	l := &loaded{
-		run: &Run{ID: nid, Workflow: src.Workflow, TaskID: src.TaskID, Status: StatusRunning, Step: src.Step,
+		run: &record.Run{ID: nid, Workflow: src.Workflow, TaskID: src.TaskID, Status: record.StatusRunning, Step: src.Step,
 			RequesterID: src.Requester.ID, ParentID: id, ParentSeq: seq},
 		st: st,
 	}
 	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		return e.save(ctx, tx, l, "", EventForked, by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
+		return e.save(ctx, tx, l, "", record.EventForked, by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork run %s at %d: %w", id, seq, err)
@@ -553,7 +555,7 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 			return fmt.Errorf("read audit log: %w", err)
 		}
 		rep.AuditEvents = len(evs)
-		byRun := map[string][]*AuditEvent{}
+		byRun := map[string][]*record.AuditEvent{}
 		for _, ev := range evs {
 			if ev.CheckpointSeq != 0 {
 				transitions[ev.RunID+"/"+strconv.FormatInt(ev.CheckpointSeq, 10)] = ev.CheckpointHash
@@ -579,7 +581,7 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 		if err != nil {
 			return fmt.Errorf("read audit heads: %w", err)
 		}
-		headOf := map[string]*AuditRunHead{}
+		headOf := map[string]*record.AuditRunHead{}
 		for _, h := range heads {
 			headOf[h.RunID] = h
 			if _, ok := byRun[h.RunID]; !ok {
@@ -650,7 +652,7 @@ func foreignHeadKey(ctx context.Context, tx Tx, keys *Keyring) (string, error) {
 
 // verifyRun checks one run: its chain, the seals of all its rows (with in's
 // keys), and that each sealed checkpoint has the audit event of its transition.
-func verifyRun(ctx context.Context, tx Tx, in *integrity, r *Run, head *IntegrityHead, transitions map[string]string, rep *VerifyReport) (*IntegrityError, error) {
+func verifyRun(ctx context.Context, tx Tx, in *integrity, r *record.Run, head *record.IntegrityHead, transitions map[string]string, rep *VerifyReport) (*IntegrityError, error) {
 	cps, err := tx.Checkpoints(ctx, r.ID)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoints of run %s: %w", r.ID, err)
@@ -685,7 +687,7 @@ func verifyRun(ctx context.Context, tx Tx, in *integrity, r *Run, head *Integrit
 		rowP = rowProblem(r, st)
 	}
 	switch {
-	case st != nil && st.Status != r.Status && r.Status != StatusNeedsAttention:
+	case st != nil && st.Status != r.Status && r.Status != record.StatusNeedsAttention:
 		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says %s but its checkpoint says %s", r.Status, st.Status)}, nil
 	case st != nil && st.Gate != nil && r.Fingerprint != "" && r.Fingerprint != st.Gate.Fingerprint:
 		return &IntegrityError{RunID: r.ID, Problem: "the run row's fingerprint is not the one its checkpoint approved"}, nil
@@ -718,15 +720,15 @@ func verifyRun(ctx context.Context, tx Tx, in *integrity, r *Run, head *Integrit
 // sealed head says), that no per-run event comes before one of them, each
 // event's seal, the anchor chain and that the log extends every stored anchor
 // and each of anchors. It describes the first problem, or returns "".
-func verifyAudit(in *integrity, evs []*AuditEvent, head *IntegrityHead, stored []*AuditAnchor, anchors []Anchor) string {
+func verifyAudit(in *integrity, evs []*record.AuditEvent, head *record.IntegrityHead, stored []*record.AuditAnchor, anchors []Anchor) string {
 	if p := VerifyAudit(evs); p != "" {
 		return p
 	}
-	var global []*AuditEvent
-	bySeq := make(map[int64]*AuditEvent, len(evs))
+	var global []*record.AuditEvent
+	bySeq := make(map[int64]*record.AuditEvent, len(evs))
 	for _, ev := range evs {
 		bySeq[ev.Seq] = ev
-		if ev.Format != AuditPerRun {
+		if ev.Format != record.AuditPerRun {
 			global = append(global, ev)
 		}
 	}
@@ -736,7 +738,7 @@ func verifyAudit(in *integrity, evs []*AuditEvent, head *IntegrityHead, stored [
 				return fmt.Sprintf("audit event %d: %s", ev.Seq, p)
 			}
 		}
-		var last *AuditEvent
+		var last *record.AuditEvent
 		if len(global) > 0 {
 			last = global[len(global)-1]
 		}
@@ -780,13 +782,13 @@ func verifyAudit(in *integrity, evs []*AuditEvent, head *IntegrityHead, stored [
 // verifyAnchors checks the anchor chain (ids from 1, each linked to the one
 // before, hashes and seals), that it ends where the store's sealed head says,
 // and that every event an anchor names is in the log as it was named.
-func verifyAnchors(in *integrity, bySeq map[int64]*AuditEvent, head *IntegrityHead, stored []*AuditAnchor) string {
+func verifyAnchors(in *integrity, bySeq map[int64]*record.AuditEvent, head *record.IntegrityHead, stored []*record.AuditAnchor) string {
 	prev := ""
 	for i, a := range stored {
 		if a.ID != int64(i+1) {
 			return fmt.Sprintf("anchor %d missing (found %d)", i+1, a.ID)
 		}
-		if a.PrevHash != prev || AnchorHash(a) != a.Hash {
+		if a.PrevHash != prev || record.AnchorHash(a) != a.Hash {
 			return fmt.Sprintf("the anchor chain is broken at anchor %d", a.ID)
 		}
 		if in.keys != nil {
@@ -842,11 +844,11 @@ func (e *Engine) Anchor(ctx context.Context) (Anchor, error) {
 			}
 			return nil
 		}
-		a := &AuditAnchor{ID: 1, At: e.now(), Heads: heads}
+		a := &record.AuditAnchor{ID: 1, At: e.now(), Heads: heads}
 		if prev != nil {
 			a.ID, a.PrevHash = prev.ID+1, prev.Hash
 		}
-		a.Hash = AnchorHash(a)
+		a.Hash = record.AnchorHash(a)
 		if e.in.keys != nil {
 			a.Seal = e.in.keys.sealWith("anchor", anchorParts(a))
 		}
@@ -866,7 +868,7 @@ func (e *Engine) Anchor(ctx context.Context) (Anchor, error) {
 			return err
 		}
 		if h == nil {
-			h = &IntegrityHead{KeyedSince: a.At}
+			h = &record.IntegrityHead{KeyedSince: a.At}
 		}
 		h.AnchorID, h.AnchorHash = a.ID, a.Hash
 		h.Seal = e.in.keys.sealWith("head", headParts(h))
@@ -902,7 +904,7 @@ func (e *Engine) LastAuditSeq(ctx context.Context) (int64, error) {
 // written before the log was chained per run) run from seq 1 without gaps,
 // each linked to the one before; every later event (AuditPerRun) comes after
 // them and is linked to the previous event of its run.
-func VerifyAudit(evs []*AuditEvent) string {
+func VerifyAudit(evs []*record.AuditEvent) string {
 	prev := ""
 	runPrev := map[string]string{}
 	var last int64
@@ -912,8 +914,8 @@ func VerifyAudit(evs []*AuditEvent) string {
 			return fmt.Sprintf("audit event %d comes after event %d: the log was reordered", ev.Seq, last)
 		}
 		last = ev.Seq
-		if ev.Format == AuditPerRun {
-			if ev.PrevHash != runPrev[ev.RunID] || AuditHash(ev) != ev.Hash {
+		if ev.Format == record.AuditPerRun {
+			if ev.PrevHash != runPrev[ev.RunID] || record.AuditHash(ev) != ev.Hash {
 				return fmt.Sprintf("audit chain broken at event %d, of run %s", ev.Seq, ev.RunID)
 			}
 			runPrev[ev.RunID] = ev.Hash
@@ -926,7 +928,7 @@ func VerifyAudit(evs []*AuditEvent) string {
 		if ev.Seq != int64(i+1) {
 			return fmt.Sprintf("audit event %d missing (found %d)", i+1, ev.Seq)
 		}
-		if ev.PrevHash != prev || AuditHash(ev) != ev.Hash {
+		if ev.PrevHash != prev || record.AuditHash(ev) != ev.Hash {
 			return fmt.Sprintf("audit chain broken at event %d", ev.Seq)
 		}
 		prev = ev.Hash

@@ -21,6 +21,7 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/metrics"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -429,19 +430,19 @@ func (a *app) Close() error {
 }
 
 // exitFor maps a run's status to the exit code of a run-level command.
-func exitFor(s workflow.Status) int {
+func exitFor(s record.Status) int {
 	switch s {
-	case workflow.StatusDone:
+	case record.StatusDone:
 		return exitDone
-	case workflow.StatusFailed:
+	case record.StatusFailed:
 		return exitFailed
-	case workflow.StatusWaitingApproval:
+	case record.StatusWaitingApproval:
 		return exitWaiting
-	case workflow.StatusRejected, workflow.StatusExpired, workflow.StatusCancelled:
+	case record.StatusRejected, record.StatusExpired, record.StatusCancelled:
 		return exitEnded
-	case workflow.StatusNeedsAttention:
+	case record.StatusNeedsAttention:
 		return exitAttention
-	case workflow.StatusRunning, workflow.StatusExecuting:
+	case record.StatusRunning, record.StatusExecuting:
 		return exitActive
 	}
 	return exitFailed
@@ -450,12 +451,12 @@ func exitFor(s workflow.Status) int {
 // exitForErr maps an error to an exit code: refusals changed nothing (2), a
 // decision after the deadline ended the run (4), damaged state needs a person (5).
 func exitForErr(err error) int {
-	var r *workflow.RefusedError
+	var r *record.RefusedError
 	if errors.As(err, &r) {
 		switch r.Code {
-		case workflow.CodeExpired:
+		case record.CodeExpired:
 			return exitEnded
-		case workflow.CodeIntegrity:
+		case record.CodeIntegrity:
 			return exitAttention
 		}
 		return exitRefused

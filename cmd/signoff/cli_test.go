@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -131,7 +132,7 @@ func TestSubmitAndShowJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &small); err != nil {
 		t.Fatalf("submit --json: %v\n%s", err, out)
 	}
-	if small.Status != workflow.StatusDone || len(small.Operations) != 1 || small.Operations[0].Key != small.ID+"/1" || len(small.Decisions) != 0 {
+	if small.Status != record.StatusDone || len(small.Operations) != 1 || small.Operations[0].Key != small.ID+"/1" || len(small.Decisions) != 0 {
 		t.Errorf("submit --json of the small refund: %+v", small)
 	}
 	if ch := changes(t, dir); len(ch) != 2 || ch[1].PaymentID != "PAY-793996-1" || ch[1].Amount != "9.95" {
@@ -152,7 +153,7 @@ func TestSubmitFromStdin(t *testing.T) {
 		t.Fatalf("submit -: exit %d\n%s%s", code, out, errs)
 	}
 	id := runIDOf(t, out)
-	if v := show(t, dir, id); v.Status != workflow.StatusWaitingApproval || v.TaskID != "T-65273" {
+	if v := show(t, dir, id); v.Status != record.StatusWaitingApproval || v.TaskID != "T-65273" {
 		t.Errorf("%+v", v)
 	}
 }
@@ -297,7 +298,7 @@ func TestApprovalGatesTheShop(t *testing.T) {
 	}
 	oneRefund(t, dir, id+"/1", "119.00")
 	v := show(t, dir, id)
-	if v.Status != workflow.StatusDone || len(v.Decisions) != 1 || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 {
+	if v.Status != record.StatusDone || len(v.Decisions) != 1 || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 {
 		t.Errorf("run %+v", v)
 	}
 	must(t, dir, exitDone, "verify")
@@ -320,7 +321,7 @@ func TestRejectAndCancelChangeNothingInTheShop(t *testing.T) {
 	}
 	must(t, dir, exitEnded, "resume", id)
 	v := show(t, dir, id)
-	if v.Status != workflow.StatusRejected || len(v.Decisions) != 1 || v.Decisions[0].Decision != workflow.VerdictReject || len(v.Operations) != 0 {
+	if v.Status != record.StatusRejected || len(v.Decisions) != 1 || v.Decisions[0].Decision != record.VerdictReject || len(v.Operations) != 0 {
 		t.Errorf("run %+v", v)
 	}
 
@@ -333,7 +334,7 @@ func TestRejectAndCancelChangeNothingInTheShop(t *testing.T) {
 	if code, _, _ := signoff(t, dir, "approve", other, "--as", lead1); code != exitRefused {
 		t.Errorf("approve after cancel: exit %d", code)
 	}
-	if v := show(t, dir, other); v.Status != workflow.StatusCancelled {
+	if v := show(t, dir, other); v.Status != record.StatusCancelled {
 		t.Errorf("status %s", v.Status)
 	}
 	noChanges(t, dir)
@@ -452,7 +453,7 @@ func TestTamperedArgumentsStopTheRun(t *testing.T) {
 	if code != exitAttention || !strings.Contains(errs, "its MAC does not match") {
 		t.Fatalf("approve: exit %d, stderr %q; want 5 and the seal", code, errs)
 	}
-	if v := show(t, dir, id); v.Status != workflow.StatusNeedsAttention {
+	if v := show(t, dir, id); v.Status != record.StatusNeedsAttention {
 		t.Errorf("the run is %s", v.Status)
 	}
 	code, out, _ := signoff(t, dir, "verify")
@@ -491,7 +492,7 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 		}
 	}
 	// Reading the run does not change it, and says the deadline has passed.
-	if v := show(t, dir, id); v.Status != workflow.StatusWaitingApproval {
+	if v := show(t, dir, id); v.Status != record.StatusWaitingApproval {
 		t.Fatalf("show changed the run: %s", v.Status)
 	}
 	if out := must(t, dir, exitWaiting, "--config", cfg, "show", id); !strings.Contains(out, "(expired ") || strings.Contains(out, "(in ") {
@@ -506,10 +507,10 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 		t.Fatalf("approve after the deadline: exit %d, stderr %q, stdout %q", code, errs, out)
 	}
 	v = show(t, dir, id)
-	if v.Status != workflow.StatusExpired || !strings.Contains(v.Reason, "no decision before the deadline") || len(v.Decisions) != 0 {
+	if v.Status != record.StatusExpired || !strings.Contains(v.Reason, "no decision before the deadline") || len(v.Decisions) != 0 {
 		t.Errorf("run %+v", v)
 	}
-	if len(v.Requests) != 1 || v.Requests[0].Status != workflow.RequestExpired {
+	if len(v.Requests) != 1 || v.Requests[0].Status != record.RequestExpired {
 		t.Errorf("requests %+v", v.Requests)
 	}
 	if code, _, _ := signoff(t, dir, "--config", cfg, "approve", id, "--as", lead2); code != exitRefused {
@@ -535,7 +536,7 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 		}
 	}
 	must(t, dir, exitEnded, "--config", cfg, "resume", late)
-	if v := show(t, dir, late); v.Status != workflow.StatusExpired {
+	if v := show(t, dir, late); v.Status != record.StatusExpired {
 		t.Errorf("status %s", v.Status)
 	}
 	must(t, dir, exitWaiting, "--config", cfg, "show", other)
@@ -555,10 +556,10 @@ func TestChargeRefundedByHandWhileWaiting(t *testing.T) {
 		t.Fatalf("approve: exit %d, want 5\n%s%s", code, out, errs)
 	}
 	v := show(t, dir, id)
-	if v.Status != workflow.StatusNeedsAttention || !strings.Contains(v.Reason, "refused by the target") || !strings.Contains(v.Reason, "not a captured charge") {
+	if v.Status != record.StatusNeedsAttention || !strings.Contains(v.Reason, "refused by the target") || !strings.Contains(v.Reason, "not a captured charge") {
 		t.Errorf("status %s, reason %q", v.Status, v.Reason)
 	}
-	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpFailed || len(v.Operations[0].Receipt) != 0 {
+	if len(v.Operations) != 1 || v.Operations[0].Status != record.OpFailed || len(v.Operations[0].Receipt) != 0 {
 		t.Errorf("operations %+v", v.Operations)
 	}
 	must(t, dir, exitAttention, "resume", id)
@@ -595,8 +596,8 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 			editState(t, dir, id, func(st map[string]any) { st["approved_by"] = lead1 }, true)
 		}, `unknown object member name "approved_by"`, "resume"},
 		{"newer schema version", func(t *testing.T, dir, id string) {
-			editState(t, dir, id, func(st map[string]any) { st["schema_version"] = workflow.SchemaVersion + 1 }, true)
-		}, "schema version " + strconv.Itoa(workflow.SchemaVersion+1) + " is newer than this build (" + strconv.Itoa(workflow.SchemaVersion) + ")", "approve"},
+			editState(t, dir, id, func(st map[string]any) { st["schema_version"] = record.SchemaVersion + 1 }, true)
+		}, "schema version " + strconv.Itoa(record.SchemaVersion+1) + " is newer than this build (" + strconv.Itoa(record.SchemaVersion) + ")", "approve"},
 		{"broken chain", func(t *testing.T, dir, id string) {
 			editState(t, dir, id, func(st map[string]any) { st["summary"] = "refund both charges" }, false)
 		}, "broken hash chain", "resume"},
@@ -629,7 +630,7 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 				t.Fatalf("%s: exit %d, want 5\n%s%s", tt.first, code, out, errs)
 			}
 			v := show(t, dir, damaged)
-			if v.Status != workflow.StatusNeedsAttention || !strings.Contains(v.Reason, tt.problem) || !strings.Contains(v.Problem, tt.problem) {
+			if v.Status != record.StatusNeedsAttention || !strings.Contains(v.Reason, tt.problem) || !strings.Contains(v.Problem, tt.problem) {
 				t.Errorf("show: status %s reason %q problem %q", v.Status, v.Reason, v.Problem)
 			}
 			if code, out, _ := signoff(t, dir, "show", damaged); code != exitAttention || !strings.Contains(out, "NEEDS_ATTENTION") || !strings.Contains(out, tt.problem) {
@@ -725,19 +726,19 @@ func TestForkOfARejectedRun(t *testing.T) {
 		t.Fatal("the fork has the same id")
 	}
 	v := show(t, dir, fork)
-	if v.Status != workflow.StatusWaitingApproval || v.Fingerprint == "" || v.Fingerprint == old.Fingerprint {
+	if v.Status != record.StatusWaitingApproval || v.Fingerprint == "" || v.Fingerprint == old.Fingerprint {
 		t.Errorf("fork: status %s fingerprint %q (old %q)", v.Status, v.Fingerprint, old.Fingerprint)
 	}
 	if v.ForkedFrom == nil || v.ForkedFrom.RunID != id || v.ForkedFrom.Seq != 1 {
 		t.Errorf("forked_from %+v", v.ForkedFrom)
 	}
-	if len(v.Decisions) != 0 || len(v.Requests) != 1 || v.Requests[0].Status != workflow.RequestPending {
+	if len(v.Decisions) != 0 || len(v.Requests) != 1 || v.Requests[0].Status != record.RequestPending {
 		t.Errorf("the fork carried decisions %+v / requests %+v", v.Decisions, v.Requests)
 	}
 	if string(v.Actions[0].Args) != string(old.Actions[0].Args) {
 		t.Errorf("fork args %s, old %s", v.Actions[0].Args, old.Actions[0].Args)
 	}
-	if got := show(t, dir, id); got.Status != workflow.StatusRejected {
+	if got := show(t, dir, id); got.Status != record.StatusRejected {
 		t.Errorf("the original is %s", got.Status)
 	}
 	noChanges(t, dir)
@@ -788,7 +789,7 @@ func TestEditedApproval(t *testing.T) {
 	} else if strings.Contains(h, " \n") {
 		t.Errorf("history pads lines with trailing spaces:\n%q", h)
 	}
-	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
+	if len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted {
 		t.Errorf("operations %+v", v.Operations)
 	}
 	must(t, dir, exitDone, "resume", id)
@@ -920,7 +921,7 @@ func TestFailedCheck(t *testing.T) {
 		t.Fatalf("submit: exit %d, want 1\n%s%s", code, out, errs)
 	}
 	v := show(t, dir, runIDOf(t, out))
-	if v.Status != workflow.StatusFailed || !strings.Contains(v.Reason, "more than the 119.00 CAD left to refund") || len(v.Requests) != 0 {
+	if v.Status != record.StatusFailed || !strings.Contains(v.Reason, "more than the 119.00 CAD left to refund") || len(v.Requests) != 0 {
 		t.Errorf("run %+v", v)
 	}
 	if code, _, _ := signoff(t, dir, "approve", v.ID, "--as", lead1); code != exitRefused {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -135,7 +136,7 @@ func storeKeys(ctx context.Context, o options, getenv func(string) string, store
 	if err != nil || o.readOnly {
 		return keys, err
 	}
-	var head *workflow.IntegrityHead
+	var head *record.IntegrityHead
 	err = store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
 		var err error
 		head, err = tx.IntegrityHead(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -156,7 +157,7 @@ func renderPrune(w io.Writer, r *pruneResult) {
 // outboxText names the delivered outbox messages a prune removed by what
 // they were: of total, kinds counts each kind (a record written before kinds
 // were kept has none, and says only how many).
-func outboxText(total int, kinds map[workflow.OutboxKind]int) string {
+func outboxText(total int, kinds map[record.OutboxKind]int) string {
 	if total > 0 && len(kinds) == 0 {
 		return fmt.Sprintf("%d delivered outbox message(s) (Slack messages and callbacks)", total)
 	}

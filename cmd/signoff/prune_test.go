@@ -16,6 +16,7 @@ import (
 	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -266,7 +267,7 @@ func deliverOutbox(t *testing.T, dir, cfg string, env map[string]string) {
 }
 
 // deliveredByKind counts the delivered outbox rows of dir's store by kind.
-func deliveredByKind(t *testing.T, dir string) map[workflow.OutboxKind]int {
+func deliveredByKind(t *testing.T, dir string) map[record.OutboxKind]int {
 	t.Helper()
 	db, err := sqlite.OpenDB(dbPath(dir))
 	if err != nil {
@@ -278,14 +279,14 @@ func deliveredByKind(t *testing.T, dir string) map[workflow.OutboxKind]int {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	got := map[workflow.OutboxKind]int{}
+	got := map[record.OutboxKind]int{}
 	for rows.Next() {
 		var k string
 		var n int
 		if err := rows.Scan(&k, &n); err != nil {
 			t.Fatal(err)
 		}
-		got[workflow.OutboxKind(k)] = n
+		got[record.OutboxKind(k)] = n
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -66,7 +67,7 @@ func argsText(redacted string) string {
 
 // redactEdited shows an approver's edited arguments. A decision does not say
 // which action it edited, so every redact: list of the run's actions applies.
-func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMessage) string {
+func redactEdited(shown argsShown, actions []record.Action, edited json.RawMessage) string {
 	out := edited
 	for _, a := range actions {
 		out = json.RawMessage(shown(a.Name, out))
@@ -106,7 +107,7 @@ type editRecord struct {
 // changed is not known any more.
 func editsOf(hist []workflow.HistoryEntry) []editRecord {
 	var out []editRecord
-	var prev *workflow.State
+	var prev *record.State
 	for _, h := range hist {
 		if st := h.State; st != nil && prev != nil {
 			for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
@@ -123,7 +124,7 @@ func editsOf(hist []workflow.HistoryEntry) []editRecord {
 // changesText says what an edit changed, field by field: "amount 119 → 60".
 // A redact: field shows as [redacted], and so does every field of an action
 // the config does not declare, as the arguments do.
-func changesText(changes []workflow.FieldChange, actions []workflow.Action, find specFinder) string {
+func changesText(changes []workflow.FieldChange, actions []record.Action, find specFinder) string {
 	if len(changes) == 0 {
 		return "no field changed"
 	}
@@ -244,7 +245,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 			if g.Assignee != "" {
 				fmt.Fprintf(w, "  assigned to %s (anyone above %s may still decide)\n", term(g.Assignee), term(g.Approval.Role))
 			}
-			if v.Status == workflow.StatusWaitingApproval {
+			if v.Status == record.StatusWaitingApproval {
 				noun := "approvals"
 				if g.Approval.Count == 1 {
 					noun = "approval"
@@ -256,7 +257,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 	}
 	if v.Deadline != nil {
 		fmt.Fprintf(w, "  deadline %s", v.Deadline.Format(time.RFC3339))
-		if v.Status == workflow.StatusWaitingApproval {
+		if v.Status == record.StatusWaitingApproval {
 			fmt.Fprintf(w, " (%s)", deadlineText(now, *v.Deadline))
 		}
 		fmt.Fprintln(w)
@@ -307,7 +308,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		}
 		fmt.Fprintln(w, line+": "+term(r.Reason))
 	}
-	if v.RetryAt != nil && v.Status == workflow.StatusExecuting {
+	if v.RetryAt != nil && v.Status == record.StatusExecuting {
 		when := "due now"
 		if v.RetryAt.After(now) {
 			when = deadlineText(now, *v.RetryAt)
@@ -315,14 +316,14 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		fmt.Fprintf(w, "  waiting for the target: asking the target again at %s (%s)\n", v.RetryAt.Format(time.RFC3339), when)
 		fmt.Fprintf(w, "  next: a running serve asks again then; without one, %s waits and asks\n", shellLine("signoff", "resume", term(v.ID)))
 	}
-	if v.Status == workflow.StatusNeedsAttention && v.Problem == "" {
+	if v.Status == record.StatusNeedsAttention && v.Problem == "" {
 		fmt.Fprintf(w, "  next: look at the target, then %s with --happened, --did-not-happen --retry or --did-not-happen --abandon\n",
 			shellLine("signoff", "resolve", term(v.ID), "--as", "MEMBER", "--reason", "WHAT-YOU-CHECKED"))
 	}
 	if v.ForkedFrom != nil {
 		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", term(v.ForkedFrom.RunID), v.ForkedFrom.Seq)
 	}
-	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
+	if v.Status == record.StatusWaitingApproval && v.Problem == "" {
 		// The hint binds the approval to what was just shown, as docs/cli.md advises.
 		approve := []string{"signoff", "approve", term(v.ID), "--as", "MEMBER"}
 		if v.Gate != nil && v.Gate.Fingerprint != "" {
@@ -336,7 +337,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 func approvalsSoFar(v *workflow.RunView) int {
 	n := 0
 	for _, d := range v.Decisions {
-		if d.Decision == workflow.VerdictApprove && v.Gate != nil && d.RequestID == v.Gate.RequestID {
+		if d.Decision == record.VerdictApprove && v.Gate != nil && d.RequestID == v.Gate.RequestID {
 			n++
 		}
 	}
@@ -358,7 +359,7 @@ func deadlineText(now, deadline time.Time) string {
 	return "in " + since(deadline, now)
 }
 
-func person(p workflow.Person) string {
+func person(p record.Person) string {
 	if p.Name != "" && p.Name != p.ID {
 		return fmt.Sprintf("%s (%s)", term(p.ID), term(p.Name))
 	}
@@ -374,7 +375,7 @@ func renderRuns(w io.Writer, runs []*workflow.RunView, now time.Time) {
 	fmt.Fprintln(tw, "RUN\tSTATUS\tTASK\tREQUESTER\tACTION\tAGE\tDEADLINE\tSUMMARY")
 	for _, r := range runs {
 		deadline := "-"
-		if r.Status == workflow.StatusWaitingApproval && r.Deadline != nil {
+		if r.Status == record.StatusWaitingApproval && r.Deadline != nil {
 			deadline = deadlineText(now, *r.Deadline)
 		}
 		var names []string
@@ -413,7 +414,7 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry, find specFinder) {
 	}()
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tWHAT\tHASH\tPROBLEM")
-	var prev *workflow.State
+	var prev *record.State
 	for _, h := range hist {
 		status, step, what := "?", "?", "?"
 		switch {
@@ -432,7 +433,7 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry, find specFinder) {
 // the one before: several executing checkpoints in a row are an intent (before
 // the call), the attempts, and a receipt (after it); an edit names the fields
 // it changed.
-func historyWhat(prev, st *workflow.State, find specFinder) string {
+func historyWhat(prev, st *record.State, find specFinder) string {
 	if prev == nil {
 		switch {
 		case st.Pruned != nil:
@@ -457,7 +458,7 @@ func historyWhat(prev, st *workflow.State, find specFinder) string {
 	for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
 		verb := "approved"
 		switch {
-		case d.Verdict == workflow.VerdictReject:
+		case d.Verdict == record.VerdictReject:
 			verb = "rejected"
 		case d.Edited:
 			// The editor's approval of the new arguments follows.
@@ -475,7 +476,7 @@ func historyWhat(prev, st *workflow.State, find specFinder) string {
 		}
 	}
 	for _, op := range st.Operations {
-		var before *workflow.OperationRecord
+		var before *record.OperationRecord
 		for i := range prev.Operations {
 			if prev.Operations[i].Key == op.Key {
 				before = &prev.Operations[i]
@@ -485,7 +486,7 @@ func historyWhat(prev, st *workflow.State, find specFinder) string {
 		switch {
 		case before == nil:
 			what = append(what, "intent: "+name)
-		case op.Status != before.Status && op.Status == workflow.OpCommitted:
+		case op.Status != before.Status && op.Status == record.OpCommitted:
 			what = append(what, fmt.Sprintf("receipt: %s after %s", name, attempts(op.Attempts)))
 		case op.Status != before.Status:
 			what = append(what, fmt.Sprintf("%s: %s after %s", op.Status, name, attempts(op.Attempts)))
@@ -514,7 +515,7 @@ func attempts(n int) string {
 
 // renderTrace prints each step of an agent run with what it asked and learned.
 func renderTrace(w io.Writer, hist []workflow.HistoryEntry, shown argsShown, ledgerCalls int) {
-	var prev *workflow.State
+	var prev *record.State
 	for _, h := range hist {
 		st := h.State
 		if st == nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -117,7 +118,7 @@ func (c *cluster) stored(t *testing.T, id string) string {
 func (c *cluster) quiet(t *testing.T) {
 	t.Helper()
 	eventually(t, "every Slack message to be delivered", 60*time.Second, func() bool {
-		var due []*workflow.OutboxMessage
+		var due []*record.OutboxMessage
 		err := c.app.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
 			var err error
 			due, err = tx.DueOutbox(ctx, time.Now().Add(1000*time.Hour), 1)
@@ -196,7 +197,7 @@ func TestReplayAcrossReplicas(t *testing.T) {
 			t.Fatalf("approve at replica-a: %+v", first)
 		}
 		// The workers finish the run; what the copies could change is then still.
-		eventually(t, "the approved run to finish", 60*time.Second, func() bool { return c.get(t, v.ID).Status == workflow.StatusDone })
+		eventually(t, "the approved run to finish", 60*time.Second, func() bool { return c.get(t, v.ID).Status == record.StatusDone })
 		told := len(c.slack.Calls("chat.postEphemeral"))
 		replayed(t, v.ID, req, first)
 		if n := len(c.slack.Calls("chat.postEphemeral")) - told; n != 0 {

@@ -26,6 +26,7 @@ import (
 	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/metrics"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -237,12 +238,12 @@ func TestServeEndToEnd(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("click: %d %s", status, body)
 	}
-	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == workflow.StatusDone })
+	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == record.StatusDone })
 	done := s.get(t, id)
-	if len(done.Operations) != 1 || done.Operations[0].Status != workflow.OpCommitted {
+	if len(done.Operations) != 1 || done.Operations[0].Status != record.OpCommitted {
 		t.Fatalf("operations %+v", done.Operations)
 	}
-	var receipt workflow.Receipt
+	var receipt record.Receipt
 	if err := json.Unmarshal(done.Operations[0].Receipt, &receipt); err != nil || receipt.ID == "" {
 		t.Fatalf("receipt %s %v", done.Operations[0].Receipt, err)
 	}
@@ -314,7 +315,7 @@ func TestServeConcurrentClicks(t *testing.T) {
 			t.Fatalf("click %d answered %d", i, st)
 		}
 	}
-	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == workflow.StatusDone })
+	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == record.StatusDone })
 	if d := s.get(t, id).Decisions; len(d) != 1 {
 		t.Fatalf("%d decisions, want 1: %+v", len(d), d)
 	}

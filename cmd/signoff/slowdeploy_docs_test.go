@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -79,7 +80,7 @@ func TestTheSlowDeployWalkthrough(t *testing.T) {
 	var v workflow.RunView
 	for _, id := range runs {
 		v = show(t, dir, id)
-		if v.Status != workflow.StatusDone {
+		if v.Status != record.StatusDone {
 			t.Errorf("run %s is %s (%s), want done", id, v.Status, v.Reason)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -20,9 +21,9 @@ const defaultWaitTimeout = 10 * time.Minute
 // being asked to act on it first: a wait goes on through these statuses and
 // ends at any other (done, failed, rejected, expired, cancelled, or
 // needs_attention, where a person must act).
-func pending(s workflow.Status) bool {
+func pending(s record.Status) bool {
 	switch s {
-	case workflow.StatusRunning, workflow.StatusWaitingApproval, workflow.StatusExecuting:
+	case record.StatusRunning, record.StatusWaitingApproval, record.StatusExecuting:
 		return true
 	}
 	return false

@@ -18,6 +18,7 @@ import (
 	"github.com/signoff-dev/signoff/examples/target"
 	"github.com/signoff-dev/signoff/executor/webhook"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -56,7 +57,7 @@ func newExec(t testing.TB, cfg webhook.Config) *webhook.Executor {
 	return x
 }
 
-var deploy = workflow.Action{Name: "deploy_service", Args: json.RawMessage(`{"env":"prod","service":"api","token":"tok-123","version":"1.4.2"}`)}
+var deploy = record.Action{Name: "deploy_service", Args: json.RawMessage(`{"env":"prod","service":"api","token":"tok-123","version":"1.4.2"}`)}
 
 func TestExecuteSendsOneSignedCallWithTheKeyAndTheStoredArguments(t *testing.T) {
 	tg, srv := startTarget(t)

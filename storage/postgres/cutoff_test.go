@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -114,10 +115,10 @@ func TestACommitCutOffFromItsAnswerIsNotCalledARollback(t *testing.T) {
 	s := openStore(t, p.dsn+"&pool_max_conns=1")
 	submit := func(id string, cut bool) error {
 		return s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-			if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
+			if err := tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning}); err != nil {
 				return err
 			}
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "submitted"}, nil); err != nil {
+			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: id, Action: "submitted"}, nil); err != nil {
 				return err
 			}
 			if cut {
@@ -156,7 +157,7 @@ func TestACommitCutOffFromItsAnswerIsNotCalledARollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-b", Status: workflow.StatusRunning})
+		return tx.InsertRun(ctx, &record.Run{ID: "run-b", Status: record.StatusRunning})
 	}); err != nil {
 		t.Errorf("the next Update, on a new connection: %v", err)
 	}

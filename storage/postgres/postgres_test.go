@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/storage/sqlstore"
@@ -120,7 +121,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 	s := openStore(t, dsn)
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func TestConcurrentClaimsFromTwoPools(t *testing.T) {
 	base := time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC)
 	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 		for i := range runs {
-			r := &workflow.Run{ID: fmt.Sprintf("run-%02d", i), Status: workflow.StatusExecuting, CreatedAt: base, UpdatedAt: base.Add(time.Duration(i%7) * time.Second)}
+			r := &record.Run{ID: fmt.Sprintf("run-%02d", i), Status: record.StatusExecuting, CreatedAt: base, UpdatedAt: base.Add(time.Duration(i%7) * time.Second)}
 			if err := tx.InsertRun(ctx, r); err != nil {
 				return err
 			}
@@ -297,10 +298,10 @@ func TestConcurrentClaimsFromTwoPools(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for {
-					var got []*workflow.Run
+					var got []*record.Run
 					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 						var err error
-						got, err = tx.ClaimRuns(ctx, name, []workflow.Status{workflow.StatusExecuting}, base, base.Add(time.Hour), 2)
+						got, err = tx.ClaimRuns(ctx, name, []record.Status{record.StatusExecuting}, base, base.Add(time.Hour), 2)
 						return err
 					})
 					if err != nil {
@@ -354,10 +355,10 @@ func TestAuditChainAcrossStores(t *testing.T) {
 				for i := range appends {
 					id := fmt.Sprintf("run-%d-%d-%d", si, w, i)
 					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-						if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
+						if err := tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning}); err != nil {
 							return err
 						}
-						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"}, nil)
+						return tx.AppendAudit(ctx, &record.AuditEvent{RunID: id, Action: "start"}, nil)
 					})
 					if err != nil {
 						t.Errorf("store %d writer %d: %v", si, w, err)
@@ -397,7 +398,7 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 	const each = 30
 	dsn := migrated(t)
 	saver, appender := openStore(t, dsn), openStore(t, dsn)
-	run := &workflow.Run{ID: "run-raced", Status: workflow.StatusExecuting}
+	run := &record.Run{ID: "run-raced", Status: record.StatusExecuting}
 	if err := saver.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
 		t.Fatal(err)
 	}
@@ -412,11 +413,11 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 					return err
 				}
 				r.Seq++
-				cp := &workflow.Checkpoint{RunID: r.ID, Seq: r.Seq, SchemaVersion: 2, Hash: fmt.Sprintf("h%d", r.Seq)}
+				cp := &record.Checkpoint{RunID: r.ID, Seq: r.Seq, SchemaVersion: 2, Hash: fmt.Sprintf("h%d", r.Seq)}
 				if err := tx.SaveRun(ctx, &workflow.RunWrite{Run: r, Checkpoint: cp}); err != nil {
 					return err
 				}
-				return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: r.ID, Action: workflow.Event(fmt.Sprintf("step-%d", i))}, nil)
+				return tx.AppendAudit(ctx, &record.AuditEvent{RunID: r.ID, Action: record.Event(fmt.Sprintf("step-%d", i))}, nil)
 			})
 			if err != nil {
 				t.Errorf("transition %d: %v", i, err)
@@ -428,7 +429,7 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 		<-start
 		for i := range each {
 			err := appender.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-				return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: run.ID, Action: workflow.Event(fmt.Sprintf("refused-%d", i))}, nil)
+				return tx.AppendAudit(ctx, &record.AuditEvent{RunID: run.ID, Action: record.Event(fmt.Sprintf("refused-%d", i))}, nil)
 			})
 			if err != nil {
 				t.Errorf("append %d: %v", i, err)
@@ -469,14 +470,14 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 func TestTxUsableAfterEveryRefusal(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
-	run := &workflow.Run{ID: "run-1", Status: workflow.StatusRunning, IdempotencyKey: "key-1"}
-	other := &workflow.Run{ID: "run-2", Status: workflow.StatusRunning, IdempotencyKey: "key-2"}
-	req := &workflow.ApprovalRequest{ID: "req-1", RunID: "run-1", Status: workflow.RequestPending}
-	op := &workflow.Operation{Key: "run-1/0", RunID: "run-1", Status: workflow.OpPending}
+	run := &record.Run{ID: "run-1", Status: record.StatusRunning, IdempotencyKey: "key-1"}
+	other := &record.Run{ID: "run-2", Status: record.StatusRunning, IdempotencyKey: "key-2"}
+	req := &record.ApprovalRequest{ID: "req-1", RunID: "run-1", Status: record.RequestPending}
+	op := &record.Operation{Key: "run-1/0", RunID: "run-1", Status: record.OpPending}
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 		return errors.Join(tx.InsertRun(ctx, run), tx.InsertRun(ctx, other), tx.InsertRequest(ctx, req),
 			tx.InsertOperation(ctx, op),
-			tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: workflow.VerdictApprove}))
+			tx.InsertDecision(ctx, &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: record.VerdictApprove}))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -486,10 +487,10 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 		fn   func(ctx context.Context, tx workflow.Tx) error
 	}{
 		{"run id", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+			return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 		}},
 		{"idempotency key of another run", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertRun(ctx, &workflow.Run{ID: "run-3", Status: workflow.StatusRunning, IdempotencyKey: "key-1"})
+			return tx.InsertRun(ctx, &record.Run{ID: "run-3", Status: record.StatusRunning, IdempotencyKey: "key-1"})
 		}},
 		{"stale run", workflow.ErrConflict, func(ctx context.Context, tx workflow.Tx) error {
 			r := *other
@@ -497,10 +498,10 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 			return tx.UpdateRun(ctx, &r)
 		}},
 		{"checkpoint of a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "no-such-run", Seq: 1})
+			return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "no-such-run", Seq: 1})
 		}},
 		{"request of a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertRequest(ctx, &workflow.ApprovalRequest{ID: "req-x", RunID: "no-such-run", Status: workflow.RequestPending})
+			return tx.InsertRequest(ctx, &record.ApprovalRequest{ID: "req-x", RunID: "no-such-run", Status: record.RequestPending})
 		}},
 		{"request moved to a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
 			r := *req
@@ -508,13 +509,13 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 			return tx.UpdateRequest(ctx, &r)
 		}},
 		{"decision twice", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: workflow.VerdictReject})
+			return tx.InsertDecision(ctx, &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: record.VerdictReject})
 		}},
 		{"decision on a missing request", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-x", RunID: "run-1", ApproverID: "U2", Verdict: workflow.VerdictReject})
+			return tx.InsertDecision(ctx, &record.Decision{RequestID: "req-x", RunID: "run-1", ApproverID: "U2", Verdict: record.VerdictReject})
 		}},
 		{"operation key", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertOperation(ctx, &workflow.Operation{Key: "run-1/0", RunID: "run-1", Status: workflow.OpPending})
+			return tx.InsertOperation(ctx, &record.Operation{Key: "run-1/0", RunID: "run-1", Status: record.OpPending})
 		}},
 		{"stale operation", workflow.ErrConflict, func(ctx context.Context, tx workflow.Tx) error {
 			o := *op
@@ -522,7 +523,7 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 			return tx.UpdateOperation(ctx, &o)
 		}},
 		{"missing operation", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.UpdateOperation(ctx, &workflow.Operation{Key: "nope", Version: 1, Status: workflow.OpPending})
+			return tx.UpdateOperation(ctx, &record.Operation{Key: "nope", Version: 1, Status: record.OpPending})
 		}},
 	}
 	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
@@ -531,11 +532,11 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 				t.Errorf("%s: got %v, want %v", r.name, err, r.want)
 			}
 			// The transaction still writes after each refusal.
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-1", Action: workflow.Event(r.name)}, nil); err != nil {
+			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-1", Action: record.Event(r.name)}, nil); err != nil {
 				return fmt.Errorf("audit after refusal %d (%s): %w", i, r.name, err)
 			}
 		}
-		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 1, SchemaVersion: 1})
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 1, SchemaVersion: 1})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -570,7 +571,7 @@ func TestForeignKeyIsNotFound(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
 	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
 	})
 	if !errors.Is(err, workflow.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
 		t.Errorf("checkpoint of a missing run: got %v, want ErrNotFound naming the run", err)
@@ -625,9 +626,9 @@ func TestEncoding(t *testing.T) {
 	at := time.Date(2026, 11, 29, 9, 30, 0, 123_456_789, time.UTC)
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 		return errors.Join(
-			tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning, CreatedAt: at}),
-			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
-			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
+			tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning, CreatedAt: at}),
+			tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
+			tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
 		)
 	}); err != nil {
 		t.Fatal(err)
@@ -720,9 +721,9 @@ func mustWake(t *testing.T, woken <-chan struct{}, what string) {
 	}
 }
 
-func feedRun(id string) *workflow.Run {
+func feedRun(id string) *record.Run {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	return &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusWaitingApproval, CreatedAt: now, UpdatedAt: now}
+	return &record.Run{ID: id, Workflow: "proposal", Status: record.StatusWaitingApproval, CreatedAt: now, UpdatedAt: now}
 }
 
 // TestChangeFeedNotOnRollback: the notification is sent inside the
@@ -809,7 +810,7 @@ func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
 	s := openStore(t, u.String())
 	base := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusExecuting, CreatedAt: base, UpdatedAt: base})
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusExecuting, CreatedAt: base, UpdatedAt: base})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -940,7 +941,7 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 	t.Parallel()
 	dsn := migrated(t)
 	s := openStore(t, dsn)
-	first := &workflow.AuditEvent{RunID: "run-a", Action: "first"}
+	first := &record.AuditEvent{RunID: "run-a", Action: "first"}
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, first, nil) }); err != nil {
 		t.Fatal(err)
 	}
@@ -950,10 +951,10 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 		// refuses it on the primary key.
 		execRaw(t, dsn, `SELECT setval('audit_seq', $1, false)`, first.Seq)
 		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-b", Action: "second"}, nil); err != nil {
+			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-b", Action: "second"}, nil); err != nil {
 				return err
 			}
-			err := tx.InsertRun(ctx, &workflow.Run{ID: "run-b", Status: workflow.StatusRunning})
+			err := tx.InsertRun(ctx, &record.Run{ID: "run-b", Status: record.StatusRunning})
 			if err == nil || errors.Is(err, workflow.ErrDuplicate) {
 				t.Errorf("go on %v: the insert that carried the refused append: %v, want the append's failure", goOn, err)
 			}
@@ -995,7 +996,7 @@ func TestADeferredAuditAppendCutShortIsTheContextsError(t *testing.T) {
 	s := openStore(t, migrated(t))
 	ctx, cancel := context.WithCancel(t.Context())
 	err := s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-a", Action: "first"}, nil); err != nil {
+		if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-a", Action: "first"}, nil); err != nil {
 			return err
 		}
 		cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -231,7 +232,7 @@ func sendBatch(ctx context.Context, c sqlstore.Conn, b *pgx.Batch, read func(i i
 }
 
 // statusNames is statuses as the text array that = ANY($n) takes.
-func statusNames(statuses []workflow.Status) []string {
+func statusNames(statuses []record.Status) []string {
 	out := make([]string, len(statuses))
 	for i, s := range statuses {
 		out[i] = string(s)
@@ -239,7 +240,7 @@ func statusNames(statuses []workflow.Status) []string {
 	return out
 }
 
-func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner string, statuses []workflow.Status, now, until int64, limit int) (sqlstore.Rows, error) {
+func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner string, statuses []record.Status, now, until int64, limit int) (sqlstore.Rows, error) {
 	var lim *int // LIMIT NULL is no limit
 	if limit > 0 {
 		lim = &limit

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -60,11 +61,11 @@ func gate(t *testing.T, s *Store, fn func(ctx context.Context, tx workflow.Tx) e
 // started writes what a started run writes: the run, its first checkpoint and
 // two audit events.
 func started(ctx context.Context, tx workflow.Tx, id string) ([]int64, error) {
-	a := &workflow.AuditEvent{RunID: id, Action: "submitted"}
-	b := &workflow.AuditEvent{RunID: id, Action: "gated"}
+	a := &record.AuditEvent{RunID: id, Action: "submitted"}
+	b := &record.AuditEvent{RunID: id, Action: "gated"}
 	err := errors.Join(
-		tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusWaitingApproval, Seq: 1}),
-		tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: id, Seq: 1, SchemaVersion: 1, State: []byte(`{}`)}),
+		tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusWaitingApproval, Seq: 1}),
+		tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: id, Seq: 1, SchemaVersion: 1, State: []byte(`{}`)}),
 		tx.AppendAudit(ctx, a, nil),
 		tx.AppendAudit(ctx, b, nil),
 	)
@@ -72,9 +73,9 @@ func started(ctx context.Context, tx workflow.Tx, id string) ([]int64, error) {
 }
 
 // audit reads the whole audit chain and checks it.
-func audit(t *testing.T, s *Store) []*workflow.AuditEvent {
+func audit(t *testing.T, s *Store) []*record.AuditEvent {
 	t.Helper()
-	var evs []*workflow.AuditEvent
+	var evs []*record.AuditEvent
 	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) (err error) {
 		evs, err = tx.AuditEvents(ctx, workflow.AuditFilter{})
 		return err
@@ -209,7 +210,7 @@ func TestBatchCommitFailureReachesAll(t *testing.T) {
 			return err
 		}
 		// Refers to no run: allowed until COMMIT checks the deferred key.
-		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-missing", Seq: 1, SchemaVersion: 1})
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-missing", Seq: 1, SchemaVersion: 1})
 	})
 	before := s.Commits()
 	errs := make([]error, callers)
@@ -406,15 +407,15 @@ func TestRowsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := &workflow.Run{ID: "run-rows", Status: workflow.StatusRunning}
+	run := &record.Run{ID: "run-rows", Status: record.StatusRunning}
 	err = s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
 		if err := tx.InsertRun(ctx, run); err != nil {
 			return err
 		}
-		if err := tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 1, State: []byte(`{}`)}); err != nil {
+		if err := tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 1, State: []byte(`{}`)}); err != nil {
 			return err
 		}
-		run.Status = workflow.StatusExecuting
+		run.Status = record.StatusExecuting
 		return tx.UpdateRun(ctx, run)
 	})
 	if err != nil {
@@ -451,7 +452,7 @@ func TestAFailureOnLostWorkIsToldTheBatchWasLost(t *testing.T) {
 	waitQueued(t, s, 1)
 	go func() {
 		errB <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-			err := tx.InsertRun(ctx, &workflow.Run{ID: "run-x", Status: workflow.StatusWaitingApproval, Seq: 1})
+			err := tx.InsertRun(ctx, &record.Run{ID: "run-x", Status: record.StatusWaitingApproval, Seq: 1})
 			if !errors.Is(err, workflow.ErrDuplicate) {
 				t.Errorf("B's insert of run-x: %v, want ErrDuplicate (A's run-x)", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -29,11 +30,11 @@ func TestListPagesUseAnIndex(t *testing.T) {
 		f    workflow.RunFilter
 	}{
 		{"no filter", workflow.RunFilter{}},
-		{"one status", workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusDone}}},
-		{"several statuses", workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusDone, workflow.StatusFailed}}},
+		{"one status", workflow.RunFilter{Statuses: []record.Status{record.StatusDone}}},
+		{"several statuses", workflow.RunFilter{Statuses: []record.Status{record.StatusDone, record.StatusFailed}}},
 		{"a task", workflow.RunFilter{TaskID: "T-1"}},
 		{"a requester", workflow.RunFilter{RequesterID: "agent:a"}},
-		{"a requester and a status", workflow.RunFilter{RequesterID: "agent:a", Statuses: []workflow.Status{workflow.StatusDone}}},
+		{"a requester and a status", workflow.RunFilter{RequesterID: "agent:a", Statuses: []record.Status{record.StatusDone}}},
 		{"a task, after a cursor", workflow.RunFilter{TaskID: "T-1", AfterCreated: after, AfterID: "run_1"}},
 		{"after a cursor", workflow.RunFilter{AfterCreated: after, AfterID: "run_1"}},
 	}

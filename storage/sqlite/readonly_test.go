@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -49,7 +50,7 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatalf("update on a read-only store: %v, want ErrReadOnly", err)
 	}
 	// It reads what the writer commits, also while the writer holds the lock.
-	run := &workflow.Run{ID: "run_1", Workflow: "proposal", Status: workflow.StatusRunning, RequesterID: "agent:a"}
+	run := &record.Run{ID: "run_1", Workflow: "proposal", Status: record.StatusRunning, RequesterID: "agent:a"}
 	if err := rw.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
 		t.Fatal(err)
 	}

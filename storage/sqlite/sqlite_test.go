@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/storagetest"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -91,7 +92,7 @@ func TestMigrationsIdempotentOnReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestTwoStoresShareAFile(t *testing.T) {
 	path := tempPath(t)
 	stores := []*Store{openStore(t, path), openStore(t, path)}
 	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "counter", Status: workflow.StatusRunning})
+		return tx.InsertRun(ctx, &record.Run{ID: "counter", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -199,10 +200,10 @@ func TestTwoStoresShareAFile(t *testing.T) {
 							return err
 						}
 						id := fmt.Sprintf("run-%d-%d-%d", si, w, i)
-						if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
+						if err := tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning}); err != nil {
 							return err
 						}
-						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"}, nil)
+						return tx.AppendAudit(ctx, &record.AuditEvent{RunID: id, Action: "start"}, nil)
 					})
 					if err != nil {
 						t.Errorf("store %d writer %d update %d: %v", si, w, i, err)
@@ -261,7 +262,7 @@ func TestViewTakesNoWriteLock(t *testing.T) {
 	path := tempPath(t)
 	a, b := openStore(t, path), openStore(t, path)
 	if err := a.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func TestViewTakesNoWriteLock(t *testing.T) {
 func TestForeignKeyIsNotFound(t *testing.T) {
 	s := openStore(t, tempPath(t))
 	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
 	})
 	if !errors.Is(err, workflow.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
 		t.Errorf("checkpoint of a missing run: got %v, want ErrNotFound naming the run", err)
@@ -351,9 +352,9 @@ func TestEncoding(t *testing.T) {
 	at := time.Date(2026, 11, 29, 9, 30, 0, 123_456_789, time.UTC)
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 		return errors.Join(
-			tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning, CreatedAt: at}),
-			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
-			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
+			tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning, CreatedAt: at}),
+			tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
+			tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
 		)
 	}); err != nil {
 		t.Fatal(err)
@@ -395,7 +396,7 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "odd ?name#with%25.db")
 	s := openStore(t, path)
 	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +504,7 @@ func TestFeedSeesOnlyOtherConnectionsCommits(t *testing.T) {
 	insert := func(s *Store, id string) {
 		t.Helper()
 		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertRun(ctx, &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusWaitingApproval})
+			return tx.InsertRun(ctx, &record.Run{ID: id, Workflow: "proposal", Status: record.StatusWaitingApproval})
 		})
 		if err != nil {
 			t.Fatal(err)

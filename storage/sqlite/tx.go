@@ -9,6 +9,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -153,7 +154,7 @@ func (dialect) CompareAndSet(ctx context.Context, c sqlstore.Conn, table, keyCol
 	return workflow.ErrConflict
 }
 
-func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner string, statuses []workflow.Status, now, until int64, limit int) (sqlstore.Rows, error) {
+func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner string, statuses []record.Status, now, until int64, limit int) (sqlstore.Rows, error) {
 	args := []any{owner, until, now}
 	marks := make([]string, len(statuses))
 	for i, s := range statuses {

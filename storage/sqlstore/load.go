@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -34,8 +35,8 @@ func each[T any](scan func(Row) (*T, error), out *[]*T) func(Rows) error {
 // pipelines them answers in one round trip.
 func (t *Tx) LoadRun(ctx context.Context, id string, parts workflow.RunParts) (*workflow.RunBundle, error) {
 	b := &workflow.RunBundle{}
-	var runs []*workflow.Run
-	var heads []*workflow.AuditRunHead
+	var runs []*record.Run
+	var heads []*record.AuditRunHead
 	q := `SELECT ` + runColumns + ` FROM runs WHERE id = ?`
 	if t.write {
 		q += t.d.LockRow()

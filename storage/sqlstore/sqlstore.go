@@ -17,6 +17,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -65,7 +66,7 @@ type Dialect interface {
 	// ClaimRuns leases runs as workflow.Tx.ClaimRuns describes (limit 0 = none)
 	// and returns the claimed rows in columns, in any order. Times are in
 	// milliseconds.
-	ClaimRuns(ctx context.Context, c Conn, columns, owner string, statuses []workflow.Status, now, until int64, limit int) (Rows, error)
+	ClaimRuns(ctx context.Context, c Conn, columns, owner string, statuses []record.Status, now, until int64, limit int) (Rows, error)
 	// LockRow is appended to the read of a run inside a write transaction, to lock
 	// its row until the transaction ends ("" where the database needs no lock).
 	LockRow() string

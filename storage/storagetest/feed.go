@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -41,14 +42,14 @@ func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflo
 	var rb [6]byte
 	rand.Read(rb[:])
 	id := "feed-" + hex.EncodeToString(rb[:])
-	run := &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
+	run := &record.Run{ID: id, Workflow: "proposal", Status: record.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
 	steps := []struct {
 		what  string
 		write txFunc
 	}{
 		{"insert", func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }},
 		{"update", func(ctx context.Context, tx workflow.Tx) error {
-			run.Status = workflow.StatusRejected
+			run.Status = record.StatusRejected
 			return tx.UpdateRun(ctx, run)
 		}},
 	}
@@ -74,7 +75,7 @@ func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflo
 		t.Fatal("any change: woken before the other store committed")
 	default:
 	}
-	other := &workflow.Run{ID: id + "-2", Workflow: "proposal", Status: workflow.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
+	other := &record.Run{ID: id + "-2", Workflow: "proposal", Status: record.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
 	update(t, b, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, other) })
 	start := time.Now()
 	awaitWake(t, woken, "any change: a run inserted by the other store")

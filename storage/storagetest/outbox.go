@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -16,7 +17,7 @@ func testOutboxRoundTrip(t *testing.T, s workflow.Store) {
 	var ids []int64
 	for _, p := range payloads {
 		t.Run(p.name, func(t *testing.T) {
-			in := &workflow.OutboxMessage{ID: 777, RunID: "run-1", Kind: "slack.post", Payload: p.b, Attempts: 1,
+			in := &record.OutboxMessage{ID: 777, RunID: "run-1", Kind: "slack.post", Payload: p.b, Attempts: 1,
 				NextAttempt: odd, LastError: "rate limited", Version: 3, CreatedAt: odd.Add(-time.Minute)}
 			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.EnqueueOutbox(ctx, in) })
 			if in.Version != 1 {
@@ -31,7 +32,7 @@ func testOutboxRoundTrip(t *testing.T, s workflow.Store) {
 		})
 	}
 	t.Run("zero times", func(t *testing.T) {
-		in := &workflow.OutboxMessage{Kind: "callback"}
+		in := &record.OutboxMessage{Kind: "callback"}
 		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.EnqueueOutbox(ctx, in) })
 		// A zero NextAttempt is before any now: due at once.
 		got := dueByID(t, s, base, in.ID)
@@ -40,9 +41,9 @@ func testOutboxRoundTrip(t *testing.T, s workflow.Store) {
 }
 
 // dueByID finds message id among those due at now, or fails the test.
-func dueByID(t *testing.T, s workflow.Store, now time.Time, id int64) *workflow.OutboxMessage {
+func dueByID(t *testing.T, s workflow.Store, now time.Time, id int64) *record.OutboxMessage {
 	t.Helper()
-	ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+	ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.OutboxMessage, error) {
 		return tx.DueOutbox(ctx, now, 1000)
 	})
 	for _, m := range ms {
@@ -68,10 +69,10 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 		{"ten minutes late", now.Add(-10 * time.Minute)},
 	}
 	ids := map[string]int64{}
-	msgs := map[string]*workflow.OutboxMessage{}
+	msgs := map[string]*record.OutboxMessage{}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		for _, sp := range specs {
-			m := &workflow.OutboxMessage{RunID: "run-1", Kind: workflow.OutboxKind(sp.name), NextAttempt: sp.next, CreatedAt: now}
+			m := &record.OutboxMessage{RunID: "run-1", Kind: record.OutboxKind(sp.name), NextAttempt: sp.next, CreatedAt: now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
 			}
@@ -83,7 +84,7 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 	})
 	due := func(now time.Time, limit int) []string {
 		t.Helper()
-		ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+		ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.OutboxMessage, error) {
 			return tx.DueOutbox(ctx, now, limit)
 		})
 		kinds := make([]string, len(ms))
@@ -153,7 +154,7 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 			if sp.name == "callback due" {
 				run = "run-2"
 			}
-			m := &workflow.OutboxMessage{RunID: run, Kind: workflow.OutboxKind(sp.kind), Payload: []byte(sp.name), NextAttempt: sp.next,
+			m := &record.OutboxMessage{RunID: run, Kind: record.OutboxKind(sp.kind), Payload: []byte(sp.name), NextAttempt: sp.next,
 				LastError: sp.lastErr, CreatedAt: now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
@@ -175,13 +176,13 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 	}{
 		{"every undelivered row", func() workflow.OutboxFilter { return workflow.OutboxFilter{} },
 			[]string{"slack due", "callback failing, later", "callback due", "slack failing, due", "callback failing, due"}},
-		{"one kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}} },
+		{"one kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []record.OutboxKind{"callback"}} },
 			[]string{"callback failing, later", "callback due", "callback failing, due"}},
 		{"two kinds", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"slack.post", "slack.update"}}
+			return workflow.OutboxFilter{Kinds: []record.OutboxKind{"slack.post", "slack.update"}}
 		}, []string{"slack due", "slack failing, due"}},
 		{"due by now", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, DueBy: now}
+			return workflow.OutboxFilter{Kinds: []record.OutboxKind{"callback"}, DueBy: now}
 		},
 			[]string{"callback due", "callback failing, due"}},
 		{"failing", func() workflow.OutboxFilter { return workflow.OutboxFilter{Failing: true} },
@@ -192,20 +193,20 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 		{"the oldest of each run", func() workflow.OutboxFilter { return workflow.OutboxFilter{Heads: true} },
 			[]string{"slack due", "callback due"}},
 		{"the oldest callback of each run, if due", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, Heads: true, DueBy: now}
+			return workflow.OutboxFilter{Kinds: []record.OutboxKind{"callback"}, Heads: true, DueBy: now}
 		}, []string{"callback due"}},
 		{"the oldest Slack message of each run, if failing", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"slack.post", "slack.update"}, Heads: true, Failing: true}
+			return workflow.OutboxFilter{Kinds: []record.OutboxKind{"slack.post", "slack.update"}, Heads: true, Failing: true}
 		}, []string{}},
 		{"one run", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, RunID: "run-1", Limit: 1}
+			return workflow.OutboxFilter{Kinds: []record.OutboxKind{"callback"}, RunID: "run-1", Limit: 1}
 		},
 			[]string{"callback failing, later"}},
-		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"email"}} }, []string{}},
+		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []record.OutboxKind{"email"}} }, []string{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+			ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.OutboxMessage, error) {
 				return tx.ListOutbox(ctx, tc.filter())
 			})
 			got := make([]string, len(ms))

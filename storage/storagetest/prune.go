@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -18,31 +19,31 @@ func testEndedRuns(t *testing.T, s workflow.Store) {
 	cutoff := base.Add(24 * time.Hour)
 	type seed struct {
 		id      string
-		status  workflow.Status
+		status  record.Status
 		updated time.Time
 		pruned  bool
 	}
 	seeds := []seed{
-		{"r01-done", workflow.StatusDone, base, false},
-		{"r02-failed", workflow.StatusFailed, base.Add(time.Hour), false},
-		{"r03-rejected", workflow.StatusRejected, base, false},
-		{"r04-expired", workflow.StatusExpired, base, false},
-		{"r05-cancelled", workflow.StatusCancelled, base, false},
-		{"r06-waiting", workflow.StatusWaitingApproval, base, false},
-		{"r07-executing", workflow.StatusExecuting, base, false},
-		{"r08-attention", workflow.StatusNeedsAttention, base, false},
-		{"r09-running", workflow.StatusRunning, base, false},
-		{"r10-done-late", workflow.StatusDone, cutoff, false}, // ended at the cutoff, not before
-		{"r11-done-pruned", workflow.StatusDone, base, true},
+		{"r01-done", record.StatusDone, base, false},
+		{"r02-failed", record.StatusFailed, base.Add(time.Hour), false},
+		{"r03-rejected", record.StatusRejected, base, false},
+		{"r04-expired", record.StatusExpired, base, false},
+		{"r05-cancelled", record.StatusCancelled, base, false},
+		{"r06-waiting", record.StatusWaitingApproval, base, false},
+		{"r07-executing", record.StatusExecuting, base, false},
+		{"r08-attention", record.StatusNeedsAttention, base, false},
+		{"r09-running", record.StatusRunning, base, false},
+		{"r10-done-late", record.StatusDone, cutoff, false}, // ended at the cutoff, not before
+		{"r11-done-pruned", record.StatusDone, base, true},
 	}
 	for _, sd := range seeds {
-		r := &workflow.Run{ID: sd.id, Status: sd.status, CreatedAt: base, UpdatedAt: sd.updated}
+		r := &record.Run{ID: sd.id, Status: sd.status, CreatedAt: base, UpdatedAt: sd.updated}
 		if sd.pruned {
 			r.PrunedAt = base.Add(time.Minute)
 		}
 		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) })
 	}
-	ids := func(runs []*workflow.Run) []string {
+	ids := func(runs []*record.Run) []string {
 		var out []string
 		for _, r := range runs {
 			out = append(out, r.ID)
@@ -63,7 +64,7 @@ func testEndedRuns(t *testing.T, s workflow.Store) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Run, error) { return tx.EndedRuns(ctx, tc.f) })
+			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Run, error) { return tx.EndedRuns(ctx, tc.f) })
 			if !slices.Equal(ids(got), tc.want) {
 				t.Errorf("EndedRuns(%+v) = %v, want %v", tc.f, ids(got), tc.want)
 			}
@@ -78,13 +79,13 @@ func testEndedRuns(t *testing.T, s workflow.Store) {
 			r.PrunedAt = base.Add(time.Hour)
 			return tx.UpdateRun(ctx, r)
 		})
-		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Run, error) {
+		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Run, error) {
 			return tx.EndedRuns(ctx, workflow.EndedFilter{Before: cutoff})
 		})
 		if !slices.Equal(ids(got), all[1:]) {
 			t.Errorf("EndedRuns after pruning r01 = %v, want %v", ids(got), all[1:])
 		}
-		r := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) { return tx.Run(ctx, "r01-done") })
+		r := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) { return tx.Run(ctx, "r01-done") })
 		if !r.PrunedAt.Equal(base.Add(time.Hour)) {
 			t.Errorf("PrunedAt = %v, want %v", r.PrunedAt, base.Add(time.Hour))
 		}
@@ -94,14 +95,14 @@ func testEndedRuns(t *testing.T, s workflow.Store) {
 func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 	seedRun(t, s, "run-1")
 	seedRun(t, s, "run-2")
-	var cps []*workflow.Checkpoint
+	var cps []*record.Checkpoint
 	for _, run := range []string{"run-1", "run-2"} {
 		prev := ""
 		for seq := int64(1); seq <= 4; seq++ {
 			// Each written against the first: a pruned one keeps its base_seq too.
-			c := &workflow.Checkpoint{RunID: run, Seq: seq, SchemaVersion: 1, State: []byte(fmt.Sprintf(`{"seq":%d}`, seq)),
-				BaseSeq: min(seq-1, 1), PrevHash: prev, CreatedAt: base, Seal: workflow.Seal{KeyID: "k1", MAC: fmt.Sprintf("mac-%d", seq)}}
-			c.Hash = workflow.CheckpointHash(c)
+			c := &record.Checkpoint{RunID: run, Seq: seq, SchemaVersion: 1, State: []byte(fmt.Sprintf(`{"seq":%d}`, seq)),
+				BaseSeq: min(seq-1, 1), PrevHash: prev, CreatedAt: base, Seal: record.Seal{KeyID: "k1", MAC: fmt.Sprintf("mac-%d", seq)}}
+			c.Hash = record.CheckpointHash(c)
 			prev = c.Hash
 			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendCheckpoint(ctx, c) })
 			if run == "run-1" {
@@ -125,7 +126,7 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 	if n := prune(3); n != 0 {
 		t.Errorf("PruneCheckpoints(run-1, 3) again = %d, want 0: it is idempotent", n)
 	}
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) {
+	got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Checkpoint, error) {
 		return tx.Checkpoints(ctx, "run-1")
 	})
 	if len(got) != 4 {
@@ -138,7 +139,7 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 		}
 		checkSame(t, fmt.Sprintf("checkpoint %d", c.Seq), stored(&want), c)
 	}
-	other := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) {
+	other := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Checkpoint, error) {
 		return tx.Checkpoints(ctx, "run-2")
 	})
 	for _, c := range other {
@@ -164,9 +165,9 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 }
 
 func testOutboxForRun(t *testing.T, s workflow.Store) {
-	var msgs []*workflow.OutboxMessage
+	var msgs []*record.OutboxMessage
 	for i, run := range []string{"run-1", "run-2", "run-1", "run-1"} {
-		m := &workflow.OutboxMessage{RunID: run, Kind: "update", Payload: []byte(`{}`), CreatedAt: base}
+		m := &record.OutboxMessage{RunID: run, Kind: "update", Payload: []byte(`{}`), CreatedAt: base}
 		if i < 2 {
 			m.DeliveredAt = base.Add(time.Minute)
 		}
@@ -174,7 +175,7 @@ func testOutboxForRun(t *testing.T, s workflow.Store) {
 		msgs = append(msgs, m)
 	}
 	list := func(run string) []int64 {
-		ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+		ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.OutboxMessage, error) {
 			return tx.OutboxForRun(ctx, run)
 		})
 		var ids []int64
@@ -204,20 +205,20 @@ func testOutboxForRun(t *testing.T, s workflow.Store) {
 }
 
 func testCountRuns(t *testing.T, s workflow.Store) {
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (map[workflow.Status]int, error) { return tx.CountRuns(ctx) })
+	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (map[record.Status]int, error) { return tx.CountRuns(ctx) })
 	if len(got) != 0 {
 		t.Errorf("CountRuns of an empty store = %v, want none", got)
 	}
-	want := map[workflow.Status]int{workflow.StatusDone: 3, workflow.StatusWaitingApproval: 2, workflow.StatusNeedsAttention: 1}
+	want := map[record.Status]int{record.StatusDone: 3, record.StatusWaitingApproval: 2, record.StatusNeedsAttention: 1}
 	i := 0
 	for st, n := range want {
 		for range n {
 			i++
-			r := &workflow.Run{ID: fmt.Sprintf("run-%d", i), Status: st, CreatedAt: base}
+			r := &record.Run{ID: fmt.Sprintf("run-%d", i), Status: st, CreatedAt: base}
 			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) })
 		}
 	}
-	got = load(t, s, func(ctx context.Context, tx workflow.Tx) (map[workflow.Status]int, error) { return tx.CountRuns(ctx) })
+	got = load(t, s, func(ctx context.Context, tx workflow.Tx) (map[record.Status]int, error) { return tx.CountRuns(ctx) })
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("CountRuns = %v, want %v", got, want)
 	}

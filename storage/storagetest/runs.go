@@ -13,23 +13,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
 func testRunRoundTrip(t *testing.T, s workflow.Store) {
 	cases := []struct {
 		name string
-		run  *workflow.Run
+		run  *record.Run
 	}{
-		{"every field set", &workflow.Run{
-			ID: "run-full", Workflow: "refund-agent", TaskID: "T-65273", Status: workflow.StatusWaitingApproval,
+		{"every field set", &record.Run{
+			ID: "run-full", Workflow: "refund-agent", TaskID: "T-65273", Status: record.StatusWaitingApproval,
 			Step: 3, Seq: 4, Version: 42, RequesterID: "agent:resolver", IdempotencyKey: "idem-1",
 			Fingerprint: "9f86d081884c7d65", Reason: "waiting for a team lead",
 			Deadline: odd.Add(72 * time.Hour), ParentID: "run-parent", ParentSeq: 2,
 			LeaseOwner: "replica-1", LeaseUntil: odd.Add(30 * time.Second), Fence: 7,
 			CreatedAt: odd, UpdatedAt: odd.Add(time.Second), PrunedAt: odd.Add(time.Hour), CallbackURL: "https://agents.example/signoff/é?run=1",
 		}},
-		{"zero times and empty strings", &workflow.Run{ID: "run-min", Status: workflow.StatusRunning}},
+		{"zero times and empty strings", &record.Run{ID: "run-min", Status: record.StatusRunning}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,10 +39,10 @@ func testRunRoundTrip(t *testing.T, s workflow.Store) {
 			if in.Version != 1 {
 				t.Errorf("after InsertRun Version = %d, want 1", in.Version)
 			}
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) { return tx.Run(ctx, in.ID) })
+			got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) { return tx.Run(ctx, in.ID) })
 			checkSame(t, "Run", stored(in), got)
 			if in.IdempotencyKey != "" {
-				got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) {
+				got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) {
 					return tx.RunByIdempotencyKey(ctx, in.RequesterID, in.IdempotencyKey)
 				})
 				checkSame(t, "RunByIdempotencyKey", stored(in), got)
@@ -61,7 +62,7 @@ func testRunRoundTrip(t *testing.T, s workflow.Store) {
 func testRequesterKeys(t *testing.T, s workflow.Store) {
 	for _, r := range []struct{ id, requester string }{{"run-a", "agent:a"}, {"run-b", "agent:b"}} {
 		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertRun(ctx, &workflow.Run{ID: r.id, Status: workflow.StatusRunning, RequesterID: r.requester, IdempotencyKey: "ticket-1"})
+			return tx.InsertRun(ctx, &record.Run{ID: r.id, Status: record.StatusRunning, RequesterID: r.requester, IdempotencyKey: "ticket-1"})
 		})
 	}
 	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
@@ -81,7 +82,7 @@ func testEmptyIdempotencyKeys(t *testing.T, s workflow.Store) {
 	for _, id := range []string{"run-a", "run-b", "run-c"} {
 		seedRun(t, s, id)
 	}
-	n := len(load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Run, error) {
+	n := len(load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Run, error) {
 		return tx.ListRuns(ctx, workflow.RunFilter{})
 	}))
 	if n != 3 {
@@ -99,7 +100,7 @@ func testEmptyIdempotencyKeys(t *testing.T, s workflow.Store) {
 // idempotency key, parent, creation time, callback URL): those are written
 // once, by InsertRun, so no transition can rewrite who asked for a run.
 func testUpdateRunKeepsTheIdentity(t *testing.T, s workflow.Store) {
-	in := &workflow.Run{ID: "run-identity", Workflow: "proposal", TaskID: "T-1", Status: workflow.StatusRunning,
+	in := &record.Run{ID: "run-identity", Workflow: "proposal", TaskID: "T-1", Status: record.StatusRunning,
 		RequesterID: "U1", IdempotencyKey: "identity-key", ParentID: "run-parent", ParentSeq: 1,
 		CallbackURL: "https://hooks.example.com/a", CreatedAt: base, UpdatedAt: base}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, in) })
@@ -108,10 +109,10 @@ func testUpdateRunKeepsTheIdentity(t *testing.T, s workflow.Store) {
 	changed.Workflow, changed.TaskID, changed.RequesterID = "other", "T-2", "U2"
 	changed.IdempotencyKey, changed.ParentID, changed.ParentSeq = "other-key", "", 0
 	changed.CallbackURL, changed.CreatedAt = "https://hooks.example.com/b", odd
-	changed.Status, changed.UpdatedAt = workflow.StatusExecuting, odd
+	changed.Status, changed.UpdatedAt = record.StatusExecuting, odd
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateRun(ctx, &changed) })
-	want.Status, want.UpdatedAt, want.Version = workflow.StatusExecuting, odd, changed.Version
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) { return tx.Run(ctx, in.ID) })
+	want.Status, want.UpdatedAt, want.Version = record.StatusExecuting, odd, changed.Version
+	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) { return tx.Run(ctx, in.ID) })
 	checkSame(t, "after an update that changed the identity", stored(&want), got)
 }
 
@@ -122,28 +123,28 @@ func testListOrder(t *testing.T, s workflow.Store) {
 		var errs []error
 		// Inserted out of order, to show the lists sort rather than echo insertion.
 		for _, seq := range []int64{3, 1, 2} {
-			errs = append(errs, tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: seq, SchemaVersion: 1}))
+			errs = append(errs, tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: seq, SchemaVersion: 1}))
 		}
 		for _, r := range []struct {
 			id string
 			at time.Duration
 		}{{"req-c", 2 * time.Minute}, {"req-b", time.Minute}, {"req-a", time.Minute}} {
-			errs = append(errs, tx.InsertRequest(ctx, &workflow.ApprovalRequest{ID: r.id, RunID: "run-1",
-				Status: workflow.RequestPending, CreatedAt: base.Add(r.at)}))
+			errs = append(errs, tx.InsertRequest(ctx, &record.ApprovalRequest{ID: r.id, RunID: "run-1",
+				Status: record.RequestPending, CreatedAt: base.Add(r.at)}))
 		}
-		errs = append(errs, tx.InsertRequest(ctx, &workflow.ApprovalRequest{ID: "req-other-run", RunID: "run-2",
-			Status: workflow.RequestPending, CreatedAt: base}))
+		errs = append(errs, tx.InsertRequest(ctx, &record.ApprovalRequest{ID: "req-other-run", RunID: "run-2",
+			Status: record.RequestPending, CreatedAt: base}))
 		for _, i := range []int{2, 0, 1} {
-			errs = append(errs, tx.InsertOperation(ctx, &workflow.Operation{Key: fmt.Sprintf("run-1/%d", i), RunID: "run-1",
-				Index: i, Status: workflow.OpPending}))
+			errs = append(errs, tx.InsertOperation(ctx, &record.Operation{Key: fmt.Sprintf("run-1/%d", i), RunID: "run-1",
+				Index: i, Status: record.OpPending}))
 		}
-		errs = append(errs, tx.InsertOperation(ctx, &workflow.Operation{Key: "run-2/0", RunID: "run-2", Status: workflow.OpPending}))
+		errs = append(errs, tx.InsertOperation(ctx, &record.Operation{Key: "run-2/0", RunID: "run-2", Status: record.OpPending}))
 		for i, who := range []string{"U3", "U1", "U2"} {
-			errs = append(errs, tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-a", RunID: "run-1", ApproverID: who,
-				Verdict: workflow.VerdictApprove, At: base.Add(time.Duration(i) * time.Second)}))
+			errs = append(errs, tx.InsertDecision(ctx, &record.Decision{RequestID: "req-a", RunID: "run-1", ApproverID: who,
+				Verdict: record.VerdictApprove, At: base.Add(time.Duration(i) * time.Second)}))
 		}
-		errs = append(errs, tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-other-run", RunID: "run-2",
-			ApproverID: "U1", Verdict: workflow.VerdictApprove}))
+		errs = append(errs, tx.InsertDecision(ctx, &record.Decision{RequestID: "req-other-run", RunID: "run-2",
+			ApproverID: "U1", Verdict: record.VerdictApprove}))
 		return errors.Join(errs...)
 	})
 	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
@@ -151,24 +152,24 @@ func testListOrder(t *testing.T, s workflow.Store) {
 		if err != nil {
 			return err
 		}
-		checkOrder(t, "Checkpoints by seq", cs, func(c *workflow.Checkpoint) string { return fmt.Sprint(c.Seq) }, "1", "2", "3")
+		checkOrder(t, "Checkpoints by seq", cs, func(c *record.Checkpoint) string { return fmt.Sprint(c.Seq) }, "1", "2", "3")
 		rs, err := tx.RequestsForRun(ctx, "run-1")
 		if err != nil {
 			return err
 		}
-		checkOrder(t, "RequestsForRun oldest first", rs, func(r *workflow.ApprovalRequest) string { return r.ID },
+		checkOrder(t, "RequestsForRun oldest first", rs, func(r *record.ApprovalRequest) string { return r.ID },
 			"req-a", "req-b", "req-c")
 		ops, err := tx.Operations(ctx, "run-1")
 		if err != nil {
 			return err
 		}
-		checkOrder(t, "Operations by index", ops, func(o *workflow.Operation) string { return o.Key },
+		checkOrder(t, "Operations by index", ops, func(o *record.Operation) string { return o.Key },
 			"run-1/0", "run-1/1", "run-1/2")
 		ds, err := tx.Decisions(ctx, "run-1")
 		if err != nil {
 			return err
 		}
-		checkOrder(t, "Decisions in the order they were made", ds, func(d *workflow.Decision) string { return d.ApproverID },
+		checkOrder(t, "Decisions in the order they were made", ds, func(d *record.Decision) string { return d.ApproverID },
 			"U3", "U1", "U2")
 		return nil
 	})
@@ -187,31 +188,31 @@ func checkOrder[T any](t *testing.T, what string, got []T, key func(T) string, w
 
 // listFixture is a set of runs with tied creation times, deadlines on some, and
 // statuses of every kind, inserted in an order unlike the one listed.
-func listFixture(t *testing.T, s workflow.Store) []*workflow.Run {
+func listFixture(t *testing.T, s workflow.Store) []*record.Run {
 	t.Helper()
 	const noDeadline = -1
 	specs := []struct {
 		id       string
-		status   workflow.Status
+		status   record.Status
 		created  time.Duration
 		deadline time.Duration
 	}{
-		{"r10", workflow.StatusExpired, 7 * time.Minute, time.Hour},
-		{"r09", workflow.StatusWaitingApproval, 6 * time.Minute, 24 * time.Hour},
-		{"r08", workflow.StatusNeedsAttention, 5 * time.Minute, 2 * time.Hour},
-		{"r07", workflow.StatusWaitingApproval, 5 * time.Minute, time.Hour},
-		{"r06", workflow.StatusDone, 4 * time.Minute, noDeadline},
-		{"r05", workflow.StatusWaitingApproval, 3 * time.Minute, noDeadline},
-		{"r04", workflow.StatusExecuting, 2 * time.Minute, noDeadline},
-		{"r03", workflow.StatusWaitingApproval, time.Minute, 5 * time.Hour},
-		{"r02", workflow.StatusWaitingApproval, time.Minute, 10 * time.Hour},
-		{"r01", workflow.StatusRunning, 0, noDeadline},
-		{"r00", workflow.StatusWaitingApproval, -time.Minute, 3 * time.Hour},
+		{"r10", record.StatusExpired, 7 * time.Minute, time.Hour},
+		{"r09", record.StatusWaitingApproval, 6 * time.Minute, 24 * time.Hour},
+		{"r08", record.StatusNeedsAttention, 5 * time.Minute, 2 * time.Hour},
+		{"r07", record.StatusWaitingApproval, 5 * time.Minute, time.Hour},
+		{"r06", record.StatusDone, 4 * time.Minute, noDeadline},
+		{"r05", record.StatusWaitingApproval, 3 * time.Minute, noDeadline},
+		{"r04", record.StatusExecuting, 2 * time.Minute, noDeadline},
+		{"r03", record.StatusWaitingApproval, time.Minute, 5 * time.Hour},
+		{"r02", record.StatusWaitingApproval, time.Minute, 10 * time.Hour},
+		{"r01", record.StatusRunning, 0, noDeadline},
+		{"r00", record.StatusWaitingApproval, -time.Minute, 3 * time.Hour},
 	}
-	var runs []*workflow.Run
+	var runs []*record.Run
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		for _, sp := range specs {
-			r := &workflow.Run{ID: sp.id, Status: sp.status, CreatedAt: odd.Add(sp.created), UpdatedAt: odd}
+			r := &record.Run{ID: sp.id, Status: sp.status, CreatedAt: odd.Add(sp.created), UpdatedAt: odd}
 			// Tasks and requesters cut across statuses and times, so that a
 			// filter on one is told apart from a filter on another.
 			switch sp.id {
@@ -238,10 +239,10 @@ func listFixture(t *testing.T, s workflow.Store) []*workflow.Run {
 }
 
 // referenceList is ListRuns written out plainly, to hold drivers against.
-func referenceList(all []*workflow.Run, f workflow.RunFilter) []*workflow.Run {
-	var out []*workflow.Run
-	after := stored(&workflow.Run{CreatedAt: f.AfterCreated}).CreatedAt
-	before := stored(&workflow.Run{CreatedAt: f.DeadlineBefore}).CreatedAt
+func referenceList(all []*record.Run, f workflow.RunFilter) []*record.Run {
+	var out []*record.Run
+	after := stored(&record.Run{CreatedAt: f.AfterCreated}).CreatedAt
+	before := stored(&record.Run{CreatedAt: f.DeadlineBefore}).CreatedAt
 	for _, r := range all {
 		if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, r.Status) {
 			continue
@@ -259,7 +260,7 @@ func referenceList(all []*workflow.Run, f workflow.RunFilter) []*workflow.Run {
 		}
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b *workflow.Run) int {
+	slices.SortFunc(out, func(a, b *record.Run) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
@@ -271,7 +272,7 @@ func referenceList(all []*workflow.Run, f workflow.RunFilter) []*workflow.Run {
 	return out
 }
 
-func runIDs(rs []*workflow.Run) []string {
+func runIDs(rs []*record.Run) []string {
 	ids := make([]string, len(rs))
 	for i, r := range rs {
 		ids[i] = r.ID
@@ -281,7 +282,7 @@ func runIDs(rs []*workflow.Run) []string {
 
 func testListRuns(t *testing.T, s workflow.Store) {
 	all := listFixture(t, s)
-	waiting := []workflow.Status{workflow.StatusWaitingApproval}
+	waiting := []record.Status{record.StatusWaitingApproval}
 	cases := []struct {
 		name string
 		f    workflow.RunFilter
@@ -291,9 +292,9 @@ func testListRuns(t *testing.T, s workflow.Store) {
 			[]string{"r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09", "r10"}},
 		{"one status", workflow.RunFilter{Statuses: waiting},
 			[]string{"r00", "r02", "r03", "r05", "r07", "r09"}},
-		{"several statuses", workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusNeedsAttention, workflow.StatusDone}},
+		{"several statuses", workflow.RunFilter{Statuses: []record.Status{record.StatusNeedsAttention, record.StatusDone}},
 			[]string{"r06", "r08"}},
-		{"a status nobody has", workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusCancelled}}, nil},
+		{"a status nobody has", workflow.RunFilter{Statuses: []record.Status{record.StatusCancelled}}, nil},
 		{"deadline strictly before, zero deadlines never", workflow.RunFilter{DeadlineBefore: odd.Add(5 * time.Hour)},
 			[]string{"r00", "r07", "r08", "r10"}},
 		{"status and deadline", workflow.RunFilter{Statuses: waiting, DeadlineBefore: odd.Add(5*time.Hour + time.Millisecond)},
@@ -316,14 +317,14 @@ func testListRuns(t *testing.T, s workflow.Store) {
 			if ref := runIDs(referenceList(all, tc.f)); !slices.Equal(ref, tc.want) {
 				t.Fatalf("the test disagrees with itself: reference %v, spelled out %v", ref, tc.want)
 			}
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Run, error) {
+			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Run, error) {
 				return tx.ListRuns(ctx, tc.f)
 			})
 			if ids := runIDs(got); !slices.Equal(ids, tc.want) {
 				t.Errorf("ListRuns(%+v) = %v, want %v", tc.f, ids, tc.want)
 			}
 			for _, r := range got {
-				i := slices.IndexFunc(all, func(w *workflow.Run) bool { return w.ID == r.ID })
+				i := slices.IndexFunc(all, func(w *record.Run) bool { return w.ID == r.ID })
 				if i >= 0 {
 					checkSame(t, "listed run "+r.ID, all[i], r)
 				}
@@ -338,25 +339,25 @@ func testListRuns(t *testing.T, s workflow.Store) {
 // none or the base is missing.
 func testListRunHeads(t *testing.T, s workflow.Store) {
 	all := listFixture(t, s)
-	heads := map[string]*workflow.Checkpoint{}
-	bases := map[string]*workflow.Checkpoint{}
+	heads := map[string]*record.Checkpoint{}
+	bases := map[string]*record.Checkpoint{}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
 		for _, c := range []struct {
 			id              string
 			seqs, row, base int64 // base: of the checkpoint at row
 		}{{"r02", 2, 2, 1}, {"r03", 1, 1, 7}, {"r05", 1, 2, 0}, {"r09", 3, 3, 2}} {
-			written := map[int64]*workflow.Checkpoint{}
+			written := map[int64]*record.Checkpoint{}
 			for seq := int64(1); seq <= c.seqs; seq++ {
-				cp := &workflow.Checkpoint{RunID: c.id, Seq: seq, SchemaVersion: workflow.SchemaVersion,
+				cp := &record.Checkpoint{RunID: c.id, Seq: seq, SchemaVersion: record.SchemaVersion,
 					State: []byte(fmt.Sprintf(`{"run":%q,"seq":%d}`, c.id, seq)), PrevHash: fmt.Sprintf("prev-%d", seq),
 					CreatedAt: odd.Add(time.Duration(seq) * time.Second)}
 				if seq == 1 {
-					cp.Seal = workflow.Seal{KeyID: "k1", MAC: "mac-" + c.id}
+					cp.Seal = record.Seal{KeyID: "k1", MAC: "mac-" + c.id}
 				}
 				if seq == c.row {
 					cp.BaseSeq = c.base
 				}
-				cp.Hash = workflow.CheckpointHash(cp)
+				cp.Hash = record.CheckpointHash(cp)
 				if err := tx.AppendCheckpoint(ctx, cp); err != nil {
 					return err
 				}
@@ -368,7 +369,7 @@ func testListRunHeads(t *testing.T, s workflow.Store) {
 			if b := written[c.base]; b != nil && heads[c.id] != nil {
 				bases[c.id] = b
 			}
-			i := slices.IndexFunc(all, func(r *workflow.Run) bool { return r.ID == c.id })
+			i := slices.IndexFunc(all, func(r *record.Run) bool { return r.ID == c.id })
 			r := all[i]
 			r.Seq = c.row
 			if err := tx.UpdateRun(ctx, r); err != nil {
@@ -378,7 +379,7 @@ func testListRunHeads(t *testing.T, s workflow.Store) {
 		}
 		return nil
 	})
-	waiting := []workflow.Status{workflow.StatusWaitingApproval}
+	waiting := []record.Status{record.StatusWaitingApproval}
 	for _, tc := range []struct {
 		name string
 		f    workflow.RunFilter
@@ -426,7 +427,7 @@ func testListRunsPagination(t *testing.T, s workflow.Store) {
 	for _, f := range []workflow.RunFilter{
 		{Limit: 1},
 		{Limit: 3},
-		{Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: 2},
+		{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 2},
 		{DeadlineBefore: odd.Add(6 * time.Hour), Limit: 2},
 	} {
 		t.Run(fmt.Sprintf("%v limit %d", f.Statuses, f.Limit), func(t *testing.T) {
@@ -436,7 +437,7 @@ func testListRunsPagination(t *testing.T, s workflow.Store) {
 				if page > len(all) {
 					t.Fatalf("pagination does not end; so far %v", got)
 				}
-				rs := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Run, error) {
+				rs := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Run, error) {
 					return tx.ListRuns(ctx, f)
 				})
 				if len(rs) > f.Limit {
@@ -469,7 +470,7 @@ func testConcurrentCompareAndSet(t *testing.T, s workflow.Store) {
 		wg.Go(func() {
 			<-start
 			for range attempts {
-				var r *workflow.Run
+				var r *record.Run
 				err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 					var err error
 					r, err = tx.Run(ctx, "run-hot")
@@ -508,7 +509,7 @@ func testConcurrentCompareAndSet(t *testing.T, s workflow.Store) {
 	if won == 0 {
 		t.Errorf("no update won")
 	}
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) { return tx.Run(ctx, "run-hot") })
+	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) { return tx.Run(ctx, "run-hot") })
 	if got.Version != 1+won {
 		t.Errorf("final version %d, want 1 + %d wins", got.Version, won)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -16,12 +17,12 @@ import (
 // and leaves the audit chain of the run appended to after it unbroken (a
 // driver may read the run's audit head with the transition's statements).
 func testSaveRun(t *testing.T, s workflow.Store) {
-	run := &workflow.Run{ID: "run-save", Workflow: "proposal", Status: workflow.StatusWaitingApproval, Seq: 1,
+	run := &record.Run{ID: "run-save", Workflow: "proposal", Status: record.StatusWaitingApproval, Seq: 1,
 		IdempotencyKey: "key-save", CreatedAt: base, UpdatedAt: base}
-	req := &workflow.ApprovalRequest{ID: "req-save", RunID: run.ID, Role: "lead", Count: 1, Status: workflow.RequestPending, CreatedAt: base}
-	var events []*workflow.AuditEvent
-	audit := func(ctx context.Context, tx workflow.Tx, action workflow.Event) error {
-		e := &workflow.AuditEvent{RunID: run.ID, Actor: "tester", Action: action, At: base}
+	req := &record.ApprovalRequest{ID: "req-save", RunID: run.ID, Role: "lead", Count: 1, Status: record.RequestPending, CreatedAt: base}
+	var events []*record.AuditEvent
+	audit := func(ctx context.Context, tx workflow.Tx, action record.Event) error {
+		e := &record.AuditEvent{RunID: run.ID, Actor: "tester", Action: action, At: base}
 		if err := tx.AppendAudit(ctx, e, nil); err != nil {
 			return err
 		}
@@ -29,7 +30,7 @@ func testSaveRun(t *testing.T, s workflow.Store) {
 		return nil
 	}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
-		cp := &workflow.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 2, State: []byte(`{"a":1}`), Hash: "h1", CreatedAt: base}
+		cp := &record.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 2, State: []byte(`{"a":1}`), Hash: "h1", CreatedAt: base}
 		if err := tx.SaveRun(ctx, &workflow.RunWrite{Run: run, Checkpoint: cp, Request: req}); err != nil {
 			return err
 		}
@@ -40,13 +41,13 @@ func testSaveRun(t *testing.T, s workflow.Store) {
 	}
 	// The second transition appends two events, as the last receipt does.
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
-		run.Status, run.Seq, run.UpdatedAt = workflow.StatusDone, 2, base.Add(time.Second)
-		cp := &workflow.Checkpoint{RunID: run.ID, Seq: 2, SchemaVersion: 2, State: []byte(`{"a":2}`), PrevHash: "h1", Hash: "h2", BaseSeq: 1, CreatedAt: base}
+		run.Status, run.Seq, run.UpdatedAt = record.StatusDone, 2, base.Add(time.Second)
+		cp := &record.Checkpoint{RunID: run.ID, Seq: 2, SchemaVersion: 2, State: []byte(`{"a":2}`), PrevHash: "h1", Hash: "h2", BaseSeq: 1, CreatedAt: base}
 		if err := tx.SaveRun(ctx, &workflow.RunWrite{Run: run, Checkpoint: cp}); err != nil {
 			return err
 		}
 		// An event about another run in between leaves both chains whole.
-		other := &workflow.AuditEvent{RunID: "run-other", Action: "refused", At: base}
+		other := &record.AuditEvent{RunID: "run-other", Action: "refused", At: base}
 		if err := tx.AppendAudit(ctx, other, nil); err != nil {
 			return err
 		}
@@ -76,14 +77,14 @@ func testSaveRun(t *testing.T, s workflow.Store) {
 		}
 		checkChain(t, b.Audit)
 		// Every event as appended, and the chains of both runs as stored.
-		all := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditEvent, error) {
+		all := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.AuditEvent, error) {
 			return tx.AuditEvents(ctx, workflow.AuditFilter{})
 		})
 		if len(all) != len(events) {
 			t.Fatalf("audit = %d events, want %d", len(all), len(events))
 		}
 		for _, e := range events {
-			i := slices.IndexFunc(all, func(a *workflow.AuditEvent) bool { return a.Seq == e.Seq })
+			i := slices.IndexFunc(all, func(a *record.AuditEvent) bool { return a.Seq == e.Seq })
 			if i < 0 {
 				t.Fatalf("the event %s of run %s (seq %d) is not stored", e.Action, e.RunID, e.Seq)
 			}
@@ -103,27 +104,27 @@ func testSaveRun(t *testing.T, s workflow.Store) {
 		{"a stale version", func() *workflow.RunWrite {
 			r := *run
 			r.Version, r.Seq = 1, 3
-			return &workflow.RunWrite{Run: &r, Checkpoint: &workflow.Checkpoint{RunID: run.ID, Seq: 3, SchemaVersion: 2, Hash: "h3"}}
+			return &workflow.RunWrite{Run: &r, Checkpoint: &record.Checkpoint{RunID: run.ID, Seq: 3, SchemaVersion: 2, Hash: "h3"}}
 		}, workflow.ErrConflict},
 		{"an unknown run", func() *workflow.RunWrite {
 			r := *run
 			r.ID = "run-nope"
-			return &workflow.RunWrite{Run: &r, Checkpoint: &workflow.Checkpoint{RunID: "run-nope", Seq: 3, SchemaVersion: 2, Hash: "h3"}}
+			return &workflow.RunWrite{Run: &r, Checkpoint: &record.Checkpoint{RunID: "run-nope", Seq: 3, SchemaVersion: 2, Hash: "h3"}}
 		}, workflow.ErrNotFound},
 		{"a run id that exists", func() *workflow.RunWrite {
 			r := *run
 			r.Version, r.IdempotencyKey = 0, ""
-			return &workflow.RunWrite{Run: &r, Checkpoint: &workflow.Checkpoint{RunID: run.ID, Seq: 3, SchemaVersion: 2, Hash: "h3"}}
+			return &workflow.RunWrite{Run: &r, Checkpoint: &record.Checkpoint{RunID: run.ID, Seq: 3, SchemaVersion: 2, Hash: "h3"}}
 		}, workflow.ErrDuplicate},
 		{"an approval request id that exists", func() *workflow.RunWrite {
-			r := &workflow.Run{ID: "run-save-2", Status: workflow.StatusWaitingApproval, Seq: 1}
+			r := &record.Run{ID: "run-save-2", Status: record.StatusWaitingApproval, Seq: 1}
 			q := *req
 			q.RunID, q.Version = r.ID, 0
-			return &workflow.RunWrite{Run: r, Checkpoint: &workflow.Checkpoint{RunID: r.ID, Seq: 1, SchemaVersion: 2, Hash: "h1"}, Request: &q}
+			return &workflow.RunWrite{Run: r, Checkpoint: &record.Checkpoint{RunID: r.ID, Seq: 1, SchemaVersion: 2, Hash: "h1"}, Request: &q}
 		}, workflow.ErrDuplicate},
 		{"a checkpoint that exists", func() *workflow.RunWrite {
 			r := *run
-			return &workflow.RunWrite{Run: &r, Checkpoint: &workflow.Checkpoint{RunID: run.ID, Seq: 2, SchemaVersion: 2, Hash: "h3"}}
+			return &workflow.RunWrite{Run: &r, Checkpoint: &record.Checkpoint{RunID: run.ID, Seq: 2, SchemaVersion: 2, Hash: "h3"}}
 		}, workflow.ErrDuplicate},
 	}
 	for _, f := range fails {

@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
 // claimSeen claims r in its own transaction.
-func claimSeen(t *testing.T, s workflow.Store, r *workflow.SeenRequest) (*workflow.SeenRequest, bool) {
+func claimSeen(t *testing.T, s workflow.Store, r *record.SeenRequest) (*record.SeenRequest, bool) {
 	t.Helper()
 	var (
-		first   *workflow.SeenRequest
+		first   *record.SeenRequest
 		claimed bool
 	)
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
@@ -26,9 +27,9 @@ func claimSeen(t *testing.T, s workflow.Store, r *workflow.SeenRequest) (*workfl
 	return first, claimed
 }
 
-func loadSeen(t *testing.T, s workflow.Store, digest string) *workflow.SeenRequest {
+func loadSeen(t *testing.T, s workflow.Store, digest string) *record.SeenRequest {
 	t.Helper()
-	return load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.SeenRequest, error) {
+	return load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.SeenRequest, error) {
 		return tx.SeenRequest(ctx, digest)
 	})
 }
@@ -38,14 +39,14 @@ func loadSeen(t *testing.T, s workflow.Store, digest string) *workflow.SeenReque
 // answer; the answer is a compare-and-set that a second answer cannot overwrite.
 func testSeenRequests(t *testing.T, s workflow.Store) {
 	ctx := context.Background()
-	first := &workflow.SeenRequest{Digest: "d1", CreatedAt: odd, ExpiresAt: odd.Add(10 * time.Minute)}
+	first := &record.SeenRequest{Digest: "d1", CreatedAt: odd, ExpiresAt: odd.Add(10 * time.Minute)}
 	got, claimed := claimSeen(t, s, first)
 	if !claimed || got.Version != 1 {
 		t.Fatalf("first claim: claimed %v, version %d; want a claim at version 1", claimed, got.Version)
 	}
 	checkSame(t, "claimed request", stored(first), loadSeen(t, s, "d1"))
 
-	replay := &workflow.SeenRequest{Digest: "d1", CreatedAt: odd.Add(time.Minute), ExpiresAt: odd.Add(time.Hour)}
+	replay := &record.SeenRequest{Digest: "d1", CreatedAt: odd.Add(time.Minute), ExpiresAt: odd.Add(time.Hour)}
 	got, claimed = claimSeen(t, s, replay)
 	if claimed {
 		t.Fatal("a second claim of the same digest claimed it")
@@ -75,7 +76,7 @@ func testSeenRequests(t *testing.T, s workflow.Store) {
 	wantErr(t, "a second answer", err, workflow.ErrConflict)
 	checkSame(t, "the answer after a refused second one", stored(&answered), loadSeen(t, s, "d1"))
 
-	missing := &workflow.SeenRequest{Digest: "never-claimed", Version: 1, AnsweredAt: odd, Status: 200}
+	missing := &record.SeenRequest{Digest: "never-claimed", Version: 1, AnsweredAt: odd, Status: 200}
 	err = s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.AnswerRequest(ctx, missing) })
 	wantErr(t, "answer of an unclaimed request", err, workflow.ErrNotFound)
 	err = s.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
@@ -85,7 +86,7 @@ func testSeenRequests(t *testing.T, s workflow.Store) {
 	wantErr(t, "load of an unclaimed request", err, workflow.ErrNotFound)
 
 	// An empty body is kept apart from none: a reply with no content stays so.
-	empty := &workflow.SeenRequest{Digest: "d2", CreatedAt: base, ExpiresAt: base.Add(time.Minute), AnsweredAt: base, Status: 200, Body: []byte{}}
+	empty := &record.SeenRequest{Digest: "d2", CreatedAt: base, ExpiresAt: base.Add(time.Minute), AnsweredAt: base, Status: 200, Body: []byte{}}
 	claimSeen(t, s, empty)
 	checkSame(t, "request answered with an empty body", stored(empty), loadSeen(t, s, "d2"))
 }
@@ -102,7 +103,7 @@ func testConcurrentRequestClaims(t *testing.T, s workflow.Store) {
 	)
 	for i := range n {
 		wg.Go(func() {
-			r := &workflow.SeenRequest{Digest: "same", CreatedAt: base.Add(time.Duration(i) * time.Second), ExpiresAt: base.Add(time.Hour)}
+			r := &record.SeenRequest{Digest: "same", CreatedAt: base.Add(time.Duration(i) * time.Second), ExpiresAt: base.Add(time.Hour)}
 			err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 				first, claimed, err := tx.ClaimRequest(ctx, r)
 				if err != nil {
@@ -147,7 +148,7 @@ func testForgetRequests(t *testing.T, s workflow.Store) {
 		"later":       now.Add(time.Hour),
 	}
 	for d, exp := range expiries {
-		claimSeen(t, s, &workflow.SeenRequest{Digest: d, CreatedAt: base, ExpiresAt: exp})
+		claimSeen(t, s, &record.SeenRequest{Digest: d, CreatedAt: base, ExpiresAt: exp})
 	}
 	forget := func(limit int) int {
 		var n int
@@ -192,7 +193,7 @@ func testForgetRequests(t *testing.T, s workflow.Store) {
 	}
 	// A digest forgotten after its window may be claimed afresh; the edge
 	// refuses such a copy anyway by its timestamp.
-	if _, claimed := claimSeen(t, s, &workflow.SeenRequest{Digest: "gone", CreatedAt: now, ExpiresAt: now.Add(time.Minute)}); !claimed {
+	if _, claimed := claimSeen(t, s, &record.SeenRequest{Digest: "gone", CreatedAt: now, ExpiresAt: now.Add(time.Minute)}); !claimed {
 		t.Error("a forgotten digest could not be claimed again")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -115,18 +116,18 @@ func load[T any](t *testing.T, s workflow.Store, fn func(ctx context.Context, tx
 }
 
 // seedRun stores a minimal run.
-func seedRun(t *testing.T, s workflow.Store, id string) *workflow.Run {
+func seedRun(t *testing.T, s workflow.Store, id string) *record.Run {
 	t.Helper()
-	r := &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusRunning, CreatedAt: base, UpdatedAt: base}
+	r := &record.Run{ID: id, Workflow: "proposal", Status: record.StatusRunning, CreatedAt: base, UpdatedAt: base}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) })
 	return r
 }
 
 // seedRequest stores a pending approval request of run.
-func seedRequest(t *testing.T, s workflow.Store, runID, id string) *workflow.ApprovalRequest {
+func seedRequest(t *testing.T, s workflow.Store, runID, id string) *record.ApprovalRequest {
 	t.Helper()
-	r := &workflow.ApprovalRequest{ID: id, RunID: runID, Fingerprint: "fp-" + id, Role: "team_lead", Count: 1,
-		Status: workflow.RequestPending, CreatedAt: base}
+	r := &record.ApprovalRequest{ID: id, RunID: runID, Fingerprint: "fp-" + id, Role: "team_lead", Count: 1,
+		Status: record.RequestPending, CreatedAt: base}
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRequest(ctx, r) })
 	return r
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -18,13 +19,13 @@ var errBoom = errors.New("boom")
 // writeEverything writes one of each record about run id, as a transition would.
 func writeEverything(ctx context.Context, tx workflow.Tx, id string) error {
 	return errors.Join(
-		tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning, IdempotencyKey: "key-" + id}),
-		tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: id, Seq: 1, SchemaVersion: 1}),
-		tx.InsertRequest(ctx, &workflow.ApprovalRequest{ID: "req-" + id, RunID: id, Status: workflow.RequestPending}),
-		tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-" + id, RunID: id, ApproverID: "U1", Verdict: workflow.VerdictApprove}),
-		tx.InsertOperation(ctx, &workflow.Operation{Key: "op-" + id, RunID: id, Status: workflow.OpPending}),
-		tx.EnqueueOutbox(ctx, &workflow.OutboxMessage{RunID: id, Kind: "slack.post"}),
-		tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"}, nil),
+		tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning, IdempotencyKey: "key-" + id}),
+		tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: id, Seq: 1, SchemaVersion: 1}),
+		tx.InsertRequest(ctx, &record.ApprovalRequest{ID: "req-" + id, RunID: id, Status: record.RequestPending}),
+		tx.InsertDecision(ctx, &record.Decision{RequestID: "req-" + id, RunID: id, ApproverID: "U1", Verdict: record.VerdictApprove}),
+		tx.InsertOperation(ctx, &record.Operation{Key: "op-" + id, RunID: id, Status: record.OpPending}),
+		tx.EnqueueOutbox(ctx, &record.OutboxMessage{RunID: id, Kind: "slack.post"}),
+		tx.AppendAudit(ctx, &record.AuditEvent{RunID: id, Action: "start"}, nil),
 	)
 }
 
@@ -75,14 +76,14 @@ func testRollbackOnError(t *testing.T, s workflow.Store) {
 		before := stored(r)
 		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
 			c := *r
-			c.Status, c.Step = workflow.StatusDone, 9
+			c.Status, c.Step = record.StatusDone, 9
 			if err := tx.UpdateRun(ctx, &c); err != nil {
 				return err
 			}
 			return errBoom
 		})
 		wantErr(t, "Update", err, errBoom)
-		got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) { return tx.Run(ctx, "run-kept") })
+		got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) { return tx.Run(ctx, "run-kept") })
 		checkSame(t, "run after a rolled-back update", before, got)
 	})
 }
@@ -136,16 +137,16 @@ func testCancelledContext(t *testing.T, s workflow.Store) {
 func testTxUsableAfterDuplicate(t *testing.T, s workflow.Store) {
 	seedRun(t, s, "run-first")
 	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
-		err := tx.InsertRun(ctx, &workflow.Run{ID: "run-first", Status: workflow.StatusRunning})
+		err := tx.InsertRun(ctx, &record.Run{ID: "run-first", Status: record.StatusRunning})
 		if !errors.Is(err, workflow.ErrDuplicate) {
 			return fmt.Errorf("second insert: got %v, want ErrDuplicate", err)
 		}
 		if _, err := tx.Run(ctx, "run-first"); err != nil {
 			return fmt.Errorf("read after ErrDuplicate: %w", err)
 		}
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-second", Status: workflow.StatusRunning, CreatedAt: base.Add(time.Second)})
+		return tx.InsertRun(ctx, &record.Run{ID: "run-second", Status: record.StatusRunning, CreatedAt: base.Add(time.Second)})
 	})
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Run, error) {
+	got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Run, error) {
 		return tx.ListRuns(ctx, workflow.RunFilter{})
 	})
 	if ids := runIDs(got); !slices.Equal(ids, []string{"run-first", "run-second"}) {
@@ -185,7 +186,7 @@ func testViewSnapshot(t *testing.T, s workflow.Store) {
 		}
 		return nil
 	})
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) { return tx.Run(ctx, "run-1") })
+	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) { return tx.Run(ctx, "run-1") })
 	if got.Version != 2 || got.Step != 99 {
 		t.Errorf("after the view: version %d step %d, want 2 and 99", got.Version, got.Step)
 	}
@@ -193,7 +194,7 @@ func testViewSnapshot(t *testing.T, s workflow.Store) {
 
 func testViewIsReadOnly(t *testing.T, s workflow.Store) {
 	_ = s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		if err := tx.InsertRun(ctx, &workflow.Run{ID: "run-in-view", Status: workflow.StatusRunning}); err == nil {
+		if err := tx.InsertRun(ctx, &record.Run{ID: "run-in-view", Status: record.StatusRunning}); err == nil {
 			t.Error("InsertRun inside View succeeded; want an error")
 		}
 		return nil

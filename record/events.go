@@ -1,4 +1,4 @@
-package workflow
+package record
 
 // Event names a transition of a run, or an audit event without one (a
 // refusal). It is the action of the run's audit event and what hooks match
