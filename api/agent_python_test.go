@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -76,7 +77,7 @@ func TestPythonAgent(t *testing.T) {
 		for h.engine.Changes().Waiting() == 0 {
 			runtime.Gosched()
 		}
-		runs, err := h.engine.List(context.Background(), workflow.RunFilter{TaskID: "T-7"})
+		runs, err := h.engine.List(context.Background(), storage.RunFilter{TaskID: "T-7"})
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("runs %v %v", runs, err)
 		}

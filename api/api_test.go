@@ -18,6 +18,7 @@ import (
 	"github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/api/client"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -814,7 +815,7 @@ func TestCursorsAreSealed(t *testing.T) {
 	}
 	ms, _ := strconv.ParseInt(f[1], 10, 64)
 	forged := []struct{ name, cursor string }{
-		{"sealed with a key the server does not hold", api.EncodeCursor([][]byte{next}, time.UnixMilli(ms), workflow.RunFilter{RequesterID: "agent:resolver"}, ids[0])},
+		{"sealed with a key the server does not hold", api.EncodeCursor([][]byte{next}, time.UnixMilli(ms), storage.RunFilter{RequesterID: "agent:resolver"}, ids[0])},
 		{"its seal changed", enc(f[0], f[1], f[2], string(flipped), f[4])},
 		{"another run's position under its seal", enc(f[0], f[1], f[2], f[3], ids[1])},
 		{"another time under its seal", enc(f[0], strconv.FormatInt(ms+1, 10), f[2], f[3], f[4])},

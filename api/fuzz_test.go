@@ -9,6 +9,7 @@ import (
 
 	"github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -52,7 +53,7 @@ func FuzzProposalBody(f *testing.F) {
 // FuzzCursor: a cursor is taken only in the one form the API gives out,
 // sealed.
 func FuzzCursor(f *testing.F) {
-	f.Add(api.EncodeCursor([][]byte{api.TestCursorKey}, time.UnixMilli(1764504000000), workflow.RunFilter{RequesterID: "agent:resolver"}, "run_1"))
+	f.Add(api.EncodeCursor([][]byte{api.TestCursorKey}, time.UnixMilli(1764504000000), storage.RunFilter{RequesterID: "agent:resolver"}, "run_1"))
 	for _, s := range []string{"MjoxNzY0NTA0MDAwMDAwOjAxMjM0NTY3ODlhYmNkZWY6cnVuXzE", "MToxNzY0NTA0MDAwMDAwOnJ1bl8x", "", "eyJpZCI6MX0", "MTox", "MTotMTpy", "MTowMTpy"} {
 		f.Add(s)
 	}

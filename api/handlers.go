@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -154,8 +155,8 @@ func (h *handlers) ListRuns(ctx context.Context, req ListRunsRequestObject) (Lis
 // requester is refused rather than answered with an empty page, so that an
 // agent that asks for what it may not see is told so. A cursor must bear
 // seal's seal.
-func listFilter(p ListRunsParams, requester string, seal *cursorSeal) (workflow.RunFilter, error) {
-	f := workflow.RunFilter{Limit: DefaultLimit, RequesterID: requester}
+func listFilter(p ListRunsParams, requester string, seal *cursorSeal) (storage.RunFilter, error) {
+	f := storage.RunFilter{Limit: DefaultLimit, RequesterID: requester}
 	if p.Limit != nil {
 		if *p.Limit < 1 || *p.Limit > MaxLimit {
 			return f, fieldProblem("limit", "want 1 to 200")

@@ -26,6 +26,7 @@ import (
 	"github.com/signoff-dev/signoff/api/client"
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -251,9 +252,9 @@ type snapshot struct {
 func (h *harness) snapshot() snapshot {
 	h.t.Helper()
 	s := snapshot{Checkpoints: map[string]int{}}
-	err := h.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err := h.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		if s.Runs, err = tx.ListRuns(ctx, workflow.RunFilter{}); err != nil {
+		if s.Runs, err = tx.ListRuns(ctx, storage.RunFilter{}); err != nil {
 			return err
 		}
 		for _, r := range s.Runs {
@@ -263,7 +264,7 @@ func (h *harness) snapshot() snapshot {
 			}
 			s.Checkpoints[r.ID] = len(cps)
 		}
-		evs, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		s.Audit = len(evs)
 		return err
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -44,7 +45,7 @@ func (e *bareEngine) Decide(_ context.Context, in workflow.DecideInput) (*record
 	return &record.Run{ID: in.RunID, Status: record.StatusExecuting}, nil
 }
 
-func (e *bareEngine) List(context.Context, workflow.RunFilter) ([]*record.Run, error) {
+func (e *bareEngine) List(context.Context, storage.RunFilter) ([]*record.Run, error) {
 	return nil, nil
 }
 

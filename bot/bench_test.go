@@ -14,6 +14,7 @@ import (
 	"github.com/signoff-dev/signoff/internal/benchkit"
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -142,24 +143,24 @@ func (e *benchEngine) Decide(_ context.Context, in workflow.DecideInput) (*recor
 	return &record.Run{ID: in.RunID, Status: record.StatusExecuting}, nil
 }
 
-func (e *benchEngine) List(context.Context, workflow.RunFilter) ([]*record.Run, error) {
+func (e *benchEngine) List(context.Context, storage.RunFilter) ([]*record.Run, error) {
 	return nil, nil
 }
 
 func (e *benchEngine) Cancel(context.Context, string, record.Person, string) (*record.Run, error) {
-	return nil, workflow.ErrNotFound
+	return nil, storage.ErrNotFound
 }
 
 func (e *benchEngine) Reassign(context.Context, string, record.Person, record.Person) (*record.Run, error) {
-	return nil, workflow.ErrNotFound
+	return nil, storage.ErrNotFound
 }
 
 func (e *benchEngine) Extend(context.Context, string, record.Person, time.Duration) (*record.Run, error) {
-	return nil, workflow.ErrNotFound
+	return nil, storage.ErrNotFound
 }
 
 func (e *benchEngine) Resolve(context.Context, workflow.ResolveInput) (*record.Run, error) {
-	return nil, workflow.ErrNotFound
+	return nil, storage.ErrNotFound
 }
 
 func (e *benchEngine) Roles() *workflow.Roles { return benchRoles }

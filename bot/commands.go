@@ -14,6 +14,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -157,7 +158,7 @@ func (s *Server) pending(ctx context.Context, who record.Person, page int, log *
 	if msg := s.mayRead(ctx, who, log); msg != "" {
 		return reply(msg)
 	}
-	runs, err := s.pendingViews(ctx, workflow.RunFilter{
+	runs, err := s.pendingViews(ctx, storage.RunFilter{
 		Statuses: []record.Status{record.StatusWaitingApproval}, Limit: page*pendingPageSize + 1,
 	}, (page-1)*pendingPageSize, log)
 	if err != nil {
@@ -194,7 +195,7 @@ func (s *Server) pending(ctx context.Context, who record.Person, page int, log *
 // viewLister is an engine that reads a page of runs with what each is
 // about in one query.
 type viewLister interface {
-	ListViews(ctx context.Context, f workflow.RunFilter) ([]*workflow.RunView, error)
+	ListViews(ctx context.Context, f storage.RunFilter) ([]*workflow.RunView, error)
 }
 
 var _ viewLister = (*workflow.Engine)(nil)
@@ -209,7 +210,7 @@ type pendingRun struct {
 // pendingViews lists runs with their actions, summary and requester: in one
 // query when the engine can, else by reading each run from index from on
 // (those before are another page's).
-func (s *Server) pendingViews(ctx context.Context, f workflow.RunFilter, from int, log *slog.Logger) ([]pendingRun, error) {
+func (s *Server) pendingViews(ctx context.Context, f storage.RunFilter, from int, log *slog.Logger) ([]pendingRun, error) {
 	if lv, ok := s.eng.(viewLister); ok {
 		views, err := lv.ListViews(ctx, f)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -38,7 +39,7 @@ type Renderer func(v *workflow.RunView, req workflow.RequestView) ([]slack.Block
 // memory is the process's own: after a restart (or on another replica) one
 // unchanged rewrite may be sent again, which Slack shows as nothing.
 type Dispatcher struct {
-	Store   workflow.Store
+	Store   storage.Store
 	Engine  *workflow.Engine
 	Slack   Poster
 	Channel string
@@ -64,11 +65,11 @@ const maxRemembered = 10000
 func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	now := d.now()
 	var due []*record.OutboxMessage
-	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := d.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		// Only its own kinds: rows of another dispatcher (callbacks waiting
 		// behind a failing one) must not fill the round.
-		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
+		due, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
 		return err
 	})
 	if err != nil {
@@ -123,8 +124,8 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*record.OutboxMessage) 
 	for _, m := range rows {
 		m.Attempts++
 		m.NextAttempt = d.now().Add(claim)
-		err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) })
-		if errors.Is(err, workflow.ErrConflict) {
+		err := d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) })
+		if errors.Is(err, storage.ErrConflict) {
 			continue
 		}
 		if err != nil {
@@ -151,7 +152,7 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*record.OutboxMessage) 
 			d.log().Log(ctx, level, "slack delivery failed", "outbox_id", m.ID, "kind", m.Kind, "run_id", m.RunID,
 				"attempt", m.Attempts, "retry_in", wait.String(), "error", sendErr.Error())
 		}
-		if err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
+		if err := d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
 			errs = append(errs, fmt.Errorf("record delivery of outbox row %d: %w", m.ID, err))
 		}
 	}
@@ -286,8 +287,8 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	// Where the message went is a record of its own, so recording it races
 	// no decision: the request row is the engine's alone.
 	loc := &record.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
-	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertMessageLocation(ctx, loc) })
-	if errors.Is(err, workflow.ErrDuplicate) {
+	err = d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.InsertMessageLocation(ctx, loc) })
+	if errors.Is(err, storage.ErrDuplicate) {
 		// Another delivery of the post recorded its message first (a claim
 		// that ran out while this one was on its way): that message is the
 		// one kept up to date.

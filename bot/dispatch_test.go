@@ -18,6 +18,7 @@ import (
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/fixtures"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -39,7 +40,7 @@ type dispatchHarness struct {
 	// noSlack is an engine on the same store without the Slack outbox hook: a
 	// process whose config had no slack section.
 	noSlack *workflow.Engine
-	store   workflow.Store
+	store   storage.Store
 	shop    *demo.Shop
 	slack   *fakeslack.Server
 	disp    *bot.Dispatcher
@@ -220,7 +221,7 @@ func TestOutboxRowsCommitWithTheTransition(t *testing.T) {
 	}
 	run := h.submitRefund(t)
 	var rows []*record.OutboxMessage
-	err = h.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err = h.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		rows, err = tx.DueOutbox(ctx, h.clock.now.Add(time.Hour), 0)
 		return err
@@ -555,7 +556,7 @@ func TestUnreadableRowIsDeliveredAsARewrite(t *testing.T) {
 	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return tx.EnqueueOutbox(ctx, &record.OutboxMessage{RunID: run.ID, Kind: bot.KindPost, Payload: []byte("{not json"), NextAttempt: h.clock.now, CreatedAt: h.clock.now})
 	})
 	if err != nil {
@@ -573,7 +574,7 @@ func TestUnreadableRowIsDeliveredAsARewrite(t *testing.T) {
 // however many, leave the Slack rows their place in a round.
 func TestOtherKindsDoNotFillTheRound(t *testing.T) {
 	h := newDispatchHarness(t)
-	err := h.store.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err := h.store.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		for range 3 {
 			m := &record.OutboxMessage{RunID: "run-other", Kind: "callback", Payload: []byte(`{}`), CreatedAt: h.clock.now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {

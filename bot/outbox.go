@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -43,7 +44,7 @@ var postEvents = map[record.Event]bool{record.EventSubmitted: true, record.Event
 // OnTransition queues a post when a transition creates a pending request, and a
 // rewrite after every change of a run that was ever put to a person, whatever
 // its gate says now (an edit can lower the risk so that no request is current).
-func (Outbox) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
+func (Outbox) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Transition) error {
 	asked := t.State != nil && t.State.Gate != nil && t.State.Gate.RequestID != ""
 	if !asked {
 		reqs, err := tx.RequestsForRun(ctx, t.Run.ID)
@@ -66,7 +67,7 @@ func (Outbox) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Trans
 	return nil
 }
 
-func enqueue(ctx context.Context, tx workflow.Tx, run *record.Run, kind record.OutboxKind, p OutboxPayload) error {
+func enqueue(ctx context.Context, tx storage.Tx, run *record.Run, kind record.OutboxKind, p OutboxPayload) error {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode %s of run %s: %w", kind, p.RunID, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -71,7 +72,7 @@ func (h *slackHarness) everything(id string) string {
 	h.t.Helper()
 	var b strings.Builder
 	b.WriteString(h.snapshot(id))
-	err := h.eng.Store().View(h.ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := h.eng.Store().View(h.ctx, func(ctx context.Context, tx storage.Tx) error {
 		reqs, err := tx.RequestsForRun(ctx, id)
 		if err != nil {
 			return err
@@ -80,7 +81,7 @@ func (h *slackHarness) everything(id string) string {
 		if err != nil {
 			return err
 		}
-		audit, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		audit, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return err
 		}
@@ -221,7 +222,7 @@ func TestRefusedCopiesDoNotBlockTheRequest(t *testing.T) {
 // handling it would have left it: claimed, never answered.
 func (h *slackHarness) claimAsCrashed(digest string) {
 	h.t.Helper()
-	err := h.eng.Store().Update(h.ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := h.eng.Store().Update(h.ctx, func(ctx context.Context, tx storage.Tx) error {
 		_, claimed, err := tx.ClaimRequest(ctx, &record.SeenRequest{Digest: digest, CreatedAt: h.clock.Now(), ExpiresAt: h.clock.Now().Add(time.Hour)})
 		if err == nil && !claimed {
 			err = fmt.Errorf("%s was claimed already", digest)

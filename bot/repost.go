@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // maxChecked bounds the waiting runs QueueUnposted remembers as settled; past
@@ -35,12 +35,12 @@ type unposted struct {
 // Runs found settled are remembered with the time of their last change, so
 // that later sweeps read only runs that are new or changed.
 func (d *Dispatcher) QueueUnposted(ctx context.Context) (int, error) {
-	f := workflow.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 500}
+	f := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 500}
 	queued := 0
 	for {
 		var page []*record.Run
 		var found []unposted
-		err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := d.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			page, found, err = d.unpostedIn(ctx, tx, f)
 			return err
@@ -67,7 +67,7 @@ func (d *Dispatcher) QueueUnposted(ctx context.Context) (int, error) {
 
 // unpostedIn reads one page of waiting runs and returns the pending requests
 // among them that have neither a message nor an undelivered post row.
-func (d *Dispatcher) unpostedIn(ctx context.Context, tx workflow.Tx, f workflow.RunFilter) ([]*record.Run, []unposted, error) {
+func (d *Dispatcher) unpostedIn(ctx context.Context, tx storage.Tx, f storage.RunFilter) ([]*record.Run, []unposted, error) {
 	page, err := tx.ListRuns(ctx, f)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list waiting runs: %w", err)
@@ -117,7 +117,7 @@ func (d *Dispatcher) unpostedIn(ctx context.Context, tx workflow.Tx, f workflow.
 }
 
 // postedRequests says which of a run's requests have a message.
-func postedRequests(ctx context.Context, tx workflow.Tx, runID string) (map[string]bool, error) {
+func postedRequests(ctx context.Context, tx storage.Tx, runID string) (map[string]bool, error) {
 	locs, err := tx.MessageLocations(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list the messages of run %s: %w", runID, err)
@@ -141,7 +141,7 @@ func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 		return false, fmt.Errorf("encode the post of run %s: %w", u.run.ID, err)
 	}
 	now := d.now()
-	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err = d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		// First the run: in a write transaction its row is locked until the
 		// end, so what follows is read after any sweep or decision before.
 		run, err := tx.Run(ctx, u.run.ID)
@@ -159,7 +159,7 @@ func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 		if err != nil {
 			return err
 		}
-		rows, err := tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []record.OutboxKind{KindPost}, RunID: run.ID})
+		rows, err := tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost}, RunID: run.ID})
 		if err != nil {
 			return fmt.Errorf("read the outbox of run %s: %w", run.ID, err)
 		}
@@ -168,7 +168,7 @@ func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 		}
 		return tx.EnqueueOutbox(ctx, &record.OutboxMessage{RunID: u.run.ID, Kind: KindPost, Payload: body, NextAttempt: now, CreatedAt: now})
 	})
-	if errors.Is(err, errSettled) || errors.Is(err, workflow.ErrNotFound) {
+	if errors.Is(err, errSettled) || errors.Is(err, storage.ErrNotFound) {
 		return false, nil // changed meanwhile: the next sweep reads it again
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -22,7 +23,7 @@ const deliverBatch = 50
 // poll (a retry after its backoff); posting waiting runs without a message,
 // at start and every repostEvery; and forgetting the Slack requests past
 // their replay window, every poll.
-func (d *Dispatcher) Loops(changes *workflow.Changes, poll time.Duration) []*workflow.Loop {
+func (d *Dispatcher) Loops(changes *storage.Changes, poll time.Duration) []*workflow.Loop {
 	log := d.log()
 	return []*workflow.Loop{
 		{Name: "deliver slack messages", Changes: changes, Pace: workflow.PaceAfter(poll), Logger: log,

@@ -10,13 +10,14 @@ import (
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
 // runLoops runs the dispatcher's loops that names name (all without names),
 // each on a hand pace, until the test ends, and returns the paces by loop
 // name once the rounds at start have ended.
-func runLoops(t *testing.T, d *bot.Dispatcher, changes *workflow.Changes, names ...string) map[string]*clocktest.Pace {
+func runLoops(t *testing.T, d *bot.Dispatcher, changes *storage.Changes, names ...string) map[string]*clocktest.Pace {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	paces := map[string]*clocktest.Pace{}
@@ -109,7 +110,7 @@ func TestDispatcherLoopsForgetRequestsPastTheirWindow(t *testing.T) {
 	claim := func() bool {
 		t.Helper()
 		var claimed bool
-		err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			_, claimed, err = tx.ClaimRequest(ctx, &record.SeenRequest{Digest: "d1", CreatedAt: h.clock.now, ExpiresAt: h.clock.now.Add(time.Hour)})
 			return err

@@ -17,6 +17,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -37,7 +38,7 @@ type SlackActions interface {
 type runEngine interface {
 	Decide(ctx context.Context, in workflow.DecideInput) (*record.Run, error)
 	Get(ctx context.Context, id string) (*workflow.RunView, error)
-	List(ctx context.Context, f workflow.RunFilter) ([]*record.Run, error)
+	List(ctx context.Context, f storage.RunFilter) ([]*record.Run, error)
 	Cancel(ctx context.Context, id string, by record.Person, reason string) (*record.Run, error)
 	Reassign(ctx context.Context, id string, by, to record.Person) (*record.Run, error)
 	Extend(ctx context.Context, id string, by record.Person, d time.Duration) (*record.Run, error)
@@ -92,7 +93,7 @@ type Server struct {
 	refused func(reason string)
 	// seen keeps the requests taken (see serveSigned); nil only for the
 	// benchmark of the bare handler, which has no store.
-	seen workflow.Store
+	seen storage.Store
 }
 
 // NewServer checks cfg and builds a Server. It refuses a config that would

@@ -15,6 +15,7 @@ import (
 
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -23,7 +24,7 @@ import (
 func (h *slackHarness) storedDecisions(id string) []*record.Decision {
 	h.t.Helper()
 	var ds []*record.Decision
-	err := h.eng.Store().View(h.ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := h.eng.Store().View(h.ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		ds, err = tx.Decisions(ctx, id)
 		return err

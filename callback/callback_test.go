@@ -19,6 +19,7 @@ import (
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -107,7 +108,7 @@ func (r *receiver) events() []callback.Event {
 type env struct {
 	t      testing.TB
 	clock  *clocktest.Clock
-	store  workflow.Store
+	store  storage.Store
 	engine *workflow.Engine
 	disp   *callback.Dispatcher
 	recv   *receiver
@@ -123,7 +124,7 @@ func newEnv(t testing.TB) *env {
 }
 
 // newEnvOn is newEnv on a store of the caller's.
-func newEnvOn(t testing.TB, st workflow.Store) *env {
+func newEnvOn(t testing.TB, st storage.Store) *env {
 	t.Helper()
 	c := clocktest.New(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	t.Cleanup(func() { st.Close() })
@@ -227,9 +228,9 @@ func (e *env) drain(rounds int) {
 func (e *env) undelivered(failing bool) []*record.OutboxMessage {
 	e.t.Helper()
 	var ms []*record.OutboxMessage
-	if err := e.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := e.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []record.OutboxKind{callback.Kind}, Failing: failing})
+		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{callback.Kind}, Failing: failing})
 		return err
 	}); err != nil {
 		e.t.Fatal(err)

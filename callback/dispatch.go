@@ -16,6 +16,7 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -49,7 +50,7 @@ const maxError = 500
 // above, at most hourly, until the receiver takes it, and `signoff outbox
 // --failing` shows it with its last error meanwhile.
 type Dispatcher struct {
-	Store workflow.Store
+	Store storage.Store
 	// Keys sign every event (several while a key rotates).
 	Keys [][]byte
 	// Allowed is the allow-list as it is now: a row whose URL it no longer
@@ -145,9 +146,9 @@ func (d *Dispatcher) deliverRun(ctx context.Context, m *record.OutboxMessage) (i
 // their run (of run runID only, when set), at most limit.
 func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*record.OutboxMessage, error) {
 	var ms []*record.OutboxMessage
-	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := d.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []record.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
+		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
 		return err
 	})
 	if err != nil {
@@ -165,8 +166,8 @@ func (d *Dispatcher) deliver(ctx context.Context, m *record.OutboxMessage) (deli
 	}
 	m.Attempts++
 	m.NextAttempt = d.now().Add(claim)
-	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) })
-	if errors.Is(err, workflow.ErrConflict) {
+	err = d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) })
+	if errors.Is(err, storage.ErrConflict) {
 		return false, nil // another replica has it
 	}
 	if err != nil {
@@ -185,7 +186,7 @@ func (d *Dispatcher) deliver(ctx context.Context, m *record.OutboxMessage) (deli
 		d.log().Warn("callback delivery failed", "outbox_id", m.ID, "run_id", m.RunID, "attempt", m.Attempts,
 			"retry_in", wait.String(), "error", m.LastError)
 	}
-	if err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
+	if err := d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
 		return false, fmt.Errorf("record delivery of callback row %d: %w", m.ID, err)
 	}
 	return sendErr == nil, nil

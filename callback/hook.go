@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -63,7 +64,7 @@ var _ workflow.Hook = (*Hook)(nil)
 // OnTransition queues an event when t moves a run with a callback URL into a
 // status of Types. The run is rendered in the transaction, so the event shows
 // the status it announces even when it is delivered much later.
-func (h *Hook) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
+func (h *Hook) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Transition) error {
 	typ, ok := Types[t.Run.Status]
 	if !ok || t.Run.Status == t.From {
 		return nil

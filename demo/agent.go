@@ -12,6 +12,7 @@ import (
 
 	"github.com/signoff-dev/signoff/fixtures"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -121,7 +122,7 @@ func (a *Agent) tool(ctx context.Context, name string, args json.RawMessage) (js
 	default:
 		return nil, &permanentError{fmt.Errorf("unknown tool %q", name)}
 	}
-	if errors.Is(err, workflow.ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		out = map[string]string{"error": err.Error()}
 	} else if err != nil {
 		return nil, err

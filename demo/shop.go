@@ -24,6 +24,7 @@ import (
 
 	"github.com/signoff-dev/signoff/fixtures"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -774,7 +775,7 @@ func (s *Shop) Order(ctx context.Context, id string) (Order, error) {
 	err := s.db.QueryRowContext(ctx, "SELECT customer, status, currency, placed_at FROM orders WHERE id = ?", id).
 		Scan(&o.Customer, &o.Status, &o.Currency, &placed)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Order{}, fmt.Errorf("order %s: %w", id, workflow.ErrNotFound)
+		return Order{}, fmt.Errorf("order %s: %w", id, storage.ErrNotFound)
 	}
 	if err != nil {
 		return Order{}, fmt.Errorf("order %s: %w", id, err)
@@ -853,7 +854,7 @@ func (s *Shop) Payments(ctx context.Context, orderID string) ([]Payment, error) 
 	if err := orderExists(ctx, s.db, orderID); err != nil {
 		var r *RefusedError
 		if errors.As(err, &r) {
-			return nil, fmt.Errorf("payments of %s: %w", orderID, workflow.ErrNotFound)
+			return nil, fmt.Errorf("payments of %s: %w", orderID, storage.ErrNotFound)
 		}
 		return nil, fmt.Errorf("payments of %s: %w", orderID, err)
 	}
@@ -893,7 +894,7 @@ func (s *Shop) Ticket(ctx context.Context, id string) (Ticket, error) {
 	err := s.db.QueryRowContext(ctx, "SELECT order_id, customer, subject, body FROM tickets WHERE id = ?", id).
 		Scan(&t.OrderID, &t.Customer, &t.Subject, &t.Body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Ticket{}, fmt.Errorf("ticket %s: %w", id, workflow.ErrNotFound)
+		return Ticket{}, fmt.Errorf("ticket %s: %w", id, storage.ErrNotFound)
 	}
 	if err != nil {
 		return Ticket{}, fmt.Errorf("ticket %s: %w", id, err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 func TestOpenShopSeedsOnceAndKeepsChanges(t *testing.T) {
@@ -90,10 +90,10 @@ func TestSeedMatchesTheTickets(t *testing.T) {
 			t.Errorf("ticket %s = %+v, %v; want the customer's text", tk, got, err)
 		}
 	}
-	if _, err := s.Order(ctx, "LK-000000"); !errors.Is(err, workflow.ErrNotFound) {
+	if _, err := s.Order(ctx, "LK-000000"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unknown order: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Payments(ctx, "LK-000000"); !errors.Is(err, workflow.ErrNotFound) {
+	if _, err := s.Payments(ctx, "LK-000000"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("payments of an unknown order: %v, want ErrNotFound", err)
 	}
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // errorLines is a slog handler that keeps the messages and errors of the
@@ -57,7 +57,7 @@ func TestRefreshLoop(t *testing.T) {
 	insert := func(id string, s record.Status) {
 		t.Helper()
 		r := &record.Run{ID: id, Status: s, CreatedAt: now, UpdatedAt: now}
-		if err := st.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
+		if err := st.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,7 +105,7 @@ func TestRefreshLoop(t *testing.T) {
 
 // failing is a store whose reads fail while told to.
 type failing struct {
-	workflow.Store
+	storage.Store
 	mu   sync.Mutex
 	down bool
 }
@@ -116,7 +116,7 @@ func (f *failing) fail(down bool) {
 	f.mu.Unlock()
 }
 
-func (f *failing) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (f *failing) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	f.mu.Lock()
 	down := f.down
 	f.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -119,7 +120,7 @@ func (m *Metrics) Hook() workflow.Hook { return decisionHook{m} }
 
 type decisionHook struct{ m *Metrics }
 
-func (h decisionHook) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
+func (h decisionHook) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Transition) error {
 	if t.Event != record.EventDecided || t.Run == nil {
 		return nil
 	}
@@ -196,19 +197,19 @@ const maxListed = 10000
 // Refresh sets the gauges from the store, in one read transaction on the
 // indexes of status and of undelivered messages. Call it on a timer, not
 // per scrape.
-func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Time) error {
+func (m *Metrics) Refresh(ctx context.Context, store storage.Store, now time.Time) error {
 	var counts map[record.Status]int
 	waiting := map[string]int{}
 	var oldest time.Time
 	var backlog []*record.OutboxMessage
-	err := store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		// One GROUP BY on the status index counts every status, however
 		// many runs ended.
 		var err error
 		if counts, err = tx.CountRuns(ctx); err != nil {
 			return err
 		}
-		runs, err := tx.ListRuns(ctx, workflow.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: maxListed})
+		runs, err := tx.ListRuns(ctx, storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: maxListed})
 		if err != nil {
 			return err
 		}

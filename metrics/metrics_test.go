@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -89,7 +90,7 @@ func TestOutboxBacklogByKind(t *testing.T) {
 	}
 	defer st.Close()
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	err = st.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err = st.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		for _, k := range []record.OutboxKind{"callback", "callback", "slack.post", "callback"} {
 			m := &record.OutboxMessage{RunID: "run-1", Kind: k, NextAttempt: now.Add(time.Hour), CreatedAt: now.Add(-time.Minute)}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // TestRefreshCountsEveryStatus: signoff_runs gives the runs in every status,
@@ -32,7 +32,7 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 		for range n {
 			i++
 			r := &record.Run{ID: fmt.Sprintf("run-%02d", i), Status: status, CreatedAt: now, UpdatedAt: now}
-			if err := st.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
+			if err := st.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
 				t.Fatal(err)
 			}
 		}

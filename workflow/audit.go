@@ -7,18 +7,19 @@ import (
 	"fmt"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
-func (e *Engine) audit(ctx context.Context, tx Tx, runID, actor string, action record.Event, detail any) error {
+func (e *Engine) audit(ctx context.Context, tx storage.Tx, runID, actor string, action record.Event, detail any) error {
 	return e.appendAudit(ctx, tx, &record.AuditEvent{RunID: runID, Actor: actor, Action: action}, detail)
 }
 
 // auditCheckpoint audits the transition that wrote checkpoint cp, naming it.
-func (e *Engine) auditCheckpoint(ctx context.Context, tx Tx, cp *record.Checkpoint, actor string, action record.Event, detail any) error {
+func (e *Engine) auditCheckpoint(ctx context.Context, tx storage.Tx, cp *record.Checkpoint, actor string, action record.Event, detail any) error {
 	return e.appendAudit(ctx, tx, &record.AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)
 }
 
-func (e *Engine) appendAudit(ctx context.Context, tx Tx, ev *record.AuditEvent, detail any) error {
+func (e *Engine) appendAudit(ctx context.Context, tx storage.Tx, ev *record.AuditEvent, detail any) error {
 	runID, action := ev.RunID, ev.Action
 	if detail != nil {
 		d, err := json.Marshal(detail)
@@ -36,7 +37,7 @@ func (e *Engine) appendAudit(ctx context.Context, tx Tx, ev *record.AuditEvent, 
 
 // refuse records a refusal in the audit log (and nothing else) and returns it.
 func (e *Engine) refuse(ctx context.Context, actor string, r *record.RefusedError) error {
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return e.audit(ctx, tx, r.RunID, actor, record.EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
 	})
 	if err != nil {
@@ -48,7 +49,7 @@ func (e *Engine) refuse(ctx context.Context, actor string, r *record.RefusedErro
 // attention puts a run in needs_attention with a reason, without a checkpoint when
 // its state cannot be trusted. A terminal run is left as it is.
 func (e *Engine) attention(ctx context.Context, id, reason string) error {
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		run, err := tx.Run(ctx, id)
 		if err != nil {
 			return fmt.Errorf("load run %s: %w", id, err)
@@ -70,7 +71,7 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 // writeRow writes a transition of run's row alone, with its audit event,
 // for a run whose state may be unreadable: no checkpoint, and hooks get the
 // row only.
-func (e *Engine) writeRow(ctx context.Context, tx Tx, run *record.Run, from record.Status, event record.Event, actor string, detail any) error {
+func (e *Engine) writeRow(ctx context.Context, tx storage.Tx, run *record.Run, from record.Status, event record.Event, actor string, detail any) error {
 	run.UpdatedAt = e.now()
 	if err := tx.UpdateRun(ctx, run); err != nil {
 		return fmt.Errorf("update run %s: %w", run.ID, err)

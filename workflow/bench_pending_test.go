@@ -10,6 +10,7 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/benchkit"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -45,13 +46,13 @@ func BenchmarkPending(b *testing.B) {
 
 const pendingRuns = 100_000
 
-func benchmarkPending(b *testing.B, st workflow.Store) {
+func benchmarkPending(b *testing.B, st storage.Store) {
 	eng, err := benchkit.NewEngine(st)
 	if err != nil {
 		b.Fatal(err)
 	}
 	seedPending(b, eng, st, pendingRuns)
-	page := workflow.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 11}
+	page := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 11}
 	ctx := context.Background()
 	figures := []struct {
 		name string
@@ -59,7 +60,7 @@ func benchmarkPending(b *testing.B, st workflow.Store) {
 	}{
 		{"store", func() (int, error) {
 			var n int
-			err := st.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+			err := st.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 				hs, err := tx.ListRunHeads(ctx, page)
 				n = len(hs)
 				return err
@@ -107,7 +108,7 @@ func benchmarkPending(b *testing.B, st workflow.Store) {
 // seedPending stores n waiting runs and n finished ones, each a copy of one
 // real suspended run (its row and its latest checkpoint, re-hashed under its
 // own id), in transactions of a thousand runs.
-func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
+func seedPending(b *testing.B, eng *workflow.Engine, st storage.Store, n int) {
 	b.Helper()
 	ctx := context.Background()
 	id, err := benchkit.Suspend(ctx, eng)
@@ -118,7 +119,7 @@ func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
 		proto *record.Run
 		state *record.State
 	)
-	err = st.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err = st.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if proto, err = tx.Run(ctx, id); err != nil {
 			return err
 		}
@@ -134,7 +135,7 @@ func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
 	}
 	const batch = 1000
 	for i := 0; i < 2*n; i += batch {
-		err := st.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := st.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			for j := i; j < i+batch && j < 2*n; j++ {
 				r := *proto
 				r.ID, r.IdempotencyKey, r.Seq = fmt.Sprintf("run_seed_%07d", j), "", 1

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -40,7 +41,7 @@ func TestCallbackURLRefusedBeforeAnythingIsWritten(t *testing.T) {
 			if !strings.Contains(r.Msg, tt.says) {
 				t.Errorf("message %q does not say %q", r.Msg, tt.says)
 			}
-			runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+			runs, lerr := h.engine.List(ctx, storage.RunFilter{})
 			if lerr != nil || len(runs) != 0 || h.auditCount("") != before {
 				t.Fatalf("a refused submit wrote: %d runs (%v), audit %d → %d", len(runs), lerr, before, h.auditCount(""))
 			}
@@ -167,7 +168,7 @@ func TestCallbackURLIsMatchedAsAServerReadsIt(t *testing.T) {
 			if !strings.Contains(r.Msg, tt.says) {
 				t.Errorf("message %q does not say %q", r.Msg, tt.says)
 			}
-			runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+			runs, lerr := h.engine.List(ctx, storage.RunFilter{})
 			if lerr != nil || len(runs) != 0 || h.auditCount("") != before {
 				t.Fatalf("a refused submit wrote: %d runs (%v), audit %d → %d", len(runs), lerr, before, h.auditCount(""))
 			}

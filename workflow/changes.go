@@ -4,18 +4,19 @@ import (
 	"context"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // notifyingStore tells Changes which runs a transaction wrote, once it has
 // committed: a waiter woken before the commit would read the old state.
 type notifyingStore struct {
-	Store
-	changes *Changes
+	storage.Store
+	changes *storage.Changes
 }
 
-func (s *notifyingStore) Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+func (s *notifyingStore) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	var ids []string
-	err := s.Store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := s.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		ids = ids[:0] // a retried transaction starts over
 		return fn(ctx, &notingTx{Tx: tx, ids: &ids})
 	})
@@ -28,7 +29,7 @@ func (s *notifyingStore) Update(ctx context.Context, fn func(ctx context.Context
 // notingTx notes the runs whose row a transaction writes: every transition
 // of a run updates its row.
 type notingTx struct {
-	Tx
+	storage.Tx
 	ids *[]string
 }
 
@@ -40,7 +41,7 @@ func (t *notingTx) InsertRun(ctx context.Context, r *record.Run) error {
 	return err
 }
 
-func (t *notingTx) SaveRun(ctx context.Context, w *RunWrite) error {
+func (t *notingTx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	err := t.Tx.SaveRun(ctx, w)
 	if err == nil {
 		*t.ids = append(*t.ids, w.Run.ID)
@@ -57,7 +58,7 @@ func (t *notingTx) UpdateRun(ctx context.Context, r *record.Run) error {
 }
 
 // Changes is the hub that wakes waiters on this engine's runs.
-func (e *Engine) Changes() *Changes { return e.changes }
+func (e *Engine) Changes() *storage.Changes { return e.changes }
 
 // WaitRun returns the run once its status is no longer from (at once when it
 // already is not), with changed true; or, when ctx ends first, the run as it

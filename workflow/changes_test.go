@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -77,7 +78,7 @@ func TestWaitRunAnswersAtOnceOrAtTheEnd(t *testing.T) {
 
 // TestChangesWakesOnlyTheRunThatChanged.
 func TestChangesWakesOnlyTheRunThatChanged(t *testing.T) {
-	c := workflow.NewChanges()
+	c := storage.NewChanges()
 	a, stopA := c.Watch("a")
 	b, stopB := c.Watch("b")
 	defer stopB()
@@ -112,17 +113,17 @@ func TestChangesWakesOnlyTheRunThatChanged(t *testing.T) {
 func TestChangesAnyWakesOnEveryRunOnce(t *testing.T) {
 	tests := []struct {
 		name   string
-		notify func(c *workflow.Changes)
+		notify func(c *storage.Changes)
 		woken  bool
 	}{
-		{"a run changed", func(c *workflow.Changes) { c.Notify("a") }, true},
-		{"a burst of changes", func(c *workflow.Changes) { c.Notify("a"); c.Notify("b", "c"); c.NotifyAll() }, true},
-		{"something changed", func(c *workflow.Changes) { c.NotifyAll() }, true},
-		{"no run named", func(c *workflow.Changes) { c.Notify() }, false},
+		{"a run changed", func(c *storage.Changes) { c.Notify("a") }, true},
+		{"a burst of changes", func(c *storage.Changes) { c.Notify("a"); c.Notify("b", "c"); c.NotifyAll() }, true},
+		{"something changed", func(c *storage.Changes) { c.NotifyAll() }, true},
+		{"no run named", func(c *storage.Changes) { c.Notify() }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := workflow.NewChanges()
+			c := storage.NewChanges()
 			if c.Wanted() {
 				t.Fatal("Wanted with no waiter")
 			}

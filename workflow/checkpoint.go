@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // loaded is a run as read in one transaction: its row, its verified latest state
@@ -36,8 +37,8 @@ type loaded struct {
 	// same transaction (see RunParts), or, for requests and decisions, held
 	// from an earlier read of the same version (see loadHeld); more.Run is
 	// nil when nothing was.
-	more RunBundle
-	read RunParts
+	more storage.RunBundle
+	read storage.RunParts
 	// partsAt is the run's version when more was read: once a write has
 	// moved the run on, more is no longer what is stored.
 	partsAt int64
@@ -83,10 +84,10 @@ func baseOf(cps []*record.Checkpoint) *stateBase {
 
 // loadWith is load that also reads the run's records extra asks for, in the
 // same round trip (see Tx.LoadRun), for the caller to use from l.more.
-func (e *Engine) loadWith(ctx context.Context, tx Tx, id string, extra RunParts) (*loaded, error) {
+func (e *Engine) loadWith(ctx context.Context, tx storage.Tx, id string, extra storage.RunParts) (*loaded, error) {
 	extra.Checkpoints = true
 	b, err := tx.LoadRun(ctx, id, extra)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil, UnknownRun(id)
 	}
 	if err != nil {
@@ -117,8 +118,8 @@ func (e *Engine) loadWith(ctx context.Context, tx Tx, id string, extra RunParts)
 }
 
 // load reads a run and verifies its checkpoint chain.
-func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
-	return e.loadWith(ctx, tx, id, RunParts{})
+func (e *Engine) load(ctx context.Context, tx storage.Tx, id string) (*loaded, error) {
+	return e.loadWith(ctx, tx, id, storage.RunParts{})
 }
 
 // loadHeld is load for a run held from a committed write or an earlier read
@@ -128,7 +129,7 @@ func (e *Engine) load(ctx context.Context, tx Tx, id string) (*loaded, error) {
 // row is read (with what extra asks for, in the same round trip, but for the
 // requests and decisions held from a read at that version). Anything else
 // is loaded and verified afresh.
-func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded, extra RunParts) (*loaded, error) {
+func (e *Engine) loadHeld(ctx context.Context, tx storage.Tx, id string, held *loaded, extra storage.RunParts) (*loaded, error) {
 	if held == nil || !held.committed || held.state == nil {
 		return e.loadWith(ctx, tx, id, extra)
 	}
@@ -137,7 +138,7 @@ func (e *Engine) loadHeld(ctx context.Context, tx Tx, id string, held *loaded, e
 	// write saves it, which bumps its version), so the ones held, read at
 	// the version the run still has, are still the stored ones. Operations
 	// are not: a failed attempt is recorded alone.
-	ask, reuse := extra, RunParts{}
+	ask, reuse := extra, storage.RunParts{}
 	if held.partsAt == held.run.Version {
 		reuse.Requests, reuse.Decisions = extra.Requests && held.read.Requests, extra.Decisions && held.read.Decisions
 		ask.Requests, ask.Decisions = extra.Requests && !reuse.Requests, extra.Decisions && !reuse.Decisions
@@ -208,7 +209,7 @@ func (e *Engine) stage(l *loaded, now time.Time) (*staged, error) {
 // approval request when it is new, and an audit event, all in tx, and tells
 // the hooks. The checkpoint is the one writeCheckpoint staged before the
 // write when the run is still as it was then, and is staged here otherwise.
-func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from record.Status, event record.Event, actor string, detail any, req *record.ApprovalRequest) error {
+func (e *Engine) save(ctx context.Context, tx storage.Tx, l *loaded, from record.Status, event record.Event, actor string, detail any, req *record.ApprovalRequest) error {
 	s := l.staged
 	l.staged = nil
 	if s == nil || s.cp.Seq != l.run.Seq+1 || s.cp.PrevHash != l.lastHash || s.status != l.run.Status || s.step != l.run.Step || s.reason != l.run.Reason {
@@ -225,7 +226,7 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from record.Status,
 	if l.run.Version == 0 {
 		l.run.CreatedAt = now
 	}
-	w := &RunWrite{Run: l.run, Checkpoint: cp}
+	w := &storage.RunWrite{Run: l.run, Checkpoint: cp}
 	if req != nil && req.Version == 0 {
 		w.Request = req
 	}
@@ -251,7 +252,7 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from record.Status,
 // checkpoint is encoded before the write, so that the write, which
 // concurrent Updates take turns in, only stores it. Nothing may change l.st
 // inside fn before save.
-func (e *Engine) writeCheckpoint(ctx context.Context, l *loaded, fn func(ctx context.Context, tx Tx) error) error {
+func (e *Engine) writeCheckpoint(ctx context.Context, l *loaded, fn func(ctx context.Context, tx storage.Tx) error) error {
 	s, err := e.stage(l, e.now())
 	if err != nil {
 		return err
@@ -263,7 +264,7 @@ func (e *Engine) writeCheckpoint(ctx context.Context, l *loaded, fn func(ctx con
 
 // write runs fn, which saves l, in one Update, and notes whether it
 // committed: only then is l the run as stored.
-func (e *Engine) write(ctx context.Context, l *loaded, fn func(ctx context.Context, tx Tx) error) error {
+func (e *Engine) write(ctx context.Context, l *loaded, fn func(ctx context.Context, tx storage.Tx) error) error {
 	l.committed = false
 	err := e.store.Update(ctx, fn)
 	l.committed = err == nil
@@ -299,13 +300,13 @@ func (e *Engine) view(ctx context.Context, id string) (*loaded, error) {
 func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, error) {
 	// What executing the run will read next comes in the same round trip:
 	// its operations, and with keys what is checked before a call.
-	var extra RunParts
+	var extra storage.RunParts
 	if held == nil || held.run.Status == record.StatusExecuting {
 		extra.Operations = true
 		extra.Requests, extra.Decisions, extra.Audit = e.in.keys != nil, e.in.keys != nil, e.in.keys != nil
 	}
 	var l *loaded
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		l, err = e.loadHeld(ctx, tx, id, held, extra)
 		return err
@@ -322,12 +323,12 @@ func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, 
 
 func (e *Engine) getRun(ctx context.Context, id string) (*record.Run, error) {
 	var run *record.Run
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		run, err = tx.Run(ctx, id)
 		return err
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil, UnknownRun(id)
 	}
 	if err != nil {

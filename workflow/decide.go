@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // DecideInput is one person's decision on a waiting run, from any channel.
@@ -60,8 +61,8 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	// run is unchanged since. A run that fails here is loaded again inside,
 	// which names its problem as before.
 	var pre *loaded
-	if err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		l, err := e.loadWith(ctx, tx, in.RunID, RunParts{Requests: true, Decisions: true})
+	if err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		l, err := e.loadWith(ctx, tx, in.RunID, storage.RunParts{Requests: true, Decisions: true})
 		if err == nil {
 			// Read from the store as it stands: as good as a committed write.
 			l.committed, l.spare, pre = true, l.st, l
@@ -105,8 +106,8 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 }
 
 func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *loaded, out **record.Run) error {
-	return e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		l, err := e.loadHeld(ctx, tx, in.RunID, pre, RunParts{Requests: true, Decisions: true})
+	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		l, err := e.loadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
 		if err != nil {
 			return err
 		}
@@ -157,7 +158,7 @@ func validateDecision(in DecideInput) *record.RefusedError {
 // requestOf is approval request id: from what was loaded with the run when
 // it is there, else read (a request of another run, named by a stale button,
 // or a run loaded without its requests).
-func (e *Engine) requestOf(ctx context.Context, tx Tx, l *loaded, id string) (*record.ApprovalRequest, error) {
+func (e *Engine) requestOf(ctx context.Context, tx storage.Tx, l *loaded, id string) (*record.ApprovalRequest, error) {
 	if l.read.Requests {
 		for _, r := range l.more.Requests {
 			if r.ID == id {
@@ -173,7 +174,7 @@ func (e *Engine) requestOf(ctx context.Context, tx Tx, l *loaded, id string) (*r
 // refusal carries what admit found (see RefusedError), so that nobody needs
 // to check again or read the run again to say why.
 // It also returns the run's decisions as it read them.
-func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *record.ApprovalRequest, decs []*record.Decision, err error) {
+func (e *Engine) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *record.ApprovalRequest, decs []*record.Decision, err error) {
 	id := l.run.ID
 	var req *record.ApprovalRequest
 	defer func() {
@@ -267,10 +268,10 @@ func (e *Engine) admit(ctx context.Context, tx Tx, l *loaded, in DecideInput, ro
 // buttonRequest checks a decision that names its request and fingerprint (a
 // Slack button) with checkButton, on the request as stored. It returns the
 // request.
-func (e *Engine) buttonRequest(ctx context.Context, tx Tx, l *loaded, in DecideInput) (*record.ApprovalRequest, error) {
+func (e *Engine) buttonRequest(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput) (*record.ApprovalRequest, error) {
 	id := l.run.ID
 	req, err := e.requestOf(ctx, tx, l, in.RequestID)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("load approval request %s of run %s: %w", in.RequestID, id, err)
 	}
 	gate := ""
@@ -377,7 +378,7 @@ func alreadyDecided(runID string, status record.RequestStatus, by string, at tim
 // apply records an approve or reject on req and moves the run when it is
 // decided. decs are the run's decisions before this one, as admit read them
 // in this transaction.
-func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *record.ApprovalRequest, decs []*record.Decision, in DecideInput, role string) error {
+func (e *Engine) apply(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, decs []*record.Decision, in DecideInput, role string) error {
 	now := e.now()
 	d := &record.Decision{
 		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
@@ -419,9 +420,9 @@ func (e *Engine) apply(ctx context.Context, tx Tx, l *loaded, req *record.Approv
 	}, req)
 }
 
-func (e *Engine) insertDecision(ctx context.Context, tx Tx, l *loaded, d *record.Decision) error {
+func (e *Engine) insertDecision(ctx context.Context, tx storage.Tx, l *loaded, d *record.Decision) error {
 	if err := tx.InsertDecision(ctx, d); err != nil {
-		if errors.Is(err, ErrDuplicate) {
+		if errors.Is(err, storage.ErrDuplicate) {
 			return refused(record.CodeAlreadyVoted, l.run.ID, "%s already decided this request", d.ApproverID)
 		}
 		return fmt.Errorf("insert decision on run %s: %w", l.run.ID, err)
@@ -475,7 +476,7 @@ func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit
 // applyEdit replaces the proposal with the edited one: the old request is
 // superseded, policy's new outcome applies, and the editor's approval counts for
 // the new fingerprint when they qualify for it.
-func (e *Engine) applyEdit(ctx context.Context, tx Tx, l *loaded, req *record.ApprovalRequest, in DecideInput, role string, p *preparedEdit) error {
+func (e *Engine) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, in DecideInput, role string, p *preparedEdit) error {
 	if l.run.Version != p.version {
 		return refused(record.CodeStaleFingerprint, l.run.ID, "the run changed while the edit was being checked; look again and retry")
 	}
@@ -541,7 +542,7 @@ func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason
 		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
 	}
 	var run *record.Run
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		l, err := e.load(ctx, tx, id)
 		if err != nil {
 			return err
@@ -610,7 +611,7 @@ func (e *Engine) outcome(ctx context.Context, id, actor string, err error) error
 
 // expire ends a waiting run whose deadline has passed.
 func (e *Engine) expire(ctx context.Context, id, actor string) error {
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		l, err := e.load(ctx, tx, id)
 		if err != nil {
 			return err
@@ -645,9 +646,9 @@ func (e *Engine) expire(ctx context.Context, id, actor string) error {
 // ExpireDue ends every waiting run whose deadline has passed and returns how many it ended.
 func (e *Engine) ExpireDue(ctx context.Context) (int, error) {
 	var runs []*record.Run
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		runs, err = tx.ListRuns(ctx, RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, DeadlineBefore: e.now().Add(time.Millisecond)})
+		runs, err = tx.ListRuns(ctx, storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, DeadlineBefore: e.now().Add(time.Millisecond)})
 		return err
 	})
 	if err != nil {

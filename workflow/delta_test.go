@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -24,7 +25,7 @@ func bulkyRefund(payment string, amount float64) *workflow.Proposal {
 func checkpointsOf(t *testing.T, h *harness, id string) []*record.Checkpoint {
 	t.Helper()
 	var cps []*record.Checkpoint
-	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		cps, err = tx.Checkpoints(ctx, id)
 		return err
@@ -80,7 +81,7 @@ func TestEvidenceIsStoredOnce(t *testing.T) {
 	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
-	list, err := h.engine.ListViews(ctx, workflow.RunFilter{})
+	list, err := h.engine.ListViews(ctx, storage.RunFilter{})
 	if err != nil || len(list) != 1 || list[0].Problem != "" || len(list[0].Evidence) != 1 || list[0].Status != record.StatusDone {
 		t.Fatalf("list: %+v %v", list, err)
 	}
@@ -212,9 +213,9 @@ func writeVersion1(t *testing.T, h *harness, id string) {
 	t.Helper()
 	cps := checkpointsOf(t, h, id)
 	var evs []*record.AuditEvent
-	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		evs, err = tx.AuditEvents(ctx, workflow.AuditFilter{})
+		evs, err = tx.AuditEvents(ctx, storage.AuditFilter{})
 		return err
 	}); err != nil {
 		t.Fatal(err)

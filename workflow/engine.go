@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // Directory resolves who a person is on this server: the role they hold. The
@@ -24,7 +25,7 @@ type Directory interface {
 
 // Config is what an Engine is built from.
 type Config struct {
-	Store   Store
+	Store   storage.Store
 	Policy  *Policy
 	Roles   *Roles                 // role order (and, without a Directory, membership)
 	Dir     Directory              // optional; defaults to Roles' members
@@ -68,7 +69,7 @@ type Config struct {
 	// Changes wakes waiters (WaitRun) after each commit that changes a run;
 	// a new hub when nil. Share one between engines on one store, and feed
 	// it the commits of other processes, so that a wait wakes for those too.
-	Changes *Changes
+	Changes *storage.Changes
 	// CallbackAllowed says whether a proposal may ask for callbacks to a URL
 	// (the config's allow-list), given in canonical form
 	// (CanonicalCallbackURL); nil allows none. CallbackPrefixes are the
@@ -92,7 +93,7 @@ const DefaultMaxRequestLifetime = 30 * 24 * time.Hour
 // Hook is told about every transition in the transaction that makes it, so it
 // can enqueue outbox rows that commit with the transition or not at all.
 type Hook interface {
-	OnTransition(ctx context.Context, tx Tx, t Transition) error
+	OnTransition(ctx context.Context, tx storage.Tx, t Transition) error
 }
 
 // Transition is one committed change of a run, as hooks see it.
@@ -110,7 +111,7 @@ type Engine struct {
 	// executing holds the ids of the runs a goroutine of this engine is
 	// executing (see executeAlone).
 	executing sync.Map
-	store     Store
+	store     storage.Store
 	policy    *Policy
 	roles     *Roles
 	dir       Directory
@@ -132,7 +133,7 @@ type Engine struct {
 	resolveRole string
 	published   func() (Anchor, bool)
 	in          *integrity
-	changes     *Changes
+	changes     *storage.Changes
 	// cbAllowed and cbPrefixes: Config.CallbackAllowed and CallbackPrefixes.
 	cbAllowed  func(string) bool
 	cbPrefixes []string
@@ -166,7 +167,7 @@ func New(cfg Config) (*Engine, error) {
 	e.in = &integrity{keys: cfg.Keys}
 	e.changes = cfg.Changes
 	if e.changes == nil {
-		e.changes = NewChanges()
+		e.changes = storage.NewChanges()
 	}
 	e.store = &notifyingStore{Store: &sealedStore{Store: cfg.Store, in: e.in}, changes: e.changes}
 	if e.owner == "" {
@@ -213,7 +214,7 @@ func (d rolesDirectory) RoleOf(_ context.Context, userID string) (string, bool, 
 }
 
 // Store returns the engine's store.
-func (e *Engine) Store() Store { return e.store }
+func (e *Engine) Store() storage.Store { return e.store }
 
 // Policy returns the policy in force.
 func (e *Engine) Policy() *Policy { return e.policy }

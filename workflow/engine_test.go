@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -413,7 +414,7 @@ func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
 					}
 				}
 			}
-			all, err := h.engine.List(ctx, workflow.RunFilter{})
+			all, err := h.engine.List(ctx, storage.RunFilter{})
 			if err != nil || len(all) != runs {
 				t.Fatalf("runs %d, %v; want %d", len(all), err, runs)
 			}
@@ -456,7 +457,7 @@ func TestConcurrentRetriesOfOneSubmitGetOneRun(t *testing.T) {
 				t.Fatalf("round %d: one key, two runs: %s and %s", round, ids[0], ids[i])
 			}
 		}
-		if runs, err := h.engine.List(ctx, workflow.RunFilter{}); err != nil || len(runs) != 1 {
+		if runs, err := h.engine.List(ctx, storage.RunFilter{}); err != nil || len(runs) != 1 {
 			t.Fatalf("round %d: %d runs, %v", round, len(runs), err)
 		}
 	}
@@ -502,7 +503,7 @@ func TestInvalidProposalsChangeNothing(t *testing.T) {
 				_, err = h.engine.Submit(ctx, p)
 			}
 			wantRefused(t, err, record.CodeInvalidInput)
-			runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+			runs, lerr := h.engine.List(ctx, storage.RunFilter{})
 			if lerr != nil || len(runs) != 0 || len(h.target.Effects()) != 0 {
 				t.Fatalf("runs %d effects %v (%v)", len(runs), h.target.Effects(), lerr)
 			}
@@ -804,7 +805,7 @@ func TestUnknownRequesters(t *testing.T) {
 		h := newHarness(t)
 		_, err := h.engine.Submit(ctx, stranger())
 		wantRefused(t, err, record.CodeUnknownRequester)
-		runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+		runs, lerr := h.engine.List(ctx, storage.RunFilter{})
 		if lerr != nil || len(runs) != 0 || len(h.target.Effects()) != 0 {
 			t.Fatalf("runs %d effects %v (%v)", len(runs), h.target.Effects(), lerr)
 		}
@@ -850,7 +851,7 @@ func TestExplainDecidesAsSubmitDoes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Explain: %v", err)
 		}
-		if runs, _ := h.engine.List(ctx, workflow.RunFilter{}); len(runs) != i {
+		if runs, _ := h.engine.List(ctx, storage.RunFilter{}); len(runs) != i {
 			t.Fatalf("Explain wrote runs: %+v", runs)
 		}
 		run := h.submit(refund("PAY-1", amount))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // OperationKey is the idempotency key of a run's action: stable across crashes and
@@ -87,10 +88,10 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	// Every action has its receipt but the run did not end with the last one:
 	// a store written by an older build, which ended a run in a commit of its own.
 	l.run.Status, l.run.Reason = record.StatusDone, ""
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		return e.save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.st), nil)
 	})
-	if err != nil && !errors.Is(err, ErrConflict) {
+	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
 	}
 	if err == nil {
@@ -102,7 +103,7 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 // operations reads a run's operations and checks their seals.
 func (e *Engine) operations(ctx context.Context, id string) ([]*record.Operation, error) {
 	var ops []*record.Operation
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		if ops, err = tx.Operations(ctx, id); err != nil {
 			return err
@@ -129,7 +130,7 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 		return nil
 	}
 	id := l.run.ID
-	check := func(ctx context.Context, tx Tx) error {
+	check := func(ctx context.Context, tx storage.Tx) error {
 		b := l.more
 		if tx != nil {
 			var err error
@@ -139,11 +140,11 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 			if b.Decisions, err = tx.Decisions(ctx, id); err != nil {
 				return err
 			}
-			if b.Audit, err = tx.AuditEvents(ctx, AuditFilter{RunID: id}); err != nil {
+			if b.Audit, err = tx.AuditEvents(ctx, storage.AuditFilter{RunID: id}); err != nil {
 				return err
 			}
 			b.AuditHead, err = tx.AuditRunHead(ctx, id)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, storage.ErrNotFound) {
 				b.AuditHead, err = nil, nil
 			}
 			if err != nil {
@@ -181,7 +182,7 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 // unchanged: a rewrite of what the anchor covers is caught before the run
 // sends anything. Runs whose events came after the newest anchor are
 // covered by the seals alone until the next one (see Anchor).
-func (e *Engine) checkPublished(ctx context.Context, tx Tx, runID string, evs []*record.AuditEvent, pub *Anchor) error {
+func (e *Engine) checkPublished(ctx context.Context, tx storage.Tx, runID string, evs []*record.AuditEvent, pub *Anchor) error {
 	if pub == nil || tx == nil || pub.Event || pub.Seq == 0 {
 		return nil
 	}
@@ -218,9 +219,9 @@ func (e *Engine) checkPublished(ctx context.Context, tx Tx, runID string, evs []
 
 // anchorByID loads anchor id, or nil when the store has none of that id:
 // the newest one is read first, as it is the one published last.
-func anchorByID(ctx context.Context, tx Tx, id int64) (*record.AuditAnchor, error) {
+func anchorByID(ctx context.Context, tx storage.Tx, id int64) (*record.AuditAnchor, error) {
 	latest, err := tx.LatestAnchor(ctx)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -285,13 +286,13 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a record.Action, 
 		Status: record.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	setOpRecord(l.st, op)
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
 		return e.save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
 	})
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrDuplicate) {
+	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
 		return nil // another worker got there first; the caller reloads
 	}
 	if err != nil {
@@ -343,13 +344,13 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *record.Operation, a
 	// It is no event of its own.
 	e.lease(l.run, "", now)
 	l.run.UpdatedAt = now
-	err := e.write(ctx, l, func(ctx context.Context, tx Tx) error {
+	err := e.write(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateRun(ctx, l.run); err != nil {
 			return err
 		}
 		return tx.UpdateOperation(ctx, op)
 	})
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, storage.ErrConflict) {
 		return nil // another worker is on it; the caller reloads
 	}
 	if err != nil {
@@ -406,8 +407,8 @@ func (e *Engine) call(ctx context.Context, l *loaded, op *record.Operation, a re
 // A conflict means another worker moved the operation on; the caller reloads.
 func (e *Engine) attemptFailed(ctx context.Context, op *record.Operation, problem string) error {
 	op.Error, op.UpdatedAt = problem, e.now()
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error { return tx.UpdateOperation(ctx, op) })
-	if err != nil && !errors.Is(err, ErrConflict) {
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOperation(ctx, op) })
+	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("record the failed attempt of %s: %w", op.Key, err)
 	}
 	return nil
@@ -467,8 +468,8 @@ func (e *Engine) park(ctx context.Context, l *loaded, at time.Time, why string) 
 	l.run.LeaseOwner, l.run.LeaseUntil = "", at
 	l.run.Reason = fmt.Sprintf("%s; asking the target again at %s", why, at.UTC().Format(time.RFC3339))
 	l.run.UpdatedAt = e.now()
-	err := e.write(ctx, l, func(ctx context.Context, tx Tx) error { return tx.UpdateRun(ctx, l.run) })
-	if errors.Is(err, ErrConflict) {
+	err := e.write(ctx, l, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, l.run) })
+	if errors.Is(err, storage.ErrConflict) {
 		return nil // another moved the run on; the caller reloads
 	}
 	if err != nil {
@@ -525,7 +526,7 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *record.Operation, r
 	if last {
 		l.run.Status, l.run.Reason = record.StatusDone, ""
 	}
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
@@ -537,7 +538,7 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *record.Operation, r
 		}
 		return e.auditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", record.EventFinished, finishedDetail(l.st))
 	})
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, storage.ErrConflict) {
 		// Another worker moved the run on (our lease ran out while we were
 		// away): our write is refused, and the reload shows what it did.
 		e.log.Warn("late write refused: the run moved on without us", "run_id", l.run.ID, "key", op.Key, "owner", e.owner)
@@ -584,13 +585,13 @@ func (e *Engine) stopOp(ctx context.Context, l *loaded, op *record.Operation, st
 	op.Status, op.Error, op.UpdatedAt = status, reason, e.now()
 	setOpRecord(l.st, op)
 	l.run.Status, l.run.Reason = record.StatusNeedsAttention, reason
-	err := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+	err := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}
 		return e.save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
 	})
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, storage.ErrConflict) {
 		return nil
 	}
 	if err == nil {

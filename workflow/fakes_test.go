@@ -12,6 +12,7 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -201,7 +202,7 @@ func (h *harness) open(p *workflow.Policy, opts ...harnessOption) {
 
 // build makes the harness's engine on a store: the fake target's one action,
 // the policy, the roles and the fake clock.
-func (h *harness) build(st workflow.Store, p *workflow.Policy, opts ...harnessOption) {
+func (h *harness) build(st storage.Store, p *workflow.Policy, opts ...harnessOption) {
 	h.t.Helper()
 	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), h.target, nil)
 	if err != nil {
@@ -224,7 +225,7 @@ func (h *harness) build(st workflow.Store, p *workflow.Policy, opts ...harnessOp
 // workflow.Events, whatever the test is about.
 type namedEvents struct{ t testing.TB }
 
-func (n namedEvents) OnTransition(_ context.Context, _ workflow.Tx, tr workflow.Transition) error {
+func (n namedEvents) OnTransition(_ context.Context, _ storage.Tx, tr workflow.Transition) error {
 	if !tr.Event.Valid() {
 		n.t.Errorf("run %s: transition %q is not in workflow.Events", tr.Run.ID, tr.Event)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // What each kind of record's MAC covers. A MAC covers everything that says
@@ -71,15 +72,15 @@ func (r *Keyring) sealWith(kind string, parts []string) record.Seal {
 // checked where the engine uses them (see integrity.check), so that a damaged
 // row stops its own run and not the read of every other.
 type sealedStore struct {
-	Store
+	storage.Store
 	in *integrity
 }
 
-func (s *sealedStore) Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+func (s *sealedStore) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	if s.in.keys == nil {
 		return s.Store.Update(ctx, fn)
 	}
-	return s.Store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	return s.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return fn(ctx, &sealingTx{Tx: tx, in: s.in})
 	})
 }
@@ -87,7 +88,7 @@ func (s *sealedStore) Update(ctx context.Context, fn func(ctx context.Context, t
 // sealingTx seals what it writes and keeps the store's sealed audit head
 // on the last event.
 type sealingTx struct {
-	Tx
+	storage.Tx
 	in *integrity
 }
 
@@ -106,7 +107,7 @@ func (t *sealingTx) AppendCheckpoint(ctx context.Context, c *record.Checkpoint) 
 	return t.Tx.AppendCheckpoint(ctx, c)
 }
 
-func (t *sealingTx) SaveRun(ctx context.Context, w *RunWrite) error {
+func (t *sealingTx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	t.sealCheckpoint(w.Checkpoint)
 	if w.Request != nil {
 		t.sealRequest(w.Request)
@@ -177,7 +178,7 @@ type integrity struct {
 }
 
 // head reads and checks the store's sealed head: nil for a store never keyed.
-func (in *integrity) head(ctx context.Context, tx Tx) (*record.IntegrityHead, error) {
+func (in *integrity) head(ctx context.Context, tx storage.Tx) (*record.IntegrityHead, error) {
 	h, err := in.readHead(ctx, tx)
 	if err == nil && h != nil && in.keys != nil {
 		in.mu.Lock()
@@ -190,7 +191,7 @@ func (in *integrity) head(ctx context.Context, tx Tx) (*record.IntegrityHead, er
 // keyedHead is what checking a row's seal needs of the head, its keyed-since
 // time, without reading it again once this engine has read it sealed: that
 // time never changes. Verify reads the head afresh every time.
-func (in *integrity) keyedHead(ctx context.Context, tx Tx) (*record.IntegrityHead, error) {
+func (in *integrity) keyedHead(ctx context.Context, tx storage.Tx) (*record.IntegrityHead, error) {
 	in.mu.Lock()
 	since := in.since
 	in.mu.Unlock()
@@ -212,9 +213,9 @@ func (in *integrity) headKnown() bool {
 	return !in.since.IsZero()
 }
 
-func (in *integrity) readHead(ctx context.Context, tx Tx) (*record.IntegrityHead, error) {
+func (in *integrity) readHead(ctx context.Context, tx storage.Tx) (*record.IntegrityHead, error) {
 	h, err := tx.IntegrityHead(ctx)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -250,7 +251,7 @@ func (in *integrity) sealProblem(h *record.IntegrityHead, kind string, s record.
 // run: its checkpoints, requests, decisions and operations (any may be nil).
 // It returns an *IntegrityError naming the first row at fault. Without keys
 // nothing is checked: a process without the key cannot tell.
-func (in *integrity) checkRun(ctx context.Context, tx Tx, runID string, cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs []*record.Decision, ops []*record.Operation) error {
+func (in *integrity) checkRun(ctx context.Context, tx storage.Tx, runID string, cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs []*record.Decision, ops []*record.Operation) error {
 	if in.keys == nil {
 		return nil
 	}
@@ -286,7 +287,7 @@ func (in *integrity) checkRun(ctx context.Context, tx Tx, runID string, cps []*r
 }
 
 // runHead is keyedHead for checking one run: a damaged head names the run.
-func (in *integrity) runHead(ctx context.Context, tx Tx, runID string) (*record.IntegrityHead, error) {
+func (in *integrity) runHead(ctx context.Context, tx storage.Tx, runID string) (*record.IntegrityHead, error) {
 	h, err := in.keyedHead(ctx, tx)
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
@@ -320,7 +321,7 @@ func sealCounts(cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs [
 }
 
 // checkAuditOf is checkAudit on the run's events and head as read.
-func (in *integrity) checkAuditOf(ctx context.Context, tx Tx, runID string, evs []*record.AuditEvent, rh *record.AuditRunHead) error {
+func (in *integrity) checkAuditOf(ctx context.Context, tx storage.Tx, runID string, evs []*record.AuditEvent, rh *record.AuditRunHead) error {
 	if in.keys == nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -266,7 +267,7 @@ func TestAgentCrashAfterStepOneResumesAtStepTwo(t *testing.T) {
 	if !crashed {
 		t.Fatal("failpoint never fired")
 	}
-	runs, err := h.engine.List(ctx, workflow.RunFilter{})
+	runs, err := h.engine.List(ctx, storage.RunFilter{})
 	if err != nil || len(runs) != 1 || runs[0].Step != 1 || runs[0].Status != record.StatusRunning {
 		t.Fatalf("after crash: %+v %v", runs, err)
 	}
@@ -386,7 +387,7 @@ func TestAStepThatKeepsFailingGoesToAPerson(t *testing.T) {
 	if err == nil {
 		t.Fatal("a failing step reported no error")
 	}
-	runs, _ := h.engine.List(ctx, workflow.RunFilter{})
+	runs, _ := h.engine.List(ctx, storage.RunFilter{})
 	id := runs[0].ID
 	for i := 2; i <= 4; i++ {
 		if _, err := h.engine.Resume(ctx, id); err == nil {

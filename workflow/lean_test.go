@@ -8,25 +8,26 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
 // chainReads counts the reads of whole checkpoint chains through a store.
 type chainReads struct {
-	workflow.Store
+	storage.Store
 	n *atomic.Int64
 }
 
-func (s chainReads) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
-	return s.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return fn(ctx, chainTx{tx, s.n}) })
+func (s chainReads) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+	return s.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, chainTx{tx, s.n}) })
 }
 
-func (s chainReads) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
-	return s.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error { return fn(ctx, chainTx{tx, s.n}) })
+func (s chainReads) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+	return s.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, chainTx{tx, s.n}) })
 }
 
 type chainTx struct {
-	workflow.Tx
+	storage.Tx
 	n *atomic.Int64
 }
 
@@ -36,7 +37,7 @@ func (t chainTx) Checkpoints(ctx context.Context, runID string) ([]*record.Check
 }
 
 // LoadRun reads a whole chain when it is asked for the checkpoints.
-func (t chainTx) LoadRun(ctx context.Context, id string, parts workflow.RunParts) (*workflow.RunBundle, error) {
+func (t chainTx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*storage.RunBundle, error) {
 	if parts.Checkpoints {
 		t.n.Add(1)
 	}
@@ -78,7 +79,7 @@ func TestResumeReloadsARunWrittenByAnother(t *testing.T) {
 	// worker that took over the lease would): the write after the call is
 	// refused, and the run is loaded again and reconciled.
 	h.target.onExecute = func() {
-		err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			r, err := tx.Run(ctx, run.ID)
 			if err != nil {
 				return err
@@ -112,7 +113,7 @@ func TestListViewsShowWhatGetShows(t *testing.T) {
 	h := env.h
 	a := h.submit(refund("PAY-1", 119))
 	b := h.submit(refund("PAY-1", 118))
-	waiting := workflow.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}}
+	waiting := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}}
 	vs, err := h.engine.ListViews(ctx, waiting)
 	if err != nil {
 		t.Fatal(err)
@@ -140,11 +141,11 @@ func TestListViewsShowWhatGetShows(t *testing.T) {
 
 // commits counts the Updates that committed through a store.
 type commits struct {
-	workflow.Store
+	storage.Store
 	n *atomic.Int64
 }
 
-func (s commits) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s commits) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	err := s.Store.Update(ctx, fn)
 	if err == nil {
 		s.n.Add(1)
@@ -197,7 +198,7 @@ func TestFollowLeavesARunToTheWorkerThatTookIt(t *testing.T) {
 	}
 	// A worker of another process claims the approved run.
 	var until time.Time
-	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		now := h.clock.Now().UTC().Truncate(time.Millisecond)
 		until = now.Add(30 * time.Second)
 		runs, err := tx.ClaimRuns(ctx, "replica-b", []record.Status{record.StatusExecuting}, now, until, 1)
@@ -233,7 +234,7 @@ func TestResumeDoesNotWaitForALease(t *testing.T) {
 	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: record.ViaCLI}); err != nil {
 		t.Fatal(err)
 	}
-	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		now := h.clock.Now().UTC().Truncate(time.Millisecond)
 		_, err := tx.ClaimRuns(ctx, "replica-b", []record.Status{record.StatusExecuting}, now, now.Add(30*time.Second), 1)
 		return err
@@ -253,11 +254,11 @@ func TestResumeDoesNotWaitForALease(t *testing.T) {
 
 // afterView runs then once, after the first View through it returns.
 type afterView struct {
-	workflow.Store
+	storage.Store
 	then func()
 }
 
-func (s *afterView) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s *afterView) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	err := s.Store.View(ctx, fn)
 	if then := s.then; then != nil {
 		s.then = nil
@@ -300,11 +301,11 @@ func TestADecisionCountsOneThatLandedSinceItsRead(t *testing.T) {
 
 // views counts the read-only transactions through a store.
 type views struct {
-	workflow.Store
+	storage.Store
 	n *atomic.Int64
 }
 
-func (s views) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s views) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	s.n.Add(1)
 	return s.Store.View(ctx, fn)
 }
@@ -328,7 +329,7 @@ func TestResumeReturnsTheRunItsLastWriteEnded(t *testing.T) {
 		t.Errorf("read-only transactions = %d, want 1", n.Load())
 	}
 	var stored *record.Run
-	if err := h.store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	if err := h.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		stored, err = tx.Run(ctx, run.ID)
 		return err
 	}); err != nil {

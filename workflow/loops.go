@@ -3,6 +3,8 @@ package workflow
 import (
 	"context"
 	"time"
+
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // workBatch bounds the runs one round of the execute loop claims, so that a
@@ -16,7 +18,7 @@ const workBatch = 20
 // makes due; and, when feed is not nil, telling Changes of other processes'
 // commits (the feed returns only when ctx ends or it fails, and is started
 // again poll later).
-func (e *Engine) Loops(poll time.Duration, feed ChangeFeed) []*Loop {
+func (e *Engine) Loops(poll time.Duration, feed storage.ChangeFeed) []*Loop {
 	loops := []*Loop{
 		{Name: "execute approved runs", Changes: e.changes, Pace: PaceAfter(poll), Logger: e.log,
 			Round: func(ctx context.Context) error { _, err := e.Work(ctx, workBatch); return err }},

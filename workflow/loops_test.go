@@ -11,6 +11,7 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -97,10 +98,10 @@ func TestExpireLoopExpiresAtItsPace(t *testing.T) {
 // feeds until ctx ends.
 type feed struct {
 	calls   atomic.Int32
-	changes chan *workflow.Changes
+	changes chan *storage.Changes
 }
 
-func (f *feed) FeedChanges(ctx context.Context, c *workflow.Changes) error {
+func (f *feed) FeedChanges(ctx context.Context, c *storage.Changes) error {
 	if f.calls.Add(1) == 1 {
 		return errors.New("listen: connection refused")
 	}
@@ -121,7 +122,7 @@ func TestFeedLoopIsStartedAgainAtItsPace(t *testing.T) {
 			t.Fatal("a feed loop without a feed")
 		}
 	}
-	f := &feed{changes: make(chan *workflow.Changes, 1)}
+	f := &feed{changes: make(chan *storage.Changes, 1)}
 	l := loopNamed(t, h.engine.Loops(time.Hour, f), name)
 	pace := handPaced(l)
 	runLoop(t, l)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // Reassign asks one person to decide a waiting run. The assignee must hold the
@@ -80,7 +81,7 @@ func days(d time.Duration) string {
 // transaction with its checkpoint and audit event.
 func (e *Engine) manage(ctx context.Context, id, actor string, event record.Event, change func(*loaded, *record.ApprovalRequest) (any, error)) (*record.Run, error) {
 	var run *record.Run
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		l, err := e.load(ctx, tx, id)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // DefaultPruneBatch is how many runs one write transaction of Prune handles:
@@ -75,10 +76,10 @@ func (e *Engine) Prune(ctx context.Context, opt PruneOptions) (*PruneReport, err
 		batch = DefaultPruneBatch
 	}
 	rep := &PruneReport{DryRun: opt.DryRun, Before: opt.Before.UTC(), Skipped: []*IntegrityError{}, OutboxKinds: map[record.OutboxKind]int{}}
-	f := EndedFilter{Before: opt.Before, Limit: batch}
+	f := storage.EndedFilter{Before: opt.Before, Limit: batch}
 	for {
 		var runs []*record.Run
-		err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+		err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			runs, err = tx.EndedRuns(ctx, f)
 			return err
@@ -97,7 +98,7 @@ func (e *Engine) Prune(ctx context.Context, opt PruneOptions) (*PruneReport, err
 		}
 		// Counted per batch, so that a failed batch adds nothing.
 		var part *PruneReport
-		err = do(ctx, func(ctx context.Context, tx Tx) error {
+		err = do(ctx, func(ctx context.Context, tx storage.Tx) error {
 			part = &PruneReport{OutboxKinds: map[record.OutboxKind]int{}}
 			for _, r := range runs {
 				if err := e.pruneRun(ctx, tx, r.ID, opt, part); err != nil {
@@ -141,7 +142,7 @@ func (r *PruneReport) add(p *PruneReport) {
 }
 
 // pruneRun prunes one run in tx (in a dry run, counts what it would do).
-func (e *Engine) pruneRun(ctx context.Context, tx Tx, id string, opt PruneOptions, rep *PruneReport) error {
+func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt PruneOptions, rep *PruneReport) error {
 	l, err := e.load(ctx, tx, id)
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
@@ -232,7 +233,7 @@ func (e *Engine) forgetReplays(ctx context.Context, batch int) (int, error) {
 	total := 0
 	for {
 		var n int
-		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			n, err = tx.ForgetRequests(ctx, e.now(), batch)
 			return err

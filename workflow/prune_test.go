@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -123,8 +124,8 @@ func seedRuns(t testing.TB, h *harness, done, waiting int) seeded {
 func dump(t testing.TB, h *harness) string {
 	t.Helper()
 	var b strings.Builder
-	err := h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		runs, err := tx.ListRuns(ctx, workflow.RunFilter{})
+	err := h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		runs, err := tx.ListRuns(ctx, storage.RunFilter{})
 		if err != nil {
 			return err
 		}
@@ -143,7 +144,7 @@ func dump(t testing.TB, h *harness) string {
 			}
 			fmt.Fprintf(&b, "  outbox %d\n", len(ms))
 		}
-		evs, err := tx.AuditEvents(ctx, workflow.AuditFilter{Newest: true, Limit: 1})
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{Newest: true, Limit: 1})
 		if err != nil {
 			return err
 		}

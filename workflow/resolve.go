@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // ResolveInput is a person's resolution of a run that needs attention.
@@ -53,8 +54,8 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 		return nil, e.refuse(ctx, in.By.ID, refused(record.CodeNoRole, in.RunID, "only someone with role %s or above may resolve a run that needs attention", need))
 	}
 	var run *record.Run
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		l, err := e.loadWith(ctx, tx, in.RunID, RunParts{Operations: true, Requests: true, Decisions: true})
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		l, err := e.loadWith(ctx, tx, in.RunID, storage.RunParts{Operations: true, Requests: true, Decisions: true})
 		if err == nil {
 			// What a resolution marks done or sends again must be as sealed.
 			err = e.in.checkRun(ctx, tx, in.RunID, nil, l.more.Requests, l.more.Decisions, l.more.Operations)
@@ -223,7 +224,7 @@ func (e *Engine) retryStatus(l *loaded, op *record.Operation) record.Status {
 // abandonDamaged abandons a run whose stored records failed their check.
 // Nothing of its state can be trusted, so no checkpoint is written: the row
 // ends as failed with an audit event, and the damage stays for Verify.
-func (e *Engine) abandonDamaged(ctx context.Context, tx Tx, in ResolveInput, ie *IntegrityError) (*record.Run, error) {
+func (e *Engine) abandonDamaged(ctx context.Context, tx storage.Tx, in ResolveInput, ie *IntegrityError) (*record.Run, error) {
 	if in.Choice != record.ResolveAbandon {
 		return nil, refused(record.CodeIntegrity, in.RunID, "the run's stored records are damaged (%s): only abandoning it (--did-not-happen --abandon) can resolve it, and the damage stays for verify to show", ie.Problem)
 	}

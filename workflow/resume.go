@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // workStatuses are the statuses of the runs a worker executes.
@@ -26,7 +27,7 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 	n := 0
 	for ; n < limit; n++ {
 		var runs []*record.Run
-		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			now := e.now()
 			var err error
 			runs, err = tx.ClaimRuns(ctx, e.owner, workStatuses, now, now.Add(e.ttl), 1)
@@ -38,7 +39,7 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 		if len(runs) == 0 {
 			break
 		}
-		if _, err := e.resume(ctx, runs[0].ID, asWorker); err != nil && !errors.Is(err, ErrConflict) {
+		if _, err := e.resume(ctx, runs[0].ID, asWorker); err != nil && !errors.Is(err, storage.ErrConflict) {
 			errs = append(errs, err)
 		}
 	}
@@ -59,7 +60,7 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 			continue // another moved the run on first
 		}
 		n++
-		if _, err := e.resume(ctx, r.ID, asWorker); err != nil && !errors.Is(err, ErrConflict) {
+		if _, err := e.resume(ctx, r.ID, asWorker); err != nil && !errors.Is(err, storage.ErrConflict) {
 			errs = append(errs, err)
 		}
 	}
@@ -71,9 +72,9 @@ func (e *Engine) Work(ctx context.Context, limit int) (int, error) {
 // that is not, once for as long as that owner holds it.
 func (e *Engine) goneOwners(ctx context.Context, limit int) ([]*record.Run, error) {
 	var rs []*record.Run
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		rs, err = tx.ListRuns(ctx, RunFilter{Statuses: workStatuses})
+		rs, err = tx.ListRuns(ctx, storage.RunFilter{Statuses: workStatuses})
 		return err
 	})
 	if err != nil {
@@ -110,8 +111,8 @@ func (e *Engine) takeOver(ctx context.Context, r *record.Run) (ok bool, err erro
 	gone := r.LeaseOwner
 	now := e.now()
 	r.LeaseOwner, r.LeaseUntil, r.Fence = e.owner, now.Add(e.ttl), r.Fence+1
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error { return tx.UpdateRun(ctx, r) })
-	if errors.Is(err, ErrConflict) {
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, r) })
+	if errors.Is(err, storage.ErrConflict) {
 		return false, nil
 	}
 	if err != nil {
@@ -140,7 +141,7 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester r
 		run: &record.Run{ID: id, Workflow: workflow, TaskID: taskID, Status: record.StatusRunning, RequesterID: requester.ID},
 		st:  &record.State{SchemaVersion: record.SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
 	}
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return e.save(ctx, tx, l, "", record.EventStarted, requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
 	})
 	if err != nil {
@@ -214,7 +215,7 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*recor
 			}
 		case record.StatusWaitingApproval:
 			if !l.run.Deadline.IsZero() && !e.now().Before(l.run.Deadline) {
-				if err := e.expire(ctx, id, "signoff"); err != nil && !errors.Is(err, ErrConflict) {
+				if err := e.expire(ctx, id, "signoff"); err != nil && !errors.Is(err, storage.ErrConflict) {
 					return nil, err
 				}
 				continue
@@ -336,13 +337,13 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 	if allCommitted(l.st) {
 		l.run.Status = record.StatusDone
 	}
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record what the target now says of %s: %w", op.Key, err)
 		}
 		return e.save(ctx, tx, l, record.StatusNeedsAttention, record.EventReconciled, "signoff", detail, nil)
 	})
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, storage.ErrConflict) {
 		return true, nil // another moved it on; the caller reloads
 	}
 	if err != nil {
@@ -383,26 +384,26 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 		l.st.StepFailures++
 		failures := l.st.StepFailures
 		if failures < maxStepFailures {
-			serr := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+			serr := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 				return e.save(ctx, tx, l, record.StatusRunning, record.EventStepFailed, "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
 			})
 			return errors.Join(fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err), serr)
 		}
 		l.run.Status, l.run.Reason = record.StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
-		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 			return e.save(ctx, tx, l, record.StatusRunning, record.EventNeedsAttention, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	if err != nil {
 		l.run.Status, l.run.Reason = record.StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
-		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 			return e.save(ctx, tx, l, record.StatusRunning, record.EventFailed, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	l.st.StepFailures = 0
 	l.run.Step++
 	l.st.Proposed = done
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx Tx) error {
+	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		return e.save(ctx, tx, l, record.StatusRunning, record.EventStep, "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
 	})
 	if err != nil {

@@ -6,15 +6,16 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // recordingTx keeps what save writes; save calls nothing else of a Tx.
 type recordingTx struct {
-	Tx
-	saved []*RunWrite
+	storage.Tx
+	saved []*storage.RunWrite
 }
 
-func (t *recordingTx) SaveRun(_ context.Context, w *RunWrite) error {
+func (t *recordingTx) SaveRun(_ context.Context, w *storage.RunWrite) error {
 	t.saved = append(t.saved, w)
 	w.Run.Version++
 	return nil

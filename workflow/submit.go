@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // Proposal is what an agent or automation submits.
@@ -106,7 +107,7 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *record.Run
 		return nil, false, refused(record.CodeInvalidInput, "", "invalid proposal: %v", err)
 	}
 	if p.IdempotencyKey != "" {
-		if run, err := e.runByKey(ctx, p.IdempotencyKey, p.Requester.ID, digest); err == nil || !errors.Is(err, ErrNotFound) {
+		if run, err := e.runByKey(ctx, p.IdempotencyKey, p.Requester.ID, digest); err == nil || !errors.Is(err, storage.ErrNotFound) {
 			run, err = e.continueActive(ctx, run, err)
 			return run, err == nil, err
 		}
@@ -120,7 +121,7 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *record.Run
 	l := &loaded{run: &record.Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
 		CallbackURL: callbackURL}, st: st}
 	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
-		if errors.Is(err, ErrDuplicate) && p.IdempotencyKey != "" {
+		if errors.Is(err, storage.ErrDuplicate) && p.IdempotencyKey != "" {
 			// Another submit with this key committed first.
 			run, err := e.runByKey(ctx, p.IdempotencyKey, p.Requester.ID, digest)
 			run, err = e.continueActive(ctx, run, err)
@@ -225,7 +226,7 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 		first  *record.State
 		pruned bool
 	)
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		if run, err = tx.RunByIdempotencyKey(ctx, requesterID, key); err != nil {
 			return err

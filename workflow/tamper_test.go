@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -296,7 +297,7 @@ func (env *tamperEnv) tamper(t *testing.T, runID string, tc tamperCase) {
 // first checkpoint with other evidence.
 func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 	var cps []*record.Checkpoint
-	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		cps, err = tx.Checkpoints(ctx, runID)
 		return err
@@ -333,12 +334,12 @@ func (env *tamperEnv) rehash(t *testing.T, runID string) {
 	t.Helper()
 	var cps []*record.Checkpoint
 	var evs []*record.AuditEvent
-	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		if cps, err = tx.Checkpoints(ctx, runID); err != nil {
 			return err
 		}
-		evs, err = tx.AuditEvents(ctx, workflow.AuditFilter{})
+		evs, err = tx.AuditEvents(ctx, storage.AuditFilter{})
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/texttest"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -93,7 +94,7 @@ func TestSubmitRefusesDeceptiveSingleLineFields(t *testing.T) {
 			}
 		})
 	}
-	runs, err := h.engine.List(context.Background(), workflow.RunFilter{})
+	runs, err := h.engine.List(context.Background(), storage.RunFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

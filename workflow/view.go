@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // RunView is a run as people and scripts read it (`show --json`).
@@ -94,7 +95,7 @@ type OperationView struct {
 // nothing: a run whose state fails its integrity check is returned with Problem set.
 func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 	var v *RunView
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		v, err = e.ViewIn(ctx, tx, id)
 		return err
@@ -107,7 +108,7 @@ func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 
 // ViewIn is Get in a transaction the caller holds: a hook uses it to show
 // the run as the transition it is told about leaves it, before that commits.
-func (e *Engine) ViewIn(ctx context.Context, tx Tx, id string) (*RunView, error) {
+func (e *Engine) ViewIn(ctx context.Context, tx storage.Tx, id string) (*RunView, error) {
 	l, err := e.load(ctx, tx, id)
 	var ie *IntegrityError
 	var v *RunView
@@ -126,7 +127,7 @@ func (e *Engine) ViewIn(ctx context.Context, tx Tx, id string) (*RunView, error)
 // transition's state is the one its transaction writes, so the run is shown
 // from it without reading and verifying its chain again. A transition
 // without a state (a run put aside unread) is read as ViewIn reads it.
-func (e *Engine) ViewOfTransition(ctx context.Context, tx Tx, t Transition) (*RunView, error) {
+func (e *Engine) ViewOfTransition(ctx context.Context, tx storage.Tx, t Transition) (*RunView, error) {
 	if t.State == nil {
 		return e.ViewIn(ctx, tx, t.Run.ID)
 	}
@@ -135,7 +136,7 @@ func (e *Engine) ViewOfTransition(ctx context.Context, tx Tx, t Transition) (*Ru
 
 // viewRest adds a run's requests, decisions and operations to v, checking
 // their seals.
-func (e *Engine) viewRest(ctx context.Context, tx Tx, v *RunView) (*RunView, error) {
+func (e *Engine) viewRest(ctx context.Context, tx storage.Tx, v *RunView) (*RunView, error) {
 	id := v.ID
 	var ie *IntegrityError
 	err := func() error {
@@ -227,9 +228,9 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 }
 
 // List lists runs, oldest first.
-func (e *Engine) List(ctx context.Context, f RunFilter) ([]*record.Run, error) {
+func (e *Engine) List(ctx context.Context, f storage.RunFilter) ([]*record.Run, error) {
 	var runs []*record.Run
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		runs, err = tx.ListRuns(ctx, f)
 		return err
@@ -247,9 +248,9 @@ func (e *Engine) List(ctx context.Context, f RunFilter) ([]*record.Run, error) {
 // which cover what is shown; the rest of the
 // chain is checked when the run is acted on or shown (Get). A checkpoint that
 // fails is not shown: the view has only the run row and Problem says why.
-func (e *Engine) ListViews(ctx context.Context, f RunFilter) ([]*RunView, error) {
+func (e *Engine) ListViews(ctx context.Context, f storage.RunFilter) ([]*RunView, error) {
 	var views []*RunView
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		heads, err := tx.ListRunHeads(ctx, f)
 		if err != nil {
 			return err
@@ -278,7 +279,7 @@ func (e *Engine) ListViews(ctx context.Context, f RunFilter) ([]*RunView, error)
 
 // headState checks a run's latest checkpoint and its base, if it has one,
 // on their own (hash, seal, state) and decodes its state.
-func (e *Engine) headState(ctx context.Context, tx Tx, h *RunHead) (*record.State, error) {
+func (e *Engine) headState(ctx context.Context, tx storage.Tx, h *storage.RunHead) (*record.State, error) {
 	id, c := h.Run.ID, h.Head
 	if c == nil {
 		return nil, &IntegrityError{RunID: id, Seq: h.Run.Seq, Problem: "the run row's checkpoint is missing"}
@@ -332,9 +333,9 @@ type HistoryEntry struct {
 // what is wrong with it and goes on.
 func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error) {
 	var out []HistoryEntry
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if _, err := tx.Run(ctx, id); err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, storage.ErrNotFound) {
 				return UnknownRun(id)
 			}
 			return fmt.Errorf("load run %s: %w", id, err)
@@ -378,9 +379,9 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 // AuditLog lists a run's audit events (all runs' when id is empty).
 func (e *Engine) AuditLog(ctx context.Context, id string) ([]*record.AuditEvent, error) {
 	var evs []*record.AuditEvent
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		evs, err = tx.AuditEvents(ctx, AuditFilter{RunID: id})
+		evs, err = tx.AuditEvents(ctx, storage.AuditFilter{RunID: id})
 		return err
 	})
 	if err != nil {
@@ -401,9 +402,9 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by record.Perso
 	}
 
 	var src *record.State
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if _, err := tx.Run(ctx, id); err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, storage.ErrNotFound) {
 				return UnknownRun(id)
 			}
 			return fmt.Errorf("load run %s: %w", id, err)
@@ -442,7 +443,7 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by record.Perso
 			RequesterID: src.Requester.ID, ParentID: id, ParentSeq: seq},
 		st: st,
 	}
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return e.save(ctx, tx, l, "", record.EventForked, by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
 	})
 	if err != nil {
@@ -531,7 +532,7 @@ func (r *VerifyReport) OK() bool {
 // stored and each of anchors. It changes nothing.
 func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, error) {
 	rep := &VerifyReport{Damaged: []*IntegrityError{}, Unverified: e.in.keys == nil}
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		in := e.in
 		if id, err := foreignHeadKey(ctx, tx, in.keys); err != nil {
 			return err
@@ -550,7 +551,7 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 			rep.Keyed, rep.KeyedSince = true, &head.KeyedSince
 		}
 		transitions := map[string]string{} // run/seq → checkpoint hash, from the audit log
-		evs, err := tx.AuditEvents(ctx, AuditFilter{})
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return fmt.Errorf("read audit log: %w", err)
 		}
@@ -594,7 +595,7 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 				auditDamage[id] = p
 			}
 		}
-		f := RunFilter{Limit: 500}
+		f := storage.RunFilter{Limit: 500}
 		for {
 			runs, err := tx.ListRuns(ctx, f)
 			if err != nil {
@@ -634,13 +635,13 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 
 // foreignHeadKey is the key the store's head is sealed with when keys are
 // configured and do not include it, or "".
-func foreignHeadKey(ctx context.Context, tx Tx, keys *Keyring) (string, error) {
+func foreignHeadKey(ctx context.Context, tx storage.Tx, keys *Keyring) (string, error) {
 	if keys == nil {
 		return "", nil
 	}
 	h, err := tx.IntegrityHead(ctx)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, storage.ErrNotFound):
 		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("read the store's integrity head: %w", err)
@@ -652,7 +653,7 @@ func foreignHeadKey(ctx context.Context, tx Tx, keys *Keyring) (string, error) {
 
 // verifyRun checks one run: its chain, the seals of all its rows (with in's
 // keys), and that each sealed checkpoint has the audit event of its transition.
-func verifyRun(ctx context.Context, tx Tx, in *integrity, r *record.Run, head *record.IntegrityHead, transitions map[string]string, rep *VerifyReport) (*IntegrityError, error) {
+func verifyRun(ctx context.Context, tx storage.Tx, in *integrity, r *record.Run, head *record.IntegrityHead, transitions map[string]string, rep *VerifyReport) (*IntegrityError, error) {
 	cps, err := tx.Checkpoints(ctx, r.ID)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoints of run %s: %w", r.ID, err)
@@ -826,9 +827,9 @@ func verifyAnchors(in *integrity, bySeq map[int64]*record.AuditEvent, head *reco
 // minutes; anchor writers on several replicas take turns.
 func (e *Engine) Anchor(ctx context.Context) (Anchor, error) {
 	var out Anchor
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		prev, err := tx.LatestAnchor(ctx)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
 			prev, err = nil, nil
 		}
 		if err != nil {
@@ -883,8 +884,8 @@ func (e *Engine) Anchor(ctx context.Context) (Anchor, error) {
 // LastAuditSeq is the seq of the newest audit event (0 for none).
 func (e *Engine) LastAuditSeq(ctx context.Context) (int64, error) {
 	var seq int64
-	err := e.store.View(ctx, func(ctx context.Context, tx Tx) error {
-		evs, err := tx.AuditEvents(ctx, AuditFilter{Newest: true, Limit: 1})
+	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{Newest: true, Limit: 1})
 		if err != nil {
 			return err
 		}

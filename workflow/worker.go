@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // Loop is one background worker of a server: it runs Round at once, and then
@@ -24,7 +26,7 @@ type Loop struct {
 	// Changes, when set, wakes the loop at once after every commit that
 	// writes a run: for work that a commit creates (an approved run, a
 	// queued message).
-	Changes *Changes
+	Changes *storage.Changes
 	// Pace says when the next round is due when no change woke the loop
 	// first: for work that time alone makes due. Nil: only changes do.
 	Pace   Pace

@@ -22,6 +22,7 @@ import (
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -115,7 +116,7 @@ func (o *options) findLocal() {
 // app is the program wired together: config, store, shop and engine.
 type app struct {
 	cfg    *config.Config
-	store  workflow.Store
+	store  storage.Store
 	shopDB *sql.DB
 	shop   *demo.Shop
 	// shopPath is where the practice shop lives, for readShop.
@@ -138,7 +139,7 @@ type app struct {
 	metrics *metrics.Metrics
 	// changes wakes the waiters on runs (wait, submit --wait): the engine
 	// tells it of its own commits, the store's feed of others' (feedChanges).
-	changes *workflow.Changes
+	changes *storage.Changes
 	// getenv, failpoint and leaseTTL are what serve's callback dispatcher
 	// takes from the environment: its secret, SIGNOFF_FAILPOINT and
 	// SIGNOFF_LEASE_TTL (how long a claimed row is left to its claimer).
@@ -178,7 +179,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db), changes: workflow.NewChanges(), getenv: getenv, leaseTTL: leaseTTL}
+	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db), changes: storage.NewChanges(), getenv: getenv, leaseTTL: leaseTTL}
 	keys, err := storeKeys(ctx, o, getenv, store, logOut)
 	if err != nil {
 		a.Close()
@@ -313,7 +314,7 @@ func newLogger(o options, w io.Writer) (*slog.Logger, error) {
 // PostgreSQL is not migrated here, unlike SQLite: an unmigrated database is
 // refused (exit 2) with a message that says to run `signoff migrate`. A
 // read-only SQLite store is not migrated either, and refused the same way.
-func openStore(ctx context.Context, db string, log *slog.Logger, readOnly bool) (workflow.Store, error) {
+func openStore(ctx context.Context, db string, log *slog.Logger, readOnly bool) (storage.Store, error) {
 	if isPostgres(db) {
 		store, err := postgres.Open(ctx, db, postgres.WithLogger(log))
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -85,7 +86,7 @@ signoff verify checks. --since takes a time (2026-01-31T00:00:00Z) or an age
 				enc := json.NewEncoder(c.out)
 				// The detail is printed as stored, byte for byte: the hash is over it.
 				enc.SetEscapeHTML(false)
-				return eachAuditEvent(c.ctx, a.store, workflow.AuditFilter{RunID: runID}, func(e *record.AuditEvent) error {
+				return eachAuditEvent(c.ctx, a.store, storage.AuditFilter{RunID: runID}, func(e *record.AuditEvent) error {
 					if !from.IsZero() && e.At.Before(from) {
 						return nil
 					}
@@ -120,11 +121,11 @@ func writeAuditJSON(enc *json.Encoder, e *record.AuditEvent) error {
 
 // eachAuditEvent calls fn with every audit event matching f, by seq, a page
 // at a time.
-func eachAuditEvent(ctx context.Context, store workflow.Store, f workflow.AuditFilter, fn func(*record.AuditEvent) error) error {
+func eachAuditEvent(ctx context.Context, store storage.Store, f storage.AuditFilter, fn func(*record.AuditEvent) error) error {
 	f.Limit = auditPage
 	for {
 		var evs []*record.AuditEvent
-		err := store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			evs, err = tx.AuditEvents(ctx, f)
 			return err
@@ -196,12 +197,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // through (a gap), logs only what it has not logged, and gives a gap up once
 // the events after it are auditGapGrace older than the newest it saw: no
 // transaction holds its seq that long (the server ends one idle for 10 s).
-func logAudit(ctx context.Context, store workflow.Store, changes *workflow.Changes, log *slog.Logger, poll time.Duration, after int64) {
+func logAudit(ctx context.Context, store storage.Store, changes *storage.Changes, log *slog.Logger, poll time.Duration, after int64) {
 	tail := &auditTail{after: after, logged: map[int64]time.Time{}}
 	l := &workflow.Loop{Name: "log audit events", Changes: changes, Pace: workflow.PaceAfter(poll), Logger: log,
 		Round: func(ctx context.Context) error {
 			defer tail.settle()
-			return eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: tail.after}, func(e *record.AuditEvent) error {
+			return eachAuditEvent(ctx, store, storage.AuditFilter{AfterSeq: tail.after}, func(e *record.AuditEvent) error {
 				if _, done := tail.logged[e.Seq]; done {
 					return nil
 				}

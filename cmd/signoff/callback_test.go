@@ -26,8 +26,8 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 const callbackSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -267,9 +267,9 @@ func callbackRows(t *testing.T, dir string) []*record.OutboxMessage {
 	}
 	defer st.Close()
 	var ms []*record.OutboxMessage
-	if err := st.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := st.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []record.OutboxKind{callback.Kind}})
+		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{callback.Kind}})
 		return err
 	}); err != nil {
 		t.Fatal(err)

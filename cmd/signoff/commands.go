@@ -15,6 +15,7 @@ import (
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -289,7 +290,7 @@ func (c *cli) runsCmd() *cobra.Command {
 		Short: "List runs (oldest first)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var f workflow.RunFilter
+			var f storage.RunFilter
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
 					st := record.Status(strings.ToLower(strings.TrimSpace(s)))

@@ -13,8 +13,8 @@ import (
 
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // outboxRow is one undelivered outbox row as `signoff outbox --json` prints it.
@@ -69,11 +69,11 @@ func (c *cli) outboxCmd() *cobra.Command {
 
 // listOutbox reads the undelivered rows, oldest first, and says whether there
 // are more than it lists.
-func listOutbox(ctx context.Context, store workflow.Store, failing bool) ([]outboxRow, bool, error) {
+func listOutbox(ctx context.Context, store storage.Store, failing bool) ([]outboxRow, bool, error) {
 	var ms []*record.OutboxMessage
-	err := store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
+		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
 		return err
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -82,7 +83,7 @@ type pruneResult struct {
 }
 
 // prune prunes what ended before cutoff and, on SQLite, gives the space back.
-func prune(ctx context.Context, e *workflow.Engine, store workflow.Store, log *slog.Logger, cutoff time.Time, dryRun bool) (*pruneResult, error) {
+func prune(ctx context.Context, e *workflow.Engine, store storage.Store, log *slog.Logger, cutoff time.Time, dryRun bool) (*pruneResult, error) {
 	rep, err := e.Prune(ctx, workflow.PruneOptions{Before: cutoff, DryRun: dryRun})
 	if rep == nil {
 		return nil, err
@@ -101,7 +102,7 @@ func prune(ctx context.Context, e *workflow.Engine, store workflow.Store, log *s
 
 // reclaimSpace gives the space a prune freed back to the file system on
 // SQLite (nil on PostgreSQL, whose autovacuum makes it reusable on its own).
-func reclaimSpace(ctx context.Context, store workflow.Store, log *slog.Logger) (*sqlite.ReclaimReport, error) {
+func reclaimSpace(ctx context.Context, store storage.Store, log *slog.Logger) (*sqlite.ReclaimReport, error) {
 	st, ok := store.(*sqlite.Store)
 	if !ok {
 		return nil, nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -90,7 +91,7 @@ func (c *cluster) stored(t *testing.T, id string) string {
 	}
 	var b strings.Builder
 	b.Write(v)
-	err = c.app.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err = c.app.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		reqs, err := tx.RequestsForRun(ctx, id)
 		if err != nil {
 			return err
@@ -99,7 +100,7 @@ func (c *cluster) stored(t *testing.T, id string) string {
 		if err != nil {
 			return err
 		}
-		audit, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		audit, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return err
 		}
@@ -119,7 +120,7 @@ func (c *cluster) quiet(t *testing.T) {
 	t.Helper()
 	eventually(t, "every Slack message to be delivered", 60*time.Second, func() bool {
 		var due []*record.OutboxMessage
-		err := c.app.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		err := c.app.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			due, err = tx.DueOutbox(ctx, time.Now().Add(1000*time.Hour), 1)
 			return err

@@ -28,6 +28,7 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -229,7 +230,7 @@ slack:
 // logUnfinished logs the runs that are neither done nor rejected, with what
 // they hold, to explain a failure.
 func (c *cluster) logUnfinished(t *testing.T) {
-	rs, err := c.app.engine.List(context.Background(), workflow.RunFilter{})
+	rs, err := c.app.engine.List(context.Background(), storage.RunFilter{})
 	if err != nil {
 		t.Logf("list runs: %v", err)
 		return
@@ -410,7 +411,7 @@ func (c *cluster) get(t *testing.T, id string) *workflow.RunView {
 
 func (c *cluster) list(t *testing.T, statuses ...record.Status) []*record.Run {
 	t.Helper()
-	rs, err := c.app.engine.List(context.Background(), workflow.RunFilter{Statuses: statuses})
+	rs, err := c.app.engine.List(context.Background(), storage.RunFilter{Statuses: statuses})
 	if err != nil {
 		t.Fatal(err)
 	}

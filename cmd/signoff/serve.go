@@ -19,6 +19,7 @@ import (
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/metrics"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -228,7 +229,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 			}
 		}()
 	}
-	feed, _ := a.store.(workflow.ChangeFeed)
+	feed, _ := a.store.(storage.ChangeFeed)
 	loops := a.engine.Loops(so.poll, feed)
 	if slackOn {
 		disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,

@@ -27,6 +27,7 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -194,7 +195,7 @@ func (s *served) click(t *testing.T, fixture, user string, v *workflow.RunView) 
 func (s *served) undelivered(t *testing.T) int {
 	t.Helper()
 	var n int
-	err := s.app.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err := s.app.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		rows, err := tx.DueOutbox(ctx, time.Now().Add(24*time.Hour), 0)
 		n = len(rows)
 		return err

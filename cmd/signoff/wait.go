@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // defaultWaitTimeout is how long wait and submit --wait wait at most unless
@@ -126,7 +126,7 @@ func (c *cli) waitRun(a *app, id string, asJSON bool, timeout time.Duration) err
 // waiters on other processes' commits, until ctx ends or stop is called;
 // stop waits for it to end.
 func (a *app) feedChanges(ctx context.Context) (stop func()) {
-	feed, ok := a.store.(workflow.ChangeFeed)
+	feed, ok := a.store.(storage.ChangeFeed)
 	if !ok {
 		return func() {}
 	}

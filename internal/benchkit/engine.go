@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -32,7 +33,7 @@ const refundSchema = `{
 // NewEngine is an engine on st with one action, request_refund, that always
 // needs a team lead's approval, and an executor that does nothing but keep
 // its receipts, so that the figures are the engine's and the store's.
-func NewEngine(st workflow.Store) (*workflow.Engine, error) {
+func NewEngine(st storage.Store) (*workflow.Engine, error) {
 	roles, err := workflow.NewRoles([]workflow.Role{
 		{Name: "agent", Members: []string{Requester}},
 		{Name: "team_lead", Members: []string{Approver}},

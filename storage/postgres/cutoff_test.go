@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // replyCutter is a TCP proxy in front of a PostgreSQL server. Once armed, it
@@ -114,7 +114,7 @@ func TestACommitCutOffFromItsAnswerIsNotCalledARollback(t *testing.T) {
 	p := newReplyCutter(t, dsn)
 	s := openStore(t, p.dsn+"&pool_max_conns=1")
 	submit := func(id string, cut bool) error {
-		return s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		return s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			if err := tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning}); err != nil {
 				return err
 			}
@@ -143,11 +143,11 @@ func TestACommitCutOffFromItsAnswerIsNotCalledARollback(t *testing.T) {
 		t.Errorf("Update = %v, want an error saying the outcome is unknown", err)
 	}
 	direct := openStore(t, dsn)
-	err = direct.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err = direct.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		if _, err := tx.Run(ctx, "run-a"); err != nil {
 			t.Errorf("run-a: %v; the server committed it", err)
 		}
-		evs, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-a"})
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{RunID: "run-a"})
 		if err == nil && len(evs) != 1 {
 			t.Errorf("%d audit events of run-a, want the one that went with COMMIT", len(evs))
 		}
@@ -156,7 +156,7 @@ func TestACommitCutOffFromItsAnswerIsNotCalledARollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return tx.InsertRun(ctx, &record.Run{ID: "run-b", Status: record.StatusRunning})
 	}); err != nil {
 		t.Errorf("the next Update, on a new connection: %v", err)

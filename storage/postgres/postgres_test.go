@@ -17,11 +17,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/storage/storagetest"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // migrated is a fresh schema with every migration applied.
@@ -63,7 +63,7 @@ func execRaw(t *testing.T, dsn, query string, args ...any) {
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storagetest.Run(t, func(t *testing.T) workflow.Store {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
 		s, err := Open(t.Context(), migrated(t))
 		if err != nil {
 			t.Fatalf("open store: %v", err)
@@ -120,7 +120,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Errorf("first Migrate applied %v, want %v", applied, Migrations())
 	}
 	s := openStore(t, dsn)
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 			t.Errorf("version %d checksum changed: %s → %s", v, sum, again[v])
 		}
 	}
-	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		_, err := tx.Run(ctx, "run-1")
 		return err
 	}); err != nil {
@@ -277,7 +277,7 @@ func TestConcurrentClaimsFromTwoPools(t *testing.T) {
 	dsn := migrated(t)
 	stores := []*Store{openStore(t, dsn), openStore(t, dsn)}
 	base := time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC)
-	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		for i := range runs {
 			r := &record.Run{ID: fmt.Sprintf("run-%02d", i), Status: record.StatusExecuting, CreatedAt: base, UpdatedAt: base.Add(time.Duration(i%7) * time.Second)}
 			if err := tx.InsertRun(ctx, r); err != nil {
@@ -299,7 +299,7 @@ func TestConcurrentClaimsFromTwoPools(t *testing.T) {
 				<-start
 				for {
 					var got []*record.Run
-					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+					err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 						var err error
 						got, err = tx.ClaimRuns(ctx, name, []record.Status{record.StatusExecuting}, base, base.Add(time.Hour), 2)
 						return err
@@ -354,7 +354,7 @@ func TestAuditChainAcrossStores(t *testing.T) {
 				<-start
 				for i := range appends {
 					id := fmt.Sprintf("run-%d-%d-%d", si, w, i)
-					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+					err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 						if err := tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning}); err != nil {
 							return err
 						}
@@ -373,8 +373,8 @@ func TestAuditChainAcrossStores(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	err := stores[1].View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+	err := stores[1].View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		es, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return err
 		}
@@ -399,7 +399,7 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 	dsn := migrated(t)
 	saver, appender := openStore(t, dsn), openStore(t, dsn)
 	run := &record.Run{ID: "run-raced", Status: record.StatusExecuting}
-	if err := saver.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
+	if err := saver.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
 		t.Fatal(err)
 	}
 	start := make(chan struct{})
@@ -407,14 +407,14 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 	wg.Go(func() {
 		<-start
 		for i := range each {
-			err := saver.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			err := saver.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				r, err := tx.Run(ctx, run.ID)
 				if err != nil {
 					return err
 				}
 				r.Seq++
 				cp := &record.Checkpoint{RunID: r.ID, Seq: r.Seq, SchemaVersion: 2, Hash: fmt.Sprintf("h%d", r.Seq)}
-				if err := tx.SaveRun(ctx, &workflow.RunWrite{Run: r, Checkpoint: cp}); err != nil {
+				if err := tx.SaveRun(ctx, &storage.RunWrite{Run: r, Checkpoint: cp}); err != nil {
 					return err
 				}
 				return tx.AppendAudit(ctx, &record.AuditEvent{RunID: r.ID, Action: record.Event(fmt.Sprintf("step-%d", i))}, nil)
@@ -428,7 +428,7 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 	wg.Go(func() {
 		<-start
 		for i := range each {
-			err := appender.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			err := appender.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				return tx.AppendAudit(ctx, &record.AuditEvent{RunID: run.ID, Action: record.Event(fmt.Sprintf("refused-%d", i))}, nil)
 			})
 			if err != nil {
@@ -442,8 +442,8 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	err := appender.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: run.ID})
+	err := appender.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		es, err := tx.AuditEvents(ctx, storage.AuditFilter{RunID: run.ID})
 		if err != nil {
 			return err
 		}
@@ -474,7 +474,7 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 	other := &record.Run{ID: "run-2", Status: record.StatusRunning, IdempotencyKey: "key-2"}
 	req := &record.ApprovalRequest{ID: "req-1", RunID: "run-1", Status: record.RequestPending}
 	op := &record.Operation{Key: "run-1/0", RunID: "run-1", Status: record.OpPending}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return errors.Join(tx.InsertRun(ctx, run), tx.InsertRun(ctx, other), tx.InsertRequest(ctx, req),
 			tx.InsertOperation(ctx, op),
 			tx.InsertDecision(ctx, &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: record.VerdictApprove}))
@@ -484,49 +484,49 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 	refusals := []struct {
 		name string
 		want error
-		fn   func(ctx context.Context, tx workflow.Tx) error
+		fn   func(ctx context.Context, tx storage.Tx) error
 	}{
-		{"run id", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+		{"run id", storage.ErrDuplicate, func(ctx context.Context, tx storage.Tx) error {
 			return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 		}},
-		{"idempotency key of another run", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+		{"idempotency key of another run", storage.ErrDuplicate, func(ctx context.Context, tx storage.Tx) error {
 			return tx.InsertRun(ctx, &record.Run{ID: "run-3", Status: record.StatusRunning, IdempotencyKey: "key-1"})
 		}},
-		{"stale run", workflow.ErrConflict, func(ctx context.Context, tx workflow.Tx) error {
+		{"stale run", storage.ErrConflict, func(ctx context.Context, tx storage.Tx) error {
 			r := *other
 			r.Version = 7
 			return tx.UpdateRun(ctx, &r)
 		}},
-		{"checkpoint of a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+		{"checkpoint of a missing run", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
 			return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "no-such-run", Seq: 1})
 		}},
-		{"request of a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+		{"request of a missing run", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
 			return tx.InsertRequest(ctx, &record.ApprovalRequest{ID: "req-x", RunID: "no-such-run", Status: record.RequestPending})
 		}},
-		{"request moved to a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+		{"request moved to a missing run", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
 			r := *req
 			r.RunID = "no-such-run"
 			return tx.UpdateRequest(ctx, &r)
 		}},
-		{"decision twice", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+		{"decision twice", storage.ErrDuplicate, func(ctx context.Context, tx storage.Tx) error {
 			return tx.InsertDecision(ctx, &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: record.VerdictReject})
 		}},
-		{"decision on a missing request", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+		{"decision on a missing request", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
 			return tx.InsertDecision(ctx, &record.Decision{RequestID: "req-x", RunID: "run-1", ApproverID: "U2", Verdict: record.VerdictReject})
 		}},
-		{"operation key", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
+		{"operation key", storage.ErrDuplicate, func(ctx context.Context, tx storage.Tx) error {
 			return tx.InsertOperation(ctx, &record.Operation{Key: "run-1/0", RunID: "run-1", Status: record.OpPending})
 		}},
-		{"stale operation", workflow.ErrConflict, func(ctx context.Context, tx workflow.Tx) error {
+		{"stale operation", storage.ErrConflict, func(ctx context.Context, tx storage.Tx) error {
 			o := *op
 			o.Version = 7
 			return tx.UpdateOperation(ctx, &o)
 		}},
-		{"missing operation", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+		{"missing operation", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
 			return tx.UpdateOperation(ctx, &record.Operation{Key: "nope", Version: 1, Status: record.OpPending})
 		}},
 	}
-	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		for i, r := range refusals {
 			if err := r.fn(ctx, tx); !errors.Is(err, r.want) {
 				t.Errorf("%s: got %v, want %v", r.name, err, r.want)
@@ -541,8 +541,8 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-1"})
+	err = s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		es, err := tx.AuditEvents(ctx, storage.AuditFilter{RunID: "run-1"})
 		if err != nil {
 			return err
 		}
@@ -570,10 +570,10 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 func TestForeignKeyIsNotFound(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
-	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
 	})
-	if !errors.Is(err, workflow.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
 		t.Errorf("checkpoint of a missing run: got %v, want ErrNotFound naming the run", err)
 	}
 }
@@ -597,10 +597,10 @@ func TestInterpretError(t *testing.T) {
 	if err := interpretError(nil); err != nil {
 		t.Errorf("interpretError(nil) = %v", err)
 	}
-	if err := interpretError(fmt.Errorf("scan: %w", pgx.ErrNoRows)); !errors.Is(err, workflow.ErrNotFound) {
+	if err := interpretError(fmt.Errorf("scan: %w", pgx.ErrNoRows)); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("ErrNoRows became %v", err)
 	}
-	for code, want := range map[string]error{"23505": workflow.ErrDuplicate, "23503": workflow.ErrNotFound} {
+	for code, want := range map[string]error{"23505": storage.ErrDuplicate, "23503": storage.ErrNotFound} {
 		native := &pgconn.PgError{Code: code, Message: "constraint"}
 		err := interpretError(native)
 		if !errors.Is(err, want) {
@@ -624,7 +624,7 @@ func TestEncoding(t *testing.T) {
 	dsn := migrated(t)
 	s := openStore(t, dsn)
 	at := time.Date(2026, 11, 29, 9, 30, 0, 123_456_789, time.UTC)
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return errors.Join(
 			tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning, CreatedAt: at}),
 			tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
@@ -669,12 +669,12 @@ func TestUpdateIsReadCommitted(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
 	var update, view string
-	if err := s.Update(t.Context(), func(ctx context.Context, wtx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, wtx storage.Tx) error {
 		return wtx.(*sqlstore.Tx).Conn().QueryRow(ctx, `SHOW transaction_isolation`).Scan(&update)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.View(t.Context(), func(ctx context.Context, wtx workflow.Tx) error {
+	if err := s.View(t.Context(), func(ctx context.Context, wtx storage.Tx) error {
 		return wtx.(*sqlstore.Tx).Conn().QueryRow(ctx, `SHOW transaction_isolation`).Scan(&view)
 	}); err != nil {
 		t.Fatal(err)
@@ -686,7 +686,7 @@ func TestUpdateIsReadCommitted(t *testing.T) {
 
 func TestChangeFeed(t *testing.T) {
 	t.Parallel()
-	storagetest.RunChangeFeed(t, func(t *testing.T) (workflow.Store, workflow.Store) {
+	storagetest.RunChangeFeed(t, func(t *testing.T) (storage.Store, storage.Store) {
 		dsn := migrated(t)
 		return openStore(t, dsn), openStore(t, dsn)
 	})
@@ -694,9 +694,9 @@ func TestChangeFeed(t *testing.T) {
 
 // startFeed runs s's feed into a new Changes until t ends, and returns once
 // it listens.
-func startFeed(t *testing.T, s *Store) *workflow.Changes {
+func startFeed(t *testing.T, s *Store) *storage.Changes {
 	t.Helper()
-	c := workflow.NewChanges()
+	c := storage.NewChanges()
 	ctx, cancel := context.WithCancel(t.Context())
 	fed := make(chan error, 1)
 	t.Cleanup(func() {
@@ -742,7 +742,7 @@ func TestChangeFeedNotOnRollback(t *testing.T) {
 	woken, stop := c.Watch(committed)
 	defer stop()
 	errBoom := errors.New("boom")
-	err := b.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err := b.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.InsertRun(ctx, feedRun(lost)); err != nil {
 			return err
 		}
@@ -751,7 +751,7 @@ func TestChangeFeedNotOnRollback(t *testing.T) {
 	if !errors.Is(err, errBoom) {
 		t.Fatalf("update = %v", err)
 	}
-	if err := b.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, feedRun(committed)) }); err != nil {
+	if err := b.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, feedRun(committed)) }); err != nil {
 		t.Fatal(err)
 	}
 	mustWake(t, woken, "a committed insert")
@@ -778,7 +778,7 @@ func TestChangeFeedListensAgain(t *testing.T) {
 	mustWake(t, woken, "the wake after listening again")
 	woken, stop2 := c.Watch(id)
 	defer stop2()
-	if err := b.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, feedRun(id)) }); err != nil {
+	if err := b.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, feedRun(id)) }); err != nil {
 		t.Fatal(err)
 	}
 	mustWake(t, woken, "a commit after listening again")
@@ -809,7 +809,7 @@ func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
 	u.RawQuery = q.Encode()
 	s := openStore(t, u.String())
 	base := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusExecuting, CreatedAt: base, UpdatedAt: base})
 	}); err != nil {
 		t.Fatal(err)
@@ -817,7 +817,7 @@ func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
 	locked, release := make(chan struct{}), make(chan struct{})
 	frozen := make(chan error, 1)
 	go func() {
-		frozen <- s.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		frozen <- s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 			r, err := tx.Run(ctx, "run-1")
 			if err != nil {
 				return err
@@ -834,7 +834,7 @@ func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
 	<-locked
 	other := make(chan error, 1)
 	go func() {
-		other <- s.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		other <- s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 			r, err := tx.Run(ctx, "run-1")
 			if err != nil {
 				return err
@@ -856,7 +856,7 @@ func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
 	if err := <-frozen; err == nil {
 		t.Fatal("the frozen transaction committed after the server ended it")
 	}
-	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		r, err := tx.Run(ctx, "run-1")
 		if err == nil && r.Reason != "moved on" {
 			err = fmt.Errorf("reason %q, want the other transaction's", r.Reason)
@@ -942,7 +942,7 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 	dsn := migrated(t)
 	s := openStore(t, dsn)
 	first := &record.AuditEvent{RunID: "run-a", Action: "first"}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, first, nil) }); err != nil {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.AppendAudit(ctx, first, nil) }); err != nil {
 		t.Fatal(err)
 	}
 	conns := s.pool.Stat().NewConnsCount()
@@ -950,12 +950,12 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 		// The next append takes the first event's seq again: the server
 		// refuses it on the primary key.
 		execRaw(t, dsn, `SELECT setval('audit_seq', $1, false)`, first.Seq)
-		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-b", Action: "second"}, nil); err != nil {
 				return err
 			}
 			err := tx.InsertRun(ctx, &record.Run{ID: "run-b", Status: record.StatusRunning})
-			if err == nil || errors.Is(err, workflow.ErrDuplicate) {
+			if err == nil || errors.Is(err, storage.ErrDuplicate) {
 				t.Errorf("go on %v: the insert that carried the refused append: %v, want the append's failure", goOn, err)
 			}
 			if goOn {
@@ -963,15 +963,15 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 			}
 			return err
 		})
-		if err == nil || errors.Is(err, workflow.ErrDuplicate) || !strings.Contains(err.Error(), "append audit second of run run-b") {
+		if err == nil || errors.Is(err, storage.ErrDuplicate) || !strings.Contains(err.Error(), "append audit second of run run-b") {
 			t.Errorf("go on %v: Update = %v, want the append's failure", goOn, err)
 		}
 	}
-	err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		if _, err := tx.Run(ctx, "run-b"); !errors.Is(err, workflow.ErrNotFound) {
+	err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		if _, err := tx.Run(ctx, "run-b"); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("run-b after the lost transactions: %v, want ErrNotFound", err)
 		}
-		evs, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return err
 		}
@@ -995,12 +995,12 @@ func TestADeferredAuditAppendCutShortIsTheContextsError(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
 	ctx, cancel := context.WithCancel(t.Context())
-	err := s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-a", Action: "first"}, nil); err != nil {
 			return err
 		}
 		cancel()
-		_, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-a"})
+		_, err := tx.AuditEvents(ctx, storage.AuditFilter{RunID: "run-a"})
 		return err
 	})
 	if !errors.Is(err, context.Canceled) {

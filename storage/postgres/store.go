@@ -24,8 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // IdleInTransactionTimeout is how long the server lets one of the store's
@@ -74,7 +73,7 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // pgx does once per connection), for measuring what an operation costs.
 func (s *Store) RoundTrips() int64 { return s.rt.n.Load() }
 
-var _ workflow.Store = (*Store)(nil)
+var _ storage.Store = (*Store)(nil)
 
 // Option configures Open and Migrate.
 type Option func(*options)
@@ -160,7 +159,7 @@ func (s *Store) Close() error {
 // appender holds is the shape to avoid. ctx bounds the whole transaction; if it
 // ends while COMMIT is in flight, the outcome is unknown to the caller, as with
 // any lost connection: the compare-and-set versions tell a retry what happened.
-func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) (err error) {
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("begin update: %w", err)
 	}
@@ -207,7 +206,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot, taken
 // at fn's first statement, for every read, and any write fails. It takes no row
 // lock, so it neither waits for nor delays an Update.
-func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin view: %w", interpretError(err))

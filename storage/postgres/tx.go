@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlstore"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // SQLSTATE codes that become sentinels of workflow.Store.
@@ -29,17 +29,17 @@ func interpretError(err error) error {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return workflow.ErrNotFound
+		return storage.ErrNotFound
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case codeUniqueViolation:
-			return fmt.Errorf("%w: %w", workflow.ErrDuplicate, err)
+			return fmt.Errorf("%w: %w", storage.ErrDuplicate, err)
 		case codeForeignKeyViolation:
 			// The record refers to one that does not exist (a checkpoint of an
 			// unknown run): the caller's "not found", not a storage failure.
-			return fmt.Errorf("%w: a record it refers to does not exist: %w", workflow.ErrNotFound, err)
+			return fmt.Errorf("%w: a record it refers to does not exist: %w", storage.ErrNotFound, err)
 		}
 	}
 	return err
@@ -160,7 +160,7 @@ func (d dialect) CompareAndSet(ctx context.Context, c sqlstore.Conn, table, keyC
 	var answer error
 	err := d.Guarded(ctx, c, func(r sqlstore.Row) error {
 		answer = w.Row(r)
-		if errors.Is(answer, workflow.ErrConflict) || errors.Is(answer, workflow.ErrNotFound) {
+		if errors.Is(answer, storage.ErrConflict) || errors.Is(answer, storage.ErrNotFound) {
 			return nil
 		}
 		return answer
@@ -190,9 +190,9 @@ func (dialect) CompareAndSetWrite(table, keyColumn string, key any, update strin
 			case changed:
 				return nil
 			case exists:
-				return workflow.ErrConflict
+				return storage.ErrConflict
 			}
-			return workflow.ErrNotFound
+			return storage.ErrNotFound
 		},
 	}
 }

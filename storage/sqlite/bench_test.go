@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // BenchmarkRawCommit is the floor under every store operation: one durable
@@ -73,7 +73,7 @@ func BenchmarkConcurrentUpdate(b *testing.B) {
 							return
 						}
 						id := fmt.Sprintf("run-%d", i)
-						err := s.Update(b.Context(), func(ctx context.Context, tx workflow.Tx) error {
+						err := s.Update(b.Context(), func(ctx context.Context, tx storage.Tx) error {
 							return errors.Join(
 								tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning, Seq: 1}),
 								tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: id, Seq: 1, SchemaVersion: 1, State: state}),

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 func TestOpenReadOnly(t *testing.T) {
@@ -42,7 +42,7 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	err = ro.Update(ctx, func(context.Context, workflow.Tx) error {
+	err = ro.Update(ctx, func(context.Context, storage.Tx) error {
 		t.Fatal("a read-only store ran an update")
 		return nil
 	})
@@ -51,20 +51,20 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 	// It reads what the writer commits, also while the writer holds the lock.
 	run := &record.Run{ID: "run_1", Workflow: "proposal", Status: record.StatusRunning, RequesterID: "agent:a"}
-	if err := rw.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
+	if err := rw.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
 	held := make(chan struct{})
 	go func() {
-		_ = rw.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		_ = rw.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			close(held)
 			<-release
 			return errors.New("roll back")
 		})
 	}()
 	<-held
-	err = ro.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err = ro.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		_, err := tx.Run(ctx, "run_1")
 		return err
 	})

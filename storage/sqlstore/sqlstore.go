@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // Row is the one row of Conn.QueryRow: its Scan reports a missing row with the
@@ -117,7 +117,7 @@ type Tx struct {
 	lost error
 }
 
-var _ workflow.Tx = (*Tx)(nil)
+var _ storage.Tx = (*Tx)(nil)
 
 // NewWriteTx is the Tx of a read-write transaction (the store's Update).
 func NewWriteTx(c Conn, d Dialect) *Tx { return &Tx{c: c, d: d, write: true} }

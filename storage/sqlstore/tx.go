@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // queryRow binds query and runs it for one row.
@@ -142,7 +142,7 @@ func (t *Tx) RunByIdempotencyKey(ctx context.Context, requesterID, key string) (
 	return r, nil
 }
 
-func (t *Tx) ListRuns(ctx context.Context, f workflow.RunFilter) ([]*record.Run, error) {
+func (t *Tx) ListRuns(ctx context.Context, f storage.RunFilter) ([]*record.Run, error) {
 	where, args := runFilter(f, "")
 	q := `SELECT ` + runColumns + ` FROM runs` + where + ` ORDER BY created_at, id`
 	if f.Limit > 0 {
@@ -160,7 +160,7 @@ func (t *Tx) ListRuns(ctx context.Context, f workflow.RunFilter) ([]*record.Run,
 // runs_prunable (004_retention), so that the planner may use it.
 const endedStatuses = `'done', 'failed', 'rejected', 'expired', 'cancelled'`
 
-func (t *Tx) EndedRuns(ctx context.Context, f workflow.EndedFilter) ([]*record.Run, error) {
+func (t *Tx) EndedRuns(ctx context.Context, f storage.EndedFilter) ([]*record.Run, error) {
 	// created_at < before holds for every run that ended before it, and
 	// bounds the range of the index read.
 	q := `SELECT ` + runColumns + ` FROM runs
@@ -202,7 +202,7 @@ func (t *Tx) CountRuns(ctx context.Context) (map[record.Status]int, error) {
 
 // runFilter is the WHERE clause of f (or "") and its arguments, its columns
 // qualified with prefix.
-func runFilter(f workflow.RunFilter, prefix string) (string, []any) {
+func runFilter(f storage.RunFilter, prefix string) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -268,7 +268,7 @@ func (n *nullCheckpoint) checkpoint() *record.Checkpoint {
 		PrunedAt: fromMillis(deref(n.pruned)), Seal: record.Seal{KeyID: deref(n.keyID), MAC: deref(n.mac)}}
 }
 
-func scanRunHead(s Row) (*workflow.RunHead, error) {
+func scanRunHead(s Row) (*storage.RunHead, error) {
 	var (
 		r                                              record.Run
 		key                                            *string
@@ -290,7 +290,7 @@ func scanRunHead(s Row) (*workflow.RunHead, error) {
 	r.CreatedAt = fromMillis(created)
 	r.UpdatedAt = fromMillis(updated)
 	r.PrunedAt = fromMillis(pruned)
-	return &workflow.RunHead{Run: &r, Head: head.checkpoint(), Base: base.checkpoint()}, nil
+	return &storage.RunHead{Run: &r, Head: head.checkpoint(), Base: base.checkpoint()}, nil
 }
 
 func deref[T any](p *T) T {
@@ -303,7 +303,7 @@ func deref[T any](p *T) T {
 
 // ListRunHeadsQuery is the query ListRunHeads runs for f, with ?
 // placeholders: drivers test its plan (a page must walk an index, not scan).
-func ListRunHeadsQuery(f workflow.RunFilter) (string, []any) {
+func ListRunHeadsQuery(f storage.RunFilter) (string, []any) {
 	where, args := runFilter(f, "r.")
 	q := `SELECT ` + runHeadColumns + ` FROM runs r
 		LEFT JOIN checkpoints c ON c.run_id = r.id AND c.seq = r.seq
@@ -315,7 +315,7 @@ func ListRunHeadsQuery(f workflow.RunFilter) (string, []any) {
 	return q, args
 }
 
-func (t *Tx) ListRunHeads(ctx context.Context, f workflow.RunFilter) ([]*workflow.RunHead, error) {
+func (t *Tx) ListRunHeads(ctx context.Context, f storage.RunFilter) ([]*storage.RunHead, error) {
 	q, args := ListRunHeadsQuery(f)
 	heads, err := queryAll(ctx, t, scanRunHead, q, args...)
 	if err != nil {
@@ -711,7 +711,7 @@ func (t *Tx) DueOutbox(ctx context.Context, now time.Time, limit int) ([]*record
 	return ms, nil
 }
 
-func (t *Tx) ListOutbox(ctx context.Context, f workflow.OutboxFilter) ([]*record.OutboxMessage, error) {
+func (t *Tx) ListOutbox(ctx context.Context, f storage.OutboxFilter) ([]*record.OutboxMessage, error) {
 	// Undelivered rows only, spelled as in the partial index outbox_due.
 	q := `SELECT ` + outboxColumns + ` FROM outbox WHERE delivered_at = 0`
 	var args []any
@@ -855,7 +855,7 @@ func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*r
 	return nil
 }
 
-func (t *Tx) AuditEvents(ctx context.Context, f workflow.AuditFilter) ([]*record.AuditEvent, error) {
+func (t *Tx) AuditEvents(ctx context.Context, f storage.AuditFilter) ([]*record.AuditEvent, error) {
 	q := `SELECT ` + auditColumns + ` FROM audit WHERE seq > ?`
 	args := []any{f.AfterSeq}
 	if f.RunID != "" {

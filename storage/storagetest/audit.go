@@ -11,17 +11,17 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
-func testAuditRoundTrip(t *testing.T, s workflow.Store) {
+func testAuditRoundTrip(t *testing.T, s storage.Store) {
 	for i, p := range payloads {
 		t.Run(p.name, func(t *testing.T) {
 			in := &record.AuditEvent{RunID: "run-1", Actor: "U0LEAD0001", Action: "approve", Detail: p.b,
 				At: odd.Add(time.Duration(i) * time.Second), Seq: 99, PrevHash: "bogus", Hash: "bogus"}
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, in, nil) })
-			es := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.AuditEvent, error) {
-				return tx.AuditEvents(ctx, workflow.AuditFilter{AfterSeq: in.Seq - 1})
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.AppendAudit(ctx, in, nil) })
+			es := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+				return tx.AuditEvents(ctx, storage.AuditFilter{AfterSeq: in.Seq - 1})
 			})
 			if len(es) != 1 {
 				t.Fatalf("AuditEvents after seq %d: got %d events, want 1", in.Seq-1, len(es))
@@ -36,13 +36,13 @@ func testAuditRoundTrip(t *testing.T, s workflow.Store) {
 
 // --- unique keys
 
-func testAuditChain(t *testing.T, s workflow.Store) {
+func testAuditChain(t *testing.T, s storage.Store) {
 	const perTx, txs = 5, 12
 	runs := []string{"run-a", "run-b", "run-c", ""} // "" is an event about no run
 	var appended []record.AuditEvent
 	n := 0
 	for range txs {
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
 			for range perTx {
 				e := &record.AuditEvent{RunID: runs[n%len(runs)], Actor: fmt.Sprintf("actor-%d", n%3),
 					Action: "step", Detail: []byte(fmt.Sprintf(`{"n":%d}`, n)), At: odd.Add(time.Duration(n) * time.Second)}
@@ -57,7 +57,7 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 	}
 	// A rolled-back append must leave no fork in its run's chain (it may
 	// leave a gap in the seqs).
-	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-a", Action: "rolled back"}, nil); err != nil {
 			return err
 		}
@@ -65,14 +65,14 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 	})
 	wantErr(t, "rolled-back append", err, errBoom)
 	last := &record.AuditEvent{RunID: "run-a", Action: "last", At: odd}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, last, nil) })
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.AppendAudit(ctx, last, nil) })
 	appended = append(appended, *last)
 
 	t.Run("the appender is told seq, prev and hash", func(t *testing.T) {
 		checkChain(t, pointers(appended))
 	})
-	all := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.AuditEvent, error) {
-		return tx.AuditEvents(ctx, workflow.AuditFilter{})
+	all := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+		return tx.AuditEvents(ctx, storage.AuditFilter{})
 	})
 	t.Run("stored chain", func(t *testing.T) {
 		if len(all) != len(appended) {
@@ -84,8 +84,8 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 		}
 	})
 	t.Run("the newest first", func(t *testing.T) {
-		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.AuditEvent, error) {
-			return tx.AuditEvents(ctx, workflow.AuditFilter{Newest: true, Limit: 2})
+		got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+			return tx.AuditEvents(ctx, storage.AuditFilter{Newest: true, Limit: 2})
 		})
 		if n := len(all); len(got) != 2 || got[0].Seq != all[n-1].Seq || got[1].Seq != all[n-2].Seq {
 			t.Errorf("AuditEvents(newest, 2) = %v, want the last two of %v", seqsOf(got), seqsOf(all))
@@ -99,8 +99,8 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 					want = append(want, e.Seq)
 				}
 			}
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.AuditEvent, error) {
-				return tx.AuditEvents(ctx, workflow.AuditFilter{RunID: run})
+			got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+				return tx.AuditEvents(ctx, storage.AuditFilter{RunID: run})
 			})
 			if seqs := seqsOf(got); !slices.Equal(seqs, want) {
 				t.Errorf("AuditEvents(run %s) = %v, want %v", run, seqs, want)
@@ -109,8 +109,8 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			var paged []int64
 			after := int64(0)
 			for page := 0; page <= len(all); page++ {
-				es := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.AuditEvent, error) {
-					return tx.AuditEvents(ctx, workflow.AuditFilter{RunID: run, AfterSeq: after, Limit: 4})
+				es := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+					return tx.AuditEvents(ctx, storage.AuditFilter{RunID: run, AfterSeq: after, Limit: 4})
 				})
 				if len(es) > 4 {
 					t.Fatalf("page of %d events, limit 4", len(es))
@@ -131,7 +131,7 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 		for _, e := range all {
 			want[e.RunID] = e
 		}
-		heads := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.AuditRunHead, error) {
+		heads := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditRunHead, error) {
 			return tx.AuditRunHeads(ctx)
 		})
 		if len(heads) != len(want) {
@@ -141,21 +141,21 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			if e := want[h.RunID]; e == nil || h.Seq != e.Seq || h.Hash != e.Hash {
 				t.Errorf("head of run %q = %d %s, want its last event %v", h.RunID, h.Seq, h.Hash, e)
 			}
-			one := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.AuditRunHead, error) {
+			one := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.AuditRunHead, error) {
 				return tx.AuditRunHead(ctx, h.RunID)
 			})
 			checkSame(t, "AuditRunHead", h, one)
 		}
-		err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			_, err := tx.AuditRunHead(ctx, "nope")
 			return err
 		})
-		wantErr(t, "AuditRunHead of a run without events", err, workflow.ErrNotFound)
+		wantErr(t, "AuditRunHead of a run without events", err, storage.ErrNotFound)
 	})
 	t.Run("anchors", func(t *testing.T) {
 		var first []record.AnchoredHead
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
-			if _, err := tx.LatestAnchor(ctx); !errors.Is(err, workflow.ErrNotFound) {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
+			if _, err := tx.LatestAnchor(ctx); !errors.Is(err, storage.ErrNotFound) {
 				return fmt.Errorf("LatestAnchor before any: %v, want ErrNotFound", err)
 			}
 			var err error
@@ -168,7 +168,7 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			t.Fatalf("AnchorHeads = %v, want the four runs' heads by run id", first)
 		}
 		var second []record.AnchoredHead
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
 			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-b", Action: "later"}, nil); err != nil {
 				return err
 			}
@@ -179,11 +179,11 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 		if len(second) != 1 || second[0].RunID != "run-b" {
 			t.Errorf("AnchorHeads after one append = %v, want run-b's head alone", second)
 		}
-		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			return tx.InsertAnchor(ctx, &record.AuditAnchor{ID: 1, At: odd, Hash: "again"})
 		})
-		wantErr(t, "a second anchor 1", err, workflow.ErrDuplicate)
-		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.AuditAnchor, error) {
+		wantErr(t, "a second anchor 1", err, storage.ErrDuplicate)
+		got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditAnchor, error) {
 			return tx.AuditAnchors(ctx)
 		})
 		if len(got) != 1 {

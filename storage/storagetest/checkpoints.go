@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // payloads are the byte slices every byte column must keep apart.
@@ -22,7 +22,7 @@ var payloads = []struct {
 	{"JSON", []byte(`{"b":[1,2.50,"x"],"a":"é\u0000"}`)},
 }
 
-func testCheckpointRoundTrip(t *testing.T, s workflow.Store) {
+func testCheckpointRoundTrip(t *testing.T, s storage.Store) {
 	seedRun(t, s, "run-1")
 	for i, p := range payloads {
 		t.Run(p.name, func(t *testing.T) {
@@ -30,8 +30,8 @@ func testCheckpointRoundTrip(t *testing.T, s workflow.Store) {
 			in := &record.Checkpoint{RunID: "run-1", Seq: int64(i + 1), SchemaVersion: record.SchemaVersion,
 				State: p.b, BaseSeq: int64(i), PrevHash: fmt.Sprintf("prev-%d", i), CreatedAt: odd.Add(time.Duration(i) * time.Minute)}
 			in.Hash = record.CheckpointHash(in)
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendCheckpoint(ctx, in) })
-			cs := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Checkpoint, error) {
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.AppendCheckpoint(ctx, in) })
+			cs := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Checkpoint, error) {
 				return tx.Checkpoints(ctx, "run-1")
 			})
 			if len(cs) != i+1 {

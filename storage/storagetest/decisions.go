@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
-func testRequestRoundTrip(t *testing.T, s workflow.Store) {
+func testRequestRoundTrip(t *testing.T, s storage.Store) {
 	seedRun(t, s, "run-1")
 	cases := []struct {
 		name string
@@ -33,11 +33,11 @@ func testRequestRoundTrip(t *testing.T, s workflow.Store) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.req
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRequest(ctx, in) })
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRequest(ctx, in) })
 			if in.Version != 1 {
 				t.Errorf("after InsertRequest Version = %d, want 1", in.Version)
 			}
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.ApprovalRequest, error) {
+			got := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.ApprovalRequest, error) {
 				return tx.Request(ctx, in.ID)
 			})
 			checkSame(t, "Request", stored(in), got)
@@ -45,7 +45,7 @@ func testRequestRoundTrip(t *testing.T, s workflow.Store) {
 	}
 }
 
-func testDecisionRoundTrip(t *testing.T, s workflow.Store) {
+func testDecisionRoundTrip(t *testing.T, s storage.Store) {
 	seedRun(t, s, "run-1")
 	seedRequest(t, s, "run-1", "req-1")
 	var ids []int64
@@ -54,12 +54,12 @@ func testDecisionRoundTrip(t *testing.T, s workflow.Store) {
 			in := &record.Decision{ID: 12345, RequestID: "req-1", RunID: "run-1", ApproverID: fmt.Sprintf("U%d", i),
 				ApproverName: "Lee", Role: "team_lead", Verdict: record.VerdictApprove, Reason: "ok",
 				EditedArgs: p.b, Via: "slack", PayloadDigest: "d1g35t", At: odd.Add(time.Duration(i) * time.Second)}
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertDecision(ctx, in) })
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertDecision(ctx, in) })
 			if in.ID <= 0 || slices.Contains(ids, in.ID) {
 				t.Errorf("InsertDecision set ID %d; want a new positive id (earlier: %v)", in.ID, ids)
 			}
 			ids = append(ids, in.ID)
-			ds := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Decision, error) {
+			ds := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Decision, error) {
 				return tx.Decisions(ctx, "run-1")
 			})
 			if len(ds) != i+1 {
@@ -71,8 +71,8 @@ func testDecisionRoundTrip(t *testing.T, s workflow.Store) {
 	t.Run("reject without edit", func(t *testing.T) {
 		in := &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U-rejecter",
 			Verdict: record.VerdictReject, Reason: "amount looks wrong", Via: "cli"}
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertDecision(ctx, in) })
-		ds := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Decision, error) {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertDecision(ctx, in) })
+		ds := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Decision, error) {
 			return tx.Decisions(ctx, "run-1")
 		})
 		if len(ds) == 0 {
@@ -84,7 +84,7 @@ func testDecisionRoundTrip(t *testing.T, s workflow.Store) {
 
 // testConcurrentDecisions: two approvers' clicks race on one request; exactly one
 // decision is stored per approver, and the loser is told ErrDuplicate.
-func testConcurrentDecisions(t *testing.T, s workflow.Store) {
+func testConcurrentDecisions(t *testing.T, s storage.Store) {
 	const rounds = 20
 	seedRun(t, s, "run-1")
 	seedRequest(t, s, "run-1", "req-1")
@@ -96,7 +96,7 @@ func testConcurrentDecisions(t *testing.T, s workflow.Store) {
 		for i := range errs {
 			wg.Go(func() {
 				<-start
-				errs[i] = s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+				errs[i] = s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 					return tx.InsertDecision(ctx, &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: approver,
 						Verdict: record.VerdictApprove, Reason: fmt.Sprintf("click %d", i), At: base})
 				})
@@ -109,7 +109,7 @@ func testConcurrentDecisions(t *testing.T, s workflow.Store) {
 			switch {
 			case err == nil:
 				won++
-			case errors.Is(err, workflow.ErrDuplicate):
+			case errors.Is(err, storage.ErrDuplicate):
 				dup++
 			default:
 				t.Errorf("round %d: %v", round, err)
@@ -119,7 +119,7 @@ func testConcurrentDecisions(t *testing.T, s workflow.Store) {
 			t.Errorf("round %d: %d won, %d told duplicate; want 1 and 1", round, won, dup)
 		}
 	}
-	ds := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Decision, error) {
+	ds := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Decision, error) {
 		return tx.Decisions(ctx, "run-1")
 	})
 	if len(ds) != rounds {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // feedTimeout bounds how long a test waits for a wake that must come.
@@ -21,14 +21,14 @@ const feedTimeout = 10 * time.Second
 // run it inserts wakes a waiter of any change, which watches no run; and the
 // feed returns nil once its context ends. The stores are closed by
 // open's cleanups.
-func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflow.Store)) {
+func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other storage.Store)) {
 	t.Helper()
 	a, b := open(t)
-	feed, ok := a.(workflow.ChangeFeed)
+	feed, ok := a.(storage.ChangeFeed)
 	if !ok {
 		t.Fatalf("%T is not a workflow.ChangeFeed", a)
 	}
-	c := workflow.NewChanges()
+	c := storage.NewChanges()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	// The feed wakes every waiter once it listens: that says it is ready.
@@ -47,8 +47,8 @@ func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflo
 		what  string
 		write txFunc
 	}{
-		{"insert", func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }},
-		{"update", func(ctx context.Context, tx workflow.Tx) error {
+		{"insert", func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, run) }},
+		{"update", func(ctx context.Context, tx storage.Tx) error {
 			run.Status = record.StatusRejected
 			return tx.UpdateRun(ctx, run)
 		}},
@@ -76,7 +76,7 @@ func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflo
 	default:
 	}
 	other := &record.Run{ID: id + "-2", Workflow: "proposal", Status: record.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
-	update(t, b, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, other) })
+	update(t, b, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, other) })
 	start := time.Now()
 	awaitWake(t, woken, "any change: a run inserted by the other store")
 	t.Logf("any change: woken %v after the other store's commit", time.Since(start).Round(time.Microsecond))

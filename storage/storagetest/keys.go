@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // BeforeRequesterKeys is what a store at migration 9, when an idempotency key
@@ -31,9 +31,9 @@ var BeforeRequesterKeys = []string{
 // its own requester, another requester may now use a taken key for a run of
 // its own, the same requester still may not, and a record of a run that does
 // not exist is still refused.
-func CheckRequesterKeysMigrated(t *testing.T, s workflow.Store) {
+func CheckRequesterKeysMigrated(t *testing.T, s storage.Store) {
 	t.Helper()
-	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	view(t, s, func(ctx context.Context, tx storage.Tx) error {
 		r, err := tx.RunByIdempotencyKey(ctx, "agent:a", "ticket-1")
 		if err != nil {
 			t.Fatalf("agent:a's key ticket-1: %v", err)
@@ -57,17 +57,17 @@ func CheckRequesterKeysMigrated(t *testing.T, s workflow.Store) {
 		}
 		return nil
 	})
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		return tx.InsertRun(ctx, &record.Run{ID: "run-4", Status: record.StatusRunning, RequesterID: "agent:b", IdempotencyKey: "ticket-1"})
 	})
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return tx.InsertRun(ctx, &record.Run{ID: "run-5", Status: record.StatusRunning, RequesterID: "agent:a", IdempotencyKey: "ticket-1"})
-	}); !errors.Is(err, workflow.ErrDuplicate) {
+	}); !errors.Is(err, storage.ErrDuplicate) {
 		t.Errorf("agent:a's second run under its key ticket-1: %v, want ErrDuplicate", err)
 	}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-missing", Seq: 1, SchemaVersion: 1})
-	}); !errors.Is(err, workflow.ErrNotFound) {
+	}); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a checkpoint of a run that does not exist: %v, want ErrNotFound (foreign keys hold)", err)
 	}
 }

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // testMessageLocations: where a request's message was posted is written
 // once, read back per run with milliseconds in UTC, and never touches the
 // request row, so that recording a post cannot race a decision.
-func testMessageLocations(t *testing.T, s workflow.Store) {
+func testMessageLocations(t *testing.T, s storage.Store) {
 	seedRun(t, s, "run-1")
 	seedRun(t, s, "run-2")
 	first := seedRequest(t, s, "run-1", "req-1")
@@ -27,10 +27,10 @@ func testMessageLocations(t *testing.T, s workflow.Store) {
 		{RequestID: "req-3", RunID: "run-2", Channel: "C0OTHER", TS: "1732872000.000300", PostedAt: odd},
 	}
 	for _, l := range locs {
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertMessageLocation(ctx, l) })
+		update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertMessageLocation(ctx, l) })
 	}
 
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.MessageLocation, error) {
+	got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.MessageLocation, error) {
 		return tx.MessageLocations(ctx, "run-1")
 	})
 	want := []record.MessageLocation{
@@ -45,14 +45,14 @@ func testMessageLocations(t *testing.T, s workflow.Store) {
 			t.Errorf("location %d = %+v, want %+v", i, *got[i], want[i])
 		}
 	}
-	if none := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.MessageLocation, error) {
+	if none := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.MessageLocation, error) {
 		return tx.MessageLocations(ctx, "run-unknown")
 	}); len(none) != 0 {
 		t.Errorf("a run without messages lists %+v", none)
 	}
 
 	// The request row is as it was: the location wrote nothing there.
-	req := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.ApprovalRequest, error) {
+	req := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.ApprovalRequest, error) {
 		return tx.Request(ctx, "req-1")
 	})
 	if req.Version != first.Version {
@@ -64,11 +64,11 @@ func testMessageLocations(t *testing.T, s workflow.Store) {
 		loc  *record.MessageLocation
 		want error
 	}{
-		{"a second message of one request", &record.MessageLocation{RequestID: "req-1", RunID: "run-1", Channel: "C0ELSEWHERE", TS: "1732872999.000100", PostedAt: base}, workflow.ErrDuplicate},
-		{"an unknown request", &record.MessageLocation{RequestID: "req-missing", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872999.000200", PostedAt: base}, workflow.ErrNotFound},
+		{"a second message of one request", &record.MessageLocation{RequestID: "req-1", RunID: "run-1", Channel: "C0ELSEWHERE", TS: "1732872999.000100", PostedAt: base}, storage.ErrDuplicate},
+		{"an unknown request", &record.MessageLocation{RequestID: "req-missing", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872999.000200", PostedAt: base}, storage.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				err := tx.InsertMessageLocation(ctx, tc.loc)
 				if !errors.Is(err, tc.want) {
 					return fmt.Errorf("got %v, want %v", err, tc.want)
@@ -80,7 +80,7 @@ func testMessageLocations(t *testing.T, s workflow.Store) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.MessageLocation, error) {
+			got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.MessageLocation, error) {
 				return tx.MessageLocations(ctx, "run-1")
 			})
 			if len(got) != 2 || got[0].TS != "1732872000.000100" || got[0].Channel != "C0APPROVALS" {
@@ -105,11 +105,11 @@ var BeforeMessageLocations = []string{
 // the posted request's location is a record of its own (posted at the
 // request's creation, the best time known), and the request kept its
 // version and seal, which never covered where it was posted.
-func CheckMessageLocationsMoved(t *testing.T, s workflow.Store) {
+func CheckMessageLocationsMoved(t *testing.T, s storage.Store) {
 	t.Helper()
 	var locs []*record.MessageLocation
 	var req *record.ApprovalRequest
-	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		if locs, err = tx.MessageLocations(ctx, "run-1"); err != nil {
 			return err

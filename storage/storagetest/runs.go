@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
-func testRunRoundTrip(t *testing.T, s workflow.Store) {
+func testRunRoundTrip(t *testing.T, s storage.Store) {
 	cases := []struct {
 		name string
 		run  *record.Run
@@ -35,20 +35,20 @@ func testRunRoundTrip(t *testing.T, s workflow.Store) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.run
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, in) })
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, in) })
 			if in.Version != 1 {
 				t.Errorf("after InsertRun Version = %d, want 1", in.Version)
 			}
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) { return tx.Run(ctx, in.ID) })
+			got := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.Run, error) { return tx.Run(ctx, in.ID) })
 			checkSame(t, "Run", stored(in), got)
 			if in.IdempotencyKey != "" {
-				got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) {
+				got := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.Run, error) {
 					return tx.RunByIdempotencyKey(ctx, in.RequesterID, in.IdempotencyKey)
 				})
 				checkSame(t, "RunByIdempotencyKey", stored(in), got)
-				view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+				view(t, s, func(ctx context.Context, tx storage.Tx) error {
 					_, err := tx.RunByIdempotencyKey(ctx, "someone-else", in.IdempotencyKey)
-					wantErr(t, "RunByIdempotencyKey of another requester", err, workflow.ErrNotFound)
+					wantErr(t, "RunByIdempotencyKey of another requester", err, storage.ErrNotFound)
 					return nil
 				})
 			}
@@ -59,13 +59,13 @@ func testRunRoundTrip(t *testing.T, s workflow.Store) {
 // testRequesterKeys: a key is unique per requester only. The same key from
 // two requesters is two runs, each found by its own requester, and a third
 // finds none.
-func testRequesterKeys(t *testing.T, s workflow.Store) {
+func testRequesterKeys(t *testing.T, s storage.Store) {
 	for _, r := range []struct{ id, requester string }{{"run-a", "agent:a"}, {"run-b", "agent:b"}} {
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
 			return tx.InsertRun(ctx, &record.Run{ID: r.id, Status: record.StatusRunning, RequesterID: r.requester, IdempotencyKey: "ticket-1"})
 		})
 	}
-	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	view(t, s, func(ctx context.Context, tx storage.Tx) error {
 		for requester, want := range map[string]string{"agent:a": "run-a", "agent:b": "run-b"} {
 			r, err := tx.RunByIdempotencyKey(ctx, requester, "ticket-1")
 			if err != nil || r.ID != want {
@@ -73,24 +73,24 @@ func testRequesterKeys(t *testing.T, s workflow.Store) {
 			}
 		}
 		_, err := tx.RunByIdempotencyKey(ctx, "agent:c", "ticket-1")
-		wantErr(t, "RunByIdempotencyKey of a requester without the key", err, workflow.ErrNotFound)
+		wantErr(t, "RunByIdempotencyKey of a requester without the key", err, storage.ErrNotFound)
 		return nil
 	})
 }
 
-func testEmptyIdempotencyKeys(t *testing.T, s workflow.Store) {
+func testEmptyIdempotencyKeys(t *testing.T, s storage.Store) {
 	for _, id := range []string{"run-a", "run-b", "run-c"} {
 		seedRun(t, s, id)
 	}
-	n := len(load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Run, error) {
-		return tx.ListRuns(ctx, workflow.RunFilter{})
+	n := len(load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Run, error) {
+		return tx.ListRuns(ctx, storage.RunFilter{})
 	}))
 	if n != 3 {
 		t.Errorf("runs without an idempotency key: got %d stored, want 3", n)
 	}
-	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	view(t, s, func(ctx context.Context, tx storage.Tx) error {
 		_, err := tx.RunByIdempotencyKey(ctx, "", "")
-		wantErr(t, `RunByIdempotencyKey("", "")`, err, workflow.ErrNotFound)
+		wantErr(t, `RunByIdempotencyKey("", "")`, err, storage.ErrNotFound)
 		return nil
 	})
 }
@@ -99,27 +99,27 @@ func testEmptyIdempotencyKeys(t *testing.T, s workflow.Store) {
 // and nothing of what identifies the run (workflow, task, requester,
 // idempotency key, parent, creation time, callback URL): those are written
 // once, by InsertRun, so no transition can rewrite who asked for a run.
-func testUpdateRunKeepsTheIdentity(t *testing.T, s workflow.Store) {
+func testUpdateRunKeepsTheIdentity(t *testing.T, s storage.Store) {
 	in := &record.Run{ID: "run-identity", Workflow: "proposal", TaskID: "T-1", Status: record.StatusRunning,
 		RequesterID: "U1", IdempotencyKey: "identity-key", ParentID: "run-parent", ParentSeq: 1,
 		CallbackURL: "https://hooks.example.com/a", CreatedAt: base, UpdatedAt: base}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, in) })
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, in) })
 	want := *in
 	changed := *in
 	changed.Workflow, changed.TaskID, changed.RequesterID = "other", "T-2", "U2"
 	changed.IdempotencyKey, changed.ParentID, changed.ParentSeq = "other-key", "", 0
 	changed.CallbackURL, changed.CreatedAt = "https://hooks.example.com/b", odd
 	changed.Status, changed.UpdatedAt = record.StatusExecuting, odd
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateRun(ctx, &changed) })
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, &changed) })
 	want.Status, want.UpdatedAt, want.Version = record.StatusExecuting, odd, changed.Version
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) { return tx.Run(ctx, in.ID) })
+	got := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.Run, error) { return tx.Run(ctx, in.ID) })
 	checkSame(t, "after an update that changed the identity", stored(&want), got)
 }
 
-func testListOrder(t *testing.T, s workflow.Store) {
+func testListOrder(t *testing.T, s storage.Store) {
 	seedRun(t, s, "run-1")
 	seedRun(t, s, "run-2")
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		var errs []error
 		// Inserted out of order, to show the lists sort rather than echo insertion.
 		for _, seq := range []int64{3, 1, 2} {
@@ -147,7 +147,7 @@ func testListOrder(t *testing.T, s workflow.Store) {
 			ApproverID: "U1", Verdict: record.VerdictApprove}))
 		return errors.Join(errs...)
 	})
-	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	view(t, s, func(ctx context.Context, tx storage.Tx) error {
 		cs, err := tx.Checkpoints(ctx, "run-1")
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ func checkOrder[T any](t *testing.T, what string, got []T, key func(T) string, w
 
 // listFixture is a set of runs with tied creation times, deadlines on some, and
 // statuses of every kind, inserted in an order unlike the one listed.
-func listFixture(t *testing.T, s workflow.Store) []*record.Run {
+func listFixture(t *testing.T, s storage.Store) []*record.Run {
 	t.Helper()
 	const noDeadline = -1
 	specs := []struct {
@@ -210,7 +210,7 @@ func listFixture(t *testing.T, s workflow.Store) []*record.Run {
 		{"r00", record.StatusWaitingApproval, -time.Minute, 3 * time.Hour},
 	}
 	var runs []*record.Run
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		for _, sp := range specs {
 			r := &record.Run{ID: sp.id, Status: sp.status, CreatedAt: odd.Add(sp.created), UpdatedAt: odd}
 			// Tasks and requesters cut across statuses and times, so that a
@@ -239,7 +239,7 @@ func listFixture(t *testing.T, s workflow.Store) []*record.Run {
 }
 
 // referenceList is ListRuns written out plainly, to hold drivers against.
-func referenceList(all []*record.Run, f workflow.RunFilter) []*record.Run {
+func referenceList(all []*record.Run, f storage.RunFilter) []*record.Run {
 	var out []*record.Run
 	after := stored(&record.Run{CreatedAt: f.AfterCreated}).CreatedAt
 	before := stored(&record.Run{CreatedAt: f.DeadlineBefore}).CreatedAt
@@ -280,36 +280,36 @@ func runIDs(rs []*record.Run) []string {
 	return ids
 }
 
-func testListRuns(t *testing.T, s workflow.Store) {
+func testListRuns(t *testing.T, s storage.Store) {
 	all := listFixture(t, s)
 	waiting := []record.Status{record.StatusWaitingApproval}
 	cases := []struct {
 		name string
-		f    workflow.RunFilter
+		f    storage.RunFilter
 		want []string // spelled out, and checked against referenceList too
 	}{
-		{"everything oldest first, ties by id", workflow.RunFilter{},
+		{"everything oldest first, ties by id", storage.RunFilter{},
 			[]string{"r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09", "r10"}},
-		{"one status", workflow.RunFilter{Statuses: waiting},
+		{"one status", storage.RunFilter{Statuses: waiting},
 			[]string{"r00", "r02", "r03", "r05", "r07", "r09"}},
-		{"several statuses", workflow.RunFilter{Statuses: []record.Status{record.StatusNeedsAttention, record.StatusDone}},
+		{"several statuses", storage.RunFilter{Statuses: []record.Status{record.StatusNeedsAttention, record.StatusDone}},
 			[]string{"r06", "r08"}},
-		{"a status nobody has", workflow.RunFilter{Statuses: []record.Status{record.StatusCancelled}}, nil},
-		{"deadline strictly before, zero deadlines never", workflow.RunFilter{DeadlineBefore: odd.Add(5 * time.Hour)},
+		{"a status nobody has", storage.RunFilter{Statuses: []record.Status{record.StatusCancelled}}, nil},
+		{"deadline strictly before, zero deadlines never", storage.RunFilter{DeadlineBefore: odd.Add(5 * time.Hour)},
 			[]string{"r00", "r07", "r08", "r10"}},
-		{"status and deadline", workflow.RunFilter{Statuses: waiting, DeadlineBefore: odd.Add(5*time.Hour + time.Millisecond)},
+		{"status and deadline", storage.RunFilter{Statuses: waiting, DeadlineBefore: odd.Add(5*time.Hour + time.Millisecond)},
 			[]string{"r00", "r03", "r07"}},
-		{"limit", workflow.RunFilter{Limit: 3}, []string{"r00", "r01", "r02"}},
-		{"cursor inside a tie", workflow.RunFilter{AfterCreated: odd.Add(time.Minute), AfterID: "r02"},
+		{"limit", storage.RunFilter{Limit: 3}, []string{"r00", "r01", "r02"}},
+		{"cursor inside a tie", storage.RunFilter{AfterCreated: odd.Add(time.Minute), AfterID: "r02"},
 			[]string{"r03", "r04", "r05", "r06", "r07", "r08", "r09", "r10"}},
-		{"cursor, status and limit", workflow.RunFilter{Statuses: waiting, AfterCreated: odd.Add(time.Minute), AfterID: "r03", Limit: 2},
+		{"cursor, status and limit", storage.RunFilter{Statuses: waiting, AfterCreated: odd.Add(time.Minute), AfterID: "r03", Limit: 2},
 			[]string{"r05", "r07"}},
-		{"cursor past the end", workflow.RunFilter{AfterCreated: odd.Add(7 * time.Minute), AfterID: "r10"}, nil},
-		{"one task", workflow.RunFilter{TaskID: "T-1"}, []string{"r02", "r05", "r09"}},
-		{"a task nobody has", workflow.RunFilter{TaskID: "T-9"}, nil},
-		{"one requester", workflow.RunFilter{RequesterID: "agent:a"}, []string{"r00", "r02", "r06", "r10"}},
-		{"task and requester", workflow.RunFilter{TaskID: "T-1", RequesterID: "agent:a"}, []string{"r02"}},
-		{"requester, status, cursor and limit", workflow.RunFilter{RequesterID: "agent:b", Statuses: waiting,
+		{"cursor past the end", storage.RunFilter{AfterCreated: odd.Add(7 * time.Minute), AfterID: "r10"}, nil},
+		{"one task", storage.RunFilter{TaskID: "T-1"}, []string{"r02", "r05", "r09"}},
+		{"a task nobody has", storage.RunFilter{TaskID: "T-9"}, nil},
+		{"one requester", storage.RunFilter{RequesterID: "agent:a"}, []string{"r00", "r02", "r06", "r10"}},
+		{"task and requester", storage.RunFilter{TaskID: "T-1", RequesterID: "agent:a"}, []string{"r02"}},
+		{"requester, status, cursor and limit", storage.RunFilter{RequesterID: "agent:b", Statuses: waiting,
 			AfterCreated: odd.Add(time.Minute), AfterID: "r03", Limit: 2}, []string{"r05", "r07"}},
 	}
 	for _, tc := range cases {
@@ -317,7 +317,7 @@ func testListRuns(t *testing.T, s workflow.Store) {
 			if ref := runIDs(referenceList(all, tc.f)); !slices.Equal(ref, tc.want) {
 				t.Fatalf("the test disagrees with itself: reference %v, spelled out %v", ref, tc.want)
 			}
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Run, error) {
+			got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Run, error) {
 				return tx.ListRuns(ctx, tc.f)
 			})
 			if ids := runIDs(got); !slices.Equal(ids, tc.want) {
@@ -337,11 +337,11 @@ func testListRuns(t *testing.T, s workflow.Store) {
 // checkpoint at the run's seq: not an earlier one, and none when it is
 // missing; and with the base that checkpoint names: none when it names
 // none or the base is missing.
-func testListRunHeads(t *testing.T, s workflow.Store) {
+func testListRunHeads(t *testing.T, s storage.Store) {
 	all := listFixture(t, s)
 	heads := map[string]*record.Checkpoint{}
 	bases := map[string]*record.Checkpoint{}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		for _, c := range []struct {
 			id              string
 			seqs, row, base int64 // base: of the checkpoint at row
@@ -382,18 +382,18 @@ func testListRunHeads(t *testing.T, s workflow.Store) {
 	waiting := []record.Status{record.StatusWaitingApproval}
 	for _, tc := range []struct {
 		name string
-		f    workflow.RunFilter
+		f    storage.RunFilter
 	}{
-		{"everything", workflow.RunFilter{}},
-		{"one status", workflow.RunFilter{Statuses: waiting}},
-		{"status and limit", workflow.RunFilter{Statuses: waiting, Limit: 3}},
-		{"cursor, status and limit", workflow.RunFilter{Statuses: waiting, AfterCreated: odd.Add(time.Minute), AfterID: "r02", Limit: 2}},
-		{"deadline", workflow.RunFilter{DeadlineBefore: odd.Add(5*time.Hour + time.Millisecond)}},
+		{"everything", storage.RunFilter{}},
+		{"one status", storage.RunFilter{Statuses: waiting}},
+		{"status and limit", storage.RunFilter{Statuses: waiting, Limit: 3}},
+		{"cursor, status and limit", storage.RunFilter{Statuses: waiting, AfterCreated: odd.Add(time.Minute), AfterID: "r02", Limit: 2}},
+		{"deadline", storage.RunFilter{DeadlineBefore: odd.Add(5*time.Hour + time.Millisecond)}},
 	} {
 		f := tc.f
 		t.Run(tc.name, func(t *testing.T) {
 			want := referenceList(all, f)
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.RunHead, error) {
+			got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*storage.RunHead, error) {
 				return tx.ListRunHeads(ctx, f)
 			})
 			if len(got) != len(want) {
@@ -422,22 +422,22 @@ func testListRunHeads(t *testing.T, s workflow.Store) {
 	}
 }
 
-func testListRunsPagination(t *testing.T, s workflow.Store) {
+func testListRunsPagination(t *testing.T, s storage.Store) {
 	all := listFixture(t, s)
-	for _, f := range []workflow.RunFilter{
+	for _, f := range []storage.RunFilter{
 		{Limit: 1},
 		{Limit: 3},
 		{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 2},
 		{DeadlineBefore: odd.Add(6 * time.Hour), Limit: 2},
 	} {
 		t.Run(fmt.Sprintf("%v limit %d", f.Statuses, f.Limit), func(t *testing.T) {
-			want := runIDs(referenceList(all, workflow.RunFilter{Statuses: f.Statuses, DeadlineBefore: f.DeadlineBefore}))
+			want := runIDs(referenceList(all, storage.RunFilter{Statuses: f.Statuses, DeadlineBefore: f.DeadlineBefore}))
 			var got []string
 			for page := 0; ; page++ {
 				if page > len(all) {
 					t.Fatalf("pagination does not end; so far %v", got)
 				}
-				rs := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*record.Run, error) {
+				rs := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Run, error) {
 					return tx.ListRuns(ctx, f)
 				})
 				if len(rs) > f.Limit {
@@ -460,7 +460,7 @@ func testListRunsPagination(t *testing.T, s workflow.Store) {
 // testConcurrentCompareAndSet: writers read the run, then compare-and-set it in a
 // second transaction. Every attempt either wins or is told ErrConflict, and the
 // version counts exactly the wins.
-func testConcurrentCompareAndSet(t *testing.T, s workflow.Store) {
+func testConcurrentCompareAndSet(t *testing.T, s storage.Store) {
 	const writers, attempts = 8, 50
 	seedRun(t, s, "run-hot")
 	var wins, conflicts atomic.Int64
@@ -471,7 +471,7 @@ func testConcurrentCompareAndSet(t *testing.T, s workflow.Store) {
 			<-start
 			for range attempts {
 				var r *record.Run
-				err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+				err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 					var err error
 					r, err = tx.Run(ctx, "run-hot")
 					return err
@@ -480,7 +480,7 @@ func testConcurrentCompareAndSet(t *testing.T, s workflow.Store) {
 					t.Errorf("writer %d: read: %v", w, err)
 					return
 				}
-				err = s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+				err = s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 					r.Step++
 					r.LeaseOwner = fmt.Sprintf("writer-%d", w)
 					return tx.UpdateRun(ctx, r)
@@ -488,7 +488,7 @@ func testConcurrentCompareAndSet(t *testing.T, s workflow.Store) {
 				switch {
 				case err == nil:
 					wins.Add(1)
-				case errors.Is(err, workflow.ErrConflict):
+				case errors.Is(err, storage.ErrConflict):
 					conflicts.Add(1)
 				default:
 					t.Errorf("writer %d: update: %v", w, err)
@@ -509,7 +509,7 @@ func testConcurrentCompareAndSet(t *testing.T, s workflow.Store) {
 	if won == 0 {
 		t.Errorf("no update won")
 	}
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (*record.Run, error) { return tx.Run(ctx, "run-hot") })
+	got := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.Run, error) { return tx.Run(ctx, "run-hot") })
 	if got.Version != 1+won {
 		t.Errorf("final version %d, want 1 + %d wins", got.Version, won)
 	}
@@ -522,20 +522,20 @@ func testConcurrentCompareAndSet(t *testing.T, s workflow.Store) {
 // testLoadRun: LoadRun gives what Run and each list method give, the parts
 // asked for and no others, in a View and in an Update; ErrNotFound for a run
 // that does not exist.
-func testLoadRun(t *testing.T, s workflow.Store) {
+func testLoadRun(t *testing.T, s storage.Store) {
 	for _, id := range []string{"run-1", "run-2"} {
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return writeEverything(ctx, tx, id) })
+		update(t, s, func(ctx context.Context, tx storage.Tx) error { return writeEverything(ctx, tx, id) })
 	}
-	all := workflow.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Audit: true}
-	for _, parts := range []workflow.RunParts{{}, all, {Operations: true, Audit: true}} {
+	all := storage.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Audit: true}
+	for _, parts := range []storage.RunParts{{}, all, {Operations: true, Audit: true}} {
 		for _, write := range []bool{false, true} {
-			var got, want *workflow.RunBundle
-			fn := func(ctx context.Context, tx workflow.Tx) error {
+			var got, want *storage.RunBundle
+			fn := func(ctx context.Context, tx storage.Tx) error {
 				var err error
 				if got, err = tx.LoadRun(ctx, "run-1", parts); err != nil {
 					return err
 				}
-				want = &workflow.RunBundle{}
+				want = &storage.RunBundle{}
 				if want.Run, err = tx.Run(ctx, "run-1"); err != nil {
 					return err
 				}
@@ -552,7 +552,7 @@ func testLoadRun(t *testing.T, s workflow.Store) {
 					want.Operations, err = tx.Operations(ctx, "run-1")
 				}
 				if err == nil && parts.Audit {
-					want.Audit, err = tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-1"})
+					want.Audit, err = tx.AuditEvents(ctx, storage.AuditFilter{RunID: "run-1"})
 					if err == nil {
 						want.AuditHead, err = tx.AuditRunHead(ctx, "run-1")
 					}
@@ -567,9 +567,9 @@ func testLoadRun(t *testing.T, s workflow.Store) {
 			checkSame(t, fmt.Sprintf("LoadRun(%+v), write %v", parts, write), want, got)
 		}
 	}
-	err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		_, err := tx.LoadRun(ctx, "nope", all)
 		return err
 	})
-	wantErr(t, "LoadRun of a missing run", err, workflow.ErrNotFound)
+	wantErr(t, "LoadRun of a missing run", err, storage.ErrNotFound)
 }

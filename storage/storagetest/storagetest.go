@@ -14,16 +14,16 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // Run runs the suite. open must return a new, empty store on every call; the
 // suite closes it when the (sub)test ends.
-func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
+func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s workflow.Store)
+		fn   func(t *testing.T, s storage.Store)
 	}{
 		{"RoundTrip/Run", testRunRoundTrip},
 		{"RoundTrip/Checkpoint", testCheckpointRoundTrip},
@@ -85,18 +85,18 @@ var (
 	odd  = time.Date(2026, 11, 29, 10, 11, 12, 345_678_901, time.FixedZone("UTC-5", -5*60*60))
 )
 
-type txFunc = func(ctx context.Context, tx workflow.Tx) error
+type txFunc = func(ctx context.Context, tx storage.Tx) error
 
 // --- helpers
 
-func update(t *testing.T, s workflow.Store, fn txFunc) {
+func update(t *testing.T, s storage.Store, fn txFunc) {
 	t.Helper()
 	if err := s.Update(t.Context(), fn); err != nil {
 		t.Fatalf("update: %v", err)
 	}
 }
 
-func view(t *testing.T, s workflow.Store, fn txFunc) {
+func view(t *testing.T, s storage.Store, fn txFunc) {
 	t.Helper()
 	if err := s.View(t.Context(), fn); err != nil {
 		t.Fatalf("view: %v", err)
@@ -104,10 +104,10 @@ func view(t *testing.T, s workflow.Store, fn txFunc) {
 }
 
 // load reads one value in a View.
-func load[T any](t *testing.T, s workflow.Store, fn func(ctx context.Context, tx workflow.Tx) (T, error)) T {
+func load[T any](t *testing.T, s storage.Store, fn func(ctx context.Context, tx storage.Tx) (T, error)) T {
 	t.Helper()
 	var out T
-	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	view(t, s, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		out, err = fn(ctx, tx)
 		return err
@@ -116,19 +116,19 @@ func load[T any](t *testing.T, s workflow.Store, fn func(ctx context.Context, tx
 }
 
 // seedRun stores a minimal run.
-func seedRun(t *testing.T, s workflow.Store, id string) *record.Run {
+func seedRun(t *testing.T, s storage.Store, id string) *record.Run {
 	t.Helper()
 	r := &record.Run{ID: id, Workflow: "proposal", Status: record.StatusRunning, CreatedAt: base, UpdatedAt: base}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) })
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, r) })
 	return r
 }
 
 // seedRequest stores a pending approval request of run.
-func seedRequest(t *testing.T, s workflow.Store, runID, id string) *record.ApprovalRequest {
+func seedRequest(t *testing.T, s storage.Store, runID, id string) *record.ApprovalRequest {
 	t.Helper()
 	r := &record.ApprovalRequest{ID: id, RunID: runID, Fingerprint: "fp-" + id, Role: "team_lead", Count: 1,
 		Status: record.RequestPending, CreatedAt: base}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRequest(ctx, r) })
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRequest(ctx, r) })
 	return r
 }
 
