@@ -768,7 +768,7 @@ func (s *Shop) Changes(ctx context.Context) ([]Change, error) {
 }
 
 // Order returns an order with its items. An unknown order wraps
-// workflow.ErrNotFound.
+// storage.ErrNotFound.
 func (s *Shop) Order(ctx context.Context, id string) (Order, error) {
 	o := Order{ID: id}
 	var placed string
@@ -849,7 +849,7 @@ func (s *Shop) Orders(ctx context.Context) ([]OrderWithPayments, error) {
 }
 
 // Payments lists the charges of an order, oldest first. An unknown order
-// wraps workflow.ErrNotFound.
+// wraps storage.ErrNotFound.
 func (s *Shop) Payments(ctx context.Context, orderID string) ([]Payment, error) {
 	if err := orderExists(ctx, s.db, orderID); err != nil {
 		var r *RefusedError
@@ -888,7 +888,7 @@ func (s *Shop) Payments(ctx context.Context, orderID string) ([]Payment, error) 
 	return out, nil
 }
 
-// Ticket returns a help desk ticket. An unknown ticket wraps workflow.ErrNotFound.
+// Ticket returns a help desk ticket. An unknown ticket wraps storage.ErrNotFound.
 func (s *Shop) Ticket(ctx context.Context, id string) (Ticket, error) {
 	t := Ticket{ID: id}
 	err := s.db.QueryRowContext(ctx, "SELECT order_id, customer, subject, body FROM tickets WHERE id = ?", id).

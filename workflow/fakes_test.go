@@ -222,12 +222,12 @@ func (h *harness) build(st storage.Store, p *workflow.Policy, opts ...harnessOpt
 }
 
 // namedEvents fails the test on a transition whose event is not one of
-// workflow.Events, whatever the test is about.
+// record.Events, whatever the test is about.
 type namedEvents struct{ t testing.TB }
 
 func (n namedEvents) OnTransition(_ context.Context, _ storage.Tx, tr workflow.Transition) error {
 	if !tr.Event.Valid() {
-		n.t.Errorf("run %s: transition %q is not in workflow.Events", tr.Run.ID, tr.Event)
+		n.t.Errorf("run %s: transition %q is not in record.Events", tr.Run.ID, tr.Event)
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ var namedStrings = []string{"Event", "Risk", "OutboxKind", "Via"}
 // module (but the standalone examples and storagetest, whose rows are
 // fixtures) and fails on a string literal of a type of namedStrings outside
 // a const declaration ("" is none of them, and may be written). It also
-// holds workflow.Events and workflow.Risks to the constants declared.
+// holds record.Events and record.Risks to the constants declared.
 func TestStoredNamesAreSpelledByTheirConstants(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
@@ -141,7 +141,7 @@ func checkListed[T ~string](t *testing.T, pkg *types.Package, name string, list 
 }
 
 // TestEveryEventRecordedHasAConstant drives runs through every kind of change
-// and holds each audit event to workflow.Events. (The harness's hook holds
+// and holds each audit event to record.Events. (The harness's hook holds
 // every transition of every test to them too.)
 func TestEveryEventRecordedHasAConstant(t *testing.T) {
 	h := newHarness(t)
@@ -184,7 +184,7 @@ func TestEveryEventRecordedHasAConstant(t *testing.T) {
 		}
 		for _, ev := range evs {
 			if !ev.Action.Valid() {
-				t.Errorf("run %s recorded %q, which is not in workflow.Events", id, ev.Action)
+				t.Errorf("run %s recorded %q, which is not in record.Events", id, ev.Action)
 			}
 			seen[ev.Action] = true
 		}

@@ -25,7 +25,7 @@ const auditPage = 1000
 
 // auditLine is one audit event as `audit --json` prints it and serve logs it:
 // everything the chain hashes, so that whoever ingests it can recompute the
-// chain (workflow.AuditHash over these fields, each prev_hash naming the hash
+// chain (record.AuditHash over these fields, each prev_hash naming the hash
 // before), and the seal, so that whoever holds the key can check it.
 type auditLine struct {
 	Seq int64 `json:"seq"`

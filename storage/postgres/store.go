@@ -1,4 +1,4 @@
-// Package postgres is the scale-out store of signoff: workflow.Store on
+// Package postgres is the scale-out store of signoff: storage.Store on
 // PostgreSQL through pgx v5, so that several signoff replicas can share one
 // database. It is the only package that imports pgx.
 //
@@ -38,7 +38,7 @@ const IdleInTransactionTimeout = "10s"
 
 const idleInTxParam = "idle_in_transaction_session_timeout"
 
-// Store is workflow.Store on a PostgreSQL database, through a connection pool.
+// Store is storage.Store on a PostgreSQL database, through a connection pool.
 // Any number of Stores, in one process or in several replicas, may share the
 // database: row locks and compare-and-set keep their writes apart.
 type Store struct {

@@ -16,14 +16,14 @@ import (
 	"github.com/signoff-dev/signoff/storage/sqlstore"
 )
 
-// SQLSTATE codes that become sentinels of workflow.Store.
+// SQLSTATE codes that become sentinels of storage.Store.
 const (
 	codeUniqueViolation     = "23505"
 	codeForeignKeyViolation = "23503"
 )
 
 // interpretError is the one place where native errors become the sentinels of
-// workflow.Store. The native error stays in the chain, for the message.
+// storage.Store. The native error stays in the chain, for the message.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
@@ -45,7 +45,7 @@ func interpretError(err error) error {
 	return err
 }
 
-// newTx is workflow.Tx on one pgx transaction. Byte slices are bound as they
+// newTx is storage.Tx on one pgx transaction. Byte slices are bound as they
 // are: pgx sends nil as NULL and reads NULL back as nil, and an empty slice as
 // a zero-length BYTEA read back as an empty, non-nil slice.
 func newTx(q *lazyTx, write bool) *sqlstore.Tx {

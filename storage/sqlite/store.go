@@ -13,7 +13,7 @@ import (
 	"github.com/signoff-dev/signoff/storage"
 )
 
-// Store is workflow.Store on one SQLite file. Several Stores, in one process or in
+// Store is storage.Store on one SQLite file. Several Stores, in one process or in
 // several (a CLI beside a running server), may share the file: SQLite's write lock
 // serialises their transactions and WAL lets readers go on meanwhile. Within one
 // Store, concurrent Updates are committed together (see Update).

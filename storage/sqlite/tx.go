@@ -15,7 +15,7 @@ import (
 )
 
 // interpretError is the one place where native errors become the sentinels of
-// workflow.Store. The native error stays in the chain, for the message.
+// storage.Store. The native error stays in the chain, for the message.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
@@ -37,14 +37,14 @@ func interpretError(err error) error {
 	return err
 }
 
-// readTx is workflow.Tx on a read-only database/sql transaction (View). Byte
+// readTx is storage.Tx on a read-only database/sql transaction (View). Byte
 // slices are bound as they are: nil is stored as NULL and read back as nil, an
 // empty slice as a zero-length BLOB and read back as an empty, non-nil slice.
 func readTx(q *sql.Tx) storage.Tx {
 	return sqlstore.NewReadTx(conn{q}, dialect{})
 }
 
-// writeTx is workflow.Tx on the write connection, inside the transaction of a
+// writeTx is storage.Tx on the write connection, inside the transaction of a
 // batch (see commit.go). Its statements ignore the caller's cancellation:
 // SQLite answers an interrupted write by rolling back the whole transaction,
 // the other callers' work with it. The caller's context is looked at when fn

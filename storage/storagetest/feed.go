@@ -14,7 +14,7 @@ import (
 // feedTimeout bounds how long a test waits for a wake that must come.
 const feedTimeout = 10 * time.Second
 
-// RunChangeFeed holds a driver's workflow.ChangeFeed to its promise: open
+// RunChangeFeed holds a driver's storage.ChangeFeed to its promise: open
 // returns two stores on one database, as two processes would have them, the
 // first of which feeds a Changes; a run the second inserts, then updates,
 // wakes the first's waiter on that run after each commit, and not before; a
@@ -26,7 +26,7 @@ func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other storage
 	a, b := open(t)
 	feed, ok := a.(storage.ChangeFeed)
 	if !ok {
-		t.Fatalf("%T is not a workflow.ChangeFeed", a)
+		t.Fatalf("%T is not a storage.ChangeFeed", a)
 	}
 	c := storage.NewChanges()
 	ctx, cancel := context.WithCancel(t.Context())

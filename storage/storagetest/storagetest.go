@@ -1,4 +1,4 @@
-// Package storagetest is the behaviour suite every workflow.Store driver must pass.
+// Package storagetest is the behaviour suite every storage.Store driver must pass.
 // It speaks only the workflow contract, so whatever it proves of one driver holds
 // for any other that passes it.
 package storagetest
