@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -368,13 +367,11 @@ func argPath(inst any, loc []string) string {
 	return path
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
-
 // joinPath names key under path: a plain key after a dot, any other quoted
 // as ShowString quotes it, so that a path reads in printable ASCII and a key
 // with a look-alike or invisible character reads unlike the plain one.
 func joinPath(path, key string) string {
-	if !plainKey.MatchString(key) {
+	if !PlainKey.MatchString(key) {
 		return path + "[" + ShowString(key) + "]"
 	}
 	if path == "" {

@@ -44,7 +44,7 @@ func keyProblem(k string) string {
 // other than the ASCII one, private use and unassigned code points,
 // variation selectors and the other default-ignorable fillers.
 func invisibleInKey(r rune) bool {
-	return (!unicode.IsPrint(r) && r != ' ') || !shownAsIs(r) ||
+	return (!unicode.IsPrint(r) && r != ' ') || !ShownAsIs(r) ||
 		unicode.Is(unicode.Variation_Selector, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 

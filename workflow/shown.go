@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -60,7 +61,7 @@ func ShowFields(raw json.RawMessage) (fields []ShownField, ok bool) {
 // (amount, card_number) as it is, any other key quoted as ShowString quotes
 // it, so that no key reads like another.
 func ShowKey(k string) string {
-	if plainKey.MatchString(k) {
+	if PlainKey.MatchString(k) {
 		return k
 	}
 	return ShowString(k)
@@ -251,3 +252,5 @@ func (n *shownNode) write(b *strings.Builder) {
 		b.WriteByte('}')
 	}
 }
+
+var PlainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
