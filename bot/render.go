@@ -14,6 +14,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -372,11 +373,11 @@ func actionText(i int, a record.Action, rc RenderContext) (text string, all bool
 	if shown == nil {
 		return head + "\n_arguments hidden_", all
 	}
-	fields, ok := workflow.ShowFields(shown)
+	fields, ok := show.Fields(shown)
 	if !ok {
 		// Not an object: show it whole, as a value.
 		room := maxActionText - len(head) - 10
-		v := workflow.ShowValue(shown)
+		v := show.Value(shown)
 		return head + "\n" + mdCode(v, room), all && len(v) <= room
 	}
 	lines := []string{head}
@@ -392,7 +393,7 @@ func actionText(i int, a record.Action, rc RenderContext) (text string, all bool
 		}
 		// The key in a code span too: an agent wrote it, and mrkdwn in it
 		// (bold, links, emoji) would pass for signoff's own words. Values
-		// are shown as JSON (workflow.ShowValue), so that a string never
+		// are shown as JSON (workflow.show.Value), so that a string never
 		// reads like a number, a boolean, null or an object.
 		lines = append(lines, "• "+mdCode(f.Key, maxKey)+": "+mdCode(f.Value, maxArgValue))
 		all = all && len(f.Key) <= maxKey && len(f.Value) <= maxArgValue
@@ -657,14 +658,14 @@ func bkSection(text string) *slack.SectionBlock {
 
 // plainText is how text from data is shown in a plain_text object: inert
 // (control, bidi and zero-width characters escaped and visible, one line).
-func plainText(s string) string { return workflow.Inert(s) }
+func plainText(s string) string { return show.Inert(s) }
 
 // mdEscape is how text from data is shown in mrkdwn: inert, and with &, <
 // and > escaped, which Slack reads as markup (links, mentions). It is for
 // signoff's own words and names from the config; text an agent wrote goes in
 // the requester's block or in a code span (mdCode), where * and _ mean nothing.
 func mdEscape(s string) string {
-	return mdMarkup.Replace(workflow.Inert(s))
+	return mdMarkup.Replace(show.Inert(s))
 }
 
 var mdMarkup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
@@ -672,7 +673,7 @@ var mdMarkup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // mdCode shows s literally in a code span, cut to max bytes before escaping:
 // inert, so one value stays on one line, and with a backtick, which would
 // end the span, swapped for a look-alike. Argument values and keys never
-// hold one: workflow.ShowValue writes it \u0060, so they read exactly.
+// hold one: workflow.show.Value writes it \u0060, so they read exactly.
 func mdCode(s string, max int) string {
 	if s == "" {
 		return "` `"

@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/signoff-dev/signoff/show"
 )
 
 // Redaction is what a redacted field shows instead of its value.
@@ -368,11 +369,11 @@ func argPath(inst any, loc []string) string {
 }
 
 // joinPath names key under path: a plain key after a dot, any other quoted
-// as ShowString quotes it, so that a path reads in printable ASCII and a key
+// as show.String quotes it, so that a path reads in printable ASCII and a key
 // with a look-alike or invisible character reads unlike the plain one.
 func joinPath(path, key string) string {
-	if !PlainKey.MatchString(key) {
-		return path + "[" + ShowString(key) + "]"
+	if !show.PlainKey.MatchString(key) {
+		return path + "[" + show.String(key) + "]"
 	}
 	if path == "" {
 		return key

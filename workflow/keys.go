@@ -11,6 +11,7 @@ import (
 
 	"github.com/mtibben/confusables"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/signoff-dev/signoff/show"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
@@ -27,14 +28,14 @@ import (
 func keyProblem(k string) string {
 	for _, r := range k {
 		if invisibleInKey(r) {
-			return fmt.Sprintf("key %s holds an invisible or non-printing character (U+%04X)", ShowString(k), r)
+			return fmt.Sprintf("key %s holds an invisible or non-printing character (U+%04X)", show.String(k), r)
 		}
 	}
 	if strings.TrimSpace(k) != k {
-		return fmt.Sprintf("key %s starts or ends with a space", ShowString(k))
+		return fmt.Sprintf("key %s starts or ends with a space", show.String(k))
 	}
 	if !norm.NFC.IsNormalString(k) {
-		return fmt.Sprintf("key %s is not in Unicode's composed form (NFC): write it %s", ShowString(k), ShowString(norm.NFC.String(k)))
+		return fmt.Sprintf("key %s is not in Unicode's composed form (NFC): write it %s", show.String(k), show.String(norm.NFC.String(k)))
 	}
 	return ""
 }
@@ -44,7 +45,7 @@ func keyProblem(k string) string {
 // other than the ASCII one, private use and unassigned code points,
 // variation selectors and the other default-ignorable fillers.
 func invisibleInKey(r rune) bool {
-	return (!unicode.IsPrint(r) && r != ' ') || !ShownAsIs(r) ||
+	return (!unicode.IsPrint(r) && r != ' ') || !show.AsIs(r) ||
 		unicode.Is(unicode.Variation_Selector, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 
@@ -130,7 +131,7 @@ func (s *ActionSpec) checkKeys(v any, at string, loc []any, ae *ArgsError) {
 			}
 			for _, k := range g[1:] {
 				ae.Problems = append(ae.Problems, ArgProblem{Path: joinPath(at, k),
-					Reason: fmt.Sprintf("key %s reads like %s (another case or a look-alike character): one object may not hold both", ShowString(k), ShowString(g[0]))})
+					Reason: fmt.Sprintf("key %s reads like %s (another case or a look-alike character): one object may not hold both", show.String(k), show.String(g[0]))})
 			}
 		}
 		for _, k := range keys {

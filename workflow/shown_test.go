@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -32,8 +33,8 @@ func TestShowValueSaysTheType(t *testing.T) {
 		{"\"\xff\"", `(not JSON) "\xff"`},
 		{``, `(not JSON) `},
 	} {
-		if got := workflow.ShowValue(json.RawMessage(tc.in)); got != tc.want {
-			t.Errorf("ShowValue(%s) = %s, want %s", tc.in, got, tc.want)
+		if got := show.Value(json.RawMessage(tc.in)); got != tc.want {
+			t.Errorf("show.Value(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }
@@ -52,8 +53,8 @@ func TestRedactionReadsOnlyAsHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	const want = `{"card":{"exp":"12/30","number":"[redacted]"},"note":"ok","token":"[redacted]"}`
-	if got := workflow.ShowValue(shown); got != want {
-		t.Errorf("ShowValue(redacted) = %s, want %s", got, want)
+	if got := show.Value(shown); got != want {
+		t.Errorf("show.Value(redacted) = %s, want %s", got, want)
 	}
 	for _, tc := range []struct{ args, field string }{
 		{`{"note":"[redacted]"}`, "note"},
@@ -91,11 +92,11 @@ func TestShowStringReadsApart(t *testing.T) {
 		{"\xff", `"\xff"`},
 		{"\x1b\x7f\u0085", `"\u001b\u007f\u0085"`},
 	} {
-		if got := workflow.ShowString(tc.in); got != tc.want {
-			t.Errorf("ShowString(%+q) = %s, want %s", tc.in, got, tc.want)
+		if got := show.String(tc.in); got != tc.want {
+			t.Errorf("show.String(%+q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
-	if got := workflow.ShowValue(json.RawMessage("{\"`\":\"<b>\"}")); got != `{"\u0060":"\u003cb\u003e"}` {
+	if got := show.Value(json.RawMessage("{\"`\":\"<b>\"}")); got != `{"\u0060":"\u003cb\u003e"}` {
 		t.Errorf("keys and values inside an object: %s", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/show"
 )
 
 // checkLines refuses single-line fields that are not one line of plain text,
@@ -16,7 +17,7 @@ func checkLines(fields []lineField) *record.RefusedError {
 		if f.id && strings.TrimSpace(f.value) == "" && f.value != "" {
 			return refused(record.CodeInvalidInput, "", "%s must not be blank", f.name)
 		}
-		if p := LineProblem(f.value); p != "" {
+		if p := show.LineProblem(f.value); p != "" {
 			return refused(record.CodeInvalidInput, "", "%s %s", f.name, p)
 		}
 	}
@@ -69,7 +70,7 @@ func (e *Engine) checkCallback(raw string) (string, error) {
 	if raw == "" {
 		return "", nil
 	}
-	if p := LineProblem(raw); p != "" {
+	if p := show.LineProblem(raw); p != "" {
 		return "", refused(record.CodeInvalidInput, "", "invalid proposal: callback_url %s", p)
 	}
 	u, err := url.Parse(raw)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/texttest"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -30,7 +31,7 @@ func TestInert(t *testing.T) {
 		{"literal \\x1b stays", `literal \x1b stays`},
 		{"", ""},
 	} {
-		if got := workflow.Inert(tc.in); got != tc.want {
+		if got := show.Inert(tc.in); got != tc.want {
 			t.Errorf("Inert(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -38,7 +39,7 @@ func TestInert(t *testing.T) {
 
 func TestInertCorpus(t *testing.T) {
 	for _, s := range texttest.Corpus(t) {
-		got := workflow.Inert(s)
+		got := show.Inert(s)
 		if live := texttest.Live(got, false); live != "" {
 			t.Errorf("Inert(%q) still has %s", s, live)
 		}
@@ -50,7 +51,7 @@ func FuzzInert(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := workflow.Inert(s)
+		got := show.Inert(s)
 		if live := texttest.Live(got, false); live != "" {
 			t.Fatalf("Inert(%q) = %q has %s", s, got, live)
 		}
@@ -61,8 +62,8 @@ func FuzzInert(f *testing.F) {
 		if printable && got != s {
 			t.Fatalf("Inert(%q) = %q changed printable ASCII", s, got)
 		}
-		if workflow.Inert(got) != got {
-			t.Fatalf("Inert is not idempotent on %q: %q then %q", s, got, workflow.Inert(got))
+		if show.Inert(got) != got {
+			t.Fatalf("Inert is not idempotent on %q: %q then %q", s, got, show.Inert(got))
 		}
 	})
 }

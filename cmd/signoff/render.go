@@ -12,6 +12,7 @@ import (
 
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -20,7 +21,7 @@ import (
 // bidi and zero-width characters escaped and visible, so that nothing an agent
 // wrote can move the cursor, erase what signoff printed or add a line of its
 // own. JSON output never goes through it.
-func term(s string) string { return workflow.Inert(s) }
+func term(s string) string { return show.Inert(s) }
 
 // termLines is term for a message of several lines that signoff composed (an
 // error): its own line breaks stay, every line is inert.
@@ -55,14 +56,14 @@ func redactor(find func(string) (*workflow.ActionSpec, bool)) argsShown {
 }
 
 // argsText is how a terminal prints arguments, given what argsShown returned
-// for them: as JSON the way every surface shows values (workflow.ShowValue:
+// for them: as JSON the way every surface shows values (workflow.show.Value:
 // a string always quoted, a number as written), or argsShown's words when it
 // hid them whole.
 func argsText(redacted string) string {
 	if !json.Valid([]byte(redacted)) {
 		return term(redacted)
 	}
-	return term(workflow.ShowValue(json.RawMessage(redacted)))
+	return term(show.Value(json.RawMessage(redacted)))
 }
 
 // redactEdited shows an approver's edited arguments. A decision does not say
@@ -150,8 +151,8 @@ func changesText(changes []workflow.FieldChange, actions []record.Action, find s
 // key with a look-alike or invisible character reads unlike the plain one.
 func fieldLabel(path string) string {
 	for seg := range strings.SplitSeq(path, ".") {
-		if workflow.ShowKey(seg) != seg {
-			return workflow.ShowString(path)
+		if show.Key(seg) != seg {
+			return show.String(path)
 		}
 	}
 	return path
@@ -164,7 +165,7 @@ func fieldValue(v json.RawMessage, hidden bool) string {
 	case hidden:
 		return workflow.Redaction
 	}
-	return workflow.ShowValue(v)
+	return show.Value(v)
 }
 
 // renderRun prints a run the way an approver reads it: what will happen, why,

@@ -1,4 +1,4 @@
-package workflow
+package show
 
 import (
 	"bytes"
@@ -20,13 +20,13 @@ import (
 // them here, so that they all show a value the same way: as JSON, a string
 // always in quotes, a number as it was written.
 
-// ShowValue renders one JSON value as people are shown it: compact JSON with
-// the keys of objects sorted, every string quoted (see ShowString) and every
+// Value renders one JSON value as people are shown it: compact JSON with
+// the keys of objects sorted, every string quoted (see String) and every
 // number as written. A field redaction hid reads "[redacted]", which no
 // argument may hold (see ActionSpec.Validate). Text that is not one JSON value
 // is shown as "(not JSON) " and its bytes escaped, which no JSON value starts
 // with.
-func ShowValue(raw json.RawMessage) string {
+func Value(raw json.RawMessage) string {
 	n, err := parseShown(raw)
 	if err != nil {
 		return notJSON(raw)
@@ -36,15 +36,15 @@ func ShowValue(raw json.RawMessage) string {
 	return b.String()
 }
 
-// ShownField is one top-level argument as a surface lists it, one per line.
-type ShownField struct {
-	Key   string // ShowKey of the key
-	Value string // ShowValue of its value
+// Field is one top-level argument as a surface lists it, one per line.
+type Field struct {
+	Key   string // Key of the key
+	Value string // Value of its value
 }
 
-// ShowFields lists the fields of raw, an object, sorted by key, rendered as
-// ShowValue renders them; ok is false when raw is not an object.
-func ShowFields(raw json.RawMessage) (fields []ShownField, ok bool) {
+// Fields lists the fields of raw, an object, sorted by key, rendered as
+// Value renders them; ok is false when raw is not an object.
+func Fields(raw json.RawMessage) (fields []Field, ok bool) {
 	n, err := parseShown(raw)
 	if err != nil || n.kind != '{' {
 		return nil, false
@@ -52,22 +52,22 @@ func ShowFields(raw json.RawMessage) (fields []ShownField, ok bool) {
 	for i, k := range n.keys {
 		var b strings.Builder
 		n.vals[i].write(&b)
-		fields = append(fields, ShownField{Key: ShowKey(k), Value: b.String()})
+		fields = append(fields, Field{Key: Key(k), Value: b.String()})
 	}
 	return fields, true
 }
 
-// ShowKey renders an object key on its own (a row's label): a plain name
-// (amount, card_number) as it is, any other key quoted as ShowString quotes
+// Key renders an object key on its own (a row's label): a plain name
+// (amount, card_number) as it is, any other key quoted as String quotes
 // it, so that no key reads like another.
-func ShowKey(k string) string {
+func Key(k string) string {
 	if PlainKey.MatchString(k) {
 		return k
 	}
-	return ShowString(k)
+	return String(k)
 }
 
-// ShowString quotes s as a JSON string literal that reads back as exactly s,
+// String quotes s as a JSON string literal that reads back as exactly s,
 // in printable ASCII: ", \ and line breaks and tabs are escaped as JSON
 // escapes them (\", \\, \n, \r, \t), and every other character that is not
 // printable ASCII, or that Slack's mrkdwn acts on even in a code span (the
@@ -77,7 +77,7 @@ func ShowKey(k string) string {
 // a Latin a and a Cyrillic а (\u0430), é and e + U+0301, a space and a
 // no-break space (\u00a0) all read apart. A byte that is not UTF-8, which
 // no JSON string holds, reads \xNN.
-func ShowString(s string) string {
+func String(s string) string {
 	var b strings.Builder
 	writeString(&b, s)
 	return b.String()
@@ -253,4 +253,5 @@ func (n *shownNode) write(b *strings.Builder) {
 	}
 }
 
+// PlainKey matches a key that needs no quoting in a path (a.b, not a["b c"]).
 var PlainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)

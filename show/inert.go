@@ -1,4 +1,4 @@
-package workflow
+package show
 
 import (
 	"fmt"
@@ -41,9 +41,9 @@ func Inert(s string) string {
 			b.WriteString(`\t`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case !ShownAsIs(r) && r <= 0xffff:
+		case !AsIs(r) && r <= 0xffff:
 			fmt.Fprintf(&b, `\u%04x`, r)
-		case !ShownAsIs(r):
+		case !AsIs(r):
 			fmt.Fprintf(&b, `\U%08x`, r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -64,17 +64,17 @@ func isInert(s string) bool {
 	return true
 slow:
 	for _, r := range s {
-		if r == utf8.RuneError || r < 0x20 || r == 0x7f || !ShownAsIs(r) {
+		if r == utf8.RuneError || r < 0x20 || r == 0x7f || !AsIs(r) {
 			return false
 		}
 	}
 	return true
 }
 
-// ShownAsIs reports whether r can be printed as it is: not a control, format
+// AsIs reports whether r can be printed as it is: not a control, format
 // (Cf: bidi controls, zero-width characters, tag characters), line or
 // paragraph separator, nor one of the fillers that render as nothing.
-func ShownAsIs(r rune) bool {
+func AsIs(r rune) bool {
 	switch {
 	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
 		return false
