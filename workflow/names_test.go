@@ -83,24 +83,24 @@ func TestStoredNamesAreSpelledByTheirConstants(t *testing.T) {
 			if !ok || lit.Kind != token.STRING || lit.Value == `""` || tv.Type == nil {
 				continue
 			}
-			if name := storedName(tv.Type, mod+"/workflow"); name != "" && !consts(lit.Pos()) {
+			if name := storedName(tv.Type, mod+"/record"); name != "" && !consts(lit.Pos()) {
 				t.Errorf("%s: the %s %s is a literal; use its constant", fset.Position(lit.Pos()), name, lit.Value)
 			}
 		}
-		if path == mod+"/workflow" {
+		if path == mod+"/record" {
 			checkListed(t, pkg, "Event", record.Events)
 			checkListed(t, pkg, "Risk", record.Risks)
 		}
 	}
 }
 
-// storedName is the name of t when it is one of workflow's namedStrings.
-func storedName(t types.Type, workflowPath string) string {
+// storedName is the name of t when it is one of record's namedStrings.
+func storedName(t types.Type, recordPath string) string {
 	n, ok := t.(*types.Named)
-	if !ok || n.Obj().Pkg() == nil || n.Obj().Pkg().Path() != workflowPath || !slices.Contains(namedStrings, n.Obj().Name()) {
+	if !ok || n.Obj().Pkg() == nil || n.Obj().Pkg().Path() != recordPath || !slices.Contains(namedStrings, n.Obj().Name()) {
 		return ""
 	}
-	return "workflow." + n.Obj().Name()
+	return "record." + n.Obj().Name()
 }
 
 // constDecls reports whether a position is inside a const declaration of files.
@@ -118,7 +118,7 @@ func constDecls(files []*ast.File) func(token.Pos) bool {
 	}
 }
 
-// checkListed fails unless list holds every constant of workflow's type name,
+// checkListed fails unless list holds every constant of record's type name,
 // once, and nothing else.
 func checkListed[T ~string](t *testing.T, pkg *types.Package, name string, list []T) {
 	t.Helper()
