@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"github.com/signoff-dev/signoff/show"
@@ -67,7 +65,7 @@ func NewActionSpec(name string, schemaJSON []byte, exec Executor, redact []strin
 	if len(bytes.TrimSpace(schemaJSON)) == 0 {
 		return s, nil
 	}
-	doc, err := decodeJSON(schemaJSON, numbersExact)
+	doc, err := Decode(schemaJSON, Exact)
 	if err != nil {
 		return nil, fmt.Errorf("action %s: read schema: %w", name, err)
 	}
@@ -225,7 +223,7 @@ func (s *ActionSpec) Validate(args json.RawMessage) error {
 }
 
 // checkValues refuses, at any depth, a number that a float does not hold
-// exactly (see numberProblem), and a string that is Redaction: people are
+// exactly (see NumberProblem), and a string that is Redaction: people are
 // shown it in place of a hidden field, so an argument holding it would read
 // as hidden while it runs as written.
 func checkValues(v any, at string, ae *ArgsError) {
@@ -254,13 +252,13 @@ func (s *ActionSpec) decodeArgs(args json.RawMessage) (map[string]any, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return map[string]any{}, nil
 	}
-	v, err := decodeJSON(args, numbersExact)
+	v, err := Decode(args, Exact)
 	if err != nil {
 		return nil, &ArgsError{Action: s.Name, Problems: []ArgProblem{{Reason: err.Error()}}}
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, &ArgsError{Action: s.Name, Problems: []ArgProblem{{Reason: "must be a JSON object, got " + jsonKind(v)}}}
+		return nil, &ArgsError{Action: s.Name, Problems: []ArgProblem{{Reason: "must be a JSON object, got " + Kind(v)}}}
 	}
 	return m, nil
 }
@@ -435,125 +433,42 @@ func redact(v any, path []string) bool {
 	return false
 }
 
-// numberMode says how decodeJSON represents numbers.
-type numberMode int
-
-const (
-	// numbersExact keeps the number's text (json.Number): schemas check
-	// multipleOf and big integers exactly, and redaction re-encodes it as it came.
-	numbersExact numberMode = iota
-	// numbersCEL gives int64 for integers that fit and float64 otherwise, so that
-	// CEL's double() and comparisons work on 119 as well as on 119.0.
-	numbersCEL
-)
-
-// decodeJSON decodes exactly one JSON value strictly: duplicate object keys,
-// invalid UTF-8 and trailing data are refused, where encoding/json would keep
-// the last duplicate silently.
-func decodeJSON(b []byte, mode numberMode) (any, error) {
-	// From a bytes.Buffer the decoder reads b in place instead of copying it.
-	dec := jsontext.NewDecoder(bytes.NewBuffer(b))
-	v, err := readJSON(dec, mode)
-	if err != nil {
-		return nil, jsonError(err)
+// checkNumber adds a problem for a number at path at that a float does not
+// hold exactly.
+func checkNumber(n json.Number, at string, ae *ArgsError) {
+	if p := NumberProblem(string(n)); p != "" {
+		ae.Problems = append(ae.Problems, ArgProblem{Path: at, Reason: "the number " + p})
 	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		if err == nil {
-			return nil, errors.New("data after the JSON value")
-		}
-		return nil, jsonError(err)
-	}
-	return v, nil
 }
 
-// jsonError drops the package prefix: people read these messages.
-func jsonError(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("unexpected end of JSON")
+// ratString prints a schema's bound as the decimal it is (0.01, not 1/100,
+// and not rounded through a float), or as a float when it has no finite
+// decimal form.
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "?"
 	}
-	return errors.New(strings.TrimPrefix(err.Error(), "jsontext: "))
-}
-
-func readJSON(dec *jsontext.Decoder, mode numberMode) (any, error) {
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return nil, err
+	if r.IsInt() {
+		return r.RatString()
 	}
-	switch tok.Kind() {
-	case 'n':
-		return nil, nil
-	case 't', 'f':
-		return tok.Bool(), nil
-	case '"':
-		return tok.String(), nil
-	case '0':
-		return readNumber(tok.String(), mode)
-	case '{':
-		m := map[string]any{}
-		for dec.PeekKind() != '}' {
-			tok, err := dec.ReadToken()
-			if err != nil {
-				return nil, err
+	// A fraction whose denominator is 2^a·5^b has max(a, b) decimals.
+	d := new(big.Int).Set(r.Denom())
+	places := 0
+	for _, p := range []int64{2, 5} {
+		n := 0
+		m := new(big.Int)
+		for {
+			q, rem := new(big.Int).QuoRem(d, big.NewInt(p), m)
+			if rem.Sign() != 0 {
+				break
 			}
-			name := tok.String() // before the next read voids tok
-			v, err := readJSON(dec, mode)
-			if err != nil {
-				return nil, err
-			}
-			m[name] = v
+			d, n = q, n+1
 		}
-		if _, err := dec.ReadToken(); err != nil {
-			return nil, err
-		}
-		return m, nil
-	case '[':
-		a := []any{}
-		for dec.PeekKind() != ']' {
-			v, err := readJSON(dec, mode)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return nil, err
-		}
-		return a, nil
+		places = max(places, n)
 	}
-	return nil, fmt.Errorf("unexpected JSON token %s", tok)
-}
-
-func readNumber(text string, mode numberMode) (any, error) {
-	if mode == numbersExact {
-		return json.Number(text), nil
+	if d.Cmp(big.NewInt(1)) == 0 && places <= 400 {
+		return r.FloatString(places)
 	}
-	if !strings.ContainsAny(text, ".eE") {
-		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
-			return i, nil
-		}
-	}
-	f, err := strconv.ParseFloat(text, 64)
-	if err != nil {
-		return nil, fmt.Errorf("number %s is out of range", text)
-	}
-	return f, nil
-}
-
-// jsonKind names the JSON type of a decoded value, for messages.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number, int64, float64:
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }

@@ -37,8 +37,8 @@ func ChangedFields(before, after []record.Action) []FieldChange {
 		if i < len(after) {
 			a = after[i].Args
 		}
-		bv, berr := decodeJSON(orEmpty(b), numbersExact)
-		av, aerr := decodeJSON(orEmpty(a), numbersExact)
+		bv, berr := Decode(orEmpty(b), Exact)
+		av, aerr := Decode(orEmpty(a), Exact)
 		if berr != nil || aerr != nil {
 			if !bytes.Equal(b, a) {
 				out = append(out, FieldChange{Action: i, From: b, To: a})
@@ -83,26 +83,15 @@ func diffValue(out *[]FieldChange, action int, path string, b, a any, hasB, hasA
 	}
 	var from, to json.RawMessage
 	if hasB {
-		from = encodeValue(b)
+		from = Encode(b)
 	}
 	if hasA {
-		to = encodeValue(a)
+		to = Encode(a)
 	}
 	if hasB == hasA && bytes.Equal(from, to) {
 		return
 	}
 	*out = append(*out, FieldChange{Action: action, Field: path, From: from, To: to})
-}
-
-// encodeValue is v as JSON, numbers with the text they came with.
-func encodeValue(v any) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // shown to people, not embedded in HTML
-	if err := enc.Encode(v); err != nil {
-		return json.RawMessage(`"` + Redaction + `"`) // decoded JSON always encodes
-	}
-	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
 }
 
 // Hides says whether showing the values of field (as FieldChange names it)

@@ -40,13 +40,13 @@ func Fingerprint(in FingerprintInput) (string, error) {
 		doc.Actions = append(doc.Actions, action{Name: a.Name, Args: args})
 	}
 	for i, ev := range in.Evidence {
-		d, err := digestOf(ev)
+		d, err := DigestOf(ev)
 		if err != nil {
 			return "", fmt.Errorf("fingerprint: evidence %d: %w", i+1, err)
 		}
 		doc.Evidence = append(doc.Evidence, d)
 	}
-	return digestOf(doc)
+	return DigestOf(doc)
 }
 
 // ShortFingerprintLen is how much of a fingerprint people are shown, and may

@@ -227,7 +227,7 @@ func expandSchemas(from []*jsonschema.Schema) []*jsonschema.Schema {
 // each, so every surface that shows arguments shows these groups as a
 // warning beside them. Arguments that cannot be read have none.
 func LookalikeKeys(args json.RawMessage) [][]string {
-	v, err := decodeJSON(args, numbersExact)
+	v, err := Decode(args, Exact)
 	if err != nil {
 		return nil
 	}

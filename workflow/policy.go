@@ -605,13 +605,13 @@ func (p *Policy) Evaluate(ctx context.Context, in PolicyInput) (Outcome, error) 
 func policyVars(in PolicyInput) (map[string]any, error) {
 	args := map[string]any{}
 	if len(strings.TrimSpace(string(in.Action.Args))) > 0 {
-		v, err := decodeJSON(in.Action.Args, numbersCEL)
+		v, err := Decode(in.Action.Args, ForCEL)
 		if err != nil {
 			return nil, fmt.Errorf("decode arguments: %w", err)
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("arguments must be a JSON object, got %s", jsonKind(v))
+			return nil, fmt.Errorf("arguments must be a JSON object, got %s", Kind(v))
 		}
 		args = m
 	}
@@ -619,7 +619,7 @@ func policyVars(in PolicyInput) (map[string]any, error) {
 	for i, e := range in.Evidence {
 		var data any
 		if len(strings.TrimSpace(string(e.Data))) > 0 {
-			v, err := decodeJSON(e.Data, numbersCEL)
+			v, err := Decode(e.Data, ForCEL)
 			if err != nil {
 				return nil, fmt.Errorf("decode evidence %d (%s): %w", i, e.Source, err)
 			}

@@ -139,16 +139,16 @@ const minSecretInText = 4
 type hider struct {
 	paths   [][]string // keys from an object down to a hidden field; arrays are crossed
 	strs    []string   // the hidden values' strings, and numbers as written; longest first
-	numbers []decimal  // the hidden numbers
+	numbers []Decimal  // the hidden numbers
 }
 
 // learn records what shown (args as people see them) hid of args.
 func (h *hider) learn(args, shown json.RawMessage) {
-	o, err := decodeJSON(args, numbersExact)
+	o, err := Decode(args, Exact)
 	if err != nil {
 		return
 	}
-	s, err := decodeJSON(shown, numbersExact)
+	s, err := Decode(shown, Exact)
 	if err != nil {
 		s = Redaction
 	}
@@ -194,7 +194,7 @@ func (h *hider) secret(v any) {
 			h.strs = append(h.strs, c)
 		}
 	case json.Number:
-		if d, ok := decimalOf(string(c)); ok {
+		if d, ok := DecimalOf(string(c)); ok {
 			h.numbers = append(h.numbers, d)
 			h.strs = append(h.strs, string(c))
 		}
@@ -248,7 +248,7 @@ func (h *hider) scrub(raw json.RawMessage, paths bool) json.RawMessage {
 	if len(raw) == 0 || h.none() {
 		return raw
 	}
-	v, err := decodeJSON(raw, numbersExact)
+	v, err := Decode(raw, Exact)
 	if err != nil {
 		return raw
 	}
@@ -256,7 +256,7 @@ func (h *hider) scrub(raw json.RawMessage, paths bool) json.RawMessage {
 	if !changed {
 		return raw
 	}
-	return encodeValue(v)
+	return Encode(v)
 }
 
 func (h *hider) walk(v any, paths bool) (any, bool) {
@@ -266,7 +266,7 @@ func (h *hider) walk(v any, paths bool) (any, bool) {
 			return t, true
 		}
 	case json.Number:
-		if d, ok := decimalOf(string(c)); ok && slices.Contains(h.numbers, d) {
+		if d, ok := DecimalOf(string(c)); ok && slices.Contains(h.numbers, d) {
 			return Redaction, true
 		}
 	case map[string]any:

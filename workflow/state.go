@@ -171,5 +171,5 @@ func DecodeStrict(b []byte, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return errors.New("empty input")
 	}
-	return readableJSONError(jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true)))
+	return Readable(jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true)))
 }

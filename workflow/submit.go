@@ -279,7 +279,7 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 // asked), left out when empty so that digests of runs stored before callbacks
 // stay the same.
 func proposalDigest(taskID string, requester record.Person, summary, callbackURL string, actions []record.Action, evidence []record.Evidence) (string, error) {
-	return digestOf(struct {
+	return DigestOf(struct {
 		TaskID      string            `json:"task_id"`
 		Requester   record.Person     `json:"requester"`
 		Summary     string            `json:"summary"`

@@ -72,7 +72,7 @@ func TestSubmitAndShowJSON(t *testing.T) {
 	if strings.Count(out, id) < 2 || !strings.Contains(out, "WAITING_APPROVAL") {
 		t.Errorf("submit should print the id, then the waiting run:\n%s", out)
 	}
-	waiting := show(t, dir, id)
+	waiting := showJSON(t, dir, id)
 	must(t, dir, exitDone, "approve", id, "--as", lead1, "--name", "Grace", "--reason", "duplicate charge, checked")
 
 	var v map[string]any
@@ -153,7 +153,7 @@ func TestSubmitFromStdin(t *testing.T) {
 		t.Fatalf("submit -: exit %d\n%s%s", code, out, errs)
 	}
 	id := runIDOf(t, out)
-	if v := show(t, dir, id); v.Status != record.StatusWaitingApproval || v.TaskID != "T-65273" {
+	if v := showJSON(t, dir, id); v.Status != record.StatusWaitingApproval || v.TaskID != "T-65273" {
 		t.Errorf("%+v", v)
 	}
 }
@@ -297,7 +297,7 @@ func TestApprovalGatesTheShop(t *testing.T) {
 		t.Errorf("cancel of a done run: exit %d", code)
 	}
 	oneRefund(t, dir, id+"/1", "119.00")
-	v := show(t, dir, id)
+	v := showJSON(t, dir, id)
 	if v.Status != record.StatusDone || len(v.Decisions) != 1 || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 {
 		t.Errorf("run %+v", v)
 	}
@@ -320,7 +320,7 @@ func TestRejectAndCancelChangeNothingInTheShop(t *testing.T) {
 		t.Errorf("approve after reject: exit %d, %q", code, errs)
 	}
 	must(t, dir, exitEnded, "resume", id)
-	v := show(t, dir, id)
+	v := showJSON(t, dir, id)
 	if v.Status != record.StatusRejected || len(v.Decisions) != 1 || v.Decisions[0].Decision != record.VerdictReject || len(v.Operations) != 0 {
 		t.Errorf("run %+v", v)
 	}
@@ -334,7 +334,7 @@ func TestRejectAndCancelChangeNothingInTheShop(t *testing.T) {
 	if code, _, _ := signoff(t, dir, "approve", other, "--as", lead1); code != exitRefused {
 		t.Errorf("approve after cancel: exit %d", code)
 	}
-	if v := show(t, dir, other); v.Status != record.StatusCancelled {
+	if v := showJSON(t, dir, other); v.Status != record.StatusCancelled {
 		t.Errorf("status %s", v.Status)
 	}
 	noChanges(t, dir)
@@ -382,7 +382,7 @@ func TestRefusalsChangeNothingButTheAuditLog(t *testing.T) {
 			name:  "a fingerprint that is not the current one",
 			setup: func(t *testing.T, dir string) string { return submitWaiting(t, dir) },
 			approve: func(t *testing.T, dir, id string) []string {
-				fp := show(t, dir, id).Fingerprint
+				fp := showJSON(t, dir, id).Fingerprint
 				stale := strings.Repeat("0", 64)
 				if fp == stale {
 					t.Fatal("fingerprint is all zeros")
@@ -453,7 +453,7 @@ func TestTamperedArgumentsStopTheRun(t *testing.T) {
 	if code != exitAttention || !strings.Contains(errs, "its MAC does not match") {
 		t.Fatalf("approve: exit %d, stderr %q; want 5 and the seal", code, errs)
 	}
-	if v := show(t, dir, id); v.Status != record.StatusNeedsAttention {
+	if v := showJSON(t, dir, id); v.Status != record.StatusNeedsAttention {
 		t.Errorf("the run is %s", v.Status)
 	}
 	code, out, _ := signoff(t, dir, "verify")
@@ -472,7 +472,7 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 		"approval: {role: team_lead, count: 1, expires: 72h, self_approval: false, edit: true}",
 		"approval: {role: team_lead, count: 1, expires: 1s, self_approval: false, edit: true}")
 	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("refund-double-charge.json")))
-	v := show(t, dir, id)
+	v := showJSON(t, dir, id)
 	if v.Deadline == nil {
 		t.Fatalf("no deadline: %+v", v)
 	}
@@ -492,7 +492,7 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 		}
 	}
 	// Reading the run does not change it, and says the deadline has passed.
-	if v := show(t, dir, id); v.Status != record.StatusWaitingApproval {
+	if v := showJSON(t, dir, id); v.Status != record.StatusWaitingApproval {
 		t.Fatalf("show changed the run: %s", v.Status)
 	}
 	if out := must(t, dir, exitWaiting, "--config", cfg, "show", id); !strings.Contains(out, "(expired ") || strings.Contains(out, "(in ") {
@@ -506,7 +506,7 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 	if code != exitEnded || !strings.Contains(errs, "the deadline passed") {
 		t.Fatalf("approve after the deadline: exit %d, stderr %q, stdout %q", code, errs, out)
 	}
-	v = show(t, dir, id)
+	v = showJSON(t, dir, id)
 	if v.Status != record.StatusExpired || !strings.Contains(v.Reason, "no decision before the deadline") || len(v.Decisions) != 0 {
 		t.Errorf("run %+v", v)
 	}
@@ -522,12 +522,12 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 
 	// A run nobody decided on ends expired when it is next touched.
 	other := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("reship-planter.json")))
-	if v := show(t, dir, other); v.Deadline == nil || time.Until(*v.Deadline) < time.Hour {
+	if v := showJSON(t, dir, other); v.Deadline == nil || time.Until(*v.Deadline) < time.Hour {
 		t.Fatalf("the reship rule keeps its 72h: %+v", v.Deadline)
 	}
 	late := proposal(t, dir, "late.json", refundJSON(agentID, "119.00", "late"))
 	late = runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", late))
-	deadline = *show(t, dir, late).Deadline
+	deadline = *showJSON(t, dir, late).Deadline
 	for !time.Now().After(deadline.Add(2 * time.Millisecond)) {
 		select {
 		case <-tick.C:
@@ -536,7 +536,7 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 		}
 	}
 	must(t, dir, exitEnded, "--config", cfg, "resume", late)
-	if v := show(t, dir, late); v.Status != record.StatusExpired {
+	if v := showJSON(t, dir, late); v.Status != record.StatusExpired {
 		t.Errorf("status %s", v.Status)
 	}
 	must(t, dir, exitWaiting, "--config", cfg, "show", other)
@@ -555,7 +555,7 @@ func TestChargeRefundedByHandWhileWaiting(t *testing.T) {
 	if code != exitAttention || !strings.Contains(out, "NEEDS_ATTENTION") {
 		t.Fatalf("approve: exit %d, want 5\n%s%s", code, out, errs)
 	}
-	v := show(t, dir, id)
+	v := showJSON(t, dir, id)
 	if v.Status != record.StatusNeedsAttention || !strings.Contains(v.Reason, "refused by the target") || !strings.Contains(v.Reason, "not a captured charge") {
 		t.Errorf("status %s, reason %q", v.Status, v.Reason)
 	}
@@ -629,7 +629,7 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 			if code != exitAttention {
 				t.Fatalf("%s: exit %d, want 5\n%s%s", tt.first, code, out, errs)
 			}
-			v := show(t, dir, damaged)
+			v := showJSON(t, dir, damaged)
 			if v.Status != record.StatusNeedsAttention || !strings.Contains(v.Reason, tt.problem) || !strings.Contains(v.Problem, tt.problem) {
 				t.Errorf("show: status %s reason %q problem %q", v.Status, v.Reason, v.Problem)
 			}
@@ -718,14 +718,14 @@ func TestForkOfARejectedRun(t *testing.T) {
 	dir := t.TempDir()
 	id := submitWaiting(t, dir)
 	must(t, dir, exitEnded, "reject", id, "--as", lead1, "--reason", "check with the bank first")
-	old := show(t, dir, id)
+	old := showJSON(t, dir, id)
 
 	out := must(t, dir, exitWaiting, "fork", id, "--at", "1")
 	fork := runIDOf(t, out)
 	if fork == id {
 		t.Fatal("the fork has the same id")
 	}
-	v := show(t, dir, fork)
+	v := showJSON(t, dir, fork)
 	if v.Status != record.StatusWaitingApproval || v.Fingerprint == "" || v.Fingerprint == old.Fingerprint {
 		t.Errorf("fork: status %s fingerprint %q (old %q)", v.Status, v.Fingerprint, old.Fingerprint)
 	}
@@ -738,7 +738,7 @@ func TestForkOfARejectedRun(t *testing.T) {
 	if string(v.Actions[0].Args) != string(old.Actions[0].Args) {
 		t.Errorf("fork args %s, old %s", v.Actions[0].Args, old.Actions[0].Args)
 	}
-	if got := show(t, dir, id); got.Status != record.StatusRejected {
+	if got := showJSON(t, dir, id); got.Status != record.StatusRejected {
 		t.Errorf("the original is %s", got.Status)
 	}
 	noChanges(t, dir)
@@ -762,11 +762,11 @@ func TestEditedApproval(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	id := submitWaiting(t, dir)
-	before := show(t, dir, id)
+	before := showJSON(t, dir, id)
 	edit := `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60.00, "currency": "CAD", "reason_code": "RFD-DOUBLE"}`
 	must(t, dir, exitDone, "approve", id, "--as", lead1, "--edit", edit, "--reason", "partial refund agreed")
 	oneRefund(t, dir, id+"/1", "60.00")
-	v := show(t, dir, id)
+	v := showJSON(t, dir, id)
 	var args map[string]any
 	if err := json.Unmarshal(v.Actions[0].Args, &args); err != nil || args["amount"] != 60.0 {
 		t.Errorf("stored args %s", v.Actions[0].Args)
@@ -904,7 +904,7 @@ func TestHigherRoleMayApprove(t *testing.T) {
 	dir := t.TempDir()
 	id := submitWaiting(t, dir)
 	must(t, dir, exitDone, "approve", id, "--as", manager)
-	if v := show(t, dir, id); len(v.Decisions) != 1 || v.Decisions[0].Role != "manager" || v.Decisions[0].By != manager {
+	if v := showJSON(t, dir, id); len(v.Decisions) != 1 || v.Decisions[0].Role != "manager" || v.Decisions[0].By != manager {
 		t.Errorf("decisions %+v", v.Decisions)
 	}
 	oneRefund(t, dir, id+"/1", "119.00")
@@ -920,7 +920,7 @@ func TestFailedCheck(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("submit: exit %d, want 1\n%s%s", code, out, errs)
 	}
-	v := show(t, dir, runIDOf(t, out))
+	v := showJSON(t, dir, runIDOf(t, out))
 	if v.Status != record.StatusFailed || !strings.Contains(v.Reason, "more than the 119.00 CAD left to refund") || len(v.Requests) != 0 {
 		t.Errorf("run %+v", v)
 	}
@@ -1220,17 +1220,17 @@ func TestExtendAndReassign(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	id := submitWaiting(t, dir)
-	before := show(t, dir, id)
+	before := showJSON(t, dir, id)
 
 	must(t, dir, exitWaiting, "extend", id, "1d12h", "--as", lead1)
-	if v := show(t, dir, id); v.Deadline == nil || !v.Deadline.Equal(before.Deadline.Add(36*time.Hour)) {
+	if v := showJSON(t, dir, id); v.Deadline == nil || !v.Deadline.Equal(before.Deadline.Add(36*time.Hour)) {
 		t.Errorf("deadline %v, want %v", v.Deadline, before.Deadline.Add(36*time.Hour))
 	}
 	out := must(t, dir, exitWaiting, "reassign", id, "--to", lead2, "--as", lead1)
 	if !strings.Contains(out, "assigned to "+lead2) {
 		t.Errorf("reassign printed:\n%s", out)
 	}
-	if v := show(t, dir, id); v.Gate == nil || v.Gate.Assignee != lead2 {
+	if v := showJSON(t, dir, id); v.Gate == nil || v.Gate.Assignee != lead2 {
 		t.Errorf("gate %+v, want assigned to %s", v.Gate, lead2)
 	}
 	after := showRaw(t, dir, id)
@@ -1337,7 +1337,7 @@ func TestNextHintBindsTheFingerprintAndEndedRunsSayNothingWasDone(t *testing.T) 
 	out := must(t, dir, exitWaiting, "show", id)
 	_, hint, ok := strings.Cut(out, "  next: ")
 	approve, _, _ := strings.Cut(hint, "   or   ")
-	fp := workflow.ShortFingerprint(show(t, dir, id).Fingerprint)
+	fp := workflow.ShortFingerprint(showJSON(t, dir, id).Fingerprint)
 	if !ok || approve != "signoff approve "+id+" --as MEMBER --fingerprint "+fp {
 		t.Fatalf("the hint is %q, want the approve command bound to %s:\n%s", approve, fp, out)
 	}

@@ -93,11 +93,11 @@ func TestCrashWhileApproving(t *testing.T) {
 				dir := newDir(t)
 				id := runIDOf(t, must(t, dir, exitWaiting, "run", "T-65273"))
 				crash(t, dir, tt.failpoint, "approve", id, "--as", lead1, "--name", "Grace")
-				tt.crashed(t, dir, id, show(t, dir, id))
+				tt.crashed(t, dir, id, showJSON(t, dir, id))
 
 				must(t, dir, exitDone, tt.recover(id)...)
 				refund := oneRefund(t, dir, id+"/1", "119.00")
-				v := show(t, dir, id)
+				v := showJSON(t, dir, id)
 				if v.Status != record.StatusDone {
 					t.Errorf("status %s (%s)", v.Status, v.Reason)
 				}
@@ -131,7 +131,7 @@ func TestCrashAfterStep1(t *testing.T) {
 		// An uninterrupted run, for comparison.
 		clean := newDir(t)
 		cleanID := runIDOf(t, must(t, clean, exitWaiting, "run", "T-65273"))
-		want := show(t, clean, cleanID).ModelCalls
+		want := showJSON(t, clean, cleanID).ModelCalls
 		if want != 3 || modelCalls(t, clean, cleanID) != want {
 			t.Fatalf("uninterrupted run: %d model calls recorded, %d in the ledger; want 3", want, modelCalls(t, clean, cleanID))
 		}
@@ -153,7 +153,7 @@ func TestCrashAfterStep1(t *testing.T) {
 		must(t, dir, exitActive, "show", id)
 
 		must(t, dir, exitWaiting, "resume", id)
-		v := show(t, dir, id)
+		v := showJSON(t, dir, id)
 		if v.Status != record.StatusWaitingApproval || v.Step != 3 {
 			t.Errorf("after resume: status %s step %d", v.Status, v.Step)
 		}
@@ -168,7 +168,7 @@ func TestCrashAfterStep1(t *testing.T) {
 		if wantLine := fmt.Sprintf("model calls: %d recorded in the run, %d in the provider's usage log", want, want); last != wantLine {
 			t.Errorf("trace ends with %q, want %q", last, wantLine)
 		}
-		if string(v.Actions[0].Args) != string(show(t, clean, cleanID).Actions[0].Args) {
+		if string(v.Actions[0].Args) != string(showJSON(t, clean, cleanID).Actions[0].Args) {
 			t.Errorf("the resumed run proposes %s", v.Actions[0].Args)
 		}
 		noChanges(t, dir)
@@ -195,7 +195,7 @@ func TestUnprovableOutcome(t *testing.T) {
 		if code != exitAttention {
 			t.Fatalf("resume: exit %d, want 5\n%s%s", code, out, errs)
 		}
-		v := show(t, dir, id)
+		v := showJSON(t, dir, id)
 		if v.Status != record.StatusNeedsAttention || !strings.Contains(v.Reason, "cannot be proven") {
 			t.Errorf("status %s, reason %q", v.Status, v.Reason)
 		}
@@ -206,7 +206,7 @@ func TestUnprovableOutcome(t *testing.T) {
 		if code, _, _ := signoff(t, dir, "cancel", id, "--as", lead1, "--reason", "give up"); code != exitRefused {
 			t.Errorf("cancel of a run whose outcome is unknown: exit %d", code)
 		}
-		if v := show(t, dir, id); v.Status != record.StatusNeedsAttention {
+		if v := showJSON(t, dir, id); v.Status != record.StatusNeedsAttention {
 			t.Errorf("status %s", v.Status)
 		}
 		// Still one change in the shop, and one refund row behind it.
@@ -261,7 +261,7 @@ func TestConcurrentApprovals(t *testing.T) {
 					results[i] = result{ws.ExitStatus(), outs[i].String(), errs[i].String()}
 				}
 
-				v := show(t, dir, id)
+				v := showJSON(t, dir, id)
 				if len(v.Decisions) != 1 {
 					t.Fatalf("%d decisions: %+v", len(v.Decisions), v.Decisions)
 				}
@@ -353,7 +353,7 @@ func TestCrashWhileSubmitting(t *testing.T) {
 				if len(ch) != 1 || ch[0].Key != id+"/1" || ch[0].PaymentID != "PAY-793996-1" || ch[0].Amount != "9.95" {
 					t.Fatalf("the shop has %+v", ch)
 				}
-				v := show(t, dir, id)
+				v := showJSON(t, dir, id)
 				if v.Status != record.StatusDone || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 || receiptID(t, v.Operations[0].Receipt) != ch[0].ID {
 					t.Errorf("run %+v", v)
 				}
@@ -439,15 +439,15 @@ func TestARestartedServeFinishesItsRunAtOnce(t *testing.T) {
 		env := append([]string{"SIGNOFF_LEASE_TTL=10m"}, noSlackEnv...)
 		first := startServeChildEnv(t, dir, cfg, append(env, "SIGNOFF_FAILPOINT=after-intent"))
 		diedAtFailpoint(t, first)
-		if v := show(t, dir, id); v.Status != record.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != record.OpPending {
+		if v := showJSON(t, dir, id); v.Status != record.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != record.OpPending {
 			t.Fatalf("after serve died: status %s, operations %+v", v.Status, v.Operations)
 		}
 		noChanges(t, dir)
 
 		second := startServeChildEnv(t, dir, cfg, env)
-		waitFor(t, "the restarted serve to finish the run", func() bool { return show(t, dir, id).Status == record.StatusDone })
+		waitFor(t, "the restarted serve to finish the run", func() bool { return showJSON(t, dir, id).Status == record.StatusDone })
 		refund := oneRefund(t, dir, id+"/1", "119.00")
-		v := show(t, dir, id)
+		v := showJSON(t, dir, id)
 		if len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted || v.Operations[0].Attempts != 1 ||
 			receiptID(t, v.Operations[0].Receipt) != refund.ID {
 			t.Errorf("operations %+v; the shop's refund is %s", v.Operations, refund.ID)

@@ -234,8 +234,8 @@ func showRaw(t *testing.T, dir, id string) string {
 	return out
 }
 
-// show is a run from `show RUN --json`.
-func show(t *testing.T, dir, id string) workflow.RunView {
+// showJSON is a run from `show RUN --json`.
+func showJSON(t *testing.T, dir, id string) workflow.RunView {
 	t.Helper()
 	out := showRaw(t, dir, id)
 	var v workflow.RunView

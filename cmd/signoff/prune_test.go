@@ -110,7 +110,7 @@ func TestPruneCommand(t *testing.T) {
 	if !strings.Contains(text, "pruned ") || !strings.Contains(text, "kept: ") {
 		t.Fatalf("show of a pruned run does not say it was pruned:\n%s", text)
 	}
-	v := show(t, dir, done)
+	v := showJSON(t, dir, done)
 	if v.Pruned == nil || v.Pruned.At.IsZero() || v.Problem != "" || len(v.Evidence) != 0 || len(v.Operations) != 1 {
 		t.Fatalf("show --json of a pruned run: %+v", v)
 	}
@@ -157,7 +157,7 @@ func TestServePrunesOnItsTicks(t *testing.T) {
 	ticks <- time.Time{}
 	cancel()
 	<-done
-	if v := show(t, dir, first); v.Pruned == nil {
+	if v := showJSON(t, dir, first); v.Pruned == nil {
 		t.Fatalf("the run was not pruned at the tick: %+v", v)
 	}
 }
@@ -215,7 +215,7 @@ func TestPruneNamesWhatItRemoved(t *testing.T) {
 		t.Fatalf("runs before the prune:\n%s\nafter:\n%s", listed, got)
 	}
 
-	v := show(t, dir, id)
+	v := showJSON(t, dir, id)
 	if v.Pruned == nil {
 		t.Fatalf("show --json has no pruned record: %+v", v)
 	}

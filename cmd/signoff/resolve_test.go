@@ -53,7 +53,7 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 			if !strings.Contains(out, "resolved by "+manager) || !strings.Contains(out, "it happened") {
 				t.Errorf("resolve's output does not say who resolved it and how:\\n%s", out)
 			}
-			v := show(t, dir, id)
+			v := showJSON(t, dir, id)
 			if v.Status != record.StatusDone || len(v.Resolutions) != 1 || v.Resolutions[0].By != manager || v.Resolutions[0].Via != "cli" {
 				t.Fatalf("status %s, resolutions %+v", v.Status, v.Resolutions)
 			}
@@ -72,7 +72,7 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 			dir := newDir(t)
 			id := needsAttention(t, dir)
 			must(t, dir, exitFailed, "resolve", id, "--as", manager, "--reason", "not in the shop", "--did-not-happen", "--abandon")
-			if v := show(t, dir, id); v.Status != record.StatusFailed || !strings.Contains(v.Reason, "abandoned by "+manager) {
+			if v := showJSON(t, dir, id); v.Status != record.StatusFailed || !strings.Contains(v.Reason, "abandoned by "+manager) {
 				t.Fatalf("status %s (%q)", v.Status, v.Reason)
 			}
 		})
@@ -87,7 +87,7 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 				dir := newDir(t)
 				id := needsAttention(t, dir)
 				crash(t, dir, "after-resolve", append([]string{"resolve", id, "--as", manager, "--reason", "checked the shop"}, c.flags...)...)
-				v := show(t, dir, id)
+				v := showJSON(t, dir, id)
 				if v.Status != c.want || len(v.Resolutions) != 1 {
 					t.Fatalf("%v: after the crash, status %s and %d resolution(s); want %s, recorded once", c.flags, v.Status, len(v.Resolutions), c.want)
 				}
@@ -104,7 +104,7 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 			setShopKind(t, dir, id+"/1", "refund")
 			crash(t, dir, "after-recheck", "resume", id)
 			must(t, dir, exitDone, "resume", id)
-			if v := show(t, dir, id); v.Status != record.StatusDone || v.Operations[0].Attempts != 1 {
+			if v := showJSON(t, dir, id); v.Status != record.StatusDone || v.Operations[0].Attempts != 1 {
 				t.Fatalf("status %s, operations %+v", v.Status, v.Operations)
 			}
 			if ch := changes(t, dir); len(ch) != 1 {
@@ -117,7 +117,7 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 			id := needsAttention(t, dir)
 			setShopKind(t, dir, id+"/1", "refund") // the register is put right
 			must(t, dir, exitDone, "resume", id)
-			if v := show(t, dir, id); v.Status != record.StatusDone {
+			if v := showJSON(t, dir, id); v.Status != record.StatusDone {
 				t.Fatalf("status %s (%s), want done once the shop can say", v.Status, v.Reason)
 			}
 			if ch := changes(t, dir); len(ch) != 1 {

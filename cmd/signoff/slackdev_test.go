@@ -110,7 +110,7 @@ func (l *slackDevLoop) updated(t *testing.T, ts, want string) string {
 
 func (l *slackDevLoop) status(t *testing.T, id string) record.Status {
 	t.Helper()
-	return show(t, l.dir, id).Status
+	return showJSON(t, l.dir, id).Status
 }
 
 func wantLines(t *testing.T, what, got string, want ...string) {
@@ -136,7 +136,7 @@ func TestSlackDevLoop(t *testing.T) {
 	// Approve.
 	id := l.submit(t, "refund.json", mustFixture(t, "refund-double-charge.json"))
 	ts, msg := l.posted(t, id)
-	short := workflow.ShortFingerprint(show(t, l.dir, id).Gate.Fingerprint)
+	short := workflow.ShortFingerprint(showJSON(t, l.dir, id).Gate.Fingerprint)
 	wantLines(t, "the approval message", msg, "    Approval needed: request_refund\n", "    • `amount`: `119`\n",
 		"Run `"+id+"` · fingerprint `"+short+"`", "    @U0LEAD0001 @U0LEAD0002 @U0MGR00001\n")
 	wantLines(t, "/runs pending", l.must(t, exitDone, "command", "/runs pending", "--as", lead1),
@@ -181,7 +181,7 @@ func TestSlackDevLoop(t *testing.T) {
 	wantLines(t, "the local Slack", l.dev.output(), `"Reject" opened (submit: Reject)`, "    Why? [input reason]\n")
 	upd = l.updated(t, ts, "    Rejected: reship_item, create_return_label\n")
 	wantLines(t, "the rejected message", upd, "*Rejected* by @U0LEAD0001 (team_lead)", "`the customer kept it`", "Nothing was done.")
-	if v := show(t, l.dir, id); v.Status != record.StatusRejected || !strings.Contains(v.Reason, "the customer kept it") {
+	if v := showJSON(t, l.dir, id); v.Status != record.StatusRejected || !strings.Contains(v.Reason, "the customer kept it") {
 		t.Fatalf("rejected run: %s (%s)", v.Status, v.Reason)
 	}
 
@@ -198,7 +198,7 @@ func TestSlackDevLoop(t *testing.T) {
 		"      \"payment_id\": \"PAY-507862-1\",\n", "pressed Approve with edits\nserve took it")
 	upd = l.updated(t, ts, "    Done: request_refund\n")
 	wantLines(t, "the edited message", upd, "    • `amount`: `60`\n")
-	v := show(t, l.dir, id)
+	v := showJSON(t, l.dir, id)
 	var args struct{ Amount json.Number }
 	if err := json.Unmarshal(v.Actions[0].Args, &args); err != nil || v.Status != record.StatusDone || args.Amount != "60" {
 		t.Fatalf("edited run: %s with %s (%v)", v.Status, v.Actions[0].Args, err)
