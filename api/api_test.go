@@ -91,7 +91,7 @@ func TestAPI(t *testing.T) {
 		if v.Requester.ID != "agent:resolver" {
 			t.Errorf("requester %q, want the token's", v.Requester.ID)
 		}
-		if got := string(v.Actions[0].Args); strings.Contains(got, "s3cret") || !strings.Contains(got, workflow.Redaction) {
+		if got := string(v.Actions[0].Args); strings.Contains(got, "s3cret") || !strings.Contains(got, record.Redaction) {
 			t.Errorf("args shown %s", got)
 		}
 	})

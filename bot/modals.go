@@ -78,7 +78,7 @@ func editModal(v *workflow.RunView, ref Ref, redact func(string, json.RawMessage
 		input.Multiline, input.MaxLength, input.InitialValue = true, maxModalInput, pretty.String()
 		var hint *slack.TextBlockObject
 		if !bytes.Equal(shown, a.Args) {
-			hint = bkPlain("Fields shown as " + workflow.Redaction + " keep their stored value.")
+			hint = bkPlain("Fields shown as " + record.Redaction + " keep their stored value.")
 		}
 		blocks = append(blocks, slack.NewInputBlock(editBlockID(i), bkPlain(label), hint, input))
 	}
@@ -112,7 +112,7 @@ func actionNames(as []record.Action) string {
 // secret with its placeholder. edited must be canonical JSON (no duplicate
 // keys); the result is canonical too.
 func RestoreRedacted(orig, edited json.RawMessage, paths []string) (json.RawMessage, error) {
-	if len(paths) == 0 || !bytes.Contains(edited, []byte(workflow.Redaction)) {
+	if len(paths) == 0 || !bytes.Contains(edited, []byte(record.Redaction)) {
 		return edited, nil
 	}
 	o, err := decodeNumbers(orig)
@@ -147,7 +147,7 @@ func decodeNumbers(b []byte) (any, error) {
 // through object keys, and into every element of an array.
 func restorePath(edited, orig any, hasOrig bool, path []string) any {
 	if len(path) == 0 {
-		if s, ok := edited.(string); ok && s == workflow.Redaction && hasOrig {
+		if s, ok := edited.(string); ok && s == record.Redaction && hasOrig {
 			return orig
 		}
 		return edited

@@ -516,7 +516,7 @@ func TestRenderRedactsAndEscapes(t *testing.T) {
 			t.Errorf("message contains %q:\n%s", bad, s)
 		}
 	}
-	if !strings.Contains(s, workflow.Redaction) {
+	if !strings.Contains(s, record.Redaction) {
 		t.Errorf("payment_id not redacted:\n%s", s)
 	}
 	if strings.Contains(s, `payment_id: `+"`PAY-507862-2`") {

@@ -85,3 +85,6 @@ func (r Resolution) Describe() string {
 
 // Resolutions lists every resolution.
 var Resolutions = []Resolution{ResolveHappened, ResolveRetry, ResolveAbandon}
+
+// Redaction is what a redacted field shows instead of its value.
+const Redaction = "[redacted]"

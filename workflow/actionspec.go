@@ -13,11 +13,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/show"
 )
-
-// Redaction is what a redacted field shows instead of its value.
-const Redaction = "[redacted]"
 
 // ActionSpec describes one kind of action: the executor that carries it out,
 // the JSON Schema its arguments must satisfy, and the argument fields a person
@@ -223,7 +221,7 @@ func (s *ActionSpec) Validate(args json.RawMessage) error {
 }
 
 // checkValues refuses, at any depth, a number that a float does not hold
-// exactly (see NumberProblem), and a string that is Redaction: people are
+// exactly (see NumberProblem), and a string that is record.Redaction: people are
 // shown it in place of a hidden field, so an argument holding it would read
 // as hidden while it runs as written.
 func checkValues(v any, at string, ae *ArgsError) {
@@ -231,9 +229,9 @@ func checkValues(v any, at string, ae *ArgsError) {
 	case json.Number:
 		checkNumber(c, at, ae)
 	case string:
-		if c == Redaction {
+		if c == record.Redaction {
 			ae.Problems = append(ae.Problems, ArgProblem{Path: at,
-				Reason: fmt.Sprintf("must not be %q: signoff shows that in place of a hidden field", Redaction)})
+				Reason: fmt.Sprintf("must not be %q: signoff shows that in place of a hidden field", record.Redaction)})
 		}
 	case []any:
 		for i, el := range c {
@@ -417,7 +415,7 @@ func redact(v any, path []string) bool {
 			return false
 		}
 		if len(path) == 1 {
-			c[path[0]] = Redaction
+			c[path[0]] = record.Redaction
 			return true
 		}
 		return redact(child, path[1:])

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/signoff-dev/signoff/record"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -347,7 +348,7 @@ func Encode(v any) json.RawMessage {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // shown to people, not embedded in HTML
 	if err := enc.Encode(v); err != nil {
-		return json.RawMessage(`"` + Redaction + `"`) // decoded JSON always encodes
+		return json.RawMessage(`"` + record.Redaction + `"`) // decoded JSON always encodes
 	}
 	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
 }

@@ -44,7 +44,7 @@ func RedactedView(v *RunView, find func(name string) (*ActionSpec, bool)) *RunVi
 // minSecretInText bytes is replaced where it occurs.
 func RedactView(v *RunView, shown func(action string, args json.RawMessage) json.RawMessage) *RunView {
 	out := *v
-	hidden := json.RawMessage(`"` + Redaction + `"`)
+	hidden := json.RawMessage(`"` + record.Redaction + `"`)
 	h := &hider{}
 	// whole says whether arguments hidden whole are secrets through and
 	// through: an action's are; an edit's are hidden whole as soon as one
@@ -123,7 +123,7 @@ func (e *Engine) hideIn(actions []record.Action, text string) string {
 			shown, _ = spec.Redacted(a.Args)
 		}
 		if shown == nil {
-			shown = json.RawMessage(`"` + Redaction + `"`)
+			shown = json.RawMessage(`"` + record.Redaction + `"`)
 		}
 		h.learn(a.Args, shown)
 	}
@@ -150,7 +150,7 @@ func (h *hider) learn(args, shown json.RawMessage) {
 	}
 	s, err := Decode(shown, Exact)
 	if err != nil {
-		s = Redaction
+		s = record.Redaction
 	}
 	h.diff(o, s, nil)
 	slices.SortStableFunc(h.strs, func(a, b string) int { return len(b) - len(a) })
@@ -158,8 +158,8 @@ func (h *hider) learn(args, shown json.RawMessage) {
 }
 
 func (h *hider) diff(orig, shown any, path []string) {
-	if s, ok := shown.(string); ok && s == Redaction {
-		if o, ok := orig.(string); ok && o == Redaction {
+	if s, ok := shown.(string); ok && s == record.Redaction {
+		if o, ok := orig.(string); ok && o == record.Redaction {
 			return
 		}
 		if len(path) > 0 && !slices.ContainsFunc(h.paths, func(p []string) bool { return slices.Equal(p, path) }) {
@@ -190,7 +190,7 @@ func (h *hider) diff(orig, shown any, path []string) {
 func (h *hider) secret(v any) {
 	switch c := v.(type) {
 	case string:
-		if c != "" && c != Redaction {
+		if c != "" && c != record.Redaction {
 			h.strs = append(h.strs, c)
 		}
 	case json.Number:
@@ -219,9 +219,9 @@ func (h *hider) text(s string) string {
 	for _, sec := range h.strs {
 		switch {
 		case s == sec:
-			return Redaction
+			return record.Redaction
 		case len(sec) >= minSecretInText:
-			s = strings.ReplaceAll(s, sec, Redaction)
+			s = strings.ReplaceAll(s, sec, record.Redaction)
 		}
 	}
 	return s
@@ -267,7 +267,7 @@ func (h *hider) walk(v any, paths bool) (any, bool) {
 		}
 	case json.Number:
 		if d, ok := DecimalOf(string(c)); ok && slices.Contains(h.numbers, d) {
-			return Redaction, true
+			return record.Redaction, true
 		}
 	case map[string]any:
 		changed := false

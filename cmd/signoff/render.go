@@ -163,7 +163,7 @@ func fieldValue(v json.RawMessage, hidden bool) string {
 	case v == nil:
 		return "(none)"
 	case hidden:
-		return workflow.Redaction
+		return record.Redaction
 	}
 	return show.Value(v)
 }
