@@ -13,6 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -335,7 +336,7 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 		if !ok {
 			continue // not editable in the modal
 		}
-		edited, err := workflow.Canonical([]byte(strings.TrimSpace(in.Value)))
+		edited, err := jsonvalue.Canonical([]byte(strings.TrimSpace(in.Value)))
 		if err != nil {
 			errs[id] = "Not valid JSON: " + err.Error()
 			continue
@@ -349,7 +350,7 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 			errs[id] = err.Error()
 			continue
 		}
-		orig, err := workflow.Canonical(a.Args)
+		orig, err := jsonvalue.Canonical(a.Args)
 		if err != nil || !bytes.Equal(orig, restored) {
 			changes = append(changes, change{i, restored})
 		}

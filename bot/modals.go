@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -130,7 +131,7 @@ func RestoreRedacted(orig, edited json.RawMessage, paths []string) (json.RawMess
 	if err != nil {
 		return nil, fmt.Errorf("edited arguments: %w", err)
 	}
-	return workflow.Canonical(b)
+	return jsonvalue.Canonical(b)
 }
 
 func decodeNumbers(b []byte) (any, error) {

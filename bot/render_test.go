@@ -14,6 +14,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -556,7 +557,7 @@ func longestView(t testing.TB) (*workflow.RunView, RenderContext) {
 		}
 		args["nested"] = map[string]any{"list": []any{long(3000, "x"), 1.5, true, nil}}
 		b, _ := json.Marshal(args)
-		canon, err := workflow.Canonical(b)
+		canon, err := jsonvalue.Canonical(b)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -690,7 +691,7 @@ func TestRestoreRedacted(t *testing.T) {
 		{"not a redacted path", `{"amount":"[redacted]"}`, `{"amount":"[redacted]"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			edited, err := workflow.Canonical([]byte(tc.edited))
+			edited, err := jsonvalue.Canonical([]byte(tc.edited))
 			if err != nil {
 				t.Fatal(err)
 			}

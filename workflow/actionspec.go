@@ -13,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/show"
 )
@@ -63,7 +64,7 @@ func NewActionSpec(name string, schemaJSON []byte, exec Executor, redact []strin
 	if len(bytes.TrimSpace(schemaJSON)) == 0 {
 		return s, nil
 	}
-	doc, err := Decode(schemaJSON, Exact)
+	doc, err := jsonvalue.Decode(schemaJSON, jsonvalue.Exact)
 	if err != nil {
 		return nil, fmt.Errorf("action %s: read schema: %w", name, err)
 	}
@@ -250,13 +251,13 @@ func (s *ActionSpec) decodeArgs(args json.RawMessage) (map[string]any, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return map[string]any{}, nil
 	}
-	v, err := Decode(args, Exact)
+	v, err := jsonvalue.Decode(args, jsonvalue.Exact)
 	if err != nil {
 		return nil, &ArgsError{Action: s.Name, Problems: []ArgProblem{{Reason: err.Error()}}}
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, &ArgsError{Action: s.Name, Problems: []ArgProblem{{Reason: "must be a JSON object, got " + Kind(v)}}}
+		return nil, &ArgsError{Action: s.Name, Problems: []ArgProblem{{Reason: "must be a JSON object, got " + jsonvalue.Kind(v)}}}
 	}
 	return m, nil
 }
@@ -434,7 +435,7 @@ func redact(v any, path []string) bool {
 // checkNumber adds a problem for a number at path at that a float does not
 // hold exactly.
 func checkNumber(n json.Number, at string, ae *ArgsError) {
-	if p := NumberProblem(string(n)); p != "" {
+	if p := jsonvalue.NumberProblem(string(n)); p != "" {
 		ae.Problems = append(ae.Problems, ArgProblem{Path: at, Reason: "the number " + p})
 	}
 }

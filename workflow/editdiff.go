@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 )
 
@@ -37,8 +38,8 @@ func ChangedFields(before, after []record.Action) []FieldChange {
 		if i < len(after) {
 			a = after[i].Args
 		}
-		bv, berr := Decode(orEmpty(b), Exact)
-		av, aerr := Decode(orEmpty(a), Exact)
+		bv, berr := jsonvalue.Decode(orEmpty(b), jsonvalue.Exact)
+		av, aerr := jsonvalue.Decode(orEmpty(a), jsonvalue.Exact)
 		if berr != nil || aerr != nil {
 			if !bytes.Equal(b, a) {
 				out = append(out, FieldChange{Action: i, From: b, To: a})
@@ -83,10 +84,10 @@ func diffValue(out *[]FieldChange, action int, path string, b, a any, hasB, hasA
 	}
 	var from, to json.RawMessage
 	if hasB {
-		from = Encode(b)
+		from = jsonvalue.Encode(b)
 	}
 	if hasA {
-		to = Encode(a)
+		to = jsonvalue.Encode(a)
 	}
 	if hasB == hasA && bytes.Equal(from, to) {
 		return

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
@@ -251,7 +252,7 @@ func anchorByID(ctx context.Context, tx storage.Tx, id int64) (*record.AuditAnch
 // recorded their digest before any call, so a difference means one of the
 // two was changed behind the engine's back, and neither is to be trusted.
 func intentMismatch(op *record.Operation, i int, a record.Action) string {
-	digest, err := Digest(a.Args)
+	digest, err := jsonvalue.Digest(a.Args)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("operation %s: the approved arguments cannot be digested (%v); nothing was sent", op.Key, err)
@@ -276,7 +277,7 @@ func short(digest string) string {
 // the run cannot start the call. A crash after it leaves a pending operation
 // whose attempt has no outcome, so the next worker asks the target first.
 func (e *Engine) intend(ctx context.Context, l *loaded, i int, a record.Action, spec *ActionSpec) error {
-	digest, err := Digest(a.Args)
+	digest, err := jsonvalue.Digest(a.Args)
 	if err != nil {
 		return fmt.Errorf("digest arguments of action %d: %w", i+1, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 )
 
@@ -33,20 +34,20 @@ func Fingerprint(in FingerprintInput) (string, error) {
 		PolicyRevision string      `json:"policy_revision"`
 	}{RunID: in.RunID, Risk: in.Risk, PolicyRevision: in.PolicyRevision, Actions: []action{}, Evidence: []string{}}
 	for i, a := range in.Actions {
-		args, err := Canonical(a.Args)
+		args, err := jsonvalue.Canonical(a.Args)
 		if err != nil {
 			return "", fmt.Errorf("fingerprint: action %d: %w", i+1, err)
 		}
 		doc.Actions = append(doc.Actions, action{Name: a.Name, Args: args})
 	}
 	for i, ev := range in.Evidence {
-		d, err := DigestOf(ev)
+		d, err := jsonvalue.DigestOf(ev)
 		if err != nil {
 			return "", fmt.Errorf("fingerprint: evidence %d: %w", i+1, err)
 		}
 		doc.Evidence = append(doc.Evidence, d)
 	}
-	return DigestOf(doc)
+	return jsonvalue.DigestOf(doc)
 }
 
 // ShortFingerprintLen is how much of a fingerprint people are shown, and may

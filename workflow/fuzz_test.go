@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -66,11 +67,11 @@ func FuzzCanonical(f *testing.F) {
 	f.Add([]byte(`{"b":1,"a":[1.0,2e3,"x"]}`))
 	f.Add([]byte(`{"a":1,"a":2}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := workflow.Canonical(b)
+		c, err := jsonvalue.Canonical(b)
 		if err != nil {
 			return
 		}
-		c2, err := workflow.Canonical(c)
+		c2, err := jsonvalue.Canonical(c)
 		if err != nil || string(c2) != string(c) {
 			t.Fatalf("canonical form is not stable: %q → %q (%v)", c, c2, err)
 		}

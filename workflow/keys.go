@@ -11,6 +11,7 @@ import (
 
 	"github.com/mtibben/confusables"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/show"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
@@ -227,7 +228,7 @@ func expandSchemas(from []*jsonschema.Schema) []*jsonschema.Schema {
 // each, so every surface that shows arguments shows these groups as a
 // warning beside them. Arguments that cannot be read have none.
 func LookalikeKeys(args json.RawMessage) [][]string {
-	v, err := Decode(args, Exact)
+	v, err := jsonvalue.Decode(args, jsonvalue.Exact)
 	if err != nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/ext"
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 )
 
@@ -605,13 +606,13 @@ func (p *Policy) Evaluate(ctx context.Context, in PolicyInput) (Outcome, error) 
 func policyVars(in PolicyInput) (map[string]any, error) {
 	args := map[string]any{}
 	if len(strings.TrimSpace(string(in.Action.Args))) > 0 {
-		v, err := Decode(in.Action.Args, ForCEL)
+		v, err := jsonvalue.Decode(in.Action.Args, jsonvalue.ForCEL)
 		if err != nil {
 			return nil, fmt.Errorf("decode arguments: %w", err)
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("arguments must be a JSON object, got %s", Kind(v))
+			return nil, fmt.Errorf("arguments must be a JSON object, got %s", jsonvalue.Kind(v))
 		}
 		args = m
 	}
@@ -619,7 +620,7 @@ func policyVars(in PolicyInput) (map[string]any, error) {
 	for i, e := range in.Evidence {
 		var data any
 		if len(strings.TrimSpace(string(e.Data))) > 0 {
-			v, err := Decode(e.Data, ForCEL)
+			v, err := jsonvalue.Decode(e.Data, jsonvalue.ForCEL)
 			if err != nil {
 				return nil, fmt.Errorf("decode evidence %d (%s): %w", i, e.Source, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 )
 
@@ -137,18 +138,18 @@ const minSecretInText = 4
 
 // hider knows what a run's redact: fields hold and where they are.
 type hider struct {
-	paths   [][]string // keys from an object down to a hidden field; arrays are crossed
-	strs    []string   // the hidden values' strings, and numbers as written; longest first
-	numbers []Decimal  // the hidden numbers
+	paths   [][]string          // keys from an object down to a hidden field; arrays are crossed
+	strs    []string            // the hidden values' strings, and numbers as written; longest first
+	numbers []jsonvalue.Decimal // the hidden numbers
 }
 
 // learn records what shown (args as people see them) hid of args.
 func (h *hider) learn(args, shown json.RawMessage) {
-	o, err := Decode(args, Exact)
+	o, err := jsonvalue.Decode(args, jsonvalue.Exact)
 	if err != nil {
 		return
 	}
-	s, err := Decode(shown, Exact)
+	s, err := jsonvalue.Decode(shown, jsonvalue.Exact)
 	if err != nil {
 		s = record.Redaction
 	}
@@ -194,7 +195,7 @@ func (h *hider) secret(v any) {
 			h.strs = append(h.strs, c)
 		}
 	case json.Number:
-		if d, ok := DecimalOf(string(c)); ok {
+		if d, ok := jsonvalue.DecimalOf(string(c)); ok {
 			h.numbers = append(h.numbers, d)
 			h.strs = append(h.strs, string(c))
 		}
@@ -248,7 +249,7 @@ func (h *hider) scrub(raw json.RawMessage, paths bool) json.RawMessage {
 	if len(raw) == 0 || h.none() {
 		return raw
 	}
-	v, err := Decode(raw, Exact)
+	v, err := jsonvalue.Decode(raw, jsonvalue.Exact)
 	if err != nil {
 		return raw
 	}
@@ -256,7 +257,7 @@ func (h *hider) scrub(raw json.RawMessage, paths bool) json.RawMessage {
 	if !changed {
 		return raw
 	}
-	return Encode(v)
+	return jsonvalue.Encode(v)
 }
 
 func (h *hider) walk(v any, paths bool) (any, bool) {
@@ -266,7 +267,7 @@ func (h *hider) walk(v any, paths bool) (any, bool) {
 			return t, true
 		}
 	case json.Number:
-		if d, ok := DecimalOf(string(c)); ok && slices.Contains(h.numbers, d) {
+		if d, ok := jsonvalue.DecimalOf(string(c)); ok && slices.Contains(h.numbers, d) {
 			return record.Redaction, true
 		}
 	case map[string]any:

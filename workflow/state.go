@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 )
 
@@ -171,5 +172,5 @@ func DecodeStrict(b []byte, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return errors.New("empty input")
 	}
-	return Readable(jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true)))
+	return jsonvalue.Readable(jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true)))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
@@ -51,7 +52,7 @@ func (e *Engine) normalise(actions []record.Action, evidence []record.Evidence) 
 		if err := spec.Validate(a.Args); err != nil {
 			return nil, nil, &actionError{index: i, name: a.Name, field: "args", err: err}
 		}
-		args, err := Canonical(a.Args)
+		args, err := jsonvalue.Canonical(a.Args)
 		if err != nil {
 			return nil, nil, fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}
@@ -66,7 +67,7 @@ func (e *Engine) normalise(actions []record.Action, evidence []record.Evidence) 
 		if len(data) == 0 {
 			data = json.RawMessage("null")
 		}
-		c, err := Canonical(data)
+		c, err := jsonvalue.Canonical(data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("evidence %d: %w", i+1, err)
 		}
@@ -279,7 +280,7 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 // asked), left out when empty so that digests of runs stored before callbacks
 // stay the same.
 func proposalDigest(taskID string, requester record.Person, summary, callbackURL string, actions []record.Action, evidence []record.Evidence) (string, error) {
-	return DigestOf(struct {
+	return jsonvalue.DigestOf(struct {
 		TaskID      string            `json:"task_id"`
 		Requester   record.Person     `json:"requester"`
 		Summary     string            `json:"summary"`

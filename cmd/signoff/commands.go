@@ -14,6 +14,7 @@ import (
 
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -905,7 +906,7 @@ func (a *app) restoreRedacted(ctx context.Context, runID string, index int, edit
 	if !ok {
 		return edit, nil
 	}
-	canon, err := workflow.Canonical(edit)
+	canon, err := jsonvalue.Canonical(edit)
 	if err != nil {
 		return nil, usageError{"--edit: " + err.Error()}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/internal/texttest"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
@@ -263,7 +264,7 @@ func TestDistinctValuesNeverRenderAlikeOnTheTerminal(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for i, r := range rows {
-		v, err := workflow.Canonical(values[i])
+		v, err := jsonvalue.Canonical(values[i])
 		if err != nil {
 			t.Fatal(err)
 		}
