@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -18,12 +17,10 @@ import (
 	"github.com/signoff-dev/signoff/show"
 )
 
-// ActionSpec describes one kind of action: the executor that carries it out,
-// the JSON Schema its arguments must satisfy, and the argument fields a person
-// must not be shown.
-type ActionSpec struct {
-	Name     string
-	Executor Executor
+// PolicySpec describes the arguments of one kind of action: the JSON Schema
+// they must satisfy, and the fields a person must not be shown.
+type PolicySpec struct {
+	Name string
 	// Redact lists argument fields hidden from people: top-level keys
 	// ("payment_id") or dotted paths ("card.number"). A path that meets an array
 	// applies to every element.
@@ -31,31 +28,19 @@ type ActionSpec struct {
 	// Schema is the JSON Schema source, kept for display (edit forms, docs).
 	// Empty when the action accepts any object.
 	Schema json.RawMessage
-	// ReconcileWithin is how long the target may take to say what became of
-	// an attempt before the outcome is called unprovable (see
-	// DefaultReconcileWithin, used when zero).
-	ReconcileWithin time.Duration
 
 	schema *jsonschema.Schema // nil: any object
 }
 
-func (s *ActionSpec) reconcileWithin() time.Duration {
-	if s.ReconcileWithin > 0 {
-		return s.ReconcileWithin
-	}
-	return DefaultReconcileWithin
-}
-
-// NewActionSpec compiles schemaJSON (JSON Schema 2020-12 unless it names
+// NewPolicySpec compiles schemaJSON (JSON Schema 2020-12 unless it names
 // another draft with $schema). An empty schemaJSON accepts any JSON object.
-// exec may be nil when the spec is only used to validate. The schema must be
-// self-contained: references to other documents are refused, so compiling a
-// schema never reads a file or the network.
-func NewActionSpec(name string, schemaJSON []byte, exec Executor, redact []string) (*ActionSpec, error) {
+// The schema must be self-contained: references to other documents are
+// refused, so compiling a schema never reads a file or the network.
+func NewPolicySpec(name string, schemaJSON []byte, redact []string) (*PolicySpec, error) {
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("action name: %w", err)
 	}
-	s := &ActionSpec{Name: name, Executor: exec, Redact: slices.Clone(redact)}
+	s := &PolicySpec{Name: name, Redact: slices.Clone(redact)}
 	for _, p := range redact {
 		if err := checkRedactPath(p); err != nil {
 			return nil, fmt.Errorf("action %s: redact: %w", name, err)
@@ -91,7 +76,7 @@ func NewActionSpec(name string, schemaJSON []byte, exec Executor, redact []strin
 // else), sorted; patterns are its patternProperties. Both are empty for an
 // action without a schema, or whose schema names none: it says nothing then
 // about which arguments there are.
-func (s *ActionSpec) SchemaArgs() (names []string, patterns []jsonschema.Regexp) {
+func (s *PolicySpec) SchemaArgs() (names []string, patterns []jsonschema.Regexp) {
 	if s == nil || s.schema == nil {
 		return nil, nil
 	}
@@ -126,7 +111,7 @@ func (s *ActionSpec) SchemaArgs() (names []string, patterns []jsonschema.Regexp)
 // DeclaresArg says whether the arguments' schema names the top-level
 // property name (see SchemaArgs), and known whether it names any: without,
 // nothing can be said.
-func (s *ActionSpec) DeclaresArg(name string) (declared, known bool) {
+func (s *PolicySpec) DeclaresArg(name string) (declared, known bool) {
 	names, patterns := s.SchemaArgs()
 	if len(names) == 0 && len(patterns) == 0 {
 		return false, false
@@ -194,7 +179,7 @@ func (e *ArgsError) Error() string {
 // invisible character or reads like another of its object (see checkKeys),
 // and everything the schema says. The
 // error is an *ArgsError naming every problem.
-func (s *ActionSpec) Validate(args json.RawMessage) error {
+func (s *PolicySpec) Validate(args json.RawMessage) error {
 	inst, err := s.decodeArgs(args)
 	if err != nil {
 		return err
@@ -247,7 +232,7 @@ func checkValues(v any, at string, ae *ArgsError) {
 
 // decodeArgs reads args as one JSON object with exact numbers. Empty args mean
 // an action without arguments: {}.
-func (s *ActionSpec) decodeArgs(args json.RawMessage) (map[string]any, error) {
+func (s *PolicySpec) decodeArgs(args json.RawMessage) (map[string]any, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return map[string]any{}, nil
 	}
@@ -381,14 +366,14 @@ func joinPath(path, key string) string {
 // Redacted returns a copy of args with the Redact fields replaced by
 // "[redacted]", for showing to people. Keys come out sorted; when nothing is
 // redacted the arguments are returned as they came.
-func (s *ActionSpec) Redacted(args json.RawMessage) (json.RawMessage, error) {
+func (s *PolicySpec) Redacted(args json.RawMessage) (json.RawMessage, error) {
 	m, err := s.decodeArgs(args)
 	if err != nil {
 		return nil, fmt.Errorf("redact: %w", err)
 	}
 	changed := false
 	for _, p := range s.Redact {
-		if redact(m, strings.Split(p, ".")) {
+		if RedactPath(m, strings.Split(p, ".")) {
 			changed = true
 		}
 	}
@@ -408,7 +393,7 @@ func (s *ActionSpec) Redacted(args json.RawMessage) (json.RawMessage, error) {
 }
 
 // redact replaces the field at path under v and reports whether it found one.
-func redact(v any, path []string) bool {
+func RedactPath(v any, path []string) bool {
 	switch c := v.(type) {
 	case map[string]any:
 		child, ok := c[path[0]]
@@ -419,11 +404,11 @@ func redact(v any, path []string) bool {
 			c[path[0]] = record.Redaction
 			return true
 		}
-		return redact(child, path[1:])
+		return RedactPath(child, path[1:])
 	case []any:
 		found := false
 		for _, el := range c {
-			if redact(el, path) {
+			if RedactPath(el, path) {
 				found = true
 			}
 		}

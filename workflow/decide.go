@@ -235,7 +235,7 @@ func (e *Engine) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideI
 		return nil, nil, refused(record.CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
 	}
 	if in.Fingerprint != "" {
-		switch ok, short := fingerprintGiven(in.Fingerprint, req.Fingerprint); {
+		switch ok, short := FingerprintGiven(in.Fingerprint, req.Fingerprint); {
 		case short:
 			return nil, nil, refused(record.CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, ShortFingerprintLen)
 		case !ok:

@@ -62,10 +62,10 @@ func ShortFingerprint(fp string) string {
 	return fp
 }
 
-// fingerprintGiven tells whether given names the fingerprint full: all of it, or
+// FingerprintGiven tells whether given names the fingerprint full: all of it, or
 // the short form people are shown (any prefix of at least ShortFingerprintLen),
 // in either case. short reports a prefix of full that is too short to bind.
-func fingerprintGiven(given, full string) (ok, short bool) {
+func FingerprintGiven(given, full string) (ok, short bool) {
 	g := strings.ToLower(strings.TrimSpace(given))
 	if g == "" || !strings.HasPrefix(full, g) {
 		return false, false
@@ -94,11 +94,4 @@ func cutFingerprint(fp string, n int) string {
 		return fp[:n]
 	}
 	return fp
-}
-
-// fingerprintOf computes the fingerprint of a state's proposal under a policy revision.
-func fingerprintOf(st *record.State, risk record.Risk, revision string) (string, error) {
-	return Fingerprint(FingerprintInput{
-		RunID: st.RunID, Actions: st.Actions, Evidence: st.Evidence, Risk: risk, PolicyRevision: revision,
-	})
 }

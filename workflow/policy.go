@@ -286,7 +286,7 @@ type UnknownArg struct {
 // that the schema of an action it applies to does not name (DeclaresArg),
 // by rule, then as read, then by action name. An action without a schema, or
 // whose schema names no property, is not checked.
-func (p *Policy) UnknownArgs(actions map[string]*ActionSpec) []UnknownArg {
+func (p *Policy) UnknownArgs(actions map[string]*PolicySpec) []UnknownArg {
 	names := make([]string, 0, len(actions))
 	for name := range actions {
 		names = append(names, name)

@@ -274,7 +274,7 @@ func (h *hider) walk(v any, paths bool) (any, bool) {
 		changed := false
 		if paths {
 			for _, p := range h.paths {
-				if redact(c, p) {
+				if RedactPath(c, p) {
 					changed = true
 				}
 			}

@@ -60,6 +60,7 @@ func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) strin
 		leaseTTL = d
 	}
 	out := map[string]*workflow.ActionSpec{}
+	argSpecs := map[string]*workflow.PolicySpec{}
 	var warnings []*config.Error
 	// In name order, so that the same config always gets the same first error.
 	for _, name := range slices.Sorted(maps.Keys(cfg.Actions)) {
@@ -93,10 +94,11 @@ func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) strin
 		}
 		spec.ReconcileWithin = ac.ReconcileWithin
 		out[name] = spec
+		argSpecs[name] = spec.PolicySpec
 	}
 	// A read of an argument the schema does not have fails wherever the
 	// argument is missing, and hands the run to a person: most often a typo.
-	unknown := cfg.Policy.UnknownArgs(out)
+	unknown := cfg.Policy.UnknownArgs(argSpecs)
 	for i := 0; i < len(unknown); {
 		u := unknown[i]
 		var on []string

@@ -1,0 +1,10 @@
+package workflow
+
+import "github.com/signoff-dev/signoff/record"
+
+// fingerprintOf computes the fingerprint of a state's proposal under a policy revision.
+func fingerprintOf(st *record.State, risk record.Risk, revision string) (string, error) {
+	return Fingerprint(FingerprintInput{
+		RunID: st.RunID, Actions: st.Actions, Evidence: st.Evidence, Risk: risk, PolicyRevision: revision,
+	})
+}
