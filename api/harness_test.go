@@ -25,6 +25,7 @@ import (
 	"github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/api/client"
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -107,14 +108,14 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:resolver", "agent:other"}},
 		{Name: "team_lead", Members: []string{"U0LEAD"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := workflow.NewPolicy("r1", []workflow.Rule{
+	pol, err := policy.New("r1", []policy.Rule{
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
 		{Name: "everything-else", When: "true", Risk: "low"},

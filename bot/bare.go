@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -27,7 +28,7 @@ func NewBareServer(cfg ServerConfig, v *workflow.RunView) (*Server, *atomic.Int6
 // bareEngine answers like an engine whose one run waits for approval.
 type bareEngine struct {
 	view    *workflow.RunView
-	roles   *workflow.Roles
+	roles   *policy.Roles
 	decided atomic.Int64
 }
 
@@ -65,6 +66,6 @@ func (e *bareEngine) Resolve(context.Context, workflow.ResolveInput) (*record.Ru
 	return nil, errBare
 }
 
-func (e *bareEngine) Roles() *workflow.Roles { return e.roles }
+func (e *bareEngine) Roles() *policy.Roles { return e.roles }
 
 func (e *bareEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }

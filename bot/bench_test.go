@@ -13,6 +13,7 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/benchkit"
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -163,8 +164,8 @@ func (e *benchEngine) Resolve(context.Context, workflow.ResolveInput) (*record.R
 	return nil, storage.ErrNotFound
 }
 
-func (e *benchEngine) Roles() *workflow.Roles { return benchRoles }
+func (e *benchEngine) Roles() *policy.Roles { return benchRoles }
 
 func (e *benchEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }
 
-var benchRoles, _ = workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: []string{leadGrace}}})
+var benchRoles, _ = policy.NewRoles([]policy.Role{{Name: "team_lead", Members: []string{leadGrace}}})

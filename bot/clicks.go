@@ -14,6 +14,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -202,7 +203,7 @@ func (s *Server) refusal(ctx context.Context, ref Ref, err error, log *slog.Logg
 		case record.ButtonOtherRun:
 			return "Nothing changed: this button is not from an approval request of run " + mdCode(ref.RunID, 100) + "."
 		case record.ButtonFingerprint:
-			button, current := workflow.DistinctFingerprints(ref.Fingerprint, r.Fingerprint)
+			button, current := policy.DistinctFingerprints(ref.Fingerprint, r.Fingerprint)
 			return fmt.Sprintf("Nothing changed: this button approves fingerprint %s, but the request is for %s. Use the current message.",
 				mdCode(button, 70), mdCode(current, 70))
 		case record.ButtonSuperseded:

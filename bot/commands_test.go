@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -111,7 +112,7 @@ func TestRunsShow(t *testing.T) {
 	v := h.submit("refund-double-charge", "")
 	_, r := h.runsCommand(manager, "show "+v.ID)
 	got := replyText(r)
-	for _, w := range []string{"Approval needed: request_refund", v.ID, workflow.ShortFingerprint(v.Fingerprint), "large-refund", "LK-507862"} {
+	for _, w := range []string{"Approval needed: request_refund", v.ID, policy.ShortFingerprint(v.Fingerprint), "large-refund", "LK-507862"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("show lacks %q:\n%s", w, got)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -317,7 +318,7 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 // has a message of its own. A newer request that the edit approved at once
 // gets no message (nobody is asked anything), so the old one shows the run.
 // command is the slash command hints name ("" for DefaultCommand).
-func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]string, command string, clock workflow.Clock) Renderer {
+func NewRenderer(specs ActionSpecs, roles *policy.Roles, groups map[string]string, command string, clock workflow.Clock) Renderer {
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -43,7 +44,7 @@ func rejectModal(v *workflow.RunView, ref Ref) slack.ModalViewRequest {
 		PrivateMetadata: ref.String(),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
 			bkSection(fmt.Sprintf("Reject %s on run %s (fingerprint %s). Nothing will be done.",
-				mdEscape(cutText(actionNames(v.Actions), 300)), mdCode(v.ID, 100), mdCode(workflow.ShortFingerprint(ref.Fingerprint), 20))),
+				mdEscape(cutText(actionNames(v.Actions), 300)), mdCode(v.ID, 100), mdCode(policy.ShortFingerprint(ref.Fingerprint), 20))),
 			slack.NewInputBlock(blockReason, bkPlain("Why?"), nil, input),
 		}},
 	}

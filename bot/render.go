@@ -13,6 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/workflow"
@@ -52,7 +53,7 @@ const (
 // RenderContext is what rendering needs besides the run.
 type RenderContext struct {
 	// Roles orders roles and names their members, for "who may approve".
-	Roles *workflow.Roles
+	Roles *policy.Roles
 	// Redact returns the arguments of action as people may see them. It must
 	// fail closed: nil hides the arguments. A nil Redact hides every argument;
 	// use Redactor for the engine's action specs.
@@ -177,7 +178,7 @@ func FallbackText(v *workflow.RunView) string {
 	b.WriteString(mdEscape(headline(v, time.Time{})))
 	b.WriteString(" (run " + mdEscape(v.ID))
 	if v.Fingerprint != "" {
-		b.WriteString(", fingerprint " + workflow.ShortFingerprint(v.Fingerprint))
+		b.WriteString(", fingerprint " + policy.ShortFingerprint(v.Fingerprint))
 	}
 	b.WriteString(")")
 	return cutText(b.String(), maxFallback)
@@ -383,7 +384,7 @@ func actionText(i int, a record.Action, rc RenderContext) (text string, all bool
 	lines := []string{head}
 	// Keys that read alike reach here only when the schema names each; say
 	// so first, where no cut can drop it.
-	for _, g := range workflow.LookalikeKeys(shown) {
+	for _, g := range policy.LookalikeKeys(shown) {
 		lines = append(lines, ":warning: *Keys that read alike:* "+lookalikeText(g)+". Check which value is which.")
 	}
 	for _, f := range fields {
@@ -601,7 +602,7 @@ func whoMayApprove(g *record.Gate, rc RenderContext) string {
 func idLine(v *workflow.RunView) string {
 	parts := []string{"Run " + mdCode(v.ID, 100)}
 	if v.Fingerprint != "" {
-		parts = append(parts, "fingerprint "+mdCode(workflow.ShortFingerprint(v.Fingerprint), 20))
+		parts = append(parts, "fingerprint "+mdCode(policy.ShortFingerprint(v.Fingerprint), 20))
 	}
 	if v.Gate != nil && v.Gate.PolicyRevision != "" {
 		parts = append(parts, "policy "+mdCode(v.Gate.PolicyRevision, 100))
@@ -625,7 +626,7 @@ func buttons(v *workflow.RunView, approvable bool) slack.Block {
 			what = strconv.Itoa(n) + " actions"
 		}
 		text := fmt.Sprintf("This is high risk. Approving runs %s as shown (fingerprint %s) and cannot be undone from Slack.",
-			what, workflow.ShortFingerprint(g.Fingerprint))
+			what, policy.ShortFingerprint(g.Fingerprint))
 		approve = approve.WithConfirm(slack.NewConfirmationBlockObject(
 			bkPlain("Approve this?"), bkPlain(text), bkPlain("Approve"), bkPlain("Cancel")).WithStyle(slack.StylePrimary))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -92,8 +93,8 @@ func ts(s string) time.Time {
 
 func tp(s string) *time.Time { t := ts(s); return &t }
 
-func goldenRoles(t testing.TB) *workflow.Roles {
-	r, err := workflow.NewRoles([]workflow.Role{
+func goldenRoles(t testing.TB) *policy.Roles {
+	r, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:resolver"}},
 		{Name: "team_lead", Members: []string{leadGrace, leadOmar}},
 		{Name: "manager", Members: []string{manager}},
@@ -575,7 +576,7 @@ func longestView(t testing.TB) (*workflow.RunView, RenderContext) {
 	for i := range 300 {
 		members = append(members, fmt.Sprintf("U%09d", i))
 	}
-	roles, err := workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: members}, {Name: "manager", Members: []string{manager}}})
+	roles, err := policy.NewRoles([]policy.Role{{Name: "team_lead", Members: members}, {Name: "manager", Members: []string{manager}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/slack-go/slack"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -43,7 +44,7 @@ type runEngine interface {
 	Reassign(ctx context.Context, id string, by, to record.Person) (*record.Run, error)
 	Extend(ctx context.Context, id string, by record.Person, d time.Duration) (*record.Run, error)
 	Resolve(ctx context.Context, in workflow.ResolveInput) (*record.Run, error)
-	Roles() *workflow.Roles
+	Roles() *policy.Roles
 	Action(name string) (*workflow.ActionSpec, bool)
 }
 
@@ -148,7 +149,7 @@ func newServer(eng runEngine, cfg ServerConfig) *Server {
 }
 
 // rolesOnly resolves roles from the config's members alone.
-type rolesOnly struct{ r *workflow.Roles }
+type rolesOnly struct{ r *policy.Roles }
 
 func (d rolesOnly) RoleOf(_ context.Context, id string) (string, bool, error) {
 	role, ok := d.r.RoleOf(id)

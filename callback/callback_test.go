@@ -18,6 +18,7 @@ import (
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres"
@@ -128,14 +129,14 @@ func newEnvOn(t testing.TB, st storage.Store) *env {
 	t.Helper()
 	c := clocktest.New(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:resolver"}},
 		{Name: "team_lead", Members: []string{"U0LEAD0001"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := workflow.NewPolicy("rev-1", []workflow.Rule{{Name: "everything", When: "true", Risk: "high",
+	policy, err := policy.New("rev-1", []policy.Rule{{Name: "everything", When: "true", Risk: "high",
 		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}}, roles)
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 const examplePath = "../fixtures/signoff.example.yaml"
@@ -48,7 +48,7 @@ func TestParseContractSample(t *testing.T) {
 	if role, _ := c.Roles.RoleOf("agent:resolver"); role != "agent" {
 		t.Errorf("agent:resolver has role %q, want agent", role)
 	}
-	want := []workflow.Rule{
+	want := []policy.Rule{
 		{Name: "large-refund", When: `action.name == "request_refund" && double(action.args.amount) > 50.0`, Risk: "high",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600, SelfApproval: false, Edit: true}},
 		{Name: "everything-else", When: "true", Risk: "low"},
@@ -62,7 +62,7 @@ func TestParseContractSample(t *testing.T) {
 	if c.Slack.APIURL != DefaultSlackAPIURL {
 		t.Errorf("Slack.APIURL = %q, want the default", c.Slack.APIURL)
 	}
-	out, err := c.Policy.Evaluate(t.Context(), workflow.PolicyInput{
+	out, err := c.Policy.Evaluate(t.Context(), policy.Input{
 		Action: record.Action{Name: "request_refund", Args: json.RawMessage(`{"amount":119}`)},
 	})
 	if err != nil || out.Rule != "large-refund" {
@@ -361,7 +361,7 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := c.Policy.Evaluate(t.Context(), workflow.PolicyInput{
+			out, err := c.Policy.Evaluate(t.Context(), policy.Input{
 				Action:    record.Action{Name: tt.action, Args: json.RawMessage(tt.args)},
 				Requester: record.Person{ID: "agent:resolver"},
 			})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
@@ -232,14 +233,14 @@ func (e *Engine) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideI
 		if e.policy.Revision() != req.PolicyRevision {
 			return nil, nil, refused(record.CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, e.policy.Revision())
 		}
-		return nil, nil, refused(record.CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", ShortFingerprint(req.Fingerprint))
+		return nil, nil, refused(record.CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", policy.ShortFingerprint(req.Fingerprint))
 	}
 	if in.Fingerprint != "" {
-		switch ok, short := FingerprintGiven(in.Fingerprint, req.Fingerprint); {
+		switch ok, short := policy.FingerprintGiven(in.Fingerprint, req.Fingerprint); {
 		case short:
-			return nil, nil, refused(record.CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, ShortFingerprintLen)
+			return nil, nil, refused(record.CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, policy.ShortFingerprintLen)
 		case !ok:
-			given, current := DistinctFingerprints(strings.ToLower(strings.TrimSpace(in.Fingerprint)), req.Fingerprint)
+			given, current := policy.DistinctFingerprints(strings.ToLower(strings.TrimSpace(in.Fingerprint)), req.Fingerprint)
 			return nil, nil, refused(record.CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
 		}
 	}
@@ -316,7 +317,7 @@ func checkButton(runID string, status record.Status, gateRequest, problem, reque
 		r.RequestStatus, r.Fingerprint = "", ""
 		return r
 	case fingerprint != req.Fingerprint:
-		given, current := DistinctFingerprints(fingerprint, req.Fingerprint)
+		given, current := policy.DistinctFingerprints(fingerprint, req.Fingerprint)
 		return button(record.ButtonFingerprint, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
 	case req.Status == record.RequestSuperseded:
 		return button(record.ButtonSuperseded, "this approval request was replaced by a newer one after an edit; decide on the current message")

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
@@ -26,8 +27,8 @@ type Directory interface {
 // Config is what an Engine is built from.
 type Config struct {
 	Store   storage.Store
-	Policy  *Policy
-	Roles   *Roles                 // role order (and, without a Directory, membership)
+	Policy  *policy.Policy
+	Roles   *policy.Roles          // role order (and, without a Directory, membership)
 	Dir     Directory              // optional; defaults to Roles' members
 	Actions map[string]*ActionSpec // every action the engine may run
 	Agents  map[string]Agent       // workflows made of steps, by name
@@ -112,8 +113,8 @@ type Engine struct {
 	// executing (see executeAlone).
 	executing sync.Map
 	store     storage.Store
-	policy    *Policy
-	roles     *Roles
+	policy    *policy.Policy
+	roles     *policy.Roles
 	dir       Directory
 	actions   map[string]*ActionSpec
 	agents    map[string]Agent
@@ -206,7 +207,7 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-type rolesDirectory struct{ r *Roles }
+type rolesDirectory struct{ r *policy.Roles }
 
 func (d rolesDirectory) RoleOf(_ context.Context, userID string) (string, bool, error) {
 	role, ok := d.r.RoleOf(userID)
@@ -217,10 +218,10 @@ func (d rolesDirectory) RoleOf(_ context.Context, userID string) (string, bool, 
 func (e *Engine) Store() storage.Store { return e.store }
 
 // Policy returns the policy in force.
-func (e *Engine) Policy() *Policy { return e.policy }
+func (e *Engine) Policy() *policy.Policy { return e.policy }
 
 // Roles returns the role order.
-func (e *Engine) Roles() *Roles { return e.roles }
+func (e *Engine) Roles() *policy.Roles { return e.roles }
 
 // Owner is the name this engine's leases carry: Config.Owner, or LocalOwner.
 func (e *Engine) Owner() string { return e.owner }

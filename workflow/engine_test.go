@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -161,7 +162,7 @@ func TestRefusedDecisionsChangeOnlyTheAuditLog(t *testing.T) {
 
 func TestEditWhereTheRuleForbidsIt(t *testing.T) {
 	h := newHarness(t)
-	p, err := workflow.NewPolicy("rev-1", []workflow.Rule{
+	p, err := policy.New("rev-1", []policy.Rule{
 		{Name: "large-refund", When: `double(action.args.amount) > 50.0`, Risk: "high",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
 		{Name: "rest", When: "true", Risk: "low"},
@@ -591,9 +592,9 @@ func TestCancel(t *testing.T) {
 }
 
 // twoLeads is a policy where a refund over 50 needs two team leads.
-func twoLeads(t *testing.T, h *harness) *workflow.Policy {
+func twoLeads(t *testing.T, h *harness) *policy.Policy {
 	t.Helper()
-	p, err := workflow.NewPolicy("rev-1", []workflow.Rule{
+	p, err := policy.New("rev-1", []policy.Rule{
 		{Name: "two-leads", When: `double(action.args.amount) > 50.0`, Risk: "high",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 2, Expires: record.Seconds(3600)}},
 		{Name: "rest", When: "true", Risk: "low"},
@@ -818,7 +819,7 @@ func TestUnknownRequesters(t *testing.T) {
 	})
 	t.Run("policy sees the role", func(t *testing.T) {
 		h := newHarness(t, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
-		p, err := workflow.NewPolicy("rev-role", []workflow.Rule{
+		p, err := policy.New("rev-role", []policy.Rule{
 			{Name: "roleless", When: `requester.role == ""`, Risk: "high",
 				Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 3600}},
 			{Name: "agents", When: `requester.role == "agent"`, Risk: "low"},

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 )
 
@@ -13,7 +14,7 @@ type Explanation struct {
 	// (possible only where the config lets anyone propose).
 	RequesterRole string
 	// Actions holds what policy decided for each action, in order.
-	Actions []Outcome
+	Actions []policy.Outcome
 	// Gate is the outcome for the proposal as a whole: the strictest risk, and
 	// the approval that binds every action (Rule, Risk, PolicyRevision and
 	// Approval only: no fingerprint, request or deadline exists yet).

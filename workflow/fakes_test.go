@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -141,15 +142,15 @@ const refundSchema = `{
   }
 }`
 
-var testRoles = []workflow.Role{
+var testRoles = []policy.Role{
 	{Name: "agent", Members: []string{"agent:resolver"}},
 	{Name: "team_lead", Members: []string{"U0LEAD0001", "U0LEAD0002"}},
 	{Name: "manager", Members: []string{"U0MGR00001"}},
 }
 
-func testPolicy(t testing.TB, revision string, roles *workflow.Roles) *workflow.Policy {
+func testPolicy(t testing.TB, revision string, roles *policy.Roles) *policy.Policy {
 	t.Helper()
-	p, err := workflow.NewPolicy(revision, []workflow.Rule{
+	p, err := policy.New(revision, []policy.Rule{
 		{Name: "large-refund", When: `action.name == "request_refund" && double(action.args.amount) > 50.0`, Risk: "high",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(72 * 3600), Edit: true}},
 		{Name: "everything-else", When: "true", Risk: "low"},
@@ -168,7 +169,7 @@ type harness struct {
 	engine *workflow.Engine
 	target *ledger
 	clock  *clocktest.Clock
-	roles  *workflow.Roles
+	roles  *policy.Roles
 }
 
 type harnessOption func(*workflow.Config)
@@ -176,7 +177,7 @@ type harnessOption func(*workflow.Config)
 func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	t.Helper()
 	h := &harness{t: t, path: filepath.Join(t.TempDir(), "signoff.db"), target: newLedger(), clock: newFakeClock()}
-	roles, err := workflow.NewRoles(testRoles)
+	roles, err := policy.NewRoles(testRoles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 }
 
 // open (re)opens the store and builds a new engine, as a restarted process would.
-func (h *harness) open(p *workflow.Policy, opts ...harnessOption) {
+func (h *harness) open(p *policy.Policy, opts ...harnessOption) {
 	h.t.Helper()
 	if h.store != nil {
 		h.store.Close()
@@ -202,7 +203,7 @@ func (h *harness) open(p *workflow.Policy, opts ...harnessOption) {
 
 // build makes the harness's engine on a store: the fake target's one action,
 // the policy, the roles and the fake clock.
-func (h *harness) build(st storage.Store, p *workflow.Policy, opts ...harnessOption) {
+func (h *harness) build(st storage.Store, p *policy.Policy, opts ...harnessOption) {
 	h.t.Helper()
 	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), h.target, nil)
 	if err != nil {

@@ -1,10 +1,13 @@
 package workflow
 
-import "github.com/signoff-dev/signoff/record"
+import (
+	"github.com/signoff-dev/signoff/policy"
+	"github.com/signoff-dev/signoff/record"
+)
 
 // fingerprintOf computes the fingerprint of a state's proposal under a policy revision.
 func fingerprintOf(st *record.State, risk record.Risk, revision string) (string, error) {
-	return Fingerprint(FingerprintInput{
+	return policy.Fingerprint(policy.FingerprintInput{
 		RunID: st.RunID, Actions: st.Actions, Evidence: st.Evidence, Risk: risk, PolicyRevision: revision,
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
@@ -104,16 +105,16 @@ func (e *Engine) gate(ctx context.Context, st *record.State) (*record.Gate, erro
 // outcomes applies policy to every action and merges the outcomes into the
 // proposal's gate (rule, risk, approval only); it also returns each action's
 // outcome and the requester's role.
-func (e *Engine) outcomes(ctx context.Context, st *record.State) (*record.Gate, []Outcome, string, error) {
+func (e *Engine) outcomes(ctx context.Context, st *record.State) (*record.Gate, []policy.Outcome, string, error) {
 	g := &record.Gate{PolicyRevision: e.policy.Revision(), Risk: record.RiskLow}
 	var rules []string
 	role, _, err := e.dir.RoleOf(ctx, st.Requester.ID)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("resolve the requester's role: %w", err)
 	}
-	outs := make([]Outcome, 0, len(st.Actions))
+	outs := make([]policy.Outcome, 0, len(st.Actions))
 	for i, a := range st.Actions {
-		out, err := e.policy.Evaluate(ctx, PolicyInput{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
+		out, err := e.policy.Evaluate(ctx, policy.Input{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}

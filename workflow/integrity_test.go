@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -426,7 +427,7 @@ func TestResumeRechecksTheIntent(t *testing.T) {
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatal(err)
 		}
-		fp, err := workflow.Fingerprint(workflow.FingerprintInput{RunID: s.RunID, Actions: s.Actions, Evidence: s.Evidence, Risk: s.Gate.Risk, PolicyRevision: s.Gate.PolicyRevision})
+		fp, err := policy.Fingerprint(policy.FingerprintInput{RunID: s.RunID, Actions: s.Actions, Evidence: s.Evidence, Risk: s.Gate.Risk, PolicyRevision: s.Gate.PolicyRevision})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 )
 
@@ -80,7 +81,7 @@ func ProposalProblems(err error) []FieldProblem {
 		return nil
 	}
 	base := "actions[" + strconv.Itoa(ae.index) + "]." + ae.field
-	var args *ArgsError
+	var args *policy.ArgsError
 	if !errors.As(ae.err, &args) {
 		return []FieldProblem{{Field: base, Message: ae.err.Error()}}
 	}

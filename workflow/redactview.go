@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 )
 
@@ -274,7 +275,7 @@ func (h *hider) walk(v any, paths bool) (any, bool) {
 		changed := false
 		if paths {
 			for _, p := range h.paths {
-				if RedactPath(c, p) {
+				if policy.RedactPath(c, p) {
 					changed = true
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/workflow"
@@ -62,7 +63,7 @@ func TestRedactionReadsOnlyAsHidden(t *testing.T) {
 		{`{"items":[{"sku":"A"},{"sku":"[redacted]"}]}`, "items[1].sku"},
 	} {
 		err := spec.Validate(json.RawMessage(tc.args))
-		var ae *workflow.ArgsError
+		var ae *policy.ArgsError
 		if !errors.As(err, &ae) || len(ae.Problems) != 1 || ae.Problems[0].Path != tc.field {
 			t.Errorf("Validate(%s) = %v, want a refusal of %s", tc.args, err, tc.field)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres"
@@ -67,7 +68,7 @@ func postgresTamperEnv(t *testing.T, opts ...harnessOption) *tamperEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles(testRoles)
+	roles, err := policy.NewRoles(testRoles)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -1337,7 +1338,7 @@ func TestNextHintBindsTheFingerprintAndEndedRunsSayNothingWasDone(t *testing.T) 
 	out := must(t, dir, exitWaiting, "show", id)
 	_, hint, ok := strings.Cut(out, "  next: ")
 	approve, _, _ := strings.Cut(hint, "   or   ")
-	fp := workflow.ShortFingerprint(showJSON(t, dir, id).Fingerprint)
+	fp := policy.ShortFingerprint(showJSON(t, dir, id).Fingerprint)
 	if !ok || approve != "signoff approve "+id+" --as MEMBER --fingerprint "+fp {
 		t.Fatalf("the hint is %q, want the approve command bound to %s:\n%s", approve, fp, out)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/executor"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -60,7 +61,7 @@ func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) strin
 		leaseTTL = d
 	}
 	out := map[string]*workflow.ActionSpec{}
-	argSpecs := map[string]*workflow.PolicySpec{}
+	argSpecs := map[string]*policy.ActionSpec{}
 	var warnings []*config.Error
 	// In name order, so that the same config always gets the same first error.
 	for _, name := range slices.Sorted(maps.Keys(cfg.Actions)) {
@@ -94,7 +95,7 @@ func buildActions(cfg *config.Config, shop *demo.Shop, getenv func(string) strin
 		}
 		spec.ReconcileWithin = ac.ReconcileWithin
 		out[name] = spec
-		argSpecs[name] = spec.PolicySpec
+		argSpecs[name] = spec.ActionSpec
 	}
 	// A read of an argument the schema does not have fails wherever the
 	// argument is missing, and hands the run to a person: most often a typo.

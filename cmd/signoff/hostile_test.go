@@ -15,6 +15,7 @@ import (
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/internal/texttest"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -158,7 +159,7 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 	var edits []editRecord
 	for i := range v.Decisions {
 		edits = append(edits, editRecord{by: v.Decisions[i].By, at: v.Decisions[i].At,
-			changes: workflow.ChangedFields([]record.Action{{Args: json.RawMessage(`{}`)}}, v.Actions)})
+			changes: policy.ChangedFields([]record.Action{{Args: json.RawMessage(`{}`)}}, v.Actions)})
 	}
 	var out bytes.Buffer
 	renderRun(&out, &v, roles, asStored, anySpec, nil, now)
@@ -306,13 +307,13 @@ func TestDistinctValuesNeverRenderAlikeInEveryTerminalRenderer(t *testing.T) {
 		_, line, _ := strings.Cut(show.String(), "1. note")
 		outputs := map[string]string{
 			"show":  strings.TrimSpace(strings.SplitN(line, "\n", 2)[0]),
-			"edits": strings.TrimPrefix(changesText(workflow.ChangedFields([]record.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []record.Action{{Name: "note", Args: args}}), nil, find), "v (none) → "),
+			"edits": strings.TrimPrefix(changesText(policy.ChangedFields([]record.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []record.Action{{Name: "note", Args: args}}), nil, find), "v (none) → "),
 		}
 		if v[0] == '"' {
 			var key string
 			_ = json.Unmarshal(v, &key)
 			keyed := json.RawMessage(`{` + string(v) + `:1}`)
-			if label, _, ok := strings.Cut(changesText(workflow.ChangedFields([]record.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []record.Action{{Name: "note", Args: keyed}}), nil, find), " (none) → "); ok && !strings.Contains(key, ".") {
+			if label, _, ok := strings.Cut(changesText(policy.ChangedFields([]record.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []record.Action{{Name: "note", Args: keyed}}), nil, find), " (none) → "); ok && !strings.Contains(key, ".") {
 				outputs["edited keys"] = label
 			}
 		}

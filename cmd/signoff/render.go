@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/workflow"
@@ -100,7 +101,7 @@ type specFinder func(name string) (*workflow.ActionSpec, bool)
 type editRecord struct {
 	by      string
 	at      time.Time
-	changes []workflow.FieldChange
+	changes []policy.FieldChange
 }
 
 // editsOf lists the edits the run's checkpoints show, with what each
@@ -113,7 +114,7 @@ func editsOf(hist []workflow.HistoryEntry) []editRecord {
 		if st := h.State; st != nil && prev != nil {
 			for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
 				if d.Edited {
-					out = append(out, editRecord{by: d.By, at: d.At, changes: workflow.ChangedFields(prev.Actions, st.Actions)})
+					out = append(out, editRecord{by: d.By, at: d.At, changes: policy.ChangedFields(prev.Actions, st.Actions)})
 				}
 			}
 		}
@@ -125,7 +126,7 @@ func editsOf(hist []workflow.HistoryEntry) []editRecord {
 // changesText says what an edit changed, field by field: "amount 119 → 60".
 // A redact: field shows as [redacted], and so does every field of an action
 // the config does not declare, as the arguments do.
-func changesText(changes []workflow.FieldChange, actions []record.Action, find specFinder) string {
+func changesText(changes []policy.FieldChange, actions []record.Action, find specFinder) string {
 	if len(changes) == 0 {
 		return "no field changed"
 	}
@@ -171,7 +172,7 @@ func fieldValue(v json.RawMessage, hidden bool) string {
 // renderRun prints a run the way an approver reads it: what will happen, why,
 // who may say yes, by when, and what happened so far. edits are what the
 // run's edits changed (editsOf), named under each edit.
-func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, find specFinder, edits []editRecord, now time.Time) {
+func renderRun(w io.Writer, v *workflow.RunView, roles *policy.Roles, shown argsShown, find specFinder, edits []editRecord, now time.Time) {
 	stored := v.Actions
 	v = redactView(v, shown)
 	fmt.Fprintf(w, "run %s  %s\n", term(v.ID), strings.ToUpper(term(string(v.Status))))
@@ -214,7 +215,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 				text = string(act.Args) // redacted, and secrets hidden elsewhere in them too
 			}
 			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(text))
-			for _, g := range workflow.LookalikeKeys(act.Args) {
+			for _, g := range policy.LookalikeKeys(act.Args) {
 				fmt.Fprintf(w, "       WARNING: keys that read alike: %s; check which value is which\n", term(strings.Join(g, " and ")))
 			}
 		}
@@ -254,7 +255,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 				fmt.Fprintf(w, "  %d of %d %s so far\n", approvalsSoFar(v), g.Approval.Count, noun)
 			}
 		}
-		fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(workflow.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
+		fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(policy.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 	}
 	if v.Deadline != nil {
 		fmt.Fprintf(w, "  deadline %s", v.Deadline.Format(time.RFC3339))
@@ -328,7 +329,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		// The hint binds the approval to what was just shown, as docs/cli.md advises.
 		approve := []string{"signoff", "approve", term(v.ID), "--as", "MEMBER"}
 		if v.Gate != nil && v.Gate.Fingerprint != "" {
-			approve = append(approve, "--fingerprint", term(workflow.ShortFingerprint(v.Gate.Fingerprint)))
+			approve = append(approve, "--fingerprint", term(policy.ShortFingerprint(v.Gate.Fingerprint)))
 		}
 		fmt.Fprintf(w, "  next: %s   or   %s\n", shellLine(approve...), shellLine("signoff", "reject", term(v.ID), "--as", "MEMBER", "--reason", "WHY"))
 	}
@@ -425,7 +426,7 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry, find specFinder) {
 			status, step, what = term(string(h.State.Status)), fmt.Sprint(h.State.Step), term(historyWhat(prev, h.State, find))
 			prev = h.State
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, what, term(workflow.ShortFingerprint(h.Hash)), term(h.Problem))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, what, term(policy.ShortFingerprint(h.Hash)), term(h.Problem))
 	}
 	tw.Flush()
 }
@@ -463,7 +464,7 @@ func historyWhat(prev, st *record.State, find specFinder) string {
 			verb = "rejected"
 		case d.Edited:
 			// The editor's approval of the new arguments follows.
-			what = append(what, "edited by "+d.By+": "+changesText(workflow.ChangedFields(prev.Actions, st.Actions), st.Actions, find))
+			what = append(what, "edited by "+d.By+": "+changesText(policy.ChangedFields(prev.Actions, st.Actions), st.Actions, find))
 			continue
 		}
 		what = append(what, verb+" by "+d.By)

@@ -27,6 +27,7 @@ import (
 	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
@@ -336,7 +337,7 @@ func interaction(raw []byte, v *workflow.RunView, user, reason string) []byte {
 	esc, _ := json.Marshal(reason)
 	body := strings.NewReplacer(
 		"{{USER_ID}}", user, "{{RUN_ID}}", v.ID, "{{REQUEST_ID}}", v.Gate.RequestID,
-		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", workflow.ShortFingerprint(v.Gate.Fingerprint),
+		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", policy.ShortFingerprint(v.Gate.Fingerprint),
 		"{{REF}}", buttonRef(v), "{{REASON}}", string(esc[1:len(esc)-1]),
 	).Replace(string(raw))
 	var compact bytes.Buffer

@@ -26,6 +26,7 @@ import (
 	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/metrics"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -170,7 +171,7 @@ func (s *served) click(t *testing.T, fixture, user string, v *workflow.RunView) 
 	ref := fmt.Sprintf("v1:%s:%s:%s", v.ID, v.Gate.RequestID, v.Gate.Fingerprint)
 	body := strings.NewReplacer(
 		"{{USER_ID}}", user, "{{RUN_ID}}", v.ID, "{{REQUEST_ID}}", v.Gate.RequestID,
-		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", workflow.ShortFingerprint(v.Gate.Fingerprint), "{{REF}}", ref,
+		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", policy.ShortFingerprint(v.Gate.Fingerprint), "{{REF}}", ref,
 	).Replace(string(raw))
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, []byte(freshTrigger(body))); err != nil {
@@ -229,7 +230,7 @@ func TestServeEndToEnd(t *testing.T) {
 
 	waitFor(t, "the approval message", func() bool { return len(s.slack.Messages()) == 1 })
 	msg := s.slack.Messages()[0]
-	short := workflow.ShortFingerprint(v.Gate.Fingerprint)
+	short := policy.ShortFingerprint(v.Gate.Fingerprint)
 	if msg.Channel != "C0APPROVALS" || !strings.Contains(msg.Blocks, id) || !strings.Contains(msg.Blocks, short) || !strings.Contains(msg.Blocks, "signoff_approve") {
 		t.Fatalf("posted message lacks the run id, fingerprint or buttons: %+v", msg)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // slackDevLoop is the whole Slack loop on one machine, each part a process
@@ -136,7 +136,7 @@ func TestSlackDevLoop(t *testing.T) {
 	// Approve.
 	id := l.submit(t, "refund.json", mustFixture(t, "refund-double-charge.json"))
 	ts, msg := l.posted(t, id)
-	short := workflow.ShortFingerprint(showJSON(t, l.dir, id).Gate.Fingerprint)
+	short := policy.ShortFingerprint(showJSON(t, l.dir, id).Gate.Fingerprint)
 	wantLines(t, "the approval message", msg, "    Approval needed: request_refund\n", "    • `amount`: `119`\n",
 		"Run `"+id+"` · fingerprint `"+short+"`", "    @U0LEAD0001 @U0LEAD0002 @U0MGR00001\n")
 	wantLines(t, "/runs pending", l.must(t, exitDone, "command", "/runs pending", "--as", lead1),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/signoff-dev/signoff/executor/command"
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -145,11 +146,11 @@ func newEngine(t *testing.T, x workflow.Executor) *workflow.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{{Name: "agent", Members: []string{"agent:ops"}}})
+	roles, err := policy.NewRoles([]policy.Role{{Name: "agent", Members: []string{"agent:ops"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := workflow.NewPolicy("r1", []workflow.Rule{{Name: "all", When: "true", Risk: "low"}}, roles)
+	pol, err := policy.New("r1", []policy.Rule{{Name: "all", When: "true", Risk: "low"}}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/executor/webhook"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -91,14 +92,14 @@ func gatedEngine(b *testing.B, x workflow.Executor) *workflow.Engine {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:deployer"}},
 		{Name: "team_lead", Members: []string{"U0LEAD0001"}},
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	pol, err := workflow.NewPolicy("r1", []workflow.Rule{{Name: "deploys", When: "true", Risk: "high",
+	pol, err := policy.New("r1", []policy.Rule{{Name: "deploys", When: "true", Risk: "high",
 		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}}, roles)
 	if err != nil {
 		b.Fatal(err)

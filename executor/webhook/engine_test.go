@@ -12,6 +12,7 @@ import (
 	"github.com/signoff-dev/signoff/examples/target"
 	"github.com/signoff-dev/signoff/executor/webhook"
 	"github.com/signoff-dev/signoff/internal/clocktest"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -33,14 +34,14 @@ func newEngineApproving(t testing.TB, x workflow.Executor, clock workflow.Clock,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:deployer"}},
 		{Name: "team_lead", Members: []string{"U0LEAD0001", "U0LEAD0002"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := workflow.NewPolicy("r1", []workflow.Rule{{Name: "all", When: "true", Risk: "low", Approval: approval}}, roles)
+	pol, err := policy.New("r1", []policy.Rule{{Name: "all", When: "true", Risk: "low", Approval: approval}}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}

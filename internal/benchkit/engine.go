@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -34,14 +35,14 @@ const refundSchema = `{
 // needs a team lead's approval, and an executor that does nothing but keep
 // its receipts, so that the figures are the engine's and the store's.
 func NewEngine(st storage.Store) (*workflow.Engine, error) {
-	roles, err := workflow.NewRoles([]workflow.Role{
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{Requester}},
 		{Name: "team_lead", Members: []string{Approver}},
 	})
 	if err != nil {
 		return nil, err
 	}
-	policy, err := workflow.NewPolicy("bench", []workflow.Rule{{
+	policy, err := policy.New("bench", []policy.Rule{{
 		Name: "refund", When: `action.name == "request_refund"`, Risk: record.RiskHigh,
 		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(72 * 3600)},
 	}}, roles)

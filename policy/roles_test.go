@@ -1,4 +1,4 @@
-package workflow
+package policy
 
 import (
 	"errors"

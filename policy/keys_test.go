@@ -1,4 +1,4 @@
-package workflow_test
+package policy_test
 
 import (
 	"encoding/json"
@@ -9,17 +9,17 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/internal/texttest"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/policy"
 )
 
 // argProblems validates args and returns "path: reason" for each problem.
-func argProblems(t *testing.T, spec *workflow.ActionSpec, args string) []string {
+func argProblems(t *testing.T, spec *policy.ActionSpec, args string) []string {
 	t.Helper()
 	err := spec.Validate(json.RawMessage(args))
 	if err == nil {
 		return nil
 	}
-	var ae *workflow.ArgsError
+	var ae *policy.ArgsError
 	if !errors.As(err, &ae) {
 		t.Fatalf("Validate(%s): %v, want an *ArgsError", args, err)
 	}
@@ -35,7 +35,7 @@ func argProblems(t *testing.T, spec *workflow.ActionSpec, args string) []string 
 // zero-width space, a Cyrillic а, another case, NFD and NFC, hyphens, l and
 // 1) are refused side by side, at the top and nested, naming the field.
 func TestLookalikeKeysAreRefused(t *testing.T) {
-	spec, err := workflow.NewActionSpec("a", nil, nil, nil)
+	spec, err := policy.NewActionSpec("a", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestLookalikeKeysAreRefused(t *testing.T) {
 // own, at any depth, naming the field and the character; a key in another
 // script, or capitalised, is fine on its own.
 func TestKeysMustBeVisibleAndNFC(t *testing.T) {
-	spec, err := workflow.NewActionSpec("a", nil, nil, nil)
+	spec, err := policy.NewActionSpec("a", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestLookalikeKeysASchemaNamesAreFlagged(t *testing.T) {
 	schema := `{"type":"object","properties":{"id":{"type":"string"},"ID":{"type":"string"},
 		"items":{"type":"array","items":{"$ref":"#/$defs/item"}}},
 		"$defs":{"item":{"type":"object","properties":{"sku":{},"SKU":{}}}}}`
-	spec, err := workflow.NewActionSpec("a", []byte(schema), nil, nil)
+	spec, err := policy.NewActionSpec("a", []byte(schema), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestLookalikeKeysASchemaNamesAreFlagged(t *testing.T) {
 		t.Errorf("keys the schema names are refused: %v", got)
 	}
 	want := [][]string{{"ID", "id"}, {"items[0].SKU", "items[0].sku"}}
-	if got := workflow.LookalikeKeys(json.RawMessage(args)); !slices.EqualFunc(got, want, slices.Equal) {
+	if got := policy.LookalikeKeys(json.RawMessage(args)); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("LookalikeKeys = %q, want %q", got, want)
 	}
 	// What the schema does not name is refused still.

@@ -1,4 +1,4 @@
-package workflow
+package policy
 
 import (
 	"encoding/json"
@@ -102,7 +102,7 @@ func lookalikes(keys []string) [][]string {
 // checkKeys adds a problem for every key under v, at any depth, that is
 // wrong on its own, and for every key that reads like another of its object
 // where the schema does not name both. at is v's path, loc its tokens.
-func (s *PolicySpec) checkKeys(v any, at string, loc []any, ae *ArgsError) {
+func (s *ActionSpec) checkKeys(v any, at string, loc []any, ae *ArgsError) {
 	switch c := v.(type) {
 	case []any:
 		for i, el := range c {
@@ -145,7 +145,7 @@ func (s *PolicySpec) checkKeys(v any, at string, loc []any, ae *ArgsError) {
 // loc (keys and array indexes from the arguments' top), through $ref,
 // allOf, anyOf, oneOf, if, then, else, and the schemas of properties,
 // pattern and additional properties and items on the way.
-func (s *PolicySpec) namesAt(loc []any) map[string]bool {
+func (s *ActionSpec) namesAt(loc []any) map[string]bool {
 	names := map[string]bool{}
 	if s.schema == nil {
 		return names

@@ -1,4 +1,4 @@
-package workflow_test
+package policy_test
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // TestChangedFields: an edit is listed field by field, old → new, with
@@ -33,7 +33,7 @@ func TestChangedFields(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, c := range workflow.ChangedFields(tt.before, tt.after) {
+			for _, c := range policy.ChangedFields(tt.before, tt.after) {
 				from, to := string(c.From), string(c.To)
 				if c.From == nil {
 					from = "-"
@@ -53,7 +53,7 @@ func TestChangedFields(t *testing.T) {
 // TestHides: a change is hidden when its field is redacted, lies inside a
 // redacted field, or holds one.
 func TestHides(t *testing.T) {
-	spec, err := workflow.NewActionSpec("pay", nil, nil, []string{"token", "card.number"})
+	spec, err := policy.NewActionSpec("pay", nil, []string{"token", "card.number"})
 	if err != nil {
 		t.Fatal(err)
 	}

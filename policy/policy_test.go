@@ -1,4 +1,4 @@
-package workflow
+package policy
 
 import (
 	"context"
@@ -25,9 +25,9 @@ func shopRules() []Rule {
 
 func shopPolicy(t *testing.T) *Policy {
 	t.Helper()
-	p, err := NewPolicy("2026-11-29.1", shopRules(), shopRoles(t))
+	p, err := New("2026-11-29.1", shopRules(), shopRoles(t))
 	if err != nil {
-		t.Fatalf("NewPolicy: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return p
 }
@@ -62,7 +62,7 @@ func TestPolicyFirstMatchWins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := p.Evaluate(t.Context(), PolicyInput{Action: tt.action})
+			out, err := p.Evaluate(t.Context(), Input{Action: tt.action})
 			if err != nil {
 				t.Fatalf("Evaluate: %v", err)
 			}
@@ -79,7 +79,7 @@ func TestPolicyFirstMatchWins(t *testing.T) {
 
 func TestPolicyOutcomeIsACopy(t *testing.T) {
 	p := shopPolicy(t)
-	in := PolicyInput{Action: act("request_refund", `{"amount":119}`)}
+	in := Input{Action: act("request_refund", `{"amount":119}`)}
 	out, err := p.Evaluate(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestPolicyOutcomeIsACopy(t *testing.T) {
 
 func TestPolicyConditionsSeeEverything(t *testing.T) {
 	roles := shopRoles(t)
-	in := PolicyInput{
+	in := Input{
 		Action: act("request_refund", `{"amount":119,"items":[{"sku":"A","qty":2}]}`),
 		Index:  1,
 		Evidence: []record.Evidence{
@@ -132,12 +132,12 @@ func TestPolicyConditionsSeeEverything(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPolicy("r1", []Rule{
+			p, err := New("r1", []Rule{
 				{Name: "probe", When: tt.when, Risk: record.RiskHigh},
 				{Name: "rest", When: "true", Risk: record.RiskLow},
 			}, roles)
 			if err != nil {
-				t.Fatalf("NewPolicy: %v", err)
+				t.Fatalf("New: %v", err)
 			}
 			out, err := p.Evaluate(t.Context(), in)
 			if err != nil {
@@ -157,7 +157,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 	tests := []struct {
 		name  string
 		rules []Rule
-		in    PolicyInput
+		in    Input
 		ctx   context.Context
 		want  string
 		is    error
@@ -165,7 +165,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 		{
 			name:  "no rule matches",
 			rules: []Rule{{Name: "refunds", When: `action.name == "request_refund"`, Risk: record.RiskLow}},
-			in:    PolicyInput{Action: act("reship_item", `{}`)},
+			in:    Input{Action: act("reship_item", `{}`)},
 			want:  "no policy rule matched",
 			is:    ErrNoRuleMatched,
 		},
@@ -175,31 +175,31 @@ func TestPolicyFailsClosed(t *testing.T) {
 				{Name: "needs-amount", When: `action.args.amount > 50`, Risk: record.RiskHigh},
 				{Name: "rest", When: "true", Risk: record.RiskLow},
 			},
-			in:   PolicyInput{Action: act("reship_item", `{"sku":"PLANTER"}`)},
+			in:   Input{Action: act("reship_item", `{"sku":"PLANTER"}`)},
 			want: `rule "needs-amount" on action reship_item: no such key: amount`,
 		},
 		{
 			name:  "arguments are not an object",
 			rules: []Rule{{Name: "rest", When: "true", Risk: record.RiskLow}},
-			in:    PolicyInput{Action: act("request_refund", `[1,2]`)},
+			in:    Input{Action: act("request_refund", `[1,2]`)},
 			want:  "arguments must be a JSON object, got array",
 		},
 		{
 			name:  "duplicate argument key",
 			rules: []Rule{{Name: "rest", When: "true", Risk: record.RiskLow}},
-			in:    PolicyInput{Action: act("request_refund", `{"amount":1,"amount":500}`)},
+			in:    Input{Action: act("request_refund", `{"amount":1,"amount":500}`)},
 			want:  "duplicate",
 		},
 		{
 			name:  "broken evidence",
 			rules: []Rule{{Name: "rest", When: "true", Risk: record.RiskLow}},
-			in:    PolicyInput{Action: act("request_refund", `{}`), Evidence: []record.Evidence{{Source: "x", Data: json.RawMessage(`{`)}}},
+			in:    Input{Action: act("request_refund", `{}`), Evidence: []record.Evidence{{Source: "x", Data: json.RawMessage(`{`)}}},
 			want:  "decode evidence 0 (x)",
 		},
 		{
 			name:  "cancelled context",
 			rules: []Rule{{Name: "rest", When: "true", Risk: record.RiskLow}},
-			in:    PolicyInput{Action: act("request_refund", `{}`)},
+			in:    Input{Action: act("request_refund", `{}`)},
 			ctx:   cancelled,
 			want:  "context canceled",
 			is:    context.Canceled,
@@ -207,9 +207,9 @@ func TestPolicyFailsClosed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPolicy("r1", tt.rules, roles)
+			p, err := New("r1", tt.rules, roles)
 			if err != nil {
-				t.Fatalf("NewPolicy: %v", err)
+				t.Fatalf("New: %v", err)
 			}
 			ctx := tt.ctx
 			if ctx == nil {
@@ -234,22 +234,22 @@ func TestPolicyFailsClosed(t *testing.T) {
 
 func TestPolicyCostLimit(t *testing.T) {
 	// Three nested comprehensions over 300 items: 27 million steps unguarded.
-	p, err := NewPolicy("r1", []Rule{{
+	p, err := New("r1", []Rule{{
 		Name: "hostile",
 		When: `action.args.items.all(a, action.args.items.all(b, action.args.items.all(c, a + b + c >= 0)))`,
 		Risk: record.RiskLow,
 	}}, shopRoles(t))
 	if err != nil {
-		t.Fatalf("NewPolicy: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	items := make([]int, 300)
 	args, _ := json.Marshal(map[string]any{"items": items})
-	_, err = p.Evaluate(t.Context(), PolicyInput{Action: record.Action{Name: "x", Args: args}})
+	_, err = p.Evaluate(t.Context(), Input{Action: record.Action{Name: "x", Args: args}})
 	if err == nil || !strings.Contains(err.Error(), "cost limit exceeded") {
 		t.Fatalf("err = %v, want the cost limit to stop evaluation", err)
 	}
 	// The same rule over a few items is fine: the limit is not a ban.
-	_, err = p.Evaluate(t.Context(), PolicyInput{Action: act("x", `{"items":[1,2,3]}`)})
+	_, err = p.Evaluate(t.Context(), Input{Action: act("x", `{"items":[1,2,3]}`)})
 	if err != nil {
 		t.Fatalf("small input: %v", err)
 	}
@@ -289,7 +289,7 @@ func TestNewPolicyRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewPolicy("r1", tt.rules, roles)
+			_, err := New("r1", tt.rules, roles)
 			var re *RuleError
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %v, want *RuleError", err)
@@ -319,7 +319,7 @@ func TestNewPolicyNeedsRevisionAndRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewPolicy(tt.revision, tt.rules, nil)
+			_, err := New(tt.revision, tt.rules, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
@@ -334,7 +334,7 @@ func TestPolicyConcurrentEvaluate(t *testing.T) {
 		go func() {
 			for i := range 50 {
 				amount := g*10 + i
-				out, err := p.Evaluate(context.Background(), PolicyInput{Action: act("request_refund", fmt.Sprintf(`{"amount":%d}`, amount))})
+				out, err := p.Evaluate(context.Background(), Input{Action: act("request_refund", fmt.Sprintf(`{"amount":%d}`, amount))})
 				if err == nil && (out.Rule == "large-refund") != (amount > 50) {
 					err = fmt.Errorf("amount %d matched %s", amount, out.Rule)
 				}
@@ -371,7 +371,7 @@ func TestPolicyConditionShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.when, func(t *testing.T) {
-			p, err := NewPolicy("r1", []Rule{{Name: "r", When: tt.when, Risk: record.RiskLow}}, shopRoles(t))
+			p, err := New("r1", []Rule{{Name: "r", When: tt.when, Risk: record.RiskLow}}, shopRoles(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -408,7 +408,7 @@ func TestPolicyArgsRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.when, func(t *testing.T) {
-			p, err := NewPolicy("r1", []Rule{{Name: "r", When: tt.when, Risk: record.RiskLow}}, shopRoles(t))
+			p, err := New("r1", []Rule{{Name: "r", When: tt.when, Risk: record.RiskLow}}, shopRoles(t))
 			if err != nil {
 				t.Fatal(err)
 			}

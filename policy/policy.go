@@ -1,4 +1,4 @@
-package workflow
+package policy
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 	"github.com/signoff-dev/signoff/record"
 )
 
-// PolicyCostLimit caps the work one condition may do in one evaluation, in CEL
+// CostLimit caps the work one condition may do in one evaluation, in CEL
 // cost units (about one per operation). The rules a person writes use a few
 // dozen; the cap stops a hostile or careless expression, such as nested
 // comprehensions over a big argument list, from stalling the engine.
-const PolicyCostLimit = 1_000_000
+const CostLimit = 1_000_000
 
 // ErrNoRuleMatched: no rule's condition held. Policy fails closed: an action
 // nobody wrote a rule for does not run.
@@ -37,7 +37,7 @@ type Rule struct {
 	Approval *record.ApprovalSpec
 }
 
-// RuleError says which rule, and which of its fields, NewPolicy refused, so a
+// RuleError says which rule, and which of its fields, New refused, so a
 // config loader can point at the line.
 type RuleError struct {
 	Index int    // position in the rules
@@ -90,8 +90,8 @@ func (p *Policy) ArgsRead(i int) []ArgRead {
 	return out
 }
 
-// PolicyInput is what a condition can see about one action.
-type PolicyInput struct {
+// Input is what a condition can see about one action.
+type Input struct {
 	Action    record.Action
 	Index     int // position of the action in the proposal
 	Evidence  []record.Evidence
@@ -156,11 +156,11 @@ func celTypeName[T any]() string { return reflect.TypeFor[T]().String() }
 // celFieldsHint follows a compile error about an undefined field.
 const celFieldsHint = " (action has name, index, args; requester has id, name, role; evidence has source, data; arguments are action.args.NAME)"
 
-// NewPolicy compiles every rule. It refuses, with a *RuleError: an empty or
+// New compiles every rule. It refuses, with a *RuleError: an empty or
 // repeated name, a condition that does not compile or is not a bool, a risk
 // other than low, medium or high, an approval by a role roles does not have, a
 // count below 1 and an expiry below one second.
-func NewPolicy(revision string, rules []Rule, roles *Roles) (*Policy, error) {
+func New(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 	if strings.TrimSpace(revision) == "" {
 		return nil, errors.New("policy: revision is empty")
 	}
@@ -286,7 +286,7 @@ type UnknownArg struct {
 // that the schema of an action it applies to does not name (DeclaresArg),
 // by rule, then as read, then by action name. An action without a schema, or
 // whose schema names no property, is not checked.
-func (p *Policy) UnknownArgs(actions map[string]*PolicySpec) []UnknownArg {
+func (p *Policy) UnknownArgs(actions map[string]*ActionSpec) []UnknownArg {
 	names := make([]string, 0, len(actions))
 	for name := range actions {
 		names = append(names, name)
@@ -524,7 +524,7 @@ func compileCondition(env *cel.Env, expr string) (cel.Program, conditionShape, e
 		return nil, conditionShape{}, fmt.Errorf("condition is of type %s, want bool%s", cel.FormatCELType(t), hint)
 	}
 	prg, err := env.Program(ast,
-		cel.CostLimit(PolicyCostLimit),
+		cel.CostLimit(CostLimit),
 		// So that a cancelled context stops a long comprehension too.
 		cel.InterruptCheckFrequency(100),
 	)
@@ -570,7 +570,7 @@ func (p *Policy) Rules() []Rule {
 // Evaluate returns the outcome of the first rule whose condition holds for
 // in.Action. It fails closed: an error evaluating any rule before a match, or
 // no match at all (ErrNoRuleMatched), is an error and never "no approval".
-func (p *Policy) Evaluate(ctx context.Context, in PolicyInput) (Outcome, error) {
+func (p *Policy) Evaluate(ctx context.Context, in Input) (Outcome, error) {
 	vars, err := policyVars(in)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("policy %s: action %s: %w", p.revision, in.Action.Name, err)
@@ -603,7 +603,7 @@ func (p *Policy) Evaluate(ctx context.Context, in PolicyInput) (Outcome, error) 
 
 // policyVars decodes the input's JSON for CEL. Arguments must be one object
 // (empty means {}); duplicate keys are refused rather than guessed at.
-func policyVars(in PolicyInput) (map[string]any, error) {
+func policyVars(in Input) (map[string]any, error) {
 	args := map[string]any{}
 	if len(strings.TrimSpace(string(in.Action.Args))) > 0 {
 		v, err := jsonvalue.Decode(in.Action.Args, jsonvalue.ForCEL)

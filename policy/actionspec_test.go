@@ -1,4 +1,4 @@
-package workflow
+package policy
 
 import (
 	"encoding/json"
@@ -23,11 +23,11 @@ const refundSchema = `{
   "additionalProperties": false
 }`
 
-func refundSpec(t *testing.T, redact ...string) *PolicySpec {
+func refundSpec(t *testing.T, redact ...string) *ActionSpec {
 	t.Helper()
-	s, err := NewPolicySpec("request_refund", []byte(refundSchema), redact)
+	s, err := NewActionSpec("request_refund", []byte(refundSchema), redact)
 	if err != nil {
-		t.Fatalf("NewPolicySpec: %v", err)
+		t.Fatalf("NewActionSpec: %v", err)
 	}
 	return s
 }
@@ -103,7 +103,7 @@ func TestActionSpecValidate(t *testing.T) {
 }
 
 func TestActionSpecWithoutSchema(t *testing.T) {
-	s, err := NewPolicySpec("note", nil, nil)
+	s, err := NewActionSpec("note", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestNewActionSpecRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewPolicySpec(tt.action, []byte(tt.schema), tt.redact)
+			_, err := NewActionSpec(tt.action, []byte(tt.schema), tt.redact)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want it to contain %q", err, tt.want)
 			}
@@ -151,7 +151,7 @@ func TestNewActionSpecRefuses(t *testing.T) {
 }
 
 func TestActionSpecFormatIsAsserted(t *testing.T) {
-	s, err := NewPolicySpec("a", []byte(`{"type":"object","properties":{"on":{"type":"string","format":"date"}}}`), nil)
+	s, err := NewActionSpec("a", []byte(`{"type":"object","properties":{"on":{"type":"string","format":"date"}}}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestActionSpecRedacted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewPolicySpec("a", nil, tt.redact)
+			s, err := NewActionSpec("a", nil, tt.redact)
 			if err != nil {
 				t.Fatal(err)
 			}

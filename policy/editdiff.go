@@ -1,4 +1,4 @@
-package workflow
+package policy
 
 import (
 	"bytes"
@@ -98,7 +98,7 @@ func diffValue(out *[]FieldChange, action int, path string, b, a any, hasB, hasA
 // Hides says whether showing the values of field (as FieldChange names it)
 // would show a redact: field: field is one, lies inside one or holds one
 // (an object or array under it); "" holds them all.
-func (s *PolicySpec) Hides(field string) bool {
+func (s *ActionSpec) Hides(field string) bool {
 	for _, r := range s.Redact {
 		if field == "" || r == field || strings.HasPrefix(field, r+".") || strings.HasPrefix(r, field+".") {
 			return true

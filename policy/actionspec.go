@@ -1,4 +1,4 @@
-package workflow
+package policy
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"github.com/signoff-dev/signoff/show"
 )
 
-// PolicySpec describes the arguments of one kind of action: the JSON Schema
+// ActionSpec describes the arguments of one kind of action: the JSON Schema
 // they must satisfy, and the fields a person must not be shown.
-type PolicySpec struct {
+type ActionSpec struct {
 	Name string
 	// Redact lists argument fields hidden from people: top-level keys
 	// ("payment_id") or dotted paths ("card.number"). A path that meets an array
@@ -32,15 +32,15 @@ type PolicySpec struct {
 	schema *jsonschema.Schema // nil: any object
 }
 
-// NewPolicySpec compiles schemaJSON (JSON Schema 2020-12 unless it names
+// NewActionSpec compiles schemaJSON (JSON Schema 2020-12 unless it names
 // another draft with $schema). An empty schemaJSON accepts any JSON object.
 // The schema must be self-contained: references to other documents are
 // refused, so compiling a schema never reads a file or the network.
-func NewPolicySpec(name string, schemaJSON []byte, redact []string) (*PolicySpec, error) {
+func NewActionSpec(name string, schemaJSON []byte, redact []string) (*ActionSpec, error) {
 	if err := checkName(name); err != nil {
 		return nil, fmt.Errorf("action name: %w", err)
 	}
-	s := &PolicySpec{Name: name, Redact: slices.Clone(redact)}
+	s := &ActionSpec{Name: name, Redact: slices.Clone(redact)}
 	for _, p := range redact {
 		if err := checkRedactPath(p); err != nil {
 			return nil, fmt.Errorf("action %s: redact: %w", name, err)
@@ -76,7 +76,7 @@ func NewPolicySpec(name string, schemaJSON []byte, redact []string) (*PolicySpec
 // else), sorted; patterns are its patternProperties. Both are empty for an
 // action without a schema, or whose schema names none: it says nothing then
 // about which arguments there are.
-func (s *PolicySpec) SchemaArgs() (names []string, patterns []jsonschema.Regexp) {
+func (s *ActionSpec) SchemaArgs() (names []string, patterns []jsonschema.Regexp) {
 	if s == nil || s.schema == nil {
 		return nil, nil
 	}
@@ -111,7 +111,7 @@ func (s *PolicySpec) SchemaArgs() (names []string, patterns []jsonschema.Regexp)
 // DeclaresArg says whether the arguments' schema names the top-level
 // property name (see SchemaArgs), and known whether it names any: without,
 // nothing can be said.
-func (s *PolicySpec) DeclaresArg(name string) (declared, known bool) {
+func (s *ActionSpec) DeclaresArg(name string) (declared, known bool) {
 	names, patterns := s.SchemaArgs()
 	if len(names) == 0 && len(patterns) == 0 {
 		return false, false
@@ -179,7 +179,7 @@ func (e *ArgsError) Error() string {
 // invisible character or reads like another of its object (see checkKeys),
 // and everything the schema says. The
 // error is an *ArgsError naming every problem.
-func (s *PolicySpec) Validate(args json.RawMessage) error {
+func (s *ActionSpec) Validate(args json.RawMessage) error {
 	inst, err := s.decodeArgs(args)
 	if err != nil {
 		return err
@@ -232,7 +232,7 @@ func checkValues(v any, at string, ae *ArgsError) {
 
 // decodeArgs reads args as one JSON object with exact numbers. Empty args mean
 // an action without arguments: {}.
-func (s *PolicySpec) decodeArgs(args json.RawMessage) (map[string]any, error) {
+func (s *ActionSpec) decodeArgs(args json.RawMessage) (map[string]any, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return map[string]any{}, nil
 	}
@@ -366,7 +366,7 @@ func joinPath(path, key string) string {
 // Redacted returns a copy of args with the Redact fields replaced by
 // "[redacted]", for showing to people. Keys come out sorted; when nothing is
 // redacted the arguments are returned as they came.
-func (s *PolicySpec) Redacted(args json.RawMessage) (json.RawMessage, error) {
+func (s *ActionSpec) Redacted(args json.RawMessage) (json.RawMessage, error) {
 	m, err := s.decodeArgs(args)
 	if err != nil {
 		return nil, fmt.Errorf("redact: %w", err)
