@@ -10,16 +10,16 @@ import (
 	"github.com/signoff-dev/signoff/storage"
 )
 
-func (e *Engine) audit(ctx context.Context, tx storage.Tx, runID, actor string, action record.Event, detail any) error {
-	return e.appendAudit(ctx, tx, &record.AuditEvent{RunID: runID, Actor: actor, Action: action}, detail)
+func (rs *runs) audit(ctx context.Context, tx storage.Tx, runID, actor string, action record.Event, detail any) error {
+	return rs.appendAudit(ctx, tx, &record.AuditEvent{RunID: runID, Actor: actor, Action: action}, detail)
 }
 
 // auditCheckpoint audits the transition that wrote checkpoint cp, naming it.
-func (e *Engine) auditCheckpoint(ctx context.Context, tx storage.Tx, cp *record.Checkpoint, actor string, action record.Event, detail any) error {
-	return e.appendAudit(ctx, tx, &record.AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)
+func (rs *runs) auditCheckpoint(ctx context.Context, tx storage.Tx, cp *record.Checkpoint, actor string, action record.Event, detail any) error {
+	return rs.appendAudit(ctx, tx, &record.AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)
 }
 
-func (e *Engine) appendAudit(ctx context.Context, tx storage.Tx, ev *record.AuditEvent, detail any) error {
+func (rs *runs) appendAudit(ctx context.Context, tx storage.Tx, ev *record.AuditEvent, detail any) error {
 	runID, action := ev.RunID, ev.Action
 	if detail != nil {
 		d, err := json.Marshal(detail)
@@ -28,7 +28,7 @@ func (e *Engine) appendAudit(ctx context.Context, tx storage.Tx, ev *record.Audi
 		}
 		ev.Detail = d
 	}
-	ev.At = e.now()
+	ev.At = rs.now()
 	if err := tx.AppendAudit(ctx, ev, nil); err != nil {
 		return fmt.Errorf("audit %s of run %s: %w", action, runID, err)
 	}
@@ -38,7 +38,7 @@ func (e *Engine) appendAudit(ctx context.Context, tx storage.Tx, ev *record.Audi
 // refuse records a refusal in the audit log (and nothing else) and returns it.
 func (e *Engine) refuse(ctx context.Context, actor string, r *record.RefusedError) error {
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		return e.audit(ctx, tx, r.RunID, actor, record.EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
+		return e.runs.audit(ctx, tx, r.RunID, actor, record.EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
 	})
 	if err != nil {
 		return errors.Join(r, fmt.Errorf("record refusal: %w", err))
@@ -59,7 +59,7 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 		}
 		from := run.Status
 		run.Status, run.Reason = record.StatusNeedsAttention, reason
-		return e.writeRow(ctx, tx, run, from, record.EventNeedsAttention, "signoff", map[string]string{"from": string(from), "reason": reason})
+		return e.runs.writeRow(ctx, tx, run, from, record.EventNeedsAttention, "signoff", map[string]string{"from": string(from), "reason": reason})
 	})
 	if err != nil {
 		return fmt.Errorf("put run %s in needs_attention: %w", id, err)
@@ -71,15 +71,15 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 // writeRow writes a transition of run's row alone, with its audit event,
 // for a run whose state may be unreadable: no checkpoint, and hooks get the
 // row only.
-func (e *Engine) writeRow(ctx context.Context, tx storage.Tx, run *record.Run, from record.Status, event record.Event, actor string, detail any) error {
-	run.UpdatedAt = e.now()
+func (rs *runs) writeRow(ctx context.Context, tx storage.Tx, run *record.Run, from record.Status, event record.Event, actor string, detail any) error {
+	run.UpdatedAt = rs.now()
 	if err := tx.UpdateRun(ctx, run); err != nil {
 		return fmt.Errorf("update run %s: %w", run.ID, err)
 	}
-	if err := e.audit(ctx, tx, run.ID, actor, event, detail); err != nil {
+	if err := rs.audit(ctx, tx, run.ID, actor, event, detail); err != nil {
 		return err
 	}
-	for _, h := range e.hooks {
+	for _, h := range rs.hooks {
 		if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: event}); err != nil {
 			return fmt.Errorf("%s hook of run %s: %w", event, run.ID, err)
 		}

@@ -84,7 +84,7 @@ func baseOf(cps []*record.Checkpoint) *stateBase {
 
 // loadWith is load that also reads the run's records extra asks for, in the
 // same round trip (see Tx.LoadRun), for the caller to use from l.more.
-func (e *Engine) loadWith(ctx context.Context, tx storage.Tx, id string, extra storage.RunParts) (*loaded, error) {
+func (rs *runs) loadWith(ctx context.Context, tx storage.Tx, id string, extra storage.RunParts) (*loaded, error) {
 	extra.Checkpoints = true
 	b, err := tx.LoadRun(ctx, id, extra)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -100,7 +100,7 @@ func (e *Engine) loadWith(ctx context.Context, tx storage.Tx, id string, extra s
 	if err != nil {
 		return &loaded{run: run}, err
 	}
-	if err := e.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
+	if err := rs.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
 		return &loaded{run: run}, err
 	}
 	if int64(len(cps)) != run.Seq {
@@ -118,8 +118,8 @@ func (e *Engine) loadWith(ctx context.Context, tx storage.Tx, id string, extra s
 }
 
 // load reads a run and verifies its checkpoint chain.
-func (e *Engine) load(ctx context.Context, tx storage.Tx, id string) (*loaded, error) {
-	return e.loadWith(ctx, tx, id, storage.RunParts{})
+func (rs *runs) load(ctx context.Context, tx storage.Tx, id string) (*loaded, error) {
+	return rs.loadWith(ctx, tx, id, storage.RunParts{})
 }
 
 // loadHeld is load for a run held from a committed write or an earlier read
@@ -129,9 +129,9 @@ func (e *Engine) load(ctx context.Context, tx storage.Tx, id string) (*loaded, e
 // row is read (with what extra asks for, in the same round trip, but for the
 // requests and decisions held from a read at that version). Anything else
 // is loaded and verified afresh.
-func (e *Engine) loadHeld(ctx context.Context, tx storage.Tx, id string, held *loaded, extra storage.RunParts) (*loaded, error) {
+func (rs *runs) loadHeld(ctx context.Context, tx storage.Tx, id string, held *loaded, extra storage.RunParts) (*loaded, error) {
 	if held == nil || !held.committed || held.state == nil {
-		return e.loadWith(ctx, tx, id, extra)
+		return rs.loadWith(ctx, tx, id, extra)
 	}
 	extra.Checkpoints = false
 	// Requests and decisions are written only with their run (each such
@@ -145,7 +145,7 @@ func (e *Engine) loadHeld(ctx context.Context, tx storage.Tx, id string, held *l
 	}
 	b, err := tx.LoadRun(ctx, id, ask)
 	if err != nil || b.Run.Version != held.run.Version || b.Run.Seq != held.run.Seq || b.Run.Status != held.run.Status {
-		return e.loadWith(ctx, tx, id, extra)
+		return rs.loadWith(ctx, tx, id, extra)
 	}
 	if reuse.Requests {
 		b.Requests = held.more.Requests
@@ -181,7 +181,7 @@ type staged struct {
 // stage encodes l's next checkpoint: l.st with the run's status, step and
 // reason, written against l.base when that saves at least half of the state
 // (see stateBase.delta), chained to l.lastHash.
-func (e *Engine) stage(l *loaded, now time.Time) (*staged, error) {
+func (rs *runs) stage(l *loaded, now time.Time) (*staged, error) {
 	l.st.SchemaVersion = record.SchemaVersion
 	l.st.Status = l.run.Status
 	l.st.Step = l.run.Step
@@ -209,12 +209,12 @@ func (e *Engine) stage(l *loaded, now time.Time) (*staged, error) {
 // approval request when it is new, and an audit event, all in tx, and tells
 // the hooks. The checkpoint is the one writeCheckpoint staged before the
 // write when the run is still as it was then, and is staged here otherwise.
-func (e *Engine) save(ctx context.Context, tx storage.Tx, l *loaded, from record.Status, event record.Event, actor string, detail any, req *record.ApprovalRequest) error {
+func (rs *runs) save(ctx context.Context, tx storage.Tx, l *loaded, from record.Status, event record.Event, actor string, detail any, req *record.ApprovalRequest) error {
 	s := l.staged
 	l.staged = nil
 	if s == nil || s.cp.Seq != l.run.Seq+1 || s.cp.PrevHash != l.lastHash || s.status != l.run.Status || s.step != l.run.Step || s.reason != l.run.Reason {
 		var err error
-		if s, err = e.stage(l, e.now()); err != nil {
+		if s, err = rs.stage(l, rs.now()); err != nil {
 			return err
 		}
 	}
@@ -222,7 +222,7 @@ func (e *Engine) save(ctx context.Context, tx storage.Tx, l *loaded, from record
 	l.state = s.full
 	l.run.Seq = cp.Seq
 	l.run.UpdatedAt = now
-	e.lease(l.run, event, now)
+	rs.lease(l.run, event, now)
 	if l.run.Version == 0 {
 		l.run.CreatedAt = now
 	}
@@ -237,10 +237,10 @@ func (e *Engine) save(ctx context.Context, tx storage.Tx, l *loaded, from record
 	if cp.BaseSeq == 0 {
 		l.base = &stateBase{seq: cp.Seq, state: s.full}
 	}
-	if err := e.auditCheckpoint(ctx, tx, cp, actor, event, detail); err != nil {
+	if err := rs.auditCheckpoint(ctx, tx, cp, actor, event, detail); err != nil {
 		return err
 	}
-	for _, h := range e.hooks {
+	for _, h := range rs.hooks {
 		if err := h.OnTransition(ctx, tx, Transition{Run: l.run, State: l.st, From: from, Event: event, Request: req}); err != nil {
 			return fmt.Errorf("%s hook of run %s: %w", event, l.run.ID, err)
 		}
@@ -252,21 +252,21 @@ func (e *Engine) save(ctx context.Context, tx storage.Tx, l *loaded, from record
 // checkpoint is encoded before the write, so that the write, which
 // concurrent Updates take turns in, only stores it. Nothing may change l.st
 // inside fn before save.
-func (e *Engine) writeCheckpoint(ctx context.Context, l *loaded, fn func(ctx context.Context, tx storage.Tx) error) error {
-	s, err := e.stage(l, e.now())
+func (rs *runs) writeCheckpoint(ctx context.Context, l *loaded, fn func(ctx context.Context, tx storage.Tx) error) error {
+	s, err := rs.stage(l, rs.now())
 	if err != nil {
 		return err
 	}
 	l.staged = s
 	defer func() { l.staged = nil }()
-	return e.write(ctx, l, fn)
+	return rs.write(ctx, l, fn)
 }
 
 // write runs fn, which saves l, in one Update, and notes whether it
 // committed: only then is l the run as stored.
-func (e *Engine) write(ctx context.Context, l *loaded, fn func(ctx context.Context, tx storage.Tx) error) error {
+func (rs *runs) write(ctx context.Context, l *loaded, fn func(ctx context.Context, tx storage.Tx) error) error {
 	l.committed = false
-	err := e.store.Update(ctx, fn)
+	err := rs.store.Update(ctx, fn)
 	l.committed = err == nil
 	return err
 }
@@ -275,7 +275,7 @@ func (e *Engine) write(ctx context.Context, l *loaded, fn func(ctx context.Conte
 // that workers leave it alone, and frees it when the run stops being active. A
 // valid lease of another owner is left in place: the compare-and-set on the
 // version is what fences writers, the lease only spares duplicate work.
-func (e *Engine) lease(r *record.Run, event record.Event, now time.Time) {
+func (rs *runs) lease(r *record.Run, event record.Event, now time.Time) {
 	// A decision (or a person's resolution) hands the run on: the decider
 	// (a click handler) does not execute, so the lease is left free for
 	// whichever worker comes first.
@@ -283,8 +283,8 @@ func (e *Engine) lease(r *record.Run, event record.Event, now time.Time) {
 		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 		return
 	}
-	if r.LeaseOwner == e.owner || !now.Before(r.LeaseUntil) {
-		r.LeaseOwner, r.LeaseUntil = e.owner, now.Add(e.ttl)
+	if r.LeaseOwner == rs.owner || !now.Before(r.LeaseUntil) {
+		r.LeaseOwner, r.LeaseUntil = rs.owner, now.Add(rs.ttl)
 	}
 }
 
@@ -308,7 +308,7 @@ func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, 
 	var l *loaded
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		l, err = e.loadHeld(ctx, tx, id, held, extra)
+		l, err = e.runs.loadHeld(ctx, tx, id, held, extra)
 		return err
 	})
 	var ie *IntegrityError

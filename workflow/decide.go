@@ -63,7 +63,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	// which names its problem as before.
 	var pre *loaded
 	if err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.loadWith(ctx, tx, in.RunID, storage.RunParts{Requests: true, Decisions: true})
+		l, err := e.runs.loadWith(ctx, tx, in.RunID, storage.RunParts{Requests: true, Decisions: true})
 		if err == nil {
 			// Read from the store as it stands: as good as a committed write.
 			l.committed, l.spare, pre = true, l.st, l
@@ -108,7 +108,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 
 func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *loaded, out **record.Run) error {
 	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.loadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
+		l, err := e.runs.loadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
 		if err != nil {
 			return err
 		}
@@ -416,7 +416,7 @@ func (e *Engine) apply(ctx context.Context, tx storage.Tx, l *loaded, req *recor
 	if err := tx.UpdateRequest(ctx, req); err != nil {
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
-	return e.save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, map[string]string{
+	return e.runs.save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, map[string]string{
 		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
 	}, req)
 }
@@ -523,7 +523,7 @@ func (e *Engine) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req *r
 			}
 		}
 	}
-	return e.save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
+	return e.runs.save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
 		"index": in.EditIndex, "args": json.RawMessage(p.edited), "fingerprint": p.gate.Fingerprint,
 		"status": l.run.Status, "via": in.Via,
 	}, next)
@@ -544,7 +544,7 @@ func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason
 	}
 	var run *record.Run
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.load(ctx, tx, id)
+		l, err := e.runs.load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -582,7 +582,7 @@ func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason
 		}
 		from := l.run.Status
 		l.run.Status, l.run.Reason = record.StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
-		if err := e.save(ctx, tx, l, from, record.EventCancelled, by.ID, map[string]string{"reason": reason}, req); err != nil {
+		if err := e.runs.save(ctx, tx, l, from, record.EventCancelled, by.ID, map[string]string{"reason": reason}, req); err != nil {
 			return err
 		}
 		run = l.run
@@ -613,7 +613,7 @@ func (e *Engine) outcome(ctx context.Context, id, actor string, err error) error
 // expire ends a waiting run whose deadline has passed.
 func (e *Engine) expire(ctx context.Context, id, actor string) error {
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.load(ctx, tx, id)
+		l, err := e.runs.load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -632,7 +632,7 @@ func (e *Engine) expire(ctx context.Context, id, actor string) error {
 		}
 		l.run.Status = record.StatusExpired
 		l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
-		return e.save(ctx, tx, l, record.StatusWaitingApproval, record.EventExpired, actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
+		return e.runs.save(ctx, tx, l, record.StatusWaitingApproval, record.EventExpired, actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
 	})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {

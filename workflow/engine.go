@@ -142,6 +142,8 @@ type Engine struct {
 	// looked, so that a run held for long is logged once, not every round.
 	heldMu sync.Mutex
 	held   map[string]string
+	// runs is the run transaction every transition goes through.
+	runs *runs
 }
 
 // New builds an engine.
@@ -204,6 +206,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.actions == nil {
 		e.actions = map[string]*ActionSpec{}
 	}
+	e.runs = &runs{store: e.store, in: e.in, clock: e.clock, owner: e.owner, ttl: e.ttl, hooks: e.hooks, log: e.log}
 	return e, nil
 }
 

@@ -89,8 +89,8 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	// Every action has its receipt but the run did not end with the last one:
 	// a store written by an older build, which ended a run in a commit of its own.
 	l.run.Status, l.run.Reason = record.StatusDone, ""
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return e.save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.st), nil)
+	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		return e.runs.save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.st), nil)
 	})
 	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
@@ -287,11 +287,11 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a record.Action, 
 		Status: record.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	setOpRecord(l.st, op)
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
-		return e.save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
+		return e.runs.save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
 		return nil // another worker got there first; the caller reloads
@@ -343,9 +343,9 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *record.Operation, a
 	// Counting the attempt also writes the run (compare-and-set on its version,
 	// lease renewed): a worker that lost the run to another cannot start a call.
 	// It is no event of its own.
-	e.lease(l.run, "", now)
+	e.runs.lease(l.run, "", now)
 	l.run.UpdatedAt = now
-	err := e.write(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err := e.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateRun(ctx, l.run); err != nil {
 			return err
 		}
@@ -469,7 +469,7 @@ func (e *Engine) park(ctx context.Context, l *loaded, at time.Time, why string) 
 	l.run.LeaseOwner, l.run.LeaseUntil = "", at
 	l.run.Reason = fmt.Sprintf("%s; asking the target again at %s", why, at.UTC().Format(time.RFC3339))
 	l.run.UpdatedAt = e.now()
-	err := e.write(ctx, l, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, l.run) })
+	err := e.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, l.run) })
 	if errors.Is(err, storage.ErrConflict) {
 		return nil // another moved the run on; the caller reloads
 	}
@@ -527,17 +527,17 @@ func (e *Engine) receipt(ctx context.Context, l *loaded, op *record.Operation, r
 	if last {
 		l.run.Status, l.run.Reason = record.StatusDone, ""
 	}
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
-		if err := e.save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": e.owner}, nil); err != nil {
+		if err := e.runs.save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": e.owner}, nil); err != nil {
 			return err
 		}
 		if !last {
 			return nil
 		}
-		return e.auditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", record.EventFinished, finishedDetail(l.st))
+		return e.runs.auditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", record.EventFinished, finishedDetail(l.st))
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		// Another worker moved the run on (our lease ran out while we were
@@ -586,11 +586,11 @@ func (e *Engine) stopOp(ctx context.Context, l *loaded, op *record.Operation, st
 	op.Status, op.Error, op.UpdatedAt = status, reason, e.now()
 	setOpRecord(l.st, op)
 	l.run.Status, l.run.Reason = record.StatusNeedsAttention, reason
-	err := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err := e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}
-		return e.save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
+		return e.runs.save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		return nil

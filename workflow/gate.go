@@ -17,8 +17,8 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from record.Status, act
 	st := l.st
 	if len(st.Actions) == 0 {
 		l.run.Status, l.run.Reason = record.StatusDone, "nothing to do: the proposal has no actions"
-		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return e.save(ctx, tx, l, from, record.EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
+		return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return e.runs.save(ctx, tx, l, from, record.EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	event := record.EventSubmitted
@@ -27,8 +27,8 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from record.Status, act
 		actions, evidence, err := e.normalise(st.Actions, st.Evidence)
 		if err != nil {
 			l.run.Status, l.run.Reason = record.StatusFailed, "invalid proposal: "+err.Error()
-			return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-				return e.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+			return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+				return e.runs.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
 		st.Actions, st.Evidence = actions, evidence
@@ -38,16 +38,16 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from record.Status, act
 		if !c.OK {
 			l.run.Status = record.StatusFailed
 			l.run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
-			return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-				return e.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+			return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+				return e.runs.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
 	}
 	gate, err := e.gate(ctx, st)
 	if err != nil {
 		l.run.Status, l.run.Reason = record.StatusNeedsAttention, "policy could not decide: "+err.Error()
-		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return e.save(ctx, tx, l, from, record.EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
+		return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return e.runs.save(ctx, tx, l, from, record.EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	st.Gate = gate
@@ -60,8 +60,8 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from record.Status, act
 		l.run.Deadline = *gate.Deadline
 		req = e.newRequest(l, gate)
 	}
-	return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return e.save(ctx, tx, l, from, event, actor, map[string]any{
+	return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		return e.runs.save(ctx, tx, l, from, event, actor, map[string]any{
 			"status": l.run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
 		}, req)
 	})

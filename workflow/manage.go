@@ -82,7 +82,7 @@ func days(d time.Duration) string {
 func (e *Engine) manage(ctx context.Context, id, actor string, event record.Event, change func(*loaded, *record.ApprovalRequest) (any, error)) (*record.Run, error) {
 	var run *record.Run
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.load(ctx, tx, id)
+		l, err := e.runs.load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (e *Engine) manage(ctx context.Context, id, actor string, event record.Even
 		if err := tx.UpdateRequest(ctx, req); err != nil {
 			return fmt.Errorf("update approval request %s: %w", req.ID, err)
 		}
-		if err := e.save(ctx, tx, l, l.run.Status, event, actor, detail, req); err != nil {
+		if err := e.runs.save(ctx, tx, l, l.run.Status, event, actor, detail, req); err != nil {
 			return err
 		}
 		run = l.run

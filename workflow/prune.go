@@ -143,7 +143,7 @@ func (r *PruneReport) add(p *PruneReport) {
 
 // pruneRun prunes one run in tx (in a dry run, counts what it would do).
 func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt PruneOptions, rep *PruneReport) error {
-	l, err := e.load(ctx, tx, id)
+	l, err := e.runs.load(ctx, tx, id)
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
 		rep.Skipped = append(rep.Skipped, ie)
@@ -222,7 +222,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 	if _, err := tx.DeleteDeliveredOutbox(ctx, id); err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
 	}
-	return e.auditCheckpoint(ctx, tx, cp, "signoff", record.EventPruned, map[string]any{
+	return e.runs.auditCheckpoint(ctx, tx, cp, "signoff", record.EventPruned, map[string]any{
 		"through_seq": rec.ThroughSeq, "states": states, "state_bytes": rec.StateBytes, "outbox": rec.Outbox,
 	})
 }

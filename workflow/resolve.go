@@ -55,7 +55,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 	}
 	var run *record.Run
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.loadWith(ctx, tx, in.RunID, storage.RunParts{Operations: true, Requests: true, Decisions: true})
+		l, err := e.runs.loadWith(ctx, tx, in.RunID, storage.RunParts{Operations: true, Requests: true, Decisions: true})
 		if err == nil {
 			// What a resolution marks done or sends again must be as sealed.
 			err = e.in.checkRun(ctx, tx, in.RunID, nil, l.more.Requests, l.more.Decisions, l.more.Operations)
@@ -81,7 +81,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 				return fmt.Errorf("record the resolution of %s: %w", op.Key, err)
 			}
 		}
-		if err := e.save(ctx, tx, l, record.StatusNeedsAttention, record.EventResolved, in.By.ID, detail, nil); err != nil {
+		if err := e.runs.save(ctx, tx, l, record.StatusNeedsAttention, record.EventResolved, in.By.ID, detail, nil); err != nil {
 			return err
 		}
 		run = l.run
@@ -239,7 +239,7 @@ func (e *Engine) abandonDamaged(ctx context.Context, tx storage.Tx, in ResolveIn
 	run.Status, run.Reason = record.StatusFailed, fmt.Sprintf("abandoned by %s: %s (its stored records are damaged: %s)", in.By.ID, in.Reason, ie.Problem)
 	run.LeaseOwner, run.LeaseUntil = "", time.Time{}
 	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via, "damage": ie.Problem}
-	if err := e.writeRow(ctx, tx, run, from, record.EventResolved, in.By.ID, detail); err != nil {
+	if err := e.runs.writeRow(ctx, tx, run, from, record.EventResolved, in.By.ID, detail); err != nil {
 		return nil, err
 	}
 	return run, nil

@@ -142,7 +142,7 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester r
 		st:  &record.State{SchemaVersion: record.SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
 	}
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		return e.save(ctx, tx, l, "", record.EventStarted, requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
+		return e.runs.save(ctx, tx, l, "", record.EventStarted, requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start run: %w", err)
@@ -337,11 +337,11 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 	if allCommitted(l.st) {
 		l.run.Status = record.StatusDone
 	}
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record what the target now says of %s: %w", op.Key, err)
 		}
-		return e.save(ctx, tx, l, record.StatusNeedsAttention, record.EventReconciled, "signoff", detail, nil)
+		return e.runs.save(ctx, tx, l, record.StatusNeedsAttention, record.EventReconciled, "signoff", detail, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		return true, nil // another moved it on; the caller reloads
@@ -384,27 +384,27 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 		l.st.StepFailures++
 		failures := l.st.StepFailures
 		if failures < maxStepFailures {
-			serr := e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-				return e.save(ctx, tx, l, record.StatusRunning, record.EventStepFailed, "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
+			serr := e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+				return e.runs.save(ctx, tx, l, record.StatusRunning, record.EventStepFailed, "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
 			})
 			return errors.Join(fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err), serr)
 		}
 		l.run.Status, l.run.Reason = record.StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
-		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return e.save(ctx, tx, l, record.StatusRunning, record.EventNeedsAttention, "signoff", map[string]string{"reason": l.run.Reason}, nil)
+		return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return e.runs.save(ctx, tx, l, record.StatusRunning, record.EventNeedsAttention, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	if err != nil {
 		l.run.Status, l.run.Reason = record.StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
-		return e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return e.save(ctx, tx, l, record.StatusRunning, record.EventFailed, "signoff", map[string]string{"reason": l.run.Reason}, nil)
+		return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return e.runs.save(ctx, tx, l, record.StatusRunning, record.EventFailed, "signoff", map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	l.st.StepFailures = 0
 	l.run.Step++
 	l.st.Proposed = done
-	err = e.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return e.save(ctx, tx, l, record.StatusRunning, record.EventStep, "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
+	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		return e.runs.save(ctx, tx, l, record.StatusRunning, record.EventStep, "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("checkpoint step %d of run %s: %w", l.run.Step, l.run.ID, err)

@@ -29,7 +29,7 @@ func (t *recordingTx) AppendAudit(context.Context, *record.AuditEvent, func(*rec
 // then, and made again when the run moved on in between: what is stored is
 // always the run as saved, chained to the checkpoint before it.
 func TestSaveStoresTheRunAsSaved(t *testing.T) {
-	e := &Engine{clock: SystemClock{}, owner: "test", ttl: time.Minute}
+	e := &Engine{clock: SystemClock{}, runs: &runs{clock: SystemClock{}, owner: "test", ttl: time.Minute}}
 	newRun := func() *loaded {
 		return &loaded{
 			run: &record.Run{ID: "run-1", Workflow: "proposal", Status: record.StatusExecuting},
@@ -43,7 +43,7 @@ func TestSaveStoresTheRunAsSaved(t *testing.T) {
 		{"unchanged", func(*loaded, *staged) {}},
 		{"status changed", func(l *loaded, _ *staged) { l.run.Status, l.run.Reason = record.StatusNeedsAttention, "stopped" }},
 		{"another checkpoint first", func(l *loaded, s *staged) {
-			if err := e.save(t.Context(), &recordingTx{}, l, record.StatusExecuting, record.EventStep, "test", nil, nil); err != nil {
+			if err := e.runs.save(t.Context(), &recordingTx{}, l, record.StatusExecuting, record.EventStep, "test", nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			l.staged = s // staged for the checkpoint just written
@@ -51,7 +51,7 @@ func TestSaveStoresTheRunAsSaved(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newRun()
-			s, err := e.stage(l, e.now())
+			s, err := e.runs.stage(l, e.now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func TestSaveStoresTheRunAsSaved(t *testing.T) {
 			tt.after(l, s)
 			prev := l.lastHash
 			tx := &recordingTx{}
-			if err := e.save(t.Context(), tx, l, record.StatusExecuting, record.EventStep, "test", nil, nil); err != nil {
+			if err := e.runs.save(t.Context(), tx, l, record.StatusExecuting, record.EventStep, "test", nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			if len(tx.saved) != 1 {

@@ -109,7 +109,7 @@ func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 // ViewIn is Get in a transaction the caller holds: a hook uses it to show
 // the run as the transition it is told about leaves it, before that commits.
 func (e *Engine) ViewIn(ctx context.Context, tx storage.Tx, id string) (*RunView, error) {
-	l, err := e.load(ctx, tx, id)
+	l, err := e.runs.load(ctx, tx, id)
 	var ie *IntegrityError
 	var v *RunView
 	if errors.As(err, &ie) {
@@ -444,7 +444,7 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by record.Perso
 		st: st,
 	}
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		return e.save(ctx, tx, l, "", record.EventForked, by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
+		return e.runs.save(ctx, tx, l, "", record.EventForked, by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork run %s at %d: %w", id, seq, err)

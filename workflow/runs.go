@@ -1,0 +1,26 @@
+package workflow
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/signoff-dev/signoff/storage"
+)
+
+// runs is the run transaction: it loads a run and verifies it, stages and
+// saves its next checkpoint with the run row and the audit event, keeps the
+// lease, and tells the hooks, all inside the one transaction of a
+// transition. Everything the engine does to a run goes through it, so one
+// owner decides what a transition writes.
+type runs struct {
+	store storage.Store // sealed and notifying
+	in    *integrity
+	clock Clock
+	owner string
+	ttl   time.Duration
+	hooks []Hook
+	log   *slog.Logger
+}
+
+// now is the time of a write, at the precision the store keeps.
+func (rs *runs) now() time.Time { return rs.clock.Now().UTC().Truncate(time.Millisecond) }
