@@ -36,9 +36,9 @@ func (rs *runs) appendAudit(ctx context.Context, tx storage.Tx, ev *record.Audit
 }
 
 // refuse records a refusal in the audit log (and nothing else) and returns it.
-func (e *Engine) refuse(ctx context.Context, actor string, r *record.RefusedError) error {
-	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		return e.runs.audit(ctx, tx, r.RunID, actor, record.EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
+func (rs *runs) refuse(ctx context.Context, actor string, r *record.RefusedError) error {
+	err := rs.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return rs.audit(ctx, tx, r.RunID, actor, record.EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
 	})
 	if err != nil {
 		return errors.Join(r, fmt.Errorf("record refusal: %w", err))
@@ -48,8 +48,8 @@ func (e *Engine) refuse(ctx context.Context, actor string, r *record.RefusedErro
 
 // attention puts a run in needs_attention with a reason, without a checkpoint when
 // its state cannot be trusted. A terminal run is left as it is.
-func (e *Engine) attention(ctx context.Context, id, reason string) error {
-	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+func (rs *runs) attention(ctx context.Context, id, reason string) error {
+	err := rs.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		run, err := tx.Run(ctx, id)
 		if err != nil {
 			return fmt.Errorf("load run %s: %w", id, err)
@@ -59,12 +59,12 @@ func (e *Engine) attention(ctx context.Context, id, reason string) error {
 		}
 		from := run.Status
 		run.Status, run.Reason = record.StatusNeedsAttention, reason
-		return e.runs.writeRow(ctx, tx, run, from, record.EventNeedsAttention, "signoff", map[string]string{"from": string(from), "reason": reason})
+		return rs.writeRow(ctx, tx, run, from, record.EventNeedsAttention, "signoff", map[string]string{"from": string(from), "reason": reason})
 	})
 	if err != nil {
 		return fmt.Errorf("put run %s in needs_attention: %w", id, err)
 	}
-	e.log.Warn("run needs attention", "run_id", id, "reason", reason)
+	rs.log.Warn("run needs attention", "run_id", id, "reason", reason)
 	return nil
 }
 

@@ -290,30 +290,30 @@ func (rs *runs) lease(r *record.Run, event record.Event, now time.Time) {
 
 // view loads a run in a read-only transaction; an integrity problem puts the run
 // in needs_attention and is returned.
-func (e *Engine) view(ctx context.Context, id string) (*loaded, error) {
-	return e.reload(ctx, id, nil)
+func (rs *runs) view(ctx context.Context, id string) (*loaded, error) {
+	return rs.reload(ctx, id, nil)
 }
 
 // reload is view for a run this engine may hold from its own last write
 // (held, or nil; see loadHeld). Writes still compare-and-set the version, so
 // a held run never wins a write it should not.
-func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, error) {
+func (rs *runs) reload(ctx context.Context, id string, held *loaded) (*loaded, error) {
 	// What executing the run will read next comes in the same round trip:
 	// its operations, and with keys what is checked before a call.
 	var extra storage.RunParts
 	if held == nil || held.run.Status == record.StatusExecuting {
 		extra.Operations = true
-		extra.Requests, extra.Decisions, extra.Audit = e.in.keys != nil, e.in.keys != nil, e.in.keys != nil
+		extra.Requests, extra.Decisions, extra.Audit = rs.in.keys != nil, rs.in.keys != nil, rs.in.keys != nil
 	}
 	var l *loaded
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := rs.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		l, err = e.runs.loadHeld(ctx, tx, id, held, extra)
+		l, err = rs.loadHeld(ctx, tx, id, held, extra)
 		return err
 	})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		if aerr := e.attention(ctx, id, ie.Error()); aerr != nil {
+		if aerr := rs.attention(ctx, id, ie.Error()); aerr != nil {
 			return nil, errors.Join(err, aerr)
 		}
 		return nil, err
@@ -321,9 +321,9 @@ func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, 
 	return l, err
 }
 
-func (e *Engine) getRun(ctx context.Context, id string) (*record.Run, error) {
+func (rs *runs) getRun(ctx context.Context, id string) (*record.Run, error) {
 	var run *record.Run
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := rs.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		run, err = tx.Run(ctx, id)
 		return err

@@ -41,7 +41,7 @@ type DecideInput struct {
 func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error) {
 	actor := in.Approver.ID
 	if err := validateDecision(in); err != nil {
-		return nil, e.refuse(ctx, actor, err)
+		return nil, e.runs.refuse(ctx, actor, err)
 	}
 	role, hasRole, err := e.dir.RoleOf(ctx, actor)
 	if err != nil {
@@ -52,7 +52,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 		if edit, err = e.prepareEdit(ctx, in); err != nil {
 			var r *record.RefusedError
 			if errors.As(err, &r) {
-				return nil, e.refuse(ctx, actor, r)
+				return nil, e.runs.refuse(ctx, actor, r)
 			}
 			return nil, err
 		}
@@ -92,9 +92,9 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 				return nil, errors.Join(r, xerr)
 			}
 		}
-		return nil, e.refuse(ctx, actor, r)
+		return nil, e.runs.refuse(ctx, actor, r)
 	case errors.As(err, &ie):
-		if aerr := e.attention(ctx, in.RunID, ie.Error()); aerr != nil {
+		if aerr := e.runs.attention(ctx, in.RunID, ie.Error()); aerr != nil {
 			return nil, errors.Join(err, aerr)
 		}
 		return nil, &record.RefusedError{Code: record.CodeIntegrity, RunID: in.RunID, Msg: "stored state failed its integrity check; the run needs attention: " + ie.Problem}
@@ -446,7 +446,7 @@ type preparedEdit struct {
 }
 
 func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit, error) {
-	l, err := e.view(ctx, in.RunID)
+	l, err := e.runs.view(ctx, in.RunID)
 	if err != nil {
 		return nil, err
 	}
@@ -533,10 +533,10 @@ func (e *Engine) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req *r
 // so may anyone holding the role its approval needs.
 func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason string) (*record.Run, error) {
 	if by.ID == "" || reason == "" {
-		return nil, e.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "cancel needs who and a reason"))
+		return nil, e.runs.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "cancel needs who and a reason"))
 	}
 	if field := badText(map[string]string{"run id": id, "who": by.ID, "reason": reason}); field != "" {
-		return nil, e.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field))
+		return nil, e.runs.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field))
 	}
 	role, hasRole, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
@@ -600,9 +600,9 @@ func (e *Engine) outcome(ctx context.Context, id, actor string, err error) error
 	case err == nil:
 		return nil
 	case errors.As(err, &r):
-		return e.refuse(ctx, actor, r)
+		return e.runs.refuse(ctx, actor, r)
 	case errors.As(err, &ie):
-		if aerr := e.attention(ctx, id, ie.Error()); aerr != nil {
+		if aerr := e.runs.attention(ctx, id, ie.Error()); aerr != nil {
 			return errors.Join(err, aerr)
 		}
 		return err
@@ -636,7 +636,7 @@ func (e *Engine) expire(ctx context.Context, id, actor string) error {
 	})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		return e.attention(ctx, id, ie.Error())
+		return e.runs.attention(ctx, id, ie.Error())
 	}
 	if err != nil {
 		return fmt.Errorf("expire run %s: %w", id, err)

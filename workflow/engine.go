@@ -144,6 +144,8 @@ type Engine struct {
 	held   map[string]string
 	// runs is the run transaction every transition goes through.
 	runs *runs
+	// exec carries out approved operations.
+	exec *execution
 }
 
 // New builds an engine.
@@ -207,6 +209,8 @@ func New(cfg Config) (*Engine, error) {
 		e.actions = map[string]*ActionSpec{}
 	}
 	e.runs = &runs{store: e.store, in: e.in, clock: e.clock, owner: e.owner, ttl: e.ttl, hooks: e.hooks, log: e.log}
+	e.exec = &execution{runs: e.runs, store: e.store, in: e.in, actions: e.actions, log: e.log, fail: e.fail,
+		execN: e.execN, backoff: e.backoff, owner: e.owner, ttl: e.ttl, published: e.published}
 	return e, nil
 }
 

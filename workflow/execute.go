@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,25 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
+
+// execution carries out an approved run's operations, as River's job
+// executor does a job: intent before effect, the call under its idempotency
+// key, the lookup that reconciles an unknown outcome, the receipt after the
+// effect, and parking a run whose target asks to wait. Its dependencies are
+// explicit; it holds no run between calls.
+type execution struct {
+	runs      *runs
+	store     storage.Store
+	in        *integrity
+	actions   map[string]*ActionSpec
+	log       *slog.Logger
+	fail      func(string)
+	execN     int
+	backoff   func(int) time.Duration
+	owner     string
+	ttl       time.Duration
+	published func() (Anchor, bool)
+}
 
 // OperationKey is the idempotency key of a run's action: stable across crashes and
 // resumes, so a retry can never become a second effect.
@@ -29,7 +49,7 @@ func CallFor(key string, a record.Action) Call {
 
 // executeNext advances an executing run by one write boundary; the caller loads
 // the run again to see where it stands.
-func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
+func (x *execution) executeNext(ctx context.Context, l *loaded) error {
 	id := l.run.ID
 	// Why the run was parked (see park) is over: the next write says what
 	// became of it.
@@ -37,21 +57,21 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 	// Re-hash the stored arguments and compare them with the approved fingerprint
 	// right before any call: what runs is exactly what was approved.
 	if l.st.Gate == nil {
-		return e.attention(ctx, id, "the run is executing without a policy decision")
+		return x.runs.attention(ctx, id, "the run is executing without a policy decision")
 	}
 	fp, err := fingerprintOf(l.st, l.st.Gate.Risk, l.st.Gate.PolicyRevision)
 	if err != nil || fp != l.st.Gate.Fingerprint || fp != l.run.Fingerprint {
-		return e.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
+		return x.runs.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
 	}
 	ops := l.more.Operations
-	if l.read.Operations && e.in.headKnown() {
-		err = e.in.checkRun(ctx, nil, id, nil, nil, nil, ops)
+	if l.read.Operations && x.in.headKnown() {
+		err = x.in.checkRun(ctx, nil, id, nil, nil, nil, ops)
 	} else {
-		ops, err = e.operations(ctx, id)
+		ops, err = x.operations(ctx, id)
 	}
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		return e.attention(ctx, id, ie.Error()+"; nothing was sent")
+		return x.runs.attention(ctx, id, ie.Error()+"; nothing was sent")
 	}
 	if err != nil {
 		return fmt.Errorf("load operations of run %s: %w", id, err)
@@ -64,52 +84,52 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 		op := byIndex[i]
 		switch {
 		case op == nil:
-			spec, ok := e.actions[a.Name]
+			spec, ok := x.actions[a.Name]
 			if !ok {
-				return e.attention(ctx, id, fmt.Sprintf("no executor for action %q in this build", a.Name))
+				return x.runs.attention(ctx, id, fmt.Sprintf("no executor for action %q in this build", a.Name))
 			}
-			if err := e.checkApproval(ctx, l); err != nil {
+			if err := x.checkApproval(ctx, l); err != nil {
 				return err
 			}
-			return e.intend(ctx, l, i, a, spec)
+			return x.intend(ctx, l, i, a, spec)
 		case op.Status == record.OpCommitted:
 			continue
 		case op.Status == record.OpPending:
 			if problem := intentMismatch(op, i, a); problem != "" {
-				return e.attention(ctx, id, problem)
+				return x.runs.attention(ctx, id, problem)
 			}
-			if err := e.checkApproval(ctx, l); err != nil {
+			if err := x.checkApproval(ctx, l); err != nil {
 				return err
 			}
-			return e.perform(ctx, l, op, a)
+			return x.perform(ctx, l, op, a)
 		default:
-			return e.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
+			return x.runs.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
 		}
 	}
 	// Every action has its receipt but the run did not end with the last one:
 	// a store written by an older build, which ended a run in a commit of its own.
 	l.run.Status, l.run.Reason = record.StatusDone, ""
-	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return e.runs.save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.st), nil)
+	err = x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		return x.runs.save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.st), nil)
 	})
 	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
 	}
 	if err == nil {
-		e.log.Info("run finished", "run_id", id, "status", string(record.StatusDone), "operations", len(l.st.Actions))
+		x.log.Info("run finished", "run_id", id, "status", string(record.StatusDone), "operations", len(l.st.Actions))
 	}
 	return nil
 }
 
 // operations reads a run's operations and checks their seals.
-func (e *Engine) operations(ctx context.Context, id string) ([]*record.Operation, error) {
+func (x *execution) operations(ctx context.Context, id string) ([]*record.Operation, error) {
 	var ops []*record.Operation
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := x.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		if ops, err = tx.Operations(ctx, id); err != nil {
 			return err
 		}
-		return e.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
+		return x.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
 	})
 	return ops, err
 }
@@ -118,16 +138,16 @@ func (e *Engine) operations(ctx context.Context, id string) ([]*record.Operation
 // approved and by whom (the requests and decisions) and of the run's audit
 // events: a change behind the engine's back hands the run to a person. It
 // uses what was loaded with the run, in the same transaction, when it was.
-func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
+func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
 	// The anchor published is read before the store is: it was published
 	// after it committed, so the store read next holds it.
 	var pub *Anchor
-	if e.published != nil {
-		if a, ok := e.published(); ok && !a.Event && a.Seq > 0 {
+	if x.published != nil {
+		if a, ok := x.published(); ok && !a.Event && a.Seq > 0 {
 			pub = &a
 		}
 	}
-	if e.in.keys == nil && pub == nil {
+	if x.in.keys == nil && pub == nil {
 		return nil
 	}
 	id := l.run.ID
@@ -152,23 +172,23 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 				return err
 			}
 		}
-		if err := e.in.checkRun(ctx, tx, id, nil, b.Requests, b.Decisions, nil); err != nil {
+		if err := x.in.checkRun(ctx, tx, id, nil, b.Requests, b.Decisions, nil); err != nil {
 			return err
 		}
-		if err := e.in.checkAuditOf(ctx, tx, id, b.Audit, b.AuditHead); err != nil {
+		if err := x.in.checkAuditOf(ctx, tx, id, b.Audit, b.AuditHead); err != nil {
 			return err
 		}
-		return e.checkPublished(ctx, tx, id, b.Audit, pub)
+		return x.checkPublished(ctx, tx, id, b.Audit, pub)
 	}
 	var err error
-	if l.read.Requests && l.read.Decisions && l.read.Audit && e.in.headKnown() && pub == nil {
+	if l.read.Requests && l.read.Decisions && l.read.Audit && x.in.headKnown() && pub == nil {
 		err = check(ctx, nil)
 	} else {
-		err = e.store.View(ctx, check)
+		err = x.store.View(ctx, check)
 	}
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		return e.attention(ctx, id, ie.Error()+"; nothing was sent")
+		return x.runs.attention(ctx, id, ie.Error()+"; nothing was sent")
 	}
 	if err != nil {
 		return fmt.Errorf("check the approval of run %s: %w", id, err)
@@ -183,7 +203,7 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 // unchanged: a rewrite of what the anchor covers is caught before the run
 // sends anything. Runs whose events came after the newest anchor are
 // covered by the seals alone until the next one (see Anchor).
-func (e *Engine) checkPublished(ctx context.Context, tx storage.Tx, runID string, evs []*record.AuditEvent, pub *Anchor) error {
+func (x *execution) checkPublished(ctx context.Context, tx storage.Tx, runID string, evs []*record.AuditEvent, pub *Anchor) error {
 	if pub == nil || tx == nil || pub.Event || pub.Seq == 0 {
 		return nil
 	}
@@ -276,22 +296,22 @@ func short(digest string) string {
 // renews the run's lease (compare-and-set on its version): a worker that lost
 // the run cannot start the call. A crash after it leaves a pending operation
 // whose attempt has no outcome, so the next worker asks the target first.
-func (e *Engine) intend(ctx context.Context, l *loaded, i int, a record.Action, spec *ActionSpec) error {
+func (x *execution) intend(ctx context.Context, l *loaded, i int, a record.Action, spec *ActionSpec) error {
 	digest, err := jsonvalue.Digest(a.Args)
 	if err != nil {
 		return fmt.Errorf("digest arguments of action %d: %w", i+1, err)
 	}
-	now := e.now()
+	now := x.runs.now()
 	op := &record.Operation{
 		Key: OperationKey(l.run.ID, i), RunID: l.run.ID, Index: i, Action: a.Name, ArgsDigest: digest,
 		Status: record.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	setOpRecord(l.st, op)
-	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err = x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
-		return e.runs.save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
+		return x.runs.save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
 		return nil // another worker got there first; the caller reloads
@@ -299,29 +319,29 @@ func (e *Engine) intend(ctx context.Context, l *loaded, i int, a record.Action, 
 	if err != nil {
 		return err
 	}
-	e.fail("after-intent")
-	return e.call(ctx, l, op, a, spec)
+	x.fail("after-intent")
+	return x.call(ctx, l, op, a, spec)
 }
 
 // perform runs (or reconciles) a pending operation. A pending operation may have
 // reached the target before a crash, so the target is asked first whenever an
 // attempt was already made; only a proven "did not happen" sends it again, and
 // always with the same key.
-func (e *Engine) perform(ctx context.Context, l *loaded, op *record.Operation, a record.Action) error {
-	spec, ok := e.actions[a.Name]
+func (x *execution) perform(ctx context.Context, l *loaded, op *record.Operation, a record.Action) error {
+	spec, ok := x.actions[a.Name]
 	if !ok {
-		return e.attention(ctx, l.run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
+		return x.runs.attention(ctx, l.run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
 	}
 	if op.Attempts > 0 {
-		rc, found, err := e.lookup(ctx, spec.Executor, op.Key)
+		rc, found, err := x.lookup(ctx, spec.Executor, op.Key)
 		if isCtxErr(ctx.Err()) {
 			return ctx.Err() // stopping, not unprovable: the next worker asks again
 		}
 		if err != nil {
-			return e.unanswered(ctx, l, op, spec, err)
+			return x.unanswered(ctx, l, op, spec, err)
 		}
 		if found {
-			return e.receipt(ctx, l, op, rc, record.EventReconciled)
+			return x.receipt(ctx, l, op, rc, record.EventReconciled)
 		}
 		// An attempt whose failure came back (op.Error) counts against the
 		// budget. One with no outcome recorded was cut short by a crash
@@ -329,8 +349,8 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *record.Operation, a
 		// it is made again under its own number, so that attempts count what
 		// may have reached the target.
 		if op.Error != "" {
-			if op.Attempts >= e.execN {
-				return e.failOp(ctx, l, op, fmt.Sprintf("%s did not happen after %d attempts", op.Key, op.Attempts))
+			if op.Attempts >= x.execN {
+				return x.failOp(ctx, l, op, fmt.Sprintf("%s did not happen after %d attempts", op.Key, op.Attempts))
 			}
 			op.Attempts++
 		}
@@ -338,14 +358,14 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *record.Operation, a
 		op.Attempts = 1 // an intent recorded without its attempt, by an older build
 	}
 	op.Error = ""
-	now := e.now()
+	now := x.runs.now()
 	op.UpdatedAt = now
 	// Counting the attempt also writes the run (compare-and-set on its version,
 	// lease renewed): a worker that lost the run to another cannot start a call.
 	// It is no event of its own.
-	e.runs.lease(l.run, "", now)
+	x.runs.lease(l.run, "", now)
 	l.run.UpdatedAt = now
-	err := e.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err := x.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateRun(ctx, l.run); err != nil {
 			return err
 		}
@@ -357,16 +377,16 @@ func (e *Engine) perform(ctx context.Context, l *loaded, op *record.Operation, a
 	if err != nil {
 		return fmt.Errorf("count attempt of %s: %w", op.Key, err)
 	}
-	return e.call(ctx, l, op, a, spec)
+	return x.call(ctx, l, op, a, spec)
 }
 
 // call makes the attempt that op's last commit counted, and records what came
 // of it.
-func (e *Engine) call(ctx context.Context, l *loaded, op *record.Operation, a record.Action, spec *ActionSpec) error {
+func (x *execution) call(ctx context.Context, l *loaded, op *record.Operation, a record.Action, spec *ActionSpec) error {
 	// The call must end inside the lease, or another worker may reconcile while
 	// it is still in flight. A call cut short has an unknown outcome and is
 	// reconciled like any other.
-	callCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
+	callCtx, cancel := context.WithTimeout(ctx, x.ttl/2)
 	defer cancel()
 	var rc record.Receipt
 	var err error
@@ -379,36 +399,36 @@ func (e *Engine) call(ctx context.Context, l *loaded, op *record.Operation, a re
 		rc, err = spec.Executor.Execute(callCtx, op.Key, a)
 	}
 	if err == nil {
-		e.fail("after-effect")
-		return e.receipt(ctx, l, op, rc, record.EventExecuted)
+		x.fail("after-effect")
+		return x.receipt(ctx, l, op, rc, record.EventExecuted)
 	}
 	switch Classify(err) {
 	case ClassPermanent:
-		return e.failOp(ctx, l, op, "refused by the target: "+err.Error())
+		return x.failOp(ctx, l, op, "refused by the target: "+err.Error())
 	case ClassTransient:
-		if op.Attempts >= e.execN {
-			return e.failOp(ctx, l, op, fmt.Sprintf("the target kept failing after %d attempts: %v", op.Attempts, err))
+		if op.Attempts >= x.execN {
+			return x.failOp(ctx, l, op, fmt.Sprintf("the target kept failing after %d attempts: %v", op.Attempts, err))
 		}
-		e.log.Warn("transient failure, retrying with the same key", "run_id", l.run.ID, "key", op.Key, "attempt", op.Attempts, "error", e.hideIn(l.st.Actions, err.Error()))
-		if err := e.attemptFailed(ctx, op, "the target failed: "+err.Error()); err != nil {
+		x.log.Warn("transient failure, retrying with the same key", "run_id", l.run.ID, "key", op.Key, "attempt", op.Attempts, "error", hideIn(x.actions, l.st.Actions, err.Error()))
+		if err := x.attemptFailed(ctx, op, "the target failed: "+err.Error()); err != nil {
 			return err
 		}
 		// The wait is spent parked, not here: the worker goes on to other runs.
-		at := e.now().Add(max(e.backoff(op.Attempts), retryAfterOf(err)))
-		return e.park(ctx, l, at, fmt.Sprintf("%s failed (attempt %d of %d): %v", op.Key, op.Attempts, e.execN, err))
+		at := x.runs.now().Add(max(x.backoff(op.Attempts), retryAfterOf(err)))
+		return x.park(ctx, l, at, fmt.Sprintf("%s failed (attempt %d of %d): %v", op.Key, op.Attempts, x.execN, err))
 	default:
 		// Outcome unknown: the next round asks the target before anything else.
-		e.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", e.hideIn(l.st.Actions, err.Error()))
-		return e.attemptFailed(ctx, op, "outcome unknown: "+err.Error())
+		x.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", hideIn(x.actions, l.st.Actions, err.Error()))
+		return x.attemptFailed(ctx, op, "outcome unknown: "+err.Error())
 	}
 }
 
 // attemptFailed records that op's attempt came back without a receipt, so
 // that the next round, after asking the target, counts it against the budget.
 // A conflict means another worker moved the operation on; the caller reloads.
-func (e *Engine) attemptFailed(ctx context.Context, op *record.Operation, problem string) error {
-	op.Error, op.UpdatedAt = problem, e.now()
-	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOperation(ctx, op) })
+func (x *execution) attemptFailed(ctx context.Context, op *record.Operation, problem string) error {
+	op.Error, op.UpdatedAt = problem, x.runs.now()
+	err := x.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOperation(ctx, op) })
 	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("record the failed attempt of %s: %w", op.Key, err)
 	}
@@ -417,8 +437,8 @@ func (e *Engine) attemptFailed(ctx context.Context, op *record.Operation, proble
 
 // lookup asks the target once whether key happened. Asking only reads, so
 // repeating it is harmless.
-func (e *Engine) lookup(ctx context.Context, ex Executor, key string) (record.Receipt, bool, error) {
-	lookupCtx, cancel := context.WithTimeout(ctx, e.ttl/2)
+func (x *execution) lookup(ctx context.Context, ex Executor, key string) (record.Receipt, bool, error) {
+	lookupCtx, cancel := context.WithTimeout(ctx, x.ttl/2)
 	defer cancel()
 	return ex.Lookup(lookupCtx, key)
 }
@@ -438,26 +458,26 @@ const maxLookupWait = time.Minute
 // asked again later (at the wait the target asked for, or a backoff that
 // grows with the time spent); then, or at once for an answer the target
 // calls final, the outcome is unprovable and a person must look.
-func (e *Engine) unanswered(ctx context.Context, l *loaded, op *record.Operation, spec *ActionSpec, err error) error {
-	now, since, within := e.now(), op.UpdatedAt, spec.reconcileWithin()
+func (x *execution) unanswered(ctx context.Context, l *loaded, op *record.Operation, spec *ActionSpec, err error) error {
+	now, since, within := x.runs.now(), op.UpdatedAt, spec.reconcileWithin()
 	if Classify(err) == ClassPermanent {
-		return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
+		return x.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
 	}
 	end := since.Add(within)
 	if !now.Before(end) {
-		return e.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: the target did not say within %s: %v", op.Key, within, err))
+		return x.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: the target did not say within %s: %v", op.Key, within, err))
 	}
 	wait := retryAfterOf(err)
 	if wait == 0 {
-		wait = min(max(e.backoff(1), now.Sub(since)/2), maxLookupWait)
+		wait = min(max(x.backoff(1), now.Sub(since)/2), maxLookupWait)
 	}
 	// The last ask is made when the budget ends, not after.
 	at := now.Add(wait)
 	if at.After(end) {
 		at = end
 	}
-	e.log.Warn("the target cannot say yet whether the operation happened; asking again later", "run_id", l.run.ID, "key", op.Key, "at", at, "error", e.hideIn(l.st.Actions, err.Error()))
-	return e.park(ctx, l, at, fmt.Sprintf("the target cannot say yet whether %s happened (%v)", op.Key, err))
+	x.log.Warn("the target cannot say yet whether the operation happened; asking again later", "run_id", l.run.ID, "key", op.Key, "at", at, "error", hideIn(x.actions, l.st.Actions, err.Error()))
+	return x.park(ctx, l, at, fmt.Sprintf("the target cannot say yet whether %s happened (%v)", op.Key, err))
 }
 
 // park frees the run until at: nobody holds its lease, and no worker claims
@@ -465,18 +485,18 @@ func (e *Engine) unanswered(ctx context.Context, l *loaded, op *record.Operation
 // target asking for time holds up no other run and no worker. The run's
 // reason says why and when meanwhile (see ParkedUntil); the next write that
 // moves the run on clears it.
-func (e *Engine) park(ctx context.Context, l *loaded, at time.Time, why string) error {
+func (x *execution) park(ctx context.Context, l *loaded, at time.Time, why string) error {
 	l.run.LeaseOwner, l.run.LeaseUntil = "", at
 	l.run.Reason = fmt.Sprintf("%s; asking the target again at %s", why, at.UTC().Format(time.RFC3339))
-	l.run.UpdatedAt = e.now()
-	err := e.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, l.run) })
+	l.run.UpdatedAt = x.runs.now()
+	err := x.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, l.run) })
 	if errors.Is(err, storage.ErrConflict) {
 		return nil // another moved the run on; the caller reloads
 	}
 	if err != nil {
 		return fmt.Errorf("park run %s until %s: %w", l.run.ID, at.UTC().Format(time.RFC3339), err)
 	}
-	e.fail("after-park")
+	x.fail("after-park")
 	return nil
 }
 
@@ -515,44 +535,44 @@ func approvers(st *record.State) []string {
 
 // receipt records the proof of an operation. The run is advanced by the next
 // round, so that a crash between the two leaves a receipt and nothing to redo.
-func (e *Engine) receipt(ctx context.Context, l *loaded, op *record.Operation, rc record.Receipt, how record.Event) error {
+func (x *execution) receipt(ctx context.Context, l *loaded, op *record.Operation, rc record.Receipt, how record.Event) error {
 	body, err := json.Marshal(rc)
 	if err != nil {
 		return fmt.Errorf("encode receipt of %s: %w", op.Key, err)
 	}
-	op.Status, op.Receipt, op.Error, op.UpdatedAt = record.OpCommitted, body, "", e.now()
+	op.Status, op.Receipt, op.Error, op.UpdatedAt = record.OpCommitted, body, "", x.runs.now()
 	setOpRecord(l.st, op)
 	// The last receipt ends the run in the same commit.
 	last := allCommitted(l.st)
 	if last {
 		l.run.Status, l.run.Reason = record.StatusDone, ""
 	}
-	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err = x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
-		if err := e.runs.save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": e.owner}, nil); err != nil {
+		if err := x.runs.save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil); err != nil {
 			return err
 		}
 		if !last {
 			return nil
 		}
-		return e.runs.auditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", record.EventFinished, finishedDetail(l.st))
+		return x.runs.auditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", record.EventFinished, finishedDetail(l.st))
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		// Another worker moved the run on (our lease ran out while we were
 		// away): our write is refused, and the reload shows what it did.
-		e.log.Warn("late write refused: the run moved on without us", "run_id", l.run.ID, "key", op.Key, "owner", e.owner)
+		x.log.Warn("late write refused: the run moved on without us", "run_id", l.run.ID, "key", op.Key, "owner", x.owner)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	e.log.Info("action executed", "run_id", l.run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
+	x.log.Info("action executed", "run_id", l.run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
 	if last {
-		e.log.Info("run finished", "run_id", l.run.ID, "status", string(record.StatusDone), "operations", len(l.st.Actions))
+		x.log.Info("run finished", "run_id", l.run.ID, "status", string(record.StatusDone), "operations", len(l.st.Actions))
 	}
-	e.fail("after-receipt")
+	x.fail("after-receipt")
 	return nil
 }
 
@@ -572,31 +592,31 @@ func finishedDetail(st *record.State) map[string]int {
 }
 
 // failOp records that an operation did not happen and hands the run to a person.
-func (e *Engine) failOp(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
-	return e.stopOp(ctx, l, op, record.OpFailed, reason)
+func (x *execution) failOp(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
+	return x.stopOp(ctx, l, op, record.OpFailed, reason)
 }
 
 // unprovable records that nobody can tell whether an operation happened. The
 // run is never called cancelled or failed: a person must look at the target.
-func (e *Engine) unprovable(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
-	return e.stopOp(ctx, l, op, record.OpUnknown, reason)
+func (x *execution) unprovable(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
+	return x.stopOp(ctx, l, op, record.OpUnknown, reason)
 }
 
-func (e *Engine) stopOp(ctx context.Context, l *loaded, op *record.Operation, status record.OpStatus, reason string) error {
-	op.Status, op.Error, op.UpdatedAt = status, reason, e.now()
+func (x *execution) stopOp(ctx context.Context, l *loaded, op *record.Operation, status record.OpStatus, reason string) error {
+	op.Status, op.Error, op.UpdatedAt = status, reason, x.runs.now()
 	setOpRecord(l.st, op)
 	l.run.Status, l.run.Reason = record.StatusNeedsAttention, reason
-	err := e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err := x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}
-		return e.runs.save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
+		return x.runs.save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		return nil
 	}
 	if err == nil {
-		e.log.Warn("run needs attention", "run_id", l.run.ID, "key", op.Key, "reason", e.hideIn(l.st.Actions, reason))
+		x.log.Warn("run needs attention", "run_id", l.run.ID, "key", op.Key, "reason", hideIn(x.actions, l.st.Actions, reason))
 	}
 	return err
 }

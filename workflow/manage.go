@@ -14,7 +14,7 @@ import (
 // role the rule needs; who reassigns must hold it too (or be the requester).
 func (e *Engine) Reassign(ctx context.Context, id string, by, to record.Person) (*record.Run, error) {
 	if by.ID == "" || to.ID == "" {
-		return nil, e.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "reassign needs who reassigns and to whom"))
+		return nil, e.runs.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "reassign needs who reassigns and to whom"))
 	}
 	byRole, byOK, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
@@ -45,7 +45,7 @@ func (e *Engine) Reassign(ctx context.Context, id string, by, to record.Person) 
 // longer than MaxRequestLifetime from when it was made.
 func (e *Engine) Extend(ctx context.Context, id string, by record.Person, d time.Duration) (*record.Run, error) {
 	if by.ID == "" || d <= 0 || d > e.maxLife {
-		return nil, e.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "extend needs who extends and a duration between 1s and %s", days(e.maxLife)))
+		return nil, e.runs.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "extend needs who extends and a duration between 1s and %s", days(e.maxLife)))
 	}
 	role, ok, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {

@@ -117,11 +117,11 @@ func (e *Engine) Redacted(v *RunView) *RunView { return RedactedView(v, e.Action
 
 // hideIn is text (a target's error, for the log) with what the redact:
 // fields of actions hold hidden, as RedactedView hides it.
-func (e *Engine) hideIn(actions []record.Action, text string) string {
+func hideIn(specs map[string]*ActionSpec, actions []record.Action, text string) string {
 	h := &hider{}
 	for _, a := range actions {
 		var shown json.RawMessage
-		if spec, ok := e.actions[a.Name]; ok {
+		if spec, ok := specs[a.Name]; ok {
 			shown, _ = spec.Redacted(a.Args)
 		}
 		if shown == nil {

@@ -41,7 +41,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 	receipt, err := checkResolveInput(&in)
 	var r *record.RefusedError
 	if errors.As(err, &r) {
-		return nil, e.refuse(ctx, in.By.ID, r)
+		return nil, e.runs.refuse(ctx, in.By.ID, r)
 	}
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 		return nil, fmt.Errorf("resolve role of %s: %w", in.By.ID, err)
 	}
 	if need := e.resolverRole(); !ok || !e.roles.AtLeast(role, need) {
-		return nil, e.refuse(ctx, in.By.ID, refused(record.CodeNoRole, in.RunID, "only someone with role %s or above may resolve a run that needs attention", need))
+		return nil, e.runs.refuse(ctx, in.By.ID, refused(record.CodeNoRole, in.RunID, "only someone with role %s or above may resolve a run that needs attention", need))
 	}
 	var run *record.Run
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {

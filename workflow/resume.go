@@ -190,14 +190,14 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*recor
 	var held *loaded
 	asked := false // recheck is made once per resume
 	for {
-		l, err := e.reload(ctx, id, held)
+		l, err := e.runs.reload(ctx, id, held)
 		if err != nil {
 			if record.IsRefused(err) {
 				return nil, err
 			}
 			var ie *IntegrityError
 			if errors.As(err, &ie) {
-				return e.getRun(ctx, id)
+				return e.runs.getRun(ctx, id)
 			}
 			return nil, err
 		}
@@ -296,10 +296,10 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 	if l.st.Status != record.StatusNeedsAttention {
 		return false, nil // stopped without a checkpoint: not over an outcome
 	}
-	ops, err := e.operations(ctx, id)
+	ops, err := e.exec.operations(ctx, id)
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		return false, e.attention(ctx, id, ie.Error()+"; nothing was asked")
+		return false, e.runs.attention(ctx, id, ie.Error()+"; nothing was asked")
 	}
 	if err != nil {
 		return false, fmt.Errorf("load operations of run %s: %w", id, err)
@@ -312,7 +312,7 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 	if !ok {
 		return false, nil
 	}
-	rc, found, err := e.lookup(ctx, spec.Executor, op.Key)
+	rc, found, err := e.exec.lookup(ctx, spec.Executor, op.Key)
 	if err != nil {
 		e.log.Info("the outcome still cannot be proven", "run_id", id, "key", op.Key, "error", err)
 		return false, nil
@@ -358,7 +358,7 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 func (e *Engine) step(ctx context.Context, l *loaded) error {
 	agent, ok := e.agents[l.run.Workflow]
 	if !ok {
-		return e.attention(ctx, l.run.ID, fmt.Sprintf("unknown workflow %q: this build cannot continue it", l.run.Workflow))
+		return e.runs.attention(ctx, l.run.ID, fmt.Sprintf("unknown workflow %q: this build cannot continue it", l.run.Workflow))
 	}
 	before, err := EncodeState(l.st)
 	if err != nil {
@@ -426,5 +426,5 @@ func (e *Engine) executeAlone(ctx context.Context, l *loaded) (ran bool, err err
 		return false, nil
 	}
 	defer e.executing.Delete(l.run.ID)
-	return true, e.executeNext(ctx, l)
+	return true, e.exec.executeNext(ctx, l)
 }
