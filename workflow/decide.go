@@ -455,11 +455,11 @@ func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit
 	}
 	actions := append([]record.Action(nil), l.st.Actions...)
 	actions[in.EditIndex] = record.Action{Name: actions[in.EditIndex].Name, Args: in.Edit}
-	normal, _, err := e.normalise(actions, nil)
+	normal, _, err := e.gates.normalise(actions, nil)
 	if err != nil {
 		return nil, refused(record.CodeInvalidInput, in.RunID, "the edited arguments are invalid: %v", err)
 	}
-	checks := e.runChecks(ctx, normal)
+	checks := e.gates.runChecks(ctx, normal)
 	for _, c := range checks {
 		if !c.OK {
 			return nil, refused(record.CodeInvalidInput, in.RunID, "the edited arguments fail a check (%s): %s", c.Name, c.Error)
@@ -467,7 +467,7 @@ func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit
 	}
 	next := *l.st
 	next.Actions = normal
-	gate, err := e.gate(ctx, &next)
+	gate, err := e.gates.gate(ctx, &next)
 	if err != nil {
 		return nil, refused(record.CodeInvalidInput, in.RunID, "policy could not decide on the edited arguments: %v", err)
 	}
@@ -502,7 +502,7 @@ func (e *Engine) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req *r
 	if p.gate.Approval == nil {
 		l.run.Status, l.run.Deadline = record.StatusExecuting, time.Time{}
 	} else {
-		next = e.newRequest(l, p.gate)
+		next = e.gates.newRequest(l, p.gate)
 		l.run.Deadline = next.Deadline
 		if err := tx.InsertRequest(ctx, next); err != nil {
 			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)

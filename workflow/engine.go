@@ -146,6 +146,8 @@ type Engine struct {
 	runs *runs
 	// exec carries out approved operations.
 	exec *execution
+	// gates decides what a proposal needs.
+	gates *gatekeeper
 }
 
 // New builds an engine.
@@ -211,6 +213,8 @@ func New(cfg Config) (*Engine, error) {
 	e.runs = &runs{store: e.store, in: e.in, clock: e.clock, owner: e.owner, ttl: e.ttl, hooks: e.hooks, log: e.log}
 	e.exec = &execution{runs: e.runs, store: e.store, in: e.in, actions: e.actions, log: e.log, fail: e.fail,
 		execN: e.execN, backoff: e.backoff, owner: e.owner, ttl: e.ttl, published: e.published}
+	e.gates = &gatekeeper{runs: e.runs, policy: e.policy, roles: e.roles, dir: e.dir, actions: e.actions,
+		clock: e.clock, checkN: e.checkN, backoff: e.backoff}
 	return e, nil
 }
 
@@ -246,9 +250,9 @@ func (e *Engine) now() time.Time { return e.clock.Now().UTC().Truncate(time.Mill
 // counter), with random bits so that ids made by different processes never meet.
 // Stores list records by (created_at, id), so records made in the same
 // millisecond keep the order they were made in.
-func (e *Engine) newID(prefix string) string {
+func (rs *runs) newID(prefix string) string {
 	var b [12]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(e.now().UnixMilli())<<16|uint64(idSeq.Add(1)&0xffff))
+	binary.BigEndian.PutUint64(b[:8], uint64(rs.now().UnixMilli())<<16|uint64(idSeq.Add(1)&0xffff))
 	if _, err := rand.Read(b[8:]); err != nil {
 		panic(fmt.Sprintf("read random: %v", err)) // crypto/rand does not fail on supported platforms
 	}

@@ -35,7 +35,7 @@ func Explain(ctx context.Context, cfg Config, p *Proposal) (*Explanation, error)
 		return nil, err
 	}
 	st := &record.State{Requester: p.Requester, TaskID: p.TaskID, Actions: actions, Evidence: evidence}
-	g, outs, role, err := e.outcomes(ctx, st)
+	g, outs, role, err := e.gates.outcomes(ctx, st)
 	if err != nil {
 		return nil, err
 	}

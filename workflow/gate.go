@@ -4,50 +4,66 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
 
+// gatekeeper decides what happens to a proposal: it runs the actions'
+// read-only checks, asks policy which rule applies, and either lets the run
+// execute or makes the approval request it waits on. Its dependencies are
+// explicit; it holds no run between calls.
+type gatekeeper struct {
+	runs    *runs
+	policy  *policy.Policy
+	roles   *policy.Roles
+	dir     Directory
+	actions map[string]*ActionSpec
+	clock   Clock
+	checkN  int
+	backoff func(int) time.Duration
+}
+
 // propose runs the checks (read-only, in parallel, joined once) and the policy
 // over a proposal and records the outcome: failed, executing, or
 // waiting_approval with an approval request. from is "" for a new run.
-func (e *Engine) propose(ctx context.Context, l *loaded, from record.Status, actor string) error {
+func (gk *gatekeeper) propose(ctx context.Context, l *loaded, from record.Status, actor string) error {
 	st := l.st
 	if len(st.Actions) == 0 {
 		l.run.Status, l.run.Reason = record.StatusDone, "nothing to do: the proposal has no actions"
-		return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return e.runs.save(ctx, tx, l, from, record.EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
+		return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return gk.runs.save(ctx, tx, l, from, record.EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	event := record.EventSubmitted
 	if from != "" {
 		event = record.EventProposed
-		actions, evidence, err := e.normalise(st.Actions, st.Evidence)
+		actions, evidence, err := gk.normalise(st.Actions, st.Evidence)
 		if err != nil {
 			l.run.Status, l.run.Reason = record.StatusFailed, "invalid proposal: "+err.Error()
-			return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-				return e.runs.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+			return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+				return gk.runs.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
 		st.Actions, st.Evidence = actions, evidence
 	}
-	st.Checks = e.runChecks(ctx, st.Actions)
+	st.Checks = gk.runChecks(ctx, st.Actions)
 	for _, c := range st.Checks {
 		if !c.OK {
 			l.run.Status = record.StatusFailed
 			l.run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
-			return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-				return e.runs.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+			return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+				return gk.runs.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
 			})
 		}
 	}
-	gate, err := e.gate(ctx, st)
+	gate, err := gk.gate(ctx, st)
 	if err != nil {
 		l.run.Status, l.run.Reason = record.StatusNeedsAttention, "policy could not decide: "+err.Error()
-		return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return e.runs.save(ctx, tx, l, from, record.EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
+		return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return gk.runs.save(ctx, tx, l, from, record.EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
 		})
 	}
 	st.Gate = gate
@@ -58,34 +74,34 @@ func (e *Engine) propose(ctx context.Context, l *loaded, from record.Status, act
 	} else {
 		l.run.Status = record.StatusWaitingApproval
 		l.run.Deadline = *gate.Deadline
-		req = e.newRequest(l, gate)
+		req = gk.newRequest(l, gate)
 	}
-	return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return e.runs.save(ctx, tx, l, from, event, actor, map[string]any{
+	return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		return gk.runs.save(ctx, tx, l, from, event, actor, map[string]any{
 			"status": l.run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
 		}, req)
 	})
 }
 
-func (e *Engine) newRequest(l *loaded, g *record.Gate) *record.ApprovalRequest {
+func (gk *gatekeeper) newRequest(l *loaded, g *record.Gate) *record.ApprovalRequest {
 	return &record.ApprovalRequest{
 		ID: g.RequestID, RunID: l.run.ID, Fingerprint: g.Fingerprint, Rule: g.Rule,
 		PolicyRevision: g.PolicyRevision, Risk: g.Risk, Role: g.Approval.Role, Count: g.Approval.Count,
 		SelfApproval: g.Approval.SelfApproval, Edit: g.Approval.Edit, RequesterID: l.st.Requester.ID,
-		Deadline: *g.Deadline, Status: record.RequestPending, CreatedAt: e.now(),
+		Deadline: *g.Deadline, Status: record.RequestPending, CreatedAt: gk.runs.now(),
 	}
 }
 
 // gate applies policy to every action; the strictest outcome binds the proposal.
-func (e *Engine) gate(ctx context.Context, st *record.State) (*record.Gate, error) {
-	g, _, _, err := e.outcomes(ctx, st)
+func (gk *gatekeeper) gate(ctx context.Context, st *record.State) (*record.Gate, error) {
+	g, _, _, err := gk.outcomes(ctx, st)
 	if err != nil {
 		return nil, err
 	}
 	if st.ForkedFrom != nil && g.Approval == nil {
 		// A fork repeats what its source proposed, under a new idempotency key:
 		// it always needs a person, and fails closed to the highest role.
-		names := e.roles.Names()
+		names := gk.roles.Names()
 		g.Approval = &record.ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: record.Seconds(72 * 3600)}
 		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
 	}
@@ -95,9 +111,9 @@ func (e *Engine) gate(ctx context.Context, st *record.State) (*record.Gate, erro
 	}
 	g.Fingerprint = fp
 	if g.Approval != nil {
-		d := e.now().Add(g.Approval.Expires.Duration())
+		d := gk.runs.now().Add(g.Approval.Expires.Duration())
 		g.Deadline = &d
-		g.RequestID = e.newID("req_")
+		g.RequestID = gk.runs.newID("req_")
 	}
 	return g, nil
 }
@@ -105,16 +121,16 @@ func (e *Engine) gate(ctx context.Context, st *record.State) (*record.Gate, erro
 // outcomes applies policy to every action and merges the outcomes into the
 // proposal's gate (rule, risk, approval only); it also returns each action's
 // outcome and the requester's role.
-func (e *Engine) outcomes(ctx context.Context, st *record.State) (*record.Gate, []policy.Outcome, string, error) {
-	g := &record.Gate{PolicyRevision: e.policy.Revision(), Risk: record.RiskLow}
+func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.Gate, []policy.Outcome, string, error) {
+	g := &record.Gate{PolicyRevision: gk.policy.Revision(), Risk: record.RiskLow}
 	var rules []string
-	role, _, err := e.dir.RoleOf(ctx, st.Requester.ID)
+	role, _, err := gk.dir.RoleOf(ctx, st.Requester.ID)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("resolve the requester's role: %w", err)
 	}
 	outs := make([]policy.Outcome, 0, len(st.Actions))
 	for i, a := range st.Actions {
-		out, err := e.policy.Evaluate(ctx, policy.Input{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
+		out, err := gk.policy.Evaluate(ctx, policy.Input{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}
@@ -135,7 +151,7 @@ func (e *Engine) outcomes(ctx context.Context, st *record.State) (*record.Gate, 
 			continue
 		}
 		merged := g.Approval
-		if e.roles.AtLeast(out.Approval.Role, merged.Role) {
+		if gk.roles.AtLeast(out.Approval.Role, merged.Role) {
 			merged.Role = out.Approval.Role
 		}
 		merged.Count = max(merged.Count, out.Approval.Count)
@@ -171,23 +187,23 @@ func joinComma(s []string) string {
 
 // runChecks runs every action's read-only check in parallel and joins them once.
 // The goroutines write only their own slot; the results are read after Wait.
-func (e *Engine) runChecks(ctx context.Context, actions []record.Action) []record.Check {
+func (gk *gatekeeper) runChecks(ctx context.Context, actions []record.Action) []record.Check {
 	out := make([]record.Check, len(actions))
 	var wg sync.WaitGroup
 	for i, a := range actions {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = e.check(ctx, i, a)
+			out[i] = gk.check(ctx, i, a)
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-func (e *Engine) check(ctx context.Context, i int, a record.Action) record.Check {
+func (gk *gatekeeper) check(ctx context.Context, i int, a record.Action) record.Check {
 	c := record.Check{Action: i, Name: a.Name}
-	spec := e.actions[a.Name]
+	spec := gk.actions[a.Name]
 	for c.Attempts = 1; ; c.Attempts++ {
 		err := spec.Executor.Check(ctx, a)
 		if err == nil {
@@ -196,10 +212,10 @@ func (e *Engine) check(ctx context.Context, i int, a record.Action) record.Check
 		}
 		c.Error = err.Error()
 		// A check only reads, so anything but a refusal may be retried.
-		if Classify(err) == ClassPermanent || c.Attempts >= e.checkN || isCtxErr(err) {
+		if Classify(err) == ClassPermanent || c.Attempts >= gk.checkN || isCtxErr(err) {
 			return c
 		}
-		if err := e.clock.Sleep(ctx, e.backoff(c.Attempts)); err != nil {
+		if err := gk.clock.Sleep(ctx, gk.backoff(c.Attempts)); err != nil {
 			c.Error = err.Error()
 			return c
 		}

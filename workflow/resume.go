@@ -136,7 +136,7 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester r
 	if err := e.checkRequester(ctx, requester.ID); err != nil {
 		return nil, err
 	}
-	id := e.newID("run_")
+	id := e.runs.newID("run_")
 	l := &loaded{
 		run: &record.Run{ID: id, Workflow: workflow, TaskID: taskID, Status: record.StatusRunning, RequesterID: requester.ID},
 		st:  &record.State{SchemaVersion: record.SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
@@ -205,7 +205,7 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*recor
 		switch l.run.Status {
 		case record.StatusRunning:
 			if l.st.Proposed {
-				if err := e.propose(ctx, l, record.StatusRunning, "signoff"); err != nil {
+				if err := e.gates.propose(ctx, l, record.StatusRunning, "signoff"); err != nil {
 					return nil, err
 				}
 				continue

@@ -38,16 +38,16 @@ func ParseProposal(b []byte) (*Proposal, error) {
 
 // normalise validates actions against their schemas and canonicalises their
 // arguments and the evidence.
-func (e *Engine) normalise(actions []record.Action, evidence []record.Evidence) ([]record.Action, []record.Evidence, error) {
+func (gk *gatekeeper) normalise(actions []record.Action, evidence []record.Evidence) ([]record.Action, []record.Evidence, error) {
 	if len(actions) == 0 {
 		return nil, nil, errors.New("a proposal needs at least one action")
 	}
 	outA := make([]record.Action, len(actions))
 	for i, a := range actions {
-		spec, ok := e.actions[a.Name]
+		spec, ok := gk.actions[a.Name]
 		if !ok {
 			return nil, nil, &unknownActionError{actionError{index: i, name: a.Name, field: "name",
-				err: fmt.Errorf("unknown action %q (configured: %s)", a.Name, strings.Join(e.actionNames(), ", "))}}
+				err: fmt.Errorf("unknown action %q (configured: %s)", a.Name, strings.Join(gk.actionNames(), ", "))}}
 		}
 		if err := spec.Validate(a.Args); err != nil {
 			return nil, nil, &actionError{index: i, name: a.Name, field: "args", err: err}
@@ -77,9 +77,9 @@ func (e *Engine) normalise(actions []record.Action, evidence []record.Evidence) 
 }
 
 // actionNames are the actions this engine may run, sorted.
-func (e *Engine) actionNames() []string {
-	names := make([]string, 0, len(e.actions))
-	for name := range e.actions {
+func (gk *gatekeeper) actionNames() []string {
+	names := make([]string, 0, len(gk.actions))
+	for name := range gk.actions {
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -113,7 +113,7 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *record.Run
 			return run, err == nil, err
 		}
 	}
-	id := e.newID("run_")
+	id := e.runs.newID("run_")
 	st := &record.State{
 		SchemaVersion: record.SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
 		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
@@ -121,7 +121,7 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *record.Run
 	}
 	l := &loaded{run: &record.Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
 		CallbackURL: callbackURL}, st: st}
-	if err := e.propose(ctx, l, "", p.Requester.ID); err != nil {
+	if err := e.gates.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, storage.ErrDuplicate) && p.IdempotencyKey != "" {
 			// Another submit with this key committed first.
 			run, err := e.runByKey(ctx, p.IdempotencyKey, p.Requester.ID, digest)
@@ -155,7 +155,7 @@ func (e *Engine) checkProposal(ctx context.Context, p *Proposal) ([]record.Actio
 		bad.Msg = "invalid proposal: " + bad.Msg
 		return nil, nil, "", bad
 	}
-	actions, evidence, err := e.normalise(p.Actions, p.Evidence)
+	actions, evidence, err := e.gates.normalise(p.Actions, p.Evidence)
 	if err != nil {
 		// Err keeps the cause, so that ProposalProblems can name each field.
 		return nil, nil, "", &record.RefusedError{Code: record.CodeInvalidInput, Msg: fmt.Sprintf("invalid proposal: %v", err), Err: err}

@@ -432,7 +432,7 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by record.Perso
 	if err != nil {
 		return nil, err
 	}
-	nid := e.newID("run_")
+	nid := e.runs.newID("run_")
 	st := &record.State{
 		SchemaVersion: record.SchemaVersion, RunID: nid, Workflow: src.Workflow, TaskID: src.TaskID, Status: record.StatusRunning,
 		Step: src.Step, Requester: src.Requester, Summary: src.Summary, Messages: src.Messages, Evidence: src.Evidence,
