@@ -13,6 +13,21 @@ import (
 	"github.com/signoff-dev/signoff/storage"
 )
 
+// decider admits a person's decision on a waiting run: it checks the
+// request and fingerprint the decision names, who decides (role, no
+// self-approval, deadline), records the vote and, when quorum is reached or
+// someone rejects, moves the run on. An edit is checked as a new proposal.
+// Its dependencies are explicit; it holds no run between calls.
+type decider struct {
+	runs   *runs
+	gates  *gatekeeper
+	store  storage.Store
+	in     *integrity
+	policy *policy.Policy
+	roles  *policy.Roles
+	fail   func(string)
+}
+
 // DecideInput is one person's decision on a waiting run, from any channel.
 type DecideInput struct {
 	RunID string
@@ -49,7 +64,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	}
 	var edit *preparedEdit
 	if len(in.Edit) > 0 {
-		if edit, err = e.prepareEdit(ctx, in); err != nil {
+		if edit, err = e.decisions.prepareEdit(ctx, in); err != nil {
 			var r *record.RefusedError
 			if errors.As(err, &r) {
 				return nil, e.runs.refuse(ctx, actor, r)
@@ -82,13 +97,13 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	// its own, so a decision loses a compare-and-set only to something that
 	// should not happen; that is a conflict to report, not to retry.
 	var run *record.Run
-	err = e.decideOnce(ctx, in, role, hasRole, edit, pre, &run)
+	err = e.decisions.decideOnce(ctx, in, role, hasRole, edit, pre, &run)
 	var r *record.RefusedError
 	var ie *IntegrityError
 	switch {
 	case errors.As(err, &r):
 		if r.Code == record.CodeExpired {
-			if xerr := e.expire(ctx, in.RunID, actor); xerr != nil {
+			if xerr := e.decisions.expire(ctx, in.RunID, actor); xerr != nil {
 				return nil, errors.Join(r, xerr)
 			}
 		}
@@ -106,26 +121,26 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	return run, nil
 }
 
-func (e *Engine) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *loaded, out **record.Run) error {
-	return e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.runs.loadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
+func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *loaded, out **record.Run) error {
+	return dc.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		l, err := dc.runs.loadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
 		if err != nil {
 			return err
 		}
-		req, decs, err := e.admit(ctx, tx, l, in, role, hasRole)
+		req, decs, err := dc.admit(ctx, tx, l, in, role, hasRole)
 		if err != nil {
 			return err
 		}
 		if edit != nil {
-			err = e.applyEdit(ctx, tx, l, req, in, role, edit)
+			err = dc.applyEdit(ctx, tx, l, req, in, role, edit)
 		} else {
-			err = e.apply(ctx, tx, l, req, decs, in, role)
+			err = dc.apply(ctx, tx, l, req, decs, in, role)
 		}
 		if err != nil {
 			return err
 		}
 		*out = l.run
-		e.fail("before-decision-commit")
+		dc.fail("before-decision-commit")
 		return nil
 	})
 }
@@ -159,7 +174,7 @@ func validateDecision(in DecideInput) *record.RefusedError {
 // requestOf is approval request id: from what was loaded with the run when
 // it is there, else read (a request of another run, named by a stale button,
 // or a run loaded without its requests).
-func (e *Engine) requestOf(ctx context.Context, tx storage.Tx, l *loaded, id string) (*record.ApprovalRequest, error) {
+func (dc *decider) requestOf(ctx context.Context, tx storage.Tx, l *loaded, id string) (*record.ApprovalRequest, error) {
 	if l.read.Requests {
 		for _, r := range l.more.Requests {
 			if r.ID == id {
@@ -175,7 +190,7 @@ func (e *Engine) requestOf(ctx context.Context, tx storage.Tx, l *loaded, id str
 // refusal carries what admit found (see RefusedError), so that nobody needs
 // to check again or read the run again to say why.
 // It also returns the run's decisions as it read them.
-func (e *Engine) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *record.ApprovalRequest, decs []*record.Decision, err error) {
+func (dc *decider) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *record.ApprovalRequest, decs []*record.Decision, err error) {
 	id := l.run.ID
 	var req *record.ApprovalRequest
 	defer func() {
@@ -193,14 +208,14 @@ func (e *Engine) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideI
 		}
 	}()
 	if in.RequestID != "" {
-		if req, err = e.buttonRequest(ctx, tx, l, in); err != nil {
+		if req, err = dc.buttonRequest(ctx, tx, l, in); err != nil {
 			return req, nil, err
 		}
 	} else {
 		if l.st.Gate == nil || l.st.Gate.RequestID == "" {
 			return nil, nil, refused(record.CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
 		}
-		if req, err = e.requestOf(ctx, tx, l, l.st.Gate.RequestID); err != nil {
+		if req, err = dc.requestOf(ctx, tx, l, l.st.Gate.RequestID); err != nil {
 			return nil, nil, fmt.Errorf("load approval request of run %s: %w", id, err)
 		}
 		if req.Status != record.RequestPending {
@@ -210,28 +225,28 @@ func (e *Engine) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideI
 			return req, nil, refused(record.CodeNotWaiting, id, "the run is %s", l.run.Status)
 		}
 	}
-	if !e.now().Before(req.Deadline) {
+	if !dc.runs.now().Before(req.Deadline) {
 		return nil, nil, refused(record.CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
 	}
 	if !hasRole {
 		return nil, nil, refused(record.CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
 	}
-	if !e.roles.AtLeast(role, req.Role) {
+	if !dc.roles.AtLeast(role, req.Role) {
 		return nil, nil, refused(record.CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
 	}
-	if a := l.st.Gate.Assignee; a != "" && a != in.Approver.ID && !e.roles.Above(role, req.Role) {
+	if a := l.st.Gate.Assignee; a != "" && a != in.Approver.ID && !dc.roles.Above(role, req.Role) {
 		return nil, nil, refused(record.CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
 	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
 		return nil, nil, refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
 	}
-	fp, err := l.fingerprint(req.Risk, e.policy.Revision())
+	fp, err := l.fingerprint(req.Risk, dc.policy.Revision())
 	if err != nil {
 		return nil, nil, &IntegrityError{RunID: id, Problem: err.Error()}
 	}
 	if fp != req.Fingerprint {
-		if e.policy.Revision() != req.PolicyRevision {
-			return nil, nil, refused(record.CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, e.policy.Revision())
+		if dc.policy.Revision() != req.PolicyRevision {
+			return nil, nil, refused(record.CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, dc.policy.Revision())
 		}
 		return nil, nil, refused(record.CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", policy.ShortFingerprint(req.Fingerprint))
 	}
@@ -253,7 +268,7 @@ func (e *Engine) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideI
 			return nil, nil, fmt.Errorf("load decisions of run %s: %w", id, err)
 		}
 	}
-	if err := e.in.checkRun(ctx, tx, id, nil, []*record.ApprovalRequest{req}, decs, nil); err != nil {
+	if err := dc.in.checkRun(ctx, tx, id, nil, []*record.ApprovalRequest{req}, decs, nil); err != nil {
 		return nil, nil, err
 	}
 	for _, d := range decs {
@@ -269,9 +284,9 @@ func (e *Engine) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideI
 // buttonRequest checks a decision that names its request and fingerprint (a
 // Slack button) with checkButton, on the request as stored. It returns the
 // request.
-func (e *Engine) buttonRequest(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput) (*record.ApprovalRequest, error) {
+func (dc *decider) buttonRequest(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput) (*record.ApprovalRequest, error) {
 	id := l.run.ID
-	req, err := e.requestOf(ctx, tx, l, in.RequestID)
+	req, err := dc.requestOf(ctx, tx, l, in.RequestID)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("load approval request %s of run %s: %w", in.RequestID, id, err)
 	}
@@ -379,13 +394,13 @@ func alreadyDecided(runID string, status record.RequestStatus, by string, at tim
 // apply records an approve or reject on req and moves the run when it is
 // decided. decs are the run's decisions before this one, as admit read them
 // in this transaction.
-func (e *Engine) apply(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, decs []*record.Decision, in DecideInput, role string) error {
-	now := e.now()
+func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, decs []*record.Decision, in DecideInput, role string) error {
+	now := dc.runs.now()
 	d := &record.Decision{
 		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
 		Role: role, Verdict: in.Verdict, Reason: in.Reason, Via: in.Via, PayloadDigest: in.PayloadDigest, At: now,
 	}
-	if err := e.insertDecision(ctx, tx, l, d); err != nil {
+	if err := dc.insertDecision(ctx, tx, l, d); err != nil {
 		return err
 	}
 	from := l.run.Status
@@ -416,12 +431,12 @@ func (e *Engine) apply(ctx context.Context, tx storage.Tx, l *loaded, req *recor
 	if err := tx.UpdateRequest(ctx, req); err != nil {
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
-	return e.runs.save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, map[string]string{
+	return dc.runs.save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, map[string]string{
 		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
 	}, req)
 }
 
-func (e *Engine) insertDecision(ctx context.Context, tx storage.Tx, l *loaded, d *record.Decision) error {
+func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *loaded, d *record.Decision) error {
 	if err := tx.InsertDecision(ctx, d); err != nil {
 		if errors.Is(err, storage.ErrDuplicate) {
 			return refused(record.CodeAlreadyVoted, l.run.ID, "%s already decided this request", d.ApproverID)
@@ -445,8 +460,8 @@ type preparedEdit struct {
 	edited  json.RawMessage
 }
 
-func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit, error) {
-	l, err := e.runs.view(ctx, in.RunID)
+func (dc *decider) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit, error) {
+	l, err := dc.runs.view(ctx, in.RunID)
 	if err != nil {
 		return nil, err
 	}
@@ -455,11 +470,11 @@ func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit
 	}
 	actions := append([]record.Action(nil), l.st.Actions...)
 	actions[in.EditIndex] = record.Action{Name: actions[in.EditIndex].Name, Args: in.Edit}
-	normal, _, err := e.gates.normalise(actions, nil)
+	normal, _, err := dc.gates.normalise(actions, nil)
 	if err != nil {
 		return nil, refused(record.CodeInvalidInput, in.RunID, "the edited arguments are invalid: %v", err)
 	}
-	checks := e.gates.runChecks(ctx, normal)
+	checks := dc.gates.runChecks(ctx, normal)
 	for _, c := range checks {
 		if !c.OK {
 			return nil, refused(record.CodeInvalidInput, in.RunID, "the edited arguments fail a check (%s): %s", c.Name, c.Error)
@@ -467,7 +482,7 @@ func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit
 	}
 	next := *l.st
 	next.Actions = normal
-	gate, err := e.gates.gate(ctx, &next)
+	gate, err := dc.gates.gate(ctx, &next)
 	if err != nil {
 		return nil, refused(record.CodeInvalidInput, in.RunID, "policy could not decide on the edited arguments: %v", err)
 	}
@@ -477,17 +492,17 @@ func (e *Engine) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit
 // applyEdit replaces the proposal with the edited one: the old request is
 // superseded, policy's new outcome applies, and the editor's approval counts for
 // the new fingerprint when they qualify for it.
-func (e *Engine) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, in DecideInput, role string, p *preparedEdit) error {
+func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, in DecideInput, role string, p *preparedEdit) error {
 	if l.run.Version != p.version {
 		return refused(record.CodeStaleFingerprint, l.run.ID, "the run changed while the edit was being checked; look again and retry")
 	}
-	now := e.now()
+	now := dc.runs.now()
 	d := &record.Decision{
 		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
 		Role: role, Verdict: record.VerdictApprove, Reason: in.Reason, EditedArgs: p.edited, Via: in.Via,
 		PayloadDigest: in.PayloadDigest, At: now,
 	}
-	if err := e.insertDecision(ctx, tx, l, d); err != nil {
+	if err := dc.insertDecision(ctx, tx, l, d); err != nil {
 		return err
 	}
 	req.Status, req.DecidedBy, req.DecidedAt = record.RequestSuperseded, in.Approver.ID, now
@@ -502,16 +517,16 @@ func (e *Engine) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req *r
 	if p.gate.Approval == nil {
 		l.run.Status, l.run.Deadline = record.StatusExecuting, time.Time{}
 	} else {
-		next = e.gates.newRequest(l, p.gate)
+		next = dc.gates.newRequest(l, p.gate)
 		l.run.Deadline = next.Deadline
 		if err := tx.InsertRequest(ctx, next); err != nil {
 			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)
 		}
-		qualifies := e.roles.AtLeast(role, next.Role) && (in.Approver.ID != next.RequesterID || next.SelfApproval)
+		qualifies := dc.roles.AtLeast(role, next.Role) && (in.Approver.ID != next.RequesterID || next.SelfApproval)
 		if qualifies {
 			d2 := *d
 			d2.ID, d2.RequestID, d2.EditedArgs = 0, next.ID, nil
-			if err := e.insertDecision(ctx, tx, l, &d2); err != nil {
+			if err := dc.insertDecision(ctx, tx, l, &d2); err != nil {
 				return err
 			}
 			if next.Count <= 1 {
@@ -523,7 +538,7 @@ func (e *Engine) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req *r
 			}
 		}
 	}
-	return e.runs.save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
+	return dc.runs.save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
 		"index": in.EditIndex, "args": json.RawMessage(p.edited), "fingerprint": p.gate.Fingerprint,
 		"status": l.run.Status, "via": in.Via,
 	}, next)
@@ -588,21 +603,21 @@ func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason
 		run = l.run
 		return nil
 	})
-	return run, e.outcome(ctx, id, by.ID, err)
+	return run, e.decisions.outcome(ctx, id, by.ID, err)
 }
 
 // outcome turns the error of a run-changing transaction into what the caller sees:
 // refusals are audited, integrity problems put the run in needs_attention.
-func (e *Engine) outcome(ctx context.Context, id, actor string, err error) error {
+func (dc *decider) outcome(ctx context.Context, id, actor string, err error) error {
 	var r *record.RefusedError
 	var ie *IntegrityError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &r):
-		return e.runs.refuse(ctx, actor, r)
+		return dc.runs.refuse(ctx, actor, r)
 	case errors.As(err, &ie):
-		if aerr := e.runs.attention(ctx, id, ie.Error()); aerr != nil {
+		if aerr := dc.runs.attention(ctx, id, ie.Error()); aerr != nil {
 			return errors.Join(err, aerr)
 		}
 		return err
@@ -611,13 +626,13 @@ func (e *Engine) outcome(ctx context.Context, id, actor string, err error) error
 }
 
 // expire ends a waiting run whose deadline has passed.
-func (e *Engine) expire(ctx context.Context, id, actor string) error {
-	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.runs.load(ctx, tx, id)
+func (dc *decider) expire(ctx context.Context, id, actor string) error {
+	err := dc.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		l, err := dc.runs.load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if l.run.Status != record.StatusWaitingApproval || e.now().Before(l.run.Deadline) {
+		if l.run.Status != record.StatusWaitingApproval || dc.runs.now().Before(l.run.Deadline) {
 			return nil
 		}
 		req, err := tx.Request(ctx, l.st.Gate.RequestID)
@@ -625,18 +640,18 @@ func (e *Engine) expire(ctx context.Context, id, actor string) error {
 			return fmt.Errorf("load approval request of run %s: %w", id, err)
 		}
 		if req.Status == record.RequestPending {
-			req.Status, req.DecidedAt = record.RequestExpired, e.now()
+			req.Status, req.DecidedAt = record.RequestExpired, dc.runs.now()
 			if err := tx.UpdateRequest(ctx, req); err != nil {
 				return fmt.Errorf("update approval request %s: %w", req.ID, err)
 			}
 		}
 		l.run.Status = record.StatusExpired
 		l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
-		return e.runs.save(ctx, tx, l, record.StatusWaitingApproval, record.EventExpired, actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
+		return dc.runs.save(ctx, tx, l, record.StatusWaitingApproval, record.EventExpired, actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
 	})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		return e.runs.attention(ctx, id, ie.Error())
+		return dc.runs.attention(ctx, id, ie.Error())
 	}
 	if err != nil {
 		return fmt.Errorf("expire run %s: %w", id, err)
@@ -659,7 +674,7 @@ func (e *Engine) ExpireDue(ctx context.Context) (int, error) {
 	var errs []error
 	for _, r := range runs {
 		// One run that cannot be expired must not hold up the others.
-		if err := e.expire(ctx, r.ID, "signoff"); err != nil {
+		if err := e.decisions.expire(ctx, r.ID, "signoff"); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -148,6 +148,8 @@ type Engine struct {
 	exec *execution
 	// gates decides what a proposal needs.
 	gates *gatekeeper
+	// decisions admits people's decisions.
+	decisions *decider
 }
 
 // New builds an engine.
@@ -215,6 +217,7 @@ func New(cfg Config) (*Engine, error) {
 		execN: e.execN, backoff: e.backoff, owner: e.owner, ttl: e.ttl, published: e.published}
 	e.gates = &gatekeeper{runs: e.runs, policy: e.policy, roles: e.roles, dir: e.dir, actions: e.actions,
 		clock: e.clock, checkN: e.checkN, backoff: e.backoff}
+	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
 	return e, nil
 }
 

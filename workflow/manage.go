@@ -110,9 +110,9 @@ func (e *Engine) manage(ctx context.Context, id, actor string, event record.Even
 		return nil
 	})
 	if record.IsRefused(err, record.CodeExpired) {
-		if xerr := e.expire(ctx, id, actor); xerr != nil {
+		if xerr := e.decisions.expire(ctx, id, actor); xerr != nil {
 			return nil, errors.Join(err, xerr)
 		}
 	}
-	return run, e.outcome(ctx, id, actor, err)
+	return run, e.decisions.outcome(ctx, id, actor, err)
 }

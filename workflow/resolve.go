@@ -88,7 +88,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 		return nil
 	})
 	if err != nil {
-		return nil, e.outcome(ctx, in.RunID, in.By.ID, err)
+		return nil, e.decisions.outcome(ctx, in.RunID, in.By.ID, err)
 	}
 	e.log.Info("run resolved", "run_id", run.ID, "by", in.By.ID, "choice", string(in.Choice), "status", string(run.Status))
 	e.fail("after-resolve")

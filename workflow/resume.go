@@ -215,7 +215,7 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*recor
 			}
 		case record.StatusWaitingApproval:
 			if !l.run.Deadline.IsZero() && !e.now().Before(l.run.Deadline) {
-				if err := e.expire(ctx, id, "signoff"); err != nil && !errors.Is(err, storage.ErrConflict) {
+				if err := e.decisions.expire(ctx, id, "signoff"); err != nil && !errors.Is(err, storage.ErrConflict) {
 					return nil, err
 				}
 				continue
