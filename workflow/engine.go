@@ -150,6 +150,8 @@ type Engine struct {
 	gates *gatekeeper
 	// decisions admits people's decisions.
 	decisions *decider
+	// resolutions carries out what people found out about stuck runs.
+	resolutions *resolver
 }
 
 // New builds an engine.
@@ -217,6 +219,7 @@ func New(cfg Config) (*Engine, error) {
 		execN: e.execN, backoff: e.backoff, owner: e.owner, ttl: e.ttl, published: e.published}
 	e.gates = &gatekeeper{runs: e.runs, policy: e.policy, roles: e.roles, dir: e.dir, actions: e.actions,
 		clock: e.clock, checkN: e.checkN, backoff: e.backoff}
+	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}
 	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
 	return e, nil
 }

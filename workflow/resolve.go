@@ -9,9 +9,19 @@ import (
 	"slices"
 	"time"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
+
+// resolver carries out what a person found out about a run that needs
+// attention: the receipt they give, a retry under the same key, or the run
+// abandoned. Who may resolve is its rule too.
+type resolver struct {
+	runs        *runs
+	roles       *policy.Roles
+	resolveRole string
+}
 
 // ResolveInput is a person's resolution of a run that needs attention.
 type ResolveInput struct {
@@ -50,7 +60,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", in.By.ID, err)
 	}
-	if need := e.resolverRole(); !ok || !e.roles.AtLeast(role, need) {
+	if need := e.resolutions.resolverRole(); !ok || !e.roles.AtLeast(role, need) {
 		return nil, e.runs.refuse(ctx, in.By.ID, refused(record.CodeNoRole, in.RunID, "only someone with role %s or above may resolve a run that needs attention", need))
 	}
 	var run *record.Run
@@ -62,7 +72,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 		}
 		var ie *IntegrityError
 		if errors.As(err, &ie) {
-			run, err = e.abandonDamaged(ctx, tx, in, ie)
+			run, err = e.resolutions.abandonDamaged(ctx, tx, in, ie)
 			return err
 		}
 		if err != nil {
@@ -72,7 +82,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 			return refused(record.CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", l.run.Status)
 		}
 		op := inQuestion(l.more.Operations)
-		detail, err := e.applyResolution(l, op, in, receipt)
+		detail, err := e.resolutions.applyResolution(l, op, in, receipt)
 		if err != nil {
 			return err
 		}
@@ -145,11 +155,11 @@ func checkResolveInput(in *ResolveInput) ([]byte, error) {
 }
 
 // resolverRole is who may resolve: the configured role, else the highest.
-func (e *Engine) resolverRole() string {
-	if e.resolveRole != "" {
-		return e.resolveRole
+func (rv *resolver) resolverRole() string {
+	if rv.resolveRole != "" {
+		return rv.resolveRole
 	}
-	names := e.roles.Names()
+	names := rv.roles.Names()
 	return names[len(names)-1]
 }
 
@@ -167,10 +177,10 @@ func inQuestion(ops []*record.Operation) *record.Operation {
 
 // applyResolution changes l and op as in.Choice says and returns the audit
 // detail.
-func (e *Engine) applyResolution(l *loaded, op *record.Operation, in ResolveInput, receipt []byte) (map[string]string, error) {
+func (rv *resolver) applyResolution(l *loaded, op *record.Operation, in ResolveInput, receipt []byte) (map[string]string, error) {
 	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via}
 	by := in.By.ID
-	now := e.now()
+	now := rv.runs.now()
 	rec := record.ResolutionRecord{By: by, Choice: in.Choice, Reason: in.Reason, Via: in.Via, At: now}
 	if op != nil {
 		detail["key"], rec.Key = op.Key, op.Key
@@ -189,7 +199,7 @@ func (e *Engine) applyResolution(l *loaded, op *record.Operation, in ResolveInpu
 			l.run.Status = record.StatusDone
 		}
 	case record.ResolveRetry:
-		l.run.Status, l.run.Reason = e.retryStatus(l, op), ""
+		l.run.Status, l.run.Reason = rv.retryStatus(l, op), ""
 		if op != nil {
 			// A person proved it did not happen: it is sent again at
 			// once, under its own key, with a fresh budget of attempts.
@@ -211,7 +221,7 @@ func (e *Engine) applyResolution(l *loaded, op *record.Operation, in ResolveInpu
 // an action is in question, else where it stood when it was handed to a
 // person (a run stopped without a checkpoint of its own keeps its state's
 // status), else its steps.
-func (e *Engine) retryStatus(l *loaded, op *record.Operation) record.Status {
+func (rv *resolver) retryStatus(l *loaded, op *record.Operation) record.Status {
 	switch {
 	case op != nil:
 		return record.StatusExecuting
@@ -224,7 +234,7 @@ func (e *Engine) retryStatus(l *loaded, op *record.Operation) record.Status {
 // abandonDamaged abandons a run whose stored records failed their check.
 // Nothing of its state can be trusted, so no checkpoint is written: the row
 // ends as failed with an audit event, and the damage stays for Verify.
-func (e *Engine) abandonDamaged(ctx context.Context, tx storage.Tx, in ResolveInput, ie *IntegrityError) (*record.Run, error) {
+func (rv *resolver) abandonDamaged(ctx context.Context, tx storage.Tx, in ResolveInput, ie *IntegrityError) (*record.Run, error) {
 	if in.Choice != record.ResolveAbandon {
 		return nil, refused(record.CodeIntegrity, in.RunID, "the run's stored records are damaged (%s): only abandoning it (--did-not-happen --abandon) can resolve it, and the damage stays for verify to show", ie.Problem)
 	}
@@ -239,7 +249,7 @@ func (e *Engine) abandonDamaged(ctx context.Context, tx storage.Tx, in ResolveIn
 	run.Status, run.Reason = record.StatusFailed, fmt.Sprintf("abandoned by %s: %s (its stored records are damaged: %s)", in.By.ID, in.Reason, ie.Problem)
 	run.LeaseOwner, run.LeaseUntil = "", time.Time{}
 	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via, "damage": ie.Problem}
-	if err := e.runs.writeRow(ctx, tx, run, from, record.EventResolved, in.By.ID, detail); err != nil {
+	if err := rv.runs.writeRow(ctx, tx, run, from, record.EventResolved, in.By.ID, detail); err != nil {
 		return nil, err
 	}
 	return run, nil
