@@ -191,94 +191,140 @@ func (dc *decider) requestOf(ctx context.Context, tx storage.Tx, l *loaded, id s
 // to check again or read the run again to say why.
 // It also returns the run's decisions as it read them.
 func (dc *decider) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *record.ApprovalRequest, decs []*record.Decision, err error) {
-	id := l.run.ID
 	var req *record.ApprovalRequest
-	defer func() {
-		var r *record.RefusedError
-		if errors.As(err, &r) {
-			r.RunStatus = l.run.Status
-			if req != nil && r.Button != record.ButtonOtherRun {
-				if r.RequestStatus == "" {
-					r.RequestStatus = req.Status
-				}
-				if r.Fingerprint == "" {
-					r.Fingerprint = req.Fingerprint
-				}
-			}
+	defer func() { describeRefusal(err, l.run, req) }()
+	if req, err = dc.requestDecided(ctx, tx, l, in); err != nil {
+		return req, nil, err
+	}
+	if err := dc.checkDecider(l, req, in, role, hasRole); err != nil {
+		return nil, nil, err
+	}
+	if err := dc.checkFingerprint(l, req, in); err != nil {
+		return nil, nil, err
+	}
+	if len(in.Edit) > 0 && !req.Edit {
+		return nil, nil, refused(record.CodeEditNotAllowed, l.run.ID, "rule %s does not allow editing the arguments", req.Rule)
+	}
+	if decs, err = dc.priorDecisions(ctx, tx, l, req, in); err != nil {
+		return nil, nil, err
+	}
+	return req, decs, nil
+}
+
+// describeRefusal adds to a refused decision what the engine found: the
+// run's status and, unless the request named is another run's, the
+// request's status and fingerprint.
+func describeRefusal(err error, run *record.Run, req *record.ApprovalRequest) {
+	var r *record.RefusedError
+	if !errors.As(err, &r) {
+		return
+	}
+	r.RunStatus = run.Status
+	if req != nil && r.Button != record.ButtonOtherRun {
+		if r.RequestStatus == "" {
+			r.RequestStatus = req.Status
 		}
-	}()
-	if in.RequestID != "" {
-		if req, err = dc.buttonRequest(ctx, tx, l, in); err != nil {
-			return req, nil, err
-		}
-	} else {
-		if l.st.Gate == nil || l.st.Gate.RequestID == "" {
-			return nil, nil, refused(record.CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
-		}
-		if req, err = dc.requestOf(ctx, tx, l, l.st.Gate.RequestID); err != nil {
-			return nil, nil, fmt.Errorf("load approval request of run %s: %w", id, err)
-		}
-		if req.Status != record.RequestPending {
-			return req, nil, alreadyDecided(id, req.Status, req.DecidedBy, req.DecidedAt)
-		}
-		if l.run.Status != record.StatusWaitingApproval {
-			return req, nil, refused(record.CodeNotWaiting, id, "the run is %s", l.run.Status)
+		if r.Fingerprint == "" {
+			r.Fingerprint = req.Fingerprint
 		}
 	}
+}
+
+// requestDecided is the approval request a decision acts on: the one a
+// button names (checked by buttonRequest), or the one the run waits on,
+// which must still be pending.
+func (dc *decider) requestDecided(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput) (*record.ApprovalRequest, error) {
+	id := l.run.ID
+	if in.RequestID != "" {
+		return dc.buttonRequest(ctx, tx, l, in)
+	}
+	if l.st.Gate == nil || l.st.Gate.RequestID == "" {
+		return nil, refused(record.CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+	}
+	req, err := dc.requestOf(ctx, tx, l, l.st.Gate.RequestID)
+	if err != nil {
+		return nil, fmt.Errorf("load approval request of run %s: %w", id, err)
+	}
+	if req.Status != record.RequestPending {
+		return req, alreadyDecided(id, req.Status, req.DecidedBy, req.DecidedAt)
+	}
+	if l.run.Status != record.StatusWaitingApproval {
+		return req, refused(record.CodeNotWaiting, id, "the run is %s", l.run.Status)
+	}
+	return req, nil
+}
+
+// checkDecider refuses a decision made after the deadline, or by someone
+// who may not decide: no role, too low a role, not the assignee (nor above
+// the role), or the requester when the rule forbids approving one's own.
+func (dc *decider) checkDecider(l *loaded, req *record.ApprovalRequest, in DecideInput, role string, hasRole bool) error {
+	id := l.run.ID
 	if !dc.runs.now().Before(req.Deadline) {
-		return nil, nil, refused(record.CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
+		return refused(record.CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
 	}
 	if !hasRole {
-		return nil, nil, refused(record.CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
+		return refused(record.CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
 	}
 	if !dc.roles.AtLeast(role, req.Role) {
-		return nil, nil, refused(record.CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
+		return refused(record.CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
 	}
 	if a := l.st.Gate.Assignee; a != "" && a != in.Approver.ID && !dc.roles.Above(role, req.Role) {
-		return nil, nil, refused(record.CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
+		return refused(record.CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
 	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
-		return nil, nil, refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
+		return refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
 	}
+	return nil
+}
+
+// checkFingerprint refuses a decision on a proposal that no longer matches
+// the fingerprint approval was requested for, or that names another one.
+func (dc *decider) checkFingerprint(l *loaded, req *record.ApprovalRequest, in DecideInput) error {
+	id := l.run.ID
 	fp, err := l.fingerprint(req.Risk, dc.policy.Revision())
 	if err != nil {
-		return nil, nil, &IntegrityError{RunID: id, Problem: err.Error()}
+		return &IntegrityError{RunID: id, Problem: err.Error()}
 	}
 	if fp != req.Fingerprint {
 		if dc.policy.Revision() != req.PolicyRevision {
-			return nil, nil, refused(record.CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, dc.policy.Revision())
+			return refused(record.CodeStaleFingerprint, id, "the policy changed since approval was requested (revision %s, now %s): this request can no longer be approved; fork the run for a new one", req.PolicyRevision, dc.policy.Revision())
 		}
-		return nil, nil, refused(record.CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", policy.ShortFingerprint(req.Fingerprint))
+		return refused(record.CodeStaleFingerprint, id, "the stored proposal no longer matches the fingerprint %s that approval was requested for", policy.ShortFingerprint(req.Fingerprint))
 	}
 	if in.Fingerprint != "" {
 		switch ok, short := policy.FingerprintGiven(in.Fingerprint, req.Fingerprint); {
 		case short:
-			return nil, nil, refused(record.CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, policy.ShortFingerprintLen)
+			return refused(record.CodeStaleFingerprint, id, "the fingerprint %s is too short to bind an approval: give at least its first %d characters, as `signoff show` prints them", in.Fingerprint, policy.ShortFingerprintLen)
 		case !ok:
 			given, current := policy.DistinctFingerprints(strings.ToLower(strings.TrimSpace(in.Fingerprint)), req.Fingerprint)
-			return nil, nil, refused(record.CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
+			return refused(record.CodeStaleFingerprint, id, "the fingerprint you approved (%s) is not the current one (%s)", given, current)
 		}
 	}
-	if len(in.Edit) > 0 && !req.Edit {
-		return nil, nil, refused(record.CodeEditNotAllowed, id, "rule %s does not allow editing the arguments", req.Rule)
-	}
-	decs = l.more.Decisions
+	return nil
+}
+
+// priorDecisions are the run's decisions, as read with it or read now, with
+// their seals checked; a second vote of the same person is refused.
+func (dc *decider) priorDecisions(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, in DecideInput) ([]*record.Decision, error) {
+	id := l.run.ID
+	decs := l.more.Decisions
 	if !l.read.Decisions {
+		var err error
 		if decs, err = tx.Decisions(ctx, id); err != nil {
-			return nil, nil, fmt.Errorf("load decisions of run %s: %w", id, err)
+			return nil, fmt.Errorf("load decisions of run %s: %w", id, err)
 		}
 	}
 	if err := dc.in.checkRun(ctx, tx, id, nil, []*record.ApprovalRequest{req}, decs, nil); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, d := range decs {
 		if d.RequestID == req.ID && d.ApproverID == in.Approver.ID {
 			r := refused(record.CodeAlreadyVoted, id, "%s already decided (%s at %s)", d.ApproverID, d.Verdict, d.At.Format(time.RFC3339))
 			r.By, r.At = d.ApproverID, d.At
-			return nil, nil, r
+			return nil, r
 		}
 	}
-	return req, decs, nil
+	return decs, nil
 }
 
 // buttonRequest checks a decision that names its request and fingerprint (a

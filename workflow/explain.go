@@ -30,6 +30,7 @@ func Explain(ctx context.Context, cfg Config, p *Proposal) (*Explanation, error)
 	if e.dir == nil {
 		e.dir = rolesDirectory{cfg.Roles}
 	}
+	e.gates = &gatekeeper{policy: e.policy, roles: e.roles, dir: e.dir, actions: e.actions}
 	actions, evidence, _, err := e.checkProposal(ctx, p)
 	if err != nil {
 		return nil, err

@@ -186,103 +186,141 @@ const (
 	asWorker
 )
 
+// resume drives a run on as far as it goes without a person: through its
+// steps, its proposal, an expired deadline, its operations, and (for an
+// operator) a recheck of an unproven outcome. It returns the run as it
+// stands when nothing more can be done now.
 func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*record.Run, error) {
-	var held *loaded
-	asked := false // recheck is made once per resume
+	r := &resumption{e: e, id: id, mode: mode}
 	for {
-		l, err := e.runs.reload(ctx, id, held)
-		if err != nil {
-			if record.IsRefused(err) {
-				return nil, err
-			}
-			var ie *IntegrityError
-			if errors.As(err, &ie) {
-				return e.runs.getRun(ctx, id)
-			}
-			return nil, err
-		}
-		held = l
-		switch l.run.Status {
-		case record.StatusRunning:
-			if l.st.Proposed {
-				if err := e.gates.propose(ctx, l, record.StatusRunning, "signoff"); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if err := e.step(ctx, l); err != nil {
-				return nil, err
-			}
-		case record.StatusWaitingApproval:
-			if !l.run.Deadline.IsZero() && !e.now().Before(l.run.Deadline) {
-				if err := e.decisions.expire(ctx, id, "signoff"); err != nil && !errors.Is(err, storage.ErrConflict) {
-					return nil, err
-				}
-				continue
-			}
-			return l.run, nil
-		case record.StatusExecuting:
-			// Another may be executing the run: a process holding its
-			// lease (a worker whose own lapsed while it waited out a
-			// backoff finds it here after another claimed the run), which
-			// only an operator overrides, or another goroutine of this
-			// engine (they share one lease owner), which nobody does.
-			now, wait := e.now(), lookEvery
-			if at := ParkedUntil(l.run, now); !at.IsZero() {
-				// The run waits for its target, and no worker holds it
-				// meanwhile. Only an operator's own command waits here; a
-				// worker, a follower or a submit leaves it to the worker
-				// that claims it when it is due.
-				if mode != asOperator {
-					return l.run, nil
-				}
-				if err := e.clock.Sleep(ctx, at.Sub(now)); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			lease := l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil)
-			if !lease || mode == asOperator {
-				ran, err := e.executeAlone(ctx, l)
-				if err != nil {
-					return nil, err
-				}
-				if ran && l.committed && l.run.Status.Terminal() {
-					// The write that ended the run committed, so l is the
-					// run as stored and nothing is left to run: reading it
-					// back would only say so again.
-					return l.run, nil
-				}
-				if ran {
-					continue
-				}
-			} else {
-				wait = min(wait, l.run.LeaseUntil.Sub(now))
-			}
-			if mode != asFollower {
-				return l.run, nil // left to whoever executes it
-			}
-			if err := e.clock.Sleep(ctx, wait); err != nil {
-				return nil, err
-			}
-		case record.StatusNeedsAttention:
-			// An operator's resume asks the target again about an outcome
-			// that could not be proven: it may know by now.
-			if mode != asOperator || asked {
-				return l.run, nil
-			}
-			asked = true
-			moved, err := e.recheck(ctx, l)
-			if err != nil {
-				return nil, err
-			}
-			if !moved {
-				return l.run, nil
-			}
-		default:
-			return l.run, nil
+		run, again, err := r.next(ctx)
+		if err != nil || !again {
+			return run, err
 		}
 	}
+}
+
+// resumption is one call of resume: the run it drives, who drives it, the
+// run as last read (held, see loadHeld) and whether the target was asked
+// again (once per resume).
+type resumption struct {
+	e     *Engine
+	id    string
+	mode  resumeMode
+	held  *loaded
+	asked bool
+}
+
+// next reads the run and takes the step its status calls for; again says
+// whether there may be more to do.
+func (r *resumption) next(ctx context.Context) (_ *record.Run, again bool, err error) {
+	e := r.e
+	l, err := e.runs.reload(ctx, r.id, r.held)
+	if err != nil {
+		if record.IsRefused(err) {
+			return nil, false, err
+		}
+		var ie *IntegrityError
+		if errors.As(err, &ie) {
+			run, err := e.runs.getRun(ctx, r.id)
+			return run, false, err
+		}
+		return nil, false, err
+	}
+	r.held = l
+	switch l.run.Status {
+	case record.StatusRunning:
+		return r.running(ctx, l)
+	case record.StatusWaitingApproval:
+		if !l.run.Deadline.IsZero() && !e.now().Before(l.run.Deadline) {
+			if err := e.decisions.expire(ctx, r.id, "signoff"); err != nil && !errors.Is(err, storage.ErrConflict) {
+				return nil, false, err
+			}
+			return nil, true, nil
+		}
+		return l.run, false, nil
+	case record.StatusExecuting:
+		return r.executing(ctx, l)
+	case record.StatusNeedsAttention:
+		return r.needsAttention(ctx, l)
+	}
+	return l.run, false, nil
+}
+
+// running takes a running run's next step, or gates its proposal.
+func (r *resumption) running(ctx context.Context, l *loaded) (*record.Run, bool, error) {
+	if l.st.Proposed {
+		if err := r.e.gates.propose(ctx, l, record.StatusRunning, "signoff"); err != nil {
+			return nil, false, err
+		}
+		return nil, true, nil
+	}
+	if err := r.e.step(ctx, l); err != nil {
+		return nil, false, err
+	}
+	return nil, true, nil
+}
+
+// executing runs an executing run's operations, unless another may be
+// executing it: a process holding its lease (a worker whose own lapsed
+// while it waited out a backoff finds it here after another claimed the
+// run), which only an operator overrides, or another goroutine of this
+// engine (they share one lease owner), which nobody does.
+func (r *resumption) executing(ctx context.Context, l *loaded) (*record.Run, bool, error) {
+	e := r.e
+	now, wait := e.now(), lookEvery
+	if at := ParkedUntil(l.run, now); !at.IsZero() {
+		// The run waits for its target, and no worker holds it
+		// meanwhile. Only an operator's own command waits here; a
+		// worker, a follower or a submit leaves it to the worker
+		// that claims it when it is due.
+		if r.mode != asOperator {
+			return l.run, false, nil
+		}
+		if err := e.clock.Sleep(ctx, at.Sub(now)); err != nil {
+			return nil, false, err
+		}
+		return nil, true, nil
+	}
+	lease := l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil)
+	if !lease || r.mode == asOperator {
+		ran, err := e.executeAlone(ctx, l)
+		if err != nil {
+			return nil, false, err
+		}
+		if ran && l.committed && l.run.Status.Terminal() {
+			// The write that ended the run committed, so l is the
+			// run as stored and nothing is left to run: reading it
+			// back would only say so again.
+			return l.run, false, nil
+		}
+		if ran {
+			return nil, true, nil
+		}
+	} else {
+		wait = min(wait, l.run.LeaseUntil.Sub(now))
+	}
+	if r.mode != asFollower {
+		return l.run, false, nil // left to whoever executes it
+	}
+	if err := e.clock.Sleep(ctx, wait); err != nil {
+		return nil, false, err
+	}
+	return nil, true, nil
+}
+
+// needsAttention: an operator's resume asks the target again about an
+// outcome that could not be proven (once): it may know by now.
+func (r *resumption) needsAttention(ctx context.Context, l *loaded) (*record.Run, bool, error) {
+	if r.mode != asOperator || r.asked {
+		return l.run, false, nil
+	}
+	r.asked = true
+	moved, err := r.e.recheck(ctx, l)
+	if err != nil {
+		return nil, false, err
+	}
+	return l.run, moved, nil
 }
 
 // recheck asks the target once more whether the operation whose outcome
