@@ -24,7 +24,8 @@ import (
 // durable decision by compare-and-set on SQLite, which is the click's one
 // check, then its answer recorded. Every click approves its own fresh
 // waiting run, made before the timer starts. "bare" is the same handler
-// with an engine that keeps nothing: what the HTTP edge costs by itself.
+// with an engine and a store that keep nothing: what the HTTP edge costs by
+// itself.
 //
 //	go test ./bot -run '^$' -bench BenchmarkClick -benchtime 2000x
 func BenchmarkClick(b *testing.B) {
@@ -128,7 +129,7 @@ type benchEngine struct {
 	decided atomic.Int64
 }
 
-var _ runEngine = (*benchEngine)(nil)
+var _ Engine = (*benchEngine)(nil)
 
 func (e *benchEngine) Get(_ context.Context, id string) (*workflow.RunView, error) {
 	if id != benchRef.RunID {
@@ -167,5 +168,9 @@ func (e *benchEngine) Resolve(context.Context, workflow.ResolveInput) (*record.R
 func (e *benchEngine) Roles() *policy.Roles { return benchRoles }
 
 func (e *benchEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }
+
+// Store claims every request as new and keeps no answer: the replay claim
+// without its commits.
+func (e *benchEngine) Store() storage.Store { return benchkit.KeepNothing{} }
 
 var benchRoles, _ = policy.NewRoles([]policy.Role{{Name: "team_lead", Members: []string{leadGrace}}})

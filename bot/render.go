@@ -224,6 +224,23 @@ func statusText(v *workflow.RunView, rc RenderContext) string {
 	if v.Problem != "" {
 		lines = append(lines, ":warning: *Stored state failed its integrity check.* A person must look at this run before anything else happens: "+mdEscape(cutText(v.Problem, 600)))
 	}
+	lines = append(lines, decisionLines(v)...)
+	if s := stateLine(v, rc); s != "" {
+		lines = append(lines, s)
+	}
+	for _, r := range v.Resolutions {
+		lines = append(lines, fmt.Sprintf(":wrench: *Resolved* by %s %s: %s%s", mdMention(r.By, ""), slackDate(r.At), mdEscape(r.Choice.Describe()), reasonSuffix(r.Reason)))
+	}
+	if len(v.Operations) > 0 {
+		lines = append(lines, operationLines(v)...)
+	}
+	return cutLines(lines, MaxSectionText, func(n int) string { return fmt.Sprintf("…and %d more lines", n) })
+}
+
+// decisionLines is one line for each edit, and for each approval or
+// rejection of the current request.
+func decisionLines(v *workflow.RunView) []string {
+	var lines []string
 	current := ""
 	if v.Gate != nil {
 		current = v.Gate.RequestID
@@ -240,60 +257,72 @@ func statusText(v *workflow.RunView, rc RenderContext) string {
 			lines = append(lines, fmt.Sprintf(":x: *Rejected* by %s (%s) %s%s", mdMention(d.By, d.Name), mdEscape(d.Role), slackDate(d.At), reasonSuffix(d.Reason)))
 		}
 	}
+	return lines
+}
+
+// stateLine says where the run stands: how many approvals so far, what
+// running is waiting for, or how it ended. Empty when there is nothing to
+// say.
+func stateLine(v *workflow.RunView, rc RenderContext) string {
 	req := currentRequest(v)
 	switch v.Status {
 	case record.StatusWaitingApproval:
-		if req != nil && req.Count > 1 {
-			n := 0
-			for _, d := range v.Decisions {
-				if d.RequestID == req.ID && d.Decision == record.VerdictApprove {
-					n++
-				}
-			}
-			lines = append(lines, fmt.Sprintf("%d of %d approvals so far.", n, req.Count))
-		}
+		return approvalsSoFar(v, req)
 	case record.StatusExecuting:
 		if v.RetryAt != nil && v.RetryAt.After(rc.Now) {
-			lines = append(lines, ":hourglass_flowing_sand: Running the approved actions: the target asked for time; asking it again "+slackDate(*v.RetryAt)+".")
-		} else {
-			lines = append(lines, ":gear: Running the approved actions now.")
+			return ":hourglass_flowing_sand: Running the approved actions: the target asked for time; asking it again " + slackDate(*v.RetryAt) + "."
 		}
+		return ":gear: Running the approved actions now."
 	case record.StatusExpired:
 		at := ""
 		if req != nil {
 			at = " " + slackDate(req.Deadline)
 		}
-		lines = append(lines, ":hourglass: *Expired*: nobody decided before the deadline"+at+". Nothing was done.")
+		return ":hourglass: *Expired*: nobody decided before the deadline" + at + ". Nothing was done."
 	case record.StatusCancelled:
-		by, at := "", ""
-		if req != nil && req.DecidedBy != "" {
-			by = " by " + mdMention(req.DecidedBy, "")
-			if req.DecidedAt != nil {
-				at = " " + slackDate(*req.DecidedAt)
-			}
-		}
-		why := v.Reason
-		if _, after, ok := strings.Cut(why, ": "); ok && strings.HasPrefix(why, "cancelled by ") {
-			why = after
-		}
-		lines = append(lines, ":no_entry_sign: *Cancelled*"+by+at+reasonSuffix(why)+" Nothing was done.")
+		return cancelledLine(v, req)
 	case record.StatusRejected:
-		lines = append(lines, "Nothing was done.")
+		return "Nothing was done."
 	case record.StatusFailed:
-		lines = append(lines, ":x: *Failed*: "+mdCode(v.Reason, 600))
+		return ":x: *Failed*: " + mdCode(v.Reason, 600)
 	case record.StatusNeedsAttention:
-		lines = append(lines, ":warning: *Needs attention*: "+mdCode(v.Reason, 600)+"\nA person must look at the target, then resolve it: `"+
-			mdEscape(rc.slash())+" resolve "+mdEscape(v.ID)+" happened|retry|abandon reason…` or `signoff resolve "+mdEscape(v.ID)+"`.")
+		return ":warning: *Needs attention*: " + mdCode(v.Reason, 600) + "\nA person must look at the target, then resolve it: `" +
+			mdEscape(rc.slash()) + " resolve " + mdEscape(v.ID) + " happened|retry|abandon reason…` or `signoff resolve " + mdEscape(v.ID) + "`."
 	case record.StatusDone:
-		lines = append(lines, ":white_check_mark: *Done.*")
+		return ":white_check_mark: *Done.*"
 	}
-	for _, r := range v.Resolutions {
-		lines = append(lines, fmt.Sprintf(":wrench: *Resolved* by %s %s: %s%s", mdMention(r.By, ""), slackDate(r.At), mdEscape(r.Choice.Describe()), reasonSuffix(r.Reason)))
+	return ""
+}
+
+// approvalsSoFar counts the approvals of a request that needs more than one;
+// empty for a request one approval decides.
+func approvalsSoFar(v *workflow.RunView, req *workflow.RequestView) string {
+	if req == nil || req.Count <= 1 {
+		return ""
 	}
-	if len(v.Operations) > 0 {
-		lines = append(lines, operationLines(v)...)
+	n := 0
+	for _, d := range v.Decisions {
+		if d.RequestID == req.ID && d.Decision == record.VerdictApprove {
+			n++
+		}
 	}
-	return cutLines(lines, MaxSectionText, func(n int) string { return fmt.Sprintf("…and %d more lines", n) })
+	return fmt.Sprintf("%d of %d approvals so far.", n, req.Count)
+}
+
+// cancelledLine says who cancelled the run, when, and why.
+func cancelledLine(v *workflow.RunView, req *workflow.RequestView) string {
+	by, at := "", ""
+	if req != nil && req.DecidedBy != "" {
+		by = " by " + mdMention(req.DecidedBy, "")
+		if req.DecidedAt != nil {
+			at = " " + slackDate(*req.DecidedAt)
+		}
+	}
+	why := v.Reason
+	if _, after, ok := strings.Cut(why, ": "); ok && strings.HasPrefix(why, "cancelled by ") {
+		why = after
+	}
+	return ":no_entry_sign: *Cancelled*" + by + at + reasonSuffix(why) + " Nothing was done."
 }
 
 // reasonSuffix shows a reason someone typed (an approver, or an agent that
@@ -394,7 +423,7 @@ func actionText(i int, a record.Action, rc RenderContext) (text string, all bool
 		}
 		// The key in a code span too: an agent wrote it, and mrkdwn in it
 		// (bold, links, emoji) would pass for signoff's own words. Values
-		// are shown as JSON (workflow.show.Value), so that a string never
+		// are shown as JSON (show.Value), so that a string never
 		// reads like a number, a boolean, null or an object.
 		lines = append(lines, "• "+mdCode(f.Key, maxKey)+": "+mdCode(f.Value, maxArgValue))
 		all = all && len(f.Key) <= maxKey && len(f.Value) <= maxArgValue
@@ -674,7 +703,7 @@ var mdMarkup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // mdCode shows s literally in a code span, cut to max bytes before escaping:
 // inert, so one value stays on one line, and with a backtick, which would
 // end the span, swapped for a look-alike. Argument values and keys never
-// hold one: workflow.show.Value writes it \u0060, so they read exactly.
+// hold one: show.Value writes it \u0060, so they read exactly.
 func mdCode(s string, max int) string {
 	if s == "" {
 		return "` `"

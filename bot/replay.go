@@ -79,10 +79,6 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 	if err != nil {
 		return writeAnswer(c, s.errorAnswer(c, kind, err))
 	}
-	if s.seen == nil {
-		resp, err := handle(c.Request().Context(), raw)
-		return writeAnswer(c, s.answerOf(c, kind, resp, err))
-	}
 	ctx := c.Request().Context()
 	ts := c.Request().Header.Get(HeaderTimestamp) // digits only: verified above
 	secs, _ := strconv.ParseInt(ts, 10, 64)

@@ -34,9 +34,10 @@ type SlackActions interface {
 	PostEphemeral(ctx context.Context, channel, user string, blocks []slack.Block, text string) error
 }
 
-// runEngine is what the handlers need of the engine; *workflow.Engine has it,
-// and a benchmark of the bare handler swaps in a fake.
-type runEngine interface {
+// Engine is what the handlers need of the engine; *workflow.Engine has it.
+// Store is where each signed request and Socket Mode envelope is claimed
+// before it is handled, so that a copy changes nothing (see serveSigned).
+type Engine interface {
 	Decide(ctx context.Context, in workflow.DecideInput) (*record.Run, error)
 	Get(ctx context.Context, id string) (*workflow.RunView, error)
 	List(ctx context.Context, f storage.RunFilter) ([]*record.Run, error)
@@ -46,13 +47,15 @@ type runEngine interface {
 	Resolve(ctx context.Context, in workflow.ResolveInput) (*record.Run, error)
 	Roles() *policy.Roles
 	Action(name string) (*workflow.ActionSpec, bool)
+	Store() storage.Store
 }
 
-var _ runEngine = (*workflow.Engine)(nil)
+var _ Engine = (*workflow.Engine)(nil)
 
 // ServerConfig is what a Server is built from.
 type ServerConfig struct {
-	Engine        *workflow.Engine
+	// Engine decides and keeps the runs: a *workflow.Engine.
+	Engine        Engine
 	SigningSecret string
 	// AppID is required; TeamID or EnterpriseID (or both) too. See Origin for
 	// which requests they admit.
@@ -81,7 +84,7 @@ const DefaultCommand = "/runs"
 
 // Server answers Slack's interaction and slash-command requests.
 type Server struct {
-	eng     runEngine
+	eng     Engine
 	secret  string
 	origin  Origin
 	clock   workflow.Clock
@@ -92,8 +95,7 @@ type Server struct {
 	groups  map[string]string
 	slash   string // the slash command's name
 	refused func(reason string)
-	// seen keeps the requests taken (see serveSigned); nil only for the
-	// benchmark of the bare handler, which has no store.
+	// seen keeps the requests taken (see serveSigned): the engine's store.
 	seen storage.Store
 }
 
@@ -113,14 +115,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	case cfg.Slack == nil:
 		return nil, errors.New("new slack server: a Slack client is required (modals and ephemeral replies)")
 	}
-	s := newServer(cfg.Engine, cfg)
-	s.seen = cfg.Engine.Store()
-	return s, nil
+	return newServer(cfg.Engine, cfg), nil
 }
 
-func newServer(eng runEngine, cfg ServerConfig) *Server {
+func newServer(eng Engine, cfg ServerConfig) *Server {
 	s := &Server{
-		eng: eng, secret: cfg.SigningSecret, clock: cfg.Clock, log: cfg.Logger, slack: cfg.Slack,
+		eng: eng, seen: eng.Store(), secret: cfg.SigningSecret, clock: cfg.Clock, log: cfg.Logger, slack: cfg.Slack,
 		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups, slash: cfg.Command, refused: cfg.Refused,
 		origin: Origin{AppID: cfg.AppID, TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID},
 	}

@@ -111,9 +111,6 @@ func (s *Server) routeSocket(ctx context.Context, evt socketmode.Event) (envelop
 		// signoff subscribes to none; ack so Slack does not retry.
 		return req.EnvelopeID, nil, true
 	}
-	if s.seen == nil {
-		return req.EnvelopeID, s.socketAnswer(ctx, evt), true
-	}
 	// An envelope Slack delivers again (to this connection or another
 	// replica's) is handled once, like a signed request sent twice.
 	now := s.clock.Now()

@@ -108,93 +108,141 @@ func (c *checker) api(fa *fileAPI) (APIConfig, error) {
 	if fa == nil {
 		return ac, nil
 	}
+	var err error
+	if ac.Tokens, err = c.apiTokens(fa.Tokens); err != nil {
+		return ac, err
+	}
+	if err := c.rateLimit(fa.RateLimit, &ac); err != nil {
+		return ac, err
+	}
+	if fa.Callbacks != nil {
+		if err := c.callbacks(fa.Callbacks, &ac); err != nil {
+			return ac, err
+		}
+	}
+	return ac, nil
+}
+
+// apiTokens checks every token: each names itself uniquely and has its own
+// secret.
+func (c *checker) apiTokens(fts []fileToken) ([]APIToken, error) {
+	var tokens []APIToken
 	ids := map[string]bool{}
 	hashes := map[[32]byte]string{}
-	for i, ft := range fa.Tokens {
+	for i, ft := range fts {
 		path := fmt.Sprintf("api.tokens[%d]", i)
 		t := APIToken{ID: strings.TrimSpace(ft.ID), Requester: strings.TrimSpace(ft.Requester)}
 		switch {
 		case t.ID == "":
-			return ac, c.failf(path+".id", "required: a name for the token, shown in the audit log")
+			return tokens, c.failf(path+".id", "required: a name for the token, shown in the audit log")
 		case strings.ContainsFunc(t.ID, isControl):
-			return ac, c.failf(path+".id", "%q must be one line without control characters", ft.ID)
+			return tokens, c.failf(path+".id", "%q must be one line without control characters", ft.ID)
 		case ids[t.ID]:
-			return ac, c.failf(path+".id", "%q is used by another token", t.ID)
+			return tokens, c.failf(path+".id", "%q is used by another token", t.ID)
 		}
 		ids[t.ID] = true
 		h := strings.TrimSpace(ft.SHA256)
 		b, err := hex.DecodeString(h)
 		if err != nil || len(b) != 32 {
-			return ac, c.failf(path+".sha256", "want the token's SHA-256 as 64 hex digits (signoff token new prints it), got %d characters", len(h))
+			return tokens, c.failf(path+".sha256", "want the token's SHA-256 as 64 hex digits (signoff token new prints it), got %d characters", len(h))
 		}
 		copy(t.SHA256[:], b)
 		if other, dup := hashes[t.SHA256]; dup {
-			return ac, c.failf(path+".sha256", "the same token as %q: every token needs its own secret", other)
+			return tokens, c.failf(path+".sha256", "the same token as %q: every token needs its own secret", other)
 		}
 		hashes[t.SHA256] = t.ID
-		switch {
-		case t.Requester == "":
-			return ac, c.failf(path+".requester", "required: the requester id every proposal made with this token speaks for (e.g. agent:resolver)")
-		case strings.ContainsFunc(t.Requester, isControl):
-			return ac, c.failf(path+".requester", "%q must be one line without control characters", ft.Requester)
+		if t.Scopes, err = c.tokenGrant(path, ft); err != nil {
+			return tokens, err
 		}
-		if len(ft.Scopes) == 0 {
-			return ac, c.failf(path+".scopes", "required: one or more of %s", strings.Join(Scopes, ", "))
-		}
-		for j, s := range ft.Scopes {
-			if !slices.Contains(Scopes, s) {
-				return ac, c.failf(fmt.Sprintf("%s.scopes[%d]", path, j), "unknown scope %q (scopes: %s)", s, strings.Join(Scopes, ", "))
-			}
-			if !slices.Contains(t.Scopes, s) {
-				t.Scopes = append(t.Scopes, s)
-			}
-		}
-		ac.Tokens = append(ac.Tokens, t)
+		tokens = append(tokens, t)
 	}
-	if rl := fa.RateLimit; rl != nil {
-		if rl.PerSecond != nil {
-			if *rl.PerSecond <= 0 || *rl.PerSecond > 1e6 {
-				return ac, c.failf("api.rate_limit.per_second", "%v: want a number of requests a second above 0", *rl.PerSecond)
-			}
-			ac.Rate = *rl.PerSecond
+	return tokens, nil
+}
+
+// tokenGrant checks whom a token speaks for and what it may do, and returns
+// its scopes without repeats.
+func (c *checker) tokenGrant(path string, ft fileToken) ([]string, error) {
+	switch requester := strings.TrimSpace(ft.Requester); {
+	case requester == "":
+		return nil, c.failf(path+".requester", "required: the requester id every proposal made with this token speaks for (e.g. agent:resolver)")
+	case strings.ContainsFunc(requester, isControl):
+		return nil, c.failf(path+".requester", "%q must be one line without control characters", ft.Requester)
+	}
+	if len(ft.Scopes) == 0 {
+		return nil, c.failf(path+".scopes", "required: one or more of %s", strings.Join(Scopes, ", "))
+	}
+	var scopes []string
+	for j, s := range ft.Scopes {
+		if !slices.Contains(Scopes, s) {
+			return nil, c.failf(fmt.Sprintf("%s.scopes[%d]", path, j), "unknown scope %q (scopes: %s)", s, strings.Join(Scopes, ", "))
 		}
-		if rl.Burst != nil {
-			if *rl.Burst < 1 || *rl.Burst > 1e6 {
-				return ac, c.failf("api.rate_limit.burst", "%d: want at least 1", *rl.Burst)
-			}
-			ac.Burst = *rl.Burst
+		if !slices.Contains(scopes, s) {
+			scopes = append(scopes, s)
 		}
 	}
-	if fa.Callbacks != nil {
-		for i, p := range fa.Callbacks.Allow {
-			path := fmt.Sprintf("api.callbacks.allow[%d]", i)
-			u, err := url.Parse(p)
-			canon, cerr := workflow.CanonicalCallbackURL(p)
-			switch {
-			case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "":
-				return ac, c.failf(path, "%q: want an absolute http(s) URL such as https://agents.example.com/signoff/", p)
-			case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(p, "#") || strings.Contains(p, "?"):
-				return ac, c.failf(path, "%q: a prefix has no user, query or fragment", p)
-			case !strings.HasSuffix(u.Path, "/"):
-				return ac, c.failf(path, "%q: end the prefix with a path ending in / (e.g. %s/), so that it cannot match a longer host or path", p, strings.TrimRight(p, "/"))
-			case cerr != nil:
-				return ac, c.failf(path, "%q %v", p, cerr)
-			case canon != p:
-				return ac, c.failf(path, "%q: write the prefix without dot segments, as %s: callback URLs are matched with theirs resolved", p, canon)
-			case u.Scheme == "http" && !isLoopback(u.Hostname()):
-				c.warnf(path, "%q: callbacks to a non-loopback host over plain http can be read and replayed on the way; prefer https", p)
-			}
-			ac.CallbackPrefixes = append(ac.CallbackPrefixes, p)
-		}
-		ac.CallbackSecretEnv = strings.TrimSpace(fa.Callbacks.SecretEnv)
-		switch env := ac.CallbackSecretEnv; {
-		case env == "" && len(ac.CallbackPrefixes) > 0:
-			return ac, c.failf("api.callbacks.secret_env", "required with allow: the environment variable that holds the secret (whsec_…) callbacks are signed with, e.g. SIGNOFF_CALLBACK_SECRET")
-		case env != "" && !envNamePattern.MatchString(env):
-			return ac, c.failf("api.callbacks.secret_env", "%q is not the name of an environment variable", fa.Callbacks.SecretEnv)
-		}
+	return scopes, nil
+}
+
+// rateLimit sets the rate and burst the file gives, each within bounds.
+func (c *checker) rateLimit(rl *fileRateLimit, ac *APIConfig) error {
+	if rl == nil {
+		return nil
 	}
-	return ac, nil
+	if rl.PerSecond != nil {
+		if *rl.PerSecond <= 0 || *rl.PerSecond > 1e6 {
+			return c.failf("api.rate_limit.per_second", "%v: want a number of requests a second above 0", *rl.PerSecond)
+		}
+		ac.Rate = *rl.PerSecond
+	}
+	if rl.Burst != nil {
+		if *rl.Burst < 1 || *rl.Burst > 1e6 {
+			return c.failf("api.rate_limit.burst", "%d: want at least 1", *rl.Burst)
+		}
+		ac.Burst = *rl.Burst
+	}
+	return nil
+}
+
+// callbacks sets where callbacks may go and the variable that holds their
+// signing secret, required once any may go anywhere.
+func (c *checker) callbacks(fcb *fileCallbacks, ac *APIConfig) error {
+	for i, p := range fcb.Allow {
+		if err := c.callbackPrefix(fmt.Sprintf("api.callbacks.allow[%d]", i), p); err != nil {
+			return err
+		}
+		ac.CallbackPrefixes = append(ac.CallbackPrefixes, p)
+	}
+	ac.CallbackSecretEnv = strings.TrimSpace(fcb.SecretEnv)
+	switch env := ac.CallbackSecretEnv; {
+	case env == "" && len(ac.CallbackPrefixes) > 0:
+		return c.failf("api.callbacks.secret_env", "required with allow: the environment variable that holds the secret (whsec_…) callbacks are signed with, e.g. SIGNOFF_CALLBACK_SECRET")
+	case env != "" && !envNamePattern.MatchString(env):
+		return c.failf("api.callbacks.secret_env", "%q is not the name of an environment variable", fcb.SecretEnv)
+	}
+	return nil
+}
+
+// callbackPrefix checks one allowed prefix: an absolute http(s) URL in
+// canonical form whose path ends in "/", warning of plain http off the
+// machine.
+func (c *checker) callbackPrefix(path, p string) error {
+	u, err := url.Parse(p)
+	canon, cerr := workflow.CanonicalCallbackURL(p)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "":
+		return c.failf(path, "%q: want an absolute http(s) URL such as https://agents.example.com/signoff/", p)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(p, "#") || strings.Contains(p, "?"):
+		return c.failf(path, "%q: a prefix has no user, query or fragment", p)
+	case !strings.HasSuffix(u.Path, "/"):
+		return c.failf(path, "%q: end the prefix with a path ending in / (e.g. %s/), so that it cannot match a longer host or path", p, strings.TrimRight(p, "/"))
+	case cerr != nil:
+		return c.failf(path, "%q %v", p, cerr)
+	case canon != p:
+		return c.failf(path, "%q: write the prefix without dot segments, as %s: callback URLs are matched with theirs resolved", p, canon)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		c.warnf(path, "%q: callbacks to a non-loopback host over plain http can be read and replayed on the way; prefer https", p)
+	}
+	return nil
 }
 
 // envNamePattern is what an environment variable's name may be.

@@ -405,67 +405,20 @@ func (c *checker) failf(path, format string, args ...any) error {
 }
 
 func (c *checker) build(fc *fileConfig) (*Config, error) {
-	cfg := &Config{Actions: map[string]ActionConfig{}}
-
-	if len(fc.Roles) == 0 {
-		return nil, c.failf("roles", "at least one role is required (lowest first, e.g. - {name: team_lead, members: [U0LEAD0001]})")
-	}
-	roles := make([]policy.Role, len(fc.Roles))
-	for i, r := range fc.Roles {
-		roles[i] = policy.Role{Name: r.Name, Members: r.Members}
-	}
-	rs, err := policy.NewRoles(roles)
-	if err != nil {
-		var re *policy.RoleError
-		if errors.As(err, &re) {
-			return nil, c.fail(fmt.Sprintf("roles[%d].%s", re.Index, re.Field), re.Err)
-		}
-		return nil, c.fail("roles", err)
-	}
-	cfg.Roles = rs
-
-	pol, err := c.policy(fc.Policy, rs)
-	if err != nil {
+	cfg := &Config{}
+	var err error
+	if cfg.Roles, err = c.roles(fc.Roles); err != nil {
 		return nil, err
 	}
-	cfg.Policy = pol
-
-	if len(fc.Actions) == 0 {
-		return nil, c.failf("actions", "at least one action is required (e.g. request_refund: {executor: demo})")
-	}
-	for _, name := range keysInOrder(c.doc, "actions", fc.Actions) {
-		a := fc.Actions[name]
-		path := "actions" + keySegment(name)
-		if a == nil {
-			return nil, c.failf(path+".executor", "required: which executor runs %s (e.g. demo)", name)
-		}
-		if _, err := workflow.NewActionSpec(name, nil, nil, nil); err != nil {
-			return nil, c.fail(path, err)
-		}
-		for j, p := range a.Redact {
-			if _, err := workflow.NewActionSpec(name, nil, nil, []string{p}); err != nil {
-				return nil, c.failf(fmt.Sprintf("%s.redact[%d]", path, j), "bad path %q: want a key or keys joined by dots, like card.number", p)
-			}
-		}
-		ac := ActionConfig{Description: strings.TrimSpace(a.Description), Redact: slices.Clone(a.Redact)}
-		var err error
-		if ac.Executor, ac.ExecutorFields, err = c.executor(path+".executor", name, a.Executor); err != nil {
-			return nil, err
-		}
-		if ac.ReconcileWithin, err = c.reconcile(path+".executor.reconcile", ac.ExecutorFields); err != nil {
-			return nil, err
-		}
-		if ac.Schema, ac.SchemaFile, err = c.schema(path, name, a); err != nil {
-			return nil, err
-		}
-		cfg.Actions[name] = ac
-	}
-
-	slack, err := c.slack(fc.Slack, rs)
-	if err != nil {
+	if cfg.Policy, err = c.policy(fc.Policy, cfg.Roles); err != nil {
 		return nil, err
 	}
-	cfg.Slack = slack
+	if cfg.Actions, err = c.actions(fc.Actions); err != nil {
+		return nil, err
+	}
+	if cfg.Slack, err = c.slack(fc.Slack, cfg.Roles); err != nil {
+		return nil, err
+	}
 	if cfg.API, err = c.api(fc.API); err != nil {
 		return nil, err
 	}
@@ -484,31 +437,113 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	if fc.Resolve != nil {
-		role := strings.TrimSpace(fc.Resolve.Role)
-		if _, ok := cfg.Roles.Rank(role); !ok {
-			return nil, c.failf("resolve.role", "%q is not one of the roles (%s): who may resolve a run that needs attention", fc.Resolve.Role, strings.Join(cfg.Roles.Names(), ", "))
+		if cfg.Resolve.Role, err = c.resolveRole(fc.Resolve, cfg.Roles); err != nil {
+			return nil, err
 		}
-		cfg.Resolve.Role = role
 	}
 	if fc.Retention != nil {
 		if cfg.Retention, err = c.retention(fc.Retention); err != nil {
 			return nil, err
 		}
 	}
+	if err := c.expiriesWithinLifetime(cfg); err != nil {
+		return nil, err
+	}
+	if err := c.crossCheck(fc, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// roles reads the roles, lowest first: at least one.
+func (c *checker) roles(frs []fileRole) (*policy.Roles, error) {
+	if len(frs) == 0 {
+		return nil, c.failf("roles", "at least one role is required (lowest first, e.g. - {name: team_lead, members: [U0LEAD0001]})")
+	}
+	roles := make([]policy.Role, len(frs))
+	for i, r := range frs {
+		roles[i] = policy.Role{Name: r.Name, Members: r.Members}
+	}
+	rs, err := policy.NewRoles(roles)
+	if err != nil {
+		var re *policy.RoleError
+		if errors.As(err, &re) {
+			return nil, c.fail(fmt.Sprintf("roles[%d].%s", re.Index, re.Field), re.Err)
+		}
+		return nil, c.fail("roles", err)
+	}
+	return rs, nil
+}
+
+// actions reads the actions in the order the file gives them: at least one.
+func (c *checker) actions(fas map[string]*fileAction) (map[string]ActionConfig, error) {
+	if len(fas) == 0 {
+		return nil, c.failf("actions", "at least one action is required (e.g. request_refund: {executor: demo})")
+	}
+	out := map[string]ActionConfig{}
+	for _, name := range keysInOrder(c.doc, "actions", fas) {
+		ac, err := c.action(name, fas[name])
+		if err != nil {
+			return nil, err
+		}
+		out[name] = ac
+	}
+	return out, nil
+}
+
+// action reads one action: its name and redacted paths, its executor, and
+// its arguments' schema.
+func (c *checker) action(name string, a *fileAction) (ActionConfig, error) {
+	path := "actions" + keySegment(name)
+	if a == nil {
+		return ActionConfig{}, c.failf(path+".executor", "required: which executor runs %s (e.g. demo)", name)
+	}
+	if _, err := workflow.NewActionSpec(name, nil, nil, nil); err != nil {
+		return ActionConfig{}, c.fail(path, err)
+	}
+	for j, p := range a.Redact {
+		if _, err := workflow.NewActionSpec(name, nil, nil, []string{p}); err != nil {
+			return ActionConfig{}, c.failf(fmt.Sprintf("%s.redact[%d]", path, j), "bad path %q: want a key or keys joined by dots, like card.number", p)
+		}
+	}
+	ac := ActionConfig{Description: strings.TrimSpace(a.Description), Redact: slices.Clone(a.Redact)}
+	var err error
+	if ac.Executor, ac.ExecutorFields, err = c.executor(path+".executor", name, a.Executor); err != nil {
+		return ac, err
+	}
+	if ac.ReconcileWithin, err = c.reconcile(path+".executor.reconcile", ac.ExecutorFields); err != nil {
+		return ac, err
+	}
+	if ac.Schema, ac.SchemaFile, err = c.schema(path, name, a); err != nil {
+		return ac, err
+	}
+	return ac, nil
+}
+
+// resolveRole checks that the role that may resolve a run that needs
+// attention is one of the roles.
+func (c *checker) resolveRole(fr *fileResolve, rs *policy.Roles) (string, error) {
+	role := strings.TrimSpace(fr.Role)
+	if _, ok := rs.Rank(role); !ok {
+		return "", c.failf("resolve.role", "%q is not one of the roles (%s): who may resolve a run that needs attention", fr.Role, strings.Join(rs.Names(), ", "))
+	}
+	return role, nil
+}
+
+// expiriesWithinLifetime checks that no rule gives its approvers longer than
+// a request may live.
+func (c *checker) expiriesWithinLifetime(cfg *Config) error {
 	maxLife := cfg.Requests.MaxLifetime
 	if maxLife == 0 {
 		maxLife = workflow.DefaultMaxRequestLifetime
 	}
 	for i, r := range cfg.Policy.Rules() {
 		if r.Approval != nil && time.Duration(r.Approval.Expires)*time.Second > maxLife {
-			return nil, c.failf(fmt.Sprintf("policy.rules[%d].approval.expires", i), "%s is longer than a request may live (requests.max_lifetime, %s)",
+			return c.failf(fmt.Sprintf("policy.rules[%d].approval.expires", i), "%s is longer than a request may live (requests.max_lifetime, %s)",
 				time.Duration(r.Approval.Expires)*time.Second, maxLife)
 		}
 	}
-	if err := c.crossCheck(fc, cfg); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return nil
 }
 
 // retention reads the retention block: runs_older_than is required in it.

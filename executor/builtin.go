@@ -93,17 +93,62 @@ func (u unarmed) Lookup(context.Context, string) (record.Receipt, bool, error) {
 var reserved = []string{"SIGNOFF_", "SLACK_"}
 
 func newCommand(b *Block) (workflow.Executor, error) {
-	cfg := command.Config{Dir: b.Dir}
+	cfg, err := commandConfig(b)
+	if err != nil {
+		return nil, err
+	}
+	x, err := command.New(b.Action, cfg)
+	if err != nil {
+		// command.New names the field first: "lookup: cannot run …",
+		// "paths.read[0]: … does not exist".
+		field, msg, ok := strings.Cut(err.Error(), ": ")
+		if ok && (strings.HasPrefix(field, "command") || strings.HasPrefix(field, "lookup") || strings.HasPrefix(field, "check") || strings.HasPrefix(field, "paths.")) {
+			return nil, b.Errorf(field, "%s", msg)
+		}
+		return nil, err
+	}
+	warnConfinement(b, x, cfg)
+	return x, nil
+}
+
+// commandConfig reads the block's fields into the executor's config.
+func commandConfig(b *Block) (command.Config, error) {
+	cfg := command.Config{Dir: b.Dir, Private: b.Private}
 	var err error
 	if cfg.Command, err = b.Strings("command", true); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	if cfg.Lookup, err = b.Strings("lookup", false); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	if cfg.Check, err = b.Strings("check", false); err != nil {
-		return nil, err
+		return cfg, err
 	}
+	if cfg.Env, err = commandEnv(b); err != nil {
+		return cfg, err
+	}
+	if cfg.Timeout, err = b.Duration("timeout", command.DefaultTimeout, maxTimeout); err != nil {
+		return cfg, err
+	}
+	paths, err := b.Mapping("paths", "read", "write")
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Read, err = b.StringsOf("paths.read", paths["read"], false); err != nil {
+		return cfg, err
+	}
+	if cfg.Write, err = b.StringsOf("paths.write", paths["write"], false); err != nil {
+		return cfg, err
+	}
+	if cfg.RunAs, err = runAs(b); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// commandEnv reads env, the names of the variables the program sees, none
+// of them signoff's own, and returns them with their values.
+func commandEnv(b *Block) ([]string, error) {
 	names, err := b.Strings("env", false)
 	if err != nil {
 		return nil, err
@@ -119,34 +164,13 @@ func newCommand(b *Block) (workflow.Executor, error) {
 			}
 		}
 	}
-	cfg.Env = command.EnvFrom(names, b.Getenv)
-	if cfg.Timeout, err = b.Duration("timeout", command.DefaultTimeout, maxTimeout); err != nil {
-		return nil, err
-	}
-	paths, err := b.Mapping("paths", "read", "write")
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Read, err = b.StringsOf("paths.read", paths["read"], false); err != nil {
-		return nil, err
-	}
-	if cfg.Write, err = b.StringsOf("paths.write", paths["write"], false); err != nil {
-		return nil, err
-	}
-	cfg.Private = b.Private
-	if cfg.RunAs, err = runAs(b); err != nil {
-		return nil, err
-	}
-	x, err := command.New(b.Action, cfg)
-	if err != nil {
-		// command.New names the field first: "lookup: cannot run …",
-		// "paths.read[0]: … does not exist".
-		field, msg, ok := strings.Cut(err.Error(), ": ")
-		if ok && (strings.HasPrefix(field, "command") || strings.HasPrefix(field, "lookup") || strings.HasPrefix(field, "check") || strings.HasPrefix(field, "paths.")) {
-			return nil, b.Errorf(field, "%s", msg)
-		}
-		return nil, err
-	}
+	return command.EnvFrom(names, b.Getenv), nil
+}
+
+// warnConfinement warns of what the program could reach that the config
+// did not mean it to: paths that do not exist yet, no Landlock, or /proc
+// readable by a program running as root.
+func warnConfinement(b *Block, x *command.Executor, cfg command.Config) {
 	for _, m := range x.Missing() {
 		field, msg, _ := strings.Cut(m, ": ")
 		b.Warn(field, "%s", msg)
@@ -160,7 +184,6 @@ func newCommand(b *Block) (workflow.Executor, error) {
 			break
 		}
 	}
-	return x, nil
 }
 
 // landlockABI is the kernel's Landlock version (a variable for tests).

@@ -291,23 +291,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	call := Call{Method: method, Form: url.Values{}}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		_ = json.Unmarshal(body, &call.JSON)
-		for k, v := range call.JSON {
-			if str, ok := v.(string); ok {
-				call.Form.Set(k, str)
-			} else if b, err := json.Marshal(v); err == nil {
-				call.Form.Set(k, string(b))
-			}
-		}
-	} else {
-		call.Form, _ = url.ParseQuery(string(body))
-		for k, v := range r.URL.Query() {
-			call.Form[k] = v
-		}
-	}
+	call := readCall(r, method)
 
 	s.mu.Lock()
 	if fs := s.fail[method]; len(fs) > 0 {
@@ -316,73 +300,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		call.Status = f.status
 		s.calls = append(s.calls, call)
 		s.mu.Unlock()
-		if f.slackError != "" {
-			writeJSON(w, map[string]any{"ok": false, "error": f.slackError})
-			return
-		}
-		if f.retryAfter != "" {
-			w.Header().Set("Retry-After", f.retryAfter)
-		}
-		http.Error(w, http.StatusText(f.status), f.status)
+		writeFailure(w, f)
 		return
 	}
 	call.Status = http.StatusOK
 	s.calls = append(s.calls, call)
-	var resp map[string]any
-	switch method {
-	case "chat.postMessage":
-		if s.outside[call.Form.Get("channel")] {
-			resp = map[string]any{"ok": false, "error": "not_in_channel"}
-			break
-		}
-		s.seq++
-		ts := fmt.Sprintf("1700000000.%06d", s.seq)
-		ch := call.Form.Get("channel")
-		m := &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks")}
-		s.messages[ts] = m
-		s.order = append(s.order, ts)
-		s.tell(Event{Kind: Posted, Message: *m})
-		resp = map[string]any{"ok": true, "channel": ch, "ts": ts}
-	case "chat.update":
-		ts := call.Form.Get("ts")
-		m, ok := s.messages[ts]
-		if !ok {
-			resp = map[string]any{"ok": false, "error": "message_not_found"}
-			break
-		}
-		m.Text, m.Blocks = call.Form.Get("text"), call.Form.Get("blocks")
-		m.Updates++
-		s.tell(Event{Kind: Updated, Message: *m})
-		resp = map[string]any{"ok": true, "channel": m.Channel, "ts": ts, "text": m.Text}
-	case "chat.postEphemeral":
-		s.seq++
-		e := Ephemeral{Channel: call.Form.Get("channel"), User: call.Form.Get("user"), Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks")}
-		s.ephem = append(s.ephem, e)
-		s.tell(Event{Kind: EphemeralSent, Ephemeral: e})
-		resp = map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700000000.%06d", s.seq)}
-	case "views.open":
-		v := View{ID: fmt.Sprintf("V%06d", len(s.calls)), TriggerID: call.Form.Get("trigger_id"), View: call.Form.Get("view")}
-		s.views = append(s.views, v)
-		s.tell(Event{Kind: ViewOpened, View: v})
-		resp = map[string]any{"ok": true, "view": map[string]any{"id": v.ID}}
-	case "usergroups.users.list":
-		members, ok := s.groups[call.Form.Get("usergroup")]
-		if !ok {
-			resp = map[string]any{"ok": false, "error": "no_such_subteam"}
-			break
-		}
-		resp = map[string]any{"ok": true, "users": members}
-	case "auth.test":
-		resp = map[string]any{"ok": true, "user_id": Bot, "user": "signoff", "team_id": s.team, "team": "Lampkin Shop",
-			"url": "https://lampkin-shop.slack.com/", "bot_id": "B0SIGNOFF1"}
-		if s.ent != "" {
-			resp["enterprise_id"] = s.ent
-		}
-	case "conversations.info":
-		ch := call.Form.Get("channel")
-		resp = map[string]any{"ok": true, "channel": map[string]any{"id": ch, "name": "approvals", "is_channel": true, "is_member": !s.outside[ch]}}
-	default:
-		resp = map[string]any{"ok": false, "error": "unknown_method"}
+	resp := map[string]any{"ok": false, "error": "unknown_method"}
+	if answer, ok := methods[method]; ok {
+		resp = answer(s, call)
 	}
 	scopes := s.scopes
 	s.mu.Unlock()
@@ -396,6 +321,116 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, resp)
+}
+
+// readCall is the request as the bot sent it: a JSON body's fields, or a
+// form body's and the query's, all as form values.
+func readCall(r *http.Request, method string) Call {
+	body, _ := io.ReadAll(r.Body)
+	call := Call{Method: method, Form: url.Values{}}
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		call.Form, _ = url.ParseQuery(string(body))
+		for k, v := range r.URL.Query() {
+			call.Form[k] = v
+		}
+		return call
+	}
+	_ = json.Unmarshal(body, &call.JSON)
+	for k, v := range call.JSON {
+		if str, ok := v.(string); ok {
+			call.Form.Set(k, str)
+		} else if b, err := json.Marshal(v); err == nil {
+			call.Form.Set(k, string(b))
+		}
+	}
+	return call
+}
+
+// writeFailure answers as a failure set up for the call asks: a Slack error
+// in a 200, or an HTTP status with its Retry-After.
+func writeFailure(w http.ResponseWriter, f failure) {
+	if f.slackError != "" {
+		writeJSON(w, map[string]any{"ok": false, "error": f.slackError})
+		return
+	}
+	if f.retryAfter != "" {
+		w.Header().Set("Retry-After", f.retryAfter)
+	}
+	http.Error(w, http.StatusText(f.status), f.status)
+}
+
+// methods answers each Web API method the fake knows; s.mu is held.
+var methods = map[string]func(s *Server, call Call) map[string]any{
+	"chat.postMessage":      (*Server).postMessage,
+	"chat.update":           (*Server).update,
+	"chat.postEphemeral":    (*Server).postEphemeral,
+	"views.open":            (*Server).openView,
+	"usergroups.users.list": (*Server).groupMembers,
+	"auth.test":             (*Server).authTest,
+	"conversations.info":    (*Server).channelInfo,
+}
+
+func (s *Server) postMessage(call Call) map[string]any {
+	if s.outside[call.Form.Get("channel")] {
+		return map[string]any{"ok": false, "error": "not_in_channel"}
+	}
+	s.seq++
+	ts := fmt.Sprintf("1700000000.%06d", s.seq)
+	ch := call.Form.Get("channel")
+	m := &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks")}
+	s.messages[ts] = m
+	s.order = append(s.order, ts)
+	s.tell(Event{Kind: Posted, Message: *m})
+	return map[string]any{"ok": true, "channel": ch, "ts": ts}
+}
+
+func (s *Server) update(call Call) map[string]any {
+	ts := call.Form.Get("ts")
+	m, ok := s.messages[ts]
+	if !ok {
+		return map[string]any{"ok": false, "error": "message_not_found"}
+	}
+	m.Text, m.Blocks = call.Form.Get("text"), call.Form.Get("blocks")
+	m.Updates++
+	s.tell(Event{Kind: Updated, Message: *m})
+	return map[string]any{"ok": true, "channel": m.Channel, "ts": ts, "text": m.Text}
+}
+
+func (s *Server) postEphemeral(call Call) map[string]any {
+	s.seq++
+	e := Ephemeral{Channel: call.Form.Get("channel"), User: call.Form.Get("user"), Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks")}
+	s.ephem = append(s.ephem, e)
+	s.tell(Event{Kind: EphemeralSent, Ephemeral: e})
+	return map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700000000.%06d", s.seq)}
+}
+
+func (s *Server) openView(call Call) map[string]any {
+	v := View{ID: fmt.Sprintf("V%06d", len(s.calls)), TriggerID: call.Form.Get("trigger_id"), View: call.Form.Get("view")}
+	s.views = append(s.views, v)
+	s.tell(Event{Kind: ViewOpened, View: v})
+	return map[string]any{"ok": true, "view": map[string]any{"id": v.ID}}
+}
+
+func (s *Server) groupMembers(call Call) map[string]any {
+	members, ok := s.groups[call.Form.Get("usergroup")]
+	if !ok {
+		return map[string]any{"ok": false, "error": "no_such_subteam"}
+	}
+	return map[string]any{"ok": true, "users": members}
+}
+
+func (s *Server) authTest(Call) map[string]any {
+	resp := map[string]any{"ok": true, "user_id": Bot, "user": "signoff", "team_id": s.team, "team": "Lampkin Shop",
+		"url": "https://lampkin-shop.slack.com/", "bot_id": "B0SIGNOFF1"}
+	if s.ent != "" {
+		resp["enterprise_id"] = s.ent
+	}
+	return resp
+}
+
+func (s *Server) channelInfo(call Call) map[string]any {
+	ch := call.Form.Get("channel")
+	return map[string]any{"ok": true, "channel": map[string]any{"id": ch, "name": "approvals", "is_channel": true, "is_member": !s.outside[ch]}}
 }
 
 // tell passes ev to the observer; s.mu is held, so events are told one at

@@ -25,6 +25,7 @@ import (
 	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/internal/benchkit"
+	"github.com/signoff-dev/signoff/internal/benchkit/barebot"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -230,7 +231,7 @@ func benchClicks(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]
 		f.Name = "click"
 		out = append(out, f)
 	}
-	bare, decided, err := bot.NewBareServer(cfg, some)
+	bare, decided, err := barebot.NewServer(cfg, some)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres"
+	"github.com/signoff-dev/signoff/storage/postgres/pgscratch"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 )
 
@@ -140,7 +141,7 @@ func OpenSQLite(ctx context.Context, path string) (*Target, error) {
 // OpenPostgres makes a new store in a schema of its own on the server at dsn,
 // with a table of raw commits beside it. Close drops the schema.
 func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
-	sc, err := postgres.NewScratch(ctx, dsn)
+	sc, err := pgscratch.New(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +154,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 		Store:      &Counting{Store: st},
 		Where:      "schema " + sc.Schema + ", dropped after",
 		RawCommit:  sc.RawCommit,
-		RawClients: postgres.RawClients,
+		RawClients: pgscratch.RawClients,
 		Size:       sc.Size,
 		Syncs:      sc.WALSyncs,
 		RoundTrips: st.RoundTrips,

@@ -37,8 +37,45 @@ func testAuditRoundTrip(t *testing.T, s storage.Store) {
 // --- unique keys
 
 func testAuditChain(t *testing.T, s storage.Store) {
-	const perTx, txs = 5, 12
 	runs := []string{"run-a", "run-b", "run-c", ""} // "" is an event about no run
+	appended := appendAuditChain(t, s, runs)
+
+	t.Run("the appender is told seq, prev and hash", func(t *testing.T) {
+		checkChain(t, pointers(appended))
+	})
+	all := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+		return tx.AuditEvents(ctx, storage.AuditFilter{})
+	})
+	t.Run("stored chain", func(t *testing.T) {
+		if len(all) != len(appended) {
+			t.Fatalf("AuditEvents = %d events, want %d", len(all), len(appended))
+		}
+		checkChain(t, all)
+		for i := range all {
+			checkSame(t, fmt.Sprintf("event %d", all[i].Seq), stored(&appended[i]), all[i])
+		}
+	})
+	t.Run("the newest first", func(t *testing.T) {
+		got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+			return tx.AuditEvents(ctx, storage.AuditFilter{Newest: true, Limit: 2})
+		})
+		if n := len(all); len(got) != 2 || got[0].Seq != all[n-1].Seq || got[1].Seq != all[n-2].Seq {
+			t.Errorf("AuditEvents(newest, 2) = %v, want the last two of %v", seqsOf(got), seqsOf(all))
+		}
+	})
+	for _, run := range runs[:3] {
+		t.Run("events of "+run, func(t *testing.T) { testAuditEventsOfRun(t, s, all, run) })
+	}
+	t.Run("each run's head is its last event", func(t *testing.T) { testAuditRunHeads(t, s, all) })
+	t.Run("anchors", func(t *testing.T) { testAuditAnchors(t, s) })
+}
+
+// appendAuditChain appends events to runs in turn, several a transaction,
+// then one append that is rolled back and one last event, and returns the
+// events as the appender saw them.
+func appendAuditChain(t *testing.T, s storage.Store, runs []string) []record.AuditEvent {
+	t.Helper()
+	const perTx, txs = 5, 12
 	var appended []record.AuditEvent
 	n := 0
 	for range txs {
@@ -66,131 +103,115 @@ func testAuditChain(t *testing.T, s storage.Store) {
 	wantErr(t, "rolled-back append", err, errBoom)
 	last := &record.AuditEvent{RunID: "run-a", Action: "last", At: odd}
 	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.AppendAudit(ctx, last, nil) })
-	appended = append(appended, *last)
+	return append(appended, *last)
+}
 
-	t.Run("the appender is told seq, prev and hash", func(t *testing.T) {
-		checkChain(t, pointers(appended))
-	})
-	all := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
-		return tx.AuditEvents(ctx, storage.AuditFilter{})
-	})
-	t.Run("stored chain", func(t *testing.T) {
-		if len(all) != len(appended) {
-			t.Fatalf("AuditEvents = %d events, want %d", len(all), len(appended))
+// testAuditEventsOfRun checks that a run's events, whole and paged, are
+// those of all with its id.
+func testAuditEventsOfRun(t *testing.T, s storage.Store, all []*record.AuditEvent, run string) {
+	var want []int64
+	for _, e := range all {
+		if e.RunID == run {
+			want = append(want, e.Seq)
 		}
-		checkChain(t, all)
-		for i := range all {
-			checkSame(t, fmt.Sprintf("event %d", all[i].Seq), stored(&appended[i]), all[i])
-		}
-	})
-	t.Run("the newest first", func(t *testing.T) {
-		got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
-			return tx.AuditEvents(ctx, storage.AuditFilter{Newest: true, Limit: 2})
-		})
-		if n := len(all); len(got) != 2 || got[0].Seq != all[n-1].Seq || got[1].Seq != all[n-2].Seq {
-			t.Errorf("AuditEvents(newest, 2) = %v, want the last two of %v", seqsOf(got), seqsOf(all))
-		}
-	})
-	for _, run := range runs[:3] {
-		t.Run("events of "+run, func(t *testing.T) {
-			var want []int64
-			for _, e := range all {
-				if e.RunID == run {
-					want = append(want, e.Seq)
-				}
-			}
-			got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
-				return tx.AuditEvents(ctx, storage.AuditFilter{RunID: run})
-			})
-			if seqs := seqsOf(got); !slices.Equal(seqs, want) {
-				t.Errorf("AuditEvents(run %s) = %v, want %v", run, seqs, want)
-			}
-			// Paged with AfterSeq and Limit, the same events.
-			var paged []int64
-			after := int64(0)
-			for page := 0; page <= len(all); page++ {
-				es := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
-					return tx.AuditEvents(ctx, storage.AuditFilter{RunID: run, AfterSeq: after, Limit: 4})
-				})
-				if len(es) > 4 {
-					t.Fatalf("page of %d events, limit 4", len(es))
-				}
-				if len(es) == 0 {
-					break
-				}
-				paged = append(paged, seqsOf(es)...)
-				after = es[len(es)-1].Seq
-			}
-			if !slices.Equal(paged, want) {
-				t.Errorf("paged AuditEvents(run %s) = %v, want %v", run, paged, want)
-			}
-		})
 	}
-	t.Run("each run's head is its last event", func(t *testing.T) {
-		want := map[string]*record.AuditEvent{}
-		for _, e := range all {
-			want[e.RunID] = e
-		}
-		heads := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditRunHead, error) {
-			return tx.AuditRunHeads(ctx)
-		})
-		if len(heads) != len(want) {
-			t.Fatalf("AuditRunHeads = %d heads, want %d", len(heads), len(want))
-		}
-		for _, h := range heads {
-			if e := want[h.RunID]; e == nil || h.Seq != e.Seq || h.Hash != e.Hash {
-				t.Errorf("head of run %q = %d %s, want its last event %v", h.RunID, h.Seq, h.Hash, e)
-			}
-			one := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.AuditRunHead, error) {
-				return tx.AuditRunHead(ctx, h.RunID)
-			})
-			checkSame(t, "AuditRunHead", h, one)
-		}
-		err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
-			_, err := tx.AuditRunHead(ctx, "nope")
-			return err
-		})
-		wantErr(t, "AuditRunHead of a run without events", err, storage.ErrNotFound)
+	got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+		return tx.AuditEvents(ctx, storage.AuditFilter{RunID: run})
 	})
-	t.Run("anchors", func(t *testing.T) {
-		var first []record.AnchoredHead
-		update(t, s, func(ctx context.Context, tx storage.Tx) error {
-			if _, err := tx.LatestAnchor(ctx); !errors.Is(err, storage.ErrNotFound) {
-				return fmt.Errorf("LatestAnchor before any: %v, want ErrNotFound", err)
-			}
-			var err error
-			if first, err = tx.AnchorHeads(ctx); err != nil {
-				return err
-			}
-			return tx.InsertAnchor(ctx, &record.AuditAnchor{ID: 1, At: odd, Heads: first, Hash: "h1"})
+	if seqs := seqsOf(got); !slices.Equal(seqs, want) {
+		t.Errorf("AuditEvents(run %s) = %v, want %v", run, seqs, want)
+	}
+	// Paged with AfterSeq and Limit, the same events.
+	var paged []int64
+	after := int64(0)
+	for page := 0; page <= len(all); page++ {
+		es := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+			return tx.AuditEvents(ctx, storage.AuditFilter{RunID: run, AfterSeq: after, Limit: 4})
 		})
-		if len(first) != 4 || first[0].RunID != "" || first[1].RunID != "run-a" {
-			t.Fatalf("AnchorHeads = %v, want the four runs' heads by run id", first)
+		if len(es) > 4 {
+			t.Fatalf("page of %d events, limit 4", len(es))
 		}
-		var second []record.AnchoredHead
-		update(t, s, func(ctx context.Context, tx storage.Tx) error {
-			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-b", Action: "later"}, nil); err != nil {
-				return err
-			}
-			var err error
-			second, err = tx.AnchorHeads(ctx)
-			return err
-		})
-		if len(second) != 1 || second[0].RunID != "run-b" {
-			t.Errorf("AnchorHeads after one append = %v, want run-b's head alone", second)
+		if len(es) == 0 {
+			break
 		}
-		err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
-			return tx.InsertAnchor(ctx, &record.AuditAnchor{ID: 1, At: odd, Hash: "again"})
-		})
-		wantErr(t, "a second anchor 1", err, storage.ErrDuplicate)
-		got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditAnchor, error) {
-			return tx.AuditAnchors(ctx)
-		})
-		if len(got) != 1 {
-			t.Fatalf("AuditAnchors = %d anchors, want 1", len(got))
-		}
-		checkSame(t, "AuditAnchor", &record.AuditAnchor{ID: 1, At: odd.Truncate(time.Millisecond).UTC(), Heads: first, Hash: "h1"}, got[0])
+		paged = append(paged, seqsOf(es)...)
+		after = es[len(es)-1].Seq
+	}
+	if !slices.Equal(paged, want) {
+		t.Errorf("paged AuditEvents(run %s) = %v, want %v", run, paged, want)
+	}
+}
+
+// testAuditRunHeads checks that each run's head, listed or asked for alone,
+// is its last event in all.
+func testAuditRunHeads(t *testing.T, s storage.Store, all []*record.AuditEvent) {
+	want := map[string]*record.AuditEvent{}
+	for _, e := range all {
+		want[e.RunID] = e
+	}
+	heads := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditRunHead, error) {
+		return tx.AuditRunHeads(ctx)
 	})
+	if len(heads) != len(want) {
+		t.Fatalf("AuditRunHeads = %d heads, want %d", len(heads), len(want))
+	}
+	for _, h := range heads {
+		if e := want[h.RunID]; e == nil || h.Seq != e.Seq || h.Hash != e.Hash {
+			t.Errorf("head of run %q = %d %s, want its last event %v", h.RunID, h.Seq, h.Hash, e)
+		}
+		one := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.AuditRunHead, error) {
+			return tx.AuditRunHead(ctx, h.RunID)
+		})
+		checkSame(t, "AuditRunHead", h, one)
+	}
+	err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		_, err := tx.AuditRunHead(ctx, "nope")
+		return err
+	})
+	wantErr(t, "AuditRunHead of a run without events", err, storage.ErrNotFound)
+}
+
+// testAuditAnchors checks anchoring the chain testAuditChain appended: the
+// first anchor takes every run's head, the next only the heads that moved,
+// and an anchor's id is taken once.
+func testAuditAnchors(t *testing.T, s storage.Store) {
+	var first []record.AnchoredHead
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		if _, err := tx.LatestAnchor(ctx); !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("LatestAnchor before any: %v, want ErrNotFound", err)
+		}
+		var err error
+		if first, err = tx.AnchorHeads(ctx); err != nil {
+			return err
+		}
+		return tx.InsertAnchor(ctx, &record.AuditAnchor{ID: 1, At: odd, Heads: first, Hash: "h1"})
+	})
+	if len(first) != 4 || first[0].RunID != "" || first[1].RunID != "run-a" {
+		t.Fatalf("AnchorHeads = %v, want the four runs' heads by run id", first)
+	}
+	var second []record.AnchoredHead
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-b", Action: "later"}, nil); err != nil {
+			return err
+		}
+		var err error
+		second, err = tx.AnchorHeads(ctx)
+		return err
+	})
+	if len(second) != 1 || second[0].RunID != "run-b" {
+		t.Errorf("AnchorHeads after one append = %v, want run-b's head alone", second)
+	}
+	err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertAnchor(ctx, &record.AuditAnchor{ID: 1, At: odd, Hash: "again"})
+	})
+	wantErr(t, "a second anchor 1", err, storage.ErrDuplicate)
+	got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditAnchor, error) {
+		return tx.AuditAnchors(ctx)
+	})
+	if len(got) != 1 {
+		t.Fatalf("AuditAnchors = %d anchors, want 1", len(got))
+	}
+	checkSame(t, "AuditAnchor", &record.AuditAnchor{ID: 1, At: odd.Truncate(time.Millisecond).UTC(), Heads: first, Hash: "h1"}, got[0])
 }
 
 func seqsOf(es []*record.AuditEvent) []int64 {

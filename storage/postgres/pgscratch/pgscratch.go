@@ -1,4 +1,9 @@
-package postgres
+// Package pgscratch gives `signoff bench` a PostgreSQL schema of its own: a
+// store migrated into it beside a table of raw commits, and the server's
+// sizes and WAL flushes. It is the bench's, not the store's: only
+// internal/benchkit imports it. It lives under storage/postgres because the
+// pgx calls it needs beside the store may be made only there.
+package pgscratch
 
 import (
 	"context"
@@ -11,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/signoff-dev/signoff/storage/postgres"
 )
 
 // RawClients is how many clients at most may commit raw rows at once: each
@@ -19,9 +26,7 @@ import (
 const RawClients = 8
 
 // Scratch is a schema of its own on a server, for `signoff bench`: a store is
-// migrated into it beside a table of raw commits, and Drop removes it all. The
-// pgx calls a benchmark needs beside the store live here, since this is the
-// one package that imports pgx.
+// migrated into it beside a table of raw commits, and Drop removes it all.
 type Scratch struct {
 	base string
 	// Schema is the scratch schema's name.
@@ -32,9 +37,9 @@ type Scratch struct {
 	raw  *pgxpool.Pool // the raw commits', one connection per client
 }
 
-// NewScratch creates a new schema on the server at dsn, migrates a store into
-// it and creates the raw commits' table there.
-func NewScratch(ctx context.Context, dsn string) (*Scratch, error) {
+// New creates a new schema on the server at dsn, migrates a store into it
+// and creates the raw commits' table there.
+func New(ctx context.Context, dsn string) (*Scratch, error) {
 	var b [6]byte
 	rand.Read(b[:])
 	s := &Scratch{base: dsn, Schema: "signoff_bench_" + hex.EncodeToString(b[:])}
@@ -43,7 +48,7 @@ func NewScratch(ctx context.Context, dsn string) (*Scratch, error) {
 	}
 	var err error
 	if s.DSN, err = withSearchPath(dsn, s.Schema); err == nil {
-		_, err = Migrate(ctx, s.DSN)
+		_, err = postgres.Migrate(ctx, s.DSN)
 	}
 	if err == nil {
 		s.conn, err = pgx.Connect(ctx, s.DSN)
