@@ -197,6 +197,8 @@ type RunParts struct {
 	Requests    bool
 	Decisions   bool
 	Operations  bool
+	// Messages reads where the run's requests were posted (MessageLocations).
+	Messages bool
 	// Audit reads the run's audit events and its audit head.
 	Audit bool
 }
@@ -209,6 +211,7 @@ type RunBundle struct {
 	Requests    []*ApprovalRequest
 	Decisions   []*Decision
 	Operations  []*Operation
+	Messages    []*MessageLocation
 	Audit       []*AuditEvent
 	// AuditHead is the run's audit head (nil when it has none).
 	AuditHead *AuditRunHead

@@ -523,10 +523,15 @@ func testConcurrentCompareAndSet(t *testing.T, s workflow.Store) {
 // that does not exist.
 func testLoadRun(t *testing.T, s workflow.Store) {
 	for _, id := range []string{"run-1", "run-2"} {
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return writeEverything(ctx, tx, id) })
+		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+			if err := writeEverything(ctx, tx, id); err != nil {
+				return err
+			}
+			return tx.InsertMessageLocation(ctx, &workflow.MessageLocation{RequestID: "req-" + id, RunID: id, Channel: "C1", TS: "1.0" + id[len(id)-1:], PostedAt: base})
+		})
 	}
-	all := workflow.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Audit: true}
-	for _, parts := range []workflow.RunParts{{}, all, {Operations: true, Audit: true}} {
+	all := workflow.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Messages: true, Audit: true}
+	for _, parts := range []workflow.RunParts{{}, all, {Operations: true, Audit: true}, {Messages: true}} {
 		for _, write := range []bool{false, true} {
 			var got, want *workflow.RunBundle
 			fn := func(ctx context.Context, tx workflow.Tx) error {
@@ -549,6 +554,9 @@ func testLoadRun(t *testing.T, s workflow.Store) {
 				}
 				if err == nil && parts.Operations {
 					want.Operations, err = tx.Operations(ctx, "run-1")
+				}
+				if err == nil && parts.Messages {
+					want.Messages, err = tx.MessageLocations(ctx, "run-1")
 				}
 				if err == nil && parts.Audit {
 					want.Audit, err = tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-1"})
