@@ -145,7 +145,7 @@ func newEnvOn(t testing.TB, st workflow.Store) *env {
 	recv := newReceiver(t, c)
 	prefix := recv.srv.URL + "/hooks/"
 	allowed := func(u string) bool { return strings.HasPrefix(u, prefix) }
-	// Sealed, as a server with keys runs: the hook reads the run in the
+	// Sealed, as a server with keys runs: the hook is shown the run in the
 	// transaction that seals it.
 	line, err := workflow.NewKeyLine("test")
 	if err != nil {
@@ -155,14 +155,13 @@ func newEnvOn(t testing.TB, st workflow.Store) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook := &callback.Hook{}
+	hook := callback.Hook{}
 	eng, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles, Clock: c, Keys: keyring,
 		Actions: map[string]*workflow.ActionSpec{"charge": spec}, Hooks: []workflow.Hook{hook},
 		CallbackAllowed: allowed, CallbackPrefixes: []string{prefix}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook.Engine = eng
 	keys, _ := stdwebhook.ParseSecrets(secret)
 	disp := &callback.Dispatcher{Store: st, Keys: keys, Allowed: allowed, Clock: c,
 		Jitter: func(d time.Duration) time.Duration { return d }, ClaimFor: time.Minute}

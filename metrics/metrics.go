@@ -118,20 +118,18 @@ func (m *Metrics) Hook() workflow.Hook { return decisionHook{m} }
 
 type decisionHook struct{ m *Metrics }
 
-func (h decisionHook) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
-	if t.Event != workflow.EventDecided || t.Run == nil {
-		return nil
+// OnTransition counts the decision a decided transition records: the last
+// of its state's, on the transition's request.
+func (h decisionHook) OnTransition(_ context.Context, t *workflow.Transition) ([]*workflow.OutboxMessage, error) {
+	if t.Event != workflow.EventDecided || t.Run == nil || t.State == nil || len(t.State.Decisions) == 0 {
+		return nil, nil
 	}
-	ds, err := tx.Decisions(ctx, t.Run.ID)
-	if err != nil || len(ds) == 0 {
-		return nil // the metric is not worth failing the decision for
-	}
-	d := ds[len(ds)-1]
+	d := t.State.Decisions[len(t.State.Decisions)-1]
 	h.m.decisions.WithLabelValues(string(d.Verdict), string(d.Via)).Inc()
-	if r, err := tx.Request(ctx, d.RequestID); err == nil && !r.CreatedAt.IsZero() {
+	if r := t.Request; r != nil && r.ID == d.RequestID && !r.CreatedAt.IsZero() {
 		h.m.decisionSeconds.Observe(max(d.At.Sub(r.CreatedAt).Seconds(), 0))
 	}
-	return nil
+	return nil, nil
 }
 
 // Executor times and counts the calls of action's executor. It keeps

@@ -76,10 +76,5 @@ func (e *Engine) writeRow(ctx context.Context, tx Tx, run *Run, from Status, eve
 	if err := e.audit(ctx, tx, run.ID, actor, event, detail); err != nil {
 		return err
 	}
-	for _, h := range e.hooks {
-		if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: event}); err != nil {
-			return fmt.Errorf("%s hook of run %s: %w", event, run.ID, err)
-		}
-	}
-	return nil
+	return e.tell(ctx, tx, &Transition{Run: run, From: from, Event: event})
 }

@@ -237,12 +237,7 @@ func (e *Engine) save(ctx context.Context, tx Tx, l *loaded, from Status, event 
 	if err := e.auditCheckpoint(ctx, tx, cp, actor, event, detail); err != nil {
 		return err
 	}
-	for _, h := range e.hooks {
-		if err := h.OnTransition(ctx, tx, Transition{Run: l.run, State: l.st, From: from, Event: event, Request: req}); err != nil {
-			return fmt.Errorf("%s hook of run %s: %w", event, l.run.ID, err)
-		}
-	}
-	return nil
+	return e.tell(ctx, tx, &Transition{Run: l.run, State: l.st, From: from, Event: event, Request: req})
 }
 
 // writeCheckpoint is write for an fn that saves l as it stands: the

@@ -87,19 +87,24 @@ type Config struct {
 // DefaultMaxRequestLifetime is MaxRequestLifetime when the config sets none.
 const DefaultMaxRequestLifetime = 30 * 24 * time.Hour
 
-// Hook is told about every transition in the transaction that makes it, so it
-// can enqueue outbox rows that commit with the transition or not at all.
+// Hook is told about every transition of a run once the engine has written
+// it, in the transaction that writes it. The messages it returns are queued
+// in the outbox in that transaction, so that they commit with the transition
+// or not at all. A hook reads nothing itself: what it needs of the run is in
+// the transition (see Transition.View).
 type Hook interface {
-	OnTransition(ctx context.Context, tx Tx, t Transition) error
+	OnTransition(ctx context.Context, t *Transition) ([]*OutboxMessage, error)
 }
 
-// Transition is one committed change of a run, as hooks see it.
+// Transition is one change of a run, as hooks see it once it is written.
 type Transition struct {
 	Run     *Run
-	State   *State
+	State   *State // nil for a run whose state could not be trusted (only its row was written)
 	From    Status
 	Event   Event // one of Events
 	Request *ApprovalRequest
+	// shown is what View builds, once, for every hook that asks.
+	shown shownRun
 }
 
 // Engine runs workflows durably. It holds no run in memory: every method loads

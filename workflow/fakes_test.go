@@ -223,11 +223,11 @@ func (h *harness) build(st workflow.Store, p *workflow.Policy, opts ...harnessOp
 // workflow.Events, whatever the test is about.
 type namedEvents struct{ t testing.TB }
 
-func (n namedEvents) OnTransition(_ context.Context, _ workflow.Tx, tr workflow.Transition) error {
+func (n namedEvents) OnTransition(_ context.Context, tr *workflow.Transition) ([]*workflow.OutboxMessage, error) {
 	if !tr.Event.Valid() {
 		n.t.Errorf("run %s: transition %q is not in workflow.Events", tr.Run.ID, tr.Event)
 	}
-	return nil
+	return nil, nil
 }
 
 func refund(payment string, amount float64) *workflow.Proposal {
