@@ -51,7 +51,7 @@ func (Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*work
 	// A request to post is the run's: the run was put to a person.
 	asked := post || t.State != nil && t.State.Gate != nil && t.State.Gate.RequestID != ""
 	if !asked {
-		v, err := t.View(ctx)
+		v, err := t.RunView(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -74,7 +74,7 @@ func (Hook) OnTransition(ctx context.Context, t *workflow.Transition) ([]*workfl
 	if url == "" {
 		return nil, nil
 	}
-	v, err := t.View(ctx)
+	v, err := t.RunView(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("render run %s for its callback: %w", t.Run.ID, err)
 	}

@@ -91,7 +91,7 @@ const DefaultMaxRequestLifetime = 30 * 24 * time.Hour
 // it, in the transaction that writes it. The messages it returns are queued
 // in the outbox in that transaction, so that they commit with the transition
 // or not at all. A hook reads nothing itself: what it needs of the run is in
-// the transition (see Transition.View).
+// the transition (see Transition.RunView).
 type Hook interface {
 	OnTransition(ctx context.Context, t *Transition) ([]*OutboxMessage, error)
 }
@@ -103,7 +103,7 @@ type Transition struct {
 	From    Status
 	Event   Event // one of Events
 	Request *ApprovalRequest
-	// shown is what View builds, once, for every hook that asks.
+	// shown is what RunView builds, once, for every hook that asks.
 	shown shownRun
 }
 

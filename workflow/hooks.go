@@ -17,7 +17,7 @@ type shownRun struct {
 // errToldAlready: a transition's view is only there while its hooks run.
 var errToldAlready = errors.New("the view of a transition is only built while its hooks are told of it")
 
-// View is the run as the transition leaves it, shown as an agent or a
+// RunView is the run as the transition leaves it, shown as an agent or a
 // callback receiver is shown it (Engine.Redacted): what Get will return,
 // redacted, once the transaction commits. The engine builds it the first
 // time a hook asks, from the state the transition wrote (a transition
@@ -25,7 +25,7 @@ var errToldAlready = errors.New("the view of a transition is only built while it
 // requests, decisions and operations as the transaction holds them, read in
 // one round trip; every other hook of the transition gets the same view. A
 // hook must not change it.
-func (t *Transition) View(ctx context.Context) (*RunView, error) {
+func (t *Transition) RunView(ctx context.Context) (*RunView, error) {
 	s := &t.shown
 	if s.view != nil {
 		return s.view, nil
