@@ -215,7 +215,8 @@ func (d rolesDirectory) RoleOf(_ context.Context, userID string) (string, bool, 
 	return role, ok, nil
 }
 
-// Store returns the engine's store.
+// Store returns the engine's store, which seals what is written through it:
+// for tests and tools. The edges use the engine's methods and services.
 func (e *Engine) Store() Store { return e.store }
 
 // Policy returns the policy in force.
