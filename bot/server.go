@@ -91,7 +91,7 @@ type Server struct {
 	refused func(reason string)
 	// seen keeps the requests taken (see serveSigned); nil only for the
 	// benchmark of the bare handler, which has no store.
-	seen workflow.Store
+	seen *workflow.Replays
 }
 
 // NewServer checks cfg and builds a Server. It refuses a config that would
@@ -111,7 +111,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, errors.New("new slack server: a Slack client is required (modals and ephemeral replies)")
 	}
 	s := newServer(cfg.Engine, cfg)
-	s.seen = cfg.Engine.Store()
+	s.seen = cfg.Engine.Replays()
 	return s, nil
 }
 

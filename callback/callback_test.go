@@ -163,7 +163,7 @@ func newEnvOn(t testing.TB, st workflow.Store) *env {
 		t.Fatal(err)
 	}
 	keys, _ := stdwebhook.ParseSecrets(secret)
-	disp := &callback.Dispatcher{Store: st, Keys: keys, Allowed: allowed, Clock: c,
+	disp := &callback.Dispatcher{Outbox: eng.Outbox(), Keys: keys, Allowed: allowed, Clock: c,
 		Jitter: func(d time.Duration) time.Duration { return d }, ClaimFor: time.Minute}
 	return &env{t: t, clock: c, store: st, engine: eng, disp: disp, recv: recv}
 }

@@ -231,7 +231,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	feed, _ := a.store.(workflow.ChangeFeed)
 	loops := a.engine.Loops(so.poll, feed)
 	if slackOn {
-		disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
+		disp := &bot.Dispatcher{Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
 			Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, sc.Command, workflow.SystemClock{})}
 		loops = append(loops, disp.Loops(a.changes, so.poll)...)
 	}
