@@ -190,47 +190,26 @@ func outcome(err error) string {
 // open runs or undelivered messages is an alarm whatever the exact number.
 const maxListed = 10000
 
-// Refresh sets the gauges from the store, in one read transaction on the
-// indexes of status and of undelivered messages. Call it on a timer, not
-// per scrape.
-func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Time) error {
-	var counts map[workflow.Status]int
-	waiting := map[string]int{}
-	var oldest time.Time
-	var backlog []*workflow.OutboxMessage
-	err := store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		// One GROUP BY on the status index counts every status, however
-		// many runs ended.
-		var err error
-		if counts, err = tx.CountRuns(ctx); err != nil {
-			return err
-		}
-		runs, err := tx.ListRuns(ctx, workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: maxListed})
-		if err != nil {
-			return err
-		}
-		for _, r := range runs {
-			reqs, err := tx.RequestsForRun(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			for _, q := range reqs {
-				if q.Status == workflow.RequestPending {
-					waiting[q.Rule]++
-					if oldest.IsZero() || q.CreatedAt.Before(oldest) {
-						oldest = q.CreatedAt
-					}
-				}
-			}
-		}
-		// Undelivered messages whatever their next attempt: a message retried
-		// later is still stuck.
-		backlog, err = tx.DueOutbox(ctx, now.AddDate(100, 0, 0), maxListed)
-		return err
-	})
+// Refresh sets the gauges from the engine's backlog, read in one read
+// transaction on the indexes of status and of undelivered messages. Call it
+// on a timer, not per scrape.
+func (m *Metrics) Refresh(ctx context.Context, eng *workflow.Engine, now time.Time) error {
+	b, err := eng.Backlog(ctx, maxListed)
 	if err != nil {
 		return fmt.Errorf("refresh metrics: %w", err)
 	}
+	counts := b.Runs
+	waiting := map[string]int{}
+	var oldest time.Time
+	for _, q := range b.Pending {
+		waiting[q.Rule]++
+		if oldest.IsZero() || q.CreatedAt.Before(oldest) {
+			oldest = q.CreatedAt
+		}
+	}
+	// Undelivered messages whatever their next attempt: a message retried
+	// later is still stuck.
+	backlog := b.Undelivered
 	for _, s := range workflow.Statuses {
 		m.runs.WithLabelValues(string(s)).Set(float64(counts[s]))
 	}

@@ -37,7 +37,7 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 		}
 	}
 	m := New("test")
-	if err := m.Refresh(t.Context(), st, now); err != nil {
+	if err := m.Refresh(t.Context(), engineOn(t, st), now); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range workflow.Statuses {
@@ -45,4 +45,22 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 			t.Errorf("signoff_runs{status=%q} = %v, want %d", s, got, seed[s])
 		}
 	}
+}
+
+// engineOn is an engine on st: the gauges are read through one.
+func engineOn(t testing.TB, st workflow.Store) *workflow.Engine {
+	t.Helper()
+	roles, err := workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: []string{"U0LEAD0001"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := workflow.NewPolicy("rev-1", []workflow.Rule{{Name: "everything", When: "true", Risk: "low"}}, roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

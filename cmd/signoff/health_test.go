@@ -88,7 +88,7 @@ func TestReadyz(t *testing.T) {
 				ws.want.Store(5)
 				ws.up.Store(5)
 				e := echo.New()
-				(&health{store: hs.store, workers: ws, log: slog.New(slog.DiscardHandler)}).register(e)
+				(&health{store: hs.store, engine: engineOn(t, hs.store), workers: ws, log: slog.New(slog.DiscardHandler)}).register(e)
 				tc.spoil(t, hs, ws)
 
 				for _, path := range []string{"/readyz", "/healthz"} {
@@ -142,4 +142,22 @@ func TestServeProbes(t *testing.T) {
 			t.Fatalf("%s: %s", path, last)
 		}
 	}
+}
+
+// engineOn is an engine on st, for what reads the store through one.
+func engineOn(t testing.TB, st workflow.Store) *workflow.Engine {
+	t.Helper()
+	roles, err := workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: []string{"U0LEAD0001"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := workflow.NewPolicy("rev-1", []workflow.Rule{{Name: "everything", When: "true", Risk: "low"}}, roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

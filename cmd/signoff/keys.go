@@ -135,12 +135,8 @@ func storeKeys(ctx context.Context, o options, getenv func(string) string, store
 	if err != nil || o.readOnly {
 		return keys, err
 	}
-	var head *workflow.IntegrityHead
-	err = store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		var err error
-		head, err = tx.IntegrityHead(ctx)
-		return err
-	})
+	// Read before the engine is built: it is built with the keys chosen here.
+	head, err := workflow.ReadIntegrityHead(ctx, store)
 	switch {
 	case errors.Is(err, workflow.ErrNotFound):
 		head = nil

@@ -44,7 +44,7 @@ func (c *cli) outboxCmd() *cobra.Command {
 			more := false
 			err := c.withReadApp(func(a *app) error {
 				var err error
-				rows, more, err = listOutbox(c.ctx, a.store, failing)
+				rows, more, err = listOutbox(c.ctx, a.engine.Outbox(), failing)
 				return err
 			})
 			if errors.Is(err, sqlite.ErrNoStore) {
@@ -68,13 +68,8 @@ func (c *cli) outboxCmd() *cobra.Command {
 
 // listOutbox reads the undelivered rows, oldest first, and says whether there
 // are more than it lists.
-func listOutbox(ctx context.Context, store workflow.Store, failing bool) ([]outboxRow, bool, error) {
-	var ms []*workflow.OutboxMessage
-	err := store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
-		return err
-	})
+func listOutbox(ctx context.Context, outbox *workflow.Outbox, failing bool) ([]outboxRow, bool, error) {
+	ms, err := outbox.List(ctx, workflow.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
 	if err != nil {
 		return nil, false, fmt.Errorf("read the outbox: %w", err)
 	}
