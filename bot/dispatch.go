@@ -64,12 +64,12 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	now := d.now()
 	// Only its own kinds: rows of another dispatcher (callbacks waiting
 	// behind a failing one) must not fill the round.
-	due, err := d.Engine.Outbox().List(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
+	due, err := d.Engine.Outbox().List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
 	if err != nil {
 		return 0, fmt.Errorf("read the outbox: %w", err)
 	}
 	var order []string
-	byRun := map[string][]*workflow.OutboxMessage{}
+	byRun := map[string][]*record.OutboxMessage{}
 	for _, m := range due {
 		if m.Kind != KindPost && m.Kind != KindUpdate {
 			continue // another dispatcher's kind
@@ -108,16 +108,16 @@ func (d *Dispatcher) log() *slog.Logger {
 // deliver claims one run's rows, sends them as one, and records the outcome on
 // each. A row another replica claimed first is skipped without error. It
 // returns how many rows were delivered.
-func (d *Dispatcher) deliver(ctx context.Context, rows []*workflow.OutboxMessage) (int, error) {
+func (d *Dispatcher) deliver(ctx context.Context, rows []*record.OutboxMessage) (int, error) {
 	claim := d.ClaimFor
 	if claim <= 0 {
 		claim = time.Minute
 	}
 	outbox := d.Engine.Outbox()
-	var claimed []*workflow.OutboxMessage
+	var claimed []*record.OutboxMessage
 	for _, m := range rows {
 		err := outbox.Claim(ctx, m, d.now().Add(claim))
-		if errors.Is(err, workflow.ErrConflict) {
+		if errors.Is(err, storage.ErrConflict) {
 			continue
 		}
 		if err != nil {
@@ -158,7 +158,7 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*workflow.OutboxMessage
 // send delivers the claimed rows of one run: it posts the requests that wait
 // for their message, then, if any row asks for it, rewrites every posted
 // message of the run from its current state.
-func (d *Dispatcher) send(ctx context.Context, rows []*workflow.OutboxMessage) error {
+func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) error {
 	runID := rows[0].RunID
 	var toPost []string
 	rewrite := false
@@ -279,9 +279,9 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	}
 	// Where the message went is a record of its own, so recording it races
 	// no decision: the request row is the engine's alone.
-	loc := &workflow.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
+	loc := &record.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
 	err = d.Engine.Outbox().Posted(ctx, loc)
-	if errors.Is(err, workflow.ErrDuplicate) {
+	if errors.Is(err, storage.ErrDuplicate) {
 		// Another delivery of the post recorded its message first (a claim
 		// that ran out while this one was on its way): that message is the
 		// one kept up to date.
@@ -310,7 +310,7 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 // has a message of its own. A newer request that the edit approved at once
 // gets no message (nobody is asked anything), so the old one shows the run.
 // command is the slash command hints name ("" for DefaultCommand).
-func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]string, command string, clock workflow.Clock) Renderer {
+func NewRenderer(specs ActionSpecs, roles *policy.Roles, groups map[string]string, command string, clock workflow.Clock) Renderer {
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
@@ -328,7 +328,7 @@ func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]str
 func requestPending(v *workflow.RunView, id string) bool {
 	for _, r := range v.Requests {
 		if r.ID == id {
-			return r.Status == workflow.RequestPending
+			return r.Status == record.RequestPending
 		}
 	}
 	return false

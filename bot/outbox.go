@@ -10,8 +10,8 @@ import (
 
 // Outbox kinds: what the dispatcher does with a row.
 const (
-	KindPost   workflow.OutboxKind = "slack.post"   // post the approval message of a request
-	KindUpdate workflow.OutboxKind = "slack.update" // rewrite every posted message of a run from its current state
+	KindPost   record.OutboxKind = "slack.post"   // post the approval message of a request
+	KindUpdate record.OutboxKind = "slack.update" // rewrite every posted message of a run from its current state
 )
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
@@ -29,22 +29,22 @@ type Outbox struct{}
 var _ workflow.Hook = Outbox{}
 
 // events after which a posted message no longer shows the run as it is.
-var updateEvents = map[workflow.Event]bool{
-	workflow.EventDecided: true, workflow.EventEdited: true, workflow.EventCancelled: true,
-	workflow.EventExpired: true, workflow.EventFinished: true, workflow.EventNeedsAttention: true,
-	workflow.EventReassigned: true, workflow.EventExtended: true, workflow.EventExecuted: true,
-	workflow.EventReconciled: true, workflow.EventResolved: true,
+var updateEvents = map[record.Event]bool{
+	record.EventDecided: true, record.EventEdited: true, record.EventCancelled: true,
+	record.EventExpired: true, record.EventFinished: true, record.EventNeedsAttention: true,
+	record.EventReassigned: true, record.EventExtended: true, record.EventExecuted: true,
+	record.EventReconciled: true, record.EventResolved: true,
 }
 
 // events that create a request a person must see.
-var postEvents = map[workflow.Event]bool{workflow.EventSubmitted: true, workflow.EventProposed: true, workflow.EventEdited: true}
+var postEvents = map[record.Event]bool{record.EventSubmitted: true, record.EventProposed: true, record.EventEdited: true}
 
 // OnTransition queues a post when a transition creates a pending request, and a
 // rewrite after every change of a run that was ever put to a person, whatever
 // its gate says now (an edit can lower the risk so that no request is current).
-func (Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*workflow.OutboxMessage, error) {
+func (Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
 	update := updateEvents[t.Event]
-	post := postEvents[t.Event] && t.Request != nil && t.Request.Status == workflow.RequestPending && t.Run.Status == workflow.StatusWaitingApproval
+	post := postEvents[t.Event] && t.Request != nil && t.Request.Status == record.RequestPending && t.Run.Status == record.StatusWaitingApproval
 	if !update && !post {
 		return nil, nil
 	}
@@ -60,7 +60,7 @@ func (Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*work
 	if !asked {
 		return nil, nil // never put to a person: nothing in Slack to post or rewrite
 	}
-	var ms []*workflow.OutboxMessage
+	var ms []*record.OutboxMessage
 	if update {
 		m, err := message(t.Run, KindUpdate, OutboxPayload{RunID: t.Run.ID})
 		if err != nil {
@@ -79,11 +79,11 @@ func (Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*work
 }
 
 // message is an outbox row of kind about run.
-func message(run *workflow.Run, kind workflow.OutboxKind, p OutboxPayload) (*workflow.OutboxMessage, error) {
+func message(run *record.Run, kind record.OutboxKind, p OutboxPayload) (*record.OutboxMessage, error) {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s of run %s: %w", kind, p.RunID, err)
 	}
 	// The transition's own time: the message is due as soon as it commits.
-	return &workflow.OutboxMessage{RunID: p.RunID, Kind: kind, Payload: body, NextAttempt: run.UpdatedAt, CreatedAt: run.UpdatedAt}, nil
+	return &record.OutboxMessage{RunID: p.RunID, Kind: kind, Payload: body, NextAttempt: run.UpdatedAt, CreatedAt: run.UpdatedAt}, nil
 }

@@ -86,7 +86,7 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 	ts := c.Request().Header.Get(HeaderTimestamp) // digits only: verified above
 	secs, _ := strconv.ParseInt(ts, 10, 64)
 	now := s.clock.Now()
-	req := &workflow.SeenRequest{Digest: signedDigest(ts, raw), CreatedAt: now,
+	req := &record.SeenRequest{Digest: signedDigest(ts, raw), CreatedAt: now,
 		ExpiresAt: time.Unix(secs, 0).Add(MaxSkew + ReplayMargin)}
 	first, claimed, err := s.claim(ctx, req)
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 
 // claim takes req's digest in a transaction of its own, committed before the
 // request is handled, so that a copy on another replica sees it at once.
-func (s *Server) claim(ctx context.Context, req *workflow.SeenRequest) (first *workflow.SeenRequest, claimed bool, err error) {
+func (s *Server) claim(ctx context.Context, req *record.SeenRequest) (first *record.SeenRequest, claimed bool, err error) {
 	first, claimed, err = s.seen.Claim(ctx, req)
 	if err != nil {
 		return nil, false, fmt.Errorf("claim slack request: %w", err)
@@ -120,7 +120,7 @@ func (s *Server) claim(ctx context.Context, req *workflow.SeenRequest) (first *w
 // whose click was lost that way clicks again: that is a new request, and a
 // decision is a compare-and-set in the engine, so a click that did land is
 // told so instead of counting twice.
-func (s *Server) copyAnswer(ctx context.Context, log *slog.Logger, first *workflow.SeenRequest, slackRetry bool) answer {
+func (s *Server) copyAnswer(ctx context.Context, log *slog.Logger, first *record.SeenRequest, slackRetry bool) answer {
 	level := slog.LevelWarn // a copy without X-Slack-Retry-Num is not Slack's doing
 	if slackRetry {
 		level = slog.LevelInfo
@@ -137,7 +137,7 @@ func (s *Server) copyAnswer(ctx context.Context, log *slog.Logger, first *workfl
 // recordAnswer keeps the first copy's answer for the copies that follow, even
 // when the client has hung up: what the request did is committed. A failure
 // leaves the request claimed without an answer, so copies get the 503.
-func (s *Server) recordAnswer(ctx context.Context, log *slog.Logger, first *workflow.SeenRequest, a answer) {
+func (s *Server) recordAnswer(ctx context.Context, log *slog.Logger, first *record.SeenRequest, a answer) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerTimeout)
 	defer cancel()
 	r := *first

@@ -15,8 +15,8 @@ const maxChecked = 100000
 
 // unposted is a pending request without a message, as one snapshot saw it.
 type unposted struct {
-	run *workflow.Run
-	req *workflow.ApprovalRequest
+	run *record.Run
+	req *record.ApprovalRequest
 }
 
 // QueueUnposted queues the post of every pending request of a waiting run that
@@ -34,7 +34,7 @@ type unposted struct {
 // Runs found settled are remembered with the time of their last change, so
 // that later sweeps read only runs that are new or changed.
 func (d *Dispatcher) QueueUnposted(ctx context.Context) (int, error) {
-	f := workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: 500}
+	f := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 500}
 	queued := 0
 	for {
 		page, found, err := d.unpostedIn(ctx, f)
@@ -60,12 +60,12 @@ func (d *Dispatcher) QueueUnposted(ctx context.Context) (int, error) {
 
 // unpostedIn reads one page of waiting runs and returns the pending requests
 // among them that have neither a message nor an undelivered post row.
-func (d *Dispatcher) unpostedIn(ctx context.Context, f workflow.RunFilter) ([]*workflow.Run, []unposted, error) {
+func (d *Dispatcher) unpostedIn(ctx context.Context, f storage.RunFilter) ([]*record.Run, []unposted, error) {
 	page, err := d.Engine.List(ctx, f)
 	if err != nil {
 		return nil, nil, err
 	}
-	runs := map[string]*workflow.Run{}
+	runs := map[string]*record.Run{}
 	var ids []string
 	for _, run := range page {
 		if !d.settled(run) {
@@ -98,7 +98,7 @@ func (d *Dispatcher) unpostedIn(ctx context.Context, f workflow.RunFilter) ([]*w
 	}
 	// Every post row not delivered yet, due or not: a post row in retry or
 	// in flight counts as queued.
-	rows, err := outbox.List(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{KindPost}})
+	rows, err := outbox.List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the outbox: %w", err)
 	}
@@ -122,9 +122,9 @@ func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 		return false, fmt.Errorf("encode the post of run %s: %w", u.run.ID, err)
 	}
 	now := d.now()
-	m := &workflow.OutboxMessage{RunID: u.run.ID, Kind: KindPost, Payload: body, NextAttempt: now, CreatedAt: now}
-	ok, err := d.Engine.Outbox().QueuePost(ctx, u.req, m, func(row *workflow.OutboxMessage) bool {
-		return queuedPosts([]*workflow.OutboxMessage{row})[u.req.ID]
+	m := &record.OutboxMessage{RunID: u.run.ID, Kind: KindPost, Payload: body, NextAttempt: now, CreatedAt: now}
+	ok, err := d.Engine.Outbox().QueuePost(ctx, u.req, m, func(row *record.OutboxMessage) bool {
+		return queuedPosts([]*record.OutboxMessage{row})[u.req.ID]
 	})
 	if err != nil {
 		return false, err
@@ -137,14 +137,14 @@ func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 	return true, nil
 }
 
-func (d *Dispatcher) settled(run *workflow.Run) bool {
+func (d *Dispatcher) settled(run *record.Run) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at, ok := d.checked[run.ID]
 	return ok && at.Equal(run.UpdatedAt)
 }
 
-func (d *Dispatcher) settle(run *workflow.Run) {
+func (d *Dispatcher) settle(run *record.Run) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.checked == nil || len(d.checked) >= maxChecked {
@@ -154,7 +154,7 @@ func (d *Dispatcher) settle(run *workflow.Run) {
 }
 
 // queuedPosts says which requests rows hold a post of.
-func queuedPosts(rows []*workflow.OutboxMessage) map[string]bool {
+func queuedPosts(rows []*record.OutboxMessage) map[string]bool {
 	queued := map[string]bool{}
 	for _, m := range rows {
 		if m.Kind != KindPost {

@@ -118,7 +118,7 @@ func (s *Server) routeSocket(ctx context.Context, evt socketmode.Event) (envelop
 	// An envelope Slack delivers again (to this connection or another
 	// replica's) is handled once, like a signed request sent twice.
 	now := s.clock.Now()
-	first, claimed, err := s.claim(ctx, &workflow.SeenRequest{Digest: socketDigest(req.EnvelopeID), CreatedAt: now, ExpiresAt: now.Add(socketReplayWindow)})
+	first, claimed, err := s.claim(ctx, &record.SeenRequest{Digest: socketDigest(req.EnvelopeID), CreatedAt: now, ExpiresAt: now.Add(socketReplayWindow)})
 	log := s.log.With("kind", string(evt.Type), "envelope_id", req.EnvelopeID, "retry_attempt", req.RetryAttempt)
 	switch {
 	case err != nil:

@@ -124,7 +124,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 // deliverRun delivers m, the oldest undelivered row of its run, then the
 // run's next rows while they are due, stopping at the first not delivered:
 // the later ones wait for it.
-func (d *Dispatcher) deliverRun(ctx context.Context, m *workflow.OutboxMessage) (int, error) {
+func (d *Dispatcher) deliverRun(ctx context.Context, m *record.OutboxMessage) (int, error) {
 	n := 0
 	for m != nil && n < perRun {
 		ok, err := d.deliver(ctx, m)
@@ -143,8 +143,8 @@ func (d *Dispatcher) deliverRun(ctx context.Context, m *workflow.OutboxMessage) 
 
 // heads reads the due callback rows that are the oldest undelivered of
 // their run (of run runID only, when set), at most limit.
-func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*workflow.OutboxMessage, error) {
-	ms, err := d.Outbox.List(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
+func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*record.OutboxMessage, error) {
+	ms, err := d.Outbox.List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("read the callback outbox: %w", err)
 	}
@@ -153,13 +153,13 @@ func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*wor
 
 // deliver claims one row, sends it and records the outcome. delivered is
 // false when the row was not sent, or sent and not taken.
-func (d *Dispatcher) deliver(ctx context.Context, m *workflow.OutboxMessage) (delivered bool, err error) {
+func (d *Dispatcher) deliver(ctx context.Context, m *record.OutboxMessage) (delivered bool, err error) {
 	claim := d.ClaimFor
 	if claim <= 0 {
 		claim = time.Minute
 	}
 	err = d.Outbox.Claim(ctx, m, d.now().Add(claim))
-	if errors.Is(err, workflow.ErrConflict) {
+	if errors.Is(err, storage.ErrConflict) {
 		return false, nil // another replica has it
 	}
 	if err != nil {
@@ -187,7 +187,7 @@ func (d *Dispatcher) deliver(ctx context.Context, m *workflow.OutboxMessage) (de
 
 // send POSTs the row's event. wait is the receiver's Retry-After (0 when it
 // gave none).
-func (d *Dispatcher) send(ctx context.Context, m *workflow.OutboxMessage) (wait time.Duration, err error) {
+func (d *Dispatcher) send(ctx context.Context, m *record.OutboxMessage) (wait time.Duration, err error) {
 	var p payload
 	if err := json.Unmarshal(m.Payload, &p); err != nil || p.URL == "" || p.ID == "" {
 		return 0, errors.New("the outbox row is not a readable callback event")

@@ -19,18 +19,18 @@ import (
 )
 
 // Kind is the outbox kind of a callback row.
-const Kind workflow.OutboxKind = "callback"
+const Kind record.OutboxKind = "callback"
 
 // Types are the event types, by the status a run enters: an event is queued
 // each time a run with a callback URL enters one of these.
-var Types = map[workflow.Status]string{
-	workflow.StatusWaitingApproval: "run.waiting",
-	workflow.StatusDone:            "run.done",
-	workflow.StatusFailed:          "run.failed",
-	workflow.StatusRejected:        "run.rejected",
-	workflow.StatusExpired:         "run.expired",
-	workflow.StatusCancelled:       "run.cancelled",
-	workflow.StatusNeedsAttention:  "run.needs_attention",
+var Types = map[record.Status]string{
+	record.StatusWaitingApproval: "run.waiting",
+	record.StatusDone:            "run.done",
+	record.StatusFailed:          "run.failed",
+	record.StatusRejected:        "run.rejected",
+	record.StatusExpired:         "run.expired",
+	record.StatusCancelled:       "run.cancelled",
+	record.StatusNeedsAttention:  "run.needs_attention",
 }
 
 // Event is what a receiver gets: a fresh id (the webhook-id header), the type,
@@ -59,7 +59,7 @@ var _ workflow.Hook = Hook{}
 // status of Types. The event shows the run as the transition leaves it (the
 // engine's view of the transition, redacted), so it shows the status it
 // announces even when it is delivered much later.
-func (Hook) OnTransition(ctx context.Context, t *workflow.Transition) ([]*workflow.OutboxMessage, error) {
+func (Hook) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
 	typ, ok := Types[t.Run.Status]
 	if !ok || t.Run.Status == t.From {
 		return nil, nil
@@ -88,7 +88,7 @@ func (Hook) OnTransition(ctx context.Context, t *workflow.Transition) ([]*workfl
 		return nil, fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
 	}
 	// The transition's own time: the event is due as soon as it commits.
-	return []*workflow.OutboxMessage{{RunID: t.Run.ID, Kind: Kind, Payload: p, NextAttempt: t.Run.UpdatedAt, CreatedAt: t.Run.UpdatedAt}}, nil
+	return []*record.OutboxMessage{{RunID: t.Run.ID, Kind: Kind, Payload: p, NextAttempt: t.Run.UpdatedAt, CreatedAt: t.Run.UpdatedAt}}, nil
 }
 
 // NewEventID is a fresh event id: evt_ and 128 random bits.
@@ -103,7 +103,7 @@ func NewEventID() string {
 // Target is where a callback row goes and the id of its event, read from the
 // row (for `signoff outbox`); ok is false for a row that is not a callback or
 // cannot be read.
-func Target(m *workflow.OutboxMessage) (url, eventID string, ok bool) {
+func Target(m *record.OutboxMessage) (url, eventID string, ok bool) {
 	if m.Kind != Kind {
 		return "", "", false
 	}

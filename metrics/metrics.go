@@ -79,7 +79,7 @@ func New(version string) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
-	for _, s := range workflow.Statuses {
+	for _, s := range record.Statuses {
 		m.runs.WithLabelValues(string(s))
 	}
 	// Every reason is exposed from the start, so that an alert on a rate
@@ -120,8 +120,8 @@ type decisionHook struct{ m *Metrics }
 
 // OnTransition counts the decision a decided transition records: the last
 // of its state's, on the transition's request.
-func (h decisionHook) OnTransition(_ context.Context, t *workflow.Transition) ([]*workflow.OutboxMessage, error) {
-	if t.Event != workflow.EventDecided || t.Run == nil || t.State == nil || len(t.State.Decisions) == 0 {
+func (h decisionHook) OnTransition(_ context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
+	if t.Event != record.EventDecided || t.Run == nil || t.State == nil || len(t.State.Decisions) == 0 {
 		return nil, nil
 	}
 	d := t.State.Decisions[len(t.State.Decisions)-1]
@@ -153,7 +153,7 @@ func (t timed) observe(start time.Time, err error) {
 	t.m.executions.WithLabelValues(t.action, outcome(err)).Inc()
 }
 
-func (t timed) Execute(ctx context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (t timed) Execute(ctx context.Context, key string, a record.Action) (record.Receipt, error) {
 	start := time.Now()
 	r, err := t.Executor.Execute(ctx, key, a)
 	t.observe(start, err)
@@ -165,7 +165,7 @@ type timedCall struct {
 	call workflow.CallExecutor
 }
 
-func (t timedCall) ExecuteCall(ctx context.Context, c workflow.Call) (workflow.Receipt, error) {
+func (t timedCall) ExecuteCall(ctx context.Context, c workflow.Call) (record.Receipt, error) {
 	start := time.Now()
 	r, err := t.call.ExecuteCall(ctx, c)
 	t.observe(start, err)
@@ -210,7 +210,7 @@ func (m *Metrics) Refresh(ctx context.Context, eng *workflow.Engine, now time.Ti
 	// Undelivered messages whatever their next attempt: a message retried
 	// later is still stuck.
 	backlog := b.Undelivered
-	for _, s := range workflow.Statuses {
+	for _, s := range record.Statuses {
 		m.runs.WithLabelValues(string(s)).Set(float64(counts[s]))
 	}
 	m.waiting.Reset()
@@ -218,8 +218,8 @@ func (m *Metrics) Refresh(ctx context.Context, eng *workflow.Engine, now time.Ti
 		m.waiting.WithLabelValues(rule).Set(float64(n))
 	}
 	m.oldestWaiting.Set(age(now, oldest))
-	kinds := map[workflow.OutboxKind]int{}
-	first := map[workflow.OutboxKind]time.Time{}
+	kinds := map[record.OutboxKind]int{}
+	first := map[record.OutboxKind]time.Time{}
 	for _, o := range backlog {
 		kinds[o.Kind]++
 		if f, ok := first[o.Kind]; !ok || o.CreatedAt.Before(f) {

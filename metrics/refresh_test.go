@@ -22,16 +22,16 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	seed := map[workflow.Status]int{
-		workflow.StatusDone: 4, workflow.StatusRejected: 2, workflow.StatusCancelled: 1,
-		workflow.StatusWaitingApproval: 3, workflow.StatusNeedsAttention: 1,
+	seed := map[record.Status]int{
+		record.StatusDone: 4, record.StatusRejected: 2, record.StatusCancelled: 1,
+		record.StatusWaitingApproval: 3, record.StatusNeedsAttention: 1,
 	}
 	i := 0
 	for status, n := range seed {
 		for range n {
 			i++
-			r := &workflow.Run{ID: fmt.Sprintf("run-%02d", i), Status: status, CreatedAt: now, UpdatedAt: now}
-			if err := st.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
+			r := &record.Run{ID: fmt.Sprintf("run-%02d", i), Status: status, CreatedAt: now, UpdatedAt: now}
+			if err := st.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -40,7 +40,7 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 	if err := m.Refresh(t.Context(), engineOn(t, st), now); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range workflow.Statuses {
+	for _, s := range record.Statuses {
 		if got := testutil.ToFloat64(m.runs.WithLabelValues(string(s))); got != float64(seed[s]) {
 			t.Errorf("signoff_runs{status=%q} = %v, want %d", s, got, seed[s])
 		}
@@ -48,13 +48,13 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 }
 
 // engineOn is an engine on st: the gauges are read through one.
-func engineOn(t testing.TB, st workflow.Store) *workflow.Engine {
+func engineOn(t testing.TB, st storage.Store) *workflow.Engine {
 	t.Helper()
-	roles, err := workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: []string{"U0LEAD0001"}}})
+	roles, err := policy.NewRoles([]policy.Role{{Name: "team_lead", Members: []string{"U0LEAD0001"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := workflow.NewPolicy("rev-1", []workflow.Rule{{Name: "everything", When: "true", Risk: "low"}}, roles)
+	policy, err := policy.New("rev-1", []policy.Rule{{Name: "everything", When: "true", Risk: "low"}}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}

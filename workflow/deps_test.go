@@ -65,7 +65,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 // TestEdgesUseTheEngine keeps the store the engine's: the edges (bot, api,
 // callback, metrics) reach runs, the outbox and the requests they have
 // seen through the engine's methods and services, never through the store
-// (no workflow.Store, no workflow.Tx, no Engine.Store), and nothing outside
+// (no storage.Store, no storage.Tx, no Engine.Store), and nothing outside
 // workflow and storage opens a transaction (an Update or View with a
 // function to run in it). Test files are not held to it: tests seed and
 // inspect stores directly.

@@ -10,7 +10,7 @@ import (
 )
 
 // unpostedOf is the one pending request without a message of run id.
-func unpostedOf(t *testing.T, o *workflow.Outbox, id string) *workflow.ApprovalRequest {
+func unpostedOf(t *testing.T, o *workflow.Outbox, id string) *record.ApprovalRequest {
 	t.Helper()
 	reqs, err := o.Unposted(context.Background(), []string{id})
 	if err != nil {
@@ -22,12 +22,12 @@ func unpostedOf(t *testing.T, o *workflow.Outbox, id string) *workflow.ApprovalR
 	return reqs[0]
 }
 
-func postOf(req *workflow.ApprovalRequest) *workflow.OutboxMessage {
-	return &workflow.OutboxMessage{RunID: req.RunID, Kind: "slack.post", Payload: []byte(req.ID)}
+func postOf(req *record.ApprovalRequest) *record.OutboxMessage {
+	return &record.OutboxMessage{RunID: req.RunID, Kind: "slack.post", Payload: []byte(req.ID)}
 }
 
-func isPostOf(req *workflow.ApprovalRequest) func(*workflow.OutboxMessage) bool {
-	return func(m *workflow.OutboxMessage) bool { return string(m.Payload) == req.ID }
+func isPostOf(req *record.ApprovalRequest) func(*record.OutboxMessage) bool {
+	return func(m *record.OutboxMessage) bool { return string(m.Payload) == req.ID }
 }
 
 // TestQueuePostOnce: the post of a waiting run's request is queued once; not
@@ -45,13 +45,13 @@ func TestQueuePostOnce(t *testing.T) {
 			t.Fatalf("QueuePost #%d = %v, %v; want %v", i+1, ok, err, want)
 		}
 	}
-	if ms, err := o.List(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"slack.post"}}); err != nil || len(ms) != 1 {
+	if ms, err := o.List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{"slack.post"}}); err != nil || len(ms) != 1 {
 		t.Fatalf("queued posts %+v (%v), want one", ms, err)
 	}
 
 	posted := h.submit(refund("PAY-1", 119))
 	req = unpostedOf(t, o, posted.ID)
-	if err := o.Posted(ctx, &workflow.MessageLocation{RequestID: req.ID, RunID: posted.ID, Channel: "C1", TS: "1.2", PostedAt: h.clock.Now()}); err != nil {
+	if err := o.Posted(ctx, &record.MessageLocation{RequestID: req.ID, RunID: posted.ID, Channel: "C1", TS: "1.2", PostedAt: h.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if reqs, err := o.Unposted(ctx, []string{posted.ID}); err != nil || len(reqs) != 0 {
@@ -63,7 +63,7 @@ func TestQueuePostOnce(t *testing.T) {
 
 	decided := h.submit(refund("PAY-1", 119))
 	req = unpostedOf(t, o, decided.ID)
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: decided.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Reason: "no", Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: decided.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictReject, Reason: "no", Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := o.QueuePost(ctx, req, postOf(req), isPostOf(req)); err != nil || ok {
@@ -87,10 +87,10 @@ func TestQueuePostChecksSeals(t *testing.T) {
 	if ok || !errors.As(err, &ie) {
 		t.Fatalf("QueuePost of a forged request = %v, %v; want an integrity error", ok, err)
 	}
-	if ms, err := o.List(ctx, workflow.OutboxFilter{}); err != nil || len(ms) != 0 {
+	if ms, err := o.List(ctx, storage.OutboxFilter{}); err != nil || len(ms) != 0 {
 		t.Fatalf("outbox %+v (%v), want nothing queued", ms, err)
 	}
-	if v := h.get(run.ID); v.Status != workflow.StatusNeedsAttention {
+	if v := h.get(run.ID); v.Status != record.StatusNeedsAttention {
 		t.Fatalf("run is %s, want needs_attention", v.Status)
 	}
 }
@@ -102,7 +102,7 @@ func TestReplaysAnswerCopies(t *testing.T) {
 	h := newHarness(t)
 	ctx, p := context.Background(), h.engine.Replays()
 	now := h.clock.Now()
-	r := &workflow.SeenRequest{Digest: "d1", CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
+	r := &record.SeenRequest{Digest: "d1", CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
 	first, claimed, err := p.Claim(ctx, r)
 	if err != nil || !claimed || first.Digest != "d1" {
 		t.Fatalf("first claim = %+v, %v, %v", first, claimed, err)
@@ -112,7 +112,7 @@ func TestReplaysAnswerCopies(t *testing.T) {
 	if err := p.Answer(ctx, &a); err != nil {
 		t.Fatal(err)
 	}
-	copied, claimed, err := p.Claim(ctx, &workflow.SeenRequest{Digest: "d1", CreatedAt: now, ExpiresAt: now.Add(time.Minute)})
+	copied, claimed, err := p.Claim(ctx, &record.SeenRequest{Digest: "d1", CreatedAt: now, ExpiresAt: now.Add(time.Minute)})
 	if err != nil || claimed || !copied.Answered() || string(copied.Body) != "ok" {
 		t.Fatalf("claim of a copy = %+v, %v, %v; want the first answer", copied, claimed, err)
 	}

@@ -200,7 +200,7 @@ func TestWebhookActionEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stored bytes.Buffer
-	if err := json.Compact(&stored, o.show(t, id).Actions[0].Args); err != nil {
+	if err := json.Compact(&stored, o.showJSON(t, id).Actions[0].Args); err != nil {
 		t.Fatal(err)
 	}
 	if body.IdempotencyKey != id+"/1" || body.RunID != id || body.Action != "deploy_service" || !bytes.Equal(body.Args, stored.Bytes()) ||
@@ -254,7 +254,7 @@ func TestOwnExecutorsSurviveACrashAtEveryWriteBoundary(t *testing.T) {
 				if n := effects(); n != 1 {
 					t.Fatalf("%d effects at the target after a crash at %s, want exactly one", n, fp)
 				}
-				v := o.show(t, id)
+				v := o.showJSON(t, id)
 				if len(v.Operations) != 1 || v.Operations[0].Key != id+"/1" || len(v.Operations[0].Receipt) == 0 {
 					t.Fatalf("operations %+v", v.Operations)
 				}

@@ -36,7 +36,7 @@ type workers struct {
 // health answers the probes: /livez (the process answers), /readyz (the store
 // answers, its schema is current, the workers run) and /healthz, its alias.
 type health struct {
-	store   workflow.Store // its schema is checked
+	store   storage.Store // its schema is checked
 	engine  *workflow.Engine
 	workers *workers
 	log     *slog.Logger
@@ -66,7 +66,7 @@ func (h *health) serveReady(c echo.Context) error {
 func (h *health) ready(ctx context.Context) error {
 	// One cheap indexed read: it needs a connection and a snapshot, which is
 	// what every request needs.
-	if _, err := h.engine.List(ctx, workflow.RunFilter{Limit: 1}); err != nil {
+	if _, err := h.engine.List(ctx, storage.RunFilter{Limit: 1}); err != nil {
 		return fmt.Errorf("store unreachable: %w", err)
 	}
 	if sc, ok := h.store.(schemaChecker); ok {

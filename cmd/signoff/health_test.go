@@ -22,7 +22,7 @@ import (
 // healthStore is a migrated store of one driver, with a way to put its schema
 // one version behind, behind the store's back.
 type healthStore struct {
-	store  workflow.Store
+	store  storage.Store
 	behind func(t *testing.T)
 }
 
@@ -145,13 +145,13 @@ func TestServeProbes(t *testing.T) {
 }
 
 // engineOn is an engine on st, for what reads the store through one.
-func engineOn(t testing.TB, st workflow.Store) *workflow.Engine {
+func engineOn(t testing.TB, st storage.Store) *workflow.Engine {
 	t.Helper()
-	roles, err := workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: []string{"U0LEAD0001"}}})
+	roles, err := policy.NewRoles([]policy.Role{{Name: "team_lead", Members: []string{"U0LEAD0001"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := workflow.NewPolicy("rev-1", []workflow.Rule{{Name: "everything", When: "true", Risk: "low"}}, roles)
+	policy, err := policy.New("rev-1", []policy.Rule{{Name: "everything", When: "true", Risk: "low"}}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}

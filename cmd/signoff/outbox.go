@@ -19,7 +19,7 @@ import (
 // outboxRow is one undelivered outbox row as `signoff outbox --json` prints it.
 type outboxRow struct {
 	ID          int64               `json:"id"`
-	Kind        workflow.OutboxKind `json:"kind"`
+	Kind        record.OutboxKind `json:"kind"`
 	RunID       string              `json:"run_id"`
 	Attempts    int                 `json:"attempts"`
 	NextAttempt time.Time           `json:"next_attempt"`
@@ -69,7 +69,7 @@ func (c *cli) outboxCmd() *cobra.Command {
 // listOutbox reads the undelivered rows, oldest first, and says whether there
 // are more than it lists.
 func listOutbox(ctx context.Context, outbox *workflow.Outbox, failing bool) ([]outboxRow, bool, error) {
-	ms, err := outbox.List(ctx, workflow.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
+	ms, err := outbox.List(ctx, storage.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
 	if err != nil {
 		return nil, false, fmt.Errorf("read the outbox: %w", err)
 	}

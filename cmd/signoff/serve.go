@@ -228,7 +228,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 			}
 		}()
 	}
-	feed, _ := a.store.(workflow.ChangeFeed)
+	feed, _ := a.store.(storage.ChangeFeed)
 	loops := a.engine.Loops(so.poll, feed)
 	if slackOn {
 		disp := &bot.Dispatcher{Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,

@@ -13,15 +13,15 @@ import (
 
 // Store is a store that counts its Updates that committed.
 type Store struct {
-	workflow.Store
+	storage.Store
 	commits atomic.Int64
 }
 
 // New wraps s.
-func New(s workflow.Store) *Store { return &Store{Store: s} }
+func New(s storage.Store) *Store { return &Store{Store: s} }
 
 // Update is the store's, counted when it returns nil.
-func (c *Store) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (c *Store) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	err := c.Store.Update(ctx, fn)
 	if err == nil {
 		c.commits.Add(1)

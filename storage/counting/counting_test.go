@@ -9,9 +9,9 @@ import (
 )
 
 // fake runs fn with no transaction and commits unless fn fails.
-type fake struct{ workflow.Store }
+type fake struct{ storage.Store }
 
-func (fake) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (fake) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	return fn(ctx, nil)
 }
 
@@ -21,7 +21,7 @@ func TestCountsWhatCommitted(t *testing.T) {
 	s := New(fake{})
 	boom := errors.New("boom")
 	for _, fail := range []bool{false, true, false} {
-		err := s.Update(t.Context(), func(context.Context, workflow.Tx) error {
+		err := s.Update(t.Context(), func(context.Context, storage.Tx) error {
 			if fail {
 				return boom
 			}
