@@ -65,7 +65,11 @@ func benchDurable(b *testing.B, conc int) {
 
 func benchBare(b *testing.B, conc int) {
 	now := time.Now()
-	eng := &benchEngine{}
+	replays, err := benchkit.KeepNothingReplays(benchRoles)
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng := &benchEngine{replays: replays}
 	srv := newServer(eng, ServerConfig{
 		SigningSecret: hSecret, AppID: hAppID, TeamID: hTeamID, Clock: clocktest.New(now), Slack: &fakeSlackActions{},
 	})
@@ -127,6 +131,7 @@ var benchRef = Ref{RunID: "run_01a22a03beb60001db0e0344", RequestID: "req_01a22a
 // nothing but a count.
 type benchEngine struct {
 	decided atomic.Int64
+	replays *workflow.Replays
 }
 
 var _ Engine = (*benchEngine)(nil)
@@ -169,8 +174,8 @@ func (e *benchEngine) Roles() *policy.Roles { return benchRoles }
 
 func (e *benchEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }
 
-// Store claims every request as new and keeps no answer: the replay claim
+// Replays claims every request as new and keeps no answer: the replay claim
 // without its commits.
-func (e *benchEngine) Store() storage.Store { return benchkit.KeepNothing{} }
+func (e *benchEngine) Replays() *workflow.Replays { return e.replays }
 
 var benchRoles, _ = policy.NewRoles([]policy.Role{{Name: "team_lead", Members: []string{leadGrace}}})

@@ -40,7 +40,7 @@ type Renderer func(v *workflow.RunView, req workflow.RequestView) ([]slack.Block
 // memory is the process's own: after a restart (or on another replica) one
 // unchanged rewrite may be sent again, which Slack shows as nothing.
 type Dispatcher struct {
-	Store   storage.Store
+	// Engine shows the runs and keeps the outbox (Engine.Outbox).
 	Engine  *workflow.Engine
 	Slack   Poster
 	Channel string
@@ -65,14 +65,9 @@ const maxRemembered = 10000
 // rendering of the run as it is now.
 func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	now := d.now()
-	var due []*record.OutboxMessage
-	err := d.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		// Only its own kinds: rows of another dispatcher (callbacks waiting
-		// behind a failing one) must not fill the round.
-		due, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
-		return err
-	})
+	// Only its own kinds: rows of another dispatcher (callbacks waiting
+	// behind a failing one) must not fill the round.
+	due, err := d.Engine.Outbox().List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
 	if err != nil {
 		return 0, fmt.Errorf("read the outbox: %w", err)
 	}
@@ -121,11 +116,10 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*record.OutboxMessage) 
 	if claim <= 0 {
 		claim = time.Minute
 	}
+	outbox := d.Engine.Outbox()
 	var claimed []*record.OutboxMessage
 	for _, m := range rows {
-		m.Attempts++
-		m.NextAttempt = d.now().Add(claim)
-		err := d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) })
+		err := outbox.Claim(ctx, m, d.now().Add(claim))
 		if errors.Is(err, storage.ErrConflict) {
 			continue
 		}
@@ -141,19 +135,20 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*record.OutboxMessage) 
 	now := d.now()
 	var errs []error
 	for _, m := range claimed {
+		var err error
 		if sendErr == nil {
-			m.DeliveredAt, m.LastError = now, ""
+			err = outbox.Sent(ctx, m, now)
 		} else {
 			wait, permanent := retryAfter(sendErr, m.Attempts)
-			m.NextAttempt, m.LastError = now.Add(wait), sendErr.Error()
 			level := slog.LevelWarn
 			if permanent {
 				level = slog.LevelError
 			}
 			d.log().Log(ctx, level, "slack delivery failed", "outbox_id", m.ID, "kind", m.Kind, "run_id", m.RunID,
 				"attempt", m.Attempts, "retry_in", wait.String(), "error", sendErr.Error())
+			err = outbox.Retry(ctx, m, now.Add(wait), sendErr.Error())
 		}
-		if err := d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
+		if err != nil {
 			errs = append(errs, fmt.Errorf("record delivery of outbox row %d: %w", m.ID, err))
 		}
 	}
@@ -288,7 +283,7 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	// Where the message went is a record of its own, so recording it races
 	// no decision: the request row is the engine's alone.
 	loc := &record.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
-	err = d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.InsertMessageLocation(ctx, loc) })
+	err = d.Engine.Outbox().Posted(ctx, loc)
 	if errors.Is(err, storage.ErrDuplicate) {
 		// Another delivery of the post recorded its message first (a claim
 		// that ran out while this one was on its way): that message is the

@@ -87,7 +87,7 @@ func newDispatchHarness(t *testing.T) *dispatchHarness {
 	t.Cleanup(fs.Close)
 	h := &dispatchHarness{engine: e, noSlack: noSlack, store: store, shop: shop, slack: fs, clock: clock}
 	h.disp = &bot.Dispatcher{
-		Store: store, Engine: e, Slack: bot.NewAPI("xoxb-test", fs.URL(), 5*time.Second), Channel: "C0APPROVALS",
+		Engine: e, Slack: bot.NewAPI("xoxb-test", fs.URL(), 5*time.Second), Channel: "C0APPROVALS",
 		Clock: clock, Render: testRender,
 	}
 	return h
@@ -505,7 +505,7 @@ func TestWaitingRunsWithoutAMessageArePosted(t *testing.T) {
 			ctx := context.Background()
 			disps := []*bot.Dispatcher{h.disp}
 			for range tc.replicas - 1 {
-				disps = append(disps, &bot.Dispatcher{Store: h.store, Engine: h.engine, Slack: h.disp.Slack, Channel: h.disp.Channel, Clock: h.clock, Render: testRender})
+				disps = append(disps, &bot.Dispatcher{Engine: h.engine, Slack: h.disp.Slack, Channel: h.disp.Channel, Clock: h.clock, Render: testRender})
 			}
 			errs := make(chan error, len(disps))
 			counts := make(chan int, len(disps))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -44,38 +43,48 @@ var postEvents = map[record.Event]bool{record.EventSubmitted: true, record.Event
 // OnTransition queues a post when a transition creates a pending request, and a
 // rewrite after every change of a run that was ever put to a person, whatever
 // its gate says now (an edit can lower the risk so that no request is current).
-func (Outbox) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Transition) error {
-	asked := t.State != nil && t.State.Gate != nil && t.State.Gate.RequestID != ""
+func (Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
+	update := updateEvents[t.Event]
+	post := postEvents[t.Event] && t.Request != nil && t.Request.Status == record.RequestPending && t.Run.Status == record.StatusWaitingApproval
+	if !update && !post {
+		return nil, nil
+	}
+	// A request to post is the run's: the run was put to a person.
+	asked := post || t.State != nil && t.State.Gate != nil && t.State.Gate.RequestID != ""
 	if !asked {
-		reqs, err := tx.RequestsForRun(ctx, t.Run.ID)
+		v, err := t.RunView(ctx)
 		if err != nil {
-			return fmt.Errorf("list requests of run %s: %w", t.Run.ID, err)
+			return nil, err
 		}
-		asked = len(reqs) > 0
+		asked = len(v.Requests) > 0
 	}
 	if !asked {
-		return nil // never put to a person: nothing in Slack to post or rewrite
+		return nil, nil // never put to a person: nothing in Slack to post or rewrite
 	}
-	if updateEvents[t.Event] {
-		if err := enqueue(ctx, tx, t.Run, KindUpdate, OutboxPayload{RunID: t.Run.ID}); err != nil {
-			return err
+	var ms []*record.OutboxMessage
+	if update {
+		m, err := message(t.Run, KindUpdate, OutboxPayload{RunID: t.Run.ID})
+		if err != nil {
+			return nil, err
 		}
+		ms = append(ms, m)
 	}
-	if postEvents[t.Event] && t.Request != nil && t.Request.Status == record.RequestPending && t.Run.Status == record.StatusWaitingApproval {
-		return enqueue(ctx, tx, t.Run, KindPost, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID})
+	if post {
+		m, err := message(t.Run, KindPost, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID})
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
 	}
-	return nil
+	return ms, nil
 }
 
-func enqueue(ctx context.Context, tx storage.Tx, run *record.Run, kind record.OutboxKind, p OutboxPayload) error {
+// message is an outbox row of kind about run.
+func message(run *record.Run, kind record.OutboxKind, p OutboxPayload) (*record.OutboxMessage, error) {
 	body, err := json.Marshal(p)
 	if err != nil {
-		return fmt.Errorf("encode %s of run %s: %w", kind, p.RunID, err)
+		return nil, fmt.Errorf("encode %s of run %s: %w", kind, p.RunID, err)
 	}
 	// The transition's own time: the message is due as soon as it commits.
-	m := &record.OutboxMessage{RunID: p.RunID, Kind: kind, Payload: body, NextAttempt: run.UpdatedAt, CreatedAt: run.UpdatedAt}
-	if err := tx.EnqueueOutbox(ctx, m); err != nil {
-		return fmt.Errorf("enqueue %s of run %s: %w", kind, p.RunID, err)
-	}
-	return nil
+	return &record.OutboxMessage{RunID: p.RunID, Kind: kind, Payload: body, NextAttempt: run.UpdatedAt, CreatedAt: run.UpdatedAt}, nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Every signed request counts once. A copy of a signed request is valid for as
@@ -103,10 +103,7 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 // claim takes req's digest in a transaction of its own, committed before the
 // request is handled, so that a copy on another replica sees it at once.
 func (s *Server) claim(ctx context.Context, req *record.SeenRequest) (first *record.SeenRequest, claimed bool, err error) {
-	err = s.seen.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		first, claimed, err = tx.ClaimRequest(ctx, req)
-		return err
-	})
+	first, claimed, err = s.seen.Claim(ctx, req)
 	if err != nil {
 		return nil, false, fmt.Errorf("claim slack request: %w", err)
 	}
@@ -142,7 +139,7 @@ func (s *Server) recordAnswer(ctx context.Context, log *slog.Logger, first *reco
 	defer cancel()
 	r := *first
 	r.AnsweredAt, r.Status, r.ContentType, r.Body = s.clock.Now(), a.status, a.contentType, a.body
-	if err := s.seen.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.AnswerRequest(ctx, &r) }); err != nil {
+	if err := s.seen.Answer(ctx, &r); err != nil {
 		log.Error("record the answer of a slack request", "err", err)
 	}
 }
@@ -188,15 +185,10 @@ func writeAnswer(c echo.Context, a answer) error {
 	return c.Blob(a.status, a.contentType, a.body)
 }
 
-// ForgetSeen deletes, from store, a batch of requests whose window has
-// passed by now; serve's sweep calls it on every tick.
-func ForgetSeen(ctx context.Context, store storage.Store, now time.Time) (int, error) {
-	var n int
-	err := store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		n, err = tx.ForgetRequests(ctx, now, forgetBatch)
-		return err
-	})
+// ForgetSeen deletes a batch of the requests seen whose window has passed by
+// now; serve's sweep calls it on every tick.
+func ForgetSeen(ctx context.Context, seen *workflow.Replays, now time.Time) (int, error) {
+	n, err := seen.Forget(ctx, now, forgetBatch)
 	if err != nil {
 		return 0, fmt.Errorf("forget slack requests past their window: %w", err)
 	}

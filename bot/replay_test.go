@@ -299,7 +299,7 @@ func TestSeenRequestsOutliveTheirWindow(t *testing.T) {
 	first := h.send(r)
 	deadline := h.deadline(v.ID)
 	forget := func() int {
-		n, err := ForgetSeen(h.ctx, h.eng.Store(), h.clock.Now())
+		n, err := ForgetSeen(h.ctx, h.eng.Replays(), h.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

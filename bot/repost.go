@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -27,10 +26,11 @@ type unposted struct {
 // had a slack section, or by a process without one.
 //
 // Several replicas may sweep at once without posting twice: a request found
-// without a message and without an undelivered post row is checked again in
-// the transaction that queues its post, after reading its run there, which
-// locks the run's row (SQLite has one writer): two sweeps take turns, and the
-// second finds the first's row. Nothing but the outbox row is written.
+// without a message and without an undelivered post row is checked again by
+// the engine in the transaction that queues its post (Outbox.QueuePost),
+// which reads its run first and so takes turns with every other sweep and
+// decision. Nothing but the outbox row is written (but for a run whose
+// records fail their check there, which the engine puts in needs_attention).
 //
 // Runs found settled are remembered with the time of their last change, so
 // that later sweeps read only runs that are new or changed.
@@ -38,13 +38,7 @@ func (d *Dispatcher) QueueUnposted(ctx context.Context) (int, error) {
 	f := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 500}
 	queued := 0
 	for {
-		var page []*record.Run
-		var found []unposted
-		err := d.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-			var err error
-			page, found, err = d.unpostedIn(ctx, tx, f)
-			return err
-		})
+		page, found, err := d.unpostedIn(ctx, f)
 		if err != nil {
 			return queued, fmt.Errorf("look for waiting runs without a message: %w", err)
 		}
@@ -67,40 +61,45 @@ func (d *Dispatcher) QueueUnposted(ctx context.Context) (int, error) {
 
 // unpostedIn reads one page of waiting runs and returns the pending requests
 // among them that have neither a message nor an undelivered post row.
-func (d *Dispatcher) unpostedIn(ctx context.Context, tx storage.Tx, f storage.RunFilter) ([]*record.Run, []unposted, error) {
-	page, err := tx.ListRuns(ctx, f)
+func (d *Dispatcher) unpostedIn(ctx context.Context, f storage.RunFilter) ([]*record.Run, []unposted, error) {
+	page, err := d.Engine.List(ctx, f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list waiting runs: %w", err)
+		return nil, nil, err
+	}
+	runs := map[string]*record.Run{}
+	var ids []string
+	for _, run := range page {
+		if !d.settled(run) {
+			runs[run.ID] = run
+			ids = append(ids, run.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return page, nil, nil
+	}
+	outbox := d.Engine.Outbox()
+	reqs, err := outbox.Unposted(ctx, ids)
+	if err != nil {
+		return nil, nil, err
 	}
 	var found []unposted
-	for _, run := range page {
-		if d.settled(run) {
-			continue
+	asks := map[string]bool{}
+	for _, r := range reqs {
+		if run := runs[r.RunID]; run != nil {
+			found, asks[run.ID] = append(found, unposted{run, r}), true
 		}
-		reqs, err := tx.RequestsForRun(ctx, run.ID)
-		if err != nil {
-			return nil, nil, fmt.Errorf("list requests of run %s: %w", run.ID, err)
-		}
-		posted, err := postedRequests(ctx, tx, run.ID)
-		if err != nil {
-			return nil, nil, err
-		}
-		none := true
-		for _, r := range reqs {
-			if r.Status == record.RequestPending && !posted[r.ID] {
-				found, none = append(found, unposted{run, r}), false
-			}
-		}
-		if none {
-			d.settle(run)
+	}
+	for _, id := range ids {
+		if !asks[id] {
+			d.settle(runs[id])
 		}
 	}
 	if len(found) == 0 {
 		return page, nil, nil
 	}
-	// Every row not delivered yet, due or not: a post row in retry or in
-	// flight counts as queued.
-	rows, err := tx.DueOutbox(ctx, d.now().Add(100*365*24*time.Hour), 0)
+	// Every post row not delivered yet, due or not: a post row in retry or
+	// in flight counts as queued.
+	rows, err := outbox.List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the outbox: %w", err)
 	}
@@ -116,63 +115,23 @@ func (d *Dispatcher) unpostedIn(ctx context.Context, tx storage.Tx, f storage.Ru
 	return page, missing, nil
 }
 
-// postedRequests says which of a run's requests have a message.
-func postedRequests(ctx context.Context, tx storage.Tx, runID string) (map[string]bool, error) {
-	locs, err := tx.MessageLocations(ctx, runID)
-	if err != nil {
-		return nil, fmt.Errorf("list the messages of run %s: %w", runID, err)
-	}
-	posted := make(map[string]bool, len(locs))
-	for _, l := range locs {
-		posted[l.RequestID] = true
-	}
-	return posted, nil
-}
-
-// errSettled: the request found unposted was posted, queued or decided
-// meanwhile.
-var errSettled = errors.New("the request changed since the sweep read it")
-
-// queuePost writes the post row of u's request, unless it was posted, queued
-// or decided since u was read. It reports whether it did.
+// queuePost has the engine queue the post row of u's request, unless it was
+// posted, queued or decided since u was read. It reports whether it did.
 func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 	body, err := json.Marshal(OutboxPayload{RunID: u.run.ID, RequestID: u.req.ID})
 	if err != nil {
 		return false, fmt.Errorf("encode the post of run %s: %w", u.run.ID, err)
 	}
 	now := d.now()
-	err = d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		// First the run: in a write transaction its row is locked until the
-		// end, so what follows is read after any sweep or decision before.
-		run, err := tx.Run(ctx, u.run.ID)
-		if err != nil {
-			return err
-		}
-		req, err := tx.Request(ctx, u.req.ID)
-		if err != nil {
-			return err
-		}
-		if run.Status != record.StatusWaitingApproval || req.Status != record.RequestPending {
-			return errSettled
-		}
-		posted, err := postedRequests(ctx, tx, run.ID)
-		if err != nil {
-			return err
-		}
-		rows, err := tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost}, RunID: run.ID})
-		if err != nil {
-			return fmt.Errorf("read the outbox of run %s: %w", run.ID, err)
-		}
-		if posted[req.ID] || queuedPosts(rows)[req.ID] {
-			return errSettled
-		}
-		return tx.EnqueueOutbox(ctx, &record.OutboxMessage{RunID: u.run.ID, Kind: KindPost, Payload: body, NextAttempt: now, CreatedAt: now})
+	m := &record.OutboxMessage{RunID: u.run.ID, Kind: KindPost, Payload: body, NextAttempt: now, CreatedAt: now}
+	ok, err := d.Engine.Outbox().QueuePost(ctx, u.req, m, func(row *record.OutboxMessage) bool {
+		return queuedPosts([]*record.OutboxMessage{row})[u.req.ID]
 	})
-	if errors.Is(err, errSettled) || errors.Is(err, storage.ErrNotFound) {
-		return false, nil // changed meanwhile: the next sweep reads it again
-	}
 	if err != nil {
-		return false, fmt.Errorf("queue the post of run %s: %w", u.run.ID, err)
+		return false, err
+	}
+	if !ok {
+		return false, nil // changed meanwhile: the next sweep reads it again
 	}
 	d.settle(u.run)
 	d.log().Info("slack message queued for a run that waited without one", "run_id", u.run.ID, "request_id", u.req.ID)

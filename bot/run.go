@@ -31,7 +31,10 @@ func (d *Dispatcher) Loops(changes *storage.Changes, poll time.Duration) []*work
 		{Name: "post waiting runs without a message", Pace: workflow.PaceAfter(repostEvery), Logger: log,
 			Round: func(ctx context.Context) error { _, err := d.QueueUnposted(ctx); return err }},
 		{Name: "forget slack requests past their window", Pace: workflow.PaceAfter(poll), Logger: log,
-			Round: func(ctx context.Context) error { _, err := ForgetSeen(ctx, d.Store, d.wallNow()); return err }},
+			Round: func(ctx context.Context) error {
+				_, err := ForgetSeen(ctx, d.Engine.Replays(), d.wallNow())
+				return err
+			}},
 	}
 }
 

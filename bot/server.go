@@ -35,7 +35,7 @@ type SlackActions interface {
 }
 
 // Engine is what the handlers need of the engine; *workflow.Engine has it.
-// Store is where each signed request and Socket Mode envelope is claimed
+// Replays is where each signed request and Socket Mode envelope is claimed
 // before it is handled, so that a copy changes nothing (see serveSigned).
 type Engine interface {
 	Decide(ctx context.Context, in workflow.DecideInput) (*record.Run, error)
@@ -47,7 +47,7 @@ type Engine interface {
 	Resolve(ctx context.Context, in workflow.ResolveInput) (*record.Run, error)
 	Roles() *policy.Roles
 	Action(name string) (*workflow.ActionSpec, bool)
-	Store() storage.Store
+	Replays() *workflow.Replays
 }
 
 var _ Engine = (*workflow.Engine)(nil)
@@ -95,8 +95,8 @@ type Server struct {
 	groups  map[string]string
 	slash   string // the slash command's name
 	refused func(reason string)
-	// seen keeps the requests taken (see serveSigned): the engine's store.
-	seen storage.Store
+	// seen keeps the requests taken (see serveSigned): the engine's.
+	seen *workflow.Replays
 }
 
 // NewServer checks cfg and builds a Server. It refuses a config that would
@@ -120,7 +120,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 
 func newServer(eng Engine, cfg ServerConfig) *Server {
 	s := &Server{
-		eng: eng, seen: eng.Store(), secret: cfg.SigningSecret, clock: cfg.Clock, log: cfg.Logger, slack: cfg.Slack,
+		eng: eng, seen: eng.Replays(), secret: cfg.SigningSecret, clock: cfg.Clock, log: cfg.Logger, slack: cfg.Slack,
 		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups, slash: cfg.Command, refused: cfg.Refused,
 		origin: Origin{AppID: cfg.AppID, TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID},
 	}

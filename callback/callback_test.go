@@ -148,7 +148,7 @@ func newEnvOn(t testing.TB, st storage.Store) *env {
 	recv := newReceiver(t, c)
 	prefix := recv.srv.URL + "/hooks/"
 	allowed := func(u string) bool { return strings.HasPrefix(u, prefix) }
-	// Sealed, as a server with keys runs: the hook reads the run in the
+	// Sealed, as a server with keys runs: the hook is shown the run in the
 	// transaction that seals it.
 	line, err := workflow.NewKeyLine("test")
 	if err != nil {
@@ -158,16 +158,15 @@ func newEnvOn(t testing.TB, st storage.Store) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook := &callback.Hook{}
+	hook := callback.Hook{}
 	eng, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles, Clock: c, Keys: keyring,
 		Actions: map[string]*workflow.ActionSpec{"charge": spec}, Hooks: []workflow.Hook{hook},
 		CallbackAllowed: allowed, CallbackPrefixes: []string{prefix}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook.Engine = eng
 	keys, _ := stdwebhook.ParseSecrets(secret)
-	disp := &callback.Dispatcher{Store: st, Keys: keys, Allowed: allowed, Clock: c,
+	disp := &callback.Dispatcher{Outbox: eng.Outbox(), Keys: keys, Allowed: allowed, Clock: c,
 		Jitter: func(d time.Duration) time.Duration { return d }, ClaimFor: time.Minute}
 	return &env{t: t, clock: c, store: st, engine: eng, disp: disp, recv: recv}
 }

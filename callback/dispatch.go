@@ -50,7 +50,8 @@ const maxError = 500
 // above, at most hourly, until the receiver takes it, and `signoff outbox
 // --failing` shows it with its last error meanwhile.
 type Dispatcher struct {
-	Store storage.Store
+	// Outbox is the engine's outbox (Engine.Outbox).
+	Outbox *workflow.Outbox
 	// Keys sign every event (several while a key rotates).
 	Keys [][]byte
 	// Allowed is the allow-list as it is now: a row whose URL it no longer
@@ -145,12 +146,7 @@ func (d *Dispatcher) deliverRun(ctx context.Context, m *record.OutboxMessage) (i
 // heads reads the due callback rows that are the oldest undelivered of
 // their run (of run runID only, when set), at most limit.
 func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*record.OutboxMessage, error) {
-	var ms []*record.OutboxMessage
-	err := d.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
-		return err
-	})
+	ms, err := d.Outbox.List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("read the callback outbox: %w", err)
 	}
@@ -164,9 +160,7 @@ func (d *Dispatcher) deliver(ctx context.Context, m *record.OutboxMessage) (deli
 	if claim <= 0 {
 		claim = time.Minute
 	}
-	m.Attempts++
-	m.NextAttempt = d.now().Add(claim)
-	err = d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) })
+	err = d.Outbox.Claim(ctx, m, d.now().Add(claim))
 	if errors.Is(err, storage.ErrConflict) {
 		return false, nil // another replica has it
 	}
@@ -176,17 +170,18 @@ func (d *Dispatcher) deliver(ctx context.Context, m *record.OutboxMessage) (deli
 	wait, sendErr := d.send(ctx, m)
 	now := d.now()
 	if sendErr == nil {
-		m.DeliveredAt, m.LastError = now, ""
 		d.log().Info("callback delivered", "outbox_id", m.ID, "run_id", m.RunID, "attempt", m.Attempts)
+		err = d.Outbox.Sent(ctx, m, now)
 	} else {
 		if wait <= 0 {
 			wait = Backoff(m.Attempts, d.jitter)
 		}
-		m.NextAttempt, m.LastError = now.Add(wait), truncate(sendErr.Error())
+		reason := truncate(sendErr.Error())
 		d.log().Warn("callback delivery failed", "outbox_id", m.ID, "run_id", m.RunID, "attempt", m.Attempts,
-			"retry_in", wait.String(), "error", m.LastError)
+			"retry_in", wait.String(), "error", reason)
+		err = d.Outbox.Retry(ctx, m, now.Add(wait), reason)
 	}
-	if err := d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
+	if err != nil {
 		return false, fmt.Errorf("record delivery of callback row %d: %w", m.ID, err)
 	}
 	return sendErr == nil, nil

@@ -13,11 +13,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -53,21 +51,19 @@ type payload struct {
 	Body string `json:"body"`
 }
 
-// Hook is the engine hook that queues callback events. Engine renders the
-// run; set it once the engine is built (the engine is built with its hooks).
-type Hook struct {
-	Engine *workflow.Engine
-}
+// Hook is the engine hook that queues callback events.
+type Hook struct{}
 
-var _ workflow.Hook = (*Hook)(nil)
+var _ workflow.Hook = Hook{}
 
 // OnTransition queues an event when t moves a run with a callback URL into a
-// status of Types. The run is rendered in the transaction, so the event shows
-// the status it announces even when it is delivered much later.
-func (h *Hook) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Transition) error {
+// status of Types. The event shows the run as the transition leaves it (the
+// engine's view of the transition, redacted), so it shows the status it
+// announces even when it is delivered much later.
+func (Hook) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
 	typ, ok := Types[t.Run.Status]
 	if !ok || t.Run.Status == t.From {
-		return nil
+		return nil, nil
 	}
 	// The sealed state's URL; without a state (a run put aside because it
 	// could not be read) the row's, which the dispatcher still holds to the
@@ -77,30 +73,23 @@ func (h *Hook) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Trans
 		url = t.State.CallbackURL
 	}
 	if url == "" {
-		return nil
+		return nil, nil
 	}
-	if h.Engine == nil {
-		return errors.New("callback hook: no engine to render the run with")
-	}
-	v, err := h.Engine.ViewOfTransition(ctx, tx, t)
+	v, err := t.RunView(ctx)
 	if err != nil {
-		return fmt.Errorf("render run %s for its callback: %w", t.Run.ID, err)
+		return nil, fmt.Errorf("render run %s for its callback: %w", t.Run.ID, err)
 	}
-	ev := Event{ID: NewEventID(), Type: typ, Run: h.Engine.Redacted(v)}
+	ev := Event{ID: NewEventID(), Type: typ, Run: v}
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
+		return nil, fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
 	}
 	p, err := json.Marshal(payload{URL: url, ID: ev.ID, Body: string(body)})
 	if err != nil {
-		return fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
+		return nil, fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
 	}
 	// The transition's own time: the event is due as soon as it commits.
-	m := &record.OutboxMessage{RunID: t.Run.ID, Kind: Kind, Payload: p, NextAttempt: t.Run.UpdatedAt, CreatedAt: t.Run.UpdatedAt}
-	if err := tx.EnqueueOutbox(ctx, m); err != nil {
-		return fmt.Errorf("enqueue %s event of run %s: %w", typ, t.Run.ID, err)
-	}
-	return nil
+	return []*record.OutboxMessage{{RunID: t.Run.ID, Kind: Kind, Payload: p, NextAttempt: t.Run.UpdatedAt, CreatedAt: t.Run.UpdatedAt}}, nil
 }
 
 // NewEventID is a fresh event id: evt_ and 128 random bits.

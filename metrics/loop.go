@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -13,10 +12,10 @@ import (
 // scrape never queries it.
 const RefreshEvery = 15 * time.Second
 
-// RefreshLoop sets the gauges from store at start and then at pace, with the
+// RefreshLoop sets the gauges from eng at start and then at pace, with the
 // ages taken at clock's time. A failed refresh is logged and tried again at the next
 // round; the gauges keep what the last refresh set meanwhile.
-func (m *Metrics) RefreshLoop(store storage.Store, clock workflow.Clock, pace workflow.Pace, log *slog.Logger) *workflow.Loop {
+func (m *Metrics) RefreshLoop(eng *workflow.Engine, clock workflow.Clock, pace workflow.Pace, log *slog.Logger) *workflow.Loop {
 	return &workflow.Loop{Name: "refresh metrics", Pace: pace, Logger: log,
-		Round: func(ctx context.Context) error { return m.Refresh(ctx, store, clock.Now()) }}
+		Round: func(ctx context.Context) error { return m.Refresh(ctx, eng, clock.Now()) }}
 }

@@ -66,7 +66,7 @@ func TestRefreshLoop(t *testing.T) {
 	var log errorLines
 	pace := clocktest.NewPace()
 	store := &failing{Store: st}
-	l := m.RefreshLoop(store, clocktest.New(now), pace, slog.New(&log))
+	l := m.RefreshLoop(engineOn(t, store), clocktest.New(now), pace, slog.New(&log))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -120,20 +119,18 @@ func (m *Metrics) Hook() workflow.Hook { return decisionHook{m} }
 
 type decisionHook struct{ m *Metrics }
 
-func (h decisionHook) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Transition) error {
-	if t.Event != record.EventDecided || t.Run == nil {
-		return nil
+// OnTransition counts the decision a decided transition records: the last
+// of its state's, on the transition's request.
+func (h decisionHook) OnTransition(_ context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
+	if t.Event != record.EventDecided || t.Run == nil || t.State == nil || len(t.State.Decisions) == 0 {
+		return nil, nil
 	}
-	ds, err := tx.Decisions(ctx, t.Run.ID)
-	if err != nil || len(ds) == 0 {
-		return nil // the metric is not worth failing the decision for
-	}
-	d := ds[len(ds)-1]
+	d := t.State.Decisions[len(t.State.Decisions)-1]
 	h.m.decisions.WithLabelValues(string(d.Verdict), string(d.Via)).Inc()
-	if r, err := tx.Request(ctx, d.RequestID); err == nil && !r.CreatedAt.IsZero() {
+	if r := t.Request; r != nil && r.ID == d.RequestID && !r.CreatedAt.IsZero() {
 		h.m.decisionSeconds.Observe(max(d.At.Sub(r.CreatedAt).Seconds(), 0))
 	}
-	return nil
+	return nil, nil
 }
 
 // Executor times and counts the calls of action's executor. It keeps
@@ -194,47 +191,26 @@ func outcome(err error) string {
 // open runs or undelivered messages is an alarm whatever the exact number.
 const maxListed = 10000
 
-// Refresh sets the gauges from the store, in one read transaction on the
-// indexes of status and of undelivered messages. Call it on a timer, not
-// per scrape.
-func (m *Metrics) Refresh(ctx context.Context, store storage.Store, now time.Time) error {
-	var counts map[record.Status]int
-	waiting := map[string]int{}
-	var oldest time.Time
-	var backlog []*record.OutboxMessage
-	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		// One GROUP BY on the status index counts every status, however
-		// many runs ended.
-		var err error
-		if counts, err = tx.CountRuns(ctx); err != nil {
-			return err
-		}
-		runs, err := tx.ListRuns(ctx, storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: maxListed})
-		if err != nil {
-			return err
-		}
-		for _, r := range runs {
-			reqs, err := tx.RequestsForRun(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			for _, q := range reqs {
-				if q.Status == record.RequestPending {
-					waiting[q.Rule]++
-					if oldest.IsZero() || q.CreatedAt.Before(oldest) {
-						oldest = q.CreatedAt
-					}
-				}
-			}
-		}
-		// Undelivered messages whatever their next attempt: a message retried
-		// later is still stuck.
-		backlog, err = tx.DueOutbox(ctx, now.AddDate(100, 0, 0), maxListed)
-		return err
-	})
+// Refresh sets the gauges from the engine's backlog, read in one read
+// transaction on the indexes of status and of undelivered messages. Call it
+// on a timer, not per scrape.
+func (m *Metrics) Refresh(ctx context.Context, eng *workflow.Engine, now time.Time) error {
+	b, err := eng.Backlog(ctx, maxListed)
 	if err != nil {
 		return fmt.Errorf("refresh metrics: %w", err)
 	}
+	counts := b.Runs
+	waiting := map[string]int{}
+	var oldest time.Time
+	for _, q := range b.Pending {
+		waiting[q.Rule]++
+		if oldest.IsZero() || q.CreatedAt.Before(oldest) {
+			oldest = q.CreatedAt
+		}
+	}
+	// Undelivered messages whatever their next attempt: a message retried
+	// later is still stuck.
+	backlog := b.Undelivered
 	for _, s := range record.Statuses {
 		m.runs.WithLabelValues(string(s)).Set(float64(counts[s]))
 	}

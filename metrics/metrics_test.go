@@ -109,7 +109,7 @@ func TestOutboxBacklogByKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := New("test")
-	if err := m.Refresh(context.Background(), st, now); err != nil {
+	if err := m.Refresh(context.Background(), engineOn(t, st), now); err != nil {
 		t.Fatal(err)
 	}
 	for kind, want := range map[string]float64{"callback": 2, "slack.post": 1} {

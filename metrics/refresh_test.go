@@ -9,9 +9,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // TestRefreshCountsEveryStatus: signoff_runs gives the runs in every status,
@@ -38,7 +40,7 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 		}
 	}
 	m := New("test")
-	if err := m.Refresh(t.Context(), st, now); err != nil {
+	if err := m.Refresh(t.Context(), engineOn(t, st), now); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range record.Statuses {
@@ -46,4 +48,22 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 			t.Errorf("signoff_runs{status=%q} = %v, want %d", s, got, seed[s])
 		}
 	}
+}
+
+// engineOn is an engine on st: the gauges are read through one.
+func engineOn(t testing.TB, st storage.Store) *workflow.Engine {
+	t.Helper()
+	roles, err := policy.NewRoles([]policy.Role{{Name: "team_lead", Members: []string{"U0LEAD0001"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := policy.New("rev-1", []policy.Rule{{Name: "everything", When: "true", Risk: "low"}}, roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

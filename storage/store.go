@@ -199,6 +199,8 @@ type RunParts struct {
 	Requests    bool
 	Decisions   bool
 	Operations  bool
+	// Messages reads where the run's requests were posted (MessageLocations).
+	Messages bool
 	// Audit reads the run's audit events and its audit head.
 	Audit bool
 }
@@ -211,6 +213,7 @@ type RunBundle struct {
 	Requests    []*record.ApprovalRequest
 	Decisions   []*record.Decision
 	Operations  []*record.Operation
+	Messages    []*record.MessageLocation
 	Audit       []*record.AuditEvent
 	// AuditHead is the run's audit head (nil when it has none).
 	AuditHead *record.AuditRunHead

@@ -79,10 +79,5 @@ func (rs *runs) writeRow(ctx context.Context, tx storage.Tx, run *record.Run, fr
 	if err := rs.audit(ctx, tx, run.ID, actor, event, detail); err != nil {
 		return err
 	}
-	for _, h := range rs.hooks {
-		if err := h.OnTransition(ctx, tx, Transition{Run: run, From: from, Event: event}); err != nil {
-			return fmt.Errorf("%s hook of run %s: %w", event, run.ID, err)
-		}
-	}
-	return nil
+	return rs.notify(ctx, tx, &Transition{Run: run, From: from, Event: event})
 }

@@ -240,12 +240,7 @@ func (rs *runs) save(ctx context.Context, tx storage.Tx, l *loaded, from record.
 	if err := rs.auditCheckpoint(ctx, tx, cp, actor, event, detail); err != nil {
 		return err
 	}
-	for _, h := range rs.hooks {
-		if err := h.OnTransition(ctx, tx, Transition{Run: l.run, State: l.st, From: from, Event: event, Request: req}); err != nil {
-			return fmt.Errorf("%s hook of run %s: %w", event, l.run.ID, err)
-		}
-	}
-	return nil
+	return rs.notify(ctx, tx, &Transition{Run: l.run, State: l.st, From: from, Event: event, Request: req})
 }
 
 // writeCheckpoint is write for an fn that saves l as it stands: the

@@ -91,19 +91,24 @@ type Config struct {
 // DefaultMaxRequestLifetime is MaxRequestLifetime when the config sets none.
 const DefaultMaxRequestLifetime = 30 * 24 * time.Hour
 
-// Hook is told about every transition in the transaction that makes it, so it
-// can enqueue outbox rows that commit with the transition or not at all.
+// Hook is told about every transition of a run once the engine has written
+// it, in the transaction that writes it. The messages it returns are queued
+// in the outbox in that transaction, so that they commit with the transition
+// or not at all. A hook reads nothing itself: what it needs of the run is in
+// the transition (see Transition.RunView).
 type Hook interface {
-	OnTransition(ctx context.Context, tx storage.Tx, t Transition) error
+	OnTransition(ctx context.Context, t *Transition) ([]*record.OutboxMessage, error)
 }
 
-// Transition is one committed change of a run, as hooks see it.
+// Transition is one change of a run, as hooks see it once it is written.
 type Transition struct {
 	Run     *record.Run
-	State   *record.State
+	State   *record.State // nil for a run whose state could not be trusted (only its row was written)
 	From    record.Status
 	Event   record.Event // one of Events
 	Request *record.ApprovalRequest
+	// shown is what RunView builds, once, for every hook that asks.
+	shown shownRun
 }
 
 // Engine runs workflows durably. It holds no run in memory: every method loads
@@ -214,7 +219,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.actions == nil {
 		e.actions = map[string]*ActionSpec{}
 	}
-	e.runs = &runs{store: e.store, in: e.in, clock: e.clock, owner: e.owner, ttl: e.ttl, hooks: e.hooks, log: e.log}
+	e.runs = &runs{store: e.store, in: e.in, clock: e.clock, owner: e.owner, ttl: e.ttl, tell: e.tell, log: e.log}
 	e.exec = &execution{runs: e.runs, store: e.store, in: e.in, actions: e.actions, log: e.log, fail: e.fail,
 		execN: e.execN, backoff: e.backoff, owner: e.owner, ttl: e.ttl, published: e.published}
 	e.gates = &gatekeeper{runs: e.runs, policy: e.policy, roles: e.roles, dir: e.dir, actions: e.actions,
@@ -231,7 +236,8 @@ func (d rolesDirectory) RoleOf(_ context.Context, userID string) (string, bool, 
 	return role, ok, nil
 }
 
-// Store returns the engine's store.
+// Store returns the engine's store, which seals what is written through it:
+// for tests and tools. The edges use the engine's methods and services.
 func (e *Engine) Store() storage.Store { return e.store }
 
 // Policy returns the policy in force.

@@ -226,11 +226,11 @@ func (h *harness) build(st storage.Store, p *policy.Policy, opts ...harnessOptio
 // record.Events, whatever the test is about.
 type namedEvents struct{ t testing.TB }
 
-func (n namedEvents) OnTransition(_ context.Context, _ storage.Tx, tr workflow.Transition) error {
+func (n namedEvents) OnTransition(_ context.Context, tr *workflow.Transition) ([]*record.OutboxMessage, error) {
 	if !tr.Event.Valid() {
 		n.t.Errorf("run %s: transition %q is not in record.Events", tr.Run.ID, tr.Event)
 	}
-	return nil
+	return nil, nil
 }
 
 func refund(payment string, amount float64) *workflow.Proposal {

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -18,8 +19,17 @@ type runs struct {
 	clock Clock
 	owner string
 	ttl   time.Duration
-	hooks []Hook
-	log   *slog.Logger
+	// tell tells the hooks of a transition, in its transaction (Engine.tell).
+	tell func(ctx context.Context, tx storage.Tx, t *Transition) error
+	log  *slog.Logger
+}
+
+// notify tells the hooks of t, written in tx.
+func (rs *runs) notify(ctx context.Context, tx storage.Tx, t *Transition) error {
+	if rs.tell == nil {
+		return nil
+	}
+	return rs.tell(ctx, tx, t)
 }
 
 // now is the time of a write, at the precision the store keeps.

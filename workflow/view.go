@@ -106,8 +106,8 @@ func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 	return v, nil
 }
 
-// ViewIn is Get in a transaction the caller holds: a hook uses it to show
-// the run as the transition it is told about leaves it, before that commits.
+// ViewIn is Get in a transaction the caller holds: the view of a transition
+// shows the run as the transition leaves it, before that commits.
 func (e *Engine) ViewIn(ctx context.Context, tx storage.Tx, id string) (*RunView, error) {
 	l, err := e.runs.load(ctx, tx, id)
 	var ie *IntegrityError
@@ -123,73 +123,55 @@ func (e *Engine) ViewIn(ctx context.Context, tx storage.Tx, id string) (*RunView
 	return e.viewRest(ctx, tx, v)
 }
 
-// ViewOfTransition is ViewIn for the run a hook is told about: the
+// viewOfTransition is ViewIn for the run a hook is told about: the
 // transition's state is the one its transaction writes, so the run is shown
 // from it without reading and verifying its chain again. A transition
 // without a state (a run put aside unread) is read as ViewIn reads it.
-func (e *Engine) ViewOfTransition(ctx context.Context, tx storage.Tx, t Transition) (*RunView, error) {
+func (e *Engine) viewOfTransition(ctx context.Context, tx storage.Tx, t *Transition) (*RunView, error) {
 	if t.State == nil {
 		return e.ViewIn(ctx, tx, t.Run.ID)
 	}
 	return e.viewRest(ctx, tx, viewOf(t.Run, t.State))
 }
 
-// viewRest adds a run's requests, decisions and operations to v, checking
-// their seals.
+// viewRest adds a run's requests (with where each was posted), decisions
+// and operations to v, read in one round trip, checking their seals.
 func (e *Engine) viewRest(ctx context.Context, tx storage.Tx, v *RunView) (*RunView, error) {
 	id := v.ID
-	var ie *IntegrityError
-	err := func() error {
-		reqs, err := tx.RequestsForRun(ctx, id)
-		if err != nil {
-			return fmt.Errorf("load requests of run %s: %w", id, err)
-		}
-		locs, err := tx.MessageLocations(ctx, id)
-		if err != nil {
-			return fmt.Errorf("load message locations of run %s: %w", id, err)
-		}
-		for _, r := range reqs {
-			rv := RequestView{ID: r.ID, Status: r.Status, Fingerprint: r.Fingerprint, Rule: r.Rule, PolicyRevision: r.PolicyRevision,
-				Risk: r.Risk, Role: r.Role, Count: r.Count, Deadline: r.Deadline, DecidedBy: r.DecidedBy}
-			for _, l := range locs {
-				if l.RequestID == r.ID {
-					rv.Channel, rv.MessageTS = l.Channel, l.TS
-				}
-			}
-			if !r.DecidedAt.IsZero() {
-				t := r.DecidedAt
-				rv.DecidedAt = &t
-			}
-			v.Requests = append(v.Requests, rv)
-		}
-		decs, err := tx.Decisions(ctx, id)
-		if err != nil {
-			return fmt.Errorf("load decisions of run %s: %w", id, err)
-		}
-		for _, d := range decs {
-			v.Decisions = append(v.Decisions, DecisionView{RequestID: d.RequestID, By: d.ApproverID, Name: d.ApproverName, Role: d.Role,
-				Decision: d.Verdict, Reason: d.Reason, Edited: d.EditedArgs, Via: d.Via, At: d.At})
-		}
-		ops, err := tx.Operations(ctx, id)
-		if err != nil {
-			return fmt.Errorf("load operations of run %s: %w", id, err)
-		}
-		for _, op := range ops {
-			v.Operations = append(v.Operations, OperationView{Key: op.Key, Action: op.Action, Status: op.Status,
-				Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error})
-		}
-		if err := e.in.checkRun(ctx, tx, id, nil, reqs, decs, ops); err != nil {
-			if !errors.As(err, &ie) {
-				return err
-			}
-			if v.Problem == "" {
-				v.Problem = ie.Error()
-			}
-		}
-		return nil
-	}()
+	b, err := tx.LoadRun(ctx, id, storage.RunParts{Requests: true, Messages: true, Decisions: true, Operations: true})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load the requests, decisions and operations of run %s: %w", id, err)
+	}
+	for _, r := range b.Requests {
+		rv := RequestView{ID: r.ID, Status: r.Status, Fingerprint: r.Fingerprint, Rule: r.Rule, PolicyRevision: r.PolicyRevision,
+			Risk: r.Risk, Role: r.Role, Count: r.Count, Deadline: r.Deadline, DecidedBy: r.DecidedBy}
+		for _, l := range b.Messages {
+			if l.RequestID == r.ID {
+				rv.Channel, rv.MessageTS = l.Channel, l.TS
+			}
+		}
+		if !r.DecidedAt.IsZero() {
+			t := r.DecidedAt
+			rv.DecidedAt = &t
+		}
+		v.Requests = append(v.Requests, rv)
+	}
+	for _, d := range b.Decisions {
+		v.Decisions = append(v.Decisions, DecisionView{RequestID: d.RequestID, By: d.ApproverID, Name: d.ApproverName, Role: d.Role,
+			Decision: d.Verdict, Reason: d.Reason, Edited: d.EditedArgs, Via: d.Via, At: d.At})
+	}
+	for _, op := range b.Operations {
+		v.Operations = append(v.Operations, OperationView{Key: op.Key, Action: op.Action, Status: op.Status,
+			Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error})
+	}
+	if err := e.in.checkRun(ctx, tx, id, nil, b.Requests, b.Decisions, b.Operations); err != nil {
+		var ie *IntegrityError
+		if !errors.As(err, &ie) {
+			return nil, err
+		}
+		if v.Problem == "" {
+			v.Problem = ie.Error()
+		}
 	}
 	return v, nil
 }

@@ -237,8 +237,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	// Every process that changes runs queues their callbacks, whatever the
 	// allow-list says now: submit checked it, and the dispatcher checks it
 	// again before it sends anything.
-	cbHook := &callback.Hook{}
-	wcfg.Hooks = append(wcfg.Hooks, cbHook)
+	wcfg.Hooks = append(wcfg.Hooks, callback.Hook{})
 	wcfg.CallbackAllowed, wcfg.CallbackPrefixes = cfg.API.CallbackAllowed, cfg.API.CallbackPrefixes
 	if failpoint != "" {
 		wcfg.Failpoint = failpointFunc(failpoint)
@@ -263,7 +262,6 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		a.Close()
 		return nil, err
 	}
-	cbHook.Engine = a.engine
 	return a, nil
 }
 

@@ -86,7 +86,7 @@ signoff verify checks. --since takes a time (2026-01-31T00:00:00Z) or an age
 				enc := json.NewEncoder(c.out)
 				// The detail is printed as stored, byte for byte: the hash is over it.
 				enc.SetEscapeHTML(false)
-				return eachAuditEvent(c.ctx, a.store, storage.AuditFilter{RunID: runID}, func(e *record.AuditEvent) error {
+				return eachAuditEvent(c.ctx, a.engine, storage.AuditFilter{RunID: runID}, func(e *record.AuditEvent) error {
 					if !from.IsZero() && e.At.Before(from) {
 						return nil
 					}
@@ -121,15 +121,10 @@ func writeAuditJSON(enc *json.Encoder, e *record.AuditEvent) error {
 
 // eachAuditEvent calls fn with every audit event matching f, by seq, a page
 // at a time.
-func eachAuditEvent(ctx context.Context, store storage.Store, f storage.AuditFilter, fn func(*record.AuditEvent) error) error {
+func eachAuditEvent(ctx context.Context, eng *workflow.Engine, f storage.AuditFilter, fn func(*record.AuditEvent) error) error {
 	f.Limit = auditPage
 	for {
-		var evs []*record.AuditEvent
-		err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-			var err error
-			evs, err = tx.AuditEvents(ctx, f)
-			return err
-		})
+		evs, err := eng.AuditEvents(ctx, f)
 		if err != nil {
 			return fmt.Errorf("read audit log after %d: %w", f.AfterSeq, err)
 		}
@@ -197,12 +192,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // through (a gap), logs only what it has not logged, and gives a gap up once
 // the events after it are auditGapGrace older than the newest it saw: no
 // transaction holds its seq that long (the server ends one idle for 10 s).
-func logAudit(ctx context.Context, store storage.Store, changes *storage.Changes, log *slog.Logger, poll time.Duration, after int64) {
+func logAudit(ctx context.Context, eng *workflow.Engine, changes *storage.Changes, log *slog.Logger, poll time.Duration, after int64) {
 	tail := &auditTail{after: after, logged: map[int64]time.Time{}}
 	l := &workflow.Loop{Name: "log audit events", Changes: changes, Pace: workflow.PaceAfter(poll), Logger: log,
 		Round: func(ctx context.Context) error {
 			defer tail.settle()
-			return eachAuditEvent(ctx, store, storage.AuditFilter{AfterSeq: tail.after}, func(e *record.AuditEvent) error {
+			return eachAuditEvent(ctx, eng, storage.AuditFilter{AfterSeq: tail.after}, func(e *record.AuditEvent) error {
 				if _, done := tail.logged[e.Seq]; done {
 					return nil
 				}

@@ -241,7 +241,7 @@ func TestAuditLogLines(t *testing.T) {
 	from := want[1].Seq // as if serve started after the second event
 	go func() {
 		defer close(stopped)
-		logAudit(ctx, store, nil, log, 10*time.Millisecond, from)
+		logAudit(ctx, engineOn(t, store), nil, log, 10*time.Millisecond, from)
 	}()
 	waitFor(t, "the audit events logged", func() bool { return strings.Count(buf.String(), "\n") >= len(want)-2 })
 	cancel()

@@ -19,7 +19,7 @@ func callbackDispatcher(a *app) (*callback.Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &callback.Dispatcher{Store: a.store, Keys: keys, Logger: a.log, Failpoint: a.failpoint, ClaimFor: a.leaseTTL}
+	d := &callback.Dispatcher{Outbox: a.engine.Outbox(), Keys: keys, Logger: a.log, Failpoint: a.failpoint, ClaimFor: a.leaseTTL}
 	if len(a.cfg.API.CallbackPrefixes) > 0 {
 		d.Allowed = a.cfg.API.CallbackAllowed
 	}

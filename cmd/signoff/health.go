@@ -14,6 +14,7 @@ import (
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // healthTimeout bounds one readiness check: a probe that waits longer than its
@@ -36,7 +37,8 @@ type workers struct {
 // health answers the probes: /livez (the process answers), /readyz (the store
 // answers, its schema is current, the workers run) and /healthz, its alias.
 type health struct {
-	store   storage.Store
+	store   storage.Store // its schema is checked
+	engine  *workflow.Engine
 	workers *workers
 	log     *slog.Logger
 }
@@ -65,11 +67,7 @@ func (h *health) serveReady(c echo.Context) error {
 func (h *health) ready(ctx context.Context) error {
 	// One cheap indexed read: it needs a connection and a snapshot, which is
 	// what every request needs.
-	err := h.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		_, err := tx.ListRuns(ctx, storage.RunFilter{Limit: 1})
-		return err
-	})
-	if err != nil {
+	if _, err := h.engine.List(ctx, storage.RunFilter{Limit: 1}); err != nil {
 		return fmt.Errorf("store unreachable: %w", err)
 	}
 	if sc, ok := h.store.(schemaChecker); ok {

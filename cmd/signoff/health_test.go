@@ -13,10 +13,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // healthStore is a migrated store of one driver, with a way to put its schema
@@ -88,7 +90,7 @@ func TestReadyz(t *testing.T) {
 				ws.want.Store(5)
 				ws.up.Store(5)
 				e := echo.New()
-				(&health{store: hs.store, workers: ws, log: slog.New(slog.DiscardHandler)}).register(e)
+				(&health{store: hs.store, engine: engineOn(t, hs.store), workers: ws, log: slog.New(slog.DiscardHandler)}).register(e)
 				tc.spoil(t, hs, ws)
 
 				for _, path := range []string{"/readyz", "/healthz"} {
@@ -142,4 +144,22 @@ func TestServeProbes(t *testing.T) {
 			t.Fatalf("%s: %s", path, last)
 		}
 	}
+}
+
+// engineOn is an engine on st, for what reads the store through one.
+func engineOn(t testing.TB, st storage.Store) *workflow.Engine {
+	t.Helper()
+	roles, err := policy.NewRoles([]policy.Role{{Name: "team_lead", Members: []string{"U0LEAD0001"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := policy.New("rev-1", []policy.Rule{{Name: "everything", When: "true", Risk: "low"}}, roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -137,12 +136,8 @@ func storeKeys(ctx context.Context, o options, getenv func(string) string, store
 	if err != nil || o.readOnly {
 		return keys, err
 	}
-	var head *record.IntegrityHead
-	err = store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		head, err = tx.IntegrityHead(ctx)
-		return err
-	})
+	// Read before the engine is built: it is built with the keys chosen here.
+	head, err := workflow.ReadIntegrityHead(ctx, store)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		head = nil

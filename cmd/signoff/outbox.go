@@ -15,6 +15,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // outboxRow is one undelivered outbox row as `signoff outbox --json` prints it.
@@ -45,7 +46,7 @@ func (c *cli) outboxCmd() *cobra.Command {
 			more := false
 			err := c.withReadApp(func(a *app) error {
 				var err error
-				rows, more, err = listOutbox(c.ctx, a.store, failing)
+				rows, more, err = listOutbox(c.ctx, a.engine.Outbox(), failing)
 				return err
 			})
 			if errors.Is(err, sqlite.ErrNoStore) {
@@ -69,13 +70,8 @@ func (c *cli) outboxCmd() *cobra.Command {
 
 // listOutbox reads the undelivered rows, oldest first, and says whether there
 // are more than it lists.
-func listOutbox(ctx context.Context, store storage.Store, failing bool) ([]outboxRow, bool, error) {
-	var ms []*record.OutboxMessage
-	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
-		return err
-	})
+func listOutbox(ctx context.Context, outbox *workflow.Outbox, failing bool) ([]outboxRow, bool, error) {
+	ms, err := outbox.List(ctx, storage.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
 	if err != nil {
 		return nil, false, fmt.Errorf("read the outbox: %w", err)
 	}

@@ -249,7 +249,7 @@ func deliverOutbox(t *testing.T, dir, cfg string, env map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slack := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: a.slackAPI, Channel: a.cfg.Slack.Channel, Logger: a.log,
+	slack := &bot.Dispatcher{Engine: a.engine, Slack: a.slackAPI, Channel: a.cfg.Slack.Channel, Logger: a.log,
 		Render: bot.NewRenderer(a.engine, a.engine.Roles(), nil, "", workflow.SystemClock{})}
 	for {
 		n, err := slack.DeliverDue(t.Context(), 100)

@@ -57,7 +57,7 @@ func redactor(find func(string) (*workflow.ActionSpec, bool)) argsShown {
 }
 
 // argsText is how a terminal prints arguments, given what argsShown returned
-// for them: as JSON the way every surface shows values (workflow.show.Value:
+// for them: as JSON the way every surface shows values (show.Value:
 // a string always quoted, a number as written), or argsShown's words when it
 // hid them whole.
 func argsText(redacted string) string {

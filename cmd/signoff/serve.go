@@ -191,7 +191,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	if a.metrics != nil {
 		admin.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
 	}
-	(&health{store: a.store, workers: ws, log: a.log}).register(admin)
+	(&health{store: a.store, engine: a.engine, workers: ws, log: a.log}).register(admin)
 	ln, err := net.Listen("tcp", so.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", so.addr, err)
@@ -232,7 +232,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	feed, _ := a.store.(storage.ChangeFeed)
 	loops := a.engine.Loops(so.poll, feed)
 	if slackOn {
-		disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
+		disp := &bot.Dispatcher{Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
 			Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, sc.Command, workflow.SystemClock{})}
 		loops = append(loops, disp.Loops(a.changes, so.poll)...)
 	}
@@ -251,7 +251,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		if every <= 0 {
 			every = metrics.RefreshEvery
 		}
-		refresh := a.metrics.RefreshLoop(a.store, workflow.SystemClock{}, workflow.PaceEvery(every), a.log)
+		refresh := a.metrics.RefreshLoop(a.engine, workflow.SystemClock{}, workflow.PaceEvery(every), a.log)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -272,7 +272,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			logAudit(wctx, a.store, a.changes, a.log, so.poll, auditFrom)
+			logAudit(wctx, a.engine, a.changes, a.log, so.poll, auditFrom)
 		}()
 	}
 	if slackOn && so.socketMode {

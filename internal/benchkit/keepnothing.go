@@ -3,9 +3,12 @@ package benchkit
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // KeepNothing is a store for measuring a handler without its storage: every
@@ -42,3 +45,19 @@ func (claimEvery) ClaimRequest(_ context.Context, r *record.SeenRequest) (*recor
 }
 
 func (claimEvery) AnswerRequest(context.Context, *record.SeenRequest) error { return nil }
+
+// KeepNothingReplays is the replay memory of an engine whose store keeps
+// nothing (KeepNothing): every request claimed in it is new, and an answer
+// is dropped. The bare handler claims in it what the real one claims in the
+// engine's store.
+func KeepNothingReplays(roles *policy.Roles) (*workflow.Replays, error) {
+	pol, err := policy.New("keep-nothing", []policy.Rule{{Name: "any", When: "true", Risk: record.RiskLow}}, roles)
+	if err != nil {
+		return nil, fmt.Errorf("keep-nothing policy: %w", err)
+	}
+	eng, err := workflow.New(workflow.Config{Store: KeepNothing{}, Policy: pol, Roles: roles})
+	if err != nil {
+		return nil, fmt.Errorf("keep-nothing engine: %w", err)
+	}
+	return eng.Replays(), nil
+}

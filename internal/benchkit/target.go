@@ -13,9 +13,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
-	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/storage/counting"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/postgres/pgscratch"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -26,7 +25,7 @@ type Target struct {
 	// Name says which database: "sqlite" or "postgres".
 	Name string
 	// Store counts the Updates that committed.
-	Store *Counting
+	Store *counting.Store
 	// RawCommit commits one row of body in a transaction of its own, on the
 	// same disk (SQLite) or server (PostgreSQL) as the store.
 	RawCommit func(ctx context.Context, body []byte) error
@@ -95,7 +94,7 @@ func OpenSQLite(ctx context.Context, path string) (*Target, error) {
 	}
 	return &Target{
 		Name:       "sqlite",
-		Store:      &Counting{Store: st},
+		Store:      counting.New(st),
 		Where:      path,
 		RawClients: 1,
 		RawCommit: func(ctx context.Context, body []byte) error {
@@ -151,7 +150,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 	}
 	return &Target{
 		Name:       "postgres",
-		Store:      &Counting{Store: st},
+		Store:      counting.New(st),
 		Where:      "schema " + sc.Schema + ", dropped after",
 		RawCommit:  sc.RawCommit,
 		RawClients: pgscratch.RawClients,
@@ -163,24 +162,6 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 		},
 	}, nil
 }
-
-// Counting is a store that counts the Updates that committed.
-type Counting struct {
-	storage.Store
-	commits atomic.Int64
-}
-
-// Update is the store's, counted when it returns nil.
-func (c *Counting) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
-	err := c.Store.Update(ctx, fn)
-	if err == nil {
-		c.commits.Add(1)
-	}
-	return err
-}
-
-// Commits is how many Updates committed so far.
-func (c *Counting) Commits() int64 { return c.commits.Load() }
 
 // Payload is n random bytes, the body of a raw commit.
 func Payload(n int) []byte {

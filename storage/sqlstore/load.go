@@ -51,6 +51,7 @@ func (t *Tx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*s
 	add(parts.Requests, `SELECT `+requestColumns+` FROM approval_requests WHERE run_id = ? ORDER BY created_at, id`, each(scanRequest, &b.Requests))
 	add(parts.Decisions, `SELECT `+decisionColumns+` FROM decisions WHERE run_id = ? ORDER BY id`, each(scanDecision, &b.Decisions))
 	add(parts.Operations, `SELECT `+operationColumns+` FROM operations WHERE run_id = ? ORDER BY idx, op_key`, each(scanOperation, &b.Operations))
+	add(parts.Messages, `SELECT `+locationColumns+` FROM message_locations WHERE run_id = ? ORDER BY posted_at, request_id`, each(scanLocation, &b.Messages))
 	add(parts.Audit, `SELECT `+auditColumns+` FROM audit WHERE run_id = ? ORDER BY seq`, each(scanAudit, &b.Audit))
 	add(parts.Audit, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads WHERE run_id = ? AND seq > 0`, each(scanAuditHead, &heads))
 	qs[0].SQL = t.d.Bind(qs[0].SQL)

@@ -524,10 +524,15 @@ func testConcurrentCompareAndSet(t *testing.T, s storage.Store) {
 // that does not exist.
 func testLoadRun(t *testing.T, s storage.Store) {
 	for _, id := range []string{"run-1", "run-2"} {
-		update(t, s, func(ctx context.Context, tx storage.Tx) error { return writeEverything(ctx, tx, id) })
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
+			if err := writeEverything(ctx, tx, id); err != nil {
+				return err
+			}
+			return tx.InsertMessageLocation(ctx, &record.MessageLocation{RequestID: "req-" + id, RunID: id, Channel: "C1", TS: "1.0" + id[len(id)-1:], PostedAt: base})
+		})
 	}
-	all := storage.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Audit: true}
-	for _, parts := range []storage.RunParts{{}, all, {Operations: true, Audit: true}} {
+	all := storage.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Messages: true, Audit: true}
+	for _, parts := range []storage.RunParts{{}, all, {Operations: true, Audit: true}, {Messages: true}} {
 		for _, write := range []bool{false, true} {
 			var got, want *storage.RunBundle
 			fn := func(ctx context.Context, tx storage.Tx) error {
@@ -550,6 +555,9 @@ func testLoadRun(t *testing.T, s storage.Store) {
 				}
 				if err == nil && parts.Operations {
 					want.Operations, err = tx.Operations(ctx, "run-1")
+				}
+				if err == nil && parts.Messages {
+					want.Messages, err = tx.MessageLocations(ctx, "run-1")
 				}
 				if err == nil && parts.Audit {
 					want.Audit, err = tx.AuditEvents(ctx, storage.AuditFilter{RunID: "run-1"})

@@ -27,7 +27,11 @@ func NewServer(cfg bot.ServerConfig, v *workflow.RunView) (*bot.Server, *atomic.
 	if cfg.Engine == nil {
 		return nil, nil, errors.New("new bare slack server: an engine is required, for its roles")
 	}
-	eng := &engine{view: v, roles: cfg.Engine.Roles()}
+	replays, err := benchkit.KeepNothingReplays(cfg.Engine.Roles())
+	if err != nil {
+		return nil, nil, err
+	}
+	eng := &engine{view: v, roles: cfg.Engine.Roles(), replays: replays}
 	cfg.Engine = eng
 	srv, err := bot.NewServer(cfg)
 	if err != nil {
@@ -40,6 +44,7 @@ func NewServer(cfg bot.ServerConfig, v *workflow.RunView) (*bot.Server, *atomic.
 type engine struct {
 	view    *workflow.RunView
 	roles   *policy.Roles
+	replays *workflow.Replays
 	decided atomic.Int64
 }
 
@@ -81,4 +86,4 @@ func (e *engine) Roles() *policy.Roles { return e.roles }
 
 func (e *engine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }
 
-func (e *engine) Store() storage.Store { return benchkit.KeepNothing{} }
+func (e *engine) Replays() *workflow.Replays { return e.replays }
