@@ -1,0 +1,103 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/signoff-dev/signoff/storage/postgres"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// healthTimeout bounds one readiness check: a probe that waits longer than its
+// own timeout tells the orchestrator nothing.
+const healthTimeout = 2 * time.Second
+
+// schemaChecker is a store that can say whether its schema is still this
+// build's (both drivers can).
+type schemaChecker interface {
+	CheckSchema(ctx context.Context) error
+}
+
+// workers counts the background loops of serve that are running, so that
+// readiness can say when they are not.
+type workers struct {
+	want atomic.Int32 // how many loops work started
+	up   atomic.Int32 // how many of them have not returned
+}
+
+// health answers the probes: /livez (the process answers), /readyz (the store
+// answers, its schema is current, the workers run) and /healthz, its alias.
+type health struct {
+	store   workflow.Store
+	workers *workers
+	log     *slog.Logger
+}
+
+func (h *health) register(e *echo.Echo) {
+	e.GET("/livez", h.serveLive)
+	e.GET("/readyz", h.serveReady)
+	e.GET("/healthz", h.serveReady)
+}
+
+func (h *health) serveLive(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (h *health) serveReady(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), healthTimeout)
+	defer cancel()
+	if err := h.ready(ctx); err != nil {
+		h.log.Warn("not ready", "error", err.Error())
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// ready returns why the server should not be sent traffic, or nil.
+func (h *health) ready(ctx context.Context) error {
+	// One cheap indexed read: it needs a connection and a snapshot, which is
+	// what every request needs.
+	err := h.store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		_, err := tx.ListRuns(ctx, workflow.RunFilter{Limit: 1})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store unreachable: %w", err)
+	}
+	if sc, ok := h.store.(schemaChecker); ok {
+		if err := sc.CheckSchema(ctx); err != nil {
+			if schemaProblem(err) {
+				return fmt.Errorf("schema not current: %w", err)
+			}
+			return fmt.Errorf("store unreachable: %w", err)
+		}
+	}
+	want, up := h.workers.want.Load(), h.workers.up.Load()
+	switch {
+	case want == 0:
+		return errors.New("workers not started")
+	case up < want:
+		return fmt.Errorf("workers stopped: %d of %d running", up, want)
+	}
+	return nil
+}
+
+// schemaProblem tells a schema that is behind, ahead or different from a
+// store that did not answer.
+func schemaProblem(err error) bool {
+	for _, target := range []error{postgres.ErrNotMigrated, postgres.ErrSchemaTooNew, postgres.ErrMigrationChanged,
+		sqlite.ErrNotMigrated, sqlite.ErrSchemaTooNew, sqlite.ErrMigrationChanged} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}

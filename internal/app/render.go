@@ -1,0 +1,605 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// term is how every renderer of this file shows text that came from data (a
+// run, a proposal, a target's answer) on a terminal: one line, with control,
+// bidi and zero-width characters escaped and visible, so that nothing an agent
+// wrote can move the cursor, erase what signoff printed or add a line of its
+// own. JSON output never goes through it.
+func term(s string) string { return workflow.Inert(s) }
+
+// termLines is term for a message of several lines that signoff composed (an
+// error): its own line breaks stay, every line is inert.
+func termLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = term(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// argsShown is how a terminal shows an action's arguments: with the fields
+// its config lists under redact: replaced by "[redacted]", as Slack shows
+// them to approvers. JSON output carries the stored arguments unchanged.
+type argsShown func(action string, args json.RawMessage) string
+
+// redactor shows arguments through the actions' specs. Like Slack, it fails
+// closed: an action the config does not declare, or arguments that cannot be
+// read, are hidden whole.
+func redactor(find func(string) (*workflow.ActionSpec, bool)) argsShown {
+	return func(action string, args json.RawMessage) string {
+		spec, ok := find(action)
+		if !ok {
+			return "(arguments hidden: the config has no action " + strconv.Quote(action) + ")"
+		}
+		out, err := spec.Redacted(args)
+		if err != nil {
+			return "(arguments hidden: " + err.Error() + ")"
+		}
+		return string(out)
+	}
+}
+
+// argsText is how a terminal prints arguments, given what argsShown returned
+// for them: as JSON the way every surface shows values (workflow.ShowValue:
+// a string always quoted, a number as written), or argsShown's words when it
+// hid them whole.
+func argsText(redacted string) string {
+	if !json.Valid([]byte(redacted)) {
+		return term(redacted)
+	}
+	return term(workflow.ShowValue(json.RawMessage(redacted)))
+}
+
+// redactEdited shows an approver's edited arguments. A decision does not say
+// which action it edited, so every redact: list of the run's actions applies.
+func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMessage) string {
+	out := edited
+	for _, a := range actions {
+		out = json.RawMessage(shown(a.Name, out))
+		if !json.Valid(out) {
+			return term(string(out))
+		}
+	}
+	return argsText(string(out))
+}
+
+// redactView is the run as the terminal shows it: what the redact: fields
+// hold hidden wherever it appears (workflow.RedactView), with the arguments
+// as shown shows them.
+func redactView(v *workflow.RunView, shown argsShown) *workflow.RunView {
+	return workflow.RedactView(v, func(action string, args json.RawMessage) json.RawMessage {
+		out := json.RawMessage(shown(action, args))
+		if !json.Valid(out) {
+			return nil // hidden whole, with shown's words
+		}
+		return out
+	})
+}
+
+// specFinder finds the spec of an action by name (Engine.Action).
+type specFinder func(name string) (*workflow.ActionSpec, bool)
+
+// editRecord is what one approver's edit changed, as the run's checkpoints
+// tell it: the state before the edit against the edit's own.
+type editRecord struct {
+	by      string
+	at      time.Time
+	changes []workflow.FieldChange
+}
+
+// editsOf lists the edits the run's checkpoints show, with what each
+// changed. An edit whose state before was pruned is not listed: what it
+// changed is not known any more.
+func editsOf(hist []workflow.HistoryEntry) []editRecord {
+	var out []editRecord
+	var prev *workflow.State
+	for _, h := range hist {
+		if st := h.State; st != nil && prev != nil {
+			for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
+				if d.Edited {
+					out = append(out, editRecord{by: d.By, at: d.At, changes: workflow.ChangedFields(prev.Actions, st.Actions)})
+				}
+			}
+		}
+		prev = h.State
+	}
+	return out
+}
+
+// changesText says what an edit changed, field by field: "amount 119 → 60".
+// A redact: field shows as [redacted], and so does every field of an action
+// the config does not declare, as the arguments do.
+func changesText(changes []workflow.FieldChange, actions []workflow.Action, find specFinder) string {
+	if len(changes) == 0 {
+		return "no field changed"
+	}
+	parts := make([]string, 0, len(changes))
+	for _, c := range changes {
+		name := ""
+		if c.Action < len(actions) {
+			name = actions[c.Action].Name
+		}
+		spec, ok := find(name)
+		hidden := !ok || spec.Hides(c.Field)
+		label := c.Field
+		if len(actions) > 1 || label == "" {
+			label = strings.TrimSuffix(name+"."+c.Field, ".")
+		}
+		parts = append(parts, fmt.Sprintf("%s %s → %s", fieldLabel(label), fieldValue(c.From, hidden), fieldValue(c.To, hidden)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fieldLabel shows a field's path as it is when each of its keys is a plain
+// name (amount, card.number), and quoted as a value is otherwise, so that a
+// key with a look-alike or invisible character reads unlike the plain one.
+func fieldLabel(path string) string {
+	for seg := range strings.SplitSeq(path, ".") {
+		if workflow.ShowKey(seg) != seg {
+			return workflow.ShowString(path)
+		}
+	}
+	return path
+}
+
+func fieldValue(v json.RawMessage, hidden bool) string {
+	switch {
+	case v == nil:
+		return "(none)"
+	case hidden:
+		return workflow.Redaction
+	}
+	return workflow.ShowValue(v)
+}
+
+// renderRun prints a run the way an approver reads it: what will happen, why,
+// who may say yes, by when, and what happened so far. edits are what the
+// run's edits changed (editsOf), named under each edit.
+func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, find specFinder, edits []editRecord, now time.Time) {
+	stored := v.Actions
+	v = redactView(v, shown)
+	fmt.Fprintf(w, "run %s  %s\n", term(v.ID), strings.ToUpper(term(string(v.Status))))
+	if v.Problem != "" {
+		fmt.Fprintf(w, "  PROBLEM: %s\n", term(v.Problem))
+	}
+	if v.Reason != "" {
+		fmt.Fprintf(w, "  reason: %s\n", term(v.Reason))
+	}
+	if p := v.Pruned; p != nil {
+		fmt.Fprintf(w, "  pruned %s: the states of checkpoints 1-%d (%s), %d evidence item(s), %d agent message(s), %s were removed;\n",
+			p.At.UTC().Format(time.RFC3339), p.ThroughSeq, byteSize(p.StateBytes), p.Evidence, p.Messages, outboxText(p.Outbox, p.OutboxKinds))
+		fmt.Fprintln(w, "  kept: this summary, the actions, requests, decisions, operations and audit events, and every checkpoint's hash and seal")
+	}
+	task := v.TaskID
+	if task == "" {
+		task = "-"
+	}
+	fmt.Fprintf(w, "  task %s, workflow %s, asked by %s\n", term(task), term(v.Workflow), person(v.Requester))
+	if v.Summary != "" {
+		fmt.Fprintf(w, "  summary: %s\n", term(v.Summary))
+	}
+	if v.ModelCalls > 0 {
+		fmt.Fprintf(w, "  steps: %d, model calls: %d\n", v.Step, v.ModelCalls)
+	}
+	if len(v.Actions) > 0 {
+		head := "actions"
+		switch {
+		case len(v.Operations) > 0:
+		case v.Status.Terminal():
+			// "yet" would promise something still to come.
+			head = "actions (none was carried out)"
+		default:
+			head = "actions (nothing has happened yet)"
+		}
+		fmt.Fprintf(w, "  %s:\n", head)
+		for i, act := range v.Actions {
+			text := shown(act.Name, stored[i].Args)
+			if json.Valid([]byte(text)) {
+				text = string(act.Args) // redacted, and secrets hidden elsewhere in them too
+			}
+			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(text))
+			for _, g := range workflow.LookalikeKeys(act.Args) {
+				fmt.Fprintf(w, "       WARNING: keys that read alike: %s; check which value is which\n", term(strings.Join(g, " and ")))
+			}
+		}
+	}
+	if len(v.Evidence) > 0 {
+		var src []string
+		for _, e := range v.Evidence {
+			src = append(src, term(e.Source))
+		}
+		fmt.Fprintf(w, "  evidence: %s\n", strings.Join(src, ", "))
+	}
+	for _, c := range v.Checks {
+		if !c.OK {
+			fmt.Fprintf(w, "  check failed: action %d (%s): %s\n", c.Action+1, term(c.Name), term(c.Error))
+		}
+	}
+	if g := v.Gate; g != nil {
+		fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(string(g.Risk)), term(g.PolicyRevision))
+		if g.Approval != nil {
+			who := term(strings.Join(roles.Members(g.Approval.Role), ", "))
+			fmt.Fprintf(w, "  approval: %d of %s or above (%s)", g.Approval.Count, term(g.Approval.Role), who)
+			if !g.Approval.SelfApproval {
+				fmt.Fprint(w, "; not the requester")
+			}
+			if g.Approval.Edit {
+				fmt.Fprint(w, "; may edit")
+			}
+			fmt.Fprintln(w)
+			if g.Assignee != "" {
+				fmt.Fprintf(w, "  assigned to %s (anyone above %s may still decide)\n", term(g.Assignee), term(g.Approval.Role))
+			}
+			if v.Status == workflow.StatusWaitingApproval {
+				noun := "approvals"
+				if g.Approval.Count == 1 {
+					noun = "approval"
+				}
+				fmt.Fprintf(w, "  %d of %d %s so far\n", approvalsSoFar(v), g.Approval.Count, noun)
+			}
+		}
+		fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(workflow.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
+	}
+	if v.Deadline != nil {
+		fmt.Fprintf(w, "  deadline %s", v.Deadline.Format(time.RFC3339))
+		if v.Status == workflow.StatusWaitingApproval {
+			fmt.Fprintf(w, " (%s)", deadlineText(now, *v.Deadline))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, d := range v.Decisions {
+		// An edit is recorded as an approval of the old proposal, followed by
+		// the editor's approval of the new one: naming it "edit", as Slack
+		// does, keeps the two from reading as one approval printed twice.
+		verb := string(d.Decision)
+		if len(d.Edited) > 0 {
+			verb = "edit"
+		}
+		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(string(d.Via)), d.At.Format(time.RFC3339))
+		var changed *editRecord
+		if len(d.Edited) > 0 {
+			for i := range edits {
+				if edits[i].by == d.By && edits[i].at.Equal(d.At) {
+					changed = &edits[i]
+				}
+			}
+			if changed == nil {
+				// The state before the edit was pruned: only the result is known.
+				line += " to " + redactEdited(shown, v.Actions, d.Edited)
+			}
+		}
+		if d.Reason != "" {
+			line += ": " + term(d.Reason)
+		}
+		fmt.Fprintln(w, line)
+		if changed != nil {
+			fmt.Fprintf(w, "    edited by %s: %s\n", term(d.By), term(changesText(changed.changes, v.Actions, find)))
+		}
+	}
+	for _, op := range v.Operations {
+		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", term(op.Key), term(op.Action), term(string(op.Status)), op.Attempts)
+		if len(op.Receipt) > 0 {
+			fmt.Fprintf(w, " receipt %s", argsText(string(op.Receipt)))
+		}
+		if op.Error != "" {
+			fmt.Fprintf(w, " — %s", term(op.Error))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, r := range v.Resolutions {
+		line := fmt.Sprintf("  resolved by %s via %s at %s: %s", term(r.By), term(orDash(r.Via)), r.At.Format(time.RFC3339), term(r.Choice.Describe()))
+		if r.Key != "" {
+			line += " (" + term(r.Key) + ")"
+		}
+		fmt.Fprintln(w, line+": "+term(r.Reason))
+	}
+	if v.RetryAt != nil && v.Status == workflow.StatusExecuting {
+		when := "due now"
+		if v.RetryAt.After(now) {
+			when = deadlineText(now, *v.RetryAt)
+		}
+		fmt.Fprintf(w, "  waiting for the target: asking the target again at %s (%s)\n", v.RetryAt.Format(time.RFC3339), when)
+		fmt.Fprintf(w, "  next: a running serve asks again then; without one, %s waits and asks\n", shellLine("signoff", "resume", term(v.ID)))
+	}
+	if v.Status == workflow.StatusNeedsAttention && v.Problem == "" {
+		fmt.Fprintf(w, "  next: look at the target, then %s with --happened, --did-not-happen --retry or --did-not-happen --abandon\n",
+			shellLine("signoff", "resolve", term(v.ID), "--as", "MEMBER", "--reason", "WHAT-YOU-CHECKED"))
+	}
+	if v.ForkedFrom != nil {
+		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", term(v.ForkedFrom.RunID), v.ForkedFrom.Seq)
+	}
+	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
+		// The hint binds the approval to what was just shown, as docs/cli.md advises.
+		approve := []string{"signoff", "approve", term(v.ID), "--as", "MEMBER"}
+		if v.Gate != nil && v.Gate.Fingerprint != "" {
+			approve = append(approve, "--fingerprint", term(workflow.ShortFingerprint(v.Gate.Fingerprint)))
+		}
+		fmt.Fprintf(w, "  next: %s   or   %s\n", shellLine(approve...), shellLine("signoff", "reject", term(v.ID), "--as", "MEMBER", "--reason", "WHY"))
+	}
+}
+
+// approvalsSoFar counts the approvals given to the request the run waits on.
+func approvalsSoFar(v *workflow.RunView) int {
+	n := 0
+	for _, d := range v.Decisions {
+		if d.Decision == workflow.VerdictApprove && v.Gate != nil && d.RequestID == v.Gate.RequestID {
+			n++
+		}
+	}
+	return n
+}
+
+// deadlineText says when a deadline falls, from now: "in 2h05m", or "expired
+// 3m ago" once it has passed (a waiting run is expired when next touched).
+func deadlineText(now, deadline time.Time) string {
+	switch left := deadline.Sub(now); {
+	case left <= 0:
+		if ago := since(now, deadline); ago != "just now" {
+			return "expired " + ago + " ago"
+		}
+		return "expired just now"
+	case left < time.Minute:
+		return "in less than a minute"
+	}
+	return "in " + since(deadline, now)
+}
+
+func person(p workflow.Person) string {
+	if p.Name != "" && p.Name != p.ID {
+		return fmt.Sprintf("%s (%s)", term(p.ID), term(p.Name))
+	}
+	return term(p.ID)
+}
+
+func renderRuns(w io.Writer, runs []*workflow.RunView, now time.Time) {
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "no runs")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATUS\tTASK\tREQUESTER\tACTION\tAGE\tDEADLINE\tSUMMARY")
+	for _, r := range runs {
+		deadline := "-"
+		if r.Status == workflow.StatusWaitingApproval && r.Deadline != nil {
+			deadline = deadlineText(now, *r.Deadline)
+		}
+		var names []string
+		for _, a := range r.Actions {
+			names = append(names, a.Name)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term(r.ID), term(string(r.Status)), term(orDash(r.TaskID)), term(orDash(r.Requester.ID)),
+			term(orDash(strings.Join(names, ","))), since(now, r.CreatedAt), deadline, term(orDash(firstLine(cutRunes(r.Summary, 60)))))
+	}
+	tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// cutRunes shortens s to at most n runes, marking the cut.
+func cutRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func renderHistory(w io.Writer, hist []workflow.HistoryEntry, find specFinder) {
+	var buf bytes.Buffer
+	defer func() {
+		// tabwriter pads the empty PROBLEM cell of every healthy checkpoint.
+		for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+		}
+	}()
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tWHAT\tHASH\tPROBLEM")
+	var prev *workflow.State
+	for _, h := range hist {
+		status, step, what := "?", "?", "?"
+		switch {
+		case h.State == nil && h.Pruned != nil:
+			status, step, what = "-", "-", "pruned on "+h.Pruned.UTC().Format(time.DateOnly)
+		case h.State != nil:
+			status, step, what = term(string(h.State.Status)), fmt.Sprint(h.State.Step), term(historyWhat(prev, h.State, find))
+			prev = h.State
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, what, term(workflow.ShortFingerprint(h.Hash)), term(h.Problem))
+	}
+	tw.Flush()
+}
+
+// historyWhat says what a checkpoint recorded, from how its state differs from
+// the one before: several executing checkpoints in a row are an intent (before
+// the call), the attempts, and a receipt (after it); an edit names the fields
+// it changed.
+func historyWhat(prev, st *workflow.State, find specFinder) string {
+	if prev == nil {
+		switch {
+		case st.Pruned != nil:
+			// The checkpoints before it lost their state: this is no start.
+			return fmt.Sprintf("summary written by the prune of 1-%d; %s", st.Pruned.ThroughSeq, st.Status)
+		case st.ForkedFrom != nil:
+			return fmt.Sprintf("forked from %s at %d", st.ForkedFrom.RunID, st.ForkedFrom.Seq)
+		case st.Proposed:
+			return "submitted; " + string(st.Status)
+		}
+		return "started"
+	}
+	var what []string
+	if st.Step > prev.Step {
+		what = append(what, fmt.Sprintf("step %d", st.Step))
+	} else if st.StepFailures > prev.StepFailures {
+		what = append(what, fmt.Sprintf("step %d failed (%d in a row)", st.Step+1, st.StepFailures))
+	}
+	if st.Proposed && !prev.Proposed {
+		what = append(what, "proposed")
+	}
+	for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
+		verb := "approved"
+		switch {
+		case d.Verdict == workflow.VerdictReject:
+			verb = "rejected"
+		case d.Edited:
+			// The editor's approval of the new arguments follows.
+			what = append(what, "edited by "+d.By+": "+changesText(workflow.ChangedFields(prev.Actions, st.Actions), st.Actions, find))
+			continue
+		}
+		what = append(what, verb+" by "+d.By)
+	}
+	if g, pg := st.Gate, prev.Gate; g != nil && pg != nil && g.RequestID == pg.RequestID {
+		if g.Assignee != pg.Assignee && g.Assignee != "" {
+			what = append(what, "reassigned to "+g.Assignee)
+		}
+		if g.Deadline != nil && pg.Deadline != nil && !g.Deadline.Equal(*pg.Deadline) {
+			what = append(what, "deadline moved to "+g.Deadline.Format(time.RFC3339))
+		}
+	}
+	for _, op := range st.Operations {
+		var before *workflow.OperationRecord
+		for i := range prev.Operations {
+			if prev.Operations[i].Key == op.Key {
+				before = &prev.Operations[i]
+			}
+		}
+		name := fmt.Sprintf("action %d (%s)", op.Index+1, op.Action)
+		switch {
+		case before == nil:
+			what = append(what, "intent: "+name)
+		case op.Status != before.Status && op.Status == workflow.OpCommitted:
+			what = append(what, fmt.Sprintf("receipt: %s after %s", name, attempts(op.Attempts)))
+		case op.Status != before.Status:
+			what = append(what, fmt.Sprintf("%s: %s after %s", op.Status, name, attempts(op.Attempts)))
+		case op.Attempts > before.Attempts:
+			what = append(what, fmt.Sprintf("attempt %d: %s", op.Attempts, name))
+		}
+	}
+	for _, r := range st.Resolutions[min(len(prev.Resolutions), len(st.Resolutions)):] {
+		what = append(what, "resolved by "+r.By+": "+term(r.Choice.Describe()))
+	}
+	if st.Status != prev.Status {
+		what = append(what, string(st.Status))
+	}
+	if len(what) == 0 {
+		return "-"
+	}
+	return strings.Join(what, "; ")
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
+// renderTrace prints each step of an agent run with what it asked and learned.
+func renderTrace(w io.Writer, hist []workflow.HistoryEntry, shown argsShown, ledgerCalls int) {
+	var prev *workflow.State
+	for _, h := range hist {
+		st := h.State
+		if st == nil {
+			fmt.Fprintf(w, "checkpoint %d: unreadable (%s)\n", h.Seq, term(h.Problem))
+			continue
+		}
+		if prev == nil || st.Step > prev.Step {
+			from := 0
+			if prev != nil {
+				from = len(prev.Messages)
+			}
+			if st.Step > 0 {
+				fmt.Fprintf(w, "step %d (model calls so far: %d)\n", st.Step, st.ModelCalls)
+			}
+			for _, m := range st.Messages[min(from, len(st.Messages)):] {
+				switch {
+				case m.Role == "assistant" && m.Tool != "":
+					fmt.Fprintf(w, "  model asks %s %s\n", term(m.Tool), term(string(m.Args)))
+				case m.Role == "tool":
+					fmt.Fprintf(w, "  %s returned %d bytes\n", term(m.Tool), len(m.Result))
+				case m.Content != "":
+					fmt.Fprintf(w, "  %s: %s\n", term(m.Role), term(firstLine(m.Content)))
+				}
+			}
+			if st.Proposed && (prev == nil || !prev.Proposed) {
+				for i, a := range st.Actions {
+					fmt.Fprintf(w, "  proposes %d. %s %s\n", i+1, term(a.Name), argsText(shown(a.Name, a.Args)))
+				}
+			}
+		}
+		if prev == nil || st.Status != prev.Status {
+			fmt.Fprintf(w, "checkpoint %d: %s\n", h.Seq, term(string(st.Status)))
+		}
+		prev = st
+	}
+	if prev != nil {
+		fmt.Fprintf(w, "model calls: %d recorded in the run, %d in the provider's usage log\n", prev.ModelCalls, ledgerCalls)
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return s
+}
+
+func renderChanges(w io.Writer, ch []demo.Change) {
+	if len(ch) == 0 {
+		fmt.Fprintln(w, "0 change(s) in the shop")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tID\tORDER\tPAYMENT/SKU\tAMOUNT\tKEY\tBY")
+	for _, c := range ch {
+		what := c.PaymentID
+		if what == "" {
+			what = fmt.Sprintf("%s x%d", c.SKU, c.Quantity)
+		}
+		amount := "-"
+		if c.Amount != "" {
+			amount = c.Amount + " " + c.Currency
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term(c.Kind), term(c.ID), term(c.OrderID), term(what), term(amount), term(c.Key), term(c.By))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d change(s) in the shop\n", len(ch))
+}
+
+func renderOrders(w io.Writer, orders []demo.OrderWithPayments) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ORDER\tCUSTOMER\tSTATUS\tTOTAL\tPAYMENT\tCHARGED\tSTATE\tREFUNDABLE")
+	for _, o := range orders {
+		head := fmt.Sprintf("%s\t%s\t%s\t%s %s", term(o.ID), term(o.Customer), term(o.Status), term(o.Total), term(o.Currency))
+		if len(o.Payments) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\n", head)
+		}
+		for i, p := range o.Payments {
+			if i > 0 {
+				head = "\t\t\t"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s %s\n", head, term(p.ID), term(p.Amount), term(p.Currency), term(p.Status), term(p.Remaining), term(p.Currency))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d order(s) in the shop\n", len(orders))
+}
