@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signoff-dev/signoff/internal/supervise"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
@@ -26,19 +27,18 @@ type schemaChecker interface {
 	CheckSchema(ctx context.Context) error
 }
 
-// workers counts the background loops of serve that are running, so that
-// readiness can say when they are not.
-type workers struct {
-	want atomic.Int32 // how many loops work started
-	up   atomic.Int32 // how many of them have not returned
+// loopStatus is what readiness asks of the loops of serve: its supervisor.
+type loopStatus interface {
+	Status() supervise.Status
 }
 
 // health answers the probes: /livez (the process answers), /readyz (the store
-// answers, its schema is current, the workers run) and /healthz, its alias.
+// answers, its schema is current, every loop of serve runs) and /healthz, its
+// alias.
 type health struct {
-	store   workflow.Store
-	workers *workers
-	log     *slog.Logger
+	store workflow.Store
+	loops loopStatus
+	log   *slog.Logger
 }
 
 func (h *health) register(e *echo.Echo) {
@@ -80,12 +80,16 @@ func (h *health) ready(ctx context.Context) error {
 			return fmt.Errorf("store unreachable: %w", err)
 		}
 	}
-	want, up := h.workers.want.Load(), h.workers.up.Load()
+	st := h.loops.Status()
 	switch {
-	case want == 0:
+	case st.Started == 0:
 		return errors.New("workers not started")
-	case up < want:
-		return fmt.Errorf("workers stopped: %d of %d running", up, want)
+	case st.Running < st.Started:
+		exited := make([]string, len(st.Exited))
+		for i, e := range st.Exited {
+			exited[i] = e.String()
+		}
+		return fmt.Errorf("workers stopped: %d of %d running (%s)", st.Running, st.Started, strings.Join(exited, "; "))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,9 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/signoff-dev/signoff/internal/supervise"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -64,32 +67,38 @@ func healthStores(t *testing.T) map[string]func(t *testing.T) healthStore {
 	}
 }
 
+// loopsAt is a loopStatus that says what it is told.
+type loopsAt struct{ st supervise.Status }
+
+func (l *loopsAt) Status() supervise.Status { return l.st }
+
 // TestReadyz: /readyz is 200 when the store answers at this build's schema and
 // the workers run, and 503 with the reason otherwise; /livez is 200 whatever
 // the store does, and /healthz answers as /readyz.
 func TestReadyz(t *testing.T) {
 	cases := []struct {
 		name       string
-		spoil      func(t *testing.T, hs healthStore, ws *workers)
+		spoil      func(t *testing.T, hs healthStore, ls *loopsAt)
 		wantCode   int
 		wantReason string
 	}{
-		{"ready", func(*testing.T, healthStore, *workers) {}, http.StatusOK, ""},
-		{"store unreachable", func(t *testing.T, hs healthStore, _ *workers) { hs.store.Close() }, http.StatusServiceUnavailable, "store unreachable"},
-		{"schema behind", func(t *testing.T, hs healthStore, _ *workers) { hs.behind(t) }, http.StatusServiceUnavailable, "schema not current"},
-		{"workers not started", func(_ *testing.T, _ healthStore, ws *workers) { ws.want.Store(0); ws.up.Store(0) }, http.StatusServiceUnavailable, "workers not started"},
-		{"a worker stopped", func(_ *testing.T, _ healthStore, ws *workers) { ws.up.Add(-1) }, http.StatusServiceUnavailable, "workers stopped: 4 of 5 running"},
+		{"ready", func(*testing.T, healthStore, *loopsAt) {}, http.StatusOK, ""},
+		{"store unreachable", func(t *testing.T, hs healthStore, _ *loopsAt) { hs.store.Close() }, http.StatusServiceUnavailable, "store unreachable"},
+		{"schema behind", func(t *testing.T, hs healthStore, _ *loopsAt) { hs.behind(t) }, http.StatusServiceUnavailable, "schema not current"},
+		{"workers not started", func(_ *testing.T, _ healthStore, ls *loopsAt) { ls.st = supervise.Status{} }, http.StatusServiceUnavailable, "workers not started"},
+		{"a worker stopped", func(_ *testing.T, _ healthStore, ls *loopsAt) {
+			ls.st.Running--
+			ls.st.Exited = append(ls.st.Exited, supervise.Exit{Name: "deliver callbacks"})
+		}, http.StatusServiceUnavailable, "workers stopped: 4 of 5 running"},
 	}
 	for driver, open := range healthStores(t) {
 		for _, tc := range cases {
 			t.Run(driver+"/"+tc.name, func(t *testing.T) {
 				hs := open(t)
-				ws := &workers{}
-				ws.want.Store(5)
-				ws.up.Store(5)
+				ls := &loopsAt{st: supervise.Status{Started: 5, Running: 5}}
 				e := echo.New()
-				(&health{store: hs.store, workers: ws, log: slog.New(slog.DiscardHandler)}).register(e)
-				tc.spoil(t, hs, ws)
+				(&health{store: hs.store, loops: ls, log: slog.New(slog.DiscardHandler)}).register(e)
+				tc.spoil(t, hs, ls)
 
 				for _, path := range []string{"/readyz", "/healthz"} {
 					code, body := probe(t, e, path)
@@ -108,6 +117,77 @@ func TestReadyz(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReadyzNamesTheLoopThatStopped: a loop of the supervisor that returned,
+// with an error or without, makes /readyz 503 with its name and what it
+// returned.
+func TestReadyzNamesTheLoopThatStopped(t *testing.T) {
+	hs := healthStores(t)["sqlite"](t)
+	loops := supervise.New(t.Context())
+	defer loops.Stop()
+	for _, name := range []string{"execute approved runs", "expire runs past their deadline", "log audit events"} {
+		loops.Go(name, func(ctx context.Context) error { <-ctx.Done(); return nil })
+	}
+	e := echo.New()
+	(&health{store: hs.store, loops: loops, log: slog.New(slog.DiscardHandler)}).register(e)
+	if code, body := probe(t, e, "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz with every loop running: %d %v", code, body)
+	}
+	loops.Go("deliver callbacks", func(context.Context) error { return errors.New("the store went away") })
+	loops.Go("publish audit anchors", func(context.Context) error { return nil })
+	waitFor(t, "both loops returned", func() bool { return loops.Status().Running == 3 })
+	code, body := probe(t, e, "/readyz")
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz with two loops returned: %d %v, want 503", code, body)
+	}
+	for _, want := range []string{"workers stopped: 3 of 5 running", "deliver callbacks: the store went away", "publish audit anchors returned"} {
+		if !strings.Contains(body["reason"], want) {
+			t.Errorf("reason %q does not say %q", body["reason"], want)
+		}
+	}
+}
+
+// TestServeCountsItsListenersAsLoops: the listeners of serve are loops of
+// its supervisor too: with the public one shut down, the admin listener's
+// /readyz says so by name.
+func TestServeCountsItsListenersAsLoops(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "signoff.yaml")
+	a, err := openApp(t.Context(), options{db: dbPath(dir), shop: shopPath(dir), config: cfg, server: true}, noEnv, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	s, err := startServer(t.Context(), a, serveOptions{addr: "127.0.0.1:0", adminAddr: "127.0.0.1:0", poll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.stop()
+	readyz := func() (int, string) {
+		resp, err := http.Get("http://" + s.adminAddr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := readyz(); code != http.StatusOK {
+		t.Fatalf("/readyz of a running serve: %d %s", code, body)
+	}
+	if err := s.http.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	waitFor(t, "/readyz 503", func() bool {
+		var code int
+		code, body = readyz()
+		return code == http.StatusServiceUnavailable
+	})
+	if !strings.Contains(body, "serve http returned") {
+		t.Fatalf("/readyz: %s, want it to name the public listener", body)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,7 +16,9 @@ import (
 
 	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/bot"
+	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
+	"github.com/signoff-dev/signoff/internal/supervise"
 	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -117,7 +118,8 @@ func (c *cli) serveCmd() *cobra.Command {
 	return cmd
 }
 
-// server is a running `signoff serve`: the HTTP listener and the workers.
+// server is a running `signoff serve`: the HTTP listeners, and every loop
+// it runs (the listeners' among them) under one supervisor.
 type server struct {
 	addr      string
 	adminAddr string // "" when metrics and health are served nowhere
@@ -125,18 +127,17 @@ type server struct {
 	log       *slog.Logger
 	http      *http.Server
 	admin     *http.Server // nil with adminAddr
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	errs      chan error
+	loops     *supervise.Supervisor
 }
 
 // startServer wires the bot onto echo (when Slack is on), listens on
-// so.addr (":0" in tests) and starts the workers: execution of approved runs,
-// the deadline sweep, the callbacks and, with Slack, its outbox and the sweep
-// of its requests past their replay window. It returns once the listener is
+// so.addr (":0" in tests) and starts, under one supervisor that readiness
+// asks, the workers: execution of approved runs, the deadline sweep, the
+// callbacks and, with Slack, its outbox and the sweep of its requests past
+// their replay window; the anchors, the metrics, retention and the audit log
+// as the config asks; and the listeners. It returns once the listeners are
 // bound.
 func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) {
-	sc := a.cfg.Slack
 	slackOn, err := checkServe(a.cfg, so)
 	if err != nil {
 		return nil, err
@@ -145,30 +146,76 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	if err != nil {
 		return nil, err
 	}
-	api := a.slackAPI
-	var bs *bot.Server
-	if slackOn {
-		if a.metrics != nil {
-			api.OnError(a.metrics.SlackError)
-		}
-		if err := checkSlack(ctx, a, api, sc); err != nil {
-			return nil, err
-		}
-		if bs, err = bot.NewServer(bot.ServerConfig{
-			Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
-			Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups, Command: sc.Command, Refused: refusedCounter(a),
-		}); err != nil {
-			return nil, err
-		}
+	bs, err := slackServer(ctx, a, so, slackOn)
+	if err != nil {
+		return nil, err
 	}
 	var auditFrom int64
 	if a.cfg.AuditLog {
-		seq, err := a.engine.LastAuditSeq(ctx)
-		if err != nil {
+		if auditFrom, err = a.engine.LastAuditSeq(ctx); err != nil {
 			return nil, err
 		}
-		auditFrom = seq
 	}
+	e, agents, err := publicHandler(a, bs)
+	if err != nil {
+		return nil, err
+	}
+	ln, adminLn, err := listen(so)
+	if err != nil {
+		return nil, err
+	}
+	rt := so.readTimeout
+	if rt <= 0 {
+		rt = readTimeout
+	}
+	s := &server{addr: ln.Addr().String(), log: a.log, loops: supervise.New(ctx), http: httpServer(e, rt)}
+	s.http.RegisterOnShutdown(agents.Stop) // long polls answer instead of holding the shutdown
+	for _, l := range serveLoops(a, so, cb, slackOn) {
+		s.loops.Go(l.Name, func(ctx context.Context) error { l.Run(ctx); return nil })
+	}
+	startSideLoops(s.loops, a, so, auditFrom)
+	if slackOn && so.socketMode {
+		client := bot.NewSocketModeClient(so.botToken, so.appToken, a.cfg.Slack.APIURL)
+		s.loops.Go("socket mode", func(ctx context.Context) error {
+			if err := bot.RunSocketMode(ctx, client, bs); err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		})
+	}
+	serveOn(s.loops, "serve http", s.http, ln)
+	if adminLn != nil {
+		// Last: a probe that answers finds every loop started.
+		s.adminAddr = adminLn.Addr().String()
+		s.admin = httpServer(adminHandler(a, s.loops), rt)
+		serveOn(s.loops, "serve admin http", s.admin, adminLn)
+	}
+	s.slack = s.logStart(a, so, slackOn)
+	return s, nil
+}
+
+// slackServer is the bot that answers Slack's requests, once the bot token
+// and the channel were checked (checkSlack); nil when Slack is off.
+func slackServer(ctx context.Context, a *app, so serveOptions, slackOn bool) (*bot.Server, error) {
+	if !slackOn {
+		return nil, nil
+	}
+	sc, api := a.cfg.Slack, a.slackAPI
+	if a.metrics != nil {
+		api.OnError(a.metrics.SlackError)
+	}
+	if err := checkSlack(ctx, a, api, sc); err != nil {
+		return nil, err
+	}
+	return bot.NewServer(bot.ServerConfig{
+		Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
+		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups, Command: sc.Command, Refused: refusedCounter(a),
+	})
+}
+
+// publicHandler is what Slack and agents reach: the agent API and, with
+// Slack on (bs not nil), Slack's routes.
+func publicHandler(a *app, bs *bot.Server) (*echo.Echo, *agentapi.Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	if a.metrics != nil {
@@ -179,111 +226,102 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	}
 	agents, err := agentapi.Mount(e, agentAPIConfig(a))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// Metrics and the probes are the operator's: on a listener of their own
-	// (loopback by default), never on the port Slack and agents reach, where
-	// they are 404.
-	ws := &workers{}
+	return e, agents, nil
+}
+
+// adminHandler is the operator's: metrics and the probes, on a listener of
+// their own (loopback by default), never on the port Slack and agents reach,
+// where they are 404. Readiness asks loops.
+func adminHandler(a *app, loops loopStatus) *echo.Echo {
 	admin := echo.New()
 	admin.HideBanner, admin.HidePort = true, true
 	if a.metrics != nil {
 		admin.GET("/metrics", echo.WrapHandler(a.metrics.Handler()))
 	}
-	(&health{store: a.store, workers: ws, log: a.log}).register(admin)
-	ln, err := net.Listen("tcp", so.addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", so.addr, err)
+	(&health{store: a.store, loops: loops, log: a.log}).register(admin)
+	return admin
+}
+
+// listen binds so.addr and, unless it is "", so.adminAddr.
+func listen(so serveOptions) (ln, adminLn net.Listener, err error) {
+	if ln, err = net.Listen("tcp", so.addr); err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", so.addr, err)
 	}
-	var adminLn net.Listener
 	if so.adminAddr != "" {
 		if adminLn, err = net.Listen("tcp", so.adminAddr); err != nil {
 			ln.Close()
-			return nil, fmt.Errorf("listen on %s (--admin-addr, for metrics and health; \"\" for none): %w", so.adminAddr, err)
+			return nil, nil, fmt.Errorf("listen on %s (--admin-addr, for metrics and health; \"\" for none): %w", so.adminAddr, err)
 		}
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	rt := so.readTimeout
-	if rt <= 0 {
-		rt = readTimeout
-	}
-	s := &server{addr: ln.Addr().String(), log: a.log, cancel: cancel, errs: make(chan error, 3),
-		http: &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: rt, IdleTimeout: 2 * time.Minute}}
-	s.http.RegisterOnShutdown(agents.Stop) // long polls answer instead of holding the shutdown
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.errs <- fmt.Errorf("serve http: %w", err)
+	return ln, adminLn, nil
+}
+
+// httpServer serves h with serve's timeouts; rt bounds reading one request.
+func httpServer(h http.Handler, rt time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: rt, IdleTimeout: 2 * time.Minute}
+}
+
+// serveOn serves srv on ln as one of the supervisor's loops, until stop
+// shuts srv down.
+func serveOn(loops *supervise.Supervisor, name string, srv *http.Server, ln net.Listener) {
+	loops.Go(name, func(context.Context) error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
 		}
-	}()
-	if adminLn != nil {
-		s.adminAddr = adminLn.Addr().String()
-		s.admin = &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: rt, IdleTimeout: 2 * time.Minute}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if err := s.admin.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				s.errs <- fmt.Errorf("serve admin http: %w", err)
-			}
-		}()
-	}
+		return nil
+	})
+}
+
+// serveLoops are the workers: the engine's loops, the Slack dispatcher's
+// with Slack on, and the callback dispatcher's, each on its own goroutine so
+// that a slow executor never holds up Slack messages or the deadline sweep.
+func serveLoops(a *app, so serveOptions, cb *callback.Dispatcher, slackOn bool) []*workflow.Loop {
 	feed, _ := a.store.(workflow.ChangeFeed)
 	loops := a.engine.Loops(so.poll, feed)
 	if slackOn {
-		disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: api, Channel: sc.Channel, Logger: a.log,
+		sc := a.cfg.Slack
+		disp := &bot.Dispatcher{Store: a.store, Engine: a.engine, Slack: a.slackAPI, Channel: sc.Channel, Logger: a.log,
 			Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, sc.Command, workflow.SystemClock{})}
 		loops = append(loops, disp.Loops(a.changes, so.poll)...)
 	}
-	loops = append(loops, cb.Loop(a.changes, so.poll))
-	go func() {
-		defer s.wg.Done()
-		work(wctx, loops, ws)
-	}()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		publishAnchors(wctx, a.engine, a.anchors, a.log, a.cfg.Anchors.Every)
-	}()
+	return append(loops, cb.Loop(a.changes, so.poll))
+}
+
+// startSideLoops starts what serve does besides the workers: publishing
+// anchors and, as the config and the options ask, refreshing the metrics'
+// gauges, retention and logging the audit events from auditFrom on.
+func startSideLoops(loops *supervise.Supervisor, a *app, so serveOptions, auditFrom int64) {
+	loops.Go("publish audit anchors", func(ctx context.Context) error {
+		publishAnchors(ctx, a.engine, a.anchors, a.log, a.cfg.Anchors.Every)
+		return nil
+	})
 	if a.metrics != nil {
 		every := so.metricsEvery
 		if every <= 0 {
 			every = metrics.RefreshEvery
 		}
 		refresh := a.metrics.RefreshLoop(a.store, workflow.SystemClock{}, workflow.PaceEvery(every), a.log)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			refresh.Run(wctx)
-		}()
+		loops.Go(refresh.Name, func(ctx context.Context) error { refresh.Run(ctx); return nil })
 	}
 	if r := a.cfg.Retention; r.RunsOlderThan > 0 {
 		retention := pruneLoop(a, r.RunsOlderThan, workflow.SystemClock{}, workflow.PaceEvery(r.Every))
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			retention.Run(wctx)
-		}()
+		loops.Go("retention", func(ctx context.Context) error { retention.Run(ctx); return nil })
 	}
 	if a.cfg.AuditLog {
 		// From the head at start: the log is a live feed, not a second copy of
 		// the history, which `signoff audit --json` exports.
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			logAudit(wctx, a.store, a.changes, a.log, so.poll, auditFrom)
-		}()
+		loops.Go("log audit events", func(ctx context.Context) error {
+			logAudit(ctx, a.store, a.changes, a.log, so.poll, auditFrom)
+			return nil
+		})
 	}
-	if slackOn && so.socketMode {
-		client := bot.NewSocketModeClient(so.botToken, so.appToken, sc.APIURL)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if err := bot.RunSocketMode(wctx, client, bs); err != nil && wctx.Err() == nil {
-				s.errs <- fmt.Errorf("socket mode: %w", err)
-			}
-		}()
-	}
+}
+
+// logStart logs what serve serves, and returns what it says of Slack.
+func (s *server) logStart(a *app, so serveOptions, slackOn bool) string {
+	sc := a.cfg.Slack
 	store := "sqlite"
 	if isPostgres(a.db) {
 		store = "postgres"
@@ -293,10 +331,9 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		command = slashCommand(sc)
 		slackState = "on, channel " + sc.Channel + ", command " + command
 	}
-	s.slack = slackState
 	a.log.Info("signoff serving", "version", version(), "addr", s.addr, "admin_addr", s.adminAddr, "store", store, "db", a.db,
 		"slack", slackState, "channel", sc.Channel, "slack_command", command, "socket_mode", so.socketMode, "owner", a.engine.Owner())
-	return s, nil
+	return slackState
 }
 
 // slashCommand is the name of the slash command serve answers.
@@ -398,27 +435,8 @@ func checkSlack(ctx context.Context, a *app, api *bot.API, sc config.SlackConfig
 	return nil
 }
 
-// work runs the server's background loops (the engine's, the Slack
-// dispatcher's, the callback dispatcher's), each on its own goroutine so that
-// a slow executor never holds up Slack messages or the deadline sweep, and
-// counts them for readiness. It returns once ctx has ended and every loop has
-// returned.
-func work(ctx context.Context, loops []*workflow.Loop, ws *workers) {
-	var wg sync.WaitGroup
-	ws.up.Add(int32(len(loops)))
-	ws.want.Store(int32(len(loops)))
-	for _, l := range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer ws.up.Add(-1)
-			l.Run(ctx)
-		}()
-	}
-	wg.Wait()
-}
-
-// stop shuts the listener and the workers down and reports the first error either had.
+// stop shuts the listeners down, then every loop, and reports the errors
+// they had.
 func (s *server) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -428,13 +446,7 @@ func (s *server) stop() error {
 		// After the public listener: a probe still answers while it drains.
 		err = errors.Join(err, s.admin.Shutdown(ctx))
 	}
-	s.cancel()
-	s.wg.Wait()
-	select {
-	case werr := <-s.errs:
-		err = errors.Join(err, werr)
-	default:
-	}
+	err = errors.Join(err, s.loops.Stop())
 	if err != nil {
 		s.log.Error("signoff stopped", "addr", s.addr, "error", err.Error())
 		return err
