@@ -1,4 +1,9 @@
-package app
+// Package bench is what `signoff bench` measures and prints: the store's raw
+// commits, the engine's suspend, decide and whole runs (internal/benchkit
+// has their bodies), and Slack's clicks and the agent API's submits over
+// loopback HTTP. It is a package of its own so that the program's commands
+// (internal/app) hold only the command that calls it.
+package bench
 
 import (
 	"bytes"
@@ -20,7 +25,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/spf13/cobra"
 
 	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/bot"
@@ -28,68 +32,24 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// benchReport is what `signoff bench --json` prints.
-type benchReport struct {
+// Report is what `signoff bench --json` prints.
+type Report struct {
 	DB       string  `json:"db"`
 	Where    string  `json:"where"`
 	Duration float64 `json:"seconds_per_figure"`
 	CPUs     int     `json:"cpus"`
 	Load     string  `json:"load_average,omitempty"`
-	// GOGC is the garbage collector's goal during the run (see serverGC).
+	// GOGC is the garbage collector's goal during the run (the caller's,
+	// which sets it).
 	GOGC    string            `json:"gogc"`
 	Figures []benchkit.Figure `json:"figures"`
 }
 
-func (c *cli) benchCmd() *cobra.Command {
-	var (
-		asJSON bool
-		d      time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure the store and the engine: raw commits, suspend, decide, whole runs and clicks",
-		Long: `bench measures, in one run on one store, the raw single-row durable commit
-rate beside the engine's suspend, decide and end-to-end rates (submit, wait,
-approve, execute, done) at 1, 8 and 64 concurrent runs, with the commits
-(Updates that committed), durable flushes and store bytes each one costs, and
-Slack Approve clicks at 1 and 64 at once (p50, p99) beside the bare handler.
-On PostgreSQL raw commits are measured at 8 clients too: what the server and
-this machine give when nothing else is done per commit, beside which the
-engine's gain from 1 to 8 clients is read.
-
-Without --db it works on a new SQLite file in a temporary folder. --db with a
-new file path uses that file (it must not exist; it is removed after);
---db postgres://… (loopback only) uses a new schema on that server, dropped
-after. Every figure runs for --duration. Nothing leaves this machine.`,
-		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if d <= 0 {
-				return usageError{"--duration must be positive (see signoff bench --help)"}
-			}
-			db := ""
-			if f := cmd.Flags().Lookup("db"); f != nil && f.Changed {
-				db = f.Value.String()
-			}
-			rep, err := c.bench(c.ctx, db, d)
-			if err != nil {
-				return fmt.Errorf("bench: %w", err)
-			}
-			if asJSON {
-				enc := json.NewEncoder(c.out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			printBench(c.out, rep)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the figures as JSON")
-	cmd.Flags().DurationVar(&d, "duration", 2*time.Second, "how long each figure runs")
-	return cmd
-}
-
-// bench opens the target db names ("" a temporary SQLite file) and measures.
-func (c *cli) bench(ctx context.Context, db string, d time.Duration) (*benchReport, error) {
+// Run opens the target db names ("" a temporary SQLite file; a file path
+// that must not exist, removed after; a loopback PostgreSQL URL, in a schema
+// of its own dropped after) and measures every figure for d. gogc is the
+// garbage collector's goal in force, for the report.
+func Run(ctx context.Context, db string, d time.Duration, gogc string) (*Report, error) {
 	var (
 		t   *benchkit.Target
 		err error
@@ -118,7 +78,7 @@ func (c *cli) bench(ctx context.Context, db string, d time.Duration) (*benchRepo
 	if err != nil {
 		return nil, err
 	}
-	rep := &benchReport{DB: t.Name, Where: t.Where, Duration: d.Seconds(), CPUs: runtime.NumCPU(), Load: loadAverage(), GOGC: c.tuneGC()}
+	rep := &Report{DB: t.Name, Where: t.Where, Duration: d.Seconds(), CPUs: runtime.NumCPU(), Load: loadAverage(), GOGC: gogc}
 	figs, err := benchkit.Measure(ctx, t, eng, []int{1, 8, 64}, d)
 	if err != nil {
 		return nil, err
@@ -138,6 +98,12 @@ func (c *cli) bench(ctx context.Context, db string, d time.Duration) (*benchRepo
 		rep.Load = loadAverage()
 	}
 	return rep, nil
+}
+
+// isPostgres says whether db is a PostgreSQL URL rather than a SQLite path,
+// as --db reads it.
+func isPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
 // loopbackOnly refuses a PostgreSQL server that is not on this machine: the
@@ -329,8 +295,8 @@ func (s *benchSlack) PostEphemeral(_ context.Context, _, _ string, _ []bot.Block
 	return nil
 }
 
-// printBench prints the report as tables for people.
-func printBench(out io.Writer, rep *benchReport) {
+// Print prints the report as tables for people.
+func Print(out io.Writer, rep *Report) {
 	var w bytes.Buffer
 	defer func() {
 		// tabwriter pads empty cells at the ends of lines.
