@@ -20,21 +20,22 @@ import (
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/internal/app/exitcode"
 	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// Exit codes that automation can trust.
+// Exit codes that automation can trust (package exitcode says what each means).
 const (
-	exitDone      = 0 // done (or a command that is not about one run succeeded)
-	exitFailed    = 1 // a check failed, or the command failed
-	exitRefused   = 2 // invalid or refused input: nothing changed
-	exitWaiting   = 3 // waiting for approval
-	exitEnded     = 4 // rejected, expired or cancelled
-	exitAttention = 5 // needs attention
-	exitActive    = 6 // still running or executing: nothing to decide, not finished
+	exitDone      = exitcode.Done
+	exitFailed    = exitcode.Failed
+	exitRefused   = exitcode.Refused
+	exitWaiting   = exitcode.Waiting
+	exitEnded     = exitcode.Ended
+	exitAttention = exitcode.Attention
+	exitActive    = exitcode.Active
 )
 
 // options are the global flags, resolved against the environment.
