@@ -654,7 +654,13 @@ func (c *cli) historyCmd() *cobra.Command {
 				if asJSON {
 					return writeJSON(c.out, emptyIfNil(hist))
 				}
-				renderHistory(c.out, hist, a.engine.Action)
+				// Read after the checkpoints: every event that names one of
+				// them was committed with it.
+				evs, err := a.engine.AuditLog(c.ctx, args[0])
+				if err != nil {
+					return err
+				}
+				renderHistory(c.out, hist, historyEvents(evs), a.engine.Action)
 				return nil
 			})
 		},

@@ -163,7 +163,7 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 	v.Problem = next()
 	renderRun(&out, &v, roles, asStored, anySpec, edits, now)
 	renderRuns(&out, list, now)
-	renderHistory(&out, hist, anySpec)
+	renderHistory(&out, hist, historyEvents(hostileEvents(hist, next)), anySpec)
 	renderTrace(&out, hist, asStored, 3)
 	renderChanges(&out, changes)
 	renderOrders(&out, orders)
@@ -176,6 +176,25 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 	if !strings.Contains(out.String(), texttest.Marker) {
 		t.Fatal("no corpus string reached the output: the test checks nothing")
 	}
+}
+
+// hostileEvents are audit events of every kind naming each checkpoint of
+// hist, every string of them, their details' too, from next(), and every
+// operation they name one of the checkpoint's.
+func hostileEvents(hist []workflow.HistoryEntry, next func() string) []*workflow.AuditEvent {
+	var evs []*workflow.AuditEvent
+	for _, h := range hist {
+		key := next()
+		if h.State != nil && len(h.State.Operations) > 0 {
+			key = h.State.Operations[0].Key
+		}
+		for _, kind := range workflow.Events {
+			detail, _ := json.Marshal(map[string]any{"to": next(), "deadline": next(), "key": key, "choice": next(),
+				"from_run": next(), "from_seq": 1, "step": 1, "failures": 1, "through_seq": 1, "verdict": next()})
+			evs = append(evs, &workflow.AuditEvent{Seq: int64(len(evs) + 1), RunID: next(), Actor: next(), Action: kind, Detail: detail, CheckpointSeq: h.Seq})
+		}
+	}
+	return evs
 }
 
 // fill sets every exported string of v to next(), every raw JSON value to an

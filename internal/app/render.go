@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -401,115 +400,6 @@ func cutRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-func renderHistory(w io.Writer, hist []workflow.HistoryEntry, find specFinder) {
-	var buf bytes.Buffer
-	defer func() {
-		// tabwriter pads the empty PROBLEM cell of every healthy checkpoint.
-		for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
-			fmt.Fprintln(w, strings.TrimRight(line, " "))
-		}
-	}()
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tWHAT\tHASH\tPROBLEM")
-	var prev *workflow.State
-	for _, h := range hist {
-		status, step, what := "?", "?", "?"
-		switch {
-		case h.State == nil && h.Pruned != nil:
-			status, step, what = "-", "-", "pruned on "+h.Pruned.UTC().Format(time.DateOnly)
-		case h.State != nil:
-			status, step, what = term(string(h.State.Status)), fmt.Sprint(h.State.Step), term(historyWhat(prev, h.State, find))
-			prev = h.State
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, what, term(workflow.ShortFingerprint(h.Hash)), term(h.Problem))
-	}
-	tw.Flush()
-}
-
-// historyWhat says what a checkpoint recorded, from how its state differs from
-// the one before: several executing checkpoints in a row are an intent (before
-// the call), the attempts, and a receipt (after it); an edit names the fields
-// it changed.
-func historyWhat(prev, st *workflow.State, find specFinder) string {
-	if prev == nil {
-		switch {
-		case st.Pruned != nil:
-			// The checkpoints before it lost their state: this is no start.
-			return fmt.Sprintf("summary written by the prune of 1-%d; %s", st.Pruned.ThroughSeq, st.Status)
-		case st.ForkedFrom != nil:
-			return fmt.Sprintf("forked from %s at %d", st.ForkedFrom.RunID, st.ForkedFrom.Seq)
-		case st.Proposed:
-			return "submitted; " + string(st.Status)
-		}
-		return "started"
-	}
-	var what []string
-	if st.Step > prev.Step {
-		what = append(what, fmt.Sprintf("step %d", st.Step))
-	} else if st.StepFailures > prev.StepFailures {
-		what = append(what, fmt.Sprintf("step %d failed (%d in a row)", st.Step+1, st.StepFailures))
-	}
-	if st.Proposed && !prev.Proposed {
-		what = append(what, "proposed")
-	}
-	for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
-		verb := "approved"
-		switch {
-		case d.Verdict == workflow.VerdictReject:
-			verb = "rejected"
-		case d.Edited:
-			// The editor's approval of the new arguments follows.
-			what = append(what, "edited by "+d.By+": "+changesText(workflow.ChangedFields(prev.Actions, st.Actions), st.Actions, find))
-			continue
-		}
-		what = append(what, verb+" by "+d.By)
-	}
-	if g, pg := st.Gate, prev.Gate; g != nil && pg != nil && g.RequestID == pg.RequestID {
-		if g.Assignee != pg.Assignee && g.Assignee != "" {
-			what = append(what, "reassigned to "+g.Assignee)
-		}
-		if g.Deadline != nil && pg.Deadline != nil && !g.Deadline.Equal(*pg.Deadline) {
-			what = append(what, "deadline moved to "+g.Deadline.Format(time.RFC3339))
-		}
-	}
-	for _, op := range st.Operations {
-		var before *workflow.OperationRecord
-		for i := range prev.Operations {
-			if prev.Operations[i].Key == op.Key {
-				before = &prev.Operations[i]
-			}
-		}
-		name := fmt.Sprintf("action %d (%s)", op.Index+1, op.Action)
-		switch {
-		case before == nil:
-			what = append(what, "intent: "+name)
-		case op.Status != before.Status && op.Status == workflow.OpCommitted:
-			what = append(what, fmt.Sprintf("receipt: %s after %s", name, attempts(op.Attempts)))
-		case op.Status != before.Status:
-			what = append(what, fmt.Sprintf("%s: %s after %s", op.Status, name, attempts(op.Attempts)))
-		case op.Attempts > before.Attempts:
-			what = append(what, fmt.Sprintf("attempt %d: %s", op.Attempts, name))
-		}
-	}
-	for _, r := range st.Resolutions[min(len(prev.Resolutions), len(st.Resolutions)):] {
-		what = append(what, "resolved by "+r.By+": "+term(r.Choice.Describe()))
-	}
-	if st.Status != prev.Status {
-		what = append(what, string(st.Status))
-	}
-	if len(what) == 0 {
-		return "-"
-	}
-	return strings.Join(what, "; ")
-}
-
-func attempts(n int) string {
-	if n == 1 {
-		return "1 attempt"
-	}
-	return fmt.Sprintf("%d attempts", n)
 }
 
 // renderTrace prints each step of an agent run with what it asked and learned.
