@@ -154,7 +154,6 @@ type app struct {
 // Everything that can be refused is checked before any file is opened: a
 // refused config or environment creates no store and no shop.
 func openApp(ctx context.Context, o options, getenv func(string) string, logOut io.Writer, clock workflow.Clock) (*app, error) {
-	failpoint := getenv("SIGNOFF_FAILPOINT")
 	if o.getenv == nil {
 		o.getenv = getenv // the executors' secrets come from the same environment
 	}
@@ -162,13 +161,9 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if err != nil {
 		return nil, err
 	}
-	var leaseTTL time.Duration
-	if ttl := getenv("SIGNOFF_LEASE_TTL"); ttl != "" {
-		d, err := time.ParseDuration(ttl)
-		if err != nil || d <= 0 {
-			return nil, usageError{fmt.Sprintf("SIGNOFF_LEASE_TTL=%q: want a duration like 30s", ttl)}
-		}
-		leaseTTL = d
+	leaseTTL, err := leaseTTLFrom(getenv)
+	if err != nil {
+		return nil, err
 	}
 	log, err := newLogger(o, logOut)
 	if err != nil {
@@ -179,42 +174,86 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		return nil, err
 	}
 	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db), changes: workflow.NewChanges(), getenv: getenv, leaseTTL: leaseTTL}
-	keys, err := storeKeys(ctx, o, getenv, store, logOut)
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	a.keys = keys
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
+	if err := a.open(ctx, o, logOut, clock); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// leaseTTLFrom is SIGNOFF_LEASE_TTL: how long a claimed row is left to its
+// claimer (0 for the default).
+func leaseTTLFrom(getenv func(string) string) (time.Duration, error) {
+	ttl := getenv("SIGNOFF_LEASE_TTL")
+	if ttl == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(ttl)
+	if err != nil || d <= 0 {
+		return 0, usageError{fmt.Sprintf("SIGNOFF_LEASE_TTL=%q: want a duration like 30s", ttl)}
+	}
+	return d, nil
+}
+
+// open opens, once the store is, the keys, the practice shop and the anchor
+// sink, and the engine on them all; the caller closes a on an error.
+func (a *app) open(ctx context.Context, o options, logOut io.Writer, clock workflow.Clock) error {
+	keys, err := storeKeys(ctx, o, a.getenv, a.store, logOut)
+	if err != nil {
+		return err
+	}
+	a.keys = keys
 	// The practice shop is opened only for a config that has demo actions.
-	if !o.readOnly && usesDemo(cfg) {
+	if !o.readOnly && usesDemo(a.cfg) {
 		if a.shopDB, err = sqlite.OpenDB(o.shop); err != nil {
-			a.Close()
-			return nil, fmt.Errorf("open shop: %w", err)
+			return fmt.Errorf("open shop: %w", err)
 		}
 		if a.shop, err = demo.OpenShop(ctx, a.shopDB, clock); err != nil {
-			a.Close()
-			return nil, fmt.Errorf("open shop: %w", err)
+			return fmt.Errorf("open shop: %w", err)
 		}
 	}
 	// A read-only app binds the demo executors to no shop: its store refuses
 	// every write, so no action can run.
-	actions, _, err := buildActions(cfg, a.shop, getenv, o.readOnly, privateFiles(o))
+	actions, _, err := buildActions(a.cfg, a.shop, a.getenv, o.readOnly, privateFiles(o))
 	if err != nil {
-		a.Close()
-		return nil, err
+		return err
 	}
 	if o.metrics != nil {
 		for name, spec := range actions {
 			spec.Executor = o.metrics.Executor(name, spec.Executor)
 		}
 	}
+	to := a.cfg.Anchors.To
+	if o.anchorTo != "" {
+		if to, err = config.AnchorTarget(o.anchorTo, "."); err != nil {
+			return usageError{"--anchor-to: " + err.Error()}
+		}
+	}
+	if a.anchors, err = newAnchorSink(to, a.getenv, a.log); err != nil {
+		return usageError{err.Error()}
+	}
+	wcfg, cbHook := a.engineConfig(o, actions, clock)
+	if a.engine, err = workflow.New(wcfg); err != nil {
+		return err
+	}
+	cbHook.Engine = a.engine
+	return nil
+}
+
+// engineConfig is the engine's config for the app: its store, policy and
+// actions, and the hooks every process that changes runs has (Slack's
+// outbox with a slack: section, the metrics for serve, the callbacks). The
+// callback hook is returned too, to be given the engine once there is one.
+func (a *app) engineConfig(o options, actions map[string]*workflow.ActionSpec, clock workflow.Clock) (workflow.Config, *callback.Hook) {
+	cfg := a.cfg
 	wcfg := workflow.Config{
-		Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: log,
-		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: leaseTTL, Keys: keys,
+		Store: a.store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Logger: a.log,
+		AllowUnknownRequesters: cfg.Requesters.AllowUnknown, LeaseTTL: a.leaseTTL, Keys: a.keys,
 		MaxRequestLifetime: cfg.Requests.MaxLifetime, Changes: a.changes, ResolveRole: cfg.Resolve.Role,
+		PublishedAnchor: a.anchors.latest, Owner: a.getenv("SIGNOFF_OWNER"),
 	}
 	if usesDemo(cfg) {
 		wcfg.Agents = map[string]workflow.Agent{demo.AgentWorkflow: demo.NewAgent(a.shop)}
@@ -223,7 +262,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 		// Every process that changes runs queues the Slack messages, so a CLI
 		// decision is posted by whichever server delivers the outbox.
 		wcfg.Hooks = append(wcfg.Hooks, bot.Outbox{})
-		a.slackAPI = bot.NewAPI(getenv("SLACK_BOT_TOKEN"), cfg.Slack.APIURL, 10*time.Second)
+		a.slackAPI = bot.NewAPI(a.getenv("SLACK_BOT_TOKEN"), cfg.Slack.APIURL, 10*time.Second)
 		if len(cfg.Slack.UserGroups) > 0 {
 			a.dir = bot.NewDirectory(cfg.Roles, cfg.Slack.UserGroups, a.slackAPI, 5*time.Minute, workflow.SystemClock{})
 			wcfg.Dir = a.dir
@@ -239,31 +278,11 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	cbHook := &callback.Hook{}
 	wcfg.Hooks = append(wcfg.Hooks, cbHook)
 	wcfg.CallbackAllowed, wcfg.CallbackPrefixes = cfg.API.CallbackAllowed, cfg.API.CallbackPrefixes
-	if failpoint != "" {
+	if failpoint := a.getenv("SIGNOFF_FAILPOINT"); failpoint != "" {
 		wcfg.Failpoint = failpointFunc(failpoint)
 		a.failpoint = wcfg.Failpoint
 	}
-	if owner := getenv("SIGNOFF_OWNER"); owner != "" {
-		wcfg.Owner = owner
-	}
-	to := cfg.Anchors.To
-	if o.anchorTo != "" {
-		if to, err = config.AnchorTarget(o.anchorTo, "."); err != nil {
-			a.Close()
-			return nil, usageError{"--anchor-to: " + err.Error()}
-		}
-	}
-	if a.anchors, err = newAnchorSink(to, getenv, log); err != nil {
-		a.Close()
-		return nil, usageError{err.Error()}
-	}
-	wcfg.PublishedAnchor = a.anchors.latest
-	if a.engine, err = workflow.New(wcfg); err != nil {
-		a.Close()
-		return nil, err
-	}
-	cbHook.Engine = a.engine
-	return a, nil
+	return wcfg, cbHook
 }
 
 // describeDB names a store for people and logs: a SQLite file as it is, a

@@ -171,6 +171,30 @@ func fieldValue(v json.RawMessage, hidden bool) string {
 func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, find specFinder, edits []editRecord, now time.Time) {
 	stored := v.Actions
 	v = redactView(v, shown)
+	renderRunHead(w, v)
+	renderActions(w, v, stored, shown)
+	renderEvidence(w, v)
+	if g := v.Gate; g != nil {
+		renderGate(w, v, g, roles)
+	}
+	if v.Deadline != nil {
+		fmt.Fprintf(w, "  deadline %s", v.Deadline.Format(time.RFC3339))
+		if v.Status == workflow.StatusWaitingApproval {
+			fmt.Fprintf(w, " (%s)", deadlineText(now, *v.Deadline))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, d := range v.Decisions {
+		renderDecision(w, v, d, shown, find, edits)
+	}
+	renderOutcomes(w, v)
+	renderNext(w, v, now)
+}
+
+// renderRunHead prints what the run is: its id and status, what is wrong
+// with it or why it is where it is, what a prune removed, whose it is and
+// what it says of itself.
+func renderRunHead(w io.Writer, v *workflow.RunView) {
 	fmt.Fprintf(w, "run %s  %s\n", term(v.ID), strings.ToUpper(term(string(v.Status))))
 	if v.Problem != "" {
 		fmt.Fprintf(w, "  PROBLEM: %s\n", term(v.Problem))
@@ -194,28 +218,39 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 	if v.ModelCalls > 0 {
 		fmt.Fprintf(w, "  steps: %d, model calls: %d\n", v.Step, v.ModelCalls)
 	}
-	if len(v.Actions) > 0 {
-		head := "actions"
-		switch {
-		case len(v.Operations) > 0:
-		case v.Status.Terminal():
-			// "yet" would promise something still to come.
-			head = "actions (none was carried out)"
-		default:
-			head = "actions (nothing has happened yet)"
+}
+
+// renderActions prints the actions of v (redacted) with their arguments as
+// shown shows the stored ones, and a warning for keys that read alike.
+func renderActions(w io.Writer, v *workflow.RunView, stored []workflow.Action, shown argsShown) {
+	if len(v.Actions) == 0 {
+		return
+	}
+	head := "actions"
+	switch {
+	case len(v.Operations) > 0:
+	case v.Status.Terminal():
+		// "yet" would promise something still to come.
+		head = "actions (none was carried out)"
+	default:
+		head = "actions (nothing has happened yet)"
+	}
+	fmt.Fprintf(w, "  %s:\n", head)
+	for i, act := range v.Actions {
+		text := shown(act.Name, stored[i].Args)
+		if json.Valid([]byte(text)) {
+			text = string(act.Args) // redacted, and secrets hidden elsewhere in them too
 		}
-		fmt.Fprintf(w, "  %s:\n", head)
-		for i, act := range v.Actions {
-			text := shown(act.Name, stored[i].Args)
-			if json.Valid([]byte(text)) {
-				text = string(act.Args) // redacted, and secrets hidden elsewhere in them too
-			}
-			fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(text))
-			for _, g := range workflow.LookalikeKeys(act.Args) {
-				fmt.Fprintf(w, "       WARNING: keys that read alike: %s; check which value is which\n", term(strings.Join(g, " and ")))
-			}
+		fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(text))
+		for _, g := range workflow.LookalikeKeys(act.Args) {
+			fmt.Fprintf(w, "       WARNING: keys that read alike: %s; check which value is which\n", term(strings.Join(g, " and ")))
 		}
 	}
+}
+
+// renderEvidence prints where the evidence comes from, and the checks that
+// failed.
+func renderEvidence(w io.Writer, v *workflow.RunView) {
 	if len(v.Evidence) > 0 {
 		var src []string
 		for _, e := range v.Evidence {
@@ -228,67 +263,71 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 			fmt.Fprintf(w, "  check failed: action %d (%s): %s\n", c.Action+1, term(c.Name), term(c.Error))
 		}
 	}
-	if g := v.Gate; g != nil {
-		fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(string(g.Risk)), term(g.PolicyRevision))
-		if g.Approval != nil {
-			who := term(strings.Join(roles.Members(g.Approval.Role), ", "))
-			fmt.Fprintf(w, "  approval: %d of %s or above (%s)", g.Approval.Count, term(g.Approval.Role), who)
-			if !g.Approval.SelfApproval {
-				fmt.Fprint(w, "; not the requester")
-			}
-			if g.Approval.Edit {
-				fmt.Fprint(w, "; may edit")
-			}
-			fmt.Fprintln(w)
-			if g.Assignee != "" {
-				fmt.Fprintf(w, "  assigned to %s (anyone above %s may still decide)\n", term(g.Assignee), term(g.Approval.Role))
-			}
-			if v.Status == workflow.StatusWaitingApproval {
-				noun := "approvals"
-				if g.Approval.Count == 1 {
-					noun = "approval"
-				}
-				fmt.Fprintf(w, "  %d of %d %s so far\n", approvalsSoFar(v), g.Approval.Count, noun)
-			}
+}
+
+// renderGate prints what policy decided of the run: its rule, and who may
+// approve it, how many and so far.
+func renderGate(w io.Writer, v *workflow.RunView, g *workflow.Gate, roles *workflow.Roles) {
+	fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(string(g.Risk)), term(g.PolicyRevision))
+	if g.Approval != nil {
+		who := term(strings.Join(roles.Members(g.Approval.Role), ", "))
+		fmt.Fprintf(w, "  approval: %d of %s or above (%s)", g.Approval.Count, term(g.Approval.Role), who)
+		if !g.Approval.SelfApproval {
+			fmt.Fprint(w, "; not the requester")
 		}
-		fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(workflow.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
-	}
-	if v.Deadline != nil {
-		fmt.Fprintf(w, "  deadline %s", v.Deadline.Format(time.RFC3339))
-		if v.Status == workflow.StatusWaitingApproval {
-			fmt.Fprintf(w, " (%s)", deadlineText(now, *v.Deadline))
+		if g.Approval.Edit {
+			fmt.Fprint(w, "; may edit")
 		}
 		fmt.Fprintln(w)
-	}
-	for _, d := range v.Decisions {
-		// An edit is recorded as an approval of the old proposal, followed by
-		// the editor's approval of the new one: naming it "edit", as Slack
-		// does, keeps the two from reading as one approval printed twice.
-		verb := string(d.Decision)
-		if len(d.Edited) > 0 {
-			verb = "edit"
+		if g.Assignee != "" {
+			fmt.Fprintf(w, "  assigned to %s (anyone above %s may still decide)\n", term(g.Assignee), term(g.Approval.Role))
 		}
-		line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(string(d.Via)), d.At.Format(time.RFC3339))
-		var changed *editRecord
-		if len(d.Edited) > 0 {
-			for i := range edits {
-				if edits[i].by == d.By && edits[i].at.Equal(d.At) {
-					changed = &edits[i]
-				}
+		if v.Status == workflow.StatusWaitingApproval {
+			noun := "approvals"
+			if g.Approval.Count == 1 {
+				noun = "approval"
 			}
-			if changed == nil {
-				// The state before the edit was pruned: only the result is known.
-				line += " to " + redactEdited(shown, v.Actions, d.Edited)
-			}
-		}
-		if d.Reason != "" {
-			line += ": " + term(d.Reason)
-		}
-		fmt.Fprintln(w, line)
-		if changed != nil {
-			fmt.Fprintf(w, "    edited by %s: %s\n", term(d.By), term(changesText(changed.changes, v.Actions, find)))
+			fmt.Fprintf(w, "  %d of %d %s so far\n", approvalsSoFar(v), g.Approval.Count, noun)
 		}
 	}
+	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(workflow.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
+}
+
+// renderDecision prints one decision; an edit with what it changed (edits),
+// or with its result when what it changed is not known any more.
+func renderDecision(w io.Writer, v *workflow.RunView, d workflow.DecisionView, shown argsShown, find specFinder, edits []editRecord) {
+	// An edit is recorded as an approval of the old proposal, followed by
+	// the editor's approval of the new one: naming it "edit", as Slack
+	// does, keeps the two from reading as one approval printed twice.
+	verb := string(d.Decision)
+	if len(d.Edited) > 0 {
+		verb = "edit"
+	}
+	line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(string(d.Via)), d.At.Format(time.RFC3339))
+	var changed *editRecord
+	if len(d.Edited) > 0 {
+		for i := range edits {
+			if edits[i].by == d.By && edits[i].at.Equal(d.At) {
+				changed = &edits[i]
+			}
+		}
+		if changed == nil {
+			// The state before the edit was pruned: only the result is known.
+			line += " to " + redactEdited(shown, v.Actions, d.Edited)
+		}
+	}
+	if d.Reason != "" {
+		line += ": " + term(d.Reason)
+	}
+	fmt.Fprintln(w, line)
+	if changed != nil {
+		fmt.Fprintf(w, "    edited by %s: %s\n", term(d.By), term(changesText(changed.changes, v.Actions, find)))
+	}
+}
+
+// renderOutcomes prints what came of the actions: the operations, and the
+// resolutions of the runs that needed a person.
+func renderOutcomes(w io.Writer, v *workflow.RunView) {
 	for _, op := range v.Operations {
 		fmt.Fprintf(w, "  operation %s %s: %s (%d call(s))", term(op.Key), term(op.Action), term(string(op.Status)), op.Attempts)
 		if len(op.Receipt) > 0 {
@@ -306,6 +345,12 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 		}
 		fmt.Fprintln(w, line+": "+term(r.Reason))
 	}
+}
+
+// renderNext prints what comes next for the run, and who does it: the
+// target asked again, a person resolving it or deciding it; and where a
+// fork came from.
+func renderNext(w io.Writer, v *workflow.RunView, now time.Time) {
 	if v.RetryAt != nil && v.Status == workflow.StatusExecuting {
 		when := "due now"
 		if v.RetryAt.After(now) {
