@@ -23,13 +23,15 @@ func TestServePublishesAnchorsToAFile(t *testing.T) {
 	appendTo(t, cfg, "anchors: {to: "+elsewhere+", every: 1h}\n")
 	submitWaiting(t, dir)
 	s := startServeChildEnv(t, dir, cfg, noSlackEnv)
-	waitFor(t, "an anchor in the file", func() bool {
+	var logged string
+	// serve logs where it published after it did, and its log comes through a pipe.
+	waitFor(t, "an anchor in the file, and in serve's log", func() bool {
 		b, _ := os.ReadFile(elsewhere)
-		return strings.HasPrefix(string(b), "A1:")
+		s.mu.Lock()
+		logged = s.log.String()
+		s.mu.Unlock()
+		return strings.HasPrefix(string(b), "A1:") && strings.Contains(logged, `msg="audit anchor published"`)
 	})
-	s.mu.Lock()
-	logged := s.log.String()
-	s.mu.Unlock()
 	if !strings.Contains(logged, `msg="audit anchor published" anchor=A1:`) || strings.Contains(logged, "anchors file") {
 		t.Errorf("serve's log does not say where it published, or warns of a file outside the store's folder:\n%s", logged)
 	}
