@@ -75,12 +75,12 @@ func TestPythonAgent(t *testing.T) {
 		for h.engine.Changes().Waiting() == 0 {
 			runtime.Gosched()
 		}
-		runs, err := h.engine.List(context.Background(), workflow.RunFilter{TaskID: "T-7"})
+		runs, err := h.engine.List(context.Background(), storage.RunFilter{TaskID: "T-7"})
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("runs %v %v", runs, err)
 		}
-		if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: runs[0].ID, Approver: workflow.Person{ID: "U0LEAD"},
-			Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: runs[0].ID, Approver: record.Person{ID: "U0LEAD"},
+			Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 			t.Fatal(err)
 		}
 		// What a worker of signoff serve does with an approved run.

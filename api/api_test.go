@@ -35,18 +35,18 @@ func TestAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := c.Submit(ctx, &workflow.Proposal{Actions: []workflow.Action{{Name: "note", Args: json.RawMessage(`{"text":"hi"}`)}}})
+	done, err := c.Submit(ctx, &workflow.Proposal{Actions: []record.Action{{Name: "note", Args: json.RawMessage(`{"text":"hi"}`)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done.Status != api.Status(workflow.StatusDone) {
+	if done.Status != api.Status(record.StatusDone) {
 		t.Fatalf("a note runs without approval; got %s", done.Status)
 	}
 	// Two runs whose outcome cannot be proven, for a person to resolve.
 	stuck := make([]*api.SubmitResult, 2)
 	for i := range stuck {
-		s, err := c.Submit(ctx, &workflow.Proposal{Actions: []workflow.Action{{Name: "wobble", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
-		if err != nil || s.Status != api.Status(workflow.StatusNeedsAttention) {
+		s, err := c.Submit(ctx, &workflow.Proposal{Actions: []record.Action{{Name: "wobble", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
+		if err != nil || s.Status != api.Status(record.StatusNeedsAttention) {
 			t.Fatalf("a wobble's outcome cannot be proven; got %+v, %v", s, err)
 		}
 		stuck[i] = &s.SubmitResult
@@ -89,7 +89,7 @@ func TestAPI(t *testing.T) {
 		if v.Requester.ID != "agent:resolver" {
 			t.Errorf("requester %q, want the token's", v.Requester.ID)
 		}
-		if got := string(v.Actions[0].Args); strings.Contains(got, "s3cret") || !strings.Contains(got, workflow.Redaction) {
+		if got := string(v.Actions[0].Args); strings.Contains(got, "s3cret") || !strings.Contains(got, record.Redaction) {
 			t.Errorf("args shown %s", got)
 		}
 	})
@@ -244,12 +244,12 @@ func TestAPI(t *testing.T) {
 	})
 
 	t.Run("wait returns at once when the run already left the status, and at the timeout otherwise", func(t *testing.T) {
-		w, err := c.Wait(ctx, done.Id, 5*time.Second, workflow.StatusWaitingApproval)
-		if err != nil || !w.Changed || w.Run.Status != workflow.StatusDone {
+		w, err := c.Wait(ctx, done.Id, 5*time.Second, record.StatusWaitingApproval)
+		if err != nil || !w.Changed || w.Run.Status != record.StatusDone {
 			t.Fatalf("wait = %+v, %v", w, err)
 		}
 		w, err = c.Wait(ctx, first.Id, 0, "")
-		if err != nil || w.Changed || w.Run.Status != workflow.StatusWaitingApproval {
+		if err != nil || w.Changed || w.Run.Status != record.StatusWaitingApproval {
 			t.Fatalf("wait = %+v, %v", w, err)
 		}
 	})
@@ -274,12 +274,12 @@ func TestAPI(t *testing.T) {
 			runtime.Gosched()
 		}
 		start := time.Now()
-		if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: s.Id, Approver: workflow.Person{ID: "U0LEAD"},
-			Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: s.Id, Approver: record.Person{ID: "U0LEAD"},
+			Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 			t.Fatal(err)
 		}
 		r := <-got
-		if r.err != nil || !r.w.Changed || r.w.Run.Status == workflow.StatusWaitingApproval {
+		if r.err != nil || !r.w.Changed || r.w.Run.Status == record.StatusWaitingApproval {
 			t.Fatalf("wait = %+v, %v", r.w, r.err)
 		}
 		if d := time.Since(start); d > 5*time.Second {
@@ -293,7 +293,7 @@ func TestAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := c.Cancel(ctx, s.Id, "not needed after all")
-		if err != nil || v.Status != workflow.StatusCancelled {
+		if err != nil || v.Status != record.StatusCancelled {
 			t.Fatalf("cancel = %+v, %v", v, err)
 		}
 		if !strings.Contains(v.Reason, "agent:resolver") {
@@ -308,7 +308,7 @@ func TestAPI(t *testing.T) {
 		if err := json.Unmarshal(a.body, &v); a.status != 200 || err != nil {
 			t.Fatalf("resolve = %d %s (%v)", a.status, a.body, err)
 		}
-		if v.Status != workflow.StatusDone || len(v.Resolutions) != 1 || v.Resolutions[0].By != "U0LEAD" || v.Resolutions[0].Choice != workflow.ResolveHappened {
+		if v.Status != record.StatusDone || len(v.Resolutions) != 1 || v.Resolutions[0].By != "U0LEAD" || v.Resolutions[0].Choice != record.ResolveHappened {
 			t.Fatalf("resolved run: %s, resolutions %+v", v.Status, v.Resolutions)
 		}
 		if !strings.Contains(string(v.Operations[0].Receipt), "9007199254740993") {
@@ -317,12 +317,12 @@ func TestAPI(t *testing.T) {
 	})
 
 	t.Run("list", func(t *testing.T) {
-		l, err := c.List(ctx, client.ListOptions{Statuses: []workflow.Status{workflow.StatusDone}})
+		l, err := c.List(ctx, client.ListOptions{Statuses: []record.Status{record.StatusDone}})
 		if err != nil || len(l.Runs) == 0 || l.Runs[0].ID != done.Id || l.NextCursor != nil {
 			t.Fatalf("list = %+v, %v", l, err)
 		}
 		for _, r := range l.Runs {
-			if r.Status != workflow.StatusDone {
+			if r.Status != record.StatusDone {
 				t.Errorf("run %s is %s", r.ID, r.Status)
 			}
 		}
@@ -348,7 +348,7 @@ func TestAPI(t *testing.T) {
 			runtime.Gosched()
 		}
 		h.api.Stop()
-		if err := <-got; err != nil || w.Changed || w.Run.Status != workflow.StatusWaitingApproval {
+		if err := <-got; err != nil || w.Changed || w.Run.Status != record.StatusWaitingApproval {
 			t.Fatalf("wait = %+v, %v", w, err)
 		}
 	})
@@ -400,7 +400,7 @@ func TestListPages(t *testing.T) {
 		if i%4 < 2 {
 			task = "T-b"
 		}
-		p := &workflow.Proposal{TaskID: task, Actions: []workflow.Action{{Name: "note", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}}
+		p := &workflow.Proposal{TaskID: task, Actions: []record.Action{{Name: "note", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}}
 		if i%2 == 0 {
 			p = deployProposal("", "1.0."+fmt.Sprint(i))
 			p.TaskID = task
@@ -454,12 +454,12 @@ func TestListPages(t *testing.T) {
 		{"everything of the token's requester, three a page", c, client.ListOptions{Limit: 3}, keep(mine)},
 		{"everything of the token's requester, one page", c, client.ListOptions{Limit: 200}, keep(mine)},
 		{"everything of the other requester", other, client.ListOptions{Limit: 2}, keep(theirs)},
-		{"waiting", c, client.ListOptions{Limit: 2, Statuses: []workflow.Status{workflow.StatusWaitingApproval}},
+		{"waiting", c, client.ListOptions{Limit: 2, Statuses: []record.Status{record.StatusWaitingApproval}},
 			keep(func(i int) bool { return mine(i) && i%2 == 0 })},
 		{"a task", c, client.ListOptions{Limit: 1, TaskID: "T-b"}, keep(func(i int) bool { return mine(i) && i%4 < 2 })},
 		{"a task, the other requester", other, client.ListOptions{Limit: 1, TaskID: "T-b"}, keep(func(i int) bool { return theirs(i) && i%4 < 2 })},
 		{"the token's requester named", c, client.ListOptions{Limit: 2, Requester: "agent:resolver"}, keep(mine)},
-		{"a requester and a status", other, client.ListOptions{Limit: 1, Requester: "agent:other", Statuses: []workflow.Status{workflow.StatusDone}},
+		{"a requester and a status", other, client.ListOptions{Limit: 1, Requester: "agent:other", Statuses: []record.Status{record.StatusDone}},
 			keep(func(i int) bool { return theirs(i) && i%2 == 1 })},
 	}
 	for _, tt := range tests {
@@ -479,7 +479,7 @@ func TestListPages(t *testing.T) {
 		}
 	})
 	t.Run("a cursor goes only with the filter it was made for", func(t *testing.T) {
-		l, err := c.List(ctx, client.ListOptions{Limit: 1, Statuses: []workflow.Status{workflow.StatusDone, workflow.StatusWaitingApproval}})
+		l, err := c.List(ctx, client.ListOptions{Limit: 1, Statuses: []record.Status{record.StatusDone, record.StatusWaitingApproval}})
 		if err != nil || l.NextCursor == nil {
 			t.Fatalf("list = %+v, %v", l, err)
 		}
@@ -625,7 +625,7 @@ func TestATokenSeesOnlyItsRequestersRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := c.Submit(ctx, &workflow.Proposal{Actions: []workflow.Action{{Name: "note", Args: json.RawMessage(`{}`)}}})
+		d, err := c.Submit(ctx, &workflow.Proposal{Actions: []record.Action{{Name: "note", Args: json.RawMessage(`{}`)}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -699,11 +699,11 @@ func TestATokenSeesOnlyItsRequestersRuns(t *testing.T) {
 	t.Run("the runs are as they were, and their own token still cancels them", func(t *testing.T) {
 		for _, a := range agents {
 			v, err := h.engine.Get(ctx, a.runs[0])
-			if err != nil || v.Status != workflow.StatusWaitingApproval {
+			if err != nil || v.Status != record.StatusWaitingApproval {
 				t.Fatalf("run %s: %+v, %v", a.runs[0], v, err)
 			}
 			r, err := h.client(a.token).Cancel(ctx, a.runs[0], "done with it")
-			if err != nil || r.Status != workflow.StatusCancelled {
+			if err != nil || r.Status != record.StatusCancelled {
 				t.Errorf("cancel of its own run: %+v, %v", r, err)
 			}
 		}
@@ -784,7 +784,7 @@ func TestCursorsAreSealed(t *testing.T) {
 	c := h.client(tokAll)
 	var ids []string
 	for i := range 3 {
-		s, err := c.Submit(ctx, &workflow.Proposal{Actions: []workflow.Action{{Name: "note", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
+		s, err := c.Submit(ctx, &workflow.Proposal{Actions: []record.Action{{Name: "note", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -813,7 +813,7 @@ func TestCursorsAreSealed(t *testing.T) {
 	}
 	ms, _ := strconv.ParseInt(f[1], 10, 64)
 	forged := []struct{ name, cursor string }{
-		{"sealed with a key the server does not hold", api.EncodeCursor([][]byte{next}, time.UnixMilli(ms), workflow.RunFilter{RequesterID: "agent:resolver"}, ids[0])},
+		{"sealed with a key the server does not hold", api.EncodeCursor([][]byte{next}, time.UnixMilli(ms), storage.RunFilter{RequesterID: "agent:resolver"}, ids[0])},
 		{"its seal changed", enc(f[0], f[1], f[2], string(flipped), f[4])},
 		{"another run's position under its seal", enc(f[0], f[1], f[2], f[3], ids[1])},
 		{"another time under its seal", enc(f[0], strconv.FormatInt(ms+1, 10), f[2], f[3], f[4])},
@@ -867,13 +867,13 @@ func TestARedactedFieldIsHiddenWhereverTheRunShowsIt(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	ctx := context.Background()
 	p := deployProposal("", "1.2.3")
-	p.Requester = workflow.Person{ID: "agent:resolver"}
+	p.Requester = record.Person{ID: "agent:resolver"}
 	run, err := h.engine.Submit(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD"},
-		Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD"},
+		Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.engine.Resume(ctx, run.ID); err != nil {

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // A cursor is where a page ended: the (created_at, id) of its last run,
@@ -78,7 +76,7 @@ func (s *cursorSeal) encode(c cursor) string {
 
 // filterKey names what a list keeps (statuses in any order, task,
 // requester), not its page size, which may change from page to page.
-func filterKey(f workflow.RunFilter) string {
+func filterKey(f storage.RunFilter) string {
 	st := make([]string, len(f.Statuses))
 	for i, s := range f.Statuses {
 		st[i] = string(s)

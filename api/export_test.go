@@ -30,7 +30,7 @@ func DecodeCursor(s string) (string, error) {
 
 // EncodeCursor seals a cursor with keys, as a server with those keys would
 // give it out.
-func EncodeCursor(keys [][]byte, created time.Time, filter workflow.RunFilter, id string) string {
+func EncodeCursor(keys [][]byte, created time.Time, filter storage.RunFilter, id string) string {
 	s, err := newCursorSeal(keys)
 	if err != nil {
 		panic(err)
@@ -52,7 +52,7 @@ func BindProposal(body []byte) (*workflow.Proposal, error) {
 
 // ListFilter and WaitTimeout check query parameters as the handlers do.
 var (
-	ListFilter = func(p ListRunsParams, requester string) (workflow.RunFilter, error) {
+	ListFilter = func(p ListRunsParams, requester string) (storage.RunFilter, error) {
 		return listFilter(p, requester, testSeal)
 	}
 	WaitTimeout = waitTimeout

@@ -26,7 +26,7 @@ func FuzzProposalBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		p, err := api.BindProposal(body)
 		if err != nil {
-			if !workflow.IsRefused(err) {
+			if !record.IsRefused(err) {
 				t.Fatalf("a bad body is refused as invalid input, got %T %v", err, err)
 			}
 			return
@@ -51,7 +51,7 @@ func FuzzProposalBody(f *testing.F) {
 // FuzzCursor: a cursor is taken only in the one form the API gives out,
 // sealed.
 func FuzzCursor(f *testing.F) {
-	f.Add(api.EncodeCursor([][]byte{api.TestCursorKey}, time.UnixMilli(1764504000000), workflow.RunFilter{RequesterID: "agent:resolver"}, "run_1"))
+	f.Add(api.EncodeCursor([][]byte{api.TestCursorKey}, time.UnixMilli(1764504000000), storage.RunFilter{RequesterID: "agent:resolver"}, "run_1"))
 	for _, s := range []string{"MjoxNzY0NTA0MDAwMDAwOjAxMjM0NTY3ODlhYmNkZWY6cnVuXzE", "MToxNzY0NTA0MDAwMDAwOnJ1bl8x", "", "eyJpZCI6MX0", "MTox", "MTotMTpy", "MTowMTpy"} {
 		f.Add(s)
 	}

@@ -73,10 +73,10 @@ func submitResult(v *workflow.RunView, replayed bool) SubmitResult {
 	if v.Reason != "" {
 		res.Reason = &v.Reason
 	}
-	if g := v.Gate; v.Status == workflow.StatusWaitingApproval && g != nil && g.Approval != nil && v.Deadline != nil {
+	if g := v.Gate; v.Status == record.StatusWaitingApproval && g != nil && g.Approval != nil && v.Deadline != nil {
 		approved := 0
 		for _, d := range v.Decisions {
-			if d.RequestID == g.RequestID && d.Decision == workflow.VerdictApprove {
+			if d.RequestID == g.RequestID && d.Decision == record.VerdictApprove {
 				approved++
 			}
 		}
@@ -94,8 +94,8 @@ func (h *handlers) shown(v *workflow.RunView) workflow.RunView {
 		// The stored run failed its check, so nothing in it says whose it
 		// is: the run row that named this token's requester may have been
 		// changed to. The agent learns that the run is damaged and no more.
-		return workflow.RunView{ID: v.ID, Workflow: v.Workflow, Status: workflow.StatusNeedsAttention, Problem: v.Problem,
-			Requester: v.Requester, Actions: []workflow.Action{}, Evidence: []workflow.Evidence{}, Checks: []workflow.Check{},
+		return workflow.RunView{ID: v.ID, Workflow: v.Workflow, Status: record.StatusNeedsAttention, Problem: v.Problem,
+			Requester: v.Requester, Actions: []record.Action{}, Evidence: []record.Evidence{}, Checks: []record.Check{},
 			Requests: []workflow.RequestView{}, Decisions: []workflow.DecisionView{}, Operations: []workflow.OperationView{},
 			CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
 	}
@@ -153,8 +153,8 @@ func (h *handlers) ListRuns(ctx context.Context, req ListRunsRequestObject) (Lis
 // requester is refused rather than answered with an empty page, so that an
 // agent that asks for what it may not see is told so. A cursor must bear
 // seal's seal.
-func listFilter(p ListRunsParams, requester string, seal *cursorSeal) (workflow.RunFilter, error) {
-	f := workflow.RunFilter{Limit: DefaultLimit, RequesterID: requester}
+func listFilter(p ListRunsParams, requester string, seal *cursorSeal) (storage.RunFilter, error) {
+	f := storage.RunFilter{Limit: DefaultLimit, RequesterID: requester}
 	if p.Limit != nil {
 		if *p.Limit < 1 || *p.Limit > MaxLimit {
 			return f, fieldProblem("limit", "want 1 to 200")
@@ -164,7 +164,7 @@ func listFilter(p ListRunsParams, requester string, seal *cursorSeal) (workflow.
 	if p.Status != nil {
 		for _, list := range *p.Status {
 			for _, s := range strings.Split(list, ",") {
-				st := workflow.Status(strings.ToLower(strings.TrimSpace(s)))
+				st := record.Status(strings.ToLower(strings.TrimSpace(s)))
 				if !st.Valid() {
 					return f, fieldProblem("status", "unknown status "+quote(s))
 				}
@@ -202,7 +202,7 @@ func quote(s string) string {
 }
 
 func fieldProblem(field, msg string) *problemError {
-	pe := problem(http.StatusBadRequest, workflow.CodeInvalidInput, field+": "+msg)
+	pe := problem(http.StatusBadRequest, record.CodeInvalidInput, field+": "+msg)
 	pe.p.Errors = &[]FieldError{{Field: field, Message: msg}}
 	return pe
 }
@@ -223,9 +223,9 @@ func (h *handlers) WaitRun(ctx context.Context, req WaitRunRequestObject) (WaitR
 	if err != nil {
 		return nil, err
 	}
-	var from workflow.Status
+	var from record.Status
 	if req.Params.Status != nil {
-		if from = workflow.Status(*req.Params.Status); !from.Valid() {
+		if from = record.Status(*req.Params.Status); !from.Valid() {
 			return nil, fieldProblem("status", "unknown status "+quote(string(from)))
 		}
 	}
@@ -264,7 +264,7 @@ func (h *handlers) CancelRun(ctx context.Context, req CancelRunRequestObject) (C
 	if _, err := h.own(ctx, req.Id); err != nil {
 		return nil, err
 	}
-	if _, err := h.engine.Cancel(ctx, req.Id, workflow.Person{ID: tok.Requester}, req.Body.Reason); err != nil {
+	if _, err := h.engine.Cancel(ctx, req.Id, record.Person{ID: tok.Requester}, req.Body.Reason); err != nil {
 		return nil, inRun(err, req.Id)
 	}
 	v, err := h.engine.Get(ctx, req.Id)
@@ -279,7 +279,7 @@ func (h *handlers) ResolveRun(ctx context.Context, req ResolveRunRequestObject) 
 	if strings.TrimSpace(req.Body.Reason) == "" {
 		return nil, fieldProblem("reason", "required: what was checked at the target")
 	}
-	in := workflow.ResolveInput{RunID: req.Id, By: workflow.Person{ID: tok.Requester}, Choice: workflow.Resolution(req.Body.Choice),
+	in := workflow.ResolveInput{RunID: req.Id, By: record.Person{ID: tok.Requester}, Choice: record.Resolution(req.Body.Choice),
 		Reason: req.Body.Reason, Via: "api"}
 	if req.Body.Receipt != nil {
 		in.Receipt = *req.Body.Receipt

@@ -53,29 +53,29 @@ type recorder struct {
 	keys []string
 }
 
-func (r *recorder) Check(context.Context, workflow.Action) error { return nil }
-func (r *recorder) Execute(_ context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (r *recorder) Check(context.Context, record.Action) error { return nil }
+func (r *recorder) Execute(_ context.Context, key string, a record.Action) (record.Receipt, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keys = append(r.keys, key)
 	// The target echoes what it was sent, nested, as real ones do.
-	return workflow.Receipt{ID: "rcpt-" + key, Detail: json.RawMessage(`{"echo":` + string(a.Args) + `}`)}, nil
+	return record.Receipt{ID: "rcpt-" + key, Detail: json.RawMessage(`{"echo":` + string(a.Args) + `}`)}, nil
 }
 
 // unprovable is an executor whose every call loses its answer and whose
 // register refuses to say: each run of it ends in needs_attention.
 type unprovable struct{}
 
-func (unprovable) Check(context.Context, workflow.Action) error { return nil }
-func (unprovable) Execute(context.Context, string, workflow.Action) (workflow.Receipt, error) {
-	return workflow.Receipt{}, errors.New("connection reset after sending")
+func (unprovable) Check(context.Context, record.Action) error { return nil }
+func (unprovable) Execute(context.Context, string, record.Action) (record.Receipt, error) {
+	return record.Receipt{}, errors.New("connection reset after sending")
 }
-func (unprovable) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
-	return workflow.Receipt{}, false, workflow.Permanent(errors.New("the register refuses to say"))
+func (unprovable) Lookup(context.Context, string) (record.Receipt, bool, error) {
+	return record.Receipt{}, false, workflow.Permanent(errors.New("the register refuses to say"))
 }
 
-func (r *recorder) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
-	return workflow.Receipt{}, false, nil
+func (r *recorder) Lookup(context.Context, string) (record.Receipt, bool, error) {
+	return record.Receipt{}, false, nil
 }
 
 type harness struct {
@@ -105,16 +105,16 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:resolver", "agent:other"}},
 		{Name: "team_lead", Members: []string{"U0LEAD"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := workflow.NewPolicy("r1", []workflow.Rule{
+	pol, err := policy.New("r1", []policy.Rule{
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
-			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(3600)}},
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
 		{Name: "everything-else", When: "true", Risk: "low"},
 	}, roles)
 	if err != nil {
@@ -242,7 +242,7 @@ func (h *harness) do(method, path, token, contentType string, body []byte, inval
 
 // snapshot is everything a refusal must leave as it was.
 type snapshot struct {
-	Runs        []*workflow.Run
+	Runs        []*record.Run
 	Checkpoints map[string]int
 	Audit       int
 }
@@ -250,9 +250,9 @@ type snapshot struct {
 func (h *harness) snapshot() snapshot {
 	h.t.Helper()
 	s := snapshot{Checkpoints: map[string]int{}}
-	err := h.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err := h.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		if s.Runs, err = tx.ListRuns(ctx, workflow.RunFilter{}); err != nil {
+		if s.Runs, err = tx.ListRuns(ctx, storage.RunFilter{}); err != nil {
 			return err
 		}
 		for _, r := range s.Runs {
@@ -262,7 +262,7 @@ func (h *harness) snapshot() snapshot {
 			}
 			s.Checkpoints[r.ID] = len(cps)
 		}
-		evs, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		s.Audit = len(evs)
 		return err
 	})
@@ -378,6 +378,6 @@ func (c *conformance) check(r *http.Request, reqBody []byte, status int, header 
 func deployProposal(key, version string) *workflow.Proposal {
 	return &workflow.Proposal{
 		TaskID: "T-1", Summary: "deploy api", IdempotencyKey: key,
-		Actions: []workflow.Action{{Name: "deploy", Args: json.RawMessage(`{"service":"api","version":"` + version + `","token":"s3cret"}`)}},
+		Actions: []record.Action{{Name: "deploy", Args: json.RawMessage(`{"service":"api","version":"` + version + `","token":"s3cret"}`)}},
 	}
 }

@@ -72,13 +72,13 @@ func (e *problemError) withHeader(k, v string) *problemError {
 // statusOf is the HTTP status of each engine refusal code.
 func statusOf(code string) int {
 	switch code {
-	case workflow.CodeUnknownRun:
+	case record.CodeUnknownRun:
 		return http.StatusNotFound
-	case workflow.CodeInvalidInput:
+	case record.CodeInvalidInput:
 		return http.StatusBadRequest
-	case workflow.CodeNoRole, workflow.CodeSelfApproval, workflow.CodeUnknownRequester:
+	case record.CodeNoRole, record.CodeSelfApproval, record.CodeUnknownRequester:
 		return http.StatusForbidden
-	case workflow.CodeCallbackNotAllowed:
+	case record.CodeCallbackNotAllowed:
 		// The proposal is well formed but asks for what the config does not
 		// allow: no run's state is involved, so it is no conflict.
 		return http.StatusUnprocessableEntity
@@ -95,7 +95,7 @@ func toProblem(err error) (pe *problemError, internal bool) {
 	if errors.As(err, &pe) {
 		return pe, false
 	}
-	var r *workflow.RefusedError
+	var r *record.RefusedError
 	if errors.As(err, &r) {
 		status := statusOf(r.Code)
 		if errors.Is(err, workflow.ErrProposalTooLarge) {
@@ -114,7 +114,7 @@ func toProblem(err error) (pe *problemError, internal bool) {
 	}
 	var ie *workflow.IntegrityError
 	if errors.As(err, &ie) {
-		return problem(http.StatusConflict, workflow.CodeIntegrity,
+		return problem(http.StatusConflict, record.CodeIntegrity,
 			"the run's stored state failed its integrity check; it needs a person").withRun(ie.RunID), false
 	}
 	var he *echo.HTTPError
@@ -131,7 +131,7 @@ func toProblem(err error) (pe *problemError, internal bool) {
 		}
 		if he.Code >= 400 && he.Code < 500 {
 			// The generated wrapper's parameter errors ("Invalid format for parameter limit: …").
-			return problem(he.Code, workflow.CodeInvalidInput, fmt.Sprint(he.Message)), false
+			return problem(he.Code, record.CodeInvalidInput, fmt.Sprint(he.Message)), false
 		}
 	}
 	return problem(http.StatusInternalServerError, CodeInternal, "internal error; the server log has the cause"), true

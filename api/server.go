@@ -169,10 +169,10 @@ func (strictBinder) Bind(v any, c echo.Context) error {
 		return problem(http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxBody))
 	}
 	if !utf8.Valid(b) {
-		return problem(http.StatusBadRequest, workflow.CodeInvalidInput, "the body is not valid UTF-8")
+		return problem(http.StatusBadRequest, record.CodeInvalidInput, "the body is not valid UTF-8")
 	}
 	if err := workflow.DecodeStrict(b, v); err != nil {
-		return problem(http.StatusBadRequest, workflow.CodeInvalidInput, "invalid body: "+err.Error())
+		return problem(http.StatusBadRequest, record.CodeInvalidInput, "invalid body: "+err.Error())
 	}
 	return nil
 }

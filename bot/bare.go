@@ -25,7 +25,7 @@ func NewBareServer(cfg ServerConfig, v *workflow.RunView) (*Server, *atomic.Int6
 // bareEngine answers like an engine whose one run waits for approval.
 type bareEngine struct {
 	view    *workflow.RunView
-	roles   *workflow.Roles
+	roles   *policy.Roles
 	decided atomic.Int64
 }
 
@@ -38,31 +38,31 @@ func (e *bareEngine) Get(context.Context, string) (*workflow.RunView, error) {
 	return &v, nil
 }
 
-func (e *bareEngine) Decide(_ context.Context, in workflow.DecideInput) (*workflow.Run, error) {
+func (e *bareEngine) Decide(_ context.Context, in workflow.DecideInput) (*record.Run, error) {
 	e.decided.Add(1)
-	return &workflow.Run{ID: in.RunID, Status: workflow.StatusExecuting}, nil
+	return &record.Run{ID: in.RunID, Status: record.StatusExecuting}, nil
 }
 
-func (e *bareEngine) List(context.Context, workflow.RunFilter) ([]*workflow.Run, error) {
+func (e *bareEngine) List(context.Context, storage.RunFilter) ([]*record.Run, error) {
 	return nil, nil
 }
 
-func (e *bareEngine) Cancel(context.Context, string, workflow.Person, string) (*workflow.Run, error) {
+func (e *bareEngine) Cancel(context.Context, string, record.Person, string) (*record.Run, error) {
 	return nil, errBare
 }
 
-func (e *bareEngine) Reassign(context.Context, string, workflow.Person, workflow.Person) (*workflow.Run, error) {
+func (e *bareEngine) Reassign(context.Context, string, record.Person, record.Person) (*record.Run, error) {
 	return nil, errBare
 }
 
-func (e *bareEngine) Extend(context.Context, string, workflow.Person, time.Duration) (*workflow.Run, error) {
+func (e *bareEngine) Extend(context.Context, string, record.Person, time.Duration) (*record.Run, error) {
 	return nil, errBare
 }
 
-func (e *bareEngine) Resolve(context.Context, workflow.ResolveInput) (*workflow.Run, error) {
+func (e *bareEngine) Resolve(context.Context, workflow.ResolveInput) (*record.Run, error) {
 	return nil, errBare
 }
 
-func (e *bareEngine) Roles() *workflow.Roles { return e.roles }
+func (e *bareEngine) Roles() *policy.Roles { return e.roles }
 
 func (e *bareEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }

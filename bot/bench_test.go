@@ -53,7 +53,7 @@ func benchDurable(b *testing.B, conc int) {
 	runClicks(b, h.url, conc, clicks)
 	b.StopTimer()
 	for _, id := range runs {
-		if s := h.get(id).Status; s != workflow.StatusExecuting {
+		if s := h.get(id).Status; s != record.StatusExecuting {
 			b.Fatalf("run %s is %s after its click, want executing", id, s)
 		}
 	}
@@ -129,40 +129,40 @@ var _ runEngine = (*benchEngine)(nil)
 
 func (e *benchEngine) Get(_ context.Context, id string) (*workflow.RunView, error) {
 	if id != benchRef.RunID {
-		return nil, &workflow.RefusedError{Code: workflow.CodeUnknownRun, RunID: id, Msg: "no such run"}
+		return nil, &record.RefusedError{Code: record.CodeUnknownRun, RunID: id, Msg: "no such run"}
 	}
 	v := refundView()
 	v.ID, v.Gate.RequestID, v.Requests[0].ID = benchRef.RunID, benchRef.RequestID, benchRef.RequestID
 	return v, nil
 }
 
-func (e *benchEngine) Decide(_ context.Context, in workflow.DecideInput) (*workflow.Run, error) {
+func (e *benchEngine) Decide(_ context.Context, in workflow.DecideInput) (*record.Run, error) {
 	e.decided.Add(1)
-	return &workflow.Run{ID: in.RunID, Status: workflow.StatusExecuting}, nil
+	return &record.Run{ID: in.RunID, Status: record.StatusExecuting}, nil
 }
 
-func (e *benchEngine) List(context.Context, workflow.RunFilter) ([]*workflow.Run, error) {
+func (e *benchEngine) List(context.Context, storage.RunFilter) ([]*record.Run, error) {
 	return nil, nil
 }
 
-func (e *benchEngine) Cancel(context.Context, string, workflow.Person, string) (*workflow.Run, error) {
-	return nil, workflow.ErrNotFound
+func (e *benchEngine) Cancel(context.Context, string, record.Person, string) (*record.Run, error) {
+	return nil, storage.ErrNotFound
 }
 
-func (e *benchEngine) Reassign(context.Context, string, workflow.Person, workflow.Person) (*workflow.Run, error) {
-	return nil, workflow.ErrNotFound
+func (e *benchEngine) Reassign(context.Context, string, record.Person, record.Person) (*record.Run, error) {
+	return nil, storage.ErrNotFound
 }
 
-func (e *benchEngine) Extend(context.Context, string, workflow.Person, time.Duration) (*workflow.Run, error) {
-	return nil, workflow.ErrNotFound
+func (e *benchEngine) Extend(context.Context, string, record.Person, time.Duration) (*record.Run, error) {
+	return nil, storage.ErrNotFound
 }
 
-func (e *benchEngine) Resolve(context.Context, workflow.ResolveInput) (*workflow.Run, error) {
-	return nil, workflow.ErrNotFound
+func (e *benchEngine) Resolve(context.Context, workflow.ResolveInput) (*record.Run, error) {
+	return nil, storage.ErrNotFound
 }
 
-func (e *benchEngine) Roles() *workflow.Roles { return benchRoles }
+func (e *benchEngine) Roles() *policy.Roles { return benchRoles }
 
 func (e *benchEngine) Action(string) (*workflow.ActionSpec, bool) { return nil, false }
 
-var benchRoles, _ = workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: []string{leadGrace}}})
+var benchRoles, _ = policy.NewRoles([]policy.Role{{Name: "team_lead", Members: []string{leadGrace}}})

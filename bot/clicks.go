@@ -20,17 +20,17 @@ import (
 type click struct {
 	ic      *Interaction
 	ref     Ref
-	who     workflow.Person
+	who     record.Person
 	channel string // where to tell the clicker why nothing changed; "" when nowhere
 	digest  string
 }
 
-func personOf(u *User) workflow.Person {
+func personOf(u *User) record.Person {
 	name := u.Name
 	if name == "" {
 		name = u.Username
 	}
-	return workflow.Person{ID: u.ID, Name: cutText(name, 80)}
+	return record.Person{ID: u.ID, Name: cutText(name, 80)}
 }
 
 // blockAction handles a click on one of our buttons. Slack ignores the body
@@ -79,7 +79,7 @@ func (s *Server) blockAction(ctx context.Context, ic *Interaction, digest string
 func (s *Server) approve(ctx context.Context, c *click, log *slog.Logger) {
 	run, err := s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: c.ref.RunID, RequestID: c.ref.RequestID, Fingerprint: c.ref.Fingerprint,
-		Approver: c.who, Verdict: workflow.VerdictApprove, Via: workflow.ViaSlack, PayloadDigest: c.digest,
+		Approver: c.who, Verdict: record.VerdictApprove, Via: record.ViaSlack, PayloadDigest: c.digest,
 	})
 	if err != nil {
 		s.tell(ctx, c, s.refusal(ctx, c.ref, err, log), log)
@@ -149,7 +149,7 @@ func (s *Server) lookup(ctx context.Context, ref Ref, log *slog.Logger) (v *work
 }
 
 // decidedText says who decided a request first, and when.
-func decidedText(status workflow.RequestStatus, by string, at *time.Time) string {
+func decidedText(status record.RequestStatus, by string, at *time.Time) string {
 	var b strings.Builder
 	b.WriteString("Nothing changed: this request was already " + mdEscape(string(status)))
 	if by != "" {
@@ -184,32 +184,32 @@ func (s *Server) precheckRole(ctx context.Context, v *workflow.RunView, userID s
 
 // refusal turns an engine error into what the person is told.
 func (s *Server) refusal(ctx context.Context, ref Ref, err error, log *slog.Logger) string {
-	var r *workflow.RefusedError
+	var r *record.RefusedError
 	switch {
 	case errors.As(err, &r):
 		log.Info("slack decision refused", "code", r.Code, "reason", r.Msg)
 		switch r.Code {
-		case workflow.CodeNoRole, workflow.CodeSelfApproval:
+		case record.CodeNoRole, record.CodeSelfApproval:
 			s.refused("role")
-		case workflow.CodeStaleFingerprint:
+		case record.CodeStaleFingerprint:
 			s.refused("fingerprint")
-		case workflow.CodeExpired:
+		case record.CodeExpired:
 			s.refused("deadline")
 		}
 		switch r.Button {
-		case workflow.ButtonOtherRun:
+		case record.ButtonOtherRun:
 			return "Nothing changed: this button is not from an approval request of run " + mdCode(ref.RunID, 100) + "."
-		case workflow.ButtonFingerprint:
-			button, current := workflow.DistinctFingerprints(ref.Fingerprint, r.Fingerprint)
+		case record.ButtonFingerprint:
+			button, current := policy.DistinctFingerprints(ref.Fingerprint, r.Fingerprint)
 			return fmt.Sprintf("Nothing changed: this button approves fingerprint %s, but the request is for %s. Use the current message.",
 				mdCode(button, 70), mdCode(current, 70))
-		case workflow.ButtonSuperseded:
+		case record.ButtonSuperseded:
 			return "Nothing changed: the arguments were edited since this message was posted, so it asks for a new approval. Use the updated message."
-		case workflow.ButtonReplaced:
+		case record.ButtonReplaced:
 			return "Nothing changed: this run asks for a newer approval. Use the updated message."
 		}
 		switch r.Code {
-		case workflow.CodeAlreadyDecided:
+		case record.CodeAlreadyDecided:
 			status := r.RequestStatus
 			if status == "" {
 				status = "decided"
@@ -219,17 +219,17 @@ func (s *Server) refusal(ctx context.Context, ref Ref, err error, log *slog.Logg
 				at = &r.At
 			}
 			return decidedText(status, r.By, at)
-		case workflow.CodeIntegrity:
+		case record.CodeIntegrity:
 			return "Nothing changed: the run's stored state failed its integrity check and a person must look at it first."
-		case workflow.CodeNotWaiting:
+		case record.CodeNotWaiting:
 			if r.RunStatus != "" {
 				return "Nothing to decide: the run is " + mdEscape(string(r.RunStatus)) + "."
 			}
-		case workflow.CodeAlreadyVoted:
+		case record.CodeAlreadyVoted:
 			return "Nothing changed: you already decided this request " + slackDate(r.At) + "."
-		case workflow.CodeUnknownRun:
+		case record.CodeUnknownRun:
 			return "Nothing changed: there is no run " + mdCode(ref.RunID, 100) + "."
-		case workflow.CodeExpired:
+		case record.CodeExpired:
 			return "Too late: " + mdEscape(r.Msg) + "."
 		}
 		return "Nothing changed: " + mdEscape(r.Msg) + "."
@@ -293,7 +293,7 @@ func (s *Server) submitReject(ctx context.Context, ic *Interaction, digest strin
 	}
 	_, err = s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: ref.RunID, RequestID: ref.RequestID, Fingerprint: ref.Fingerprint, Approver: who,
-		Verdict: workflow.VerdictReject, Reason: reason, Via: workflow.ViaSlack, PayloadDigest: digest,
+		Verdict: record.VerdictReject, Reason: reason, Via: record.ViaSlack, PayloadDigest: digest,
 	})
 	if err != nil {
 		return modalErrors(map[string]string{blockReason: mdToPlain(s.refusal(ctx, ref, err, log))}), nil
@@ -334,7 +334,7 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 		if !ok {
 			continue // not editable in the modal
 		}
-		edited, err := workflow.Canonical([]byte(strings.TrimSpace(in.Value)))
+		edited, err := jsonvalue.Canonical([]byte(strings.TrimSpace(in.Value)))
 		if err != nil {
 			errs[id] = "Not valid JSON: " + err.Error()
 			continue
@@ -348,7 +348,7 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 			errs[id] = err.Error()
 			continue
 		}
-		orig, err := workflow.Canonical(a.Args)
+		orig, err := jsonvalue.Canonical(a.Args)
 		if err != nil || !bytes.Equal(orig, restored) {
 			changes = append(changes, change{i, restored})
 		}
@@ -366,8 +366,8 @@ func (s *Server) submitEdit(ctx context.Context, ic *Interaction, digest string)
 	ch := changes[0]
 	_, err = s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: ref.RunID, RequestID: ref.RequestID, Fingerprint: ref.Fingerprint, Approver: who,
-		Verdict: workflow.VerdictApprove, Reason: strings.TrimSpace(state[blockReason][inputReason].Value),
-		Edit: ch.args, EditIndex: ch.index, Via: workflow.ViaSlack, PayloadDigest: digest,
+		Verdict: record.VerdictApprove, Reason: strings.TrimSpace(state[blockReason][inputReason].Value),
+		Edit: ch.args, EditIndex: ch.index, Via: record.ViaSlack, PayloadDigest: digest,
 	})
 	if err != nil {
 		return modalErrors(map[string]string{editBlockID(ch.index): mdToPlain(s.refusal(ctx, ref, err, log))}), nil

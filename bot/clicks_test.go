@@ -45,7 +45,7 @@ func TestApproveIsCheckedOnceByTheEngine(t *testing.T) {
 			return ref, leadGrace
 		}, []string{"not from an approval request of run"}},
 		{"run cancelled", func(h *slackHarness, v *workflow.RunView) (Ref, string) {
-			if _, err := h.eng.Cancel(h.ctx, v.ID, workflow.Person{ID: leadOmar}, "not needed"); err != nil {
+			if _, err := h.eng.Cancel(h.ctx, v.ID, record.Person{ID: leadOmar}, "not needed"); err != nil {
 				t.Fatal(err)
 			}
 			return refOf(v), leadGrace
@@ -67,7 +67,7 @@ func TestApproveIsCheckedOnceByTheEngine(t *testing.T) {
 			}
 			eph := h.acts.Ephemerals()[told:]
 			if tc.wantTold == nil {
-				if len(eph) != 0 || h.get(v.ID).Status != workflow.StatusExecuting {
+				if len(eph) != 0 || h.get(v.ID).Status != record.StatusExecuting {
 					t.Fatalf("accepted click: told %+v, run %s", eph, h.get(v.ID).Status)
 				}
 				return

@@ -55,7 +55,7 @@ func helpText(cmd string) string {
 // ephemeral message; only a broken request is an error, and that was caught
 // before.
 func (s *Server) command(ctx context.Context, cmd *Command) Response {
-	who := workflow.Person{ID: cmd.UserID, Name: cutText(cmd.UserName, 80)}
+	who := record.Person{ID: cmd.UserID, Name: cutText(cmd.UserName, 80)}
 	log := s.log.With("user_id", cmd.UserID, "command", cutText(cmd.Command, 40))
 	if !strings.EqualFold(cmd.Command, s.slash) {
 		// The app's command and slack.command differ: say which is which
@@ -124,9 +124,9 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 
 // resolve records what who found of a run that needs attention. A receipt
 // is given with signoff resolve or the API, not in a slash command.
-func (s *Server) resolve(ctx context.Context, who workflow.Person, id, choice, reason string, log *slog.Logger) Response {
-	c := workflow.Resolution(choice)
-	if c != workflow.ResolveHappened && c != workflow.ResolveRetry && c != workflow.ResolveAbandon {
+func (s *Server) resolve(ctx context.Context, who record.Person, id, choice, reason string, log *slog.Logger) Response {
+	c := record.Resolution(choice)
+	if c != record.ResolveHappened && c != record.ResolveRetry && c != record.ResolveAbandon {
 		return reply("Say what became of it: `" + mdEscape(s.slash) + " resolve RUN_ID happened|retry|abandon reason…` (" +
 			"happened: it took place; retry: it did not, send it again under the same key; abandon: it did not, end the run as failed).")
 	}
@@ -140,7 +140,7 @@ func (s *Server) resolve(ctx context.Context, who workflow.Person, id, choice, r
 
 // mayRead says whether who may see runs: anyone holding a role. The engine
 // checks cancel, reassign and extend itself; reading is checked here.
-func (s *Server) mayRead(ctx context.Context, who workflow.Person, log *slog.Logger) string {
+func (s *Server) mayRead(ctx context.Context, who record.Person, log *slog.Logger) string {
 	_, ok, err := s.dir.RoleOf(ctx, who.ID)
 	switch {
 	case err != nil:
@@ -152,12 +152,12 @@ func (s *Server) mayRead(ctx context.Context, who workflow.Person, log *slog.Log
 	return ""
 }
 
-func (s *Server) pending(ctx context.Context, who workflow.Person, page int, log *slog.Logger) Response {
+func (s *Server) pending(ctx context.Context, who record.Person, page int, log *slog.Logger) Response {
 	if msg := s.mayRead(ctx, who, log); msg != "" {
 		return reply(msg)
 	}
-	runs, err := s.pendingViews(ctx, workflow.RunFilter{
-		Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: page*pendingPageSize + 1,
+	runs, err := s.pendingViews(ctx, storage.RunFilter{
+		Statuses: []record.Status{record.StatusWaitingApproval}, Limit: page*pendingPageSize + 1,
 	}, (page-1)*pendingPageSize, log)
 	if err != nil {
 		log.Error("list pending runs", "err", err)
@@ -193,7 +193,7 @@ func (s *Server) pending(ctx context.Context, who workflow.Person, page int, log
 // viewLister is an engine that reads a page of runs with what each is
 // about in one query.
 type viewLister interface {
-	ListViews(ctx context.Context, f workflow.RunFilter) ([]*workflow.RunView, error)
+	ListViews(ctx context.Context, f storage.RunFilter) ([]*workflow.RunView, error)
 }
 
 var _ viewLister = (*workflow.Engine)(nil)
@@ -208,7 +208,7 @@ type pendingRun struct {
 // pendingViews lists runs with their actions, summary and requester: in one
 // query when the engine can, else by reading each run from index from on
 // (those before are another page's).
-func (s *Server) pendingViews(ctx context.Context, f workflow.RunFilter, from int, log *slog.Logger) ([]pendingRun, error) {
+func (s *Server) pendingViews(ctx context.Context, f storage.RunFilter, from int, log *slog.Logger) ([]pendingRun, error) {
 	if lv, ok := s.eng.(viewLister); ok {
 		views, err := lv.ListViews(ctx, f)
 		if err != nil {
@@ -238,7 +238,7 @@ func (s *Server) pendingViews(ctx context.Context, f workflow.RunFilter, from in
 			log.Warn("read pending run", "run_id", r.ID, "err", err)
 		}
 		if !read {
-			v = &workflow.RunView{ID: r.ID, Requester: workflow.Person{ID: r.RequesterID}, CreatedAt: r.CreatedAt}
+			v = &workflow.RunView{ID: r.ID, Requester: record.Person{ID: r.RequesterID}, CreatedAt: r.CreatedAt}
 		}
 		// The deadline is the run row's, as the one-query list has it.
 		v.Deadline = nil
@@ -270,7 +270,7 @@ func pendingLine(p pendingRun, now time.Time) string {
 	return line + "\nasked by " + personText(v.Requester) + " · " + agoText(now, v.CreatedAt) + deadline
 }
 
-func (s *Server) show(ctx context.Context, who workflow.Person, id string, log *slog.Logger) Response {
+func (s *Server) show(ctx context.Context, who record.Person, id string, log *slog.Logger) Response {
 	if msg := s.mayRead(ctx, who, log); msg != "" {
 		return reply(msg)
 	}
@@ -286,11 +286,11 @@ func (s *Server) show(ctx context.Context, who workflow.Person, id string, log *
 
 // commandRefusal is what a person is told when the engine refused a command.
 func (s *Server) commandRefusal(err error, log *slog.Logger) string {
-	var r *workflow.RefusedError
+	var r *record.RefusedError
 	switch {
 	case errors.As(err, &r):
 		log.Info("slack command refused", "code", r.Code, "reason", r.Msg)
-		if r.Code == workflow.CodeUnknownRun {
+		if r.Code == record.CodeUnknownRun {
 			return "Nothing changed: there is no run " + mdCode(r.RunID, 100) + "."
 		}
 		return "Nothing changed: " + mdEscape(r.Msg) + "."
@@ -309,14 +309,14 @@ var (
 
 // parseMention reads a person from "<@U123|name>" (what Slack sends for a
 // mention when the command escapes them), "<@U123>" or a bare user id.
-func parseMention(s string) (workflow.Person, bool) {
+func parseMention(s string) (record.Person, bool) {
 	if m := mentionArg.FindStringSubmatch(s); m != nil {
-		return workflow.Person{ID: m[1], Name: m[2]}, true
+		return record.Person{ID: m[1], Name: m[2]}, true
 	}
 	if slackUserID.MatchString(s) {
-		return workflow.Person{ID: s}, true
+		return record.Person{ID: s}, true
 	}
-	return workflow.Person{}, false
+	return record.Person{}, false
 }
 
 // ParseExtension reads a duration in Go's form, with days too: 24h, 90m, 2d,

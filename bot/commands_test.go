@@ -110,7 +110,7 @@ func TestRunsShow(t *testing.T) {
 	v := h.submit("refund-double-charge", "")
 	_, r := h.runsCommand(manager, "show "+v.ID)
 	got := replyText(r)
-	for _, w := range []string{"Approval needed: request_refund", v.ID, workflow.ShortFingerprint(v.Fingerprint), "large-refund", "LK-507862"} {
+	for _, w := range []string{"Approval needed: request_refund", v.ID, policy.ShortFingerprint(v.Fingerprint), "large-refund", "LK-507862"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("show lacks %q:\n%s", w, got)
 		}
@@ -138,14 +138,14 @@ func TestRunsManage(t *testing.T) {
 		change func(t *testing.T, before, after *workflow.RunView)
 	}{
 		{"cancel", leadGrace, "cancel %s customer &lt;withdrew&gt; the complaint", "Cancelled run", func(t *testing.T, b, a *workflow.RunView) {
-			if a.Status != workflow.StatusCancelled || a.Reason != "cancelled by U0LEAD0001: customer <withdrew> the complaint" {
+			if a.Status != record.StatusCancelled || a.Reason != "cancelled by U0LEAD0001: customer <withdrew> the complaint" {
 				t.Errorf("after cancel: %s %q", a.Status, a.Reason)
 			}
 		}},
 		{"cancel without a reason", leadGrace, "cancel %s", "Not enough arguments", nil},
 		{"cancel without the role", nobody, "cancel %s because", "Nothing changed: only the requester or someone with role team_lead", nil},
 		{"reassign", leadGrace, "reassign %s <@U0LEAD0002|omar>", "is now assigned to <@U0LEAD0002>", func(t *testing.T, b, a *workflow.RunView) {
-			if a.Gate.Assignee != leadOmar || a.Status != workflow.StatusWaitingApproval {
+			if a.Gate.Assignee != leadOmar || a.Status != record.StatusWaitingApproval {
 				t.Errorf("after reassign: assignee %q, %s", a.Gate.Assignee, a.Status)
 			}
 		}},
@@ -231,7 +231,7 @@ func TestCommandRequests(t *testing.T) {
 }
 
 func TestParseMention(t *testing.T) {
-	for in, want := range map[string]workflow.Person{
+	for in, want := range map[string]record.Person{
 		"<@U0LEAD0002|omar>": {ID: "U0LEAD0002", Name: "omar"},
 		"<@W0LEAD0002>":      {ID: "W0LEAD0002"},
 		"U0LEAD0002":         {ID: "U0LEAD0002"},
@@ -290,10 +290,10 @@ func TestRunsResolve(t *testing.T) {
 		Amount: 119, Currency: "CAD", ReasonCode: "RFD-DOUBLE"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.eng.Decide(h.ctx, workflow.DecideInput{RunID: v.ID, Approver: workflow.Person{ID: leadGrace}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+	if _, err := h.eng.Decide(h.ctx, workflow.DecideInput{RunID: v.ID, Approver: record.Person{ID: leadGrace}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	if run, err := h.eng.Resume(h.ctx, v.ID); err != nil || run.Status != workflow.StatusNeedsAttention {
+	if run, err := h.eng.Resume(h.ctx, v.ID); err != nil || run.Status != record.StatusNeedsAttention {
 		t.Fatalf("after the refund by hand: %+v, %v; want needs_attention", run, err)
 	}
 	for _, tc := range []struct {
@@ -320,7 +320,7 @@ func TestRunsResolve(t *testing.T) {
 		t.Fatalf("reply: %s", got)
 	}
 	after := h.get(v.ID)
-	if after.Status != workflow.StatusFailed || len(after.Resolutions) != 1 || after.Resolutions[0].Via != "slack" || after.Resolutions[0].By != manager {
+	if after.Status != record.StatusFailed || len(after.Resolutions) != 1 || after.Resolutions[0].Via != "slack" || after.Resolutions[0].By != manager {
 		t.Fatalf("status %s, resolutions %+v", after.Status, after.Resolutions)
 	}
 	if msg := replyText(commandReply{Blocks: RenderRun(after, RenderContext{Roles: h.eng.Roles(), Redact: Redactor(h.eng), Now: h.clock.Now()})}); !strings.Contains(msg, ":wrench: *Resolved* by <@"+manager+">") {

@@ -49,7 +49,7 @@ func fixture(t testing.TB, name string, ref Ref, user string, vars map[string]st
 	}
 	all := map[string]string{
 		"RUN_ID": ref.RunID, "REQUEST_ID": ref.RequestID, "FINGERPRINT": ref.Fingerprint,
-		"SHORT_FINGERPRINT": workflow.ShortFingerprint(ref.Fingerprint), "REF": ref.String(), "USER_ID": user,
+		"SHORT_FINGERPRINT": policy.ShortFingerprint(ref.Fingerprint), "REF": ref.String(), "USER_ID": user,
 	}
 	for k, v := range vars {
 		all[k] = v

@@ -25,7 +25,7 @@ type UserGroupLister interface {
 // usergroups.users.list allows about 20 calls a minute. The highest role wins.
 // It implements workflow.Directory.
 type Directory struct {
-	roles  *workflow.Roles
+	roles  *policy.Roles
 	groups []roleGroup // highest role first
 	lister UserGroupLister
 	ttl    time.Duration
@@ -56,7 +56,7 @@ type groupEntry struct {
 // them. lister may be nil when groups is empty. ttl is how long a group's
 // members are trusted; a failed lookup is remembered for a tenth of it, so a
 // Slack outage is not hammered by every click.
-func NewDirectory(roles *workflow.Roles, groups map[string]string, lister UserGroupLister, ttl time.Duration, clock workflow.Clock) *Directory {
+func NewDirectory(roles *policy.Roles, groups map[string]string, lister UserGroupLister, ttl time.Duration, clock workflow.Clock) *Directory {
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}

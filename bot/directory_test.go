@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/internal/clocktest"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // fakeLister serves user groups from a map and counts the calls.
@@ -38,8 +37,8 @@ func (f *fakeLister) set(groups map[string][]string, err error) {
 	f.mu.Unlock()
 }
 
-func dirRoles(t *testing.T) *workflow.Roles {
-	r, err := workflow.NewRoles([]workflow.Role{
+func dirRoles(t *testing.T) *policy.Roles {
+	r, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:resolver"}},
 		{Name: "team_lead", Members: []string{leadGrace}},
 		{Name: "manager", Members: []string{manager}},

@@ -37,7 +37,7 @@ type Renderer func(v *workflow.RunView, req workflow.RequestView) ([]slack.Block
 // memory is the process's own: after a restart (or on another replica) one
 // unchanged rewrite may be sent again, which Slack shows as nothing.
 type Dispatcher struct {
-	Store   workflow.Store
+	Store   storage.Store
 	Engine  *workflow.Engine
 	Slack   Poster
 	Channel string
@@ -62,19 +62,19 @@ const maxRemembered = 10000
 // rendering of the run as it is now.
 func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	now := d.now()
-	var due []*workflow.OutboxMessage
-	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	var due []*record.OutboxMessage
+	err := d.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		// Only its own kinds: rows of another dispatcher (callbacks waiting
 		// behind a failing one) must not fill the round.
-		due, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
+		due, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read the outbox: %w", err)
 	}
 	var order []string
-	byRun := map[string][]*workflow.OutboxMessage{}
+	byRun := map[string][]*record.OutboxMessage{}
 	for _, m := range due {
 		if m.Kind != KindPost && m.Kind != KindUpdate {
 			continue // another dispatcher's kind
@@ -113,17 +113,17 @@ func (d *Dispatcher) log() *slog.Logger {
 // deliver claims one run's rows, sends them as one, and records the outcome on
 // each. A row another replica claimed first is skipped without error. It
 // returns how many rows were delivered.
-func (d *Dispatcher) deliver(ctx context.Context, rows []*workflow.OutboxMessage) (int, error) {
+func (d *Dispatcher) deliver(ctx context.Context, rows []*record.OutboxMessage) (int, error) {
 	claim := d.ClaimFor
 	if claim <= 0 {
 		claim = time.Minute
 	}
-	var claimed []*workflow.OutboxMessage
+	var claimed []*record.OutboxMessage
 	for _, m := range rows {
 		m.Attempts++
 		m.NextAttempt = d.now().Add(claim)
-		err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) })
-		if errors.Is(err, workflow.ErrConflict) {
+		err := d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) })
+		if errors.Is(err, storage.ErrConflict) {
 			continue
 		}
 		if err != nil {
@@ -150,7 +150,7 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*workflow.OutboxMessage
 			d.log().Log(ctx, level, "slack delivery failed", "outbox_id", m.ID, "kind", m.Kind, "run_id", m.RunID,
 				"attempt", m.Attempts, "retry_in", wait.String(), "error", sendErr.Error())
 		}
-		if err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
+		if err := d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
 			errs = append(errs, fmt.Errorf("record delivery of outbox row %d: %w", m.ID, err))
 		}
 	}
@@ -163,7 +163,7 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*workflow.OutboxMessage
 // send delivers the claimed rows of one run: it posts the requests that wait
 // for their message, then, if any row asks for it, rewrites every posted
 // message of the run from its current state.
-func (d *Dispatcher) send(ctx context.Context, rows []*workflow.OutboxMessage) error {
+func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) error {
 	runID := rows[0].RunID
 	var toPost []string
 	rewrite := false
@@ -284,9 +284,9 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 	}
 	// Where the message went is a record of its own, so recording it races
 	// no decision: the request row is the engine's alone.
-	loc := &workflow.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
-	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertMessageLocation(ctx, loc) })
-	if errors.Is(err, workflow.ErrDuplicate) {
+	loc := &record.MessageLocation{RequestID: r.ID, RunID: v.ID, Channel: ch, TS: ts, PostedAt: d.now()}
+	err = d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.InsertMessageLocation(ctx, loc) })
+	if errors.Is(err, storage.ErrDuplicate) {
 		// Another delivery of the post recorded its message first (a claim
 		// that ran out while this one was on its way): that message is the
 		// one kept up to date.
@@ -315,7 +315,7 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 // has a message of its own. A newer request that the edit approved at once
 // gets no message (nobody is asked anything), so the old one shows the run.
 // command is the slash command hints name ("" for DefaultCommand).
-func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]string, command string, clock workflow.Clock) Renderer {
+func NewRenderer(specs ActionSpecs, roles *policy.Roles, groups map[string]string, command string, clock workflow.Clock) Renderer {
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
@@ -333,7 +333,7 @@ func NewRenderer(specs ActionSpecs, roles *workflow.Roles, groups map[string]str
 func requestPending(v *workflow.RunView, id string) bool {
 	for _, r := range v.Requests {
 		if r.ID == id {
-			return r.Status == workflow.RequestPending
+			return r.Status == record.RequestPending
 		}
 	}
 	return false

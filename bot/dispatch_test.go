@@ -38,7 +38,7 @@ type dispatchHarness struct {
 	// noSlack is an engine on the same store without the Slack outbox hook: a
 	// process whose config had no slack section.
 	noSlack *workflow.Engine
-	store   workflow.Store
+	store   storage.Store
 	shop    *demo.Shop
 	slack   *fakeslack.Server
 	disp    *bot.Dispatcher
@@ -95,20 +95,20 @@ func newDispatchHarness(t *testing.T) *dispatchHarness {
 func testRender(v *workflow.RunView, r workflow.RequestView) ([]slack.Block, string) {
 	text := "run " + v.ID + " " + string(v.Status)
 	blocks := []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", text, false, false), nil, nil)}
-	if v.Status == workflow.StatusWaitingApproval {
+	if v.Status == record.StatusWaitingApproval {
 		blocks = append(blocks, slack.NewActionBlock("decide", slack.NewButtonBlockElement("signoff_approve", r.ID, slack.NewTextBlockObject("plain_text", "Approve", false, false))))
 	}
 	return blocks, text
 }
 
-func (h *dispatchHarness) submitRefund(t *testing.T) *workflow.Run {
+func (h *dispatchHarness) submitRefund(t *testing.T) *record.Run {
 	t.Helper()
 	return h.submitWith(t, h.engine, "")
 }
 
 // submitWith submits the double-charge refund through e, under its own
 // idempotency key when key is set.
-func (h *dispatchHarness) submitWith(t *testing.T, e *workflow.Engine, key string) *workflow.Run {
+func (h *dispatchHarness) submitWith(t *testing.T, e *workflow.Engine, key string) *record.Run {
 	t.Helper()
 	body, err := fixtures.Proposal("refund-double-charge")
 	if err != nil {
@@ -122,7 +122,7 @@ func (h *dispatchHarness) submitWith(t *testing.T, e *workflow.Engine, key strin
 		p.IdempotencyKey = key
 	}
 	run, err := e.Submit(context.Background(), p)
-	if err != nil || run.Status != workflow.StatusWaitingApproval {
+	if err != nil || run.Status != record.StatusWaitingApproval {
 		t.Fatalf("submit: %v %v", run, err)
 	}
 	return run
@@ -156,7 +156,7 @@ func TestApprovalMessageIsPostedThenRewritten(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "slack"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
@@ -190,7 +190,7 @@ func TestSlackOutageDelaysButLosesNothing(t *testing.T) {
 		t.Fatal("delivered through a 500")
 	}
 	// The decision does not wait for Slack.
-	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.now = h.clock.now.Add(5 * time.Second)
@@ -218,8 +218,8 @@ func TestOutboxRowsCommitWithTheTransition(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := h.submitRefund(t)
-	var rows []*workflow.OutboxMessage
-	err = h.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	var rows []*record.OutboxMessage
+	err = h.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		rows, err = tx.DueOutbox(ctx, h.clock.now.Add(time.Hour), 0)
 		return err
@@ -255,7 +255,7 @@ func TestPostRetriedThroughRateLimitAndServerErrorThenRewritten(t *testing.T) {
 		t.Fatalf("messages %+v", msgs)
 	}
 	ctx := context.Background()
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0002"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0002"}, Verdict: record.VerdictApprove, Via: "slack"}); err != nil {
 		t.Fatal(err)
 	}
 	h.slack.FailNext("chat.update", http.StatusServiceUnavailable, "")
@@ -286,7 +286,7 @@ func TestSweeperRewritesAnExpiredRequest(t *testing.T) {
 	if len(msgs) != 1 || msgs[0].Updates != 1 || !strings.Contains(msgs[0].Text, "expired") || strings.Contains(msgs[0].Blocks, "signoff_approve") {
 		t.Fatalf("after the deadline: %+v", msgs)
 	}
-	if v, _ := h.engine.Get(context.Background(), run.ID); v.Status != workflow.StatusExpired {
+	if v, _ := h.engine.Get(context.Background(), run.ID); v.Status != record.StatusExpired {
 		t.Fatalf("run %s", v.Status)
 	}
 }
@@ -299,8 +299,8 @@ func TestEditThatLowersTheRiskStillRewritesTheMessage(t *testing.T) {
 	h.deliver(t)
 	ctx := context.Background()
 	edit := json.RawMessage(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":40,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)
-	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack", Edit: edit})
-	if err != nil || got.Status != workflow.StatusExecuting {
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "slack", Edit: edit})
+	if err != nil || got.Status != record.StatusExecuting {
 		t.Fatalf("edit: %v %v", got, err)
 	}
 	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
@@ -313,10 +313,10 @@ func TestEditThatLowersTheRiskStillRewritesTheMessage(t *testing.T) {
 		t.Fatalf("the message was not rewritten with the outcome: %+v", msgs)
 	}
 	v, err := h.engine.Get(ctx, run.ID)
-	if err != nil || v.Status != workflow.StatusDone {
+	if err != nil || v.Status != record.StatusDone {
 		t.Fatalf("run %v %v", v, err)
 	}
-	var rc workflow.Receipt
+	var rc record.Receipt
 	if err := json.Unmarshal(v.Operations[0].Receipt, &rc); err != nil || !strings.Contains(msgs[0].Blocks, rc.ID) {
 		t.Fatalf("the message does not show the receipt %q: %s", rc.ID, msgs[0].Blocks)
 	}
@@ -332,8 +332,8 @@ func TestEditApprovedAtOnceRewritesTheMessage(t *testing.T) {
 	h.deliver(t)
 	ctx := context.Background()
 	edit := json.RawMessage(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":60,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)
-	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack", Edit: edit})
-	if err != nil || got.Status != workflow.StatusExecuting {
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "slack", Edit: edit})
+	if err != nil || got.Status != record.StatusExecuting {
 		t.Fatalf("edit: %v %v", got, err)
 	}
 	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
@@ -420,7 +420,7 @@ func TestOneRewritePerRendering(t *testing.T) {
 			run := h.submitRefund(t)
 			h.deliver(t)
 			ctx := context.Background()
-			if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+			if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "slack"}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.engine.Resume(ctx, run.ID); err != nil {
@@ -451,7 +451,7 @@ func TestChangedRenderingIsRewrittenAgain(t *testing.T) {
 	run := h.submitRefund(t)
 	h.deliver(t)
 	ctx := context.Background()
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "slack"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "slack"}); err != nil {
 		t.Fatal(err)
 	}
 	h.deliver(t)
@@ -551,11 +551,11 @@ func TestUnreadableRowIsDeliveredAsARewrite(t *testing.T) {
 	run := h.submitRefund(t)
 	h.deliver(t)
 	ctx := context.Background()
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		return tx.EnqueueOutbox(ctx, &workflow.OutboxMessage{RunID: run.ID, Kind: bot.KindPost, Payload: []byte("{not json"), NextAttempt: h.clock.now, CreatedAt: h.clock.now})
+	err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return tx.EnqueueOutbox(ctx, &record.OutboxMessage{RunID: run.ID, Kind: bot.KindPost, Payload: []byte("{not json"), NextAttempt: h.clock.now, CreatedAt: h.clock.now})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -572,9 +572,9 @@ func TestUnreadableRowIsDeliveredAsARewrite(t *testing.T) {
 // however many, leave the Slack rows their place in a round.
 func TestOtherKindsDoNotFillTheRound(t *testing.T) {
 	h := newDispatchHarness(t)
-	err := h.store.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err := h.store.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		for range 3 {
-			m := &workflow.OutboxMessage{RunID: "run-other", Kind: "callback", Payload: []byte(`{}`), CreatedAt: h.clock.now}
+			m := &record.OutboxMessage{RunID: "run-other", Kind: "callback", Payload: []byte(`{}`), CreatedAt: h.clock.now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
 			}

@@ -159,13 +159,13 @@ func (h *slackHarness) submit(name, requester string) *workflow.RunView {
 	}
 	p.IdempotencyKey = fmt.Sprintf("%s-%d", p.IdempotencyKey, h.seq.Add(1))
 	if requester != "" {
-		p.Requester = workflow.Person{ID: requester}
+		p.Requester = record.Person{ID: requester}
 	}
 	run, err := h.eng.Submit(h.ctx, p)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if run.Status != workflow.StatusWaitingApproval {
+	if run.Status != record.StatusWaitingApproval {
 		h.t.Fatalf("submitted %s: %s, want waiting_approval", name, run.Status)
 	}
 	return h.get(run.ID)

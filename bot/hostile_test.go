@@ -20,15 +20,15 @@ func hostileView(t *testing.T) *workflow.RunView {
 	corpus := texttest.Corpus(t)
 	v := refundView()
 	v.TaskID = corpus[1]
-	v.Requester = workflow.Person{ID: corpus[2], Name: corpus[8]}
+	v.Requester = record.Person{ID: corpus[2], Name: corpus[8]}
 	v.Summary = strings.Join(corpus, " ")
 	v.Evidence = nil
 	for _, s := range corpus {
 		data, _ := json.Marshal(map[string]any{"note": s, s: s, "list": []string{s}})
-		v.Evidence = append(v.Evidence, workflow.Evidence{Source: s, Data: data})
+		v.Evidence = append(v.Evidence, record.Evidence{Source: s, Data: data})
 	}
 	args, _ := json.Marshal(map[string]any{"amount": 119, "currency": corpus[9], "order_id": corpus[0], "payment_id": corpus[4], "reason_code": corpus[8]})
-	v.Actions = []workflow.Action{{Name: "request_refund", Args: args}}
+	v.Actions = []record.Action{{Name: "request_refund", Args: args}}
 	return v
 }
 
@@ -139,7 +139,7 @@ func TestDistinctValuesNeverRenderAlike(t *testing.T) {
 	row := regexp.MustCompile("^• `([^`]*)`: `([^`]*)`$")
 	shownAs := func(args string) (key, value string, whole bool) {
 		t.Helper()
-		text, whole := actionText(0, workflow.Action{Name: "request_refund", Args: json.RawMessage(args)}, rc)
+		text, whole := actionText(0, record.Action{Name: "request_refund", Args: json.RawMessage(args)}, rc)
 		lines := strings.Split(text, "\n")
 		m := row.FindStringSubmatch(lines[len(lines)-1])
 		if len(lines) != 2 || m == nil {

@@ -41,7 +41,7 @@ func rejectModal(v *workflow.RunView, ref Ref) slack.ModalViewRequest {
 		PrivateMetadata: ref.String(),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
 			bkSection(fmt.Sprintf("Reject %s on run %s (fingerprint %s). Nothing will be done.",
-				mdEscape(cutText(actionNames(v.Actions), 300)), mdCode(v.ID, 100), mdCode(workflow.ShortFingerprint(ref.Fingerprint), 20))),
+				mdEscape(cutText(actionNames(v.Actions), 300)), mdCode(v.ID, 100), mdCode(policy.ShortFingerprint(ref.Fingerprint), 20))),
 			slack.NewInputBlock(blockReason, bkPlain("Why?"), nil, input),
 		}},
 	}
@@ -77,7 +77,7 @@ func editModal(v *workflow.RunView, ref Ref, redact func(string, json.RawMessage
 		input.Multiline, input.MaxLength, input.InitialValue = true, maxModalInput, pretty.String()
 		var hint *slack.TextBlockObject
 		if !bytes.Equal(shown, a.Args) {
-			hint = bkPlain("Fields shown as " + workflow.Redaction + " keep their stored value.")
+			hint = bkPlain("Fields shown as " + record.Redaction + " keep their stored value.")
 		}
 		blocks = append(blocks, slack.NewInputBlock(editBlockID(i), bkPlain(label), hint, input))
 	}
@@ -95,7 +95,7 @@ func editModal(v *workflow.RunView, ref Ref, redact func(string, json.RawMessage
 	}
 }
 
-func actionNames(as []workflow.Action) string {
+func actionNames(as []record.Action) string {
 	names := make([]string, 0, len(as))
 	for _, a := range as {
 		names = append(names, a.Name)
@@ -111,7 +111,7 @@ func actionNames(as []workflow.Action) string {
 // secret with its placeholder. edited must be canonical JSON (no duplicate
 // keys); the result is canonical too.
 func RestoreRedacted(orig, edited json.RawMessage, paths []string) (json.RawMessage, error) {
-	if len(paths) == 0 || !bytes.Contains(edited, []byte(workflow.Redaction)) {
+	if len(paths) == 0 || !bytes.Contains(edited, []byte(record.Redaction)) {
 		return edited, nil
 	}
 	o, err := decodeNumbers(orig)
@@ -129,7 +129,7 @@ func RestoreRedacted(orig, edited json.RawMessage, paths []string) (json.RawMess
 	if err != nil {
 		return nil, fmt.Errorf("edited arguments: %w", err)
 	}
-	return workflow.Canonical(b)
+	return jsonvalue.Canonical(b)
 }
 
 func decodeNumbers(b []byte) (any, error) {
@@ -146,7 +146,7 @@ func decodeNumbers(b []byte) (any, error) {
 // through object keys, and into every element of an array.
 func restorePath(edited, orig any, hasOrig bool, path []string) any {
 	if len(path) == 0 {
-		if s, ok := edited.(string); ok && s == workflow.Redaction && hasOrig {
+		if s, ok := edited.(string); ok && s == record.Redaction && hasOrig {
 			return orig
 		}
 		return edited

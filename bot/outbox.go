@@ -10,8 +10,8 @@ import (
 
 // Outbox kinds: what the dispatcher does with a row.
 const (
-	KindPost   workflow.OutboxKind = "slack.post"   // post the approval message of a request
-	KindUpdate workflow.OutboxKind = "slack.update" // rewrite every posted message of a run from its current state
+	KindPost   record.OutboxKind = "slack.post"   // post the approval message of a request
+	KindUpdate record.OutboxKind = "slack.update" // rewrite every posted message of a run from its current state
 )
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
@@ -29,20 +29,20 @@ type Outbox struct{}
 var _ workflow.Hook = Outbox{}
 
 // events after which a posted message no longer shows the run as it is.
-var updateEvents = map[workflow.Event]bool{
-	workflow.EventDecided: true, workflow.EventEdited: true, workflow.EventCancelled: true,
-	workflow.EventExpired: true, workflow.EventFinished: true, workflow.EventNeedsAttention: true,
-	workflow.EventReassigned: true, workflow.EventExtended: true, workflow.EventExecuted: true,
-	workflow.EventReconciled: true, workflow.EventResolved: true,
+var updateEvents = map[record.Event]bool{
+	record.EventDecided: true, record.EventEdited: true, record.EventCancelled: true,
+	record.EventExpired: true, record.EventFinished: true, record.EventNeedsAttention: true,
+	record.EventReassigned: true, record.EventExtended: true, record.EventExecuted: true,
+	record.EventReconciled: true, record.EventResolved: true,
 }
 
 // events that create a request a person must see.
-var postEvents = map[workflow.Event]bool{workflow.EventSubmitted: true, workflow.EventProposed: true, workflow.EventEdited: true}
+var postEvents = map[record.Event]bool{record.EventSubmitted: true, record.EventProposed: true, record.EventEdited: true}
 
 // OnTransition queues a post when a transition creates a pending request, and a
 // rewrite after every change of a run that was ever put to a person, whatever
 // its gate says now (an edit can lower the risk so that no request is current).
-func (Outbox) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
+func (Outbox) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Transition) error {
 	asked := t.State != nil && t.State.Gate != nil && t.State.Gate.RequestID != ""
 	if !asked {
 		reqs, err := tx.RequestsForRun(ctx, t.Run.ID)
@@ -59,19 +59,19 @@ func (Outbox) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Trans
 			return err
 		}
 	}
-	if postEvents[t.Event] && t.Request != nil && t.Request.Status == workflow.RequestPending && t.Run.Status == workflow.StatusWaitingApproval {
+	if postEvents[t.Event] && t.Request != nil && t.Request.Status == record.RequestPending && t.Run.Status == record.StatusWaitingApproval {
 		return enqueue(ctx, tx, t.Run, KindPost, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID})
 	}
 	return nil
 }
 
-func enqueue(ctx context.Context, tx workflow.Tx, run *workflow.Run, kind workflow.OutboxKind, p OutboxPayload) error {
+func enqueue(ctx context.Context, tx storage.Tx, run *record.Run, kind record.OutboxKind, p OutboxPayload) error {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode %s of run %s: %w", kind, p.RunID, err)
 	}
 	// The transition's own time: the message is due as soon as it commits.
-	m := &workflow.OutboxMessage{RunID: p.RunID, Kind: kind, Payload: body, NextAttempt: run.UpdatedAt, CreatedAt: run.UpdatedAt}
+	m := &record.OutboxMessage{RunID: p.RunID, Kind: kind, Payload: body, NextAttempt: run.UpdatedAt, CreatedAt: run.UpdatedAt}
 	if err := tx.EnqueueOutbox(ctx, m); err != nil {
 		return fmt.Errorf("enqueue %s of run %s: %w", kind, p.RunID, err)
 	}

@@ -50,7 +50,7 @@ const (
 // RenderContext is what rendering needs besides the run.
 type RenderContext struct {
 	// Roles orders roles and names their members, for "who may approve".
-	Roles *workflow.Roles
+	Roles *policy.Roles
 	// Redact returns the arguments of action as people may see them. It must
 	// fail closed: nil hides the arguments. A nil Redact hides every argument;
 	// use Redactor for the engine's action specs.
@@ -162,7 +162,7 @@ func notWholeText(runID string) string {
 
 // awaitsDecision reports whether the run can take a decision now.
 func awaitsDecision(v *workflow.RunView, now time.Time) bool {
-	if v.Status != workflow.StatusWaitingApproval || v.Problem != "" || v.Gate == nil || v.Gate.RequestID == "" {
+	if v.Status != record.StatusWaitingApproval || v.Problem != "" || v.Gate == nil || v.Gate.RequestID == "" {
 		return false
 	}
 	return v.Deadline == nil || now.Before(*v.Deadline)
@@ -175,7 +175,7 @@ func FallbackText(v *workflow.RunView) string {
 	b.WriteString(mdEscape(headline(v, time.Time{})))
 	b.WriteString(" (run " + mdEscape(v.ID))
 	if v.Fingerprint != "" {
-		b.WriteString(", fingerprint " + workflow.ShortFingerprint(v.Fingerprint))
+		b.WriteString(", fingerprint " + policy.ShortFingerprint(v.Fingerprint))
 	}
 	b.WriteString(")")
 	return cutText(b.String(), maxFallback)
@@ -183,23 +183,23 @@ func FallbackText(v *workflow.RunView) string {
 
 // headline is the header: the state in one word and the actions by name.
 func headline(v *workflow.RunView, now time.Time) string {
-	word := map[workflow.Status]string{
-		workflow.StatusRunning:         "Working",
-		workflow.StatusWaitingApproval: "Approval needed",
-		workflow.StatusExecuting:       "Approved, running",
-		workflow.StatusDone:            "Done",
-		workflow.StatusFailed:          "Failed",
-		workflow.StatusRejected:        "Rejected",
-		workflow.StatusExpired:         "Expired",
-		workflow.StatusCancelled:       "Cancelled",
-		workflow.StatusNeedsAttention:  "Needs attention",
+	word := map[record.Status]string{
+		record.StatusRunning:         "Working",
+		record.StatusWaitingApproval: "Approval needed",
+		record.StatusExecuting:       "Approved, running",
+		record.StatusDone:            "Done",
+		record.StatusFailed:          "Failed",
+		record.StatusRejected:        "Rejected",
+		record.StatusExpired:         "Expired",
+		record.StatusCancelled:       "Cancelled",
+		record.StatusNeedsAttention:  "Needs attention",
 	}[v.Status]
 	if word == "" {
 		word = string(v.Status)
 	}
 	if v.Problem != "" {
 		word = "Needs attention"
-	} else if v.Status == workflow.StatusWaitingApproval && v.Deadline != nil && !now.IsZero() && !now.Before(*v.Deadline) {
+	} else if v.Status == record.StatusWaitingApproval && v.Deadline != nil && !now.IsZero() && !now.Before(*v.Deadline) {
 		word = "Deadline passed"
 	}
 	names := make([]string, 0, len(v.Actions))
@@ -231,37 +231,37 @@ func statusText(v *workflow.RunView, rc RenderContext) string {
 			lines = append(lines, fmt.Sprintf(":pencil2: *Edited* by %s %s%s", mdMention(d.By, d.Name), slackDate(d.At), reasonSuffix(d.Reason)))
 		case d.RequestID != current:
 			// A decision on a request an edit replaced: the edit line says it.
-		case d.Decision == workflow.VerdictApprove:
+		case d.Decision == record.VerdictApprove:
 			lines = append(lines, fmt.Sprintf(":white_check_mark: *Approved* by %s (%s) %s", mdMention(d.By, d.Name), mdEscape(d.Role), slackDate(d.At)))
-		case d.Decision == workflow.VerdictReject:
+		case d.Decision == record.VerdictReject:
 			lines = append(lines, fmt.Sprintf(":x: *Rejected* by %s (%s) %s%s", mdMention(d.By, d.Name), mdEscape(d.Role), slackDate(d.At), reasonSuffix(d.Reason)))
 		}
 	}
 	req := currentRequest(v)
 	switch v.Status {
-	case workflow.StatusWaitingApproval:
+	case record.StatusWaitingApproval:
 		if req != nil && req.Count > 1 {
 			n := 0
 			for _, d := range v.Decisions {
-				if d.RequestID == req.ID && d.Decision == workflow.VerdictApprove {
+				if d.RequestID == req.ID && d.Decision == record.VerdictApprove {
 					n++
 				}
 			}
 			lines = append(lines, fmt.Sprintf("%d of %d approvals so far.", n, req.Count))
 		}
-	case workflow.StatusExecuting:
+	case record.StatusExecuting:
 		if v.RetryAt != nil && v.RetryAt.After(rc.Now) {
 			lines = append(lines, ":hourglass_flowing_sand: Running the approved actions: the target asked for time; asking it again "+slackDate(*v.RetryAt)+".")
 		} else {
 			lines = append(lines, ":gear: Running the approved actions now.")
 		}
-	case workflow.StatusExpired:
+	case record.StatusExpired:
 		at := ""
 		if req != nil {
 			at = " " + slackDate(req.Deadline)
 		}
 		lines = append(lines, ":hourglass: *Expired*: nobody decided before the deadline"+at+". Nothing was done.")
-	case workflow.StatusCancelled:
+	case record.StatusCancelled:
 		by, at := "", ""
 		if req != nil && req.DecidedBy != "" {
 			by = " by " + mdMention(req.DecidedBy, "")
@@ -274,14 +274,14 @@ func statusText(v *workflow.RunView, rc RenderContext) string {
 			why = after
 		}
 		lines = append(lines, ":no_entry_sign: *Cancelled*"+by+at+reasonSuffix(why)+" Nothing was done.")
-	case workflow.StatusRejected:
+	case record.StatusRejected:
 		lines = append(lines, "Nothing was done.")
-	case workflow.StatusFailed:
+	case record.StatusFailed:
 		lines = append(lines, ":x: *Failed*: "+mdCode(v.Reason, 600))
-	case workflow.StatusNeedsAttention:
+	case record.StatusNeedsAttention:
 		lines = append(lines, ":warning: *Needs attention*: "+mdCode(v.Reason, 600)+"\nA person must look at the target, then resolve it: `"+
 			mdEscape(rc.slash())+" resolve "+mdEscape(v.ID)+" happened|retry|abandon reason…` or `signoff resolve "+mdEscape(v.ID)+"`.")
-	case workflow.StatusDone:
+	case record.StatusDone:
 		lines = append(lines, ":white_check_mark: *Done.*")
 	}
 	for _, r := range v.Resolutions {
@@ -305,7 +305,7 @@ func reasonSuffix(reason string) string {
 // operationLines is the outcome of each action: its receipt, or why there is none.
 func operationLines(v *workflow.RunView) []string {
 	var lines []string
-	resolved := map[string]workflow.ResolutionRecord{}
+	resolved := map[string]record.ResolutionRecord{}
 	for _, r := range v.Resolutions {
 		resolved[r.Key] = r
 	}
@@ -313,20 +313,20 @@ func operationLines(v *workflow.RunView) []string {
 		var s string
 		r, byPerson := resolved[op.Key]
 		switch {
-		case byPerson && op.Status != workflow.OpPending:
+		case byPerson && op.Status != record.OpPending:
 			s = "resolved by " + mdMention(r.By, "") + ": " + mdEscape(r.Choice.Describe())
-			if op.Status == workflow.OpCommitted {
+			if op.Status == record.OpCommitted {
 				s += ", receipt " + mdCode(receiptID(op.Receipt), 80)
 			}
 			lines = append(lines, fmt.Sprintf("• %d. %s: %s", i+1, mdEscape(op.Action), s))
 			continue
 		}
 		switch op.Status {
-		case workflow.OpCommitted:
+		case record.OpCommitted:
 			s = "done, receipt " + mdCode(receiptID(op.Receipt), 80)
-		case workflow.OpFailed:
+		case record.OpFailed:
 			s = "refused by the target: " + mdCode(op.Error, 300)
-		case workflow.OpUnknown:
+		case record.OpUnknown:
 			s = ":warning: outcome unknown, a person must check: " + mdCode(op.Error, 300)
 		default:
 			s = "in progress"
@@ -363,7 +363,7 @@ func currentRequest(v *workflow.RunView) *workflow.RequestView {
 // argument's key and value uncut. Arguments the config's redaction hides are
 // shown as hidden, which counts as shown: the config decided it, not the
 // length of what an agent wrote.
-func actionText(i int, a workflow.Action, rc RenderContext) (text string, all bool) {
+func actionText(i int, a record.Action, rc RenderContext) (text string, all bool) {
 	const maxName, maxKey = 100, 60
 	head := fmt.Sprintf("*%d. %s*", i+1, mdEscape(cutText(a.Name, maxName)))
 	all = len(a.Name) <= maxName
@@ -371,17 +371,17 @@ func actionText(i int, a workflow.Action, rc RenderContext) (text string, all bo
 	if shown == nil {
 		return head + "\n_arguments hidden_", all
 	}
-	fields, ok := workflow.ShowFields(shown)
+	fields, ok := show.Fields(shown)
 	if !ok {
 		// Not an object: show it whole, as a value.
 		room := maxActionText - len(head) - 10
-		v := workflow.ShowValue(shown)
+		v := show.Value(shown)
 		return head + "\n" + mdCode(v, room), all && len(v) <= room
 	}
 	lines := []string{head}
 	// Keys that read alike reach here only when the schema names each; say
 	// so first, where no cut can drop it.
-	for _, g := range workflow.LookalikeKeys(shown) {
+	for _, g := range policy.LookalikeKeys(shown) {
 		lines = append(lines, ":warning: *Keys that read alike:* "+lookalikeText(g)+". Check which value is which.")
 	}
 	for _, f := range fields {
@@ -391,7 +391,7 @@ func actionText(i int, a workflow.Action, rc RenderContext) (text string, all bo
 		}
 		// The key in a code span too: an agent wrote it, and mrkdwn in it
 		// (bold, links, emoji) would pass for signoff's own words. Values
-		// are shown as JSON (workflow.ShowValue), so that a string never
+		// are shown as JSON (show.Value), so that a string never
 		// reads like a number, a boolean, null or an object.
 		lines = append(lines, "• "+mdCode(f.Key, maxKey)+": "+mdCode(f.Value, maxArgValue))
 		all = all && len(f.Key) <= maxKey && len(f.Value) <= maxArgValue
@@ -422,7 +422,7 @@ func valueText(raw json.RawMessage) string {
 	return string(raw)
 }
 
-func moreActions(rest []workflow.Action, from int, runID string) string {
+func moreActions(rest []record.Action, from int, runID string) string {
 	names := make([]string, 0, len(rest))
 	for _, a := range rest {
 		names = append(names, mdEscape(a.Name))
@@ -463,7 +463,7 @@ func requesterBlock(v *workflow.RunView) *slack.SectionBlock {
 }
 
 // personLine is a person as plain text: "id (name)", or the id alone.
-func personLine(p workflow.Person) string {
+func personLine(p record.Person) string {
 	if p.Name != "" && p.Name != p.ID {
 		return p.ID + " (" + p.Name + ")"
 	}
@@ -533,11 +533,11 @@ func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
 	}
 	if g := v.Gate; g != nil {
 		field("Rule", mdCode(g.Rule, 200)+" · "+riskText(g.Risk))
-		if g.Approval != nil && v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
+		if g.Approval != nil && v.Status == record.StatusWaitingApproval && v.Problem == "" {
 			field("Who may approve", whoMayApprove(g, rc))
 		}
 	}
-	if v.Status == workflow.StatusWaitingApproval && v.Deadline != nil {
+	if v.Status == record.StatusWaitingApproval && v.Deadline != nil {
 		field("Deadline", slackDate(*v.Deadline)+" ("+untilText(rc.Now, *v.Deadline)+")")
 	}
 	if len(f) > MaxFields {
@@ -546,19 +546,19 @@ func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
 	return f
 }
 
-func riskText(risk workflow.Risk) string {
+func riskText(risk record.Risk) string {
 	switch risk {
-	case workflow.RiskHigh:
+	case record.RiskHigh:
 		return ":red_circle: high risk"
-	case workflow.RiskMedium:
+	case record.RiskMedium:
 		return ":large_orange_circle: medium risk"
-	case workflow.RiskLow:
+	case record.RiskLow:
 		return ":large_green_circle: low risk"
 	}
 	return mdEscape(string(risk)) + " risk"
 }
 
-func whoMayApprove(g *workflow.Gate, rc RenderContext) string {
+func whoMayApprove(g *record.Gate, rc RenderContext) string {
 	a := g.Approval
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of *%s* or above", a.Count, mdEscape(a.Role))
@@ -599,7 +599,7 @@ func whoMayApprove(g *workflow.Gate, rc RenderContext) string {
 func idLine(v *workflow.RunView) string {
 	parts := []string{"Run " + mdCode(v.ID, 100)}
 	if v.Fingerprint != "" {
-		parts = append(parts, "fingerprint "+mdCode(workflow.ShortFingerprint(v.Fingerprint), 20))
+		parts = append(parts, "fingerprint "+mdCode(policy.ShortFingerprint(v.Fingerprint), 20))
 	}
 	if v.Gate != nil && v.Gate.PolicyRevision != "" {
 		parts = append(parts, "policy "+mdCode(v.Gate.PolicyRevision, 100))
@@ -616,14 +616,14 @@ func buttons(v *workflow.RunView, approvable bool) slack.Block {
 	g := v.Gate
 	value := Ref{RunID: v.ID, RequestID: g.RequestID, Fingerprint: g.Fingerprint}.String()
 	approve := slack.NewButtonBlockElement(ActionApprove, value, bkPlain("Approve")).WithStyle(slack.StylePrimary)
-	if g.Risk == workflow.RiskHigh {
+	if g.Risk == record.RiskHigh {
 		n := len(v.Actions)
 		what := "1 action"
 		if n != 1 {
 			what = strconv.Itoa(n) + " actions"
 		}
 		text := fmt.Sprintf("This is high risk. Approving runs %s as shown (fingerprint %s) and cannot be undone from Slack.",
-			what, workflow.ShortFingerprint(g.Fingerprint))
+			what, policy.ShortFingerprint(g.Fingerprint))
 		approve = approve.WithConfirm(slack.NewConfirmationBlockObject(
 			bkPlain("Approve this?"), bkPlain(text), bkPlain("Approve"), bkPlain("Cancel")).WithStyle(slack.StylePrimary))
 	}
@@ -656,14 +656,14 @@ func bkSection(text string) *slack.SectionBlock {
 
 // plainText is how text from data is shown in a plain_text object: inert
 // (control, bidi and zero-width characters escaped and visible, one line).
-func plainText(s string) string { return workflow.Inert(s) }
+func plainText(s string) string { return show.Inert(s) }
 
 // mdEscape is how text from data is shown in mrkdwn: inert, and with &, <
 // and > escaped, which Slack reads as markup (links, mentions). It is for
 // signoff's own words and names from the config; text an agent wrote goes in
 // the requester's block or in a code span (mdCode), where * and _ mean nothing.
 func mdEscape(s string) string {
-	return mdMarkup.Replace(workflow.Inert(s))
+	return mdMarkup.Replace(show.Inert(s))
 }
 
 var mdMarkup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
@@ -671,7 +671,7 @@ var mdMarkup = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // mdCode shows s literally in a code span, cut to max bytes before escaping:
 // inert, so one value stays on one line, and with a backtick, which would
 // end the span, swapped for a look-alike. Argument values and keys never
-// hold one: workflow.ShowValue writes it \u0060, so they read exactly.
+// hold one: show.Value writes it \u0060, so they read exactly.
 func mdCode(s string, max int) string {
 	if s == "" {
 		return "` `"
@@ -692,7 +692,7 @@ func mdMention(id, name string) string {
 	return mdCode(id, 80)
 }
 
-func personText(p workflow.Person) string { return mdMention(p.ID, p.Name) }
+func personText(p record.Person) string { return mdMention(p.ID, p.Name) }
 
 // slackDate shows t in each reader's own time zone, with UTC as the fallback.
 func slackDate(t time.Time) string {

@@ -90,8 +90,8 @@ func ts(s string) time.Time {
 
 func tp(s string) *time.Time { t := ts(s); return &t }
 
-func goldenRoles(t testing.TB) *workflow.Roles {
-	r, err := workflow.NewRoles([]workflow.Role{
+func goldenRoles(t testing.TB) *policy.Roles {
+	r, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:resolver"}},
 		{Name: "team_lead", Members: []string{leadGrace, leadOmar}},
 		{Name: "manager", Members: []string{manager}},
@@ -130,40 +130,40 @@ func (m specMap) Action(name string) (*workflow.ActionSpec, bool) { s, ok := m[n
 func refundView() *workflow.RunView {
 	deadline := tp("2026-12-03T09:00:00Z")
 	return &workflow.RunView{
-		ID: gRunID, Workflow: "recorded-agent", TaskID: "T-65273", Status: workflow.StatusWaitingApproval,
-		Requester: workflow.Person{ID: "agent:resolver", Name: "Resolver agent"},
+		ID: gRunID, Workflow: "recorded-agent", TaskID: "T-65273", Status: record.StatusWaitingApproval,
+		Requester: record.Person{ID: "agent:resolver", Name: "Resolver agent"},
 		Summary:   "LK-507862 was charged twice (PAY-507862-1 and PAY-507862-2, 119.00 CAD each) for one lamp worth 119.00 CAD. Refund the duplicate charge PAY-507862-2 in full.",
 		Step:      3, ModelCalls: 3, Fingerprint: gFP,
-		Actions: []workflow.Action{{Name: "request_refund",
+		Actions: []record.Action{{Name: "request_refund",
 			Args: json.RawMessage(`{"amount":119,"currency":"CAD","order_id":"LK-507862","payment_id":"PAY-507862-2","reason_code":"RFD-DOUBLE"}`)}},
-		Evidence: []workflow.Evidence{
+		Evidence: []record.Evidence{
 			{Source: "get_order", Data: json.RawMessage(`{"id":"LK-507862","customer":"Maëlle Tremblay","status":"delivered","currency":"CAD","total":"119.00","items":[{"sku":"DESKLAMP","quantity":1}]}`)},
 			{Source: "get_payments", Data: json.RawMessage(`{"order_id":"LK-507862","payments":[{"id":"PAY-507862-1","amount":"119.00","status":"captured"},{"id":"PAY-507862-2","amount":"119.00","status":"captured"}]}`)},
 		},
-		Checks: []workflow.Check{{Action: 0, Name: "request_refund", OK: true, Attempts: 1}},
-		Gate: &workflow.Gate{Rule: "large-refund", Risk: workflow.RiskHigh, PolicyRevision: gPolicy,
-			Approval:    &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600, Edit: true},
+		Checks: []record.Check{{Action: 0, Name: "request_refund", OK: true, Attempts: 1}},
+		Gate: &record.Gate{Rule: "large-refund", Risk: record.RiskHigh, PolicyRevision: gPolicy,
+			Approval:    &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600, Edit: true},
 			Fingerprint: gFP, RequestID: gReqID, Deadline: deadline},
-		Requests: []workflow.RequestView{{ID: gReqID, Status: workflow.RequestPending, Fingerprint: gFP, Rule: "large-refund",
-			PolicyRevision: gPolicy, Risk: workflow.RiskHigh, Role: "team_lead", Count: 1, Deadline: *deadline}},
+		Requests: []workflow.RequestView{{ID: gReqID, Status: record.RequestPending, Fingerprint: gFP, Rule: "large-refund",
+			PolicyRevision: gPolicy, Risk: record.RiskHigh, Role: "team_lead", Count: 1, Deadline: *deadline}},
 		Decisions: []workflow.DecisionView{}, Operations: []workflow.OperationView{},
 		Deadline: deadline, CreatedAt: ts(gCreated), UpdatedAt: ts(gCreated),
 	}
 }
 
 func approved(v *workflow.RunView) *workflow.RunView {
-	v.Status, v.Deadline = workflow.StatusExecuting, nil
+	v.Status, v.Deadline = record.StatusExecuting, nil
 	at := ts("2026-11-30T11:42:10Z")
-	v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestApproved, leadGrace, &at
+	v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = record.RequestApproved, leadGrace, &at
 	v.Decisions = append(v.Decisions, workflow.DecisionView{RequestID: v.Gate.RequestID, By: leadGrace, Name: "grace", Role: "team_lead",
-		Decision: workflow.VerdictApprove, Via: "slack", At: at})
+		Decision: record.VerdictApprove, Via: "slack", At: at})
 	return v
 }
 
 func done(v *workflow.RunView) *workflow.RunView {
 	v = approved(v)
-	v.Status = workflow.StatusDone
-	v.Operations = []workflow.OperationView{{Key: v.ID + "/1", Action: "request_refund", Status: workflow.OpCommitted, Attempts: 1,
+	v.Status = record.StatusDone
+	v.Operations = []workflow.OperationView{{Key: v.ID + "/1", Action: "request_refund", Status: record.OpCommitted, Attempts: 1,
 		Receipt: json.RawMessage(`{"id":"RF-576FE9B369","detail":{"amount":"119.00","refund_id":"RF-576FE9B369"}}`)}}
 	return v
 }
@@ -171,20 +171,20 @@ func done(v *workflow.RunView) *workflow.RunView {
 func reshipView() *workflow.RunView {
 	deadline := tp("2026-12-03T09:00:00Z")
 	return &workflow.RunView{
-		ID: gRunID2, Workflow: "recorded-agent", TaskID: "T-90103", Status: workflow.StatusWaitingApproval,
-		Requester:   workflow.Person{ID: "agent:resolver", Name: "Resolver agent"},
+		ID: gRunID2, Workflow: "recorded-agent", TaskID: "T-90103", Status: record.StatusWaitingApproval,
+		Requester:   record.Person{ID: "agent:resolver", Name: "Resolver agent"},
 		Summary:     "The PLANTER of LK-640436 arrived cracked. Reship one PLANTER and send a free return label for the damaged one.",
 		Fingerprint: gFP3,
-		Actions: []workflow.Action{
+		Actions: []record.Action{
 			{Name: "reship_item", Args: json.RawMessage(`{"order_id":"LK-640436","quantity":1,"sku":"PLANTER"}`)},
 			{Name: "create_return_label", Args: json.RawMessage(`{"free_shipping":true,"order_id":"LK-640436","reason":"damaged","sku":"PLANTER"}`)},
 		},
-		Evidence: []workflow.Evidence{{Source: "get_order", Data: json.RawMessage(`{"id":"LK-640436","customer":"Jonas Whitfield","items":[{"sku":"PLANTER","description":"Glazed stoneware planter, 30 cm"}]}`)}},
-		Gate: &workflow.Gate{Rule: "reship", Risk: workflow.RiskMedium, PolicyRevision: gPolicy,
-			Approval:    &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600},
+		Evidence: []record.Evidence{{Source: "get_order", Data: json.RawMessage(`{"id":"LK-640436","customer":"Jonas Whitfield","items":[{"sku":"PLANTER","description":"Glazed stoneware planter, 30 cm"}]}`)}},
+		Gate: &record.Gate{Rule: "reship", Risk: record.RiskMedium, PolicyRevision: gPolicy,
+			Approval:    &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600},
 			Fingerprint: gFP3, RequestID: gReqID3, Deadline: deadline, Assignee: leadOmar},
-		Requests: []workflow.RequestView{{ID: gReqID3, Status: workflow.RequestPending, Fingerprint: gFP3, Rule: "reship",
-			PolicyRevision: gPolicy, Risk: workflow.RiskMedium, Role: "team_lead", Count: 1, Deadline: *deadline}},
+		Requests: []workflow.RequestView{{ID: gReqID3, Status: record.RequestPending, Fingerprint: gFP3, Rule: "reship",
+			PolicyRevision: gPolicy, Risk: record.RiskMedium, Role: "team_lead", Count: 1, Deadline: *deadline}},
 		Deadline: deadline, CreatedAt: ts(gCreated), UpdatedAt: ts(gCreated),
 	}
 }
@@ -209,50 +209,50 @@ func goldenCases(t testing.TB) map[string]func() (*workflow.RunView, RenderConte
 		"rejected": func() (*workflow.RunView, RenderContext) {
 			v := reshipView()
 			at := ts("2026-11-30T10:05:00Z")
-			v.Status, v.Deadline = workflow.StatusRejected, nil
+			v.Status, v.Deadline = record.StatusRejected, nil
 			v.Reason = "rejected by U0LEAD0002: photo shows the box only; ask for a picture of the planter"
-			v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestRejected, leadOmar, &at
-			v.Decisions = []workflow.DecisionView{{RequestID: gReqID3, By: leadOmar, Role: "team_lead", Decision: workflow.VerdictReject,
+			v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = record.RequestRejected, leadOmar, &at
+			v.Decisions = []workflow.DecisionView{{RequestID: gReqID3, By: leadOmar, Role: "team_lead", Decision: record.VerdictReject,
 				Reason: "photo shows the box only; ask for a picture of the planter <b>now</b> & then", Via: "slack", At: at}}
 			return v, rc
 		},
 		"expired": func() (*workflow.RunView, RenderContext) {
 			v := refundView()
-			v.Status, v.Deadline = workflow.StatusExpired, nil
+			v.Status, v.Deadline = record.StatusExpired, nil
 			v.Reason = "no decision before the deadline 2026-12-03T09:00:00Z"
-			v.Requests[0].Status, v.Requests[0].DecidedAt = workflow.RequestExpired, tp("2026-12-03T09:00:05Z")
+			v.Requests[0].Status, v.Requests[0].DecidedAt = record.RequestExpired, tp("2026-12-03T09:00:05Z")
 			return v, rc
 		},
 		"cancelled": func() (*workflow.RunView, RenderContext) {
 			v := refundView()
 			at := ts("2026-11-30T09:30:00Z")
-			v.Status, v.Deadline = workflow.StatusCancelled, nil
+			v.Status, v.Deadline = record.StatusCancelled, nil
 			v.Reason = "cancelled by U0MGR00001: customer withdrew the complaint"
-			v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestCancelled, manager, &at
+			v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = record.RequestCancelled, manager, &at
 			return v, rc
 		},
 		"needs_attention": func() (*workflow.RunView, RenderContext) {
 			v := approved(refundView())
-			v.Status = workflow.StatusNeedsAttention
+			v.Status = record.StatusNeedsAttention
 			v.Reason = "request_refund: the outcome of run_01a22a03beb60001db0e0344/1 cannot be proven: shop unreachable"
-			v.Operations = []workflow.OperationView{{Key: v.ID + "/1", Action: "request_refund", Status: workflow.OpUnknown, Attempts: 3, Error: "lookup: shop unreachable"}}
+			v.Operations = []workflow.OperationView{{Key: v.ID + "/1", Action: "request_refund", Status: record.OpUnknown, Attempts: 3, Error: "lookup: shop unreachable"}}
 			return v, rc
 		},
 		"edited_executing": func() (*workflow.RunView, RenderContext) {
 			v := refundView()
 			at := ts("2026-11-30T11:50:00Z")
-			v.Status, v.Deadline, v.Fingerprint = workflow.StatusExecuting, nil, gFP2
+			v.Status, v.Deadline, v.Fingerprint = record.StatusExecuting, nil, gFP2
 			v.Actions[0].Args = json.RawMessage(`{"amount":100,"currency":"CAD","order_id":"LK-507862","payment_id":"PAY-507862-2","reason_code":"RFD-DOUBLE"}`)
-			v.Gate = &workflow.Gate{Rule: "large-refund", Risk: workflow.RiskHigh, PolicyRevision: gPolicy,
+			v.Gate = &record.Gate{Rule: "large-refund", Risk: record.RiskHigh, PolicyRevision: gPolicy,
 				Approval: v.Gate.Approval, Fingerprint: gFP2, RequestID: gReq2ID}
-			v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestSuperseded, leadGrace, &at
-			v.Requests = append(v.Requests, workflow.RequestView{ID: gReq2ID, Status: workflow.RequestApproved, Fingerprint: gFP2,
-				Rule: "large-refund", PolicyRevision: gPolicy, Risk: workflow.RiskHigh, Role: "team_lead", Count: 1,
+			v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = record.RequestSuperseded, leadGrace, &at
+			v.Requests = append(v.Requests, workflow.RequestView{ID: gReq2ID, Status: record.RequestApproved, Fingerprint: gFP2,
+				Rule: "large-refund", PolicyRevision: gPolicy, Risk: record.RiskHigh, Role: "team_lead", Count: 1,
 				Deadline: ts("2026-12-03T11:50:00Z"), DecidedBy: leadGrace, DecidedAt: &at})
 			v.Decisions = []workflow.DecisionView{
-				{RequestID: gReqID, By: leadGrace, Role: "team_lead", Decision: workflow.VerdictApprove, Reason: "keep the 19.00 shipping",
+				{RequestID: gReqID, By: leadGrace, Role: "team_lead", Decision: record.VerdictApprove, Reason: "keep the 19.00 shipping",
 					Edited: json.RawMessage(`{"amount":100}`), Via: "slack", At: at},
-				{RequestID: gReq2ID, By: leadGrace, Role: "team_lead", Decision: workflow.VerdictApprove, Via: "slack", At: at},
+				{RequestID: gReq2ID, By: leadGrace, Role: "team_lead", Decision: record.VerdictApprove, Via: "slack", At: at},
 			}
 			return v, rc
 		},
@@ -494,8 +494,8 @@ func TestARedactedValueIsHiddenWhereverTheMessageShowsIt(t *testing.T) {
 	v := done(refundView())
 	v.Operations[0].Receipt = json.RawMessage(`{"id":"PAY-507862-2","detail":{"echo":{"payment_id":"PAY-507862-2"}}}`)
 	attention := approved(refundView())
-	attention.Status, attention.Reason = workflow.StatusNeedsAttention, "refused by the target: PAY-507862-2 is locked"
-	attention.Operations = []workflow.OperationView{{Key: attention.ID + "/1", Action: "request_refund", Status: workflow.OpFailed, Attempts: 1,
+	attention.Status, attention.Reason = record.StatusNeedsAttention, "refused by the target: PAY-507862-2 is locked"
+	attention.Operations = []workflow.OperationView{{Key: attention.ID + "/1", Action: "request_refund", Status: record.OpFailed, Attempts: 1,
 		Error: "refused by the target: PAY-507862-2 is locked"}}
 	for name, v := range map[string]*workflow.RunView{"done": v, "needs attention": attention} {
 		out, _ := json.Marshal(RenderRun(v, goldenContext(t)))
@@ -515,7 +515,7 @@ func TestRenderRedactsAndEscapes(t *testing.T) {
 			t.Errorf("message contains %q:\n%s", bad, s)
 		}
 	}
-	if !strings.Contains(s, workflow.Redaction) {
+	if !strings.Contains(s, record.Redaction) {
 		t.Errorf("payment_id not redacted:\n%s", s)
 	}
 	if strings.Contains(s, `payment_id: `+"`PAY-507862-2`") {
@@ -546,7 +546,7 @@ func longestView(t testing.TB) (*workflow.RunView, RenderContext) {
 	v := refundView()
 	v.Summary = long(8000, "Refund <all> the “double” charges & write to the customer. ")
 	v.TaskID = long(400, "T-")
-	v.Requester = workflow.Person{ID: "agent:" + long(300, "resolver-"), Name: long(500, "Résolveur ")}
+	v.Requester = record.Person{ID: "agent:" + long(300, "resolver-"), Name: long(500, "Résolveur ")}
 	v.Actions = nil
 	for i := range 60 {
 		args := map[string]any{}
@@ -555,15 +555,15 @@ func longestView(t testing.TB) (*workflow.RunView, RenderContext) {
 		}
 		args["nested"] = map[string]any{"list": []any{long(3000, "x"), 1.5, true, nil}}
 		b, _ := json.Marshal(args)
-		canon, err := workflow.Canonical(b)
+		canon, err := jsonvalue.Canonical(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v.Actions = append(v.Actions, workflow.Action{Name: fmt.Sprintf("action_%02d_%s", i, long(120, "n")), Args: canon})
+		v.Actions = append(v.Actions, record.Action{Name: fmt.Sprintf("action_%02d_%s", i, long(120, "n")), Args: canon})
 	}
 	v.Evidence = nil
 	for i := range 30 {
-		v.Evidence = append(v.Evidence, workflow.Evidence{Source: fmt.Sprintf("source_%d_%s", i, long(200, "s")),
+		v.Evidence = append(v.Evidence, record.Evidence{Source: fmt.Sprintf("source_%d_%s", i, long(200, "s")),
 			Data: json.RawMessage(`{"text":"` + long(10000, "evidence ") + `"}`)})
 	}
 	v.Gate.Rule = long(300, "rule-")
@@ -573,7 +573,7 @@ func longestView(t testing.TB) (*workflow.RunView, RenderContext) {
 	for i := range 300 {
 		members = append(members, fmt.Sprintf("U%09d", i))
 	}
-	roles, err := workflow.NewRoles([]workflow.Role{{Name: "team_lead", Members: members}, {Name: "manager", Members: []string{manager}}})
+	roles, err := policy.NewRoles([]policy.Role{{Name: "team_lead", Members: members}, {Name: "manager", Members: []string{manager}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,20 +591,20 @@ type anySpec struct{ s *workflow.ActionSpec }
 func (a anySpec) Action(string) (*workflow.ActionSpec, bool) { return a.s, true }
 
 func TestLongestMessageRespectsSlackLimits(t *testing.T) {
-	for _, status := range []workflow.Status{workflow.StatusWaitingApproval, workflow.StatusDone, workflow.StatusNeedsAttention, workflow.StatusRejected} {
+	for _, status := range []record.Status{record.StatusWaitingApproval, record.StatusDone, record.StatusNeedsAttention, record.StatusRejected} {
 		t.Run(string(status), func(t *testing.T) {
 			v, rc := longestView(t)
 			v.Status = status
 			v.Reason = strings.Repeat("reason <x> ", 1000)
 			for i, a := range v.Actions {
 				v.Operations = append(v.Operations, workflow.OperationView{Key: fmt.Sprintf("%s/%d", v.ID, i+1), Action: a.Name,
-					Status: workflow.OpFailed, Error: strings.Repeat("refused & ", 200)})
+					Status: record.OpFailed, Error: strings.Repeat("refused & ", 200)})
 				v.Decisions = append(v.Decisions, workflow.DecisionView{RequestID: gReqID, By: fmt.Sprintf("U%09d", i), Role: "team_lead",
-					Decision: workflow.VerdictReject, Reason: strings.Repeat("no ", 2000), At: ts(gCreated)})
+					Decision: record.VerdictReject, Reason: strings.Repeat("no ", 2000), At: ts(gCreated)})
 			}
 			blocks := RenderRun(v, rc)
 			checkLimits(t, blocks)
-			if status == workflow.StatusWaitingApproval {
+			if status == record.StatusWaitingApproval {
 				if _, ok := blocks[len(blocks)-1].(*slack.ActionBlock); !ok {
 					t.Error("the buttons were cut from the longest message")
 				}
@@ -770,9 +770,9 @@ func checkModal(t testing.TB, v slack.ModalViewRequest) {
 func TestReasonsAreInert(t *testing.T) {
 	v := refundView()
 	at := ts("2026-11-30T09:30:00Z")
-	v.Status, v.Deadline = workflow.StatusCancelled, nil
+	v.Status, v.Deadline = record.StatusCancelled, nil
 	v.Reason = "cancelled by agent:resolver: *Approved by finance* :white_check_mark: <https://e.example|ok>"
-	v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = workflow.RequestCancelled, "agent:resolver", &at
+	v.Requests[0].Status, v.Requests[0].DecidedBy, v.Requests[0].DecidedAt = record.RequestCancelled, "agent:resolver", &at
 	raw, err := json.Marshal(RenderRun(v, goldenContext(t)))
 	if err != nil {
 		t.Fatal(err)

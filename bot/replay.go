@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Every signed request counts once. A copy of a signed request is valid for as
@@ -86,7 +84,7 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 	ts := c.Request().Header.Get(HeaderTimestamp) // digits only: verified above
 	secs, _ := strconv.ParseInt(ts, 10, 64)
 	now := s.clock.Now()
-	req := &workflow.SeenRequest{Digest: signedDigest(ts, raw), CreatedAt: now,
+	req := &record.SeenRequest{Digest: signedDigest(ts, raw), CreatedAt: now,
 		ExpiresAt: time.Unix(secs, 0).Add(MaxSkew + ReplayMargin)}
 	first, claimed, err := s.claim(ctx, req)
 	if err != nil {
@@ -105,8 +103,8 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 
 // claim takes req's digest in a transaction of its own, committed before the
 // request is handled, so that a copy on another replica sees it at once.
-func (s *Server) claim(ctx context.Context, req *workflow.SeenRequest) (first *workflow.SeenRequest, claimed bool, err error) {
-	err = s.seen.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+func (s *Server) claim(ctx context.Context, req *record.SeenRequest) (first *record.SeenRequest, claimed bool, err error) {
+	err = s.seen.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		first, claimed, err = tx.ClaimRequest(ctx, req)
 		return err
 	})
@@ -123,7 +121,7 @@ func (s *Server) claim(ctx context.Context, req *workflow.SeenRequest) (first *w
 // whose click was lost that way clicks again: that is a new request, and a
 // decision is a compare-and-set in the engine, so a click that did land is
 // told so instead of counting twice.
-func (s *Server) copyAnswer(ctx context.Context, log *slog.Logger, first *workflow.SeenRequest, slackRetry bool) answer {
+func (s *Server) copyAnswer(ctx context.Context, log *slog.Logger, first *record.SeenRequest, slackRetry bool) answer {
 	level := slog.LevelWarn // a copy without X-Slack-Retry-Num is not Slack's doing
 	if slackRetry {
 		level = slog.LevelInfo
@@ -140,12 +138,12 @@ func (s *Server) copyAnswer(ctx context.Context, log *slog.Logger, first *workfl
 // recordAnswer keeps the first copy's answer for the copies that follow, even
 // when the client has hung up: what the request did is committed. A failure
 // leaves the request claimed without an answer, so copies get the 503.
-func (s *Server) recordAnswer(ctx context.Context, log *slog.Logger, first *workflow.SeenRequest, a answer) {
+func (s *Server) recordAnswer(ctx context.Context, log *slog.Logger, first *record.SeenRequest, a answer) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerTimeout)
 	defer cancel()
 	r := *first
 	r.AnsweredAt, r.Status, r.ContentType, r.Body = s.clock.Now(), a.status, a.contentType, a.body
-	if err := s.seen.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.AnswerRequest(ctx, &r) }); err != nil {
+	if err := s.seen.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.AnswerRequest(ctx, &r) }); err != nil {
 		log.Error("record the answer of a slack request", "err", err)
 	}
 }
@@ -193,9 +191,9 @@ func writeAnswer(c echo.Context, a answer) error {
 
 // ForgetSeen deletes, from store, a batch of requests whose window has
 // passed by now; serve's sweep calls it on every tick.
-func ForgetSeen(ctx context.Context, store workflow.Store, now time.Time) (int, error) {
+func ForgetSeen(ctx context.Context, store storage.Store, now time.Time) (int, error) {
 	var n int
-	err := store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		n, err = tx.ForgetRequests(ctx, now, forgetBatch)
 		return err

@@ -70,7 +70,7 @@ func (h *slackHarness) everything(id string) string {
 	h.t.Helper()
 	var b strings.Builder
 	b.WriteString(h.snapshot(id))
-	err := h.eng.Store().View(h.ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := h.eng.Store().View(h.ctx, func(ctx context.Context, tx storage.Tx) error {
 		reqs, err := tx.RequestsForRun(ctx, id)
 		if err != nil {
 			return err
@@ -79,7 +79,7 @@ func (h *slackHarness) everything(id string) string {
 		if err != nil {
 			return err
 		}
-		audit, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		audit, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return err
 		}
@@ -220,8 +220,8 @@ func TestRefusedCopiesDoNotBlockTheRequest(t *testing.T) {
 // handling it would have left it: claimed, never answered.
 func (h *slackHarness) claimAsCrashed(digest string) {
 	h.t.Helper()
-	err := h.eng.Store().Update(h.ctx, func(ctx context.Context, tx workflow.Tx) error {
-		_, claimed, err := tx.ClaimRequest(ctx, &workflow.SeenRequest{Digest: digest, CreatedAt: h.clock.Now(), ExpiresAt: h.clock.Now().Add(time.Hour)})
+	err := h.eng.Store().Update(h.ctx, func(ctx context.Context, tx storage.Tx) error {
+		_, claimed, err := tx.ClaimRequest(ctx, &record.SeenRequest{Digest: digest, CreatedAt: h.clock.Now(), ExpiresAt: h.clock.Now().Add(time.Hour)})
 		if err == nil && !claimed {
 			err = fmt.Errorf("%s was claimed already", digest)
 		}
@@ -251,7 +251,7 @@ func TestCopyOfUnansweredRequest(t *testing.T) {
 	if got := h.send(h.signedClick(fixture(t, "block_actions_approve.json", refOf(v), leadGrace, nil))); got.status != http.StatusOK {
 		t.Fatalf("the next click: %+v", got)
 	}
-	if st := h.get(v.ID).Status; st != workflow.StatusExecuting {
+	if st := h.get(v.ID).Status; st != record.StatusExecuting {
 		t.Fatalf("run %s after the next click, want executing", st)
 	}
 }

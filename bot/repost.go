@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // maxChecked bounds the waiting runs QueueUnposted remembers as settled; past
@@ -16,8 +14,8 @@ const maxChecked = 100000
 
 // unposted is a pending request without a message, as one snapshot saw it.
 type unposted struct {
-	run *workflow.Run
-	req *workflow.ApprovalRequest
+	run *record.Run
+	req *record.ApprovalRequest
 }
 
 // QueueUnposted queues the post of every pending request of a waiting run that
@@ -34,12 +32,12 @@ type unposted struct {
 // Runs found settled are remembered with the time of their last change, so
 // that later sweeps read only runs that are new or changed.
 func (d *Dispatcher) QueueUnposted(ctx context.Context) (int, error) {
-	f := workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: 500}
+	f := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 500}
 	queued := 0
 	for {
-		var page []*workflow.Run
+		var page []*record.Run
 		var found []unposted
-		err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := d.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			page, found, err = d.unpostedIn(ctx, tx, f)
 			return err
@@ -66,7 +64,7 @@ func (d *Dispatcher) QueueUnposted(ctx context.Context) (int, error) {
 
 // unpostedIn reads one page of waiting runs and returns the pending requests
 // among them that have neither a message nor an undelivered post row.
-func (d *Dispatcher) unpostedIn(ctx context.Context, tx workflow.Tx, f workflow.RunFilter) ([]*workflow.Run, []unposted, error) {
+func (d *Dispatcher) unpostedIn(ctx context.Context, tx storage.Tx, f storage.RunFilter) ([]*record.Run, []unposted, error) {
 	page, err := tx.ListRuns(ctx, f)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list waiting runs: %w", err)
@@ -86,7 +84,7 @@ func (d *Dispatcher) unpostedIn(ctx context.Context, tx workflow.Tx, f workflow.
 		}
 		none := true
 		for _, r := range reqs {
-			if r.Status == workflow.RequestPending && !posted[r.ID] {
+			if r.Status == record.RequestPending && !posted[r.ID] {
 				found, none = append(found, unposted{run, r}), false
 			}
 		}
@@ -116,7 +114,7 @@ func (d *Dispatcher) unpostedIn(ctx context.Context, tx workflow.Tx, f workflow.
 }
 
 // postedRequests says which of a run's requests have a message.
-func postedRequests(ctx context.Context, tx workflow.Tx, runID string) (map[string]bool, error) {
+func postedRequests(ctx context.Context, tx storage.Tx, runID string) (map[string]bool, error) {
 	locs, err := tx.MessageLocations(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list the messages of run %s: %w", runID, err)
@@ -140,7 +138,7 @@ func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 		return false, fmt.Errorf("encode the post of run %s: %w", u.run.ID, err)
 	}
 	now := d.now()
-	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err = d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		// First the run: in a write transaction its row is locked until the
 		// end, so what follows is read after any sweep or decision before.
 		run, err := tx.Run(ctx, u.run.ID)
@@ -151,23 +149,23 @@ func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if run.Status != workflow.StatusWaitingApproval || req.Status != workflow.RequestPending {
+		if run.Status != record.StatusWaitingApproval || req.Status != record.RequestPending {
 			return errSettled
 		}
 		posted, err := postedRequests(ctx, tx, run.ID)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{KindPost}, RunID: run.ID})
+		rows, err := tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost}, RunID: run.ID})
 		if err != nil {
 			return fmt.Errorf("read the outbox of run %s: %w", run.ID, err)
 		}
 		if posted[req.ID] || queuedPosts(rows)[req.ID] {
 			return errSettled
 		}
-		return tx.EnqueueOutbox(ctx, &workflow.OutboxMessage{RunID: u.run.ID, Kind: KindPost, Payload: body, NextAttempt: now, CreatedAt: now})
+		return tx.EnqueueOutbox(ctx, &record.OutboxMessage{RunID: u.run.ID, Kind: KindPost, Payload: body, NextAttempt: now, CreatedAt: now})
 	})
-	if errors.Is(err, errSettled) || errors.Is(err, workflow.ErrNotFound) {
+	if errors.Is(err, errSettled) || errors.Is(err, storage.ErrNotFound) {
 		return false, nil // changed meanwhile: the next sweep reads it again
 	}
 	if err != nil {
@@ -178,14 +176,14 @@ func (d *Dispatcher) queuePost(ctx context.Context, u unposted) (bool, error) {
 	return true, nil
 }
 
-func (d *Dispatcher) settled(run *workflow.Run) bool {
+func (d *Dispatcher) settled(run *record.Run) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at, ok := d.checked[run.ID]
 	return ok && at.Equal(run.UpdatedAt)
 }
 
-func (d *Dispatcher) settle(run *workflow.Run) {
+func (d *Dispatcher) settle(run *record.Run) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.checked == nil || len(d.checked) >= maxChecked {
@@ -195,7 +193,7 @@ func (d *Dispatcher) settle(run *workflow.Run) {
 }
 
 // queuedPosts says which requests rows hold a post of.
-func queuedPosts(rows []*workflow.OutboxMessage) map[string]bool {
+func queuedPosts(rows []*record.OutboxMessage) map[string]bool {
 	queued := map[string]bool{}
 	for _, m := range rows {
 		if m.Kind != KindPost {

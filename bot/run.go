@@ -22,7 +22,7 @@ const deliverBatch = 50
 // poll (a retry after its backoff); posting waiting runs without a message,
 // at start and every repostEvery; and forgetting the Slack requests past
 // their replay window, every poll.
-func (d *Dispatcher) Loops(changes *workflow.Changes, poll time.Duration) []*workflow.Loop {
+func (d *Dispatcher) Loops(changes *storage.Changes, poll time.Duration) []*workflow.Loop {
 	log := d.log()
 	return []*workflow.Loop{
 		{Name: "deliver slack messages", Changes: changes, Pace: workflow.PaceAfter(poll), Logger: log,

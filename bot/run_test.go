@@ -15,7 +15,7 @@ import (
 // runLoops runs the dispatcher's loops that names name (all without names),
 // each on a hand pace, until the test ends, and returns the paces by loop
 // name once the rounds at start have ended.
-func runLoops(t *testing.T, d *bot.Dispatcher, changes *workflow.Changes, names ...string) map[string]*clocktest.Pace {
+func runLoops(t *testing.T, d *bot.Dispatcher, changes *storage.Changes, names ...string) map[string]*clocktest.Pace {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	paces := map[string]*clocktest.Pace{}
@@ -67,8 +67,8 @@ func TestDispatcherLoopsDeliverWhenARunChanges(t *testing.T) {
 		t.Fatalf("messages %+v, want the approval message of the run", msgs)
 	}
 	ctx := context.Background()
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"},
-		Verdict: workflow.VerdictReject, Reason: "not this one", Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"},
+		Verdict: record.VerdictReject, Reason: "not this one", Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	paces[deliverLoop].RoundsUntil(t, "the rewrite", func() bool {
@@ -108,9 +108,9 @@ func TestDispatcherLoopsForgetRequestsPastTheirWindow(t *testing.T) {
 	claim := func() bool {
 		t.Helper()
 		var claimed bool
-		err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			var err error
-			_, claimed, err = tx.ClaimRequest(ctx, &workflow.SeenRequest{Digest: "d1", CreatedAt: h.clock.now, ExpiresAt: h.clock.now.Add(time.Hour)})
+			_, claimed, err = tx.ClaimRequest(ctx, &record.SeenRequest{Digest: "d1", CreatedAt: h.clock.now, ExpiresAt: h.clock.now.Add(time.Hour)})
 			return err
 		})
 		if err != nil {

@@ -34,14 +34,14 @@ type SlackActions interface {
 // runEngine is what the handlers need of the engine; *workflow.Engine has it,
 // and a benchmark of the bare handler swaps in a fake.
 type runEngine interface {
-	Decide(ctx context.Context, in workflow.DecideInput) (*workflow.Run, error)
+	Decide(ctx context.Context, in workflow.DecideInput) (*record.Run, error)
 	Get(ctx context.Context, id string) (*workflow.RunView, error)
-	List(ctx context.Context, f workflow.RunFilter) ([]*workflow.Run, error)
-	Cancel(ctx context.Context, id string, by workflow.Person, reason string) (*workflow.Run, error)
-	Reassign(ctx context.Context, id string, by, to workflow.Person) (*workflow.Run, error)
-	Extend(ctx context.Context, id string, by workflow.Person, d time.Duration) (*workflow.Run, error)
-	Resolve(ctx context.Context, in workflow.ResolveInput) (*workflow.Run, error)
-	Roles() *workflow.Roles
+	List(ctx context.Context, f storage.RunFilter) ([]*record.Run, error)
+	Cancel(ctx context.Context, id string, by record.Person, reason string) (*record.Run, error)
+	Reassign(ctx context.Context, id string, by, to record.Person) (*record.Run, error)
+	Extend(ctx context.Context, id string, by record.Person, d time.Duration) (*record.Run, error)
+	Resolve(ctx context.Context, in workflow.ResolveInput) (*record.Run, error)
+	Roles() *policy.Roles
 	Action(name string) (*workflow.ActionSpec, bool)
 }
 
@@ -91,7 +91,7 @@ type Server struct {
 	refused func(reason string)
 	// seen keeps the requests taken (see serveSigned); nil only for the
 	// benchmark of the bare handler, which has no store.
-	seen workflow.Store
+	seen storage.Store
 }
 
 // NewServer checks cfg and builds a Server. It refuses a config that would
@@ -146,7 +146,7 @@ func newServer(eng runEngine, cfg ServerConfig) *Server {
 }
 
 // rolesOnly resolves roles from the config's members alone.
-type rolesOnly struct{ r *workflow.Roles }
+type rolesOnly struct{ r *policy.Roles }
 
 func (d rolesOnly) RoleOf(_ context.Context, id string) (string, bool, error) {
 	role, ok := d.r.RoleOf(id)

@@ -19,10 +19,10 @@ import (
 
 // storedDecisions reads a run's decisions as stored, with what the engine
 // keeps and does not show (the payload digest).
-func (h *slackHarness) storedDecisions(id string) []*workflow.Decision {
+func (h *slackHarness) storedDecisions(id string) []*record.Decision {
 	h.t.Helper()
-	var ds []*workflow.Decision
-	err := h.eng.Store().View(h.ctx, func(ctx context.Context, tx workflow.Tx) error {
+	var ds []*record.Decision
+	err := h.eng.Store().View(h.ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		ds, err = tx.Decisions(ctx, id)
 		return err
@@ -57,7 +57,7 @@ func TestApproveClickRunsTheActionOnce(t *testing.T) {
 		t.Fatalf("click: %d %q, want 200 and an empty body", status, resp)
 	}
 	after := h.get(v.ID)
-	if after.Status != workflow.StatusExecuting {
+	if after.Status != record.StatusExecuting {
 		t.Fatalf("run is %s after the click, want executing (the worker runs it, not the handler)", after.Status)
 	}
 	if n := len(h.refunds()); n != 0 {
@@ -65,7 +65,7 @@ func TestApproveClickRunsTheActionOnce(t *testing.T) {
 	}
 	ds := h.storedDecisions(v.ID)
 	if len(ds) != 1 || ds[0].ApproverID != leadGrace || ds[0].Via != "slack" || ds[0].Role != "team_lead" ||
-		ds[0].Verdict != workflow.VerdictApprove || ds[0].PayloadDigest != digest(body) || ds[0].ApproverName != "grace.hopper" {
+		ds[0].Verdict != record.VerdictApprove || ds[0].PayloadDigest != digest(body) || ds[0].ApproverName != "grace.hopper" {
 		t.Fatalf("decisions = %+v", ds)
 	}
 	if e := h.acts.Ephemerals(); len(e) != 0 {
@@ -73,7 +73,7 @@ func TestApproveClickRunsTheActionOnce(t *testing.T) {
 	}
 	// The worker resumes the run from the store.
 	run, err := h.eng.Resume(h.ctx, v.ID)
-	if err != nil || run.Status != workflow.StatusDone {
+	if err != nil || run.Status != record.StatusDone {
 		t.Fatalf("resume: %v, %v", run, err)
 	}
 	if r := h.refunds(); len(r) != 1 || r[0].Amount != "119.00" || r[0].PaymentID != "PAY-507862-2" {
@@ -358,7 +358,7 @@ func TestClickRefusals(t *testing.T) {
 			}
 			if tc.expires {
 				after := h.get(v.ID)
-				if after.Status != workflow.StatusExpired || len(h.storedDecisions(v.ID)) != decisions || len(h.refunds()) != 0 {
+				if after.Status != record.StatusExpired || len(h.storedDecisions(v.ID)) != decisions || len(h.refunds()) != 0 {
 					t.Fatalf("late click: run %s, %d decisions, %d refunds", after.Status, len(h.storedDecisions(v.ID)), len(h.refunds()))
 				}
 			} else if after := h.snapshot(v.ID); after != before {
@@ -450,11 +450,11 @@ func TestConcurrentClicks(t *testing.T) {
 			}
 		}
 	}
-	if got := h.get(v.ID).Status; got != workflow.StatusExecuting {
+	if got := h.get(v.ID).Status; got != record.StatusExecuting {
 		t.Fatalf("run %s, want executing", got)
 	}
 	for range 2 { // a second resume finds the receipt and does nothing
-		if run, err := h.eng.Resume(h.ctx, v.ID); err != nil || run.Status != workflow.StatusDone {
+		if run, err := h.eng.Resume(h.ctx, v.ID); err != nil || run.Status != record.StatusDone {
 			t.Fatalf("resume: %v %v", run, err)
 		}
 	}
@@ -498,9 +498,9 @@ func TestOrganisations(t *testing.T) {
 			if status != tc.wantStatus {
 				t.Fatalf("status %d, want %d", status, tc.wantStatus)
 			}
-			want := workflow.StatusWaitingApproval
+			want := record.StatusWaitingApproval
 			if status == http.StatusOK {
-				want = workflow.StatusExecuting
+				want = record.StatusExecuting
 			}
 			if got := h.get(v.ID).Status; got != want {
 				t.Fatalf("run %s, want %s", got, want)
@@ -528,7 +528,7 @@ func TestRejectFlow(t *testing.T) {
 		views[0].Trigger != ic.TriggerID {
 		t.Fatalf("views opened: %+v", views)
 	}
-	if got := h.get(v.ID).Status; got != workflow.StatusWaitingApproval {
+	if got := h.get(v.ID).Status; got != record.StatusWaitingApproval {
 		t.Fatalf("run %s after opening the modal", got)
 	}
 
@@ -557,7 +557,7 @@ func TestRejectFlow(t *testing.T) {
 		t.Fatalf("reject: %d %q, want 200 and an empty body (the modal closes)", status, body)
 	}
 	after := h.get(v.ID)
-	if after.Status != workflow.StatusRejected || len(after.Decisions) != 1 || after.Decisions[0].Reason != why || after.Decisions[0].Via != "slack" {
+	if after.Status != record.StatusRejected || len(after.Decisions) != 1 || after.Decisions[0].Reason != why || after.Decisions[0].Via != "slack" {
 		t.Fatalf("after rejecting: %s %+v", after.Status, after.Decisions)
 	}
 
@@ -637,10 +637,10 @@ func TestEditFlow(t *testing.T) {
 		t.Fatalf("edit: %d %s", status, body)
 	}
 	after := h.get(v.ID)
-	if after.Status != workflow.StatusExecuting || after.Fingerprint == v.Fingerprint || !strings.Contains(string(after.Actions[0].Args), `"amount":100`) {
+	if after.Status != record.StatusExecuting || after.Fingerprint == v.Fingerprint || !strings.Contains(string(after.Actions[0].Args), `"amount":100`) {
 		t.Fatalf("after the edit: %s %s %s", after.Status, after.Fingerprint, after.Actions[0].Args)
 	}
-	if run, err := h.eng.Resume(h.ctx, v.ID); err != nil || run.Status != workflow.StatusDone {
+	if run, err := h.eng.Resume(h.ctx, v.ID); err != nil || run.Status != record.StatusDone {
 		t.Fatalf("resume: %v %v", run, err)
 	}
 	if r := h.refunds(); len(r) != 1 || r[0].Amount != "100.00" {
@@ -688,7 +688,7 @@ func TestRestoreRedacted(t *testing.T) {
 		{"not a redacted path", `{"amount":"[redacted]"}`, `{"amount":"[redacted]"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			edited, err := workflow.Canonical([]byte(tc.edited))
+			edited, err := jsonvalue.Canonical([]byte(tc.edited))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -717,7 +717,7 @@ func TestNoSecretRefusesHTTP(t *testing.T) {
 	if _, err := h.srv.HandleInteraction(h.ctx, fixture(t, "block_actions_approve.json", refOf(v), leadGrace, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.get(v.ID).Status; got != workflow.StatusExecuting {
+	if got := h.get(v.ID).Status; got != record.StatusExecuting {
 		t.Fatalf("over Socket Mode's entry the click decides: run %s", got)
 	}
 }
@@ -773,7 +773,7 @@ func TestRoleLookupFailureIsRefusedClearly(t *testing.T) {
 	if _, err := srv.HandleInteraction(h.ctx, fixture(t, "block_actions_approve.json", refOf(v), leadGrace, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.get(v.ID).Status; got != workflow.StatusExecuting {
+	if got := h.get(v.ID).Status; got != record.StatusExecuting {
 		t.Fatalf("run %s, want executing", got)
 	}
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/labstack/echo/v4"
 	"github.com/slack-go/slack/socketmode"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // maxSocketAck is under Socket Mode's 20 KB limit for an ack, which Slack
@@ -118,7 +116,7 @@ func (s *Server) routeSocket(ctx context.Context, evt socketmode.Event) (envelop
 	// An envelope Slack delivers again (to this connection or another
 	// replica's) is handled once, like a signed request sent twice.
 	now := s.clock.Now()
-	first, claimed, err := s.claim(ctx, &workflow.SeenRequest{Digest: socketDigest(req.EnvelopeID), CreatedAt: now, ExpiresAt: now.Add(socketReplayWindow)})
+	first, claimed, err := s.claim(ctx, &record.SeenRequest{Digest: socketDigest(req.EnvelopeID), CreatedAt: now, ExpiresAt: now.Add(socketReplayWindow)})
 	log := s.log.With("kind", string(evt.Type), "envelope_id", req.EnvelopeID, "retry_attempt", req.RetryAttempt)
 	switch {
 	case err != nil:

@@ -12,8 +12,6 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slacktest"
 	"github.com/slack-go/slack/socketmode"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // socketEvent is what socketmode.Client puts on its Events channel for an
@@ -90,7 +88,7 @@ func TestSocketRouting(t *testing.T) {
 		t.Fatalf("approve: handled %v, payload %v", handled, payload)
 	}
 	ds := h.storedDecisions(v.ID)
-	if len(ds) != 1 || ds[0].Via != "slack" || ds[0].PayloadDigest == "" || h.get(v.ID).Status != workflow.StatusExecuting {
+	if len(ds) != 1 || ds[0].Via != "slack" || ds[0].PayloadDigest == "" || h.get(v.ID).Status != record.StatusExecuting {
 		t.Fatalf("after a Socket Mode approval: %+v", ds)
 	}
 }
@@ -187,7 +185,7 @@ func TestRunSocketModeEndToEnd(t *testing.T) {
 	if ack := ackFor("env-click"); ack["payload"] != nil {
 		t.Fatalf("click ack %v", ack)
 	}
-	if got := h.get(v.ID).Status; got != workflow.StatusExecuting {
+	if got := h.get(v.ID).Status; got != record.StatusExecuting {
 		t.Fatalf("run %s after a Socket Mode click, want executing", got)
 	}
 	slash := slashEnvelope(t, leadGrace, "show "+v.ID)

@@ -30,13 +30,13 @@ const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // redact: field) at the top of its answer, deeper, and inside a message.
 type target struct{}
 
-func (target) Check(context.Context, workflow.Action) error { return nil }
-func (target) Execute(_ context.Context, key string, _ workflow.Action) (workflow.Receipt, error) {
-	return workflow.Receipt{ID: key, Detail: json.RawMessage(`{"card":"4242424242424242","ok":true,` +
+func (target) Check(context.Context, record.Action) error { return nil }
+func (target) Execute(_ context.Context, key string, _ record.Action) (record.Receipt, error) {
+	return record.Receipt{ID: key, Detail: json.RawMessage(`{"card":"4242424242424242","ok":true,` +
 		`"echo":{"request":{"card":"4242424242424242","amount":12}},"log":["charged card 4242424242424242"]}`)}, nil
 }
-func (target) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
-	return workflow.Receipt{}, false, nil
+func (target) Lookup(context.Context, string) (record.Receipt, bool, error) {
+	return record.Receipt{}, false, nil
 }
 
 const schema = `{"type":"object","additionalProperties":false,"required":["card","amount"],
@@ -106,7 +106,7 @@ func (r *receiver) events() []callback.Event {
 type env struct {
 	t      testing.TB
 	clock  *clocktest.Clock
-	store  workflow.Store
+	store  storage.Store
 	engine *workflow.Engine
 	disp   *callback.Dispatcher
 	recv   *receiver
@@ -122,19 +122,19 @@ func newEnv(t testing.TB) *env {
 }
 
 // newEnvOn is newEnv on a store of the caller's.
-func newEnvOn(t testing.TB, st workflow.Store) *env {
+func newEnvOn(t testing.TB, st storage.Store) *env {
 	t.Helper()
 	c := clocktest.New(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:resolver"}},
 		{Name: "team_lead", Members: []string{"U0LEAD0001"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := workflow.NewPolicy("rev-1", []workflow.Rule{{Name: "everything", When: "true", Risk: "high",
-		Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(3600)}}}, roles)
+	policy, err := policy.New("rev-1", []policy.Rule{{Name: "everything", When: "true", Risk: "high",
+		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,11 +169,11 @@ func newEnvOn(t testing.TB, st workflow.Store) *env {
 	return &env{t: t, clock: c, store: st, engine: eng, disp: disp, recv: recv}
 }
 
-func (e *env) submit(task string) *workflow.Run {
+func (e *env) submit(task string) *record.Run {
 	e.t.Helper()
 	run, err := e.engine.Submit(context.Background(), &workflow.Proposal{
-		TaskID: task, Requester: workflow.Person{ID: "agent:resolver"},
-		Actions:     []workflow.Action{{Name: "charge", Args: json.RawMessage(`{"card":"4242424242424242","amount":12}`)}},
+		TaskID: task, Requester: record.Person{ID: "agent:resolver"},
+		Actions:     []record.Action{{Name: "charge", Args: json.RawMessage(`{"card":"4242424242424242","amount":12}`)}},
 		CallbackURL: e.recv.srv.URL + "/hooks/" + task,
 	})
 	if err != nil {
@@ -185,7 +185,7 @@ func (e *env) submit(task string) *workflow.Run {
 func (e *env) approve(id string) {
 	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.engine.Decide(ctx, workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+	if _, err := e.engine.Decide(ctx, workflow.DecideInput{RunID: id, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := e.engine.Resume(ctx, id); err != nil {
@@ -223,12 +223,12 @@ func (e *env) drain(rounds int) {
 	e.t.Fatalf("still undelivered after %d rounds", rounds)
 }
 
-func (e *env) undelivered(failing bool) []*workflow.OutboxMessage {
+func (e *env) undelivered(failing bool) []*record.OutboxMessage {
 	e.t.Helper()
-	var ms []*workflow.OutboxMessage
-	if err := e.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	var ms []*record.OutboxMessage
+	if err := e.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{callback.Kind}, Failing: failing})
+		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{callback.Kind}, Failing: failing})
 		return err
 	}); err != nil {
 		e.t.Fatal(err)
@@ -273,8 +273,8 @@ func testWaitingThenDone(t *testing.T, e *env) {
 	}
 	for i, want := range []struct {
 		typ    string
-		status workflow.Status
-	}{{"run.waiting", workflow.StatusWaitingApproval}, {"run.done", workflow.StatusDone}} {
+		status record.Status
+	}{{"run.waiting", record.StatusWaitingApproval}, {"run.done", record.StatusDone}} {
 		ev := got[i]
 		if ev.Type != want.typ || ev.Run == nil || ev.Run.ID != run.ID || ev.Run.Status != want.status {
 			t.Errorf("event %d: %s of run %v, want %s with status %s", i+1, ev.Type, ev.Run, want.typ, want.status)
@@ -354,7 +354,7 @@ func TestReceiverDownForAWhile(t *testing.T) {
 		}
 	}
 	e.approve(a.ID)
-	if _, err := e.engine.Cancel(context.Background(), b.ID, workflow.Person{ID: "U0LEAD0001"}, "not needed"); err != nil {
+	if _, err := e.engine.Cancel(context.Background(), b.ID, record.Person{ID: "U0LEAD0001"}, "not needed"); err != nil {
 		t.Fatal(err)
 	}
 	e.drain(20)
@@ -441,18 +441,18 @@ func TestRetryAfterAndRefusedURLs(t *testing.T) {
 // a URL outside the allow-list is refused.
 func TestNoCallbackNoRow(t *testing.T) {
 	e := newEnv(t)
-	if _, err := e.engine.Submit(context.Background(), &workflow.Proposal{Requester: workflow.Person{ID: "agent:resolver"},
-		Actions: []workflow.Action{{Name: "charge", Args: json.RawMessage(`{"card":"1","amount":1}`)}}}); err != nil {
+	if _, err := e.engine.Submit(context.Background(), &workflow.Proposal{Requester: record.Person{ID: "agent:resolver"},
+		Actions: []record.Action{{Name: "charge", Args: json.RawMessage(`{"card":"1","amount":1}`)}}}); err != nil {
 		t.Fatal(err)
 	}
 	if rows := e.undelivered(false); len(rows) != 0 {
 		t.Fatalf("rows for a run without a callback: %+v", rows)
 	}
-	var refused *workflow.RefusedError
-	_, err := e.engine.Submit(context.Background(), &workflow.Proposal{Requester: workflow.Person{ID: "agent:resolver"},
-		Actions:     []workflow.Action{{Name: "charge", Args: json.RawMessage(`{"card":"1","amount":1}`)}},
+	var refused *record.RefusedError
+	_, err := e.engine.Submit(context.Background(), &workflow.Proposal{Requester: record.Person{ID: "agent:resolver"},
+		Actions:     []record.Action{{Name: "charge", Args: json.RawMessage(`{"card":"1","amount":1}`)}},
 		CallbackURL: "https://elsewhere.example/hooks/x"})
-	if !errors.As(err, &refused) || refused.Code != workflow.CodeCallbackNotAllowed {
+	if !errors.As(err, &refused) || refused.Code != record.CodeCallbackNotAllowed {
 		t.Fatalf("submit to a URL outside the list: %v", err)
 	}
 }
@@ -467,7 +467,7 @@ func TestARunThatWaitsHoldsUpNoOther(t *testing.T) {
 		}
 		return http.StatusNoContent
 	}
-	var down []*workflow.Run
+	var down []*record.Run
 	for _, task := range []string{"down-1", "down-2"} {
 		down = append(down, e.submit(task))
 	}
@@ -475,7 +475,7 @@ func TestARunThatWaitsHoldsUpNoOther(t *testing.T) {
 		t.Fatalf("delivered %d, %v", n, err)
 	}
 	for _, r := range down {
-		if _, err := e.engine.Cancel(context.Background(), r.ID, workflow.Person{ID: "U0LEAD0001"}, "not needed"); err != nil {
+		if _, err := e.engine.Cancel(context.Background(), r.ID, record.Person{ID: "U0LEAD0001"}, "not needed"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -502,8 +502,8 @@ func BenchmarkSubmit(b *testing.B) {
 	for _, withCallback := range []bool{false, true} {
 		b.Run(map[bool]string{false: "no_callback", true: "callback"}[withCallback], func(b *testing.B) {
 			e := newEnv(b)
-			p := &workflow.Proposal{Requester: workflow.Person{ID: "agent:resolver"},
-				Actions: []workflow.Action{{Name: "charge", Args: json.RawMessage(`{"card":"4242424242424242","amount":12}`)}}}
+			p := &workflow.Proposal{Requester: record.Person{ID: "agent:resolver"},
+				Actions: []record.Action{{Name: "charge", Args: json.RawMessage(`{"card":"4242424242424242","amount":12}`)}}}
 			if withCallback {
 				p.CallbackURL = e.recv.srv.URL + "/hooks/bench"
 			}

@@ -48,7 +48,7 @@ const maxError = 500
 // above, at most hourly, until the receiver takes it, and `signoff outbox
 // --failing` shows it with its last error meanwhile.
 type Dispatcher struct {
-	Store workflow.Store
+	Store storage.Store
 	// Keys sign every event (several while a key rotates).
 	Keys [][]byte
 	// Allowed is the allow-list as it is now: a row whose URL it no longer
@@ -123,7 +123,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 // deliverRun delivers m, the oldest undelivered row of its run, then the
 // run's next rows while they are due, stopping at the first not delivered:
 // the later ones wait for it.
-func (d *Dispatcher) deliverRun(ctx context.Context, m *workflow.OutboxMessage) (int, error) {
+func (d *Dispatcher) deliverRun(ctx context.Context, m *record.OutboxMessage) (int, error) {
 	n := 0
 	for m != nil && n < perRun {
 		ok, err := d.deliver(ctx, m)
@@ -142,11 +142,11 @@ func (d *Dispatcher) deliverRun(ctx context.Context, m *workflow.OutboxMessage) 
 
 // heads reads the due callback rows that are the oldest undelivered of
 // their run (of run runID only, when set), at most limit.
-func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*workflow.OutboxMessage, error) {
-	var ms []*workflow.OutboxMessage
-	err := d.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*record.OutboxMessage, error) {
+	var ms []*record.OutboxMessage
+	err := d.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
+		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{Kind}, Heads: true, RunID: runID, DueBy: d.now(), Limit: limit})
 		return err
 	})
 	if err != nil {
@@ -157,15 +157,15 @@ func (d *Dispatcher) heads(ctx context.Context, runID string, limit int) ([]*wor
 
 // deliver claims one row, sends it and records the outcome. delivered is
 // false when the row was not sent, or sent and not taken.
-func (d *Dispatcher) deliver(ctx context.Context, m *workflow.OutboxMessage) (delivered bool, err error) {
+func (d *Dispatcher) deliver(ctx context.Context, m *record.OutboxMessage) (delivered bool, err error) {
 	claim := d.ClaimFor
 	if claim <= 0 {
 		claim = time.Minute
 	}
 	m.Attempts++
 	m.NextAttempt = d.now().Add(claim)
-	err = d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) })
-	if errors.Is(err, workflow.ErrConflict) {
+	err = d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) })
+	if errors.Is(err, storage.ErrConflict) {
 		return false, nil // another replica has it
 	}
 	if err != nil {
@@ -184,7 +184,7 @@ func (d *Dispatcher) deliver(ctx context.Context, m *workflow.OutboxMessage) (de
 		d.log().Warn("callback delivery failed", "outbox_id", m.ID, "run_id", m.RunID, "attempt", m.Attempts,
 			"retry_in", wait.String(), "error", m.LastError)
 	}
-	if err := d.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
+	if err := d.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) }); err != nil {
 		return false, fmt.Errorf("record delivery of callback row %d: %w", m.ID, err)
 	}
 	return sendErr == nil, nil
@@ -192,7 +192,7 @@ func (d *Dispatcher) deliver(ctx context.Context, m *workflow.OutboxMessage) (de
 
 // send POSTs the row's event. wait is the receiver's Retry-After (0 when it
 // gave none).
-func (d *Dispatcher) send(ctx context.Context, m *workflow.OutboxMessage) (wait time.Duration, err error) {
+func (d *Dispatcher) send(ctx context.Context, m *record.OutboxMessage) (wait time.Duration, err error) {
 	var p payload
 	if err := json.Unmarshal(m.Payload, &p); err != nil || p.URL == "" || p.ID == "" {
 		return 0, errors.New("the outbox row is not a readable callback event")

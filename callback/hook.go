@@ -20,18 +20,18 @@ import (
 )
 
 // Kind is the outbox kind of a callback row.
-const Kind workflow.OutboxKind = "callback"
+const Kind record.OutboxKind = "callback"
 
 // Types are the event types, by the status a run enters: an event is queued
 // each time a run with a callback URL enters one of these.
-var Types = map[workflow.Status]string{
-	workflow.StatusWaitingApproval: "run.waiting",
-	workflow.StatusDone:            "run.done",
-	workflow.StatusFailed:          "run.failed",
-	workflow.StatusRejected:        "run.rejected",
-	workflow.StatusExpired:         "run.expired",
-	workflow.StatusCancelled:       "run.cancelled",
-	workflow.StatusNeedsAttention:  "run.needs_attention",
+var Types = map[record.Status]string{
+	record.StatusWaitingApproval: "run.waiting",
+	record.StatusDone:            "run.done",
+	record.StatusFailed:          "run.failed",
+	record.StatusRejected:        "run.rejected",
+	record.StatusExpired:         "run.expired",
+	record.StatusCancelled:       "run.cancelled",
+	record.StatusNeedsAttention:  "run.needs_attention",
 }
 
 // Event is what a receiver gets: a fresh id (the webhook-id header), the type,
@@ -62,7 +62,7 @@ var _ workflow.Hook = (*Hook)(nil)
 // OnTransition queues an event when t moves a run with a callback URL into a
 // status of Types. The run is rendered in the transaction, so the event shows
 // the status it announces even when it is delivered much later.
-func (h *Hook) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
+func (h *Hook) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Transition) error {
 	typ, ok := Types[t.Run.Status]
 	if !ok || t.Run.Status == t.From {
 		return nil
@@ -94,7 +94,7 @@ func (h *Hook) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Tran
 		return fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
 	}
 	// The transition's own time: the event is due as soon as it commits.
-	m := &workflow.OutboxMessage{RunID: t.Run.ID, Kind: Kind, Payload: p, NextAttempt: t.Run.UpdatedAt, CreatedAt: t.Run.UpdatedAt}
+	m := &record.OutboxMessage{RunID: t.Run.ID, Kind: Kind, Payload: p, NextAttempt: t.Run.UpdatedAt, CreatedAt: t.Run.UpdatedAt}
 	if err := tx.EnqueueOutbox(ctx, m); err != nil {
 		return fmt.Errorf("enqueue %s event of run %s: %w", typ, t.Run.ID, err)
 	}
@@ -113,7 +113,7 @@ func NewEventID() string {
 // Target is where a callback row goes and the id of its event, read from the
 // row (for `signoff outbox`); ok is false for a row that is not a callback or
 // cannot be read.
-func Target(m *workflow.OutboxMessage) (url, eventID string, ok bool) {
+func Target(m *record.OutboxMessage) (url, eventID string, ok bool) {
 	if m.Kind != Kind {
 		return "", "", false
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/internal/clocktest"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // runLoop runs the dispatcher's loop on a hand pace until the test ends,
@@ -43,7 +42,7 @@ func TestLoopDeliversWhenARunChanges(t *testing.T) {
 	p := e.runLoop(t)
 	run := e.submit("T-1")
 	p.RoundsUntil(t, "the waiting event", func() bool { return len(e.recv.events()) == 1 })
-	if ev := e.recv.events()[0]; ev.Run.ID != run.ID || ev.Type != callback.Types[workflow.StatusWaitingApproval] {
+	if ev := e.recv.events()[0]; ev.Run.ID != run.ID || ev.Type != callback.Types[record.StatusWaitingApproval] {
 		t.Fatalf("event %+v, want run %s waiting", ev, run.ID)
 	}
 }

@@ -50,8 +50,8 @@ var defaultYAML []byte
 
 // Config is a loaded, checked configuration.
 type Config struct {
-	Roles      *workflow.Roles
-	Policy     *workflow.Policy
+	Roles      *policy.Roles
+	Policy     *policy.Policy
 	Actions    map[string]ActionConfig // by action name
 	Slack      SlackConfig
 	Requesters RequestersConfig
@@ -408,13 +408,13 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 	if len(fc.Roles) == 0 {
 		return nil, c.failf("roles", "at least one role is required (lowest first, e.g. - {name: team_lead, members: [U0LEAD0001]})")
 	}
-	roles := make([]workflow.Role, len(fc.Roles))
+	roles := make([]policy.Role, len(fc.Roles))
 	for i, r := range fc.Roles {
-		roles[i] = workflow.Role{Name: r.Name, Members: r.Members}
+		roles[i] = policy.Role{Name: r.Name, Members: r.Members}
 	}
-	rs, err := workflow.NewRoles(roles)
+	rs, err := policy.NewRoles(roles)
 	if err != nil {
-		var re *workflow.RoleError
+		var re *policy.RoleError
 		if errors.As(err, &re) {
 			return nil, c.fail(fmt.Sprintf("roles[%d].%s", re.Index, re.Field), re.Err)
 		}
@@ -773,7 +773,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func (c *checker) policy(fp *filePolicy, roles *workflow.Roles) (*workflow.Policy, error) {
+func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, error) {
 	if fp == nil {
 		return nil, c.failf("policy", "required: a revision and the rules")
 	}
@@ -783,9 +783,9 @@ func (c *checker) policy(fp *filePolicy, roles *workflow.Roles) (*workflow.Polic
 	if len(fp.Rules) == 0 {
 		return nil, c.failf("policy.rules", "at least one rule is required; the last is usually {name: everything-else, when: \"true\", ...}")
 	}
-	rules := make([]workflow.Rule, len(fp.Rules))
+	rules := make([]policy.Rule, len(fp.Rules))
 	for i, fr := range fp.Rules {
-		rules[i] = workflow.Rule{Name: fr.Name, When: fr.When, Risk: workflow.Risk(fr.Risk)}
+		rules[i] = policy.Rule{Name: fr.Name, When: fr.When, Risk: record.Risk(fr.Risk)}
 		if fr.Approval == nil {
 			continue
 		}
@@ -802,17 +802,17 @@ func (c *checker) policy(fp *filePolicy, roles *workflow.Roles) (*workflow.Polic
 		if err != nil {
 			return nil, c.fail(path+".expires", err)
 		}
-		rules[i].Approval = &workflow.ApprovalSpec{
+		rules[i].Approval = &record.ApprovalSpec{
 			Role:         fa.Role,
 			Count:        count,
-			Expires:      workflow.Seconds(d / time.Second),
+			Expires:      record.Seconds(d / time.Second),
 			SelfApproval: fa.SelfApproval,
 			Edit:         fa.Edit,
 		}
 	}
-	pol, err := workflow.NewPolicy(fp.Revision, rules, roles)
+	pol, err := policy.New(fp.Revision, rules, roles)
 	if err != nil {
-		var re *workflow.RuleError
+		var re *policy.RuleError
 		if errors.As(err, &re) {
 			return nil, c.fail(fmt.Sprintf("policy.rules[%d].%s", re.Index, re.Field), re.Err)
 		}
@@ -821,7 +821,7 @@ func (c *checker) policy(fp *filePolicy, roles *workflow.Roles) (*workflow.Polic
 	return pol, nil
 }
 
-func (c *checker) slack(fs *fileSlack, roles *workflow.Roles) (SlackConfig, error) {
+func (c *checker) slack(fs *fileSlack, roles *policy.Roles) (SlackConfig, error) {
 	sc := SlackConfig{APIURL: DefaultSlackAPIURL}
 	if fs == nil {
 		return sc, nil

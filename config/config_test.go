@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 const examplePath = "../fixtures/signoff.example.yaml"
@@ -47,9 +45,9 @@ func TestParseContractSample(t *testing.T) {
 	if role, _ := c.Roles.RoleOf("agent:resolver"); role != "agent" {
 		t.Errorf("agent:resolver has role %q, want agent", role)
 	}
-	want := []workflow.Rule{
+	want := []policy.Rule{
 		{Name: "large-refund", When: `action.name == "request_refund" && double(action.args.amount) > 50.0`, Risk: "high",
-			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600, SelfApproval: false, Edit: true}},
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 72 * 3600, SelfApproval: false, Edit: true}},
 		{Name: "everything-else", When: "true", Risk: "low"},
 	}
 	if got := c.Policy.Rules(); !reflect.DeepEqual(got, want) {
@@ -61,8 +59,8 @@ func TestParseContractSample(t *testing.T) {
 	if c.Slack.APIURL != DefaultSlackAPIURL {
 		t.Errorf("Slack.APIURL = %q, want the default", c.Slack.APIURL)
 	}
-	out, err := c.Policy.Evaluate(t.Context(), workflow.PolicyInput{
-		Action: workflow.Action{Name: "request_refund", Args: json.RawMessage(`{"amount":119}`)},
+	out, err := c.Policy.Evaluate(t.Context(), policy.Input{
+		Action: record.Action{Name: "request_refund", Args: json.RawMessage(`{"amount":119}`)},
 	})
 	if err != nil || out.Rule != "large-refund" {
 		t.Errorf("Evaluate = %+v, %v; want large-refund", out, err)
@@ -90,7 +88,7 @@ slack:
 		t.Fatalf("Parse: %v", err)
 	}
 	a := c.Policy.Rules()[0].Approval
-	if want := (workflow.ApprovalSpec{Role: "lead", Count: 1, Expires: 84 * 3600}); *a != want {
+	if want := (record.ApprovalSpec{Role: "lead", Count: 1, Expires: 84 * 3600}); *a != want {
 		t.Errorf("approval = %+v, want %+v", *a, want)
 	}
 	if got := c.Actions["a"].Redact; !slices.Equal(got, []string{"payment_id", "card.number"}) {
@@ -343,9 +341,9 @@ func TestDefaultPolicy(t *testing.T) {
 	tests := []struct {
 		name, action, args string
 		rule               string
-		risk               workflow.Risk
+		risk               record.Risk
 		role               string
-		expires            workflow.Seconds
+		expires            record.Seconds
 		edit               bool
 	}{
 		{"double charge refund", "request_refund", `{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":119.00,"currency":"CAD","reason_code":"RFD-DUPLICATE"}`,
@@ -360,9 +358,9 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := c.Policy.Evaluate(t.Context(), workflow.PolicyInput{
-				Action:    workflow.Action{Name: tt.action, Args: json.RawMessage(tt.args)},
-				Requester: workflow.Person{ID: "agent:resolver"},
+			out, err := c.Policy.Evaluate(t.Context(), policy.Input{
+				Action:    record.Action{Name: tt.action, Args: json.RawMessage(tt.args)},
+				Requester: record.Person{ID: "agent:resolver"},
 			})
 			if err != nil {
 				t.Fatalf("Evaluate: %v", err)
@@ -376,7 +374,7 @@ func TestDefaultPolicy(t *testing.T) {
 				}
 				return
 			}
-			want := workflow.ApprovalSpec{Role: tt.role, Count: 1, Expires: tt.expires, Edit: tt.edit}
+			want := record.ApprovalSpec{Role: tt.role, Count: 1, Expires: tt.expires, Edit: tt.edit}
 			if out.Approval == nil || *out.Approval != want {
 				t.Errorf("approval %+v, want %+v", out.Approval, want)
 			}
@@ -450,8 +448,8 @@ actions: {a: {executor: demo}}
 		t.Fatalf("Parse: %v", err)
 	}
 	rules := c.Policy.Rules()
-	if *rules[0].Approval != (workflow.ApprovalSpec{Role: "lead", Count: 1, Expires: 86400}) ||
-		*rules[1].Approval != (workflow.ApprovalSpec{Role: "lead", Count: 2, Expires: 86400}) {
+	if *rules[0].Approval != (record.ApprovalSpec{Role: "lead", Count: 1, Expires: 86400}) ||
+		*rules[1].Approval != (record.ApprovalSpec{Role: "lead", Count: 2, Expires: 86400}) {
 		t.Errorf("approvals = %+v, %+v", rules[0].Approval, rules[1].Approval)
 	}
 	if got := c.Roles.Members("lead"); !slices.Equal(got, []string{"U1", "U2", "agent:x"}) {

@@ -52,7 +52,7 @@ func NewAgent(shop *Shop) *Agent { return &Agent{shop: shop} }
 // again on the same state. It changes nothing in the shop but the model-call
 // ledger, which is the provider's record of what the run cost: a repeated call
 // shows there as an extra row.
-func (a *Agent) Step(ctx context.Context, st *workflow.State) (bool, error) {
+func (a *Agent) Step(ctx context.Context, st *record.State) (bool, error) {
 	tr, err := loadTranscript(st.TaskID)
 	if err != nil {
 		return false, fmt.Errorf("recorded agent, run %s: %w", st.RunID, err)
@@ -63,20 +63,20 @@ func (a *Agent) Step(ctx context.Context, st *workflow.State) (bool, error) {
 			st.RunID, st.TaskID, len(tr.Turns), n)}
 	}
 	t := tr.Turns[n]
-	var msgs []workflow.Message
+	var msgs []record.Message
 	if len(st.Messages) == 0 {
-		msgs = append(msgs, workflow.Message{Role: "user", Content: tr.Ticket.prompt()})
+		msgs = append(msgs, record.Message{Role: "user", Content: tr.Ticket.prompt()})
 	}
 	if err := a.shop.recordModelCall(ctx, st.RunID, st.TaskID, n, t.TokensIn, t.TokensOut); err != nil {
 		return false, fmt.Errorf("recorded agent, run %s: %w", st.RunID, err)
 	}
 	if t.Proposal != nil {
-		actions := make([]workflow.Action, len(t.Proposal.Actions))
+		actions := make([]record.Action, len(t.Proposal.Actions))
 		for i, act := range t.Proposal.Actions {
-			actions[i] = workflow.Action{Name: act.Name, Args: compact(act.Args)}
+			actions[i] = record.Action{Name: act.Name, Args: compact(act.Args)}
 		}
 		st.Messages = append(st.Messages, msgs...)
-		st.Messages = append(st.Messages, workflow.Message{Role: "assistant", Content: t.Thought})
+		st.Messages = append(st.Messages, record.Message{Role: "assistant", Content: t.Thought})
 		st.Summary = t.Proposal.Summary
 		st.Actions = actions
 		st.ModelCalls = n + 1
@@ -88,10 +88,10 @@ func (a *Agent) Step(ctx context.Context, st *workflow.State) (bool, error) {
 	}
 	args := compact(t.Args)
 	msgs = append(msgs,
-		workflow.Message{Role: "assistant", Content: t.Thought, Tool: t.Tool, Args: args},
-		workflow.Message{Role: "tool", Tool: t.Tool, Result: result})
+		record.Message{Role: "assistant", Content: t.Thought, Tool: t.Tool, Args: args},
+		record.Message{Role: "tool", Tool: t.Tool, Result: result})
 	st.Messages = append(st.Messages, msgs...)
-	st.Evidence = append(st.Evidence, workflow.Evidence{Source: t.Tool, Data: result})
+	st.Evidence = append(st.Evidence, record.Evidence{Source: t.Tool, Data: result})
 	st.ModelCalls = n + 1
 	return false, nil
 }
@@ -120,7 +120,7 @@ func (a *Agent) tool(ctx context.Context, name string, args json.RawMessage) (js
 	default:
 		return nil, &permanentError{fmt.Errorf("unknown tool %q", name)}
 	}
-	if errors.Is(err, workflow.ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		out = map[string]string{"error": err.Error()}
 	} else if err != nil {
 		return nil, err
@@ -151,8 +151,8 @@ type turn struct {
 }
 
 type proposal struct {
-	Summary string            `json:"summary"`
-	Actions []workflow.Action `json:"actions"`
+	Summary string          `json:"summary"`
+	Actions []record.Action `json:"actions"`
 }
 
 func (t Ticket) prompt() string {

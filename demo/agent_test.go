@@ -14,19 +14,19 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-func newState(runID, ticket string) *workflow.State {
-	return &workflow.State{
-		SchemaVersion: workflow.SchemaVersion,
+func newState(runID, ticket string) *record.State {
+	return &record.State{
+		SchemaVersion: record.SchemaVersion,
 		RunID:         runID,
 		Workflow:      AgentWorkflow,
 		TaskID:        ticket,
-		Status:        workflow.StatusRunning,
-		Requester:     workflow.Person{ID: "agent:resolver", Name: "Resolver agent"},
+		Status:        record.StatusRunning,
+		Requester:     record.Person{ID: "agent:resolver", Name: "Resolver agent"},
 	}
 }
 
 // runAgent steps st to the end as the engine does, counting the steps.
-func runAgent(t *testing.T, a *Agent, st *workflow.State) int {
+func runAgent(t *testing.T, a *Agent, st *record.State) int {
 	t.Helper()
 	for steps := 1; steps <= 10; steps++ {
 		done, err := a.Step(context.Background(), st)
@@ -60,16 +60,16 @@ func TestRecordedAgentProposals(t *testing.T) {
 	tests := []struct {
 		ticket  string
 		tools   []string
-		actions []workflow.Action
+		actions []record.Action
 	}{
-		{"T-65273", []string{"get_order", "get_payments"}, []workflow.Action{
+		{"T-65273", []string{"get_order", "get_payments"}, []record.Action{
 			{Name: "request_refund", Args: []byte(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":119.00,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)},
 		}},
-		{"T-90103", []string{"get_order"}, []workflow.Action{
+		{"T-90103", []string{"get_order"}, []record.Action{
 			{Name: "reship_item", Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`)},
 			{Name: "create_return_label", Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","reason":"damaged","free_shipping":true}`)},
 		}},
-		{"T-90104", []string{"get_order", "get_payments"}, []workflow.Action{
+		{"T-90104", []string{"get_order", "get_payments"}, []record.Action{
 			{Name: "request_refund", Args: []byte(`{"order_id":"LK-793996","payment_id":"PAY-793996-1","amount":9.95,"currency":"CAD","reason_code":"RFD-DEFECT"}`)},
 		}},
 	}
@@ -165,12 +165,12 @@ func TestRecordedAgentProposals(t *testing.T) {
 // the same ticket show an approver the same thing.
 func TestExampleProposalsAreTheAgentsProposals(t *testing.T) {
 	type proposal struct {
-		TaskID         string              `json:"task_id"`
-		Requester      workflow.Person     `json:"requester"`
-		Summary        string              `json:"summary"`
-		Actions        []workflow.Action   `json:"actions"`
-		Evidence       []workflow.Evidence `json:"evidence"`
-		IdempotencyKey string              `json:"idempotency_key"`
+		TaskID         string            `json:"task_id"`
+		Requester      record.Person     `json:"requester"`
+		Summary        string            `json:"summary"`
+		Actions        []record.Action   `json:"actions"`
+		Evidence       []record.Evidence `json:"evidence"`
+		IdempotencyKey string            `json:"idempotency_key"`
 	}
 	for name, ticket := range map[string]string{
 		"refund-double-charge": "T-65273",
@@ -285,7 +285,7 @@ func TestRecordedAgentResumesFromACheckpoint(t *testing.T) {
 	}
 }
 
-func withRunID(st *workflow.State, id string) *workflow.State {
+func withRunID(st *record.State, id string) *record.State {
 	c := *st
 	c.RunID = id
 	return &c
@@ -369,7 +369,7 @@ func TestTranscriptsAreStrict(t *testing.T) {
 		{"does not propose", transcript{Ticket: Ticket{ID: "T-1", OrderID: "LK-1", Body: "x"}, Turns: []turn{{Tool: "get_order", Args: []byte(`{}`)}}}},
 		{"proposes early", transcript{Ticket: Ticket{ID: "T-1", OrderID: "LK-1", Body: "x"}, Turns: []turn{{Proposal: &proposal{}}, {Proposal: &proposal{}}}}},
 		{"unknown tool", transcript{Ticket: Ticket{ID: "T-1", OrderID: "LK-1", Body: "x"}, Turns: []turn{{Tool: "refund", Args: []byte(`{}`)}, {Proposal: &proposal{}}}}},
-		{"action without args", transcript{Ticket: Ticket{ID: "T-1", OrderID: "LK-1", Body: "x"}, Turns: []turn{{Proposal: &proposal{Actions: []workflow.Action{{Name: "x"}}}}}}},
+		{"action without args", transcript{Ticket: Ticket{ID: "T-1", OrderID: "LK-1", Body: "x"}, Turns: []turn{{Proposal: &proposal{Actions: []record.Action{{Name: "x"}}}}}}},
 	}
 	for _, b := range bad {
 		if err := b.tr.validate("T-1"); err == nil {

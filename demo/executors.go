@@ -94,7 +94,7 @@ type returnLabelArgs struct {
 // decodeArgs decodes a's arguments strictly into v after checking that a is
 // the action this executor carries out. Undecodable arguments never become
 // decodable, so the error is permanent.
-func decodeArgs(a workflow.Action, want string, v any) error {
+func decodeArgs(a record.Action, want string, v any) error {
 	if a.Name != want {
 		return refused("wrong-action", "the %s executor was given a %q action", want, a.Name)
 	}
@@ -123,7 +123,7 @@ func missing(action string, fields ...field) error {
 	return nil
 }
 
-func decodeRefund(a workflow.Action) (RefundRequest, error) {
+func decodeRefund(a record.Action) (RefundRequest, error) {
 	var w refundArgs
 	if err := decodeArgs(a, ActionRefund, &w); err != nil {
 		return RefundRequest{}, err
@@ -136,7 +136,7 @@ func decodeRefund(a workflow.Action) (RefundRequest, error) {
 		Currency: *w.Currency, ReasonCode: *w.ReasonCode}, nil
 }
 
-func decodeReship(a workflow.Action) (ReshipRequest, error) {
+func decodeReship(a record.Action) (ReshipRequest, error) {
 	var w reshipArgs
 	if err := decodeArgs(a, ActionReship, &w); err != nil {
 		return ReshipRequest{}, err
@@ -148,7 +148,7 @@ func decodeReship(a workflow.Action) (ReshipRequest, error) {
 	return ReshipRequest{OrderID: *w.OrderID, SKU: *w.SKU, Quantity: *w.Quantity}, nil
 }
 
-func decodeReturnLabel(a workflow.Action) (ReturnLabelRequest, error) {
+func decodeReturnLabel(a record.Action) (ReturnLabelRequest, error) {
 	var w returnLabelArgs
 	if err := decodeArgs(a, ActionReturnLabel, &w); err != nil {
 		return ReturnLabelRequest{}, err
@@ -163,21 +163,21 @@ func decodeReturnLabel(a workflow.Action) (ReturnLabelRequest, error) {
 // lookup asks the register and makes sure the key was used for this kind of
 // change: a key of another kind means the ledgers disagree, and nobody can
 // tell what happened.
-func lookup(ctx context.Context, shop *Shop, key, kind string) (workflow.Receipt, bool, error) {
+func lookup(ctx context.Context, shop *Shop, key, kind string) (record.Receipt, bool, error) {
 	rc, got, found, err := shop.lookupKind(ctx, key)
 	if err != nil || !found {
-		return workflow.Receipt{}, false, err
+		return record.Receipt{}, false, err
 	}
 	if got != kind {
 		// A final answer, not a register that is down: asking again would
 		// only be told the same.
-		return workflow.Receipt{}, false, workflow.Permanent(fmt.Errorf("lookup %s: the key was used for a %s, not a %s", key, got, kind))
+		return record.Receipt{}, false, workflow.Permanent(fmt.Errorf("lookup %s: the key was used for a %s, not a %s", key, got, kind))
 	}
 	return rc, true, nil
 }
 
 // Check verifies, without changing anything, that the refund is allowed now.
-func (e *RefundExecutor) Check(ctx context.Context, a workflow.Action) error {
+func (e *RefundExecutor) Check(ctx context.Context, a record.Action) error {
 	r, err := decodeRefund(a)
 	if err == nil {
 		err = e.Shop.CheckRefund(ctx, r)
@@ -189,21 +189,21 @@ func (e *RefundExecutor) Check(ctx context.Context, a workflow.Action) error {
 }
 
 // Execute refunds under key; the shop checks its rules again as it writes.
-func (e *RefundExecutor) Execute(ctx context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (e *RefundExecutor) Execute(ctx context.Context, key string, a record.Action) (record.Receipt, error) {
 	r, err := decodeRefund(a)
 	if err != nil {
-		return workflow.Receipt{}, fmt.Errorf("refund %s: %w", key, err)
+		return record.Receipt{}, fmt.Errorf("refund %s: %w", key, err)
 	}
 	return e.Shop.Refund(ctx, key, e.By, r)
 }
 
 // Lookup asks the shop's register whether the refund under key happened.
-func (e *RefundExecutor) Lookup(ctx context.Context, key string) (workflow.Receipt, bool, error) {
+func (e *RefundExecutor) Lookup(ctx context.Context, key string) (record.Receipt, bool, error) {
 	return lookup(ctx, e.Shop, key, KindRefund)
 }
 
 // Check verifies, without changing anything, that the reshipment is allowed now.
-func (e *ReshipExecutor) Check(ctx context.Context, a workflow.Action) error {
+func (e *ReshipExecutor) Check(ctx context.Context, a record.Action) error {
 	r, err := decodeReship(a)
 	if err == nil {
 		err = e.Shop.CheckReship(ctx, r)
@@ -215,21 +215,21 @@ func (e *ReshipExecutor) Check(ctx context.Context, a workflow.Action) error {
 }
 
 // Execute reships under key; the shop checks its rules again as it writes.
-func (e *ReshipExecutor) Execute(ctx context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (e *ReshipExecutor) Execute(ctx context.Context, key string, a record.Action) (record.Receipt, error) {
 	r, err := decodeReship(a)
 	if err != nil {
-		return workflow.Receipt{}, fmt.Errorf("reship %s: %w", key, err)
+		return record.Receipt{}, fmt.Errorf("reship %s: %w", key, err)
 	}
 	return e.Shop.Reship(ctx, key, e.By, r)
 }
 
 // Lookup asks the shop's register whether the reshipment under key happened.
-func (e *ReshipExecutor) Lookup(ctx context.Context, key string) (workflow.Receipt, bool, error) {
+func (e *ReshipExecutor) Lookup(ctx context.Context, key string) (record.Receipt, bool, error) {
 	return lookup(ctx, e.Shop, key, KindReshipment)
 }
 
 // Check verifies, without changing anything, that the label is allowed now.
-func (e *ReturnLabelExecutor) Check(ctx context.Context, a workflow.Action) error {
+func (e *ReturnLabelExecutor) Check(ctx context.Context, a record.Action) error {
 	r, err := decodeReturnLabel(a)
 	if err == nil {
 		err = e.Shop.CheckReturnLabel(ctx, r)
@@ -241,15 +241,15 @@ func (e *ReturnLabelExecutor) Check(ctx context.Context, a workflow.Action) erro
 }
 
 // Execute issues the label under key; the shop checks its rules again as it writes.
-func (e *ReturnLabelExecutor) Execute(ctx context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (e *ReturnLabelExecutor) Execute(ctx context.Context, key string, a record.Action) (record.Receipt, error) {
 	r, err := decodeReturnLabel(a)
 	if err != nil {
-		return workflow.Receipt{}, fmt.Errorf("return label %s: %w", key, err)
+		return record.Receipt{}, fmt.Errorf("return label %s: %w", key, err)
 	}
 	return e.Shop.CreateReturnLabel(ctx, key, e.By, r)
 }
 
 // Lookup asks the shop's register whether the label under key was issued.
-func (e *ReturnLabelExecutor) Lookup(ctx context.Context, key string) (workflow.Receipt, bool, error) {
+func (e *ReturnLabelExecutor) Lookup(ctx context.Context, key string) (record.Receipt, bool, error) {
 	return lookup(ctx, e.Shop, key, KindReturnLabel)
 }

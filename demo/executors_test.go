@@ -10,7 +10,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/signoff-dev/signoff/fixtures"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 func compileSchemas(t *testing.T) map[string]*jsonschema.Schema {
@@ -92,7 +91,7 @@ func TestExampleProposalsMatchTheSchemas(t *testing.T) {
 			t.Fatal(err)
 		}
 		var p struct {
-			Actions []workflow.Action `json:"actions"`
+			Actions []record.Action `json:"actions"`
 		}
 		if err := json.Unmarshal(b, &p); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -118,21 +117,21 @@ func TestExecutors(t *testing.T) {
 	refund := `{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":119,"currency":"CAD","reason_code":"RFD-DOUBLE"}`
 	tests := []struct {
 		name       string
-		action     workflow.Action
+		action     record.Action
 		wantRule   string // of Check and Execute; "" when both succeed
 		wantPrefix string
 	}{
-		{"refund", workflow.Action{Name: ActionRefund, Args: []byte(refund)}, "", "RF-"},
-		{"reship", workflow.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`)}, "", "RS-"},
-		{"label", workflow.Action{Name: ActionReturnLabel, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","reason":"damaged","free_shipping":true}`)}, "", "RL-"},
-		{"refund of a refunded charge", workflow.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-452190","payment_id":"PAY-452190-1","amount":1,"currency":"CAD","reason_code":"RFD-X"}`)}, "payment-not-captured", ""},
-		{"refund above the charge", workflow.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-793996","payment_id":"PAY-793996-1","amount":10,"currency":"CAD","reason_code":"RFD-X"}`)}, "exceeds-remaining", ""},
-		{"reship of another sku", workflow.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"KETTLE","quantity":1}`)}, "sku-not-on-order", ""},
-		{"unknown field", workflow.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1,"express":true}`)}, "invalid-args", ""},
-		{"duplicate key", workflow.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1,"quantity":2}`)}, "invalid-args", ""},
-		{"missing field", workflow.Action{Name: ActionReturnLabel, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","reason":"damaged"}`)}, "invalid-args", ""},
-		{"not JSON", workflow.Action{Name: ActionRefund, Args: []byte(`{"order_id":`)}, "invalid-args", ""},
-		{"wrong type", workflow.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":"119","currency":"CAD","reason_code":"RFD-DOUBLE"}`)}, "invalid-args", ""},
+		{"refund", record.Action{Name: ActionRefund, Args: []byte(refund)}, "", "RF-"},
+		{"reship", record.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`)}, "", "RS-"},
+		{"label", record.Action{Name: ActionReturnLabel, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","reason":"damaged","free_shipping":true}`)}, "", "RL-"},
+		{"refund of a refunded charge", record.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-452190","payment_id":"PAY-452190-1","amount":1,"currency":"CAD","reason_code":"RFD-X"}`)}, "payment-not-captured", ""},
+		{"refund above the charge", record.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-793996","payment_id":"PAY-793996-1","amount":10,"currency":"CAD","reason_code":"RFD-X"}`)}, "exceeds-remaining", ""},
+		{"reship of another sku", record.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"KETTLE","quantity":1}`)}, "sku-not-on-order", ""},
+		{"unknown field", record.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1,"express":true}`)}, "invalid-args", ""},
+		{"duplicate key", record.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1,"quantity":2}`)}, "invalid-args", ""},
+		{"missing field", record.Action{Name: ActionReturnLabel, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","reason":"damaged"}`)}, "invalid-args", ""},
+		{"not JSON", record.Action{Name: ActionRefund, Args: []byte(`{"order_id":`)}, "invalid-args", ""},
+		{"wrong type", record.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":"119","currency":"CAD","reason_code":"RFD-DOUBLE"}`)}, "invalid-args", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,7 +179,7 @@ func TestExecutors(t *testing.T) {
 func TestExecutorRefusesAnotherAction(t *testing.T) {
 	s, _ := newShop(t)
 	ex := Executors(s, "signoff")[ActionRefund]
-	err := ex.Check(context.Background(), workflow.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`)})
+	err := ex.Check(context.Background(), record.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`)})
 	if rule := refusedRule(t, err); rule != "wrong-action" {
 		t.Errorf("refund executor given a reship: %v, want wrong-action", err)
 	}
@@ -192,7 +191,7 @@ func TestLookupOfAKeyOfAnotherKind(t *testing.T) {
 	s, _ := newShop(t)
 	ctx := context.Background()
 	exs := Executors(s, "signoff")
-	if _, err := exs[ActionReship].Execute(ctx, "run-1/0", workflow.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`)}); err != nil {
+	if _, err := exs[ActionReship].Execute(ctx, "run-1/0", record.Action{Name: ActionReship, Args: []byte(`{"order_id":"LK-640436","sku":"PLANTER","quantity":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, found, err := exs[ActionRefund].Lookup(ctx, "run-1/0"); err == nil || found {

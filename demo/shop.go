@@ -435,19 +435,19 @@ func (s *Shop) CheckReturnLabel(ctx context.Context, r ReturnLabelRequest) error
 // Refund refunds part or all of a captured charge under the idempotency key.
 // The same key with the same arguments returns the first receipt and changes
 // nothing; with other arguments it is refused.
-func (s *Shop) Refund(ctx context.Context, key, by string, r RefundRequest) (workflow.Receipt, error) {
+func (s *Shop) Refund(ctx context.Context, key, by string, r RefundRequest) (record.Receipt, error) {
 	v, err := validRefund(r)
 	if err != nil {
-		return workflow.Receipt{}, fmt.Errorf("refund %s: %w", key, err)
+		return record.Receipt{}, fmt.Errorf("refund %s: %w", key, err)
 	}
-	var rc workflow.Receipt
+	var rc record.Receipt
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		rc, _, err = s.refund(ctx, tx, key, by, v)
 		return err
 	})
 	if err != nil {
-		return workflow.Receipt{}, fmt.Errorf("refund %s: %w", key, err)
+		return record.Receipt{}, fmt.Errorf("refund %s: %w", key, err)
 	}
 	return rc, nil
 }
@@ -491,14 +491,14 @@ func (s *Shop) ManualRefund(ctx context.Context, orderID, paymentID, amount, by 
 	return ch, nil
 }
 
-func (s *Shop) refund(ctx context.Context, tx *sql.Tx, key, by string, r refund) (workflow.Receipt, Change, error) {
+func (s *Shop) refund(ctx context.Context, tx *sql.Tx, key, by string, r refund) (record.Receipt, Change, error) {
 	dg := r.digest()
 	if rc, ch, found, err := s.replay(ctx, tx, key, KindRefund, dg); found || err != nil {
 		return rc, ch, err
 	}
 	p, err := checkRefund(ctx, tx, r)
 	if err != nil {
-		return workflow.Receipt{}, Change{}, err
+		return record.Receipt{}, Change{}, err
 	}
 	id := receiptID("RF", key)
 	left := p.amount - p.refunded - r.cents
@@ -513,10 +513,10 @@ func (s *Shop) refund(ctx context.Context, tx *sql.Tx, key, by string, r refund)
 		 WHERE id = ? AND status = 'captured' AND refunded_cents + ? <= amount_cents`,
 		r.cents, status, p.id, r.cents)
 	if err != nil {
-		return workflow.Receipt{}, Change{}, fmt.Errorf("update payment %s: %w", p.id, err)
+		return record.Receipt{}, Change{}, fmt.Errorf("update payment %s: %w", p.id, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return workflow.Receipt{}, Change{}, fmt.Errorf("update payment %s: %d rows changed (%v)", p.id, n, err)
+		return record.Receipt{}, Change{}, fmt.Errorf("update payment %s: %d rows changed (%v)", p.id, n, err)
 	}
 	detail := map[string]any{
 		"refund_id":      id,
@@ -532,24 +532,24 @@ func (s *Shop) refund(ctx context.Context, tx *sql.Tx, key, by string, r refund)
 		Amount: FormatCents(r.cents), Currency: r.currency, Key: key, By: by}
 	rc, ch, err := s.register(ctx, tx, ch, r.cents, dg, detail)
 	if err != nil {
-		return workflow.Receipt{}, Change{}, err
+		return record.Receipt{}, Change{}, err
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO refunds (id, op_key, order_id, payment_id, amount_cents, currency, reason_code, at)
 		 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, key, r.orderID, r.paymentID, r.cents, r.currency, r.reason, formatTime(ch.At)); err != nil {
-		return workflow.Receipt{}, Change{}, fmt.Errorf("insert refund: %w", err)
+		return record.Receipt{}, Change{}, fmt.Errorf("insert refund: %w", err)
 	}
 	return rc, ch, nil
 }
 
 // Reship sends quantity more of an item of the order under the idempotency key.
-func (s *Shop) Reship(ctx context.Context, key, by string, r ReshipRequest) (workflow.Receipt, error) {
+func (s *Shop) Reship(ctx context.Context, key, by string, r ReshipRequest) (record.Receipt, error) {
 	if err := validReship(r); err != nil {
-		return workflow.Receipt{}, fmt.Errorf("reship %s: %w", key, err)
+		return record.Receipt{}, fmt.Errorf("reship %s: %w", key, err)
 	}
 	dg := digest(KindReshipment, r.OrderID, r.SKU, strconv.Itoa(r.Quantity))
-	var rc workflow.Receipt
+	var rc record.Receipt
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var found bool
 		var err error
@@ -573,19 +573,19 @@ func (s *Shop) Reship(ctx context.Context, key, by string, r ReshipRequest) (wor
 		return nil
 	})
 	if err != nil {
-		return workflow.Receipt{}, fmt.Errorf("reship %s: %w", key, err)
+		return record.Receipt{}, fmt.Errorf("reship %s: %w", key, err)
 	}
 	return rc, nil
 }
 
 // CreateReturnLabel issues a return label for an item of the order under the
 // idempotency key.
-func (s *Shop) CreateReturnLabel(ctx context.Context, key, by string, r ReturnLabelRequest) (workflow.Receipt, error) {
+func (s *Shop) CreateReturnLabel(ctx context.Context, key, by string, r ReturnLabelRequest) (record.Receipt, error) {
 	if err := validReturnLabel(r); err != nil {
-		return workflow.Receipt{}, fmt.Errorf("return label %s: %w", key, err)
+		return record.Receipt{}, fmt.Errorf("return label %s: %w", key, err)
 	}
 	dg := digest(KindReturnLabel, r.OrderID, r.SKU, r.Reason, strconv.FormatBool(r.FreeShipping))
-	var rc workflow.Receipt
+	var rc record.Receipt
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var found bool
 		var err error
@@ -609,7 +609,7 @@ func (s *Shop) CreateReturnLabel(ctx context.Context, key, by string, r ReturnLa
 		return nil
 	})
 	if err != nil {
-		return workflow.Receipt{}, fmt.Errorf("return label %s: %w", key, err)
+		return record.Receipt{}, fmt.Errorf("return label %s: %w", key, err)
 	}
 	return rc, nil
 }
@@ -640,28 +640,28 @@ func (s *Shop) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // replay looks key up in the register: found with the same arguments, it
 // returns the first receipt; found with other arguments, the key is being
 // reused and the operation is refused.
-func (s *Shop) replay(ctx context.Context, tx *sql.Tx, key, kind, dg string) (workflow.Receipt, Change, bool, error) {
+func (s *Shop) replay(ctx context.Context, tx *sql.Tx, key, kind, dg string) (record.Receipt, Change, bool, error) {
 	op, found, err := s.operation(ctx, tx, key)
 	if err != nil || !found {
-		return workflow.Receipt{}, Change{}, false, err
+		return record.Receipt{}, Change{}, false, err
 	}
 	if op.kind != kind || op.digest != dg {
-		return workflow.Receipt{}, Change{}, false, refused("key-reused",
+		return record.Receipt{}, Change{}, false, refused("key-reused",
 			"idempotency key %s was already used for a different %s (%s)", key, strings.ReplaceAll(op.kind, "_", " "), op.change.ID)
 	}
 	return op.receipt, op.change, true, nil
 }
 
 // register records the operation under its key, stamped now.
-func (s *Shop) register(ctx context.Context, tx *sql.Tx, ch Change, cents int64, dg string, detail map[string]any) (workflow.Receipt, Change, error) {
+func (s *Shop) register(ctx context.Context, tx *sql.Tx, ch Change, cents int64, dg string, detail map[string]any) (record.Receipt, Change, error) {
 	d, err := json.Marshal(detail)
 	if err != nil {
-		return workflow.Receipt{}, Change{}, fmt.Errorf("encode receipt: %w", err)
+		return record.Receipt{}, Change{}, fmt.Errorf("encode receipt: %w", err)
 	}
-	rc := workflow.Receipt{ID: ch.ID, Detail: d}
+	rc := record.Receipt{ID: ch.ID, Detail: d}
 	stored, err := json.Marshal(rc)
 	if err != nil {
-		return workflow.Receipt{}, Change{}, fmt.Errorf("encode receipt: %w", err)
+		return record.Receipt{}, Change{}, fmt.Errorf("encode receipt: %w", err)
 	}
 	ch.At = s.clock.Now().UTC().Truncate(time.Millisecond)
 	_, err = tx.ExecContext(ctx,
@@ -671,14 +671,14 @@ func (s *Shop) register(ctx context.Context, tx *sql.Tx, ch Change, cents int64,
 		ch.Key, ch.Kind, ch.OrderID, ch.PaymentID, cents, ch.Currency, ch.SKU, ch.Quantity,
 		ch.ID, string(stored), dg, ch.By, formatTime(ch.At))
 	if err != nil {
-		return workflow.Receipt{}, Change{}, fmt.Errorf("register operation %s: %w", ch.Key, err)
+		return record.Receipt{}, Change{}, fmt.Errorf("register operation %s: %w", ch.Key, err)
 	}
 	return rc, ch, nil
 }
 
 type operation struct {
 	kind, digest string
-	receipt      workflow.Receipt
+	receipt      record.Receipt
 	change       Change
 }
 
@@ -726,19 +726,19 @@ func (s *Shop) operation(ctx context.Context, q queryer, key string) (operation,
 
 // Lookup tells whether an operation with key happened, from the register:
 // (receipt, true) when it did, (zero, false, nil) when it did not.
-func (s *Shop) Lookup(ctx context.Context, key string) (workflow.Receipt, bool, error) {
+func (s *Shop) Lookup(ctx context.Context, key string) (record.Receipt, bool, error) {
 	op, found, err := s.operation(ctx, s.db, key)
 	if err != nil {
-		return workflow.Receipt{}, false, fmt.Errorf("lookup %s: %w", key, err)
+		return record.Receipt{}, false, fmt.Errorf("lookup %s: %w", key, err)
 	}
 	return op.receipt, found, nil
 }
 
 // lookupKind is Lookup that also says which kind of change the key made.
-func (s *Shop) lookupKind(ctx context.Context, key string) (workflow.Receipt, string, bool, error) {
+func (s *Shop) lookupKind(ctx context.Context, key string) (record.Receipt, string, bool, error) {
 	op, found, err := s.operation(ctx, s.db, key)
 	if err != nil {
-		return workflow.Receipt{}, "", false, fmt.Errorf("lookup %s: %w", key, err)
+		return record.Receipt{}, "", false, fmt.Errorf("lookup %s: %w", key, err)
 	}
 	return op.receipt, op.kind, found, nil
 }
@@ -766,14 +766,14 @@ func (s *Shop) Changes(ctx context.Context) ([]Change, error) {
 }
 
 // Order returns an order with its items. An unknown order wraps
-// workflow.ErrNotFound.
+// storage.ErrNotFound.
 func (s *Shop) Order(ctx context.Context, id string) (Order, error) {
 	o := Order{ID: id}
 	var placed string
 	err := s.db.QueryRowContext(ctx, "SELECT customer, status, currency, placed_at FROM orders WHERE id = ?", id).
 		Scan(&o.Customer, &o.Status, &o.Currency, &placed)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Order{}, fmt.Errorf("order %s: %w", id, workflow.ErrNotFound)
+		return Order{}, fmt.Errorf("order %s: %w", id, storage.ErrNotFound)
 	}
 	if err != nil {
 		return Order{}, fmt.Errorf("order %s: %w", id, err)
@@ -847,12 +847,12 @@ func (s *Shop) Orders(ctx context.Context) ([]OrderWithPayments, error) {
 }
 
 // Payments lists the charges of an order, oldest first. An unknown order
-// wraps workflow.ErrNotFound.
+// wraps storage.ErrNotFound.
 func (s *Shop) Payments(ctx context.Context, orderID string) ([]Payment, error) {
 	if err := orderExists(ctx, s.db, orderID); err != nil {
 		var r *RefusedError
 		if errors.As(err, &r) {
-			return nil, fmt.Errorf("payments of %s: %w", orderID, workflow.ErrNotFound)
+			return nil, fmt.Errorf("payments of %s: %w", orderID, storage.ErrNotFound)
 		}
 		return nil, fmt.Errorf("payments of %s: %w", orderID, err)
 	}
@@ -886,13 +886,13 @@ func (s *Shop) Payments(ctx context.Context, orderID string) ([]Payment, error) 
 	return out, nil
 }
 
-// Ticket returns a help desk ticket. An unknown ticket wraps workflow.ErrNotFound.
+// Ticket returns a help desk ticket. An unknown ticket wraps storage.ErrNotFound.
 func (s *Shop) Ticket(ctx context.Context, id string) (Ticket, error) {
 	t := Ticket{ID: id}
 	err := s.db.QueryRowContext(ctx, "SELECT order_id, customer, subject, body FROM tickets WHERE id = ?", id).
 		Scan(&t.OrderID, &t.Customer, &t.Subject, &t.Body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Ticket{}, fmt.Errorf("ticket %s: %w", id, workflow.ErrNotFound)
+		return Ticket{}, fmt.Errorf("ticket %s: %w", id, storage.ErrNotFound)
 	}
 	if err != nil {
 		return Ticket{}, fmt.Errorf("ticket %s: %w", id, err)

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 func TestOpenShopSeedsOnceAndKeepsChanges(t *testing.T) {
@@ -89,10 +87,10 @@ func TestSeedMatchesTheTickets(t *testing.T) {
 			t.Errorf("ticket %s = %+v, %v; want the customer's text", tk, got, err)
 		}
 	}
-	if _, err := s.Order(ctx, "LK-000000"); !errors.Is(err, workflow.ErrNotFound) {
+	if _, err := s.Order(ctx, "LK-000000"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unknown order: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Payments(ctx, "LK-000000"); !errors.Is(err, workflow.ErrNotFound) {
+	if _, err := s.Payments(ctx, "LK-000000"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("payments of an unknown order: %v, want ErrNotFound", err)
 	}
 }
@@ -406,7 +404,7 @@ func TestManualRefundThenApprovedRefundIsRefused(t *testing.T) {
 	s, _ := newShop(t)
 	ctx := context.Background()
 	ex := Executors(s, "signoff")[ActionRefund]
-	a := workflow.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":119,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)}
+	a := record.Action{Name: ActionRefund, Args: []byte(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":119,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)}
 	if err := ex.Check(ctx, a); err != nil {
 		t.Fatalf("check before the manual refund: %v", err)
 	}

@@ -76,16 +76,16 @@ func (u unarmed) refusal() error {
 	return fmt.Errorf("%s: built without its secret (%s) for a command that only reads; nothing was sent", u.action, u.secretEnv)
 }
 
-func (u unarmed) Check(context.Context, workflow.Action) error {
+func (u unarmed) Check(context.Context, record.Action) error {
 	return workflow.Transient(u.refusal())
 }
 
-func (u unarmed) Execute(context.Context, string, workflow.Action) (workflow.Receipt, error) {
-	return workflow.Receipt{}, workflow.Transient(u.refusal())
+func (u unarmed) Execute(context.Context, string, record.Action) (record.Receipt, error) {
+	return record.Receipt{}, workflow.Transient(u.refusal())
 }
 
-func (u unarmed) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
-	return workflow.Receipt{}, false, u.refusal()
+func (u unarmed) Lookup(context.Context, string) (record.Receipt, bool, error) {
+	return record.Receipt{}, false, u.refusal()
 }
 
 // reserved are prefixes of signoff's own variables: a program never sees them.

@@ -129,7 +129,7 @@ func TestBuildWithoutSecrets(t *testing.T) {
 				t.Fatalf("a read-only build needed the secret: %v", err)
 			}
 			ctx := t.Context()
-			a := workflow.Action{Name: "deploy_service", Args: []byte(`{}`)}
+			a := record.Action{Name: "deploy_service", Args: []byte(`{}`)}
 			if _, err := x.Execute(ctx, "RUN/1", a); workflow.Classify(err) != workflow.ClassTransient || !strings.Contains(err.Error(), "built without its secret") {
 				t.Errorf("Execute: %v, want a transient refusal", err)
 			}

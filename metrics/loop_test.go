@@ -14,7 +14,6 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // errorLines is a slog handler that keeps the messages and errors of the
@@ -53,14 +52,14 @@ func TestRefreshLoop(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	insert := func(id string, s workflow.Status) {
+	insert := func(id string, s record.Status) {
 		t.Helper()
-		r := &workflow.Run{ID: id, Status: s, CreatedAt: now, UpdatedAt: now}
-		if err := st.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
+		r := &record.Run{ID: id, Status: s, CreatedAt: now, UpdatedAt: now}
+		if err := st.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	insert("run-01", workflow.StatusDone)
+	insert("run-01", record.StatusDone)
 	m := New("test")
 	var log errorLines
 	pace := clocktest.NewPace()
@@ -76,12 +75,12 @@ func TestRefreshLoop(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	done1 := func() float64 { return testutil.ToFloat64(m.runs.WithLabelValues(string(workflow.StatusDone))) }
+	done1 := func() float64 { return testutil.ToFloat64(m.runs.WithLabelValues(string(record.StatusDone))) }
 	pace.RoundEnded(t)
 	if got := done1(); got != 1 {
 		t.Fatalf("signoff_runs{status=done} = %v after the round at start, want 1", got)
 	}
-	insert("run-02", workflow.StatusDone)
+	insert("run-02", record.StatusDone)
 	if got := done1(); got != 1 {
 		t.Fatalf("signoff_runs{status=done} = %v before the tick, want 1: a scrape never reads the store", got)
 	}
@@ -104,7 +103,7 @@ func TestRefreshLoop(t *testing.T) {
 
 // failing is a store whose reads fail while told to.
 type failing struct {
-	workflow.Store
+	storage.Store
 	mu   sync.Mutex
 	down bool
 }
@@ -115,7 +114,7 @@ func (f *failing) fail(down bool) {
 	f.mu.Unlock()
 }
 
-func (f *failing) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (f *failing) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	f.mu.Lock()
 	down := f.down
 	f.mu.Unlock()

@@ -79,7 +79,7 @@ func New(version string) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
-	for _, s := range workflow.Statuses {
+	for _, s := range record.Statuses {
 		m.runs.WithLabelValues(string(s))
 	}
 	// Every reason is exposed from the start, so that an alert on a rate
@@ -118,8 +118,8 @@ func (m *Metrics) Hook() workflow.Hook { return decisionHook{m} }
 
 type decisionHook struct{ m *Metrics }
 
-func (h decisionHook) OnTransition(ctx context.Context, tx workflow.Tx, t workflow.Transition) error {
-	if t.Event != workflow.EventDecided || t.Run == nil {
+func (h decisionHook) OnTransition(ctx context.Context, tx storage.Tx, t workflow.Transition) error {
+	if t.Event != record.EventDecided || t.Run == nil {
 		return nil
 	}
 	ds, err := tx.Decisions(ctx, t.Run.ID)
@@ -155,7 +155,7 @@ func (t timed) observe(start time.Time, err error) {
 	t.m.executions.WithLabelValues(t.action, outcome(err)).Inc()
 }
 
-func (t timed) Execute(ctx context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (t timed) Execute(ctx context.Context, key string, a record.Action) (record.Receipt, error) {
 	start := time.Now()
 	r, err := t.Executor.Execute(ctx, key, a)
 	t.observe(start, err)
@@ -167,7 +167,7 @@ type timedCall struct {
 	call workflow.CallExecutor
 }
 
-func (t timedCall) ExecuteCall(ctx context.Context, c workflow.Call) (workflow.Receipt, error) {
+func (t timedCall) ExecuteCall(ctx context.Context, c workflow.Call) (record.Receipt, error) {
 	start := time.Now()
 	r, err := t.call.ExecuteCall(ctx, c)
 	t.observe(start, err)
@@ -195,19 +195,19 @@ const maxListed = 10000
 // Refresh sets the gauges from the store, in one read transaction on the
 // indexes of status and of undelivered messages. Call it on a timer, not
 // per scrape.
-func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Time) error {
-	var counts map[workflow.Status]int
+func (m *Metrics) Refresh(ctx context.Context, store storage.Store, now time.Time) error {
+	var counts map[record.Status]int
 	waiting := map[string]int{}
 	var oldest time.Time
-	var backlog []*workflow.OutboxMessage
-	err := store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	var backlog []*record.OutboxMessage
+	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		// One GROUP BY on the status index counts every status, however
 		// many runs ended.
 		var err error
 		if counts, err = tx.CountRuns(ctx); err != nil {
 			return err
 		}
-		runs, err := tx.ListRuns(ctx, workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: maxListed})
+		runs, err := tx.ListRuns(ctx, storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: maxListed})
 		if err != nil {
 			return err
 		}
@@ -217,7 +217,7 @@ func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Ti
 				return err
 			}
 			for _, q := range reqs {
-				if q.Status == workflow.RequestPending {
+				if q.Status == record.RequestPending {
 					waiting[q.Rule]++
 					if oldest.IsZero() || q.CreatedAt.Before(oldest) {
 						oldest = q.CreatedAt
@@ -233,7 +233,7 @@ func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Ti
 	if err != nil {
 		return fmt.Errorf("refresh metrics: %w", err)
 	}
-	for _, s := range workflow.Statuses {
+	for _, s := range record.Statuses {
 		m.runs.WithLabelValues(string(s)).Set(float64(counts[s]))
 	}
 	m.waiting.Reset()
@@ -241,8 +241,8 @@ func (m *Metrics) Refresh(ctx context.Context, store workflow.Store, now time.Ti
 		m.waiting.WithLabelValues(rule).Set(float64(n))
 	}
 	m.oldestWaiting.Set(age(now, oldest))
-	kinds := map[workflow.OutboxKind]int{}
-	first := map[workflow.OutboxKind]time.Time{}
+	kinds := map[record.OutboxKind]int{}
+	first := map[record.OutboxKind]time.Time{}
 	for _, o := range backlog {
 		kinds[o.Kind]++
 		if f, ok := first[o.Kind]; !ok || o.CreatedAt.Before(f) {

@@ -16,19 +16,19 @@ import (
 // fakeExecutor answers every call with err.
 type fakeExecutor struct{ err error }
 
-func (f fakeExecutor) Check(context.Context, workflow.Action) error { return nil }
-func (f fakeExecutor) Execute(context.Context, string, workflow.Action) (workflow.Receipt, error) {
-	return workflow.Receipt{}, f.err
+func (f fakeExecutor) Check(context.Context, record.Action) error { return nil }
+func (f fakeExecutor) Execute(context.Context, string, record.Action) (record.Receipt, error) {
+	return record.Receipt{}, f.err
 }
-func (f fakeExecutor) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
-	return workflow.Receipt{}, false, nil
+func (f fakeExecutor) Lookup(context.Context, string) (record.Receipt, bool, error) {
+	return record.Receipt{}, false, nil
 }
 
 // fakeCallExecutor wants the whole call.
 type fakeCallExecutor struct{ fakeExecutor }
 
-func (f fakeCallExecutor) ExecuteCall(context.Context, workflow.Call) (workflow.Receipt, error) {
-	return workflow.Receipt{}, f.err
+func (f fakeCallExecutor) ExecuteCall(context.Context, workflow.Call) (record.Receipt, error) {
+	return record.Receipt{}, f.err
 }
 
 // TestExecutorOutcomes: each call is counted under the outcome the engine
@@ -46,7 +46,7 @@ func TestExecutorOutcomes(t *testing.T) {
 	} {
 		m := New("test")
 		plain := m.Executor("refund", fakeExecutor{tc.err})
-		if _, err := plain.Execute(t.Context(), "k", workflow.Action{}); err != tc.err {
+		if _, err := plain.Execute(t.Context(), "k", record.Action{}); err != tc.err {
 			t.Fatalf("the error changed: %v", err)
 		}
 		call, ok := m.Executor("refund", fakeCallExecutor{fakeExecutor{tc.err}}).(workflow.CallExecutor)
@@ -88,9 +88,9 @@ func TestOutboxBacklogByKind(t *testing.T) {
 	}
 	defer st.Close()
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	err = st.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
-		for _, k := range []workflow.OutboxKind{"callback", "callback", "slack.post", "callback"} {
-			m := &workflow.OutboxMessage{RunID: "run-1", Kind: k, NextAttempt: now.Add(time.Hour), CreatedAt: now.Add(-time.Minute)}
+	err = st.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		for _, k := range []record.OutboxKind{"callback", "callback", "slack.post", "callback"} {
+			m := &record.OutboxMessage{RunID: "run-1", Kind: k, NextAttempt: now.Add(time.Hour), CreatedAt: now.Add(-time.Minute)}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
 			}

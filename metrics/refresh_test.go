@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // TestRefreshCountsEveryStatus: signoff_runs gives the runs in every status,
@@ -22,16 +21,16 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	seed := map[workflow.Status]int{
-		workflow.StatusDone: 4, workflow.StatusRejected: 2, workflow.StatusCancelled: 1,
-		workflow.StatusWaitingApproval: 3, workflow.StatusNeedsAttention: 1,
+	seed := map[record.Status]int{
+		record.StatusDone: 4, record.StatusRejected: 2, record.StatusCancelled: 1,
+		record.StatusWaitingApproval: 3, record.StatusNeedsAttention: 1,
 	}
 	i := 0
 	for status, n := range seed {
 		for range n {
 			i++
-			r := &workflow.Run{ID: fmt.Sprintf("run-%02d", i), Status: status, CreatedAt: now, UpdatedAt: now}
-			if err := st.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
+			r := &record.Run{ID: fmt.Sprintf("run-%02d", i), Status: status, CreatedAt: now, UpdatedAt: now}
+			if err := st.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, r) }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -40,7 +39,7 @@ func TestRefreshCountsEveryStatus(t *testing.T) {
 	if err := m.Refresh(t.Context(), st, now); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range workflow.Statuses {
+	for _, s := range record.Statuses {
 		if got := testutil.ToFloat64(m.runs.WithLabelValues(string(s))); got != float64(seed[s]) {
 			t.Errorf("signoff_runs{status=%q} = %v, want %d", s, got, seed[s])
 		}

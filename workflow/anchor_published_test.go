@@ -31,13 +31,13 @@ func TestARewriteAfterAPublishedAnchorIsCaughtBeforeExecuting(t *testing.T) {
 	tests := []struct {
 		name   string
 		tamper string // SQL with one ? for the run id, or "" for none
-		want   workflow.Status
+		want   record.Status
 		reason string
 	}{
-		{"nothing changed", "", workflow.StatusDone, ""},
+		{"nothing changed", "", record.StatusDone, ""},
 		{"the run's anchored audit event rewritten", `UPDATE audit SET hash = '` + strings.Repeat("0", 64) + `' WHERE seq = (SELECT MAX(seq) FROM audit WHERE run_id = ?)`,
-			workflow.StatusNeedsAttention, "was changed since"},
-		{"the anchors deleted", `DELETE FROM audit_anchors WHERE ? <> ''`, workflow.StatusNeedsAttention, "the store has no anchor 1"},
+			record.StatusNeedsAttention, "was changed since"},
+		{"the anchors deleted", `DELETE FROM audit_anchors WHERE ? <> ''`, record.StatusNeedsAttention, "the store has no anchor 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestARewriteAfterAPublishedAnchorIsCaughtBeforeExecuting(t *testing.T) {
 			if got.Status != tt.want || !strings.Contains(got.Reason, tt.reason) {
 				t.Fatalf("status %s (%q), want %s (%q)", got.Status, got.Reason, tt.want, tt.reason)
 			}
-			if calls := h.target.calls; (tt.want == workflow.StatusDone) != (calls == 1) {
+			if calls := h.target.calls; (tt.want == record.StatusDone) != (calls == 1) {
 				t.Fatalf("%d calls to the target", calls)
 			}
 		})

@@ -26,7 +26,7 @@ func BenchmarkCPU(b *testing.B) {
 				h := newHarness(b, s.opts...)
 				ids := waitingRefunds(b, h, b.N)
 				approve := func(id string) error {
-					_, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
+					_, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"})
 					return err
 				}
 				if fig == "execute" {

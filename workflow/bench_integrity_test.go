@@ -34,7 +34,7 @@ func BenchmarkIntegrity(b *testing.B) {
 					ids := waitingRefunds(b, h, b.N)
 					if fig == "execute" {
 						for _, id := range ids {
-							if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+							if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 								b.Fatal(err)
 							}
 						}
@@ -43,7 +43,7 @@ func BenchmarkIntegrity(b *testing.B) {
 					for i := range b.N {
 						var err error
 						if fig == "decide" {
-							_, err = h.engine.Decide(context.Background(), workflow.DecideInput{RunID: ids[i], Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
+							_, err = h.engine.Decide(context.Background(), workflow.DecideInput{RunID: ids[i], Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"})
 						} else {
 							_, err = h.engine.Resume(context.Background(), ids[i])
 						}
@@ -65,7 +65,7 @@ func waitingRefunds(b *testing.B, h *harness, n int) []string {
 	ids := make([]string, n)
 	for i := range ids {
 		run := h.submit(refund("PAY-1", 100))
-		if run.Status != workflow.StatusWaitingApproval {
+		if run.Status != record.StatusWaitingApproval {
 			b.Fatalf("run %s is %s", run.ID, run.Status)
 		}
 		ids[i] = run.ID

@@ -44,13 +44,13 @@ func BenchmarkPending(b *testing.B) {
 
 const pendingRuns = 100_000
 
-func benchmarkPending(b *testing.B, st workflow.Store) {
+func benchmarkPending(b *testing.B, st storage.Store) {
 	eng, err := benchkit.NewEngine(st)
 	if err != nil {
 		b.Fatal(err)
 	}
 	seedPending(b, eng, st, pendingRuns)
-	page := workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}, Limit: 11}
+	page := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 11}
 	ctx := context.Background()
 	figures := []struct {
 		name string
@@ -58,7 +58,7 @@ func benchmarkPending(b *testing.B, st workflow.Store) {
 	}{
 		{"store", func() (int, error) {
 			var n int
-			err := st.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+			err := st.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 				hs, err := tx.ListRunHeads(ctx, page)
 				n = len(hs)
 				return err
@@ -106,7 +106,7 @@ func benchmarkPending(b *testing.B, st workflow.Store) {
 // seedPending stores n waiting runs and n finished ones, each a copy of one
 // real suspended run (its row and its latest checkpoint, re-hashed under its
 // own id), in transactions of a thousand runs.
-func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
+func seedPending(b *testing.B, eng *workflow.Engine, st storage.Store, n int) {
 	b.Helper()
 	ctx := context.Background()
 	id, err := benchkit.Suspend(ctx, eng)
@@ -114,10 +114,10 @@ func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
 		b.Fatal(err)
 	}
 	var (
-		proto *workflow.Run
-		state *workflow.State
+		proto *record.Run
+		state *record.State
 	)
-	err = st.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err = st.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if proto, err = tx.Run(ctx, id); err != nil {
 			return err
 		}
@@ -133,13 +133,13 @@ func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
 	}
 	const batch = 1000
 	for i := 0; i < 2*n; i += batch {
-		err := st.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := st.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			for j := i; j < i+batch && j < 2*n; j++ {
 				r := *proto
 				r.ID, r.IdempotencyKey, r.Seq = fmt.Sprintf("run_seed_%07d", j), "", 1
 				r.CreatedAt = proto.CreatedAt.Add(time.Duration(j) * time.Millisecond)
 				if j%2 == 1 {
-					r.Status, r.Deadline = workflow.StatusDone, time.Time{}
+					r.Status, r.Deadline = record.StatusDone, time.Time{}
 				}
 				s := *state
 				s.RunID, s.Status = r.ID, r.Status
@@ -147,8 +147,8 @@ func seedPending(b *testing.B, eng *workflow.Engine, st workflow.Store, n int) {
 				if err != nil {
 					return err
 				}
-				cp := &workflow.Checkpoint{RunID: r.ID, Seq: 1, SchemaVersion: workflow.SchemaVersion, State: body, CreatedAt: r.CreatedAt}
-				cp.Hash = workflow.CheckpointHash(cp)
+				cp := &record.Checkpoint{RunID: r.ID, Seq: 1, SchemaVersion: record.SchemaVersion, State: body, CreatedAt: r.CreatedAt}
+				cp.Hash = record.CheckpointHash(cp)
 				if err := tx.InsertRun(ctx, &r); err != nil {
 					return err
 				}

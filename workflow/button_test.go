@@ -14,9 +14,9 @@ import (
 func TestButtonRefusalsSayWhatDecideFound(t *testing.T) {
 	type found struct {
 		code       string
-		button     workflow.ButtonProblem
-		run        workflow.Status
-		request    workflow.RequestStatus
+		button     record.ButtonProblem
+		run        record.Status
+		request    record.RequestStatus
 		by         string
 		currentFPs bool // the refusal carries the request's fingerprint
 	}
@@ -28,32 +28,32 @@ func TestButtonRefusalsSayWhatDecideFound(t *testing.T) {
 		{"request of another run", func(h *harness, v *workflow.RunView) workflow.DecideInput {
 			other := h.get(h.submit(refund("PAY-1", 118)).ID)
 			return workflow.DecideInput{RequestID: other.Gate.RequestID, Fingerprint: other.Gate.Fingerprint}
-		}, found{code: workflow.CodeStaleFingerprint, button: workflow.ButtonOtherRun, run: workflow.StatusWaitingApproval}},
+		}, found{code: record.CodeStaleFingerprint, button: record.ButtonOtherRun, run: record.StatusWaitingApproval}},
 		{"fingerprint of another proposal", func(h *harness, v *workflow.RunView) workflow.DecideInput {
 			return workflow.DecideInput{RequestID: v.Gate.RequestID, Fingerprint: strings.Repeat("ab", 32)}
-		}, found{code: workflow.CodeStaleFingerprint, button: workflow.ButtonFingerprint, run: workflow.StatusWaitingApproval,
-			request: workflow.RequestPending, currentFPs: true}},
+		}, found{code: record.CodeStaleFingerprint, button: record.ButtonFingerprint, run: record.StatusWaitingApproval,
+			request: record.RequestPending, currentFPs: true}},
 		{"decided by someone else", func(h *harness, v *workflow.RunView) workflow.DecideInput {
 			if _, err := h.approve(v.ID, "U0LEAD0002"); err != nil {
 				t.Fatal(err)
 			}
 			return workflow.DecideInput{RequestID: v.Gate.RequestID, Fingerprint: v.Gate.Fingerprint}
-		}, found{code: workflow.CodeAlreadyDecided, run: workflow.StatusDone, request: workflow.RequestApproved, by: "U0LEAD0002", currentFPs: true}},
+		}, found{code: record.CodeAlreadyDecided, run: record.StatusDone, request: record.RequestApproved, by: "U0LEAD0002", currentFPs: true}},
 		{"cancelled", func(h *harness, v *workflow.RunView) workflow.DecideInput {
-			if _, err := h.engine.Cancel(ctx, v.ID, workflow.Person{ID: "U0LEAD0002"}, "not needed"); err != nil {
+			if _, err := h.engine.Cancel(ctx, v.ID, record.Person{ID: "U0LEAD0002"}, "not needed"); err != nil {
 				t.Fatal(err)
 			}
 			return workflow.DecideInput{RequestID: v.Gate.RequestID, Fingerprint: v.Gate.Fingerprint}
-		}, found{code: workflow.CodeAlreadyDecided, run: workflow.StatusCancelled, request: workflow.RequestCancelled, by: "U0LEAD0002", currentFPs: true}},
+		}, found{code: record.CodeAlreadyDecided, run: record.StatusCancelled, request: record.RequestCancelled, by: "U0LEAD0002", currentFPs: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			v := h.get(h.submit(refund("PAY-1", 119)).ID)
 			in := tc.prepare(h, v)
-			in.RunID, in.Approver, in.Verdict, in.Via = v.ID, workflow.Person{ID: "U0LEAD0001"}, workflow.VerdictApprove, "slack"
+			in.RunID, in.Approver, in.Verdict, in.Via = v.ID, record.Person{ID: "U0LEAD0001"}, record.VerdictApprove, "slack"
 			_, err := h.engine.Decide(ctx, in)
 			r := wantRefused(t, err, tc.want.code)
-			check := func(r *workflow.RefusedError) {
+			check := func(r *record.RefusedError) {
 				t.Helper()
 				if r.Button != tc.want.button || r.RequestStatus != tc.want.request || r.By != tc.want.by {
 					t.Errorf("found button %q, request %q by %q; want %q, %q by %q",

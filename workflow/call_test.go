@@ -18,7 +18,7 @@ type callLedger struct {
 	calls []workflow.Call
 }
 
-func (c *callLedger) ExecuteCall(ctx context.Context, call workflow.Call) (workflow.Receipt, error) {
+func (c *callLedger) ExecuteCall(ctx context.Context, call workflow.Call) (record.Receipt, error) {
 	c.calls = append(c.calls, call)
 	return c.Execute(ctx, call.Key, call.Action)
 }
@@ -36,7 +36,7 @@ func TestExecuteCallCarriesTheRunFingerprintApproversAndAttempt(t *testing.T) {
 	h.target.failNext = []error{workflow.Transient(errors.New("connection refused"))}
 	run := h.submit(refund("PAY-1", 119))
 	got, err := h.approve(run.ID, "U0LEAD0001")
-	if err != nil || got.Status != workflow.StatusDone {
+	if err != nil || got.Status != record.StatusDone {
 		t.Fatalf("approve: %v %+v", err, got)
 	}
 	if len(cl.calls) != 2 {
@@ -66,7 +66,7 @@ func TestRetryAfterIsWaitedBeforeTheNextAttempt(t *testing.T) {
 			h.target.failNext = []error{workflow.RetryAfter(errors.New("429"), tt.asked)}
 			start := h.clock.Now()
 			run := h.run(refund("PAY-2", 5))
-			if run.Status != workflow.StatusDone || len(h.target.Effects()) != 1 {
+			if run.Status != record.StatusDone || len(h.target.Effects()) != 1 {
 				t.Fatalf("status %s effects %v", run.Status, h.target.Effects())
 			}
 			if waited := h.clock.Now().Sub(start); waited < tt.atLeast || waited > tt.atMostAt {
@@ -85,15 +85,15 @@ func TestLookupDownForAWhileIsAskedAgain(t *testing.T) {
 		name       string
 		down       int
 		within     time.Duration // the action's reconcile budget; 0: the default
-		wantStatus workflow.Status
+		wantStatus record.Status
 		wantAsked  int           // 0: not checked
 		wantWaited time.Duration // on the engine's clock
 		wantReason string
 	}{
-		{name: "back before the budget", down: 2, wantStatus: workflow.StatusDone, wantAsked: 3, wantWaited: 400 * time.Millisecond},
-		{name: "down past the default budget", down: 1 << 20, wantStatus: workflow.StatusNeedsAttention,
+		{name: "back before the budget", down: 2, wantStatus: record.StatusDone, wantAsked: 3, wantWaited: 400 * time.Millisecond},
+		{name: "down past the default budget", down: 1 << 20, wantStatus: record.StatusNeedsAttention,
 			wantWaited: workflow.DefaultReconcileWithin, wantReason: "the target did not say within 10m0s"},
-		{name: "down past a budget of 30m", down: 1 << 20, within: 30 * time.Minute, wantStatus: workflow.StatusNeedsAttention,
+		{name: "down past a budget of 30m", down: 1 << 20, within: 30 * time.Minute, wantStatus: record.StatusNeedsAttention,
 			wantWaited: 30 * time.Minute, wantReason: "the target did not say within 30m0s"},
 	}
 	for _, tt := range tests {

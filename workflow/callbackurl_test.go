@@ -18,15 +18,15 @@ func TestCallbackURLRefusedBeforeAnythingIsWritten(t *testing.T) {
 		name, url, code, says string
 		opts                  []harnessOption
 	}{
-		{"outside the allow-list", "https://evil.example/signoff/events", workflow.CodeCallbackNotAllowed, "https://agent.example/signoff/", []harnessOption{allowCallbacks}},
-		{"a longer host", "https://agent.example.evil/signoff/events", workflow.CodeCallbackNotAllowed, "must start with one of", []harnessOption{allowCallbacks}},
-		{"no allow-list", goodCallback, workflow.CodeCallbackNotAllowed, "allows no callbacks", nil},
-		{"user and password", "https://me:pw@agent.example/signoff/events", workflow.CodeInvalidInput, "user or password", []harnessOption{allowCallbacks}},
-		{"relative", "/signoff/events", workflow.CodeInvalidInput, "absolute http(s) URL", []harnessOption{allowCallbacks}},
-		{"another scheme", "ftp://agent.example/signoff/events", workflow.CodeInvalidInput, "absolute http(s) URL", []harnessOption{allowCallbacks}},
-		{"two lines", goodCallback + "\nhttps://evil.example/", workflow.CodeInvalidInput, "callback_url", []harnessOption{allowCallbacks}},
-		{"a space", goodCallback + " x", workflow.CodeInvalidInput, "spaces", []harnessOption{allowCallbacks}},
-		{"too long", goodCallback + "?" + strings.Repeat("a", 3000), workflow.CodeInvalidInput, "at most", []harnessOption{allowCallbacks}},
+		{"outside the allow-list", "https://evil.example/signoff/events", record.CodeCallbackNotAllowed, "https://agent.example/signoff/", []harnessOption{allowCallbacks}},
+		{"a longer host", "https://agent.example.evil/signoff/events", record.CodeCallbackNotAllowed, "must start with one of", []harnessOption{allowCallbacks}},
+		{"no allow-list", goodCallback, record.CodeCallbackNotAllowed, "allows no callbacks", nil},
+		{"user and password", "https://me:pw@agent.example/signoff/events", record.CodeInvalidInput, "user or password", []harnessOption{allowCallbacks}},
+		{"relative", "/signoff/events", record.CodeInvalidInput, "absolute http(s) URL", []harnessOption{allowCallbacks}},
+		{"another scheme", "ftp://agent.example/signoff/events", record.CodeInvalidInput, "absolute http(s) URL", []harnessOption{allowCallbacks}},
+		{"two lines", goodCallback + "\nhttps://evil.example/", record.CodeInvalidInput, "callback_url", []harnessOption{allowCallbacks}},
+		{"a space", goodCallback + " x", record.CodeInvalidInput, "spaces", []harnessOption{allowCallbacks}},
+		{"too long", goodCallback + "?" + strings.Repeat("a", 3000), record.CodeInvalidInput, "at most", []harnessOption{allowCallbacks}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,7 +39,7 @@ func TestCallbackURLRefusedBeforeAnythingIsWritten(t *testing.T) {
 			if !strings.Contains(r.Msg, tt.says) {
 				t.Errorf("message %q does not say %q", r.Msg, tt.says)
 			}
-			runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+			runs, lerr := h.engine.List(ctx, storage.RunFilter{})
 			if lerr != nil || len(runs) != 0 || h.auditCount("") != before {
 				t.Fatalf("a refused submit wrote: %d runs (%v), audit %d → %d", len(runs), lerr, before, h.auditCount(""))
 			}
@@ -66,7 +66,7 @@ func TestCallbackURLIsBoundByTheIdempotencyKey(t *testing.T) {
 		other := refund("PAY-1", 119)
 		other.IdempotencyKey, other.CallbackURL = "ticket-T-1", url
 		_, err := h.engine.Submit(ctx, other)
-		if r := wantRefused(t, err, workflow.CodeIdempotencyKeyReused); r.RunID != first.ID {
+		if r := wantRefused(t, err, record.CodeIdempotencyKeyReused); r.RunID != first.ID {
 			t.Fatalf("callback %q: refusal names %q, want %s", url, r.RunID, first.ID)
 		}
 	}
@@ -79,7 +79,7 @@ func TestForkDoesNotInheritTheCallback(t *testing.T) {
 	p := refund("PAY-1", 119)
 	p.CallbackURL = goodCallback
 	run := h.submit(p)
-	fork, err := h.engine.Fork(ctx, run.ID, 1, workflow.Person{ID: "U0LEAD0001"})
+	fork, err := h.engine.Fork(ctx, run.ID, 1, record.Person{ID: "U0LEAD0001"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +107,8 @@ func FuzzCallbackURL(f *testing.F) {
 		p.CallbackURL = u
 		run, err := h.engine.Submit(ctx, p)
 		if err != nil {
-			var r *workflow.RefusedError
-			if !errors.As(err, &r) || (r.Code != workflow.CodeInvalidInput && r.Code != workflow.CodeCallbackNotAllowed) {
+			var r *record.RefusedError
+			if !errors.As(err, &r) || (r.Code != record.CodeInvalidInput && r.Code != record.CodeCallbackNotAllowed) {
 				t.Fatalf("%q: %v", u, err)
 			}
 			return
@@ -138,22 +138,22 @@ func FuzzCallbackURL(f *testing.F) {
 func TestCallbackURLIsMatchedAsAServerReadsIt(t *testing.T) {
 	const base = "https://agent.example/signoff/"
 	refusals := []struct{ name, url, code, says string }{
-		{"dot segments out of the prefix", base + "../evil", workflow.CodeCallbackNotAllowed, "reads as https://agent.example/evil"},
-		{"dot segments out of the prefix and back", base + "../signoffx/events", workflow.CodeCallbackNotAllowed, "reads as https://agent.example/signoffx/events"},
-		{"a dot then two", base + "./../../evil", workflow.CodeCallbackNotAllowed, "reads as https://agent.example/evil"},
-		{"encoded dots", base + "%2e%2e/evil", workflow.CodeInvalidInput, "a dot encoded as %2e"},
-		{"encoded dots in capitals", base + "%2E%2E/evil", workflow.CodeInvalidInput, "a dot encoded as %2e"},
-		{"one dot encoded", base + ".%2E/evil", workflow.CodeInvalidInput, "a dot encoded as %2e"},
-		{"an encoded slash", base + "..%2fevil", workflow.CodeInvalidInput, "a slash encoded as %2f"},
-		{"an encoded slash in capitals", base + "x%2F..%2F..%2Fevil", workflow.CodeInvalidInput, "a slash encoded as %2f"},
-		{"an encoded backslash", base + "..%5cevil", workflow.CodeInvalidInput, "a backslash encoded as %5c"},
-		{"doubly encoded dots", base + "%252e%252e/evil", workflow.CodeInvalidInput, "a percent sign encoded as %25"},
-		{"a backslash", base + "..\\evil", workflow.CodeInvalidInput, "backslash"},
-		{"backslashes only", "https://agent.example/signoff\\..\\..\\evil", workflow.CodeInvalidInput, "backslash"},
-		{"a backslash and an encoded dot", base + "%2e.\\evil", workflow.CodeInvalidInput, "backslash"},
-		{"a dot segment with parameters", base + "..;/evil", workflow.CodeInvalidInput, `dot segment "..;"`},
-		{"full-width dots", base + "\uff0e\uff0e/evil", workflow.CodeInvalidInput, "full-width dot"},
-		{"full-width dots, encoded", base + "%EF%BC%8E%EF%BC%8E/evil", workflow.CodeInvalidInput, "full-width dot"},
+		{"dot segments out of the prefix", base + "../evil", record.CodeCallbackNotAllowed, "reads as https://agent.example/evil"},
+		{"dot segments out of the prefix and back", base + "../signoffx/events", record.CodeCallbackNotAllowed, "reads as https://agent.example/signoffx/events"},
+		{"a dot then two", base + "./../../evil", record.CodeCallbackNotAllowed, "reads as https://agent.example/evil"},
+		{"encoded dots", base + "%2e%2e/evil", record.CodeInvalidInput, "a dot encoded as %2e"},
+		{"encoded dots in capitals", base + "%2E%2E/evil", record.CodeInvalidInput, "a dot encoded as %2e"},
+		{"one dot encoded", base + ".%2E/evil", record.CodeInvalidInput, "a dot encoded as %2e"},
+		{"an encoded slash", base + "..%2fevil", record.CodeInvalidInput, "a slash encoded as %2f"},
+		{"an encoded slash in capitals", base + "x%2F..%2F..%2Fevil", record.CodeInvalidInput, "a slash encoded as %2f"},
+		{"an encoded backslash", base + "..%5cevil", record.CodeInvalidInput, "a backslash encoded as %5c"},
+		{"doubly encoded dots", base + "%252e%252e/evil", record.CodeInvalidInput, "a percent sign encoded as %25"},
+		{"a backslash", base + "..\\evil", record.CodeInvalidInput, "backslash"},
+		{"backslashes only", "https://agent.example/signoff\\..\\..\\evil", record.CodeInvalidInput, "backslash"},
+		{"a backslash and an encoded dot", base + "%2e.\\evil", record.CodeInvalidInput, "backslash"},
+		{"a dot segment with parameters", base + "..;/evil", record.CodeInvalidInput, `dot segment "..;"`},
+		{"full-width dots", base + "\uff0e\uff0e/evil", record.CodeInvalidInput, "full-width dot"},
+		{"full-width dots, encoded", base + "%EF%BC%8E%EF%BC%8E/evil", record.CodeInvalidInput, "full-width dot"},
 	}
 	for _, tt := range refusals {
 		t.Run("refused: "+tt.name, func(t *testing.T) {
@@ -166,7 +166,7 @@ func TestCallbackURLIsMatchedAsAServerReadsIt(t *testing.T) {
 			if !strings.Contains(r.Msg, tt.says) {
 				t.Errorf("message %q does not say %q", r.Msg, tt.says)
 			}
-			runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+			runs, lerr := h.engine.List(ctx, storage.RunFilter{})
 			if lerr != nil || len(runs) != 0 || h.auditCount("") != before {
 				t.Fatalf("a refused submit wrote: %d runs (%v), audit %d → %d", len(runs), lerr, before, h.auditCount(""))
 			}

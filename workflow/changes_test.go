@@ -19,12 +19,12 @@ type waitResult struct {
 func TestWaitRunWakesOnADecision(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	if run.Status != workflow.StatusWaitingApproval {
+	if run.Status != record.StatusWaitingApproval {
 		t.Fatalf("status = %s", run.Status)
 	}
 	done := make(chan waitResult, 1)
 	go func() {
-		v, changed, err := h.engine.WaitRun(context.Background(), run.ID, workflow.StatusWaitingApproval)
+		v, changed, err := h.engine.WaitRun(context.Background(), run.ID, record.StatusWaitingApproval)
 		done <- waitResult{v, changed, err}
 	}()
 	for h.engine.Changes().Waiting() == 0 { // until the waiter sleeps
@@ -35,11 +35,11 @@ func TestWaitRunWakesOnADecision(t *testing.T) {
 		t.Fatalf("returned before any change: %+v", r)
 	default:
 	}
-	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
-	if r.err != nil || !r.changed || r.v.Status == workflow.StatusWaitingApproval {
+	if r.err != nil || !r.changed || r.v.Status == record.StatusWaitingApproval {
 		t.Fatalf("WaitRun = %+v", r)
 	}
 	if n := h.engine.Changes().Waiting(); n != 0 {
@@ -52,18 +52,18 @@ func TestWaitRunWakesOnADecision(t *testing.T) {
 func TestWaitRunAnswersAtOnceOrAtTheEnd(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	v, changed, err := h.engine.WaitRun(context.Background(), run.ID, workflow.StatusExecuting)
-	if err != nil || !changed || v.Status != workflow.StatusWaitingApproval {
+	v, changed, err := h.engine.WaitRun(context.Background(), run.ID, record.StatusExecuting)
+	if err != nil || !changed || v.Status != record.StatusWaitingApproval {
 		t.Fatalf("WaitRun(from executing) = %v %v %v", v, changed, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	v, changed, err = h.engine.WaitRun(ctx, run.ID, workflow.StatusWaitingApproval)
-	if err != nil || changed || v.Status != workflow.StatusWaitingApproval {
+	v, changed, err = h.engine.WaitRun(ctx, run.ID, record.StatusWaitingApproval)
+	if err != nil || changed || v.Status != record.StatusWaitingApproval {
 		t.Fatalf("WaitRun(ended) = %v %v %v", v, changed, err)
 	}
 	v, changed, err = h.engine.WaitRun(ctx, run.ID, "")
-	if err != nil || changed || v.Status != workflow.StatusWaitingApproval {
+	if err != nil || changed || v.Status != record.StatusWaitingApproval {
 		t.Fatalf("WaitRun(ended, any change) = %v %v %v", v, changed, err)
 	}
 	if _, _, err := h.engine.WaitRun(context.Background(), "run_missing", ""); err == nil {
@@ -76,7 +76,7 @@ func TestWaitRunAnswersAtOnceOrAtTheEnd(t *testing.T) {
 
 // TestChangesWakesOnlyTheRunThatChanged.
 func TestChangesWakesOnlyTheRunThatChanged(t *testing.T) {
-	c := workflow.NewChanges()
+	c := storage.NewChanges()
 	a, stopA := c.Watch("a")
 	b, stopB := c.Watch("b")
 	defer stopB()
@@ -111,17 +111,17 @@ func TestChangesWakesOnlyTheRunThatChanged(t *testing.T) {
 func TestChangesAnyWakesOnEveryRunOnce(t *testing.T) {
 	tests := []struct {
 		name   string
-		notify func(c *workflow.Changes)
+		notify func(c *storage.Changes)
 		woken  bool
 	}{
-		{"a run changed", func(c *workflow.Changes) { c.Notify("a") }, true},
-		{"a burst of changes", func(c *workflow.Changes) { c.Notify("a"); c.Notify("b", "c"); c.NotifyAll() }, true},
-		{"something changed", func(c *workflow.Changes) { c.NotifyAll() }, true},
-		{"no run named", func(c *workflow.Changes) { c.Notify() }, false},
+		{"a run changed", func(c *storage.Changes) { c.Notify("a") }, true},
+		{"a burst of changes", func(c *storage.Changes) { c.Notify("a"); c.Notify("b", "c"); c.NotifyAll() }, true},
+		{"something changed", func(c *storage.Changes) { c.NotifyAll() }, true},
+		{"no run named", func(c *storage.Changes) { c.Notify() }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := workflow.NewChanges()
+			c := storage.NewChanges()
 			if c.Wanted() {
 				t.Fatal("Wanted with no waiter")
 			}
@@ -181,7 +181,7 @@ func TestAnyWakesOnTheEnginesCommit(t *testing.T) {
 		t.Fatal("woken before any commit")
 	default:
 	}
-	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Reason: "no", Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictReject, Reason: "no", Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	select {

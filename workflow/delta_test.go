@@ -20,10 +20,10 @@ func bulkyRefund(payment string, amount float64) *workflow.Proposal {
 	return p
 }
 
-func checkpointsOf(t *testing.T, h *harness, id string) []*workflow.Checkpoint {
+func checkpointsOf(t *testing.T, h *harness, id string) []*record.Checkpoint {
 	t.Helper()
-	var cps []*workflow.Checkpoint
-	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	var cps []*record.Checkpoint
+	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		cps, err = tx.Checkpoints(ctx, id)
 		return err
@@ -40,7 +40,7 @@ func checkpointsOf(t *testing.T, h *harness, id string) []*workflow.Checkpoint {
 func TestEvidenceIsStoredOnce(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(bulkyRefund("PAY-1", 119))
-	if got, err := h.approve(run.ID, "U0LEAD0001"); err != nil || got.Status != workflow.StatusDone {
+	if got, err := h.approve(run.ID, "U0LEAD0001"); err != nil || got.Status != record.StatusDone {
 		t.Fatalf("approve: %v %v", got, err)
 	}
 	cps := checkpointsOf(t, h, run.ID)
@@ -64,7 +64,7 @@ func TestEvidenceIsStoredOnce(t *testing.T) {
 	t.Logf("%d checkpoints, %d bytes of state", len(cps), stored)
 
 	v := h.get(run.ID)
-	if v.Status != workflow.StatusDone || len(v.Evidence) != 1 || !bytes.Contains(v.Evidence[0].Data, note) || len(v.Decisions) != 1 || len(v.Operations) != 1 {
+	if v.Status != record.StatusDone || len(v.Evidence) != 1 || !bytes.Contains(v.Evidence[0].Data, note) || len(v.Decisions) != 1 || len(v.Operations) != 1 {
 		t.Fatalf("show: %+v", v)
 	}
 	hist, err := h.engine.History(ctx, run.ID)
@@ -79,14 +79,14 @@ func TestEvidenceIsStoredOnce(t *testing.T) {
 	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
-	list, err := h.engine.ListViews(ctx, workflow.RunFilter{})
-	if err != nil || len(list) != 1 || list[0].Problem != "" || len(list[0].Evidence) != 1 || list[0].Status != workflow.StatusDone {
+	list, err := h.engine.ListViews(ctx, storage.RunFilter{})
+	if err != nil || len(list) != 1 || list[0].Problem != "" || len(list[0].Evidence) != 1 || list[0].Status != record.StatusDone {
 		t.Fatalf("list: %+v %v", list, err)
 	}
 }
 
 // statusAt is the status checkpoint seq holds, resolved.
-func statusAt(cps []*workflow.Checkpoint, seq int64) workflow.Status {
+func statusAt(cps []*record.Checkpoint, seq int64) record.Status {
 	b, err := workflow.ResolveState(cps, int(seq-1))
 	if err != nil {
 		return ""
@@ -104,42 +104,42 @@ func statusAt(cps []*workflow.Checkpoint, seq int64) workflow.Status {
 func TestResolveStateIsStrict(t *testing.T) {
 	base := []byte(`{"schema_version":2,"run_id":"run-1","workflow":"proposal","status":"waiting_approval","step":0,"requester":{"id":"agent:resolver"},"summary":"refund","model_calls":0}`)
 	withList := bytes.Replace(base, []byte(`"summary":"refund",`), []byte(`"summary":"refund","messages":[{"role":"user","content":"a"}],`), 1)
-	cp := func(seq, baseSeq int64, state string) *workflow.Checkpoint {
-		return &workflow.Checkpoint{RunID: "run-1", Seq: seq, SchemaVersion: 2, BaseSeq: baseSeq, State: []byte(state)}
+	cp := func(seq, baseSeq int64, state string) *record.Checkpoint {
+		return &record.Checkpoint{RunID: "run-1", Seq: seq, SchemaVersion: 2, BaseSeq: baseSeq, State: []byte(state)}
 	}
 	tests := []struct {
 		name    string
-		cps     []*workflow.Checkpoint
+		cps     []*record.Checkpoint
 		want    string // a whole state's summary and status, or the error
 		problem string
 	}{
-		{"changes", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"status":"done","reason":"ok"}`)}, "refund done ok", ""},
-		{"unset", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":["summary"]}`)}, " waiting_approval ", ""},
-		{"unset twice", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":["summary","summary"]}`)}, "", "twice"},
-		{"unset missing", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":["gate"]}`)}, "", "does not have"},
-		{"set and unset", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"summary":"x","$unset":["summary"]}`)}, "", "both set and unset"},
-		{"unset not a list", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":"summary"}`)}, "", "not a list"},
-		{"duplicate key", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"status":"done","status":"failed"}`)}, "", "duplicate"},
-		{"trailing data", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2}{}`)}, "", "trailing"},
-		{"unknown field", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"approved_by_magic":true}`)}, "", "unknown"},
-		{"base of a later seq", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 2, `{"schema_version":2}`)}, "", "not an earlier checkpoint"},
-		{"base with a base", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2}`), cp(3, 2, `{"schema_version":2}`)}, "", "written against a base itself"},
-		{"base pruned", []*workflow.Checkpoint{{RunID: "run-1", Seq: 1, SchemaVersion: 2, PrunedAt: time.Unix(1, 0)}, cp(2, 1, `{"schema_version":2}`)}, "", "lost its state"},
-		{"base of another run", []*workflow.Checkpoint{{RunID: "run-2", Seq: 1, SchemaVersion: 2, State: base}, cp(2, 1, `{"schema_version":2}`)}, "", "missing"},
-		{"appended", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool","content":"b"}]}}`)}, "refund waiting_approval 2", ""},
-		{"appended to a list it sets", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"messages":[],"$append":{"messages":[{"role":"tool"}]}}`)}, "", "both set and appended"},
-		{"appended to a list it unsets", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$unset":["messages"],"$append":{"messages":[{"role":"tool"}]}}`)}, "", "both set and unset"},
-		{"appended to what is not a list", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"summary":[1]}}`)}, "", "as a list"},
-		{"appended to a missing list", []*workflow.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool"}]}}`)}, "", "as a list"},
-		{"appended nothing", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[]}}`)}, "", "not a list of elements"},
-		{"appended no list", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{}}`)}, "", "not an object of lists"},
-		{"appended an unknown field", []*workflow.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool","magic":1}]}}`)}, "", "unknown"},
-		{"version 1 with a base", []*workflow.Checkpoint{cp(1, 0, string(base)), {RunID: "run-1", Seq: 2, SchemaVersion: 1, BaseSeq: 1, State: []byte(`{}`)}}, "", "schema version 1"},
+		{"changes", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"status":"done","reason":"ok"}`)}, "refund done ok", ""},
+		{"unset", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":["summary"]}`)}, " waiting_approval ", ""},
+		{"unset twice", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":["summary","summary"]}`)}, "", "twice"},
+		{"unset missing", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":["gate"]}`)}, "", "does not have"},
+		{"set and unset", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"summary":"x","$unset":["summary"]}`)}, "", "both set and unset"},
+		{"unset not a list", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$unset":"summary"}`)}, "", "not a list"},
+		{"duplicate key", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"status":"done","status":"failed"}`)}, "", "duplicate"},
+		{"trailing data", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2}{}`)}, "", "trailing"},
+		{"unknown field", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"approved_by_magic":true}`)}, "", "unknown"},
+		{"base of a later seq", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 2, `{"schema_version":2}`)}, "", "not an earlier checkpoint"},
+		{"base with a base", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2}`), cp(3, 2, `{"schema_version":2}`)}, "", "written against a base itself"},
+		{"base pruned", []*record.Checkpoint{{RunID: "run-1", Seq: 1, SchemaVersion: 2, PrunedAt: time.Unix(1, 0)}, cp(2, 1, `{"schema_version":2}`)}, "", "lost its state"},
+		{"base of another run", []*record.Checkpoint{{RunID: "run-2", Seq: 1, SchemaVersion: 2, State: base}, cp(2, 1, `{"schema_version":2}`)}, "", "missing"},
+		{"appended", []*record.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool","content":"b"}]}}`)}, "refund waiting_approval 2", ""},
+		{"appended to a list it sets", []*record.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"messages":[],"$append":{"messages":[{"role":"tool"}]}}`)}, "", "both set and appended"},
+		{"appended to a list it unsets", []*record.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$unset":["messages"],"$append":{"messages":[{"role":"tool"}]}}`)}, "", "both set and unset"},
+		{"appended to what is not a list", []*record.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"summary":[1]}}`)}, "", "as a list"},
+		{"appended to a missing list", []*record.Checkpoint{cp(1, 0, string(base)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool"}]}}`)}, "", "as a list"},
+		{"appended nothing", []*record.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[]}}`)}, "", "not a list of elements"},
+		{"appended no list", []*record.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{}}`)}, "", "not an object of lists"},
+		{"appended an unknown field", []*record.Checkpoint{cp(1, 0, string(withList)), cp(2, 1, `{"schema_version":2,"$append":{"messages":[{"role":"tool","magic":1}]}}`)}, "", "unknown"},
+		{"version 1 with a base", []*record.Checkpoint{cp(1, 0, string(base)), {RunID: "run-1", Seq: 2, SchemaVersion: 1, BaseSeq: 1, State: []byte(`{}`)}}, "", "schema version 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := workflow.ResolveState(tc.cps, len(tc.cps)-1)
-			var st *workflow.State
+			var st *record.State
 			if err == nil {
 				st, err = workflow.DecodeState(b)
 			}
@@ -181,7 +181,7 @@ func TestOldCheckpointsStillLoad(t *testing.T) {
 		t.Fatalf("verify the old store: %+v %v", rep, err)
 	}
 	got, err := h.engine.Resume(ctx, run.ID)
-	if err != nil || got.Status != workflow.StatusDone {
+	if err != nil || got.Status != record.StatusDone {
 		t.Fatalf("resume: %v %v", got, err)
 	}
 	if h.target.calls != 1 {
@@ -192,14 +192,14 @@ func TestOldCheckpointsStillLoad(t *testing.T) {
 		switch {
 		case c.Seq <= int64(len(old)) && (c.SchemaVersion != 1 || c.BaseSeq != 0):
 			t.Fatalf("old checkpoint %d was rewritten: version %d, base %d", c.Seq, c.SchemaVersion, c.BaseSeq)
-		case c.Seq > int64(len(old)) && (c.SchemaVersion != workflow.SchemaVersion || c.BaseSeq != int64(len(old))):
-			t.Fatalf("new checkpoint %d: version %d, base %d; want version %d against old checkpoint %d", c.Seq, c.SchemaVersion, c.BaseSeq, workflow.SchemaVersion, len(old))
+		case c.Seq > int64(len(old)) && (c.SchemaVersion != record.SchemaVersion || c.BaseSeq != int64(len(old))):
+			t.Fatalf("new checkpoint %d: version %d, base %d; want version %d against old checkpoint %d", c.Seq, c.SchemaVersion, c.BaseSeq, record.SchemaVersion, len(old))
 		}
 	}
 	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
 		t.Fatalf("verify after the run finished: %+v %v", rep, err)
 	}
-	if v := h.get(run.ID); v.Problem != "" || len(v.Evidence) != 1 || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
+	if v := h.get(run.ID); v.Problem != "" || len(v.Evidence) != 1 || len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted {
 		t.Fatalf("show: %+v", v)
 	}
 }
@@ -210,10 +210,10 @@ func TestOldCheckpointsStillLoad(t *testing.T) {
 func writeVersion1(t *testing.T, h *harness, id string) {
 	t.Helper()
 	cps := checkpointsOf(t, h, id)
-	var evs []*workflow.AuditEvent
-	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	var evs []*record.AuditEvent
+	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		evs, err = tx.AuditEvents(ctx, workflow.AuditFilter{})
+		evs, err = tx.AuditEvents(ctx, storage.AuditFilter{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -247,14 +247,14 @@ func writeVersion1(t *testing.T, h *harness, id string) {
 		}
 		old := c.Hash
 		c.SchemaVersion, c.BaseSeq, c.PrevHash = 1, 0, prev
-		c.Hash = workflow.CheckpointHash(c)
+		c.Hash = record.CheckpointHash(c)
 		renamed[old], prev = c.Hash, c.Hash
 		exec(`UPDATE checkpoints SET schema_version = 1, base_seq = 0, state = ?, prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?`,
 			c.State, c.PrevHash, c.Hash, c.RunID, c.Seq)
 	}
 	// The audit events name the checkpoints by hash: their chains (each
 	// run's, and the run's head) are recomputed too.
-	last := map[string]*workflow.AuditEvent{}
+	last := map[string]*record.AuditEvent{}
 	for _, ev := range evs {
 		if h, ok := renamed[ev.CheckpointHash]; ok {
 			ev.CheckpointHash = h
@@ -263,7 +263,7 @@ func writeVersion1(t *testing.T, h *harness, id string) {
 		if p := last[ev.RunID]; p != nil {
 			ev.PrevHash = p.Hash
 		}
-		ev.Hash = workflow.AuditHash(ev)
+		ev.Hash = record.AuditHash(ev)
 		last[ev.RunID] = ev
 		exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
 	}
@@ -276,13 +276,13 @@ func writeVersion1(t *testing.T, h *harness, id string) {
 // after steps steps.
 type chattyAgent struct{ steps int }
 
-func (a chattyAgent) Step(_ context.Context, st *workflow.State) (bool, error) {
+func (a chattyAgent) Step(_ context.Context, st *record.State) (bool, error) {
 	st.ModelCalls++
-	st.Messages = append(st.Messages, workflow.Message{Role: "assistant", Content: fmt.Sprintf("step %d: %s", st.Step+1, strings.Repeat("m", 500))})
+	st.Messages = append(st.Messages, record.Message{Role: "assistant", Content: fmt.Sprintf("step %d: %s", st.Step+1, strings.Repeat("m", 500))})
 	if st.Step+1 < a.steps {
 		return false, nil
 	}
-	st.Actions = []workflow.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}}
+	st.Actions = []record.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}}
 	return true, nil
 }
 
@@ -294,8 +294,8 @@ func (a chattyAgent) Step(_ context.Context, st *workflow.State) (bool, error) {
 func TestMessagesAreStoredOnce(t *testing.T) {
 	const steps = 40
 	h := newHarness(t, func(c *workflow.Config) { c.Agents = map[string]workflow.Agent{"chatty": chattyAgent{steps}} })
-	run, err := h.engine.Start(ctx, "chatty", "T-1", workflow.Person{ID: "agent:resolver"})
-	if err != nil || run.Status != workflow.StatusWaitingApproval {
+	run, err := h.engine.Start(ctx, "chatty", "T-1", record.Person{ID: "agent:resolver"})
+	if err != nil || run.Status != record.StatusWaitingApproval {
 		t.Fatalf("start: %v %v", run, err)
 	}
 	cps := checkpointsOf(t, h, run.ID)

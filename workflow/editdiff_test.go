@@ -12,12 +12,12 @@ import (
 // TestChangedFields: an edit is listed field by field, old → new, with
 // nested objects by their dotted path and whatever is not an object whole.
 func TestChangedFields(t *testing.T) {
-	act := func(args string) []workflow.Action {
-		return []workflow.Action{{Name: "request_refund", Args: json.RawMessage(args)}}
+	act := func(args string) []record.Action {
+		return []record.Action{{Name: "request_refund", Args: json.RawMessage(args)}}
 	}
 	tests := []struct {
 		name          string
-		before, after []workflow.Action
+		before, after []record.Action
 		want          string
 	}{
 		{"one field", act(`{"amount":119,"currency":"CAD"}`), act(`{"amount":60,"currency":"CAD"}`), `0 amount 119 → 60`},
@@ -26,13 +26,13 @@ func TestChangedFields(t *testing.T) {
 		{"nested", act(`{"card":{"last4":"1234","exp":"12/30"}}`), act(`{"card":{"last4":"9999","exp":"12/30"}}`), `0 card.last4 "1234" → "9999"`},
 		{"an array is one field", act(`{"items":[1,2]}`), act(`{"items":[1,3]}`), `0 items [1,2] → [1,3]`},
 		{"nothing", act(`{"a":1}`), act(`{"a":1}`), ``},
-		{"second action", append(act(`{"a":1}`), workflow.Action{Name: "x", Args: json.RawMessage(`{"b":1}`)}),
-			append(act(`{"a":1}`), workflow.Action{Name: "x", Args: json.RawMessage(`{"b":2}`)}), `1 b 1 → 2`},
+		{"second action", append(act(`{"a":1}`), record.Action{Name: "x", Args: json.RawMessage(`{"b":1}`)}),
+			append(act(`{"a":1}`), record.Action{Name: "x", Args: json.RawMessage(`{"b":2}`)}), `1 b 1 → 2`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, c := range workflow.ChangedFields(tt.before, tt.after) {
+			for _, c := range policy.ChangedFields(tt.before, tt.after) {
 				from, to := string(c.From), string(c.To)
 				if c.From == nil {
 					from = "-"

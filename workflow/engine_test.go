@@ -18,14 +18,14 @@ var ctx = context.Background()
 func TestGatedRunWaitsAndChangesNothing(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	if run.Status != workflow.StatusWaitingApproval {
+	if run.Status != record.StatusWaitingApproval {
 		t.Fatalf("status = %s, want waiting_approval", run.Status)
 	}
 	v := h.get(run.ID)
 	if len(v.Fingerprint) != 64 || v.Gate == nil || v.Gate.Rule != "large-refund" || v.Gate.Risk != "high" {
 		t.Fatalf("gate = %+v fingerprint %q", v.Gate, v.Fingerprint)
 	}
-	if len(v.Requests) != 1 || v.Requests[0].Role != "team_lead" || v.Requests[0].Status != workflow.RequestPending {
+	if len(v.Requests) != 1 || v.Requests[0].Role != "team_lead" || v.Requests[0].Status != record.RequestPending {
 		t.Fatalf("requests = %+v", v.Requests)
 	}
 	if got := h.target.Effects(); len(got) != 0 {
@@ -43,7 +43,7 @@ func TestGatedRunWaitsAndChangesNothing(t *testing.T) {
 func TestLowRiskRunsWithoutApproval(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-2", 9.95))
-	if run.Status != workflow.StatusDone {
+	if run.Status != record.StatusDone {
 		t.Fatalf("status = %s (%s), want done", run.Status, run.Reason)
 	}
 	if got := h.target.Effects(); len(got) != 1 {
@@ -54,13 +54,13 @@ func TestLowRiskRunsWithoutApproval(t *testing.T) {
 func TestRejectChangesNothingInTheTarget(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Via: "cli"})
-	wantRefused(t, err, workflow.CodeInvalidInput) // a rejection needs a reason
-	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Reason: "customer asked to wait", Via: "cli"})
+	_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictReject, Via: "cli"})
+	wantRefused(t, err, record.CodeInvalidInput) // a rejection needs a reason
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictReject, Reason: "customer asked to wait", Via: "cli"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusRejected {
+	if got.Status != record.StatusRejected {
 		t.Fatalf("status = %s", got.Status)
 	}
 	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
@@ -70,7 +70,7 @@ func TestRejectChangesNothingInTheTarget(t *testing.T) {
 		t.Fatalf("effects after reject: %v", e)
 	}
 	v := h.get(run.ID)
-	if len(v.Decisions) != 1 || v.Decisions[0].Decision != workflow.VerdictReject || v.Decisions[0].Reason != "customer asked to wait" {
+	if len(v.Decisions) != 1 || v.Decisions[0].Decision != record.VerdictReject || v.Decisions[0].Reason != "customer asked to wait" {
 		t.Fatalf("decisions = %+v", v.Decisions)
 	}
 }
@@ -82,11 +82,11 @@ func TestApproveRunsExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusDone {
+	if got.Status != record.StatusDone {
 		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
 	}
 	v := h.get(run.ID)
-	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted || !strings.Contains(string(v.Operations[0].Receipt), "RF-1") {
+	if len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted || !strings.Contains(string(v.Operations[0].Receipt), "RF-1") {
 		t.Fatalf("operations = %+v", v.Operations)
 	}
 	if v.Operations[0].Key != workflow.OperationKey(run.ID, 0) {
@@ -95,7 +95,7 @@ func TestApproveRunsExactlyOnce(t *testing.T) {
 	// Approving again, by the same or another lead, changes nothing.
 	for _, who := range []string{"U0LEAD0001", "U0LEAD0002"} {
 		_, err := h.approve(run.ID, who)
-		r := wantRefused(t, err, workflow.CodeAlreadyDecided)
+		r := wantRefused(t, err, record.CodeAlreadyDecided)
 		if r.By != "U0LEAD0001" || r.At.IsZero() {
 			t.Fatalf("refusal names %q at %v, want U0LEAD0001", r.By, r.At)
 		}
@@ -116,18 +116,18 @@ func TestRefusedDecisionsChangeOnlyTheAuditLog(t *testing.T) {
 		code    string
 		reason  string
 	}{
-		{name: "not a member", in: workflow.DecideInput{Approver: workflow.Person{ID: "U0STRANGER"}}, code: workflow.CodeNoRole, reason: "holds no role"},
-		{name: "role too low", in: workflow.DecideInput{Approver: workflow.Person{ID: "agent:resolver"}}, code: workflow.CodeNoRole, reason: "needs team_lead"},
-		{name: "stale button fingerprint", in: workflow.DecideInput{Approver: workflow.Person{ID: "U0LEAD0001"}, Fingerprint: strings.Repeat("ab", 32)}, code: workflow.CodeStaleFingerprint},
-		{name: "button of another request", in: workflow.DecideInput{Approver: workflow.Person{ID: "U0LEAD0001"}, RequestID: "req_old"}, code: workflow.CodeStaleFingerprint},
+		{name: "not a member", in: workflow.DecideInput{Approver: record.Person{ID: "U0STRANGER"}}, code: record.CodeNoRole, reason: "holds no role"},
+		{name: "role too low", in: workflow.DecideInput{Approver: record.Person{ID: "agent:resolver"}}, code: record.CodeNoRole, reason: "needs team_lead"},
+		{name: "stale button fingerprint", in: workflow.DecideInput{Approver: record.Person{ID: "U0LEAD0001"}, Fingerprint: strings.Repeat("ab", 32)}, code: record.CodeStaleFingerprint},
+		{name: "button of another request", in: workflow.DecideInput{Approver: record.Person{ID: "U0LEAD0001"}, RequestID: "req_old"}, code: record.CodeStaleFingerprint},
 		{name: "arguments tampered in the store", prepare: func(h *harness, id string) {
 			tamperLatest(h, id, func(st map[string]any) {
 				st["actions"].([]any)[0].(map[string]any)["args"].(map[string]any)["amount"] = 1190
 			}, true)
-		}, in: workflow.DecideInput{Approver: workflow.Person{ID: "U0LEAD0001"}}, code: workflow.CodeStaleFingerprint, reason: "no longer matches"},
+		}, in: workflow.DecideInput{Approver: record.Person{ID: "U0LEAD0001"}}, code: record.CodeStaleFingerprint, reason: "no longer matches"},
 		{name: "policy revision changed", prepare: func(h *harness, id string) {
 			h.open(testPolicy(h.t, "rev-2", h.roles))
-		}, in: workflow.DecideInput{Approver: workflow.Person{ID: "U0LEAD0001"}}, code: workflow.CodeStaleFingerprint, reason: "policy changed"},
+		}, in: workflow.DecideInput{Approver: record.Person{ID: "U0LEAD0001"}}, code: record.CodeStaleFingerprint, reason: "policy changed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,7 +138,7 @@ func TestRefusedDecisionsChangeOnlyTheAuditLog(t *testing.T) {
 			}
 			before, audits := h.snapshot(run.ID), h.auditCount(run.ID)
 			in := tt.in
-			in.RunID, in.Verdict, in.Via = run.ID, workflow.VerdictApprove, "cli"
+			in.RunID, in.Verdict, in.Via = run.ID, record.VerdictApprove, "cli"
 			_, err := h.engine.Decide(ctx, in)
 			r := wantRefused(t, err, tt.code)
 			if tt.reason != "" && !strings.Contains(r.Msg, tt.reason) {
@@ -159,9 +159,9 @@ func TestRefusedDecisionsChangeOnlyTheAuditLog(t *testing.T) {
 
 func TestEditWhereTheRuleForbidsIt(t *testing.T) {
 	h := newHarness(t)
-	p, err := workflow.NewPolicy("rev-1", []workflow.Rule{
+	p, err := policy.New("rev-1", []policy.Rule{
 		{Name: "large-refund", When: `double(action.args.amount) > 50.0`, Risk: "high",
-			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(3600)}},
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
 		{Name: "rest", When: "true", Risk: "low"},
 	}, h.roles)
 	if err != nil {
@@ -170,8 +170,8 @@ func TestEditWhereTheRuleForbidsIt(t *testing.T) {
 	h.open(p)
 	run := h.submit(refund("PAY-1", 119))
 	before := h.snapshot(run.ID)
-	_, err = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli", Edit: json.RawMessage(`{"payment_id":"PAY-1","amount":100}`)})
-	wantRefused(t, err, workflow.CodeEditNotAllowed)
+	_, err = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli", Edit: json.RawMessage(`{"payment_id":"PAY-1","amount":100}`)})
+	wantRefused(t, err, record.CodeEditNotAllowed)
 	if h.snapshot(run.ID) != before {
 		t.Fatal("a refused edit changed the run")
 	}
@@ -180,11 +180,11 @@ func TestEditWhereTheRuleForbidsIt(t *testing.T) {
 func TestSelfApprovalRefused(t *testing.T) {
 	h := newHarness(t)
 	p := refund("PAY-1", 119)
-	p.Requester = workflow.Person{ID: "U0LEAD0001", Name: "Grace"}
+	p.Requester = record.Person{ID: "U0LEAD0001", Name: "Grace"}
 	run := h.submit(p)
 	before := h.snapshot(run.ID)
 	_, err := h.approve(run.ID, "U0LEAD0001")
-	wantRefused(t, err, workflow.CodeSelfApproval)
+	wantRefused(t, err, record.CodeSelfApproval)
 	if h.snapshot(run.ID) != before {
 		t.Fatal("a refused self-approval changed the run")
 	}
@@ -201,9 +201,9 @@ func TestDecisionAfterDeadlineExpiresTheRun(t *testing.T) {
 	run := h.submit(refund("PAY-1", 119))
 	h.clock.Advance(72*time.Hour + time.Millisecond)
 	_, err := h.approve(run.ID, "U0LEAD0001")
-	wantRefused(t, err, workflow.CodeExpired)
+	wantRefused(t, err, record.CodeExpired)
 	v := h.get(run.ID)
-	if v.Status != workflow.StatusExpired || len(v.Decisions) != 0 {
+	if v.Status != record.StatusExpired || len(v.Decisions) != 0 {
 		t.Fatalf("status %s decisions %+v", v.Status, v.Decisions)
 	}
 	if e := h.target.Effects(); len(e) != 0 {
@@ -221,10 +221,10 @@ func TestExpireDueSweepsWaitingRuns(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("expired %d, %v; want 1", n, err)
 	}
-	if s := h.get(old.ID).Status; s != workflow.StatusExpired {
+	if s := h.get(old.ID).Status; s != record.StatusExpired {
 		t.Fatalf("old run %s", s)
 	}
-	if s := h.get(young.ID).Status; s != workflow.StatusWaitingApproval {
+	if s := h.get(young.ID).Status; s != record.StatusWaitingApproval {
 		t.Fatalf("young run %s", s)
 	}
 }
@@ -237,14 +237,14 @@ func TestManualChangeWhileWaitingIsRefusedByTheTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusNeedsAttention || !strings.Contains(got.Reason, "refused by the target") {
+	if got.Status != record.StatusNeedsAttention || !strings.Contains(got.Reason, "refused by the target") {
 		t.Fatalf("status %s reason %q", got.Status, got.Reason)
 	}
 	if e := h.target.Effects(); len(e) != 1 || e[0] != "manual refund PAY-1" {
 		t.Fatalf("effects = %v, want only the manual refund", e)
 	}
 	v := h.get(run.ID)
-	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpFailed {
+	if len(v.Operations) != 1 || v.Operations[0].Status != record.OpFailed {
 		t.Fatalf("operations %+v", v.Operations)
 	}
 }
@@ -253,7 +253,7 @@ func TestTransientFailuresRetryWithTheSameKey(t *testing.T) {
 	h := newHarness(t)
 	h.target.failNext = []error{workflow.Transient(errors.New("503")), workflow.Transient(errors.New("503"))}
 	run := h.run(refund("PAY-2", 5))
-	if run.Status != workflow.StatusDone {
+	if run.Status != record.StatusDone {
 		t.Fatalf("status %s (%s)", run.Status, run.Reason)
 	}
 	v := h.get(run.ID)
@@ -266,7 +266,7 @@ func TestUnknownOutcomeIsReconciledNotRepeated(t *testing.T) {
 	h := newHarness(t)
 	h.target.afterFail = []error{errors.New("connection reset")} // the refund happened, the answer was lost
 	run := h.submit(refund("PAY-2", 5))
-	if run.Status != workflow.StatusDone {
+	if run.Status != record.StatusDone {
 		t.Fatalf("status %s (%s)", run.Status, run.Reason)
 	}
 	if e := h.target.Effects(); len(e) != 1 {
@@ -280,7 +280,7 @@ func TestAnUnknownOutcomeThatDidNotHappenCountsAsAnAttempt(t *testing.T) {
 	h := newHarness(t)
 	h.target.failNext = []error{errors.New("connection reset before the request was read")}
 	run := h.submit(refund("PAY-2", 5))
-	if run.Status != workflow.StatusDone {
+	if run.Status != record.StatusDone {
 		t.Fatalf("status %s (%s)", run.Status, run.Reason)
 	}
 	v := h.get(run.ID)
@@ -294,15 +294,15 @@ func TestUnprovableOutcomeNeedsAttentionAndIsNeverCancelled(t *testing.T) {
 	h.target.afterFail = []error{errors.New("timeout")}
 	h.target.lookupErr = errors.New("register unavailable")
 	run := h.run(refund("PAY-2", 5))
-	if run.Status != workflow.StatusNeedsAttention || !strings.Contains(run.Reason, "cannot be proven") {
+	if run.Status != record.StatusNeedsAttention || !strings.Contains(run.Reason, "cannot be proven") {
 		t.Fatalf("status %s reason %q", run.Status, run.Reason)
 	}
-	if v := h.get(run.ID); v.Operations[0].Status != workflow.OpUnknown {
+	if v := h.get(run.ID); v.Operations[0].Status != record.OpUnknown {
 		t.Fatalf("operation %+v", v.Operations[0])
 	}
-	_, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "U0MGR00001"}, "give up")
-	wantRefused(t, err, workflow.CodeNotCancellable)
-	if s := h.get(run.ID).Status; s != workflow.StatusNeedsAttention {
+	_, err := h.engine.Cancel(ctx, run.ID, record.Person{ID: "U0MGR00001"}, "give up")
+	wantRefused(t, err, record.CodeNotCancellable)
+	if s := h.get(run.ID).Status; s != record.StatusNeedsAttention {
 		t.Fatalf("status %s", s)
 	}
 }
@@ -317,18 +317,18 @@ func TestTwoApproversRacing(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[j] = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: who}, Verdict: workflow.VerdictApprove, Via: "slack"})
+				_, errs[j] = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: who}, Verdict: record.VerdictApprove, Via: "slack"})
 			}()
 		}
 		wg.Wait()
 		won := 0
-		var loser *workflow.RefusedError
+		var loser *record.RefusedError
 		for _, err := range errs {
 			if err == nil {
 				won++
 				continue
 			}
-			loser = wantRefused(t, err, workflow.CodeAlreadyDecided)
+			loser = wantRefused(t, err, record.CodeAlreadyDecided)
 		}
 		if won != 1 || loser == nil {
 			t.Fatalf("winners %d, errors %v", won, errs)
@@ -393,8 +393,8 @@ func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
 					t.Fatalf("retry: run %v, %v; want the first run %s", second, err, first.ID)
 				}
 			case refusedReuse:
-				r := wantRefused(t, err, workflow.CodeIdempotencyKeyReused)
-				if !errors.Is(err, workflow.ErrIdempotencyKeyReused) || r.RunID != first.ID || !strings.Contains(err.Error(), first.ID) {
+				r := wantRefused(t, err, record.CodeIdempotencyKeyReused)
+				if !errors.Is(err, record.ErrIdempotencyKeyReused) || r.RunID != first.ID || !strings.Contains(err.Error(), first.ID) {
 					t.Fatalf("refusal %v (run %q), want ErrIdempotencyKeyReused naming %s", err, r.RunID, first.ID)
 				}
 			case anotherRun:
@@ -412,7 +412,7 @@ func TestIdempotencyKeyBindsTheProposal(t *testing.T) {
 					}
 				}
 			}
-			all, err := h.engine.List(ctx, workflow.RunFilter{})
+			all, err := h.engine.List(ctx, storage.RunFilter{})
 			if err != nil || len(all) != runs {
 				t.Fatalf("runs %d, %v; want %d", len(all), err, runs)
 			}
@@ -455,7 +455,7 @@ func TestConcurrentRetriesOfOneSubmitGetOneRun(t *testing.T) {
 				t.Fatalf("round %d: one key, two runs: %s and %s", round, ids[0], ids[i])
 			}
 		}
-		if runs, err := h.engine.List(ctx, workflow.RunFilter{}); err != nil || len(runs) != 1 {
+		if runs, err := h.engine.List(ctx, storage.RunFilter{}); err != nil || len(runs) != 1 {
 			t.Fatalf("round %d: %d runs, %v", round, len(runs), err)
 		}
 	}
@@ -468,7 +468,7 @@ func TestIdempotencyKeyBindsTheSubmittedProposal(t *testing.T) {
 	p := refund("PAY-1", 119)
 	p.IdempotencyKey = "ticket-T-1"
 	first := h.submit(p)
-	_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: first.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove,
+	_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: first.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove,
 		Via: "cli", Edit: json.RawMessage(`{"payment_id":"PAY-1","amount":60}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -500,8 +500,8 @@ func TestInvalidProposalsChangeNothing(t *testing.T) {
 			if err == nil {
 				_, err = h.engine.Submit(ctx, p)
 			}
-			wantRefused(t, err, workflow.CodeInvalidInput)
-			runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+			wantRefused(t, err, record.CodeInvalidInput)
+			runs, lerr := h.engine.List(ctx, storage.RunFilter{})
 			if lerr != nil || len(runs) != 0 || len(h.target.Effects()) != 0 {
 				t.Fatalf("runs %d effects %v (%v)", len(runs), h.target.Effects(), lerr)
 			}
@@ -512,7 +512,7 @@ func TestInvalidProposalsChangeNothing(t *testing.T) {
 func TestFailedCheckFailsTheRun(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-404", 10))
-	if run.Status != workflow.StatusFailed || !strings.Contains(run.Reason, "not a captured charge") {
+	if run.Status != record.StatusFailed || !strings.Contains(run.Reason, "not a captured charge") {
 		t.Fatalf("status %s reason %q", run.Status, run.Reason)
 	}
 }
@@ -525,28 +525,28 @@ func TestEditThenApproveRunsTheEditedArguments(t *testing.T) {
 	// Invalid edits are refused and change nothing.
 	before := h.snapshot(run.ID)
 	for _, bad := range []string{`{"payment_id":"PAY-1","amount":-5}`, `{"payment_id":"PAY-1"}`, `{"payment_id":"PAY-1","amount":500}`} {
-		_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli", Edit: json.RawMessage(bad)})
-		wantRefused(t, err, workflow.CodeInvalidInput)
+		_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli", Edit: json.RawMessage(bad)})
+		wantRefused(t, err, record.CodeInvalidInput)
 	}
 	if h.snapshot(run.ID) != before {
 		t.Fatal("a refused edit changed the run")
 	}
 
-	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli", Edit: json.RawMessage(`{"payment_id":"PAY-1","amount":60}`)})
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli", Edit: json.RawMessage(`{"payment_id":"PAY-1","amount":60}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusExecuting || got.Fingerprint == oldFP {
+	if got.Status != record.StatusExecuting || got.Fingerprint == oldFP {
 		t.Fatalf("status %s fingerprint unchanged=%v", got.Status, got.Fingerprint == oldFP)
 	}
-	if got, err = h.engine.Resume(ctx, run.ID); err != nil || got.Status != workflow.StatusDone {
+	if got, err = h.engine.Resume(ctx, run.ID); err != nil || got.Status != record.StatusDone {
 		t.Fatalf("resume: %v %v", got, err)
 	}
 	if e := h.target.Effects(); len(e) != 1 || !strings.Contains(e[0], "60.00") {
 		t.Fatalf("effects %v, want the edited refund of 60", e)
 	}
 	v := h.get(run.ID)
-	if len(v.Requests) != 2 || v.Requests[0].Status != workflow.RequestSuperseded || v.Requests[1].Status != workflow.RequestApproved {
+	if len(v.Requests) != 2 || v.Requests[0].Status != record.RequestSuperseded || v.Requests[1].Status != record.RequestApproved {
 		t.Fatalf("requests %+v", v.Requests)
 	}
 }
@@ -554,46 +554,46 @@ func TestEditThenApproveRunsTheEditedArguments(t *testing.T) {
 func TestForkNeedsItsOwnApproval(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Reason: "wrong amount", Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictReject, Reason: "wrong amount", Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	fork, err := h.engine.Fork(ctx, run.ID, 1, workflow.Person{ID: "U0LEAD0001"})
+	fork, err := h.engine.Fork(ctx, run.ID, 1, record.Person{ID: "U0LEAD0001"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fork.ID == run.ID || fork.Status != workflow.StatusWaitingApproval {
+	if fork.ID == run.ID || fork.Status != record.StatusWaitingApproval {
 		t.Fatalf("fork %s status %s", fork.ID, fork.Status)
 	}
 	fv, ov := h.get(fork.ID), h.get(run.ID)
 	if fv.Fingerprint == ov.Fingerprint || fv.ForkedFrom == nil || fv.ForkedFrom.RunID != run.ID || len(fv.Decisions) != 0 {
 		t.Fatalf("fork view %+v", fv)
 	}
-	_, err = h.engine.Fork(ctx, run.ID, 99, workflow.Person{ID: "U0LEAD0001"})
-	wantRefused(t, err, workflow.CodeInvalidInput)
+	_, err = h.engine.Fork(ctx, run.ID, 99, record.Person{ID: "U0LEAD0001"})
+	wantRefused(t, err, record.CodeInvalidInput)
 }
 
 func TestCancel(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	_, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "U0STRANGER"}, "no")
-	wantRefused(t, err, workflow.CodeNoRole)
-	got, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "agent:resolver"}, "duplicate ticket")
-	if err != nil || got.Status != workflow.StatusCancelled {
+	_, err := h.engine.Cancel(ctx, run.ID, record.Person{ID: "U0STRANGER"}, "no")
+	wantRefused(t, err, record.CodeNoRole)
+	got, err := h.engine.Cancel(ctx, run.ID, record.Person{ID: "agent:resolver"}, "duplicate ticket")
+	if err != nil || got.Status != record.StatusCancelled {
 		t.Fatalf("requester cancel: %v %v", got, err)
 	}
 	_, err = h.approve(run.ID, "U0LEAD0001")
-	wantRefused(t, err, workflow.CodeAlreadyDecided)
+	wantRefused(t, err, record.CodeAlreadyDecided)
 	if e := h.target.Effects(); len(e) != 0 {
 		t.Fatalf("effects %v", e)
 	}
 }
 
 // twoLeads is a policy where a refund over 50 needs two team leads.
-func twoLeads(t *testing.T, h *harness) *workflow.Policy {
+func twoLeads(t *testing.T, h *harness) *policy.Policy {
 	t.Helper()
-	p, err := workflow.NewPolicy("rev-1", []workflow.Rule{
+	p, err := policy.New("rev-1", []policy.Rule{
 		{Name: "two-leads", When: `double(action.args.amount) > 50.0`, Risk: "high",
-			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 2, Expires: workflow.Seconds(3600)}},
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 2, Expires: record.Seconds(3600)}},
 		{Name: "rest", When: "true", Risk: "low"},
 	}, h.roles)
 	if err != nil {
@@ -607,17 +607,17 @@ func TestQuorumNeedsDistinctApprovers(t *testing.T) {
 	h.open(twoLeads(t, h))
 	run := h.submit(refund("PAY-1", 119))
 	got, err := h.approve(run.ID, "U0LEAD0001")
-	if err != nil || got.Status != workflow.StatusWaitingApproval {
+	if err != nil || got.Status != record.StatusWaitingApproval {
 		t.Fatalf("after one approval: %v %v", got, err)
 	}
 	_, err = h.approve(run.ID, "U0LEAD0001")
-	wantRefused(t, err, workflow.CodeAlreadyVoted)
+	wantRefused(t, err, record.CodeAlreadyVoted)
 	if e := h.target.Effects(); len(e) != 0 {
 		t.Fatalf("effects after one of two approvals: %v", e)
 	}
 	// A manager outranks a team lead and counts as the second approver.
 	got, err = h.approve(run.ID, "U0MGR00001")
-	if err != nil || got.Status != workflow.StatusDone {
+	if err != nil || got.Status != record.StatusDone {
 		t.Fatalf("after two approvals: %v %v", got, err)
 	}
 	if v := h.get(run.ID); len(v.Decisions) != 2 || len(h.target.Effects()) != 1 {
@@ -632,7 +632,7 @@ type flaky struct {
 	checks   int
 }
 
-func (f *flaky) Check(ctx context.Context, a workflow.Action) error {
+func (f *flaky) Check(ctx context.Context, a record.Action) error {
 	f.checks++
 	if f.checks <= f.failures {
 		return errors.New("connection refused")
@@ -644,10 +644,10 @@ func TestChecksRetryTransientFailuresWithinABudget(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		failures int
-		want     workflow.Status
+		want     record.Status
 	}{
-		{"recovers within the budget", 2, workflow.StatusDone},
-		{"budget exhausted", 3, workflow.StatusFailed},
+		{"recovers within the budget", 2, record.StatusDone},
+		{"budget exhausted", 3, record.StatusFailed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &flaky{failures: tt.failures}
@@ -677,7 +677,7 @@ func TestChecksRetryTransientFailuresWithinABudget(t *testing.T) {
 func TestExtendHasACeilingAndFollowsSelfApproval(t *testing.T) {
 	h := newHarness(t, func(c *workflow.Config) { c.MaxRequestLifetime = 25 * 24 * time.Hour })
 	run := h.submit(refund("PAY-1", 119)) // waits 72h for a team lead
-	lead := workflow.Person{ID: "U0LEAD0002"}
+	lead := record.Person{ID: "U0LEAD0002"}
 	for i := range 2 {
 		if _, err := h.engine.Extend(ctx, run.ID, lead, 10*24*time.Hour); err != nil {
 			t.Fatalf("extension %d: %v", i+1, err)
@@ -685,7 +685,7 @@ func TestExtendHasACeilingAndFollowsSelfApproval(t *testing.T) {
 	}
 	before := h.get(run.ID).Deadline
 	_, err := h.engine.Extend(ctx, run.ID, lead, 10*24*time.Hour)
-	r := wantRefused(t, err, workflow.CodeInvalidInput)
+	r := wantRefused(t, err, record.CodeInvalidInput)
 	if !strings.Contains(r.Msg, "a request lives at most 25 days") {
 		t.Fatalf("refusal %q", r.Msg)
 	}
@@ -693,18 +693,18 @@ func TestExtendHasACeilingAndFollowsSelfApproval(t *testing.T) {
 		t.Fatalf("a refused extension moved the deadline from %s to %s", before, after)
 	}
 	_, err = h.engine.Extend(ctx, run.ID, lead, 26*24*time.Hour)
-	wantRefused(t, err, workflow.CodeInvalidInput)
+	wantRefused(t, err, record.CodeInvalidInput)
 
 	p := refund("PAY-2", 9.95)
-	p.Requester = workflow.Person{ID: "U0LEAD0001"} // a team lead asks; the rule forbids approving one's own
+	p.Requester = record.Person{ID: "U0LEAD0001"} // a team lead asks; the rule forbids approving one's own
 	p.Actions[0].Args = []byte(`{"payment_id":"PAY-1","amount":100}`)
 	own := h.submit(p)
-	if own.Status != workflow.StatusWaitingApproval {
+	if own.Status != record.StatusWaitingApproval {
 		t.Fatalf("status %s", own.Status)
 	}
-	_, err = h.engine.Extend(ctx, own.ID, workflow.Person{ID: "U0LEAD0001"}, time.Hour)
-	wantRefused(t, err, workflow.CodeSelfApproval)
-	if _, err := h.engine.Extend(ctx, own.ID, workflow.Person{ID: "U0LEAD0002"}, time.Hour); err != nil {
+	_, err = h.engine.Extend(ctx, own.ID, record.Person{ID: "U0LEAD0001"}, time.Hour)
+	wantRefused(t, err, record.CodeSelfApproval)
+	if _, err := h.engine.Extend(ctx, own.ID, record.Person{ID: "U0LEAD0002"}, time.Hour); err != nil {
 		t.Fatalf("another lead extends: %v", err)
 	}
 }
@@ -712,25 +712,25 @@ func TestExtendHasACeilingAndFollowsSelfApproval(t *testing.T) {
 func TestReassignAndExtend(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	_, err := h.engine.Reassign(ctx, run.ID, workflow.Person{ID: "U0LEAD0001"}, workflow.Person{ID: "agent:resolver"})
-	wantRefused(t, err, workflow.CodeNoRole) // the agent cannot approve
-	if _, err := h.engine.Reassign(ctx, run.ID, workflow.Person{ID: "U0LEAD0001"}, workflow.Person{ID: "U0LEAD0002"}); err != nil {
+	_, err := h.engine.Reassign(ctx, run.ID, record.Person{ID: "U0LEAD0001"}, record.Person{ID: "agent:resolver"})
+	wantRefused(t, err, record.CodeNoRole) // the agent cannot approve
+	if _, err := h.engine.Reassign(ctx, run.ID, record.Person{ID: "U0LEAD0001"}, record.Person{ID: "U0LEAD0002"}); err != nil {
 		t.Fatal(err)
 	}
 	// Assigned to lead 2: lead 1 may no longer decide, a manager still may.
 	_, err = h.approve(run.ID, "U0LEAD0001")
-	wantRefused(t, err, workflow.CodeNoRole)
+	wantRefused(t, err, record.CodeNoRole)
 
-	_, err = h.engine.Extend(ctx, run.ID, workflow.Person{ID: "agent:resolver"}, 24*time.Hour)
-	wantRefused(t, err, workflow.CodeNoRole)
-	if _, err := h.engine.Extend(ctx, run.ID, workflow.Person{ID: "U0LEAD0002"}, 24*time.Hour); err != nil {
+	_, err = h.engine.Extend(ctx, run.ID, record.Person{ID: "agent:resolver"}, 24*time.Hour)
+	wantRefused(t, err, record.CodeNoRole)
+	if _, err := h.engine.Extend(ctx, run.ID, record.Person{ID: "U0LEAD0002"}, 24*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(80 * time.Hour) // past the first deadline, inside the extended one
 	if n, err := h.engine.ExpireDue(ctx); err != nil || n != 0 {
 		t.Fatalf("expired %d %v", n, err)
 	}
-	if got, err := h.approve(run.ID, "U0LEAD0002"); err != nil || got.Status != workflow.StatusDone {
+	if got, err := h.approve(run.ID, "U0LEAD0002"); err != nil || got.Status != record.StatusDone {
 		t.Fatalf("assignee approves: %v %v", got, err)
 	}
 }
@@ -740,16 +740,16 @@ func TestTextEveryStoreCanKeep(t *testing.T) {
 	p := refund("PAY-1", 119)
 	p.Summary = "refund\x00"
 	_, err := h.engine.Submit(ctx, p)
-	wantRefused(t, err, workflow.CodeInvalidInput)
+	wantRefused(t, err, record.CodeInvalidInput)
 	p = refund("PAY-1", 119)
 	p.TaskID = "T-\xff"
 	_, err = h.engine.Submit(ctx, p)
-	wantRefused(t, err, workflow.CodeInvalidInput)
+	wantRefused(t, err, record.CodeInvalidInput)
 
 	run := h.submit(refund("PAY-1", 119))
 	before := h.snapshot(run.ID)
-	_, err = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictReject, Reason: "no\x00", Via: "cli"})
-	wantRefused(t, err, workflow.CodeInvalidInput)
+	_, err = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictReject, Reason: "no\x00", Via: "cli"})
+	wantRefused(t, err, record.CodeInvalidInput)
 	if h.snapshot(run.ID) != before {
 		t.Fatal("a refused decision changed the run")
 	}
@@ -758,14 +758,14 @@ func TestTextEveryStoreCanKeep(t *testing.T) {
 func TestForkOfAFinishedLowRiskRunWaitsForAPerson(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-2", 4))
-	if run.Status != workflow.StatusDone {
+	if run.Status != record.StatusDone {
 		t.Fatalf("source run %s", run.Status)
 	}
-	fork, err := h.engine.Fork(ctx, run.ID, 1, workflow.Person{ID: "U0LEAD0001"})
+	fork, err := h.engine.Fork(ctx, run.ID, 1, record.Person{ID: "U0LEAD0001"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fork.Status != workflow.StatusWaitingApproval {
+	if fork.Status != record.StatusWaitingApproval {
 		t.Fatalf("fork %s: a fork must not run again without a person", fork.Status)
 	}
 	if v := h.get(fork.ID); v.Requests[0].Role != "manager" || !strings.Contains(v.Gate.Rule, "fork of "+run.ID) {
@@ -779,13 +779,13 @@ func TestForkOfAFinishedLowRiskRunWaitsForAPerson(t *testing.T) {
 func TestCancelNeedsMoreThanTheLowestRole(t *testing.T) {
 	h := newHarness(t)
 	p := refund("PAY-1", 119)
-	p.Requester = workflow.Person{ID: "U0LEAD0002"}
+	p.Requester = record.Person{ID: "U0LEAD0002"}
 	run := h.submit(p)
-	_, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "agent:resolver"}, "not mine to cancel")
-	wantRefused(t, err, workflow.CodeNoRole)
-	_, err = h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "U0LEAD0001"}, "bad\xffreason")
-	wantRefused(t, err, workflow.CodeInvalidInput)
-	if got, err := h.engine.Cancel(ctx, run.ID, workflow.Person{ID: "U0LEAD0001"}, "duplicate"); err != nil || got.Status != workflow.StatusCancelled {
+	_, err := h.engine.Cancel(ctx, run.ID, record.Person{ID: "agent:resolver"}, "not mine to cancel")
+	wantRefused(t, err, record.CodeNoRole)
+	_, err = h.engine.Cancel(ctx, run.ID, record.Person{ID: "U0LEAD0001"}, "bad\xffreason")
+	wantRefused(t, err, record.CodeInvalidInput)
+	if got, err := h.engine.Cancel(ctx, run.ID, record.Person{ID: "U0LEAD0001"}, "duplicate"); err != nil || got.Status != record.StatusCancelled {
 		t.Fatalf("lead cancels: %v %v", got, err)
 	}
 }
@@ -796,39 +796,39 @@ func TestCancelNeedsMoreThanTheLowestRole(t *testing.T) {
 func TestUnknownRequesters(t *testing.T) {
 	stranger := func() *workflow.Proposal {
 		p := refund("PAY-1", 5) // small: policy lets it through without a person
-		p.Requester = workflow.Person{ID: "U0STRANGER", Name: "Someone"}
+		p.Requester = record.Person{ID: "U0STRANGER", Name: "Someone"}
 		return p
 	}
 	t.Run("refused by default", func(t *testing.T) {
 		h := newHarness(t)
 		_, err := h.engine.Submit(ctx, stranger())
-		wantRefused(t, err, workflow.CodeUnknownRequester)
-		runs, lerr := h.engine.List(ctx, workflow.RunFilter{})
+		wantRefused(t, err, record.CodeUnknownRequester)
+		runs, lerr := h.engine.List(ctx, storage.RunFilter{})
 		if lerr != nil || len(runs) != 0 || len(h.target.Effects()) != 0 {
 			t.Fatalf("runs %d effects %v (%v)", len(runs), h.target.Effects(), lerr)
 		}
 	})
 	t.Run("allowed when the config says so", func(t *testing.T) {
 		h := newHarness(t, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
-		if run := h.submit(stranger()); run.Status != workflow.StatusDone {
+		if run := h.submit(stranger()); run.Status != record.StatusDone {
 			t.Fatalf("status %s, want done", run.Status)
 		}
 	})
 	t.Run("policy sees the role", func(t *testing.T) {
 		h := newHarness(t, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
-		p, err := workflow.NewPolicy("rev-role", []workflow.Rule{
+		p, err := policy.New("rev-role", []policy.Rule{
 			{Name: "roleless", When: `requester.role == ""`, Risk: "high",
-				Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 3600}},
+				Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: 3600}},
 			{Name: "agents", When: `requester.role == "agent"`, Risk: "low"},
 		}, h.roles)
 		if err != nil {
 			t.Fatal(err)
 		}
 		h.build(h.store, p, func(c *workflow.Config) { c.AllowUnknownRequesters = true })
-		if run := h.submit(stranger()); run.Status != workflow.StatusWaitingApproval {
+		if run := h.submit(stranger()); run.Status != record.StatusWaitingApproval {
 			t.Errorf("a requester in no role: status %s, want waiting_approval", run.Status)
 		}
-		if run := h.submit(refund("PAY-1", 5)); run.Status != workflow.StatusDone {
+		if run := h.submit(refund("PAY-1", 5)); run.Status != record.StatusDone {
 			t.Errorf("the agent: status %s, want done", run.Status)
 		}
 	})
@@ -849,7 +849,7 @@ func TestExplainDecidesAsSubmitDoes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Explain: %v", err)
 		}
-		if runs, _ := h.engine.List(ctx, workflow.RunFilter{}); len(runs) != i {
+		if runs, _ := h.engine.List(ctx, storage.RunFilter{}); len(runs) != i {
 			t.Fatalf("Explain wrote runs: %+v", runs)
 		}
 		run := h.submit(refund("PAY-1", amount))
@@ -862,7 +862,7 @@ func TestExplainDecidesAsSubmitDoes(t *testing.T) {
 	p := refund("PAY-1", 5)
 	p.Requester.ID = "U0STRANGER"
 	_, err = workflow.Explain(ctx, cfg, p)
-	wantRefused(t, err, workflow.CodeUnknownRequester)
+	wantRefused(t, err, record.CodeUnknownRequester)
 }
 
 // TestARetriedSubmitLeavesTheCallToTheFirstTry: an agent's retry of a submit
@@ -879,13 +879,13 @@ func TestARetriedSubmitLeavesTheCallToTheFirstTry(t *testing.T) {
 			<-answer
 		}
 	}
-	submit := func() (*workflow.Run, error) {
+	submit := func() (*record.Run, error) {
 		p := refund("PAY-2", 5) // low risk: it runs at once
 		p.IdempotencyKey = "ticket-T-9"
 		return h.engine.Submit(ctx, p)
 	}
 	type result struct {
-		run *workflow.Run
+		run *record.Run
 		err error
 	}
 	firstTry := make(chan result, 1)
@@ -895,12 +895,12 @@ func TestARetriedSubmitLeavesTheCallToTheFirstTry(t *testing.T) {
 	}()
 	<-inCall
 	retry, err := submit()
-	if err != nil || retry.Status != workflow.StatusExecuting {
+	if err != nil || retry.Status != record.StatusExecuting {
 		t.Fatalf("the retry during the first try's call: %+v, %v; want the run, executing", retry, err)
 	}
 	close(answer)
 	r := <-firstTry
-	if r.err != nil || r.run.Status != workflow.StatusDone || r.run.ID != retry.ID {
+	if r.err != nil || r.run.Status != record.StatusDone || r.run.ID != retry.ID {
 		t.Fatalf("the first try: %+v, %v; want run %s done", r.run, r.err, retry.ID)
 	}
 	if n := calls.Load(); n != 1 {

@@ -25,7 +25,7 @@ func newFakeClock() *clocktest.Clock {
 type ledger struct {
 	mu        sync.Mutex
 	captured  map[string]float64 // payment → refundable amount
-	register  map[string]workflow.Receipt
+	register  map[string]record.Receipt
 	effects   []string // every effect, in order: the thing that must never repeat
 	calls     int
 	failNext  []error // errors returned (before any effect) by the next calls
@@ -43,7 +43,7 @@ var _ workflow.Executor = (*ledger)(nil)
 func newLedger() *ledger {
 	return &ledger{
 		captured: map[string]float64{"PAY-1": 119, "PAY-2": 9.95},
-		register: map[string]workflow.Receipt{},
+		register: map[string]record.Receipt{},
 	}
 }
 
@@ -52,7 +52,7 @@ type refundArgs struct {
 	Amount    float64 `json:"amount"`
 }
 
-func (l *ledger) Check(_ context.Context, a workflow.Action) error {
+func (l *ledger) Check(_ context.Context, a record.Action) error {
 	var args refundArgs
 	if err := json.Unmarshal(a.Args, &args); err != nil {
 		return workflow.Permanent(err)
@@ -65,10 +65,10 @@ func (l *ledger) Check(_ context.Context, a workflow.Action) error {
 	return nil
 }
 
-func (l *ledger) Execute(_ context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (l *ledger) Execute(_ context.Context, key string, a record.Action) (record.Receipt, error) {
 	var args refundArgs
 	if err := json.Unmarshal(a.Args, &args); err != nil {
-		return workflow.Receipt{}, workflow.Permanent(err)
+		return record.Receipt{}, workflow.Permanent(err)
 	}
 	if l.onExecute != nil {
 		l.onExecute()
@@ -79,36 +79,36 @@ func (l *ledger) Execute(_ context.Context, key string, a workflow.Action) (work
 	if len(l.failNext) > 0 {
 		err := l.failNext[0]
 		l.failNext = l.failNext[1:]
-		return workflow.Receipt{}, err
+		return record.Receipt{}, err
 	}
 	if rc, ok := l.register[key]; ok {
 		return rc, nil
 	}
 	if left, ok := l.captured[args.PaymentID]; !ok || left < args.Amount {
-		return workflow.Receipt{}, workflow.Permanent(fmt.Errorf("%s is not a captured charge of at least %.2f", args.PaymentID, args.Amount))
+		return record.Receipt{}, workflow.Permanent(fmt.Errorf("%s is not a captured charge of at least %.2f", args.PaymentID, args.Amount))
 	}
 	l.captured[args.PaymentID] -= args.Amount
-	rc := workflow.Receipt{ID: fmt.Sprintf("RF-%d", len(l.effects)+1)}
+	rc := record.Receipt{ID: fmt.Sprintf("RF-%d", len(l.effects)+1)}
 	l.register[key] = rc
 	l.effects = append(l.effects, fmt.Sprintf("refund %s %.2f key=%s", args.PaymentID, args.Amount, key))
 	if len(l.afterFail) > 0 {
 		err := l.afterFail[0]
 		l.afterFail = l.afterFail[1:]
-		return workflow.Receipt{}, err
+		return record.Receipt{}, err
 	}
 	return rc, nil
 }
 
-func (l *ledger) Lookup(_ context.Context, key string) (workflow.Receipt, bool, error) {
+func (l *ledger) Lookup(_ context.Context, key string) (record.Receipt, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lookups++
 	if l.lookupErr != nil {
-		return workflow.Receipt{}, false, l.lookupErr
+		return record.Receipt{}, false, l.lookupErr
 	}
 	if l.lookupDown > 0 {
 		l.lookupDown--
-		return workflow.Receipt{}, false, errors.New("register unavailable")
+		return record.Receipt{}, false, errors.New("register unavailable")
 	}
 	rc, ok := l.register[key]
 	return rc, ok, nil
@@ -139,17 +139,17 @@ const refundSchema = `{
   }
 }`
 
-var testRoles = []workflow.Role{
+var testRoles = []policy.Role{
 	{Name: "agent", Members: []string{"agent:resolver"}},
 	{Name: "team_lead", Members: []string{"U0LEAD0001", "U0LEAD0002"}},
 	{Name: "manager", Members: []string{"U0MGR00001"}},
 }
 
-func testPolicy(t testing.TB, revision string, roles *workflow.Roles) *workflow.Policy {
+func testPolicy(t testing.TB, revision string, roles *policy.Roles) *policy.Policy {
 	t.Helper()
-	p, err := workflow.NewPolicy(revision, []workflow.Rule{
+	p, err := policy.New(revision, []policy.Rule{
 		{Name: "large-refund", When: `action.name == "request_refund" && double(action.args.amount) > 50.0`, Risk: "high",
-			Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(72 * 3600), Edit: true}},
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(72 * 3600), Edit: true}},
 		{Name: "everything-else", When: "true", Risk: "low"},
 	}, roles)
 	if err != nil {
@@ -166,7 +166,7 @@ type harness struct {
 	engine *workflow.Engine
 	target *ledger
 	clock  *clocktest.Clock
-	roles  *workflow.Roles
+	roles  *policy.Roles
 }
 
 type harnessOption func(*workflow.Config)
@@ -174,7 +174,7 @@ type harnessOption func(*workflow.Config)
 func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	t.Helper()
 	h := &harness{t: t, path: filepath.Join(t.TempDir(), "signoff.db"), target: newLedger(), clock: newFakeClock()}
-	roles, err := workflow.NewRoles(testRoles)
+	roles, err := policy.NewRoles(testRoles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 }
 
 // open (re)opens the store and builds a new engine, as a restarted process would.
-func (h *harness) open(p *workflow.Policy, opts ...harnessOption) {
+func (h *harness) open(p *policy.Policy, opts ...harnessOption) {
 	h.t.Helper()
 	if h.store != nil {
 		h.store.Close()
@@ -200,7 +200,7 @@ func (h *harness) open(p *workflow.Policy, opts ...harnessOption) {
 
 // build makes the harness's engine on a store: the fake target's one action,
 // the policy, the roles and the fake clock.
-func (h *harness) build(st workflow.Store, p *workflow.Policy, opts ...harnessOption) {
+func (h *harness) build(st storage.Store, p *policy.Policy, opts ...harnessOption) {
 	h.t.Helper()
 	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), h.target, nil)
 	if err != nil {
@@ -220,12 +220,12 @@ func (h *harness) build(st workflow.Store, p *workflow.Policy, opts ...harnessOp
 }
 
 // namedEvents fails the test on a transition whose event is not one of
-// workflow.Events, whatever the test is about.
+// record.Events, whatever the test is about.
 type namedEvents struct{ t testing.TB }
 
-func (n namedEvents) OnTransition(_ context.Context, _ workflow.Tx, tr workflow.Transition) error {
+func (n namedEvents) OnTransition(_ context.Context, _ storage.Tx, tr workflow.Transition) error {
 	if !tr.Event.Valid() {
-		n.t.Errorf("run %s: transition %q is not in workflow.Events", tr.Run.ID, tr.Event)
+		n.t.Errorf("run %s: transition %q is not in record.Events", tr.Run.ID, tr.Event)
 	}
 	return nil
 }
@@ -233,14 +233,14 @@ func (n namedEvents) OnTransition(_ context.Context, _ workflow.Tx, tr workflow.
 func refund(payment string, amount float64) *workflow.Proposal {
 	return &workflow.Proposal{
 		TaskID:    "T-1",
-		Requester: workflow.Person{ID: "agent:resolver", Name: "Resolver"},
+		Requester: record.Person{ID: "agent:resolver", Name: "Resolver"},
 		Summary:   "refund",
-		Actions:   []workflow.Action{{Name: "request_refund", Args: json.RawMessage(fmt.Sprintf(`{"payment_id":%q,"amount":%v}`, payment, amount))}},
-		Evidence:  []workflow.Evidence{{Source: "get_payments", Data: json.RawMessage(`{"payments":[{"id":"PAY-1","status":"captured"}]}`)}},
+		Actions:   []record.Action{{Name: "request_refund", Args: json.RawMessage(fmt.Sprintf(`{"payment_id":%q,"amount":%v}`, payment, amount))}},
+		Evidence:  []record.Evidence{{Source: "get_payments", Data: json.RawMessage(`{"payments":[{"id":"PAY-1","status":"captured"}]}`)}},
 	}
 }
 
-func (h *harness) submit(p *workflow.Proposal) *workflow.Run {
+func (h *harness) submit(p *workflow.Proposal) *record.Run {
 	h.t.Helper()
 	run, err := h.engine.Submit(context.Background(), p)
 	if err != nil {
@@ -251,7 +251,7 @@ func (h *harness) submit(p *workflow.Proposal) *workflow.Run {
 
 // run submits p and, when its target asked for time, carries on waiting
 // it out, as `signoff submit` does (a server's workers would instead).
-func (h *harness) run(p *workflow.Proposal) *workflow.Run {
+func (h *harness) run(p *workflow.Proposal) *record.Run {
 	h.t.Helper()
 	run := h.submit(p)
 	if workflow.ParkedUntil(run, h.clock.Now()).IsZero() {
@@ -273,8 +273,8 @@ func (h *harness) get(id string) *workflow.RunView {
 	return v
 }
 
-func (h *harness) approve(id, who string) (*workflow.Run, error) {
-	run, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: who}, Verdict: workflow.VerdictApprove, Via: "cli"})
+func (h *harness) approve(id, who string) (*record.Run, error) {
+	run, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: record.Person{ID: who}, Verdict: record.VerdictApprove, Via: "cli"})
 	if err != nil {
 		return run, err
 	}
@@ -302,9 +302,9 @@ func (h *harness) auditCount(id string) int {
 	return len(evs)
 }
 
-func wantRefused(t testing.TB, err error, code string) *workflow.RefusedError {
+func wantRefused(t testing.TB, err error, code string) *record.RefusedError {
 	t.Helper()
-	var r *workflow.RefusedError
+	var r *record.RefusedError
 	if !errors.As(err, &r) {
 		t.Fatalf("want refusal %s, got %v", code, err)
 	}

@@ -33,7 +33,7 @@ func FuzzDecodeState(f *testing.F) {
 	})
 }
 
-func normal(t *testing.T, st *workflow.State) string {
+func normal(t *testing.T, st *record.State) string {
 	b, err := workflow.EncodeState(st)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func FuzzParseProposal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := workflow.ParseProposal(b)
 		if err != nil {
-			if !workflow.IsRefused(err, workflow.CodeInvalidInput) {
+			if !record.IsRefused(err, record.CodeInvalidInput) {
 				t.Fatalf("a bad proposal must be refused as invalid input, got %v", err)
 			}
 			return
@@ -65,11 +65,11 @@ func FuzzCanonical(f *testing.F) {
 	f.Add([]byte(`{"b":1,"a":[1.0,2e3,"x"]}`))
 	f.Add([]byte(`{"a":1,"a":2}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := workflow.Canonical(b)
+		c, err := jsonvalue.Canonical(b)
 		if err != nil {
 			return
 		}
-		c2, err := workflow.Canonical(c)
+		c2, err := jsonvalue.Canonical(c)
 		if err != nil || string(c2) != string(c) {
 			t.Fatalf("canonical form is not stable: %q → %q (%v)", c, c2, err)
 		}
@@ -86,7 +86,7 @@ func FuzzResolveState(f *testing.F) {
 	f.Add([]byte(`{"schema_version":2,"$append":{"messages":[{"role":"tool"}]}}`))
 	f.Add([]byte(`{"schema_version":2,"$append":{"messages":[]},"$unset":["step"]}`))
 	f.Fuzz(func(t *testing.T, delta []byte) {
-		cps := []*workflow.Checkpoint{
+		cps := []*record.Checkpoint{
 			{RunID: "r", Seq: 1, SchemaVersion: 2, State: base},
 			{RunID: "r", Seq: 2, SchemaVersion: 2, State: delta, BaseSeq: 1},
 		}

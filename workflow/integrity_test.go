@@ -46,9 +46,9 @@ func rewriteLatest(h *harness, id string, edit func([]byte) []byte, rehash bool)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	var cps []*workflow.Checkpoint
+	var cps []*record.Checkpoint
 	for rows.Next() {
-		var c workflow.Checkpoint
+		var c record.Checkpoint
 		var at int64
 		if err := rows.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &at, &c.BaseSeq); err != nil {
 			h.t.Fatal(err)
@@ -67,7 +67,7 @@ func rewriteLatest(h *harness, id string, edit func([]byte) []byte, rehash bool)
 	c.State, c.BaseSeq = edit(whole), 0
 	hash := "0000"
 	if rehash {
-		hash = workflow.CheckpointHash(c)
+		hash = record.CheckpointHash(c)
 	}
 	if _, err := db.Exec(`UPDATE checkpoints SET state = ?, hash = ?, base_seq = 0 WHERE run_id = ? AND seq = ?`, c.State, hash, c.RunID, c.Seq); err != nil {
 		h.t.Fatal(err)
@@ -89,7 +89,7 @@ func TestDamagedStateStopsOnlyThatRun(t *testing.T) {
 			tamperLatest(h, id, func(st map[string]any) { st["approved_by_magic"] = true }, true)
 		}, "unknown"},
 		{"newer schema version", func(h *harness, id string) {
-			tamperLatest(h, id, func(st map[string]any) { st["schema_version"] = workflow.SchemaVersion + 1 }, true)
+			tamperLatest(h, id, func(st map[string]any) { st["schema_version"] = record.SchemaVersion + 1 }, true)
 		}, "newer than this build"},
 		{"broken chain", func(h *harness, id string) {
 			tamperLatest(h, id, func(st map[string]any) { st["summary"] = "quietly changed" }, false)
@@ -111,9 +111,9 @@ func TestDamagedStateStopsOnlyThatRun(t *testing.T) {
 			}
 
 			_, err = h.approve(damaged.ID, "U0LEAD0001")
-			wantRefused(t, err, workflow.CodeIntegrity)
+			wantRefused(t, err, record.CodeIntegrity)
 			v := h.get(damaged.ID)
-			if v.Status != workflow.StatusNeedsAttention || !strings.Contains(v.Reason, tt.problem) {
+			if v.Status != record.StatusNeedsAttention || !strings.Contains(v.Reason, tt.problem) {
 				t.Fatalf("damaged run: status %s reason %q", v.Status, v.Reason)
 			}
 			if v.Problem == "" {
@@ -121,12 +121,12 @@ func TestDamagedStateStopsOnlyThatRun(t *testing.T) {
 			}
 			// Resume does not guess either.
 			got, err := h.engine.Resume(ctx, damaged.ID)
-			if err != nil || got.Status != workflow.StatusNeedsAttention {
+			if err != nil || got.Status != record.StatusNeedsAttention {
 				t.Fatalf("resume damaged: %v %v", got, err)
 			}
 
 			// The other run carries on.
-			if got, err := h.approve(healthy.ID, "U0LEAD0001"); err != nil || got.Status != workflow.StatusDone {
+			if got, err := h.approve(healthy.ID, "U0LEAD0001"); err != nil || got.Status != record.StatusDone {
 				t.Fatalf("healthy run: %v %v", got, err)
 			}
 			if e := h.target.Effects(); len(e) != 1 || !strings.Contains(e[0], "100.00") {
@@ -209,21 +209,21 @@ func TestCrashAtEachBoundaryThenResume(t *testing.T) {
 			}
 			if point == "before-decision-commit" {
 				// The decision never committed: the run still waits, and nothing ran.
-				if got.Status != workflow.StatusWaitingApproval || len(h.get(run.ID).Decisions) != 0 || len(h.target.Effects()) != 0 {
+				if got.Status != record.StatusWaitingApproval || len(h.get(run.ID).Decisions) != 0 || len(h.target.Effects()) != 0 {
 					t.Fatalf("status %s effects %v", got.Status, h.target.Effects())
 				}
 				if got, err = h.approve(run.ID, "U0LEAD0001"); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if got.Status != workflow.StatusDone {
+			if got.Status != record.StatusDone {
 				t.Fatalf("status %s (%s)", got.Status, got.Reason)
 			}
 			if e := h.target.Effects(); len(e) != 1 {
 				t.Fatalf("effects %v, want exactly one", e)
 			}
 			v := h.get(run.ID)
-			if len(v.Decisions) != 1 || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
+			if len(v.Decisions) != 1 || len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted {
 				t.Fatalf("decisions %+v operations %+v", v.Decisions, v.Operations)
 			}
 			rep, err := h.engine.Verify(ctx)
@@ -237,15 +237,15 @@ func TestCrashAtEachBoundaryThenResume(t *testing.T) {
 // countingAgent looks something up in each of two steps and proposes in the third.
 type countingAgent struct{ calls *int }
 
-func (a countingAgent) Step(_ context.Context, st *workflow.State) (bool, error) {
+func (a countingAgent) Step(_ context.Context, st *record.State) (bool, error) {
 	*a.calls++
 	st.ModelCalls++
 	switch st.Step {
 	case 0, 1:
-		st.Evidence = append(st.Evidence, workflow.Evidence{Source: fmt.Sprintf("lookup-%d", st.Step+1), Data: json.RawMessage(`{"ok":true}`)})
+		st.Evidence = append(st.Evidence, record.Evidence{Source: fmt.Sprintf("lookup-%d", st.Step+1), Data: json.RawMessage(`{"ok":true}`)})
 		return false, nil
 	default:
-		st.Actions = []workflow.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}}
+		st.Actions = []record.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}}
 		return true, nil
 	}
 }
@@ -254,10 +254,10 @@ func TestAgentCrashAfterStepOneResumesAtStepTwo(t *testing.T) {
 	calls := 0
 	withAgent := func(c *workflow.Config) { c.Agents = map[string]workflow.Agent{"resolver": countingAgent{&calls}} }
 	h := newHarness(t, withAgent, crashAt("after-step-1"))
-	var run *workflow.Run
+	var run *record.Run
 	crashed := survive(t, func() {
 		var err error
-		run, err = h.engine.Start(ctx, "resolver", "T-1", workflow.Person{ID: "agent:resolver"})
+		run, err = h.engine.Start(ctx, "resolver", "T-1", record.Person{ID: "agent:resolver"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,8 +265,8 @@ func TestAgentCrashAfterStepOneResumesAtStepTwo(t *testing.T) {
 	if !crashed {
 		t.Fatal("failpoint never fired")
 	}
-	runs, err := h.engine.List(ctx, workflow.RunFilter{})
-	if err != nil || len(runs) != 1 || runs[0].Step != 1 || runs[0].Status != workflow.StatusRunning {
+	runs, err := h.engine.List(ctx, storage.RunFilter{})
+	if err != nil || len(runs) != 1 || runs[0].Step != 1 || runs[0].Status != record.StatusRunning {
 		t.Fatalf("after crash: %+v %v", runs, err)
 	}
 	h.open(testPolicy(t, "rev-1", h.roles), withAgent)
@@ -274,7 +274,7 @@ func TestAgentCrashAfterStepOneResumesAtStepTwo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != workflow.StatusWaitingApproval || calls != 3 || h.get(run.ID).ModelCalls != 3 {
+	if run.Status != record.StatusWaitingApproval || calls != 3 || h.get(run.ID).ModelCalls != 3 {
 		t.Fatalf("status %s, %d calls, state says %d", run.Status, calls, h.get(run.ID).ModelCalls)
 	}
 }
@@ -290,8 +290,8 @@ func TestConcurrentEnginesOnOneFile(t *testing.T) {
 	done := make(chan error, 2)
 	for _, e := range []*workflow.Engine{h.engine, other.engine} {
 		go func() {
-			_, err := e.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
-			if err != nil && !workflow.IsRefused(err, workflow.CodeAlreadyDecided, workflow.CodeAlreadyVoted) {
+			_, err := e.Decide(context.Background(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"})
+			if err != nil && !record.IsRefused(err, record.CodeAlreadyDecided, record.CodeAlreadyVoted) {
 				done <- err
 				return
 			}
@@ -327,7 +327,7 @@ func TestWorkerTakesOverOnlyAfterTheLeaseRunsOut(t *testing.T) {
 		t.Fatalf("claimed %d, %v; want the abandoned run", n, err)
 	}
 	v := h.get(run.ID)
-	if v.Status != workflow.StatusDone || len(h.target.Effects()) != 1 {
+	if v.Status != record.StatusDone || len(h.target.Effects()) != 1 {
 		t.Fatalf("status %s effects %v", v.Status, h.target.Effects())
 	}
 	if n, err := h.engine.Work(ctx, 10); err != nil || n != 0 {
@@ -344,7 +344,7 @@ func TestRetriedSubmitFinishesWhatACrashLeftActive(t *testing.T) {
 	}
 	h.open(testPolicy(t, "rev-1", h.roles))
 	run := h.submit(p) // the automation retries after the crash
-	if run.Status != workflow.StatusDone {
+	if run.Status != record.StatusDone {
 		t.Fatalf("retried submit left the run %s", run.Status)
 	}
 	if e := h.target.Effects(); len(e) != 1 {
@@ -354,17 +354,17 @@ func TestRetriedSubmitFinishesWhatACrashLeftActive(t *testing.T) {
 
 type brokenAgent struct{}
 
-func (brokenAgent) Step(context.Context, *workflow.State) (bool, error) {
+func (brokenAgent) Step(context.Context, *record.State) (bool, error) {
 	return false, workflow.Permanent(fmt.Errorf("no transcript for this ticket"))
 }
 
 func TestPermanentStepErrorFailsTheRun(t *testing.T) {
 	h := newHarness(t, func(c *workflow.Config) { c.Agents = map[string]workflow.Agent{"broken": brokenAgent{}} })
-	run, err := h.engine.Start(ctx, "broken", "T-0", workflow.Person{ID: "agent:resolver"})
+	run, err := h.engine.Start(ctx, "broken", "T-0", record.Person{ID: "agent:resolver"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != workflow.StatusFailed || !strings.Contains(run.Reason, "no transcript") {
+	if run.Status != record.StatusFailed || !strings.Contains(run.Reason, "no transcript") {
 		t.Fatalf("status %s reason %q", run.Status, run.Reason)
 	}
 }
@@ -372,7 +372,7 @@ func TestPermanentStepErrorFailsTheRun(t *testing.T) {
 // flakyModel fails every call, as a model provider that is down would.
 type flakyModel struct{ calls *int }
 
-func (a flakyModel) Step(_ context.Context, st *workflow.State) (bool, error) {
+func (a flakyModel) Step(_ context.Context, st *record.State) (bool, error) {
 	*a.calls++
 	st.Summary = "half-written by a failing step"
 	return false, fmt.Errorf("model provider unavailable")
@@ -381,22 +381,22 @@ func (a flakyModel) Step(_ context.Context, st *workflow.State) (bool, error) {
 func TestAStepThatKeepsFailingGoesToAPerson(t *testing.T) {
 	calls := 0
 	h := newHarness(t, func(c *workflow.Config) { c.Agents = map[string]workflow.Agent{"flaky": flakyModel{&calls}} })
-	_, err := h.engine.Start(ctx, "flaky", "T-1", workflow.Person{ID: "agent:resolver"})
+	_, err := h.engine.Start(ctx, "flaky", "T-1", record.Person{ID: "agent:resolver"})
 	if err == nil {
 		t.Fatal("a failing step reported no error")
 	}
-	runs, _ := h.engine.List(ctx, workflow.RunFilter{})
+	runs, _ := h.engine.List(ctx, storage.RunFilter{})
 	id := runs[0].ID
 	for i := 2; i <= 4; i++ {
 		if _, err := h.engine.Resume(ctx, id); err == nil {
 			t.Fatalf("attempt %d: no error", i)
 		}
-		if v := h.get(id); v.Status != workflow.StatusRunning || v.Summary != "" {
+		if v := h.get(id); v.Status != record.StatusRunning || v.Summary != "" {
 			t.Fatalf("attempt %d: status %s summary %q (a failed step must leave nothing)", i, v.Status, v.Summary)
 		}
 	}
 	run, err := h.engine.Resume(ctx, id)
-	if err != nil || run.Status != workflow.StatusNeedsAttention || !strings.Contains(run.Reason, "5 times in a row") {
+	if err != nil || run.Status != record.StatusNeedsAttention || !strings.Contains(run.Reason, "5 times in a row") {
 		t.Fatalf("after 5 failures: %v %v", run, err)
 	}
 	if calls != 5 {
@@ -419,12 +419,12 @@ func TestResumeRechecksTheIntent(t *testing.T) {
 	forged := ""
 	tamperLatest(h, run.ID, func(st map[string]any) {
 		st["actions"].([]any)[0].(map[string]any)["args"].(map[string]any)["amount"] = 1.5
-		var s workflow.State
+		var s record.State
 		b, _ := json.Marshal(st)
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatal(err)
 		}
-		fp, err := workflow.Fingerprint(workflow.FingerprintInput{RunID: s.RunID, Actions: s.Actions, Evidence: s.Evidence, Risk: s.Gate.Risk, PolicyRevision: s.Gate.PolicyRevision})
+		fp, err := policy.Fingerprint(policy.FingerprintInput{RunID: s.RunID, Actions: s.Actions, Evidence: s.Evidence, Risk: s.Gate.Risk, PolicyRevision: s.Gate.PolicyRevision})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -447,7 +447,7 @@ func TestResumeRechecksTheIntent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusNeedsAttention || !strings.Contains(got.Reason, "recorded arguments") {
+	if got.Status != record.StatusNeedsAttention || !strings.Contains(got.Reason, "recorded arguments") {
 		t.Fatalf("status %s (%s), want needs_attention over the recorded arguments", got.Status, got.Reason)
 	}
 	if e := h.target.Effects(); len(e) != 0 || h.target.calls != 0 {
@@ -466,8 +466,8 @@ func TestARunWaitingOutARetryAfterIsHeldByNoWorker(t *testing.T) {
 	}
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"},
-		Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"},
+		Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	b := newHarness(t)
@@ -485,7 +485,7 @@ func TestARunWaitingOutARetryAfterIsHeldByNoWorker(t *testing.T) {
 		t.Errorf("worker A waited %v holding the run; it should have parked it", waited)
 	}
 	v := h.get(run.ID)
-	if v.Status != workflow.StatusExecuting || !strings.Contains(v.Reason, "asking the target again at "+start.Add(40*time.Second).UTC().Format(time.RFC3339)) {
+	if v.Status != record.StatusExecuting || !strings.Contains(v.Reason, "asking the target again at "+start.Add(40*time.Second).UTC().Format(time.RFC3339)) {
 		t.Fatalf("status %s (%q), want executing and asking again in 40s", v.Status, v.Reason)
 	}
 	h.clock.Advance(39 * time.Second)
@@ -499,7 +499,7 @@ func TestARunWaitingOutARetryAfterIsHeldByNoWorker(t *testing.T) {
 	if n, err := b.engine.Work(ctx, 1); err != nil || n != 1 {
 		t.Fatalf("worker B once the Retry-After is over: claimed %d, %v", n, err)
 	}
-	if v := h.get(run.ID); v.Status != workflow.StatusDone || v.Reason != "" || len(h.target.Effects()) != 1 || h.target.calls != 2 {
+	if v := h.get(run.ID); v.Status != record.StatusDone || v.Reason != "" || len(h.target.Effects()) != 1 || h.target.calls != 2 {
 		t.Fatalf("status %s (%q), effects %v, calls %d", v.Status, v.Reason, h.target.Effects(), h.target.calls)
 	}
 }
@@ -511,8 +511,8 @@ func TestOneSlowTargetHoldsUpNoOtherRun(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.submit(refund("PAY-1", 60)), h.submit(refund("PAY-1", 55))
 	for _, id := range []string{a.ID, b.ID} {
-		if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: "U0LEAD0001"},
-			Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+		if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: id, Approver: record.Person{ID: "U0LEAD0001"},
+			Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 			t.Fatal(err)
 		}
 		h.clock.Advance(time.Millisecond) // claimed in this order
@@ -524,20 +524,20 @@ func TestOneSlowTargetHoldsUpNoOtherRun(t *testing.T) {
 	if n, err := h.engine.Work(ctx, 20); err != nil || n != 2 {
 		t.Fatalf("claimed %d, %v; want both runs in one round", n, err)
 	}
-	if v := h.get(b.ID); v.Status != workflow.StatusDone {
+	if v := h.get(b.ID); v.Status != record.StatusDone {
 		t.Fatalf("run B is %s (%s): it waited for A's target", v.Status, v.Reason)
 	}
 	if !slices.Equal(callsAt, []time.Duration{0, 0}) {
 		t.Fatalf("calls at %v after the round began, want A's and B's at once", callsAt)
 	}
-	if v := h.get(a.ID); v.Status != workflow.StatusExecuting || !strings.Contains(v.Reason, "asking the target again at") {
+	if v := h.get(a.ID); v.Status != record.StatusExecuting || !strings.Contains(v.Reason, "asking the target again at") {
 		t.Fatalf("run A is %s (%q), want executing, asking again later", v.Status, v.Reason)
 	}
 	h.clock.Advance(time.Minute)
 	if n, err := h.engine.Work(ctx, 20); err != nil || n != 1 {
 		t.Fatalf("after the minute: claimed %d, %v", n, err)
 	}
-	if v := h.get(a.ID); v.Status != workflow.StatusDone || len(h.target.Effects()) != 2 {
+	if v := h.get(a.ID); v.Status != record.StatusDone || len(h.target.Effects()) != 2 {
 		t.Fatalf("run A is %s (%q), effects %v", v.Status, v.Reason, h.target.Effects())
 	}
 }
@@ -562,10 +562,10 @@ func TestTheRowsDeadlineOfAWaitingRunIsChecked(t *testing.T) {
 	if err != nil || rep.OK() || len(rep.Damaged) != 1 || rep.Damaged[0].RunID != run.ID || !strings.Contains(rep.Damaged[0].Problem, "deadline") {
 		t.Fatalf("verify: %+v %v, want the run's deadline named", rep, err)
 	}
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err == nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err == nil {
 		t.Fatal("an approval was taken on a forged deadline")
 	}
-	if v := h.get(run.ID); v.Status != workflow.StatusNeedsAttention || len(h.target.Effects()) != 0 {
+	if v := h.get(run.ID); v.Status != record.StatusNeedsAttention || len(h.target.Effects()) != 0 {
 		t.Fatalf("status %s, effects %v", v.Status, h.target.Effects())
 	}
 }

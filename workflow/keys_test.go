@@ -19,7 +19,7 @@ func argProblems(t *testing.T, spec *workflow.ActionSpec, args string) []string 
 	if err == nil {
 		return nil
 	}
-	var ae *workflow.ArgsError
+	var ae *policy.ArgsError
 	if !errors.As(err, &ae) {
 		t.Fatalf("Validate(%s): %v, want an *ArgsError", args, err)
 	}
@@ -125,7 +125,7 @@ func TestLookalikeKeysASchemaNamesAreFlagged(t *testing.T) {
 		t.Errorf("keys the schema names are refused: %v", got)
 	}
 	want := [][]string{{"ID", "id"}, {"items[0].SKU", "items[0].sku"}}
-	if got := workflow.LookalikeKeys(json.RawMessage(args)); !slices.EqualFunc(got, want, slices.Equal) {
+	if got := policy.LookalikeKeys(json.RawMessage(args)); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("LookalikeKeys = %q, want %q", got, want)
 	}
 	// What the schema does not name is refused still.

@@ -12,30 +12,30 @@ import (
 
 // chainReads counts the reads of whole checkpoint chains through a store.
 type chainReads struct {
-	workflow.Store
+	storage.Store
 	n *atomic.Int64
 }
 
-func (s chainReads) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
-	return s.Store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return fn(ctx, chainTx{tx, s.n}) })
+func (s chainReads) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+	return s.Store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, chainTx{tx, s.n}) })
 }
 
-func (s chainReads) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
-	return s.Store.View(ctx, func(ctx context.Context, tx workflow.Tx) error { return fn(ctx, chainTx{tx, s.n}) })
+func (s chainReads) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+	return s.Store.View(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, chainTx{tx, s.n}) })
 }
 
 type chainTx struct {
-	workflow.Tx
+	storage.Tx
 	n *atomic.Int64
 }
 
-func (t chainTx) Checkpoints(ctx context.Context, runID string) ([]*workflow.Checkpoint, error) {
+func (t chainTx) Checkpoints(ctx context.Context, runID string) ([]*record.Checkpoint, error) {
 	t.n.Add(1)
 	return t.Tx.Checkpoints(ctx, runID)
 }
 
 // LoadRun reads a whole chain when it is asked for the checkpoints.
-func (t chainTx) LoadRun(ctx context.Context, id string, parts workflow.RunParts) (*workflow.RunBundle, error) {
+func (t chainTx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*storage.RunBundle, error) {
 	if parts.Checkpoints {
 		t.n.Add(1)
 	}
@@ -54,7 +54,7 @@ func TestResumeReadsTheChainOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusDone {
+	if got.Status != record.StatusDone {
 		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
 	}
 	// One read by the decision, one by the Resume that executes it.
@@ -77,7 +77,7 @@ func TestResumeReloadsARunWrittenByAnother(t *testing.T) {
 	// worker that took over the lease would): the write after the call is
 	// refused, and the run is loaded again and reconciled.
 	h.target.onExecute = func() {
-		err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			r, err := tx.Run(ctx, run.ID)
 			if err != nil {
 				return err
@@ -92,7 +92,7 @@ func TestResumeReloadsARunWrittenByAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusDone {
+	if got.Status != record.StatusDone {
 		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
 	}
 	if got := n.Load(); got < 3 {
@@ -111,7 +111,7 @@ func TestListViewsShowWhatGetShows(t *testing.T) {
 	h := env.h
 	a := h.submit(refund("PAY-1", 119))
 	b := h.submit(refund("PAY-1", 118))
-	waiting := workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusWaitingApproval}}
+	waiting := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}}
 	vs, err := h.engine.ListViews(ctx, waiting)
 	if err != nil {
 		t.Fatal(err)
@@ -139,11 +139,11 @@ func TestListViewsShowWhatGetShows(t *testing.T) {
 
 // commits counts the Updates that committed through a store.
 type commits struct {
-	workflow.Store
+	storage.Store
 	n *atomic.Int64
 }
 
-func (s commits) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s commits) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	err := s.Store.Update(ctx, fn)
 	if err == nil {
 		s.n.Add(1)
@@ -166,7 +166,7 @@ func TestAGatedRunCommitsFourTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusDone {
+	if got.Status != record.StatusDone {
 		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
 	}
 	if got := n.Load(); got != 4 {
@@ -176,7 +176,7 @@ func TestAGatedRunCommitsFourTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Operations) != 1 || v.Operations[0].Attempts != 1 || v.Operations[0].Status != workflow.OpCommitted {
+	if len(v.Operations) != 1 || v.Operations[0].Attempts != 1 || v.Operations[0].Status != record.OpCommitted {
 		t.Fatalf("operations = %+v, want one committed after one attempt", v.Operations)
 	}
 	if e := h.target.Effects(); len(e) != 1 {
@@ -191,15 +191,15 @@ func TestAGatedRunCommitsFourTimes(t *testing.T) {
 func TestFollowLeavesARunToTheWorkerThatTookIt(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: workflow.ViaCLI}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: record.ViaCLI}); err != nil {
 		t.Fatal(err)
 	}
 	// A worker of another process claims the approved run.
 	var until time.Time
-	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		now := h.clock.Now().UTC().Truncate(time.Millisecond)
 		until = now.Add(30 * time.Second)
-		runs, err := tx.ClaimRuns(ctx, "replica-b", []workflow.Status{workflow.StatusExecuting}, now, until, 1)
+		runs, err := tx.ClaimRuns(ctx, "replica-b", []record.Status{record.StatusExecuting}, now, until, 1)
 		if err == nil && len(runs) != 1 {
 			err = fmt.Errorf("claimed %d runs, want the approved one", len(runs))
 		}
@@ -214,7 +214,7 @@ func TestFollowLeavesARunToTheWorkerThatTookIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusDone {
+	if got.Status != record.StatusDone {
 		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
 	}
 	if len(calledAt) != 1 || calledAt[0].Before(until) {
@@ -229,12 +229,12 @@ func TestFollowLeavesARunToTheWorkerThatTookIt(t *testing.T) {
 func TestResumeDoesNotWaitForALease(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: workflow.ViaCLI}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: record.ViaCLI}); err != nil {
 		t.Fatal(err)
 	}
-	err := h.store.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err := h.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		now := h.clock.Now().UTC().Truncate(time.Millisecond)
-		_, err := tx.ClaimRuns(ctx, "replica-b", []workflow.Status{workflow.StatusExecuting}, now, now.Add(30*time.Second), 1)
+		_, err := tx.ClaimRuns(ctx, "replica-b", []record.Status{record.StatusExecuting}, now, now.Add(30*time.Second), 1)
 		return err
 	})
 	if err != nil {
@@ -245,18 +245,18 @@ func TestResumeDoesNotWaitForALease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusDone || h.clock.Now().Sub(start) >= 30*time.Second {
+	if got.Status != record.StatusDone || h.clock.Now().Sub(start) >= 30*time.Second {
 		t.Fatalf("status %s after %v; want done at once", got.Status, h.clock.Now().Sub(start))
 	}
 }
 
 // afterView runs then once, after the first View through it returns.
 type afterView struct {
-	workflow.Store
+	storage.Store
 	then func()
 }
 
-func (s *afterView) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s *afterView) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	err := s.Store.View(ctx, fn)
 	if then := s.then; then != nil {
 		s.then = nil
@@ -277,19 +277,19 @@ func TestADecisionCountsOneThatLandedSinceItsRead(t *testing.T) {
 	st := &afterView{Store: h.store}
 	h.build(st, p)
 	st.then = func() {
-		got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
-		if err != nil || got.Status != workflow.StatusWaitingApproval {
+		got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"})
+		if err != nil || got.Status != record.StatusWaitingApproval {
 			t.Errorf("first approval: %v %v", got, err)
 		}
 	}
-	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0MGR00001"}, Verdict: workflow.VerdictApprove, Via: "cli"})
+	got, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0MGR00001"}, Verdict: record.VerdictApprove, Via: "cli"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.then != nil {
 		t.Fatal("the first approval did not land between the read and the write")
 	}
-	if got.Status != workflow.StatusExecuting {
+	if got.Status != record.StatusExecuting {
 		t.Fatalf("after two approvals: status %s (%s)", got.Status, got.Reason)
 	}
 	if v := h.get(run.ID); len(v.Decisions) != 2 {
@@ -299,11 +299,11 @@ func TestADecisionCountsOneThatLandedSinceItsRead(t *testing.T) {
 
 // views counts the read-only transactions through a store.
 type views struct {
-	workflow.Store
+	storage.Store
 	n *atomic.Int64
 }
 
-func (s views) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s views) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	s.n.Add(1)
 	return s.Store.View(ctx, fn)
 }
@@ -313,7 +313,7 @@ func (s views) View(ctx context.Context, fn func(ctx context.Context, tx workflo
 func TestResumeReturnsTheRunItsLastWriteEnded(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
 	var n atomic.Int64
@@ -326,14 +326,14 @@ func TestResumeReturnsTheRunItsLastWriteEnded(t *testing.T) {
 	if n.Load() != 1 {
 		t.Errorf("read-only transactions = %d, want 1", n.Load())
 	}
-	var stored *workflow.Run
-	if err := h.store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	var stored *record.Run
+	if err := h.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		stored, err = tx.Run(ctx, run.ID)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusDone || got.Status != stored.Status || got.Version != stored.Version || got.Seq != stored.Seq ||
+	if got.Status != record.StatusDone || got.Status != stored.Status || got.Version != stored.Version || got.Seq != stored.Seq ||
 		got.LeaseOwner != stored.LeaseOwner || !got.LeaseUntil.Equal(stored.LeaseUntil) || !got.UpdatedAt.Equal(stored.UpdatedAt) {
 		t.Errorf("Resume returned %+v, but the store holds %+v", got, stored)
 	}

@@ -34,7 +34,7 @@ func handPaced(l *workflow.Loop) *clocktest.Pace {
 }
 
 // waitStatus waits until run id leaves from, and returns its status then.
-func waitStatus(t *testing.T, e *workflow.Engine, id string, from workflow.Status) workflow.Status {
+func waitStatus(t *testing.T, e *workflow.Engine, id string, from record.Status) record.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), clocktest.WaitBound)
 	defer cancel()
@@ -61,7 +61,7 @@ func TestExecuteLoopIsWokenByADecision(t *testing.T) {
 	if !survive(t, func() { h.approve(run.ID, "U0LEAD0001") }) {
 		t.Fatal("failpoint never fired")
 	}
-	if s := waitStatus(t, h.engine, run.ID, workflow.StatusExecuting); s != workflow.StatusDone {
+	if s := waitStatus(t, h.engine, run.ID, record.StatusExecuting); s != record.StatusDone {
 		t.Fatalf("run %s, want done by the loop", s)
 	}
 	if e := h.target.Effects(); len(e) != 1 {
@@ -81,13 +81,13 @@ func TestExpireLoopExpiresAtItsPace(t *testing.T) {
 	run := h.submit(refund("PAY-1", 119))
 	runLoop(t, l)
 	pace.RoundEnded(t)
-	if s := h.get(run.ID).Status; s != workflow.StatusWaitingApproval {
+	if s := h.get(run.ID).Status; s != record.StatusWaitingApproval {
 		t.Fatalf("run %s before its deadline", s)
 	}
 	h.clock.Advance(72*time.Hour + time.Millisecond)
 	pace.Tick(t)
 	pace.RoundEnded(t)
-	if s := h.get(run.ID).Status; s != workflow.StatusExpired {
+	if s := h.get(run.ID).Status; s != record.StatusExpired {
 		t.Fatalf("run %s after its deadline and a tick, want expired", s)
 	}
 }
@@ -96,10 +96,10 @@ func TestExpireLoopExpiresAtItsPace(t *testing.T) {
 // feeds until ctx ends.
 type feed struct {
 	calls   atomic.Int32
-	changes chan *workflow.Changes
+	changes chan *storage.Changes
 }
 
-func (f *feed) FeedChanges(ctx context.Context, c *workflow.Changes) error {
+func (f *feed) FeedChanges(ctx context.Context, c *storage.Changes) error {
 	if f.calls.Add(1) == 1 {
 		return errors.New("listen: connection refused")
 	}
@@ -120,7 +120,7 @@ func TestFeedLoopIsStartedAgainAtItsPace(t *testing.T) {
 			t.Fatal("a feed loop without a feed")
 		}
 	}
-	f := &feed{changes: make(chan *workflow.Changes, 1)}
+	f := &feed{changes: make(chan *storage.Changes, 1)}
 	l := loopNamed(t, h.engine.Loops(time.Hour, f), name)
 	pace := handPaced(l)
 	runLoop(t, l)

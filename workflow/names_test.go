@@ -29,7 +29,7 @@ var namedStrings = []string{"Event", "Risk", "OutboxKind", "Via"}
 // module (but the standalone examples and storagetest, whose rows are
 // fixtures) and fails on a string literal of a type of namedStrings outside
 // a const declaration ("" is none of them, and may be written). It also
-// holds workflow.Events and workflow.Risks to the constants declared.
+// holds record.Events and record.Risks to the constants declared.
 func TestStoredNamesAreSpelledByTheirConstants(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
@@ -87,8 +87,8 @@ func TestStoredNamesAreSpelledByTheirConstants(t *testing.T) {
 			}
 		}
 		if path == mod+"/workflow" {
-			checkListed(t, pkg, "Event", workflow.Events)
-			checkListed(t, pkg, "Risk", workflow.Risks)
+			checkListed(t, pkg, "Event", record.Events)
+			checkListed(t, pkg, "Risk", record.Risks)
 		}
 	}
 }
@@ -140,7 +140,7 @@ func checkListed[T ~string](t *testing.T, pkg *types.Package, name string, list 
 }
 
 // TestEveryEventRecordedHasAConstant drives runs through every kind of change
-// and holds each audit event to workflow.Events. (The harness's hook holds
+// and holds each audit event to record.Events. (The harness's hook holds
 // every transition of every test to them too.)
 func TestEveryEventRecordedHasAConstant(t *testing.T) {
 	h := newHarness(t)
@@ -148,24 +148,24 @@ func TestEveryEventRecordedHasAConstant(t *testing.T) {
 	var ids []string
 	approved, cancelled, expired := h.submit(refund("PAY-1", 119)), h.submit(refund("PAY-1", 80)), h.submit(refund("PAY-1", 90))
 	ids = append(ids, approved.ID, cancelled.ID, expired.ID)
-	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: approved.ID, Approver: workflow.Person{ID: "agent:resolver"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err == nil {
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: approved.ID, Approver: record.Person{ID: "agent:resolver"}, Verdict: record.VerdictApprove, Via: "cli"}); err == nil {
 		t.Fatal("the requester approved their own proposal")
 	}
-	if _, err := h.engine.Reassign(ctx, approved.ID, workflow.Person{ID: "U0LEAD0001"}, workflow.Person{ID: "U0LEAD0002"}); err != nil {
+	if _, err := h.engine.Reassign(ctx, approved.ID, record.Person{ID: "U0LEAD0001"}, record.Person{ID: "U0LEAD0002"}); err != nil {
 		t.Fatalf("reassign: %v", err)
 	}
-	if run, err := h.approve(approved.ID, "U0LEAD0002"); err != nil || run.Status != workflow.StatusDone {
+	if run, err := h.approve(approved.ID, "U0LEAD0002"); err != nil || run.Status != record.StatusDone {
 		t.Fatalf("approve: %v, %+v", err, run)
 	}
-	fork, err := h.engine.Fork(ctx, approved.ID, 1, workflow.Person{ID: "U0LEAD0001"})
+	fork, err := h.engine.Fork(ctx, approved.ID, 1, record.Person{ID: "U0LEAD0001"})
 	if err != nil {
 		t.Fatalf("fork: %v", err)
 	}
 	ids = append(ids, fork.ID)
-	if _, err := h.engine.Cancel(ctx, cancelled.ID, workflow.Person{ID: "U0LEAD0001"}, "not needed"); err != nil {
+	if _, err := h.engine.Cancel(ctx, cancelled.ID, record.Person{ID: "U0LEAD0001"}, "not needed"); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	if _, err := h.engine.Extend(ctx, expired.ID, workflow.Person{ID: "U0LEAD0001"}, time.Hour); err != nil {
+	if _, err := h.engine.Extend(ctx, expired.ID, record.Person{ID: "U0LEAD0001"}, time.Hour); err != nil {
 		t.Fatalf("extend: %v", err)
 	}
 	h.clock.Advance(74 * time.Hour)
@@ -175,7 +175,7 @@ func TestEveryEventRecordedHasAConstant(t *testing.T) {
 	low := h.submit(refund("PAY-2", 5))
 	ids = append(ids, low.ID)
 
-	seen := map[workflow.Event]bool{}
+	seen := map[record.Event]bool{}
 	for _, id := range ids {
 		evs, err := h.engine.AuditLog(ctx, id)
 		if err != nil {
@@ -183,15 +183,15 @@ func TestEveryEventRecordedHasAConstant(t *testing.T) {
 		}
 		for _, ev := range evs {
 			if !ev.Action.Valid() {
-				t.Errorf("run %s recorded %q, which is not in workflow.Events", id, ev.Action)
+				t.Errorf("run %s recorded %q, which is not in record.Events", id, ev.Action)
 			}
 			seen[ev.Action] = true
 		}
 	}
 	// The drive must have reached the events it was written for, or it checks little.
-	for _, want := range []workflow.Event{workflow.EventSubmitted, workflow.EventRefused, workflow.EventReassigned, workflow.EventExtended,
-		workflow.EventDecided, workflow.EventIntent, workflow.EventExecuted, workflow.EventFinished,
-		workflow.EventForked, workflow.EventCancelled, workflow.EventExpired} {
+	for _, want := range []record.Event{record.EventSubmitted, record.EventRefused, record.EventReassigned, record.EventExtended,
+		record.EventDecided, record.EventIntent, record.EventExecuted, record.EventFinished,
+		record.EventForked, record.EventCancelled, record.EventExpired} {
 		if !seen[want] {
 			t.Errorf("no %s event among %v", want, seen)
 		}

@@ -65,16 +65,16 @@ func TestSchemaErrorsPrintNumbersAsWritten(t *testing.T) {
 // callRecorder is a target that records every call it is sent.
 type callRecorder struct{ calls []workflow.Call }
 
-func (r *callRecorder) Check(context.Context, workflow.Action) error { return nil }
-func (r *callRecorder) Execute(context.Context, string, workflow.Action) (workflow.Receipt, error) {
+func (r *callRecorder) Check(context.Context, record.Action) error { return nil }
+func (r *callRecorder) Execute(context.Context, string, record.Action) (record.Receipt, error) {
 	panic("ExecuteCall is used")
 }
-func (r *callRecorder) ExecuteCall(_ context.Context, c workflow.Call) (workflow.Receipt, error) {
+func (r *callRecorder) ExecuteCall(_ context.Context, c workflow.Call) (record.Receipt, error) {
 	r.calls = append(r.calls, c)
-	return workflow.Receipt{ID: "r-1"}, nil
+	return record.Receipt{ID: "r-1"}, nil
 }
-func (r *callRecorder) Lookup(context.Context, string) (workflow.Receipt, bool, error) {
-	return workflow.Receipt{}, false, nil
+func (r *callRecorder) Lookup(context.Context, string) (record.Receipt, bool, error) {
+	return record.Receipt{}, false, nil
 }
 
 // TestTheExecutorGetsTheFingerprintedNumbers: a proposal's numbers are
@@ -107,7 +107,7 @@ func TestTheExecutorGetsTheFingerprintedNumbers(t *testing.T) {
 		t.Fatalf("%d calls", len(target.calls))
 	}
 	c := target.calls[0]
-	fp, err := workflow.Fingerprint(workflow.FingerprintInput{RunID: v.ID, Actions: []workflow.Action{c.Action}, Evidence: v.Evidence, Risk: v.Gate.Risk, PolicyRevision: v.Gate.PolicyRevision})
+	fp, err := policy.Fingerprint(policy.FingerprintInput{RunID: v.ID, Actions: []record.Action{c.Action}, Evidence: v.Evidence, Risk: v.Gate.Risk, PolicyRevision: v.Gate.PolicyRevision})
 	if err != nil || string(c.Action.Args) != string(v.Actions[0].Args) || fp != c.Fingerprint || fp != v.Fingerprint {
 		t.Errorf("the executor got %s under fingerprint %s; stored %s under %s; its own fingerprint is %s (%v)",
 			c.Action.Args, c.Fingerprint, v.Actions[0].Args, v.Fingerprint, fp, err)

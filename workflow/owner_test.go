@@ -47,7 +47,7 @@ func TestAWorkerTakesOverTheLeaseOfAGoneOwner(t *testing.T) {
 			}
 			v := b.get(run.ID)
 			if gone {
-				if n != 1 || v.Status != workflow.StatusDone || len(h.target.Effects()) != 1 {
+				if n != 1 || v.Status != record.StatusDone || len(h.target.Effects()) != 1 {
 					t.Fatalf("claimed %d; status %s (%s), effects %v; want the run finished at once, once", n, v.Status, v.Reason, h.target.Effects())
 				}
 				if l := log.lines("run taken over from an owner that is gone"); len(l) != 1 || l[0].attrs["run_id"] != run.ID || l[0].attrs["owner"] != ownerA {
@@ -55,7 +55,7 @@ func TestAWorkerTakesOverTheLeaseOfAGoneOwner(t *testing.T) {
 				}
 				return
 			}
-			if n != 0 || v.Status != workflow.StatusExecuting || len(h.target.Effects()) != 0 {
+			if n != 0 || v.Status != record.StatusExecuting || len(h.target.Effects()) != 0 {
 				t.Fatalf("claimed %d; status %s, effects %v; want the run left to its owner", n, v.Status, h.target.Effects())
 			}
 			// Once per holder, not every round.
@@ -71,7 +71,7 @@ func TestAWorkerTakesOverTheLeaseOfAGoneOwner(t *testing.T) {
 			if n, err := b.engine.Work(ctx, 20); err != nil || n != 1 {
 				t.Fatalf("once the lease lapsed: claimed %d, %v", n, err)
 			}
-			if v := b.get(run.ID); v.Status != workflow.StatusDone || len(h.target.Effects()) != 1 {
+			if v := b.get(run.ID); v.Status != record.StatusDone || len(h.target.Effects()) != 1 {
 				t.Fatalf("status %s, effects %v", v.Status, h.target.Effects())
 			}
 		})

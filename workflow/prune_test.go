@@ -69,7 +69,7 @@ func seedRuns(t testing.TB, h *harness, done, waiting int) seeded {
 	for i := range done {
 		jobs <- func() error {
 			run, err := h.engine.Submit(ctx, refund("PAY-SEED", 0.01))
-			if err != nil || run.Status != workflow.StatusDone {
+			if err != nil || run.Status != record.StatusDone {
 				return fmt.Errorf("small refund %d: %v %v", i, run, err)
 			}
 			add(&out.done, run.ID)
@@ -82,9 +82,9 @@ func seedRuns(t testing.TB, h *harness, done, waiting int) seeded {
 			if err != nil {
 				return err
 			}
-			run, err = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"},
-				Verdict: workflow.VerdictReject, Reason: "not this one", Via: "cli"})
-			if err != nil || run.Status != workflow.StatusRejected {
+			run, err = h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"},
+				Verdict: record.VerdictReject, Reason: "not this one", Via: "cli"})
+			if err != nil || run.Status != record.StatusRejected {
 				return fmt.Errorf("reject: %v %v", run, err)
 			}
 			add(&out.rejected, run.ID)
@@ -92,7 +92,7 @@ func seedRuns(t testing.TB, h *harness, done, waiting int) seeded {
 		}
 		jobs <- func() error {
 			run, err := h.engine.Submit(ctx, refund("PAY-UNKNOWN", 1))
-			if err != nil || run.Status != workflow.StatusFailed {
+			if err != nil || run.Status != record.StatusFailed {
 				return fmt.Errorf("failed refund: %v %v", run, err)
 			}
 			add(&out.failed, run.ID)
@@ -102,7 +102,7 @@ func seedRuns(t testing.TB, h *harness, done, waiting int) seeded {
 	for range waiting {
 		jobs <- func() error {
 			run, err := h.engine.Submit(ctx, refund("PAY-SEED", 60))
-			if err != nil || run.Status != workflow.StatusWaitingApproval {
+			if err != nil || run.Status != record.StatusWaitingApproval {
 				return fmt.Errorf("large refund: %v %v", run, err)
 			}
 			add(&out.waiting, run.ID)
@@ -122,8 +122,8 @@ func seedRuns(t testing.TB, h *harness, done, waiting int) seeded {
 func dump(t testing.TB, h *harness) string {
 	t.Helper()
 	var b strings.Builder
-	err := h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		runs, err := tx.ListRuns(ctx, workflow.RunFilter{})
+	err := h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		runs, err := tx.ListRuns(ctx, storage.RunFilter{})
 		if err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func dump(t testing.TB, h *harness) string {
 			}
 			fmt.Fprintf(&b, "  outbox %d\n", len(ms))
 		}
-		evs, err := tx.AuditEvents(ctx, workflow.AuditFilter{Newest: true, Limit: 1})
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{Newest: true, Limit: 1})
 		if err != nil {
 			return err
 		}
@@ -263,17 +263,17 @@ func TestPrune(t *testing.T) {
 					}
 				}
 			}
-			if v := h.get(seed.done[0]); len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
+			if v := h.get(seed.done[0]); len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted {
 				t.Fatalf("the operation of a done run was not kept: %+v", v.Operations)
 			}
-			if v := h.get(seed.rejected[0]); len(v.Decisions) != 1 || v.Decisions[0].Decision != workflow.VerdictReject {
+			if v := h.get(seed.rejected[0]); len(v.Decisions) != 1 || v.Decisions[0].Decision != record.VerdictReject {
 				t.Fatalf("the decision of a rejected run was not kept: %+v", v.Decisions)
 			}
-			if _, err := h.engine.Fork(ctx, seed.rejected[0], 1, workflow.Person{ID: "agent:resolver"}); err == nil {
+			if _, err := h.engine.Fork(ctx, seed.rejected[0], 1, record.Person{ID: "agent:resolver"}); err == nil {
 				t.Fatal("a fork at a pruned checkpoint was allowed")
 			}
 
-			if run, err := h.approve(fresh.waiting[0], "U0LEAD0001"); err != nil || run.Status != workflow.StatusDone {
+			if run, err := h.approve(fresh.waiting[0], "U0LEAD0001"); err != nil || run.Status != record.StatusDone {
 				t.Fatalf("approve a waiting run after the prune: %v %v", run, err)
 			}
 			again, err := h.engine.Prune(ctx, workflow.PruneOptions{Before: before})
@@ -356,13 +356,13 @@ func TestPruneSkipsDamagedRuns(t *testing.T) {
 // not reported as a damaged run.
 func TestARetriedSubmitAfterItsRunWasPruned(t *testing.T) {
 	h := newHarness(t)
-	submit := func() (*workflow.Run, error) {
+	submit := func() (*record.Run, error) {
 		p := refund("PAY-2", 5) // low risk: done at once
 		p.IdempotencyKey = "ticket-T-7"
 		return h.engine.Submit(ctx, p)
 	}
 	run, err := submit()
-	if err != nil || run.Status != workflow.StatusDone {
+	if err != nil || run.Status != record.StatusDone {
 		t.Fatalf("submit: %+v, %v", run, err)
 	}
 	h.clock.Advance(retention + 24*time.Hour)
@@ -371,7 +371,7 @@ func TestARetriedSubmitAfterItsRunWasPruned(t *testing.T) {
 		t.Fatalf("prune: %+v, %v", rep, err)
 	}
 	_, err = submit()
-	r := wantRefused(t, err, workflow.CodeIdempotencyKeyReused)
+	r := wantRefused(t, err, record.CodeIdempotencyKeyReused)
 	if r.RunID != run.ID || !strings.Contains(err.Error(), "pruned") {
 		t.Errorf("retry after the prune: %v (run %q), want the key refused as held by %s", err, r.RunID, run.ID)
 	}

@@ -13,7 +13,7 @@ import (
 // unprovable makes a run whose refund's outcome cannot be proven: the call's
 // answer is lost (after the effect when happened, before it otherwise) and
 // the register refuses to say.
-func unprovable(t *testing.T, h *harness, happened bool) *workflow.Run {
+func unprovable(t *testing.T, h *harness, happened bool) *record.Run {
 	t.Helper()
 	if happened {
 		h.target.afterFail = []error{errors.New("timeout")}
@@ -22,15 +22,15 @@ func unprovable(t *testing.T, h *harness, happened bool) *workflow.Run {
 	}
 	h.target.lookupErr = workflow.Permanent(errors.New("register refuses to say"))
 	run := h.run(refund("PAY-2", 5))
-	if run.Status != workflow.StatusNeedsAttention || !strings.Contains(run.Reason, "cannot be proven") {
+	if run.Status != record.StatusNeedsAttention || !strings.Contains(run.Reason, "cannot be proven") {
 		t.Fatalf("status %s (%s), want needs_attention over an unprovable outcome", run.Status, run.Reason)
 	}
 	h.target.lookupErr = nil
 	return run
 }
 
-func resolve(h *harness, id, who string, choice workflow.Resolution, receipt string) (*workflow.Run, error) {
-	in := workflow.ResolveInput{RunID: id, By: workflow.Person{ID: who}, Choice: choice, Reason: "checked the ledger", Via: "cli"}
+func resolve(h *harness, id, who string, choice record.Resolution, receipt string) (*record.Run, error) {
+	in := workflow.ResolveInput{RunID: id, By: record.Person{ID: who}, Choice: choice, Reason: "checked the ledger", Via: "cli"}
 	if receipt != "" {
 		in.Receipt = json.RawMessage(receipt)
 	}
@@ -45,7 +45,7 @@ func resolvedEvent(t *testing.T, h *harness, id string) (actor string, detail ma
 		t.Fatal(err)
 	}
 	for _, e := range evs {
-		if e.Action == workflow.EventResolved {
+		if e.Action == record.EventResolved {
 			if err := json.Unmarshal(e.Detail, &detail); err != nil {
 				t.Fatal(err)
 			}
@@ -59,15 +59,15 @@ func resolvedEvent(t *testing.T, h *harness, id string) (actor string, detail ma
 func TestResolveHappenedRecordsThePersonsReceipt(t *testing.T) {
 	h := newHarness(t, withKeys(testKeys(t)))
 	run := unprovable(t, h, true)
-	got, err := resolve(h, run.ID, "U0MGR00001", workflow.ResolveHappened, `{"id": "RF-1", "note": "seen in the ledger"}`)
+	got, err := resolve(h, run.ID, "U0MGR00001", record.ResolveHappened, `{"id": "RF-1", "note": "seen in the ledger"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusDone {
+	if got.Status != record.StatusDone {
 		t.Fatalf("status %s (%s), want done", got.Status, got.Reason)
 	}
 	v := h.get(run.ID)
-	var rc workflow.Receipt
+	var rc record.Receipt
 	if err := json.Unmarshal(v.Operations[0].Receipt, &rc); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestResolveHappenedRecordsThePersonsReceipt(t *testing.T) {
 	if err := json.Unmarshal(rc.Detail, &detail); err != nil || rc.ID != "RF-1" || detail.By != "U0MGR00001" || !strings.Contains(string(detail.Given), "seen in the ledger") {
 		t.Fatalf("receipt %s (%v), want RF-1 given by U0MGR00001", v.Operations[0].Receipt, err)
 	}
-	if v.Operations[0].Status != workflow.OpCommitted || len(h.target.Effects()) != 1 {
+	if v.Operations[0].Status != record.OpCommitted || len(h.target.Effects()) != 1 {
 		t.Fatalf("operation %+v, effects %v", v.Operations[0], h.target.Effects())
 	}
 	actor, d := resolvedEvent(t, h, run.ID)
@@ -93,18 +93,18 @@ func TestResolveHappenedRecordsThePersonsReceipt(t *testing.T) {
 func TestResolveRetrySendsItAgainUnderTheSameKey(t *testing.T) {
 	h := newHarness(t)
 	run := unprovable(t, h, false)
-	got, err := resolve(h, run.ID, "U0MGR00001", workflow.ResolveRetry, "")
+	got, err := resolve(h, run.ID, "U0MGR00001", record.ResolveRetry, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != workflow.StatusExecuting || got.LeaseOwner != "" {
+	if got.Status != record.StatusExecuting || got.LeaseOwner != "" {
 		t.Fatalf("status %s, lease %q: want executing, free for a worker", got.Status, got.LeaseOwner)
 	}
 	if n, err := h.engine.Work(ctx, 1); err != nil || n != 1 {
 		t.Fatalf("work: claimed %d, %v", n, err)
 	}
 	v := h.get(run.ID)
-	if v.Status != workflow.StatusDone || len(h.target.Effects()) != 1 || !strings.Contains(h.target.Effects()[0], "key="+run.ID+"/1") {
+	if v.Status != record.StatusDone || len(h.target.Effects()) != 1 || !strings.Contains(h.target.Effects()[0], "key="+run.ID+"/1") {
 		t.Fatalf("status %s (%s), effects %v: want done, once, under %s/1", v.Status, v.Reason, h.target.Effects(), run.ID)
 	}
 }
@@ -112,15 +112,15 @@ func TestResolveRetrySendsItAgainUnderTheSameKey(t *testing.T) {
 func TestResolveAbandonEndsItFailedNeverCancelled(t *testing.T) {
 	h := newHarness(t)
 	run := unprovable(t, h, false)
-	got, err := resolve(h, run.ID, "U0MGR00001", workflow.ResolveAbandon, "")
+	got, err := resolve(h, run.ID, "U0MGR00001", record.ResolveAbandon, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := h.get(run.ID)
-	if got.Status != workflow.StatusFailed || v.Status != workflow.StatusFailed || !strings.Contains(v.Reason, "abandoned by U0MGR00001: checked the ledger") {
+	if got.Status != record.StatusFailed || v.Status != record.StatusFailed || !strings.Contains(v.Reason, "abandoned by U0MGR00001: checked the ledger") {
 		t.Fatalf("status %s (%q), want failed, abandoned", v.Status, v.Reason)
 	}
-	if v.Operations[0].Status != workflow.OpFailed || len(h.target.Effects()) != 0 {
+	if v.Operations[0].Status != record.OpFailed || len(h.target.Effects()) != 0 {
 		t.Fatalf("operation %+v, effects %v", v.Operations[0], h.target.Effects())
 	}
 	if n, err := h.engine.Work(ctx, 5); err != nil || n != 0 || h.target.calls != 1 {
@@ -132,23 +132,23 @@ func TestResolveRefusals(t *testing.T) {
 	tests := []struct {
 		name    string
 		who     string
-		choice  workflow.Resolution
+		choice  record.Resolution
 		receipt string
 		reason  string
 		code    string
 	}{
-		{"not the highest role", "U0LEAD0001", workflow.ResolveRetry, "", "checked", workflow.CodeNoRole},
-		{"no reason", "U0MGR00001", workflow.ResolveRetry, "", "", workflow.CodeInvalidInput},
-		{"a receipt with a retry", "U0MGR00001", workflow.ResolveRetry, `{"id": "x"}`, "checked", workflow.CodeInvalidInput},
-		{"a receipt that is not an object", "U0MGR00001", workflow.ResolveHappened, `["x"]`, "checked", workflow.CodeInvalidInput},
-		{"an unknown choice", "U0MGR00001", "maybe", "", "checked", workflow.CodeInvalidInput},
+		{"not the highest role", "U0LEAD0001", record.ResolveRetry, "", "checked", record.CodeNoRole},
+		{"no reason", "U0MGR00001", record.ResolveRetry, "", "", record.CodeInvalidInput},
+		{"a receipt with a retry", "U0MGR00001", record.ResolveRetry, `{"id": "x"}`, "checked", record.CodeInvalidInput},
+		{"a receipt that is not an object", "U0MGR00001", record.ResolveHappened, `["x"]`, "checked", record.CodeInvalidInput},
+		{"an unknown choice", "U0MGR00001", "maybe", "", "checked", record.CodeInvalidInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
 			run := unprovable(t, h, false)
 			before := h.snapshot(run.ID)
-			in := workflow.ResolveInput{RunID: run.ID, By: workflow.Person{ID: tt.who}, Choice: tt.choice, Reason: tt.reason}
+			in := workflow.ResolveInput{RunID: run.ID, By: record.Person{ID: tt.who}, Choice: tt.choice, Reason: tt.reason}
 			if tt.receipt != "" {
 				in.Receipt = json.RawMessage(tt.receipt)
 			}
@@ -162,16 +162,16 @@ func TestResolveRefusals(t *testing.T) {
 	t.Run("a run that needs no attention", func(t *testing.T) {
 		h := newHarness(t)
 		run := h.run(refund("PAY-2", 5))
-		_, err := resolve(h, run.ID, "U0MGR00001", workflow.ResolveAbandon, "")
-		wantRefused(t, err, workflow.CodeNothingToResolve)
-		if v := h.get(run.ID); v.Status != workflow.StatusDone {
+		_, err := resolve(h, run.ID, "U0MGR00001", record.ResolveAbandon, "")
+		wantRefused(t, err, record.CodeNothingToResolve)
+		if v := h.get(run.ID); v.Status != record.StatusDone {
 			t.Fatalf("status %s", v.Status)
 		}
 	})
 	t.Run("a role the config names", func(t *testing.T) {
 		h := newHarness(t, func(c *workflow.Config) { c.ResolveRole = "team_lead" })
 		run := unprovable(t, h, false)
-		if _, err := resolve(h, run.ID, "U0LEAD0001", workflow.ResolveAbandon, ""); err != nil {
+		if _, err := resolve(h, run.ID, "U0LEAD0001", record.ResolveAbandon, ""); err != nil {
 			t.Fatalf("team_lead resolving with resolve role team_lead: %v", err)
 		}
 	})
@@ -194,17 +194,17 @@ func TestADamagedRunCanOnlyBeAbandonedAndStaysDamaged(t *testing.T) {
 	}
 	before := len(rep.Damaged)
 
-	for _, c := range []workflow.Resolution{workflow.ResolveHappened, workflow.ResolveRetry} {
+	for _, c := range []record.Resolution{record.ResolveHappened, record.ResolveRetry} {
 		_, err := resolve(h, run.ID, "U0MGR00001", c, "")
-		if r := wantRefused(t, err, workflow.CodeIntegrity); !strings.Contains(r.Msg, "only abandoning it") {
+		if r := wantRefused(t, err, record.CodeIntegrity); !strings.Contains(r.Msg, "only abandoning it") {
 			t.Fatalf("%s: %v", c, r)
 		}
 	}
-	if _, err := resolve(h, run.ID, "U0MGR00001", workflow.ResolveAbandon, ""); err != nil {
+	if _, err := resolve(h, run.ID, "U0MGR00001", record.ResolveAbandon, ""); err != nil {
 		t.Fatal(err)
 	}
 	v := h.get(run.ID)
-	if v.Status != workflow.StatusFailed || !strings.Contains(v.Reason, "abandoned by U0MGR00001") || h.target.calls != 1 {
+	if v.Status != record.StatusFailed || !strings.Contains(v.Reason, "abandoned by U0MGR00001") || h.target.calls != 1 {
 		t.Fatalf("status %s (%q), %d calls", v.Status, v.Reason, h.target.calls)
 	}
 	if rep, err := h.engine.Verify(ctx); err != nil || rep.OK() || len(rep.Damaged) < before {
@@ -227,7 +227,7 @@ func TestResumeAsksTheTargetAgainAboutAnUnprovenOutcome(t *testing.T) {
 			run := unprovable(t, h, happened)
 			h.target.lookupErr = errors.New("still down")
 			again, err := h.engine.Resume(ctx, run.ID)
-			if err != nil || again.Status != workflow.StatusNeedsAttention {
+			if err != nil || again.Status != record.StatusNeedsAttention {
 				t.Fatalf("resume while the register is down: %s, %v", again.Status, err)
 			}
 			h.target.lookupErr = nil
@@ -236,7 +236,7 @@ func TestResumeAsksTheTargetAgainAboutAnUnprovenOutcome(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Status != workflow.StatusDone || h.target.lookups == asked || len(h.target.Effects()) != 1 {
+			if got.Status != record.StatusDone || h.target.lookups == asked || len(h.target.Effects()) != 1 {
 				t.Fatalf("status %s (%s), lookups %d → %d, effects %v: want done, asked again, one effect",
 					got.Status, got.Reason, asked, h.target.lookups, h.target.Effects())
 			}

@@ -31,7 +31,7 @@ func TestShowValueSaysTheType(t *testing.T) {
 		{"\"\xff\"", `(not JSON) "\xff"`},
 		{``, `(not JSON) `},
 	} {
-		if got := workflow.ShowValue(json.RawMessage(tc.in)); got != tc.want {
+		if got := show.Value(json.RawMessage(tc.in)); got != tc.want {
 			t.Errorf("ShowValue(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
@@ -51,7 +51,7 @@ func TestRedactionReadsOnlyAsHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	const want = `{"card":{"exp":"12/30","number":"[redacted]"},"note":"ok","token":"[redacted]"}`
-	if got := workflow.ShowValue(shown); got != want {
+	if got := show.Value(shown); got != want {
 		t.Errorf("ShowValue(redacted) = %s, want %s", got, want)
 	}
 	for _, tc := range []struct{ args, field string }{
@@ -60,7 +60,7 @@ func TestRedactionReadsOnlyAsHidden(t *testing.T) {
 		{`{"items":[{"sku":"A"},{"sku":"[redacted]"}]}`, "items[1].sku"},
 	} {
 		err := spec.Validate(json.RawMessage(tc.args))
-		var ae *workflow.ArgsError
+		var ae *policy.ArgsError
 		if !errors.As(err, &ae) || len(ae.Problems) != 1 || ae.Problems[0].Path != tc.field {
 			t.Errorf("Validate(%s) = %v, want a refusal of %s", tc.args, err, tc.field)
 		}
@@ -90,11 +90,11 @@ func TestShowStringReadsApart(t *testing.T) {
 		{"\xff", `"\xff"`},
 		{"\x1b\x7f\u0085", `"\u001b\u007f\u0085"`},
 	} {
-		if got := workflow.ShowString(tc.in); got != tc.want {
+		if got := show.String(tc.in); got != tc.want {
 			t.Errorf("ShowString(%+q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
-	if got := workflow.ShowValue(json.RawMessage("{\"`\":\"<b>\"}")); got != `{"\u0060":"\u003cb\u003e"}` {
+	if got := show.Value(json.RawMessage("{\"`\":\"<b>\"}")); got != `{"\u0060":"\u003cb\u003e"}` {
 		t.Errorf("keys and values inside an object: %s", got)
 	}
 }
@@ -115,12 +115,12 @@ func TestRedactedViewHidesARedactedValueWherever(t *testing.T) {
 	v := &workflow.RunView{
 		Summary: "deploy api with " + tok,
 		Reason:  "refused by the target: token " + tok + " expired",
-		Actions: []workflow.Action{
+		Actions: []record.Action{
 			{Name: "deploy", Args: json.RawMessage(`{"service":"api","token":"` + tok + `","card":{"number":4242424242424242},"note":"` + tok + `"}`)},
 			{Name: "unknown", Args: json.RawMessage(`{"ticket":"T-99 secret"}`)},
 		},
-		Evidence: []workflow.Evidence{{Source: "vault", Data: json.RawMessage(`{"found":"` + tok + `","other":"kept"}`)}},
-		Checks:   []workflow.Check{{Name: "deploy", Error: "check saw " + tok}},
+		Evidence: []record.Evidence{{Source: "vault", Data: json.RawMessage(`{"found":"` + tok + `","other":"kept"}`)}},
+		Checks:   []record.Check{{Name: "deploy", Error: "check saw " + tok}},
 		Operations: []workflow.OperationView{{Action: "deploy", Error: "first try: " + tok + " rejected",
 			Receipt: json.RawMessage(`{"id":"d-1","detail":{"echo":{"request":{"token":"` + tok + `","card":{"number":4242424242424242}}},` +
 				`"refreshed":{"token":"tok-NEW-2"},"cards":[{"card":{"number":"5555"}}],"log":["used ` + tok + `","for T-99 secret"],"n":4242424242424242,"service":"api"}}`)}},

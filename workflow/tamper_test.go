@@ -65,7 +65,7 @@ func postgresTamperEnv(t *testing.T, opts ...harnessOption) *tamperEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles(testRoles)
+	roles, err := policy.NewRoles(testRoles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestTamperingIsCaught(t *testing.T) {
 					// Resume may report the damage as an error; what counts is
 					// where the run is and that nothing was sent.
 					_, _ = env.h.engine.Resume(ctx, run.ID)
-					if v := env.h.get(run.ID); v.Status != workflow.StatusNeedsAttention {
+					if v := env.h.get(run.ID); v.Status != record.StatusNeedsAttention {
 						t.Fatalf("after resume the run is %s (%s), want needs_attention", v.Status, v.Reason)
 					}
 					if calls := env.h.target.calls; calls != 0 {
@@ -294,8 +294,8 @@ func (env *tamperEnv) tamper(t *testing.T, runID string, tc tamperCase) {
 // with field (a string) pointed at evilCallback; for "evidence", the run's
 // first checkpoint with other evidence.
 func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
-	var cps []*workflow.Checkpoint
-	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	var cps []*record.Checkpoint
+	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		cps, err = tx.Checkpoints(ctx, runID)
 		return err
@@ -330,14 +330,14 @@ func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 // only a key can stop them.
 func (env *tamperEnv) rehash(t *testing.T, runID string) {
 	t.Helper()
-	var cps []*workflow.Checkpoint
-	var evs []*workflow.AuditEvent
-	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	var cps []*record.Checkpoint
+	var evs []*record.AuditEvent
+	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		if cps, err = tx.Checkpoints(ctx, runID); err != nil {
 			return err
 		}
-		evs, err = tx.AuditEvents(ctx, workflow.AuditFilter{})
+		evs, err = tx.AuditEvents(ctx, storage.AuditFilter{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -347,12 +347,12 @@ func (env *tamperEnv) rehash(t *testing.T, runID string) {
 	for _, c := range cps {
 		old := c.Hash
 		c.PrevHash = prev
-		c.Hash = workflow.CheckpointHash(c)
+		c.Hash = record.CheckpointHash(c)
 		newHash[old] = c.Hash
 		env.exec(`UPDATE checkpoints SET prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?`, c.PrevHash, c.Hash, c.RunID, c.Seq)
 		prev = c.Hash
 	}
-	last := map[string]*workflow.AuditEvent{} // per run
+	last := map[string]*record.AuditEvent{} // per run
 	for _, ev := range evs {
 		if h, ok := newHash[ev.CheckpointHash]; ok {
 			ev.CheckpointHash = h
@@ -361,7 +361,7 @@ func (env *tamperEnv) rehash(t *testing.T, runID string) {
 		if p, ok := last[ev.RunID]; ok {
 			ev.PrevHash = p.Hash
 		}
-		ev.Hash = workflow.AuditHash(ev)
+		ev.Hash = record.AuditHash(ev)
 		env.exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
 		last[ev.RunID] = ev
 	}
@@ -442,7 +442,7 @@ func TestKeysRotate(t *testing.T) {
 	h := newHarness(t, withKeys(ring(oldLine)))
 	first := h.submit(refund("PAY-1", 119))
 	h.open(testPolicy(t, "rev-1", h.roles), withKeys(ring(newLine+"\n"+oldLine)))
-	if got, err := h.approve(first.ID, "U0LEAD0001"); err != nil || got.Status != workflow.StatusDone {
+	if got, err := h.approve(first.ID, "U0LEAD0001"); err != nil || got.Status != record.StatusDone {
 		t.Fatalf("approve across a rotation: %v %v", got, err)
 	}
 	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
@@ -480,7 +480,7 @@ func TestUnkeyedStoreKeepsVerifying(t *testing.T) {
 	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() || rep.Keyed || rep.Unverified {
 		t.Fatalf("an unkeyed store, with keys: %+v %v", rep, err)
 	}
-	if got, err := h.approve(old.ID, "U0LEAD0001"); err != nil || got.Status != workflow.StatusDone {
+	if got, err := h.approve(old.ID, "U0LEAD0001"); err != nil || got.Status != record.StatusDone {
 		t.Fatalf("approve a run from before the keys: %v %v", got, err)
 	}
 	h.submit(refund("PAY-2", 5))
@@ -628,7 +628,7 @@ func TestPruneMarkersCannotHideTampering(t *testing.T) {
 				}
 				if id == seed.waiting[0] {
 					_, _ = env.h.approve(id, "U0LEAD0001")
-					if v := env.h.get(id); v.Status != workflow.StatusNeedsAttention && v.Problem == "" {
+					if v := env.h.get(id); v.Status != record.StatusNeedsAttention && v.Problem == "" {
 						t.Fatalf("after an approval the tampered run is %s (%s) and shows no problem", v.Status, v.Reason)
 					}
 					if n := env.h.target.calls - calls; n != 0 {

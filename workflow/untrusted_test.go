@@ -28,7 +28,7 @@ func TestInert(t *testing.T) {
 		{"literal \\x1b stays", `literal \x1b stays`},
 		{"", ""},
 	} {
-		if got := workflow.Inert(tc.in); got != tc.want {
+		if got := show.Inert(tc.in); got != tc.want {
 			t.Errorf("Inert(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -36,7 +36,7 @@ func TestInert(t *testing.T) {
 
 func TestInertCorpus(t *testing.T) {
 	for _, s := range texttest.Corpus(t) {
-		got := workflow.Inert(s)
+		got := show.Inert(s)
 		if live := texttest.Live(got, false); live != "" {
 			t.Errorf("Inert(%q) still has %s", s, live)
 		}
@@ -48,7 +48,7 @@ func FuzzInert(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := workflow.Inert(s)
+		got := show.Inert(s)
 		if live := texttest.Live(got, false); live != "" {
 			t.Fatalf("Inert(%q) = %q has %s", s, got, live)
 		}
@@ -59,8 +59,8 @@ func FuzzInert(f *testing.F) {
 		if printable && got != s {
 			t.Fatalf("Inert(%q) = %q changed printable ASCII", s, got)
 		}
-		if workflow.Inert(got) != got {
-			t.Fatalf("Inert is not idempotent on %q: %q then %q", s, got, workflow.Inert(got))
+		if show.Inert(got) != got {
+			t.Fatalf("Inert is not idempotent on %q: %q then %q", s, got, show.Inert(got))
 		}
 	})
 }
@@ -86,13 +86,13 @@ func TestSubmitRefusesDeceptiveSingleLineFields(t *testing.T) {
 			p := refund("PAY-1", 119)
 			tc.edit(p)
 			_, err := h.engine.Submit(context.Background(), p)
-			r := wantRefused(t, err, workflow.CodeInvalidInput)
+			r := wantRefused(t, err, record.CodeInvalidInput)
 			if !strings.Contains(r.Msg, tc.want) {
 				t.Errorf("refusal %q, want it to say %q", r.Msg, tc.want)
 			}
 		})
 	}
-	runs, err := h.engine.List(context.Background(), workflow.RunFilter{})
+	runs, err := h.engine.List(context.Background(), storage.RunFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

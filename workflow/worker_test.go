@@ -79,7 +79,7 @@ func runLoop(t *testing.T, l *workflow.Loop) (stop func()) {
 // never comes here); changes committed during a round, however many, bring
 // exactly one more round, after which the loop sleeps.
 func TestLoopCoalescesABurstOfChanges(t *testing.T) {
-	c := workflow.NewChanges()
+	c := storage.NewChanges()
 	pace := clocktest.NewPace()
 	var count atomic.Int32
 	entered, proceed := make(chan int32), make(chan struct{})
@@ -127,7 +127,7 @@ func TestLoopCoalescesABurstOfChanges(t *testing.T) {
 // round at each tick of its pace (what becomes due by time alone), and only
 // then; a loop without Changes is not woken by one.
 func TestLoopComesRoundAtItsPace(t *testing.T) {
-	c := workflow.NewChanges()
+	c := storage.NewChanges()
 	pace := clocktest.NewPace()
 	var count atomic.Int32
 	runLoop(t, &workflow.Loop{Name: "expire", Pace: pace, Round: func(context.Context) error {
@@ -154,7 +154,7 @@ func TestLoopComesRoundAtItsPace(t *testing.T) {
 func TestLoopStopsWhenItsContextEnds(t *testing.T) {
 	for _, during := range []string{"sleep", "round"} {
 		t.Run(during, func(t *testing.T) {
-			c := workflow.NewChanges()
+			c := storage.NewChanges()
 			pace := clocktest.NewPace()
 			var log recorder
 			inRound := make(chan struct{}, 1)

@@ -103,7 +103,7 @@ func (c *Client) Get(ctx context.Context, id string) (*workflow.RunView, error) 
 // the token's requester's runs: Requester may name only that one. Cursor goes
 // with the Statuses, TaskID and Requester of the page it came from.
 type ListOptions struct {
-	Statuses  []workflow.Status
+	Statuses  []record.Status
 	TaskID    string
 	Requester string
 	Limit     int
@@ -144,7 +144,7 @@ func (c *Client) List(ctx context.Context, o ListOptions) (*api.RunList, error) 
 
 // Wait waits up to timeout (whole seconds, at most 120) for the run to
 // leave from ("" for its status now).
-func (c *Client) Wait(ctx context.Context, id string, timeout time.Duration, from workflow.Status) (*api.WaitResult, error) {
+func (c *Client) Wait(ctx context.Context, id string, timeout time.Duration, from record.Status) (*api.WaitResult, error) {
 	secs := int(timeout / time.Second)
 	p := api.WaitRunParams{Timeout: &secs}
 	if from != "" {

@@ -175,7 +175,7 @@ type Body struct {
 }
 
 // Check runs the check program, if any.
-func (x *Executor) Check(ctx context.Context, a workflow.Action) error {
+func (x *Executor) Check(ctx context.Context, a record.Action) error {
 	if len(x.cfg.Check) == 0 {
 		return nil
 	}
@@ -194,17 +194,17 @@ func (x *Executor) Check(ctx context.Context, a workflow.Action) error {
 }
 
 // Execute runs the action under key; the run id is the key's prefix.
-func (x *Executor) Execute(ctx context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (x *Executor) Execute(ctx context.Context, key string, a record.Action) (record.Receipt, error) {
 	return x.ExecuteCall(ctx, workflow.CallFor(key, a))
 }
 
 // ExecuteCall runs the program once.
-func (x *Executor) ExecuteCall(ctx context.Context, c workflow.Call) (workflow.Receipt, error) {
+func (x *Executor) ExecuteCall(ctx context.Context, c workflow.Call) (record.Receipt, error) {
 	if err := x.Check(ctx, c.Action); err != nil {
 		if workflow.Classify(err) == workflow.ClassPermanent {
-			return workflow.Receipt{}, err
+			return record.Receipt{}, err
 		}
-		return workflow.Receipt{}, workflow.Transient(err) // the action was not started
+		return record.Receipt{}, workflow.Transient(err) // the action was not started
 	}
 	approvers := c.ApprovedBy
 	if approvers == nil {
@@ -215,43 +215,43 @@ func (x *Executor) ExecuteCall(ctx context.Context, c workflow.Call) (workflow.R
 		Fingerprint: c.Fingerprint, ApprovedBy: approvers, Attempt: c.Attempt,
 	})
 	if err != nil {
-		return workflow.Receipt{}, workflow.Permanent(fmt.Errorf("encode %s: %w", c.Key, err))
+		return record.Receipt{}, workflow.Permanent(fmt.Errorf("encode %s: %w", c.Key, err))
 	}
 	r := x.run(ctx, x.cfg.Command, body, c.Key, c.RunID)
 	switch {
 	case r.code == 0:
 		return r.receipt(c.Key), nil
 	case r.code == ExitRefused:
-		return workflow.Receipt{}, workflow.Permanent(fmt.Errorf("%s refused (exit %d)%s", filepath.Base(x.cfg.Command[0]), r.code, r.says()))
+		return record.Receipt{}, workflow.Permanent(fmt.Errorf("%s refused (exit %d)%s", filepath.Base(x.cfg.Command[0]), r.code, r.says()))
 	case r.code == ExitRetry:
-		return workflow.Receipt{}, workflow.Transient(fmt.Errorf("execute %s: %s asks to retry (exit 75)%s", c.Key, filepath.Base(x.cfg.Command[0]), r.says()))
+		return record.Receipt{}, workflow.Transient(fmt.Errorf("execute %s: %s asks to retry (exit 75)%s", c.Key, filepath.Base(x.cfg.Command[0]), r.says()))
 	case r.startErr != nil:
 		// The program never started: nothing can have happened.
-		return workflow.Receipt{}, workflow.Transient(fmt.Errorf("execute %s: %w", c.Key, r.startErr))
+		return record.Receipt{}, workflow.Transient(fmt.Errorf("execute %s: %w", c.Key, r.startErr))
 	}
-	return workflow.Receipt{}, fmt.Errorf("execute %s: %s%s", c.Key, r.how(), r.says())
+	return record.Receipt{}, fmt.Errorf("execute %s: %s%s", c.Key, r.how(), r.says())
 }
 
 // Lookup runs the lookup program. Without one, the answer is "not done": the
 // program runs again with the same key, and the contract obliges it to
 // answer a repeated key with its first result.
-func (x *Executor) Lookup(ctx context.Context, key string) (workflow.Receipt, bool, error) {
+func (x *Executor) Lookup(ctx context.Context, key string) (record.Receipt, bool, error) {
 	if len(x.cfg.Lookup) == 0 {
-		return workflow.Receipt{}, false, nil
+		return record.Receipt{}, false, nil
 	}
 	run, _, _ := strings.Cut(key, "/")
 	body, err := json.Marshal(map[string]string{"idempotency_key": key, "run_id": run, "action": x.action})
 	if err != nil {
-		return workflow.Receipt{}, false, err
+		return record.Receipt{}, false, err
 	}
 	r := x.run(ctx, x.cfg.Lookup, body, key, run)
 	switch r.code {
 	case 0:
 		return r.receipt(key), true, nil
 	case ExitNotFound:
-		return workflow.Receipt{}, false, nil
+		return record.Receipt{}, false, nil
 	}
-	return workflow.Receipt{}, false, fmt.Errorf("look up %s: %s%s", key, r.how(), r.says())
+	return record.Receipt{}, false, fmt.Errorf("look up %s: %s%s", key, r.how(), r.says())
 }
 
 func args(a json.RawMessage) json.RawMessage {
@@ -363,8 +363,8 @@ func (r *result) says() string {
 
 // receipt turns stdout into a receipt: its "id" names it when it is a
 // string, else the key does; stdout that is not JSON is kept as text.
-func (r *result) receipt(key string) workflow.Receipt {
-	rc := workflow.Receipt{ID: key}
+func (r *result) receipt(key string) record.Receipt {
+	rc := record.Receipt{ID: key}
 	out := bytes.TrimSpace(r.stdout.buf.Bytes())
 	if len(out) == 0 {
 		return rc

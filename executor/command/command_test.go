@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var rotate = workflow.Action{Name: "rotate_key", Args: json.RawMessage(`{"key_id":"k-1","vault":"prod"}`)}
+var rotate = record.Action{Name: "rotate_key", Args: json.RawMessage(`{"key_id":"k-1","vault":"prod"}`)}
 
 // script writes an sh program into dir and returns its name, relative to dir.
 func script(t *testing.T, dir, name, body string) string {

@@ -54,16 +54,16 @@ func TestFailureModesOfTheReferenceProgram(t *testing.T) {
 		name     string
 		faults   string
 		noLookup bool
-		want     workflow.Status
+		want     record.Status
 		effects  int
 		reason   string
 	}{
-		{name: "done", want: workflow.StatusDone, effects: 1},
-		{name: "refused", faults: "refuse\n", want: workflow.StatusNeedsAttention, reason: "refused (exit 65): refused: the key is in use by a running job"},
-		{name: "tempfail then done", faults: "tempfail\n", want: workflow.StatusDone, effects: 1},
-		{name: "fails after commit", faults: "fail-after-commit\n", want: workflow.StatusDone, effects: 1},
-		{name: "fails after commit, no lookup", faults: "fail-after-commit\n", noLookup: true, want: workflow.StatusDone, effects: 1},
-		{name: "hangs after commit past the timeout", faults: "hang-after-commit\n", want: workflow.StatusDone, effects: 1},
+		{name: "done", want: record.StatusDone, effects: 1},
+		{name: "refused", faults: "refuse\n", want: record.StatusNeedsAttention, reason: "refused (exit 65): refused: the key is in use by a running job"},
+		{name: "tempfail then done", faults: "tempfail\n", want: record.StatusDone, effects: 1},
+		{name: "fails after commit", faults: "fail-after-commit\n", want: record.StatusDone, effects: 1},
+		{name: "fails after commit, no lookup", faults: "fail-after-commit\n", noLookup: true, want: record.StatusDone, effects: 1},
+		{name: "hangs after commit past the timeout", faults: "hang-after-commit\n", want: record.StatusDone, effects: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,12 +85,12 @@ func TestFailureModesOfTheReferenceProgram(t *testing.T) {
 			}
 			e := newEngine(t, x)
 			run, err := e.Submit(context.Background(), &workflow.Proposal{
-				Requester: workflow.Person{ID: "agent:ops"}, Actions: []workflow.Action{rotate},
+				Requester: record.Person{ID: "agent:ops"}, Actions: []record.Action{rotate},
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := 0; i < 10 && run.Status == workflow.StatusExecuting; i++ {
+			for i := 0; i < 10 && run.Status == record.StatusExecuting; i++ {
 				if run, err = e.Resume(context.Background(), run.ID); err != nil {
 					t.Fatal(err)
 				}
@@ -121,17 +121,17 @@ func TestAProgramIsJudgedByItsOwnExitStatus(t *testing.T) {
 	}
 	e := newEngine(t, x)
 	run, err := e.Submit(context.Background(), &workflow.Proposal{
-		Requester: workflow.Person{ID: "agent:ops"}, Actions: []workflow.Action{rotate},
+		Requester: record.Person{ID: "agent:ops"}, Actions: []record.Action{rotate},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 10 && run.Status == workflow.StatusExecuting; i++ {
+	for i := 0; i < 10 && run.Status == record.StatusExecuting; i++ {
 		if run, err = e.Resume(context.Background(), run.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if calls := ledgerLines(t, filepath.Join(dir, "calls")); run.Status != workflow.StatusDone || len(calls) != 1 {
+	if calls := ledgerLines(t, filepath.Join(dir, "calls")); run.Status != record.StatusDone || len(calls) != 1 {
 		t.Fatalf("status %s (%q) after %d call(s), want done after one", run.Status, run.Reason, len(calls))
 	}
 	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
@@ -144,11 +144,11 @@ func newEngine(t *testing.T, x workflow.Executor) *workflow.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{{Name: "agent", Members: []string{"agent:ops"}}})
+	roles, err := policy.NewRoles([]policy.Role{{Name: "agent", Members: []string{"agent:ops"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := workflow.NewPolicy("r1", []workflow.Rule{{Name: "all", When: "true", Risk: "low"}}, roles)
+	pol, err := policy.New("r1", []policy.Rule{{Name: "all", When: "true", Risk: "low"}}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,23 +15,23 @@ import (
 // without the network, for comparison.
 type memTarget struct {
 	mu     sync.Mutex
-	ledger map[string]workflow.Receipt
+	ledger map[string]record.Receipt
 }
 
-func (m *memTarget) Check(context.Context, workflow.Action) error { return nil }
+func (m *memTarget) Check(context.Context, record.Action) error { return nil }
 
-func (m *memTarget) Execute(_ context.Context, key string, _ workflow.Action) (workflow.Receipt, error) {
+func (m *memTarget) Execute(_ context.Context, key string, _ record.Action) (record.Receipt, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rc, ok := m.ledger[key]; ok {
 		return rc, nil
 	}
-	rc := workflow.Receipt{ID: key}
+	rc := record.Receipt{ID: key}
 	m.ledger[key] = rc
 	return rc, nil
 }
 
-func (m *memTarget) Lookup(_ context.Context, key string) (workflow.Receipt, bool, error) {
+func (m *memTarget) Lookup(_ context.Context, key string) (record.Receipt, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rc, ok := m.ledger[key]
@@ -50,7 +50,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		name string
 		x    workflow.Executor
 	}{
-		{"in-process", &memTarget{ledger: map[string]workflow.Receipt{}}},
+		{"in-process", &memTarget{ledger: map[string]record.Receipt{}}},
 		{"webhook", newExec(b, webhookConfig(srv.URL))},
 	}
 	for _, ex := range execs {
@@ -61,13 +61,13 @@ func BenchmarkEndToEnd(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				run, err := e.Submit(ctx, proposal())
-				if err != nil || run.Status != workflow.StatusWaitingApproval {
+				if err != nil || run.Status != record.StatusWaitingApproval {
 					b.Fatalf("submit: %v %+v", err, run)
 				}
-				if _, err := e.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: "U0LEAD0001"}, Verdict: workflow.VerdictApprove, Via: "cli"}); err != nil {
+				if _, err := e.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 					b.Fatal(err)
 				}
-				if run, err = e.Resume(ctx, run.ID); err != nil || run.Status != workflow.StatusDone {
+				if run, err = e.Resume(ctx, run.ID); err != nil || run.Status != record.StatusDone {
 					b.Fatalf("resume: %v %+v", err, run)
 				}
 			}
@@ -90,15 +90,15 @@ func gatedEngine(b *testing.B, x workflow.Executor) *workflow.Engine {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:deployer"}},
 		{Name: "team_lead", Members: []string{"U0LEAD0001"}},
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	pol, err := workflow.NewPolicy("r1", []workflow.Rule{{Name: "deploys", When: "true", Risk: "high",
-		Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(3600)}}}, roles)
+	pol, err := policy.New("r1", []policy.Rule{{Name: "deploys", When: "true", Risk: "high",
+		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}}, roles)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,21 +25,21 @@ func newEngine(t testing.TB, x workflow.Executor, clock workflow.Clock) *workflo
 
 // newEngineApproving is newEngine whose deploy_service needs approval by
 // team leads (U0LEAD0001, U0LEAD0002) when approval is set.
-func newEngineApproving(t testing.TB, x workflow.Executor, clock workflow.Clock, approval *workflow.ApprovalSpec) *workflow.Engine {
+func newEngineApproving(t testing.TB, x workflow.Executor, clock workflow.Clock, approval *record.ApprovalSpec) *workflow.Engine {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "signoff.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	roles, err := workflow.NewRoles([]workflow.Role{
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:deployer"}},
 		{Name: "team_lead", Members: []string{"U0LEAD0001", "U0LEAD0002"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := workflow.NewPolicy("r1", []workflow.Rule{{Name: "all", When: "true", Risk: "low", Approval: approval}}, roles)
+	pol, err := policy.New("r1", []policy.Rule{{Name: "all", When: "true", Risk: "low", Approval: approval}}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +59,8 @@ func newEngineApproving(t testing.TB, x workflow.Executor, clock workflow.Clock,
 
 func proposal() *workflow.Proposal {
 	return &workflow.Proposal{
-		Requester: workflow.Person{ID: "agent:deployer"},
-		Actions:   []workflow.Action{{Name: "deploy_service", Args: deploy.Args}},
+		Requester: record.Person{ID: "agent:deployer"},
+		Actions:   []record.Action{{Name: "deploy_service", Args: deploy.Args}},
 	}
 }
 
@@ -74,25 +74,25 @@ func TestFailureModesOfTheTarget(t *testing.T) {
 		lookupDown int
 		noLookup   bool
 		check      bool // a check_url: the execute call reuses the check's connection
-		want       workflow.Status
+		want       record.Status
 		effects    int
 		calls      int           // execute requests that reached the target
 		waited     time.Duration // at least, on the engine's clock
 		reason     string
 	}{
-		{name: "commit then drop the connection", faults: []target.Fault{target.DropAfterCommit}, want: workflow.StatusDone, effects: 1, calls: 1},
-		{name: "commit then drop, no lookup_url", faults: []target.Fault{target.DropAfterCommit}, noLookup: true, want: workflow.StatusDone, effects: 1, calls: 2},
-		{name: "500 after commit", faults: []target.Fault{target.FailAfterCommit}, want: workflow.StatusDone, effects: 1, calls: 1},
-		{name: "500 after commit, no lookup_url", faults: []target.Fault{target.FailAfterCommit}, noLookup: true, want: workflow.StatusDone, effects: 1, calls: 2},
-		{name: "slower than the timeout", faults: []target.Fault{target.SlowAfterCommit}, want: workflow.StatusDone, effects: 1, calls: 1},
-		{name: "429 with Retry-After", faults: []target.Fault{target.RateLimited}, want: workflow.StatusDone, effects: 1, calls: 2, waited: 7 * time.Second},
-		{name: "409 refusal", faults: []target.Fault{target.Refuse}, want: workflow.StatusNeedsAttention, effects: 0, calls: 1, reason: "refused by the target: the api is being deployed by someone else (409)"},
-		{name: "lookup down for a while", faults: []target.Fault{target.FailAfterCommit}, lookupDown: 2, want: workflow.StatusDone, effects: 1, calls: 1},
-		{name: "lookup down for too long", faults: []target.Fault{target.FailAfterCommit}, lookupDown: 100, want: workflow.StatusNeedsAttention, effects: 1, calls: 1, reason: "cannot be proven"},
-		{name: "lookup 404 then the resend succeeds", faults: []target.Fault{target.FailBeforeCommit}, want: workflow.StatusDone, effects: 1, calls: 2},
+		{name: "commit then drop the connection", faults: []target.Fault{target.DropAfterCommit}, want: record.StatusDone, effects: 1, calls: 1},
+		{name: "commit then drop, no lookup_url", faults: []target.Fault{target.DropAfterCommit}, noLookup: true, want: record.StatusDone, effects: 1, calls: 2},
+		{name: "500 after commit", faults: []target.Fault{target.FailAfterCommit}, want: record.StatusDone, effects: 1, calls: 1},
+		{name: "500 after commit, no lookup_url", faults: []target.Fault{target.FailAfterCommit}, noLookup: true, want: record.StatusDone, effects: 1, calls: 2},
+		{name: "slower than the timeout", faults: []target.Fault{target.SlowAfterCommit}, want: record.StatusDone, effects: 1, calls: 1},
+		{name: "429 with Retry-After", faults: []target.Fault{target.RateLimited}, want: record.StatusDone, effects: 1, calls: 2, waited: 7 * time.Second},
+		{name: "409 refusal", faults: []target.Fault{target.Refuse}, want: record.StatusNeedsAttention, effects: 0, calls: 1, reason: "refused by the target: the api is being deployed by someone else (409)"},
+		{name: "lookup down for a while", faults: []target.Fault{target.FailAfterCommit}, lookupDown: 2, want: record.StatusDone, effects: 1, calls: 1},
+		{name: "lookup down for too long", faults: []target.Fault{target.FailAfterCommit}, lookupDown: 100, want: record.StatusNeedsAttention, effects: 1, calls: 1, reason: "cannot be proven"},
+		{name: "lookup 404 then the resend succeeds", faults: []target.Fault{target.FailBeforeCommit}, want: record.StatusDone, effects: 1, calls: 2},
 		// A broken reused connection is not answered by a send behind the
 		// engine's back: the one call is reconciled through the lookup.
-		{name: "commit then drop a reused connection", faults: []target.Fault{target.DropAfterCommit}, check: true, want: workflow.StatusDone, effects: 1, calls: 1},
+		{name: "commit then drop a reused connection", faults: []target.Fault{target.DropAfterCommit}, check: true, want: record.StatusDone, effects: 1, calls: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestFailureModesOfTheTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := 0; i < 10 && (run.Status == workflow.StatusExecuting || run.Status == workflow.StatusRunning); i++ {
+			for i := 0; i < 10 && (run.Status == record.StatusExecuting || run.Status == record.StatusRunning); i++ {
 				if run, err = e.Resume(context.Background(), run.ID); err != nil {
 					t.Fatal(err)
 				}
@@ -143,12 +143,12 @@ func TestFailureModesOfTheTarget(t *testing.T) {
 			if w := clock.Now().Sub(start); w < tt.waited {
 				t.Fatalf("waited %v, want at least %v", w, tt.waited)
 			}
-			if tt.want == workflow.StatusDone {
+			if tt.want == record.StatusDone {
 				v, err := e.Get(context.Background(), run.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var rc workflow.Receipt
+				var rc record.Receipt
 				if err := json.Unmarshal(v.Operations[0].Receipt, &rc); err != nil || rc.ID != "op-1" {
 					t.Fatalf("receipt %s: %v", v.Operations[0].Receipt, err)
 				}
@@ -163,7 +163,7 @@ func TestFailureModesOfTheTarget(t *testing.T) {
 func TestApprovedByNamesEachApproverOnce(t *testing.T) {
 	edit := json.RawMessage(`{"env":"prod","service":"api","token":"tok-123","version":"1.4.3"}`)
 	approve := func(who string, edit json.RawMessage) workflow.DecideInput {
-		return workflow.DecideInput{Approver: workflow.Person{ID: who}, Verdict: workflow.VerdictApprove, Via: "cli", Edit: edit}
+		return workflow.DecideInput{Approver: record.Person{ID: who}, Verdict: record.VerdictApprove, Via: "cli", Edit: edit}
 	}
 	tests := []struct {
 		name      string
@@ -181,7 +181,7 @@ func TestApprovedByNamesEachApproverOnce(t *testing.T) {
 			ctx := context.Background()
 			tg, srv := startTarget(t)
 			x := newExec(t, webhook.Config{URL: srv.URL + "/execute", LookupURL: srv.URL + "/operations/{key}"})
-			e := newEngineApproving(t, x, clocktest.New(time.Now()), &workflow.ApprovalSpec{Role: "team_lead", Count: tt.count, Expires: 3600, Edit: true})
+			e := newEngineApproving(t, x, clocktest.New(time.Now()), &record.ApprovalSpec{Role: "team_lead", Count: tt.count, Expires: 3600, Edit: true})
 			run, err := e.Submit(ctx, proposal())
 			if err != nil {
 				t.Fatal(err)
@@ -192,7 +192,7 @@ func TestApprovedByNamesEachApproverOnce(t *testing.T) {
 					t.Fatalf("%s: %v", in.Approver.ID, err)
 				}
 			}
-			if run, err = e.Resume(ctx, run.ID); err != nil || run.Status != workflow.StatusDone {
+			if run, err = e.Resume(ctx, run.ID); err != nil || run.Status != record.StatusDone {
 				t.Fatalf("resume: %v, status %s (%q)", err, run.Status, run.Reason)
 			}
 			var bodies []target.Request

@@ -170,7 +170,7 @@ type CheckBody struct {
 
 // Check asks check_url whether the action could succeed now. A 4xx is a
 // failed check (permanent); anything else but 2xx may be retried.
-func (x *Executor) Check(ctx context.Context, a workflow.Action) error {
+func (x *Executor) Check(ctx context.Context, a record.Action) error {
 	if x.cfg.CheckURL == "" {
 		return nil
 	}
@@ -193,20 +193,20 @@ func (x *Executor) Check(ctx context.Context, a workflow.Action) error {
 
 // Execute performs the action under key; the run id is the key's prefix. The
 // engine calls ExecuteCall, which also names the approvers and the attempt.
-func (x *Executor) Execute(ctx context.Context, key string, a workflow.Action) (workflow.Receipt, error) {
+func (x *Executor) Execute(ctx context.Context, key string, a record.Action) (record.Receipt, error) {
 	return x.ExecuteCall(ctx, workflow.CallFor(key, a))
 }
 
 // ExecuteCall checks again (when there is a check_url) and then POSTs the call.
-func (x *Executor) ExecuteCall(ctx context.Context, c workflow.Call) (workflow.Receipt, error) {
+func (x *Executor) ExecuteCall(ctx context.Context, c workflow.Call) (record.Receipt, error) {
 	// The world may have moved since submit: the check is asked again right
 	// before the write. Nothing has been sent yet, so any failure but a
 	// refusal is safe to retry.
 	if err := x.Check(ctx, c.Action); err != nil {
 		if workflow.Classify(err) == workflow.ClassPermanent {
-			return workflow.Receipt{}, err
+			return record.Receipt{}, err
 		}
-		return workflow.Receipt{}, workflow.Transient(err)
+		return record.Receipt{}, workflow.Transient(err)
 	}
 	approvers := c.ApprovedBy
 	if approvers == nil {
@@ -217,55 +217,55 @@ func (x *Executor) ExecuteCall(ctx context.Context, c workflow.Call) (workflow.R
 		Fingerprint: c.Fingerprint, ApprovedBy: approvers, Attempt: c.Attempt,
 	})
 	if err != nil {
-		return workflow.Receipt{}, workflow.Permanent(fmt.Errorf("encode %s: %w", c.Key, err))
+		return record.Receipt{}, workflow.Permanent(fmt.Errorf("encode %s: %w", c.Key, err))
 	}
 	// webhook-id is the key: the same message on every attempt, as the
 	// specification asks of retries.
 	res, serr := x.send(ctx, http.MethodPost, x.cfg.URL, c.Key, c.Key, body)
 	if serr != nil {
 		if !serr.sent {
-			return workflow.Receipt{}, workflow.Transient(fmt.Errorf("execute %s: nothing was sent: %w", c.Key, serr.err))
+			return record.Receipt{}, workflow.Transient(fmt.Errorf("execute %s: nothing was sent: %w", c.Key, serr.err))
 		}
-		return workflow.Receipt{}, fmt.Errorf("execute %s: %w", c.Key, serr.err)
+		return record.Receipt{}, fmt.Errorf("execute %s: %w", c.Key, serr.err)
 	}
 	switch {
 	case res.status/100 == 2:
 		return res.receipt(c.Key), nil
 	case refusal(res.status):
-		return workflow.Receipt{}, workflow.Permanent(fmt.Errorf("%s (%d)", res.message(), res.status))
+		return record.Receipt{}, workflow.Permanent(fmt.Errorf("%s (%d)", res.message(), res.status))
 	case (res.status == http.StatusTooManyRequests || res.status == http.StatusServiceUnavailable) && res.retryAfter > 0:
-		return workflow.Receipt{}, workflow.RetryAfter(fmt.Errorf("execute %s: the target answered %d, retry after %v", c.Key, res.status, res.retryAfter), res.retryAfter)
+		return record.Receipt{}, workflow.RetryAfter(fmt.Errorf("execute %s: the target answered %d, retry after %v", c.Key, res.status, res.retryAfter), res.retryAfter)
 	case res.status == http.StatusTooManyRequests:
-		return workflow.Receipt{}, workflow.Transient(fmt.Errorf("execute %s: the target answered 429", c.Key))
+		return record.Receipt{}, workflow.Transient(fmt.Errorf("execute %s: the target answered 429", c.Key))
 	}
-	return workflow.Receipt{}, fmt.Errorf("execute %s: the target answered %d: %s", c.Key, res.status, res.message())
+	return record.Receipt{}, fmt.Errorf("execute %s: the target answered %d: %s", c.Key, res.status, res.message())
 }
 
 // Lookup asks lookup_url whether key happened. Without one, the answer is
 // "not done": the same key is sent again, and the contract obliges the target
 // to answer a repeated key with its first result.
-func (x *Executor) Lookup(ctx context.Context, key string) (workflow.Receipt, bool, error) {
+func (x *Executor) Lookup(ctx context.Context, key string) (record.Receipt, bool, error) {
 	if x.cfg.LookupURL == "" {
-		return workflow.Receipt{}, false, nil
+		return record.Receipt{}, false, nil
 	}
 	u := strings.Replace(x.cfg.LookupURL, KeyPlaceholder, url.PathEscape(key), 1)
 	res, serr := x.send(ctx, http.MethodGet, u, "lookup_"+randomID(), key, nil)
 	if serr != nil {
-		return workflow.Receipt{}, false, fmt.Errorf("look up %s: %w", key, serr.err)
+		return record.Receipt{}, false, fmt.Errorf("look up %s: %w", key, serr.err)
 	}
 	switch {
 	case res.status == http.StatusOK:
 		return res.receipt(key), true, nil
 	case res.status == http.StatusNotFound:
-		return workflow.Receipt{}, false, nil
+		return record.Receipt{}, false, nil
 	case res.retryAfter > 0:
 		// Still in progress (503 or 409 with Retry-After): ask again then.
-		return workflow.Receipt{}, false, workflow.RetryAfter(fmt.Errorf("look up %s: the target answered %d", key, res.status), res.retryAfter)
+		return record.Receipt{}, false, workflow.RetryAfter(fmt.Errorf("look up %s: the target answered %d", key, res.status), res.retryAfter)
 	case refusal(res.status) && res.status != http.StatusConflict:
 		// The target refuses to say: asking again would be refused again.
-		return workflow.Receipt{}, false, workflow.Permanent(fmt.Errorf("look up %s: the target answered %d: %s", key, res.status, res.message()))
+		return record.Receipt{}, false, workflow.Permanent(fmt.Errorf("look up %s: the target answered %d: %s", key, res.status, res.message()))
 	}
-	return workflow.Receipt{}, false, fmt.Errorf("look up %s: the target answered %d: %s", key, res.status, res.message())
+	return record.Receipt{}, false, fmt.Errorf("look up %s: the target answered %d: %s", key, res.status, res.message())
 }
 
 // refusal: a 4xx says the request was refused and nothing happened, except
@@ -358,8 +358,8 @@ func cleanURLError(err error) error {
 
 // receipt turns a 2xx body into a receipt: its "id" names it when it is a
 // string, else the key does; a body that is not JSON is kept as text.
-func (r *response) receipt(key string) workflow.Receipt {
-	rc := workflow.Receipt{ID: key}
+func (r *response) receipt(key string) record.Receipt {
+	rc := record.Receipt{ID: key}
 	body := bytes.TrimSpace(r.body)
 	if len(body) == 0 {
 		return rc

@@ -56,7 +56,7 @@ func newExec(t testing.TB, cfg webhook.Config) *webhook.Executor {
 	return x
 }
 
-var deploy = workflow.Action{Name: "deploy_service", Args: json.RawMessage(`{"env":"prod","service":"api","token":"tok-123","version":"1.4.2"}`)}
+var deploy = record.Action{Name: "deploy_service", Args: json.RawMessage(`{"env":"prod","service":"api","token":"tok-123","version":"1.4.2"}`)}
 
 func TestExecuteSendsOneSignedCallWithTheKeyAndTheStoredArguments(t *testing.T) {
 	tg, srv := startTarget(t)

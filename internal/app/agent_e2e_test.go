@@ -175,8 +175,8 @@ func TestPythonAgentEndToEnd(t *testing.T) {
 
 	// The real program's show: done, with the target's receipt.
 	done := o.show(t, id)
-	if done.Status != workflow.StatusDone || len(done.Operations) != 1 || done.Operations[0].Key != id+"/1" ||
-		done.Operations[0].Status != workflow.OpCommitted || !strings.Contains(string(done.Operations[0].Receipt), `"op-1"`) {
+	if done.Status != record.StatusDone || len(done.Operations) != 1 || done.Operations[0].Key != id+"/1" ||
+		done.Operations[0].Status != record.OpCommitted || !strings.Contains(string(done.Operations[0].Receipt), `"op-1"`) {
 		t.Fatalf("show --json: %s, operations %+v", done.Status, done.Operations)
 	}
 
@@ -193,7 +193,7 @@ func TestPythonAgentEndToEnd(t *testing.T) {
 			t.Errorf("%s %s: run %s, args %s (%v)", ev.Type, ev.ID, ev.Run.ID, ev.Run.Actions[0].Args, err)
 		}
 	}
-	if d := evs[1].Run; d.Status != workflow.StatusDone || len(d.Operations) != 1 || !strings.Contains(string(d.Operations[0].Receipt), `"op-1"`) {
+	if d := evs[1].Run; d.Status != record.StatusDone || len(d.Operations) != 1 || !strings.Contains(string(d.Operations[0].Receipt), `"op-1"`) {
 		t.Errorf("run.done shows the run %s with operations %+v", d.Status, d.Operations)
 	}
 

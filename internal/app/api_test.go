@@ -17,7 +17,6 @@ import (
 	agentapi "github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/config"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // TestServeMountsTheAgentAPI: signoff serve answers /v1 on its port, with
@@ -43,7 +42,7 @@ func TestServeMountsTheAgentAPI(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil || h.Get("Location") != "/v1/runs/"+res.ID {
 		t.Fatalf("submit answered %s, Location %q (%v)", b, h.Get("Location"), err)
 	}
-	if res.Status != string(workflow.StatusWaitingApproval) {
+	if res.Status != string(record.StatusWaitingApproval) {
 		t.Errorf("status %s", res.Status)
 	}
 	if exit, out := s.cli(t, "show", res.ID); exit != exitWaiting || !strings.Contains(out, res.ID) {
@@ -182,8 +181,8 @@ func TestIdempotencyRefusalIsOneMessage(t *testing.T) {
 		Detail string `json:"detail"`
 		RunID  string `json:"run_id"`
 	}
-	if err := json.Unmarshal(b, &p); err != nil || code != 409 || p.Code != workflow.CodeIdempotencyKeyReused || p.RunID != first.ID {
-		t.Fatalf("API: %d %s (%v), want 409 %s naming %s", code, b, err, workflow.CodeIdempotencyKeyReused, first.ID)
+	if err := json.Unmarshal(b, &p); err != nil || code != 409 || p.Code != record.CodeIdempotencyKeyReused || p.RunID != first.ID {
+		t.Fatalf("API: %d %s (%v), want 409 %s naming %s", code, b, err, record.CodeIdempotencyKeyReused, first.ID)
 	}
 	exit, out := s.cli(t, "submit", path)
 	if exit != exitRefused {

@@ -115,7 +115,7 @@ func (o *options) findLocal() {
 // app is the program wired together: config, store, shop and engine.
 type app struct {
 	cfg    *config.Config
-	store  workflow.Store
+	store  storage.Store
 	shopDB *sql.DB
 	shop   *demo.Shop
 	// shopPath is where the practice shop lives, for readShop.
@@ -138,7 +138,7 @@ type app struct {
 	metrics *metrics.Metrics
 	// changes wakes the waiters on runs (wait, submit --wait): the engine
 	// tells it of its own commits, the store's feed of others' (feedChanges).
-	changes *workflow.Changes
+	changes *storage.Changes
 	// getenv, failpoint and leaseTTL are what serve's callback dispatcher
 	// takes from the environment: its secret, SIGNOFF_FAILPOINT and
 	// SIGNOFF_LEASE_TTL (how long a claimed row is left to its claimer).
@@ -173,7 +173,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db), changes: workflow.NewChanges(), getenv: getenv, leaseTTL: leaseTTL}
+	a := &app{cfg: cfg, store: store, log: log, shopPath: o.shop, db: describeDB(o.db), changes: storage.NewChanges(), getenv: getenv, leaseTTL: leaseTTL}
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
@@ -332,7 +332,7 @@ func newLogger(o options, w io.Writer) (*slog.Logger, error) {
 // PostgreSQL is not migrated here, unlike SQLite: an unmigrated database is
 // refused (exit 2) with a message that says to run `signoff migrate`. A
 // read-only SQLite store is not migrated either, and refused the same way.
-func openStore(ctx context.Context, db string, log *slog.Logger, readOnly bool) (workflow.Store, error) {
+func openStore(ctx context.Context, db string, log *slog.Logger, readOnly bool) (storage.Store, error) {
 	if isPostgres(db) {
 		store, err := postgres.Open(ctx, db, postgres.WithLogger(log))
 		if err != nil {
@@ -449,19 +449,19 @@ func (a *app) Close() error {
 }
 
 // exitFor maps a run's status to the exit code of a run-level command.
-func exitFor(s workflow.Status) int {
+func exitFor(s record.Status) int {
 	switch s {
-	case workflow.StatusDone:
+	case record.StatusDone:
 		return exitDone
-	case workflow.StatusFailed:
+	case record.StatusFailed:
 		return exitFailed
-	case workflow.StatusWaitingApproval:
+	case record.StatusWaitingApproval:
 		return exitWaiting
-	case workflow.StatusRejected, workflow.StatusExpired, workflow.StatusCancelled:
+	case record.StatusRejected, record.StatusExpired, record.StatusCancelled:
 		return exitEnded
-	case workflow.StatusNeedsAttention:
+	case record.StatusNeedsAttention:
 		return exitAttention
-	case workflow.StatusRunning, workflow.StatusExecuting:
+	case record.StatusRunning, record.StatusExecuting:
 		return exitActive
 	}
 	return exitFailed
@@ -470,12 +470,12 @@ func exitFor(s workflow.Status) int {
 // exitForErr maps an error to an exit code: refusals changed nothing (2), a
 // decision after the deadline ended the run (4), damaged state needs a person (5).
 func exitForErr(err error) int {
-	var r *workflow.RefusedError
+	var r *record.RefusedError
 	if errors.As(err, &r) {
 		switch r.Code {
-		case workflow.CodeExpired:
+		case record.CodeExpired:
 			return exitEnded
-		case workflow.CodeIntegrity:
+		case record.CodeIntegrity:
 			return exitAttention
 		}
 		return exitRefused

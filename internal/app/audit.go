@@ -23,7 +23,7 @@ const auditPage = 1000
 
 // auditLine is one audit event as `audit --json` prints it and serve logs it:
 // everything the chain hashes, so that whoever ingests it can recompute the
-// chain (workflow.AuditHash over these fields, each prev_hash naming the hash
+// chain (record.AuditHash over these fields, each prev_hash naming the hash
 // before), and the seal, so that whoever holds the key can check it.
 type auditLine struct {
 	Seq int64 `json:"seq"`
@@ -33,7 +33,7 @@ type auditLine struct {
 	Format   int             `json:"format"`
 	RunID    string          `json:"run_id"`
 	Actor    string          `json:"actor"`
-	Action   workflow.Event  `json:"action"`
+	Action   record.Event    `json:"action"`
 	Detail   json.RawMessage `json:"detail,omitempty"`
 	At       time.Time       `json:"at"`
 	PrevHash string          `json:"prev_hash"`
@@ -46,17 +46,17 @@ type auditLine struct {
 	MAC   string `json:"mac,omitempty"`
 }
 
-func newAuditLine(e *workflow.AuditEvent) auditLine {
+func newAuditLine(e *record.AuditEvent) auditLine {
 	return auditLine{Seq: e.Seq, Format: e.Format, RunID: e.RunID, Actor: e.Actor, Action: e.Action, Detail: e.Detail,
 		At: e.At.UTC(), PrevHash: e.PrevHash, Hash: e.Hash, CheckpointSeq: e.CheckpointSeq,
 		CheckpointHash: e.CheckpointHash, KeyID: e.KeyID, MAC: e.MAC}
 }
 
 // event is the line read back as the event it was printed from.
-func (l auditLine) event() *workflow.AuditEvent {
-	return &workflow.AuditEvent{Seq: l.Seq, Format: l.Format, RunID: l.RunID, Actor: l.Actor, Action: l.Action, Detail: []byte(l.Detail),
+func (l auditLine) event() *record.AuditEvent {
+	return &record.AuditEvent{Seq: l.Seq, Format: l.Format, RunID: l.RunID, Actor: l.Actor, Action: l.Action, Detail: []byte(l.Detail),
 		At: l.At, PrevHash: l.PrevHash, Hash: l.Hash, CheckpointSeq: l.CheckpointSeq, CheckpointHash: l.CheckpointHash,
-		Seal: workflow.Seal{KeyID: l.KeyID, MAC: l.MAC}}
+		Seal: record.Seal{KeyID: l.KeyID, MAC: l.MAC}}
 }
 
 func (c *cli) auditCmd() *cobra.Command {
@@ -84,7 +84,7 @@ signoff verify checks. --since takes a time (2026-01-31T00:00:00Z) or an age
 				enc := json.NewEncoder(c.out)
 				// The detail is printed as stored, byte for byte: the hash is over it.
 				enc.SetEscapeHTML(false)
-				return eachAuditEvent(c.ctx, a.store, workflow.AuditFilter{RunID: runID}, func(e *workflow.AuditEvent) error {
+				return eachAuditEvent(c.ctx, a.store, storage.AuditFilter{RunID: runID}, func(e *record.AuditEvent) error {
 					if !from.IsZero() && e.At.Before(from) {
 						return nil
 					}
@@ -105,7 +105,7 @@ signoff verify checks. --since takes a time (2026-01-31T00:00:00Z) or an age
 
 // writeAuditJSON writes one line. A detail that is not JSON (none is written
 // so, but the line must parse whatever the store holds) goes as a string.
-func writeAuditJSON(enc *json.Encoder, e *workflow.AuditEvent) error {
+func writeAuditJSON(enc *json.Encoder, e *record.AuditEvent) error {
 	l := newAuditLine(e)
 	if len(l.Detail) > 0 && !json.Valid(l.Detail) {
 		q, _ := json.Marshal(string(l.Detail))
@@ -119,11 +119,11 @@ func writeAuditJSON(enc *json.Encoder, e *workflow.AuditEvent) error {
 
 // eachAuditEvent calls fn with every audit event matching f, by seq, a page
 // at a time.
-func eachAuditEvent(ctx context.Context, store workflow.Store, f workflow.AuditFilter, fn func(*workflow.AuditEvent) error) error {
+func eachAuditEvent(ctx context.Context, store storage.Store, f storage.AuditFilter, fn func(*record.AuditEvent) error) error {
 	f.Limit = auditPage
 	for {
-		var evs []*workflow.AuditEvent
-		err := store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		var evs []*record.AuditEvent
+		err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			evs, err = tx.AuditEvents(ctx, f)
 			return err
@@ -145,7 +145,7 @@ func eachAuditEvent(ctx context.Context, store workflow.Store, f workflow.AuditF
 
 // renderAuditEvent prints one event on one line; everything from the store
 // is made inert, since actors and details may carry what an agent wrote.
-func renderAuditEvent(w io.Writer, e *workflow.AuditEvent) {
+func renderAuditEvent(w io.Writer, e *record.AuditEvent) {
 	fmt.Fprintf(w, "%d  %s  run %s  %s  by %s", e.Seq, e.At.UTC().Format("2006-01-02T15:04:05.000Z"),
 		term(e.RunID), term(string(e.Action)), term(e.Actor))
 	if len(e.Detail) > 0 {
@@ -195,12 +195,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // through (a gap), logs only what it has not logged, and gives a gap up once
 // the events after it are auditGapGrace older than the newest it saw: no
 // transaction holds its seq that long (the server ends one idle for 10 s).
-func logAudit(ctx context.Context, store workflow.Store, changes *workflow.Changes, log *slog.Logger, poll time.Duration, after int64) {
+func logAudit(ctx context.Context, store storage.Store, changes *storage.Changes, log *slog.Logger, poll time.Duration, after int64) {
 	tail := &auditTail{after: after, logged: map[int64]time.Time{}}
 	l := &workflow.Loop{Name: "log audit events", Changes: changes, Pace: workflow.PaceAfter(poll), Logger: log,
 		Round: func(ctx context.Context) error {
 			defer tail.settle()
-			return eachAuditEvent(ctx, store, workflow.AuditFilter{AfterSeq: tail.after}, func(e *workflow.AuditEvent) error {
+			return eachAuditEvent(ctx, store, storage.AuditFilter{AfterSeq: tail.after}, func(e *record.AuditEvent) error {
 				if _, done := tail.logged[e.Seq]; done {
 					return nil
 				}

@@ -64,11 +64,11 @@ func recomputeChain(lines []auditLine) string {
 		switch {
 		case e.Seq <= seq:
 			return fmt.Sprintf("seq %d does not follow %d", e.Seq, seq)
-		case e.Format == workflow.AuditPerRun && e.PrevHash != runPrev[e.RunID]:
+		case e.Format == record.AuditPerRun && e.PrevHash != runPrev[e.RunID]:
 			return "prev_hash does not name the hash of the run's event before"
-		case e.Format != workflow.AuditPerRun && (e.Seq != seq+1 || e.PrevHash != prev):
+		case e.Format != record.AuditPerRun && (e.Seq != seq+1 || e.PrevHash != prev):
 			return "prev_hash does not name the hash before"
-		case workflow.AuditHash(e) != e.Hash:
+		case record.AuditHash(e) != e.Hash:
 			return "hash does not match the event"
 		}
 		prev, seq = e.Hash, e.Seq

@@ -26,7 +26,6 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 const callbackSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -258,17 +257,17 @@ func (s *serveChild) killedBySIGKILL(t *testing.T) {
 }
 
 // callbackRows are the undelivered callback rows of dir's store.
-func callbackRows(t *testing.T, dir string) []*workflow.OutboxMessage {
+func callbackRows(t *testing.T, dir string) []*record.OutboxMessage {
 	t.Helper()
 	st, err := sqlite.OpenReadOnly(t.Context(), dbPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var ms []*workflow.OutboxMessage
-	if err := st.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	var ms []*record.OutboxMessage
+	if err := st.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Kinds: []workflow.OutboxKind{callback.Kind}})
+		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{callback.Kind}})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -339,11 +338,11 @@ func TestCallbacksSurviveAKilledServer(t *testing.T) {
 				t.Fatalf("the receiver took %d events, want %d: %+v", len(got), tt.taken+2, got)
 			}
 			waiting, done := got[tt.taken], got[tt.taken+1]
-			if waiting.Type != "run.waiting" || waiting.Run.ID != id || waiting.Run.Status != workflow.StatusWaitingApproval ||
+			if waiting.Type != "run.waiting" || waiting.Run.ID != id || waiting.Run.Status != record.StatusWaitingApproval ||
 				tt.taken == 1 && waiting.ID != got[0].ID {
 				t.Errorf("after the restart the receiver took %s %s (status %s), want the waiting event %s", waiting.Type, waiting.ID, waiting.Run.Status, got[0].ID)
 			}
-			if done.Type != "run.done" || done.ID == waiting.ID || done.Run.Status != workflow.StatusDone || len(done.Run.Operations) != 1 {
+			if done.Type != "run.done" || done.ID == waiting.ID || done.Run.Status != record.StatusDone || len(done.Run.Operations) != 1 {
 				t.Errorf("the last event is %s %s of a run %s with %d operations", done.Type, done.ID, done.Run.Status, len(done.Run.Operations))
 			}
 		})

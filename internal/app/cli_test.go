@@ -71,7 +71,7 @@ func TestSubmitAndShowJSON(t *testing.T) {
 	if strings.Count(out, id) < 2 || !strings.Contains(out, "WAITING_APPROVAL") {
 		t.Errorf("submit should print the id, then the waiting run:\n%s", out)
 	}
-	waiting := show(t, dir, id)
+	waiting := showJSON(t, dir, id)
 	must(t, dir, exitDone, "approve", id, "--as", lead1, "--name", "Grace", "--reason", "duplicate charge, checked")
 
 	var v map[string]any
@@ -131,7 +131,7 @@ func TestSubmitAndShowJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &small); err != nil {
 		t.Fatalf("submit --json: %v\n%s", err, out)
 	}
-	if small.Status != workflow.StatusDone || len(small.Operations) != 1 || small.Operations[0].Key != small.ID+"/1" || len(small.Decisions) != 0 {
+	if small.Status != record.StatusDone || len(small.Operations) != 1 || small.Operations[0].Key != small.ID+"/1" || len(small.Decisions) != 0 {
 		t.Errorf("submit --json of the small refund: %+v", small)
 	}
 	if ch := changes(t, dir); len(ch) != 2 || ch[1].PaymentID != "PAY-793996-1" || ch[1].Amount != "9.95" {
@@ -152,7 +152,7 @@ func TestSubmitFromStdin(t *testing.T) {
 		t.Fatalf("submit -: exit %d\n%s%s", code, out, errs)
 	}
 	id := runIDOf(t, out)
-	if v := show(t, dir, id); v.Status != workflow.StatusWaitingApproval || v.TaskID != "T-65273" {
+	if v := showJSON(t, dir, id); v.Status != record.StatusWaitingApproval || v.TaskID != "T-65273" {
 		t.Errorf("%+v", v)
 	}
 }
@@ -296,8 +296,8 @@ func TestApprovalGatesTheShop(t *testing.T) {
 		t.Errorf("cancel of a done run: exit %d", code)
 	}
 	oneRefund(t, dir, id+"/1", "119.00")
-	v := show(t, dir, id)
-	if v.Status != workflow.StatusDone || len(v.Decisions) != 1 || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 {
+	v := showJSON(t, dir, id)
+	if v.Status != record.StatusDone || len(v.Decisions) != 1 || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 {
 		t.Errorf("run %+v", v)
 	}
 	must(t, dir, exitDone, "verify")
@@ -319,8 +319,8 @@ func TestRejectAndCancelChangeNothingInTheShop(t *testing.T) {
 		t.Errorf("approve after reject: exit %d, %q", code, errs)
 	}
 	must(t, dir, exitEnded, "resume", id)
-	v := show(t, dir, id)
-	if v.Status != workflow.StatusRejected || len(v.Decisions) != 1 || v.Decisions[0].Decision != workflow.VerdictReject || len(v.Operations) != 0 {
+	v := showJSON(t, dir, id)
+	if v.Status != record.StatusRejected || len(v.Decisions) != 1 || v.Decisions[0].Decision != record.VerdictReject || len(v.Operations) != 0 {
 		t.Errorf("run %+v", v)
 	}
 
@@ -333,7 +333,7 @@ func TestRejectAndCancelChangeNothingInTheShop(t *testing.T) {
 	if code, _, _ := signoff(t, dir, "approve", other, "--as", lead1); code != exitRefused {
 		t.Errorf("approve after cancel: exit %d", code)
 	}
-	if v := show(t, dir, other); v.Status != workflow.StatusCancelled {
+	if v := showJSON(t, dir, other); v.Status != record.StatusCancelled {
 		t.Errorf("status %s", v.Status)
 	}
 	noChanges(t, dir)
@@ -381,7 +381,7 @@ func TestRefusalsChangeNothingButTheAuditLog(t *testing.T) {
 			name:  "a fingerprint that is not the current one",
 			setup: func(t *testing.T, dir string) string { return submitWaiting(t, dir) },
 			approve: func(t *testing.T, dir, id string) []string {
-				fp := show(t, dir, id).Fingerprint
+				fp := showJSON(t, dir, id).Fingerprint
 				stale := strings.Repeat("0", 64)
 				if fp == stale {
 					t.Fatal("fingerprint is all zeros")
@@ -452,7 +452,7 @@ func TestTamperedArgumentsStopTheRun(t *testing.T) {
 	if code != exitAttention || !strings.Contains(errs, "its MAC does not match") {
 		t.Fatalf("approve: exit %d, stderr %q; want 5 and the seal", code, errs)
 	}
-	if v := show(t, dir, id); v.Status != workflow.StatusNeedsAttention {
+	if v := showJSON(t, dir, id); v.Status != record.StatusNeedsAttention {
 		t.Errorf("the run is %s", v.Status)
 	}
 	code, out, _ := signoff(t, dir, "verify")
@@ -471,7 +471,7 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 		"approval: {role: team_lead, count: 1, expires: 72h, self_approval: false, edit: true}",
 		"approval: {role: team_lead, count: 1, expires: 1s, self_approval: false, edit: true}")
 	id := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("refund-double-charge.json")))
-	v := show(t, dir, id)
+	v := showJSON(t, dir, id)
 	if v.Deadline == nil {
 		t.Fatalf("no deadline: %+v", v)
 	}
@@ -491,7 +491,7 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 		}
 	}
 	// Reading the run does not change it, and says the deadline has passed.
-	if v := show(t, dir, id); v.Status != workflow.StatusWaitingApproval {
+	if v := showJSON(t, dir, id); v.Status != record.StatusWaitingApproval {
 		t.Fatalf("show changed the run: %s", v.Status)
 	}
 	if out := must(t, dir, exitWaiting, "--config", cfg, "show", id); !strings.Contains(out, "(expired ") || strings.Contains(out, "(in ") {
@@ -505,11 +505,11 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 	if code != exitEnded || !strings.Contains(errs, "the deadline passed") {
 		t.Fatalf("approve after the deadline: exit %d, stderr %q, stdout %q", code, errs, out)
 	}
-	v = show(t, dir, id)
-	if v.Status != workflow.StatusExpired || !strings.Contains(v.Reason, "no decision before the deadline") || len(v.Decisions) != 0 {
+	v = showJSON(t, dir, id)
+	if v.Status != record.StatusExpired || !strings.Contains(v.Reason, "no decision before the deadline") || len(v.Decisions) != 0 {
 		t.Errorf("run %+v", v)
 	}
-	if len(v.Requests) != 1 || v.Requests[0].Status != workflow.RequestExpired {
+	if len(v.Requests) != 1 || v.Requests[0].Status != record.RequestExpired {
 		t.Errorf("requests %+v", v.Requests)
 	}
 	if code, _, _ := signoff(t, dir, "--config", cfg, "approve", id, "--as", lead2); code != exitRefused {
@@ -521,12 +521,12 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 
 	// A run nobody decided on ends expired when it is next touched.
 	other := runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", fixture("reship-planter.json")))
-	if v := show(t, dir, other); v.Deadline == nil || time.Until(*v.Deadline) < time.Hour {
+	if v := showJSON(t, dir, other); v.Deadline == nil || time.Until(*v.Deadline) < time.Hour {
 		t.Fatalf("the reship rule keeps its 72h: %+v", v.Deadline)
 	}
 	late := proposal(t, dir, "late.json", refundJSON(agentID, "119.00", "late"))
 	late = runIDOf(t, must(t, dir, exitWaiting, "--config", cfg, "submit", late))
-	deadline = *show(t, dir, late).Deadline
+	deadline = *showJSON(t, dir, late).Deadline
 	for !time.Now().After(deadline.Add(2 * time.Millisecond)) {
 		select {
 		case <-tick.C:
@@ -535,7 +535,7 @@ func TestDecisionAfterTheDeadline(t *testing.T) {
 		}
 	}
 	must(t, dir, exitEnded, "--config", cfg, "resume", late)
-	if v := show(t, dir, late); v.Status != workflow.StatusExpired {
+	if v := showJSON(t, dir, late); v.Status != record.StatusExpired {
 		t.Errorf("status %s", v.Status)
 	}
 	must(t, dir, exitWaiting, "--config", cfg, "show", other)
@@ -554,11 +554,11 @@ func TestChargeRefundedByHandWhileWaiting(t *testing.T) {
 	if code != exitAttention || !strings.Contains(out, "NEEDS_ATTENTION") {
 		t.Fatalf("approve: exit %d, want 5\n%s%s", code, out, errs)
 	}
-	v := show(t, dir, id)
-	if v.Status != workflow.StatusNeedsAttention || !strings.Contains(v.Reason, "refused by the target") || !strings.Contains(v.Reason, "not a captured charge") {
+	v := showJSON(t, dir, id)
+	if v.Status != record.StatusNeedsAttention || !strings.Contains(v.Reason, "refused by the target") || !strings.Contains(v.Reason, "not a captured charge") {
 		t.Errorf("status %s, reason %q", v.Status, v.Reason)
 	}
-	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpFailed || len(v.Operations[0].Receipt) != 0 {
+	if len(v.Operations) != 1 || v.Operations[0].Status != record.OpFailed || len(v.Operations[0].Receipt) != 0 {
 		t.Errorf("operations %+v", v.Operations)
 	}
 	must(t, dir, exitAttention, "resume", id)
@@ -595,8 +595,8 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 			editState(t, dir, id, func(st map[string]any) { st["approved_by"] = lead1 }, true)
 		}, `unknown object member name "approved_by"`, "resume"},
 		{"newer schema version", func(t *testing.T, dir, id string) {
-			editState(t, dir, id, func(st map[string]any) { st["schema_version"] = workflow.SchemaVersion + 1 }, true)
-		}, "schema version " + strconv.Itoa(workflow.SchemaVersion+1) + " is newer than this build (" + strconv.Itoa(workflow.SchemaVersion) + ")", "approve"},
+			editState(t, dir, id, func(st map[string]any) { st["schema_version"] = record.SchemaVersion + 1 }, true)
+		}, "schema version " + strconv.Itoa(record.SchemaVersion+1) + " is newer than this build (" + strconv.Itoa(record.SchemaVersion) + ")", "approve"},
 		{"broken chain", func(t *testing.T, dir, id string) {
 			editState(t, dir, id, func(st map[string]any) { st["summary"] = "refund both charges" }, false)
 		}, "broken hash chain", "resume"},
@@ -628,8 +628,8 @@ func TestDamagedStateNeedsAttention(t *testing.T) {
 			if code != exitAttention {
 				t.Fatalf("%s: exit %d, want 5\n%s%s", tt.first, code, out, errs)
 			}
-			v := show(t, dir, damaged)
-			if v.Status != workflow.StatusNeedsAttention || !strings.Contains(v.Reason, tt.problem) || !strings.Contains(v.Problem, tt.problem) {
+			v := showJSON(t, dir, damaged)
+			if v.Status != record.StatusNeedsAttention || !strings.Contains(v.Reason, tt.problem) || !strings.Contains(v.Problem, tt.problem) {
 				t.Errorf("show: status %s reason %q problem %q", v.Status, v.Reason, v.Problem)
 			}
 			if code, out, _ := signoff(t, dir, "show", damaged); code != exitAttention || !strings.Contains(out, "NEEDS_ATTENTION") || !strings.Contains(out, tt.problem) {
@@ -717,27 +717,27 @@ func TestForkOfARejectedRun(t *testing.T) {
 	dir := t.TempDir()
 	id := submitWaiting(t, dir)
 	must(t, dir, exitEnded, "reject", id, "--as", lead1, "--reason", "check with the bank first")
-	old := show(t, dir, id)
+	old := showJSON(t, dir, id)
 
 	out := must(t, dir, exitWaiting, "fork", id, "--at", "1")
 	fork := runIDOf(t, out)
 	if fork == id {
 		t.Fatal("the fork has the same id")
 	}
-	v := show(t, dir, fork)
-	if v.Status != workflow.StatusWaitingApproval || v.Fingerprint == "" || v.Fingerprint == old.Fingerprint {
+	v := showJSON(t, dir, fork)
+	if v.Status != record.StatusWaitingApproval || v.Fingerprint == "" || v.Fingerprint == old.Fingerprint {
 		t.Errorf("fork: status %s fingerprint %q (old %q)", v.Status, v.Fingerprint, old.Fingerprint)
 	}
 	if v.ForkedFrom == nil || v.ForkedFrom.RunID != id || v.ForkedFrom.Seq != 1 {
 		t.Errorf("forked_from %+v", v.ForkedFrom)
 	}
-	if len(v.Decisions) != 0 || len(v.Requests) != 1 || v.Requests[0].Status != workflow.RequestPending {
+	if len(v.Decisions) != 0 || len(v.Requests) != 1 || v.Requests[0].Status != record.RequestPending {
 		t.Errorf("the fork carried decisions %+v / requests %+v", v.Decisions, v.Requests)
 	}
 	if string(v.Actions[0].Args) != string(old.Actions[0].Args) {
 		t.Errorf("fork args %s, old %s", v.Actions[0].Args, old.Actions[0].Args)
 	}
-	if got := show(t, dir, id); got.Status != workflow.StatusRejected {
+	if got := showJSON(t, dir, id); got.Status != record.StatusRejected {
 		t.Errorf("the original is %s", got.Status)
 	}
 	noChanges(t, dir)
@@ -761,11 +761,11 @@ func TestEditedApproval(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	id := submitWaiting(t, dir)
-	before := show(t, dir, id)
+	before := showJSON(t, dir, id)
 	edit := `{"order_id": "LK-507862", "payment_id": "PAY-507862-2", "amount": 60.00, "currency": "CAD", "reason_code": "RFD-DOUBLE"}`
 	must(t, dir, exitDone, "approve", id, "--as", lead1, "--edit", edit, "--reason", "partial refund agreed")
 	oneRefund(t, dir, id+"/1", "60.00")
-	v := show(t, dir, id)
+	v := showJSON(t, dir, id)
 	var args map[string]any
 	if err := json.Unmarshal(v.Actions[0].Args, &args); err != nil || args["amount"] != 60.0 {
 		t.Errorf("stored args %s", v.Actions[0].Args)
@@ -788,7 +788,7 @@ func TestEditedApproval(t *testing.T) {
 	} else if strings.Contains(h, " \n") {
 		t.Errorf("history pads lines with trailing spaces:\n%q", h)
 	}
-	if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
+	if len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted {
 		t.Errorf("operations %+v", v.Operations)
 	}
 	must(t, dir, exitDone, "resume", id)
@@ -903,7 +903,7 @@ func TestHigherRoleMayApprove(t *testing.T) {
 	dir := t.TempDir()
 	id := submitWaiting(t, dir)
 	must(t, dir, exitDone, "approve", id, "--as", manager)
-	if v := show(t, dir, id); len(v.Decisions) != 1 || v.Decisions[0].Role != "manager" || v.Decisions[0].By != manager {
+	if v := showJSON(t, dir, id); len(v.Decisions) != 1 || v.Decisions[0].Role != "manager" || v.Decisions[0].By != manager {
 		t.Errorf("decisions %+v", v.Decisions)
 	}
 	oneRefund(t, dir, id+"/1", "119.00")
@@ -919,8 +919,8 @@ func TestFailedCheck(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("submit: exit %d, want 1\n%s%s", code, out, errs)
 	}
-	v := show(t, dir, runIDOf(t, out))
-	if v.Status != workflow.StatusFailed || !strings.Contains(v.Reason, "more than the 119.00 CAD left to refund") || len(v.Requests) != 0 {
+	v := showJSON(t, dir, runIDOf(t, out))
+	if v.Status != record.StatusFailed || !strings.Contains(v.Reason, "more than the 119.00 CAD left to refund") || len(v.Requests) != 0 {
 		t.Errorf("run %+v", v)
 	}
 	if code, _, _ := signoff(t, dir, "approve", v.ID, "--as", lead1); code != exitRefused {
@@ -1219,17 +1219,17 @@ func TestExtendAndReassign(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	id := submitWaiting(t, dir)
-	before := show(t, dir, id)
+	before := showJSON(t, dir, id)
 
 	must(t, dir, exitWaiting, "extend", id, "1d12h", "--as", lead1)
-	if v := show(t, dir, id); v.Deadline == nil || !v.Deadline.Equal(before.Deadline.Add(36*time.Hour)) {
+	if v := showJSON(t, dir, id); v.Deadline == nil || !v.Deadline.Equal(before.Deadline.Add(36*time.Hour)) {
 		t.Errorf("deadline %v, want %v", v.Deadline, before.Deadline.Add(36*time.Hour))
 	}
 	out := must(t, dir, exitWaiting, "reassign", id, "--to", lead2, "--as", lead1)
 	if !strings.Contains(out, "assigned to "+lead2) {
 		t.Errorf("reassign printed:\n%s", out)
 	}
-	if v := show(t, dir, id); v.Gate == nil || v.Gate.Assignee != lead2 {
+	if v := showJSON(t, dir, id); v.Gate == nil || v.Gate.Assignee != lead2 {
 		t.Errorf("gate %+v, want assigned to %s", v.Gate, lead2)
 	}
 	after := showRaw(t, dir, id)
@@ -1336,7 +1336,7 @@ func TestNextHintBindsTheFingerprintAndEndedRunsSayNothingWasDone(t *testing.T) 
 	out := must(t, dir, exitWaiting, "show", id)
 	_, hint, ok := strings.Cut(out, "  next: ")
 	approve, _, _ := strings.Cut(hint, "   or   ")
-	fp := workflow.ShortFingerprint(show(t, dir, id).Fingerprint)
+	fp := policy.ShortFingerprint(showJSON(t, dir, id).Fingerprint)
 	if !ok || approve != "signoff approve "+id+" --as MEMBER --fingerprint "+fp {
 		t.Fatalf("the hint is %q, want the approve command bound to %s:\n%s", approve, fp, out)
 	}

@@ -227,7 +227,7 @@ func (c *cli) submitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.startRun(asJSON, &w, func(a *app) (*workflow.Run, error) {
+			return c.startRun(asJSON, &w, func(a *app) (*record.Run, error) {
 				run, err := a.engine.Submit(c.ctx, p)
 				if err == nil && !workflow.ParkedUntil(run, c.now()).IsZero() {
 					// The target asked for time: this command waits it out
@@ -245,7 +245,7 @@ func (c *cli) submitCmd() *cobra.Command {
 
 // startRun makes a run and prints it: its id first (scripts read that line), or
 // the run as JSON; with w.on, once it is finished or needs a person.
-func (c *cli) startRun(asJSON bool, w *waitFlags, start func(a *app) (*workflow.Run, error)) error {
+func (c *cli) startRun(asJSON bool, w *waitFlags, start func(a *app) (*record.Run, error)) error {
 	return c.withApp(func(a *app) error {
 		run, err := start(a)
 		if err != nil {
@@ -271,8 +271,8 @@ func (c *cli) runCmd() *cobra.Command {
 			if !slices.Contains(demo.Tickets(), args[0]) {
 				return usageError{fmt.Sprintf("unknown ticket %q (the recorded agent knows %s)", args[0], strings.Join(demo.Tickets(), ", "))}
 			}
-			return c.startRun(asJSON, nil, func(a *app) (*workflow.Run, error) {
-				return a.engine.Start(c.ctx, demo.AgentWorkflow, args[0], workflow.Person{ID: "agent:resolver", Name: "Resolver agent"})
+			return c.startRun(asJSON, nil, func(a *app) (*record.Run, error) {
+				return a.engine.Start(c.ctx, demo.AgentWorkflow, args[0], record.Person{ID: "agent:resolver", Name: "Resolver agent"})
 			})
 		},
 	}
@@ -288,12 +288,12 @@ func (c *cli) runsCmd() *cobra.Command {
 		Short: "List runs (oldest first)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var f workflow.RunFilter
+			var f storage.RunFilter
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
-					st := workflow.Status(strings.ToLower(strings.TrimSpace(s)))
+					st := record.Status(strings.ToLower(strings.TrimSpace(s)))
 					if st == statusPending {
-						st = workflow.StatusWaitingApproval
+						st = record.StatusWaitingApproval
 					}
 					if !st.Valid() {
 						return usageError{fmt.Sprintf("unknown status %q (one of %s, or %s)", s, statusNames(), statusPending)}
@@ -349,7 +349,7 @@ const statusPending = "pending"
 
 func statusNames() string {
 	var s []string
-	for _, st := range workflow.Statuses {
+	for _, st := range record.Statuses {
 		s = append(s, string(st))
 	}
 	return strings.Join(s, ", ")
@@ -413,11 +413,11 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 				return usageError{"--as USER is required"}
 			}
 			in := workflow.DecideInput{
-				RunID: args[0], Approver: workflow.Person{ID: as, Name: name}, Reason: reason,
-				Fingerprint: fingerprint, Via: workflow.ViaCLI, Verdict: workflow.VerdictApprove,
+				RunID: args[0], Approver: record.Person{ID: as, Name: name}, Reason: reason,
+				Fingerprint: fingerprint, Via: record.ViaCLI, Verdict: record.VerdictApprove,
 			}
 			if verb == "reject" {
-				in.Verdict = workflow.VerdictReject
+				in.Verdict = record.VerdictReject
 				if reason == "" {
 					return usageError{"reject needs --reason"}
 				}
@@ -442,7 +442,7 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if run.Status == workflow.StatusExecuting {
+				if run.Status == record.StatusExecuting {
 					// The approval completed the quorum: run the approved
 					// actions now, unless a server's worker took the run first.
 					if _, err := a.engine.Follow(c.ctx, run.ID); err != nil {
@@ -479,7 +479,7 @@ func (c *cli) cancelCmd() *cobra.Command {
 				return usageError{"cancel needs --as USER and --reason R"}
 			}
 			return c.withApp(func(a *app) error {
-				if _, err := a.engine.Cancel(c.ctx, args[0], workflow.Person{ID: as}, reason); err != nil {
+				if _, err := a.engine.Cancel(c.ctx, args[0], record.Person{ID: as}, reason); err != nil {
 					return err
 				}
 				return c.finish(a, args[0], false)
@@ -520,7 +520,7 @@ the damage.`,
 			if as == "" || reason == "" {
 				return usageError{"resolve needs --as USER and --reason R (what you checked at the target)"}
 			}
-			in := workflow.ResolveInput{RunID: args[0], By: workflow.Person{ID: as}, Choice: choice, Reason: reason, Via: "cli"}
+			in := workflow.ResolveInput{RunID: args[0], By: record.Person{ID: as}, Choice: choice, Reason: reason, Via: "cli"}
 			if receipt != "" {
 				if !json.Valid([]byte(receipt)) {
 					return usageError{"--receipt is not valid JSON: give an object, like {\"id\": \"D-123\"}"}
@@ -532,7 +532,7 @@ the damage.`,
 				if err != nil {
 					return err
 				}
-				if run.Status == workflow.StatusExecuting || run.Status == workflow.StatusRunning {
+				if run.Status == record.StatusExecuting || run.Status == record.StatusRunning {
 					// Carry on now, unless a server's worker took the run first.
 					if _, err := a.engine.Follow(c.ctx, run.ID); err != nil {
 						return err
@@ -553,17 +553,17 @@ the damage.`,
 }
 
 // resolution is the choice resolve's flags make, exactly one of three.
-func resolution(happened, notHappened, retry, abandon, receipt bool) (workflow.Resolution, error) {
+func resolution(happened, notHappened, retry, abandon, receipt bool) (record.Resolution, error) {
 	const want = "say what became of it: --happened [--receipt JSON], --did-not-happen --retry, or --did-not-happen --abandon"
 	switch {
 	case happened && !notHappened && !retry && !abandon:
-		return workflow.ResolveHappened, nil
+		return record.ResolveHappened, nil
 	case receipt:
 		return "", usageError{"--receipt goes only with --happened"}
 	case notHappened && !happened && retry && !abandon:
-		return workflow.ResolveRetry, nil
+		return record.ResolveRetry, nil
 	case notHappened && !happened && abandon && !retry:
-		return workflow.ResolveAbandon, nil
+		return record.ResolveAbandon, nil
 	case happened && notHappened:
 		return "", usageError{"--happened and --did-not-happen contradict each other: " + want}
 	case notHappened:
@@ -589,7 +589,7 @@ func (c *cli) extendCmd() *cobra.Command {
 				return usageError{fmt.Sprintf("extend: %v; say how long, like 24h, 90m or 2d", err)}
 			}
 			return c.withApp(func(a *app) error {
-				if _, err := a.engine.Extend(c.ctx, args[0], workflow.Person{ID: as}, d); err != nil {
+				if _, err := a.engine.Extend(c.ctx, args[0], record.Person{ID: as}, d); err != nil {
 					return err
 				}
 				return c.finish(a, args[0], false)
@@ -611,7 +611,7 @@ func (c *cli) reassignCmd() *cobra.Command {
 				return usageError{"reassign needs --to USER and --as USER"}
 			}
 			return c.withApp(func(a *app) error {
-				if _, err := a.engine.Reassign(c.ctx, args[0], workflow.Person{ID: as}, workflow.Person{ID: to}); err != nil {
+				if _, err := a.engine.Reassign(c.ctx, args[0], record.Person{ID: as}, record.Person{ID: to}); err != nil {
 					return err
 				}
 				return c.finish(a, args[0], false)
@@ -681,7 +681,7 @@ func (c *cli) forkCmd() *cobra.Command {
 				return usageError{"--at SEQ is required (see `signoff history RUN`)"}
 			}
 			return c.withApp(func(a *app) error {
-				run, err := a.engine.Fork(c.ctx, args[0], at, workflow.Person{ID: as})
+				run, err := a.engine.Fork(c.ctx, args[0], at, record.Person{ID: as})
 				if err != nil {
 					return err
 				}
@@ -909,7 +909,7 @@ func (a *app) restoreRedacted(ctx context.Context, runID string, index int, edit
 	if !ok {
 		return edit, nil
 	}
-	canon, err := workflow.Canonical(edit)
+	canon, err := jsonvalue.Canonical(edit)
 	if err != nil {
 		return nil, usageError{"--edit: " + err.Error()}
 	}

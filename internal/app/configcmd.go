@@ -83,7 +83,7 @@ func (c *cli) policyCmd() *cobra.Command {
 			ex, err := workflow.Explain(c.ctx, workflow.Config{
 				Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, AllowUnknownRequesters: cfg.Requesters.AllowUnknown,
 			}, p)
-			var refusal *workflow.RefusedError
+			var refusal *record.RefusedError
 			switch {
 			case errors.As(err, &refusal):
 				fmt.Fprintf(c.out, "refused: %s\nsubmit would refuse this proposal and write nothing.\n", refusal.Msg)
@@ -123,7 +123,7 @@ func (c *cli) readProposal(name string) (*workflow.Proposal, error) {
 		if name == "-" {
 			name = "stdin"
 		}
-		if !workflow.IsRefused(err) {
+		if !record.IsRefused(err) {
 			return nil, usageError{fmt.Sprintf("%s: %v", name, err)}
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -262,7 +262,7 @@ func membersText(cfg *config.Config, role string) string {
 }
 
 // approvalText says who must approve under a rule, naming the people.
-func approvalText(cfg *config.Config, a *workflow.ApprovalSpec) string {
+func approvalText(cfg *config.Config, a *record.ApprovalSpec) string {
 	if a == nil {
 		return "runs without approval"
 	}

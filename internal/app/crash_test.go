@@ -29,7 +29,7 @@ func TestCrashWhileApproving(t *testing.T) {
 		{
 			failpoint: "before-decision-commit",
 			crashed: func(t *testing.T, dir, id string, v workflow.RunView) {
-				if v.Status != workflow.StatusWaitingApproval || len(v.Decisions) != 0 || len(v.Operations) != 0 {
+				if v.Status != record.StatusWaitingApproval || len(v.Decisions) != 0 || len(v.Operations) != 0 {
 					t.Errorf("the uncommitted decision left status %s, decisions %+v, operations %+v", v.Status, v.Decisions, v.Operations)
 				}
 				noChanges(t, dir)
@@ -40,7 +40,7 @@ func TestCrashWhileApproving(t *testing.T) {
 		{
 			failpoint: "after-decision-commit",
 			crashed: func(t *testing.T, dir, id string, v workflow.RunView) {
-				if v.Status != workflow.StatusExecuting || len(v.Decisions) != 1 || len(v.Operations) != 0 {
+				if v.Status != record.StatusExecuting || len(v.Decisions) != 1 || len(v.Operations) != 0 {
 					t.Errorf("status %s, decisions %+v, operations %+v", v.Status, v.Decisions, v.Operations)
 				}
 				// Approving again is refused (it is approved); it does not run anything.
@@ -55,7 +55,7 @@ func TestCrashWhileApproving(t *testing.T) {
 			failpoint: "after-intent",
 			crashed: func(t *testing.T, dir, id string, v workflow.RunView) {
 				// The intent counts its first attempt before the call is made.
-				if v.Status != workflow.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpPending || v.Operations[0].Attempts != 1 || len(v.Operations[0].Receipt) != 0 {
+				if v.Status != record.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != record.OpPending || v.Operations[0].Attempts != 1 || len(v.Operations[0].Receipt) != 0 {
 					t.Errorf("status %s, operations %+v", v.Status, v.Operations)
 				}
 				noChanges(t, dir)
@@ -65,7 +65,7 @@ func TestCrashWhileApproving(t *testing.T) {
 		{
 			failpoint: "after-effect",
 			crashed: func(t *testing.T, dir, id string, v workflow.RunView) {
-				if v.Status != workflow.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpPending || len(v.Operations[0].Receipt) != 0 {
+				if v.Status != record.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != record.OpPending || len(v.Operations[0].Receipt) != 0 {
 					t.Errorf("status %s, operations %+v", v.Status, v.Operations)
 				}
 				// The shop did it; signoff does not know yet.
@@ -77,7 +77,7 @@ func TestCrashWhileApproving(t *testing.T) {
 			failpoint: "after-receipt",
 			crashed: func(t *testing.T, dir, id string, v workflow.RunView) {
 				// The last receipt ends the run in the same commit.
-				if v.Status != workflow.StatusDone || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted {
+				if v.Status != record.StatusDone || len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted {
 					t.Errorf("status %s, operations %+v", v.Status, v.Operations)
 				}
 				oneRefund(t, dir, id+"/1", "119.00")
@@ -92,18 +92,18 @@ func TestCrashWhileApproving(t *testing.T) {
 				dir := newDir(t)
 				id := runIDOf(t, must(t, dir, exitWaiting, "run", "T-65273"))
 				crash(t, dir, tt.failpoint, "approve", id, "--as", lead1, "--name", "Grace")
-				tt.crashed(t, dir, id, show(t, dir, id))
+				tt.crashed(t, dir, id, showJSON(t, dir, id))
 
 				must(t, dir, exitDone, tt.recover(id)...)
 				refund := oneRefund(t, dir, id+"/1", "119.00")
-				v := show(t, dir, id)
-				if v.Status != workflow.StatusDone {
+				v := showJSON(t, dir, id)
+				if v.Status != record.StatusDone {
 					t.Errorf("status %s (%s)", v.Status, v.Reason)
 				}
-				if len(v.Decisions) != 1 || v.Decisions[0].By != lead1 || v.Decisions[0].Decision != workflow.VerdictApprove || v.Decisions[0].Via != "cli" {
+				if len(v.Decisions) != 1 || v.Decisions[0].By != lead1 || v.Decisions[0].Decision != record.VerdictApprove || v.Decisions[0].Via != "cli" {
 					t.Errorf("decisions %+v", v.Decisions)
 				}
-				if len(v.Operations) != 1 || v.Operations[0].Key != id+"/1" || v.Operations[0].Status != workflow.OpCommitted ||
+				if len(v.Operations) != 1 || v.Operations[0].Key != id+"/1" || v.Operations[0].Status != record.OpCommitted ||
 					receiptID(t, v.Operations[0].Receipt) != refund.ID {
 					t.Errorf("operations %+v; the shop's refund is %s", v.Operations, refund.ID)
 				}
@@ -130,7 +130,7 @@ func TestCrashAfterStep1(t *testing.T) {
 		// An uninterrupted run, for comparison.
 		clean := newDir(t)
 		cleanID := runIDOf(t, must(t, clean, exitWaiting, "run", "T-65273"))
-		want := show(t, clean, cleanID).ModelCalls
+		want := showJSON(t, clean, cleanID).ModelCalls
 		if want != 3 || modelCalls(t, clean, cleanID) != want {
 			t.Fatalf("uninterrupted run: %d model calls recorded, %d in the ledger; want 3", want, modelCalls(t, clean, cleanID))
 		}
@@ -152,8 +152,8 @@ func TestCrashAfterStep1(t *testing.T) {
 		must(t, dir, exitActive, "show", id)
 
 		must(t, dir, exitWaiting, "resume", id)
-		v := show(t, dir, id)
-		if v.Status != workflow.StatusWaitingApproval || v.Step != 3 {
+		v := showJSON(t, dir, id)
+		if v.Status != record.StatusWaitingApproval || v.Step != 3 {
 			t.Errorf("after resume: status %s step %d", v.Status, v.Step)
 		}
 		if v.ModelCalls != want {
@@ -167,7 +167,7 @@ func TestCrashAfterStep1(t *testing.T) {
 		if wantLine := fmt.Sprintf("model calls: %d recorded in the run, %d in the provider's usage log", want, want); last != wantLine {
 			t.Errorf("trace ends with %q, want %q", last, wantLine)
 		}
-		if string(v.Actions[0].Args) != string(show(t, clean, cleanID).Actions[0].Args) {
+		if string(v.Actions[0].Args) != string(showJSON(t, clean, cleanID).Actions[0].Args) {
 			t.Errorf("the resumed run proposes %s", v.Actions[0].Args)
 		}
 		noChanges(t, dir)
@@ -194,18 +194,18 @@ func TestUnprovableOutcome(t *testing.T) {
 		if code != exitAttention {
 			t.Fatalf("resume: exit %d, want 5\n%s%s", code, out, errs)
 		}
-		v := show(t, dir, id)
-		if v.Status != workflow.StatusNeedsAttention || !strings.Contains(v.Reason, "cannot be proven") {
+		v := showJSON(t, dir, id)
+		if v.Status != record.StatusNeedsAttention || !strings.Contains(v.Reason, "cannot be proven") {
 			t.Errorf("status %s, reason %q", v.Status, v.Reason)
 		}
-		if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpUnknown || v.Operations[0].Attempts != 1 {
+		if len(v.Operations) != 1 || v.Operations[0].Status != record.OpUnknown || v.Operations[0].Attempts != 1 {
 			t.Errorf("operations %+v", v.Operations)
 		}
 		must(t, dir, exitAttention, "resume", id)
 		if code, _, _ := signoff(t, dir, "cancel", id, "--as", lead1, "--reason", "give up"); code != exitRefused {
 			t.Errorf("cancel of a run whose outcome is unknown: exit %d", code)
 		}
-		if v := show(t, dir, id); v.Status != workflow.StatusNeedsAttention {
+		if v := showJSON(t, dir, id); v.Status != record.StatusNeedsAttention {
 			t.Errorf("status %s", v.Status)
 		}
 		// Still one change in the shop, and one refund row behind it.
@@ -260,7 +260,7 @@ func TestConcurrentApprovals(t *testing.T) {
 					results[i] = result{ws.ExitStatus(), outs[i].String(), errs[i].String()}
 				}
 
-				v := show(t, dir, id)
+				v := showJSON(t, dir, id)
 				if len(v.Decisions) != 1 {
 					t.Fatalf("%d decisions: %+v", len(v.Decisions), v.Decisions)
 				}
@@ -277,7 +277,7 @@ func TestConcurrentApprovals(t *testing.T) {
 						}
 					}
 				}
-				if v.Status != workflow.StatusDone {
+				if v.Status != record.StatusDone {
 					t.Errorf("status %s (%s)", v.Status, v.Reason)
 				}
 				oneRefund(t, dir, id+"/1", "119.00")
@@ -290,7 +290,7 @@ func TestConcurrentApprovals(t *testing.T) {
 // receiptID is the id in an operation's receipt.
 func receiptID(t *testing.T, b json.RawMessage) string {
 	t.Helper()
-	var rc workflow.Receipt
+	var rc record.Receipt
 	if err := json.Unmarshal(b, &rc); err != nil {
 		t.Errorf("receipt %s: %v", b, err)
 	}
@@ -352,8 +352,8 @@ func TestCrashWhileSubmitting(t *testing.T) {
 				if len(ch) != 1 || ch[0].Key != id+"/1" || ch[0].PaymentID != "PAY-793996-1" || ch[0].Amount != "9.95" {
 					t.Fatalf("the shop has %+v", ch)
 				}
-				v := show(t, dir, id)
-				if v.Status != workflow.StatusDone || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 || receiptID(t, v.Operations[0].Receipt) != ch[0].ID {
+				v := showJSON(t, dir, id)
+				if v.Status != record.StatusDone || len(v.Operations) != 1 || v.Operations[0].Attempts != 1 || receiptID(t, v.Operations[0].Receipt) != ch[0].ID {
 					t.Errorf("run %+v", v)
 				}
 				must(t, dir, exitDone, "verify")
@@ -438,16 +438,16 @@ func TestARestartedServeFinishesItsRunAtOnce(t *testing.T) {
 		env := append([]string{"SIGNOFF_LEASE_TTL=10m"}, noSlackEnv...)
 		first := startServeChildEnv(t, dir, cfg, append(env, "SIGNOFF_FAILPOINT=after-intent"))
 		diedAtFailpoint(t, first)
-		if v := show(t, dir, id); v.Status != workflow.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpPending {
+		if v := showJSON(t, dir, id); v.Status != record.StatusExecuting || len(v.Operations) != 1 || v.Operations[0].Status != record.OpPending {
 			t.Fatalf("after serve died: status %s, operations %+v", v.Status, v.Operations)
 		}
 		noChanges(t, dir)
 
 		second := startServeChildEnv(t, dir, cfg, env)
-		waitFor(t, "the restarted serve to finish the run", func() bool { return show(t, dir, id).Status == workflow.StatusDone })
+		waitFor(t, "the restarted serve to finish the run", func() bool { return showJSON(t, dir, id).Status == record.StatusDone })
 		refund := oneRefund(t, dir, id+"/1", "119.00")
-		v := show(t, dir, id)
-		if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted || v.Operations[0].Attempts != 1 ||
+		v := showJSON(t, dir, id)
+		if len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted || v.Operations[0].Attempts != 1 ||
 			receiptID(t, v.Operations[0].Receipt) != refund.ID {
 			t.Errorf("operations %+v; the shop's refund is %s", v.Operations, refund.ID)
 		}

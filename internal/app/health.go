@@ -14,7 +14,6 @@ import (
 	"github.com/signoff-dev/signoff/internal/supervise"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // healthTimeout bounds one readiness check: a probe that waits longer than its
@@ -36,7 +35,7 @@ type loopStatus interface {
 // answers, its schema is current, every loop of serve runs) and /healthz, its
 // alias.
 type health struct {
-	store workflow.Store
+	store storage.Store
 	loops loopStatus
 	log   *slog.Logger
 }
@@ -65,8 +64,8 @@ func (h *health) serveReady(c echo.Context) error {
 func (h *health) ready(ctx context.Context) error {
 	// One cheap indexed read: it needs a connection and a snapshot, which is
 	// what every request needs.
-	err := h.store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		_, err := tx.ListRuns(ctx, workflow.RunFilter{Limit: 1})
+	err := h.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		_, err := tx.ListRuns(ctx, storage.RunFilter{Limit: 1})
 		return err
 	})
 	if err != nil {

@@ -19,13 +19,12 @@ import (
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // healthStore is a migrated store of one driver, with a way to put its schema
 // one version behind, behind the store's back.
 type healthStore struct {
-	store  workflow.Store
+	store  storage.Store
 	behind func(t *testing.T)
 }
 

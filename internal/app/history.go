@@ -15,8 +15,8 @@ import (
 // historyEvents are a run's audit events by the checkpoint each names: what
 // each transition did, as the engine recorded it when it wrote the
 // checkpoint (a receipt and the run's end share one).
-func historyEvents(evs []*workflow.AuditEvent) map[int64][]*workflow.AuditEvent {
-	by := map[int64][]*workflow.AuditEvent{}
+func historyEvents(evs []*record.AuditEvent) map[int64][]*record.AuditEvent {
+	by := map[int64][]*record.AuditEvent{}
 	for _, e := range evs {
 		if e.CheckpointSeq > 0 {
 			by[e.CheckpointSeq] = append(by[e.CheckpointSeq], e)
@@ -27,7 +27,7 @@ func historyEvents(evs []*workflow.AuditEvent) map[int64][]*workflow.AuditEvent 
 
 // renderHistory prints a run's checkpoints, each with what it recorded: the
 // audit events that name it (historyEvents).
-func renderHistory(w io.Writer, hist []workflow.HistoryEntry, events map[int64][]*workflow.AuditEvent, find specFinder) {
+func renderHistory(w io.Writer, hist []workflow.HistoryEntry, events map[int64][]*record.AuditEvent, find specFinder) {
 	var buf bytes.Buffer
 	defer func() {
 		// tabwriter pads the empty PROBLEM cell of every healthy checkpoint.
@@ -37,7 +37,7 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry, events map[int64][
 	}()
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tAT\tSTATUS\tSTEP\tWHAT\tHASH\tPROBLEM")
-	var prev *workflow.State
+	var prev *record.State
 	for _, h := range hist {
 		status, step, what := "?", "?", "?"
 		switch {
@@ -47,7 +47,7 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry, events map[int64][
 			status, step, what = term(string(h.State.Status)), fmt.Sprint(h.State.Step), term(historyWhat(events[h.Seq], h.State, prev, find))
 			prev = h.State
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, what, term(workflow.ShortFingerprint(h.Hash)), term(h.Problem))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq, h.At.Format(time.RFC3339), status, step, what, term(policy.ShortFingerprint(h.Hash)), term(h.Problem))
 	}
 	tw.Flush()
 }
@@ -60,7 +60,7 @@ func renderHistory(w io.Writer, hist []workflow.HistoryEntry, events map[int64][
 // before (prev), the fields an edit changed. A checkpoint no event names (a
 // store written before events named their checkpoints, or a damaged log,
 // which verify reports) says "?".
-func historyWhat(evs []*workflow.AuditEvent, st, prev *workflow.State, find specFinder) string {
+func historyWhat(evs []*record.AuditEvent, st, prev *record.State, find specFinder) string {
 	if len(evs) == 0 {
 		return "?"
 	}
@@ -82,24 +82,24 @@ func historyWhat(evs []*workflow.AuditEvent, st, prev *workflow.State, find spec
 // eventDetail is what historyWhat reads of an audit event's detail; each
 // event has some of these (see where the engine records it).
 type eventDetail struct {
-	Step       int                 `json:"step"`
-	Failures   int                 `json:"failures"`
-	Verdict    workflow.Verdict    `json:"verdict"`
-	To         string              `json:"to"`
-	Deadline   string              `json:"deadline"`
-	Key        string              `json:"key"`
-	Choice     workflow.Resolution `json:"choice"`
-	FromRun    string              `json:"from_run"`
-	FromSeq    int64               `json:"from_seq"`
-	ThroughSeq int64               `json:"through_seq"`
+	Step       int               `json:"step"`
+	Failures   int               `json:"failures"`
+	Verdict    record.Verdict    `json:"verdict"`
+	To         string            `json:"to"`
+	Deadline   string            `json:"deadline"`
+	Key        string            `json:"key"`
+	Choice     record.Resolution `json:"choice"`
+	FromRun    string            `json:"from_run"`
+	FromSeq    int64             `json:"from_seq"`
+	ThroughSeq int64             `json:"through_seq"`
 }
 
 // historyEvent is one event of a checkpoint, with its detail, the state the
 // checkpoint wrote and the one before it (nil for none).
 type historyEvent struct {
-	ev       *workflow.AuditEvent
+	ev       *record.AuditEvent
 	d        eventDetail
-	st, prev *workflow.State
+	st, prev *record.State
 	find     specFinder
 }
 
@@ -124,40 +124,40 @@ func outcomeWhat(h historyEvent) []string {
 }
 
 // eventSays says what each kind of event recorded (see eventWhat).
-var eventSays = map[workflow.Event]func(h historyEvent) []string{
-	workflow.EventStarted: func(historyEvent) []string { return []string{"started"} },
-	workflow.EventForked: func(h historyEvent) []string {
+var eventSays = map[record.Event]func(h historyEvent) []string{
+	record.EventStarted: func(historyEvent) []string { return []string{"started"} },
+	record.EventForked: func(h historyEvent) []string {
 		return []string{fmt.Sprintf("forked from %s at %d", h.d.FromRun, h.d.FromSeq)}
 	},
-	workflow.EventSubmitted: func(h historyEvent) []string { return []string{"submitted; " + string(h.st.Status)} },
-	workflow.EventPruned: func(h historyEvent) []string {
+	record.EventSubmitted: func(h historyEvent) []string { return []string{"submitted; " + string(h.st.Status)} },
+	record.EventPruned: func(h historyEvent) []string {
 		// The checkpoints before it lost their state: this is no start.
 		return []string{fmt.Sprintf("summary written by the prune of 1-%d; %s", h.d.ThroughSeq, h.st.Status)}
 	},
-	workflow.EventStep: func(h historyEvent) []string { return []string{fmt.Sprintf("step %d", h.d.Step)} },
-	workflow.EventStepFailed: func(h historyEvent) []string {
+	record.EventStep: func(h historyEvent) []string { return []string{fmt.Sprintf("step %d", h.d.Step)} },
+	record.EventStepFailed: func(h historyEvent) []string {
 		return []string{fmt.Sprintf("step %d failed (%d in a row)", h.d.Step, h.d.Failures)}
 	},
-	workflow.EventProposed: func(historyEvent) []string { return []string{"proposed"} },
-	workflow.EventDecided: func(h historyEvent) []string {
-		if h.d.Verdict == workflow.VerdictReject {
+	record.EventProposed: func(historyEvent) []string { return []string{"proposed"} },
+	record.EventDecided: func(h historyEvent) []string {
+		if h.d.Verdict == record.VerdictReject {
 			return []string{"rejected by " + h.ev.Actor}
 		}
 		return []string{"approved by " + h.ev.Actor}
 	},
-	workflow.EventEdited:     editWhat,
-	workflow.EventReassigned: func(h historyEvent) []string { return []string{"reassigned to " + h.d.To} },
-	workflow.EventExtended:   func(h historyEvent) []string { return []string{"deadline moved to " + h.d.Deadline} },
-	workflow.EventIntent:     func(h historyEvent) []string { return []string{"intent: " + operationName(h.st, h.d.Key)} },
-	workflow.EventExecuted:   operationWhat,
-	workflow.EventReconciled: operationWhat,
-	workflow.EventNeedsAttention: func(h historyEvent) []string {
+	record.EventEdited:     editWhat,
+	record.EventReassigned: func(h historyEvent) []string { return []string{"reassigned to " + h.d.To} },
+	record.EventExtended:   func(h historyEvent) []string { return []string{"deadline moved to " + h.d.Deadline} },
+	record.EventIntent:     func(h historyEvent) []string { return []string{"intent: " + operationName(h.st, h.d.Key)} },
+	record.EventExecuted:   operationWhat,
+	record.EventReconciled: operationWhat,
+	record.EventNeedsAttention: func(h historyEvent) []string {
 		if h.d.Key == "" {
 			return outcomeWhat(h)
 		}
 		return operationWhat(h)
 	},
-	workflow.EventResolved: func(h historyEvent) []string {
+	record.EventResolved: func(h historyEvent) []string {
 		what := []string{"resolved by " + h.ev.Actor + ": " + h.d.Choice.Describe()}
 		if h.d.Key != "" {
 			what = append(operationWhat(h), what...)
@@ -174,11 +174,11 @@ func editWhat(h historyEvent) []string {
 	by := h.ev.Actor
 	edit := "edited by " + by
 	if h.prev != nil {
-		edit += ": " + changesText(workflow.ChangedFields(h.prev.Actions, h.st.Actions), h.st.Actions, h.find)
+		edit += ": " + changesText(policy.ChangedFields(h.prev.Actions, h.st.Actions), h.st.Actions, h.find)
 	}
 	what := []string{edit}
 	if n := len(h.st.Decisions); n > 0 {
-		if d := h.st.Decisions[n-1]; d.By == by && !d.Edited && d.Verdict == workflow.VerdictApprove {
+		if d := h.st.Decisions[n-1]; d.By == by && !d.Edited && d.Verdict == record.VerdictApprove {
 			what = append(what, "approved by "+by)
 		}
 	}
@@ -194,7 +194,7 @@ func operationWhat(h historyEvent) []string {
 		return []string{"operation " + h.d.Key}
 	}
 	name := operationName(h.st, h.d.Key)
-	if op.Status == workflow.OpCommitted {
+	if op.Status == record.OpCommitted {
 		return []string{fmt.Sprintf("receipt: %s after %s", name, attempts(op.Attempts))}
 	}
 	return []string{fmt.Sprintf("%s: %s after %s", op.Status, name, attempts(op.Attempts))}
@@ -202,7 +202,7 @@ func operationWhat(h historyEvent) []string {
 
 // operationName names the operation key is the key of: its action's number
 // and name.
-func operationName(st *workflow.State, key string) string {
+func operationName(st *record.State, key string) string {
 	op := operationOf(st, key)
 	if op == nil {
 		return "operation " + key
@@ -210,7 +210,7 @@ func operationName(st *workflow.State, key string) string {
 	return fmt.Sprintf("action %d (%s)", op.Index+1, op.Action)
 }
 
-func operationOf(st *workflow.State, key string) *workflow.OperationRecord {
+func operationOf(st *record.State, key string) *record.OperationRecord {
 	for i := range st.Operations {
 		if st.Operations[i].Key == key {
 			return &st.Operations[i]

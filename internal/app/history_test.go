@@ -36,7 +36,7 @@ func TestHistoryLabelsComeFromTheAuditEvents(t *testing.T) {
 	id := runIDOf(t, must(t, dir, exitWaiting, "run", "T-65273"))
 	must(t, dir, exitWaiting, "reassign", id, "--to", lead2, "--as", lead1)
 	must(t, dir, exitWaiting, "extend", id, "24h", "--as", lead1)
-	deadline := show(t, dir, id).Deadline
+	deadline := showJSON(t, dir, id).Deadline
 	if deadline == nil {
 		t.Fatal("the extended run shows no deadline")
 	}

@@ -133,7 +133,7 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 
 	var v workflow.RunView
 	fill(reflect.ValueOf(&v).Elem(), next)
-	v.Status = workflow.StatusWaitingApproval
+	v.Status = record.StatusWaitingApproval
 	v.Problem = ""
 	var list []*workflow.RunView
 	fill(reflect.ValueOf(&list).Elem(), next)
@@ -156,7 +156,7 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 	var edits []editRecord
 	for i := range v.Decisions {
 		edits = append(edits, editRecord{by: v.Decisions[i].By, at: v.Decisions[i].At,
-			changes: workflow.ChangedFields([]workflow.Action{{Args: json.RawMessage(`{}`)}}, v.Actions)})
+			changes: policy.ChangedFields([]record.Action{{Args: json.RawMessage(`{}`)}}, v.Actions)})
 	}
 	var out bytes.Buffer
 	renderRun(&out, &v, roles, asStored, anySpec, nil, now)
@@ -181,17 +181,17 @@ func TestRenderersShowEveryFieldInert(t *testing.T) {
 // hostileEvents are audit events of every kind naming each checkpoint of
 // hist, every string of them, their details' too, from next(), and every
 // operation they name one of the checkpoint's.
-func hostileEvents(hist []workflow.HistoryEntry, next func() string) []*workflow.AuditEvent {
-	var evs []*workflow.AuditEvent
+func hostileEvents(hist []workflow.HistoryEntry, next func() string) []*record.AuditEvent {
+	var evs []*record.AuditEvent
 	for _, h := range hist {
 		key := next()
 		if h.State != nil && len(h.State.Operations) > 0 {
 			key = h.State.Operations[0].Key
 		}
-		for _, kind := range workflow.Events {
+		for _, kind := range record.Events {
 			detail, _ := json.Marshal(map[string]any{"to": next(), "deadline": next(), "key": key, "choice": next(),
 				"from_run": next(), "from_seq": 1, "step": 1, "failures": 1, "through_seq": 1, "verdict": next()})
-			evs = append(evs, &workflow.AuditEvent{Seq: int64(len(evs) + 1), RunID: next(), Actor: next(), Action: kind, Detail: detail, CheckpointSeq: h.Seq})
+			evs = append(evs, &record.AuditEvent{Seq: int64(len(evs) + 1), RunID: next(), Actor: next(), Action: kind, Detail: detail, CheckpointSeq: h.Seq})
 		}
 	}
 	return evs
@@ -281,7 +281,7 @@ func TestDistinctValuesNeverRenderAlikeOnTheTerminal(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for i, r := range rows {
-		v, err := workflow.Canonical(values[i])
+		v, err := jsonvalue.Canonical(values[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,18 +318,18 @@ func TestDistinctValuesNeverRenderAlikeInEveryTerminalRenderer(t *testing.T) {
 	for _, v := range texttest.Values(t) {
 		args := json.RawMessage(`{"v":` + string(v) + `}`)
 		var show bytes.Buffer
-		renderRun(&show, &workflow.RunView{ID: "run_1", Status: workflow.StatusDone, Actions: []workflow.Action{{Name: "note", Args: args}}},
+		renderRun(&show, &workflow.RunView{ID: "run_1", Status: record.StatusDone, Actions: []record.Action{{Name: "note", Args: args}}},
 			config.Default().Roles, redactor(find), find, nil, time.Time{})
 		_, line, _ := strings.Cut(show.String(), "1. note")
 		outputs := map[string]string{
 			"show":  strings.TrimSpace(strings.SplitN(line, "\n", 2)[0]),
-			"edits": strings.TrimPrefix(changesText(workflow.ChangedFields([]workflow.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []workflow.Action{{Name: "note", Args: args}}), nil, find), "v (none) → "),
+			"edits": strings.TrimPrefix(changesText(policy.ChangedFields([]record.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []record.Action{{Name: "note", Args: args}}), nil, find), "v (none) → "),
 		}
 		if v[0] == '"' {
 			var key string
 			_ = json.Unmarshal(v, &key)
 			keyed := json.RawMessage(`{` + string(v) + `:1}`)
-			if label, _, ok := strings.Cut(changesText(workflow.ChangedFields([]workflow.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []workflow.Action{{Name: "note", Args: keyed}}), nil, find), " (none) → "); ok && !strings.Contains(key, ".") {
+			if label, _, ok := strings.Cut(changesText(policy.ChangedFields([]record.Action{{Name: "note", Args: json.RawMessage(`{}`)}}, []record.Action{{Name: "note", Args: keyed}}), nil, find), " (none) → "); ok && !strings.Contains(key, ".") {
 				outputs["edited keys"] = label
 			}
 		}

@@ -121,7 +121,7 @@ func makeKeysFile(path string, w io.Writer) (*workflow.Keyring, error) {
 // (SQLite) or none with a warning (PostgreSQL); and for a writing command on
 // a store that is sealed, never none and never keys without the one its head
 // is sealed with: rows sealed with another key would read as tampering.
-func storeKeys(ctx context.Context, o options, getenv func(string) string, store workflow.Store, w io.Writer) (*workflow.Keyring, error) {
+func storeKeys(ctx context.Context, o options, getenv func(string) string, store storage.Store, w io.Writer) (*workflow.Keyring, error) {
 	if f := shadowedKeysFile(o, getenv); f != "" {
 		fmt.Fprintf(w, "signoff: warning: the integrity keys come from SIGNOFF_KEYS; the key file %s is not read\n", f)
 	}
@@ -135,14 +135,14 @@ func storeKeys(ctx context.Context, o options, getenv func(string) string, store
 	if err != nil || o.readOnly {
 		return keys, err
 	}
-	var head *workflow.IntegrityHead
-	err = store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	var head *record.IntegrityHead
+	err = store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		head, err = tx.IntegrityHead(ctx)
 		return err
 	})
 	switch {
-	case errors.Is(err, workflow.ErrNotFound):
+	case errors.Is(err, storage.ErrNotFound):
 		head = nil
 	case err != nil:
 		return nil, fmt.Errorf("read the store's integrity head: %w", err)

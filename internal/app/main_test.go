@@ -335,9 +335,9 @@ func rewriteLatestCheckpoint(t *testing.T, dir, id string, edit func([]byte) []b
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cps []*workflow.Checkpoint
+	var cps []*record.Checkpoint
 	for rows.Next() {
-		var c workflow.Checkpoint
+		var c record.Checkpoint
 		var at int64
 		if err := rows.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &at, &c.BaseSeq); err != nil {
 			t.Fatal(err)
@@ -356,7 +356,7 @@ func rewriteLatestCheckpoint(t *testing.T, dir, id string, edit func([]byte) []b
 	c.State, c.BaseSeq = edit(whole), 0
 	hash := strings.Repeat("0", 64)
 	if rehash {
-		hash = workflow.CheckpointHash(c)
+		hash = record.CheckpointHash(c)
 	}
 	res, err := db.Exec(`UPDATE checkpoints SET state = ?, hash = ?, base_seq = 0 WHERE run_id = ? AND seq = ?`, c.State, hash, c.RunID, c.Seq)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // scrape reads /metrics into series (name{labels} as exposed) → value.
@@ -83,7 +82,7 @@ func TestMetrics(t *testing.T) {
 			if status, body := s.click(t, "block_actions_approve.json", "U0LEAD0001", v); status != http.StatusOK {
 				t.Fatalf("click: %d %s", status, body)
 			}
-			waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == workflow.StatusDone })
+			waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == record.StatusDone })
 			unsigned, err := http.Post("http://"+s.addr+"/slack/interactions", "application/x-www-form-urlencoded", strings.NewReader("payload=%7B%7D"))
 			if err != nil {
 				t.Fatal(err)

@@ -13,18 +13,17 @@ import (
 
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // outboxRow is one undelivered outbox row as `signoff outbox --json` prints it.
 type outboxRow struct {
-	ID          int64               `json:"id"`
-	Kind        workflow.OutboxKind `json:"kind"`
-	RunID       string              `json:"run_id"`
-	Attempts    int                 `json:"attempts"`
-	NextAttempt time.Time           `json:"next_attempt"`
-	CreatedAt   time.Time           `json:"created_at"`
-	LastError   string              `json:"last_error,omitempty"`
+	ID          int64             `json:"id"`
+	Kind        record.OutboxKind `json:"kind"`
+	RunID       string            `json:"run_id"`
+	Attempts    int               `json:"attempts"`
+	NextAttempt time.Time         `json:"next_attempt"`
+	CreatedAt   time.Time         `json:"created_at"`
+	LastError   string            `json:"last_error,omitempty"`
 	// URL and EventID, for a callback: where it goes and the event's id.
 	URL     string `json:"url,omitempty"`
 	EventID string `json:"event_id,omitempty"`
@@ -68,11 +67,11 @@ func (c *cli) outboxCmd() *cobra.Command {
 
 // listOutbox reads the undelivered rows, oldest first, and says whether there
 // are more than it lists.
-func listOutbox(ctx context.Context, store workflow.Store, failing bool) ([]outboxRow, bool, error) {
-	var ms []*workflow.OutboxMessage
-	err := store.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+func listOutbox(ctx context.Context, store storage.Store, failing bool) ([]outboxRow, bool, error) {
+	var ms []*record.OutboxMessage
+	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		ms, err = tx.ListOutbox(ctx, workflow.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
+		ms, err = tx.ListOutbox(ctx, storage.OutboxFilter{Failing: failing, Limit: maxOutboxListed + 1})
 		return err
 	})
 	if err != nil {

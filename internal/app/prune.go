@@ -81,7 +81,7 @@ type pruneResult struct {
 }
 
 // prune prunes what ended before cutoff and, on SQLite, gives the space back.
-func prune(ctx context.Context, e *workflow.Engine, store workflow.Store, log *slog.Logger, cutoff time.Time, dryRun bool) (*pruneResult, error) {
+func prune(ctx context.Context, e *workflow.Engine, store storage.Store, log *slog.Logger, cutoff time.Time, dryRun bool) (*pruneResult, error) {
 	rep, err := e.Prune(ctx, workflow.PruneOptions{Before: cutoff, DryRun: dryRun})
 	if rep == nil {
 		return nil, err
@@ -100,7 +100,7 @@ func prune(ctx context.Context, e *workflow.Engine, store workflow.Store, log *s
 
 // reclaimSpace gives the space a prune freed back to the file system on
 // SQLite (nil on PostgreSQL, whose autovacuum makes it reusable on its own).
-func reclaimSpace(ctx context.Context, store workflow.Store, log *slog.Logger) (*sqlite.ReclaimReport, error) {
+func reclaimSpace(ctx context.Context, store storage.Store, log *slog.Logger) (*sqlite.ReclaimReport, error) {
 	st, ok := store.(*sqlite.Store)
 	if !ok {
 		return nil, nil
@@ -156,7 +156,7 @@ func renderPrune(w io.Writer, r *pruneResult) {
 // outboxText names the delivered outbox messages a prune removed by what
 // they were: of total, kinds counts each kind (a record written before kinds
 // were kept has none, and says only how many).
-func outboxText(total int, kinds map[workflow.OutboxKind]int) string {
+func outboxText(total int, kinds map[record.OutboxKind]int) string {
 	if total > 0 && len(kinds) == 0 {
 		return fmt.Sprintf("%d delivered outbox message(s) (Slack messages and callbacks)", total)
 	}

@@ -109,7 +109,7 @@ func TestPruneCommand(t *testing.T) {
 	if !strings.Contains(text, "pruned ") || !strings.Contains(text, "kept: ") {
 		t.Fatalf("show of a pruned run does not say it was pruned:\n%s", text)
 	}
-	v := show(t, dir, done)
+	v := showJSON(t, dir, done)
 	if v.Pruned == nil || v.Pruned.At.IsZero() || v.Problem != "" || len(v.Evidence) != 0 || len(v.Operations) != 1 {
 		t.Fatalf("show --json of a pruned run: %+v", v)
 	}
@@ -156,7 +156,7 @@ func TestServePrunesOnItsTicks(t *testing.T) {
 	ticks <- time.Time{}
 	cancel()
 	<-done
-	if v := show(t, dir, first); v.Pruned == nil {
+	if v := showJSON(t, dir, first); v.Pruned == nil {
 		t.Fatalf("the run was not pruned at the tick: %+v", v)
 	}
 }
@@ -214,7 +214,7 @@ func TestPruneNamesWhatItRemoved(t *testing.T) {
 		t.Fatalf("runs before the prune:\n%s\nafter:\n%s", listed, got)
 	}
 
-	v := show(t, dir, id)
+	v := showJSON(t, dir, id)
 	if v.Pruned == nil {
 		t.Fatalf("show --json has no pruned record: %+v", v)
 	}
@@ -266,7 +266,7 @@ func deliverOutbox(t *testing.T, dir, cfg string, env map[string]string) {
 }
 
 // deliveredByKind counts the delivered outbox rows of dir's store by kind.
-func deliveredByKind(t *testing.T, dir string) map[workflow.OutboxKind]int {
+func deliveredByKind(t *testing.T, dir string) map[record.OutboxKind]int {
 	t.Helper()
 	db, err := sqlite.OpenDB(dbPath(dir))
 	if err != nil {
@@ -278,14 +278,14 @@ func deliveredByKind(t *testing.T, dir string) map[workflow.OutboxKind]int {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	got := map[workflow.OutboxKind]int{}
+	got := map[record.OutboxKind]int{}
 	for rows.Next() {
 		var k string
 		var n int
 		if err := rows.Scan(&k, &n); err != nil {
 			t.Fatal(err)
 		}
-		got[workflow.OutboxKind(k)] = n
+		got[record.OutboxKind(k)] = n
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // bidi and zero-width characters escaped and visible, so that nothing an agent
 // wrote can move the cursor, erase what signoff printed or add a line of its
 // own. JSON output never goes through it.
-func term(s string) string { return workflow.Inert(s) }
+func term(s string) string { return show.Inert(s) }
 
 // termLines is term for a message of several lines that signoff composed (an
 // error): its own line breaks stay, every line is inert.
@@ -53,19 +53,19 @@ func redactor(find func(string) (*workflow.ActionSpec, bool)) argsShown {
 }
 
 // argsText is how a terminal prints arguments, given what argsShown returned
-// for them: as JSON the way every surface shows values (workflow.ShowValue:
+// for them: as JSON the way every surface shows values (show.Value:
 // a string always quoted, a number as written), or argsShown's words when it
 // hid them whole.
 func argsText(redacted string) string {
 	if !json.Valid([]byte(redacted)) {
 		return term(redacted)
 	}
-	return term(workflow.ShowValue(json.RawMessage(redacted)))
+	return term(show.Value(json.RawMessage(redacted)))
 }
 
 // redactEdited shows an approver's edited arguments. A decision does not say
 // which action it edited, so every redact: list of the run's actions applies.
-func redactEdited(shown argsShown, actions []workflow.Action, edited json.RawMessage) string {
+func redactEdited(shown argsShown, actions []record.Action, edited json.RawMessage) string {
 	out := edited
 	for _, a := range actions {
 		out = json.RawMessage(shown(a.Name, out))
@@ -97,7 +97,7 @@ type specFinder func(name string) (*workflow.ActionSpec, bool)
 type editRecord struct {
 	by      string
 	at      time.Time
-	changes []workflow.FieldChange
+	changes []policy.FieldChange
 }
 
 // editsOf lists the edits the run's checkpoints show, with what each
@@ -105,12 +105,12 @@ type editRecord struct {
 // changed is not known any more.
 func editsOf(hist []workflow.HistoryEntry) []editRecord {
 	var out []editRecord
-	var prev *workflow.State
+	var prev *record.State
 	for _, h := range hist {
 		if st := h.State; st != nil && prev != nil {
 			for _, d := range st.Decisions[min(len(prev.Decisions), len(st.Decisions)):] {
 				if d.Edited {
-					out = append(out, editRecord{by: d.By, at: d.At, changes: workflow.ChangedFields(prev.Actions, st.Actions)})
+					out = append(out, editRecord{by: d.By, at: d.At, changes: policy.ChangedFields(prev.Actions, st.Actions)})
 				}
 			}
 		}
@@ -122,7 +122,7 @@ func editsOf(hist []workflow.HistoryEntry) []editRecord {
 // changesText says what an edit changed, field by field: "amount 119 → 60".
 // A redact: field shows as [redacted], and so does every field of an action
 // the config does not declare, as the arguments do.
-func changesText(changes []workflow.FieldChange, actions []workflow.Action, find specFinder) string {
+func changesText(changes []policy.FieldChange, actions []record.Action, find specFinder) string {
 	if len(changes) == 0 {
 		return "no field changed"
 	}
@@ -148,8 +148,8 @@ func changesText(changes []workflow.FieldChange, actions []workflow.Action, find
 // key with a look-alike or invisible character reads unlike the plain one.
 func fieldLabel(path string) string {
 	for seg := range strings.SplitSeq(path, ".") {
-		if workflow.ShowKey(seg) != seg {
-			return workflow.ShowString(path)
+		if show.Key(seg) != seg {
+			return show.String(path)
 		}
 	}
 	return path
@@ -160,15 +160,15 @@ func fieldValue(v json.RawMessage, hidden bool) string {
 	case v == nil:
 		return "(none)"
 	case hidden:
-		return workflow.Redaction
+		return record.Redaction
 	}
-	return workflow.ShowValue(v)
+	return show.Value(v)
 }
 
 // renderRun prints a run the way an approver reads it: what will happen, why,
 // who may say yes, by when, and what happened so far. edits are what the
 // run's edits changed (editsOf), named under each edit.
-func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown argsShown, find specFinder, edits []editRecord, now time.Time) {
+func renderRun(w io.Writer, v *workflow.RunView, roles *policy.Roles, shown argsShown, find specFinder, edits []editRecord, now time.Time) {
 	stored := v.Actions
 	v = redactView(v, shown)
 	renderRunHead(w, v)
@@ -179,7 +179,7 @@ func renderRun(w io.Writer, v *workflow.RunView, roles *workflow.Roles, shown ar
 	}
 	if v.Deadline != nil {
 		fmt.Fprintf(w, "  deadline %s", v.Deadline.Format(time.RFC3339))
-		if v.Status == workflow.StatusWaitingApproval {
+		if v.Status == record.StatusWaitingApproval {
 			fmt.Fprintf(w, " (%s)", deadlineText(now, *v.Deadline))
 		}
 		fmt.Fprintln(w)
@@ -222,7 +222,7 @@ func renderRunHead(w io.Writer, v *workflow.RunView) {
 
 // renderActions prints the actions of v (redacted) with their arguments as
 // shown shows the stored ones, and a warning for keys that read alike.
-func renderActions(w io.Writer, v *workflow.RunView, stored []workflow.Action, shown argsShown) {
+func renderActions(w io.Writer, v *workflow.RunView, stored []record.Action, shown argsShown) {
 	if len(v.Actions) == 0 {
 		return
 	}
@@ -242,7 +242,7 @@ func renderActions(w io.Writer, v *workflow.RunView, stored []workflow.Action, s
 			text = string(act.Args) // redacted, and secrets hidden elsewhere in them too
 		}
 		fmt.Fprintf(w, "    %d. %-20s %s\n", i+1, term(act.Name), argsText(text))
-		for _, g := range workflow.LookalikeKeys(act.Args) {
+		for _, g := range policy.LookalikeKeys(act.Args) {
 			fmt.Fprintf(w, "       WARNING: keys that read alike: %s; check which value is which\n", term(strings.Join(g, " and ")))
 		}
 	}
@@ -267,7 +267,7 @@ func renderEvidence(w io.Writer, v *workflow.RunView) {
 
 // renderGate prints what policy decided of the run: its rule, and who may
 // approve it, how many and so far.
-func renderGate(w io.Writer, v *workflow.RunView, g *workflow.Gate, roles *workflow.Roles) {
+func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.Roles) {
 	fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(string(g.Risk)), term(g.PolicyRevision))
 	if g.Approval != nil {
 		who := term(strings.Join(roles.Members(g.Approval.Role), ", "))
@@ -282,7 +282,7 @@ func renderGate(w io.Writer, v *workflow.RunView, g *workflow.Gate, roles *workf
 		if g.Assignee != "" {
 			fmt.Fprintf(w, "  assigned to %s (anyone above %s may still decide)\n", term(g.Assignee), term(g.Approval.Role))
 		}
-		if v.Status == workflow.StatusWaitingApproval {
+		if v.Status == record.StatusWaitingApproval {
 			noun := "approvals"
 			if g.Approval.Count == 1 {
 				noun = "approval"
@@ -290,7 +290,7 @@ func renderGate(w io.Writer, v *workflow.RunView, g *workflow.Gate, roles *workf
 			fmt.Fprintf(w, "  %d of %d %s so far\n", approvalsSoFar(v), g.Approval.Count, noun)
 		}
 	}
-	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(workflow.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
+	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(policy.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 }
 
 // renderDecision prints one decision; an edit with what it changed (edits),
@@ -351,7 +351,7 @@ func renderOutcomes(w io.Writer, v *workflow.RunView) {
 // target asked again, a person resolving it or deciding it; and where a
 // fork came from.
 func renderNext(w io.Writer, v *workflow.RunView, now time.Time) {
-	if v.RetryAt != nil && v.Status == workflow.StatusExecuting {
+	if v.RetryAt != nil && v.Status == record.StatusExecuting {
 		when := "due now"
 		if v.RetryAt.After(now) {
 			when = deadlineText(now, *v.RetryAt)
@@ -359,18 +359,18 @@ func renderNext(w io.Writer, v *workflow.RunView, now time.Time) {
 		fmt.Fprintf(w, "  waiting for the target: asking the target again at %s (%s)\n", v.RetryAt.Format(time.RFC3339), when)
 		fmt.Fprintf(w, "  next: a running serve asks again then; without one, %s waits and asks\n", shellLine("signoff", "resume", term(v.ID)))
 	}
-	if v.Status == workflow.StatusNeedsAttention && v.Problem == "" {
+	if v.Status == record.StatusNeedsAttention && v.Problem == "" {
 		fmt.Fprintf(w, "  next: look at the target, then %s with --happened, --did-not-happen --retry or --did-not-happen --abandon\n",
 			shellLine("signoff", "resolve", term(v.ID), "--as", "MEMBER", "--reason", "WHAT-YOU-CHECKED"))
 	}
 	if v.ForkedFrom != nil {
 		fmt.Fprintf(w, "  forked from %s at checkpoint %d\n", term(v.ForkedFrom.RunID), v.ForkedFrom.Seq)
 	}
-	if v.Status == workflow.StatusWaitingApproval && v.Problem == "" {
+	if v.Status == record.StatusWaitingApproval && v.Problem == "" {
 		// The hint binds the approval to what was just shown, as docs/cli.md advises.
 		approve := []string{"signoff", "approve", term(v.ID), "--as", "MEMBER"}
 		if v.Gate != nil && v.Gate.Fingerprint != "" {
-			approve = append(approve, "--fingerprint", term(workflow.ShortFingerprint(v.Gate.Fingerprint)))
+			approve = append(approve, "--fingerprint", term(policy.ShortFingerprint(v.Gate.Fingerprint)))
 		}
 		fmt.Fprintf(w, "  next: %s   or   %s\n", shellLine(approve...), shellLine("signoff", "reject", term(v.ID), "--as", "MEMBER", "--reason", "WHY"))
 	}
@@ -380,7 +380,7 @@ func renderNext(w io.Writer, v *workflow.RunView, now time.Time) {
 func approvalsSoFar(v *workflow.RunView) int {
 	n := 0
 	for _, d := range v.Decisions {
-		if d.Decision == workflow.VerdictApprove && v.Gate != nil && d.RequestID == v.Gate.RequestID {
+		if d.Decision == record.VerdictApprove && v.Gate != nil && d.RequestID == v.Gate.RequestID {
 			n++
 		}
 	}
@@ -402,7 +402,7 @@ func deadlineText(now, deadline time.Time) string {
 	return "in " + since(deadline, now)
 }
 
-func person(p workflow.Person) string {
+func person(p record.Person) string {
 	if p.Name != "" && p.Name != p.ID {
 		return fmt.Sprintf("%s (%s)", term(p.ID), term(p.Name))
 	}
@@ -418,7 +418,7 @@ func renderRuns(w io.Writer, runs []*workflow.RunView, now time.Time) {
 	fmt.Fprintln(tw, "RUN\tSTATUS\tTASK\tREQUESTER\tACTION\tAGE\tDEADLINE\tSUMMARY")
 	for _, r := range runs {
 		deadline := "-"
-		if r.Status == workflow.StatusWaitingApproval && r.Deadline != nil {
+		if r.Status == record.StatusWaitingApproval && r.Deadline != nil {
 			deadline = deadlineText(now, *r.Deadline)
 		}
 		var names []string
@@ -449,7 +449,7 @@ func cutRunes(s string, n int) string {
 
 // renderTrace prints each step of an agent run with what it asked and learned.
 func renderTrace(w io.Writer, hist []workflow.HistoryEntry, shown argsShown, ledgerCalls int) {
-	var prev *workflow.State
+	var prev *record.State
 	for _, h := range hist {
 		st := h.State
 		if st == nil {

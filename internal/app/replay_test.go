@@ -89,7 +89,7 @@ func (c *cluster) stored(t *testing.T, id string) string {
 	}
 	var b strings.Builder
 	b.Write(v)
-	err = c.app.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err = c.app.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		reqs, err := tx.RequestsForRun(ctx, id)
 		if err != nil {
 			return err
@@ -98,7 +98,7 @@ func (c *cluster) stored(t *testing.T, id string) string {
 		if err != nil {
 			return err
 		}
-		audit, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		audit, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return err
 		}
@@ -117,8 +117,8 @@ func (c *cluster) stored(t *testing.T, id string) string {
 func (c *cluster) quiet(t *testing.T) {
 	t.Helper()
 	eventually(t, "every Slack message to be delivered", 60*time.Second, func() bool {
-		var due []*workflow.OutboxMessage
-		err := c.app.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		var due []*record.OutboxMessage
+		err := c.app.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			due, err = tx.DueOutbox(ctx, time.Now().Add(1000*time.Hour), 1)
 			return err
@@ -196,7 +196,7 @@ func TestReplayAcrossReplicas(t *testing.T) {
 			t.Fatalf("approve at replica-a: %+v", first)
 		}
 		// The workers finish the run; what the copies could change is then still.
-		eventually(t, "the approved run to finish", 60*time.Second, func() bool { return c.get(t, v.ID).Status == workflow.StatusDone })
+		eventually(t, "the approved run to finish", 60*time.Second, func() bool { return c.get(t, v.ID).Status == record.StatusDone })
 		told := len(c.slack.Calls("chat.postEphemeral"))
 		replayed(t, v.ID, req, first)
 		if n := len(c.slack.Calls("chat.postEphemeral")) - told; n != 0 {

@@ -228,14 +228,14 @@ slack:
 // logUnfinished logs the runs that are neither done nor rejected, with what
 // they hold, to explain a failure.
 func (c *cluster) logUnfinished(t *testing.T) {
-	rs, err := c.app.engine.List(context.Background(), workflow.RunFilter{})
+	rs, err := c.app.engine.List(context.Background(), storage.RunFilter{})
 	if err != nil {
 		t.Logf("list runs: %v", err)
 		return
 	}
 	n := 0
 	for _, r := range rs {
-		if r.Status == workflow.StatusDone || r.Status == workflow.StatusRejected {
+		if r.Status == record.StatusDone || r.Status == record.StatusRejected {
 			continue
 		}
 		if n++; n > 10 {
@@ -334,7 +334,7 @@ func interaction(raw []byte, v *workflow.RunView, user, reason string) []byte {
 	esc, _ := json.Marshal(reason)
 	body := strings.NewReplacer(
 		"{{USER_ID}}", user, "{{RUN_ID}}", v.ID, "{{REQUEST_ID}}", v.Gate.RequestID,
-		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", workflow.ShortFingerprint(v.Gate.Fingerprint),
+		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", policy.ShortFingerprint(v.Gate.Fingerprint),
 		"{{REF}}", buttonRef(v), "{{REASON}}", string(esc[1:len(esc)-1]),
 	).Replace(string(raw))
 	var compact bytes.Buffer
@@ -407,9 +407,9 @@ func (c *cluster) get(t *testing.T, id string) *workflow.RunView {
 	return v
 }
 
-func (c *cluster) list(t *testing.T, statuses ...workflow.Status) []*workflow.Run {
+func (c *cluster) list(t *testing.T, statuses ...record.Status) []*record.Run {
 	t.Helper()
-	rs, err := c.app.engine.List(context.Background(), workflow.RunFilter{Statuses: statuses})
+	rs, err := c.app.engine.List(context.Background(), storage.RunFilter{Statuses: statuses})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,13 +443,13 @@ func (c *cluster) verify(t *testing.T, runs int) {
 }
 
 // auditActions are the audit events of a run: action → the details of each.
-func (c *cluster) auditActions(t *testing.T, id string) map[workflow.Event][]map[string]any {
+func (c *cluster) auditActions(t *testing.T, id string) map[record.Event][]map[string]any {
 	t.Helper()
 	evs, err := c.app.engine.AuditLog(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[workflow.Event][]map[string]any{}
+	out := map[record.Event][]map[string]any{}
 	for _, ev := range evs {
 		var d map[string]any
 		if len(ev.Detail) > 0 {
@@ -468,7 +468,7 @@ func (c *cluster) submit(p *workflow.Proposal) (*workflow.RunView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("submit %s: %w", p.TaskID, err)
 	}
-	if run.Status != workflow.StatusWaitingApproval {
+	if run.Status != record.StatusWaitingApproval {
 		return nil, fmt.Errorf("submit %s: status %s (%s), want waiting_approval", p.TaskID, run.Status, run.Reason)
 	}
 	return c.app.engine.Get(context.Background(), run.ID)
@@ -498,18 +498,18 @@ func workload(n int, rng *rand.Rand) []*workflow.Proposal {
 		{"LK-311208", "MUG-OAT"}, {"LK-311208", "TEAPOT"}, {"LK-452190", "THROW-WOOL"}, {"LK-128844", "KETTLE"},
 	}
 	reasons := []string{"damaged", "defective", "wrong_item", "not_as_described", "changed_mind"}
-	var actions []workflow.Action
+	var actions []record.Action
 	for _, r := range refunds {
-		actions = append(actions, workflow.Action{Name: "request_refund", Args: json.RawMessage(fmt.Sprintf(
+		actions = append(actions, record.Action{Name: "request_refund", Args: json.RawMessage(fmt.Sprintf(
 			`{"order_id": %q, "payment_id": %q, "amount": 51.00, "currency": %q, "reason_code": "RFD-GOODWILL"}`, r.order, r.payment, r.currency))})
 	}
 	for _, it := range reships {
-		actions = append(actions, workflow.Action{Name: "reship_item", Args: json.RawMessage(fmt.Sprintf(
+		actions = append(actions, record.Action{Name: "reship_item", Args: json.RawMessage(fmt.Sprintf(
 			`{"order_id": %q, "sku": %q, "quantity": 1}`, it.order, it.sku))})
 	}
 	for i := 0; len(actions) < n; i++ {
 		it := labelItems[i%len(labelItems)]
-		actions = append(actions, workflow.Action{Name: "create_return_label", Args: json.RawMessage(fmt.Sprintf(
+		actions = append(actions, record.Action{Name: "create_return_label", Args: json.RawMessage(fmt.Sprintf(
 			`{"order_id": %q, "sku": %q, "reason": %q, "free_shipping": false}`, it.order, it.sku, reasons[i%len(reasons)]))})
 	}
 	rng.Shuffle(len(actions), func(i, j int) { actions[i], actions[j] = actions[j], actions[i] })
@@ -517,9 +517,9 @@ func workload(n int, rng *rand.Rand) []*workflow.Proposal {
 	for i, a := range actions[:n] {
 		task := fmt.Sprintf("T-R%03d", i)
 		ps[i] = &workflow.Proposal{
-			TaskID: task, Requester: workflow.Person{ID: agentID, Name: "Resolver agent"},
-			Summary: "Replica test " + task, Actions: []workflow.Action{a},
-			Evidence:       []workflow.Evidence{{Source: "ticket", Data: json.RawMessage(fmt.Sprintf(`{"id": %q}`, task))}},
+			TaskID: task, Requester: record.Person{ID: agentID, Name: "Resolver agent"},
+			Summary: "Replica test " + task, Actions: []record.Action{a},
+			Evidence:       []record.Evidence{{Source: "ticket", Data: json.RawMessage(fmt.Sprintf(`{"id": %q}`, task))}},
 			IdempotencyKey: "replicas-" + task,
 		}
 	}
@@ -734,7 +734,7 @@ func TestReplicas(t *testing.T) {
 	var held []string
 	eventually(t, "replica-1 to hold a lease on an executing run", 60*time.Second, func() bool {
 		now := time.Now()
-		for _, r := range c.list(t, workflow.StatusExecuting) {
+		for _, r := range c.list(t, record.StatusExecuting) {
 			if r.LeaseOwner == victim.name && r.LeaseUntil.After(now) {
 				held = append(held, r.ID)
 			}
@@ -755,11 +755,11 @@ func TestReplicas(t *testing.T) {
 		t.FailNow()
 	}
 	// Every click was answered, so every run was decided: none still waits.
-	if waiting := c.list(t, workflow.StatusWaitingApproval); len(waiting) > 0 {
+	if waiting := c.list(t, record.StatusWaitingApproval); len(waiting) > 0 {
 		t.Fatalf("%d run(s) still wait for approval after every click was answered, e.g. %s", len(waiting), waiting[0].ID)
 	}
 	eventually(t, "no run to be running or executing", 60*time.Second, func() bool {
-		return len(c.list(t, workflow.StatusRunning, workflow.StatusExecuting, workflow.StatusWaitingApproval)) == 0
+		return len(c.list(t, record.StatusRunning, record.StatusExecuting, record.StatusWaitingApproval)) == 0
 	})
 	settled := time.Since(began)
 
@@ -785,7 +785,7 @@ func TestReplicas(t *testing.T) {
 			t.Errorf("run %s: decided %s, but only %s was sent", v.ID, verdict, p.intent)
 		}
 		switch {
-		case verdict == "approve" && v.Status == workflow.StatusDone:
+		case verdict == "approve" && v.Status == record.StatusDone:
 			done++
 			x, ok := byKey[key]
 			if !ok {
@@ -795,16 +795,16 @@ func TestReplicas(t *testing.T) {
 			if want := kindOf[v.Actions[0].Name]; x.Kind != want {
 				t.Errorf("run %s: the shop made a %s under %s, want a %s", v.ID, x.Kind, key, want)
 			}
-			if len(v.Operations) != 1 || v.Operations[0].Key != key || v.Operations[0].Status != workflow.OpCommitted ||
+			if len(v.Operations) != 1 || v.Operations[0].Key != key || v.Operations[0].Status != record.OpCommitted ||
 				receiptID(t, v.Operations[0].Receipt) != x.ID {
 				t.Errorf("run %s: operations %+v; the shop's change is %s", v.ID, v.Operations, x.ID)
 			} else if v.Operations[0].Attempts > 1 {
 				retried++
 			}
-			if len(c.auditActions(t, v.ID)[workflow.EventReconciled]) > 0 {
+			if len(c.auditActions(t, v.ID)[record.EventReconciled]) > 0 {
 				reconciled++
 			}
-		case verdict == "reject" && v.Status == workflow.StatusRejected:
+		case verdict == "reject" && v.Status == record.StatusRejected:
 			rejected++
 			if x, ok := byKey[key]; ok {
 				t.Errorf("run %s was rejected, yet the shop made %+v", v.ID, x)
@@ -926,35 +926,35 @@ func TestReplicaPausedPastItsLease(t *testing.T) {
 	// Frozen between the effect and the receipt: the shop refunded, signoff
 	// does not know yet, and A's lease is on the run.
 	refund := c.oneRefund(t, key)
-	rs := c.list(t, workflow.StatusExecuting)
+	rs := c.list(t, record.StatusExecuting)
 	if len(rs) != 1 || rs[0].ID != id || rs[0].LeaseOwner != "replica-a" {
 		t.Fatalf("executing runs while replica-a is frozen: %+v", rs)
 	}
-	if ops := c.get(t, id).Operations; len(ops) != 1 || ops[0].Status != workflow.OpPending || ops[0].Attempts != 1 || len(ops[0].Receipt) != 0 {
+	if ops := c.get(t, id).Operations; len(ops) != 1 || ops[0].Status != record.OpPending || ops[0].Attempts != 1 || len(ops[0].Receipt) != 0 {
 		t.Fatalf("operations while replica-a is frozen: %+v", ops)
 	}
 
 	// B starts once A is frozen, and takes the run over when A's lease runs out.
 	b := c.start(1, "replica-b", "SIGNOFF_LEASE_TTL=3s")
-	eventually(t, "replica-b to finish the run", 30*time.Second, func() bool { return c.get(t, id).Status == workflow.StatusDone })
+	eventually(t, "replica-b to finish the run", 30*time.Second, func() bool { return c.get(t, id).Status == record.StatusDone })
 	checkFinishedByB := func(when string) {
 		t.Helper()
 		v := c.get(t, id)
-		if v.Status != workflow.StatusDone || len(v.Decisions) != 1 || v.Decisions[0].By != lead1 || v.Decisions[0].Via != "slack" {
+		if v.Status != record.StatusDone || len(v.Decisions) != 1 || v.Decisions[0].By != lead1 || v.Decisions[0].Via != "slack" {
 			t.Errorf("%s: status %s, decisions %+v", when, v.Status, v.Decisions)
 		}
-		if len(v.Operations) != 1 || v.Operations[0].Status != workflow.OpCommitted || v.Operations[0].Attempts != 1 ||
+		if len(v.Operations) != 1 || v.Operations[0].Status != record.OpCommitted || v.Operations[0].Attempts != 1 ||
 			receiptID(t, v.Operations[0].Receipt) != refund.ID {
 			t.Errorf("%s: operations %+v; the shop's refund is %s", when, v.Operations, refund.ID)
 		}
 		audit := c.auditActions(t, id)
-		if rec := audit[workflow.EventReconciled]; len(rec) != 1 || rec[0]["owner"] != "replica-b" || rec[0]["receipt"] != refund.ID {
+		if rec := audit[record.EventReconciled]; len(rec) != 1 || rec[0]["owner"] != "replica-b" || rec[0]["receipt"] != refund.ID {
 			t.Errorf("%s: reconciled events %+v, want one by replica-b with receipt %s", when, rec, refund.ID)
 		}
-		if ex := audit[workflow.EventExecuted]; len(ex) != 0 {
+		if ex := audit[record.EventExecuted]; len(ex) != 0 {
 			t.Errorf("%s: executed events %+v, want none: the refund was found, not made again", when, ex)
 		}
-		if f := audit[workflow.EventFinished]; len(f) != 1 {
+		if f := audit[record.EventFinished]; len(f) != 1 {
 			t.Errorf("%s: finished %d times", when, len(f))
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/examples/target"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // TestResolveARunThatNeedsAttention: a run whose outcome cannot be proven is
@@ -53,11 +52,11 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 			if !strings.Contains(out, "resolved by "+manager) || !strings.Contains(out, "it happened") {
 				t.Errorf("resolve's output does not say who resolved it and how:\\n%s", out)
 			}
-			v := show(t, dir, id)
-			if v.Status != workflow.StatusDone || len(v.Resolutions) != 1 || v.Resolutions[0].By != manager || v.Resolutions[0].Via != "cli" {
+			v := showJSON(t, dir, id)
+			if v.Status != record.StatusDone || len(v.Resolutions) != 1 || v.Resolutions[0].By != manager || v.Resolutions[0].Via != "cli" {
 				t.Fatalf("status %s, resolutions %+v", v.Status, v.Resolutions)
 			}
-			if op := v.Operations[0]; op.Status != workflow.OpCommitted || !strings.Contains(string(op.Receipt), "RF-by-hand") {
+			if op := v.Operations[0]; op.Status != record.OpCommitted || !strings.Contains(string(op.Receipt), "RF-by-hand") {
 				t.Fatalf("operation %+v", op)
 			}
 			if h := must(t, dir, exitDone, "history", id); !strings.Contains(h, "resolved by "+manager+": it happened") {
@@ -72,22 +71,22 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 			dir := newDir(t)
 			id := needsAttention(t, dir)
 			must(t, dir, exitFailed, "resolve", id, "--as", manager, "--reason", "not in the shop", "--did-not-happen", "--abandon")
-			if v := show(t, dir, id); v.Status != workflow.StatusFailed || !strings.Contains(v.Reason, "abandoned by "+manager) {
+			if v := showJSON(t, dir, id); v.Status != record.StatusFailed || !strings.Contains(v.Reason, "abandoned by "+manager) {
 				t.Fatalf("status %s (%q)", v.Status, v.Reason)
 			}
 		})
 		t.Run("a crash right after the resolution", func(t *testing.T) {
 			for _, c := range []struct {
 				flags []string
-				want  workflow.Status
+				want  record.Status
 			}{
-				{[]string{"--happened"}, workflow.StatusDone},
-				{[]string{"--did-not-happen", "--abandon"}, workflow.StatusFailed},
+				{[]string{"--happened"}, record.StatusDone},
+				{[]string{"--did-not-happen", "--abandon"}, record.StatusFailed},
 			} {
 				dir := newDir(t)
 				id := needsAttention(t, dir)
 				crash(t, dir, "after-resolve", append([]string{"resolve", id, "--as", manager, "--reason", "checked the shop"}, c.flags...)...)
-				v := show(t, dir, id)
+				v := showJSON(t, dir, id)
 				if v.Status != c.want || len(v.Resolutions) != 1 {
 					t.Fatalf("%v: after the crash, status %s and %d resolution(s); want %s, recorded once", c.flags, v.Status, len(v.Resolutions), c.want)
 				}
@@ -104,7 +103,7 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 			setShopKind(t, dir, id+"/1", "refund")
 			crash(t, dir, "after-recheck", "resume", id)
 			must(t, dir, exitDone, "resume", id)
-			if v := show(t, dir, id); v.Status != workflow.StatusDone || v.Operations[0].Attempts != 1 {
+			if v := showJSON(t, dir, id); v.Status != record.StatusDone || v.Operations[0].Attempts != 1 {
 				t.Fatalf("status %s, operations %+v", v.Status, v.Operations)
 			}
 			if ch := changes(t, dir); len(ch) != 1 {
@@ -117,7 +116,7 @@ func TestResolveARunThatNeedsAttention(t *testing.T) {
 			id := needsAttention(t, dir)
 			setShopKind(t, dir, id+"/1", "refund") // the register is put right
 			must(t, dir, exitDone, "resume", id)
-			if v := show(t, dir, id); v.Status != workflow.StatusDone {
+			if v := showJSON(t, dir, id); v.Status != record.StatusDone {
 				t.Fatalf("status %s (%s), want done once the shop can say", v.Status, v.Reason)
 			}
 			if ch := changes(t, dir); len(ch) != 1 {
@@ -200,19 +199,19 @@ func TestTheResolveCommandsOfTheDocs(t *testing.T) {
 		v := o.view(t, id)
 		switch {
 		case words[1] != "resolve":
-			if v.Status != workflow.StatusNeedsAttention {
+			if v.Status != record.StatusNeedsAttention {
 				t.Fatalf("%s: status %s", l.cmd, v.Status)
 			}
 		case happened:
-			if v.Status != workflow.StatusDone || !strings.Contains(string(v.Operations[0].Receipt), "D-123") {
+			if v.Status != record.StatusDone || !strings.Contains(string(v.Operations[0].Receipt), "D-123") {
 				t.Errorf("%s: status %s, operations %+v", l.cmd, v.Status, v.Operations)
 			}
 		case slices.Contains(words, "--retry"):
-			if v.Status != workflow.StatusDone || !ledgerHas(id) {
+			if v.Status != record.StatusDone || !ledgerHas(id) {
 				t.Errorf("%s: status %s, in the target's ledger: %v", l.cmd, v.Status, ledgerHas(id))
 			}
 		default:
-			if v.Status != workflow.StatusFailed || ledgerHas(id) {
+			if v.Status != record.StatusFailed || ledgerHas(id) {
 				t.Errorf("%s: status %s, in the target's ledger: %v", l.cmd, v.Status, ledgerHas(id))
 			}
 		}

@@ -278,7 +278,7 @@ func serveOn(loops *supervise.Supervisor, name string, srv *http.Server, ln net.
 // with Slack on, and the callback dispatcher's, each on its own goroutine so
 // that a slow executor never holds up Slack messages or the deadline sweep.
 func serveLoops(a *app, so serveOptions, cb *callback.Dispatcher, slackOn bool) []*workflow.Loop {
-	feed, _ := a.store.(workflow.ChangeFeed)
+	feed, _ := a.store.(storage.ChangeFeed)
 	loops := a.engine.Loops(so.poll, feed)
 	if slackOn {
 		sc := a.cfg.Slack

@@ -168,7 +168,7 @@ func (s *served) click(t *testing.T, fixture, user string, v *workflow.RunView) 
 	ref := fmt.Sprintf("v1:%s:%s:%s", v.ID, v.Gate.RequestID, v.Gate.Fingerprint)
 	body := strings.NewReplacer(
 		"{{USER_ID}}", user, "{{RUN_ID}}", v.ID, "{{REQUEST_ID}}", v.Gate.RequestID,
-		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", workflow.ShortFingerprint(v.Gate.Fingerprint), "{{REF}}", ref,
+		"{{FINGERPRINT}}", v.Gate.Fingerprint, "{{SHORT_FINGERPRINT}}", policy.ShortFingerprint(v.Gate.Fingerprint), "{{REF}}", ref,
 	).Replace(string(raw))
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, []byte(freshTrigger(body))); err != nil {
@@ -193,7 +193,7 @@ func (s *served) click(t *testing.T, fixture, user string, v *workflow.RunView) 
 func (s *served) undelivered(t *testing.T) int {
 	t.Helper()
 	var n int
-	err := s.app.store.View(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+	err := s.app.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		rows, err := tx.DueOutbox(ctx, time.Now().Add(24*time.Hour), 0)
 		n = len(rows)
 		return err
@@ -227,7 +227,7 @@ func TestServeEndToEnd(t *testing.T) {
 
 	waitFor(t, "the approval message", func() bool { return len(s.slack.Messages()) == 1 })
 	msg := s.slack.Messages()[0]
-	short := workflow.ShortFingerprint(v.Gate.Fingerprint)
+	short := policy.ShortFingerprint(v.Gate.Fingerprint)
 	if msg.Channel != "C0APPROVALS" || !strings.Contains(msg.Blocks, id) || !strings.Contains(msg.Blocks, short) || !strings.Contains(msg.Blocks, "signoff_approve") {
 		t.Fatalf("posted message lacks the run id, fingerprint or buttons: %+v", msg)
 	}
@@ -237,12 +237,12 @@ func TestServeEndToEnd(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("click: %d %s", status, body)
 	}
-	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == workflow.StatusDone })
+	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == record.StatusDone })
 	done := s.get(t, id)
-	if len(done.Operations) != 1 || done.Operations[0].Status != workflow.OpCommitted {
+	if len(done.Operations) != 1 || done.Operations[0].Status != record.OpCommitted {
 		t.Fatalf("operations %+v", done.Operations)
 	}
-	var receipt workflow.Receipt
+	var receipt record.Receipt
 	if err := json.Unmarshal(done.Operations[0].Receipt, &receipt); err != nil || receipt.ID == "" {
 		t.Fatalf("receipt %s %v", done.Operations[0].Receipt, err)
 	}
@@ -314,7 +314,7 @@ func TestServeConcurrentClicks(t *testing.T) {
 			t.Fatalf("click %d answered %d", i, st)
 		}
 	}
-	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == workflow.StatusDone })
+	waitFor(t, "the run to finish", func() bool { return s.get(t, id).Status == record.StatusDone })
 	if d := s.get(t, id).Decisions; len(d) != 1 {
 		t.Fatalf("%d decisions, want 1: %+v", len(d), d)
 	}

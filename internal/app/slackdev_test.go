@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/config"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // slackDevLoop is the whole Slack loop on one machine, each part a process
@@ -107,9 +106,9 @@ func (l *slackDevLoop) updated(t *testing.T, ts, want string) string {
 	return lines
 }
 
-func (l *slackDevLoop) status(t *testing.T, id string) workflow.Status {
+func (l *slackDevLoop) status(t *testing.T, id string) record.Status {
 	t.Helper()
-	return show(t, l.dir, id).Status
+	return showJSON(t, l.dir, id).Status
 }
 
 func wantLines(t *testing.T, what, got string, want ...string) {
@@ -135,7 +134,7 @@ func TestSlackDevLoop(t *testing.T) {
 	// Approve.
 	id := l.submit(t, "refund.json", mustFixture(t, "refund-double-charge.json"))
 	ts, msg := l.posted(t, id)
-	short := workflow.ShortFingerprint(show(t, l.dir, id).Gate.Fingerprint)
+	short := policy.ShortFingerprint(showJSON(t, l.dir, id).Gate.Fingerprint)
 	wantLines(t, "the approval message", msg, "    Approval needed: request_refund\n", "    • `amount`: `119`\n",
 		"Run `"+id+"` · fingerprint `"+short+"`", "    @U0LEAD0001 @U0LEAD0002 @U0MGR00001\n")
 	wantLines(t, "/runs pending", l.must(t, exitDone, "command", "/runs pending", "--as", lead1),
@@ -148,7 +147,7 @@ func TestSlackDevLoop(t *testing.T) {
 	if code != exitFailed || !strings.Contains(errs, "answered 401 Unauthorized (is SLACK_SIGNING_SECRET the one serve has?)") {
 		t.Errorf("a click signed with another secret: exit %d\n%s%s", code, out, errs)
 	}
-	if s := l.status(t, id); s != workflow.StatusWaitingApproval {
+	if s := l.status(t, id); s != record.StatusWaitingApproval {
 		t.Fatalf("after refused clicks the run is %s", s)
 	}
 
@@ -159,7 +158,7 @@ func TestSlackDevLoop(t *testing.T) {
 	if strings.Contains(upd, "buttons:") {
 		t.Errorf("the message of a done run still has buttons:\n%s", upd)
 	}
-	if s := l.status(t, id); s != workflow.StatusDone {
+	if s := l.status(t, id); s != record.StatusDone {
 		t.Fatalf("approved run is %s", s)
 	}
 	code, out, errs = l.slack(t, nil, "click", id, "approve", "--as", lead1)
@@ -180,7 +179,7 @@ func TestSlackDevLoop(t *testing.T) {
 	wantLines(t, "the local Slack", l.dev.output(), `"Reject" opened (submit: Reject)`, "    Why? [input reason]\n")
 	upd = l.updated(t, ts, "    Rejected: reship_item, create_return_label\n")
 	wantLines(t, "the rejected message", upd, "*Rejected* by @U0LEAD0001 (team_lead)", "`the customer kept it`", "Nothing was done.")
-	if v := show(t, l.dir, id); v.Status != workflow.StatusRejected || !strings.Contains(v.Reason, "the customer kept it") {
+	if v := showJSON(t, l.dir, id); v.Status != record.StatusRejected || !strings.Contains(v.Reason, "the customer kept it") {
 		t.Fatalf("rejected run: %s (%s)", v.Status, v.Reason)
 	}
 
@@ -189,7 +188,7 @@ func TestSlackDevLoop(t *testing.T) {
 	ts, _ = l.posted(t, id)
 	out = l.must(t, exitRefused, "click", id, "edit", "--as", lead1, "--edit", `{"amount": "lots"}`)
 	wantLines(t, "a bad edit", out, "the form \"Edit the arguments\" opened", "\"amount\": \"lots\"", "the form stays open; serve says:\n    action_0: ")
-	if s := l.status(t, id); s != workflow.StatusWaitingApproval {
+	if s := l.status(t, id); s != record.StatusWaitingApproval {
 		t.Fatalf("after a refused edit the run is %s", s)
 	}
 	out = l.must(t, exitDone, "click", id, "edit", "--as", lead1, "--edit", `{"amount": 60}`, "--reason", "half now, half when it is back")
@@ -197,9 +196,9 @@ func TestSlackDevLoop(t *testing.T) {
 		"      \"payment_id\": \"PAY-507862-1\",\n", "pressed Approve with edits\nserve took it")
 	upd = l.updated(t, ts, "    Done: request_refund\n")
 	wantLines(t, "the edited message", upd, "    • `amount`: `60`\n")
-	v := show(t, l.dir, id)
+	v := showJSON(t, l.dir, id)
 	var args struct{ Amount json.Number }
-	if err := json.Unmarshal(v.Actions[0].Args, &args); err != nil || v.Status != workflow.StatusDone || args.Amount != "60" {
+	if err := json.Unmarshal(v.Actions[0].Args, &args); err != nil || v.Status != record.StatusDone || args.Amount != "60" {
 		t.Fatalf("edited run: %s with %s (%v)", v.Status, v.Actions[0].Args, err)
 	}
 

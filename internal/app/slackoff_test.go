@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/config"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // noSlackEnv blanks the Slack settings a developer's shell may hold, so
@@ -75,7 +74,7 @@ func TestServeWithoutSlack(t *testing.T) {
 	}
 	status, _, b := apiCall(t, addr, http.MethodPost, "/v1/runs", serveAPIToken, body)
 	var sub struct{ ID, Status string }
-	if err := json.Unmarshal(b, &sub); status != http.StatusCreated || err != nil || sub.Status != string(workflow.StatusWaitingApproval) {
+	if err := json.Unmarshal(b, &sub); status != http.StatusCreated || err != nil || sub.Status != string(record.StatusWaitingApproval) {
 		t.Fatalf("POST /v1/runs: %d %s (%v), want 201 waiting_approval", status, b, err)
 	}
 	noChanges(t, dir)

@@ -78,8 +78,8 @@ func TestTheSlowDeployWalkthrough(t *testing.T) {
 	}
 	var v workflow.RunView
 	for _, id := range runs {
-		v = show(t, dir, id)
-		if v.Status != workflow.StatusDone {
+		v = showJSON(t, dir, id)
+		if v.Status != record.StatusDone {
 			t.Errorf("run %s is %s (%s), want done", id, v.Status, v.Reason)
 		}
 	}

@@ -28,7 +28,7 @@ func TestASlowDeployIsReconciledAcrossAServeKill(t *testing.T) {
 	first := startServeChildEnv(t, o.dir, o.config, append(append([]string{}, o.env...), "SIGNOFF_FAILPOINT=after-park"))
 	diedAtFailpoint(t, first) // right after it parked the run
 	v := o.view(t, id)
-	if v.Status != workflow.StatusExecuting || v.RetryAt == nil || !strings.Contains(v.Reason, "asking the target again at") {
+	if v.Status != record.StatusExecuting || v.RetryAt == nil || !strings.Contains(v.Reason, "asking the target again at") {
 		t.Fatalf("after serve died: status %s (%q), retry at %v; want executing, asking again later", v.Status, v.Reason, v.RetryAt)
 	}
 	if shown := o.must(t, exitActive, "", "show", id); !strings.Contains(shown, "asking the target again at") {
@@ -41,7 +41,7 @@ func TestASlowDeployIsReconciledAcrossAServeKill(t *testing.T) {
 	release() // the deploy finishes while no serve runs
 	waitFor(t, "the deploy to finish", func() bool { return len(o.target.Ledger()) == 1 })
 	second := startServeChildEnv(t, o.dir, o.config, o.env)
-	waitFor(t, "the restarted serve to reconcile the run", func() bool { return o.view(t, id).Status == workflow.StatusDone })
+	waitFor(t, "the restarted serve to reconcile the run", func() bool { return o.view(t, id).Status == record.StatusDone })
 	second.mu.Lock()
 	logged := second.log.String()
 	second.mu.Unlock()

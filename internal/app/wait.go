@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // defaultWaitTimeout is how long wait and submit --wait wait at most unless
@@ -20,9 +18,9 @@ const defaultWaitTimeout = 10 * time.Minute
 // being asked to act on it first: a wait goes on through these statuses and
 // ends at any other (done, failed, rejected, expired, cancelled, or
 // needs_attention, where a person must act).
-func pending(s workflow.Status) bool {
+func pending(s record.Status) bool {
 	switch s {
-	case workflow.StatusRunning, workflow.StatusWaitingApproval, workflow.StatusExecuting:
+	case record.StatusRunning, record.StatusWaitingApproval, record.StatusExecuting:
 		return true
 	}
 	return false
@@ -125,7 +123,7 @@ func (c *cli) waitRun(a *app, id string, asJSON bool, timeout time.Duration) err
 // waiters on other processes' commits, until ctx ends or stop is called;
 // stop waits for it to end.
 func (a *app) feedChanges(ctx context.Context) (stop func()) {
-	feed, ok := a.store.(workflow.ChangeFeed)
+	feed, ok := a.store.(storage.ChangeFeed)
 	if !ok {
 		return func() {}
 	}

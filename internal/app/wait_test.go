@@ -321,7 +321,7 @@ func TestWaitRunWakesThroughTheFeed(t *testing.T) {
 				t.Fatal(err)
 			}
 			run, err := decider.engine.Submit(t.Context(), p)
-			if err != nil || run.Status != workflow.StatusWaitingApproval {
+			if err != nil || run.Status != record.StatusWaitingApproval {
 				t.Fatalf("submit: %v, %v", run, err)
 			}
 			stop := waiter.feedChanges(t.Context())
@@ -333,7 +333,7 @@ func TestWaitRunWakesThroughTheFeed(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				v, changed, err := waiter.engine.WaitRun(t.Context(), run.ID, workflow.StatusWaitingApproval)
+				v, changed, err := waiter.engine.WaitRun(t.Context(), run.ID, record.StatusWaitingApproval)
 				done <- result{v, changed, err}
 			}()
 			for waiter.changes.Waiting() == 0 { // until the waiter sleeps
@@ -344,14 +344,14 @@ func TestWaitRunWakesThroughTheFeed(t *testing.T) {
 				t.Fatalf("WaitRun returned before the decision: %+v", r)
 			default:
 			}
-			if _, err := decider.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: workflow.Person{ID: lead1},
-				Verdict: workflow.VerdictReject, Reason: "not this one", Via: "cli"}); err != nil {
+			if _, err := decider.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: lead1},
+				Verdict: record.VerdictReject, Reason: "not this one", Via: "cli"}); err != nil {
 				t.Fatal(err)
 			}
 			decided := time.Now()
 			select {
 			case r := <-done:
-				if r.err != nil || !r.changed || r.v.Status != workflow.StatusRejected {
+				if r.err != nil || !r.changed || r.v.Status != record.StatusRejected {
 					t.Fatalf("WaitRun = %+v, want the run rejected", r)
 				}
 				t.Logf("%s: WaitRun returned %v after the other store's commit", st.name, time.Since(decided).Round(time.Microsecond))
@@ -376,7 +376,7 @@ func TestServeFeedsItsWaiters(t *testing.T) {
 	id := runIDOf(t, out)
 	done := make(chan *workflow.RunView, 1)
 	go func() {
-		v, _, err := s.app.engine.WaitRun(t.Context(), id, workflow.StatusWaitingApproval)
+		v, _, err := s.app.engine.WaitRun(t.Context(), id, record.StatusWaitingApproval)
 		if err != nil {
 			t.Error(err)
 		}
@@ -390,7 +390,7 @@ func TestServeFeedsItsWaiters(t *testing.T) {
 	}
 	select {
 	case v := <-done:
-		if v == nil || v.Status != workflow.StatusRejected {
+		if v == nil || v.Status != record.StatusRejected {
 			t.Fatalf("the server's waiter woke to %+v, want the run rejected", v)
 		}
 	case <-time.After(10 * time.Second):

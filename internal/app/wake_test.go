@@ -64,12 +64,12 @@ func TestServeIsWokenByAnotherProcessDecision(t *testing.T) {
 				id := runIDOf(t, out)
 				crashOn(t, global, "after-decision-commit", "approve", id, "--as", lead1)
 				ctx, cancel := context.WithTimeout(t.Context(), childTimeout)
-				v, _, err := s.app.engine.WaitRun(ctx, id, workflow.StatusExecuting)
+				v, _, err := s.app.engine.WaitRun(ctx, id, record.StatusExecuting)
 				cancel()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if v.Status != workflow.StatusDone || len(v.Decisions) != 1 {
+				if v.Status != record.StatusDone || len(v.Decisions) != 1 {
 					t.Fatalf("run %s is %s with %d decisions, want done by serve after one decision", id, v.Status, len(v.Decisions))
 				}
 				decided := v.Decisions[0].At

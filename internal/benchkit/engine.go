@@ -31,22 +31,22 @@ const refundSchema = `{
 // NewEngine is an engine on st with one action, request_refund, that always
 // needs a team lead's approval, and an executor that does nothing but keep
 // its receipts, so that the figures are the engine's and the store's.
-func NewEngine(st workflow.Store) (*workflow.Engine, error) {
-	roles, err := workflow.NewRoles([]workflow.Role{
+func NewEngine(st storage.Store) (*workflow.Engine, error) {
+	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{Requester}},
 		{Name: "team_lead", Members: []string{Approver}},
 	})
 	if err != nil {
 		return nil, err
 	}
-	policy, err := workflow.NewPolicy("bench", []workflow.Rule{{
-		Name: "refund", When: `action.name == "request_refund"`, Risk: workflow.RiskHigh,
-		Approval: &workflow.ApprovalSpec{Role: "team_lead", Count: 1, Expires: workflow.Seconds(72 * 3600)},
+	policy, err := policy.New("bench", []policy.Rule{{
+		Name: "refund", When: `action.name == "request_refund"`, Risk: record.RiskHigh,
+		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(72 * 3600)},
 	}}, roles)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), &target{receipts: map[string]workflow.Receipt{}}, nil)
+	spec, err := workflow.NewActionSpec("request_refund", []byte(refundSchema), &target{receipts: map[string]record.Receipt{}}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -57,23 +57,23 @@ func NewEngine(st workflow.Store) (*workflow.Engine, error) {
 // target is an executor that keeps its receipts in memory.
 type target struct {
 	mu       sync.Mutex
-	receipts map[string]workflow.Receipt
+	receipts map[string]record.Receipt
 }
 
-func (t *target) Check(context.Context, workflow.Action) error { return nil }
+func (t *target) Check(context.Context, record.Action) error { return nil }
 
-func (t *target) Execute(_ context.Context, key string, _ workflow.Action) (workflow.Receipt, error) {
+func (t *target) Execute(_ context.Context, key string, _ record.Action) (record.Receipt, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if rc, ok := t.receipts[key]; ok {
 		return rc, nil
 	}
-	rc := workflow.Receipt{ID: fmt.Sprintf("RF-%d", len(t.receipts)+1)}
+	rc := record.Receipt{ID: fmt.Sprintf("RF-%d", len(t.receipts)+1)}
 	t.receipts[key] = rc
 	return rc, nil
 }
 
-func (t *target) Lookup(_ context.Context, key string) (workflow.Receipt, bool, error) {
+func (t *target) Lookup(_ context.Context, key string) (record.Receipt, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rc, ok := t.receipts[key]
@@ -88,10 +88,10 @@ var evidence = json.RawMessage(`{"note":"` + strings.Repeat("x", 2000) + `"}`)
 func Proposal() *workflow.Proposal {
 	return &workflow.Proposal{
 		TaskID:    "T-BENCH",
-		Requester: workflow.Person{ID: Requester, Name: "Bench"},
+		Requester: record.Person{ID: Requester, Name: "Bench"},
 		Summary:   "refund a duplicate charge",
-		Actions:   []workflow.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}},
-		Evidence:  []workflow.Evidence{{Source: "get_payments", Data: evidence}},
+		Actions:   []record.Action{{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":119}`)}},
+		Evidence:  []record.Evidence{{Source: "get_payments", Data: evidence}},
 	}
 }
 
@@ -101,7 +101,7 @@ func Suspend(ctx context.Context, eng *workflow.Engine) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("submit: %w", err)
 	}
-	if run.Status != workflow.StatusWaitingApproval {
+	if run.Status != record.StatusWaitingApproval {
 		return "", fmt.Errorf("submitted run %s is %s, want waiting_approval", run.ID, run.Status)
 	}
 	return run.ID, nil
@@ -109,11 +109,11 @@ func Suspend(ctx context.Context, eng *workflow.Engine) (string, error) {
 
 // Decide approves a waiting run.
 func Decide(ctx context.Context, eng *workflow.Engine, id string) error {
-	run, err := eng.Decide(ctx, workflow.DecideInput{RunID: id, Approver: workflow.Person{ID: Approver}, Verdict: workflow.VerdictApprove, Via: workflow.ViaCLI})
+	run, err := eng.Decide(ctx, workflow.DecideInput{RunID: id, Approver: record.Person{ID: Approver}, Verdict: record.VerdictApprove, Via: record.ViaCLI})
 	if err != nil {
 		return fmt.Errorf("decide: %w", err)
 	}
-	if run.Status != workflow.StatusExecuting {
+	if run.Status != record.StatusExecuting {
 		return fmt.Errorf("approved run %s is %s, want executing", id, run.Status)
 	}
 	return nil
@@ -125,7 +125,7 @@ func Execute(ctx context.Context, eng *workflow.Engine, id string) error {
 	if err != nil {
 		return fmt.Errorf("execute: %w", err)
 	}
-	if run.Status != workflow.StatusDone {
+	if run.Status != record.StatusDone {
 		return fmt.Errorf("executed run %s is %s, want done", id, run.Status)
 	}
 	return nil

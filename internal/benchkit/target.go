@@ -17,7 +17,6 @@ import (
 
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Target is one store to measure, with what the figures are read against.
@@ -165,12 +164,12 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 
 // Counting is a store that counts the Updates that committed.
 type Counting struct {
-	workflow.Store
+	storage.Store
 	commits atomic.Int64
 }
 
 // Update is the store's, counted when it returns nil.
-func (c *Counting) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (c *Counting) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	err := c.Store.Update(ctx, fn)
 	if err == nil {
 		c.commits.Add(1)

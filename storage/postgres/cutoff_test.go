@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // replyCutter is a TCP proxy in front of a PostgreSQL server. Once armed, it
@@ -113,11 +111,11 @@ func TestACommitCutOffFromItsAnswerIsNotCalledARollback(t *testing.T) {
 	p := newReplyCutter(t, dsn)
 	s := openStore(t, p.dsn+"&pool_max_conns=1")
 	submit := func(id string, cut bool) error {
-		return s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-			if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
+		return s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+			if err := tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning}); err != nil {
 				return err
 			}
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "submitted"}, nil); err != nil {
+			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: id, Action: "submitted"}, nil); err != nil {
 				return err
 			}
 			if cut {
@@ -142,11 +140,11 @@ func TestACommitCutOffFromItsAnswerIsNotCalledARollback(t *testing.T) {
 		t.Errorf("Update = %v, want an error saying the outcome is unknown", err)
 	}
 	direct := openStore(t, dsn)
-	err = direct.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err = direct.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		if _, err := tx.Run(ctx, "run-a"); err != nil {
 			t.Errorf("run-a: %v; the server committed it", err)
 		}
-		evs, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-a"})
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{RunID: "run-a"})
 		if err == nil && len(evs) != 1 {
 			t.Errorf("%d audit events of run-a, want the one that went with COMMIT", len(evs))
 		}
@@ -155,8 +153,8 @@ func TestACommitCutOffFromItsAnswerIsNotCalledARollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-b", Status: workflow.StatusRunning})
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertRun(ctx, &record.Run{ID: "run-b", Status: record.StatusRunning})
 	}); err != nil {
 		t.Errorf("the next Update, on a new connection: %v", err)
 	}

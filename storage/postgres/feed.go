@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // channel is where every transaction that writes a run's row notifies, with
@@ -24,7 +22,7 @@ const (
 	listenRetryMax = 5 * time.Second
 )
 
-var _ workflow.ChangeFeed = (*Store)(nil)
+var _ storage.ChangeFeed = (*Store)(nil)
 
 // FeedChanges tells c of the runs other processes commit: it LISTENs on a
 // connection of its own (outside the pool: a listener holds its connection
@@ -32,7 +30,7 @@ var _ workflow.ChangeFeed = (*Store)(nil)
 // id. A lost connection is opened again with backoff; once listening again it
 // calls c.NotifyAll, since a notification sent meanwhile was lost. It returns
 // nil when ctx ends.
-func (s *Store) FeedChanges(ctx context.Context, c *workflow.Changes) error {
+func (s *Store) FeedChanges(ctx context.Context, c *storage.Changes) error {
 	wait := listenRetryMin
 	for {
 		listened, err := s.listen(ctx, c)
@@ -57,7 +55,7 @@ func (s *Store) FeedChanges(ctx context.Context, c *workflow.Changes) error {
 // listen connects, LISTENs, wakes every waiter once and then passes each
 // notification on until the connection or ctx ends; listened says whether it
 // got that far.
-func (s *Store) listen(ctx context.Context, c *workflow.Changes) (listened bool, err error) {
+func (s *Store) listen(ctx context.Context, c *storage.Changes) (listened bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)

@@ -20,7 +20,6 @@ import (
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/storage/storagetest"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // migrated is a fresh schema with every migration applied.
@@ -62,7 +61,7 @@ func execRaw(t *testing.T, dsn, query string, args ...any) {
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storagetest.Run(t, func(t *testing.T) workflow.Store {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
 		s, err := Open(t.Context(), migrated(t))
 		if err != nil {
 			t.Fatalf("open store: %v", err)
@@ -119,8 +118,8 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Errorf("first Migrate applied %v, want %v", applied, Migrations())
 	}
 	s := openStore(t, dsn)
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +139,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 			t.Errorf("version %d checksum changed: %s → %s", v, sum, again[v])
 		}
 	}
-	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		_, err := tx.Run(ctx, "run-1")
 		return err
 	}); err != nil {
@@ -276,9 +275,9 @@ func TestConcurrentClaimsFromTwoPools(t *testing.T) {
 	dsn := migrated(t)
 	stores := []*Store{openStore(t, dsn), openStore(t, dsn)}
 	base := time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC)
-	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		for i := range runs {
-			r := &workflow.Run{ID: fmt.Sprintf("run-%02d", i), Status: workflow.StatusExecuting, CreatedAt: base, UpdatedAt: base.Add(time.Duration(i%7) * time.Second)}
+			r := &record.Run{ID: fmt.Sprintf("run-%02d", i), Status: record.StatusExecuting, CreatedAt: base, UpdatedAt: base.Add(time.Duration(i%7) * time.Second)}
 			if err := tx.InsertRun(ctx, r); err != nil {
 				return err
 			}
@@ -297,10 +296,10 @@ func TestConcurrentClaimsFromTwoPools(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for {
-					var got []*workflow.Run
-					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+					var got []*record.Run
+					err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 						var err error
-						got, err = tx.ClaimRuns(ctx, name, []workflow.Status{workflow.StatusExecuting}, base, base.Add(time.Hour), 2)
+						got, err = tx.ClaimRuns(ctx, name, []record.Status{record.StatusExecuting}, base, base.Add(time.Hour), 2)
 						return err
 					})
 					if err != nil {
@@ -353,11 +352,11 @@ func TestAuditChainAcrossStores(t *testing.T) {
 				<-start
 				for i := range appends {
 					id := fmt.Sprintf("run-%d-%d-%d", si, w, i)
-					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-						if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
+					err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+						if err := tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning}); err != nil {
 							return err
 						}
-						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"}, nil)
+						return tx.AppendAudit(ctx, &record.AuditEvent{RunID: id, Action: "start"}, nil)
 					})
 					if err != nil {
 						t.Errorf("store %d writer %d: %v", si, w, err)
@@ -372,8 +371,8 @@ func TestAuditChainAcrossStores(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	err := stores[1].View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+	err := stores[1].View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		es, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return err
 		}
@@ -397,8 +396,8 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 	const each = 30
 	dsn := migrated(t)
 	saver, appender := openStore(t, dsn), openStore(t, dsn)
-	run := &workflow.Run{ID: "run-raced", Status: workflow.StatusExecuting}
-	if err := saver.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
+	run := &record.Run{ID: "run-raced", Status: record.StatusExecuting}
+	if err := saver.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
 		t.Fatal(err)
 	}
 	start := make(chan struct{})
@@ -406,17 +405,17 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 	wg.Go(func() {
 		<-start
 		for i := range each {
-			err := saver.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			err := saver.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				r, err := tx.Run(ctx, run.ID)
 				if err != nil {
 					return err
 				}
 				r.Seq++
-				cp := &workflow.Checkpoint{RunID: r.ID, Seq: r.Seq, SchemaVersion: 2, Hash: fmt.Sprintf("h%d", r.Seq)}
-				if err := tx.SaveRun(ctx, &workflow.RunWrite{Run: r, Checkpoint: cp}); err != nil {
+				cp := &record.Checkpoint{RunID: r.ID, Seq: r.Seq, SchemaVersion: 2, Hash: fmt.Sprintf("h%d", r.Seq)}
+				if err := tx.SaveRun(ctx, &storage.RunWrite{Run: r, Checkpoint: cp}); err != nil {
 					return err
 				}
-				return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: r.ID, Action: workflow.Event(fmt.Sprintf("step-%d", i))}, nil)
+				return tx.AppendAudit(ctx, &record.AuditEvent{RunID: r.ID, Action: record.Event(fmt.Sprintf("step-%d", i))}, nil)
 			})
 			if err != nil {
 				t.Errorf("transition %d: %v", i, err)
@@ -427,8 +426,8 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 	wg.Go(func() {
 		<-start
 		for i := range each {
-			err := appender.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-				return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: run.ID, Action: workflow.Event(fmt.Sprintf("refused-%d", i))}, nil)
+			err := appender.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				return tx.AppendAudit(ctx, &record.AuditEvent{RunID: run.ID, Action: record.Event(fmt.Sprintf("refused-%d", i))}, nil)
 			})
 			if err != nil {
 				t.Errorf("append %d: %v", i, err)
@@ -441,8 +440,8 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	err := appender.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: run.ID})
+	err := appender.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		es, err := tx.AuditEvents(ctx, storage.AuditFilter{RunID: run.ID})
 		if err != nil {
 			return err
 		}
@@ -469,79 +468,79 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 func TestTxUsableAfterEveryRefusal(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
-	run := &workflow.Run{ID: "run-1", Status: workflow.StatusRunning, IdempotencyKey: "key-1"}
-	other := &workflow.Run{ID: "run-2", Status: workflow.StatusRunning, IdempotencyKey: "key-2"}
-	req := &workflow.ApprovalRequest{ID: "req-1", RunID: "run-1", Status: workflow.RequestPending}
-	op := &workflow.Operation{Key: "run-1/0", RunID: "run-1", Status: workflow.OpPending}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	run := &record.Run{ID: "run-1", Status: record.StatusRunning, IdempotencyKey: "key-1"}
+	other := &record.Run{ID: "run-2", Status: record.StatusRunning, IdempotencyKey: "key-2"}
+	req := &record.ApprovalRequest{ID: "req-1", RunID: "run-1", Status: record.RequestPending}
+	op := &record.Operation{Key: "run-1/0", RunID: "run-1", Status: record.OpPending}
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return errors.Join(tx.InsertRun(ctx, run), tx.InsertRun(ctx, other), tx.InsertRequest(ctx, req),
 			tx.InsertOperation(ctx, op),
-			tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: workflow.VerdictApprove}))
+			tx.InsertDecision(ctx, &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: record.VerdictApprove}))
 	}); err != nil {
 		t.Fatal(err)
 	}
 	refusals := []struct {
 		name string
 		want error
-		fn   func(ctx context.Context, tx workflow.Tx) error
+		fn   func(ctx context.Context, tx storage.Tx) error
 	}{
-		{"run id", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+		{"run id", storage.ErrDuplicate, func(ctx context.Context, tx storage.Tx) error {
+			return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 		}},
-		{"idempotency key of another run", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertRun(ctx, &workflow.Run{ID: "run-3", Status: workflow.StatusRunning, IdempotencyKey: "key-1"})
+		{"idempotency key of another run", storage.ErrDuplicate, func(ctx context.Context, tx storage.Tx) error {
+			return tx.InsertRun(ctx, &record.Run{ID: "run-3", Status: record.StatusRunning, IdempotencyKey: "key-1"})
 		}},
-		{"stale run", workflow.ErrConflict, func(ctx context.Context, tx workflow.Tx) error {
+		{"stale run", storage.ErrConflict, func(ctx context.Context, tx storage.Tx) error {
 			r := *other
 			r.Version = 7
 			return tx.UpdateRun(ctx, &r)
 		}},
-		{"checkpoint of a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "no-such-run", Seq: 1})
+		{"checkpoint of a missing run", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
+			return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "no-such-run", Seq: 1})
 		}},
-		{"request of a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertRequest(ctx, &workflow.ApprovalRequest{ID: "req-x", RunID: "no-such-run", Status: workflow.RequestPending})
+		{"request of a missing run", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
+			return tx.InsertRequest(ctx, &record.ApprovalRequest{ID: "req-x", RunID: "no-such-run", Status: record.RequestPending})
 		}},
-		{"request moved to a missing run", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
+		{"request moved to a missing run", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
 			r := *req
 			r.RunID = "no-such-run"
 			return tx.UpdateRequest(ctx, &r)
 		}},
-		{"decision twice", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: workflow.VerdictReject})
+		{"decision twice", storage.ErrDuplicate, func(ctx context.Context, tx storage.Tx) error {
+			return tx.InsertDecision(ctx, &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U1", Verdict: record.VerdictReject})
 		}},
-		{"decision on a missing request", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertDecision(ctx, &workflow.Decision{RequestID: "req-x", RunID: "run-1", ApproverID: "U2", Verdict: workflow.VerdictReject})
+		{"decision on a missing request", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
+			return tx.InsertDecision(ctx, &record.Decision{RequestID: "req-x", RunID: "run-1", ApproverID: "U2", Verdict: record.VerdictReject})
 		}},
-		{"operation key", workflow.ErrDuplicate, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertOperation(ctx, &workflow.Operation{Key: "run-1/0", RunID: "run-1", Status: workflow.OpPending})
+		{"operation key", storage.ErrDuplicate, func(ctx context.Context, tx storage.Tx) error {
+			return tx.InsertOperation(ctx, &record.Operation{Key: "run-1/0", RunID: "run-1", Status: record.OpPending})
 		}},
-		{"stale operation", workflow.ErrConflict, func(ctx context.Context, tx workflow.Tx) error {
+		{"stale operation", storage.ErrConflict, func(ctx context.Context, tx storage.Tx) error {
 			o := *op
 			o.Version = 7
 			return tx.UpdateOperation(ctx, &o)
 		}},
-		{"missing operation", workflow.ErrNotFound, func(ctx context.Context, tx workflow.Tx) error {
-			return tx.UpdateOperation(ctx, &workflow.Operation{Key: "nope", Version: 1, Status: workflow.OpPending})
+		{"missing operation", storage.ErrNotFound, func(ctx context.Context, tx storage.Tx) error {
+			return tx.UpdateOperation(ctx, &record.Operation{Key: "nope", Version: 1, Status: record.OpPending})
 		}},
 	}
-	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		for i, r := range refusals {
 			if err := r.fn(ctx, tx); !errors.Is(err, r.want) {
 				t.Errorf("%s: got %v, want %v", r.name, err, r.want)
 			}
 			// The transaction still writes after each refusal.
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-1", Action: workflow.Event(r.name)}, nil); err != nil {
+			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-1", Action: record.Event(r.name)}, nil); err != nil {
 				return fmt.Errorf("audit after refusal %d (%s): %w", i, r.name, err)
 			}
 		}
-		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 1, SchemaVersion: 1})
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 1, SchemaVersion: 1})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-1"})
+	err = s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		es, err := tx.AuditEvents(ctx, storage.AuditFilter{RunID: "run-1"})
 		if err != nil {
 			return err
 		}
@@ -569,10 +568,10 @@ func TestTxUsableAfterEveryRefusal(t *testing.T) {
 func TestForeignKeyIsNotFound(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
-	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
+	err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
 	})
-	if !errors.Is(err, workflow.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
 		t.Errorf("checkpoint of a missing run: got %v, want ErrNotFound naming the run", err)
 	}
 }
@@ -596,10 +595,10 @@ func TestInterpretError(t *testing.T) {
 	if err := interpretError(nil); err != nil {
 		t.Errorf("interpretError(nil) = %v", err)
 	}
-	if err := interpretError(fmt.Errorf("scan: %w", pgx.ErrNoRows)); !errors.Is(err, workflow.ErrNotFound) {
+	if err := interpretError(fmt.Errorf("scan: %w", pgx.ErrNoRows)); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("ErrNoRows became %v", err)
 	}
-	for code, want := range map[string]error{"23505": workflow.ErrDuplicate, "23503": workflow.ErrNotFound} {
+	for code, want := range map[string]error{"23505": storage.ErrDuplicate, "23503": storage.ErrNotFound} {
 		native := &pgconn.PgError{Code: code, Message: "constraint"}
 		err := interpretError(native)
 		if !errors.Is(err, want) {
@@ -623,11 +622,11 @@ func TestEncoding(t *testing.T) {
 	dsn := migrated(t)
 	s := openStore(t, dsn)
 	at := time.Date(2026, 11, 29, 9, 30, 0, 123_456_789, time.UTC)
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return errors.Join(
-			tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning, CreatedAt: at}),
-			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
-			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
+			tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning, CreatedAt: at}),
+			tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
+			tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
 		)
 	}); err != nil {
 		t.Fatal(err)
@@ -668,12 +667,12 @@ func TestUpdateIsReadCommitted(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
 	var update, view string
-	if err := s.Update(t.Context(), func(ctx context.Context, wtx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, wtx storage.Tx) error {
 		return wtx.(*sqlstore.Tx).Conn().QueryRow(ctx, `SHOW transaction_isolation`).Scan(&update)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.View(t.Context(), func(ctx context.Context, wtx workflow.Tx) error {
+	if err := s.View(t.Context(), func(ctx context.Context, wtx storage.Tx) error {
 		return wtx.(*sqlstore.Tx).Conn().QueryRow(ctx, `SHOW transaction_isolation`).Scan(&view)
 	}); err != nil {
 		t.Fatal(err)
@@ -685,7 +684,7 @@ func TestUpdateIsReadCommitted(t *testing.T) {
 
 func TestChangeFeed(t *testing.T) {
 	t.Parallel()
-	storagetest.RunChangeFeed(t, func(t *testing.T) (workflow.Store, workflow.Store) {
+	storagetest.RunChangeFeed(t, func(t *testing.T) (storage.Store, storage.Store) {
 		dsn := migrated(t)
 		return openStore(t, dsn), openStore(t, dsn)
 	})
@@ -693,9 +692,9 @@ func TestChangeFeed(t *testing.T) {
 
 // startFeed runs s's feed into a new Changes until t ends, and returns once
 // it listens.
-func startFeed(t *testing.T, s *Store) *workflow.Changes {
+func startFeed(t *testing.T, s *Store) *storage.Changes {
 	t.Helper()
-	c := workflow.NewChanges()
+	c := storage.NewChanges()
 	ctx, cancel := context.WithCancel(t.Context())
 	fed := make(chan error, 1)
 	t.Cleanup(func() {
@@ -720,9 +719,9 @@ func mustWake(t *testing.T, woken <-chan struct{}, what string) {
 	}
 }
 
-func feedRun(id string) *workflow.Run {
+func feedRun(id string) *record.Run {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	return &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusWaitingApproval, CreatedAt: now, UpdatedAt: now}
+	return &record.Run{ID: id, Workflow: "proposal", Status: record.StatusWaitingApproval, CreatedAt: now, UpdatedAt: now}
 }
 
 // TestChangeFeedNotOnRollback: the notification is sent inside the
@@ -741,7 +740,7 @@ func TestChangeFeedNotOnRollback(t *testing.T) {
 	woken, stop := c.Watch(committed)
 	defer stop()
 	errBoom := errors.New("boom")
-	err := b.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err := b.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.InsertRun(ctx, feedRun(lost)); err != nil {
 			return err
 		}
@@ -750,7 +749,7 @@ func TestChangeFeedNotOnRollback(t *testing.T) {
 	if !errors.Is(err, errBoom) {
 		t.Fatalf("update = %v", err)
 	}
-	if err := b.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, feedRun(committed)) }); err != nil {
+	if err := b.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, feedRun(committed)) }); err != nil {
 		t.Fatal(err)
 	}
 	mustWake(t, woken, "a committed insert")
@@ -777,7 +776,7 @@ func TestChangeFeedListensAgain(t *testing.T) {
 	mustWake(t, woken, "the wake after listening again")
 	woken, stop2 := c.Watch(id)
 	defer stop2()
-	if err := b.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, feedRun(id)) }); err != nil {
+	if err := b.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, feedRun(id)) }); err != nil {
 		t.Fatal(err)
 	}
 	mustWake(t, woken, "a commit after listening again")
@@ -808,15 +807,15 @@ func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
 	u.RawQuery = q.Encode()
 	s := openStore(t, u.String())
 	base := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusExecuting, CreatedAt: base, UpdatedAt: base})
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusExecuting, CreatedAt: base, UpdatedAt: base})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	locked, release := make(chan struct{}), make(chan struct{})
 	frozen := make(chan error, 1)
 	go func() {
-		frozen <- s.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		frozen <- s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 			r, err := tx.Run(ctx, "run-1")
 			if err != nil {
 				return err
@@ -833,7 +832,7 @@ func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
 	<-locked
 	other := make(chan error, 1)
 	go func() {
-		other <- s.Update(context.Background(), func(ctx context.Context, tx workflow.Tx) error {
+		other <- s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 			r, err := tx.Run(ctx, "run-1")
 			if err != nil {
 				return err
@@ -855,7 +854,7 @@ func TestAFrozenTransactionDoesNotHoldItsLocks(t *testing.T) {
 	if err := <-frozen; err == nil {
 		t.Fatal("the frozen transaction committed after the server ended it")
 	}
-	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		r, err := tx.Run(ctx, "run-1")
 		if err == nil && r.Reason != "moved on" {
 			err = fmt.Errorf("reason %q, want the other transaction's", r.Reason)
@@ -940,8 +939,8 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 	t.Parallel()
 	dsn := migrated(t)
 	s := openStore(t, dsn)
-	first := &workflow.AuditEvent{RunID: "run-a", Action: "first"}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, first, nil) }); err != nil {
+	first := &record.AuditEvent{RunID: "run-a", Action: "first"}
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.AppendAudit(ctx, first, nil) }); err != nil {
 		t.Fatal(err)
 	}
 	conns := s.pool.Stat().NewConnsCount()
@@ -949,12 +948,12 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 		// The next append takes the first event's seq again: the server
 		// refuses it on the primary key.
 		execRaw(t, dsn, `SELECT setval('audit_seq', $1, false)`, first.Seq)
-		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-b", Action: "second"}, nil); err != nil {
+		err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-b", Action: "second"}, nil); err != nil {
 				return err
 			}
-			err := tx.InsertRun(ctx, &workflow.Run{ID: "run-b", Status: workflow.StatusRunning})
-			if err == nil || errors.Is(err, workflow.ErrDuplicate) {
+			err := tx.InsertRun(ctx, &record.Run{ID: "run-b", Status: record.StatusRunning})
+			if err == nil || errors.Is(err, storage.ErrDuplicate) {
 				t.Errorf("go on %v: the insert that carried the refused append: %v, want the append's failure", goOn, err)
 			}
 			if goOn {
@@ -962,15 +961,15 @@ func TestARefusedAuditAppendLosesItsTransaction(t *testing.T) {
 			}
 			return err
 		})
-		if err == nil || errors.Is(err, workflow.ErrDuplicate) || !strings.Contains(err.Error(), "append audit second of run run-b") {
+		if err == nil || errors.Is(err, storage.ErrDuplicate) || !strings.Contains(err.Error(), "append audit second of run run-b") {
 			t.Errorf("go on %v: Update = %v, want the append's failure", goOn, err)
 		}
 	}
-	err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		if _, err := tx.Run(ctx, "run-b"); !errors.Is(err, workflow.ErrNotFound) {
+	err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		if _, err := tx.Run(ctx, "run-b"); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("run-b after the lost transactions: %v, want ErrNotFound", err)
 		}
-		evs, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		evs, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return err
 		}
@@ -994,12 +993,12 @@ func TestADeferredAuditAppendCutShortIsTheContextsError(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
 	ctx, cancel := context.WithCancel(t.Context())
-	err := s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
-		if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-a", Action: "first"}, nil); err != nil {
+	err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-a", Action: "first"}, nil); err != nil {
 			return err
 		}
 		cancel()
-		_, err := tx.AuditEvents(ctx, workflow.AuditFilter{RunID: "run-a"})
+		_, err := tx.AuditEvents(ctx, storage.AuditFilter{RunID: "run-a"})
 		return err
 	})
 	if !errors.Is(err, context.Canceled) {

@@ -1,4 +1,4 @@
-// Package postgres is the scale-out store of signoff: workflow.Store on
+// Package postgres is the scale-out store of signoff: storage.Store on
 // PostgreSQL through pgx v5, so that several signoff replicas can share one
 // database. It is the only package that imports pgx.
 //
@@ -24,8 +24,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // IdleInTransactionTimeout is how long the server lets one of the store's
@@ -39,7 +37,7 @@ const IdleInTransactionTimeout = "10s"
 
 const idleInTxParam = "idle_in_transaction_session_timeout"
 
-// Store is workflow.Store on a PostgreSQL database, through a connection pool.
+// Store is storage.Store on a PostgreSQL database, through a connection pool.
 // Any number of Stores, in one process or in several replicas, may share the
 // database: row locks and compare-and-set keep their writes apart.
 type Store struct {
@@ -74,7 +72,7 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // pgx does once per connection), for measuring what an operation costs.
 func (s *Store) RoundTrips() int64 { return s.rt.n.Load() }
 
-var _ workflow.Store = (*Store)(nil)
+var _ storage.Store = (*Store)(nil)
 
 // Option configures Open and Migrate.
 type Option func(*options)
@@ -160,7 +158,7 @@ func (s *Store) Close() error {
 // appender holds is the shape to avoid. ctx bounds the whole transaction; if it
 // ends while COMMIT is in flight, the outcome is unknown to the caller, as with
 // any lost connection: the compare-and-set versions tell a retry what happened.
-func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) (err error) {
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("begin update: %w", err)
 	}
@@ -207,7 +205,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot, taken
 // at fn's first statement, for every read, and any write fails. It takes no row
 // lock, so it neither waits for nor delays an Update.
-func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin view: %w", interpretError(err))

@@ -12,39 +12,38 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/signoff-dev/signoff/storage/sqlstore"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
-// SQLSTATE codes that become sentinels of workflow.Store.
+// SQLSTATE codes that become sentinels of storage.Store.
 const (
 	codeUniqueViolation     = "23505"
 	codeForeignKeyViolation = "23503"
 )
 
 // interpretError is the one place where native errors become the sentinels of
-// workflow.Store. The native error stays in the chain, for the message.
+// storage.Store. The native error stays in the chain, for the message.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return workflow.ErrNotFound
+		return storage.ErrNotFound
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case codeUniqueViolation:
-			return fmt.Errorf("%w: %w", workflow.ErrDuplicate, err)
+			return fmt.Errorf("%w: %w", storage.ErrDuplicate, err)
 		case codeForeignKeyViolation:
 			// The record refers to one that does not exist (a checkpoint of an
 			// unknown run): the caller's "not found", not a storage failure.
-			return fmt.Errorf("%w: a record it refers to does not exist: %w", workflow.ErrNotFound, err)
+			return fmt.Errorf("%w: a record it refers to does not exist: %w", storage.ErrNotFound, err)
 		}
 	}
 	return err
 }
 
-// newTx is workflow.Tx on one pgx transaction. Byte slices are bound as they
+// newTx is storage.Tx on one pgx transaction. Byte slices are bound as they
 // are: pgx sends nil as NULL and reads NULL back as nil, and an empty slice as
 // a zero-length BYTEA read back as an empty, non-nil slice.
 func newTx(q *lazyTx, write bool) *sqlstore.Tx {
@@ -159,7 +158,7 @@ func (d dialect) CompareAndSet(ctx context.Context, c sqlstore.Conn, table, keyC
 	var answer error
 	err := d.Guarded(ctx, c, func(r sqlstore.Row) error {
 		answer = w.Row(r)
-		if errors.Is(answer, workflow.ErrConflict) || errors.Is(answer, workflow.ErrNotFound) {
+		if errors.Is(answer, storage.ErrConflict) || errors.Is(answer, storage.ErrNotFound) {
 			return nil
 		}
 		return answer
@@ -189,9 +188,9 @@ func (dialect) CompareAndSetWrite(table, keyColumn string, key any, update strin
 			case changed:
 				return nil
 			case exists:
-				return workflow.ErrConflict
+				return storage.ErrConflict
 			}
-			return workflow.ErrNotFound
+			return storage.ErrNotFound
 		},
 	}
 }
@@ -231,7 +230,7 @@ func sendBatch(ctx context.Context, c sqlstore.Conn, b *pgx.Batch, read func(i i
 }
 
 // statusNames is statuses as the text array that = ANY($n) takes.
-func statusNames(statuses []workflow.Status) []string {
+func statusNames(statuses []record.Status) []string {
 	out := make([]string, len(statuses))
 	for i, s := range statuses {
 		out[i] = string(s)
@@ -239,7 +238,7 @@ func statusNames(statuses []workflow.Status) []string {
 	return out
 }
 
-func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner string, statuses []workflow.Status, now, until int64, limit int) (sqlstore.Rows, error) {
+func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner string, statuses []record.Status, now, until int64, limit int) (sqlstore.Rows, error) {
 	var lim *int // LIMIT NULL is no limit
 	if limit > 0 {
 		lim = &limit

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // BenchmarkRawCommit is the floor under every store operation: one durable
@@ -72,11 +70,11 @@ func BenchmarkConcurrentUpdate(b *testing.B) {
 							return
 						}
 						id := fmt.Sprintf("run-%d", i)
-						err := s.Update(b.Context(), func(ctx context.Context, tx workflow.Tx) error {
+						err := s.Update(b.Context(), func(ctx context.Context, tx storage.Tx) error {
 							return errors.Join(
-								tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning, Seq: 1}),
-								tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: id, Seq: 1, SchemaVersion: 1, State: state}),
-								tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "started"}, nil),
+								tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning, Seq: 1}),
+								tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: id, Seq: 1, SchemaVersion: 1, State: state}),
+								tx.AppendAudit(ctx, &record.AuditEvent{RunID: id, Action: "started"}, nil),
 							)
 						})
 						if err != nil {

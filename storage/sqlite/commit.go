@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Group commit. A durable commit costs one fsync, which dwarfs the statements
@@ -246,7 +244,7 @@ func (s *Store) rollback(ctx context.Context, conn *sql.Conn) {
 // transaction when fn succeeds and rolled back, alone, when fn fails, panics or
 // c's context ends before fn returns. On a panic the savepoint is rolled back,
 // the committer goes on with the others and the panic goes on here.
-func (s *Store) run(c *caller, conn *sql.Conn, fn func(ctx context.Context, tx workflow.Tx) error) (o outcome, err error) {
+func (s *Store) run(c *caller, conn *sql.Conn, fn func(ctx context.Context, tx storage.Tx) error) (o outcome, err error) {
 	defer func() { c.done <- o }()
 	if err := c.ctx.Err(); err != nil {
 		return o, fmt.Errorf("update: %w", err)

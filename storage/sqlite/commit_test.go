@@ -36,12 +36,12 @@ func waitQueued(t *testing.T, s *Store, n int) {
 // gate starts an Update whose fn holds the write connection until release is
 // called, so that the Updates made meanwhile queue and go in one batch after
 // it. release lets it go on and returns where its Update's error will come.
-func gate(t *testing.T, s *Store, fn func(ctx context.Context, tx workflow.Tx) error) (release func() <-chan error) {
+func gate(t *testing.T, s *Store, fn func(ctx context.Context, tx storage.Tx) error) (release func() <-chan error) {
 	t.Helper()
 	entered, open := make(chan struct{}), make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
-		errc <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		errc <- s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			close(entered)
 			<-open
 			if fn != nil {
@@ -59,12 +59,12 @@ func gate(t *testing.T, s *Store, fn func(ctx context.Context, tx workflow.Tx) e
 
 // started writes what a started run writes: the run, its first checkpoint and
 // two audit events.
-func started(ctx context.Context, tx workflow.Tx, id string) ([]int64, error) {
-	a := &workflow.AuditEvent{RunID: id, Action: "submitted"}
-	b := &workflow.AuditEvent{RunID: id, Action: "gated"}
+func started(ctx context.Context, tx storage.Tx, id string) ([]int64, error) {
+	a := &record.AuditEvent{RunID: id, Action: "submitted"}
+	b := &record.AuditEvent{RunID: id, Action: "gated"}
 	err := errors.Join(
-		tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusWaitingApproval, Seq: 1}),
-		tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: id, Seq: 1, SchemaVersion: 1, State: []byte(`{}`)}),
+		tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusWaitingApproval, Seq: 1}),
+		tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: id, Seq: 1, SchemaVersion: 1, State: []byte(`{}`)}),
 		tx.AppendAudit(ctx, a, nil),
 		tx.AppendAudit(ctx, b, nil),
 	)
@@ -72,11 +72,11 @@ func started(ctx context.Context, tx workflow.Tx, id string) ([]int64, error) {
 }
 
 // audit reads the whole audit chain and checks it.
-func audit(t *testing.T, s *Store) []*workflow.AuditEvent {
+func audit(t *testing.T, s *Store) []*record.AuditEvent {
 	t.Helper()
-	var evs []*workflow.AuditEvent
-	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) (err error) {
-		evs, err = tx.AuditEvents(ctx, workflow.AuditFilter{})
+	var evs []*record.AuditEvent
+	if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) (err error) {
+		evs, err = tx.AuditEvents(ctx, storage.AuditFilter{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -89,11 +89,11 @@ func audit(t *testing.T, s *Store) []*workflow.AuditEvent {
 
 func runExists(t *testing.T, s *Store, id string) bool {
 	t.Helper()
-	err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		_, err := tx.Run(ctx, id)
 		return err
 	})
-	if err != nil && !errors.Is(err, workflow.ErrNotFound) {
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		t.Fatal(err)
 	}
 	return err == nil
@@ -121,7 +121,7 @@ func TestBatchFailuresRollBackAlone(t *testing.T) {
 		wg.Go(func() {
 			defer func() { results[i].recovered = recover() }()
 			id := fmt.Sprintf("run-%02d", i)
-			results[i].err = s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			results[i].err = s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				seqs, err := started(ctx, tx, id)
 				if err != nil {
 					return err
@@ -197,26 +197,26 @@ func TestBatchFailuresRollBackAlone(t *testing.T) {
 func TestBatchCommitFailureReachesAll(t *testing.T) {
 	const callers = 10
 	s := openStore(t, tempPath(t))
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		_, err := started(ctx, tx, "run-before")
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	release := gate(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	release := gate(t, s, func(ctx context.Context, tx storage.Tx) error {
 		c := tx.(*sqlstore.Tx).Conn()
 		if _, err := c.Exec(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
 			return err
 		}
 		// Refers to no run: allowed until COMMIT checks the deferred key.
-		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-missing", Seq: 1, SchemaVersion: 1})
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-missing", Seq: 1, SchemaVersion: 1})
 	})
 	before := s.Commits()
 	errs := make([]error, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
 		wg.Go(func() {
-			errs[i] = s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			errs[i] = s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				_, err := started(ctx, tx, fmt.Sprintf("run-%d", i))
 				return err
 			})
@@ -244,7 +244,7 @@ func TestBatchCommitFailureReachesAll(t *testing.T) {
 		t.Errorf("%d audit events after the failed batch, want the 2 of before", len(evs))
 	}
 	// The store goes on.
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		_, err := started(ctx, tx, "run-after")
 		return err
 	}); err != nil {
@@ -266,7 +266,7 @@ func TestBatchCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	queuedErr := make(chan error, 1)
 	go func() {
-		queuedErr <- s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		queuedErr <- s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			t.Error("the fn of a caller cancelled before its turn ran")
 			return nil
 		})
@@ -284,14 +284,14 @@ func TestBatchCancellation(t *testing.T) {
 	bErr, cErr := make(chan error, 1), make(chan error, 1)
 	cEntered, cOpen := make(chan struct{}), make(chan struct{})
 	go func() {
-		bErr <- s.Update(bctx, func(ctx context.Context, tx workflow.Tx) error {
+		bErr <- s.Update(bctx, func(ctx context.Context, tx storage.Tx) error {
 			_, err := started(ctx, tx, "run-b")
 			return err
 		})
 	}()
 	waitQueued(t, s, 2) // the cancelled caller stays in the queue until skipped
 	go func() {
-		cErr <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		cErr <- s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			close(cEntered)
 			<-cOpen
 			_, err := started(ctx, tx, "run-c")
@@ -328,7 +328,7 @@ func TestUpdateAfterClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(t.Context(), func(context.Context, workflow.Tx) error { return nil }); err == nil {
+	if err := s.Update(t.Context(), func(context.Context, storage.Tx) error { return nil }); err == nil {
 		t.Error("Update after Close succeeded")
 	}
 	if err := s.Close(); err != nil {
@@ -343,13 +343,13 @@ func TestUpdateAfterClose(t *testing.T) {
 func TestBatchLostTransaction(t *testing.T) {
 	const after = 5
 	s := openStore(t, tempPath(t))
-	release := gate(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	release := gate(t, s, func(ctx context.Context, tx storage.Tx) error {
 		_, err := started(ctx, tx, "run-before")
 		return err
 	})
 	breakErr := make(chan error, 1)
 	go func() {
-		breakErr <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		breakErr <- s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			if _, err := started(ctx, tx, "run-breaker"); err != nil {
 				return err
 			}
@@ -363,7 +363,7 @@ func TestBatchLostTransaction(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range after {
 		wg.Go(func() {
-			errs[i] = s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			errs[i] = s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				_, err := started(ctx, tx, fmt.Sprintf("run-after-%d", i))
 				return err
 			})
@@ -406,22 +406,22 @@ func TestRowsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := &workflow.Run{ID: "run-rows", Status: workflow.StatusRunning}
-	err = s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	run := &record.Run{ID: "run-rows", Status: record.StatusRunning}
+	err = s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.InsertRun(ctx, run); err != nil {
 			return err
 		}
-		if err := tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 1, State: []byte(`{}`)}); err != nil {
+		if err := tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 1, State: []byte(`{}`)}); err != nil {
 			return err
 		}
-		run.Status = workflow.StatusExecuting
+		run.Status = record.StatusExecuting
 		return tx.UpdateRun(ctx, run)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A read writes nothing.
-	if err := s.View(ctx, func(ctx context.Context, tx workflow.Tx) error { _, err := tx.Run(ctx, run.ID); return err }); err != nil {
+	if err := s.View(ctx, func(ctx context.Context, tx storage.Tx) error { _, err := tx.Run(ctx, run.ID); return err }); err != nil {
 		t.Fatal(err)
 	}
 	after, err := s.RowsWritten(ctx)
@@ -443,16 +443,16 @@ func TestAFailureOnLostWorkIsToldTheBatchWasLost(t *testing.T) {
 	release := gate(t, s, nil)
 	errA, errB, errC := make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go func() {
-		errA <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		errA <- s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			_, err := started(ctx, tx, "run-x")
 			return err
 		})
 	}()
 	waitQueued(t, s, 1)
 	go func() {
-		errB <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-			err := tx.InsertRun(ctx, &workflow.Run{ID: "run-x", Status: workflow.StatusWaitingApproval, Seq: 1})
-			if !errors.Is(err, workflow.ErrDuplicate) {
+		errB <- s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+			err := tx.InsertRun(ctx, &record.Run{ID: "run-x", Status: record.StatusWaitingApproval, Seq: 1})
+			if !errors.Is(err, storage.ErrDuplicate) {
 				t.Errorf("B's insert of run-x: %v, want ErrDuplicate (A's run-x)", err)
 			}
 			return err
@@ -460,7 +460,7 @@ func TestAFailureOnLostWorkIsToldTheBatchWasLost(t *testing.T) {
 	}()
 	waitQueued(t, s, 2)
 	go func() {
-		errC <- s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		errC <- s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			_, err := tx.(*sqlstore.Tx).Conn().Exec(ctx, "ROLLBACK")
 			return err
 		})
@@ -471,7 +471,7 @@ func TestAFailureOnLostWorkIsToldTheBatchWasLost(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(a), "lost with the transaction") {
 		t.Errorf("A = %v, want its update lost with the batch", a)
 	}
-	if errors.Is(b, workflow.ErrDuplicate) || !strings.Contains(fmt.Sprint(b), "lost with the transaction") {
+	if errors.Is(b, storage.ErrDuplicate) || !strings.Contains(fmt.Sprint(b), "lost with the transaction") {
 		t.Errorf("B = %v, want the batch lost, not a duplicate of a run that never committed", b)
 	}
 	if c == nil || strings.Contains(c.Error(), "lost with the transaction") {
@@ -508,7 +508,7 @@ func TestAPanicWithRowsOpenLeavesTheWriterWorking(t *testing.T) {
 				t.Error("the panic did not reach the caller")
 			}
 		}()
-		s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			return sqlstore.RunQueries(ctx, tx.(*sqlstore.Tx).Conn(), dialect{}, []sqlstore.Query{{
 				SQL:  `SELECT 1 UNION ALL SELECT 2`,
 				Rows: func(r sqlstore.Rows) error { r.Next(); panic("a scanner's bug") },
@@ -520,7 +520,7 @@ func TestAPanicWithRowsOpenLeavesTheWriterWorking(t *testing.T) {
 	for i := range 2 {
 		// A bound, so that a stuck committer fails the test instead of hanging it.
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		err := s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			_, err := started(ctx, tx, fmt.Sprintf("run-after-%d", i))
 			return err
 		})

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // defaultFeedEvery is how often FeedChanges looks at data_version while
@@ -24,7 +22,7 @@ func WithFeedInterval(d time.Duration) Option {
 	}
 }
 
-var _ workflow.ChangeFeed = (*Store)(nil)
+var _ storage.ChangeFeed = (*Store)(nil)
 
 // FeedChanges tells c when another process has committed to the file: SQLite
 // has no way to notify another process, but PRAGMA data_version, read on one
@@ -52,7 +50,7 @@ var _ workflow.ChangeFeed = (*Store)(nil)
 // numbers cannot be compared. It returns nil when ctx ends. A file opened
 // read-only as immutable (no WAL file, in a folder it may not write) never
 // changes as far as SQLite knows, so no wake comes from it.
-func (s *Store) FeedChanges(ctx context.Context, c *workflow.Changes) error {
+func (s *Store) FeedChanges(ctx context.Context, c *storage.Changes) error {
 	t := time.NewTicker(s.feedEvery)
 	defer t.Stop()
 	var fv feedVersion

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/storage/sqlstore"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // TestListPagesUseAnIndex: every page of a run list, first or later, with
@@ -26,16 +25,16 @@ func TestListPagesUseAnIndex(t *testing.T) {
 	after := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
-		f    workflow.RunFilter
+		f    storage.RunFilter
 	}{
-		{"no filter", workflow.RunFilter{}},
-		{"one status", workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusDone}}},
-		{"several statuses", workflow.RunFilter{Statuses: []workflow.Status{workflow.StatusDone, workflow.StatusFailed}}},
-		{"a task", workflow.RunFilter{TaskID: "T-1"}},
-		{"a requester", workflow.RunFilter{RequesterID: "agent:a"}},
-		{"a requester and a status", workflow.RunFilter{RequesterID: "agent:a", Statuses: []workflow.Status{workflow.StatusDone}}},
-		{"a task, after a cursor", workflow.RunFilter{TaskID: "T-1", AfterCreated: after, AfterID: "run_1"}},
-		{"after a cursor", workflow.RunFilter{AfterCreated: after, AfterID: "run_1"}},
+		{"no filter", storage.RunFilter{}},
+		{"one status", storage.RunFilter{Statuses: []record.Status{record.StatusDone}}},
+		{"several statuses", storage.RunFilter{Statuses: []record.Status{record.StatusDone, record.StatusFailed}}},
+		{"a task", storage.RunFilter{TaskID: "T-1"}},
+		{"a requester", storage.RunFilter{RequesterID: "agent:a"}},
+		{"a requester and a status", storage.RunFilter{RequesterID: "agent:a", Statuses: []record.Status{record.StatusDone}}},
+		{"a task, after a cursor", storage.RunFilter{TaskID: "T-1", AfterCreated: after, AfterID: "run_1"}},
+		{"after a cursor", storage.RunFilter{AfterCreated: after, AfterID: "run_1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

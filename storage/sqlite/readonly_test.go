@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 func TestOpenReadOnly(t *testing.T) {
@@ -41,7 +40,7 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	err = ro.Update(ctx, func(context.Context, workflow.Tx) error {
+	err = ro.Update(ctx, func(context.Context, storage.Tx) error {
 		t.Fatal("a read-only store ran an update")
 		return nil
 	})
@@ -49,21 +48,21 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatalf("update on a read-only store: %v, want ErrReadOnly", err)
 	}
 	// It reads what the writer commits, also while the writer holds the lock.
-	run := &workflow.Run{ID: "run_1", Workflow: "proposal", Status: workflow.StatusRunning, RequesterID: "agent:a"}
-	if err := rw.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
+	run := &record.Run{ID: "run_1", Workflow: "proposal", Status: record.StatusRunning, RequesterID: "agent:a"}
+	if err := rw.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, run) }); err != nil {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
 	held := make(chan struct{})
 	go func() {
-		_ = rw.Update(ctx, func(ctx context.Context, tx workflow.Tx) error {
+		_ = rw.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			close(held)
 			<-release
 			return errors.New("roll back")
 		})
 	}()
 	<-held
-	err = ro.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	err = ro.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		_, err := tx.Run(ctx, "run_1")
 		return err
 	})

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/storage/storagetest"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 func openStore(t *testing.T, path string) *Store {
@@ -36,7 +35,7 @@ func tempPath(t *testing.T) string {
 }
 
 func TestStore(t *testing.T) {
-	storagetest.Run(t, func(t *testing.T) workflow.Store {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
 		s, err := Open(t.Context(), tempPath(t))
 		if err != nil {
 			t.Fatalf("open store: %v", err)
@@ -90,8 +89,8 @@ func TestMigrationsIdempotentOnReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +100,7 @@ func TestMigrationsIdempotentOnReopen(t *testing.T) {
 	first := schemaRows(t, path)
 	for range 3 {
 		s := openStore(t, path)
-		if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			_, err := tx.Run(ctx, "run-1")
 			return err
 		}); err != nil {
@@ -175,8 +174,8 @@ func TestTwoStoresShareAFile(t *testing.T) {
 	const perStore, writers, updates = 2, 4, 25
 	path := tempPath(t)
 	stores := []*Store{openStore(t, path), openStore(t, path)}
-	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "counter", Status: workflow.StatusRunning})
+	if err := stores[0].Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertRun(ctx, &record.Run{ID: "counter", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +186,7 @@ func TestTwoStoresShareAFile(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for i := range updates {
-					err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+					err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 						// Read and write in one transaction: it holds the lock
 						// throughout, so the counter never loses an increment.
 						r, err := tx.Run(ctx, "counter")
@@ -199,10 +198,10 @@ func TestTwoStoresShareAFile(t *testing.T) {
 							return err
 						}
 						id := fmt.Sprintf("run-%d-%d-%d", si, w, i)
-						if err := tx.InsertRun(ctx, &workflow.Run{ID: id, Status: workflow.StatusRunning}); err != nil {
+						if err := tx.InsertRun(ctx, &record.Run{ID: id, Status: record.StatusRunning}); err != nil {
 							return err
 						}
-						return tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: id, Action: "start"}, nil)
+						return tx.AppendAudit(ctx, &record.AuditEvent{RunID: id, Action: "start"}, nil)
 					})
 					if err != nil {
 						t.Errorf("store %d writer %d update %d: %v", si, w, i, err)
@@ -215,8 +214,8 @@ func TestTwoStoresShareAFile(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			for range updates {
-				if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-					_, err := tx.ListRuns(ctx, workflow.RunFilter{Limit: 10})
+				if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+					_, err := tx.ListRuns(ctx, storage.RunFilter{Limit: 10})
 					return err
 				}); err != nil {
 					t.Errorf("store %d view: %v", si, err)
@@ -231,7 +230,7 @@ func TestTwoStoresShareAFile(t *testing.T) {
 		return
 	}
 	total := perStore * writers * updates
-	err := stores[1].View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	err := stores[1].View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		r, err := tx.Run(ctx, "counter")
 		if err != nil {
 			return err
@@ -239,7 +238,7 @@ func TestTwoStoresShareAFile(t *testing.T) {
 		if r.Step != total || r.Version != int64(total+1) {
 			t.Errorf("counter step %d version %d, want %d and %d", r.Step, r.Version, total, total+1)
 		}
-		es, err := tx.AuditEvents(ctx, workflow.AuditFilter{})
+		es, err := tx.AuditEvents(ctx, storage.AuditFilter{})
 		if err != nil {
 			return err
 		}
@@ -260,8 +259,8 @@ func TestTwoStoresShareAFile(t *testing.T) {
 func TestViewTakesNoWriteLock(t *testing.T) {
 	path := tempPath(t)
 	a, b := openStore(t, path), openStore(t, path)
-	if err := a.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+	if err := a.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +268,7 @@ func TestViewTakesNoWriteLock(t *testing.T) {
 
 	t.Run("view during update", func(t *testing.T) {
 		for _, reader := range []*Store{a, b} {
-			err := a.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			err := a.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				r, err := tx.Run(ctx, "run-1")
 				if err != nil {
 					return err
@@ -281,7 +280,7 @@ func TestViewTakesNoWriteLock(t *testing.T) {
 				vctx, cancel := quick()
 				defer cancel()
 				began := time.Now()
-				err = reader.View(vctx, func(ctx context.Context, tx workflow.Tx) error {
+				err = reader.View(vctx, func(ctx context.Context, tx storage.Tx) error {
 					seen, err := tx.Run(ctx, "run-1")
 					if err == nil && seen.Step == r.Step {
 						t.Error("the view saw an uncommitted write")
@@ -299,13 +298,13 @@ func TestViewTakesNoWriteLock(t *testing.T) {
 		}
 	})
 	t.Run("update during view", func(t *testing.T) {
-		err := a.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		err := a.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			if _, err := tx.Run(ctx, "run-1"); err != nil { // the snapshot starts here
 				return err
 			}
 			uctx, cancel := quick()
 			defer cancel()
-			return b.Update(uctx, func(ctx context.Context, tx workflow.Tx) error {
+			return b.Update(uctx, func(ctx context.Context, tx storage.Tx) error {
 				r, err := tx.Run(ctx, "run-1")
 				if err != nil {
 					return err
@@ -322,10 +321,10 @@ func TestViewTakesNoWriteLock(t *testing.T) {
 
 func TestForeignKeyIsNotFound(t *testing.T) {
 	s := openStore(t, tempPath(t))
-	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
+	err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "no-such-run", Seq: 1, SchemaVersion: 1})
 	})
-	if !errors.Is(err, workflow.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "no-such-run") {
 		t.Errorf("checkpoint of a missing run: got %v, want ErrNotFound naming the run", err)
 	}
 }
@@ -334,7 +333,7 @@ func TestInterpretError(t *testing.T) {
 	if err := interpretError(nil); err != nil {
 		t.Errorf("interpretError(nil) = %v", err)
 	}
-	if err := interpretError(fmt.Errorf("scan: %w", sql.ErrNoRows)); !errors.Is(err, workflow.ErrNotFound) {
+	if err := interpretError(fmt.Errorf("scan: %w", sql.ErrNoRows)); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("ErrNoRows became %v", err)
 	}
 	other := errors.New("disk on fire")
@@ -349,11 +348,11 @@ func TestEncoding(t *testing.T) {
 	path := tempPath(t)
 	s := openStore(t, path)
 	at := time.Date(2026, 11, 29, 9, 30, 0, 123_456_789, time.UTC)
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		return errors.Join(
-			tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning, CreatedAt: at}),
-			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
-			tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
+			tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning, CreatedAt: at}),
+			tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 1, State: nil}),
+			tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-1", Seq: 2, State: []byte{}}),
 		)
 	}); err != nil {
 		t.Fatal(err)
@@ -394,8 +393,8 @@ func TestEncoding(t *testing.T) {
 func TestOpenPathWithURICharacters(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "odd ?name#with%25.db")
 	s := openStore(t, path)
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-1", Status: workflow.StatusRunning})
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertRun(ctx, &record.Run{ID: "run-1", Status: record.StatusRunning})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +462,7 @@ func TestWithLoggerLogsMigrations(t *testing.T) {
 }
 
 func TestChangeFeed(t *testing.T) {
-	storagetest.RunChangeFeed(t, func(t *testing.T) (workflow.Store, workflow.Store) {
+	storagetest.RunChangeFeed(t, func(t *testing.T) (storage.Store, storage.Store) {
 		path := tempPath(t)
 		return openStore(t, path), openStore(t, path)
 	})
@@ -472,7 +471,7 @@ func TestChangeFeed(t *testing.T) {
 // TestChangeFeedReadOnly: a read-only store (what `signoff wait` opens)
 // hears the commits of a writer on the same file.
 func TestChangeFeedReadOnly(t *testing.T) {
-	storagetest.RunChangeFeed(t, func(t *testing.T) (workflow.Store, workflow.Store) {
+	storagetest.RunChangeFeed(t, func(t *testing.T) (storage.Store, storage.Store) {
 		path := tempPath(t)
 		w := openStore(t, path)
 		r, err := OpenReadOnly(t.Context(), path)
@@ -502,8 +501,8 @@ func TestFeedSeesOnlyOtherConnectionsCommits(t *testing.T) {
 	}
 	insert := func(s *Store, id string) {
 		t.Helper()
-		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertRun(ctx, &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusWaitingApproval})
+		err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+			return tx.InsertRun(ctx, &record.Run{ID: id, Workflow: "proposal", Status: record.StatusWaitingApproval})
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -9,11 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
-// Store is workflow.Store on one SQLite file. Several Stores, in one process or in
+// Store is storage.Store on one SQLite file. Several Stores, in one process or in
 // several (a CLI beside a running server), may share the file: SQLite's write lock
 // serialises their transactions and WAL lets readers go on meanwhile. Within one
 // Store, concurrent Updates are committed together (see Update).
@@ -44,7 +42,7 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-var _ workflow.Store = (*Store)(nil)
+var _ storage.Store = (*Store)(nil)
 
 // Option configures Open.
 type Option func(*options)
@@ -155,7 +153,7 @@ func (s *Store) Close() error {
 // Another Store on the same file (another process: a CLI beside a server)
 // takes the file's write lock between batches and waits up to the busy
 // timeout for it.
-func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	if s.write == nil {
 		return s.readOnly()
 	}
@@ -184,7 +182,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx work
 // View runs fn in a read-only transaction on a consistent snapshot: the snapshot
 // is taken at fn's first read and later commits are not seen. It takes no write
 // lock, so it neither waits for nor delays an Update. Writes inside fn fail.
-func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx workflow.Tx) error) error {
+func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	sqlTx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin view: %w", interpretError(err))

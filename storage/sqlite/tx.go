@@ -10,45 +10,44 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/signoff-dev/signoff/storage/sqlstore"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // interpretError is the one place where native errors become the sentinels of
-// workflow.Store. The native error stays in the chain, for the message.
+// storage.Store. The native error stays in the chain, for the message.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return workflow.ErrNotFound
+		return storage.ErrNotFound
 	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		switch se.ExtendedCode {
 		case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
-			return fmt.Errorf("%w: %w", workflow.ErrDuplicate, err)
+			return fmt.Errorf("%w: %w", storage.ErrDuplicate, err)
 		case sqlite3.ErrConstraintForeignKey:
 			// The record refers to one that does not exist (a checkpoint of an
 			// unknown run): the caller's "not found", not a storage failure.
-			return fmt.Errorf("%w: a record it refers to does not exist: %w", workflow.ErrNotFound, err)
+			return fmt.Errorf("%w: a record it refers to does not exist: %w", storage.ErrNotFound, err)
 		}
 	}
 	return err
 }
 
-// readTx is workflow.Tx on a read-only database/sql transaction (View). Byte
+// readTx is storage.Tx on a read-only database/sql transaction (View). Byte
 // slices are bound as they are: nil is stored as NULL and read back as nil, an
 // empty slice as a zero-length BLOB and read back as an empty, non-nil slice.
-func readTx(q *sql.Tx) workflow.Tx {
+func readTx(q *sql.Tx) storage.Tx {
 	return sqlstore.NewReadTx(conn{q}, dialect{})
 }
 
-// writeTx is workflow.Tx on the write connection, inside the transaction of a
+// writeTx is storage.Tx on the write connection, inside the transaction of a
 // batch (see commit.go). Its statements ignore the caller's cancellation:
 // SQLite answers an interrupted write by rolling back the whole transaction,
 // the other callers' work with it. The caller's context is looked at when fn
 // returns instead.
-func writeTx(c *sql.Conn) workflow.Tx {
+func writeTx(c *sql.Conn) storage.Tx {
 	return sqlstore.NewWriteTx(conn{detached{c}}, dialect{})
 }
 
@@ -150,10 +149,10 @@ func (dialect) CompareAndSet(ctx context.Context, c sqlstore.Conn, table, keyCol
 	if err != nil {
 		return interpretError(err)
 	}
-	return workflow.ErrConflict
+	return storage.ErrConflict
 }
 
-func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner string, statuses []workflow.Status, now, until int64, limit int) (sqlstore.Rows, error) {
+func (dialect) ClaimRuns(ctx context.Context, c sqlstore.Conn, columns, owner string, statuses []record.Status, now, until int64, limit int) (sqlstore.Rows, error) {
 	args := []any{owner, until, now}
 	marks := make([]string, len(statuses))
 	for i, s := range statuses {

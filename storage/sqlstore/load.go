@@ -3,8 +3,6 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Query is one statement of a batch (Dialect.Batch): bound, with a function
@@ -32,10 +30,10 @@ func each[T any](scan func(Row) (*T, error), out *[]*T) func(Rows) error {
 // LoadRun reads the run and the parts asked for with one Dialect.Batch: the
 // same statements as Run and the list methods, so that a database that
 // pipelines them answers in one round trip.
-func (t *Tx) LoadRun(ctx context.Context, id string, parts workflow.RunParts) (*workflow.RunBundle, error) {
-	b := &workflow.RunBundle{}
-	var runs []*workflow.Run
-	var heads []*workflow.AuditRunHead
+func (t *Tx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*storage.RunBundle, error) {
+	b := &storage.RunBundle{}
+	var runs []*record.Run
+	var heads []*record.AuditRunHead
 	q := `SELECT ` + runColumns + ` FROM runs WHERE id = ?`
 	if t.write {
 		q += t.d.LockRow()
@@ -57,7 +55,7 @@ func (t *Tx) LoadRun(ctx context.Context, id string, parts workflow.RunParts) (*
 		return nil, fmt.Errorf("load run %s: %w", id, err)
 	}
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("load run %s: %w", id, workflow.ErrNotFound)
+		return nil, fmt.Errorf("load run %s: %w", id, storage.ErrNotFound)
 	}
 	b.Run = runs[0]
 	if len(heads) > 0 {

@@ -3,8 +3,6 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Pipeliner is implemented by a Dialect whose every statement costs a round
@@ -50,7 +48,7 @@ func (t *Tx) auditRunHead(ctx context.Context, runID string) (int64, string, err
 	return t.d.AuditRunHead(ctx, t.c, runID)
 }
 
-func (t *Tx) SaveRun(ctx context.Context, w *workflow.RunWrite) error {
+func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	p, ok := t.d.(Pipeliner)
 	if !ok {
 		return t.saveRunInTurn(ctx, w)
@@ -111,7 +109,7 @@ func (t *Tx) Lost() error { return t.lost }
 
 // saveRunInTurn is SaveRun one statement after another, where a statement
 // costs no round trip.
-func (t *Tx) saveRunInTurn(ctx context.Context, w *workflow.RunWrite) error {
+func (t *Tx) saveRunInTurn(ctx context.Context, w *storage.RunWrite) error {
 	var err error
 	if w.Run.Version == 0 {
 		err = t.InsertRun(ctx, w.Run)

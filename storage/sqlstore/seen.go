@@ -4,17 +4,15 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // --- seen requests (the replay cache)
 
 const seenColumns = `digest, version, created_at, expires_at, answered_at, status, content_type, body`
 
-func scanSeen(s Row) (*workflow.SeenRequest, error) {
+func scanSeen(s Row) (*record.SeenRequest, error) {
 	var (
-		r                          workflow.SeenRequest
+		r                          record.SeenRequest
 		created, expires, answered int64
 	)
 	err := s.Scan(&r.Digest, &r.Version, &created, &expires, &answered, &r.Status, &r.ContentType, &r.Body)
@@ -30,7 +28,7 @@ func scanSeen(s Row) (*workflow.SeenRequest, error) {
 // ClaimRequest inserts with ON CONFLICT DO NOTHING rather than reading first:
 // the unique key decides between two claimers, and on PostgreSQL the second
 // waits for the first's commit and then reads its row (read committed).
-func (t *Tx) ClaimRequest(ctx context.Context, r *workflow.SeenRequest) (*workflow.SeenRequest, bool, error) {
+func (t *Tx) ClaimRequest(ctx context.Context, r *record.SeenRequest) (*record.SeenRequest, bool, error) {
 	n, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO seen_requests (`+seenColumns+`)
 		VALUES (?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING`),
 		r.Digest, millis(r.CreatedAt), millis(r.ExpiresAt), millis(r.AnsweredAt), r.Status, r.ContentType, r.Body)
@@ -48,7 +46,7 @@ func (t *Tx) ClaimRequest(ctx context.Context, r *workflow.SeenRequest) (*workfl
 	return first, false, nil
 }
 
-func (t *Tx) SeenRequest(ctx context.Context, digest string) (*workflow.SeenRequest, error) {
+func (t *Tx) SeenRequest(ctx context.Context, digest string) (*record.SeenRequest, error) {
 	r, err := scanSeen(t.queryRow(ctx, `SELECT `+seenColumns+` FROM seen_requests WHERE digest = ?`, digest))
 	if err != nil {
 		return nil, fmt.Errorf("load request %s: %w", digest, t.d.Err(err))
@@ -56,7 +54,7 @@ func (t *Tx) SeenRequest(ctx context.Context, digest string) (*workflow.SeenRequ
 	return r, nil
 }
 
-func (t *Tx) AnswerRequest(ctx context.Context, r *workflow.SeenRequest) error {
+func (t *Tx) AnswerRequest(ctx context.Context, r *record.SeenRequest) error {
 	err := t.compareAndSet(ctx, "seen_requests", "digest", r.Digest, `UPDATE seen_requests SET
 		version = version + 1, answered_at = ?, status = ?, content_type = ?, body = ?
 		WHERE digest = ? AND version = ?`,

@@ -1,5 +1,5 @@
 // Package sqlstore is the SQL that the storage drivers share: every method of
-// workflow.Tx, the column lists and the scanners, written once over a small
+// storage.Tx, the column lists and the scanners, written once over a small
 // connection interface (Conn). Each driver adapts its own transaction to Conn
 // and supplies a Dialect with what its database does differently: placeholders,
 // the claim, the audit chains' locks, savepoints, row locks and error mapping.
@@ -16,12 +16,10 @@ package sqlstore
 import (
 	"context"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Row is the one row of Conn.QueryRow: its Scan reports a missing row with the
-// driver's own "no rows" error, which Dialect.Err maps to workflow.ErrNotFound.
+// driver's own "no rows" error, which Dialect.Err maps to storage.ErrNotFound.
 type Row interface {
 	Scan(dest ...any) error
 }
@@ -47,7 +45,7 @@ type Conn interface {
 // method; a Dialect writes its own statements in its database's syntax. Every
 // method but Err and Bind returns errors already mapped by Err.
 type Dialect interface {
-	// Err maps a native error to the sentinels of workflow.Store (ErrNotFound,
+	// Err maps a native error to the sentinels of storage.Store (ErrNotFound,
 	// ErrDuplicate), keeping the native error in the chain for its message. It is
 	// the driver's one place for that mapping; nil stays nil.
 	Err(err error) error
@@ -62,10 +60,10 @@ type Dialect interface {
 	// (bound, its last two arguments the key and the version), and turns zero rows changed into ErrNotFound (no row has key) or ErrConflict
 	// (the row moved on).
 	CompareAndSet(ctx context.Context, c Conn, table, keyColumn string, key any, update string, args ...any) error
-	// ClaimRuns leases runs as workflow.Tx.ClaimRuns describes (limit 0 = none)
+	// ClaimRuns leases runs as storage.Tx.ClaimRuns describes (limit 0 = none)
 	// and returns the claimed rows in columns, in any order. Times are in
 	// milliseconds.
-	ClaimRuns(ctx context.Context, c Conn, columns, owner string, statuses []workflow.Status, now, until int64, limit int) (Rows, error)
+	ClaimRuns(ctx context.Context, c Conn, columns, owner string, statuses []record.Status, now, until int64, limit int) (Rows, error)
 	// LockRow is appended to the read of a run inside a write transaction, to lock
 	// its row until the transaction ends ("" where the database needs no lock).
 	LockRow() string
@@ -103,7 +101,7 @@ type Deferrer interface {
 	Defer(c Conn, what, query string, args ...any)
 }
 
-// Tx is workflow.Tx on one transaction of a SQL database.
+// Tx is storage.Tx on one transaction of a SQL database.
 type Tx struct {
 	c Conn
 	d Dialect
@@ -116,7 +114,7 @@ type Tx struct {
 	lost error
 }
 
-var _ workflow.Tx = (*Tx)(nil)
+var _ storage.Tx = (*Tx)(nil)
 
 // NewWriteTx is the Tx of a read-write transaction (the store's Update).
 func NewWriteTx(c Conn, d Dialect) *Tx { return &Tx{c: c, d: d, write: true} }

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // queryRow binds query and runs it for one row.
@@ -63,9 +61,9 @@ const runColumns = `id, workflow, task_id, status, step, seq, version, requester
 	fingerprint, reason, deadline, parent_id, parent_seq, lease_owner, lease_until, fence,
 	created_at, updated_at, pruned_at, callback_url`
 
-func scanRun(s Row) (*workflow.Run, error) {
+func scanRun(s Row) (*record.Run, error) {
 	var (
-		r                                              workflow.Run
+		r                                              record.Run
 		key                                            *string
 		deadline, leaseUntil, created, updated, pruned int64
 	)
@@ -87,7 +85,7 @@ func scanRun(s Row) (*workflow.Run, error) {
 }
 
 // insertRun is InsertRun's statement.
-func insertRun(r *workflow.Run) (string, []any) {
+func insertRun(r *record.Run) (string, []any) {
 	return `INSERT INTO runs (` + runColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		[]any{r.ID, r.Workflow, r.TaskID, string(r.Status), r.Step, r.Seq, r.RequesterID,
@@ -96,7 +94,7 @@ func insertRun(r *workflow.Run) (string, []any) {
 			millis(r.UpdatedAt), millis(r.PrunedAt), r.CallbackURL}
 }
 
-func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
+func (t *Tx) InsertRun(ctx context.Context, r *record.Run) error {
 	q, args := insertRun(r)
 	err := t.guarded(ctx, nil, q, args...)
 	if err != nil {
@@ -107,7 +105,7 @@ func (t *Tx) InsertRun(ctx context.Context, r *workflow.Run) error {
 
 // runWritten follows a statement that inserted (inserted) or updated r's
 // row: it tells the dialect (RunWritten) and sets r.Version to the stored one.
-func (t *Tx) runWritten(ctx context.Context, r *workflow.Run, inserted bool) error {
+func (t *Tx) runWritten(ctx context.Context, r *record.Run, inserted bool) error {
 	if err := t.d.RunWritten(ctx, t.c, r.ID); err != nil {
 		return fmt.Errorf("write run %s: %w", r.ID, err)
 	}
@@ -119,7 +117,7 @@ func (t *Tx) runWritten(ctx context.Context, r *workflow.Run, inserted bool) err
 	return nil
 }
 
-func (t *Tx) Run(ctx context.Context, id string) (*workflow.Run, error) {
+func (t *Tx) Run(ctx context.Context, id string) (*record.Run, error) {
 	q := `SELECT ` + runColumns + ` FROM runs WHERE id = ?`
 	if t.write {
 		q += t.d.LockRow()
@@ -131,7 +129,7 @@ func (t *Tx) Run(ctx context.Context, id string) (*workflow.Run, error) {
 	return r, nil
 }
 
-func (t *Tx) RunByIdempotencyKey(ctx context.Context, requesterID, key string) (*workflow.Run, error) {
+func (t *Tx) RunByIdempotencyKey(ctx context.Context, requesterID, key string) (*record.Run, error) {
 	// "" is stored as NULL and so matches nothing: an empty key names no run.
 	r, err := scanRun(t.queryRow(ctx,
 		`SELECT `+runColumns+` FROM runs WHERE requester_id = ? AND idempotency_key = ?`, requesterID, key))
@@ -141,7 +139,7 @@ func (t *Tx) RunByIdempotencyKey(ctx context.Context, requesterID, key string) (
 	return r, nil
 }
 
-func (t *Tx) ListRuns(ctx context.Context, f workflow.RunFilter) ([]*workflow.Run, error) {
+func (t *Tx) ListRuns(ctx context.Context, f storage.RunFilter) ([]*record.Run, error) {
 	where, args := runFilter(f, "")
 	q := `SELECT ` + runColumns + ` FROM runs` + where + ` ORDER BY created_at, id`
 	if f.Limit > 0 {
@@ -159,7 +157,7 @@ func (t *Tx) ListRuns(ctx context.Context, f workflow.RunFilter) ([]*workflow.Ru
 // runs_prunable (004_retention), so that the planner may use it.
 const endedStatuses = `'done', 'failed', 'rejected', 'expired', 'cancelled'`
 
-func (t *Tx) EndedRuns(ctx context.Context, f workflow.EndedFilter) ([]*workflow.Run, error) {
+func (t *Tx) EndedRuns(ctx context.Context, f storage.EndedFilter) ([]*record.Run, error) {
 	// created_at < before holds for every run that ended before it, and
 	// bounds the range of the index read.
 	q := `SELECT ` + runColumns + ` FROM runs
@@ -179,11 +177,11 @@ func (t *Tx) EndedRuns(ctx context.Context, f workflow.EndedFilter) ([]*workflow
 }
 
 type statusCount struct {
-	status workflow.Status
+	status record.Status
 	n      int
 }
 
-func (t *Tx) CountRuns(ctx context.Context) (map[workflow.Status]int, error) {
+func (t *Tx) CountRuns(ctx context.Context) (map[record.Status]int, error) {
 	// GROUP BY status reads only the index runs_status_created, not the table.
 	counts, err := queryAll(ctx, t, func(r Row) (*statusCount, error) {
 		var c statusCount
@@ -192,7 +190,7 @@ func (t *Tx) CountRuns(ctx context.Context) (map[workflow.Status]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("count runs by status: %w", err)
 	}
-	out := make(map[workflow.Status]int, len(counts))
+	out := make(map[record.Status]int, len(counts))
 	for _, c := range counts {
 		out[c.status] = c.n
 	}
@@ -201,7 +199,7 @@ func (t *Tx) CountRuns(ctx context.Context) (map[workflow.Status]int, error) {
 
 // runFilter is the WHERE clause of f (or "") and its arguments, its columns
 // qualified with prefix.
-func runFilter(f workflow.RunFilter, prefix string) (string, []any) {
+func runFilter(f storage.RunFilter, prefix string) (string, []any) {
 	var (
 		where []string
 		args  []any
@@ -258,18 +256,18 @@ func (n *nullCheckpoint) dest() []any {
 }
 
 // checkpoint is the scanned checkpoint, nil when the join found none.
-func (n *nullCheckpoint) checkpoint() *workflow.Checkpoint {
+func (n *nullCheckpoint) checkpoint() *record.Checkpoint {
 	if n.run == nil {
 		return nil
 	}
-	return &workflow.Checkpoint{RunID: *n.run, Seq: deref(n.seq), SchemaVersion: int(deref(n.schema)), State: n.state,
+	return &record.Checkpoint{RunID: *n.run, Seq: deref(n.seq), SchemaVersion: int(deref(n.schema)), State: n.state,
 		BaseSeq: deref(n.baseSq), PrevHash: deref(n.prev), Hash: deref(n.hash), CreatedAt: fromMillis(deref(n.created)),
-		PrunedAt: fromMillis(deref(n.pruned)), Seal: workflow.Seal{KeyID: deref(n.keyID), MAC: deref(n.mac)}}
+		PrunedAt: fromMillis(deref(n.pruned)), Seal: record.Seal{KeyID: deref(n.keyID), MAC: deref(n.mac)}}
 }
 
-func scanRunHead(s Row) (*workflow.RunHead, error) {
+func scanRunHead(s Row) (*storage.RunHead, error) {
 	var (
-		r                                              workflow.Run
+		r                                              record.Run
 		key                                            *string
 		deadline, leaseUntil, created, updated, pruned int64
 		head, base                                     nullCheckpoint
@@ -289,7 +287,7 @@ func scanRunHead(s Row) (*workflow.RunHead, error) {
 	r.CreatedAt = fromMillis(created)
 	r.UpdatedAt = fromMillis(updated)
 	r.PrunedAt = fromMillis(pruned)
-	return &workflow.RunHead{Run: &r, Head: head.checkpoint(), Base: base.checkpoint()}, nil
+	return &storage.RunHead{Run: &r, Head: head.checkpoint(), Base: base.checkpoint()}, nil
 }
 
 func deref[T any](p *T) T {
@@ -302,7 +300,7 @@ func deref[T any](p *T) T {
 
 // ListRunHeadsQuery is the query ListRunHeads runs for f, with ?
 // placeholders: drivers test its plan (a page must walk an index, not scan).
-func ListRunHeadsQuery(f workflow.RunFilter) (string, []any) {
+func ListRunHeadsQuery(f storage.RunFilter) (string, []any) {
 	where, args := runFilter(f, "r.")
 	q := `SELECT ` + runHeadColumns + ` FROM runs r
 		LEFT JOIN checkpoints c ON c.run_id = r.id AND c.seq = r.seq
@@ -314,7 +312,7 @@ func ListRunHeadsQuery(f workflow.RunFilter) (string, []any) {
 	return q, args
 }
 
-func (t *Tx) ListRunHeads(ctx context.Context, f workflow.RunFilter) ([]*workflow.RunHead, error) {
+func (t *Tx) ListRunHeads(ctx context.Context, f storage.RunFilter) ([]*storage.RunHead, error) {
 	q, args := ListRunHeadsQuery(f)
 	heads, err := queryAll(ctx, t, scanRunHead, q, args...)
 	if err != nil {
@@ -328,7 +326,7 @@ func (t *Tx) ListRunHeads(ctx context.Context, f workflow.RunFilter) ([]*workflo
 // idempotency key, parent, creation time, callback URL) is written once by
 // InsertRun, and leaving it out of the SET spares the indexes on those
 // columns a rewrite on every transition.
-func updateRun(r *workflow.Run) (string, []any) {
+func updateRun(r *record.Run) (string, []any) {
 	return `UPDATE runs SET
 		status = ?, step = ?, seq = ?, version = version + 1, fingerprint = ?, reason = ?,
 		deadline = ?, lease_owner = ?, lease_until = ?, fence = ?, updated_at = ?, pruned_at = ?
@@ -337,7 +335,7 @@ func updateRun(r *workflow.Run) (string, []any) {
 			r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.UpdatedAt), millis(r.PrunedAt), r.ID, r.Version}
 }
 
-func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
+func (t *Tx) UpdateRun(ctx context.Context, r *record.Run) error {
 	q, args := updateRun(r)
 	if err := t.compareAndSet(ctx, "runs", "id", r.ID, q, args...); err != nil {
 		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
@@ -345,7 +343,7 @@ func (t *Tx) UpdateRun(ctx context.Context, r *workflow.Run) error {
 	return t.runWritten(ctx, r, false)
 }
 
-func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []workflow.Status, now, until time.Time, limit int) ([]*workflow.Run, error) {
+func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []record.Status, now, until time.Time, limit int) ([]*record.Run, error) {
 	if len(statuses) == 0 {
 		return nil, nil
 	}
@@ -358,7 +356,7 @@ func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []workflow.St
 		return nil, fmt.Errorf("claim runs for %s: %w", owner, err)
 	}
 	// RETURNING gives rows in no promised order.
-	slices.SortFunc(out, func(a, b *workflow.Run) int {
+	slices.SortFunc(out, func(a, b *record.Run) int {
 		if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
 			return c
 		}
@@ -371,9 +369,9 @@ func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []workflow.St
 
 const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at, key_id, mac, pruned_at, base_seq`
 
-func scanCheckpoint(s Row) (*workflow.Checkpoint, error) {
+func scanCheckpoint(s Row) (*record.Checkpoint, error) {
 	var (
-		c               workflow.Checkpoint
+		c               record.Checkpoint
 		created, pruned int64
 	)
 	if err := s.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created, &c.KeyID, &c.MAC, &pruned, &c.BaseSeq); err != nil {
@@ -385,13 +383,13 @@ func scanCheckpoint(s Row) (*workflow.Checkpoint, error) {
 }
 
 // appendCheckpoint is AppendCheckpoint's statement.
-func appendCheckpoint(c *workflow.Checkpoint) (string, []any) {
+func appendCheckpoint(c *record.Checkpoint) (string, []any) {
 	return `INSERT INTO checkpoints (` + checkpointColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		[]any{c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC, millis(c.PrunedAt), c.BaseSeq}
 }
 
-func (t *Tx) AppendCheckpoint(ctx context.Context, c *workflow.Checkpoint) error {
+func (t *Tx) AppendCheckpoint(ctx context.Context, c *record.Checkpoint) error {
 	q, args := appendCheckpoint(c)
 	if err := t.guarded(ctx, nil, q, args...); err != nil {
 		return fmt.Errorf("append checkpoint %s/%d: %w", c.RunID, c.Seq, err)
@@ -399,7 +397,7 @@ func (t *Tx) AppendCheckpoint(ctx context.Context, c *workflow.Checkpoint) error
 	return nil
 }
 
-func (t *Tx) Checkpoints(ctx context.Context, runID string) ([]*workflow.Checkpoint, error) {
+func (t *Tx) Checkpoints(ctx context.Context, runID string) ([]*record.Checkpoint, error) {
 	cs, err := queryAll(ctx, t, scanCheckpoint, `SELECT `+checkpointColumns+`
 		FROM checkpoints WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
@@ -440,9 +438,9 @@ const requestColumns = `id, run_id, fingerprint, rule, policy_revision, risk, ro
 	self_approval, edit, requester_id, deadline, status, decided_by, decided_at, version,
 	created_at, key_id, mac`
 
-func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
+func scanRequest(s Row) (*record.ApprovalRequest, error) {
 	var (
-		r                          workflow.ApprovalRequest
+		r                          record.ApprovalRequest
 		deadline, decided, created int64
 	)
 	err := s.Scan(&r.ID, &r.RunID, &r.Fingerprint, &r.Rule, &r.PolicyRevision, &r.Risk, &r.Role,
@@ -458,7 +456,7 @@ func scanRequest(s Row) (*workflow.ApprovalRequest, error) {
 }
 
 // insertRequest is InsertRequest's statement.
-func insertRequest(r *workflow.ApprovalRequest) (string, []any) {
+func insertRequest(r *record.ApprovalRequest) (string, []any) {
 	return `INSERT INTO approval_requests (` + requestColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
 		[]any{r.ID, r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
@@ -466,7 +464,7 @@ func insertRequest(r *workflow.ApprovalRequest) (string, []any) {
 			millis(r.DecidedAt), millis(r.CreatedAt), r.KeyID, r.MAC}
 }
 
-func (t *Tx) InsertRequest(ctx context.Context, r *workflow.ApprovalRequest) error {
+func (t *Tx) InsertRequest(ctx context.Context, r *record.ApprovalRequest) error {
 	q, args := insertRequest(r)
 	if err := t.guarded(ctx, nil, q, args...); err != nil {
 		return fmt.Errorf("insert approval request %s: %w", r.ID, err)
@@ -475,7 +473,7 @@ func (t *Tx) InsertRequest(ctx context.Context, r *workflow.ApprovalRequest) err
 	return nil
 }
 
-func (t *Tx) Request(ctx context.Context, id string) (*workflow.ApprovalRequest, error) {
+func (t *Tx) Request(ctx context.Context, id string) (*record.ApprovalRequest, error) {
 	r, err := scanRequest(t.queryRow(ctx,
 		`SELECT `+requestColumns+` FROM approval_requests WHERE id = ?`, id))
 	if err != nil {
@@ -484,7 +482,7 @@ func (t *Tx) Request(ctx context.Context, id string) (*workflow.ApprovalRequest,
 	return r, nil
 }
 
-func (t *Tx) RequestsForRun(ctx context.Context, runID string) ([]*workflow.ApprovalRequest, error) {
+func (t *Tx) RequestsForRun(ctx context.Context, runID string) ([]*record.ApprovalRequest, error) {
 	rs, err := queryAll(ctx, t, scanRequest, `SELECT `+requestColumns+`
 		FROM approval_requests WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
@@ -493,7 +491,7 @@ func (t *Tx) RequestsForRun(ctx context.Context, runID string) ([]*workflow.Appr
 	return rs, nil
 }
 
-func (t *Tx) UpdateRequest(ctx context.Context, r *workflow.ApprovalRequest) error {
+func (t *Tx) UpdateRequest(ctx context.Context, r *record.ApprovalRequest) error {
 	err := t.compareAndSet(ctx, "approval_requests", "id", r.ID, `UPDATE approval_requests SET
 		run_id = ?, fingerprint = ?, rule = ?, policy_revision = ?, risk = ?, role = ?, count = ?,
 		self_approval = ?, edit = ?, requester_id = ?, deadline = ?, status = ?, decided_by = ?,
@@ -514,9 +512,9 @@ func (t *Tx) UpdateRequest(ctx context.Context, r *workflow.ApprovalRequest) err
 
 const locationColumns = `request_id, run_id, channel, message_ts, posted_at`
 
-func scanLocation(s Row) (*workflow.MessageLocation, error) {
+func scanLocation(s Row) (*record.MessageLocation, error) {
 	var (
-		l      workflow.MessageLocation
+		l      record.MessageLocation
 		posted int64
 	)
 	if err := s.Scan(&l.RequestID, &l.RunID, &l.Channel, &l.TS, &posted); err != nil {
@@ -526,7 +524,7 @@ func scanLocation(s Row) (*workflow.MessageLocation, error) {
 	return &l, nil
 }
 
-func (t *Tx) InsertMessageLocation(ctx context.Context, l *workflow.MessageLocation) error {
+func (t *Tx) InsertMessageLocation(ctx context.Context, l *record.MessageLocation) error {
 	err := t.guarded(ctx, nil, `INSERT INTO message_locations (`+locationColumns+`) VALUES (?, ?, ?, ?, ?)`,
 		l.RequestID, l.RunID, l.Channel, l.TS, millis(l.PostedAt))
 	if err != nil {
@@ -535,7 +533,7 @@ func (t *Tx) InsertMessageLocation(ctx context.Context, l *workflow.MessageLocat
 	return nil
 }
 
-func (t *Tx) MessageLocations(ctx context.Context, runID string) ([]*workflow.MessageLocation, error) {
+func (t *Tx) MessageLocations(ctx context.Context, runID string) ([]*record.MessageLocation, error) {
 	ls, err := queryAll(ctx, t, scanLocation, `SELECT `+locationColumns+`
 		FROM message_locations WHERE run_id = ? ORDER BY posted_at, request_id`, runID)
 	if err != nil {
@@ -549,9 +547,9 @@ func (t *Tx) MessageLocations(ctx context.Context, runID string) ([]*workflow.Me
 const decisionColumns = `id, request_id, run_id, approver_id, approver_name, role, verdict, reason,
 	edited_args, via, payload_digest, at, key_id, mac`
 
-func scanDecision(s Row) (*workflow.Decision, error) {
+func scanDecision(s Row) (*record.Decision, error) {
 	var (
-		d  workflow.Decision
+		d  record.Decision
 		at int64
 	)
 	err := s.Scan(&d.ID, &d.RequestID, &d.RunID, &d.ApproverID, &d.ApproverName, &d.Role,
@@ -563,7 +561,7 @@ func scanDecision(s Row) (*workflow.Decision, error) {
 	return &d, nil
 }
 
-func (t *Tx) InsertDecision(ctx context.Context, d *workflow.Decision) error {
+func (t *Tx) InsertDecision(ctx context.Context, d *record.Decision) error {
 	// The id comes from the database (a sequence, or AUTOINCREMENT), through
 	// RETURNING, which both databases have.
 	var id int64
@@ -581,7 +579,7 @@ func (t *Tx) InsertDecision(ctx context.Context, d *workflow.Decision) error {
 	return nil
 }
 
-func (t *Tx) Decisions(ctx context.Context, runID string) ([]*workflow.Decision, error) {
+func (t *Tx) Decisions(ctx context.Context, runID string) ([]*record.Decision, error) {
 	ds, err := queryAll(ctx, t, scanDecision, `SELECT `+decisionColumns+`
 		FROM decisions WHERE run_id = ? ORDER BY id`, runID)
 	if err != nil {
@@ -595,9 +593,9 @@ func (t *Tx) Decisions(ctx context.Context, runID string) ([]*workflow.Decision,
 const operationColumns = `op_key, run_id, idx, action, args_digest, status, attempts, receipt,
 	error, version, created_at, updated_at, key_id, mac`
 
-func scanOperation(s Row) (*workflow.Operation, error) {
+func scanOperation(s Row) (*record.Operation, error) {
 	var (
-		op               workflow.Operation
+		op               record.Operation
 		created, updated int64
 	)
 	err := s.Scan(&op.Key, &op.RunID, &op.Index, &op.Action, &op.ArgsDigest, &op.Status,
@@ -610,7 +608,7 @@ func scanOperation(s Row) (*workflow.Operation, error) {
 	return &op, nil
 }
 
-func (t *Tx) InsertOperation(ctx context.Context, op *workflow.Operation) error {
+func (t *Tx) InsertOperation(ctx context.Context, op *record.Operation) error {
 	err := t.guarded(ctx, nil, `INSERT INTO operations (`+operationColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
 		op.Key, op.RunID, op.Index, op.Action, op.ArgsDigest, string(op.Status), op.Attempts,
@@ -622,7 +620,7 @@ func (t *Tx) InsertOperation(ctx context.Context, op *workflow.Operation) error 
 	return nil
 }
 
-func (t *Tx) Operation(ctx context.Context, key string) (*workflow.Operation, error) {
+func (t *Tx) Operation(ctx context.Context, key string) (*record.Operation, error) {
 	op, err := scanOperation(t.queryRow(ctx,
 		`SELECT `+operationColumns+` FROM operations WHERE op_key = ?`, key))
 	if err != nil {
@@ -631,7 +629,7 @@ func (t *Tx) Operation(ctx context.Context, key string) (*workflow.Operation, er
 	return op, nil
 }
 
-func (t *Tx) Operations(ctx context.Context, runID string) ([]*workflow.Operation, error) {
+func (t *Tx) Operations(ctx context.Context, runID string) ([]*record.Operation, error) {
 	ops, err := queryAll(ctx, t, scanOperation, `SELECT `+operationColumns+`
 		FROM operations WHERE run_id = ? ORDER BY idx, op_key`, runID)
 	if err != nil {
@@ -640,7 +638,7 @@ func (t *Tx) Operations(ctx context.Context, runID string) ([]*workflow.Operatio
 	return ops, nil
 }
 
-func (t *Tx) UpdateOperation(ctx context.Context, op *workflow.Operation) error {
+func (t *Tx) UpdateOperation(ctx context.Context, op *record.Operation) error {
 	err := t.compareAndSet(ctx, "operations", "op_key", op.Key, `UPDATE operations SET
 		run_id = ?, idx = ?, action = ?, args_digest = ?, status = ?, attempts = ?, receipt = ?,
 		error = ?, version = version + 1, created_at = ?, updated_at = ?, key_id = ?, mac = ?
@@ -659,9 +657,9 @@ func (t *Tx) UpdateOperation(ctx context.Context, op *workflow.Operation) error 
 const outboxColumns = `id, run_id, kind, payload, attempts, next_attempt, delivered_at, last_error,
 	version, created_at`
 
-func scanOutbox(s Row) (*workflow.OutboxMessage, error) {
+func scanOutbox(s Row) (*record.OutboxMessage, error) {
 	var (
-		m                          workflow.OutboxMessage
+		m                          record.OutboxMessage
 		next, delivered, createdAt int64
 	)
 	err := s.Scan(&m.ID, &m.RunID, &m.Kind, &m.Payload, &m.Attempts, &next, &delivered,
@@ -675,7 +673,7 @@ func scanOutbox(s Row) (*workflow.OutboxMessage, error) {
 	return &m, nil
 }
 
-func (t *Tx) EnqueueOutbox(ctx context.Context, m *workflow.OutboxMessage) error {
+func (t *Tx) EnqueueOutbox(ctx context.Context, m *record.OutboxMessage) error {
 	// Not guarded: the outbox has no key a caller could collide with and no
 	// foreign key.
 	var id int64
@@ -693,7 +691,7 @@ func (t *Tx) EnqueueOutbox(ctx context.Context, m *workflow.OutboxMessage) error
 	return nil
 }
 
-func (t *Tx) DueOutbox(ctx context.Context, now time.Time, limit int) ([]*workflow.OutboxMessage, error) {
+func (t *Tx) DueOutbox(ctx context.Context, now time.Time, limit int) ([]*record.OutboxMessage, error) {
 	// "delivered_at = 0" is spelled as in the partial index outbox_due, so that
 	// the planner may use it. A limit of 0 or less means no limit, as in RunFilter.
 	q := `SELECT ` + outboxColumns + ` FROM outbox
@@ -710,7 +708,7 @@ func (t *Tx) DueOutbox(ctx context.Context, now time.Time, limit int) ([]*workfl
 	return ms, nil
 }
 
-func (t *Tx) ListOutbox(ctx context.Context, f workflow.OutboxFilter) ([]*workflow.OutboxMessage, error) {
+func (t *Tx) ListOutbox(ctx context.Context, f storage.OutboxFilter) ([]*record.OutboxMessage, error) {
 	// Undelivered rows only, spelled as in the partial index outbox_due.
 	q := `SELECT ` + outboxColumns + ` FROM outbox WHERE delivered_at = 0`
 	var args []any
@@ -757,7 +755,7 @@ func (t *Tx) ListOutbox(ctx context.Context, f workflow.OutboxFilter) ([]*workfl
 	return ms, nil
 }
 
-func (t *Tx) UpdateOutbox(ctx context.Context, m *workflow.OutboxMessage) error {
+func (t *Tx) UpdateOutbox(ctx context.Context, m *record.OutboxMessage) error {
 	err := t.compareAndSet(ctx, "outbox", "id", m.ID, `UPDATE outbox SET
 		run_id = ?, kind = ?, payload = ?, attempts = ?, next_attempt = ?, delivered_at = ?,
 		last_error = ?, version = version + 1, created_at = ?
@@ -771,7 +769,7 @@ func (t *Tx) UpdateOutbox(ctx context.Context, m *workflow.OutboxMessage) error 
 	return nil
 }
 
-func (t *Tx) OutboxForRun(ctx context.Context, runID string) ([]*workflow.OutboxMessage, error) {
+func (t *Tx) OutboxForRun(ctx context.Context, runID string) ([]*record.OutboxMessage, error) {
 	ms, err := queryAll(ctx, t, scanOutbox, `SELECT `+outboxColumns+` FROM outbox WHERE run_id = ? ORDER BY id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list outbox messages of run %s: %w", runID, err)
@@ -792,9 +790,9 @@ func (t *Tx) DeleteDeliveredOutbox(ctx context.Context, runID string) (int, erro
 const auditColumns = `seq, run_id, actor, action, detail, at, prev_hash, hash, checkpoint_seq,
 	checkpoint_hash, key_id, mac, format`
 
-func scanAudit(s Row) (*workflow.AuditEvent, error) {
+func scanAudit(s Row) (*record.AuditEvent, error) {
 	var (
-		e  workflow.AuditEvent
+		e  record.AuditEvent
 		at int64
 	)
 	if err := s.Scan(&e.Seq, &e.RunID, &e.Actor, &e.Action, &e.Detail, &at, &e.PrevHash, &e.Hash,
@@ -809,18 +807,18 @@ func scanAudit(s Row) (*workflow.AuditEvent, error) {
 // transaction appends to the same run between this read and the insert: each
 // run's chain stays linear, on one writer or several, while appends to
 // different runs do not wait for each other.
-func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent, seal func(*workflow.AuditEvent, *workflow.AuditRunHead) (workflow.Seal, workflow.Seal)) error {
+func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
 	seq, prev, err := t.auditRunHead(ctx, e.RunID)
 	if err != nil {
 		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
 	}
 	next := *e
-	next.Format = workflow.AuditPerRun
+	next.Format = record.AuditPerRun
 	next.Seq = seq
 	next.PrevHash = prev
-	next.Hash = workflow.AuditHash(&next)
-	next.Seal = workflow.Seal{}
-	head := workflow.AuditRunHead{RunID: next.RunID, Seq: next.Seq, Hash: next.Hash}
+	next.Hash = record.AuditHash(&next)
+	next.Seal = record.Seal{}
+	head := record.AuditRunHead{RunID: next.RunID, Seq: next.Seq, Hash: next.Hash}
 	if seal != nil {
 		next.Seal, head.Seal = seal(&next, &head)
 	}
@@ -854,7 +852,7 @@ func (t *Tx) AppendAudit(ctx context.Context, e *workflow.AuditEvent, seal func(
 	return nil
 }
 
-func (t *Tx) AuditEvents(ctx context.Context, f workflow.AuditFilter) ([]*workflow.AuditEvent, error) {
+func (t *Tx) AuditEvents(ctx context.Context, f storage.AuditFilter) ([]*record.AuditEvent, error) {
 	q := `SELECT ` + auditColumns + ` FROM audit WHERE seq > ?`
 	args := []any{f.AfterSeq}
 	if f.RunID != "" {
@@ -877,15 +875,15 @@ func (t *Tx) AuditEvents(ctx context.Context, f workflow.AuditFilter) ([]*workfl
 	return es, nil
 }
 
-func scanAuditHead(s Row) (*workflow.AuditRunHead, error) {
-	var h workflow.AuditRunHead
+func scanAuditHead(s Row) (*record.AuditRunHead, error) {
+	var h record.AuditRunHead
 	if err := s.Scan(&h.RunID, &h.Seq, &h.Hash, &h.KeyID, &h.MAC); err != nil {
 		return nil, err
 	}
 	return &h, nil
 }
 
-func (t *Tx) AuditRunHead(ctx context.Context, runID string) (*workflow.AuditRunHead, error) {
+func (t *Tx) AuditRunHead(ctx context.Context, runID string) (*record.AuditRunHead, error) {
 	h, err := scanAuditHead(t.queryRow(ctx, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads
 		WHERE run_id = ? AND seq > 0`, runID))
 	if err != nil {
@@ -894,7 +892,7 @@ func (t *Tx) AuditRunHead(ctx context.Context, runID string) (*workflow.AuditRun
 	return h, nil
 }
 
-func (t *Tx) AuditRunHeads(ctx context.Context) ([]*workflow.AuditRunHead, error) {
+func (t *Tx) AuditRunHeads(ctx context.Context) ([]*record.AuditRunHead, error) {
 	// seq > 0: a head row a rolled-back first append left is no head (see
 	// the PostgreSQL dialect's AuditRunHead).
 	hs, err := queryAll(ctx, t, scanAuditHead, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads
@@ -909,9 +907,9 @@ func (t *Tx) AuditRunHeads(ctx context.Context) ([]*workflow.AuditRunHead, error
 
 const anchorColumns = `id, at, heads, prev_hash, hash, key_id, mac`
 
-func scanAnchor(s Row) (*workflow.AuditAnchor, error) {
+func scanAnchor(s Row) (*record.AuditAnchor, error) {
 	var (
-		a     workflow.AuditAnchor
+		a     record.AuditAnchor
 		at    int64
 		heads []byte
 	)
@@ -922,13 +920,13 @@ func scanAnchor(s Row) (*workflow.AuditAnchor, error) {
 	if len(heads) > 0 {
 		if err := json.Unmarshal(heads, &a.Heads); err != nil {
 			// Damage verify reports as the anchor's: its hash no longer matches.
-			a.Heads = []workflow.AnchoredHead{{RunID: "(unreadable: " + err.Error() + ")"}}
+			a.Heads = []record.AnchoredHead{{RunID: "(unreadable: " + err.Error() + ")"}}
 		}
 	}
 	return &a, nil
 }
 
-func (t *Tx) LatestAnchor(ctx context.Context) (*workflow.AuditAnchor, error) {
+func (t *Tx) LatestAnchor(ctx context.Context) (*record.AuditAnchor, error) {
 	if t.write {
 		// Row 0 is never read as an anchor: locking it makes anchor writers take turns.
 		var id int64
@@ -943,28 +941,28 @@ func (t *Tx) LatestAnchor(ctx context.Context) (*workflow.AuditAnchor, error) {
 	return a, nil
 }
 
-func (t *Tx) AnchorHeads(ctx context.Context) ([]workflow.AnchoredHead, error) {
+func (t *Tx) AnchorHeads(ctx context.Context) ([]record.AnchoredHead, error) {
 	rows, err := t.c.Query(ctx, t.d.Bind(`UPDATE audit_heads SET anchored = seq
 		WHERE anchored <> seq AND seq > 0 RETURNING run_id, seq, hash`))
 	if err != nil {
 		return nil, fmt.Errorf("anchor audit heads: %w", t.d.Err(err))
 	}
-	hs, err := collect(t.d, rows, func(r Row) (*workflow.AnchoredHead, error) {
-		var h workflow.AnchoredHead
+	hs, err := collect(t.d, rows, func(r Row) (*record.AnchoredHead, error) {
+		var h record.AnchoredHead
 		return &h, r.Scan(&h.RunID, &h.Seq, &h.Hash)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("anchor audit heads: %w", err)
 	}
-	out := make([]workflow.AnchoredHead, len(hs))
+	out := make([]record.AnchoredHead, len(hs))
 	for i, h := range hs {
 		out[i] = *h
 	}
-	slices.SortFunc(out, func(a, b workflow.AnchoredHead) int { return strings.Compare(a.RunID, b.RunID) })
+	slices.SortFunc(out, func(a, b record.AnchoredHead) int { return strings.Compare(a.RunID, b.RunID) })
 	return out, nil
 }
 
-func (t *Tx) InsertAnchor(ctx context.Context, a *workflow.AuditAnchor) error {
+func (t *Tx) InsertAnchor(ctx context.Context, a *record.AuditAnchor) error {
 	heads, err := json.Marshal(a.Heads)
 	if err != nil {
 		return fmt.Errorf("insert anchor %d: %w", a.ID, err)
@@ -977,7 +975,7 @@ func (t *Tx) InsertAnchor(ctx context.Context, a *workflow.AuditAnchor) error {
 	return nil
 }
 
-func (t *Tx) AuditAnchors(ctx context.Context) ([]*workflow.AuditAnchor, error) {
+func (t *Tx) AuditAnchors(ctx context.Context) ([]*record.AuditAnchor, error) {
 	as, err := queryAll(ctx, t, scanAnchor, `SELECT `+anchorColumns+` FROM audit_anchors WHERE id > 0 ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list anchors: %w", err)
@@ -987,9 +985,9 @@ func (t *Tx) AuditAnchors(ctx context.Context) ([]*workflow.AuditAnchor, error) 
 
 // --- integrity head
 
-func (t *Tx) IntegrityHead(ctx context.Context) (*workflow.IntegrityHead, error) {
+func (t *Tx) IntegrityHead(ctx context.Context) (*record.IntegrityHead, error) {
 	var (
-		h     workflow.IntegrityHead
+		h     record.IntegrityHead
 		since int64
 	)
 	err := t.queryRow(ctx, `SELECT keyed_since, seq, hash, anchor_id, anchor_hash, key_id, mac FROM integrity_head WHERE id = 1`).
@@ -1001,7 +999,7 @@ func (t *Tx) IntegrityHead(ctx context.Context) (*workflow.IntegrityHead, error)
 	return &h, nil
 }
 
-func (t *Tx) PutIntegrityHead(ctx context.Context, h *workflow.IntegrityHead) error {
+func (t *Tx) PutIntegrityHead(ctx context.Context, h *record.IntegrityHead) error {
 	_, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO integrity_head (id, keyed_since, seq, hash, anchor_id, anchor_hash, key_id, mac)
 		VALUES (1, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET keyed_since = excluded.keyed_since, seq = excluded.seq,

@@ -9,24 +9,22 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
-func testAuditRoundTrip(t *testing.T, s workflow.Store) {
+func testAuditRoundTrip(t *testing.T, s storage.Store) {
 	for i, p := range payloads {
 		t.Run(p.name, func(t *testing.T) {
-			in := &workflow.AuditEvent{RunID: "run-1", Actor: "U0LEAD0001", Action: "approve", Detail: p.b,
+			in := &record.AuditEvent{RunID: "run-1", Actor: "U0LEAD0001", Action: "approve", Detail: p.b,
 				At: odd.Add(time.Duration(i) * time.Second), Seq: 99, PrevHash: "bogus", Hash: "bogus"}
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, in, nil) })
-			es := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditEvent, error) {
-				return tx.AuditEvents(ctx, workflow.AuditFilter{AfterSeq: in.Seq - 1})
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.AppendAudit(ctx, in, nil) })
+			es := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+				return tx.AuditEvents(ctx, storage.AuditFilter{AfterSeq: in.Seq - 1})
 			})
 			if len(es) != 1 {
 				t.Fatalf("AuditEvents after seq %d: got %d events, want 1", in.Seq-1, len(es))
 			}
 			checkSame(t, "AuditEvent", stored(in), es[0])
-			if h := workflow.AuditHash(es[0]); h != es[0].Hash {
+			if h := record.AuditHash(es[0]); h != es[0].Hash {
 				t.Errorf("hash of the loaded event = %s, stored %s: the stored fields changed", h, es[0].Hash)
 			}
 		})
@@ -35,15 +33,15 @@ func testAuditRoundTrip(t *testing.T, s workflow.Store) {
 
 // --- unique keys
 
-func testAuditChain(t *testing.T, s workflow.Store) {
+func testAuditChain(t *testing.T, s storage.Store) {
 	const perTx, txs = 5, 12
 	runs := []string{"run-a", "run-b", "run-c", ""} // "" is an event about no run
-	var appended []workflow.AuditEvent
+	var appended []record.AuditEvent
 	n := 0
 	for range txs {
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
 			for range perTx {
-				e := &workflow.AuditEvent{RunID: runs[n%len(runs)], Actor: fmt.Sprintf("actor-%d", n%3),
+				e := &record.AuditEvent{RunID: runs[n%len(runs)], Actor: fmt.Sprintf("actor-%d", n%3),
 					Action: "step", Detail: []byte(fmt.Sprintf(`{"n":%d}`, n)), At: odd.Add(time.Duration(n) * time.Second)}
 				if err := tx.AppendAudit(ctx, e, nil); err != nil {
 					return err
@@ -56,22 +54,22 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 	}
 	// A rolled-back append must leave no fork in its run's chain (it may
 	// leave a gap in the seqs).
-	err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-a", Action: "rolled back"}, nil); err != nil {
+	err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-a", Action: "rolled back"}, nil); err != nil {
 			return err
 		}
 		return errBoom
 	})
 	wantErr(t, "rolled-back append", err, errBoom)
-	last := &workflow.AuditEvent{RunID: "run-a", Action: "last", At: odd}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendAudit(ctx, last, nil) })
+	last := &record.AuditEvent{RunID: "run-a", Action: "last", At: odd}
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.AppendAudit(ctx, last, nil) })
 	appended = append(appended, *last)
 
 	t.Run("the appender is told seq, prev and hash", func(t *testing.T) {
 		checkChain(t, pointers(appended))
 	})
-	all := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditEvent, error) {
-		return tx.AuditEvents(ctx, workflow.AuditFilter{})
+	all := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+		return tx.AuditEvents(ctx, storage.AuditFilter{})
 	})
 	t.Run("stored chain", func(t *testing.T) {
 		if len(all) != len(appended) {
@@ -83,8 +81,8 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 		}
 	})
 	t.Run("the newest first", func(t *testing.T) {
-		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditEvent, error) {
-			return tx.AuditEvents(ctx, workflow.AuditFilter{Newest: true, Limit: 2})
+		got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+			return tx.AuditEvents(ctx, storage.AuditFilter{Newest: true, Limit: 2})
 		})
 		if n := len(all); len(got) != 2 || got[0].Seq != all[n-1].Seq || got[1].Seq != all[n-2].Seq {
 			t.Errorf("AuditEvents(newest, 2) = %v, want the last two of %v", seqsOf(got), seqsOf(all))
@@ -98,8 +96,8 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 					want = append(want, e.Seq)
 				}
 			}
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditEvent, error) {
-				return tx.AuditEvents(ctx, workflow.AuditFilter{RunID: run})
+			got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+				return tx.AuditEvents(ctx, storage.AuditFilter{RunID: run})
 			})
 			if seqs := seqsOf(got); !slices.Equal(seqs, want) {
 				t.Errorf("AuditEvents(run %s) = %v, want %v", run, seqs, want)
@@ -108,8 +106,8 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			var paged []int64
 			after := int64(0)
 			for page := 0; page <= len(all); page++ {
-				es := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditEvent, error) {
-					return tx.AuditEvents(ctx, workflow.AuditFilter{RunID: run, AfterSeq: after, Limit: 4})
+				es := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
+					return tx.AuditEvents(ctx, storage.AuditFilter{RunID: run, AfterSeq: after, Limit: 4})
 				})
 				if len(es) > 4 {
 					t.Fatalf("page of %d events, limit 4", len(es))
@@ -126,11 +124,11 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 		})
 	}
 	t.Run("each run's head is its last event", func(t *testing.T) {
-		want := map[string]*workflow.AuditEvent{}
+		want := map[string]*record.AuditEvent{}
 		for _, e := range all {
 			want[e.RunID] = e
 		}
-		heads := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditRunHead, error) {
+		heads := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditRunHead, error) {
 			return tx.AuditRunHeads(ctx)
 		})
 		if len(heads) != len(want) {
@@ -140,35 +138,35 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 			if e := want[h.RunID]; e == nil || h.Seq != e.Seq || h.Hash != e.Hash {
 				t.Errorf("head of run %q = %d %s, want its last event %v", h.RunID, h.Seq, h.Hash, e)
 			}
-			one := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.AuditRunHead, error) {
+			one := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.AuditRunHead, error) {
 				return tx.AuditRunHead(ctx, h.RunID)
 			})
 			checkSame(t, "AuditRunHead", h, one)
 		}
-		err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+		err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 			_, err := tx.AuditRunHead(ctx, "nope")
 			return err
 		})
-		wantErr(t, "AuditRunHead of a run without events", err, workflow.ErrNotFound)
+		wantErr(t, "AuditRunHead of a run without events", err, storage.ErrNotFound)
 	})
 	t.Run("anchors", func(t *testing.T) {
-		var first []workflow.AnchoredHead
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
-			if _, err := tx.LatestAnchor(ctx); !errors.Is(err, workflow.ErrNotFound) {
+		var first []record.AnchoredHead
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
+			if _, err := tx.LatestAnchor(ctx); !errors.Is(err, storage.ErrNotFound) {
 				return fmt.Errorf("LatestAnchor before any: %v, want ErrNotFound", err)
 			}
 			var err error
 			if first, err = tx.AnchorHeads(ctx); err != nil {
 				return err
 			}
-			return tx.InsertAnchor(ctx, &workflow.AuditAnchor{ID: 1, At: odd, Heads: first, Hash: "h1"})
+			return tx.InsertAnchor(ctx, &record.AuditAnchor{ID: 1, At: odd, Heads: first, Hash: "h1"})
 		})
 		if len(first) != 4 || first[0].RunID != "" || first[1].RunID != "run-a" {
 			t.Fatalf("AnchorHeads = %v, want the four runs' heads by run id", first)
 		}
-		var second []workflow.AnchoredHead
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
-			if err := tx.AppendAudit(ctx, &workflow.AuditEvent{RunID: "run-b", Action: "later"}, nil); err != nil {
+		var second []record.AnchoredHead
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
+			if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: "run-b", Action: "later"}, nil); err != nil {
 				return err
 			}
 			var err error
@@ -178,21 +176,21 @@ func testAuditChain(t *testing.T, s workflow.Store) {
 		if len(second) != 1 || second[0].RunID != "run-b" {
 			t.Errorf("AnchorHeads after one append = %v, want run-b's head alone", second)
 		}
-		err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-			return tx.InsertAnchor(ctx, &workflow.AuditAnchor{ID: 1, At: odd, Hash: "again"})
+		err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+			return tx.InsertAnchor(ctx, &record.AuditAnchor{ID: 1, At: odd, Hash: "again"})
 		})
-		wantErr(t, "a second anchor 1", err, workflow.ErrDuplicate)
-		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.AuditAnchor, error) {
+		wantErr(t, "a second anchor 1", err, storage.ErrDuplicate)
+		got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditAnchor, error) {
 			return tx.AuditAnchors(ctx)
 		})
 		if len(got) != 1 {
 			t.Fatalf("AuditAnchors = %d anchors, want 1", len(got))
 		}
-		checkSame(t, "AuditAnchor", &workflow.AuditAnchor{ID: 1, At: odd.Truncate(time.Millisecond).UTC(), Heads: first, Hash: "h1"}, got[0])
+		checkSame(t, "AuditAnchor", &record.AuditAnchor{ID: 1, At: odd.Truncate(time.Millisecond).UTC(), Heads: first, Hash: "h1"}, got[0])
 	})
 }
 
-func seqsOf(es []*workflow.AuditEvent) []int64 {
+func seqsOf(es []*record.AuditEvent) []int64 {
 	out := make([]int64, len(es))
 	for i, e := range es {
 		out[i] = e.Seq
@@ -202,7 +200,7 @@ func seqsOf(es []*workflow.AuditEvent) []int64 {
 
 // checkChain checks that es is the whole chain from its start: seqs 1, 2, 3…,
 // each PrevHash the previous Hash, each Hash what AuditHash says.
-func checkChain(t *testing.T, es []*workflow.AuditEvent) {
+func checkChain(t *testing.T, es []*record.AuditEvent) {
 	t.Helper()
 	CheckAuditChains(t, es)
 }
@@ -210,7 +208,7 @@ func checkChain(t *testing.T, es []*workflow.AuditEvent) {
 // CheckAuditChains checks events appended through the contract, in seq
 // order: seqs increase, each event is chained per run (PrevHash the hash of
 // the run's event before it, "" for its first) and matches its hash.
-func CheckAuditChains(t testing.TB, es []*workflow.AuditEvent) {
+func CheckAuditChains(t testing.TB, es []*record.AuditEvent) {
 	t.Helper()
 	prev := map[string]string{}
 	var last int64
@@ -219,13 +217,13 @@ func CheckAuditChains(t testing.TB, es []*workflow.AuditEvent) {
 			t.Errorf("event %d follows event %d: seqs must increase", e.Seq, last)
 		}
 		last = e.Seq
-		if e.Format != workflow.AuditPerRun {
-			t.Errorf("event %d has format %d, want %d (per run)", e.Seq, e.Format, workflow.AuditPerRun)
+		if e.Format != record.AuditPerRun {
+			t.Errorf("event %d has format %d, want %d (per run)", e.Seq, e.Format, record.AuditPerRun)
 		}
 		if e.PrevHash != prev[e.RunID] {
 			t.Errorf("event %d of run %q: PrevHash %q, want the run's previous hash %q", e.Seq, e.RunID, e.PrevHash, prev[e.RunID])
 		}
-		if h := workflow.AuditHash(e); e.Hash != h {
+		if h := record.AuditHash(e); e.Hash != h {
 			t.Errorf("event %d: Hash %q, want AuditHash %q", e.Seq, e.Hash, h)
 		}
 		prev[e.RunID] = e.Hash

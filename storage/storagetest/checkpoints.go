@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // payloads are the byte slices every byte column must keep apart.
@@ -21,16 +19,16 @@ var payloads = []struct {
 	{"JSON", []byte(`{"b":[1,2.50,"x"],"a":"é\u0000"}`)},
 }
 
-func testCheckpointRoundTrip(t *testing.T, s workflow.Store) {
+func testCheckpointRoundTrip(t *testing.T, s storage.Store) {
 	seedRun(t, s, "run-1")
 	for i, p := range payloads {
 		t.Run(p.name, func(t *testing.T) {
 			// Every checkpoint after the first names the one before as its base.
-			in := &workflow.Checkpoint{RunID: "run-1", Seq: int64(i + 1), SchemaVersion: workflow.SchemaVersion,
+			in := &record.Checkpoint{RunID: "run-1", Seq: int64(i + 1), SchemaVersion: record.SchemaVersion,
 				State: p.b, BaseSeq: int64(i), PrevHash: fmt.Sprintf("prev-%d", i), CreatedAt: odd.Add(time.Duration(i) * time.Minute)}
-			in.Hash = workflow.CheckpointHash(in)
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendCheckpoint(ctx, in) })
-			cs := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) {
+			in.Hash = record.CheckpointHash(in)
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.AppendCheckpoint(ctx, in) })
+			cs := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Checkpoint, error) {
 				return tx.Checkpoints(ctx, "run-1")
 			})
 			if len(cs) != i+1 {
@@ -38,7 +36,7 @@ func testCheckpointRoundTrip(t *testing.T, s workflow.Store) {
 			}
 			got := cs[i]
 			checkSame(t, "Checkpoint", stored(in), got)
-			if h := workflow.CheckpointHash(got); h != in.Hash {
+			if h := record.CheckpointHash(got); h != in.Hash {
 				t.Errorf("hash of the loaded checkpoint = %s, want %s: the stored fields changed", h, in.Hash)
 			}
 		})

@@ -6,28 +6,26 @@ import (
 	"encoding/hex"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // feedTimeout bounds how long a test waits for a wake that must come.
 const feedTimeout = 10 * time.Second
 
-// RunChangeFeed holds a driver's workflow.ChangeFeed to its promise: open
+// RunChangeFeed holds a driver's storage.ChangeFeed to its promise: open
 // returns two stores on one database, as two processes would have them, the
 // first of which feeds a Changes; a run the second inserts, then updates,
 // wakes the first's waiter on that run after each commit, and not before; a
 // run it inserts wakes a waiter of any change, which watches no run; and the
 // feed returns nil once its context ends. The stores are closed by
 // open's cleanups.
-func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflow.Store)) {
+func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other storage.Store)) {
 	t.Helper()
 	a, b := open(t)
-	feed, ok := a.(workflow.ChangeFeed)
+	feed, ok := a.(storage.ChangeFeed)
 	if !ok {
-		t.Fatalf("%T is not a workflow.ChangeFeed", a)
+		t.Fatalf("%T is not a storage.ChangeFeed", a)
 	}
-	c := workflow.NewChanges()
+	c := storage.NewChanges()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	// The feed wakes every waiter once it listens: that says it is ready.
@@ -41,14 +39,14 @@ func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflo
 	var rb [6]byte
 	rand.Read(rb[:])
 	id := "feed-" + hex.EncodeToString(rb[:])
-	run := &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
+	run := &record.Run{ID: id, Workflow: "proposal", Status: record.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
 	steps := []struct {
 		what  string
 		write txFunc
 	}{
-		{"insert", func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, run) }},
-		{"update", func(ctx context.Context, tx workflow.Tx) error {
-			run.Status = workflow.StatusRejected
+		{"insert", func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, run) }},
+		{"update", func(ctx context.Context, tx storage.Tx) error {
+			run.Status = record.StatusRejected
 			return tx.UpdateRun(ctx, run)
 		}},
 	}
@@ -74,8 +72,8 @@ func RunChangeFeed(t *testing.T, open func(t *testing.T) (feeding, other workflo
 		t.Fatal("any change: woken before the other store committed")
 	default:
 	}
-	other := &workflow.Run{ID: id + "-2", Workflow: "proposal", Status: workflow.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
-	update(t, b, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, other) })
+	other := &record.Run{ID: id + "-2", Workflow: "proposal", Status: record.StatusWaitingApproval, CreatedAt: base, UpdatedAt: base}
+	update(t, b, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, other) })
 	start := time.Now()
 	awaitWake(t, woken, "any change: a run inserted by the other store")
 	t.Logf("any change: woken %v after the other store's commit", time.Since(start).Round(time.Microsecond))

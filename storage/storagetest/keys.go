@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // BeforeRequesterKeys is what a store at migration 9, when an idempotency key
@@ -30,14 +28,14 @@ var BeforeRequesterKeys = []string{
 // its own requester, another requester may now use a taken key for a run of
 // its own, the same requester still may not, and a record of a run that does
 // not exist is still refused.
-func CheckRequesterKeysMigrated(t *testing.T, s workflow.Store) {
+func CheckRequesterKeysMigrated(t *testing.T, s storage.Store) {
 	t.Helper()
-	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	view(t, s, func(ctx context.Context, tx storage.Tx) error {
 		r, err := tx.RunByIdempotencyKey(ctx, "agent:a", "ticket-1")
 		if err != nil {
 			t.Fatalf("agent:a's key ticket-1: %v", err)
 		}
-		want := workflow.Run{ID: "run-1", Workflow: "proposal", TaskID: "T-1", Status: workflow.StatusWaitingApproval, Step: 2, Seq: 3,
+		want := record.Run{ID: "run-1", Workflow: "proposal", TaskID: "T-1", Status: record.StatusWaitingApproval, Step: 2, Seq: 3,
 			Version: 4, RequesterID: "agent:a", IdempotencyKey: "ticket-1", Fingerprint: "fp-1", Reason: "waiting",
 			Deadline: time.UnixMilli(5000).UTC(), ParentID: "run-parent", ParentSeq: 1, LeaseOwner: "replica-1", LeaseUntil: time.UnixMilli(6000).UTC(),
 			Fence: 7, CreatedAt: time.UnixMilli(1000).UTC(), UpdatedAt: time.UnixMilli(2000).UTC(), CallbackURL: "https://agents.example/cb"}
@@ -56,17 +54,17 @@ func CheckRequesterKeysMigrated(t *testing.T, s workflow.Store) {
 		}
 		return nil
 	})
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-4", Status: workflow.StatusRunning, RequesterID: "agent:b", IdempotencyKey: "ticket-1"})
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertRun(ctx, &record.Run{ID: "run-4", Status: record.StatusRunning, RequesterID: "agent:b", IdempotencyKey: "ticket-1"})
 	})
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.InsertRun(ctx, &workflow.Run{ID: "run-5", Status: workflow.StatusRunning, RequesterID: "agent:a", IdempotencyKey: "ticket-1"})
-	}); !errors.Is(err, workflow.ErrDuplicate) {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertRun(ctx, &record.Run{ID: "run-5", Status: record.StatusRunning, RequesterID: "agent:a", IdempotencyKey: "ticket-1"})
+	}); !errors.Is(err, storage.ErrDuplicate) {
 		t.Errorf("agent:a's second run under its key ticket-1: %v, want ErrDuplicate", err)
 	}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
-		return tx.AppendCheckpoint(ctx, &workflow.Checkpoint{RunID: "run-missing", Seq: 1, SchemaVersion: 1})
-	}); !errors.Is(err, workflow.ErrNotFound) {
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: "run-missing", Seq: 1, SchemaVersion: 1})
+	}); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a checkpoint of a run that does not exist: %v, want ErrNotFound (foreign keys hold)", err)
 	}
 }

@@ -6,33 +6,31 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // testMessageLocations: where a request's message was posted is written
 // once, read back per run with milliseconds in UTC, and never touches the
 // request row, so that recording a post cannot race a decision.
-func testMessageLocations(t *testing.T, s workflow.Store) {
+func testMessageLocations(t *testing.T, s storage.Store) {
 	seedRun(t, s, "run-1")
 	seedRun(t, s, "run-2")
 	first := seedRequest(t, s, "run-1", "req-1")
 	seedRequest(t, s, "run-1", "req-2")
 	seedRequest(t, s, "run-2", "req-3")
 
-	locs := []*workflow.MessageLocation{
+	locs := []*record.MessageLocation{
 		{RequestID: "req-2", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872000.000200", PostedAt: odd.Add(time.Minute)},
 		{RequestID: "req-1", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872000.000100", PostedAt: odd},
 		{RequestID: "req-3", RunID: "run-2", Channel: "C0OTHER", TS: "1732872000.000300", PostedAt: odd},
 	}
 	for _, l := range locs {
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertMessageLocation(ctx, l) })
+		update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertMessageLocation(ctx, l) })
 	}
 
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.MessageLocation, error) {
+	got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.MessageLocation, error) {
 		return tx.MessageLocations(ctx, "run-1")
 	})
-	want := []workflow.MessageLocation{
+	want := []record.MessageLocation{
 		{RequestID: "req-1", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872000.000100", PostedAt: odd.UTC().Truncate(time.Millisecond)},
 		{RequestID: "req-2", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872000.000200", PostedAt: odd.Add(time.Minute).UTC().Truncate(time.Millisecond)},
 	}
@@ -44,14 +42,14 @@ func testMessageLocations(t *testing.T, s workflow.Store) {
 			t.Errorf("location %d = %+v, want %+v", i, *got[i], want[i])
 		}
 	}
-	if none := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.MessageLocation, error) {
+	if none := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.MessageLocation, error) {
 		return tx.MessageLocations(ctx, "run-unknown")
 	}); len(none) != 0 {
 		t.Errorf("a run without messages lists %+v", none)
 	}
 
 	// The request row is as it was: the location wrote nothing there.
-	req := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.ApprovalRequest, error) {
+	req := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.ApprovalRequest, error) {
 		return tx.Request(ctx, "req-1")
 	})
 	if req.Version != first.Version {
@@ -60,14 +58,14 @@ func testMessageLocations(t *testing.T, s workflow.Store) {
 
 	for _, tc := range []struct {
 		name string
-		loc  *workflow.MessageLocation
+		loc  *record.MessageLocation
 		want error
 	}{
-		{"a second message of one request", &workflow.MessageLocation{RequestID: "req-1", RunID: "run-1", Channel: "C0ELSEWHERE", TS: "1732872999.000100", PostedAt: base}, workflow.ErrDuplicate},
-		{"an unknown request", &workflow.MessageLocation{RequestID: "req-missing", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872999.000200", PostedAt: base}, workflow.ErrNotFound},
+		{"a second message of one request", &record.MessageLocation{RequestID: "req-1", RunID: "run-1", Channel: "C0ELSEWHERE", TS: "1732872999.000100", PostedAt: base}, storage.ErrDuplicate},
+		{"an unknown request", &record.MessageLocation{RequestID: "req-missing", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872999.000200", PostedAt: base}, storage.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				err := tx.InsertMessageLocation(ctx, tc.loc)
 				if !errors.Is(err, tc.want) {
 					return fmt.Errorf("got %v, want %v", err, tc.want)
@@ -79,7 +77,7 @@ func testMessageLocations(t *testing.T, s workflow.Store) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.MessageLocation, error) {
+			got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.MessageLocation, error) {
 				return tx.MessageLocations(ctx, "run-1")
 			})
 			if len(got) != 2 || got[0].TS != "1732872000.000100" || got[0].Channel != "C0APPROVALS" {
@@ -104,11 +102,11 @@ var BeforeMessageLocations = []string{
 // the posted request's location is a record of its own (posted at the
 // request's creation, the best time known), and the request kept its
 // version and seal, which never covered where it was posted.
-func CheckMessageLocationsMoved(t *testing.T, s workflow.Store) {
+func CheckMessageLocationsMoved(t *testing.T, s storage.Store) {
 	t.Helper()
-	var locs []*workflow.MessageLocation
-	var req *workflow.ApprovalRequest
-	if err := s.View(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+	var locs []*record.MessageLocation
+	var req *record.ApprovalRequest
+	if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		if locs, err = tx.MessageLocations(ctx, "run-1"); err != nil {
 			return err
@@ -118,12 +116,12 @@ func CheckMessageLocationsMoved(t *testing.T, s workflow.Store) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := workflow.MessageLocation{RequestID: "req-posted", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872000.000100",
+	want := record.MessageLocation{RequestID: "req-posted", RunID: "run-1", Channel: "C0APPROVALS", TS: "1732872000.000100",
 		PostedAt: time.UnixMilli(1732872000123).UTC()}
 	if len(locs) != 1 || *locs[0] != want {
 		t.Fatalf("locations after the migration: %+v, want only %+v", locs, want)
 	}
-	if req.Version != 2 || req.KeyID != "k1" || req.MAC != "mac-1" || req.Status != workflow.RequestSuperseded {
+	if req.Version != 2 || req.KeyID != "k1" || req.MAC != "mac-1" || req.Status != record.RequestSuperseded {
 		t.Errorf("the request changed in the migration: %+v", req)
 	}
 }

@@ -7,18 +7,16 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
-func testOutboxRoundTrip(t *testing.T, s workflow.Store) {
+func testOutboxRoundTrip(t *testing.T, s storage.Store) {
 	seedRun(t, s, "run-1")
 	var ids []int64
 	for _, p := range payloads {
 		t.Run(p.name, func(t *testing.T) {
-			in := &workflow.OutboxMessage{ID: 777, RunID: "run-1", Kind: "slack.post", Payload: p.b, Attempts: 1,
+			in := &record.OutboxMessage{ID: 777, RunID: "run-1", Kind: "slack.post", Payload: p.b, Attempts: 1,
 				NextAttempt: odd, LastError: "rate limited", Version: 3, CreatedAt: odd.Add(-time.Minute)}
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.EnqueueOutbox(ctx, in) })
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.EnqueueOutbox(ctx, in) })
 			if in.Version != 1 {
 				t.Errorf("after EnqueueOutbox Version = %d, want 1", in.Version)
 			}
@@ -31,8 +29,8 @@ func testOutboxRoundTrip(t *testing.T, s workflow.Store) {
 		})
 	}
 	t.Run("zero times", func(t *testing.T) {
-		in := &workflow.OutboxMessage{Kind: "callback"}
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.EnqueueOutbox(ctx, in) })
+		in := &record.OutboxMessage{Kind: "callback"}
+		update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.EnqueueOutbox(ctx, in) })
 		// A zero NextAttempt is before any now: due at once.
 		got := dueByID(t, s, base, in.ID)
 		checkSame(t, "OutboxMessage", stored(in), got)
@@ -40,9 +38,9 @@ func testOutboxRoundTrip(t *testing.T, s workflow.Store) {
 }
 
 // dueByID finds message id among those due at now, or fails the test.
-func dueByID(t *testing.T, s workflow.Store, now time.Time, id int64) *workflow.OutboxMessage {
+func dueByID(t *testing.T, s storage.Store, now time.Time, id int64) *record.OutboxMessage {
 	t.Helper()
-	ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+	ms := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.OutboxMessage, error) {
 		return tx.DueOutbox(ctx, now, 1000)
 	})
 	for _, m := range ms {
@@ -54,7 +52,7 @@ func dueByID(t *testing.T, s workflow.Store, now time.Time, id int64) *workflow.
 	return nil
 }
 
-func testDueOutbox(t *testing.T, s workflow.Store) {
+func testDueOutbox(t *testing.T, s storage.Store) {
 	now := base
 	specs := []struct {
 		name string
@@ -68,10 +66,10 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 		{"ten minutes late", now.Add(-10 * time.Minute)},
 	}
 	ids := map[string]int64{}
-	msgs := map[string]*workflow.OutboxMessage{}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	msgs := map[string]*record.OutboxMessage{}
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		for _, sp := range specs {
-			m := &workflow.OutboxMessage{RunID: "run-1", Kind: workflow.OutboxKind(sp.name), NextAttempt: sp.next, CreatedAt: now}
+			m := &record.OutboxMessage{RunID: "run-1", Kind: record.OutboxKind(sp.name), NextAttempt: sp.next, CreatedAt: now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
 			}
@@ -83,7 +81,7 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 	})
 	due := func(now time.Time, limit int) []string {
 		t.Helper()
-		ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+		ms := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.OutboxMessage, error) {
 			return tx.DueOutbox(ctx, now, limit)
 		})
 		kinds := make([]string, len(ms))
@@ -117,7 +115,7 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 		m := msgs["an hour late"]
 		m.DeliveredAt = now
 		m.Attempts++
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.UpdateOutbox(ctx, m) })
+		update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) })
 		want := []string{"no next attempt", "exactly now", "ten minutes late"}
 		if got := due(now, 10); !slices.Equal(got, want) {
 			t.Errorf("DueOutbox = %q, want %q", got, want)
@@ -132,7 +130,7 @@ func testDueOutbox(t *testing.T, s workflow.Store) {
 	})
 }
 
-func testListOutbox(t *testing.T, s workflow.Store) {
+func testListOutbox(t *testing.T, s storage.Store) {
 	now := base
 	specs := []struct {
 		name, kind, lastErr string
@@ -147,13 +145,13 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 		{"callback failing, due", "callback", "connection refused", now.Add(-time.Second), false},
 	}
 	ids := map[string]int64{}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		for _, sp := range specs {
 			run := "run-1"
 			if sp.name == "callback due" {
 				run = "run-2"
 			}
-			m := &workflow.OutboxMessage{RunID: run, Kind: workflow.OutboxKind(sp.kind), Payload: []byte(sp.name), NextAttempt: sp.next,
+			m := &record.OutboxMessage{RunID: run, Kind: record.OutboxKind(sp.kind), Payload: []byte(sp.name), NextAttempt: sp.next,
 				LastError: sp.lastErr, CreatedAt: now}
 			if err := tx.EnqueueOutbox(ctx, m); err != nil {
 				return err
@@ -170,42 +168,42 @@ func testListOutbox(t *testing.T, s workflow.Store) {
 	})
 	cases := []struct {
 		name   string
-		filter func() workflow.OutboxFilter
+		filter func() storage.OutboxFilter
 		want   []string
 	}{
-		{"every undelivered row", func() workflow.OutboxFilter { return workflow.OutboxFilter{} },
+		{"every undelivered row", func() storage.OutboxFilter { return storage.OutboxFilter{} },
 			[]string{"slack due", "callback failing, later", "callback due", "slack failing, due", "callback failing, due"}},
-		{"one kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}} },
+		{"one kind", func() storage.OutboxFilter { return storage.OutboxFilter{Kinds: []record.OutboxKind{"callback"}} },
 			[]string{"callback failing, later", "callback due", "callback failing, due"}},
-		{"two kinds", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"slack.post", "slack.update"}}
+		{"two kinds", func() storage.OutboxFilter {
+			return storage.OutboxFilter{Kinds: []record.OutboxKind{"slack.post", "slack.update"}}
 		}, []string{"slack due", "slack failing, due"}},
-		{"due by now", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, DueBy: now}
+		{"due by now", func() storage.OutboxFilter {
+			return storage.OutboxFilter{Kinds: []record.OutboxKind{"callback"}, DueBy: now}
 		},
 			[]string{"callback due", "callback failing, due"}},
-		{"failing", func() workflow.OutboxFilter { return workflow.OutboxFilter{Failing: true} },
+		{"failing", func() storage.OutboxFilter { return storage.OutboxFilter{Failing: true} },
 			[]string{"callback failing, later", "slack failing, due", "callback failing, due"}},
-		{"after a cursor, at most limit", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{AfterID: ids["callback failing, later"], Limit: 2}
+		{"after a cursor, at most limit", func() storage.OutboxFilter {
+			return storage.OutboxFilter{AfterID: ids["callback failing, later"], Limit: 2}
 		}, []string{"callback due", "slack failing, due"}},
-		{"the oldest of each run", func() workflow.OutboxFilter { return workflow.OutboxFilter{Heads: true} },
+		{"the oldest of each run", func() storage.OutboxFilter { return storage.OutboxFilter{Heads: true} },
 			[]string{"slack due", "callback due"}},
-		{"the oldest callback of each run, if due", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, Heads: true, DueBy: now}
+		{"the oldest callback of each run, if due", func() storage.OutboxFilter {
+			return storage.OutboxFilter{Kinds: []record.OutboxKind{"callback"}, Heads: true, DueBy: now}
 		}, []string{"callback due"}},
-		{"the oldest Slack message of each run, if failing", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"slack.post", "slack.update"}, Heads: true, Failing: true}
+		{"the oldest Slack message of each run, if failing", func() storage.OutboxFilter {
+			return storage.OutboxFilter{Kinds: []record.OutboxKind{"slack.post", "slack.update"}, Heads: true, Failing: true}
 		}, []string{}},
-		{"one run", func() workflow.OutboxFilter {
-			return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"callback"}, RunID: "run-1", Limit: 1}
+		{"one run", func() storage.OutboxFilter {
+			return storage.OutboxFilter{Kinds: []record.OutboxKind{"callback"}, RunID: "run-1", Limit: 1}
 		},
 			[]string{"callback failing, later"}},
-		{"no such kind", func() workflow.OutboxFilter { return workflow.OutboxFilter{Kinds: []workflow.OutboxKind{"email"}} }, []string{}},
+		{"no such kind", func() storage.OutboxFilter { return storage.OutboxFilter{Kinds: []record.OutboxKind{"email"}} }, []string{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+			ms := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.OutboxMessage, error) {
 				return tx.ListOutbox(ctx, tc.filter())
 			})
 			got := make([]string, len(ms))

@@ -6,43 +6,41 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // What a prune reads and writes: the ended runs not pruned yet, the states of
 // their checkpoints, their delivered outbox rows, and the count by status
 // that the metrics read.
 
-func testEndedRuns(t *testing.T, s workflow.Store) {
+func testEndedRuns(t *testing.T, s storage.Store) {
 	cutoff := base.Add(24 * time.Hour)
 	type seed struct {
 		id      string
-		status  workflow.Status
+		status  record.Status
 		updated time.Time
 		pruned  bool
 	}
 	seeds := []seed{
-		{"r01-done", workflow.StatusDone, base, false},
-		{"r02-failed", workflow.StatusFailed, base.Add(time.Hour), false},
-		{"r03-rejected", workflow.StatusRejected, base, false},
-		{"r04-expired", workflow.StatusExpired, base, false},
-		{"r05-cancelled", workflow.StatusCancelled, base, false},
-		{"r06-waiting", workflow.StatusWaitingApproval, base, false},
-		{"r07-executing", workflow.StatusExecuting, base, false},
-		{"r08-attention", workflow.StatusNeedsAttention, base, false},
-		{"r09-running", workflow.StatusRunning, base, false},
-		{"r10-done-late", workflow.StatusDone, cutoff, false}, // ended at the cutoff, not before
-		{"r11-done-pruned", workflow.StatusDone, base, true},
+		{"r01-done", record.StatusDone, base, false},
+		{"r02-failed", record.StatusFailed, base.Add(time.Hour), false},
+		{"r03-rejected", record.StatusRejected, base, false},
+		{"r04-expired", record.StatusExpired, base, false},
+		{"r05-cancelled", record.StatusCancelled, base, false},
+		{"r06-waiting", record.StatusWaitingApproval, base, false},
+		{"r07-executing", record.StatusExecuting, base, false},
+		{"r08-attention", record.StatusNeedsAttention, base, false},
+		{"r09-running", record.StatusRunning, base, false},
+		{"r10-done-late", record.StatusDone, cutoff, false}, // ended at the cutoff, not before
+		{"r11-done-pruned", record.StatusDone, base, true},
 	}
 	for _, sd := range seeds {
-		r := &workflow.Run{ID: sd.id, Status: sd.status, CreatedAt: base, UpdatedAt: sd.updated}
+		r := &record.Run{ID: sd.id, Status: sd.status, CreatedAt: base, UpdatedAt: sd.updated}
 		if sd.pruned {
 			r.PrunedAt = base.Add(time.Minute)
 		}
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) })
+		update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, r) })
 	}
-	ids := func(runs []*workflow.Run) []string {
+	ids := func(runs []*record.Run) []string {
 		var out []string
 		for _, r := range runs {
 			out = append(out, r.ID)
@@ -52,25 +50,25 @@ func testEndedRuns(t *testing.T, s workflow.Store) {
 	all := []string{"r01-done", "r02-failed", "r03-rejected", "r04-expired", "r05-cancelled"}
 	cases := []struct {
 		name string
-		f    workflow.EndedFilter
+		f    storage.EndedFilter
 		want []string
 	}{
-		{"every ended run before the cutoff", workflow.EndedFilter{Before: cutoff}, all},
-		{"limit", workflow.EndedFilter{Before: cutoff, Limit: 2}, all[:2]},
-		{"after a cursor", workflow.EndedFilter{Before: cutoff, AfterCreated: base, AfterID: "r02-failed", Limit: 2}, all[2:4]},
-		{"cutoff before every end", workflow.EndedFilter{Before: base}, nil},
-		{"cutoff between two ends", workflow.EndedFilter{Before: base.Add(time.Minute)}, []string{"r01-done", "r03-rejected", "r04-expired", "r05-cancelled"}},
+		{"every ended run before the cutoff", storage.EndedFilter{Before: cutoff}, all},
+		{"limit", storage.EndedFilter{Before: cutoff, Limit: 2}, all[:2]},
+		{"after a cursor", storage.EndedFilter{Before: cutoff, AfterCreated: base, AfterID: "r02-failed", Limit: 2}, all[2:4]},
+		{"cutoff before every end", storage.EndedFilter{Before: base}, nil},
+		{"cutoff between two ends", storage.EndedFilter{Before: base.Add(time.Minute)}, []string{"r01-done", "r03-rejected", "r04-expired", "r05-cancelled"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Run, error) { return tx.EndedRuns(ctx, tc.f) })
+			got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Run, error) { return tx.EndedRuns(ctx, tc.f) })
 			if !slices.Equal(ids(got), tc.want) {
 				t.Errorf("EndedRuns(%+v) = %v, want %v", tc.f, ids(got), tc.want)
 			}
 		})
 	}
 	t.Run("a run marked pruned leaves the list", func(t *testing.T) {
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
 			r, err := tx.Run(ctx, "r01-done")
 			if err != nil {
 				return err
@@ -78,32 +76,32 @@ func testEndedRuns(t *testing.T, s workflow.Store) {
 			r.PrunedAt = base.Add(time.Hour)
 			return tx.UpdateRun(ctx, r)
 		})
-		got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Run, error) {
-			return tx.EndedRuns(ctx, workflow.EndedFilter{Before: cutoff})
+		got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Run, error) {
+			return tx.EndedRuns(ctx, storage.EndedFilter{Before: cutoff})
 		})
 		if !slices.Equal(ids(got), all[1:]) {
 			t.Errorf("EndedRuns after pruning r01 = %v, want %v", ids(got), all[1:])
 		}
-		r := load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.Run, error) { return tx.Run(ctx, "r01-done") })
+		r := load(t, s, func(ctx context.Context, tx storage.Tx) (*record.Run, error) { return tx.Run(ctx, "r01-done") })
 		if !r.PrunedAt.Equal(base.Add(time.Hour)) {
 			t.Errorf("PrunedAt = %v, want %v", r.PrunedAt, base.Add(time.Hour))
 		}
 	})
 }
 
-func testPruneCheckpoints(t *testing.T, s workflow.Store) {
+func testPruneCheckpoints(t *testing.T, s storage.Store) {
 	seedRun(t, s, "run-1")
 	seedRun(t, s, "run-2")
-	var cps []*workflow.Checkpoint
+	var cps []*record.Checkpoint
 	for _, run := range []string{"run-1", "run-2"} {
 		prev := ""
 		for seq := int64(1); seq <= 4; seq++ {
 			// Each written against the first: a pruned one keeps its base_seq too.
-			c := &workflow.Checkpoint{RunID: run, Seq: seq, SchemaVersion: 1, State: []byte(fmt.Sprintf(`{"seq":%d}`, seq)),
-				BaseSeq: min(seq-1, 1), PrevHash: prev, CreatedAt: base, Seal: workflow.Seal{KeyID: "k1", MAC: fmt.Sprintf("mac-%d", seq)}}
-			c.Hash = workflow.CheckpointHash(c)
+			c := &record.Checkpoint{RunID: run, Seq: seq, SchemaVersion: 1, State: []byte(fmt.Sprintf(`{"seq":%d}`, seq)),
+				BaseSeq: min(seq-1, 1), PrevHash: prev, CreatedAt: base, Seal: record.Seal{KeyID: "k1", MAC: fmt.Sprintf("mac-%d", seq)}}
+			c.Hash = record.CheckpointHash(c)
 			prev = c.Hash
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AppendCheckpoint(ctx, c) })
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.AppendCheckpoint(ctx, c) })
 			if run == "run-1" {
 				cps = append(cps, c)
 			}
@@ -112,7 +110,7 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 	at := odd.Add(time.Hour)
 	prune := func(seq int64) int {
 		var n int
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			n, err = tx.PruneCheckpoints(ctx, "run-1", seq, at)
 			return err
@@ -125,7 +123,7 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 	if n := prune(3); n != 0 {
 		t.Errorf("PruneCheckpoints(run-1, 3) again = %d, want 0: it is idempotent", n)
 	}
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) {
+	got := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Checkpoint, error) {
 		return tx.Checkpoints(ctx, "run-1")
 	})
 	if len(got) != 4 {
@@ -138,7 +136,7 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 		}
 		checkSame(t, fmt.Sprintf("checkpoint %d", c.Seq), stored(&want), c)
 	}
-	other := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.Checkpoint, error) {
+	other := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Checkpoint, error) {
 		return tx.Checkpoints(ctx, "run-2")
 	})
 	for _, c := range other {
@@ -147,7 +145,7 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 		}
 	}
 	// The head join sees the same columns.
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		r, err := tx.Run(ctx, "run-1")
 		if err != nil {
 			return err
@@ -155,26 +153,26 @@ func testPruneCheckpoints(t *testing.T, s workflow.Store) {
 		r.Seq = 2
 		return tx.UpdateRun(ctx, r)
 	})
-	heads := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.RunHead, error) {
-		return tx.ListRunHeads(ctx, workflow.RunFilter{})
+	heads := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*storage.RunHead, error) {
+		return tx.ListRunHeads(ctx, storage.RunFilter{})
 	})
 	if len(heads) != 2 || heads[0].Head == nil || !heads[0].Head.PrunedAt.Equal(at.Truncate(time.Millisecond)) || heads[0].Head.State != nil {
 		t.Errorf("ListRunHeads does not show run-1's checkpoint 2 as pruned: %+v", heads[0].Head)
 	}
 }
 
-func testOutboxForRun(t *testing.T, s workflow.Store) {
-	var msgs []*workflow.OutboxMessage
+func testOutboxForRun(t *testing.T, s storage.Store) {
+	var msgs []*record.OutboxMessage
 	for i, run := range []string{"run-1", "run-2", "run-1", "run-1"} {
-		m := &workflow.OutboxMessage{RunID: run, Kind: "update", Payload: []byte(`{}`), CreatedAt: base}
+		m := &record.OutboxMessage{RunID: run, Kind: "update", Payload: []byte(`{}`), CreatedAt: base}
 		if i < 2 {
 			m.DeliveredAt = base.Add(time.Minute)
 		}
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.EnqueueOutbox(ctx, m) })
+		update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.EnqueueOutbox(ctx, m) })
 		msgs = append(msgs, m)
 	}
 	list := func(run string) []int64 {
-		ms := load(t, s, func(ctx context.Context, tx workflow.Tx) ([]*workflow.OutboxMessage, error) {
+		ms := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.OutboxMessage, error) {
 			return tx.OutboxForRun(ctx, run)
 		})
 		var ids []int64
@@ -187,7 +185,7 @@ func testOutboxForRun(t *testing.T, s workflow.Store) {
 		t.Errorf("OutboxForRun(run-1) = %v, want %v", got, want)
 	}
 	var n int
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		n, err = tx.DeleteDeliveredOutbox(ctx, "run-1")
 		return err
@@ -203,21 +201,21 @@ func testOutboxForRun(t *testing.T, s workflow.Store) {
 	}
 }
 
-func testCountRuns(t *testing.T, s workflow.Store) {
-	got := load(t, s, func(ctx context.Context, tx workflow.Tx) (map[workflow.Status]int, error) { return tx.CountRuns(ctx) })
+func testCountRuns(t *testing.T, s storage.Store) {
+	got := load(t, s, func(ctx context.Context, tx storage.Tx) (map[record.Status]int, error) { return tx.CountRuns(ctx) })
 	if len(got) != 0 {
 		t.Errorf("CountRuns of an empty store = %v, want none", got)
 	}
-	want := map[workflow.Status]int{workflow.StatusDone: 3, workflow.StatusWaitingApproval: 2, workflow.StatusNeedsAttention: 1}
+	want := map[record.Status]int{record.StatusDone: 3, record.StatusWaitingApproval: 2, record.StatusNeedsAttention: 1}
 	i := 0
 	for st, n := range want {
 		for range n {
 			i++
-			r := &workflow.Run{ID: fmt.Sprintf("run-%d", i), Status: st, CreatedAt: base}
-			update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) })
+			r := &record.Run{ID: fmt.Sprintf("run-%d", i), Status: st, CreatedAt: base}
+			update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, r) })
 		}
 	}
-	got = load(t, s, func(ctx context.Context, tx workflow.Tx) (map[workflow.Status]int, error) { return tx.CountRuns(ctx) })
+	got = load(t, s, func(ctx context.Context, tx storage.Tx) (map[record.Status]int, error) { return tx.CountRuns(ctx) })
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("CountRuns = %v, want %v", got, want)
 	}

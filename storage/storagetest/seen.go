@@ -7,18 +7,16 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // claimSeen claims r in its own transaction.
-func claimSeen(t *testing.T, s workflow.Store, r *workflow.SeenRequest) (*workflow.SeenRequest, bool) {
+func claimSeen(t *testing.T, s storage.Store, r *record.SeenRequest) (*record.SeenRequest, bool) {
 	t.Helper()
 	var (
-		first   *workflow.SeenRequest
+		first   *record.SeenRequest
 		claimed bool
 	)
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		first, claimed, err = tx.ClaimRequest(ctx, r)
 		return err
@@ -26,9 +24,9 @@ func claimSeen(t *testing.T, s workflow.Store, r *workflow.SeenRequest) (*workfl
 	return first, claimed
 }
 
-func loadSeen(t *testing.T, s workflow.Store, digest string) *workflow.SeenRequest {
+func loadSeen(t *testing.T, s storage.Store, digest string) *record.SeenRequest {
 	t.Helper()
-	return load(t, s, func(ctx context.Context, tx workflow.Tx) (*workflow.SeenRequest, error) {
+	return load(t, s, func(ctx context.Context, tx storage.Tx) (*record.SeenRequest, error) {
 		return tx.SeenRequest(ctx, digest)
 	})
 }
@@ -36,16 +34,16 @@ func loadSeen(t *testing.T, s workflow.Store, digest string) *workflow.SeenReque
 // testSeenRequests: the first claim of a digest wins and is stored as given;
 // a second claim stores nothing and is given the first, before and after its
 // answer; the answer is a compare-and-set that a second answer cannot overwrite.
-func testSeenRequests(t *testing.T, s workflow.Store) {
+func testSeenRequests(t *testing.T, s storage.Store) {
 	ctx := context.Background()
-	first := &workflow.SeenRequest{Digest: "d1", CreatedAt: odd, ExpiresAt: odd.Add(10 * time.Minute)}
+	first := &record.SeenRequest{Digest: "d1", CreatedAt: odd, ExpiresAt: odd.Add(10 * time.Minute)}
 	got, claimed := claimSeen(t, s, first)
 	if !claimed || got.Version != 1 {
 		t.Fatalf("first claim: claimed %v, version %d; want a claim at version 1", claimed, got.Version)
 	}
 	checkSame(t, "claimed request", stored(first), loadSeen(t, s, "d1"))
 
-	replay := &workflow.SeenRequest{Digest: "d1", CreatedAt: odd.Add(time.Minute), ExpiresAt: odd.Add(time.Hour)}
+	replay := &record.SeenRequest{Digest: "d1", CreatedAt: odd.Add(time.Minute), ExpiresAt: odd.Add(time.Hour)}
 	got, claimed = claimSeen(t, s, replay)
 	if claimed {
 		t.Fatal("a second claim of the same digest claimed it")
@@ -57,7 +55,7 @@ func testSeenRequests(t *testing.T, s workflow.Store) {
 
 	answered := *got
 	answered.AnsweredAt, answered.Status, answered.ContentType, answered.Body = odd.Add(time.Second), 200, "application/json", []byte(`{"ok":true}`)
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.AnswerRequest(ctx, &answered) })
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.AnswerRequest(ctx, &answered) })
 	if answered.Version != 2 {
 		t.Errorf("version after the answer: %d, want 2", answered.Version)
 	}
@@ -71,28 +69,28 @@ func testSeenRequests(t *testing.T, s workflow.Store) {
 	// answer is the only one.
 	stale := *got
 	stale.Version, stale.Status, stale.Body = 1, 500, []byte("other")
-	err := s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.AnswerRequest(ctx, &stale) })
-	wantErr(t, "a second answer", err, workflow.ErrConflict)
+	err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.AnswerRequest(ctx, &stale) })
+	wantErr(t, "a second answer", err, storage.ErrConflict)
 	checkSame(t, "the answer after a refused second one", stored(&answered), loadSeen(t, s, "d1"))
 
-	missing := &workflow.SeenRequest{Digest: "never-claimed", Version: 1, AnsweredAt: odd, Status: 200}
-	err = s.Update(ctx, func(ctx context.Context, tx workflow.Tx) error { return tx.AnswerRequest(ctx, missing) })
-	wantErr(t, "answer of an unclaimed request", err, workflow.ErrNotFound)
-	err = s.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+	missing := &record.SeenRequest{Digest: "never-claimed", Version: 1, AnsweredAt: odd, Status: 200}
+	err = s.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.AnswerRequest(ctx, missing) })
+	wantErr(t, "answer of an unclaimed request", err, storage.ErrNotFound)
+	err = s.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		_, err := tx.SeenRequest(ctx, "never-claimed")
 		return err
 	})
-	wantErr(t, "load of an unclaimed request", err, workflow.ErrNotFound)
+	wantErr(t, "load of an unclaimed request", err, storage.ErrNotFound)
 
 	// An empty body is kept apart from none: a reply with no content stays so.
-	empty := &workflow.SeenRequest{Digest: "d2", CreatedAt: base, ExpiresAt: base.Add(time.Minute), AnsweredAt: base, Status: 200, Body: []byte{}}
+	empty := &record.SeenRequest{Digest: "d2", CreatedAt: base, ExpiresAt: base.Add(time.Minute), AnsweredAt: base, Status: 200, Body: []byte{}}
 	claimSeen(t, s, empty)
 	checkSame(t, "request answered with an empty body", stored(empty), loadSeen(t, s, "d2"))
 }
 
 // testConcurrentRequestClaims: copies of one request arriving at once (a
 // replay sent to every replica) are claimed once; the others see that claim.
-func testConcurrentRequestClaims(t *testing.T, s workflow.Store) {
+func testConcurrentRequestClaims(t *testing.T, s storage.Store) {
 	const n = 8
 	var (
 		wg      sync.WaitGroup
@@ -102,8 +100,8 @@ func testConcurrentRequestClaims(t *testing.T, s workflow.Store) {
 	)
 	for i := range n {
 		wg.Go(func() {
-			r := &workflow.SeenRequest{Digest: "same", CreatedAt: base.Add(time.Duration(i) * time.Second), ExpiresAt: base.Add(time.Hour)}
-			err := s.Update(t.Context(), func(ctx context.Context, tx workflow.Tx) error {
+			r := &record.SeenRequest{Digest: "same", CreatedAt: base.Add(time.Duration(i) * time.Second), ExpiresAt: base.Add(time.Hour)}
+			err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
 				first, claimed, err := tx.ClaimRequest(ctx, r)
 				if err != nil {
 					return err
@@ -136,7 +134,7 @@ func testConcurrentRequestClaims(t *testing.T, s workflow.Store) {
 // testForgetRequests: the sweep deletes only requests whose window has
 // passed (expires_at at or before now), soonest expired first, a bounded
 // batch at a time.
-func testForgetRequests(t *testing.T, s workflow.Store) {
+func testForgetRequests(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	now := base.Add(time.Hour)
 	expiries := map[string]time.Time{
@@ -147,11 +145,11 @@ func testForgetRequests(t *testing.T, s workflow.Store) {
 		"later":       now.Add(time.Hour),
 	}
 	for d, exp := range expiries {
-		claimSeen(t, s, &workflow.SeenRequest{Digest: d, CreatedAt: base, ExpiresAt: exp})
+		claimSeen(t, s, &record.SeenRequest{Digest: d, CreatedAt: base, ExpiresAt: exp})
 	}
 	forget := func(limit int) int {
 		var n int
-		update(t, s, func(ctx context.Context, tx workflow.Tx) error {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			n, err = tx.ForgetRequests(ctx, now, limit)
 			return err
@@ -161,14 +159,14 @@ func testForgetRequests(t *testing.T, s workflow.Store) {
 	left := func() []string {
 		var out []string
 		for d := range expiries {
-			err := s.View(ctx, func(ctx context.Context, tx workflow.Tx) error {
+			err := s.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 				_, err := tx.SeenRequest(ctx, d)
 				return err
 			})
 			switch {
 			case err == nil:
 				out = append(out, d)
-			case !errors.Is(err, workflow.ErrNotFound):
+			case !errors.Is(err, storage.ErrNotFound):
 				t.Fatalf("load %s: %v", d, err)
 			}
 		}
@@ -192,7 +190,7 @@ func testForgetRequests(t *testing.T, s workflow.Store) {
 	}
 	// A digest forgotten after its window may be claimed afresh; the edge
 	// refuses such a copy anyway by its timestamp.
-	if _, claimed := claimSeen(t, s, &workflow.SeenRequest{Digest: "gone", CreatedAt: now, ExpiresAt: now.Add(time.Minute)}); !claimed {
+	if _, claimed := claimSeen(t, s, &record.SeenRequest{Digest: "gone", CreatedAt: now, ExpiresAt: now.Add(time.Minute)}); !claimed {
 		t.Error("a forgotten digest could not be claimed again")
 	}
 }

@@ -1,4 +1,4 @@
-// Package storagetest is the behaviour suite every workflow.Store driver must pass.
+// Package storagetest is the behaviour suite every storage.Store driver must pass.
 // It speaks only the workflow contract, so whatever it proves of one driver holds
 // for any other that passes it.
 package storagetest
@@ -12,17 +12,15 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 // Run runs the suite. open must return a new, empty store on every call; the
 // suite closes it when the (sub)test ends.
-func Run(t *testing.T, open func(t *testing.T) workflow.Store) {
+func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s workflow.Store)
+		fn   func(t *testing.T, s storage.Store)
 	}{
 		{"RoundTrip/Run", testRunRoundTrip},
 		{"RoundTrip/Checkpoint", testCheckpointRoundTrip},
@@ -84,18 +82,18 @@ var (
 	odd  = time.Date(2026, 11, 29, 10, 11, 12, 345_678_901, time.FixedZone("UTC-5", -5*60*60))
 )
 
-type txFunc = func(ctx context.Context, tx workflow.Tx) error
+type txFunc = func(ctx context.Context, tx storage.Tx) error
 
 // --- helpers
 
-func update(t *testing.T, s workflow.Store, fn txFunc) {
+func update(t *testing.T, s storage.Store, fn txFunc) {
 	t.Helper()
 	if err := s.Update(t.Context(), fn); err != nil {
 		t.Fatalf("update: %v", err)
 	}
 }
 
-func view(t *testing.T, s workflow.Store, fn txFunc) {
+func view(t *testing.T, s storage.Store, fn txFunc) {
 	t.Helper()
 	if err := s.View(t.Context(), fn); err != nil {
 		t.Fatalf("view: %v", err)
@@ -103,10 +101,10 @@ func view(t *testing.T, s workflow.Store, fn txFunc) {
 }
 
 // load reads one value in a View.
-func load[T any](t *testing.T, s workflow.Store, fn func(ctx context.Context, tx workflow.Tx) (T, error)) T {
+func load[T any](t *testing.T, s storage.Store, fn func(ctx context.Context, tx storage.Tx) (T, error)) T {
 	t.Helper()
 	var out T
-	view(t, s, func(ctx context.Context, tx workflow.Tx) error {
+	view(t, s, func(ctx context.Context, tx storage.Tx) error {
 		var err error
 		out, err = fn(ctx, tx)
 		return err
@@ -115,19 +113,19 @@ func load[T any](t *testing.T, s workflow.Store, fn func(ctx context.Context, tx
 }
 
 // seedRun stores a minimal run.
-func seedRun(t *testing.T, s workflow.Store, id string) *workflow.Run {
+func seedRun(t *testing.T, s storage.Store, id string) *record.Run {
 	t.Helper()
-	r := &workflow.Run{ID: id, Workflow: "proposal", Status: workflow.StatusRunning, CreatedAt: base, UpdatedAt: base}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRun(ctx, r) })
+	r := &record.Run{ID: id, Workflow: "proposal", Status: record.StatusRunning, CreatedAt: base, UpdatedAt: base}
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRun(ctx, r) })
 	return r
 }
 
 // seedRequest stores a pending approval request of run.
-func seedRequest(t *testing.T, s workflow.Store, runID, id string) *workflow.ApprovalRequest {
+func seedRequest(t *testing.T, s storage.Store, runID, id string) *record.ApprovalRequest {
 	t.Helper()
-	r := &workflow.ApprovalRequest{ID: id, RunID: runID, Fingerprint: "fp-" + id, Role: "team_lead", Count: 1,
-		Status: workflow.RequestPending, CreatedAt: base}
-	update(t, s, func(ctx context.Context, tx workflow.Tx) error { return tx.InsertRequest(ctx, r) })
+	r := &record.ApprovalRequest{ID: id, RunID: runID, Fingerprint: "fp-" + id, Role: "team_lead", Count: 1,
+		Status: record.RequestPending, CreatedAt: base}
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertRequest(ctx, r) })
 	return r
 }
 

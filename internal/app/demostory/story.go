@@ -224,7 +224,7 @@ func (d *story) slackClick(ctx context.Context, runID string) error {
 	}
 	d.say("    → %d in %s; signoff verified the signature, the role, the deadline and the fingerprint,", resp.StatusCode, time.Since(start).Round(time.Millisecond))
 	d.say("      and recorded the decision: the run is now %s.", after.Status)
-	if resp.StatusCode != http.StatusOK || after.Status != workflow.StatusExecuting {
+	if resp.StatusCode != http.StatusOK || after.Status != record.StatusExecuting {
 		return fmt.Errorf("the click should approve the run, got %d and %s", resp.StatusCode, after.Status)
 	}
 	return nil
