@@ -1,7 +1,7 @@
 // Package metrics is signoff's Prometheus instrumentation, in one place: the
 // collectors (all named signoff_…), a workflow.Hook that counts decisions, a
 // wrapper that times executors, and the gauges a timer reads from the store.
-// cmd/signoff wires it in; workflow knows nothing of Prometheus.
+// internal/app wires it in; workflow knows nothing of Prometheus.
 package metrics
 
 import (

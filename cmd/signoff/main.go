@@ -1,30 +1,21 @@
 // Command signoff runs risky actions of agents and automations only after a
 // person approves them, and keeps that promise across crashes and restarts.
-// See docs/cli.md for the commands; the wiring lives in app.go so that tests can
-// run the whole program in process.
+// See docs/cli.md for the commands. The program is package internal/app, so
+// that tests can run all of it in process; this is only its entry point and
+// where a build stamps its revision.
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/signoff-dev/signoff/executor/command"
+	"github.com/signoff-dev/signoff/internal/app"
 )
 
+// revision is the VCS revision a build without VCS information was made from,
+// stamped with -ldflags "-X main.revision=REV": the image's build context has
+// no .git, so the Dockerfile passes it in.
+var revision string
+
 func main() {
-	// A command executor's program starts through this binary (see
-	// executor/command): that launch is all such a process does.
-	command.MaybeLaunch()
-	// Nothing else of this user, a program signoff runs among them, may read
-	// this process's environment or memory: the secrets are there.
-	if err := command.Undumpable(); err != nil {
-		fmt.Fprintln(os.Stderr, "signoff: warning:", err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(app.Main(os.Args[1:], revision))
 }

@@ -1,0 +1,174 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/signoff-dev/signoff/internal/app/bench"
+	"github.com/signoff-dev/signoff/internal/benchkit"
+	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
+)
+
+// benchFigures reads what bench --json printed and checks that every figure
+// measured something, the figures named in more too. It returns the report
+// and every figure by name/clients.
+func benchFigures(t *testing.T, out string, more []string) (*bench.Report, map[string]benchkit.Figure) {
+	t.Helper()
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	seen := map[string]benchkit.Figure{}
+	for _, f := range rep.Figures {
+		seen[fmt.Sprintf("%s/%d", f.Name, f.Clients)] = f
+	}
+	want := append([]string{"raw_commit/1", "click/1", "click/64", "click_bare/1", "click_bare/64", "api_submit/1", "api_submit/64"}, more...)
+	for _, c := range []int{1, 8, 64} {
+		for _, name := range []string{"suspend", "decide", "e2e"} {
+			want = append(want, fmt.Sprintf("%s/%d", name, c))
+		}
+	}
+	for _, k := range want {
+		f, ok := seen[k]
+		switch {
+		case !ok:
+			t.Errorf("no figure %s", k)
+		case f.Ops == 0 || f.PerSec <= 0:
+			t.Errorf("figure %s measured nothing: %+v", k, f)
+		case strings.HasPrefix(k, "e2e/") && f.CommitsPerOp != 4:
+			// submit, decide, intent with its first attempt, receipt with the run's end
+			t.Errorf("figure %s: %.2f commits per run, want 4", k, f.CommitsPerOp)
+		case strings.HasPrefix(k, "e2e/") && f.BytesPerOp <= 0:
+			t.Errorf("figure %s: the store did not grow: %+v", k, f)
+		case (strings.HasPrefix(k, "click") || strings.HasPrefix(k, "api_submit")) && f.P99 < f.P50:
+			t.Errorf("figure %s: p99 %.2f below p50 %.2f", k, f.P99, f.P50)
+		}
+	}
+	return &rep, seen
+}
+
+// benchLines are the bench commands of the docs, as typed.
+func benchLines(t *testing.T) [][]string {
+	t.Helper()
+	var lines [][]string
+	for _, block := range blocksOf(docSection(t, "docs/performance.md", "signoff bench"), "sh") {
+		for _, l := range shLines(block) {
+			lines = append(lines, shellWords(t, l.cmd))
+		}
+	}
+	if len(lines) != 3 || !slices.Equal(lines[0], []string{"signoff", "bench"}) || !slices.Equal(lines[1], []string{"signoff", "bench", "--json"}) ||
+		len(lines[2]) != 4 || lines[2][2] != "--db" {
+		t.Fatalf("want bench, bench --json and bench --db on PostgreSQL; the docs show %q", lines)
+	}
+	return lines
+}
+
+// TestBench runs every figure briefly: the docs' bench and bench --json (each
+// on a new SQLite file in a temporary folder, which is gone after), and
+// bench on a new file named by --db, which is gone after too; each figure
+// measured something. The rates themselves are the benchmark's business,
+// not a test's.
+func TestBench(t *testing.T) {
+	lines := benchLines(t)
+	code, out, errs := docRun(t, t.TempDir(), nil, "", append(lines[1][1:], "--duration", "30ms")...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d\n%s", strings.Join(lines[1], " "), code, errs)
+	}
+	rep, seen := benchFigures(t, out, nil)
+	if rep.DB != "sqlite" || !strings.HasPrefix(rep.Where, os.TempDir()) {
+		t.Errorf("db %q in %q, want sqlite in a temporary folder", rep.DB, rep.Where)
+	}
+	if _, err := os.Stat(rep.Where); !os.IsNotExist(err) {
+		t.Errorf("the bench store %s is left behind: %v", rep.Where, err)
+	}
+	// One writer takes SQLite's commits in turn: raw commits from several
+	// clients at once would measure the same thing again.
+	if f, ok := seen["raw_commit/8"]; ok {
+		t.Errorf("raw commits at 8 clients on SQLite: %+v", f)
+	}
+	if rep.GOGC != "400" {
+		t.Errorf("GOGC %q, want the server's 400", rep.GOGC)
+	}
+	// SQLite counts the rows each figure wrote: every whole run writes the
+	// same records.
+	for _, f := range rep.Figures {
+		if f.Name == "e2e" && (f.RowsPerOp < 4 || f.RowsPerOp > 40) {
+			t.Errorf("e2e with %d clients: %.2f rows per run", f.Clients, f.RowsPerOp)
+		}
+		// Every figure did work, so it cost CPU time, which Linux reports.
+		if f.Ops > 0 && f.CPUPerOp <= 0 {
+			t.Errorf("%s with %d clients: %.3f ms of CPU per operation", f.Name, f.Clients, f.CPUPerOp)
+		}
+	}
+	dir := t.TempDir()
+	must(t, dir, 0, "bench", "--duration", "10ms")
+	if _, err := os.Stat(dbPath(dir)); !os.IsNotExist(err) {
+		t.Errorf("the bench store named by --db is left behind: %v", err)
+	}
+	// The table for people.
+	code, table, errs := docRun(t, t.TempDir(), nil, "", append(lines[0][1:], "--duration", "10ms")...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d\n%s", strings.Join(lines[0], " "), code, errs)
+	}
+	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op", "rows/op", "cpu ms/op",
+		"e2e at 8 clients:", "e2e at 64 clients:", "one client", "click p99 at 64 at once:", "the bare handler's"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("bench table lacks %q:\n%s", s, table)
+		}
+	}
+}
+
+func TestBenchRefusesAnExistingFileAndRemoteServers(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dbPath(dir), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := signoff(t, dir, "bench", "--duration", "10ms"); code == 0 || !strings.Contains(errs, "exists") {
+		t.Errorf("bench on an existing file: exit %d, %s", code, errs)
+	}
+	if b, _ := os.ReadFile(dbPath(dir)); string(b) != "mine" {
+		t.Error("bench changed an existing file")
+	}
+	// Remote servers: internal/app/bench's TestLoopbackOnly.
+}
+
+// TestBenchPostgres: the docs' bench on a PostgreSQL server works in a
+// schema of its own and drops it after.
+func TestBenchPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	// The docs' bench on PostgreSQL, on this test's server.
+	line := benchLines(t)[2]
+	code, out, errs := docRun(t, t.TempDir(), nil, "", line[1], "--db", dsn, "--json", "--duration", "30ms")
+	if code != 0 {
+		t.Fatalf("%s: exit %d\n%s", strings.Join(line, " "), code, errs)
+	}
+	// Raw commits at 8 clients, each on a connection of its own: the most
+	// this server and machine give the store's scaling from 1 to 8.
+	rep, seen := benchFigures(t, out, []string{"raw_commit/8"})
+	if _, ok := seen["raw_commit/64"]; ok {
+		t.Error("raw commits at 64 clients: more connections than the raw pool holds")
+	}
+	var table bytes.Buffer
+	bench.Print(&table, rep)
+	if !strings.Contains(table.String(), "e2e at 8 clients:") || !regexp.MustCompile(`e2e at 8 clients: [^\n]*one client \(raw commits: [0-9.]+x\)`).MatchString(table.String()) {
+		t.Errorf("the table does not put the raw commits' gain beside the engine's at 8 clients:\n%s", table.String())
+	}
+	schema, _, ok := strings.Cut(strings.TrimPrefix(rep.Where, "schema "), ",")
+	if rep.DB != "postgres" || !ok || !strings.HasPrefix(schema, "signoff_bench_") {
+		t.Fatalf("db %q where %q, want postgres in a schema of its own", rep.DB, rep.Where)
+	}
+	conn := pgtest.Conn(t, dsn)
+	var left int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, schema).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("schema %s left behind", schema)
+	}
+}
