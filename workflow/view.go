@@ -13,6 +13,7 @@ import (
 
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/chain"
 )
 
 // RunView is a run as people and scripts read it (`show --json`).
@@ -299,11 +300,11 @@ func (e *Engine) headState(ctx context.Context, tx storage.Tx, h *storage.RunHea
 	if err := e.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
 		return nil, err
 	}
-	full, err := resolveWith(c, h.Base)
+	full, err := chain.ResolveWith(c, h.Base)
 	if err != nil {
 		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: err.Error()}
 	}
-	st, err := DecodeState(full)
+	st, err := chain.Decode(full)
 	if err != nil {
 		return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: err.Error()}
 	}
@@ -346,8 +347,8 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 		}
 		// A pruned run's chain verifies as a whole only: a prefix ending at a
 		// pruned checkpoint lacks the summary that allows it.
-		_, whole := VerifyChain(id, cps)
-		prefixes := verifyPrefixes(id, cps)
+		_, _, whole := chain.Verify(id, cps)
+		prefixes := chain.VerifyPrefixes(id, cps)
 		for i, c := range cps {
 			h := HistoryEntry{Seq: c.Seq, At: c.CreatedAt, Hash: c.Hash}
 			switch {
@@ -364,8 +365,8 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 					h.Problem = err.Error()
 				}
 			}
-			if b, err := ResolveState(cps, i); err == nil {
-				if st, err := DecodeState(b); err == nil {
+			if b, err := chain.Resolve(cps, i); err == nil {
+				if st, err := chain.Decode(b); err == nil {
 					h.State = st
 				}
 			}
@@ -422,11 +423,11 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by record.Perso
 		}
 		if !cps[0].PrunedAt.IsZero() {
 			// The summary checkpoint of a pruned run verifies with the whole chain.
-			src, err = VerifyChain(id, cps)
+			src, _, err = chain.Verify(id, cps)
 			return err
 		}
 		// The chain up to seq must be intact: a fork of damaged state would launder it.
-		src, err = VerifyChain(id, cps[:seq])
+		src, _, err = chain.Verify(id, cps[:seq])
 		return err
 	})
 	if err != nil {
@@ -674,7 +675,7 @@ func verifyRun(ctx context.Context, tx storage.Tx, in *integrity, r *record.Run,
 	_, unsealed := sealCounts(cps, reqs, decs, ops)
 	rep.Unkeyed += unsealed
 	var ie *IntegrityError
-	st, err := VerifyChain(r.ID, cps)
+	st, _, err := chain.Verify(r.ID, cps)
 	if errors.As(err, &ie) {
 		return ie, nil
 	}
