@@ -101,7 +101,7 @@ func (e *Engine) loadWith(ctx context.Context, tx storage.Tx, id string, extra s
 	if err != nil {
 		return &loaded{run: run}, err
 	}
-	if err := e.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
+	if err := e.in.CheckRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
 		return &loaded{run: run}, err
 	}
 	if int64(len(cps)) != run.Seq {
@@ -304,7 +304,7 @@ func (e *Engine) reload(ctx context.Context, id string, held *loaded) (*loaded, 
 	var extra storage.RunParts
 	if held == nil || held.run.Status == record.StatusExecuting {
 		extra.Operations = true
-		extra.Requests, extra.Decisions, extra.Audit = e.in.keys != nil, e.in.keys != nil, e.in.keys != nil
+		extra.Requests, extra.Decisions, extra.Audit = e.in.Keyed(), e.in.Keyed(), e.in.Keyed()
 	}
 	var l *loaded
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {

@@ -253,7 +253,7 @@ func (e *Engine) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideI
 			return nil, nil, fmt.Errorf("load decisions of run %s: %w", id, err)
 		}
 	}
-	if err := e.in.checkRun(ctx, tx, id, nil, []*record.ApprovalRequest{req}, decs, nil); err != nil {
+	if err := e.in.CheckRun(ctx, tx, id, nil, []*record.ApprovalRequest{req}, decs, nil); err != nil {
 		return nil, nil, err
 	}
 	for _, d := range decs {

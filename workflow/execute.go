@@ -44,8 +44,8 @@ func (e *Engine) executeNext(ctx context.Context, l *loaded) error {
 		return e.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
 	}
 	ops := l.more.Operations
-	if l.read.Operations && e.in.headKnown() {
-		err = e.in.checkRun(ctx, nil, id, nil, nil, nil, ops)
+	if l.read.Operations && e.in.HeadKnown() {
+		err = e.in.CheckRun(ctx, nil, id, nil, nil, nil, ops)
 	} else {
 		ops, err = e.operations(ctx, id)
 	}
@@ -109,7 +109,7 @@ func (e *Engine) operations(ctx context.Context, id string) ([]*record.Operation
 		if ops, err = tx.Operations(ctx, id); err != nil {
 			return err
 		}
-		return e.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
+		return e.in.CheckRun(ctx, tx, id, nil, nil, nil, ops)
 	})
 	return ops, err
 }
@@ -127,7 +127,7 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 			pub = &a
 		}
 	}
-	if e.in.keys == nil && pub == nil {
+	if !e.in.Keyed() && pub == nil {
 		return nil
 	}
 	id := l.run.ID
@@ -152,16 +152,16 @@ func (e *Engine) checkApproval(ctx context.Context, l *loaded) error {
 				return err
 			}
 		}
-		if err := e.in.checkRun(ctx, tx, id, nil, b.Requests, b.Decisions, nil); err != nil {
+		if err := e.in.CheckRun(ctx, tx, id, nil, b.Requests, b.Decisions, nil); err != nil {
 			return err
 		}
-		if err := e.in.checkAuditOf(ctx, tx, id, b.Audit, b.AuditHead); err != nil {
+		if err := e.in.CheckAudit(ctx, tx, id, b.Audit, b.AuditHead); err != nil {
 			return err
 		}
 		return e.checkPublished(ctx, tx, id, b.Audit, pub)
 	}
 	var err error
-	if l.read.Requests && l.read.Decisions && l.read.Audit && e.in.headKnown() && pub == nil {
+	if l.read.Requests && l.read.Decisions && l.read.Audit && e.in.HeadKnown() && pub == nil {
 		err = check(ctx, nil)
 	} else {
 		err = e.store.View(ctx, check)

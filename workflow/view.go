@@ -14,6 +14,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
+	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
 
 // RunView is a run as people and scripts read it (`show --json`).
@@ -179,7 +180,7 @@ func (e *Engine) viewRest(ctx context.Context, tx storage.Tx, v *RunView) (*RunV
 			v.Operations = append(v.Operations, OperationView{Key: op.Key, Action: op.Action, Status: op.Status,
 				Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error})
 		}
-		if err := e.in.checkRun(ctx, tx, id, nil, reqs, decs, ops); err != nil {
+		if err := e.in.CheckRun(ctx, tx, id, nil, reqs, decs, ops); err != nil {
 			if !errors.As(err, &ie) {
 				return err
 			}
@@ -297,7 +298,7 @@ func (e *Engine) headState(ctx context.Context, tx storage.Tx, h *storage.RunHea
 			return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
 		}
 	}
-	if err := e.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
+	if err := e.in.CheckRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
 		return nil, err
 	}
 	full, err := chain.ResolveWith(c, h.Base)
@@ -532,16 +533,16 @@ func (r *VerifyReport) OK() bool {
 // deleting the newest events shows), and that the log extends every anchor
 // stored and each of anchors. It changes nothing.
 func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, error) {
-	rep := &VerifyReport{Damaged: []*IntegrityError{}, Unverified: e.in.keys == nil}
+	rep := &VerifyReport{Damaged: []*IntegrityError{}, Unverified: !e.in.Keyed()}
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		in := e.in
-		if id, err := foreignHeadKey(ctx, tx, in.keys); err != nil {
+		if id, err := in.ForeignHeadKey(ctx, tx); err != nil {
 			return err
 		} else if id != "" {
 			rep.KeyNotGiven, rep.Unverified = id, true
-			in = &integrity{} // checks the chains only, as without keys
+			in = seal.New(nil) // checks the chains only, as without keys
 		}
-		head, err := in.head(ctx, tx)
+		head, err := in.Head(ctx, tx)
 		var ie *IntegrityError
 		switch {
 		case errors.As(err, &ie):
@@ -592,7 +593,7 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 		}
 		auditDamage := map[string]string{}
 		for id, revs := range byRun {
-			if p := in.runAuditProblem(head, id, revs, headOf[id]); p != "" {
+			if p := in.RunAuditProblem(head, id, revs, headOf[id]); p != "" {
 				auditDamage[id] = p
 			}
 		}
@@ -634,27 +635,9 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 	return rep, nil
 }
 
-// foreignHeadKey is the key the store's head is sealed with when keys are
-// configured and do not include it, or "".
-func foreignHeadKey(ctx context.Context, tx storage.Tx, keys *Keyring) (string, error) {
-	if keys == nil {
-		return "", nil
-	}
-	h, err := tx.IntegrityHead(ctx)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("read the store's integrity head: %w", err)
-	case h.KeyID != "" && !keys.Has(h.KeyID):
-		return h.KeyID, nil
-	}
-	return "", nil
-}
-
 // verifyRun checks one run: its chain, the seals of all its rows (with in's
 // keys), and that each sealed checkpoint has the audit event of its transition.
-func verifyRun(ctx context.Context, tx storage.Tx, in *integrity, r *record.Run, head *record.IntegrityHead, transitions map[string]string, rep *VerifyReport) (*IntegrityError, error) {
+func verifyRun(ctx context.Context, tx storage.Tx, in *seal.Sealer, r *record.Run, head *record.IntegrityHead, transitions map[string]string, rep *VerifyReport) (*IntegrityError, error) {
 	cps, err := tx.Checkpoints(ctx, r.ID)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoints of run %s: %w", r.ID, err)
@@ -672,7 +655,7 @@ func verifyRun(ctx context.Context, tx storage.Tx, in *integrity, r *record.Run,
 		return nil, fmt.Errorf("load operations of run %s: %w", r.ID, err)
 	}
 	rep.Checkpoints += len(cps)
-	_, unsealed := sealCounts(cps, reqs, decs, ops)
+	_, unsealed := seal.Counts(cps, reqs, decs, ops)
 	rep.Unkeyed += unsealed
 	var ie *IntegrityError
 	st, _, err := chain.Verify(r.ID, cps)
@@ -696,7 +679,7 @@ func verifyRun(ctx context.Context, tx storage.Tx, in *integrity, r *record.Run,
 	case rowP != "":
 		return &IntegrityError{RunID: r.ID, Problem: rowP}, nil
 	}
-	if err := in.checkRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
+	if err := in.CheckRun(ctx, tx, r.ID, cps, reqs, decs, ops); errors.As(err, &ie) {
 		return ie, nil
 	} else if err != nil {
 		return nil, err
@@ -704,7 +687,7 @@ func verifyRun(ctx context.Context, tx storage.Tx, in *integrity, r *record.Run,
 	if int64(len(cps)) != r.Seq {
 		return &IntegrityError{RunID: r.ID, Problem: fmt.Sprintf("run row says checkpoint %d but the chain ends at %d", r.Seq, len(cps))}, nil
 	}
-	if in.keys != nil && head != nil {
+	if in.Keyed() && head != nil {
 		for _, c := range cps {
 			if c.MAC == "" {
 				continue // written before the store was keyed, when events named no checkpoint
@@ -722,7 +705,7 @@ func verifyRun(ctx context.Context, tx storage.Tx, in *integrity, r *record.Run,
 // sealed head says), that no per-run event comes before one of them, each
 // event's seal, the anchor chain and that the log extends every stored anchor
 // and each of anchors. It describes the first problem, or returns "".
-func verifyAudit(in *integrity, evs []*record.AuditEvent, head *record.IntegrityHead, stored []*record.AuditAnchor, anchors []Anchor) string {
+func verifyAudit(in *seal.Sealer, evs []*record.AuditEvent, head *record.IntegrityHead, stored []*record.AuditAnchor, anchors []Anchor) string {
 	if p := VerifyAudit(evs); p != "" {
 		return p
 	}
@@ -734,9 +717,9 @@ func verifyAudit(in *integrity, evs []*record.AuditEvent, head *record.Integrity
 			global = append(global, ev)
 		}
 	}
-	if in.keys != nil {
+	if in.Keyed() {
 		for _, ev := range evs {
-			if p := in.sealProblem(head, "audit", ev.Seal, ev.At, auditParts(ev)); p != "" {
+			if p := in.EventProblem(head, ev); p != "" {
 				return fmt.Sprintf("audit event %d: %s", ev.Seq, p)
 			}
 		}
@@ -784,7 +767,7 @@ func verifyAudit(in *integrity, evs []*record.AuditEvent, head *record.Integrity
 // verifyAnchors checks the anchor chain (ids from 1, each linked to the one
 // before, hashes and seals), that it ends where the store's sealed head says,
 // and that every event an anchor names is in the log as it was named.
-func verifyAnchors(in *integrity, bySeq map[int64]*record.AuditEvent, head *record.IntegrityHead, stored []*record.AuditAnchor) string {
+func verifyAnchors(in *seal.Sealer, bySeq map[int64]*record.AuditEvent, head *record.IntegrityHead, stored []*record.AuditAnchor) string {
 	prev := ""
 	for i, a := range stored {
 		if a.ID != int64(i+1) {
@@ -793,8 +776,8 @@ func verifyAnchors(in *integrity, bySeq map[int64]*record.AuditEvent, head *reco
 		if a.PrevHash != prev || record.AnchorHash(a) != a.Hash {
 			return fmt.Sprintf("the anchor chain is broken at anchor %d", a.ID)
 		}
-		if in.keys != nil {
-			if p := in.sealProblem(head, "anchor", a.Seal, a.At, anchorParts(a)); p != "" {
+		if in.Keyed() {
+			if p := in.AnchorProblem(head, a); p != "" {
 				return fmt.Sprintf("anchor %d: %s", a.ID, p)
 			}
 		}
@@ -809,7 +792,7 @@ func verifyAnchors(in *integrity, bySeq map[int64]*record.AuditEvent, head *reco
 		}
 		prev = a.Hash
 	}
-	if in.keys != nil && head != nil && head.AnchorID > 0 {
+	if in.Keyed() && head != nil && head.AnchorID > 0 {
 		if head.AnchorID > int64(len(stored)) {
 			return fmt.Sprintf("the anchor chain ends at %d, but the sealed head names anchor %d: the newest anchors were deleted", len(stored), head.AnchorID)
 		}
@@ -851,30 +834,12 @@ func (e *Engine) Anchor(ctx context.Context) (Anchor, error) {
 			a.ID, a.PrevHash = prev.ID+1, prev.Hash
 		}
 		a.Hash = record.AnchorHash(a)
-		if e.in.keys != nil {
-			a.Seal = e.in.keys.sealWith("anchor", anchorParts(a))
-		}
+		e.in.SealAnchor(a)
 		if err := tx.InsertAnchor(ctx, a); err != nil {
 			return err
 		}
 		out = Anchor{Seq: a.ID, Hash: a.Hash}
-		if e.in.keys == nil {
-			return nil
-		}
-		h, err := e.in.readHead(ctx, tx)
-		var ie *IntegrityError
-		if errors.As(err, &ie) {
-			return nil // left for verify to report, not sealed again
-		}
-		if err != nil {
-			return err
-		}
-		if h == nil {
-			h = &record.IntegrityHead{KeyedSince: a.At}
-		}
-		h.AnchorID, h.AnchorHash = a.ID, a.Hash
-		h.Seal = e.in.keys.sealWith("head", headParts(h))
-		return tx.PutIntegrityHead(ctx, h)
+		return e.in.AnchorHead(ctx, tx, a)
 	})
 	if err != nil {
 		return Anchor{}, fmt.Errorf("write an audit anchor: %w", err)

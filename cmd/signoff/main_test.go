@@ -18,6 +18,7 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/executor/command"
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -92,7 +93,7 @@ var pgStores sync.Map
 // without SIGNOFF_TEST_POSTGRES.
 func onPostgres(t *testing.T, dir string) {
 	t.Helper()
-	key, err := workflow.NewKeyLine("k1")
+	key, err := keyring.NewLine("k1")
 	if err != nil {
 		t.Fatal(err)
 	}
