@@ -287,7 +287,7 @@ func (e *Engine) headState(ctx context.Context, tx storage.Tx, h *storage.RunHea
 	}
 	for _, c := range cps {
 		if !c.PrunedAt.IsZero() {
-			continue // resolveWith names it
+			continue // chain.ResolveWith names it
 		}
 		if record.CheckpointHash(c) != c.Hash {
 			return nil, &IntegrityError{RunID: id, Seq: c.Seq, Problem: "broken hash chain: content does not match its hash"}
