@@ -18,6 +18,7 @@ import (
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
@@ -150,16 +151,16 @@ func newEnvOn(t testing.TB, st storage.Store) *env {
 	allowed := func(u string) bool { return strings.HasPrefix(u, prefix) }
 	// Sealed, as a server with keys runs: the hook is shown the run in the
 	// transaction that seals it.
-	line, err := workflow.NewKeyLine("test")
+	line, err := keyring.NewLine("test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyring, err := workflow.ParseKeyring(line + "\n")
+	ring, err := keyring.Parse(line + "\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hook := callback.Hook{}
-	eng, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles, Clock: c, Keys: keyring,
+	eng, err := workflow.New(workflow.Config{Store: st, Policy: policy, Roles: roles, Clock: c, Keys: ring,
 		Actions: map[string]*workflow.ActionSpec{"charge": spec}, Hooks: []workflow.Hook{hook},
 		CallbackAllowed: allowed, CallbackPrefixes: []string{prefix}})
 	if err != nil {

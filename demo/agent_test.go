@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/signoff-dev/signoff/fixtures"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
@@ -146,11 +147,11 @@ func TestRecordedAgentProposals(t *testing.T) {
 				}
 			}
 			// Asking for a step after the last turn is an error, not a new call.
-			before, _ := workflow.EncodeState(st)
+			before, _ := encodeState(st)
 			if _, err := NewAgent(s).Step(ctx, st); err == nil {
 				t.Error("a step past the end of the transcript succeeded")
 			}
-			after, _ := workflow.EncodeState(st)
+			after, _ := encodeState(st)
 			if !bytes.Equal(before, after) {
 				t.Error("a failed step changed the state")
 			}
@@ -235,7 +236,7 @@ func TestRecordedAgentResumesFromACheckpoint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantState, err := workflow.EncodeState(withRunID(whole, ""))
+			wantState, err := encodeState(withRunID(whole, ""))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,7 +251,7 @@ func TestRecordedAgentResumesFromACheckpoint(t *testing.T) {
 					}
 					st.Step++
 				}
-				checkpoint, err := workflow.EncodeState(st)
+				checkpoint, err := encodeState(st)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -261,7 +262,7 @@ func TestRecordedAgentResumesFromACheckpoint(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				resumed, err := workflow.DecodeState(checkpoint)
+				resumed, err := decodeState(checkpoint)
 				if err != nil {
 					t.Fatalf("decode the checkpoint: %v", err)
 				}
@@ -274,7 +275,7 @@ func TestRecordedAgentResumesFromACheckpoint(t *testing.T) {
 				if n, err := s2.ModelCalls(ctx, runID); err != nil || n != wantCalls {
 					t.Errorf("crash after step %d: the ledger has %d model calls (%v), uninterrupted %d", crashAfter, n, err, wantCalls)
 				}
-				got, err := workflow.EncodeState(withRunID(resumed, ""))
+				got, err := encodeState(withRunID(resumed, ""))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -333,12 +334,12 @@ func TestRecordedAgentFailedStepLeavesStateAlone(t *testing.T) {
 	if _, err := NewAgent(s).Step(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := workflow.EncodeState(st)
+	before, _ := encodeState(st)
 	db.Close()
 	if _, err := NewAgent(s).Step(ctx, st); err == nil {
 		t.Fatal("a step with the shop closed succeeded")
 	}
-	after, _ := workflow.EncodeState(st)
+	after, _ := encodeState(st)
 	if !bytes.Equal(before, after) {
 		t.Errorf("a failed step changed the state:\n%s\n%s", before, after)
 	}
@@ -377,4 +378,19 @@ func TestTranscriptsAreStrict(t *testing.T) {
 			t.Errorf("%s: accepted", b.name)
 		}
 	}
+}
+
+// encodeState and decodeState are a state as a checkpoint holds it and as a
+// new process reads it back: the engine encodes a state deterministically
+// and decodes it strictly, refusing what it does not know.
+func encodeState(st *record.State) ([]byte, error) {
+	return jsonv2.Marshal(st, jsonv2.Deterministic(true))
+}
+
+func decodeState(b []byte) (*record.State, error) {
+	var st record.State
+	if err := jsonv2.Unmarshal(b, &st, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }

@@ -85,7 +85,7 @@ type Checkpoint struct {
 	Seq           int64
 	SchemaVersion int
 	// State is the JSON encoding of State, or, when BaseSeq is set, what
-	// changed since the state of checkpoint BaseSeq (see ResolveState).
+	// changed since the state of checkpoint BaseSeq (see the engine's chain.Resolve).
 	State []byte
 	// BaseSeq is the seq of an earlier checkpoint of the run that holds a
 	// whole state, against which State is written; 0 when State is whole.
@@ -97,13 +97,13 @@ type Checkpoint struct {
 	CreatedAt time.Time
 	// PrunedAt is when Prune removed State (nil since). The row keeps its
 	// seq, hashes and seal, so the chain and the audit events naming it
-	// still verify; see VerifyChain for when a pruned checkpoint is allowed.
+	// still verify; see the engine's chain.Verify for when a pruned checkpoint is allowed.
 	PrunedAt time.Time
 	Seal
 }
 
 // Seal authenticates a stored record: the id of the key that sealed it and
-// the record's HMAC under that key (see Keyring). Both are "" on a record
+// the record's HMAC under that key (see keyring.Ring). Both are "" on a record
 // written before keys were configured.
 type Seal struct {
 	KeyID string

@@ -43,7 +43,7 @@ type State struct {
 	CallbackURL string `json:"callback_url,omitempty"`
 	// Pruned is set on the checkpoint Prune writes last: what it removed and
 	// when. Sealed like every checkpoint, it is what allows the checkpoints
-	// before it to have lost their state (see VerifyChain).
+	// before it to have lost their state (see the engine's chain.Verify).
 	Pruned *PruneRecord `json:"pruned,omitempty"`
 	// Resolutions are what people found of the run while it needed
 	// attention (see Engine.Resolve), oldest first.

@@ -13,6 +13,7 @@ import (
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/workflow/internal/chain"
 )
 
 // BenchmarkPending is the first page of `/runs pending` (11 runs: a page of
@@ -127,7 +128,7 @@ func seedPending(b *testing.B, eng *workflow.Engine, st storage.Store, n int) {
 		if err != nil {
 			return err
 		}
-		state, err = workflow.DecodeState(cps[len(cps)-1].State)
+		state, err = chain.Decode(cps[len(cps)-1].State)
 		return err
 	})
 	if err != nil {
@@ -145,7 +146,7 @@ func seedPending(b *testing.B, eng *workflow.Engine, st storage.Store, n int) {
 				}
 				s := *state
 				s.RunID, s.Status = r.ID, r.Status
-				body, err := workflow.EncodeState(&s)
+				body, err := chain.Encode(&s)
 				if err != nil {
 					return err
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/chain"
 )
 
 // loaded is a run as read in one transaction: its row, its verified latest state
@@ -32,7 +33,7 @@ type loaded struct {
 	fps map[fpKey]string
 	// base is what the next checkpoint is written against: the latest
 	// checkpoint that holds a whole state (nil: the next one holds its own).
-	base *stateBase
+	base *chain.Base
 	// more is what was read with the run besides its checkpoints, in the
 	// same transaction (see RunParts), or, for requests and decisions, held
 	// from an earlier read of the same version (see loadHeld); more.Run is
@@ -71,7 +72,7 @@ func (l *loaded) fingerprint(risk record.Risk, revision string) (string, error) 
 
 // baseOf is the base for the checkpoint after cps (verified): the latest
 // one that holds a whole state.
-func baseOf(cps []*record.Checkpoint) *stateBase {
+func baseOf(cps []*record.Checkpoint) *chain.Base {
 	c := cps[len(cps)-1]
 	if c.BaseSeq != 0 {
 		c = cps[c.BaseSeq-1]
@@ -79,7 +80,7 @@ func baseOf(cps []*record.Checkpoint) *stateBase {
 	if c.State == nil {
 		return nil
 	}
-	return &stateBase{seq: c.Seq, state: c.State}
+	return &chain.Base{Seq: c.Seq, State: c.State}
 }
 
 // loadWith is load that also reads the run's records extra asks for, in the
@@ -96,11 +97,11 @@ func (rs *runs) loadWith(ctx context.Context, tx storage.Tx, id string, extra st
 	run, cps := b.Run, b.Checkpoints
 	// The chain first, so that accidental damage is named as such; then the
 	// seals, which catch a chain someone recomputed.
-	st, full, err := verifyChain(id, cps)
+	st, full, err := chain.Verify(id, cps)
 	if err != nil {
 		return &loaded{run: run}, err
 	}
-	if err := rs.in.checkRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
+	if err := rs.in.CheckRun(ctx, tx, id, cps, nil, nil, nil); err != nil {
 		return &loaded{run: run}, err
 	}
 	if int64(len(cps)) != run.Seq {
@@ -159,7 +160,7 @@ func (rs *runs) loadHeld(ctx context.Context, tx storage.Tx, id string, held *lo
 	st := held.spare
 	held.spare = nil
 	if st == nil {
-		if st, err = DecodeState(held.state); err != nil {
+		if st, err = chain.Decode(held.state); err != nil {
 			return &loaded{run: run}, &IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
 		}
 	}
@@ -180,24 +181,24 @@ type staged struct {
 
 // stage encodes l's next checkpoint: l.st with the run's status, step and
 // reason, written against l.base when that saves at least half of the state
-// (see stateBase.delta), chained to l.lastHash.
+// (see chain.Base.Delta), chained to l.lastHash.
 func (rs *runs) stage(l *loaded, now time.Time) (*staged, error) {
 	l.st.SchemaVersion = record.SchemaVersion
 	l.st.Status = l.run.Status
 	l.st.Step = l.run.Step
 	l.st.Reason = l.run.Reason
-	b, err := EncodeState(l.st)
+	b, err := chain.Encode(l.st)
 	if err != nil {
 		return nil, err
 	}
 	stored, baseSeq := b, int64(0)
 	if l.base != nil {
-		d, ok, err := l.base.delta(b)
+		d, ok, err := l.base.Delta(b)
 		if err != nil {
 			return nil, fmt.Errorf("encode checkpoint %d of run %s: %w", l.run.Seq+1, l.run.ID, err)
 		}
 		if ok {
-			stored, baseSeq = d, l.base.seq
+			stored, baseSeq = d, l.base.Seq
 		}
 	}
 	cp := &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq + 1, SchemaVersion: record.SchemaVersion, State: stored, BaseSeq: baseSeq, PrevHash: l.lastHash, CreatedAt: now}
@@ -235,7 +236,7 @@ func (rs *runs) save(ctx context.Context, tx storage.Tx, l *loaded, from record.
 	}
 	l.lastHash = cp.Hash
 	if cp.BaseSeq == 0 {
-		l.base = &stateBase{seq: cp.Seq, state: s.full}
+		l.base = &chain.Base{Seq: cp.Seq, State: s.full}
 	}
 	if err := rs.auditCheckpoint(ctx, tx, cp, actor, event, detail); err != nil {
 		return err
@@ -298,7 +299,7 @@ func (rs *runs) reload(ctx context.Context, id string, held *loaded) (*loaded, e
 	var extra storage.RunParts
 	if held == nil || held.run.Status == record.StatusExecuting {
 		extra.Operations = true
-		extra.Requests, extra.Decisions, extra.Audit = rs.in.keys != nil, rs.in.keys != nil, rs.in.keys != nil
+		extra.Requests, extra.Decisions, extra.Audit = rs.in.Keyed(), rs.in.Keyed(), rs.in.Keyed()
 	}
 	var l *loaded
 	err := rs.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
 
 // decider admits a person's decision on a waiting run: it checks the
@@ -22,7 +23,7 @@ type decider struct {
 	runs   *runs
 	gates  *gatekeeper
 	store  storage.Store
-	in     *integrity
+	in     *seal.Sealer
 	policy *policy.Policy
 	roles  *policy.Roles
 	fail   func(string)
@@ -314,7 +315,7 @@ func (dc *decider) priorDecisions(ctx context.Context, tx storage.Tx, l *loaded,
 			return nil, fmt.Errorf("load decisions of run %s: %w", id, err)
 		}
 	}
-	if err := dc.in.checkRun(ctx, tx, id, nil, []*record.ApprovalRequest{req}, decs, nil); err != nil {
+	if err := dc.in.CheckRun(ctx, tx, id, nil, []*record.ApprovalRequest{req}, decs, nil); err != nil {
 		return nil, err
 	}
 	for _, d := range decs {

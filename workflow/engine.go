@@ -13,9 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
 
 // Directory resolves who a person is on this server: the role they hold. The
@@ -57,8 +59,8 @@ type Config struct {
 	// taken for gone has its run executed by two at once.
 	OwnerGone func(owner string) bool
 	// Keys seal every record the engine writes and verify what it reads (see
-	// Keyring). Without keys nothing is sealed or checked.
-	Keys *Keyring
+	// keyring.Ring). Without keys nothing is sealed or checked.
+	Keys *keyring.Ring
 	// MaxRequestLifetime bounds how far extending may push a request's
 	// deadline, counted from when the request was made (default 30 days), so
 	// that no approval waits for ever by a series of extensions.
@@ -138,7 +140,7 @@ type Engine struct {
 	// resolveRole is Config.ResolveRole.
 	resolveRole string
 	published   func() (Anchor, bool)
-	in          *integrity
+	in          *seal.Sealer
 	changes     *storage.Changes
 	// cbAllowed and cbPrefixes: Config.CallbackAllowed and CallbackPrefixes.
 	cbAllowed  func(string) bool
@@ -180,12 +182,12 @@ func New(cfg Config) (*Engine, error) {
 	if _, ok := cfg.Roles.Rank(e.resolveRole); e.resolveRole != "" && !ok {
 		return nil, fmt.Errorf("new engine: the resolve role %q is not one of the roles (%s)", e.resolveRole, strings.Join(cfg.Roles.Names(), ", "))
 	}
-	e.in = &integrity{keys: cfg.Keys}
+	e.in = seal.New(cfg.Keys)
 	e.changes = cfg.Changes
 	if e.changes == nil {
 		e.changes = storage.NewChanges()
 	}
-	e.store = &notifyingStore{Store: &sealedStore{Store: cfg.Store, in: e.in}, changes: e.changes}
+	e.store = &notifyingStore{Store: e.in.Store(cfg.Store), changes: e.changes}
 	if e.owner == "" {
 		e.owner = LocalOwner()
 	}

@@ -107,3 +107,9 @@ func refused(code, runID, format string, args ...any) *record.RefusedError {
 func isCtxErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
+
+// IntegrityError says that a run's stored data failed a check (its chain,
+// a seal, its audit log). The engine's checks live in packages of their own
+// and share the type through record; this name keeps it where callers of
+// the engine look for it (errors.As with a *workflow.IntegrityError).
+type IntegrityError = record.IntegrityError

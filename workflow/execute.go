@@ -13,6 +13,7 @@ import (
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
 
 // execution carries out an approved run's operations, as River's job
@@ -23,7 +24,7 @@ import (
 type execution struct {
 	runs      *runs
 	store     storage.Store
-	in        *integrity
+	in        *seal.Sealer
 	actions   map[string]*ActionSpec
 	log       *slog.Logger
 	fail      func(string)
@@ -64,8 +65,8 @@ func (x *execution) executeNext(ctx context.Context, l *loaded) error {
 		return x.runs.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
 	}
 	ops := l.more.Operations
-	if l.read.Operations && x.in.headKnown() {
-		err = x.in.checkRun(ctx, nil, id, nil, nil, nil, ops)
+	if l.read.Operations && x.in.HeadKnown() {
+		err = x.in.CheckRun(ctx, nil, id, nil, nil, nil, ops)
 	} else {
 		ops, err = x.operations(ctx, id)
 	}
@@ -129,7 +130,7 @@ func (x *execution) operations(ctx context.Context, id string) ([]*record.Operat
 		if ops, err = tx.Operations(ctx, id); err != nil {
 			return err
 		}
-		return x.in.checkRun(ctx, tx, id, nil, nil, nil, ops)
+		return x.in.CheckRun(ctx, tx, id, nil, nil, nil, ops)
 	})
 	return ops, err
 }
@@ -147,7 +148,7 @@ func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
 			pub = &a
 		}
 	}
-	if x.in.keys == nil && pub == nil {
+	if !x.in.Keyed() && pub == nil {
 		return nil
 	}
 	id := l.run.ID
@@ -172,16 +173,16 @@ func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
 				return err
 			}
 		}
-		if err := x.in.checkRun(ctx, tx, id, nil, b.Requests, b.Decisions, nil); err != nil {
+		if err := x.in.CheckRun(ctx, tx, id, nil, b.Requests, b.Decisions, nil); err != nil {
 			return err
 		}
-		if err := x.in.checkAuditOf(ctx, tx, id, b.Audit, b.AuditHead); err != nil {
+		if err := x.in.CheckAudit(ctx, tx, id, b.Audit, b.AuditHead); err != nil {
 			return err
 		}
 		return x.checkPublished(ctx, tx, id, b.Audit, pub)
 	}
 	var err error
-	if l.read.Requests && l.read.Decisions && l.read.Audit && x.in.headKnown() && pub == nil {
+	if l.read.Requests && l.read.Decisions && l.read.Audit && x.in.HeadKnown() && pub == nil {
 		err = check(ctx, nil)
 	} else {
 		err = x.store.View(ctx, check)

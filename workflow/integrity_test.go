@@ -15,6 +15,7 @@ import (
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/workflow/internal/chain"
 )
 
 // tamperLatest rewrites the latest checkpoint of a run behind the engine's back,
@@ -63,7 +64,7 @@ func rewriteLatest(h *harness, id string, edit func([]byte) []byte, rehash bool)
 		h.t.Fatalf("read checkpoints of run %s: %d, %v", id, len(cps), err)
 	}
 	c := cps[len(cps)-1]
-	whole, err := workflow.ResolveState(cps, len(cps)-1)
+	whole, err := chain.Resolve(cps, len(cps)-1)
 	if err != nil {
 		h.t.Fatal(err)
 	}

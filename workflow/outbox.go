@@ -110,7 +110,7 @@ func (o *Outbox) QueuePost(ctx context.Context, req *record.ApprovalRequest, m *
 		if err != nil {
 			return err
 		}
-		if err := e.in.checkRun(ctx, tx, req.RunID, nil, l.more.Requests, nil, nil); err != nil {
+		if err := e.in.CheckRun(ctx, tx, req.RunID, nil, l.more.Requests, nil, nil); err != nil {
 			return err
 		}
 		if l.run.Status != record.StatusWaitingApproval || !pendingAmong(l.more.Requests, req.ID) || postedRequests(l.more.Messages)[req.ID] {

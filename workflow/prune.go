@@ -8,6 +8,7 @@ import (
 
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/chain"
 )
 
 // DefaultPruneBatch is how many runs one write transaction of Prune handles:
@@ -187,7 +188,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 	// A whole state, written by this build: the checkpoints before it, its
 	// base among them, lose theirs.
 	summary.SchemaVersion = record.SchemaVersion
-	b, err := EncodeState(&summary)
+	b, err := chain.Encode(&summary)
 	if err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
 	}

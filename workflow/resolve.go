@@ -68,7 +68,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 		l, err := e.runs.loadWith(ctx, tx, in.RunID, storage.RunParts{Operations: true, Requests: true, Decisions: true})
 		if err == nil {
 			// What a resolution marks done or sends again must be as sealed.
-			err = e.in.checkRun(ctx, tx, in.RunID, nil, l.more.Requests, l.more.Decisions, l.more.Operations)
+			err = e.in.CheckRun(ctx, tx, in.RunID, nil, l.more.Requests, l.more.Decisions, l.more.Operations)
 		}
 		var ie *IntegrityError
 		if errors.As(err, &ie) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/chain"
 )
 
 // workStatuses are the statuses of the runs a worker executes.
@@ -398,7 +399,7 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 	if !ok {
 		return e.runs.attention(ctx, l.run.ID, fmt.Sprintf("unknown workflow %q: this build cannot continue it", l.run.Workflow))
 	}
-	before, err := EncodeState(l.st)
+	before, err := chain.Encode(l.st)
 	if err != nil {
 		return err
 	}
@@ -406,7 +407,7 @@ func (e *Engine) step(ctx context.Context, l *loaded) error {
 	if err != nil {
 		// A failed step leaves nothing behind: whatever it wrote into the state is
 		// dropped, so that a retry starts from the same checkpoint.
-		st, derr := DecodeState(before)
+		st, derr := chain.Decode(before)
 		if derr != nil {
 			return fmt.Errorf("restore state of run %s: %w", l.run.ID, derr)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
 
 // runs is the run transaction: it loads a run and verifies it, stages and
@@ -15,7 +16,7 @@ import (
 // owner decides what a transition writes.
 type runs struct {
 	store storage.Store // sealed and notifying
-	in    *integrity
+	in    *seal.Sealer
 	clock Clock
 	owner string
 	ttl   time.Duration

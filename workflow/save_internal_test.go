@@ -7,6 +7,7 @@ import (
 
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/chain"
 )
 
 // recordingTx keeps what save writes; save calls nothing else of a Tx.
@@ -69,7 +70,7 @@ func TestSaveStoresTheRunAsSaved(t *testing.T) {
 			if cp.PrevHash != prev || cp.Seq != l.run.Seq || cp.Hash != record.CheckpointHash(cp) {
 				t.Errorf("checkpoint %d (prev %q, hash %q) is not the next of the run (seq %d, prev %q)", cp.Seq, cp.PrevHash, cp.Hash, l.run.Seq, prev)
 			}
-			got, err := DecodeState(l.state)
+			got, err := chain.Decode(l.state)
 			if err != nil {
 				t.Fatal(err)
 			}

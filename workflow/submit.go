@@ -12,6 +12,7 @@ import (
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/chain"
 )
 
 // Proposal is what an agent or automation submits.
@@ -247,11 +248,11 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 		}
 		// The first checkpoint holds the proposal as submitted; later ones may
 		// carry arguments an approver edited.
-		b, err := ResolveState(cps, 0)
+		b, err := chain.Resolve(cps, 0)
 		if err != nil {
 			return &IntegrityError{RunID: run.ID, Seq: cps[0].Seq, Problem: err.Error()}
 		}
-		if first, err = DecodeState(b); err != nil {
+		if first, err = chain.Decode(b); err != nil {
 			return &IntegrityError{RunID: run.ID, Seq: cps[0].Seq, Problem: err.Error()}
 		}
 		return nil

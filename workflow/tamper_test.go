@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
@@ -19,16 +20,16 @@ import (
 
 // testKeys is the integrity key of the tamper tests: kept outside the store,
 // as a key file or environment variable would be.
-func testKeys(t testing.TB) *workflow.Keyring {
+func testKeys(t testing.TB) *keyring.Ring {
 	t.Helper()
-	k, err := workflow.ParseKeyring("test-1:" + strings.Repeat("c2lnbm9mZi10ZXN0LWtleS0", 2) + "\n")
+	k, err := keyring.Parse("test-1:" + strings.Repeat("c2lnbm9mZi10ZXN0LWtleS0", 2) + "\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return k
 }
 
-func withKeys(k *workflow.Keyring) harnessOption {
+func withKeys(k *keyring.Ring) harnessOption {
 	return func(c *workflow.Config) { c.Keys = k }
 }
 
@@ -406,37 +407,15 @@ func TestDeletingTheNewestAuditEventsIsCaught(t *testing.T) {
 	}
 }
 
-func TestKeyring(t *testing.T) {
-	line, err := workflow.NewKeyLine("k-2026")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := workflow.ParseKeyring("# rotated in December\n" + line + "\n\nold:" + strings.Repeat("QUFB", 11) + "\n"); err != nil {
-		t.Fatalf("a generated key with an older one: %v", err)
-	}
-	for _, tc := range []struct{ text, want string }{
-		{"", "at least one key"},
-		{"k1", "want ID:SECRET"},
-		{"k1:!!!", "not base64"},
-		{"k1:c2hvcnQ", "at least 32"},
-		{"bad id:" + strings.Repeat("QUFB", 11), "must be 1 to 64"},
-		{line + "\n" + line, "used twice"},
-	} {
-		if _, err := workflow.ParseKeyring(tc.text); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseKeyring(%q) = %v, want an error saying %q", tc.text, err, tc.want)
-		}
-	}
-}
-
 // TestKeysRotate: rows sealed under an old key verify while that key is kept
 // below the new one. Dropping it while the store's head is still sealed with
 // it checks no seal and names the key not given; once an anchor sealed the
 // head with the new key, dropping the old one makes its rows fail, naming it.
 func TestKeysRotate(t *testing.T) {
-	oldLine, _ := workflow.NewKeyLine("old")
-	newLine, _ := workflow.NewKeyLine("new")
-	ring := func(text string) *workflow.Keyring {
-		k, err := workflow.ParseKeyring(text)
+	oldLine, _ := keyring.NewLine("old")
+	newLine, _ := keyring.NewLine("new")
+	ring := func(text string) *keyring.Ring {
+		k, err := keyring.Parse(text)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,27 @@
 package workflow
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"unicode"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/show"
 )
+
+// DecodeStrict decodes one JSON value into v, refusing unknown fields, duplicate
+// keys and trailing data. It is for input from outside (proposals, edits).
+func DecodeStrict(b []byte, v any) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return errors.New("empty input")
+	}
+	return jsonvalue.Readable(jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true)))
+}
 
 // checkLines refuses single-line fields that are not one line of plain text,
 // and ids (the names in ids) that are blank. It names the first field at fault.

@@ -21,6 +21,7 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/internal/app/exitcode"
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
@@ -127,7 +128,7 @@ type app struct {
 	engine *workflow.Engine
 	// keys are the integrity keys the engine seals and verifies with (nil
 	// for none), for messages that name them.
-	keys *workflow.Keyring
+	keys *keyring.Ring
 	// anchors is where serve publishes audit anchors outside the store, and
 	// the newest published, which runs are checked against before they send.
 	anchors anchorSink

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -44,9 +45,9 @@ func keySource(o options, getenv func(string) string) string {
 
 // loadKeys reads the keys of o, or returns nil when there are none (and none
 // may be made here). create makes the default key file of a SQLite store.
-func loadKeys(o options, getenv func(string) string) (*workflow.Keyring, error) {
+func loadKeys(o options, getenv func(string) string) (*keyring.Ring, error) {
 	if text := getenv("SIGNOFF_KEYS"); text != "" {
-		k, err := workflow.ParseKeyring(text)
+		k, err := keyring.Parse(text)
 		if err != nil {
 			return nil, usageError{fmt.Sprintf("SIGNOFF_KEYS: %v", err)}
 		}
@@ -66,7 +67,7 @@ func loadKeys(o options, getenv func(string) string) (*workflow.Keyring, error) 
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("integrity keys %s: %v", path, err)}
 	}
-	k, err := workflow.ParseKeyring(string(b))
+	k, err := keyring.Parse(string(b))
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("integrity keys %s: %v", path, err)}
 	}
@@ -77,8 +78,8 @@ func loadKeys(o options, getenv func(string) string) (*workflow.Keyring, error) 
 // says so on w. The file appears whole or not at all (written aside, then
 // linked into place), so that processes starting together agree on one key:
 // whoever loses the race reads the winner's.
-func makeKeysFile(path string, w io.Writer) (*workflow.Keyring, error) {
-	line, err := workflow.NewKeyLine("k" + time.Now().UTC().Format("20060102"))
+func makeKeysFile(path string, w io.Writer) (*keyring.Ring, error) {
+	line, err := keyring.NewLine("k" + time.Now().UTC().Format("20060102"))
 	if err != nil {
 		return nil, err
 	}
@@ -109,12 +110,12 @@ func makeKeysFile(path string, w io.Writer) (*workflow.Keyring, error) {
 		if err != nil {
 			return nil, fmt.Errorf("integrity keys %s: %w", path, err)
 		}
-		return workflow.ParseKeyring(string(b))
+		return keyring.Parse(string(b))
 	} else if err != nil {
 		return nil, fmt.Errorf("make integrity key file %s: %w", path, err)
 	}
 	fmt.Fprintf(w, "signoff: made integrity key file %s: records are sealed with it from now on; keep it, and keep it out of reach of whoever can write the store\n", path)
-	return workflow.ParseKeyring(text)
+	return keyring.Parse(text)
 }
 
 // storeKeys decides the keys a command uses on store: the configured ones;
@@ -122,7 +123,7 @@ func makeKeysFile(path string, w io.Writer) (*workflow.Keyring, error) {
 // (SQLite) or none with a warning (PostgreSQL); and for a writing command on
 // a store that is sealed, never none and never keys without the one its head
 // is sealed with: rows sealed with another key would read as tampering.
-func storeKeys(ctx context.Context, o options, getenv func(string) string, store storage.Store, w io.Writer) (*workflow.Keyring, error) {
+func storeKeys(ctx context.Context, o options, getenv func(string) string, store storage.Store, w io.Writer) (*keyring.Ring, error) {
 	if f := shadowedKeysFile(o, getenv); f != "" {
 		fmt.Fprintf(w, "signoff: warning: the integrity keys come from SIGNOFF_KEYS; the key file %s is not read\n", f)
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/storage/sqlite"
-	"github.com/signoff-dev/signoff/workflow"
 )
 
 var auditHead = regexp.MustCompile(`(?m)^audit anchor: (A\d+:[0-9a-f]{64})$`)
@@ -253,7 +253,7 @@ func withKeysEnv(t *testing.T, dir, keys string, args ...string) (code int, stdo
 // keyLine is a fresh ID:SECRET line.
 func keyLine(t *testing.T, id string) string {
 	t.Helper()
-	line, err := workflow.NewKeyLine(id)
+	line, err := keyring.NewLine(id)
 	if err != nil {
 		t.Fatal(err)
 	}

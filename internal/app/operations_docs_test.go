@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/storage/postgres"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
@@ -165,7 +166,7 @@ func TestThePostgresCommandsOfTheDocs(t *testing.T) {
 		t.Fatalf("want one block, got %d", len(shs))
 	}
 	dir := exampleFolder(t)
-	key, err := workflow.NewKeyLine("k1")
+	key, err := keyring.NewLine("k1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestTheBackupsOfTheDocs(t *testing.T) {
 			dsns[name] = v.String()
 		}
 		dir := t.TempDir()
-		key, err := workflow.NewKeyLine("k1")
+		key, err := keyring.NewLine("k1")
 		if err != nil {
 			t.Fatal(err)
 		}

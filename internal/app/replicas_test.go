@@ -27,6 +27,7 @@ import (
 	"github.com/signoff-dev/signoff/bot/fakeslack"
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
@@ -187,7 +188,7 @@ slack:
 		t.Fatal(err)
 	}
 	// Every replica seals with the same keys, as a secret manager would hand them out.
-	keyLine, err := workflow.NewKeyLine("cluster")
+	keyLine, err := keyring.NewLine("cluster")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlstore"
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/storage/storagetest"
 )
 
 // queued is how many Updates wait for the committer.
@@ -83,9 +83,7 @@ func audit(t *testing.T, s *Store) []*record.AuditEvent {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if problem := workflow.VerifyAudit(evs); problem != "" {
-		t.Errorf("audit chain: %s", problem)
-	}
+	storagetest.CheckAuditChains(t, evs)
 	return evs
 }
 

@@ -1,10 +1,11 @@
-package workflow_test
+package keyring_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
-	"github.com/signoff-dev/signoff/workflow"
+	"github.com/signoff-dev/signoff/keyring"
 )
 
 // TestDerivedKeys: a derived key is the same from the same ring, differs by
@@ -13,9 +14,9 @@ import (
 func TestDerivedKeys(t *testing.T) {
 	const a = "ka:" + "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE"
 	const b = "kb:" + "QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI"
-	parse := func(text string) *workflow.Keyring {
+	parse := func(text string) *keyring.Ring {
 		t.Helper()
-		r, err := workflow.ParseKeyring(text)
+		r, err := keyring.Parse(text)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,8 +39,34 @@ func TestDerivedKeys(t *testing.T) {
 	if bytes.Contains(d[0], bytes.Repeat([]byte{'A'}, 8)) { // ka's secret is 32 bytes of A
 		t.Error("a derived key holds the secret")
 	}
-	var none *workflow.Keyring
+	var none *keyring.Ring
 	if none.Derive("api-cursor") != nil {
 		t.Error("no ring derived keys")
+	}
+}
+
+// TestKeyring: a generated key line parses, with an older key below it and
+// comments and blank lines between; a ring that is empty, a line that is not
+// ID:SECRET, a secret that is not base64 or too short, a bad id and an id
+// used twice are refused, each saying so.
+func TestKeyring(t *testing.T) {
+	line, err := keyring.NewLine("k-2026")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keyring.Parse("# rotated in December\n" + line + "\n\nold:" + strings.Repeat("QUFB", 11) + "\n"); err != nil {
+		t.Fatalf("a generated key with an older one: %v", err)
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"", "at least one key"},
+		{"k1", "want ID:SECRET"},
+		{"k1:!!!", "not base64"},
+		{"k1:c2hvcnQ", "at least 32"},
+		{"bad id:" + strings.Repeat("QUFB", 11), "must be 1 to 64"},
+		{line + "\n" + line, "used twice"},
+	} {
+		if _, err := keyring.Parse(tc.text); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want an error saying %q", tc.text, err, tc.want)
+		}
 	}
 }

@@ -1,4 +1,12 @@
-package workflow
+// Package keyring holds the integrity keys signoff seals its records with:
+// parsing a key file's lines, making a fresh key, MACs over a record's parts
+// under the sealing key and their check under any key of the ring, and keys
+// derived for other uses.
+//
+// It is a leaf of the standard library alone, so that the engine, the
+// program that reads key files and the edges that derive keys from them
+// (the agent API's cursors) share one ring without importing each other.
+package keyring
 
 import (
 	"crypto/hmac"
@@ -14,7 +22,7 @@ import (
 )
 
 // Hash chains catch accidents; they do not stop someone who can write the
-// database, who can recompute every hash. A Keyring authenticates what the
+// database, who can recompute every hash. A Ring authenticates what the
 // engine stores (checkpoints, approval requests, decisions, operations and
 // audit events) with HMAC-SHA256 under a key kept outside the database: a
 // changed row no longer matches its MAC, and a MAC cannot be recomputed
@@ -28,9 +36,9 @@ type Key struct {
 	Secret []byte
 }
 
-// Keyring is the keys an engine seals and verifies with. The zero value and
+// Ring is the keys an engine seals and verifies with. The zero value and
 // nil seal nothing and accept only unkeyed rows.
-type Keyring struct {
+type Ring struct {
 	active *Key
 	keys   map[string][]byte
 	ids    []string // in the order given, the sealing key first
@@ -41,12 +49,12 @@ var keyID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // MinKeyBytes is the shortest secret a Key may have.
 const MinKeyBytes = 32
 
-// NewKeyring makes a ring whose first key seals and whose keys all verify.
-func NewKeyring(keys ...Key) (*Keyring, error) {
+// New makes a ring whose first key seals and whose keys all verify.
+func New(keys ...Key) (*Ring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("integrity keys: at least one key is needed")
 	}
-	r := &Keyring{keys: map[string][]byte{}}
+	r := &Ring{keys: map[string][]byte{}}
 	for i, k := range keys {
 		if !keyID.MatchString(k.ID) {
 			return nil, fmt.Errorf("integrity key %d: id %q must be 1 to 64 letters, digits, '.', '_' or '-'", i+1, k.ID)
@@ -64,12 +72,12 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 	return r, nil
 }
 
-// ParseKeyring reads keys written one a line as `ID:SECRET`, the secret in
+// Parse reads keys written one a line as `ID:SECRET`, the secret in
 // base64 (standard or URL alphabet, padding optional); blank lines and lines
 // starting with # are skipped. The first key seals; the others only verify,
 // which is how a key is rotated: put the new key first, keep the old ones
 // below it for as long as rows sealed with them are kept.
-func ParseKeyring(text string) (*Keyring, error) {
+func Parse(text string) (*Ring, error) {
 	var keys []Key
 	for n, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
@@ -86,7 +94,7 @@ func ParseKeyring(text string) (*Keyring, error) {
 		}
 		keys = append(keys, Key{ID: strings.TrimSpace(id), Secret: b})
 	}
-	return NewKeyring(keys...)
+	return New(keys...)
 }
 
 func decodeSecret(s string) ([]byte, error) {
@@ -97,8 +105,8 @@ func decodeSecret(s string) ([]byte, error) {
 	return base64.RawURLEncoding.DecodeString(s)
 }
 
-// NewKeyLine makes a fresh random key and returns it as a keyring line.
-func NewKeyLine(id string) (string, error) {
+// NewLine makes a fresh random key and returns it as a line of a key file.
+func NewLine(id string) (string, error) {
 	if !keyID.MatchString(id) {
 		return "", fmt.Errorf("integrity key id %q must be 1 to 64 letters, digits, '.', '_' or '-'", id)
 	}
@@ -110,7 +118,7 @@ func NewKeyLine(id string) (string, error) {
 }
 
 // ActiveKeyID is the id of the key that seals, or "" for no ring.
-func (r *Keyring) ActiveKeyID() string {
+func (r *Ring) ActiveKeyID() string {
 	if r == nil || r.active == nil {
 		return ""
 	}
@@ -118,7 +126,7 @@ func (r *Keyring) ActiveKeyID() string {
 }
 
 // IDs are the ids of the ring's keys, the sealing one first; none for no ring.
-func (r *Keyring) IDs() []string {
+func (r *Ring) IDs() []string {
 	if r == nil {
 		return nil
 	}
@@ -126,7 +134,7 @@ func (r *Keyring) IDs() []string {
 }
 
 // Has says whether the ring holds the key with this id.
-func (r *Keyring) Has(id string) bool {
+func (r *Ring) Has(id string) bool {
 	if r == nil {
 		return false
 	}
@@ -134,23 +142,23 @@ func (r *Keyring) Has(id string) bool {
 	return ok
 }
 
-// seal returns the active key's id and the MAC of a record of kind made of
+// Seal returns the active key's id and the MAC of a record of kind made of
 // parts, or "", "" without a ring.
-func (r *Keyring) seal(kind string, parts ...string) (keyID, mac string) {
+func (r *Ring) Seal(kind string, parts ...string) (keyID, mac string) {
 	if r == nil || r.active == nil {
 		return "", ""
 	}
 	return r.active.ID, macOf(r.active.Secret, kind, parts)
 }
 
-// errUnkeyed says a row carries no MAC: written before keys, or stripped.
-var errUnkeyed = errors.New("the row is not sealed with a key")
+// ErrUnkeyed says a row carries no MAC: written before keys, or stripped.
+var ErrUnkeyed = errors.New("the row is not sealed with a key")
 
-// check verifies a record's MAC. A row without one is errUnkeyed; the caller
+// Check verifies a record's MAC. A row without one is ErrUnkeyed; the caller
 // decides whether that is acceptable (a store written before keys).
-func (r *Keyring) check(kind, keyID, mac string, parts ...string) error {
+func (r *Ring) Check(kind, keyID, mac string, parts ...string) error {
 	if keyID == "" && mac == "" {
-		return errUnkeyed
+		return ErrUnkeyed
 	}
 	if r == nil || r.keys == nil {
 		return fmt.Errorf("sealed with key %s, but no integrity key is configured", keyID)
@@ -185,7 +193,7 @@ func macOf(secret []byte, kind string, parts []string) string {
 // cursors) can seal what it hands out with a secret kept where the ring is,
 // outside the store, without holding the ring's own secrets. Every process
 // with the same ring derives the same keys. None for no ring.
-func (r *Keyring) Derive(purpose string) [][]byte {
+func (r *Ring) Derive(purpose string) [][]byte {
 	if r == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package workflow
+package chain
 
 import (
 	"bytes"
@@ -88,22 +88,22 @@ func addMember(out []byte, name string, value []byte) ([]byte, error) {
 	return append(out, value...), nil
 }
 
-// stateBase is the checkpoint the engine writes the next checkpoint of a run
+// Base is the checkpoint the engine writes the next checkpoint of a run
 // against: its seq and its whole state.
-type stateBase struct {
-	seq   int64
-	state []byte
-	mems  []member          // state's members, split when first needed
+type Base struct {
+	Seq   int64
+	State []byte
+	mems  []member          // State's members, split when first needed
 	index map[string][]byte // mems by name
 }
 
-// delta is full (a whole encoded state) written against b, and whether it
+// Delta is full (a whole encoded state) written against b, and whether it
 // is worth writing: when it is not at most half of full, a new base is.
-func (b *stateBase) delta(full []byte) ([]byte, bool, error) {
+func (b *Base) Delta(full []byte) ([]byte, bool, error) {
 	if b.mems == nil {
-		mems, err := members(b.state)
+		mems, err := members(b.State)
 		if err != nil {
-			return nil, false, fmt.Errorf("base checkpoint %d: %w", b.seq, err)
+			return nil, false, fmt.Errorf("base checkpoint %d: %w", b.Seq, err)
 		}
 		b.mems = mems
 		b.index = make(map[string][]byte, len(mems))
@@ -182,50 +182,20 @@ func applyDelta(base []member, delta []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := make(map[string][]byte, len(dm))
-	var unset []string
-	var grown []member
-	for _, m := range dm {
-		switch m.name {
-		case unsetMember:
-			if err := jsonv2.Unmarshal(m.value, &unset, jsonv2.RejectUnknownMembers(true)); err != nil || len(unset) == 0 {
-				return nil, fmt.Errorf("%s is not a list of names", unsetMember)
-			}
-		case appendMember:
-			if grown, err = members(m.value); err != nil || len(grown) == 0 {
-				return nil, fmt.Errorf("%s is not an object of lists", appendMember)
-			}
-		default:
-			set[m.name] = m.value
-		}
+	set, unset, grown, err := splitDelta(dm)
+	if err != nil {
+		return nil, err
 	}
 	inBase := make(map[string][]byte, len(base))
 	for _, m := range base {
 		inBase[m.name] = m.value
 	}
-	for _, g := range grown {
-		list, n := inBase[g.name], len(inBase[g.name])
-		switch {
-		case set[g.name] != nil:
-			return nil, fmt.Errorf("%q is both set and appended to", g.name)
-		case n < 3 || list[0] != '[' || list[n-1] != ']':
-			return nil, fmt.Errorf("%s names %q, which the base does not have as a list", appendMember, g.name)
-		case len(g.value) < 3 || g.value[0] != '[' || g.value[len(g.value)-1] != ']':
-			return nil, fmt.Errorf("%s of %q is not a list of elements", appendMember, g.name)
-		}
-		set[g.name] = append(append(append([]byte{}, list[:n-1]...), ','), g.value[1:]...)
+	if err := appendGrown(set, inBase, grown); err != nil {
+		return nil, err
 	}
-	gone := make(map[string]bool, len(unset))
-	for _, name := range unset {
-		switch {
-		case gone[name]:
-			return nil, fmt.Errorf("%s names %q twice", unsetMember, name)
-		case inBase[name] == nil:
-			return nil, fmt.Errorf("%s names %q, which the base does not have", unsetMember, name)
-		case set[name] != nil:
-			return nil, fmt.Errorf("%q is both set and unset", name)
-		}
-		gone[name] = true
+	gone, err := unsetNames(unset, inBase, set)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]byte, 1, len(delta)+len(base)*64)
 	out[0] = '{'
@@ -252,11 +222,69 @@ func applyDelta(base []member, delta []byte) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// ResolveState is the whole encoded state of cps[i], where cps are a run's
+// splitDelta sorts the members of a delta into the values it sets, by name,
+// the names it unsets and the lists it appends to.
+func splitDelta(dm []member) (set map[string][]byte, unset []string, grown []member, err error) {
+	set = make(map[string][]byte, len(dm))
+	for _, m := range dm {
+		switch m.name {
+		case unsetMember:
+			if err := jsonv2.Unmarshal(m.value, &unset, jsonv2.RejectUnknownMembers(true)); err != nil || len(unset) == 0 {
+				return nil, nil, nil, fmt.Errorf("%s is not a list of names", unsetMember)
+			}
+		case appendMember:
+			if grown, err = members(m.value); err != nil || len(grown) == 0 {
+				return nil, nil, nil, fmt.Errorf("%s is not an object of lists", appendMember)
+			}
+		default:
+			set[m.name] = m.value
+		}
+	}
+	return set, unset, grown, nil
+}
+
+// appendGrown sets, for each list the delta appends to, the base's list
+// with the elements appended. A list the delta also sets, or that the base
+// does not have as a list, is an error.
+func appendGrown(set, inBase map[string][]byte, grown []member) error {
+	for _, g := range grown {
+		list, n := inBase[g.name], len(inBase[g.name])
+		switch {
+		case set[g.name] != nil:
+			return fmt.Errorf("%q is both set and appended to", g.name)
+		case n < 3 || list[0] != '[' || list[n-1] != ']':
+			return fmt.Errorf("%s names %q, which the base does not have as a list", appendMember, g.name)
+		case len(g.value) < 3 || g.value[0] != '[' || g.value[len(g.value)-1] != ']':
+			return fmt.Errorf("%s of %q is not a list of elements", appendMember, g.name)
+		}
+		set[g.name] = append(append(append([]byte{}, list[:n-1]...), ','), g.value[1:]...)
+	}
+	return nil
+}
+
+// unsetNames is the set of the names a delta unsets, each of which must be
+// named once, be the base's, and not be set too.
+func unsetNames(unset []string, inBase, set map[string][]byte) (map[string]bool, error) {
+	gone := make(map[string]bool, len(unset))
+	for _, name := range unset {
+		switch {
+		case gone[name]:
+			return nil, fmt.Errorf("%s names %q twice", unsetMember, name)
+		case inBase[name] == nil:
+			return nil, fmt.Errorf("%s names %q, which the base does not have", unsetMember, name)
+		case set[name] != nil:
+			return nil, fmt.Errorf("%q is both set and unset", name)
+		}
+		gone[name] = true
+	}
+	return gone, nil
+}
+
+// Resolve is the whole encoded state of cps[i], where cps are a run's
 // checkpoints by seq (as Tx.Checkpoints lists them): its State, or, when it
 // was written against a base, its changes applied to the base's state. It
-// checks no hash: VerifyChain does.
-func ResolveState(cps []*record.Checkpoint, i int) ([]byte, error) {
+// checks no hash: Verify does.
+func Resolve(cps []*record.Checkpoint, i int) ([]byte, error) {
 	c := cps[i]
 	if c.BaseSeq == 0 {
 		return c.State, nil
@@ -265,11 +293,11 @@ func ResolveState(cps []*record.Checkpoint, i int) ([]byte, error) {
 	if j := c.BaseSeq - 1; j >= 0 && j < int64(len(cps)) && cps[j].Seq == c.BaseSeq {
 		base = cps[j]
 	}
-	return resolveWith(c, base)
+	return ResolveWith(c, base)
 }
 
-// resolveWith is ResolveState of c given its base (nil when it is missing).
-func resolveWith(c, base *record.Checkpoint) ([]byte, error) {
+// ResolveWith is Resolve of c given its base (nil when it is missing).
+func ResolveWith(c, base *record.Checkpoint) ([]byte, error) {
 	switch {
 	case c.BaseSeq == 0:
 		return c.State, nil

@@ -1,4 +1,4 @@
-package workflow
+package chain
 
 import (
 	"bytes"
@@ -48,17 +48,17 @@ func TestDeltaRoundTrip(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := EncodeState(base())
+			b, err := Encode(base())
 			if err != nil {
 				t.Fatal(err)
 			}
 			next := base()
 			tc.change(next)
-			full, err := EncodeState(next)
+			full, err := Encode(next)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, _, err := (&stateBase{seq: 1, state: b}).delta(full)
+			d, _, err := (&Base{Seq: 1, State: b}).Delta(full)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,15 +72,15 @@ func TestDeltaRoundTrip(t *testing.T) {
 				{RunID: "run-1", Seq: 1, SchemaVersion: record.SchemaVersion, State: b},
 				{RunID: "run-1", Seq: 2, SchemaVersion: record.SchemaVersion, State: d, BaseSeq: 1},
 			}
-			resolved, err := ResolveState(cps, 1)
+			resolved, err := Resolve(cps, 1)
 			if err != nil {
 				t.Fatalf("resolve %s: %v", d, err)
 			}
-			st, err := DecodeState(resolved)
+			st, err := Decode(resolved)
 			if err != nil {
 				t.Fatalf("decode %s: %v", resolved, err)
 			}
-			again, err := EncodeState(st)
+			again, err := Encode(st)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,14 @@
-package workflow
+// Package seal is what the engine's integrity keys do to the store: every
+// record the engine writes through Sealer.Store is sealed (an HMAC under the
+// ring's sealing key, see package keyring), and what the engine reads back
+// is checked against its seal before it acts on it, against the store's
+// sealed head, which says since when the store is keyed.
+//
+// It exists apart from the engine so that the one place that knows what each
+// kind of record's MAC covers is small enough to review, and so that the
+// engine's transactions and its store-wide verification check seals the one
+// same way.
+package seal
 
 import (
 	"context"
@@ -8,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
@@ -63,17 +74,40 @@ func anchorParts(a *record.AuditAnchor) []string {
 }
 
 // sealWith seals parts under the ring's active key, or returns no seal.
-func (r *Keyring) sealWith(kind string, parts []string) record.Seal {
-	id, mac := r.seal(kind, parts...)
+func sealWith(r *keyring.Ring, kind string, parts []string) record.Seal {
+	id, mac := r.Seal(kind, parts...)
 	return record.Seal{KeyID: id, MAC: mac}
 }
 
+// Sealer is what the engine knows about the keys and the store's head.
+type Sealer struct {
+	keys *keyring.Ring
+	mu   sync.Mutex
+	// since is when the store was first keyed, once read from its head: it
+	// never changes after that.
+	since time.Time
+}
+
+// New is the sealer of keys (nil: nothing is sealed or checked).
+func New(keys *keyring.Ring) *Sealer {
+	return &Sealer{keys: keys}
+}
+
+// Keyed says whether the sealer has keys: without, it seals nothing and
+// checks nothing.
+func (in *Sealer) Keyed() bool { return in.keys != nil }
+
+// Store is st with every record the engine writes through it sealed.
+func (in *Sealer) Store(st storage.Store) storage.Store {
+	return &sealedStore{Store: st, in: in}
+}
+
 // sealedStore seals every record the engine writes through it. Reads are
-// checked where the engine uses them (see integrity.check), so that a damaged
+// checked where the engine uses them (see Sealer.CheckRun), so that a damaged
 // row stops its own run and not the read of every other.
 type sealedStore struct {
 	storage.Store
-	in *integrity
+	in *Sealer
 }
 
 func (s *sealedStore) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
@@ -89,17 +123,17 @@ func (s *sealedStore) Update(ctx context.Context, fn func(ctx context.Context, t
 // on the last event.
 type sealingTx struct {
 	storage.Tx
-	in *integrity
+	in *Sealer
 }
 
 // sealCheckpoint and sealRequest seal a record the same way whichever
 // method writes it.
 func (t *sealingTx) sealCheckpoint(c *record.Checkpoint) {
-	c.Seal = t.in.keys.sealWith("checkpoint", checkpointParts(c))
+	c.Seal = sealWith(t.in.keys, "checkpoint", checkpointParts(c))
 }
 
 func (t *sealingTx) sealRequest(r *record.ApprovalRequest) {
-	r.Seal = t.in.keys.sealWith("request", requestParts(r))
+	r.Seal = sealWith(t.in.keys, "request", requestParts(r))
 }
 
 func (t *sealingTx) AppendCheckpoint(ctx context.Context, c *record.Checkpoint) error {
@@ -126,24 +160,24 @@ func (t *sealingTx) UpdateRequest(ctx context.Context, r *record.ApprovalRequest
 }
 
 func (t *sealingTx) InsertDecision(ctx context.Context, d *record.Decision) error {
-	d.Seal = t.in.keys.sealWith("decision", decisionParts(d))
+	d.Seal = sealWith(t.in.keys, "decision", decisionParts(d))
 	return t.Tx.InsertDecision(ctx, d)
 }
 
 func (t *sealingTx) InsertOperation(ctx context.Context, op *record.Operation) error {
-	op.Seal = t.in.keys.sealWith("operation", operationParts(op))
+	op.Seal = sealWith(t.in.keys, "operation", operationParts(op))
 	return t.Tx.InsertOperation(ctx, op)
 }
 
 func (t *sealingTx) UpdateOperation(ctx context.Context, op *record.Operation) error {
-	op.Seal = t.in.keys.sealWith("operation", operationParts(op))
+	op.Seal = sealWith(t.in.keys, "operation", operationParts(op))
 	return t.Tx.UpdateOperation(ctx, op)
 }
 
 func (t *sealingTx) AppendAudit(ctx context.Context, e *record.AuditEvent, _ func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
 	keys := t.in.keys
 	err := t.Tx.AppendAudit(ctx, e, func(e *record.AuditEvent, h *record.AuditRunHead) (record.Seal, record.Seal) {
-		return keys.sealWith("audit", auditParts(e)), keys.sealWith("audit-head", runHeadParts(h))
+		return sealWith(keys, "audit", auditParts(e)), sealWith(keys, "audit-head", runHeadParts(h))
 	})
 	if err != nil {
 		return err
@@ -152,7 +186,7 @@ func (t *sealingTx) AppendAudit(ctx context.Context, e *record.AuditEvent, _ fun
 	// keyed write, and then left alone (anchors move it), so that appends do
 	// not all write one row.
 	old, err := t.in.keyedHead(ctx, t.Tx)
-	var ie *IntegrityError
+	var ie *record.IntegrityError
 	switch {
 	case errors.As(err, &ie):
 		// A damaged head is left as it is, for verify to report: sealing it
@@ -164,22 +198,13 @@ func (t *sealingTx) AppendAudit(ctx context.Context, e *record.AuditEvent, _ fun
 		return nil
 	}
 	h := &record.IntegrityHead{KeyedSince: e.At}
-	h.Seal = keys.sealWith("head", headParts(h))
+	h.Seal = sealWith(keys, "head", headParts(h))
 	return t.Tx.PutIntegrityHead(ctx, h)
 }
 
-// integrity is what the engine knows about the keys and the store's head.
-type integrity struct {
-	keys *Keyring
-	mu   sync.Mutex
-	// since is when the store was first keyed, once read from its head: it
-	// never changes after that.
-	since time.Time
-}
-
-// head reads and checks the store's sealed head: nil for a store never keyed.
-func (in *integrity) head(ctx context.Context, tx storage.Tx) (*record.IntegrityHead, error) {
-	h, err := in.readHead(ctx, tx)
+// Head reads and checks the store's sealed head: nil for a store never keyed.
+func (in *Sealer) Head(ctx context.Context, tx storage.Tx) (*record.IntegrityHead, error) {
+	h, err := in.ReadHead(ctx, tx)
 	if err == nil && h != nil && in.keys != nil {
 		in.mu.Lock()
 		in.since = h.KeyedSince
@@ -191,20 +216,20 @@ func (in *integrity) head(ctx context.Context, tx storage.Tx) (*record.Integrity
 // keyedHead is what checking a row's seal needs of the head, its keyed-since
 // time, without reading it again once this engine has read it sealed: that
 // time never changes. Verify reads the head afresh every time.
-func (in *integrity) keyedHead(ctx context.Context, tx storage.Tx) (*record.IntegrityHead, error) {
+func (in *Sealer) keyedHead(ctx context.Context, tx storage.Tx) (*record.IntegrityHead, error) {
 	in.mu.Lock()
 	since := in.since
 	in.mu.Unlock()
 	if !since.IsZero() {
 		return &record.IntegrityHead{KeyedSince: since}, nil
 	}
-	return in.head(ctx, tx)
+	return in.Head(ctx, tx)
 }
 
-// headKnown says whether checking a seal needs no read of the head: there
+// HeadKnown says whether checking a seal needs no read of the head: there
 // are no keys, or this engine has read the head already. Then a check may
 // run without a transaction (a nil Tx).
-func (in *integrity) headKnown() bool {
+func (in *Sealer) HeadKnown() bool {
 	if in.keys == nil {
 		return true
 	}
@@ -213,7 +238,9 @@ func (in *integrity) headKnown() bool {
 	return !in.since.IsZero()
 }
 
-func (in *integrity) readHead(ctx context.Context, tx storage.Tx) (*record.IntegrityHead, error) {
+// ReadHead reads the store's head and, with keys, checks its seal; unlike
+// Head it does not remember since when the store is keyed.
+func (in *Sealer) ReadHead(ctx context.Context, tx storage.Tx) (*record.IntegrityHead, error) {
 	h, err := tx.IntegrityHead(ctx)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
@@ -224,8 +251,8 @@ func (in *integrity) readHead(ctx context.Context, tx storage.Tx) (*record.Integ
 	if in.keys == nil {
 		return h, nil // nothing to check it with: verify says the seals were not checked
 	}
-	if err := in.keys.check("head", h.KeyID, h.MAC, headParts(h)...); err != nil {
-		return nil, &IntegrityError{Problem: "the store's integrity head: " + err.Error()}
+	if err := in.keys.Check("head", h.KeyID, h.MAC, headParts(h)...); err != nil {
+		return nil, &record.IntegrityError{Problem: "the store's integrity head: " + err.Error()}
 	}
 	return h, nil
 }
@@ -233,25 +260,25 @@ func (in *integrity) readHead(ctx context.Context, tx storage.Tx) (*record.Integ
 // sealProblem says what is wrong with one row's seal, or "". A row without a
 // seal is fine in a store never keyed and when it was written before the
 // store was keyed; after that, every row must be sealed.
-func (in *integrity) sealProblem(h *record.IntegrityHead, kind string, s record.Seal, written time.Time, parts []string) string {
-	err := in.keys.check(kind, s.KeyID, s.MAC, parts...)
+func (in *Sealer) sealProblem(h *record.IntegrityHead, kind string, s record.Seal, written time.Time, parts []string) string {
+	err := in.keys.Check(kind, s.KeyID, s.MAC, parts...)
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, errUnkeyed) && (h == nil || written.Before(h.KeyedSince)):
+	case errors.Is(err, keyring.ErrUnkeyed) && (h == nil || written.Before(h.KeyedSince)):
 		return ""
-	case errors.Is(err, errUnkeyed):
+	case errors.Is(err, keyring.ErrUnkeyed):
 		return fmt.Sprintf("not sealed, though written %s, after the store was keyed (%s)",
 			written.UTC().Format(time.RFC3339), h.KeyedSince.UTC().Format(time.RFC3339))
 	}
 	return err.Error()
 }
 
-// checkRun checks the seals of what the engine is about to act on for one
+// CheckRun checks the seals of what the engine is about to act on for one
 // run: its checkpoints, requests, decisions and operations (any may be nil).
-// It returns an *IntegrityError naming the first row at fault. Without keys
-// nothing is checked: a process without the key cannot tell.
-func (in *integrity) checkRun(ctx context.Context, tx storage.Tx, runID string, cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs []*record.Decision, ops []*record.Operation) error {
+// It returns a *record.IntegrityError naming the first row at fault. Without
+// keys nothing is checked: a process without the key cannot tell.
+func (in *Sealer) CheckRun(ctx context.Context, tx storage.Tx, runID string, cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs []*record.Decision, ops []*record.Operation) error {
 	if in.keys == nil {
 		return nil
 	}
@@ -259,45 +286,45 @@ func (in *integrity) checkRun(ctx context.Context, tx storage.Tx, runID string, 
 	if err != nil {
 		return err
 	}
-	if sealed, _ := sealCounts(cps, reqs, decs, ops); h == nil && sealed > 0 {
+	if sealed, _ := Counts(cps, reqs, decs, ops); h == nil && sealed > 0 {
 		// Sealed rows are only written once the head exists: it was deleted.
-		return &IntegrityError{RunID: runID, Problem: "the store's integrity head is missing, though this run's rows are sealed"}
+		return &record.IntegrityError{RunID: runID, Problem: "the store's integrity head is missing, though this run's rows are sealed"}
 	}
 	for _, c := range cps {
 		if p := in.sealProblem(h, "checkpoint", c.Seal, c.CreatedAt, checkpointParts(c)); p != "" {
-			return &IntegrityError{RunID: runID, Seq: c.Seq, Problem: p}
+			return &record.IntegrityError{RunID: runID, Seq: c.Seq, Problem: p}
 		}
 	}
 	for _, r := range reqs {
 		if p := in.sealProblem(h, "request", r.Seal, r.CreatedAt, requestParts(r)); p != "" {
-			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("approval request %s: %s", r.ID, p)}
+			return &record.IntegrityError{RunID: runID, Problem: fmt.Sprintf("approval request %s: %s", r.ID, p)}
 		}
 	}
 	for _, d := range decs {
 		if p := in.sealProblem(h, "decision", d.Seal, d.At, decisionParts(d)); p != "" {
-			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("decision %d (%s by %s): %s", d.ID, d.Verdict, d.ApproverID, p)}
+			return &record.IntegrityError{RunID: runID, Problem: fmt.Sprintf("decision %d (%s by %s): %s", d.ID, d.Verdict, d.ApproverID, p)}
 		}
 	}
 	for _, op := range ops {
 		if p := in.sealProblem(h, "operation", op.Seal, op.CreatedAt, operationParts(op)); p != "" {
-			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("operation %s: %s", op.Key, p)}
+			return &record.IntegrityError{RunID: runID, Problem: fmt.Sprintf("operation %s: %s", op.Key, p)}
 		}
 	}
 	return nil
 }
 
 // runHead is keyedHead for checking one run: a damaged head names the run.
-func (in *integrity) runHead(ctx context.Context, tx storage.Tx, runID string) (*record.IntegrityHead, error) {
+func (in *Sealer) runHead(ctx context.Context, tx storage.Tx, runID string) (*record.IntegrityHead, error) {
 	h, err := in.keyedHead(ctx, tx)
-	var ie *IntegrityError
+	var ie *record.IntegrityError
 	if errors.As(err, &ie) {
 		ie.RunID = runID
 	}
 	return h, err
 }
 
-// sealCounts counts the sealed and the unsealed rows among a run's records.
-func sealCounts(cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs []*record.Decision, ops []*record.Operation) (sealed, unsealed int) {
+// Counts counts the sealed and the unsealed rows among a run's records.
+func Counts(cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs []*record.Decision, ops []*record.Operation) (sealed, unsealed int) {
 	count := func(s record.Seal) {
 		if s.MAC != "" {
 			sealed++
@@ -320,8 +347,10 @@ func sealCounts(cps []*record.Checkpoint, reqs []*record.ApprovalRequest, decs [
 	return sealed, unsealed
 }
 
-// checkAuditOf is checkAudit on the run's events and head as read.
-func (in *integrity) checkAuditOf(ctx context.Context, tx storage.Tx, runID string, evs []*record.AuditEvent, rh *record.AuditRunHead) error {
+// CheckAudit checks one run's audit events as read, and its audit head:
+// each event's hash and seal, the run's chain and that it ends where its
+// sealed head says (RunAuditProblem). Without keys nothing is checked.
+func (in *Sealer) CheckAudit(ctx context.Context, tx storage.Tx, runID string, evs []*record.AuditEvent, rh *record.AuditRunHead) error {
 	if in.keys == nil {
 		return nil
 	}
@@ -331,25 +360,25 @@ func (in *integrity) checkAuditOf(ctx context.Context, tx storage.Tx, runID stri
 	}
 	for _, ev := range evs {
 		if record.AuditHash(ev) != ev.Hash {
-			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("audit event %d does not match its hash", ev.Seq)}
+			return &record.IntegrityError{RunID: runID, Problem: fmt.Sprintf("audit event %d does not match its hash", ev.Seq)}
 		}
 		if p := in.sealProblem(h, "audit", ev.Seal, ev.At, auditParts(ev)); p != "" {
-			return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("audit event %d: %s", ev.Seq, p)}
+			return &record.IntegrityError{RunID: runID, Problem: fmt.Sprintf("audit event %d: %s", ev.Seq, p)}
 		}
 		if h == nil && ev.MAC != "" {
-			return &IntegrityError{RunID: runID, Problem: "the store's integrity head is missing, though this run's audit events are sealed"}
+			return &record.IntegrityError{RunID: runID, Problem: "the store's integrity head is missing, though this run's audit events are sealed"}
 		}
 	}
-	if p := in.runAuditProblem(h, runID, evs, rh); p != "" {
-		return &IntegrityError{RunID: runID, Problem: p}
+	if p := in.RunAuditProblem(h, runID, evs, rh); p != "" {
+		return &record.IntegrityError{RunID: runID, Problem: p}
 	}
 	return nil
 }
 
-// runAuditProblem checks one run's per-run chain (its events by seq, of
+// RunAuditProblem checks one run's per-run chain (its events by seq, of
 // either format; only per-run ones link to each other) against its head and
 // the head's seal, and describes the first problem, or returns "".
-func (in *integrity) runAuditProblem(h *record.IntegrityHead, runID string, evs []*record.AuditEvent, head *record.AuditRunHead) string {
+func (in *Sealer) RunAuditProblem(h *record.IntegrityHead, runID string, evs []*record.AuditEvent, head *record.AuditRunHead) string {
 	prev := ""
 	var last *record.AuditEvent
 	for _, ev := range evs {
@@ -381,4 +410,28 @@ func (in *integrity) runAuditProblem(h *record.IntegrityHead, runID string, evs 
 		}
 	}
 	return ""
+}
+
+// EventProblem says what is wrong with an audit event's seal, or "" (see
+// sealProblem): verify checks every event of the log, not one run's.
+func (in *Sealer) EventProblem(h *record.IntegrityHead, ev *record.AuditEvent) string {
+	return in.sealProblem(h, "audit", ev.Seal, ev.At, auditParts(ev))
+}
+
+// ForeignHeadKey is the key the store's head is sealed with when keys are
+// configured and do not include it, or "".
+func (in *Sealer) ForeignHeadKey(ctx context.Context, tx storage.Tx) (string, error) {
+	if in.keys == nil {
+		return "", nil
+	}
+	h, err := tx.IntegrityHead(ctx)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read the store's integrity head: %w", err)
+	case h.KeyID != "" && !in.keys.Has(h.KeyID):
+		return h.KeyID, nil
+	}
+	return "", nil
 }

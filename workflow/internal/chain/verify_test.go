@@ -1,4 +1,4 @@
-package workflow
+package chain
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ func chainOf(t testing.TB, runID string, n int) []*record.Checkpoint {
 	prev := ""
 	for i := range n {
 		st := &record.State{SchemaVersion: record.SchemaVersion, RunID: runID, Workflow: "proposal", Step: i, Status: record.StatusRunning}
-		b, err := EncodeState(st)
+		b, err := Encode(st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,10 +28,10 @@ func chainOf(t testing.TB, runID string, n int) []*record.Checkpoint {
 	return cps
 }
 
-// TestVerifyPrefixesIsVerifyChainOfEachPrefix: what History says of each
+// TestVerifyPrefixesIsVerifyOfEachPrefix: what History says of each
 // checkpoint, worked out in one pass, is what verifying the chain up to it
 // says, for intact chains and chains damaged in every way a check names.
-func TestVerifyPrefixesIsVerifyChainOfEachPrefix(t *testing.T) {
+func TestVerifyPrefixesIsVerifyOfEachPrefix(t *testing.T) {
 	damage := map[string]func(cps []*record.Checkpoint){
 		"intact":          func([]*record.Checkpoint) {},
 		"content changed": func(cps []*record.Checkpoint) { cps[2].State = []byte(`{"x":1}`) },
@@ -53,13 +53,13 @@ func TestVerifyPrefixesIsVerifyChainOfEachPrefix(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cps := chainOf(t, "run-1", 6)
 			d(cps)
-			got := verifyPrefixes("run-1", cps)
+			got := VerifyPrefixes("run-1", cps)
 			for i := range cps {
-				_, want := VerifyChain("run-1", cps[:i+1])
+				_, _, want := Verify("run-1", cps[:i+1])
 				if fmt.Sprint(got[i]) != fmt.Sprint(want) || (got[i] == nil) != (want == nil) {
 					t.Errorf("checkpoint %d: %v, want %v", i+1, got[i], want)
 				}
-				var ie *IntegrityError
+				var ie *record.IntegrityError
 				if want != nil && !errors.As(got[i], &ie) {
 					t.Errorf("checkpoint %d: %T is no IntegrityError", i+1, got[i])
 				}
@@ -86,7 +86,7 @@ func BenchmarkVerifyPrefixes(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			cps := chainOf(b, "run-1", n)
 			for b.Loop() {
-				verifyPrefixes("run-1", cps)
+				VerifyPrefixes("run-1", cps)
 			}
 		})
 	}
