@@ -133,7 +133,7 @@ func TestReadyzNamesTheLoopThatStopped(t *testing.T) {
 		loops.Go(name, func(ctx context.Context) error { <-ctx.Done(); return nil })
 	}
 	e := echo.New()
-	(&health{store: hs.store, loops: loops, log: slog.New(slog.DiscardHandler)}).register(e)
+	(&health{store: hs.store, engine: engineOn(t, hs.store), loops: loops, log: slog.New(slog.DiscardHandler)}).register(e)
 	if code, body := probe(t, e, "/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz with every loop running: %d %v", code, body)
 	}
