@@ -39,9 +39,20 @@
 //
 // # Errors
 //
-//	ErrNotFound    the record does not exist
-//	ErrConflict    a compare-and-set lost: someone else changed the record first
-//	ErrDuplicate   a unique key exists already
-//	*RefusedError  the engine refused a request; nothing changed but the audit log
-//	*IntegrityError stored data failed a check; the run is put in needs_attention
+//	storage.ErrNotFound  the record does not exist
+//	storage.ErrConflict  a compare-and-set lost: someone else changed the record first
+//	storage.ErrDuplicate a unique key exists already
+//	*RefusedError        the engine refused a request; nothing changed but the audit log
+//	*IntegrityError      stored data failed a check; the run is put in needs_attention
+//
+// # Layout
+//
+// The records and their vocabulary are package record, the store contract
+// package storage, the rules, argument schemas, roles and fingerprints
+// package policy: this package is the engine that puts them to work, and the
+// only holder of the store (the edges use its methods and services: Outbox,
+// Replays, Backlog, AuditEvents). Within it each concern is one type with its
+// dependencies named (the run transaction, the gatekeeper, the decider, the
+// execution, the resolver); the checkpoint chain, sealing and the store-wide
+// verification are packages of workflow/internal.
 package workflow
