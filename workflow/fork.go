@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -24,15 +23,9 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by record.Perso
 
 	var src *record.State
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		if _, err := tx.Run(ctx, id); err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
-				return UnknownRun(id)
-			}
-			return fmt.Errorf("load run %s: %w", id, err)
-		}
-		cps, err := tx.Checkpoints(ctx, id)
+		cps, err := checkpointsOf(ctx, tx, id)
 		if err != nil {
-			return fmt.Errorf("load checkpoints of run %s: %w", id, err)
+			return err
 		}
 		if seq < 1 || seq > int64(len(cps)) {
 			return refused(record.CodeInvalidInput, id, "no checkpoint %d (the run has 1 to %d)", seq, len(cps))

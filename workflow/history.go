@@ -27,15 +27,9 @@ type HistoryEntry struct {
 func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error) {
 	var out []HistoryEntry
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		if _, err := tx.Run(ctx, id); err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
-				return UnknownRun(id)
-			}
-			return fmt.Errorf("load run %s: %w", id, err)
-		}
-		cps, err := tx.Checkpoints(ctx, id)
+		cps, err := checkpointsOf(ctx, tx, id)
 		if err != nil {
-			return fmt.Errorf("load checkpoints of run %s: %w", id, err)
+			return err
 		}
 		// A pruned run's chain verifies as a whole only: a prefix ending at a
 		// pruned checkpoint lacks the summary that allows it.
@@ -67,4 +61,20 @@ func (e *Engine) History(ctx context.Context, id string) ([]HistoryEntry, error)
 		return nil
 	})
 	return out, err
+}
+
+// checkpointsOf reads a run's checkpoints as stored, unverified: a run that
+// does not exist is refused as unknown.
+func checkpointsOf(ctx context.Context, tx storage.Tx, id string) ([]*record.Checkpoint, error) {
+	if _, err := tx.Run(ctx, id); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, UnknownRun(id)
+		}
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	cps, err := tx.Checkpoints(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoints of run %s: %w", id, err)
+	}
+	return cps, nil
 }
