@@ -94,11 +94,9 @@ func Classify(err error) Class {
 	return ClassUnknown
 }
 
-// UnknownRun is the refusal for a run that does not exist. The API answers
-// it too for a run the caller may not see, so it is made in one place.
-func UnknownRun(id string) *record.RefusedError {
-	return refused(record.CodeUnknownRun, id, "no such run")
-}
+// UnknownRun is the refusal for a run that does not exist (made in one
+// place, record.UnknownRun, for the engine's machinery and the API alike).
+func UnknownRun(id string) *record.RefusedError { return record.UnknownRun(id) }
 
 func refused(code, runID, format string, args ...any) *record.RefusedError {
 	return &record.RefusedError{Code: code, RunID: runID, Msg: fmt.Sprintf(format, args...)}

@@ -13,6 +13,7 @@ import (
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
 
@@ -22,7 +23,7 @@ import (
 // effect, and parking a run whose target asks to wait. Its dependencies are
 // explicit; it holds no run between calls.
 type execution struct {
-	runs      *runs
+	runs      *runtx.Runs
 	store     storage.Store
 	in        *seal.Sealer
 	actions   map[string]*ActionSpec
@@ -50,29 +51,29 @@ func CallFor(key string, a record.Action) Call {
 
 // executeNext advances an executing run by one write boundary; the caller loads
 // the run again to see where it stands.
-func (x *execution) executeNext(ctx context.Context, l *loaded) error {
-	id := l.run.ID
+func (x *execution) executeNext(ctx context.Context, l *runtx.Loaded) error {
+	id := l.Run.ID
 	// Why the run was parked (see park) is over: the next write says what
 	// became of it.
-	l.run.Reason = ""
+	l.Run.Reason = ""
 	// Re-hash the stored arguments and compare them with the approved fingerprint
 	// right before any call: what runs is exactly what was approved.
-	if l.st.Gate == nil {
-		return x.runs.attention(ctx, id, "the run is executing without a policy decision")
+	if l.State.Gate == nil {
+		return x.runs.Attention(ctx, id, "the run is executing without a policy decision")
 	}
-	fp, err := fingerprintOf(l.st, l.st.Gate.Risk, l.st.Gate.PolicyRevision)
-	if err != nil || fp != l.st.Gate.Fingerprint || fp != l.run.Fingerprint {
-		return x.runs.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
+	fp, err := runtx.FingerprintOf(l.State, l.State.Gate.Risk, l.State.Gate.PolicyRevision)
+	if err != nil || fp != l.State.Gate.Fingerprint || fp != l.Run.Fingerprint {
+		return x.runs.Attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
 	}
-	ops := l.more.Operations
-	if l.read.Operations && x.in.HeadKnown() {
+	ops := l.More.Operations
+	if l.Read.Operations && x.in.HeadKnown() {
 		err = x.in.CheckRun(ctx, nil, id, nil, nil, nil, ops)
 	} else {
 		ops, err = x.operations(ctx, id)
 	}
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		return x.runs.attention(ctx, id, ie.Error()+"; nothing was sent")
+		return x.runs.Attention(ctx, id, ie.Error()+"; nothing was sent")
 	}
 	if err != nil {
 		return fmt.Errorf("load operations of run %s: %w", id, err)
@@ -81,13 +82,13 @@ func (x *execution) executeNext(ctx context.Context, l *loaded) error {
 	for _, op := range ops {
 		byIndex[op.Index] = op
 	}
-	for i, a := range l.st.Actions {
+	for i, a := range l.State.Actions {
 		op := byIndex[i]
 		switch {
 		case op == nil:
 			spec, ok := x.actions[a.Name]
 			if !ok {
-				return x.runs.attention(ctx, id, fmt.Sprintf("no executor for action %q in this build", a.Name))
+				return x.runs.Attention(ctx, id, fmt.Sprintf("no executor for action %q in this build", a.Name))
 			}
 			if err := x.checkApproval(ctx, l); err != nil {
 				return err
@@ -97,27 +98,27 @@ func (x *execution) executeNext(ctx context.Context, l *loaded) error {
 			continue
 		case op.Status == record.OpPending:
 			if problem := intentMismatch(op, i, a); problem != "" {
-				return x.runs.attention(ctx, id, problem)
+				return x.runs.Attention(ctx, id, problem)
 			}
 			if err := x.checkApproval(ctx, l); err != nil {
 				return err
 			}
 			return x.perform(ctx, l, op, a)
 		default:
-			return x.runs.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
+			return x.runs.Attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
 		}
 	}
 	// Every action has its receipt but the run did not end with the last one:
 	// a store written by an older build, which ended a run in a commit of its own.
-	l.run.Status, l.run.Reason = record.StatusDone, ""
-	err = x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return x.runs.save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.st), nil)
+	l.Run.Status, l.Run.Reason = record.StatusDone, ""
+	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		return x.runs.Save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.State), nil)
 	})
 	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
 	}
 	if err == nil {
-		x.log.Info("run finished", "run_id", id, "status", string(record.StatusDone), "operations", len(l.st.Actions))
+		x.log.Info("run finished", "run_id", id, "status", string(record.StatusDone), "operations", len(l.State.Actions))
 	}
 	return nil
 }
@@ -139,7 +140,7 @@ func (x *execution) operations(ctx context.Context, id string) ([]*record.Operat
 // approved and by whom (the requests and decisions) and of the run's audit
 // events: a change behind the engine's back hands the run to a person. It
 // uses what was loaded with the run, in the same transaction, when it was.
-func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
+func (x *execution) checkApproval(ctx context.Context, l *runtx.Loaded) error {
 	// The anchor published is read before the store is: it was published
 	// after it committed, so the store read next holds it.
 	var pub *Anchor
@@ -151,9 +152,9 @@ func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
 	if !x.in.Keyed() && pub == nil {
 		return nil
 	}
-	id := l.run.ID
+	id := l.Run.ID
 	check := func(ctx context.Context, tx storage.Tx) error {
-		b := l.more
+		b := l.More
 		if tx != nil {
 			var err error
 			if b.Requests, err = tx.RequestsForRun(ctx, id); err != nil {
@@ -182,14 +183,14 @@ func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
 		return x.checkPublished(ctx, tx, id, b.Audit, pub)
 	}
 	var err error
-	if l.read.Requests && l.read.Decisions && l.read.Audit && x.in.HeadKnown() && pub == nil {
+	if l.Read.Requests && l.Read.Decisions && l.Read.Audit && x.in.HeadKnown() && pub == nil {
 		err = check(ctx, nil)
 	} else {
 		err = x.store.View(ctx, check)
 	}
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		return x.runs.attention(ctx, id, ie.Error()+"; nothing was sent")
+		return x.runs.Attention(ctx, id, ie.Error()+"; nothing was sent")
 	}
 	if err != nil {
 		return fmt.Errorf("check the approval of run %s: %w", id, err)
@@ -297,22 +298,22 @@ func short(digest string) string {
 // renews the run's lease (compare-and-set on its version): a worker that lost
 // the run cannot start the call. A crash after it leaves a pending operation
 // whose attempt has no outcome, so the next worker asks the target first.
-func (x *execution) intend(ctx context.Context, l *loaded, i int, a record.Action, spec *ActionSpec) error {
+func (x *execution) intend(ctx context.Context, l *runtx.Loaded, i int, a record.Action, spec *ActionSpec) error {
 	digest, err := jsonvalue.Digest(a.Args)
 	if err != nil {
 		return fmt.Errorf("digest arguments of action %d: %w", i+1, err)
 	}
-	now := x.runs.now()
+	now := x.runs.Now()
 	op := &record.Operation{
-		Key: OperationKey(l.run.ID, i), RunID: l.run.ID, Index: i, Action: a.Name, ArgsDigest: digest,
+		Key: OperationKey(l.Run.ID, i), RunID: l.Run.ID, Index: i, Action: a.Name, ArgsDigest: digest,
 		Status: record.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	setOpRecord(l.st, op)
-	err = x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	setOpRecord(l.State, op)
+	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
-		return x.runs.save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
+		return x.runs.Save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
 		return nil // another worker got there first; the caller reloads
@@ -328,10 +329,10 @@ func (x *execution) intend(ctx context.Context, l *loaded, i int, a record.Actio
 // reached the target before a crash, so the target is asked first whenever an
 // attempt was already made; only a proven "did not happen" sends it again, and
 // always with the same key.
-func (x *execution) perform(ctx context.Context, l *loaded, op *record.Operation, a record.Action) error {
+func (x *execution) perform(ctx context.Context, l *runtx.Loaded, op *record.Operation, a record.Action) error {
 	spec, ok := x.actions[a.Name]
 	if !ok {
-		return x.runs.attention(ctx, l.run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
+		return x.runs.Attention(ctx, l.Run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
 	}
 	if op.Attempts > 0 {
 		rc, found, err := x.lookup(ctx, spec.Executor, op.Key)
@@ -359,15 +360,15 @@ func (x *execution) perform(ctx context.Context, l *loaded, op *record.Operation
 		op.Attempts = 1 // an intent recorded without its attempt, by an older build
 	}
 	op.Error = ""
-	now := x.runs.now()
+	now := x.runs.Now()
 	op.UpdatedAt = now
 	// Counting the attempt also writes the run (compare-and-set on its version,
 	// lease renewed): a worker that lost the run to another cannot start a call.
 	// It is no event of its own.
-	x.runs.lease(l.run, "", now)
-	l.run.UpdatedAt = now
-	err := x.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		if err := tx.UpdateRun(ctx, l.run); err != nil {
+	x.runs.Lease(l.Run, "", now)
+	l.Run.UpdatedAt = now
+	err := x.runs.Write(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.UpdateRun(ctx, l.Run); err != nil {
 			return err
 		}
 		return tx.UpdateOperation(ctx, op)
@@ -383,7 +384,7 @@ func (x *execution) perform(ctx context.Context, l *loaded, op *record.Operation
 
 // call makes the attempt that op's last commit counted, and records what came
 // of it.
-func (x *execution) call(ctx context.Context, l *loaded, op *record.Operation, a record.Action, spec *ActionSpec) error {
+func (x *execution) call(ctx context.Context, l *runtx.Loaded, op *record.Operation, a record.Action, spec *ActionSpec) error {
 	// The call must end inside the lease, or another worker may reconcile while
 	// it is still in flight. A call cut short has an unknown outcome and is
 	// reconciled like any other.
@@ -393,8 +394,8 @@ func (x *execution) call(ctx context.Context, l *loaded, op *record.Operation, a
 	var err error
 	if ce, ok := spec.Executor.(CallExecutor); ok {
 		rc, err = ce.ExecuteCall(callCtx, Call{
-			Key: op.Key, RunID: l.run.ID, Action: a, Fingerprint: l.run.Fingerprint,
-			ApprovedBy: approvers(l.st), Attempt: op.Attempts,
+			Key: op.Key, RunID: l.Run.ID, Action: a, Fingerprint: l.Run.Fingerprint,
+			ApprovedBy: approvers(l.State), Attempt: op.Attempts,
 		})
 	} else {
 		rc, err = spec.Executor.Execute(callCtx, op.Key, a)
@@ -410,16 +411,16 @@ func (x *execution) call(ctx context.Context, l *loaded, op *record.Operation, a
 		if op.Attempts >= x.execN {
 			return x.failOp(ctx, l, op, fmt.Sprintf("the target kept failing after %d attempts: %v", op.Attempts, err))
 		}
-		x.log.Warn("transient failure, retrying with the same key", "run_id", l.run.ID, "key", op.Key, "attempt", op.Attempts, "error", hideIn(x.actions, l.st.Actions, err.Error()))
+		x.log.Warn("transient failure, retrying with the same key", "run_id", l.Run.ID, "key", op.Key, "attempt", op.Attempts, "error", hideIn(x.actions, l.State.Actions, err.Error()))
 		if err := x.attemptFailed(ctx, op, "the target failed: "+err.Error()); err != nil {
 			return err
 		}
 		// The wait is spent parked, not here: the worker goes on to other runs.
-		at := x.runs.now().Add(max(x.backoff(op.Attempts), retryAfterOf(err)))
+		at := x.runs.Now().Add(max(x.backoff(op.Attempts), retryAfterOf(err)))
 		return x.park(ctx, l, at, fmt.Sprintf("%s failed (attempt %d of %d): %v", op.Key, op.Attempts, x.execN, err))
 	default:
 		// Outcome unknown: the next round asks the target before anything else.
-		x.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", hideIn(x.actions, l.st.Actions, err.Error()))
+		x.log.Warn("outcome unknown, reconciling", "run_id", l.Run.ID, "key", op.Key, "error", hideIn(x.actions, l.State.Actions, err.Error()))
 		return x.attemptFailed(ctx, op, "outcome unknown: "+err.Error())
 	}
 }
@@ -428,7 +429,7 @@ func (x *execution) call(ctx context.Context, l *loaded, op *record.Operation, a
 // that the next round, after asking the target, counts it against the budget.
 // A conflict means another worker moved the operation on; the caller reloads.
 func (x *execution) attemptFailed(ctx context.Context, op *record.Operation, problem string) error {
-	op.Error, op.UpdatedAt = problem, x.runs.now()
+	op.Error, op.UpdatedAt = problem, x.runs.Now()
 	err := x.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOperation(ctx, op) })
 	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("record the failed attempt of %s: %w", op.Key, err)
@@ -459,8 +460,8 @@ const maxLookupWait = time.Minute
 // asked again later (at the wait the target asked for, or a backoff that
 // grows with the time spent); then, or at once for an answer the target
 // calls final, the outcome is unprovable and a person must look.
-func (x *execution) unanswered(ctx context.Context, l *loaded, op *record.Operation, spec *ActionSpec, err error) error {
-	now, since, within := x.runs.now(), op.UpdatedAt, spec.reconcileWithin()
+func (x *execution) unanswered(ctx context.Context, l *runtx.Loaded, op *record.Operation, spec *ActionSpec, err error) error {
+	now, since, within := x.runs.Now(), op.UpdatedAt, spec.reconcileWithin()
 	if Classify(err) == ClassPermanent {
 		return x.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
 	}
@@ -477,7 +478,7 @@ func (x *execution) unanswered(ctx context.Context, l *loaded, op *record.Operat
 	if at.After(end) {
 		at = end
 	}
-	x.log.Warn("the target cannot say yet whether the operation happened; asking again later", "run_id", l.run.ID, "key", op.Key, "at", at, "error", hideIn(x.actions, l.st.Actions, err.Error()))
+	x.log.Warn("the target cannot say yet whether the operation happened; asking again later", "run_id", l.Run.ID, "key", op.Key, "at", at, "error", hideIn(x.actions, l.State.Actions, err.Error()))
 	return x.park(ctx, l, at, fmt.Sprintf("the target cannot say yet whether %s happened (%v)", op.Key, err))
 }
 
@@ -486,16 +487,16 @@ func (x *execution) unanswered(ctx context.Context, l *loaded, op *record.Operat
 // target asking for time holds up no other run and no worker. The run's
 // reason says why and when meanwhile (see ParkedUntil); the next write that
 // moves the run on clears it.
-func (x *execution) park(ctx context.Context, l *loaded, at time.Time, why string) error {
-	l.run.LeaseOwner, l.run.LeaseUntil = "", at
-	l.run.Reason = fmt.Sprintf("%s; asking the target again at %s", why, at.UTC().Format(time.RFC3339))
-	l.run.UpdatedAt = x.runs.now()
-	err := x.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, l.run) })
+func (x *execution) park(ctx context.Context, l *runtx.Loaded, at time.Time, why string) error {
+	l.Run.LeaseOwner, l.Run.LeaseUntil = "", at
+	l.Run.Reason = fmt.Sprintf("%s; asking the target again at %s", why, at.UTC().Format(time.RFC3339))
+	l.Run.UpdatedAt = x.runs.Now()
+	err := x.runs.Write(ctx, l, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, l.Run) })
 	if errors.Is(err, storage.ErrConflict) {
 		return nil // another moved the run on; the caller reloads
 	}
 	if err != nil {
-		return fmt.Errorf("park run %s until %s: %w", l.run.ID, at.UTC().Format(time.RFC3339), err)
+		return fmt.Errorf("park run %s until %s: %w", l.Run.ID, at.UTC().Format(time.RFC3339), err)
 	}
 	x.fail("after-park")
 	return nil
@@ -536,42 +537,42 @@ func approvers(st *record.State) []string {
 
 // receipt records the proof of an operation. The run is advanced by the next
 // round, so that a crash between the two leaves a receipt and nothing to redo.
-func (x *execution) receipt(ctx context.Context, l *loaded, op *record.Operation, rc record.Receipt, how record.Event) error {
+func (x *execution) receipt(ctx context.Context, l *runtx.Loaded, op *record.Operation, rc record.Receipt, how record.Event) error {
 	body, err := json.Marshal(rc)
 	if err != nil {
 		return fmt.Errorf("encode receipt of %s: %w", op.Key, err)
 	}
-	op.Status, op.Receipt, op.Error, op.UpdatedAt = record.OpCommitted, body, "", x.runs.now()
-	setOpRecord(l.st, op)
+	op.Status, op.Receipt, op.Error, op.UpdatedAt = record.OpCommitted, body, "", x.runs.Now()
+	setOpRecord(l.State, op)
 	// The last receipt ends the run in the same commit.
-	last := allCommitted(l.st)
+	last := allCommitted(l.State)
 	if last {
-		l.run.Status, l.run.Reason = record.StatusDone, ""
+		l.Run.Status, l.Run.Reason = record.StatusDone, ""
 	}
-	err = x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
-		if err := x.runs.save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil); err != nil {
+		if err := x.runs.Save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil); err != nil {
 			return err
 		}
 		if !last {
 			return nil
 		}
-		return x.runs.auditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", record.EventFinished, finishedDetail(l.st))
+		return x.runs.AuditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.Run.ID, Seq: l.Run.Seq, Hash: l.LastHash}, "signoff", record.EventFinished, finishedDetail(l.State))
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		// Another worker moved the run on (our lease ran out while we were
 		// away): our write is refused, and the reload shows what it did.
-		x.log.Warn("late write refused: the run moved on without us", "run_id", l.run.ID, "key", op.Key, "owner", x.owner)
+		x.log.Warn("late write refused: the run moved on without us", "run_id", l.Run.ID, "key", op.Key, "owner", x.owner)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	x.log.Info("action executed", "run_id", l.run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
+	x.log.Info("action executed", "run_id", l.Run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
 	if last {
-		x.log.Info("run finished", "run_id", l.run.ID, "status", string(record.StatusDone), "operations", len(l.st.Actions))
+		x.log.Info("run finished", "run_id", l.Run.ID, "status", string(record.StatusDone), "operations", len(l.State.Actions))
 	}
 	x.fail("after-receipt")
 	return nil
@@ -593,31 +594,31 @@ func finishedDetail(st *record.State) map[string]int {
 }
 
 // failOp records that an operation did not happen and hands the run to a person.
-func (x *execution) failOp(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
+func (x *execution) failOp(ctx context.Context, l *runtx.Loaded, op *record.Operation, reason string) error {
 	return x.stopOp(ctx, l, op, record.OpFailed, reason)
 }
 
 // unprovable records that nobody can tell whether an operation happened. The
 // run is never called cancelled or failed: a person must look at the target.
-func (x *execution) unprovable(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
+func (x *execution) unprovable(ctx context.Context, l *runtx.Loaded, op *record.Operation, reason string) error {
 	return x.stopOp(ctx, l, op, record.OpUnknown, reason)
 }
 
-func (x *execution) stopOp(ctx context.Context, l *loaded, op *record.Operation, status record.OpStatus, reason string) error {
-	op.Status, op.Error, op.UpdatedAt = status, reason, x.runs.now()
-	setOpRecord(l.st, op)
-	l.run.Status, l.run.Reason = record.StatusNeedsAttention, reason
-	err := x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+func (x *execution) stopOp(ctx context.Context, l *runtx.Loaded, op *record.Operation, status record.OpStatus, reason string) error {
+	op.Status, op.Error, op.UpdatedAt = status, reason, x.runs.Now()
+	setOpRecord(l.State, op)
+	l.Run.Status, l.Run.Reason = record.StatusNeedsAttention, reason
+	err := x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}
-		return x.runs.save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
+		return x.runs.Save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		return nil
 	}
 	if err == nil {
-		x.log.Warn("run needs attention", "run_id", l.run.ID, "key", op.Key, "reason", hideIn(x.actions, l.st.Actions, reason))
+		x.log.Warn("run needs attention", "run_id", l.Run.ID, "key", op.Key, "reason", hideIn(x.actions, l.State.Actions, reason))
 	}
 	return err
 }
