@@ -13,6 +13,7 @@ import (
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/execute"
 	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
@@ -149,7 +150,7 @@ type Engine struct {
 	// runs is the run transaction every transition goes through.
 	runs *runtx.Runs
 	// exec carries out approved operations.
-	exec *execution
+	exec *execute.Runner
 	// gates decides what a proposal needs.
 	gates *gatekeeper
 	// decisions admits people's decisions.
@@ -219,8 +220,9 @@ func New(cfg Config) (*Engine, error) {
 		e.actions = map[string]*ActionSpec{}
 	}
 	e.runs = runtx.New(runtx.Config{Store: e.store, Sealer: e.in, Clock: e.clock, Owner: e.owner, TTL: e.ttl, Tell: e.tell, RowProblem: rowProblem, Logger: e.log})
-	e.exec = &execution{runs: e.runs, store: e.store, in: e.in, actions: e.actions, log: e.log, fail: e.fail,
-		execN: e.execN, backoff: e.backoff, owner: e.owner, ttl: e.ttl, published: e.published}
+	e.exec = execute.New(execute.Config{Runs: e.runs, Store: e.store, Sealer: e.in, Actions: e.actions, Logger: e.log, Failpoint: e.fail,
+		Attempts: e.execN, Backoff: e.backoff, Owner: e.owner, TTL: e.ttl, Published: e.published,
+		Hide: func(actions []record.Action, text string) string { return hideIn(e.actions, actions, text) }})
 	e.gates = &gatekeeper{runs: e.runs, policy: e.policy, roles: e.roles, dir: e.dir, actions: e.actions,
 		clock: e.clock, checkN: e.checkN, backoff: e.backoff}
 	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}

@@ -12,6 +12,7 @@ import (
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/execute"
 	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
@@ -194,9 +195,9 @@ func (rv *resolver) applyResolution(l *runtx.Loaded, op *record.Operation, in Re
 			return nil, refused(record.CodeInvalidInput, in.RunID, "no action's outcome is in question (%s): it did not get as far as a call, so only --did-not-happen applies", l.Run.Reason)
 		}
 		op.Status, op.Receipt, op.Error = record.OpCommitted, receipt, ""
-		setOpRecord(l.State, op)
+		execute.SetOpRecord(l.State, op)
 		l.Run.Status, l.Run.Reason = record.StatusExecuting, ""
-		if allCommitted(l.State) {
+		if execute.AllCommitted(l.State) {
 			l.Run.Status = record.StatusDone
 		}
 	case record.ResolveRetry:
@@ -205,13 +206,13 @@ func (rv *resolver) applyResolution(l *runtx.Loaded, op *record.Operation, in Re
 			// A person proved it did not happen: it is sent again at
 			// once, under its own key, with a fresh budget of attempts.
 			op.Status, op.Attempts, op.Error = record.OpPending, 0, ""
-			setOpRecord(l.State, op)
+			execute.SetOpRecord(l.State, op)
 		}
 		l.State.StepFailures = 0
 	case record.ResolveAbandon:
 		if op != nil {
 			op.Status, op.Error = record.OpFailed, fmt.Sprintf("did not happen, as %s found: %s", by, in.Reason)
-			setOpRecord(l.State, op)
+			execute.SetOpRecord(l.State, op)
 		}
 		l.Run.Status, l.Run.Reason = record.StatusFailed, fmt.Sprintf("abandoned by %s: %s", by, in.Reason)
 	}

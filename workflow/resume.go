@@ -10,6 +10,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
+	"github.com/signoff-dev/signoff/workflow/internal/execute"
 	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
@@ -336,7 +337,7 @@ func (e *Engine) recheck(ctx context.Context, l *runtx.Loaded) (moved bool, err 
 	if l.State.Status != record.StatusNeedsAttention {
 		return false, nil // stopped without a checkpoint: not over an outcome
 	}
-	ops, err := e.exec.operations(ctx, id)
+	ops, err := e.exec.Operations(ctx, id)
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
 		return false, e.runs.Attention(ctx, id, ie.Error()+"; nothing was asked")
@@ -352,7 +353,7 @@ func (e *Engine) recheck(ctx context.Context, l *runtx.Loaded) (moved bool, err 
 	if !ok {
 		return false, nil
 	}
-	rc, found, err := e.exec.lookup(ctx, spec.Executor, op.Key)
+	rc, found, err := e.exec.Lookup(ctx, spec.Executor, op.Key)
 	if err != nil {
 		e.log.Info("the outcome still cannot be proven", "run_id", id, "key", op.Key, "error", err)
 		return false, nil
@@ -373,8 +374,8 @@ func (e *Engine) recheck(ctx context.Context, l *runtx.Loaded) (moved bool, err 
 		op.Status = record.OpPending
 		detail["outcome"] = "did not happen"
 	}
-	setOpRecord(l.State, op)
-	if allCommitted(l.State) {
+	execute.SetOpRecord(l.State, op)
+	if execute.AllCommitted(l.State) {
 		l.Run.Status = record.StatusDone
 	}
 	err = e.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
@@ -466,5 +467,5 @@ func (e *Engine) executeAlone(ctx context.Context, l *runtx.Loaded) (ran bool, e
 		return false, nil
 	}
 	defer e.executing.Delete(l.Run.ID)
-	return true, e.exec.executeNext(ctx, l)
+	return true, e.exec.ExecuteNext(ctx, l)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
+	"github.com/signoff-dev/signoff/workflow/internal/execute"
 )
 
 // RunView is a run as people and scripts read it (`show --json`).
@@ -185,7 +186,7 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 		t := r.Deadline
 		v.Deadline = &t
 	}
-	if t := retryAt(r); !t.IsZero() {
+	if t := execute.RetryAt(r); !t.IsZero() {
 		v.RetryAt = &t
 	}
 	if st != nil {
