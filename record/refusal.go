@@ -56,6 +56,12 @@ type RefusedError struct {
 	Fingerprint   string
 }
 
+// UnknownRun is the refusal for a run that does not exist. The API answers
+// it too for a run the caller may not see, so it is made in one place.
+func UnknownRun(id string) *RefusedError {
+	return &RefusedError{Code: CodeUnknownRun, RunID: id, Msg: "no such run"}
+}
+
 // ButtonProblem is why a decision that names its request and fingerprint
 // (a Slack button) cannot act on it.
 type ButtonProblem string

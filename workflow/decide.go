@@ -11,6 +11,7 @@ import (
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
 
@@ -20,7 +21,7 @@ import (
 // someone rejects, moves the run on. An edit is checked as a new proposal.
 // Its dependencies are explicit; it holds no run between calls.
 type decider struct {
-	runs   *runs
+	runs   *runtx.Runs
 	gates  *gatekeeper
 	store  storage.Store
 	in     *seal.Sealer
@@ -57,7 +58,7 @@ type DecideInput struct {
 func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error) {
 	actor := in.Approver.ID
 	if err := validateDecision(in); err != nil {
-		return nil, e.runs.refuse(ctx, actor, err)
+		return nil, e.runs.Refuse(ctx, actor, err)
 	}
 	role, hasRole, err := e.dir.RoleOf(ctx, actor)
 	if err != nil {
@@ -68,7 +69,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 		if edit, err = e.decisions.prepareEdit(ctx, in); err != nil {
 			var r *record.RefusedError
 			if errors.As(err, &r) {
-				return nil, e.runs.refuse(ctx, actor, r)
+				return nil, e.runs.Refuse(ctx, actor, r)
 			}
 			return nil, err
 		}
@@ -77,16 +78,17 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	// write transaction (shared by concurrent Updates) only checks that the
 	// run is unchanged since. A run that fails here is loaded again inside,
 	// which names its problem as before.
-	var pre *loaded
+	var pre *runtx.Loaded
 	if err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.runs.loadWith(ctx, tx, in.RunID, storage.RunParts{Requests: true, Decisions: true})
+		l, err := e.runs.LoadWith(ctx, tx, in.RunID, storage.RunParts{Requests: true, Decisions: true})
 		if err == nil {
 			// Read from the store as it stands: as good as a committed write.
-			l.committed, l.spare, pre = true, l.st, l
-			if l.st.Gate != nil {
+			l.MarkStored()
+			pre = l
+			if l.State.Gate != nil {
 				// Outside the write, which only has to look it up (an error
 				// is met again inside, where it is reported).
-				_, _ = l.fingerprint(l.st.Gate.Risk, e.policy.Revision())
+				_, _ = l.Fingerprint(l.State.Gate.Risk, e.policy.Revision())
 			}
 		}
 		return nil
@@ -108,9 +110,9 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 				return nil, errors.Join(r, xerr)
 			}
 		}
-		return nil, e.runs.refuse(ctx, actor, r)
+		return nil, e.runs.Refuse(ctx, actor, r)
 	case errors.As(err, &ie):
-		if aerr := e.runs.attention(ctx, in.RunID, ie.Error()); aerr != nil {
+		if aerr := e.runs.Attention(ctx, in.RunID, ie.Error()); aerr != nil {
 			return nil, errors.Join(err, aerr)
 		}
 		return nil, &record.RefusedError{Code: record.CodeIntegrity, RunID: in.RunID, Msg: "stored state failed its integrity check; the run needs attention: " + ie.Problem}
@@ -122,9 +124,9 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	return run, nil
 }
 
-func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *loaded, out **record.Run) error {
+func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *runtx.Loaded, out **record.Run) error {
 	return dc.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := dc.runs.loadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
+		l, err := dc.runs.LoadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
 		if err != nil {
 			return err
 		}
@@ -140,7 +142,7 @@ func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, 
 		if err != nil {
 			return err
 		}
-		*out = l.run
+		*out = l.Run
 		dc.fail("before-decision-commit")
 		return nil
 	})
@@ -175,9 +177,9 @@ func validateDecision(in DecideInput) *record.RefusedError {
 // requestOf is approval request id: from what was loaded with the run when
 // it is there, else read (a request of another run, named by a stale button,
 // or a run loaded without its requests).
-func (dc *decider) requestOf(ctx context.Context, tx storage.Tx, l *loaded, id string) (*record.ApprovalRequest, error) {
-	if l.read.Requests {
-		for _, r := range l.more.Requests {
+func (dc *decider) requestOf(ctx context.Context, tx storage.Tx, l *runtx.Loaded, id string) (*record.ApprovalRequest, error) {
+	if l.Read.Requests {
+		for _, r := range l.More.Requests {
 			if r.ID == id {
 				return r, nil
 			}
@@ -191,9 +193,9 @@ func (dc *decider) requestOf(ctx context.Context, tx storage.Tx, l *loaded, id s
 // refusal carries what admit found (see RefusedError), so that nobody needs
 // to check again or read the run again to say why.
 // It also returns the run's decisions as it read them.
-func (dc *decider) admit(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput, role string, hasRole bool) (_ *record.ApprovalRequest, decs []*record.Decision, err error) {
+func (dc *decider) admit(ctx context.Context, tx storage.Tx, l *runtx.Loaded, in DecideInput, role string, hasRole bool) (_ *record.ApprovalRequest, decs []*record.Decision, err error) {
 	var req *record.ApprovalRequest
-	defer func() { describeRefusal(err, l.run, req) }()
+	defer func() { describeRefusal(err, l.Run, req) }()
 	if req, err = dc.requestDecided(ctx, tx, l, in); err != nil {
 		return req, nil, err
 	}
@@ -204,7 +206,7 @@ func (dc *decider) admit(ctx context.Context, tx storage.Tx, l *loaded, in Decid
 		return nil, nil, err
 	}
 	if len(in.Edit) > 0 && !req.Edit {
-		return nil, nil, refused(record.CodeEditNotAllowed, l.run.ID, "rule %s does not allow editing the arguments", req.Rule)
+		return nil, nil, refused(record.CodeEditNotAllowed, l.Run.ID, "rule %s does not allow editing the arguments", req.Rule)
 	}
 	if decs, err = dc.priorDecisions(ctx, tx, l, req, in); err != nil {
 		return nil, nil, err
@@ -234,23 +236,23 @@ func describeRefusal(err error, run *record.Run, req *record.ApprovalRequest) {
 // requestDecided is the approval request a decision acts on: the one a
 // button names (checked by buttonRequest), or the one the run waits on,
 // which must still be pending.
-func (dc *decider) requestDecided(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput) (*record.ApprovalRequest, error) {
-	id := l.run.ID
+func (dc *decider) requestDecided(ctx context.Context, tx storage.Tx, l *runtx.Loaded, in DecideInput) (*record.ApprovalRequest, error) {
+	id := l.Run.ID
 	if in.RequestID != "" {
 		return dc.buttonRequest(ctx, tx, l, in)
 	}
-	if l.st.Gate == nil || l.st.Gate.RequestID == "" {
-		return nil, refused(record.CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+	if l.State.Gate == nil || l.State.Gate.RequestID == "" {
+		return nil, refused(record.CodeNotWaiting, id, "the run is %s and waits for no approval", l.Run.Status)
 	}
-	req, err := dc.requestOf(ctx, tx, l, l.st.Gate.RequestID)
+	req, err := dc.requestOf(ctx, tx, l, l.State.Gate.RequestID)
 	if err != nil {
 		return nil, fmt.Errorf("load approval request of run %s: %w", id, err)
 	}
 	if req.Status != record.RequestPending {
 		return req, alreadyDecided(id, req.Status, req.DecidedBy, req.DecidedAt)
 	}
-	if l.run.Status != record.StatusWaitingApproval {
-		return req, refused(record.CodeNotWaiting, id, "the run is %s", l.run.Status)
+	if l.Run.Status != record.StatusWaitingApproval {
+		return req, refused(record.CodeNotWaiting, id, "the run is %s", l.Run.Status)
 	}
 	return req, nil
 }
@@ -258,9 +260,9 @@ func (dc *decider) requestDecided(ctx context.Context, tx storage.Tx, l *loaded,
 // checkDecider refuses a decision made after the deadline, or by someone
 // who may not decide: no role, too low a role, not the assignee (nor above
 // the role), or the requester when the rule forbids approving one's own.
-func (dc *decider) checkDecider(l *loaded, req *record.ApprovalRequest, in DecideInput, role string, hasRole bool) error {
-	id := l.run.ID
-	if !dc.runs.now().Before(req.Deadline) {
+func (dc *decider) checkDecider(l *runtx.Loaded, req *record.ApprovalRequest, in DecideInput, role string, hasRole bool) error {
+	id := l.Run.ID
+	if !dc.runs.Now().Before(req.Deadline) {
 		return refused(record.CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
 	}
 	if !hasRole {
@@ -269,7 +271,7 @@ func (dc *decider) checkDecider(l *loaded, req *record.ApprovalRequest, in Decid
 	if !dc.roles.AtLeast(role, req.Role) {
 		return refused(record.CodeNoRole, id, "%s is %s; this needs %s or above", in.Approver.ID, role, req.Role)
 	}
-	if a := l.st.Gate.Assignee; a != "" && a != in.Approver.ID && !dc.roles.Above(role, req.Role) {
+	if a := l.State.Gate.Assignee; a != "" && a != in.Approver.ID && !dc.roles.Above(role, req.Role) {
 		return refused(record.CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
 	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
@@ -280,9 +282,9 @@ func (dc *decider) checkDecider(l *loaded, req *record.ApprovalRequest, in Decid
 
 // checkFingerprint refuses a decision on a proposal that no longer matches
 // the fingerprint approval was requested for, or that names another one.
-func (dc *decider) checkFingerprint(l *loaded, req *record.ApprovalRequest, in DecideInput) error {
-	id := l.run.ID
-	fp, err := l.fingerprint(req.Risk, dc.policy.Revision())
+func (dc *decider) checkFingerprint(l *runtx.Loaded, req *record.ApprovalRequest, in DecideInput) error {
+	id := l.Run.ID
+	fp, err := l.Fingerprint(req.Risk, dc.policy.Revision())
 	if err != nil {
 		return &IntegrityError{RunID: id, Problem: err.Error()}
 	}
@@ -306,10 +308,10 @@ func (dc *decider) checkFingerprint(l *loaded, req *record.ApprovalRequest, in D
 
 // priorDecisions are the run's decisions, as read with it or read now, with
 // their seals checked; a second vote of the same person is refused.
-func (dc *decider) priorDecisions(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, in DecideInput) ([]*record.Decision, error) {
-	id := l.run.ID
-	decs := l.more.Decisions
-	if !l.read.Decisions {
+func (dc *decider) priorDecisions(ctx context.Context, tx storage.Tx, l *runtx.Loaded, req *record.ApprovalRequest, in DecideInput) ([]*record.Decision, error) {
+	id := l.Run.ID
+	decs := l.More.Decisions
+	if !l.Read.Decisions {
 		var err error
 		if decs, err = tx.Decisions(ctx, id); err != nil {
 			return nil, fmt.Errorf("load decisions of run %s: %w", id, err)
@@ -331,21 +333,21 @@ func (dc *decider) priorDecisions(ctx context.Context, tx storage.Tx, l *loaded,
 // buttonRequest checks a decision that names its request and fingerprint (a
 // Slack button) with checkButton, on the request as stored. It returns the
 // request.
-func (dc *decider) buttonRequest(ctx context.Context, tx storage.Tx, l *loaded, in DecideInput) (*record.ApprovalRequest, error) {
-	id := l.run.ID
+func (dc *decider) buttonRequest(ctx context.Context, tx storage.Tx, l *runtx.Loaded, in DecideInput) (*record.ApprovalRequest, error) {
+	id := l.Run.ID
 	req, err := dc.requestOf(ctx, tx, l, in.RequestID)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("load approval request %s of run %s: %w", in.RequestID, id, err)
 	}
 	gate := ""
-	if l.st.Gate != nil {
-		gate = l.st.Gate.RequestID
+	if l.State.Gate != nil {
+		gate = l.State.Gate.RequestID
 	}
 	var named *buttonRequest
 	if req != nil {
 		named = &buttonRequest{ID: req.ID, RunID: req.RunID, Status: req.Status, Fingerprint: req.Fingerprint, DecidedBy: req.DecidedBy, DecidedAt: req.DecidedAt}
 	}
-	if r := checkButton(id, l.run.Status, gate, "", in.RequestID, in.Fingerprint, named); r != nil {
+	if r := checkButton(id, l.Run.Status, gate, "", in.RequestID, in.Fingerprint, named); r != nil {
 		return req, r
 	}
 	return req, nil
@@ -441,20 +443,20 @@ func alreadyDecided(runID string, status record.RequestStatus, by string, at tim
 // apply records an approve or reject on req and moves the run when it is
 // decided. decs are the run's decisions before this one, as admit read them
 // in this transaction.
-func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, decs []*record.Decision, in DecideInput, role string) error {
-	now := dc.runs.now()
+func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, req *record.ApprovalRequest, decs []*record.Decision, in DecideInput, role string) error {
+	now := dc.runs.Now()
 	d := &record.Decision{
-		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
+		RequestID: req.ID, RunID: l.Run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
 		Role: role, Verdict: in.Verdict, Reason: in.Reason, Via: in.Via, PayloadDigest: in.PayloadDigest, At: now,
 	}
 	if err := dc.insertDecision(ctx, tx, l, d); err != nil {
 		return err
 	}
-	from := l.run.Status
+	from := l.Run.Status
 	if in.Verdict == record.VerdictReject {
 		req.Status = record.RequestRejected
-		l.run.Status = record.StatusRejected
-		l.run.Reason = fmt.Sprintf("rejected by %s: %s", in.Approver.ID, in.Reason)
+		l.Run.Status = record.StatusRejected
+		l.Run.Reason = fmt.Sprintf("rejected by %s: %s", in.Approver.ID, in.Reason)
 	} else {
 		// This approval and the distinct ones before it: admit refused an
 		// approver who decided already.
@@ -466,8 +468,8 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *loaded, req *rec
 		}
 		if n >= req.Count {
 			req.Status = record.RequestApproved
-			l.run.Status = record.StatusExecuting
-			l.run.Reason = ""
+			l.Run.Status = record.StatusExecuting
+			l.Run.Reason = ""
 		}
 	}
 	if req.Status != record.RequestPending {
@@ -478,19 +480,19 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *loaded, req *rec
 	if err := tx.UpdateRequest(ctx, req); err != nil {
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
-	return dc.runs.save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, map[string]string{
+	return dc.runs.Save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, map[string]string{
 		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
 	}, req)
 }
 
-func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *loaded, d *record.Decision) error {
+func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *runtx.Loaded, d *record.Decision) error {
 	if err := tx.InsertDecision(ctx, d); err != nil {
 		if errors.Is(err, storage.ErrDuplicate) {
-			return refused(record.CodeAlreadyVoted, l.run.ID, "%s already decided this request", d.ApproverID)
+			return refused(record.CodeAlreadyVoted, l.Run.ID, "%s already decided this request", d.ApproverID)
 		}
-		return fmt.Errorf("insert decision on run %s: %w", l.run.ID, err)
+		return fmt.Errorf("insert decision on run %s: %w", l.Run.ID, err)
 	}
-	l.st.Decisions = append(l.st.Decisions, record.DecisionRecord{
+	l.State.Decisions = append(l.State.Decisions, record.DecisionRecord{
 		RequestID: d.RequestID, By: d.ApproverID, Role: d.Role, Verdict: d.Verdict, Reason: d.Reason,
 		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At,
 	})
@@ -508,14 +510,14 @@ type preparedEdit struct {
 }
 
 func (dc *decider) prepareEdit(ctx context.Context, in DecideInput) (*preparedEdit, error) {
-	l, err := dc.runs.view(ctx, in.RunID)
+	l, err := dc.runs.View(ctx, in.RunID)
 	if err != nil {
 		return nil, err
 	}
-	if in.EditIndex < 0 || in.EditIndex >= len(l.st.Actions) {
+	if in.EditIndex < 0 || in.EditIndex >= len(l.State.Actions) {
 		return nil, refused(record.CodeInvalidInput, in.RunID, "the run has no action %d to edit", in.EditIndex+1)
 	}
-	actions := append([]record.Action(nil), l.st.Actions...)
+	actions := append([]record.Action(nil), l.State.Actions...)
 	actions[in.EditIndex] = record.Action{Name: actions[in.EditIndex].Name, Args: in.Edit}
 	normal, _, err := dc.gates.normalise(actions, nil)
 	if err != nil {
@@ -527,25 +529,25 @@ func (dc *decider) prepareEdit(ctx context.Context, in DecideInput) (*preparedEd
 			return nil, refused(record.CodeInvalidInput, in.RunID, "the edited arguments fail a check (%s): %s", c.Name, c.Error)
 		}
 	}
-	next := *l.st
+	next := *l.State
 	next.Actions = normal
 	gate, err := dc.gates.gate(ctx, &next)
 	if err != nil {
 		return nil, refused(record.CodeInvalidInput, in.RunID, "policy could not decide on the edited arguments: %v", err)
 	}
-	return &preparedEdit{version: l.run.Version, actions: normal, checks: checks, gate: gate, edited: normal[in.EditIndex].Args}, nil
+	return &preparedEdit{version: l.Run.Version, actions: normal, checks: checks, gate: gate, edited: normal[in.EditIndex].Args}, nil
 }
 
 // applyEdit replaces the proposal with the edited one: the old request is
 // superseded, policy's new outcome applies, and the editor's approval counts for
 // the new fingerprint when they qualify for it.
-func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req *record.ApprovalRequest, in DecideInput, role string, p *preparedEdit) error {
-	if l.run.Version != p.version {
-		return refused(record.CodeStaleFingerprint, l.run.ID, "the run changed while the edit was being checked; look again and retry")
+func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *runtx.Loaded, req *record.ApprovalRequest, in DecideInput, role string, p *preparedEdit) error {
+	if l.Run.Version != p.version {
+		return refused(record.CodeStaleFingerprint, l.Run.ID, "the run changed while the edit was being checked; look again and retry")
 	}
-	now := dc.runs.now()
+	now := dc.runs.Now()
 	d := &record.Decision{
-		RequestID: req.ID, RunID: l.run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
+		RequestID: req.ID, RunID: l.Run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
 		Role: role, Verdict: record.VerdictApprove, Reason: in.Reason, EditedArgs: p.edited, Via: in.Via,
 		PayloadDigest: in.PayloadDigest, At: now,
 	}
@@ -557,17 +559,17 @@ func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req 
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
 	// The fingerprint binds the run id, so the gate computed for the edited copy applies as is.
-	l.st.Actions, l.st.Checks, l.st.Gate = p.actions, p.checks, p.gate
-	l.run.Fingerprint = p.gate.Fingerprint
-	from := l.run.Status
+	l.State.Actions, l.State.Checks, l.State.Gate = p.actions, p.checks, p.gate
+	l.Run.Fingerprint = p.gate.Fingerprint
+	from := l.Run.Status
 	var next *record.ApprovalRequest
 	if p.gate.Approval == nil {
-		l.run.Status, l.run.Deadline = record.StatusExecuting, time.Time{}
+		l.Run.Status, l.Run.Deadline = record.StatusExecuting, time.Time{}
 	} else {
 		next = dc.gates.newRequest(l, p.gate)
-		l.run.Deadline = next.Deadline
+		l.Run.Deadline = next.Deadline
 		if err := tx.InsertRequest(ctx, next); err != nil {
-			return fmt.Errorf("insert approval request of run %s: %w", l.run.ID, err)
+			return fmt.Errorf("insert approval request of run %s: %w", l.Run.ID, err)
 		}
 		qualifies := dc.roles.AtLeast(role, next.Role) && (in.Approver.ID != next.RequesterID || next.SelfApproval)
 		if qualifies {
@@ -581,13 +583,13 @@ func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req 
 				if err := tx.UpdateRequest(ctx, next); err != nil {
 					return fmt.Errorf("update approval request %s: %w", next.ID, err)
 				}
-				l.run.Status = record.StatusExecuting
+				l.Run.Status = record.StatusExecuting
 			}
 		}
 	}
-	return dc.runs.save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
+	return dc.runs.Save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
 		"index": in.EditIndex, "args": json.RawMessage(p.edited), "fingerprint": p.gate.Fingerprint,
-		"status": l.run.Status, "via": in.Via,
+		"status": l.Run.Status, "via": in.Via,
 	}, next)
 }
 
@@ -595,10 +597,10 @@ func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *loaded, req 
 // so may anyone holding the role its approval needs.
 func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason string) (*record.Run, error) {
 	if by.ID == "" || reason == "" {
-		return nil, e.runs.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "cancel needs who and a reason"))
+		return nil, e.runs.Refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "cancel needs who and a reason"))
 	}
 	if field := badText(map[string]string{"run id": id, "who": by.ID, "reason": reason}); field != "" {
-		return nil, e.runs.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field))
+		return nil, e.runs.Refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "the %s must be valid UTF-8 text without NUL characters", field))
 	}
 	role, hasRole, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
@@ -606,16 +608,16 @@ func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason
 	}
 	var run *record.Run
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.runs.load(ctx, tx, id)
+		l, err := e.runs.Load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if l.run.Status == record.StatusNeedsAttention {
+		if l.Run.Status == record.StatusNeedsAttention {
 			// What it sent may have run: "cancelled" would say it did not.
 			return refused(record.CodeNotCancellable, id, "the run needs attention and what it sent may have run, so it cannot be cancelled: look at the target, then resolve it (signoff resolve)")
 		}
-		if l.run.Status != record.StatusRunning && l.run.Status != record.StatusWaitingApproval {
-			return refused(record.CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.run.Status)
+		if l.Run.Status != record.StatusRunning && l.Run.Status != record.StatusWaitingApproval {
+			return refused(record.CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.Run.Status)
 		}
 		// Without a gate yet, cancelling someone else's run takes a role above
 		// the lowest (the lowest is where agents sit).
@@ -623,16 +625,16 @@ func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason
 		if names := e.roles.Names(); len(names) > 1 {
 			need = names[1]
 		}
-		if l.st.Gate != nil && l.st.Gate.Approval != nil {
-			need = l.st.Gate.Approval.Role
+		if l.State.Gate != nil && l.State.Gate.Approval != nil {
+			need = l.State.Gate.Approval.Role
 		}
-		allowed := by.ID == l.st.Requester.ID || (hasRole && (need == "" || e.roles.AtLeast(role, need)))
+		allowed := by.ID == l.State.Requester.ID || (hasRole && (need == "" || e.roles.AtLeast(role, need)))
 		if !allowed {
 			return refused(record.CodeNoRole, id, "only the requester or someone with role %s or above may cancel", need)
 		}
 		var req *record.ApprovalRequest
-		if l.st.Gate != nil && l.st.Gate.RequestID != "" {
-			if req, err = tx.Request(ctx, l.st.Gate.RequestID); err != nil {
+		if l.State.Gate != nil && l.State.Gate.RequestID != "" {
+			if req, err = tx.Request(ctx, l.State.Gate.RequestID); err != nil {
 				return fmt.Errorf("load approval request of run %s: %w", id, err)
 			}
 			if req.Status == record.RequestPending {
@@ -642,12 +644,12 @@ func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason
 				}
 			}
 		}
-		from := l.run.Status
-		l.run.Status, l.run.Reason = record.StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
-		if err := e.runs.save(ctx, tx, l, from, record.EventCancelled, by.ID, map[string]string{"reason": reason}, req); err != nil {
+		from := l.Run.Status
+		l.Run.Status, l.Run.Reason = record.StatusCancelled, fmt.Sprintf("cancelled by %s: %s", by.ID, reason)
+		if err := e.runs.Save(ctx, tx, l, from, record.EventCancelled, by.ID, map[string]string{"reason": reason}, req); err != nil {
 			return err
 		}
-		run = l.run
+		run = l.Run
 		return nil
 	})
 	return run, e.decisions.outcome(ctx, id, by.ID, err)
@@ -662,9 +664,9 @@ func (dc *decider) outcome(ctx context.Context, id, actor string, err error) err
 	case err == nil:
 		return nil
 	case errors.As(err, &r):
-		return dc.runs.refuse(ctx, actor, r)
+		return dc.runs.Refuse(ctx, actor, r)
 	case errors.As(err, &ie):
-		if aerr := dc.runs.attention(ctx, id, ie.Error()); aerr != nil {
+		if aerr := dc.runs.Attention(ctx, id, ie.Error()); aerr != nil {
 			return errors.Join(err, aerr)
 		}
 		return err
@@ -675,30 +677,30 @@ func (dc *decider) outcome(ctx context.Context, id, actor string, err error) err
 // expire ends a waiting run whose deadline has passed.
 func (dc *decider) expire(ctx context.Context, id, actor string) error {
 	err := dc.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := dc.runs.load(ctx, tx, id)
+		l, err := dc.runs.Load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if l.run.Status != record.StatusWaitingApproval || dc.runs.now().Before(l.run.Deadline) {
+		if l.Run.Status != record.StatusWaitingApproval || dc.runs.Now().Before(l.Run.Deadline) {
 			return nil
 		}
-		req, err := tx.Request(ctx, l.st.Gate.RequestID)
+		req, err := tx.Request(ctx, l.State.Gate.RequestID)
 		if err != nil {
 			return fmt.Errorf("load approval request of run %s: %w", id, err)
 		}
 		if req.Status == record.RequestPending {
-			req.Status, req.DecidedAt = record.RequestExpired, dc.runs.now()
+			req.Status, req.DecidedAt = record.RequestExpired, dc.runs.Now()
 			if err := tx.UpdateRequest(ctx, req); err != nil {
 				return fmt.Errorf("update approval request %s: %w", req.ID, err)
 			}
 		}
-		l.run.Status = record.StatusExpired
-		l.run.Reason = "no decision before the deadline " + l.run.Deadline.Format(time.RFC3339)
-		return dc.runs.save(ctx, tx, l, record.StatusWaitingApproval, record.EventExpired, actor, map[string]string{"deadline": l.run.Deadline.Format(time.RFC3339)}, req)
+		l.Run.Status = record.StatusExpired
+		l.Run.Reason = "no decision before the deadline " + l.Run.Deadline.Format(time.RFC3339)
+		return dc.runs.Save(ctx, tx, l, record.StatusWaitingApproval, record.EventExpired, actor, map[string]string{"deadline": l.Run.Deadline.Format(time.RFC3339)}, req)
 	})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		return dc.runs.attention(ctx, id, ie.Error())
+		return dc.runs.Attention(ctx, id, ie.Error())
 	}
 	if err != nil {
 		return fmt.Errorf("expire run %s: %w", id, err)

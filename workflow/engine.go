@@ -2,21 +2,19 @@ package workflow
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/signoff-dev/signoff/keyring"
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/execute"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
 
@@ -150,9 +148,9 @@ type Engine struct {
 	heldMu sync.Mutex
 	held   map[string]string
 	// runs is the run transaction every transition goes through.
-	runs *runs
+	runs *runtx.Runs
 	// exec carries out approved operations.
-	exec *execution
+	exec *execute.Runner
 	// gates decides what a proposal needs.
 	gates *gatekeeper
 	// decisions admits people's decisions.
@@ -221,9 +219,10 @@ func New(cfg Config) (*Engine, error) {
 	if e.actions == nil {
 		e.actions = map[string]*ActionSpec{}
 	}
-	e.runs = &runs{store: e.store, in: e.in, clock: e.clock, owner: e.owner, ttl: e.ttl, tell: e.tell, log: e.log}
-	e.exec = &execution{runs: e.runs, store: e.store, in: e.in, actions: e.actions, log: e.log, fail: e.fail,
-		execN: e.execN, backoff: e.backoff, owner: e.owner, ttl: e.ttl, published: e.published}
+	e.runs = runtx.New(runtx.Config{Store: e.store, Sealer: e.in, Clock: e.clock, Owner: e.owner, TTL: e.ttl, Tell: e.tell, RowProblem: rowProblem, Logger: e.log})
+	e.exec = execute.New(execute.Config{Runs: e.runs, Store: e.store, Sealer: e.in, Actions: e.actions, Logger: e.log, Failpoint: e.fail,
+		Attempts: e.execN, Backoff: e.backoff, Owner: e.owner, TTL: e.ttl, Published: e.published,
+		Hide: func(actions []record.Action, text string) string { return hideIn(e.actions, actions, text) }})
 	e.gates = &gatekeeper{runs: e.runs, policy: e.policy, roles: e.roles, dir: e.dir, actions: e.actions,
 		clock: e.clock, checkN: e.checkN, backoff: e.backoff}
 	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}
@@ -259,18 +258,3 @@ func (e *Engine) Action(name string) (*ActionSpec, bool) {
 
 // now is the engine's time, at the precision the store keeps.
 func (e *Engine) now() time.Time { return e.clock.Now().UTC().Truncate(time.Millisecond) }
-
-// newID makes an id that sorts by creation time (milliseconds, then a process-wide
-// counter), with random bits so that ids made by different processes never meet.
-// Stores list records by (created_at, id), so records made in the same
-// millisecond keep the order they were made in.
-func (rs *runs) newID(prefix string) string {
-	var b [12]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(rs.now().UnixMilli())<<16|uint64(idSeq.Add(1)&0xffff))
-	if _, err := rand.Read(b[8:]); err != nil {
-		panic(fmt.Sprintf("read random: %v", err)) // crypto/rand does not fail on supported platforms
-	}
-	return prefix + hex.EncodeToString(b[:])
-}
-
-var idSeq atomic.Uint32

@@ -7,98 +7,48 @@ import (
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/workflow/internal/execute"
 )
 
 // Class is how the engine treats an error from an executor: the one place where
 // retry policy is decided.
-type Class int
+type Class = execute.Class
 
 // The classes of error.
 const (
 	// ClassUnknown: the outcome cannot be known from the error (a timeout, a
 	// dropped connection). For a read it is retried; for a write the target is
 	// asked whether the idempotency key happened before anything else is done.
-	ClassUnknown Class = iota
+	ClassUnknown = execute.ClassUnknown
 	// ClassTransient: the target certainly did nothing and a retry may succeed.
-	ClassTransient
+	ClassTransient = execute.ClassTransient
 	// ClassPermanent: the target refused and nothing happened; retrying cannot help.
-	ClassPermanent
+	ClassPermanent = execute.ClassPermanent
 )
 
-func (c Class) String() string {
-	switch c {
-	case ClassTransient:
-		return "transient"
-	case ClassPermanent:
-		return "permanent"
-	}
-	return "unknown"
-}
-
-type permanentError struct{ err error }
-
-func (e permanentError) Error() string   { return e.err.Error() }
-func (e permanentError) Unwrap() error   { return e.err }
-func (e permanentError) Permanent() bool { return true }
-
-type transientError struct{ err error }
-
-func (e transientError) Error() string   { return e.err.Error() }
-func (e transientError) Unwrap() error   { return e.err }
-func (e transientError) Transient() bool { return true }
-
 // Permanent marks err as a refusal that a retry cannot change.
-func Permanent(err error) error { return permanentError{err} }
+func Permanent(err error) error { return execute.Permanent(err) }
 
 // Transient marks err as a failure where the target certainly did nothing.
-func Transient(err error) error { return transientError{err} }
+func Transient(err error) error { return execute.Transient(err) }
 
 // RetryAfter marks a transient err with the wait the target asked for (an
 // HTTP 429 or 503 with Retry-After). The engine waits at least that long, and
 // at most MaxRetryAfter, before the next attempt.
-func RetryAfter(err error, d time.Duration) error { return retryAfterError{transientError{err}, d} }
+func RetryAfter(err error, d time.Duration) error { return execute.RetryAfter(err, d) }
 
 // MaxRetryAfter bounds the wait a target may ask for: a worker waiting longer
 // would hold the run past its lease for nothing.
-const MaxRetryAfter = 5 * time.Minute
-
-type retryAfterError struct {
-	transientError
-	d time.Duration
-}
-
-func (e retryAfterError) Unwrap() error             { return e.transientError }
-func (e retryAfterError) RetryAfter() time.Duration { return e.d }
-
-// retryAfterOf returns the wait err asks for, or 0.
-func retryAfterOf(err error) time.Duration {
-	var r interface{ RetryAfter() time.Duration }
-	if errors.As(err, &r) {
-		return min(max(r.RetryAfter(), 0), MaxRetryAfter)
-	}
-	return 0
-}
+const MaxRetryAfter = execute.MaxRetryAfter
 
 // Classify decides the class of err. Any error in the chain with a
 // `Permanent() bool` or `Transient() bool` method returning true decides it, so
 // executors need not import this package to classify their errors.
-func Classify(err error) Class {
-	var p interface{ Permanent() bool }
-	if errors.As(err, &p) && p.Permanent() {
-		return ClassPermanent
-	}
-	var t interface{ Transient() bool }
-	if errors.As(err, &t) && t.Transient() {
-		return ClassTransient
-	}
-	return ClassUnknown
-}
+func Classify(err error) Class { return execute.Classify(err) }
 
-// UnknownRun is the refusal for a run that does not exist. The API answers
-// it too for a run the caller may not see, so it is made in one place.
-func UnknownRun(id string) *record.RefusedError {
-	return refused(record.CodeUnknownRun, id, "no such run")
-}
+// UnknownRun is the refusal for a run that does not exist (made in one
+// place, record.UnknownRun, for the engine's machinery and the API alike).
+func UnknownRun(id string) *record.RefusedError { return record.UnknownRun(id) }
 
 func refused(code, runID, format string, args ...any) *record.RefusedError {
 	return &record.RefusedError{Code: code, RunID: runID, Msg: fmt.Sprintf(format, args...)}

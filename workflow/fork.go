@@ -8,6 +8,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
 // Fork starts a new run from checkpoint seq of run id. The fork keeps what the
@@ -46,19 +47,19 @@ func (e *Engine) Fork(ctx context.Context, id string, seq int64, by record.Perso
 	if err != nil {
 		return nil, err
 	}
-	nid := e.runs.newID("run_")
+	nid := e.runs.NewID("run_")
 	st := &record.State{
 		SchemaVersion: record.SchemaVersion, RunID: nid, Workflow: src.Workflow, TaskID: src.TaskID, Status: record.StatusRunning,
 		Step: src.Step, Requester: src.Requester, Summary: src.Summary, Messages: src.Messages, Evidence: src.Evidence,
 		ModelCalls: src.ModelCalls, Actions: src.Actions, Proposed: src.Proposed, ForkedFrom: &record.ForkRef{RunID: id, Seq: seq},
 	}
-	l := &loaded{
-		run: &record.Run{ID: nid, Workflow: src.Workflow, TaskID: src.TaskID, Status: record.StatusRunning, Step: src.Step,
+	l := &runtx.Loaded{
+		Run: &record.Run{ID: nid, Workflow: src.Workflow, TaskID: src.TaskID, Status: record.StatusRunning, Step: src.Step,
 			RequesterID: src.Requester.ID, ParentID: id, ParentSeq: seq},
-		st: st,
+		State: st,
 	}
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		return e.runs.save(ctx, tx, l, "", record.EventForked, by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
+		return e.runs.Save(ctx, tx, l, "", record.EventForked, by.ID, map[string]any{"from_run": id, "from_seq": seq}, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fork run %s at %d: %w", id, seq, err)

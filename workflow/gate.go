@@ -9,6 +9,7 @@ import (
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
 // gatekeeper decides what happens to a proposal: it runs the actions'
@@ -16,7 +17,7 @@ import (
 // execute or makes the approval request it waits on. Its dependencies are
 // explicit; it holds no run between calls.
 type gatekeeper struct {
-	runs    *runs
+	runs    *runtx.Runs
 	policy  *policy.Policy
 	roles   *policy.Roles
 	dir     Directory
@@ -29,12 +30,12 @@ type gatekeeper struct {
 // propose runs the checks (read-only, in parallel, joined once) and the policy
 // over a proposal and records the outcome: failed, executing, or
 // waiting_approval with an approval request. from is "" for a new run.
-func (gk *gatekeeper) propose(ctx context.Context, l *loaded, from record.Status, actor string) error {
-	st := l.st
+func (gk *gatekeeper) propose(ctx context.Context, l *runtx.Loaded, from record.Status, actor string) error {
+	st := l.State
 	if len(st.Actions) == 0 {
-		l.run.Status, l.run.Reason = record.StatusDone, "nothing to do: the proposal has no actions"
-		return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return gk.runs.save(ctx, tx, l, from, record.EventFinished, actor, map[string]string{"reason": l.run.Reason}, nil)
+		l.Run.Status, l.Run.Reason = record.StatusDone, "nothing to do: the proposal has no actions"
+		return gk.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return gk.runs.Save(ctx, tx, l, from, record.EventFinished, actor, map[string]string{"reason": l.Run.Reason}, nil)
 		})
 	}
 	event := record.EventSubmitted
@@ -42,9 +43,9 @@ func (gk *gatekeeper) propose(ctx context.Context, l *loaded, from record.Status
 		event = record.EventProposed
 		actions, evidence, err := gk.normalise(st.Actions, st.Evidence)
 		if err != nil {
-			l.run.Status, l.run.Reason = record.StatusFailed, "invalid proposal: "+err.Error()
-			return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-				return gk.runs.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+			l.Run.Status, l.Run.Reason = record.StatusFailed, "invalid proposal: "+err.Error()
+			return gk.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+				return gk.runs.Save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.Run.Reason}, nil)
 			})
 		}
 		st.Actions, st.Evidence = actions, evidence
@@ -52,43 +53,43 @@ func (gk *gatekeeper) propose(ctx context.Context, l *loaded, from record.Status
 	st.Checks = gk.runChecks(ctx, st.Actions)
 	for _, c := range st.Checks {
 		if !c.OK {
-			l.run.Status = record.StatusFailed
-			l.run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
-			return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-				return gk.runs.save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.run.Reason}, nil)
+			l.Run.Status = record.StatusFailed
+			l.Run.Reason = fmt.Sprintf("check failed for action %d (%s): %s", c.Action+1, c.Name, c.Error)
+			return gk.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+				return gk.runs.Save(ctx, tx, l, from, record.EventFailed, actor, map[string]string{"reason": l.Run.Reason}, nil)
 			})
 		}
 	}
 	gate, err := gk.gate(ctx, st)
 	if err != nil {
-		l.run.Status, l.run.Reason = record.StatusNeedsAttention, "policy could not decide: "+err.Error()
-		return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return gk.runs.save(ctx, tx, l, from, record.EventNeedsAttention, actor, map[string]string{"reason": l.run.Reason}, nil)
+		l.Run.Status, l.Run.Reason = record.StatusNeedsAttention, "policy could not decide: "+err.Error()
+		return gk.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return gk.runs.Save(ctx, tx, l, from, record.EventNeedsAttention, actor, map[string]string{"reason": l.Run.Reason}, nil)
 		})
 	}
 	st.Gate = gate
-	l.run.Fingerprint = gate.Fingerprint
+	l.Run.Fingerprint = gate.Fingerprint
 	var req *record.ApprovalRequest
 	if gate.Approval == nil {
-		l.run.Status = record.StatusExecuting
+		l.Run.Status = record.StatusExecuting
 	} else {
-		l.run.Status = record.StatusWaitingApproval
-		l.run.Deadline = *gate.Deadline
+		l.Run.Status = record.StatusWaitingApproval
+		l.Run.Deadline = *gate.Deadline
 		req = gk.newRequest(l, gate)
 	}
-	return gk.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return gk.runs.save(ctx, tx, l, from, event, actor, map[string]any{
-			"status": l.run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
+	return gk.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		return gk.runs.Save(ctx, tx, l, from, event, actor, map[string]any{
+			"status": l.Run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
 		}, req)
 	})
 }
 
-func (gk *gatekeeper) newRequest(l *loaded, g *record.Gate) *record.ApprovalRequest {
+func (gk *gatekeeper) newRequest(l *runtx.Loaded, g *record.Gate) *record.ApprovalRequest {
 	return &record.ApprovalRequest{
-		ID: g.RequestID, RunID: l.run.ID, Fingerprint: g.Fingerprint, Rule: g.Rule,
+		ID: g.RequestID, RunID: l.Run.ID, Fingerprint: g.Fingerprint, Rule: g.Rule,
 		PolicyRevision: g.PolicyRevision, Risk: g.Risk, Role: g.Approval.Role, Count: g.Approval.Count,
-		SelfApproval: g.Approval.SelfApproval, Edit: g.Approval.Edit, RequesterID: l.st.Requester.ID,
-		Deadline: *g.Deadline, Status: record.RequestPending, CreatedAt: gk.runs.now(),
+		SelfApproval: g.Approval.SelfApproval, Edit: g.Approval.Edit, RequesterID: l.State.Requester.ID,
+		Deadline: *g.Deadline, Status: record.RequestPending, CreatedAt: gk.runs.Now(),
 	}
 }
 
@@ -105,15 +106,15 @@ func (gk *gatekeeper) gate(ctx context.Context, st *record.State) (*record.Gate,
 		g.Approval = &record.ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: record.Seconds(72 * 3600)}
 		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
 	}
-	fp, err := fingerprintOf(st, g.Risk, g.PolicyRevision)
+	fp, err := runtx.FingerprintOf(st, g.Risk, g.PolicyRevision)
 	if err != nil {
 		return nil, err
 	}
 	g.Fingerprint = fp
 	if g.Approval != nil {
-		d := gk.runs.now().Add(g.Approval.Expires.Duration())
+		d := gk.runs.Now().Add(g.Approval.Expires.Duration())
 		g.Deadline = &d
-		g.RequestID = gk.runs.newID("req_")
+		g.RequestID = gk.runs.NewID("req_")
 	}
 	return g, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
 // shownRun is how a transition's view is built: by the engine, in the
@@ -43,12 +44,13 @@ func (t *Transition) RunView(ctx context.Context) (*RunView, error) {
 	return s.view, nil
 }
 
-// tell tells every hook of t, written in tx, and queues in tx the messages
-// they return, in the order of the hooks.
-func (e *Engine) tell(ctx context.Context, tx storage.Tx, t *Transition) error {
+// tell tells every hook of the transition c, written in tx, and queues in
+// tx the messages they return, in the order of the hooks.
+func (e *Engine) tell(ctx context.Context, tx storage.Tx, c runtx.Change) error {
 	if len(e.hooks) == 0 {
 		return nil
 	}
+	t := &Transition{Run: c.Run, State: c.State, From: c.From, Event: c.Event, Request: c.Request}
 	t.shown = shownRun{e: e, tx: tx}
 	defer func() { t.shown.tx = nil }()
 	for _, h := range e.hooks {

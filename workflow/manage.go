@@ -8,13 +8,14 @@ import (
 
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
 // Reassign asks one person to decide a waiting run. The assignee must hold the
 // role the rule needs; who reassigns must hold it too (or be the requester).
 func (e *Engine) Reassign(ctx context.Context, id string, by, to record.Person) (*record.Run, error) {
 	if by.ID == "" || to.ID == "" {
-		return nil, e.runs.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "reassign needs who reassigns and to whom"))
+		return nil, e.runs.Refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "reassign needs who reassigns and to whom"))
 	}
 	byRole, byOK, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
@@ -24,8 +25,8 @@ func (e *Engine) Reassign(ctx context.Context, id string, by, to record.Person) 
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", to.ID, err)
 	}
-	return e.manage(ctx, id, by.ID, record.EventReassigned, func(l *loaded, req *record.ApprovalRequest) (any, error) {
-		if !(by.ID == l.st.Requester.ID || (byOK && e.roles.AtLeast(byRole, req.Role))) {
+	return e.manage(ctx, id, by.ID, record.EventReassigned, func(l *runtx.Loaded, req *record.ApprovalRequest) (any, error) {
+		if !(by.ID == l.State.Requester.ID || (byOK && e.roles.AtLeast(byRole, req.Role))) {
 			return nil, refused(record.CodeNoRole, id, "only the requester or someone with role %s or above may reassign", req.Role)
 		}
 		if !toOK || !e.roles.AtLeast(toRole, req.Role) {
@@ -34,7 +35,7 @@ func (e *Engine) Reassign(ctx context.Context, id string, by, to record.Person) 
 		if to.ID == req.RequesterID && !req.SelfApproval {
 			return nil, refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", to.ID, req.Rule)
 		}
-		l.st.Gate.Assignee = to.ID
+		l.State.Gate.Assignee = to.ID
 		return map[string]string{"to": to.ID}, nil
 	})
 }
@@ -45,13 +46,13 @@ func (e *Engine) Reassign(ctx context.Context, id string, by, to record.Person) 
 // longer than MaxRequestLifetime from when it was made.
 func (e *Engine) Extend(ctx context.Context, id string, by record.Person, d time.Duration) (*record.Run, error) {
 	if by.ID == "" || d <= 0 || d > e.maxLife {
-		return nil, e.runs.refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "extend needs who extends and a duration between 1s and %s", days(e.maxLife)))
+		return nil, e.runs.Refuse(ctx, by.ID, refused(record.CodeInvalidInput, id, "extend needs who extends and a duration between 1s and %s", days(e.maxLife)))
 	}
 	role, ok, err := e.dir.RoleOf(ctx, by.ID)
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", by.ID, err)
 	}
-	return e.manage(ctx, id, by.ID, record.EventExtended, func(l *loaded, req *record.ApprovalRequest) (any, error) {
+	return e.manage(ctx, id, by.ID, record.EventExtended, func(l *runtx.Loaded, req *record.ApprovalRequest) (any, error) {
 		if !ok || !e.roles.AtLeast(role, req.Role) {
 			return nil, refused(record.CodeNoRole, id, "only someone with role %s or above may extend the deadline", req.Role)
 		}
@@ -63,8 +64,8 @@ func (e *Engine) Extend(ctx context.Context, id string, by record.Person, d time
 			return nil, refused(record.CodeInvalidInput, id, "a request lives at most %s: the deadline cannot pass %s (it is %s)",
 				days(e.maxLife), limit.UTC().Format(time.RFC3339), req.Deadline.UTC().Format(time.RFC3339))
 		}
-		req.Deadline, l.run.Deadline = deadline, deadline
-		l.st.Gate.Deadline = &deadline
+		req.Deadline, l.Run.Deadline = deadline, deadline
+		l.State.Gate.Deadline = &deadline
 		return map[string]string{"deadline": deadline.Format(time.RFC3339), "by": d.String()}, nil
 	})
 }
@@ -79,20 +80,20 @@ func days(d time.Duration) string {
 
 // manage applies a change to the pending request of a waiting run, in one
 // transaction with its checkpoint and audit event.
-func (e *Engine) manage(ctx context.Context, id, actor string, event record.Event, change func(*loaded, *record.ApprovalRequest) (any, error)) (*record.Run, error) {
+func (e *Engine) manage(ctx context.Context, id, actor string, event record.Event, change func(*runtx.Loaded, *record.ApprovalRequest) (any, error)) (*record.Run, error) {
 	var run *record.Run
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.runs.load(ctx, tx, id)
+		l, err := e.runs.Load(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if l.run.Status != record.StatusWaitingApproval || l.st.Gate == nil || l.st.Gate.RequestID == "" {
-			return refused(record.CodeNotWaiting, id, "the run is %s and waits for no approval", l.run.Status)
+		if l.Run.Status != record.StatusWaitingApproval || l.State.Gate == nil || l.State.Gate.RequestID == "" {
+			return refused(record.CodeNotWaiting, id, "the run is %s and waits for no approval", l.Run.Status)
 		}
-		if !e.now().Before(l.run.Deadline) {
-			return refused(record.CodeExpired, id, "the deadline passed at %s", l.run.Deadline.Format(time.RFC3339))
+		if !e.now().Before(l.Run.Deadline) {
+			return refused(record.CodeExpired, id, "the deadline passed at %s", l.Run.Deadline.Format(time.RFC3339))
 		}
-		req, err := tx.Request(ctx, l.st.Gate.RequestID)
+		req, err := tx.Request(ctx, l.State.Gate.RequestID)
 		if err != nil {
 			return fmt.Errorf("load approval request of run %s: %w", id, err)
 		}
@@ -103,10 +104,10 @@ func (e *Engine) manage(ctx context.Context, id, actor string, event record.Even
 		if err := tx.UpdateRequest(ctx, req); err != nil {
 			return fmt.Errorf("update approval request %s: %w", req.ID, err)
 		}
-		if err := e.runs.save(ctx, tx, l, l.run.Status, event, actor, detail, req); err != nil {
+		if err := e.runs.Save(ctx, tx, l, l.Run.Status, event, actor, detail, req); err != nil {
 			return err
 		}
-		run = l.run
+		run = l.Run
 		return nil
 	})
 	if record.IsRefused(err, record.CodeExpired) {

@@ -106,14 +106,14 @@ func (o *Outbox) Unposted(ctx context.Context, runIDs []string) ([]*record.Appro
 func (o *Outbox) QueuePost(ctx context.Context, req *record.ApprovalRequest, m *record.OutboxMessage, isPost func(*record.OutboxMessage) bool) (bool, error) {
 	e := o.e
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.runs.loadWith(ctx, tx, req.RunID, storage.RunParts{Requests: true, Messages: true})
+		l, err := e.runs.LoadWith(ctx, tx, req.RunID, storage.RunParts{Requests: true, Messages: true})
 		if err != nil {
 			return err
 		}
-		if err := e.in.CheckRun(ctx, tx, req.RunID, nil, l.more.Requests, nil, nil); err != nil {
+		if err := e.in.CheckRun(ctx, tx, req.RunID, nil, l.More.Requests, nil, nil); err != nil {
 			return err
 		}
-		if l.run.Status != record.StatusWaitingApproval || !pendingAmong(l.more.Requests, req.ID) || postedRequests(l.more.Messages)[req.ID] {
+		if l.Run.Status != record.StatusWaitingApproval || !pendingAmong(l.More.Requests, req.ID) || postedRequests(l.More.Messages)[req.ID] {
 			return errPostSettled
 		}
 		rows, err := tx.ListOutbox(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{m.Kind}, RunID: req.RunID})
@@ -132,7 +132,7 @@ func (o *Outbox) QueuePost(ctx context.Context, req *record.ApprovalRequest, m *
 	case errors.Is(err, errPostSettled) || record.IsRefused(err, record.CodeUnknownRun):
 		return false, nil
 	case errors.As(err, &ie):
-		if aerr := e.runs.attention(ctx, req.RunID, ie.Error()); aerr != nil {
+		if aerr := e.runs.Attention(ctx, req.RunID, ie.Error()); aerr != nil {
 			return false, errors.Join(err, aerr)
 		}
 		return false, err

@@ -144,7 +144,7 @@ func (r *PruneReport) add(p *PruneReport) {
 
 // pruneRun prunes one run in tx (in a dry run, counts what it would do).
 func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt PruneOptions, rep *PruneReport) error {
-	l, err := e.runs.load(ctx, tx, id)
+	l, err := e.runs.Load(ctx, tx, id)
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
 		rep.Skipped = append(rep.Skipped, ie)
@@ -156,13 +156,13 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 	}
 	// Read again in this transaction: the run may have moved since it was
 	// listed. The status that counts is the sealed checkpoint's too.
-	if !l.run.PrunedAt.IsZero() || !l.run.Status.Terminal() || !l.st.Status.Terminal() || !l.run.UpdatedAt.Before(opt.Before) {
+	if !l.Run.PrunedAt.IsZero() || !l.Run.Status.Terminal() || !l.State.Status.Terminal() || !l.Run.UpdatedAt.Before(opt.Before) {
 		return nil
 	}
 	now := e.now()
-	rec := &record.PruneRecord{At: now, ThroughSeq: l.run.Seq, Evidence: len(l.st.Evidence), Messages: len(l.st.Messages)}
+	rec := &record.PruneRecord{At: now, ThroughSeq: l.Run.Seq, Evidence: len(l.State.Evidence), Messages: len(l.State.Messages)}
 	states := 0
-	for _, c := range l.chain {
+	for _, c := range l.Chain {
 		if c.PrunedAt.IsZero() {
 			states++
 			rec.StateBytes += int64(len(c.State))
@@ -183,7 +183,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 			outboxBytes += int64(len(m.Payload))
 		}
 	}
-	summary := *l.st
+	summary := *l.State
 	summary.Evidence, summary.Messages, summary.Pruned = nil, nil, rec
 	// A whole state, written by this build: the checkpoints before it, its
 	// base among them, lose theirs.
@@ -206,12 +206,12 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 		return nil
 	}
 
-	cp := &record.Checkpoint{RunID: id, Seq: l.run.Seq + 1, SchemaVersion: record.SchemaVersion, State: b, PrevHash: l.lastHash, CreatedAt: now}
+	cp := &record.Checkpoint{RunID: id, Seq: l.Run.Seq + 1, SchemaVersion: record.SchemaVersion, State: b, PrevHash: l.LastHash, CreatedAt: now}
 	cp.Hash = record.CheckpointHash(cp)
 	// UpdatedAt stays when the run ended: listings and the next prune's
 	// cutoff read it so.
-	l.run.Seq, l.run.PrunedAt = cp.Seq, now
-	if err := tx.UpdateRun(ctx, l.run); err != nil {
+	l.Run.Seq, l.Run.PrunedAt = cp.Seq, now
+	if err := tx.UpdateRun(ctx, l.Run); err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
 	}
 	if err := tx.AppendCheckpoint(ctx, cp); err != nil {
@@ -223,7 +223,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 	if _, err := tx.DeleteDeliveredOutbox(ctx, id); err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
 	}
-	return e.runs.auditCheckpoint(ctx, tx, cp, "signoff", record.EventPruned, map[string]any{
+	return e.runs.AuditCheckpoint(ctx, tx, cp, "signoff", record.EventPruned, map[string]any{
 		"through_seq": rec.ThroughSeq, "states": states, "state_bytes": rec.StateBytes, "outbox": rec.Outbox,
 	})
 }

@@ -12,13 +12,15 @@ import (
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/execute"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
 // resolver carries out what a person found out about a run that needs
 // attention: the receipt they give, a retry under the same key, or the run
 // abandoned. Who may resolve is its rule too.
 type resolver struct {
-	runs        *runs
+	runs        *runtx.Runs
 	roles       *policy.Roles
 	resolveRole string
 }
@@ -51,7 +53,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 	receipt, err := checkResolveInput(&in)
 	var r *record.RefusedError
 	if errors.As(err, &r) {
-		return nil, e.runs.refuse(ctx, in.By.ID, r)
+		return nil, e.runs.Refuse(ctx, in.By.ID, r)
 	}
 	if err != nil {
 		return nil, err
@@ -61,14 +63,14 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 		return nil, fmt.Errorf("resolve role of %s: %w", in.By.ID, err)
 	}
 	if need := e.resolutions.resolverRole(); !ok || !e.roles.AtLeast(role, need) {
-		return nil, e.runs.refuse(ctx, in.By.ID, refused(record.CodeNoRole, in.RunID, "only someone with role %s or above may resolve a run that needs attention", need))
+		return nil, e.runs.Refuse(ctx, in.By.ID, refused(record.CodeNoRole, in.RunID, "only someone with role %s or above may resolve a run that needs attention", need))
 	}
 	var run *record.Run
 	err = e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.runs.loadWith(ctx, tx, in.RunID, storage.RunParts{Operations: true, Requests: true, Decisions: true})
+		l, err := e.runs.LoadWith(ctx, tx, in.RunID, storage.RunParts{Operations: true, Requests: true, Decisions: true})
 		if err == nil {
 			// What a resolution marks done or sends again must be as sealed.
-			err = e.in.CheckRun(ctx, tx, in.RunID, nil, l.more.Requests, l.more.Decisions, l.more.Operations)
+			err = e.in.CheckRun(ctx, tx, in.RunID, nil, l.More.Requests, l.More.Decisions, l.More.Operations)
 		}
 		var ie *IntegrityError
 		if errors.As(err, &ie) {
@@ -78,10 +80,10 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 		if err != nil {
 			return err
 		}
-		if l.run.Status != record.StatusNeedsAttention {
-			return refused(record.CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", l.run.Status)
+		if l.Run.Status != record.StatusNeedsAttention {
+			return refused(record.CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", l.Run.Status)
 		}
-		op := inQuestion(l.more.Operations)
+		op := inQuestion(l.More.Operations)
 		detail, err := e.resolutions.applyResolution(l, op, in, receipt)
 		if err != nil {
 			return err
@@ -91,10 +93,10 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 				return fmt.Errorf("record the resolution of %s: %w", op.Key, err)
 			}
 		}
-		if err := e.runs.save(ctx, tx, l, record.StatusNeedsAttention, record.EventResolved, in.By.ID, detail, nil); err != nil {
+		if err := e.runs.Save(ctx, tx, l, record.StatusNeedsAttention, record.EventResolved, in.By.ID, detail, nil); err != nil {
 			return err
 		}
-		run = l.run
+		run = l.Run
 		return nil
 	})
 	if err != nil {
@@ -177,42 +179,42 @@ func inQuestion(ops []*record.Operation) *record.Operation {
 
 // applyResolution changes l and op as in.Choice says and returns the audit
 // detail.
-func (rv *resolver) applyResolution(l *loaded, op *record.Operation, in ResolveInput, receipt []byte) (map[string]string, error) {
+func (rv *resolver) applyResolution(l *runtx.Loaded, op *record.Operation, in ResolveInput, receipt []byte) (map[string]string, error) {
 	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via}
 	by := in.By.ID
-	now := rv.runs.now()
+	now := rv.runs.Now()
 	rec := record.ResolutionRecord{By: by, Choice: in.Choice, Reason: in.Reason, Via: in.Via, At: now}
 	if op != nil {
 		detail["key"], rec.Key = op.Key, op.Key
 		op.UpdatedAt = now
 	}
-	l.st.Resolutions = append(l.st.Resolutions, rec)
+	l.State.Resolutions = append(l.State.Resolutions, rec)
 	switch in.Choice {
 	case record.ResolveHappened:
 		if op == nil {
-			return nil, refused(record.CodeInvalidInput, in.RunID, "no action's outcome is in question (%s): it did not get as far as a call, so only --did-not-happen applies", l.run.Reason)
+			return nil, refused(record.CodeInvalidInput, in.RunID, "no action's outcome is in question (%s): it did not get as far as a call, so only --did-not-happen applies", l.Run.Reason)
 		}
 		op.Status, op.Receipt, op.Error = record.OpCommitted, receipt, ""
-		setOpRecord(l.st, op)
-		l.run.Status, l.run.Reason = record.StatusExecuting, ""
-		if allCommitted(l.st) {
-			l.run.Status = record.StatusDone
+		execute.SetOpRecord(l.State, op)
+		l.Run.Status, l.Run.Reason = record.StatusExecuting, ""
+		if execute.AllCommitted(l.State) {
+			l.Run.Status = record.StatusDone
 		}
 	case record.ResolveRetry:
-		l.run.Status, l.run.Reason = rv.retryStatus(l, op), ""
+		l.Run.Status, l.Run.Reason = rv.retryStatus(l, op), ""
 		if op != nil {
 			// A person proved it did not happen: it is sent again at
 			// once, under its own key, with a fresh budget of attempts.
 			op.Status, op.Attempts, op.Error = record.OpPending, 0, ""
-			setOpRecord(l.st, op)
+			execute.SetOpRecord(l.State, op)
 		}
-		l.st.StepFailures = 0
+		l.State.StepFailures = 0
 	case record.ResolveAbandon:
 		if op != nil {
 			op.Status, op.Error = record.OpFailed, fmt.Sprintf("did not happen, as %s found: %s", by, in.Reason)
-			setOpRecord(l.st, op)
+			execute.SetOpRecord(l.State, op)
 		}
-		l.run.Status, l.run.Reason = record.StatusFailed, fmt.Sprintf("abandoned by %s: %s", by, in.Reason)
+		l.Run.Status, l.Run.Reason = record.StatusFailed, fmt.Sprintf("abandoned by %s: %s", by, in.Reason)
 	}
 	return detail, nil
 }
@@ -221,12 +223,12 @@ func (rv *resolver) applyResolution(l *loaded, op *record.Operation, in ResolveI
 // an action is in question, else where it stood when it was handed to a
 // person (a run stopped without a checkpoint of its own keeps its state's
 // status), else its steps.
-func (rv *resolver) retryStatus(l *loaded, op *record.Operation) record.Status {
+func (rv *resolver) retryStatus(l *runtx.Loaded, op *record.Operation) record.Status {
 	switch {
 	case op != nil:
 		return record.StatusExecuting
-	case l.st.Status != record.StatusNeedsAttention && l.st.Status != "":
-		return l.st.Status
+	case l.State.Status != record.StatusNeedsAttention && l.State.Status != "":
+		return l.State.Status
 	}
 	return record.StatusRunning
 }
@@ -249,7 +251,7 @@ func (rv *resolver) abandonDamaged(ctx context.Context, tx storage.Tx, in Resolv
 	run.Status, run.Reason = record.StatusFailed, fmt.Sprintf("abandoned by %s: %s (its stored records are damaged: %s)", in.By.ID, in.Reason, ie.Problem)
 	run.LeaseOwner, run.LeaseUntil = "", time.Time{}
 	detail := map[string]string{"choice": string(in.Choice), "reason": in.Reason, "via": in.Via, "damage": ie.Problem}
-	if err := rv.runs.writeRow(ctx, tx, run, from, record.EventResolved, in.By.ID, detail); err != nil {
+	if err := rv.runs.WriteRow(ctx, tx, run, from, record.EventResolved, in.By.ID, detail); err != nil {
 		return nil, err
 	}
 	return run, nil

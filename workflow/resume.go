@@ -10,6 +10,8 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
+	"github.com/signoff-dev/signoff/workflow/internal/execute"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
 // workStatuses are the statuses of the runs a worker executes.
@@ -137,13 +139,13 @@ func (e *Engine) Start(ctx context.Context, workflow, taskID string, requester r
 	if err := e.checkRequester(ctx, requester.ID); err != nil {
 		return nil, err
 	}
-	id := e.runs.newID("run_")
-	l := &loaded{
-		run: &record.Run{ID: id, Workflow: workflow, TaskID: taskID, Status: record.StatusRunning, RequesterID: requester.ID},
-		st:  &record.State{SchemaVersion: record.SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
+	id := e.runs.NewID("run_")
+	l := &runtx.Loaded{
+		Run:   &record.Run{ID: id, Workflow: workflow, TaskID: taskID, Status: record.StatusRunning, RequesterID: requester.ID},
+		State: &record.State{SchemaVersion: record.SchemaVersion, RunID: id, Workflow: workflow, TaskID: taskID, Requester: requester},
 	}
 	err := e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-		return e.runs.save(ctx, tx, l, "", record.EventStarted, requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
+		return e.runs.Save(ctx, tx, l, "", record.EventStarted, requester.ID, map[string]string{"workflow": workflow, "task_id": taskID}, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start run: %w", err)
@@ -202,13 +204,13 @@ func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*recor
 }
 
 // resumption is one call of resume: the run it drives, who drives it, the
-// run as last read (held, see loadHeld) and whether the target was asked
-// again (once per resume).
+// run as last read (held, see runtx.Runs.LoadHeld) and whether the target
+// was asked again (once per resume).
 type resumption struct {
 	e     *Engine
 	id    string
 	mode  resumeMode
-	held  *loaded
+	held  *runtx.Loaded
 	asked bool
 }
 
@@ -216,41 +218,41 @@ type resumption struct {
 // whether there may be more to do.
 func (r *resumption) next(ctx context.Context) (_ *record.Run, again bool, err error) {
 	e := r.e
-	l, err := e.runs.reload(ctx, r.id, r.held)
+	l, err := e.runs.Reload(ctx, r.id, r.held)
 	if err != nil {
 		if record.IsRefused(err) {
 			return nil, false, err
 		}
 		var ie *IntegrityError
 		if errors.As(err, &ie) {
-			run, err := e.runs.getRun(ctx, r.id)
+			run, err := e.runs.GetRun(ctx, r.id)
 			return run, false, err
 		}
 		return nil, false, err
 	}
 	r.held = l
-	switch l.run.Status {
+	switch l.Run.Status {
 	case record.StatusRunning:
 		return r.running(ctx, l)
 	case record.StatusWaitingApproval:
-		if !l.run.Deadline.IsZero() && !e.now().Before(l.run.Deadline) {
+		if !l.Run.Deadline.IsZero() && !e.now().Before(l.Run.Deadline) {
 			if err := e.decisions.expire(ctx, r.id, "signoff"); err != nil && !errors.Is(err, storage.ErrConflict) {
 				return nil, false, err
 			}
 			return nil, true, nil
 		}
-		return l.run, false, nil
+		return l.Run, false, nil
 	case record.StatusExecuting:
 		return r.executing(ctx, l)
 	case record.StatusNeedsAttention:
 		return r.needsAttention(ctx, l)
 	}
-	return l.run, false, nil
+	return l.Run, false, nil
 }
 
 // running takes a running run's next step, or gates its proposal.
-func (r *resumption) running(ctx context.Context, l *loaded) (*record.Run, bool, error) {
-	if l.st.Proposed {
+func (r *resumption) running(ctx context.Context, l *runtx.Loaded) (*record.Run, bool, error) {
+	if l.State.Proposed {
 		if err := r.e.gates.propose(ctx, l, record.StatusRunning, "signoff"); err != nil {
 			return nil, false, err
 		}
@@ -267,42 +269,42 @@ func (r *resumption) running(ctx context.Context, l *loaded) (*record.Run, bool,
 // while it waited out a backoff finds it here after another claimed the
 // run), which only an operator overrides, or another goroutine of this
 // engine (they share one lease owner), which nobody does.
-func (r *resumption) executing(ctx context.Context, l *loaded) (*record.Run, bool, error) {
+func (r *resumption) executing(ctx context.Context, l *runtx.Loaded) (*record.Run, bool, error) {
 	e := r.e
 	now, wait := e.now(), lookEvery
-	if at := ParkedUntil(l.run, now); !at.IsZero() {
+	if at := ParkedUntil(l.Run, now); !at.IsZero() {
 		// The run waits for its target, and no worker holds it
 		// meanwhile. Only an operator's own command waits here; a
 		// worker, a follower or a submit leaves it to the worker
 		// that claims it when it is due.
 		if r.mode != asOperator {
-			return l.run, false, nil
+			return l.Run, false, nil
 		}
 		if err := e.clock.Sleep(ctx, at.Sub(now)); err != nil {
 			return nil, false, err
 		}
 		return nil, true, nil
 	}
-	lease := l.run.LeaseOwner != "" && l.run.LeaseOwner != e.owner && now.Before(l.run.LeaseUntil)
+	lease := l.Run.LeaseOwner != "" && l.Run.LeaseOwner != e.owner && now.Before(l.Run.LeaseUntil)
 	if !lease || r.mode == asOperator {
 		ran, err := e.executeAlone(ctx, l)
 		if err != nil {
 			return nil, false, err
 		}
-		if ran && l.committed && l.run.Status.Terminal() {
+		if ran && l.Committed() && l.Run.Status.Terminal() {
 			// The write that ended the run committed, so l is the
 			// run as stored and nothing is left to run: reading it
 			// back would only say so again.
-			return l.run, false, nil
+			return l.Run, false, nil
 		}
 		if ran {
 			return nil, true, nil
 		}
 	} else {
-		wait = min(wait, l.run.LeaseUntil.Sub(now))
+		wait = min(wait, l.Run.LeaseUntil.Sub(now))
 	}
 	if r.mode != asFollower {
-		return l.run, false, nil // left to whoever executes it
+		return l.Run, false, nil // left to whoever executes it
 	}
 	if err := e.clock.Sleep(ctx, wait); err != nil {
 		return nil, false, err
@@ -312,16 +314,16 @@ func (r *resumption) executing(ctx context.Context, l *loaded) (*record.Run, boo
 
 // needsAttention: an operator's resume asks the target again about an
 // outcome that could not be proven (once): it may know by now.
-func (r *resumption) needsAttention(ctx context.Context, l *loaded) (*record.Run, bool, error) {
+func (r *resumption) needsAttention(ctx context.Context, l *runtx.Loaded) (*record.Run, bool, error) {
 	if r.mode != asOperator || r.asked {
-		return l.run, false, nil
+		return l.Run, false, nil
 	}
 	r.asked = true
 	moved, err := r.e.recheck(ctx, l)
 	if err != nil {
 		return nil, false, err
 	}
-	return l.run, moved, nil
+	return l.Run, moved, nil
 }
 
 // recheck asks the target once more whether the operation whose outcome
@@ -330,15 +332,15 @@ func (r *resumption) needsAttention(ctx context.Context, l *loaded) (*record.Run
 // receipt, or, when it did not happen, executing to send it again under
 // its key. If it still cannot say, nothing changes. moved says whether the
 // run did.
-func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error) {
-	id := l.run.ID
-	if l.st.Status != record.StatusNeedsAttention {
+func (e *Engine) recheck(ctx context.Context, l *runtx.Loaded) (moved bool, err error) {
+	id := l.Run.ID
+	if l.State.Status != record.StatusNeedsAttention {
 		return false, nil // stopped without a checkpoint: not over an outcome
 	}
-	ops, err := e.exec.operations(ctx, id)
+	ops, err := e.exec.Operations(ctx, id)
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
-		return false, e.runs.attention(ctx, id, ie.Error()+"; nothing was asked")
+		return false, e.runs.Attention(ctx, id, ie.Error()+"; nothing was asked")
 	}
 	if err != nil {
 		return false, fmt.Errorf("load operations of run %s: %w", id, err)
@@ -351,14 +353,14 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 	if !ok {
 		return false, nil
 	}
-	rc, found, err := e.exec.lookup(ctx, spec.Executor, op.Key)
+	rc, found, err := e.exec.Lookup(ctx, spec.Executor, op.Key)
 	if err != nil {
 		e.log.Info("the outcome still cannot be proven", "run_id", id, "key", op.Key, "error", err)
 		return false, nil
 	}
 	detail := map[string]string{"key": op.Key, "owner": e.owner}
 	op.UpdatedAt = e.now()
-	l.run.Status, l.run.Reason = record.StatusExecuting, ""
+	l.Run.Status, l.Run.Reason = record.StatusExecuting, ""
 	if found {
 		body, err := json.Marshal(rc)
 		if err != nil {
@@ -372,15 +374,15 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 		op.Status = record.OpPending
 		detail["outcome"] = "did not happen"
 	}
-	setOpRecord(l.st, op)
-	if allCommitted(l.st) {
-		l.run.Status = record.StatusDone
+	execute.SetOpRecord(l.State, op)
+	if execute.AllCommitted(l.State) {
+		l.Run.Status = record.StatusDone
 	}
-	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err = e.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record what the target now says of %s: %w", op.Key, err)
 		}
-		return e.runs.save(ctx, tx, l, record.StatusNeedsAttention, record.EventReconciled, "signoff", detail, nil)
+		return e.runs.Save(ctx, tx, l, record.StatusNeedsAttention, record.EventReconciled, "signoff", detail, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		return true, nil // another moved it on; the caller reloads
@@ -394,61 +396,61 @@ func (e *Engine) recheck(ctx context.Context, l *loaded) (moved bool, err error)
 }
 
 // step runs one agent step and checkpoints it.
-func (e *Engine) step(ctx context.Context, l *loaded) error {
-	agent, ok := e.agents[l.run.Workflow]
+func (e *Engine) step(ctx context.Context, l *runtx.Loaded) error {
+	agent, ok := e.agents[l.Run.Workflow]
 	if !ok {
-		return e.runs.attention(ctx, l.run.ID, fmt.Sprintf("unknown workflow %q: this build cannot continue it", l.run.Workflow))
+		return e.runs.Attention(ctx, l.Run.ID, fmt.Sprintf("unknown workflow %q: this build cannot continue it", l.Run.Workflow))
 	}
-	before, err := chain.Encode(l.st)
+	before, err := chain.Encode(l.State)
 	if err != nil {
 		return err
 	}
-	done, err := agent.Step(ctx, l.st)
+	done, err := agent.Step(ctx, l.State)
 	if err != nil {
 		// A failed step leaves nothing behind: whatever it wrote into the state is
 		// dropped, so that a retry starts from the same checkpoint.
 		st, derr := chain.Decode(before)
 		if derr != nil {
-			return fmt.Errorf("restore state of run %s: %w", l.run.ID, derr)
+			return fmt.Errorf("restore state of run %s: %w", l.Run.ID, derr)
 		}
-		l.st = st
+		l.State = st
 	}
 	if err != nil && isCtxErr(err) {
-		return fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err) // stopping, not failing
+		return fmt.Errorf("run %s step %d: %w", l.Run.ID, l.Run.Step+1, err) // stopping, not failing
 	}
 	if err != nil && Classify(err) != ClassPermanent {
 		// A step has no side effects, so a later resume runs it again; the count
 		// of failures in a row is kept so that a step that never succeeds ends up
 		// with a person instead of being retried for ever.
-		l.st.StepFailures++
-		failures := l.st.StepFailures
+		l.State.StepFailures++
+		failures := l.State.StepFailures
 		if failures < maxStepFailures {
-			serr := e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-				return e.runs.save(ctx, tx, l, record.StatusRunning, record.EventStepFailed, "signoff", map[string]any{"step": l.run.Step + 1, "failures": failures, "error": err.Error()}, nil)
+			serr := e.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+				return e.runs.Save(ctx, tx, l, record.StatusRunning, record.EventStepFailed, "signoff", map[string]any{"step": l.Run.Step + 1, "failures": failures, "error": err.Error()}, nil)
 			})
-			return errors.Join(fmt.Errorf("run %s step %d: %w", l.run.ID, l.run.Step+1, err), serr)
+			return errors.Join(fmt.Errorf("run %s step %d: %w", l.Run.ID, l.Run.Step+1, err), serr)
 		}
-		l.run.Status, l.run.Reason = record.StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.run.Step+1, failures, err)
-		return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return e.runs.save(ctx, tx, l, record.StatusRunning, record.EventNeedsAttention, "signoff", map[string]string{"reason": l.run.Reason}, nil)
+		l.Run.Status, l.Run.Reason = record.StatusNeedsAttention, fmt.Sprintf("step %d failed %d times in a row: %v", l.Run.Step+1, failures, err)
+		return e.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return e.runs.Save(ctx, tx, l, record.StatusRunning, record.EventNeedsAttention, "signoff", map[string]string{"reason": l.Run.Reason}, nil)
 		})
 	}
 	if err != nil {
-		l.run.Status, l.run.Reason = record.StatusFailed, fmt.Sprintf("step %d failed: %v", l.run.Step+1, err)
-		return e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-			return e.runs.save(ctx, tx, l, record.StatusRunning, record.EventFailed, "signoff", map[string]string{"reason": l.run.Reason}, nil)
+		l.Run.Status, l.Run.Reason = record.StatusFailed, fmt.Sprintf("step %d failed: %v", l.Run.Step+1, err)
+		return e.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			return e.runs.Save(ctx, tx, l, record.StatusRunning, record.EventFailed, "signoff", map[string]string{"reason": l.Run.Reason}, nil)
 		})
 	}
-	l.st.StepFailures = 0
-	l.run.Step++
-	l.st.Proposed = done
-	err = e.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return e.runs.save(ctx, tx, l, record.StatusRunning, record.EventStep, "signoff", map[string]any{"step": l.run.Step, "model_calls": l.st.ModelCalls}, nil)
+	l.State.StepFailures = 0
+	l.Run.Step++
+	l.State.Proposed = done
+	err = e.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		return e.runs.Save(ctx, tx, l, record.StatusRunning, record.EventStep, "signoff", map[string]any{"step": l.Run.Step, "model_calls": l.State.ModelCalls}, nil)
 	})
 	if err != nil {
-		return fmt.Errorf("checkpoint step %d of run %s: %w", l.run.Step, l.run.ID, err)
+		return fmt.Errorf("checkpoint step %d of run %s: %w", l.Run.Step, l.Run.ID, err)
 	}
-	e.fail(fmt.Sprintf("after-step-%d", l.run.Step))
+	e.fail(fmt.Sprintf("after-step-%d", l.Run.Step))
 	return nil
 }
 
@@ -460,10 +462,10 @@ const maxStepFailures = 5
 // executing the same run: goroutines of one process share one lease owner,
 // so the lease cannot keep two of them from calling at once. ran says
 // whether it executed.
-func (e *Engine) executeAlone(ctx context.Context, l *loaded) (ran bool, err error) {
-	if _, busy := e.executing.LoadOrStore(l.run.ID, struct{}{}); busy {
+func (e *Engine) executeAlone(ctx context.Context, l *runtx.Loaded) (ran bool, err error) {
+	if _, busy := e.executing.LoadOrStore(l.Run.ID, struct{}{}); busy {
 		return false, nil
 	}
-	defer e.executing.Delete(l.run.ID)
-	return true, e.exec.executeNext(ctx, l)
+	defer e.executing.Delete(l.Run.ID)
+	return true, e.exec.ExecuteNext(ctx, l)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
 // Proposal is what an agent or automation submits.
@@ -114,14 +115,14 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *record.Run
 			return run, err == nil, err
 		}
 	}
-	id := e.runs.newID("run_")
+	id := e.runs.NewID("run_")
 	st := &record.State{
 		SchemaVersion: record.SchemaVersion, RunID: id, Workflow: "proposal", TaskID: p.TaskID,
 		Requester: p.Requester, Summary: p.Summary, Actions: actions, Evidence: evidence, Proposed: true,
 		CallbackURL: callbackURL,
 	}
-	l := &loaded{run: &record.Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
-		CallbackURL: callbackURL}, st: st}
+	l := &runtx.Loaded{Run: &record.Run{ID: id, Workflow: "proposal", TaskID: p.TaskID, RequesterID: p.Requester.ID, IdempotencyKey: p.IdempotencyKey,
+		CallbackURL: callbackURL}, State: st}
 	if err := e.gates.propose(ctx, l, "", p.Requester.ID); err != nil {
 		if errors.Is(err, storage.ErrDuplicate) && p.IdempotencyKey != "" {
 			// Another submit with this key committed first.
@@ -131,14 +132,14 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *record.Run
 		}
 		return nil, false, err
 	}
-	e.log.Info("run submitted", "run_id", id, "status", string(l.run.Status), "actions", len(actions))
-	if l.run.Status == record.StatusExecuting {
+	e.log.Info("run submitted", "run_id", id, "status", string(l.Run.Status), "actions", len(actions))
+	if l.Run.Status == record.StatusExecuting {
 		// As a follower: a target that asks for time parks the run for the
 		// workers instead of holding the submitter (an HTTP request) here.
 		run, err := e.resume(ctx, id, asFollower)
 		return run, false, err
 	}
-	return l.run, false, nil
+	return l.Run, false, nil
 }
 
 // checkProposal refuses, before anything is written, a proposal Submit cannot

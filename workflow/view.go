@@ -10,6 +10,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
+	"github.com/signoff-dev/signoff/workflow/internal/execute"
 )
 
 // RunView is a run as people and scripts read it (`show --json`).
@@ -106,16 +107,16 @@ func (e *Engine) Get(ctx context.Context, id string) (*RunView, error) {
 // ViewIn is Get in a transaction the caller holds: the view of a transition
 // shows the run as the transition leaves it, before that commits.
 func (e *Engine) ViewIn(ctx context.Context, tx storage.Tx, id string) (*RunView, error) {
-	l, err := e.runs.load(ctx, tx, id)
+	l, err := e.runs.Load(ctx, tx, id)
 	var ie *IntegrityError
 	var v *RunView
 	if errors.As(err, &ie) {
-		v = viewOf(l.run, nil)
+		v = viewOf(l.Run, nil)
 		v.Problem = ie.Error()
 	} else if err != nil {
 		return nil, err
 	} else {
-		v = viewOf(l.run, l.st)
+		v = viewOf(l.Run, l.State)
 	}
 	return e.viewRest(ctx, tx, v)
 }
@@ -185,7 +186,7 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 		t := r.Deadline
 		v.Deadline = &t
 	}
-	if t := retryAt(r); !t.IsZero() {
+	if t := execute.RetryAt(r); !t.IsZero() {
 		v.RetryAt = &t
 	}
 	if st != nil {

@@ -1,4 +1,10 @@
-package workflow
+// Package execute carries out the approved operations of a run, as River's
+// job executor does a job, and holds the executor contract the engine
+// calls targets through (Executor, Call, the classes of error). It is a
+// package of its own so that what may reach a target is decided in one
+// place, over the run transaction (runtx), with nothing else of the engine
+// in reach.
+package execute
 
 import (
 	"context"
@@ -7,22 +13,23 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 	"github.com/signoff-dev/signoff/workflow/internal/seal"
+	"github.com/signoff-dev/signoff/workflow/internal/verify"
 )
 
-// execution carries out an approved run's operations, as River's job
+// Runner carries out an approved run's operations, as River's job
 // executor does a job: intent before effect, the call under its idempotency
 // key, the lookup that reconciles an unknown outcome, the receipt after the
 // effect, and parking a run whose target asks to wait. Its dependencies are
 // explicit; it holds no run between calls.
-type execution struct {
-	runs      *runs
+type Runner struct {
+	runs      *runtx.Runs
 	store     storage.Store
 	in        *seal.Sealer
 	actions   map[string]*ActionSpec
@@ -32,47 +39,65 @@ type execution struct {
 	backoff   func(int) time.Duration
 	owner     string
 	ttl       time.Duration
-	published func() (Anchor, bool)
+	published func() (verify.Anchor, bool)
+	hide      func(actions []record.Action, text string) string
 }
 
-// OperationKey is the idempotency key of a run's action: stable across crashes and
-// resumes, so a retry can never become a second effect.
-func OperationKey(runID string, index int) string {
-	return fmt.Sprintf("%s/%d", runID, index+1)
+// Config is what a Runner is built from.
+type Config struct {
+	Runs    *runtx.Runs
+	Store   storage.Store // sealed and notifying
+	Sealer  *seal.Sealer
+	Actions map[string]*ActionSpec
+	Logger  *slog.Logger
+	// Failpoint is called at each write boundary with its name.
+	Failpoint func(string)
+	// Attempts bounds the attempts at a call that fails transiently, and
+	// Backoff is the wait before retry n (1-based).
+	Attempts int
+	Backoff  func(n int) time.Duration
+	// Owner names the engine in leases; a call ends within half of TTL.
+	Owner string
+	TTL   time.Duration
+	// Published, when set, says the newest audit anchor published outside
+	// the store (see checkPublished).
+	Published func() (verify.Anchor, bool)
+	// Hide is text (a target's error, for the log) with what the actions'
+	// redacted fields hold hidden.
+	Hide func(actions []record.Action, text string) string
 }
 
-// CallFor is the Call of a plain Execute(key, a): the run id is the key's
-// prefix (see OperationKey), and nothing else is known.
-func CallFor(key string, a record.Action) Call {
-	run, _, _ := strings.Cut(key, "/")
-	return Call{Key: key, RunID: run, Action: a}
+// New builds a Runner over c.
+func New(c Config) *Runner {
+	return &Runner{runs: c.Runs, store: c.Store, in: c.Sealer, actions: c.Actions, log: c.Logger, fail: c.Failpoint,
+		execN: c.Attempts, backoff: c.Backoff, owner: c.Owner, ttl: c.TTL, published: c.Published, hide: c.Hide}
 }
 
-// executeNext advances an executing run by one write boundary; the caller loads
+// ExecuteNext advances an executing run by one write boundary; the caller loads
 // the run again to see where it stands.
-func (x *execution) executeNext(ctx context.Context, l *loaded) error {
-	id := l.run.ID
+func (x *Runner) ExecuteNext(ctx context.Context, l *runtx.Loaded) error {
+	id := l.Run.ID
 	// Why the run was parked (see park) is over: the next write says what
 	// became of it.
-	l.run.Reason = ""
+	l.Run.Reason = ""
 	// Re-hash the stored arguments and compare them with the approved fingerprint
 	// right before any call: what runs is exactly what was approved.
-	if l.st.Gate == nil {
-		return x.runs.attention(ctx, id, "the run is executing without a policy decision")
+	if l.State.Gate == nil {
+		return x.runs.Attention(ctx, id, "the run is executing without a policy decision")
 	}
-	fp, err := fingerprintOf(l.st, l.st.Gate.Risk, l.st.Gate.PolicyRevision)
-	if err != nil || fp != l.st.Gate.Fingerprint || fp != l.run.Fingerprint {
-		return x.runs.attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
+	fp, err := runtx.FingerprintOf(l.State, l.State.Gate.Risk, l.State.Gate.PolicyRevision)
+	if err != nil || fp != l.State.Gate.Fingerprint || fp != l.Run.Fingerprint {
+		return x.runs.Attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
 	}
-	ops := l.more.Operations
-	if l.read.Operations && x.in.HeadKnown() {
+	ops := l.More.Operations
+	if l.Read.Operations && x.in.HeadKnown() {
 		err = x.in.CheckRun(ctx, nil, id, nil, nil, nil, ops)
 	} else {
-		ops, err = x.operations(ctx, id)
+		ops, err = x.Operations(ctx, id)
 	}
-	var ie *IntegrityError
+	var ie *record.IntegrityError
 	if errors.As(err, &ie) {
-		return x.runs.attention(ctx, id, ie.Error()+"; nothing was sent")
+		return x.runs.Attention(ctx, id, ie.Error()+"; nothing was sent")
 	}
 	if err != nil {
 		return fmt.Errorf("load operations of run %s: %w", id, err)
@@ -81,13 +106,13 @@ func (x *execution) executeNext(ctx context.Context, l *loaded) error {
 	for _, op := range ops {
 		byIndex[op.Index] = op
 	}
-	for i, a := range l.st.Actions {
+	for i, a := range l.State.Actions {
 		op := byIndex[i]
 		switch {
 		case op == nil:
 			spec, ok := x.actions[a.Name]
 			if !ok {
-				return x.runs.attention(ctx, id, fmt.Sprintf("no executor for action %q in this build", a.Name))
+				return x.runs.Attention(ctx, id, fmt.Sprintf("no executor for action %q in this build", a.Name))
 			}
 			if err := x.checkApproval(ctx, l); err != nil {
 				return err
@@ -97,33 +122,33 @@ func (x *execution) executeNext(ctx context.Context, l *loaded) error {
 			continue
 		case op.Status == record.OpPending:
 			if problem := intentMismatch(op, i, a); problem != "" {
-				return x.runs.attention(ctx, id, problem)
+				return x.runs.Attention(ctx, id, problem)
 			}
 			if err := x.checkApproval(ctx, l); err != nil {
 				return err
 			}
 			return x.perform(ctx, l, op, a)
 		default:
-			return x.runs.attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
+			return x.runs.Attention(ctx, id, fmt.Sprintf("operation %s is %s: %s", op.Key, op.Status, op.Error))
 		}
 	}
 	// Every action has its receipt but the run did not end with the last one:
 	// a store written by an older build, which ended a run in a commit of its own.
-	l.run.Status, l.run.Reason = record.StatusDone, ""
-	err = x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return x.runs.save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.st), nil)
+	l.Run.Status, l.Run.Reason = record.StatusDone, ""
+	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		return x.runs.Save(ctx, tx, l, record.StatusExecuting, record.EventFinished, "signoff", finishedDetail(l.State), nil)
 	})
 	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("finish run %s: %w", id, err)
 	}
 	if err == nil {
-		x.log.Info("run finished", "run_id", id, "status", string(record.StatusDone), "operations", len(l.st.Actions))
+		x.log.Info("run finished", "run_id", id, "status", string(record.StatusDone), "operations", len(l.State.Actions))
 	}
 	return nil
 }
 
-// operations reads a run's operations and checks their seals.
-func (x *execution) operations(ctx context.Context, id string) ([]*record.Operation, error) {
+// Operations reads a run's operations and checks their seals.
+func (x *Runner) Operations(ctx context.Context, id string) ([]*record.Operation, error) {
 	var ops []*record.Operation
 	err := x.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
@@ -139,10 +164,10 @@ func (x *execution) operations(ctx context.Context, id string) ([]*record.Operat
 // approved and by whom (the requests and decisions) and of the run's audit
 // events: a change behind the engine's back hands the run to a person. It
 // uses what was loaded with the run, in the same transaction, when it was.
-func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
+func (x *Runner) checkApproval(ctx context.Context, l *runtx.Loaded) error {
 	// The anchor published is read before the store is: it was published
 	// after it committed, so the store read next holds it.
-	var pub *Anchor
+	var pub *verify.Anchor
 	if x.published != nil {
 		if a, ok := x.published(); ok && !a.Event && a.Seq > 0 {
 			pub = &a
@@ -151,9 +176,9 @@ func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
 	if !x.in.Keyed() && pub == nil {
 		return nil
 	}
-	id := l.run.ID
+	id := l.Run.ID
 	check := func(ctx context.Context, tx storage.Tx) error {
-		b := l.more
+		b := l.More
 		if tx != nil {
 			var err error
 			if b.Requests, err = tx.RequestsForRun(ctx, id); err != nil {
@@ -182,14 +207,14 @@ func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
 		return x.checkPublished(ctx, tx, id, b.Audit, pub)
 	}
 	var err error
-	if l.read.Requests && l.read.Decisions && l.read.Audit && x.in.HeadKnown() && pub == nil {
+	if l.Read.Requests && l.Read.Decisions && l.Read.Audit && x.in.HeadKnown() && pub == nil {
 		err = check(ctx, nil)
 	} else {
 		err = x.store.View(ctx, check)
 	}
-	var ie *IntegrityError
+	var ie *record.IntegrityError
 	if errors.As(err, &ie) {
-		return x.runs.attention(ctx, id, ie.Error()+"; nothing was sent")
+		return x.runs.Attention(ctx, id, ie.Error()+"; nothing was sent")
 	}
 	if err != nil {
 		return fmt.Errorf("check the approval of run %s: %w", id, err)
@@ -203,8 +228,8 @@ func (x *execution) checkApproval(ctx context.Context, l *loaded) error {
 // run heads it recorded) and that the run's audit events it recorded are
 // unchanged: a rewrite of what the anchor covers is caught before the run
 // sends anything. Runs whose events came after the newest anchor are
-// covered by the seals alone until the next one (see Anchor).
-func (x *execution) checkPublished(ctx context.Context, tx storage.Tx, runID string, evs []*record.AuditEvent, pub *Anchor) error {
+// covered by the seals alone until the next anchor.
+func (x *Runner) checkPublished(ctx context.Context, tx storage.Tx, runID string, evs []*record.AuditEvent, pub *verify.Anchor) error {
 	if pub == nil || tx == nil || pub.Event || pub.Seq == 0 {
 		return nil
 	}
@@ -214,7 +239,7 @@ func (x *execution) checkPublished(ctx context.Context, tx storage.Tx, runID str
 		return err
 	}
 	problem := func(format string, args ...any) error {
-		return &IntegrityError{RunID: runID, Problem: fmt.Sprintf("the audit log no longer extends anchor %s, published outside the store: ", a) + fmt.Sprintf(format, args...)}
+		return &record.IntegrityError{RunID: runID, Problem: fmt.Sprintf("the audit log no longer extends anchor %s, published outside the store: ", a) + fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case rec == nil:
@@ -297,22 +322,22 @@ func short(digest string) string {
 // renews the run's lease (compare-and-set on its version): a worker that lost
 // the run cannot start the call. A crash after it leaves a pending operation
 // whose attempt has no outcome, so the next worker asks the target first.
-func (x *execution) intend(ctx context.Context, l *loaded, i int, a record.Action, spec *ActionSpec) error {
+func (x *Runner) intend(ctx context.Context, l *runtx.Loaded, i int, a record.Action, spec *ActionSpec) error {
 	digest, err := jsonvalue.Digest(a.Args)
 	if err != nil {
 		return fmt.Errorf("digest arguments of action %d: %w", i+1, err)
 	}
-	now := x.runs.now()
+	now := x.runs.Now()
 	op := &record.Operation{
-		Key: OperationKey(l.run.ID, i), RunID: l.run.ID, Index: i, Action: a.Name, ArgsDigest: digest,
+		Key: OperationKey(l.Run.ID, i), RunID: l.Run.ID, Index: i, Action: a.Name, ArgsDigest: digest,
 		Status: record.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
 	}
-	setOpRecord(l.st, op)
-	err = x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	SetOpRecord(l.State, op)
+	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
-		return x.runs.save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
+		return x.runs.Save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
 		return nil // another worker got there first; the caller reloads
@@ -328,15 +353,15 @@ func (x *execution) intend(ctx context.Context, l *loaded, i int, a record.Actio
 // reached the target before a crash, so the target is asked first whenever an
 // attempt was already made; only a proven "did not happen" sends it again, and
 // always with the same key.
-func (x *execution) perform(ctx context.Context, l *loaded, op *record.Operation, a record.Action) error {
+func (x *Runner) perform(ctx context.Context, l *runtx.Loaded, op *record.Operation, a record.Action) error {
 	spec, ok := x.actions[a.Name]
 	if !ok {
-		return x.runs.attention(ctx, l.run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
+		return x.runs.Attention(ctx, l.Run.ID, fmt.Sprintf("no executor for action %q in this build", a.Name))
 	}
 	if op.Attempts > 0 {
-		rc, found, err := x.lookup(ctx, spec.Executor, op.Key)
-		if isCtxErr(ctx.Err()) {
-			return ctx.Err() // stopping, not unprovable: the next worker asks again
+		rc, found, err := x.Lookup(ctx, spec.Executor, op.Key)
+		if err := ctx.Err(); err != nil {
+			return err // stopping, not unprovable: the next worker asks again
 		}
 		if err != nil {
 			return x.unanswered(ctx, l, op, spec, err)
@@ -359,15 +384,15 @@ func (x *execution) perform(ctx context.Context, l *loaded, op *record.Operation
 		op.Attempts = 1 // an intent recorded without its attempt, by an older build
 	}
 	op.Error = ""
-	now := x.runs.now()
+	now := x.runs.Now()
 	op.UpdatedAt = now
 	// Counting the attempt also writes the run (compare-and-set on its version,
 	// lease renewed): a worker that lost the run to another cannot start a call.
 	// It is no event of its own.
-	x.runs.lease(l.run, "", now)
-	l.run.UpdatedAt = now
-	err := x.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		if err := tx.UpdateRun(ctx, l.run); err != nil {
+	x.runs.Lease(l.Run, "", now)
+	l.Run.UpdatedAt = now
+	err := x.runs.Write(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.UpdateRun(ctx, l.Run); err != nil {
 			return err
 		}
 		return tx.UpdateOperation(ctx, op)
@@ -383,7 +408,7 @@ func (x *execution) perform(ctx context.Context, l *loaded, op *record.Operation
 
 // call makes the attempt that op's last commit counted, and records what came
 // of it.
-func (x *execution) call(ctx context.Context, l *loaded, op *record.Operation, a record.Action, spec *ActionSpec) error {
+func (x *Runner) call(ctx context.Context, l *runtx.Loaded, op *record.Operation, a record.Action, spec *ActionSpec) error {
 	// The call must end inside the lease, or another worker may reconcile while
 	// it is still in flight. A call cut short has an unknown outcome and is
 	// reconciled like any other.
@@ -393,8 +418,8 @@ func (x *execution) call(ctx context.Context, l *loaded, op *record.Operation, a
 	var err error
 	if ce, ok := spec.Executor.(CallExecutor); ok {
 		rc, err = ce.ExecuteCall(callCtx, Call{
-			Key: op.Key, RunID: l.run.ID, Action: a, Fingerprint: l.run.Fingerprint,
-			ApprovedBy: approvers(l.st), Attempt: op.Attempts,
+			Key: op.Key, RunID: l.Run.ID, Action: a, Fingerprint: l.Run.Fingerprint,
+			ApprovedBy: approvers(l.State), Attempt: op.Attempts,
 		})
 	} else {
 		rc, err = spec.Executor.Execute(callCtx, op.Key, a)
@@ -410,16 +435,16 @@ func (x *execution) call(ctx context.Context, l *loaded, op *record.Operation, a
 		if op.Attempts >= x.execN {
 			return x.failOp(ctx, l, op, fmt.Sprintf("the target kept failing after %d attempts: %v", op.Attempts, err))
 		}
-		x.log.Warn("transient failure, retrying with the same key", "run_id", l.run.ID, "key", op.Key, "attempt", op.Attempts, "error", hideIn(x.actions, l.st.Actions, err.Error()))
+		x.log.Warn("transient failure, retrying with the same key", "run_id", l.Run.ID, "key", op.Key, "attempt", op.Attempts, "error", x.hide(l.State.Actions, err.Error()))
 		if err := x.attemptFailed(ctx, op, "the target failed: "+err.Error()); err != nil {
 			return err
 		}
 		// The wait is spent parked, not here: the worker goes on to other runs.
-		at := x.runs.now().Add(max(x.backoff(op.Attempts), retryAfterOf(err)))
+		at := x.runs.Now().Add(max(x.backoff(op.Attempts), retryAfterOf(err)))
 		return x.park(ctx, l, at, fmt.Sprintf("%s failed (attempt %d of %d): %v", op.Key, op.Attempts, x.execN, err))
 	default:
 		// Outcome unknown: the next round asks the target before anything else.
-		x.log.Warn("outcome unknown, reconciling", "run_id", l.run.ID, "key", op.Key, "error", hideIn(x.actions, l.st.Actions, err.Error()))
+		x.log.Warn("outcome unknown, reconciling", "run_id", l.Run.ID, "key", op.Key, "error", x.hide(l.State.Actions, err.Error()))
 		return x.attemptFailed(ctx, op, "outcome unknown: "+err.Error())
 	}
 }
@@ -427,8 +452,8 @@ func (x *execution) call(ctx context.Context, l *loaded, op *record.Operation, a
 // attemptFailed records that op's attempt came back without a receipt, so
 // that the next round, after asking the target, counts it against the budget.
 // A conflict means another worker moved the operation on; the caller reloads.
-func (x *execution) attemptFailed(ctx context.Context, op *record.Operation, problem string) error {
-	op.Error, op.UpdatedAt = problem, x.runs.now()
+func (x *Runner) attemptFailed(ctx context.Context, op *record.Operation, problem string) error {
+	op.Error, op.UpdatedAt = problem, x.runs.Now()
 	err := x.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOperation(ctx, op) })
 	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("record the failed attempt of %s: %w", op.Key, err)
@@ -436,18 +461,13 @@ func (x *execution) attemptFailed(ctx context.Context, op *record.Operation, pro
 	return nil
 }
 
-// lookup asks the target once whether key happened. Asking only reads, so
+// Lookup asks the target once whether key happened. Asking only reads, so
 // repeating it is harmless.
-func (x *execution) lookup(ctx context.Context, ex Executor, key string) (record.Receipt, bool, error) {
+func (x *Runner) Lookup(ctx context.Context, ex Executor, key string) (record.Receipt, bool, error) {
 	lookupCtx, cancel := context.WithTimeout(ctx, x.ttl/2)
 	defer cancel()
 	return ex.Lookup(lookupCtx, key)
 }
-
-// DefaultReconcileWithin is how long a target may take to say what became of
-// an attempt (its lookup answering "still in progress", or failing) when the
-// action sets no budget of its own (ActionSpec.ReconcileWithin).
-const DefaultReconcileWithin = 10 * time.Minute
 
 // maxLookupWait bounds the wait between two lookups that set none.
 const maxLookupWait = time.Minute
@@ -459,8 +479,8 @@ const maxLookupWait = time.Minute
 // asked again later (at the wait the target asked for, or a backoff that
 // grows with the time spent); then, or at once for an answer the target
 // calls final, the outcome is unprovable and a person must look.
-func (x *execution) unanswered(ctx context.Context, l *loaded, op *record.Operation, spec *ActionSpec, err error) error {
-	now, since, within := x.runs.now(), op.UpdatedAt, spec.reconcileWithin()
+func (x *Runner) unanswered(ctx context.Context, l *runtx.Loaded, op *record.Operation, spec *ActionSpec, err error) error {
+	now, since, within := x.runs.Now(), op.UpdatedAt, spec.reconcileWithin()
 	if Classify(err) == ClassPermanent {
 		return x.unprovable(ctx, l, op, fmt.Sprintf("the outcome of %s cannot be proven: %v", op.Key, err))
 	}
@@ -477,7 +497,7 @@ func (x *execution) unanswered(ctx context.Context, l *loaded, op *record.Operat
 	if at.After(end) {
 		at = end
 	}
-	x.log.Warn("the target cannot say yet whether the operation happened; asking again later", "run_id", l.run.ID, "key", op.Key, "at", at, "error", hideIn(x.actions, l.st.Actions, err.Error()))
+	x.log.Warn("the target cannot say yet whether the operation happened; asking again later", "run_id", l.Run.ID, "key", op.Key, "at", at, "error", x.hide(l.State.Actions, err.Error()))
 	return x.park(ctx, l, at, fmt.Sprintf("the target cannot say yet whether %s happened (%v)", op.Key, err))
 }
 
@@ -486,16 +506,16 @@ func (x *execution) unanswered(ctx context.Context, l *loaded, op *record.Operat
 // target asking for time holds up no other run and no worker. The run's
 // reason says why and when meanwhile (see ParkedUntil); the next write that
 // moves the run on clears it.
-func (x *execution) park(ctx context.Context, l *loaded, at time.Time, why string) error {
-	l.run.LeaseOwner, l.run.LeaseUntil = "", at
-	l.run.Reason = fmt.Sprintf("%s; asking the target again at %s", why, at.UTC().Format(time.RFC3339))
-	l.run.UpdatedAt = x.runs.now()
-	err := x.runs.write(ctx, l, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, l.run) })
+func (x *Runner) park(ctx context.Context, l *runtx.Loaded, at time.Time, why string) error {
+	l.Run.LeaseOwner, l.Run.LeaseUntil = "", at
+	l.Run.Reason = fmt.Sprintf("%s; asking the target again at %s", why, at.UTC().Format(time.RFC3339))
+	l.Run.UpdatedAt = x.runs.Now()
+	err := x.runs.Write(ctx, l, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, l.Run) })
 	if errors.Is(err, storage.ErrConflict) {
 		return nil // another moved the run on; the caller reloads
 	}
 	if err != nil {
-		return fmt.Errorf("park run %s until %s: %w", l.run.ID, at.UTC().Format(time.RFC3339), err)
+		return fmt.Errorf("park run %s until %s: %w", l.Run.ID, at.UTC().Format(time.RFC3339), err)
 	}
 	x.fail("after-park")
 	return nil
@@ -505,15 +525,15 @@ func (x *execution) park(ctx context.Context, l *loaded, at time.Time, why strin
 // Retry-After, a backoff, an action still in progress), or zero when it
 // does not.
 func ParkedUntil(r *record.Run, now time.Time) time.Time {
-	if at := retryAt(r); now.Before(at) {
+	if at := RetryAt(r); now.Before(at) {
 		return at
 	}
 	return time.Time{}
 }
 
-// retryAt is when a parked run asks its target again (past once it is due),
+// RetryAt is when a parked run asks its target again (past once it is due),
 // or zero for a run nobody parked.
-func retryAt(r *record.Run) time.Time {
+func RetryAt(r *record.Run) time.Time {
 	if r.Status == record.StatusExecuting && r.LeaseOwner == "" {
 		return r.LeaseUntil
 	}
@@ -536,49 +556,49 @@ func approvers(st *record.State) []string {
 
 // receipt records the proof of an operation. The run is advanced by the next
 // round, so that a crash between the two leaves a receipt and nothing to redo.
-func (x *execution) receipt(ctx context.Context, l *loaded, op *record.Operation, rc record.Receipt, how record.Event) error {
+func (x *Runner) receipt(ctx context.Context, l *runtx.Loaded, op *record.Operation, rc record.Receipt, how record.Event) error {
 	body, err := json.Marshal(rc)
 	if err != nil {
 		return fmt.Errorf("encode receipt of %s: %w", op.Key, err)
 	}
-	op.Status, op.Receipt, op.Error, op.UpdatedAt = record.OpCommitted, body, "", x.runs.now()
-	setOpRecord(l.st, op)
+	op.Status, op.Receipt, op.Error, op.UpdatedAt = record.OpCommitted, body, "", x.runs.Now()
+	SetOpRecord(l.State, op)
 	// The last receipt ends the run in the same commit.
-	last := allCommitted(l.st)
+	last := AllCommitted(l.State)
 	if last {
-		l.run.Status, l.run.Reason = record.StatusDone, ""
+		l.Run.Status, l.Run.Reason = record.StatusDone, ""
 	}
-	err = x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
-		if err := x.runs.save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil); err != nil {
+		if err := x.runs.Save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil); err != nil {
 			return err
 		}
 		if !last {
 			return nil
 		}
-		return x.runs.auditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.run.ID, Seq: l.run.Seq, Hash: l.lastHash}, "signoff", record.EventFinished, finishedDetail(l.st))
+		return x.runs.AuditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.Run.ID, Seq: l.Run.Seq, Hash: l.LastHash}, "signoff", record.EventFinished, finishedDetail(l.State))
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		// Another worker moved the run on (our lease ran out while we were
 		// away): our write is refused, and the reload shows what it did.
-		x.log.Warn("late write refused: the run moved on without us", "run_id", l.run.ID, "key", op.Key, "owner", x.owner)
+		x.log.Warn("late write refused: the run moved on without us", "run_id", l.Run.ID, "key", op.Key, "owner", x.owner)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	x.log.Info("action executed", "run_id", l.run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
+	x.log.Info("action executed", "run_id", l.Run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
 	if last {
-		x.log.Info("run finished", "run_id", l.run.ID, "status", string(record.StatusDone), "operations", len(l.st.Actions))
+		x.log.Info("run finished", "run_id", l.Run.ID, "status", string(record.StatusDone), "operations", len(l.State.Actions))
 	}
 	x.fail("after-receipt")
 	return nil
 }
 
-// allCommitted says whether every action of st has its receipt.
-func allCommitted(st *record.State) bool {
+// AllCommitted says whether every action of st has its receipt.
+func AllCommitted(st *record.State) bool {
 	done := 0
 	for _, r := range st.Operations {
 		if r.Status == record.OpCommitted {
@@ -593,36 +613,37 @@ func finishedDetail(st *record.State) map[string]int {
 }
 
 // failOp records that an operation did not happen and hands the run to a person.
-func (x *execution) failOp(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
+func (x *Runner) failOp(ctx context.Context, l *runtx.Loaded, op *record.Operation, reason string) error {
 	return x.stopOp(ctx, l, op, record.OpFailed, reason)
 }
 
 // unprovable records that nobody can tell whether an operation happened. The
 // run is never called cancelled or failed: a person must look at the target.
-func (x *execution) unprovable(ctx context.Context, l *loaded, op *record.Operation, reason string) error {
+func (x *Runner) unprovable(ctx context.Context, l *runtx.Loaded, op *record.Operation, reason string) error {
 	return x.stopOp(ctx, l, op, record.OpUnknown, reason)
 }
 
-func (x *execution) stopOp(ctx context.Context, l *loaded, op *record.Operation, status record.OpStatus, reason string) error {
-	op.Status, op.Error, op.UpdatedAt = status, reason, x.runs.now()
-	setOpRecord(l.st, op)
-	l.run.Status, l.run.Reason = record.StatusNeedsAttention, reason
-	err := x.runs.writeCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+func (x *Runner) stopOp(ctx context.Context, l *runtx.Loaded, op *record.Operation, status record.OpStatus, reason string) error {
+	op.Status, op.Error, op.UpdatedAt = status, reason, x.runs.Now()
+	SetOpRecord(l.State, op)
+	l.Run.Status, l.Run.Reason = record.StatusNeedsAttention, reason
+	err := x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.UpdateOperation(ctx, op); err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}
-		return x.runs.save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
+		return x.runs.Save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		return nil
 	}
 	if err == nil {
-		x.log.Warn("run needs attention", "run_id", l.run.ID, "key", op.Key, "reason", hideIn(x.actions, l.st.Actions, reason))
+		x.log.Warn("run needs attention", "run_id", l.Run.ID, "key", op.Key, "reason", x.hide(l.State.Actions, reason))
 	}
 	return err
 }
 
-func setOpRecord(st *record.State, op *record.Operation) {
+// SetOpRecord records op in st, in place of the record of its key.
+func SetOpRecord(st *record.State, op *record.Operation) {
 	rec := record.OperationRecord{Key: op.Key, Index: op.Index, Action: op.Action, Status: op.Status, Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error}
 	for i := range st.Operations {
 		if st.Operations[i].Key == op.Key {

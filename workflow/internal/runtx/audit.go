@@ -1,4 +1,4 @@
-package workflow
+package runtx
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"github.com/signoff-dev/signoff/storage"
 )
 
-func (rs *runs) audit(ctx context.Context, tx storage.Tx, runID, actor string, action record.Event, detail any) error {
+func (rs *Runs) audit(ctx context.Context, tx storage.Tx, runID, actor string, action record.Event, detail any) error {
 	return rs.appendAudit(ctx, tx, &record.AuditEvent{RunID: runID, Actor: actor, Action: action}, detail)
 }
 
-// auditCheckpoint audits the transition that wrote checkpoint cp, naming it.
-func (rs *runs) auditCheckpoint(ctx context.Context, tx storage.Tx, cp *record.Checkpoint, actor string, action record.Event, detail any) error {
+// AuditCheckpoint audits the transition that wrote checkpoint cp, naming it.
+func (rs *Runs) AuditCheckpoint(ctx context.Context, tx storage.Tx, cp *record.Checkpoint, actor string, action record.Event, detail any) error {
 	return rs.appendAudit(ctx, tx, &record.AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)
 }
 
-func (rs *runs) appendAudit(ctx context.Context, tx storage.Tx, ev *record.AuditEvent, detail any) error {
+func (rs *Runs) appendAudit(ctx context.Context, tx storage.Tx, ev *record.AuditEvent, detail any) error {
 	runID, action := ev.RunID, ev.Action
 	if detail != nil {
 		d, err := json.Marshal(detail)
@@ -28,15 +28,15 @@ func (rs *runs) appendAudit(ctx context.Context, tx storage.Tx, ev *record.Audit
 		}
 		ev.Detail = d
 	}
-	ev.At = rs.now()
+	ev.At = rs.Now()
 	if err := tx.AppendAudit(ctx, ev, nil); err != nil {
 		return fmt.Errorf("audit %s of run %s: %w", action, runID, err)
 	}
 	return nil
 }
 
-// refuse records a refusal in the audit log (and nothing else) and returns it.
-func (rs *runs) refuse(ctx context.Context, actor string, r *record.RefusedError) error {
+// Refuse records a refusal in the audit log (and nothing else) and returns it.
+func (rs *Runs) Refuse(ctx context.Context, actor string, r *record.RefusedError) error {
 	err := rs.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return rs.audit(ctx, tx, r.RunID, actor, record.EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
 	})
@@ -46,9 +46,9 @@ func (rs *runs) refuse(ctx context.Context, actor string, r *record.RefusedError
 	return r
 }
 
-// attention puts a run in needs_attention with a reason, without a checkpoint when
+// Attention puts a run in needs_attention with a reason, without a checkpoint when
 // its state cannot be trusted. A terminal run is left as it is.
-func (rs *runs) attention(ctx context.Context, id, reason string) error {
+func (rs *Runs) Attention(ctx context.Context, id, reason string) error {
 	err := rs.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		run, err := tx.Run(ctx, id)
 		if err != nil {
@@ -59,7 +59,7 @@ func (rs *runs) attention(ctx context.Context, id, reason string) error {
 		}
 		from := run.Status
 		run.Status, run.Reason = record.StatusNeedsAttention, reason
-		return rs.writeRow(ctx, tx, run, from, record.EventNeedsAttention, "signoff", map[string]string{"from": string(from), "reason": reason})
+		return rs.WriteRow(ctx, tx, run, from, record.EventNeedsAttention, "signoff", map[string]string{"from": string(from), "reason": reason})
 	})
 	if err != nil {
 		return fmt.Errorf("put run %s in needs_attention: %w", id, err)
@@ -68,16 +68,16 @@ func (rs *runs) attention(ctx context.Context, id, reason string) error {
 	return nil
 }
 
-// writeRow writes a transition of run's row alone, with its audit event,
+// WriteRow writes a transition of run's row alone, with its audit event,
 // for a run whose state may be unreadable: no checkpoint, and hooks get the
 // row only.
-func (rs *runs) writeRow(ctx context.Context, tx storage.Tx, run *record.Run, from record.Status, event record.Event, actor string, detail any) error {
-	run.UpdatedAt = rs.now()
+func (rs *Runs) WriteRow(ctx context.Context, tx storage.Tx, run *record.Run, from record.Status, event record.Event, actor string, detail any) error {
+	run.UpdatedAt = rs.Now()
 	if err := tx.UpdateRun(ctx, run); err != nil {
 		return fmt.Errorf("update run %s: %w", run.ID, err)
 	}
 	if err := rs.audit(ctx, tx, run.ID, actor, event, detail); err != nil {
 		return err
 	}
-	return rs.notify(ctx, tx, &Transition{Run: run, From: from, Event: event})
+	return rs.notify(ctx, tx, Change{Run: run, From: from, Event: event})
 }

@@ -1,0 +1,90 @@
+package runtx
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/chain"
+)
+
+// wallClock is the time of day.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// recordingTx keeps what Save writes; Save calls nothing else of a Tx.
+type recordingTx struct {
+	storage.Tx
+	saved []*storage.RunWrite
+}
+
+func (t *recordingTx) SaveRun(_ context.Context, w *storage.RunWrite) error {
+	t.saved = append(t.saved, w)
+	w.Run.Version++
+	return nil
+}
+
+func (t *recordingTx) AppendAudit(context.Context, *record.AuditEvent, func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
+	return nil
+}
+
+// A checkpoint staged before the write is stored when the run is as it was
+// then, and made again when the run moved on in between: what is stored is
+// always the run as saved, chained to the checkpoint before it.
+func TestSaveStoresTheRunAsSaved(t *testing.T) {
+	rs := &Runs{clock: wallClock{}, owner: "test", ttl: time.Minute}
+	newRun := func() *Loaded {
+		return &Loaded{
+			Run:   &record.Run{ID: "run-1", Workflow: "proposal", Status: record.StatusExecuting},
+			State: &record.State{SchemaVersion: record.SchemaVersion, RunID: "run-1", Workflow: "proposal", Summary: "refund"},
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		after func(l *Loaded, s *staged) // between staging and saving
+	}{
+		{"unchanged", func(*Loaded, *staged) {}},
+		{"status changed", func(l *Loaded, _ *staged) { l.Run.Status, l.Run.Reason = record.StatusNeedsAttention, "stopped" }},
+		{"another checkpoint first", func(l *Loaded, s *staged) {
+			if err := rs.Save(t.Context(), &recordingTx{}, l, record.StatusExecuting, record.EventStep, "test", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			l.staged = s // staged for the checkpoint just written
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newRun()
+			s, err := rs.stage(l, rs.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.staged = s
+			tt.after(l, s)
+			prev := l.LastHash
+			tx := &recordingTx{}
+			if err := rs.Save(t.Context(), tx, l, record.StatusExecuting, record.EventStep, "test", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if len(tx.saved) != 1 {
+				t.Fatalf("saved %d transitions, want 1", len(tx.saved))
+			}
+			cp := tx.saved[0].Checkpoint
+			if cp.PrevHash != prev || cp.Seq != l.Run.Seq || cp.Hash != record.CheckpointHash(cp) {
+				t.Errorf("checkpoint %d (prev %q, hash %q) is not the next of the run (seq %d, prev %q)", cp.Seq, cp.PrevHash, cp.Hash, l.Run.Seq, prev)
+			}
+			got, err := chain.Decode(l.encoded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != l.Run.Status || got.Reason != l.Run.Reason {
+				t.Errorf("stored state says %s (%q), the run %s (%q)", got.Status, got.Reason, l.Run.Status, l.Run.Reason)
+			}
+			if cp.BaseSeq == 0 && string(cp.State) != string(l.encoded) {
+				t.Error("a whole checkpoint does not hold the state kept as stored")
+			}
+		})
+	}
+}
