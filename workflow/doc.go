@@ -52,7 +52,9 @@
 // package policy: this package is the engine that puts them to work, and the
 // only holder of the store (the edges use its methods and services: Outbox,
 // Replays, Backlog, AuditEvents). Within it each concern is one type with its
-// dependencies named (the run transaction, the gatekeeper, the decider, the
-// execution, the resolver); the checkpoint chain, sealing and the store-wide
-// verification are packages of workflow/internal.
+// dependencies named (the gatekeeper, the decider, the resolver); its
+// machinery is in packages of workflow/internal, each owning one type: the
+// run transaction (runtx), the execution of approved operations (execute),
+// the checkpoint chain (chain), sealing (seal) and the store-wide
+// verification (verify).
 package workflow
