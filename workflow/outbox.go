@@ -58,6 +58,52 @@ func (o *Outbox) put(ctx context.Context, m *record.OutboxMessage) error {
 	return o.e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) })
 }
 
+// Queue queues m unless a message with its RunID was queued before,
+// delivered or not, and says whether it queued m. It is for messages that
+// belong to no run, whose RunID is a key naming the one message there is to
+// be of it (a channel's digest of a day): a second server, or the same one
+// after a restart, finds the first and queues nothing. Queue reads and
+// writes in one transaction, so on SQLite (one writer) two callers take
+// turns; on PostgreSQL two that commit at once may both queue, which Keyed
+// lets the dispatcher see.
+func (o *Outbox) Queue(ctx context.Context, m *record.OutboxMessage) (bool, error) {
+	queued := false
+	err := o.e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		queued = false
+		rows, err := tx.OutboxForRun(ctx, m.RunID)
+		if err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			return nil
+		}
+		if err := tx.EnqueueOutbox(ctx, m); err != nil {
+			return err
+		}
+		queued = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("queue outbox message %s: %w", m.RunID, err)
+	}
+	return queued, nil
+}
+
+// Keyed lists the messages queued under key (see Queue), delivered or not,
+// in the order they were queued.
+func (o *Outbox) Keyed(ctx context.Context, key string) ([]*record.OutboxMessage, error) {
+	var ms []*record.OutboxMessage
+	err := o.e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		ms, err = tx.OutboxForRun(ctx, key)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outbox messages %s: %w", key, err)
+	}
+	return ms, nil
+}
+
 // Posted records where a request's message went (see
 // Tx.InsertMessageLocation): ErrDuplicate when another delivery of the post
 // recorded its message first.
