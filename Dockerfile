@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 # Build: SQLite is compiled in through cgo, so the build stage has a C compiler;
-# the binary is linked statically so the runtime image needs no libc.
+# the binary is linked statically so the runtime image needs no libc. It
+# carries Go's time zone database (time/tzdata, imported by the config), so
+# the digests' zones load in any image, whatever it ships.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

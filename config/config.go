@@ -31,6 +31,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The time zones of slack.digests are known wherever the program runs,
+	// a static image without /usr/share/zoneinfo included: Go's copy is used
+	// when the system has none.
+	_ "time/tzdata"
 
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
@@ -183,6 +187,16 @@ type SlackConfig struct {
 	// Command is the slash command's name as the Slack app defines it, e.g.
 	// /approvals; "" leaves it to the bot's default (/runs).
 	Command string
+	// Digests are the daily lists of the runs still waiting, one per channel.
+	Digests []Digest
+}
+
+// Digest is one channel's daily digest: at Hour:Minute, local time in
+// Location, the runs still waiting are listed in Channel.
+type Digest struct {
+	Channel      string
+	Hour, Minute int
+	Location     *time.Location
 }
 
 // Missing lists the settings of the slack: section that serve needs and the
@@ -355,7 +369,21 @@ type fileSlack struct {
 	APIURL       string            `yaml:"api_url"`
 	UserGroups   map[string]string `yaml:"user_groups"`
 	Command      string            `yaml:"command"`
+	Digests      []fileDigest      `yaml:"digests"`
 }
+
+type fileDigest struct {
+	At      string `yaml:"at"`
+	TZ      string `yaml:"tz"`
+	Channel string `yaml:"channel"`
+}
+
+// digestAt is a digest's time of day: 24-hour HH:MM.
+var digestAt = regexp.MustCompile(`^([01][0-9]|2[0-3]):([0-5][0-9])$`)
+
+// slackChannelID is what a Slack channel's id looks like: C (public) or G
+// (private), then capitals and digits. A name (#approvals) is not one.
+var slackChannelID = regexp.MustCompile(`^[CG][A-Z0-9]+$`)
 
 // slashCommand is what Slack accepts as a slash command's name: a slash and
 // up to 31 lowercase letters, digits, dashes, underscores or dots.
@@ -895,7 +923,41 @@ func (c *checker) slack(fs *fileSlack, roles *policy.Roles) (SlackConfig, error)
 			sc.UserGroups[role] = fs.UserGroups[role]
 		}
 	}
-	return sc, nil
+	var err error
+	sc.Digests, err = c.digests(fs.Digests)
+	return sc, err
+}
+
+// digests checks slack.digests: a time of day, a time zone the system knows
+// and a channel id each, one digest per channel.
+func (c *checker) digests(fds []fileDigest) ([]Digest, error) {
+	var ds []Digest
+	seen := map[string]int{}
+	for i, fd := range fds {
+		path := fmt.Sprintf("slack.digests[%d]", i)
+		m := digestAt.FindStringSubmatch(fd.At)
+		if m == nil {
+			return nil, c.failf(path+".at", "%q: want a time of day as HH:MM, 24-hour, like 09:00", fd.At)
+		}
+		if strings.TrimSpace(fd.TZ) == "" {
+			return nil, c.failf(path, "no tz: want a time zone like Europe/Paris (or UTC)")
+		}
+		loc, err := time.LoadLocation(fd.TZ)
+		if err != nil || fd.TZ == "Local" { // Local is the machine's, not the config's
+			return nil, c.failf(path+".tz", "%q: unknown time zone: want one like Europe/Paris (or UTC)", fd.TZ)
+		}
+		if !slackChannelID.MatchString(fd.Channel) {
+			return nil, c.failf(path+".channel", "%q: want a Slack channel id like C0123456789 (channel details, at the bottom), not its name", fd.Channel)
+		}
+		if j, ok := seen[fd.Channel]; ok {
+			return nil, c.failf(path+".channel", "%s has a digest already (slack.digests[%d]): one per channel", fd.Channel, j)
+		}
+		seen[fd.Channel] = i
+		hour, _ := strconv.Atoi(m[1])
+		minute, _ := strconv.Atoi(m[2])
+		ds = append(ds, Digest{Channel: fd.Channel, Hour: hour, Minute: minute, Location: loc})
+	}
+	return ds, nil
 }
 
 // ParseDuration reads a duration as the config writes it (72h, 90m, 3d,
