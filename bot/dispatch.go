@@ -67,14 +67,14 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	now := d.now()
 	// Only its own kinds: rows of another dispatcher (callbacks waiting
 	// behind a failing one) must not fill the round.
-	due, err := d.Engine.Outbox().List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate}, DueBy: now, Limit: limit})
+	due, err := d.Engine.Outbox().List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate, KindDigest}, DueBy: now, Limit: limit})
 	if err != nil {
 		return 0, fmt.Errorf("read the outbox: %w", err)
 	}
 	var order []string
 	byRun := map[string][]*record.OutboxMessage{}
 	for _, m := range due {
-		if m.Kind != KindPost && m.Kind != KindUpdate {
+		if m.Kind != KindPost && m.Kind != KindUpdate && m.Kind != KindDigest {
 			continue // another dispatcher's kind
 		}
 		if byRun[m.RunID] == nil {
@@ -162,6 +162,9 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*record.OutboxMessage) 
 // for their message, then, if any row asks for it, rewrites every posted
 // message of the run from its current state.
 func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) error {
+	if rows[0].Kind == KindDigest {
+		return d.sendDigest(ctx, rows) // a digest's rows are keyed by no run but the digest (DigestKey)
+	}
 	runID := rows[0].RunID
 	var toPost []string
 	rewrite := false

@@ -13,6 +13,7 @@ import (
 const (
 	KindPost   record.OutboxKind = "slack.post"   // post the approval message of a request
 	KindUpdate record.OutboxKind = "slack.update" // rewrite every posted message of a run from its current state
+	KindDigest record.OutboxKind = "slack.digest" // post a channel's daily digest of the waiting runs (Digest)
 )
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
