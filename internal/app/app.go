@@ -148,6 +148,8 @@ type app struct {
 	getenv    func(string) string
 	failpoint func(string)
 	leaseTTL  time.Duration
+	// clock is the engine's: what the daily digests read the time of day from.
+	clock workflow.Clock
 }
 
 // openApp builds the app from the global options and the environment:
@@ -180,6 +182,7 @@ func openApp(ctx context.Context, o options, getenv func(string) string, logOut 
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
+	a.clock = clock
 	if err := a.open(ctx, o, logOut, clock); err != nil {
 		a.Close()
 		return nil, err

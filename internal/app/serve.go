@@ -39,7 +39,14 @@ type serveOptions struct {
 	metricsEvery time.Duration
 	// readTimeout bounds reading one request, body included (0: readTimeout).
 	readTimeout time.Duration
+	// digestEvery is how often each daily digest looks whether its time has
+	// come (0: digestEvery).
+	digestEvery time.Duration
 }
+
+// digestEvery is how often a daily digest looks at the clock: it is at most
+// this late, and a round before its time reads nothing.
+const digestEvery = 30 * time.Second
 
 // readTimeout bounds how long a client may take to send one request, its
 // body included: Slack's handlers read the whole body before they can check
@@ -286,8 +293,24 @@ func serveLoops(a *app, so serveOptions, cb *callback.Dispatcher, slackOn bool) 
 		disp := &bot.Dispatcher{Engine: a.engine, Slack: a.slackAPI, Channel: sc.Channel, Logger: a.log,
 			Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, sc.Command, workflow.SystemClock{})}
 		loops = append(loops, disp.Loops(a.changes, so.poll)...)
+		loops = append(loops, digestLoops(a, so)...)
 	}
 	return append(loops, cb.Loop(a.changes, so.poll))
+}
+
+// digestLoops are the daily digests of slack.digests, on the app's clock.
+// The dispatcher posts them (bot.KindDigest).
+func digestLoops(a *app, so serveOptions) []*workflow.Loop {
+	every := so.digestEvery
+	if every <= 0 {
+		every = digestEvery
+	}
+	var loops []*workflow.Loop
+	for _, d := range a.cfg.Slack.Digests {
+		g := &bot.Digest{Engine: a.engine, Channel: d.Channel, Hour: d.Hour, Minute: d.Minute, Location: d.Location, Clock: a.clock, Logger: a.log}
+		loops = append(loops, g.Loop(workflow.PaceAfter(every)))
+	}
+	return loops
 }
 
 // startSideLoops starts what serve does besides the workers: publishing
