@@ -258,6 +258,10 @@ type OutboxMessage struct {
 	LastError   string
 	Version     int64
 	CreatedAt   time.Time
+	// Once is a key the outbox holds at most one message under, delivered
+	// or not (a channel's digest of one day): a second message with it is
+	// refused, on any replica. "" for none.
+	Once string
 }
 
 // The formats of an audit event: how its PrevHash is chosen.

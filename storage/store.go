@@ -129,6 +129,7 @@ type Tx interface {
 	UpdateOperation(ctx context.Context, op *record.Operation) error
 
 	// EnqueueOutbox stores a message to deliver (Version is set to 1). Sets m.ID.
+	// A message whose Once key another message holds is ErrDuplicate.
 	EnqueueOutbox(ctx context.Context, m *record.OutboxMessage) error
 	// DueOutbox lists undelivered messages whose NextAttempt is at or before now,
 	// in enqueue order (by id), at most limit (0 = no limit).

@@ -58,26 +58,19 @@ func (o *Outbox) put(ctx context.Context, m *record.OutboxMessage) error {
 	return o.e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, m) })
 }
 
-// Queue queues m unless a message with its RunID was queued before,
-// delivered or not, and says whether it queued m. It is for messages that
-// belong to no run, whose RunID is a key naming the one message there is to
-// be of it (a channel's digest of a day): a second server, or the same one
-// after a restart, finds the first and queues nothing. Queue reads and
-// writes in one transaction, so on SQLite (one writer) two callers take
-// turns; on PostgreSQL two that commit at once may both queue, which Keyed
-// lets the dispatcher see.
-func (o *Outbox) Queue(ctx context.Context, m *record.OutboxMessage) (bool, error) {
-	queued := false
-	err := o.e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+// Queue queues m at most once under the key m.RunID names (a channel's
+// digest of one day, say), delivered or not: a second Queue with the key,
+// after a restart or on another replica, queues nothing. The store refuses
+// the second (record.OutboxMessage.Once), so two that queue at the same
+// moment cannot both commit. queued says whether this one did.
+func (o *Outbox) Queue(ctx context.Context, m *record.OutboxMessage) (queued bool, err error) {
+	m.Once = m.RunID
+	err = o.e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		queued = false
-		rows, err := tx.OutboxForRun(ctx, m.RunID)
-		if err != nil {
-			return err
-		}
-		if len(rows) > 0 {
-			return nil
-		}
 		if err := tx.EnqueueOutbox(ctx, m); err != nil {
+			if errors.Is(err, storage.ErrDuplicate) {
+				return nil
+			}
 			return err
 		}
 		queued = true

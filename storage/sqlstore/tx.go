@@ -658,7 +658,7 @@ func (t *Tx) UpdateOperation(ctx context.Context, op *record.Operation) error {
 // --- outbox
 
 const outboxColumns = `id, run_id, kind, payload, attempts, next_attempt, delivered_at, last_error,
-	version, created_at`
+	version, created_at, once_key`
 
 func scanOutbox(s Row) (*record.OutboxMessage, error) {
 	var (
@@ -666,7 +666,7 @@ func scanOutbox(s Row) (*record.OutboxMessage, error) {
 		next, delivered, createdAt int64
 	)
 	err := s.Scan(&m.ID, &m.RunID, &m.Kind, &m.Payload, &m.Attempts, &next, &delivered,
-		&m.LastError, &m.Version, &createdAt)
+		&m.LastError, &m.Version, &createdAt, &m.Once)
 	if err != nil {
 		return nil, err
 	}
@@ -677,17 +677,17 @@ func scanOutbox(s Row) (*record.OutboxMessage, error) {
 }
 
 func (t *Tx) EnqueueOutbox(ctx context.Context, m *record.OutboxMessage) error {
-	// Not guarded: the outbox has no key a caller could collide with and no
-	// foreign key.
+	// Guarded: a message with a Once key another holds is ErrDuplicate, and
+	// the transaction goes on.
 	var id int64
-	err := t.queryRow(ctx, `INSERT INTO outbox
-		(run_id, kind, payload, attempts, next_attempt, delivered_at, last_error, version, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
+	err := t.guarded(ctx, func(r Row) error { return r.Scan(&id) }, `INSERT INTO outbox
+		(run_id, kind, payload, attempts, next_attempt, delivered_at, last_error, version, created_at, once_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
 		RETURNING id`,
 		m.RunID, m.Kind, m.Payload, m.Attempts, millis(m.NextAttempt), millis(m.DeliveredAt),
-		m.LastError, millis(m.CreatedAt)).Scan(&id)
+		m.LastError, millis(m.CreatedAt), m.Once)
 	if err != nil {
-		return fmt.Errorf("enqueue %s message of run %s: %w", m.Kind, m.RunID, t.d.Err(err))
+		return fmt.Errorf("enqueue %s message of run %s: %w", m.Kind, m.RunID, err)
 	}
 	m.ID = id
 	m.Version = 1

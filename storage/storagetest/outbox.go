@@ -4,6 +4,8 @@ package storagetest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -38,6 +40,44 @@ func testOutboxRoundTrip(t *testing.T, s storage.Store) {
 		got := dueByID(t, s, base, in.ID)
 		checkSame(t, "OutboxMessage", stored(in), got)
 	})
+}
+
+// testOutboxOnce: a message with a Once key another message holds, delivered
+// or not, is ErrDuplicate and changes nothing, and the transaction it was
+// refused in goes on; messages without a key never collide; the key reads
+// back as stored.
+func testOutboxOnce(t *testing.T, s storage.Store) {
+	first := &record.OutboxMessage{RunID: "digest/C1/2026-03-29", Kind: "slack.digest", Once: "digest/C1/2026-03-29"}
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.EnqueueOutbox(ctx, first) })
+	checkSame(t, "OutboxMessage", stored(first), dueByID(t, s, base, first.ID))
+
+	again := &record.OutboxMessage{RunID: "digest/C1/2026-03-29", Kind: "slack.digest", Once: first.Once}
+	other := &record.OutboxMessage{RunID: "digest/C2/2026-03-29", Kind: "slack.digest", Once: "digest/C2/2026-03-29"}
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.EnqueueOutbox(ctx, again); !errors.Is(err, storage.ErrDuplicate) {
+			return fmt.Errorf("a second message with key %q: %v, want ErrDuplicate", again.Once, err)
+		}
+		return tx.EnqueueOutbox(ctx, other) // the transaction goes on
+	})
+	first.DeliveredAt = base.Add(time.Minute)
+	update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOutbox(ctx, first) })
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.EnqueueOutbox(ctx, &record.OutboxMessage{RunID: first.RunID, Kind: "slack.digest", Once: first.Once}); !errors.Is(err, storage.ErrDuplicate) {
+			return fmt.Errorf("a message with the key of a delivered one: %v, want ErrDuplicate", err)
+		}
+		return nil
+	})
+	ms := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.OutboxMessage, error) {
+		return tx.OutboxForRun(ctx, first.RunID)
+	})
+	if len(ms) != 1 || ms[0].ID != first.ID {
+		t.Errorf("messages under %s: %d, want the first alone", first.RunID, len(ms))
+	}
+	for range 2 {
+		update(t, s, func(ctx context.Context, tx storage.Tx) error {
+			return tx.EnqueueOutbox(ctx, &record.OutboxMessage{RunID: "run-x", Kind: "callback"})
+		})
+	}
 }
 
 // dueByID finds message id among those due at now, or fails the test.

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"ListRunsPagination", testListRunsPagination},
 		{"ListRunHeads", testListRunHeads},
 		{"DueOutbox", testDueOutbox},
+		{"OutboxOnce", testOutboxOnce},
 		{"ListOutbox", testListOutbox},
 		{"AuditChain", testAuditChain},
 		{"LoadRun", testLoadRun},
