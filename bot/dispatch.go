@@ -67,20 +67,27 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	now := d.now()
 	// Only its own kinds: rows of another dispatcher (callbacks waiting
 	// behind a failing one) must not fill the round.
-	due, err := d.Engine.Outbox().List(ctx, storage.OutboxFilter{Kinds: []record.OutboxKind{KindPost, KindUpdate, KindDigest}, DueBy: now, Limit: limit})
+	due, err := d.Engine.Outbox().List(ctx, storage.OutboxFilter{Kinds: Kinds, DueBy: now, Limit: limit})
 	if err != nil {
 		return 0, fmt.Errorf("read the outbox: %w", err)
 	}
 	var order []string
 	byRun := map[string][]*record.OutboxMessage{}
 	for _, m := range due {
-		if m.Kind != KindPost && m.Kind != KindUpdate && m.Kind != KindDigest {
+		key := m.RunID
+		switch m.Kind {
+		case KindPost, KindUpdate, KindDigest:
+		case KindOutcomeDM, KindOutcomeNotify:
+			// A message of its own: sent once, it is not sent again
+			// because a rewrite of the same run failed.
+			key = fmt.Sprintf("outcome/%d", m.ID)
+		default:
 			continue // another dispatcher's kind
 		}
-		if byRun[m.RunID] == nil {
-			order = append(order, m.RunID)
+		if byRun[key] == nil {
+			order = append(order, key)
 		}
-		byRun[m.RunID] = append(byRun[m.RunID], m)
+		byRun[key] = append(byRun[key], m)
 	}
 	delivered := 0
 	var errs []error
@@ -164,6 +171,9 @@ func (d *Dispatcher) deliver(ctx context.Context, rows []*record.OutboxMessage) 
 func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) error {
 	if rows[0].Kind == KindDigest {
 		return d.sendDigest(ctx, rows) // a digest's rows are keyed by no run but the digest (DigestKey)
+	}
+	if k := rows[0].Kind; k == KindOutcomeDM || k == KindOutcomeNotify {
+		return d.sendOutcome(ctx, rows[0])
 	}
 	runID := rows[0].RunID
 	var toPost []string

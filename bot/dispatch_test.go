@@ -49,6 +49,13 @@ type dispatchHarness struct {
 
 func newDispatchHarness(t *testing.T) *dispatchHarness {
 	t.Helper()
+	return newDispatchHarnessFor(t, config.Default(), bot.Outbox{})
+}
+
+// newDispatchHarnessFor is the harness with cfg's roles and policy and hook
+// as the Slack outbox hook.
+func newDispatchHarnessFor(t *testing.T, cfg *config.Config, hook bot.Outbox) *dispatchHarness {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	store, err := sqlite.Open(ctx, filepath.Join(dir, "signoff.db"))
@@ -65,7 +72,6 @@ func newDispatchHarness(t *testing.T) *dispatchHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
 	actions := map[string]*workflow.ActionSpec{}
 	for name, exec := range demo.Executors(shop, "signoff") {
 		spec, err := workflow.NewActionSpec(name, demo.Schemas()[name], exec, nil)
@@ -75,7 +81,7 @@ func newDispatchHarness(t *testing.T) *dispatchHarness {
 		actions[name] = spec
 	}
 	clock := &outboxClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	e, err := workflow.New(workflow.Config{Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Hooks: []workflow.Hook{bot.Outbox{}}})
+	e, err := workflow.New(workflow.Config{Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock, Hooks: []workflow.Hook{hook}})
 	if err != nil {
 		t.Fatal(err)
 	}

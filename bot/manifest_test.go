@@ -28,6 +28,9 @@ func TestManifest(t *testing.T) {
 				URL          string `yaml:"url"`
 				ShouldEscape bool   `yaml:"should_escape"`
 			} `yaml:"slash_commands"`
+			AppHome struct {
+				MessagesTab bool `yaml:"messages_tab_enabled"`
+			} `yaml:"app_home"`
 		} `yaml:"features"`
 		OAuth struct {
 			Scopes struct {
@@ -74,6 +77,11 @@ func TestManifest(t *testing.T) {
 	// TestTheSlackSetupSaysWhereEachIDComesFrom).
 	if !m.Settings.OrgDeploy {
 		t.Errorf("org_deploy_enabled is %v; an org-wide install needs it true", m.Settings.OrgDeploy)
+	}
+	// The outcome of a run goes to a requester who is a Slack user as a
+	// direct message, which Slack shows in the app's Messages tab.
+	if !m.Features.AppHome.MessagesTab {
+		t.Error("messages_tab_enabled is not true; requesters would not see the outcome")
 	}
 	if m.Settings.SocketMode == nil {
 		t.Error("socket_mode_enabled is not spelled out")

@@ -14,19 +14,36 @@ const (
 	KindPost   record.OutboxKind = "slack.post"   // post the approval message of a request
 	KindUpdate record.OutboxKind = "slack.update" // rewrite every posted message of a run from its current state
 	KindDigest record.OutboxKind = "slack.digest" // post a channel's daily digest of the waiting runs (Digest)
+	// KindOutcomeDM tells the requester, in a direct message, how their run
+	// ended; KindOutcomeNotify tells one of the rule's notify: recipients.
+	KindOutcomeDM     record.OutboxKind = "slack.outcome_dm"
+	KindOutcomeNotify record.OutboxKind = "slack.outcome_notify"
 )
+
+// Kinds are the outbox kinds the Slack dispatcher delivers.
+var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify}
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
 // rendering, so that a late delivery shows the run as it is then.
 type OutboxPayload struct {
 	RunID     string `json:"run_id"`
 	RequestID string `json:"request_id,omitempty"`
+	// To and Outcome are an outcome message's: the Slack channel or user it
+	// goes to, and the status it announces (the run may have moved on by the
+	// time it is delivered).
+	To      string        `json:"to,omitempty"`
+	Outcome record.Status `json:"outcome,omitempty"`
 }
 
 // Outbox is the engine hook that queues Slack messages in the transaction of the
 // transition that causes them: a decision never waits for Slack, and a Slack
 // outage loses nothing.
-type Outbox struct{}
+type Outbox struct {
+	// SlackUserOf is the Slack user who stands for a requester ("" for none,
+	// e.g. an agent, which hears by its callback); nil: nobody is sent a
+	// direct message.
+	SlackUserOf func(requesterID string) string
+}
 
 var _ workflow.Hook = Outbox{}
 
@@ -44,7 +61,22 @@ var postEvents = map[record.Event]bool{record.EventSubmitted: true, record.Event
 // OnTransition queues a post when a transition creates a pending request, and a
 // rewrite after every change of a run that was ever put to a person, whatever
 // its gate says now (an edit can lower the risk so that no request is current).
-func (Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
+// When the transition ends the run (or hands it to a person), it also queues
+// the outcome for the requester and the rule's notify: recipients.
+func (o Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
+	ms, err := approvalMessages(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	outcome, err := o.outcomeMessages(t)
+	if err != nil {
+		return nil, err
+	}
+	return append(ms, outcome...), nil
+}
+
+// approvalMessages are the posts and rewrites of the approval messages.
+func approvalMessages(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
 	update := updateEvents[t.Event]
 	post := postEvents[t.Event] && t.Request != nil && t.Request.Status == record.RequestPending && t.Run.Status == record.StatusWaitingApproval
 	if !update && !post {
@@ -88,4 +120,54 @@ func message(run *record.Run, kind record.OutboxKind, p OutboxPayload) (*record.
 	}
 	// The transition's own time: the message is due as soon as it commits.
 	return &record.OutboxMessage{RunID: p.RunID, Kind: kind, Payload: body, NextAttempt: run.UpdatedAt, CreatedAt: run.UpdatedAt}, nil
+}
+
+// outcomeStatuses are the statuses whose entry is an outcome people hear of:
+// the ends, and a run handed to a person.
+var outcomeStatuses = map[record.Status]bool{
+	record.StatusDone: true, record.StatusRejected: true, record.StatusExpired: true,
+	record.StatusCancelled: true, record.StatusFailed: true, record.StatusNeedsAttention: true,
+}
+
+// outcomeMessages queues the outcome of a run that t ends: a direct message
+// to the requester when a Slack user stands for them, and one message to each
+// notify: recipient of the gate. Nobody who decided the run is told again
+// what they decided; nobody is told twice.
+func (o Outbox) outcomeMessages(t *workflow.Transition) ([]*record.OutboxMessage, error) {
+	if t.Run.Status == t.From || !outcomeStatuses[t.Run.Status] {
+		return nil, nil
+	}
+	if t.State == nil {
+		return nil, nil // no trusted state: no requester or rule to read
+	}
+	told := map[string]bool{}
+	for _, d := range t.State.Decisions {
+		told[d.By] = true
+	}
+	var ms []*record.OutboxMessage
+	add := func(kind record.OutboxKind, to string) error {
+		if to == "" || told[to] {
+			return nil
+		}
+		told[to] = true
+		m, err := message(t.Run, kind, OutboxPayload{RunID: t.Run.ID, To: to, Outcome: t.Run.Status})
+		if err != nil {
+			return err
+		}
+		ms = append(ms, m)
+		return nil
+	}
+	if o.SlackUserOf != nil && !told[t.State.Requester.ID] {
+		if err := add(KindOutcomeDM, o.SlackUserOf(t.State.Requester.ID)); err != nil {
+			return nil, err
+		}
+	}
+	if t.State.Gate != nil {
+		for _, to := range t.State.Gate.Notify {
+			if err := add(KindOutcomeNotify, to); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ms, nil
 }

@@ -79,6 +79,15 @@ func (a *API) PostMessage(ctx context.Context, channel string, blocks []slack.Bl
 	return ch, ts, nil
 }
 
+// Permalink is the link to a posted message.
+func (a *API) Permalink(ctx context.Context, channel, ts string) (string, error) {
+	link, err := a.client.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: channel, Ts: ts})
+	if err := a.fail("chat.getPermalink", err); err != nil {
+		return "", fmt.Errorf("chat.getPermalink %s %s: %w", channel, ts, err)
+	}
+	return link, nil
+}
+
 // UpdateMessage rewrites a posted message.
 func (a *API) UpdateMessage(ctx context.Context, channel, ts string, blocks []slack.Block, text string) error {
 	if _, _, _, err := a.client.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false)); a.fail("chat.update", err) != nil {

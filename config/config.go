@@ -80,6 +80,10 @@ type Config struct {
 // RequestersConfig says who may propose. By default only a member of some role.
 type RequestersConfig struct {
 	AllowUnknown bool // anyone may propose; conditions see requester.role == ""
+	// SlackUsers maps a requester's id to the Slack user who hears the
+	// outcome of their runs by direct message; a requester whose id is a
+	// Slack user id needs no entry.
+	SlackUsers map[string]string
 }
 
 // RequestsConfig bounds approval requests.
@@ -323,7 +327,8 @@ type fileRequests struct {
 }
 
 type fileRequesters struct {
-	AllowUnknown bool `yaml:"allow_unknown"`
+	AllowUnknown bool              `yaml:"allow_unknown"`
+	SlackUsers   map[string]string `yaml:"slack_users"`
 }
 
 type fileRole struct {
@@ -341,6 +346,7 @@ type fileRule struct {
 	When     string        `yaml:"when"`
 	Risk     string        `yaml:"risk"`
 	Approval *fileApproval `yaml:"approval"`
+	Notify   []string      `yaml:"notify"`
 }
 
 type fileApproval struct {
@@ -451,8 +457,17 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	cfg.AuditLog = fc.AuditLog
+	if !cfg.Slack.Given {
+		for i, r := range cfg.Policy.Rules() {
+			if len(r.Notify) > 0 {
+				c.warnf(fmt.Sprintf("policy.rules[%d].notify", i), "the config has no slack: section, so nobody is notified")
+			}
+		}
+	}
 	if fc.Requesters != nil {
-		cfg.Requesters.AllowUnknown = fc.Requesters.AllowUnknown
+		if cfg.Requesters, err = c.requesters(fc.Requesters, cfg.Slack.Given); err != nil {
+			return nil, err
+		}
 	}
 	if fc.Requests != nil && strings.TrimSpace(fc.Requests.MaxLifetime) != "" {
 		d, err := parseDuration(fc.Requests.MaxLifetime)
@@ -851,6 +866,11 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 	rules := make([]policy.Rule, len(fp.Rules))
 	for i, fr := range fp.Rules {
 		rules[i] = policy.Rule{Name: fr.Name, When: fr.When, Risk: record.Risk(fr.Risk)}
+		notify, err := c.notify(fmt.Sprintf("policy.rules[%d].notify", i), fr.Notify)
+		if err != nil {
+			return nil, err
+		}
+		rules[i].Notify = notify
 		if fr.Approval == nil {
 			continue
 		}
@@ -884,6 +904,69 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 		return nil, c.fail("policy", err)
 	}
 	return pol, nil
+}
+
+// slackChannelOrUser is what a rule's notify: may name: a Slack channel id
+// (C…, or G… for an older private channel) or a Slack user id (U…, W…).
+// Names (#oncall) are refused: a channel can be renamed, its id stays.
+var slackChannelOrUser = regexp.MustCompile(`^[CGUW][A-Z0-9]{2,20}$`)
+
+// slackUser is a Slack user id, the form requesters.slack_users maps to, and
+// the form of a requester id that is a Slack user itself.
+var slackUser = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
+
+// notify reads a rule's notify: list: Slack channel or user ids, each once.
+func (c *checker) notify(path string, list []string) ([]string, error) {
+	var out []string
+	for j, to := range list {
+		p := fmt.Sprintf("%s[%d]", path, j)
+		to = strings.TrimSpace(to)
+		if !slackChannelOrUser.MatchString(to) {
+			return nil, c.failf(p, "%q: want a Slack channel id (C…) or user id (U…, W…); a channel's id is at the bottom of its details in Slack", to)
+		}
+		if slices.Contains(out, to) {
+			return nil, c.failf(p, "%s is listed twice", to)
+		}
+		out = append(out, to)
+	}
+	return out, nil
+}
+
+// requesters reads the requesters: block: who may propose, and which
+// requesters are Slack users who hear their runs' outcome.
+func (c *checker) requesters(fr *fileRequesters, slackOn bool) (RequestersConfig, error) {
+	rc := RequestersConfig{AllowUnknown: fr.AllowUnknown}
+	for _, id := range keysInOrder(c.doc, "requesters.slack_users", fr.SlackUsers) {
+		path := "requesters.slack_users" + keySegment(id)
+		user := strings.TrimSpace(fr.SlackUsers[id])
+		if strings.TrimSpace(id) == "" {
+			return rc, c.failf(path, "empty requester id")
+		}
+		if !slackUser.MatchString(user) {
+			return rc, c.failf(path, "%q: want the Slack user id (U… or W…) of the person requester %s stands for", user, id)
+		}
+		if rc.SlackUsers == nil {
+			rc.SlackUsers = map[string]string{}
+		}
+		rc.SlackUsers[id] = user
+	}
+	if len(rc.SlackUsers) > 0 && !slackOn {
+		c.warnf("requesters.slack_users", "the config has no slack: section, so nobody is sent the outcome")
+	}
+	return rc, nil
+}
+
+// SlackUserOf is the Slack user who stands for a requester: the one
+// requesters.slack_users maps it to, or the id itself when it is a Slack
+// user id; "" when none.
+func (r RequestersConfig) SlackUserOf(id string) string {
+	if u, ok := r.SlackUsers[id]; ok {
+		return u
+	}
+	if slackUser.MatchString(id) {
+		return id
+	}
+	return ""
 }
 
 func (c *checker) slack(fs *fileSlack, roles *policy.Roles) (SlackConfig, error) {

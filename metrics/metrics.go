@@ -61,7 +61,7 @@ func New(version string) *Metrics {
 	m.execSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "executor_call_seconds",
 		Help: "Latency of executor calls, by action.", Buckets: prometheus.DefBuckets}, []string{"action"})
 	m.outboxBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_backlog",
-		Help: "Outbox messages not delivered yet, by kind (slack.post, slack.update, callback); a kind with none is not shown."}, []string{"kind"})
+		Help: "Outbox messages not delivered yet, by kind (slack.post, slack.update, slack.outcome_dm, slack.outcome_notify, callback); a kind with none is not shown."}, []string{"kind"})
 	m.outboxOldest = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_oldest_age_seconds",
 		Help: "Age of the oldest undelivered outbox message, by kind (no series for a kind with none)."}, []string{"kind"})
 	m.slackErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "slack_api_errors_total",

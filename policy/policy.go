@@ -35,6 +35,10 @@ type Rule struct {
 	When     string // a CEL expression of type bool
 	Risk     record.Risk
 	Approval *record.ApprovalSpec
+	// Notify are who hears the outcome of a run the rule decided, without
+	// being asked to decide: Slack channel or user ids (the config checks
+	// their form).
+	Notify []string
 }
 
 // RuleError says which rule, and which of its fields, New refused, so a
@@ -106,6 +110,7 @@ type Outcome struct {
 	Rule     string
 	Risk     record.Risk
 	Approval *record.ApprovalSpec // nil: the action may run without approval
+	Notify   []string             // the rule's Notify
 }
 
 // celEnv declares what conditions can see:
@@ -204,6 +209,7 @@ func New(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 			copied := *a
 			r.Approval = &copied
 		}
+		r.Notify = slices.Clone(r.Notify)
 		p.rules = append(p.rules, r)
 		p.programs = append(p.programs, prg)
 		p.shapes = append(p.shapes, shape)
@@ -563,6 +569,7 @@ func (p *Policy) Rules() []Rule {
 			copied := *a
 			out[i].Approval = &copied
 		}
+		out[i].Notify = slices.Clone(out[i].Notify)
 	}
 	return out
 }
@@ -591,7 +598,7 @@ func (p *Policy) Evaluate(ctx context.Context, in Input) (Outcome, error) {
 		if !match {
 			continue
 		}
-		out := Outcome{Rule: r.Name, Risk: r.Risk}
+		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify)}
 		if r.Approval != nil {
 			copied := *r.Approval
 			out.Approval = &copied

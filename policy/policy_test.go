@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -225,7 +226,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("err = %v, want errors.Is %v", err, tt.is)
 			}
-			if out != (Outcome{}) {
+			if !reflect.DeepEqual(out, Outcome{}) {
 				t.Errorf("outcome on error = %+v, want zero", out)
 			}
 		})

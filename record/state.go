@@ -111,6 +111,11 @@ type Gate struct {
 	// Assignee, when set, is the one person asked to decide; others of a higher
 	// role than the rule needs may still decide.
 	Assignee string `json:"assignee,omitempty"`
+	// Notify are the Slack channels and users the matching rules name to
+	// hear the run's outcome without being asked to decide (their notify:
+	// lists, merged in order). Omitted when empty, so gates written before
+	// it read and seal the same.
+	Notify []string `json:"notify,omitempty"`
 }
 
 // ApprovalSpec is what a policy rule requires before its actions run.

@@ -120,8 +120,8 @@ func (gk *gatekeeper) gate(ctx context.Context, st *record.State) (*record.Gate,
 }
 
 // outcomes applies policy to every action and merges the outcomes into the
-// proposal's gate (rule, risk, approval only); it also returns each action's
-// outcome and the requester's role.
+// proposal's gate (rule, risk, approval and who is notified only); it also
+// returns each action's outcome and the requester's role.
 func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.Gate, []policy.Outcome, string, error) {
 	g := &record.Gate{PolicyRevision: gk.policy.Revision(), Risk: record.RiskLow}
 	var rules []string
@@ -136,6 +136,9 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 			return nil, nil, "", fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}
 		outs = append(outs, out)
+		for _, to := range out.Notify {
+			g.Notify = appendUnique(g.Notify, to)
+		}
 		if out.Risk.Rank() > g.Risk.Rank() {
 			g.Risk = out.Risk
 		}

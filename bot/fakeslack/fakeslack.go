@@ -1,7 +1,8 @@
 // Package fakeslack is a stand-in for the parts of Slack's Web API that
-// signoff calls: chat.postMessage, chat.update, chat.postEphemeral,
-// views.open, usergroups.users.list, auth.test and conversations.info. Tests
-// serve it on loopback, and `signoff slack dev` serves it as a local Slack to
+// signoff calls: chat.postMessage (to a channel, or to a user: a direct
+// message), chat.update, chat.getPermalink, chat.postEphemeral, views.open,
+// usergroups.users.list, auth.test and conversations.info. Tests serve it on
+// loopback, and `signoff slack dev` serves it as a local Slack to
 // develop against. It records every call, keeps the channel's messages, the
 // ephemeral messages and the modals it was asked to open (GET /dev/state
 // hands them to another process, which ReadState reads), and can be told to
@@ -37,6 +38,9 @@ type Message struct {
 	Text    string `json:"text"`
 	Blocks  string `json:"blocks"` // the JSON of the blocks
 	Updates int    `json:"updates"`
+	// User is the person a direct message went to: a post to a user id
+	// goes, as in Slack, to the bot's direct message channel with them.
+	User string `json:"user,omitempty"`
 }
 
 // Ephemeral is a message shown to one user (chat.postEphemeral).
@@ -368,6 +372,7 @@ var methods = map[string]func(s *Server, call Call) map[string]any{
 	"usergroups.users.list": (*Server).groupMembers,
 	"auth.test":             (*Server).authTest,
 	"conversations.info":    (*Server).channelInfo,
+	"chat.getPermalink":     (*Server).permalink,
 }
 
 func (s *Server) postMessage(call Call) map[string]any {
@@ -376,12 +381,31 @@ func (s *Server) postMessage(call Call) map[string]any {
 	}
 	s.seq++
 	ts := fmt.Sprintf("1700000000.%06d", s.seq)
-	ch := call.Form.Get("channel")
-	m := &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks")}
+	ch, user := call.Form.Get("channel"), ""
+	if strings.HasPrefix(ch, "U") || strings.HasPrefix(ch, "W") {
+		// Slack answers with the direct message channel's own id.
+		ch, user = "D"+ch[1:], ch
+	}
+	m := &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks"), User: user}
 	s.messages[ts] = m
 	s.order = append(s.order, ts)
 	s.tell(Event{Kind: Posted, Message: *m})
 	return map[string]any{"ok": true, "channel": ch, "ts": ts}
+}
+
+// permalink links a posted message, as chat.getPermalink does.
+func (s *Server) permalink(call Call) map[string]any {
+	ch, ts := call.Form.Get("channel"), call.Form.Get("message_ts")
+	if m, ok := s.messages[ts]; !ok || m.Channel != ch {
+		return map[string]any{"ok": false, "error": "message_not_found"}
+	}
+	return map[string]any{"ok": true, "channel": ch, "permalink": PermalinkOf(ch, ts)}
+}
+
+// PermalinkOf is the link the fake gives a message: Slack's form, on a
+// workspace of its own.
+func PermalinkOf(channel, ts string) string {
+	return "https://fake.slack.test/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
 }
 
 func (s *Server) update(call Call) map[string]any {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
@@ -30,6 +31,8 @@ type outboxRow struct {
 	// URL and EventID, for a callback: where it goes and the event's id.
 	URL     string `json:"url,omitempty"`
 	EventID string `json:"event_id,omitempty"`
+	// To, for a Slack outcome message: the channel or user it goes to.
+	To string `json:"to,omitempty"`
 }
 
 // maxOutboxListed bounds one listing: a longer backlog is said to be longer.
@@ -84,6 +87,7 @@ func listOutbox(ctx context.Context, outbox *workflow.Outbox, failing bool) ([]o
 		rows[i] = outboxRow{ID: m.ID, Kind: m.Kind, RunID: m.RunID, Attempts: m.Attempts, NextAttempt: m.NextAttempt,
 			CreatedAt: m.CreatedAt, LastError: m.LastError}
 		rows[i].URL, rows[i].EventID, _ = callback.Target(m)
+		rows[i].To = bot.OutcomeTarget(m)
 	}
 	return rows, more, nil
 }
@@ -106,7 +110,7 @@ func renderOutbox(w io.Writer, rows []outboxRow, more bool, now time.Time) {
 			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, term(string(r.Kind)), term(orDash(r.RunID)), r.Attempts, next,
-			since(now, r.CreatedAt), term(orDash(cutRunes(r.URL, 60))), term(orDash(cutRunes(r.LastError, 120))))
+			since(now, r.CreatedAt), term(orDash(cutRunes(r.URL+r.To, 60))), term(orDash(cutRunes(r.LastError, 120))))
 	}
 	tw.Flush()
 	if more {

@@ -268,8 +268,8 @@ func renderEvidence(w io.Writer, v *workflow.RunView) {
 	}
 }
 
-// renderGate prints what policy decided of the run: its rule, and who may
-// approve it, how many and so far.
+// renderGate prints what policy decided of the run: its rule, who may
+// approve it, how many and so far, and who hears the outcome.
 func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.Roles) {
 	fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(string(g.Risk)), term(g.PolicyRevision))
 	if g.Approval != nil {
@@ -292,6 +292,9 @@ func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.
 			}
 			fmt.Fprintf(w, "  %d of %d %s so far\n", approvalsSoFar(v), g.Approval.Count, noun)
 		}
+	}
+	if len(g.Notify) > 0 {
+		fmt.Fprintf(w, "  the outcome goes to %s (notify)\n", term(strings.Join(g.Notify, ", ")))
 	}
 	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(policy.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 }
