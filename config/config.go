@@ -347,6 +347,7 @@ type fileRule struct {
 	Risk     string        `yaml:"risk"`
 	Approval *fileApproval `yaml:"approval"`
 	Notify   []string      `yaml:"notify"`
+	Remind   []string      `yaml:"remind"`
 }
 
 type fileApproval struct {
@@ -871,6 +872,9 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 			return nil, err
 		}
 		rules[i].Notify = notify
+		if rules[i].Remind, err = c.remind(i, fr); err != nil {
+			return nil, err
+		}
 		if fr.Approval == nil {
 			continue
 		}
@@ -904,6 +908,34 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 		return nil, c.fail("policy", err)
 	}
 	return pol, nil
+}
+
+// remind reads a rule's remind: list: how long before the deadline the
+// people who may still decide are reminded, each positive and shorter than
+// the rule's approval expiry (policy.New sorts them, longest first).
+func (c *checker) remind(i int, fr fileRule) ([]record.Seconds, error) {
+	path := fmt.Sprintf("policy.rules[%d].remind", i)
+	if len(fr.Remind) == 0 {
+		return nil, nil
+	}
+	if fr.Approval == nil {
+		return nil, c.failf(path, "the rule needs no approval, so there is no deadline to remind of")
+	}
+	// A missing or bad expires is told at its own line, just after.
+	expires, _ := parseDuration(fr.Approval.Expires)
+	var out []record.Seconds
+	for j, text := range fr.Remind {
+		p := fmt.Sprintf("%s[%d]", path, j)
+		d, err := parseDuration(text)
+		if err != nil {
+			return nil, c.fail(p, err)
+		}
+		if expires > 0 && d >= expires {
+			return nil, c.failf(p, "%s: a reminder must be shorter than the approval's expires (%s), or it would be due before the request is made", text, fr.Approval.Expires)
+		}
+		out = append(out, record.Seconds(d/time.Second))
+	}
+	return out, nil
 }
 
 // slackChannelOrUser is what a rule's notify: may name: a Slack channel id

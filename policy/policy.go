@@ -39,6 +39,10 @@ type Rule struct {
 	// being asked to decide: Slack channel or user ids (the config checks
 	// their form).
 	Notify []string
+	// Remind are how long before the deadline of the rule's approval the
+	// people who may still decide are reminded, longest first; each is
+	// positive and shorter than the approval's Expires.
+	Remind []record.Seconds
 }
 
 // RuleError says which rule, and which of its fields, New refused, so a
@@ -111,6 +115,7 @@ type Outcome struct {
 	Risk     record.Risk
 	Approval *record.ApprovalSpec // nil: the action may run without approval
 	Notify   []string             // the rule's Notify
+	Remind   []record.Seconds     // the rule's Remind
 }
 
 // celEnv declares what conditions can see:
@@ -210,6 +215,11 @@ func New(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 			r.Approval = &copied
 		}
 		r.Notify = slices.Clone(r.Notify)
+		remind, err := checkRemind(r.Remind, r.Approval)
+		if err != nil {
+			return fail("remind", err)
+		}
+		r.Remind = remind
 		p.rules = append(p.rules, r)
 		p.programs = append(p.programs, prg)
 		p.shapes = append(p.shapes, shape)
@@ -570,6 +580,7 @@ func (p *Policy) Rules() []Rule {
 			out[i].Approval = &copied
 		}
 		out[i].Notify = slices.Clone(out[i].Notify)
+		out[i].Remind = slices.Clone(out[i].Remind)
 	}
 	return out
 }
@@ -598,7 +609,7 @@ func (p *Policy) Evaluate(ctx context.Context, in Input) (Outcome, error) {
 		if !match {
 			continue
 		}
-		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify)}
+		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify), Remind: slices.Clone(r.Remind)}
 		if r.Approval != nil {
 			copied := *r.Approval
 			out.Approval = &copied
@@ -641,4 +652,29 @@ func policyVars(in Input) (map[string]any, error) {
 		"requester": celRequester{ID: in.Requester.ID, Name: in.Requester.Name, Role: in.RequesterRole},
 		"task":      in.TaskID,
 	}, nil
+}
+
+// checkRemind refuses a reminder a rule cannot keep (none without an
+// approval, each positive and shorter than its expiry) and returns the
+// offsets longest first, without repeats.
+func checkRemind(remind []record.Seconds, a *record.ApprovalSpec) ([]record.Seconds, error) {
+	if len(remind) == 0 {
+		return nil, nil
+	}
+	if a == nil {
+		return nil, errors.New("a rule without an approval has no deadline to remind of")
+	}
+	out := slices.Clone(remind)
+	for _, d := range out {
+		if d < 1 {
+			return nil, errors.New("each reminder must be at least 1s before the deadline")
+		}
+		if d >= a.Expires {
+			return nil, fmt.Errorf("a reminder %s before the deadline is not shorter than the approval's expiry (%s)", d.Duration(), a.Expires.Duration())
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	slices.Reverse(out)
+	return out, nil
 }

@@ -28,6 +28,7 @@ const (
 	EventPruned         Event = "pruned"          // an ended run's bulky records were removed
 	EventRefused        Event = "refused"         // a request was refused; nothing else changed
 	EventResolved       Event = "resolved"        // a person resolved a run that needed attention
+	EventReminded       Event = "reminded"        // the people who may still decide were reminded before the deadline
 )
 
 // Events lists every event, so that a name read back can be checked.
@@ -36,7 +37,7 @@ var Events = []Event{
 	EventDecided, EventEdited, EventReassigned, EventExtended, EventCancelled,
 	EventExpired, EventIntent, EventExecuted, EventReconciled, EventFinished,
 	EventFailed, EventNeedsAttention, EventForked, EventPruned, EventRefused,
-	EventResolved,
+	EventResolved, EventReminded,
 }
 
 // Valid reports whether e is one of Events.

@@ -48,6 +48,22 @@ type State struct {
 	// Resolutions are what people found of the run while it needed
 	// attention (see Engine.Resolve), oldest first.
 	Resolutions []ResolutionRecord `json:"resolutions,omitempty"`
+	// Reminders are the reminders of the pending request, one per offset of
+	// the gate's Remind handled (sent, or passed while a later one was sent),
+	// oldest first. Omitted when empty, so states written before it read and
+	// seal the same.
+	Reminders []ReminderRecord `json:"reminders,omitempty"`
+}
+
+// ReminderRecord is one offset of a gate's Remind, handled once per request: the
+// reminder sent for it (Mention, who was asked), or Passed when it fell due
+// with a later offset and only the later one was sent.
+type ReminderRecord struct {
+	RequestID string    `json:"request_id"`     // the request it reminded of
+	Before    Seconds   `json:"before_seconds"` // the offset: this long before the deadline
+	At        time.Time `json:"at"`
+	Mention   []string  `json:"mention,omitempty"`
+	Passed    bool      `json:"passed,omitempty"`
 }
 
 // ResolutionRecord is a person's resolution of a run that needed attention.
@@ -116,6 +132,10 @@ type Gate struct {
 	// lists, merged in order). Omitted when empty, so gates written before
 	// it read and seal the same.
 	Notify []string `json:"notify,omitempty"`
+	// Remind are how long before the deadline the people who may still
+	// decide are reminded (the matching rules' remind: lists, merged, longest
+	// first). Not part of the fingerprint; omitted when empty.
+	Remind []Seconds `json:"remind,omitempty"`
 }
 
 // ApprovalSpec is what a policy rule requires before its actions run.
