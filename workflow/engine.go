@@ -36,7 +36,7 @@ type Config struct {
 	Logger  *slog.Logger           // defaults to discarding
 	// Failpoint, when set, is called at each write boundary with its name
 	// (after-step-N, before-decision-commit, after-decision-commit, after-intent,
-	// after-effect, after-receipt, after-park, after-resolve, after-recheck).
+	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind).
 	// Crash tests make it kill the process.
 	Failpoint func(name string)
 	// CheckAttempts and ExecAttempts bound retries of transient failures.
@@ -155,6 +155,7 @@ type Engine struct {
 	gates *gatekeeper
 	// decisions admits people's decisions.
 	decisions *decider
+	reminders *reminder
 	// resolutions carries out what people found out about stuck runs.
 	resolutions *resolver
 }
@@ -227,6 +228,7 @@ func New(cfg Config) (*Engine, error) {
 		clock: e.clock, checkN: e.checkN, backoff: e.backoff}
 	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}
 	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
+	e.reminders = newReminder(e)
 	return e, nil
 }
 

@@ -139,6 +139,7 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 		for _, to := range out.Notify {
 			g.Notify = appendUnique(g.Notify, to)
 		}
+		g.Remind = mergeRemind(g.Remind, out.Remind)
 		if out.Risk.Rank() > g.Risk.Rank() {
 			g.Risk = out.Risk
 		}
@@ -166,6 +167,7 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 	if len(rules) > 0 {
 		g.Rule = joinComma(rules)
 	}
+	g.Remind = remindWithin(g.Remind, g.Approval)
 	return g, outs, role, nil
 }
 

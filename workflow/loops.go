@@ -15,7 +15,8 @@ const workBatch = 20
 // approved runs, woken by every commit that writes a run and otherwise
 // looking every poll (a lease of a process that died, a retry after its
 // backoff); expiring runs past their deadline every poll, which only time
-// makes due; and, when feed is not nil, telling Changes of other processes'
+// makes due; reminding before a deadline, when a rule has remind:, every
+// poll; and, when feed is not nil, telling Changes of other processes'
 // commits (the feed returns only when ctx ends or it fails, and is started
 // again poll later).
 func (e *Engine) Loops(poll time.Duration, feed storage.ChangeFeed) []*Loop {
@@ -24,6 +25,11 @@ func (e *Engine) Loops(poll time.Duration, feed storage.ChangeFeed) []*Loop {
 			Round: func(ctx context.Context) error { _, err := e.Work(ctx, workBatch); return err }},
 		{Name: "expire runs past their deadline", Pace: PaceAfter(poll), Logger: e.log,
 			Round: func(ctx context.Context) error { _, err := e.ExpireDue(ctx); return err }},
+	}
+	if e.reminders.horizon > 0 {
+		// Only time makes a reminder due, as a deadline.
+		loops = append(loops, &Loop{Name: "remind before the deadline", Pace: PaceAfter(poll), Logger: e.log,
+			Round: func(ctx context.Context) error { _, err := e.RemindDue(ctx); return err }})
 	}
 	if feed != nil {
 		// Wakes this server's waiters and workers on other processes' commits.

@@ -107,6 +107,7 @@ func RedactView(v *RunView, shown func(action string, args json.RawMessage) json
 	for i := range out.Resolutions {
 		out.Resolutions[i].Reason = h.text(out.Resolutions[i].Reason)
 	}
+	out.Reminders = slices.Clone(v.Reminders)
 	out.Summary, out.Reason = h.text(v.Summary), h.text(v.Reason)
 	return &out
 }

@@ -44,6 +44,9 @@ type RunView struct {
 	// Resolutions are what people found of the run while it needed
 	// attention, oldest first.
 	Resolutions []record.ResolutionRecord `json:"resolutions,omitempty"`
+	// Reminders are the reminders of the pending request before its
+	// deadline (the gate's remind), oldest first.
+	Reminders []record.ReminderRecord `json:"reminders,omitempty"`
 	// RetryAt is when an executing run that waits for its target (a
 	// Retry-After, a backoff, an action still in progress) is asked again.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
@@ -194,6 +197,7 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 		v.CallbackURL = st.CallbackURL
 		v.Pruned = st.Pruned
 		v.Resolutions = st.Resolutions
+		v.Reminders = st.Reminders
 		if st.Actions != nil {
 			v.Actions = st.Actions
 		}
