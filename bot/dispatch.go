@@ -77,7 +77,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 		key := m.RunID
 		switch m.Kind {
 		case KindPost, KindUpdate, KindDigest:
-		case KindOutcomeDM, KindOutcomeNotify:
+		case KindOutcomeDM, KindOutcomeNotify, KindReminder:
 			// A message of its own: sent once, it is not sent again
 			// because a rewrite of the same run failed.
 			key = fmt.Sprintf("outcome/%d", m.ID)
@@ -174,6 +174,9 @@ func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) err
 	}
 	if k := rows[0].Kind; k == KindOutcomeDM || k == KindOutcomeNotify {
 		return d.sendOutcome(ctx, rows[0])
+	}
+	if rows[0].Kind == KindReminder {
+		return d.sendReminder(ctx, rows[0])
 	}
 	runID := rows[0].RunID
 	var toPost []string

@@ -18,10 +18,13 @@ const (
 	// ended; KindOutcomeNotify tells one of the rule's notify: recipients.
 	KindOutcomeDM     record.OutboxKind = "slack.outcome_dm"
 	KindOutcomeNotify record.OutboxKind = "slack.outcome_notify"
+	// KindReminder replies in the thread of a pending request's message,
+	// before its deadline, mentioning who may still decide (Reminder).
+	KindReminder record.OutboxKind = "slack.reminder"
 )
 
 // Kinds are the outbox kinds the Slack dispatcher delivers.
-var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify}
+var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder}
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
 // rendering, so that a late delivery shows the run as it is then.
@@ -33,6 +36,9 @@ type OutboxPayload struct {
 	// time it is delivered).
 	To      string        `json:"to,omitempty"`
 	Outcome record.Status `json:"outcome,omitempty"`
+	// Reminder is a reminder's: which of the run's reminders it sends (an
+	// index into its Reminders).
+	Reminder *int `json:"reminder,omitempty"`
 }
 
 // Outbox is the engine hook that queues Slack messages in the transaction of the
@@ -62,7 +68,8 @@ var postEvents = map[record.Event]bool{record.EventSubmitted: true, record.Event
 // rewrite after every change of a run that was ever put to a person, whatever
 // its gate says now (an edit can lower the risk so that no request is current).
 // When the transition ends the run (or hands it to a person), it also queues
-// the outcome for the requester and the rule's notify: recipients.
+// the outcome for the requester and the rule's notify: recipients; a
+// reminder queues its reply in the request's thread.
 func (o Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
 	ms, err := approvalMessages(ctx, t)
 	if err != nil {
@@ -72,7 +79,16 @@ func (o Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*re
 	if err != nil {
 		return nil, err
 	}
-	return append(ms, outcome...), nil
+	ms = append(ms, outcome...)
+	if t.Event == record.EventReminded && t.State != nil && len(t.State.Reminders) > 0 && t.Request != nil {
+		i := len(t.State.Reminders) - 1
+		m, err := message(t.Run, KindReminder, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID, Reminder: &i})
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
 }
 
 // approvalMessages are the posts and rewrites of the approval messages.

@@ -79,6 +79,16 @@ func (a *API) PostMessage(ctx context.Context, channel string, blocks []slack.Bl
 	return ch, ts, nil
 }
 
+// PostReply posts blocks in the thread of the message threadTS of a channel
+// and returns the channel id and the reply's ts.
+func (a *API) PostReply(ctx context.Context, channel, threadTS string, blocks []slack.Block, text string) (string, string, error) {
+	ch, ts, err := a.client.PostMessageContext(ctx, channel, slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionTS(threadTS))
+	if err := a.fail("chat.postMessage", err); err != nil {
+		return "", "", fmt.Errorf("chat.postMessage in thread %s of %s: %w", threadTS, channel, err)
+	}
+	return ch, ts, nil
+}
+
 // Permalink is the link to a posted message.
 func (a *API) Permalink(ctx context.Context, channel, ts string) (string, error) {
 	link, err := a.client.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: channel, Ts: ts})

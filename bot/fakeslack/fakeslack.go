@@ -41,6 +41,9 @@ type Message struct {
 	// User is the person a direct message went to: a post to a user id
 	// goes, as in Slack, to the bot's direct message channel with them.
 	User string `json:"user,omitempty"`
+	// ThreadTS is the message a reply was posted in the thread of
+	// (chat.postMessage's thread_ts); "" for a message of the channel.
+	ThreadTS string `json:"thread_ts,omitempty"`
 }
 
 // Ephemeral is a message shown to one user (chat.postEphemeral).
@@ -386,7 +389,7 @@ func (s *Server) postMessage(call Call) map[string]any {
 		// Slack answers with the direct message channel's own id.
 		ch, user = "D"+ch[1:], ch
 	}
-	m := &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks"), User: user}
+	m := &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks"), User: user, ThreadTS: call.Form.Get("thread_ts")}
 	s.messages[ts] = m
 	s.order = append(s.order, ts)
 	s.tell(Event{Kind: Posted, Message: *m})
