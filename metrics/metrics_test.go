@@ -126,3 +126,17 @@ func TestOutboxBacklogByKind(t *testing.T) {
 		t.Errorf("%d oldest-age series, want one per kind waiting (2)", n)
 	}
 }
+
+// TestRemindersAreCounted: each reminded transition counts once; other
+// transitions do not.
+func TestRemindersAreCounted(t *testing.T) {
+	m := New("test")
+	for _, ev := range []record.Event{record.EventReminded, record.EventExtended, record.EventReminded} {
+		if _, err := m.Hook().OnTransition(t.Context(), &workflow.Transition{Event: ev, Run: &record.Run{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testutil.ToFloat64(m.reminders); got != 2 {
+		t.Fatalf("reminders_total = %v, want 2", got)
+	}
+}

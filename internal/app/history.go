@@ -94,6 +94,8 @@ type eventDetail struct {
 	FromRun    string            `json:"from_run"`
 	FromSeq    int64             `json:"from_seq"`
 	ThroughSeq int64             `json:"through_seq"`
+	Before     string            `json:"before"`
+	Mention    string            `json:"mention"`
 }
 
 // historyEvent is one event of a checkpoint, with its detail, the state the
@@ -158,6 +160,13 @@ var eventSays = map[record.Event]func(h historyEvent) []string{
 			return outcomeWhat(h)
 		}
 		return operationWhat(h)
+	},
+	record.EventReminded: func(h historyEvent) []string {
+		who := "nobody left to mention"
+		if h.d.Mention != "" {
+			who = "mentioning " + strings.ReplaceAll(h.d.Mention, ",", ", ")
+		}
+		return []string{"reminded " + h.d.Before + " before the deadline, " + who}
 	},
 	record.EventResolved: func(h historyEvent) []string {
 		what := []string{"resolved by " + h.ev.Actor + ": " + h.d.Choice.Describe()}

@@ -296,6 +296,7 @@ func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.
 	if len(g.Notify) > 0 {
 		fmt.Fprintf(w, "  the outcome goes to %s (notify)\n", term(strings.Join(g.Notify, ", ")))
 	}
+	renderReminders(w, v, g)
 	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(policy.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 }
 
@@ -328,6 +329,30 @@ func renderDecision(w io.Writer, v *workflow.RunView, d workflow.DecisionView, s
 	fmt.Fprintln(w, line)
 	if changed != nil {
 		fmt.Fprintf(w, "    edited by %s: %s\n", term(d.By), term(changesText(changed.changes, v.Actions, find)))
+	}
+}
+
+// renderReminders prints when who may still decide is reminded before the
+// deadline (the gate's remind), and the reminders sent so far.
+func renderReminders(w io.Writer, v *workflow.RunView, g *record.Gate) {
+	if len(g.Remind) == 0 {
+		return
+	}
+	before := make([]string, len(g.Remind))
+	for i, d := range g.Remind {
+		before[i] = d.Duration().String()
+	}
+	fmt.Fprintf(w, "  reminders %s before the deadline (at most one every 4h)\n", strings.Join(before, ", "))
+	for _, r := range v.Reminders {
+		if r.Passed {
+			fmt.Fprintf(w, "  reminder %s before: passed at %s (a later one was sent)\n", r.Before.Duration(), r.At.Format(time.RFC3339))
+			continue
+		}
+		who := "nobody left to mention"
+		if len(r.Mention) > 0 {
+			who = "mentioning " + term(strings.Join(r.Mention, ", "))
+		}
+		fmt.Fprintf(w, "  reminded %s before the deadline at %s, %s\n", r.Before.Duration(), r.At.Format(time.RFC3339), who)
 	}
 }
 
