@@ -225,18 +225,49 @@ func TestRemindLeavesTheFingerprint(t *testing.T) {
 	}
 }
 
-// The server's loops remind only when a rule has remind:.
-func TestLoopsRemindWhenARuleDoes(t *testing.T) {
-	has := func(h *harness) bool {
-		for _, l := range h.engine.Loops(time.Second, nil) {
-			if l.Name == "remind before the deadline" {
-				return true
-			}
+// The server's loops remind only when a rule has remind:, at their pace
+// (only time makes a reminder due, so commits do not wake the loop), and a
+// process that starts after a downtime sends what fell due once.
+func TestTheRemindLoopRemindsAtItsPace(t *testing.T) {
+	const name = "remind before the deadline"
+	for _, l := range newHarness(t).engine.Loops(time.Hour, nil) {
+		if l.Name == name {
+			t.Fatal("a remind loop without a rule that reminds")
 		}
-		return false
 	}
-	if has(newHarness(t)) || !has(reminders(t, 1, time.Hour)) {
-		t.Fatal("the remind loop should run exactly when a rule reminds")
+	h := reminders(t, 1, 24*time.Hour, time.Hour)
+	run := h.submit(refund("PAY-1", 119))
+	l := loopNamed(t, h.engine.Loops(time.Hour, nil), name)
+	if l.Changes != nil {
+		t.Fatal("the remind loop is woken by commits")
+	}
+	pace := handPaced(l)
+	stop := runLoop(t, l)
+	pace.RoundEnded(t)
+	if n := h.remindedEvents(run.ID); n != 0 {
+		t.Fatalf("%d reminders at the start", n)
+	}
+	h.clock.Advance(48 * time.Hour)
+	pace.Tick(t)
+	pace.RoundEnded(t)
+	pace.Tick(t)
+	pace.RoundEnded(t)
+	if n := h.remindedEvents(run.ID); n != 1 {
+		t.Fatalf("%d reminders after 48h and two rounds, want 1", n)
+	}
+
+	// A restart 23h30m later: the new process's loop sends the 1h one, once.
+	stop()
+	h.clock.Advance(23*time.Hour + 30*time.Minute)
+	h.open(remindPolicy(t, h.roles, 1, 24*time.Hour, time.Hour))
+	l = loopNamed(t, h.engine.Loops(time.Hour, nil), name)
+	pace = handPaced(l)
+	runLoop(t, l)
+	pace.RoundEnded(t)
+	pace.Tick(t)
+	pace.RoundEnded(t)
+	if v := h.get(run.ID); h.remindedEvents(run.ID) != 2 || len(v.Reminders) != 2 || v.Reminders[1].Before != 3600 {
+		t.Fatalf("%d reminders after the restart: %+v", h.remindedEvents(run.ID), v.Reminders)
 	}
 }
 
