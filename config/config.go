@@ -342,12 +342,23 @@ type filePolicy struct {
 }
 
 type fileRule struct {
-	Name     string        `yaml:"name"`
-	When     string        `yaml:"when"`
-	Risk     string        `yaml:"risk"`
-	Approval *fileApproval `yaml:"approval"`
-	Notify   []string      `yaml:"notify"`
-	Remind   []string      `yaml:"remind"`
+	Name     string           `yaml:"name"`
+	When     string           `yaml:"when"`
+	Risk     string           `yaml:"risk"`
+	Approval *fileApproval    `yaml:"approval"`
+	Notify   []string         `yaml:"notify"`
+	Remind   []string         `yaml:"remind"`
+	Escalate []fileEscalation `yaml:"escalate"`
+}
+
+// fileEscalation is one step of a rule's escalate: list.
+type fileEscalation struct {
+	After string `yaml:"after"`
+	To    struct {
+		Role  string   `yaml:"role"`
+		Users []string `yaml:"users"`
+	} `yaml:"to"`
+	Extend string `yaml:"extend"`
 }
 
 type fileApproval struct {
@@ -875,6 +886,9 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 		if rules[i].Remind, err = c.remind(i, fr); err != nil {
 			return nil, err
 		}
+		if rules[i].Escalate, err = c.escalate(i, fr, roles); err != nil {
+			return nil, err
+		}
 		if fr.Approval == nil {
 			continue
 		}
@@ -936,6 +950,91 @@ func (c *checker) remind(i int, fr fileRule) ([]record.Seconds, error) {
 		out = append(out, record.Seconds(d/time.Second))
 	}
 	return out, nil
+}
+
+// escalate reads a rule's escalate: list: each step after a positive time
+// from the request, later than the one before and sooner than the expiry,
+// to a known role or to Slack users, optionally extending the deadline.
+func (c *checker) escalate(i int, fr fileRule, roles *policy.Roles) ([]record.EscalationStep, error) {
+	path := fmt.Sprintf("policy.rules[%d].escalate", i)
+	if len(fr.Escalate) == 0 {
+		return nil, nil
+	}
+	if fr.Approval == nil {
+		return nil, c.failf(path, "the rule needs no approval, so there is nobody to escalate to")
+	}
+	expires, _ := parseDuration(fr.Approval.Expires)
+	var out []record.EscalationStep
+	var prev time.Duration
+	for j, fe := range fr.Escalate {
+		p := fmt.Sprintf("%s[%d]", path, j)
+		step, after, err := c.escalationStep(p, fe, roles)
+		if err != nil {
+			return nil, err
+		}
+		if after <= prev && j > 0 {
+			return nil, c.failf(p+".after", "%s: each step must come later than the one before (%s)", fe.After, fr.Escalate[j-1].After)
+		}
+		if expires > 0 && after >= expires {
+			return nil, c.failf(p+".after", "%s: an escalation must come sooner than the approval's expires (%s)", fe.After, fr.Approval.Expires)
+		}
+		prev = after
+		out = append(out, step)
+	}
+	return out, nil
+}
+
+func (c *checker) escalationStep(p string, fe fileEscalation, roles *policy.Roles) (record.EscalationStep, time.Duration, error) {
+	var step record.EscalationStep
+	after, err := c.wholeDuration(p+".after", fe.After)
+	if err != nil {
+		return step, 0, err
+	}
+	step.After = record.Seconds(after / time.Second)
+	if fe.Extend != "" {
+		ext, err := c.wholeDuration(p+".extend", fe.Extend)
+		if err != nil {
+			return step, 0, err
+		}
+		step.Extend = record.Seconds(ext / time.Second)
+	}
+	switch {
+	case fe.To.Role != "" && len(fe.To.Users) > 0:
+		return step, 0, c.failf(p+".to", "name a role or users, not both")
+	case fe.To.Role != "":
+		if _, ok := roles.Rank(fe.To.Role); !ok {
+			return step, 0, c.failf(p+".to.role", "%q is not a role: roles are %s", fe.To.Role, strings.Join(roles.Names(), ", "))
+		}
+		step.Role = fe.To.Role
+	case len(fe.To.Users) > 0:
+		for k, u := range fe.To.Users {
+			if !slackUser.MatchString(u) {
+				return step, 0, c.failf(fmt.Sprintf("%s.to.users[%d]", p, k), "%q is not a Slack user id (U… or W…)", u)
+			}
+		}
+		step.Users = slices.Clone(fe.To.Users)
+	default:
+		return step, 0, c.failf(p+".to", "required: {role: R} or {users: [U…]}, who may decide from then on")
+	}
+	return step, after, nil
+}
+
+// wholeDuration reads a required positive duration of whole seconds.
+func (c *checker) wholeDuration(path, text string) (time.Duration, error) {
+	if strings.TrimSpace(text) == "" {
+		return 0, c.failf(path, "required: a duration like 4h")
+	}
+	d, err := parseDuration(text)
+	if err != nil {
+		return 0, c.fail(path, err)
+	}
+	if d <= 0 {
+		return 0, c.failf(path, "%q: must be longer than zero", text)
+	}
+	if d%time.Second != 0 {
+		return 0, c.failf(path, "%q: must be whole seconds", text)
+	}
+	return d, nil
 }
 
 // slackChannelOrUser is what a rule's notify: may name: a Slack channel id

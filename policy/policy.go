@@ -43,6 +43,10 @@ type Rule struct {
 	// people who may still decide are reminded, longest first; each is
 	// positive and shorter than the approval's Expires.
 	Remind []record.Seconds
+	// Escalate are the steps that widen who may decide the rule's approval
+	// as time passes since the request, in order of After, each sooner than
+	// the approval's Expires; a step names a role or users.
+	Escalate []record.EscalationStep
 }
 
 // RuleError says which rule, and which of its fields, New refused, so a
@@ -113,9 +117,10 @@ type Input struct {
 type Outcome struct {
 	Rule     string
 	Risk     record.Risk
-	Approval *record.ApprovalSpec // nil: the action may run without approval
-	Notify   []string             // the rule's Notify
-	Remind   []record.Seconds     // the rule's Remind
+	Approval *record.ApprovalSpec    // nil: the action may run without approval
+	Notify   []string                // the rule's Notify
+	Remind   []record.Seconds        // the rule's Remind
+	Escalate []record.EscalationStep // the rule's Escalate
 }
 
 // celEnv declares what conditions can see:
@@ -220,6 +225,10 @@ func New(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 			return fail("remind", err)
 		}
 		r.Remind = remind
+		if err := checkEscalate(r.Escalate, r.Approval, roles); err != nil {
+			return fail("escalate", err)
+		}
+		r.Escalate = cloneSteps(r.Escalate)
 		p.rules = append(p.rules, r)
 		p.programs = append(p.programs, prg)
 		p.shapes = append(p.shapes, shape)
@@ -581,6 +590,7 @@ func (p *Policy) Rules() []Rule {
 		}
 		out[i].Notify = slices.Clone(out[i].Notify)
 		out[i].Remind = slices.Clone(out[i].Remind)
+		out[i].Escalate = cloneSteps(out[i].Escalate)
 	}
 	return out
 }
@@ -609,7 +619,7 @@ func (p *Policy) Evaluate(ctx context.Context, in Input) (Outcome, error) {
 		if !match {
 			continue
 		}
-		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify), Remind: slices.Clone(r.Remind)}
+		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify), Remind: slices.Clone(r.Remind), Escalate: cloneSteps(r.Escalate)}
 		if r.Approval != nil {
 			copied := *r.Approval
 			out.Approval = &copied
@@ -677,4 +687,47 @@ func checkRemind(remind []record.Seconds, a *record.ApprovalSpec) ([]record.Seco
 	out = slices.Compact(out)
 	slices.Reverse(out)
 	return out, nil
+}
+
+// checkEscalate refuses escalation steps a rule cannot keep: none without an
+// approval; each after a positive time, later than the one before, sooner
+// than the expiry, to a known role or to users, extending by no negative.
+func checkEscalate(steps []record.EscalationStep, a *record.ApprovalSpec, roles *Roles) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	if a == nil {
+		return errors.New("a rule without an approval has nobody to escalate to")
+	}
+	var prev record.Seconds
+	for i, s := range steps {
+		switch {
+		case s.After < 1 || s.After <= prev:
+			return fmt.Errorf("step %d: each step must come at least 1s after the request and after the step before", i)
+		case s.After >= a.Expires:
+			return fmt.Errorf("step %d: %s after the request is not sooner than the approval's expiry (%s)", i, s.After.Duration(), a.Expires.Duration())
+		case s.Extend < 0:
+			return fmt.Errorf("step %d: extend must not be negative", i)
+		case (s.Role == "") == (len(s.Users) == 0):
+			return fmt.Errorf("step %d: name a role or users", i)
+		}
+		if s.Role != "" && roles != nil {
+			if _, ok := roles.Rank(s.Role); !ok {
+				return fmt.Errorf("step %d: unknown role %q", i, s.Role)
+			}
+		}
+		prev = s.After
+	}
+	return nil
+}
+
+func cloneSteps(steps []record.EscalationStep) []record.EscalationStep {
+	if steps == nil {
+		return nil
+	}
+	out := slices.Clone(steps)
+	for i := range out {
+		out[i].Users = slices.Clone(out[i].Users)
+	}
+	return out
 }

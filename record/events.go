@@ -29,6 +29,7 @@ const (
 	EventRefused        Event = "refused"         // a request was refused; nothing else changed
 	EventResolved       Event = "resolved"        // a person resolved a run that needed attention
 	EventReminded       Event = "reminded"        // the people who may still decide were reminded before the deadline
+	EventEscalated      Event = "escalated"       // who may decide the pending request was widened, its deadline maybe extended
 )
 
 // Events lists every event, so that a name read back can be checked.
@@ -37,7 +38,7 @@ var Events = []Event{
 	EventDecided, EventEdited, EventReassigned, EventExtended, EventCancelled,
 	EventExpired, EventIntent, EventExecuted, EventReconciled, EventFinished,
 	EventFailed, EventNeedsAttention, EventForked, EventPruned, EventRefused,
-	EventResolved, EventReminded,
+	EventResolved, EventReminded, EventEscalated,
 }
 
 // Valid reports whether e is one of Events.

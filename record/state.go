@@ -53,6 +53,32 @@ type State struct {
 	// oldest first. Omitted when empty, so states written before it read and
 	// seal the same.
 	Reminders []ReminderRecord `json:"reminders,omitempty"`
+	// Escalations are the escalation steps of the gate's Escalate applied to
+	// the pending request, one per step, oldest first. Omitted when empty.
+	Escalations []EscalationRecord `json:"escalations,omitempty"`
+}
+
+// EscalationRecord is one step of a gate's Escalate, applied once per
+// request: from At, people of Role or above and the Users may decide too,
+// and the deadline moved by Extended (to Deadline) when the step extends.
+type EscalationRecord struct {
+	RequestID string     `json:"request_id"`
+	Step      int        `json:"step"` // index in the gate's Escalate
+	At        time.Time  `json:"at"`
+	Role      string     `json:"role,omitempty"`
+	Users     []string   `json:"users,omitempty"`
+	Extended  Seconds    `json:"extended_seconds,omitempty"`
+	Deadline  *time.Time `json:"deadline,omitempty"` // the deadline after the step
+}
+
+// EscalationStep is one step of a rule's escalate: After the request was
+// made, people of Role or above, or the Users, may decide as well; Extend,
+// when set, moves the deadline that much later.
+type EscalationStep struct {
+	After  Seconds  `json:"after_seconds"`
+	Role   string   `json:"role,omitempty"`
+	Users  []string `json:"users,omitempty"`
+	Extend Seconds  `json:"extend_seconds,omitempty"`
 }
 
 // ReminderRecord is one offset of a gate's Remind, handled once per request: the
@@ -136,6 +162,10 @@ type Gate struct {
 	// decide are reminded (the matching rules' remind: lists, merged, longest
 	// first). Not part of the fingerprint; omitted when empty.
 	Remind []Seconds `json:"remind,omitempty"`
+	// Escalate are the steps widening who may decide as time passes (the
+	// first matching rule's escalate:, in order of After). Not part of the
+	// fingerprint; omitted when empty.
+	Escalate []EscalationStep `json:"escalate,omitempty"`
 }
 
 // ApprovalSpec is what a policy rule requires before its actions run.
