@@ -265,6 +265,21 @@ func (dc *decider) checkDecider(l *runtx.Loaded, req *record.ApprovalRequest, in
 	if !dc.runs.Now().Before(req.Deadline) {
 		return refused(record.CodeExpired, id, "the deadline passed at %s; the run has expired", req.Deadline.Format(time.RFC3339))
 	}
+	// An escalation widens who may decide, never narrows it: whoever the
+	// rule lets in still is; the self-approval ban below holds for all.
+	if err := dc.checkRole(l, req, in, role, hasRole); err != nil && !escalatedTo(dc.roles, l.State.Escalations, req.ID, in.Approver.ID, role, hasRole) {
+		return err
+	}
+	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
+		return refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
+	}
+	return nil
+}
+
+// checkRole refuses someone the rule does not let decide: no role, too low
+// a role, or not the assignee (nor above the role).
+func (dc *decider) checkRole(l *runtx.Loaded, req *record.ApprovalRequest, in DecideInput, role string, hasRole bool) error {
+	id := l.Run.ID
 	if !hasRole {
 		return refused(record.CodeNoRole, id, "%s holds no role; this needs %s or above", in.Approver.ID, req.Role)
 	}
@@ -273,9 +288,6 @@ func (dc *decider) checkDecider(l *runtx.Loaded, req *record.ApprovalRequest, in
 	}
 	if a := l.State.Gate.Assignee; a != "" && a != in.Approver.ID && !dc.roles.Above(role, req.Role) {
 		return refused(record.CodeNoRole, id, "the request is assigned to %s; only they or someone above %s may decide", a, req.Role)
-	}
-	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
-		return refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
 	}
 	return nil
 }

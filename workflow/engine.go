@@ -36,7 +36,7 @@ type Config struct {
 	Logger  *slog.Logger           // defaults to discarding
 	// Failpoint, when set, is called at each write boundary with its name
 	// (after-step-N, before-decision-commit, after-decision-commit, after-intent,
-	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind).
+	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind, after-escalate).
 	// Crash tests make it kill the process.
 	Failpoint func(name string)
 	// CheckAttempts and ExecAttempts bound retries of transient failures.
@@ -156,6 +156,8 @@ type Engine struct {
 	// decisions admits people's decisions.
 	decisions *decider
 	reminders *reminder
+	// escalations widen who may decide as time passes.
+	escalations *escalator
 	// resolutions carries out what people found out about stuck runs.
 	resolutions *resolver
 }
@@ -229,6 +231,7 @@ func New(cfg Config) (*Engine, error) {
 	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}
 	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
 	e.reminders = newReminder(e)
+	e.escalations = newEscalator(e)
 	return e, nil
 }
 

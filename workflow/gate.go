@@ -140,6 +140,11 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 			g.Notify = appendUnique(g.Notify, to)
 		}
 		g.Remind = mergeRemind(g.Remind, out.Remind)
+		if len(g.Escalate) == 0 {
+			// The first rule that escalates says how: steps of two rules do
+			// not interleave.
+			g.Escalate = out.Escalate
+		}
 		if out.Risk.Rank() > g.Risk.Rank() {
 			g.Risk = out.Risk
 		}
@@ -168,6 +173,7 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 		g.Rule = joinComma(rules)
 	}
 	g.Remind = remindWithin(g.Remind, g.Approval)
+	g.Escalate = escalateWithin(g.Escalate, g.Approval)
 	return g, outs, role, nil
 }
 

@@ -16,7 +16,7 @@ const workBatch = 20
 // looking every poll (a lease of a process that died, a retry after its
 // backoff); expiring runs past their deadline every poll, which only time
 // makes due; reminding before a deadline, when a rule has remind:, every
-// poll; and, when feed is not nil, telling Changes of other processes'
+// poll; escalating, when a rule has escalate:, every poll; and, when feed is not nil, telling Changes of other processes'
 // commits (the feed returns only when ctx ends or it fails, and is started
 // again poll later).
 func (e *Engine) Loops(poll time.Duration, feed storage.ChangeFeed) []*Loop {
@@ -30,6 +30,11 @@ func (e *Engine) Loops(poll time.Duration, feed storage.ChangeFeed) []*Loop {
 		// Only time makes a reminder due, as a deadline.
 		loops = append(loops, &Loop{Name: "remind before the deadline", Pace: PaceAfter(poll), Logger: e.log,
 			Round: func(ctx context.Context) error { _, err := e.RemindDue(ctx); return err }})
+	}
+	if e.escalations.some {
+		// Only time makes an escalation due.
+		loops = append(loops, &Loop{Name: "escalate pending requests", Pace: PaceAfter(poll), Logger: e.log,
+			Round: func(ctx context.Context) error { _, err := e.EscalateDue(ctx); return err }})
 	}
 	if feed != nil {
 		// Wakes this server's waiters and workers on other processes' commits.

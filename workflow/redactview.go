@@ -108,6 +108,7 @@ func RedactView(v *RunView, shown func(action string, args json.RawMessage) json
 		out.Resolutions[i].Reason = h.text(out.Resolutions[i].Reason)
 	}
 	out.Reminders = slices.Clone(v.Reminders)
+	out.Escalations = slices.Clone(v.Escalations)
 	out.Summary, out.Reason = h.text(v.Summary), h.text(v.Reason)
 	return &out
 }

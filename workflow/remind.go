@@ -154,7 +154,7 @@ func (rm *reminder) remind(ctx context.Context, id string) (bool, error) {
 			rm.remember(id, l.Run.Deadline)
 			return nil
 		}
-		mention := stillToDecide(rm.roles, req, g, l.State.Decisions)
+		mention := stillToDecide(rm.roles, req, g, l.State.Decisions, l.State.Escalations)
 		for _, p := range plan.passed {
 			l.State.Reminders = append(l.State.Reminders, record.ReminderRecord{RequestID: req.ID, Before: p, At: now, Passed: true})
 		}
@@ -243,8 +243,9 @@ func minTime(a, b time.Time) time.Time {
 
 // stillToDecide are who may still decide req and have not: its assignee
 // when it has one, otherwise everyone the roles name with its role or a
-// higher one, but not the requester where the rule forbids self-approval.
-func stillToDecide(roles *policy.Roles, req *record.ApprovalRequest, g *record.Gate, decisions []record.DecisionRecord) []string {
+// higher one, and whom its escalations name; but not the requester where
+// the rule forbids self-approval.
+func stillToDecide(roles *policy.Roles, req *record.ApprovalRequest, g *record.Gate, decisions []record.DecisionRecord, escalations []record.EscalationRecord) []string {
 	decided := map[string]bool{}
 	for _, d := range decisions {
 		if d.RequestID == req.ID {
@@ -255,9 +256,10 @@ func stillToDecide(roles *policy.Roles, req *record.ApprovalRequest, g *record.G
 	if g.Assignee != "" {
 		may = []string{g.Assignee}
 	}
+	may = append(slices.Clone(may), escalatedPeople(roles, req.ID, escalations)...)
 	var out []string
 	for _, id := range may {
-		if decided[id] || (id == req.RequesterID && !req.SelfApproval) {
+		if decided[id] || (id == req.RequesterID && !req.SelfApproval) || slices.Contains(out, id) {
 			continue
 		}
 		out = append(out, id)

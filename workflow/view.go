@@ -47,6 +47,9 @@ type RunView struct {
 	// Reminders are the reminders of the pending request before its
 	// deadline (the gate's remind), oldest first.
 	Reminders []record.ReminderRecord `json:"reminders,omitempty"`
+	// Escalations are the escalation steps applied to the pending request
+	// (the gate's escalate), oldest first.
+	Escalations []record.EscalationRecord `json:"escalations,omitempty"`
 	// RetryAt is when an executing run that waits for its target (a
 	// Retry-After, a backoff, an action still in progress) is asked again.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
@@ -198,6 +201,7 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 		v.Pruned = st.Pruned
 		v.Resolutions = st.Resolutions
 		v.Reminders = st.Reminders
+		v.Escalations = st.Escalations
 		if st.Actions != nil {
 			v.Actions = st.Actions
 		}
