@@ -77,7 +77,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 		key := m.RunID
 		switch m.Kind {
 		case KindPost, KindUpdate, KindDigest:
-		case KindOutcomeDM, KindOutcomeNotify, KindReminder:
+		case KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation:
 			// A message of its own: sent once, it is not sent again
 			// because a rewrite of the same run failed.
 			key = fmt.Sprintf("outcome/%d", m.ID)
@@ -177,6 +177,9 @@ func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) err
 	}
 	if rows[0].Kind == KindReminder {
 		return d.sendReminder(ctx, rows[0])
+	}
+	if rows[0].Kind == KindEscalation {
+		return d.sendEscalation(ctx, rows[0])
 	}
 	runID := rows[0].RunID
 	var toPost []string

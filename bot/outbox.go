@@ -21,10 +21,13 @@ const (
 	// KindReminder replies in the thread of a pending request's message,
 	// before its deadline, mentioning who may still decide (Reminder).
 	KindReminder record.OutboxKind = "slack.reminder"
+	// KindEscalation replies in the thread of a pending request's message
+	// when who may decide it was widened (Escalation).
+	KindEscalation record.OutboxKind = "slack.escalation"
 )
 
 // Kinds are the outbox kinds the Slack dispatcher delivers.
-var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder}
+var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation}
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
 // rendering, so that a late delivery shows the run as it is then.
@@ -39,6 +42,9 @@ type OutboxPayload struct {
 	// Reminder is a reminder's: which of the run's reminders it sends (an
 	// index into its Reminders).
 	Reminder *int `json:"reminder,omitempty"`
+	// Escalation is an escalation's: the first of the run's escalations
+	// (an index into its Escalations) that the transition applied.
+	Escalation *int `json:"escalation,omitempty"`
 }
 
 // Outbox is the engine hook that queues Slack messages in the transaction of the
@@ -88,6 +94,14 @@ func (o Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*re
 		}
 		ms = append(ms, m)
 	}
+	if t.Event == record.EventEscalated && t.State != nil && len(t.State.Escalations) > 0 && t.Request != nil {
+		i := firstOfLast(t.State.Escalations)
+		m, err := message(t.Run, KindEscalation, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID, Escalation: &i})
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
 	return ms, nil
 }
 
@@ -120,6 +134,14 @@ func approvalMessages(ctx context.Context, t *workflow.Transition) ([]*record.Ou
 	}
 	if post {
 		m, err := message(t.Run, KindPost, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID})
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	if t.Event == record.EventEscalated && t.State != nil && len(t.State.Escalations) > 0 && t.Request != nil {
+		i := firstOfLast(t.State.Escalations)
+		m, err := message(t.Run, KindEscalation, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID, Escalation: &i})
 		if err != nil {
 			return nil, err
 		}

@@ -566,7 +566,7 @@ func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
 	if g := v.Gate; g != nil {
 		field("Rule", mdCode(g.Rule, 200)+" · "+riskText(g.Risk))
 		if g.Approval != nil && v.Status == record.StatusWaitingApproval && v.Problem == "" {
-			field("Who may approve", whoMayApprove(g, rc))
+			field("Who may approve", whoMayApprove(g, rc)+escalatedLine(v))
 		}
 	}
 	if v.Status == record.StatusWaitingApproval && v.Deadline != nil {
