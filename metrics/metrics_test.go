@@ -140,3 +140,16 @@ func TestRemindersAreCounted(t *testing.T) {
 		t.Fatalf("reminders_total = %v, want 2", got)
 	}
 }
+
+// TestEscalationsAreCounted: each escalated transition counts once.
+func TestEscalationsAreCounted(t *testing.T) {
+	m := New("test")
+	for _, ev := range []record.Event{record.EventEscalated, record.EventReminded, record.EventEscalated} {
+		if _, err := m.Hook().OnTransition(t.Context(), &workflow.Transition{Event: ev, Run: &record.Run{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testutil.ToFloat64(m.escalations); got != 2 {
+		t.Fatalf("escalations_total = %v, want 2", got)
+	}
+}

@@ -109,7 +109,7 @@ func (c *cli) root() *cobra.Command {
 	root.AddCommand(
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.resolveCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
-		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.anchorCmd(), c.shopCmd(), c.expireCmd(), c.remindCmd(), c.serveCmd(), c.waitCmd(),
+		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.anchorCmd(), c.shopCmd(), c.expireCmd(), c.remindCmd(), c.escalateCmd(), c.serveCmd(), c.waitCmd(),
 		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(), c.outboxCmd(), c.tokenCmd(), c.slackCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
@@ -823,6 +823,24 @@ func (c *cli) remindCmd() *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(c.out, "%d reminder(s) recorded\n", n)
+				return nil
+			})
+		},
+	}
+}
+
+func (c *cli) escalateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "escalate",
+		Short: "Apply every escalation of a pending request that is due (serve does it every poll)",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.withApp(func(a *app) error {
+				n, err := a.engine.EscalateDue(c.ctx)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.out, "%d run(s) escalated\n", n)
 				return nil
 			})
 		},

@@ -96,6 +96,9 @@ type eventDetail struct {
 	ThroughSeq int64             `json:"through_seq"`
 	Before     string            `json:"before"`
 	Mention    string            `json:"mention"`
+	Steps      string            `json:"steps"`
+	Roles      string            `json:"roles"`
+	Users      string            `json:"users"`
 }
 
 // historyEvent is one event of a checkpoint, with its detail, the state the
@@ -167,6 +170,16 @@ var eventSays = map[record.Event]func(h historyEvent) []string{
 			who = "mentioning " + strings.ReplaceAll(h.d.Mention, ",", ", ")
 		}
 		return []string{"reminded " + h.d.Before + " before the deadline, " + who}
+	},
+	record.EventEscalated: func(h historyEvent) []string {
+		var who []string
+		if h.d.Roles != "" {
+			who = append(who, strings.ReplaceAll(h.d.Roles, ",", " or above, ")+" or above")
+		}
+		if h.d.Users != "" {
+			who = append(who, strings.ReplaceAll(h.d.Users, ",", ", "))
+		}
+		return []string{"escalated (step " + h.d.Steps + "): " + strings.Join(who, ", ") + " may decide too; the deadline is " + h.d.Deadline}
 	},
 	record.EventResolved: func(h historyEvent) []string {
 		what := []string{"resolved by " + h.ev.Actor + ": " + h.d.Choice.Describe()}

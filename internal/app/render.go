@@ -297,6 +297,7 @@ func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.
 		fmt.Fprintf(w, "  the outcome goes to %s (notify)\n", term(strings.Join(g.Notify, ", ")))
 	}
 	renderReminders(w, v, g)
+	renderEscalations(w, v, g)
 	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(policy.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 }
 
@@ -354,6 +355,33 @@ func renderReminders(w io.Writer, v *workflow.RunView, g *record.Gate) {
 		}
 		fmt.Fprintf(w, "  reminded %s before the deadline at %s, %s\n", r.Before.Duration(), r.At.Format(time.RFC3339), who)
 	}
+}
+
+// renderEscalations prints the gate's escalation steps and those applied.
+func renderEscalations(w io.Writer, v *workflow.RunView, g *record.Gate) {
+	if len(g.Escalate) == 0 {
+		return
+	}
+	for i, s := range g.Escalate {
+		fmt.Fprintf(w, "  escalation %d: %s after the request, %s may decide too%s\n", i, s.After.Duration(), term(escalatedWho(s.Role, s.Users)), extendText(s.Extend))
+	}
+	for _, e := range v.Escalations {
+		fmt.Fprintf(w, "  escalated (step %d) at %s: %s may decide too%s\n", e.Step, e.At.Format(time.RFC3339), term(escalatedWho(e.Role, e.Users)), extendText(e.Extended))
+	}
+}
+
+func escalatedWho(role string, users []string) string {
+	if role != "" {
+		return role + " or above"
+	}
+	return strings.Join(users, ", ")
+}
+
+func extendText(d record.Seconds) string {
+	if d <= 0 {
+		return ""
+	}
+	return ", the deadline " + d.Duration().String() + " later"
 }
 
 // renderOutcomes prints what came of the actions: the operations, and the
