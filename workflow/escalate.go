@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/signoff-dev/signoff/policy"
@@ -32,11 +31,7 @@ type escalator struct {
 	// some is whether some rule escalates: without one there is no sweep.
 	some bool
 
-	mu sync.Mutex
-	// notBefore holds, per waiting run looked at, the earliest time a step
-	// could be due; it only moves later, so the sweep need not load the run
-	// again sooner.
-	notBefore map[string]time.Time
+	sweep
 }
 
 func newEscalator(e *Engine) *escalator {
@@ -44,7 +39,7 @@ func newEscalator(e *Engine) *escalator {
 	for _, r := range e.policy.Rules() {
 		some = some || len(r.Escalate) > 0
 	}
-	return &escalator{runs: e.runs, store: e.store, fail: e.fail, log: e.log, maxLife: e.maxLife, some: some, notBefore: map[string]time.Time{}}
+	return &escalator{runs: e.runs, store: e.store, fail: e.fail, log: e.log, maxLife: e.maxLife, some: some}
 }
 
 // EscalateDue applies every escalation step that is due: for each waiting
@@ -71,51 +66,7 @@ func (es *escalator) due(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list waiting runs: %w", err)
 	}
-	es.forgetAllBut(runs)
-	n := 0
-	var errs []error
-	for _, r := range runs {
-		if !es.mayBeDue(r.ID, now) {
-			continue
-		}
-		// One run that cannot be escalated must not hold up the others.
-		done, err := es.escalate(ctx, r.ID)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if done {
-			n++
-		}
-	}
-	return n, errors.Join(errs...)
-}
-
-func (es *escalator) forgetAllBut(runs []*record.Run) {
-	keep := make(map[string]bool, len(runs))
-	for _, r := range runs {
-		keep[r.ID] = true
-	}
-	es.mu.Lock()
-	defer es.mu.Unlock()
-	for id := range es.notBefore {
-		if !keep[id] {
-			delete(es.notBefore, id)
-		}
-	}
-}
-
-func (es *escalator) mayBeDue(id string, now time.Time) bool {
-	es.mu.Lock()
-	defer es.mu.Unlock()
-	t, ok := es.notBefore[id]
-	return !ok || !now.Before(t)
-}
-
-func (es *escalator) remember(id string, t time.Time) {
-	es.mu.Lock()
-	defer es.mu.Unlock()
-	es.notBefore[id] = t
+	return es.over(ctx, runs, now, es.escalate)
 }
 
 // escalate records the steps due of run id, if any are, in one transaction

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/signoff-dev/signoff/policy"
@@ -36,11 +35,7 @@ type reminder struct {
 	// nearer than it can have a reminder due.
 	horizon time.Duration
 
-	mu sync.Mutex
-	// notBefore holds, per waiting run looked at, the earliest time a
-	// reminder could be due: it only moves later (a reminder sent, a
-	// deadline extended), so the sweep need not load the run again sooner.
-	notBefore map[string]time.Time
+	sweep
 }
 
 func newReminder(e *Engine) *reminder {
@@ -50,7 +45,7 @@ func newReminder(e *Engine) *reminder {
 			horizon = max(horizon, d)
 		}
 	}
-	return &reminder{runs: e.runs, store: e.store, roles: e.roles, fail: e.fail, log: e.log, horizon: horizon.Duration(), notBefore: map[string]time.Time{}}
+	return &reminder{runs: e.runs, store: e.store, roles: e.roles, fail: e.fail, log: e.log, horizon: horizon.Duration()}
 }
 
 // RemindDue sends every reminder that is due: for each waiting run whose
@@ -77,53 +72,7 @@ func (rm *reminder) due(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list runs near their deadline: %w", err)
 	}
-	rm.forgetAllBut(runs)
-	n := 0
-	var errs []error
-	for _, r := range runs {
-		if !rm.mayBeDue(r.ID, now) {
-			continue
-		}
-		// One run that cannot be reminded must not hold up the others.
-		sent, err := rm.remind(ctx, r.ID)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if sent {
-			n++
-		}
-	}
-	return n, errors.Join(errs...)
-}
-
-// forgetAllBut drops what is remembered of runs no longer near their deadline
-// and waiting, so the memory is bounded by the runs that are.
-func (rm *reminder) forgetAllBut(runs []*record.Run) {
-	keep := make(map[string]bool, len(runs))
-	for _, r := range runs {
-		keep[r.ID] = true
-	}
-	rm.mu.Lock()
-	defer rm.mu.Unlock()
-	for id := range rm.notBefore {
-		if !keep[id] {
-			delete(rm.notBefore, id)
-		}
-	}
-}
-
-func (rm *reminder) mayBeDue(id string, now time.Time) bool {
-	rm.mu.Lock()
-	defer rm.mu.Unlock()
-	t, ok := rm.notBefore[id]
-	return !ok || !now.Before(t)
-}
-
-func (rm *reminder) remember(id string, t time.Time) {
-	rm.mu.Lock()
-	defer rm.mu.Unlock()
-	rm.notBefore[id] = t
+	return rm.over(ctx, runs, now, rm.remind)
 }
 
 // remind records the reminder due for run id, if one is, in one transaction
