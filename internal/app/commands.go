@@ -794,53 +794,32 @@ store is sealed with, so that no seal could be checked.`,
 }
 
 func (c *cli) expireCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "expire",
-		Short: "End every waiting run whose deadline has passed",
-		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withApp(func(a *app) error {
-				n, err := a.engine.ExpireDue(c.ctx)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(c.out, "%d run(s) expired\n", n)
-				return nil
-			})
-		},
-	}
+	return c.dueCmd("expire", "End every waiting run whose deadline has passed", (*workflow.Engine).ExpireDue, "%d run(s) expired\n")
 }
 
 func (c *cli) remindCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "remind",
-		Short: "Send every reminder before a deadline that is due (serve does it every poll)",
-		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withApp(func(a *app) error {
-				n, err := a.engine.RemindDue(c.ctx)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(c.out, "%d reminder(s) recorded\n", n)
-				return nil
-			})
-		},
-	}
+	return c.dueCmd("remind", "Send every reminder before a deadline that is due (serve does it every poll)", (*workflow.Engine).RemindDue, "%d reminder(s) recorded\n")
 }
 
 func (c *cli) escalateCmd() *cobra.Command {
+	return c.dueCmd("escalate", "Apply every escalation of a pending request that is due (serve does it every poll)", (*workflow.Engine).EscalateDue, "%d run(s) escalated\n")
+}
+
+// dueCmd is a command that does once what a loop of serve does every poll
+// (expire, remind, escalate): due acts on every run it is due for, and
+// said words the count.
+func (c *cli) dueCmd(use, short string, due func(*workflow.Engine, context.Context) (int, error), said string) *cobra.Command {
 	return &cobra.Command{
-		Use:   "escalate",
-		Short: "Apply every escalation of a pending request that is due (serve does it every poll)",
+		Use:   use,
+		Short: short,
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withApp(func(a *app) error {
-				n, err := a.engine.EscalateDue(c.ctx)
+				n, err := due(a.engine, c.ctx)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(c.out, "%d run(s) escalated\n", n)
+				fmt.Fprintf(c.out, said, n)
 				return nil
 			})
 		},
