@@ -41,24 +41,13 @@ func (d *Dispatcher) sendEscalation(ctx context.Context, m *record.OutboxMessage
 		return fmt.Errorf("read escalation row %d of run %s: no such escalation", m.ID, m.RunID)
 	}
 	steps := sameTransition(v.Escalations, *p.Escalation)
-	r, ok := requestOf(v, p.RequestID)
-	if !ok || r.Status != record.RequestPending || v.Status != record.StatusWaitingApproval {
-		d.log().Info("slack escalation dropped: the request is no longer pending", "run_id", v.ID, "request_id", p.RequestID)
-		return nil
-	}
-	if r.MessageTS == "" {
-		return fmt.Errorf("escalate run %s: the approval message of request %s is not posted yet", v.ID, r.ID)
-	}
-	tp, ok := d.Slack.(ThreadPoster)
-	if !ok {
-		return fmt.Errorf("escalate run %s: this Slack client cannot reply in a thread", v.ID)
-	}
-	blocks, text := RenderEscalation(v, r, steps, d.now())
-	ch, ts, err := tp.PostReply(ctx, r.Channel, r.MessageTS, blocks, text)
-	if err != nil {
+	sent, ch, ts, thread, err := d.replyWhilePending(ctx, v, p.RequestID, "escalation", func(r workflow.RequestView) ([]slack.Block, string) {
+		return RenderEscalation(v, r, steps, d.now())
+	})
+	if err != nil || !sent {
 		return err
 	}
-	d.log().Info("slack escalation sent", "run_id", v.ID, "channel", ch, "ts", ts, "thread_ts", r.MessageTS, "steps", len(steps))
+	d.log().Info("slack escalation sent", "run_id", v.ID, "channel", ch, "ts", ts, "thread_ts", thread, "steps", len(steps))
 	return nil
 }
 

@@ -36,24 +36,13 @@ func (d *Dispatcher) sendReminder(ctx context.Context, m *record.OutboxMessage) 
 		return fmt.Errorf("read reminder row %d of run %s: no such reminder", m.ID, m.RunID)
 	}
 	rem := v.Reminders[*p.Reminder]
-	r, ok := requestOf(v, p.RequestID)
-	if !ok || r.Status != record.RequestPending || v.Status != record.StatusWaitingApproval {
-		d.log().Info("slack reminder dropped: the request is no longer pending", "run_id", v.ID, "request_id", p.RequestID)
-		return nil
-	}
-	if r.MessageTS == "" {
-		return fmt.Errorf("remind run %s: the approval message of request %s is not posted yet", v.ID, r.ID)
-	}
-	tp, ok := d.Slack.(ThreadPoster)
-	if !ok {
-		return fmt.Errorf("remind run %s: this Slack client cannot reply in a thread", v.ID)
-	}
-	blocks, text := RenderReminder(v, r, rem, d.now())
-	ch, ts, err := tp.PostReply(ctx, r.Channel, r.MessageTS, blocks, text)
-	if err != nil {
+	sent, ch, ts, thread, err := d.replyWhilePending(ctx, v, p.RequestID, "reminder", func(r workflow.RequestView) ([]slack.Block, string) {
+		return RenderReminder(v, r, rem, d.now())
+	})
+	if err != nil || !sent {
 		return err
 	}
-	d.log().Info("slack reminder sent", "run_id", v.ID, "channel", ch, "ts", ts, "thread_ts", r.MessageTS, "before", rem.Before.Duration().String(), "mentions", len(rem.Mention))
+	d.log().Info("slack reminder sent", "run_id", v.ID, "channel", ch, "ts", ts, "thread_ts", thread, "before", rem.Before.Duration().String(), "mentions", len(rem.Mention))
 	return nil
 }
 
