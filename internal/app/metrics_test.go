@@ -99,7 +99,8 @@ func TestMetrics(t *testing.T) {
 				// still show it executing: the gauges lag by one refresh, and
 				// a scrape may land while a refresh sets them one by one.
 				return m[`signoff_runs{status="waiting_approval"}`] == 0 && m[`signoff_runs{status="executing"}`] == 0 &&
-					backlog(m) == 0 && !exposes(m, "signoff_outbox_oldest_age_seconds{")
+					backlog(m) == 0 && !exposes(m, "signoff_outbox_oldest_age_seconds{") &&
+					!exposes(m, "signoff_waiting_runs{")
 			})
 			for series, want := range map[string]float64{
 				`signoff_decisions_total{channel="slack",verdict="approve"}`:                              1,
