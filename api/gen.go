@@ -250,13 +250,27 @@ type Gate struct {
 		Role           string `json:"role"`
 		SelfApproval   bool   `json:"self_approval"`
 	} `json:"approval,omitempty"`
-	Assignee       *string    `json:"assignee,omitempty"`
-	Deadline       *time.Time `json:"deadline,omitempty"`
-	Fingerprint    string     `json:"fingerprint"`
-	PolicyRevision string     `json:"policy_revision"`
-	RequestId      *string    `json:"request_id,omitempty"`
-	Risk           string     `json:"risk"`
-	Rule           string     `json:"rule"`
+	Assignee *string    `json:"assignee,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+
+	// Escalate The rule's escalation steps, in order of after_seconds.
+	Escalate *[]struct {
+		AfterSeconds  int       `json:"after_seconds"`
+		ExtendSeconds *int      `json:"extend_seconds,omitempty"`
+		Role          *string   `json:"role,omitempty"`
+		Users         *[]string `json:"users,omitempty"`
+	} `json:"escalate,omitempty"`
+	Fingerprint string `json:"fingerprint"`
+
+	// Notify Slack channels and users who hear the outcome without deciding.
+	Notify         *[]string `json:"notify,omitempty"`
+	PolicyRevision string    `json:"policy_revision"`
+
+	// Remind How long before the deadline (seconds) the people who may still decide are reminded.
+	Remind    *[]int  `json:"remind,omitempty"`
+	RequestId *string `json:"request_id,omitempty"`
+	Risk      string  `json:"risk"`
+	Rule      string  `json:"rule"`
 }
 
 // Operation defines model for Operation.

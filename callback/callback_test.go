@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/signoff-dev/signoff/api"
 	"github.com/signoff-dev/signoff/callback"
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
@@ -77,6 +80,8 @@ func newReceiver(t testing.TB, c *clocktest.Clock) *receiver {
 		var ev callback.Event
 		if err := json.Unmarshal(body, &ev); err != nil {
 			problem = "body: " + err.Error()
+		} else if err := matchesDocument(body); err != nil {
+			problem = "the event breaks api/openapi.yaml: " + err.Error()
 		}
 		switch {
 		case req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json":
@@ -99,6 +104,33 @@ func newReceiver(t testing.TB, c *clocktest.Clock) *receiver {
 		}
 	})
 	return r
+}
+
+// eventSchema is the CallbackEvent schema of api/openapi.yaml, loaded once.
+var eventSchema = sync.OnceValues(func() (*openapi3.Schema, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		return nil, err
+	}
+	ref := doc.Components.Schemas["CallbackEvent"]
+	if ref == nil {
+		return nil, errors.New("no CallbackEvent schema")
+	}
+	return ref.Value, nil
+})
+
+// matchesDocument holds an event's body to the schema the API documents for
+// it, so that an event type or field the document lacks fails here.
+func matchesDocument(body []byte) error {
+	s, err := eventSchema()
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return err
+	}
+	return s.VisitJSON(v, openapi3.MultiErrors())
 }
 
 func (r *receiver) events() []callback.Event {
@@ -128,6 +160,13 @@ func newEnv(t testing.TB) *env {
 // newEnvOn is newEnv on a store of the caller's.
 func newEnvOn(t testing.TB, st storage.Store) *env {
 	t.Helper()
+	return newEnvWith(t, st, policy.Rule{Name: "everything", When: "true", Risk: "high",
+		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}})
+}
+
+// newEnvWith is newEnvOn with the one rule of the caller's.
+func newEnvWith(t testing.TB, st storage.Store, rule policy.Rule) *env {
+	t.Helper()
 	c := clocktest.New(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	t.Cleanup(func() { st.Close() })
 	roles, err := policy.NewRoles([]policy.Role{
@@ -137,8 +176,7 @@ func newEnvOn(t testing.TB, st storage.Store) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := policy.New("rev-1", []policy.Rule{{Name: "everything", When: "true", Risk: "high",
-		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}}, roles)
+	policy, err := policy.New("rev-1", []policy.Rule{rule}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,5 +555,50 @@ func BenchmarkSubmit(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRemindedAndEscalatedReachTheAgent: a waiting run's agent hears when
+// its approvers are reminded and when the request is escalated (who may
+// decide now, the new deadline), though the run's status does not change;
+// each is one event, in the order it happened.
+func TestRemindedAndEscalatedReachTheAgent(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "signoff.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, st, policy.Rule{Name: "everything", When: "true", Risk: "high",
+		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(4 * 3600)},
+		Remind:   []record.Seconds{3 * 3600},
+		Escalate: []record.EscalationStep{{After: 2 * 3600, Users: []string{"U0OUT00001"}, Extend: 3600}}})
+	run := e.submit("T-1")
+	e.drain(1)
+	ctx := context.Background()
+	e.clock.Advance(time.Hour + time.Minute) // the reminder is due 3h before the 4h deadline
+	if n, err := e.engine.RemindDue(ctx); err != nil || n != 1 {
+		t.Fatalf("remind: %d %v", n, err)
+	}
+	e.drain(1)
+	e.clock.Advance(time.Hour) // the escalation is due 2h after the request
+	if n, err := e.engine.EscalateDue(ctx); err != nil || n != 1 {
+		t.Fatalf("escalate: %d %v", n, err)
+	}
+	e.drain(1)
+	got := e.recv.events()
+	var types []string
+	for _, ev := range got {
+		types = append(types, ev.Type)
+		if ev.Run == nil || ev.Run.ID != run.ID || ev.Run.Status != record.StatusWaitingApproval {
+			t.Errorf("%s event shows run %+v", ev.Type, ev.Run)
+		}
+	}
+	if want := []string{"run.waiting", "run.reminded", "run.escalated"}; !slices.Equal(types, want) {
+		t.Fatalf("events %v, want %v", types, want)
+	}
+	if esc := got[2].Run.Escalations; len(esc) != 1 {
+		t.Errorf("the escalated event shows escalations %+v", esc)
+	}
+	if got[2].Run.Deadline == nil || !got[2].Run.Deadline.Equal(run.CreatedAt.Add(5*time.Hour)) {
+		t.Errorf("the escalated event shows the deadline %v, want the extended %v", got[2].Run.Deadline, run.CreatedAt.Add(5*time.Hour))
 	}
 }

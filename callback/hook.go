@@ -34,6 +34,25 @@ var Types = map[record.Status]string{
 	record.StatusNeedsAttention:  "run.needs_attention",
 }
 
+// EventTypes are the event types of transitions that leave a run in its
+// status but change what an agent waiting on it should know: who may decide,
+// and until when.
+var EventTypes = map[record.Event]string{
+	record.EventReminded:  "run.reminded",
+	record.EventEscalated: "run.escalated",
+}
+
+// eventType is the type of the event t announces, if any: the status it
+// entered, else what happened while the status stayed.
+func eventType(t *workflow.Transition) (string, bool) {
+	if t.Run.Status != t.From {
+		typ, ok := Types[t.Run.Status]
+		return typ, ok
+	}
+	typ, ok := EventTypes[t.Event]
+	return typ, ok
+}
+
 // Event is what a receiver gets: a fresh id (the webhook-id header), the type,
 // and the run as GET /v1/runs/{id} shows it at the transition, redacted.
 type Event struct {
@@ -57,12 +76,12 @@ type Hook struct{}
 var _ workflow.Hook = Hook{}
 
 // OnTransition queues an event when t moves a run with a callback URL into a
-// status of Types. The event shows the run as the transition leaves it (the
+// status of Types, or is one of EventTypes. The event shows the run as the transition leaves it (the
 // engine's view of the transition, redacted), so it shows the status it
 // announces even when it is delivered much later.
 func (Hook) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
-	typ, ok := Types[t.Run.Status]
-	if !ok || t.Run.Status == t.From {
+	typ, ok := eventType(t)
+	if !ok {
 		return nil, nil
 	}
 	// The sealed state's URL; without a state (a run put aside because it
