@@ -444,3 +444,14 @@ func Unmet(r *record.Requirement, roles *Roles, people []Approver) []record.Leaf
 	}
 	return open
 }
+
+// LeafLabel names a leaf for people: its role, or its users.
+func LeafLabel(l record.LeafFill) string {
+	if l.Role != "" {
+		return l.Role
+	}
+	return strings.Join(l.Users, ", ")
+}
+
+// Open is how many places of the leaf are not filled yet.
+func Open(l record.LeafFill) int { return max(l.Count-len(l.By), 0) }
