@@ -18,6 +18,18 @@ const (
 	director = "U0DIR00001"
 )
 
+// compositeRules are large refunds needing req (edits allowed), and
+// refunds over 10 needing one devops, with these escalation steps.
+func compositeRules(req *record.Requirement, steps ...record.EscalationStep) []policy.Rule {
+	return []policy.Rule{
+		{Name: "large-refund", When: `action.name == "request_refund" && double(action.args.amount) > 50.0`, Risk: "high",
+			Approval: &record.ApprovalSpec{Expires: record.Seconds(72 * 3600), Edit: true, Requirement: req}, Escalate: steps},
+		{Name: "refund", When: `action.name == "request_refund" && double(action.args.amount) > 10.0`, Risk: "medium",
+			Approval: &record.ApprovalSpec{Role: "devops", Count: 1, Expires: record.Seconds(72 * 3600)}},
+		{Name: "everything-else", When: "true", Risk: "low"},
+	}
+}
+
 // directorOrDevopsAndSecurity: a director, or one devops and one security.
 var directorOrDevopsAndSecurity = &record.Requirement{AnyOf: []record.Requirement{{Role: "director", Count: 1},
 	{AllOf: []record.Requirement{{Role: "devops", Count: 1}, {Role: "security", Count: 1}}}}}
@@ -25,6 +37,11 @@ var directorOrDevopsAndSecurity = &record.Requirement{AnyOf: []record.Requiremen
 // compositeHarness is a harness whose large refunds need
 // directorOrDevopsAndSecurity, with these escalation steps.
 func compositeHarness(t *testing.T, steps ...record.EscalationStep) *harness {
+	t.Helper()
+	return compositeHarnessOf(t, directorOrDevopsAndSecurity, steps...)
+}
+
+func compositeHarnessOf(t *testing.T, req *record.Requirement, steps ...record.EscalationStep) *harness {
 	t.Helper()
 	h := newHarness(t)
 	roles, err := policy.NewRoles([]policy.Role{
@@ -37,11 +54,7 @@ func compositeHarness(t *testing.T, steps ...record.EscalationStep) *harness {
 		t.Fatal(err)
 	}
 	h.roles = roles
-	p, err := policy.New("rev-1", []policy.Rule{
-		{Name: "large-refund", When: `action.name == "request_refund" && double(action.args.amount) > 50.0`, Risk: "high",
-			Approval: &record.ApprovalSpec{Expires: record.Seconds(72 * 3600), Requirement: directorOrDevopsAndSecurity}, Escalate: steps},
-		{Name: "everything-else", When: "true", Risk: "low"},
-	}, roles)
+	p, err := policy.New("rev-1", compositeRules(req, steps...), roles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,5 +206,61 @@ func TestPlainApprovalKeepsItsGate(t *testing.T) {
 	}
 	if v.Progress != nil {
 		t.Errorf("progress %+v on a plain approval", v.Progress)
+	}
+}
+
+// TestCompositeSelfApprovalBanHolds: a requester named by a leaf still may
+// not approve their own request where the rule forbids it.
+func TestCompositeSelfApprovalBanHolds(t *testing.T) {
+	h := compositeHarnessOf(t, &record.Requirement{AnyOf: []record.Requirement{{Users: []string{"agent:resolver"}, Count: 1}, {Role: "director", Count: 1}}})
+	run := h.submit(refund("PAY-1", 119))
+	wantRefused(t, h.decideAs(run.ID, "agent:resolver"), record.CodeSelfApproval)
+}
+
+// TestCompositeMergedWithAPlainApproval: a proposal one action of which
+// needs the composite approval and another one devops needs both, each
+// filled by its own people: the director alone is not enough.
+func TestCompositeMergedWithAPlainApproval(t *testing.T) {
+	h := compositeHarness(t)
+	p := refund("PAY-1", 119)
+	p.Actions = append(p.Actions, record.Action{Name: "request_refund", Args: json.RawMessage(`{"payment_id":"PAY-1","amount":20}`)})
+	run := h.submit(p)
+	if err := h.decideAs(run.ID, director); err != nil {
+		t.Fatal(err)
+	}
+	if v := h.get(run.ID); v.Status != record.StatusWaitingApproval {
+		t.Fatalf("after the director alone: %s, want still waiting for a devops", v.Status)
+	}
+	if err := h.decideAs(run.ID, devops1); err != nil {
+		t.Fatal(err)
+	}
+	if v := h.get(run.ID); v.Status != record.StatusExecuting {
+		t.Fatalf("after the director and a devops: %s, want executing", v.Status)
+	}
+}
+
+// TestCompositeEdit: an edit by someone who alone meets the requirement
+// approves the edited proposal; an edit by someone who fills one place of
+// two leaves the new request waiting with that place filled.
+func TestCompositeEdit(t *testing.T) {
+	edit := func(h *harness, id, who string) {
+		t.Helper()
+		if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: id, Approver: record.Person{ID: who}, Verdict: record.VerdictApprove,
+			Via: "cli", Edit: json.RawMessage(`{"payment_id":"PAY-1","amount":100}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := compositeHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	edit(h, run.ID, director)
+	if v := h.get(run.ID); v.Status != record.StatusExecuting {
+		t.Fatalf("after the director's edit: %s, want executing", v.Status)
+	}
+	h = compositeHarness(t)
+	run = h.submit(refund("PAY-1", 119))
+	edit(h, run.ID, devops1)
+	v := h.get(run.ID)
+	if v.Status != record.StatusWaitingApproval || len(v.Requests) != 2 || v.Progress == nil || len(v.Progress.Leaves[1].By) != 1 {
+		t.Fatalf("after a devops's edit: %s, %d requests, progress %+v", v.Status, len(v.Requests), v.Progress)
 	}
 }
