@@ -128,3 +128,25 @@ func progressOf(roles *policy.Roles, v *RunView) *record.RequirementProgress {
 	p := policy.Progress(r, roles, approversOf(roles, decs, v.Escalations, v.Gate.RequestID))
 	return &p
 }
+
+// mayStillFill narrows who a reminder of a composite approval mentions to
+// the people who could fill a place still open, the users its leaves name
+// included; a plain approval's are kept as they are.
+func mayStillFill(roles *policy.Roles, g *record.Gate, reqID string, decisions []record.DecisionRecord, escalations []record.EscalationRecord, may []string) []string {
+	r := requirementOf(g)
+	if r == nil {
+		return may
+	}
+	for _, l := range policy.Leaves(r) {
+		may = append(may, l.Users...)
+	}
+	before := approversOf(roles, decisions, escalations, reqID)
+	var out []string
+	for _, id := range may {
+		role, ok := roles.RoleOf(id)
+		if policy.Fills(r, roles, before, approverOf(roles, escalations, reqID, id, role, ok)) {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,34 @@ func TestCompositeEdit(t *testing.T) {
 	v := h.get(run.ID)
 	if v.Status != record.StatusWaitingApproval || len(v.Requests) != 2 || v.Progress == nil || len(v.Progress.Leaves[1].By) != 1 {
 		t.Fatalf("after a devops's edit: %s, %d requests, progress %+v", v.Status, len(v.Requests), v.Progress)
+	}
+}
+
+// TestCompositeReminderMentionsWhoCanFillAnOpenPlace: once a devops
+// approved, a reminder mentions the director and security, not the other
+// devops, whose place is taken.
+func TestCompositeReminderMentionsWhoCanFillAnOpenPlace(t *testing.T) {
+	h := newHarness(t)
+	roles, err := policy.NewRoles([]policy.Role{{Name: "agent", Members: []string{"agent:resolver"}},
+		{Name: "devops", Members: []string{devops1, devops2}}, {Name: "security", Members: []string{security}}, {Name: "director", Members: []string{director}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.roles = roles
+	rules := compositeRules(directorOrDevopsAndSecurity)
+	rules[0].Remind = []record.Seconds{3600}
+	p, err := policy.New("rev-1", rules, roles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.open(p)
+	run := h.submit(refund("PAY-1", 119))
+	if err := h.decideAs(run.ID, devops1); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(71 * time.Hour)
+	h.remindDue(1)
+	if m := h.get(run.ID).Reminders[0].Mention; !slices.Equal(m, []string{director, security}) {
+		t.Fatalf("mention %q, want the director and security", m)
 	}
 }
