@@ -32,7 +32,7 @@ func TestACompositeApprovalShowsItsProgress(t *testing.T) {
 		t.Fatalf("GET = %d %s (%v)", a.status, a.body, err)
 	}
 	if v.Gate.Approval.Requirement == nil || v.Progress == nil || v.Progress.Met || len(v.Progress.Leaves) != 2 ||
-		len(v.Progress.Leaves[0].By) != 1 || v.Progress.Leaves[0].By[0] != "U0LEAD" || len(v.Progress.Leaves[1].By) != 0 {
+		v.Progress.Remaining != 1 || len(v.Progress.Leaves[0].By) != 1 || v.Progress.Leaves[0].By[0] != "U0LEAD" || len(v.Progress.Leaves[1].By) != 0 {
 		t.Fatalf("gate %+v progress %+v", v.Gate.Approval, v.Progress)
 	}
 }

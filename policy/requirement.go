@@ -235,9 +235,12 @@ func filled(owner []int) int {
 func Progress(r *record.Requirement, roles *Roles, approvers []Approver) record.RequirementProgress {
 	p := record.RequirementProgress{Leaves: Leaves(r)}
 	best, bestAlt, bestOwner := -1, []leafRef(nil), []int(nil)
-	for _, alt := range alternatives(*r, nil) {
+	for i, alt := range alternatives(*r, nil) {
 		owner := match(roles, alt, approvers)
 		n, open := filled(owner), len(owner)-filled(owner)
+		if i == 0 || open < p.Remaining {
+			p.Remaining = open
+		}
 		if open == 0 {
 			best, bestAlt, bestOwner, p.Met = n, alt, owner, true
 			break

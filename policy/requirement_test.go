@@ -89,8 +89,12 @@ func TestRequirementQuorum(t *testing.T) {
 	if !Fills(directorOrBoth, roles, one, Approver{ID: "X9", Escalated: true}) {
 		t.Error("an escalated person could not fill an open leaf")
 	}
+	all := &record.Requirement{AllOf: []record.Requirement{{Role: "devops", Count: 2}, {Role: "security", Count: 1}}}
+	if got := Progress(all, roles, by(roles, "S1")).Remaining; got != 2 {
+		t.Errorf("remaining after security of two devops and one security: %d, want 2", got)
+	}
 	p := Progress(directorOrBoth, roles, by(roles, "D1"))
-	if len(p.Leaves) != 3 || len(p.Leaves[0].By) != 0 || p.Leaves[1].By[0] != "D1" || len(p.Leaves[2].By) != 0 {
+	if p.Remaining != 1 || len(p.Leaves) != 3 || len(p.Leaves[0].By) != 0 || p.Leaves[1].By[0] != "D1" || len(p.Leaves[2].By) != 0 {
 		t.Errorf("progress %+v", p)
 	}
 }

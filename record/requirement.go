@@ -30,6 +30,8 @@ type LeafFill struct {
 // RequirementProgress is how far the approvals of a request went towards
 // its requirement: every leaf in order, and whether it is met.
 type RequirementProgress struct {
-	Met    bool       `json:"met"`
-	Leaves []LeafFill `json:"leaves"`
+	Met bool `json:"met"`
+	// Remaining is the fewest approvals more that could meet it.
+	Remaining int        `json:"remaining"`
+	Leaves    []LeafFill `json:"leaves"`
 }
