@@ -340,7 +340,7 @@ func leafWords(l record.Requirement, alone bool) string {
 	if !alone {
 		return "one " + l.Role
 	}
-	if strings.ContainsAny(l.Role[:1], "aeiouAEIOU") {
+	if l.Role != "" && strings.ContainsAny(l.Role[:1], "aeiouAEIOU") {
 		return "an " + l.Role
 	}
 	return "a " + l.Role
