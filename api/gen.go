@@ -244,11 +244,14 @@ type FieldError struct {
 // Gate defines model for Gate.
 type Gate struct {
 	Approval *struct {
-		Count          int    `json:"count"`
-		Edit           bool   `json:"edit"`
-		ExpiresSeconds int    `json:"expires_seconds"`
-		Role           string `json:"role"`
-		SelfApproval   bool   `json:"self_approval"`
+		Count          int  `json:"count"`
+		Edit           bool `json:"edit"`
+		ExpiresSeconds int  `json:"expires_seconds"`
+
+		// Requirement A composite approval requirement: any_of (one is enough) or all_of (every one is needed) of requirements, or a leaf, count people of role or above, or of users. One person fills at most one leaf. When set, the approval's role and count are its lowest role and the fewest approvals that can meet it.
+		Requirement  *Requirement `json:"requirement,omitempty"`
+		Role         string       `json:"role"`
+		SelfApproval bool         `json:"self_approval"`
 	} `json:"approval,omitempty"`
 	Assignee *string    `json:"assignee,omitempty"`
 	Deadline *time.Time `json:"deadline,omitempty"`
@@ -317,6 +320,15 @@ type Problem struct {
 
 // Proposal defines model for Proposal.
 type Proposal = workflow.Proposal
+
+// Requirement A composite approval requirement: any_of (one is enough) or all_of (every one is needed) of requirements, or a leaf, count people of role or above, or of users. One person fills at most one leaf. When set, the approval's role and count are its lowest role and the fewest approvals that can meet it.
+type Requirement struct {
+	AllOf *[]Requirement `json:"all_of,omitempty"`
+	AnyOf *[]Requirement `json:"any_of,omitempty"`
+	Count *int           `json:"count,omitempty"`
+	Role  *string        `json:"role,omitempty"`
+	Users *[]string      `json:"users,omitempty"`
+}
 
 // ResolveRequest defines model for ResolveRequest.
 type ResolveRequest struct {

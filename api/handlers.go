@@ -83,6 +83,10 @@ func submitResult(v *workflow.RunView, replayed bool) SubmitResult {
 			}
 		}
 		a := &ApprovalNeeded{Role: g.Approval.Role, Count: g.Approval.Count, Remaining: max(g.Approval.Count-approved, 0), Deadline: *v.Deadline}
+		if v.Progress != nil {
+			// One person fills one place: approvals so far may fill none.
+			a.Remaining = v.Progress.Remaining
+		}
 		if g.Assignee != "" {
 			a.Assignee = &g.Assignee
 		}

@@ -97,6 +97,8 @@ type harnessOpts struct {
 	rate       float64
 	burst      int
 	cursorKeys [][]byte
+	// requirement, when set, is the deploys rule's composite approval.
+	requirement *record.Requirement
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -117,7 +119,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	pol, err := policy.New("r1", []policy.Rule{
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
-			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Requirement: o.requirement}},
 		{Name: "everything-else", When: "true", Risk: "low"},
 	}, roles)
 	if err != nil {

@@ -566,7 +566,7 @@ func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
 	if g := v.Gate; g != nil {
 		field("Rule", mdCode(g.Rule, 200)+" · "+riskText(g.Risk))
 		if g.Approval != nil && v.Status == record.StatusWaitingApproval && v.Problem == "" {
-			field("Who may approve", whoMayApprove(g, rc)+escalatedLine(v))
+			field("Who may approve", whoMayApprove(v, g, rc)+escalatedLine(v))
 		}
 	}
 	if v.Status == record.StatusWaitingApproval && v.Deadline != nil {
@@ -590,7 +590,10 @@ func riskText(risk record.Risk) string {
 	return mdEscape(string(risk)) + " risk"
 }
 
-func whoMayApprove(g *record.Gate, rc RenderContext) string {
+func whoMayApprove(v *workflow.RunView, g *record.Gate, rc RenderContext) string {
+	if g.Approval.Requirement != nil {
+		return whoMayApproveComposite(v, g)
+	}
 	a := g.Approval
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of *%s* or above", a.Count, mdEscape(a.Role))

@@ -264,6 +264,7 @@ func goldenCases(t testing.TB) map[string]func() (*workflow.RunView, RenderConte
 			v.Problem = "run run_01a22a03beb60001db0e0344: checkpoint 4: hash does not match its content"
 			return v, rc
 		},
+		"waiting_composite": func() (*workflow.RunView, RenderContext) { return compositeView(), rc },
 		"waiting_not_whole": func() (*workflow.RunView, RenderContext) { return withArgs(refundView(), decoyArgs()), rc },
 		"hidden_arguments": func() (*workflow.RunView, RenderContext) {
 			c := rc

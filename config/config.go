@@ -367,6 +367,10 @@ type fileApproval struct {
 	Expires      string `yaml:"expires"`
 	SelfApproval bool   `yaml:"self_approval"`
 	Edit         bool   `yaml:"edit"`
+	// AnyOf and AllOf make a composite requirement instead of Role and
+	// Count (see composite.go).
+	AnyOf []fileRequirement `yaml:"any_of"`
+	AllOf []fileRequirement `yaml:"all_of"`
 }
 
 type fileAction struct {
@@ -819,7 +823,11 @@ func (c *checker) crossCheck(fc *fileConfig, cfg *Config) error {
 		} else if cfg.Policy.CatchAll(i) {
 			catchAll = i
 		}
-		if a := r.Approval; a != nil {
+		if a := r.Approval; a != nil && a.Requirement != nil {
+			if err := c.checkComposite(path, a, cfg); err != nil {
+				return err
+			}
+		} else if a != nil {
 			countPath := path + ".approval.count"
 			if fc.Policy.Rules[i].Approval.Count == nil {
 				countPath = path + ".approval.role"
@@ -905,12 +913,17 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 		if err != nil {
 			return nil, c.fail(path+".expires", err)
 		}
+		req, err := c.requirement(path, fa)
+		if err != nil {
+			return nil, err
+		}
 		rules[i].Approval = &record.ApprovalSpec{
 			Role:         fa.Role,
 			Count:        count,
 			Expires:      record.Seconds(d / time.Second),
 			SelfApproval: fa.SelfApproval,
 			Edit:         fa.Edit,
+			Requirement:  req,
 		}
 	}
 	pol, err := policy.New(fp.Revision, rules, roles)

@@ -203,7 +203,7 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown top-level field", valid + "extra: 1\n",
 			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, resolve, anchors, api, retention, audit_log)`},
 		{"unknown approval field", edit(`edit: true`, `edit: true, quorum: 2`),
-			`signoff.yaml:11: policy.rules[0].approval: unknown field "quorum" (known: role, count, expires, self_approval, edit)`},
+			`signoff.yaml:11: policy.rules[0].approval: unknown field "quorum" (known: role, count, expires, self_approval, edit, any_of, all_of)`},
 		{"duplicate key", edit(`      risk: high`+"\n", `      risk: high`+"\n"+`      risk: low`+"\n"),
 			`signoff.yaml:11: policy.rules[0].risk: duplicate key "risk" (first at line 10)`},
 		{"duplicate key on one line", edit(`{executor: demo}`, `{executor: demo, executor: other}`),

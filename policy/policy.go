@@ -206,7 +206,16 @@ func New(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 		if !r.Risk.Valid() {
 			return fail("risk", fmt.Errorf("risk %q: want low, medium or high", r.Risk))
 		}
+		if r.Approval != nil {
+			copied := *r.Approval
+			r.Approval = &copied
+		}
 		if a := r.Approval; a != nil {
+			if a.Requirement != nil {
+				if err := composite(a, roles); err != nil {
+					return fail(err.Path, err.Err)
+				}
+			}
 			if _, ok := roles.Rank(a.Role); !ok {
 				return fail("approval.role", fmt.Errorf("unknown role %q (roles: %s)", a.Role, strings.Join(roles.Names(), ", ")))
 			}

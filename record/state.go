@@ -175,6 +175,11 @@ type ApprovalSpec struct {
 	Expires      Seconds `json:"expires_seconds"`
 	SelfApproval bool    `json:"self_approval"`
 	Edit         bool    `json:"edit"`
+	// Requirement, when set, is a composite requirement (see Requirement);
+	// Role and Count are then its lowest role and the fewest approvals that
+	// can meet it. Omitted when unset, so gates written before it read and
+	// seal the same.
+	Requirement *Requirement `json:"requirement,omitempty"`
 }
 
 // Seconds is a duration stored as whole seconds, so checkpoints stay plain JSON.

@@ -211,6 +211,9 @@ func (dc *decider) admit(ctx context.Context, tx storage.Tx, l *runtx.Loaded, in
 	if decs, err = dc.priorDecisions(ctx, tx, l, req, in); err != nil {
 		return nil, nil, err
 	}
+	if err := dc.checkOpenLeaf(l, req, in, role, hasRole); err != nil {
+		return nil, nil, err
+	}
 	return req, decs, nil
 }
 
@@ -267,7 +270,11 @@ func (dc *decider) checkDecider(l *runtx.Loaded, req *record.ApprovalRequest, in
 	}
 	// An escalation widens who may decide, never narrows it: whoever the
 	// rule lets in still is; the self-approval ban below holds for all.
-	if err := dc.checkRole(l, req, in, role, hasRole); err != nil && !escalatedTo(dc.roles, l.State.Escalations, req.ID, in.Approver.ID, role, hasRole) {
+	if r := requirementOf(l.State.Gate); r != nil {
+		if err := dc.checkLeaf(l, r, req, in, role, hasRole); err != nil {
+			return err
+		}
+	} else if err := dc.checkRole(l, req, in, role, hasRole); err != nil && !escalatedTo(dc.roles, l.State.Escalations, req.ID, in.Approver.ID, role, hasRole) {
 		return err
 	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
@@ -478,7 +485,7 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 				n++
 			}
 		}
-		if n >= req.Count {
+		if r := requirementOf(l.State.Gate); (r == nil && n >= req.Count) || (r != nil && dc.compositeMet(l, r, req.ID)) {
 			req.Status = record.RequestApproved
 			l.Run.Status = record.StatusExecuting
 			l.Run.Reason = ""
@@ -583,14 +590,14 @@ func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *runtx.Loaded
 		if err := tx.InsertRequest(ctx, next); err != nil {
 			return fmt.Errorf("insert approval request of run %s: %w", l.Run.ID, err)
 		}
-		qualifies := dc.roles.AtLeast(role, next.Role) && (in.Approver.ID != next.RequesterID || next.SelfApproval)
+		qualifies, alone := dc.editorCounts(p.gate, next, in, role)
 		if qualifies {
 			d2 := *d
 			d2.ID, d2.RequestID, d2.EditedArgs = 0, next.ID, nil
 			if err := dc.insertDecision(ctx, tx, l, &d2); err != nil {
 				return err
 			}
-			if next.Count <= 1 {
+			if alone {
 				next.Status, next.DecidedBy, next.DecidedAt = record.RequestApproved, in.Approver.ID, now
 				if err := tx.UpdateRequest(ctx, next); err != nil {
 					return fmt.Errorf("update approval request %s: %w", next.ID, err)

@@ -160,7 +160,7 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 			g.Approval = &a
 			continue
 		}
-		merged := g.Approval
+		merged, prev := g.Approval, *g.Approval
 		if gk.roles.AtLeast(out.Approval.Role, merged.Role) {
 			merged.Role = out.Approval.Role
 		}
@@ -168,6 +168,7 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 		merged.Expires = min(merged.Expires, out.Approval.Expires)
 		merged.SelfApproval = merged.SelfApproval && out.Approval.SelfApproval
 		merged.Edit = merged.Edit && out.Approval.Edit
+		mergeRequirement(merged, prev, out.Approval, gk.roles)
 	}
 	if len(rules) > 0 {
 		g.Rule = joinComma(rules)

@@ -206,6 +206,7 @@ func stillToDecide(roles *policy.Roles, req *record.ApprovalRequest, g *record.G
 		may = []string{g.Assignee}
 	}
 	may = append(slices.Clone(may), escalatedPeople(roles, req.ID, escalations)...)
+	may = mayStillFill(roles, g, req.ID, decisions, escalations, may)
 	var out []string
 	for _, id := range may {
 		if decided[id] || (id == req.RequesterID && !req.SelfApproval) || slices.Contains(out, id) {

@@ -53,6 +53,9 @@ type RunView struct {
 	// RetryAt is when an executing run that waits for its target (a
 	// Retry-After, a backoff, an action still in progress) is asked again.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
+	// Progress is, for a composite approval, which places of the pending
+	// request's requirement are filled and by whom.
+	Progress *record.RequirementProgress `json:"progress,omitempty"`
 }
 
 // RequestView is an approval request as shown.
@@ -168,6 +171,7 @@ func (e *Engine) viewRest(ctx context.Context, tx storage.Tx, v *RunView) (*RunV
 		v.Operations = append(v.Operations, OperationView{Key: op.Key, Action: op.Action, Status: op.Status,
 			Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error})
 	}
+	v.Progress = progressOf(e.roles, v)
 	if err := e.in.CheckRun(ctx, tx, id, nil, b.Requests, b.Decisions, b.Operations); err != nil {
 		var ie *IntegrityError
 		if !errors.As(err, &ie) {

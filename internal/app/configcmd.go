@@ -14,6 +14,7 @@ import (
 
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -279,6 +280,10 @@ func approvalText(cfg *config.Config, a *record.ApprovalSpec) string {
 		who += " + Slack user group " + strings.Join(groups, ", ")
 	}
 	text := fmt.Sprintf("approval: %d of %s or above (%s) within %s", a.Count, a.Role, who, shortDuration(a.Expires.Duration()))
+	if a.Requirement != nil {
+		// Each leaf names its role; a higher role fills a lower one's place.
+		text = fmt.Sprintf("approval: %s, within %s", policy.Sentence(a.Requirement), shortDuration(a.Expires.Duration()))
+	}
 	if !a.SelfApproval {
 		text += ", not the requester"
 	}

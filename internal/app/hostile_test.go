@@ -203,8 +203,12 @@ func hostileEvents(hist []workflow.HistoryEntry, next func() string) []*record.A
 // fill sets every exported string of v to next(), every raw JSON value to an
 // object holding next() (with bidi and zero-width characters unescaped, as
 // JSON allows), every slice to two filled items and every nil pointer to a
-// filled value.
-func fill(v reflect.Value, next func() string) {
+// filled value. A type that holds itself (a composite requirement) is
+// filled two levels deep.
+func fill(v reflect.Value, next func() string) { fillIn(v, next, map[reflect.Type]int{}) }
+
+func fillIn(v reflect.Value, next func() string, open map[reflect.Type]int) {
+	fill := func(v reflect.Value, next func() string) { fillIn(v, next, open) }
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(next())
@@ -218,9 +222,11 @@ func fill(v reflect.Value, next func() string) {
 		}
 		fill(v.Elem(), next)
 	case reflect.Struct:
-		if v.Type() == reflect.TypeFor[time.Time]() {
+		if v.Type() == reflect.TypeFor[time.Time]() || open[v.Type()] >= 2 {
 			return
 		}
+		open[v.Type()]++
+		defer func() { open[v.Type()]-- }()
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
 				fill(v.Field(i), next)

@@ -272,7 +272,9 @@ func renderEvidence(w io.Writer, v *workflow.RunView) {
 // approve it, how many and so far, and who hears the outcome.
 func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.Roles) {
 	fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(string(g.Risk)), term(g.PolicyRevision))
-	if g.Approval != nil {
+	if g.Approval != nil && g.Approval.Requirement != nil {
+		renderComposite(w, v, g.Approval)
+	} else if g.Approval != nil {
 		who := term(strings.Join(roles.Members(g.Approval.Role), ", "))
 		fmt.Fprintf(w, "  approval: %d of %s or above (%s)", g.Approval.Count, term(g.Approval.Role), who)
 		if !g.Approval.SelfApproval {
