@@ -121,9 +121,10 @@ func TestExitStatusMapsToTheEngineClasses(t *testing.T) {
 
 func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 	dir := t.TempDir()
-	// The program starts a child that would outlive it, then hangs.
+	// The program starts a child that would outlive it, then hangs. The
+	// timeout leaves a loaded machine the time to start both.
 	prog := script(t, dir, "hang", `sleep 300 & echo $! > child.pid; wait`)
-	x, err := command.New("rotate_key", command.Config{Command: []string{prog}, Dir: dir, Write: []string{dir}, Timeout: 300 * time.Millisecond})
+	x, err := command.New("rotate_key", command.Config{Command: []string{prog}, Dir: dir, Write: []string{dir}, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
