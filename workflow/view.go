@@ -53,6 +53,8 @@ type RunView struct {
 	// RetryAt is when an executing run that waits for its target (a
 	// Retry-After, a backoff, an action still in progress) is asked again.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
+	// ScheduledFor is when a scheduled run's execution window opens and it runs.
+	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
 }
 
 // RequestView is an approval request as shown.
@@ -195,6 +197,7 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 	if t := execute.RetryAt(r); !t.IsZero() {
 		v.RetryAt = &t
 	}
+	v.ScheduledFor = scheduledFor(r, st)
 	if st != nil {
 		v.Requester, v.Summary, v.ModelCalls, v.Gate, v.ForkedFrom = st.Requester, st.Summary, st.ModelCalls, st.Gate, st.ForkedFrom
 		v.CallbackURL = st.CallbackURL
