@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,4 +128,61 @@ func scheduleEarlier(t *testing.T, dir, cfg string, ago time.Duration) string {
 		t.Fatalf("resume: %v (%+v)", err, run)
 	}
 	return run.ID
+}
+
+// TestExecutionWindowsDocExample: the config of docs/configuration.md,
+// "Execution windows", loads; a large refund approved on a Saturday is
+// scheduled for Monday 09:00 in New York (14:00 UTC) and runs then, once.
+func TestExecutionWindowsDocExample(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sec := docSection(t, "docs/configuration.md", "Execution windows")
+	_, block, ok := strings.Cut(sec, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal(`"Execution windows" has no yaml block`)
+	}
+	cfg := filepath.Join(dir, "signoff.yaml")
+	if err := os.WriteFile(cfg, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	clock := clocktest.New(time.Date(2026, 12, 5, 15, 0, 0, 0, time.UTC)) // a Saturday
+	a, err := openApp(ctx, options{db: dbPath(dir), shop: shopPath(dir), config: cfg}, noEnv, io.Discard, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	body, err := fixtures.Proposal("refund-double-charge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := workflow.ParseProposal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := a.engine.Submit(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: lead1}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.engine.Work(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	monday := time.Date(2026, 12, 7, 14, 0, 0, 0, time.UTC)
+	v, err := a.engine.Get(ctx, run.ID)
+	if err != nil || v.Status != record.StatusScheduled || v.ScheduledFor == nil || !v.ScheduledFor.Equal(monday) {
+		t.Fatalf("%v: %s scheduled for %v, want %s", err, v.Status, v.ScheduledFor, monday)
+	}
+	clock.Set(monday)
+	for range 2 {
+		if _, err := a.engine.Work(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err = a.engine.Get(ctx, run.ID); err != nil || v.Status != record.StatusDone || len(v.Operations) != 1 {
+		t.Fatalf("%v: %s, operations %+v", err, v.Status, v.Operations)
+	}
 }
