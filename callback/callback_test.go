@@ -126,7 +126,7 @@ func newEnv(t testing.TB) *env {
 }
 
 // newEnvOn is newEnv on a store of the caller's.
-func newEnvOn(t testing.TB, st storage.Store) *env {
+func newEnvOn(t testing.TB, st storage.Store, rule ...func(*policy.Rule)) *env {
 	t.Helper()
 	c := clocktest.New(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	t.Cleanup(func() { st.Close() })
@@ -137,8 +137,12 @@ func newEnvOn(t testing.TB, st storage.Store) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := policy.New("rev-1", []policy.Rule{{Name: "everything", When: "true", Risk: "high",
-		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}}, roles)
+	everything := policy.Rule{Name: "everything", When: "true", Risk: "high",
+		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}
+	for _, f := range rule {
+		f(&everything)
+	}
+	policy, err := policy.New("rev-1", []policy.Rule{everything}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}
