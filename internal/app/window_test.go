@@ -186,3 +186,41 @@ func TestExecutionWindowsDocExample(t *testing.T) {
 		t.Fatalf("%v: %s, operations %+v", err, v.Status, v.Operations)
 	}
 }
+
+// TestARestartedServeReleasesAScheduledRunOnce: a run scheduled while no
+// serve ran is due; serve releases it and is killed right after the
+// release committed; serve started again finishes it, once, and nothing
+// ran before the release.
+func TestARestartedServeReleasesAScheduledRunOnce(t *testing.T) {
+	t.Parallel()
+	onEachStore(t, func(t *testing.T, newDir func(*testing.T) string) {
+		dir := newDir(t)
+		now := time.Now().UTC()
+		cfg := noSlackConfig(t, dir)
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const approval = "approval: {role: team_lead, count: 1, expires: 72h, self_approval: false, edit: true}"
+		y := strings.Replace(string(b), approval, fmt.Sprintf("%s\n      window: {days: sun-sat, from: %q, to: %q, tz: UTC}",
+			approval, now.Add(-time.Hour).Format("15:04"), now.Add(time.Hour).Format("15:04")), 1)
+		if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		id := scheduleEarlier(t, dir, cfg, 2*time.Hour)
+		env := append([]string{"SIGNOFF_LEASE_TTL=10m"}, noSlackEnv...)
+		first := startServeChildEnv(t, dir, cfg, append(env, "SIGNOFF_FAILPOINT=after-release"))
+		diedAtFailpoint(t, first)
+		if v := showJSON(t, dir, id); v.Status != record.StatusExecuting || len(v.Operations) != 0 {
+			t.Fatalf("after serve died: status %s, operations %+v", v.Status, v.Operations)
+		}
+		noChanges(t, dir)
+		startServeChildEnv(t, dir, cfg, env)
+		waitFor(t, "the restarted serve to finish the run", func() bool { return showJSON(t, dir, id).Status == record.StatusDone })
+		oneRefund(t, dir, id+"/1", "119.00")
+		if history := must(t, dir, exitDone, "history", id); strings.Count(history, "window open: released") != 1 {
+			t.Errorf("history should say once that it was released:\n%s", history)
+		}
+		must(t, dir, exitDone, "verify")
+	})
+}
