@@ -77,7 +77,10 @@ func (s *scheduler) release(ctx context.Context, l *runtx.Loaded) (moved bool, e
 	if at != nil && now.Before(*at) {
 		return false, nil
 	}
-	w := l.State.Gate.Window
+	var w *record.Window
+	if l.State.Gate != nil {
+		w = l.State.Gate.Window
+	}
 	if w != nil && !w.Open(now) {
 		next := w.Next(now)
 		if at != nil && next.Equal(*at) {
