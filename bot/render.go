@@ -571,6 +571,9 @@ func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
 		if g.Approval != nil && v.Status == record.StatusWaitingApproval && v.Problem == "" {
 			field("Who may approve", whoMayApprove(g, rc)+escalatedLine(v))
 		}
+		if g.Window != nil && v.Status == record.StatusWaitingApproval {
+			field("Runs only within", mdEscape(g.Window.String()))
+		}
 	}
 	if v.Status == record.StatusWaitingApproval && v.Deadline != nil {
 		field("Deadline", slackDate(*v.Deadline)+" ("+untilText(rc.Now, *v.Deadline)+")")

@@ -298,6 +298,9 @@ func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.
 	}
 	renderReminders(w, v, g)
 	renderEscalations(w, v, g)
+	if g.Window != nil {
+		fmt.Fprintf(w, "  runs only within its execution window %s\n", term(g.Window.String()))
+	}
 	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(policy.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 }
 

@@ -51,8 +51,10 @@ func TestScheduledRunSurvivesACrashAndRunsOnlyInItsWindow(t *testing.T) {
 		}
 		at := opens.Format(time.RFC3339)
 		show := must(t, dir, exitActive, "--config", cfg, "show", id)
-		if want := "scheduled, runs at " + at; !strings.Contains(show, want) || !strings.Contains(show, "SCHEDULED") {
-			t.Errorf("show does not say %q:\n%s", want, show)
+		for _, want := range []string{"scheduled, runs at " + at, "SCHEDULED", "runs only within its execution window sun,mon,tue,wed,thu,fri,sat "} {
+			if !strings.Contains(show, want) {
+				t.Errorf("show does not say %q:\n%s", want, show)
+			}
 		}
 		if list := must(t, dir, exitDone, "runs"); !strings.Contains(list, "scheduled, runs at "+at) {
 			t.Errorf("runs does not say when it runs:\n%s", list)
