@@ -13,7 +13,7 @@ import (
 )
 
 // scheduledBlocks is the section of /runs pending that lists the approved
-// runs waiting for their execution window, soonest first, each with when
+// runs waiting for their execution window, oldest first, each with when
 // it runs; none when there are none.
 func (s *Server) scheduledBlocks(ctx context.Context, log *slog.Logger) ([]slack.Block, error) {
 	runs, err := s.pendingViews(ctx, storage.RunFilter{Statuses: []record.Status{record.StatusScheduled}, Limit: pendingPageSize + 1}, 0, log)
