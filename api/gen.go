@@ -124,6 +124,7 @@ const (
 	StatusNeedsAttention  Status = "needs_attention"
 	StatusRejected        Status = "rejected"
 	StatusRunning         Status = "running"
+	StatusScheduled       Status = "scheduled"
 	StatusWaitingApproval Status = "waiting_approval"
 )
 
@@ -145,6 +146,8 @@ func (e Status) Valid() bool {
 	case StatusRejected:
 		return true
 	case StatusRunning:
+		return true
+	case StatusScheduled:
 		return true
 	case StatusWaitingApproval:
 		return true
@@ -328,6 +331,14 @@ type Requirement struct {
 	Count *int           `json:"count,omitempty"`
 	Role  *string        `json:"role,omitempty"`
 	Users *[]string      `json:"users,omitempty"`
+
+	// Window When the approved actions may run (the first matching rule's window); days are 0 (Sunday) to 6, from and to HH:MM in tz (from later than to is overnight).
+	Window *struct {
+		Days []int  `json:"days"`
+		From string `json:"from"`
+		To   string `json:"to"`
+		Tz   string `json:"tz"`
+	} `json:"window,omitempty"`
 }
 
 // ResolveRequest defines model for ResolveRequest.

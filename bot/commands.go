@@ -166,7 +166,19 @@ func (s *Server) pending(ctx context.Context, who record.Person, page int, log *
 		return reply("signoff could not list the runs (an internal error). Try again.")
 	}
 	from := (page - 1) * pendingPageSize
+	var later []slack.Block
+	if page == 1 {
+		// The scheduled runs come once, on the first page: approved, they
+		// wait for no one.
+		if later, err = s.scheduledBlocks(ctx, log); err != nil {
+			log.Error("list scheduled runs", "err", err)
+			return reply("signoff could not list the runs (an internal error). Try again.")
+		}
+	}
 	if from >= len(runs) {
+		if page == 1 && len(later) > 0 {
+			return reply("Nothing is waiting for approval; some approved runs wait for their execution window.", later...)
+		}
 		if page == 1 {
 			return reply("Nothing is waiting for approval.")
 		}
@@ -189,6 +201,7 @@ func (s *Server) pending(ctx context.Context, who record.Person, page int, log *
 	if more {
 		blocks = append(blocks, slack.NewContextBlock("", bkMrkdwn(fmt.Sprintf("More: `%s pending %d`", mdEscape(s.slash), page+1))))
 	}
+	blocks = append(blocks, later...)
 	return reply(fmt.Sprintf("%s: %d runs", title, len(runs)), blocks...)
 }
 

@@ -65,6 +65,7 @@ var updateEvents = map[record.Event]bool{
 	record.EventExpired: true, record.EventFinished: true, record.EventNeedsAttention: true,
 	record.EventReassigned: true, record.EventExtended: true, record.EventExecuted: true,
 	record.EventReconciled: true, record.EventResolved: true,
+	record.EventScheduled: true, record.EventReleased: true,
 }
 
 // events that create a request a person must see.

@@ -189,6 +189,7 @@ func headline(v *workflow.RunView, now time.Time) string {
 	word := map[record.Status]string{
 		record.StatusRunning:         "Working",
 		record.StatusWaitingApproval: "Approval needed",
+		record.StatusScheduled:       "Approved, scheduled",
 		record.StatusExecuting:       "Approved, running",
 		record.StatusDone:            "Done",
 		record.StatusFailed:          "Failed",
@@ -273,6 +274,8 @@ func stateLine(v *workflow.RunView, rc RenderContext) string {
 			return ":hourglass_flowing_sand: Running the approved actions: the target asked for time; asking it again " + slackDate(*v.RetryAt) + "."
 		}
 		return ":gear: Running the approved actions now."
+	case record.StatusScheduled:
+		return scheduledLine(v)
 	case record.StatusExpired:
 		at := ""
 		if req != nil {
@@ -567,6 +570,9 @@ func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
 		field("Rule", mdCode(g.Rule, 200)+" · "+riskText(g.Risk))
 		if g.Approval != nil && v.Status == record.StatusWaitingApproval && v.Problem == "" {
 			field("Who may approve", whoMayApprove(v, g, rc)+escalatedLine(v))
+		}
+		if g.Window != nil && v.Status == record.StatusWaitingApproval {
+			field("Runs only within", mdEscape(g.Window.String()))
 		}
 	}
 	if v.Status == record.StatusWaitingApproval && v.Deadline != nil {

@@ -209,6 +209,12 @@ func goldenCases(t testing.TB) map[string]func() (*workflow.RunView, RenderConte
 		},
 		"executing": func() (*workflow.RunView, RenderContext) { return approved(refundView()), rc },
 		"done":      func() (*workflow.RunView, RenderContext) { return done(refundView()), rc },
+		"scheduled": func() (*workflow.RunView, RenderContext) { return scheduled(approved(refundView())), rc },
+		"waiting_with_window": func() (*workflow.RunView, RenderContext) {
+			v := scheduled(refundView())
+			v.Status, v.ScheduledFor = record.StatusWaitingApproval, nil
+			return v, rc
+		},
 		"rejected": func() (*workflow.RunView, RenderContext) {
 			v := reshipView()
 			at := ts("2026-11-30T10:05:00Z")

@@ -158,10 +158,15 @@ func newEnv(t testing.TB) *env {
 }
 
 // newEnvOn is newEnv on a store of the caller's.
-func newEnvOn(t testing.TB, st storage.Store) *env {
+// Each tweak changes its one rule.
+func newEnvOn(t testing.TB, st storage.Store, tweaks ...func(*policy.Rule)) *env {
 	t.Helper()
-	return newEnvWith(t, st, policy.Rule{Name: "everything", When: "true", Risk: "high",
-		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}})
+	everything := policy.Rule{Name: "everything", When: "true", Risk: "high",
+		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}
+	for _, f := range tweaks {
+		f(&everything)
+	}
+	return newEnvWith(t, st, everything)
 }
 
 // newEnvWith is newEnvOn with the one rule of the caller's.

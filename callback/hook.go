@@ -26,6 +26,7 @@ const Kind record.OutboxKind = "callback"
 // each time a run with a callback URL enters one of these.
 var Types = map[record.Status]string{
 	record.StatusWaitingApproval: "run.waiting",
+	record.StatusScheduled:       "run.scheduled",
 	record.StatusDone:            "run.done",
 	record.StatusFailed:          "run.failed",
 	record.StatusRejected:        "run.rejected",

@@ -349,6 +349,7 @@ type fileRule struct {
 	Notify   []string         `yaml:"notify"`
 	Remind   []string         `yaml:"remind"`
 	Escalate []fileEscalation `yaml:"escalate"`
+	Window   *fileWindow      `yaml:"window"`
 }
 
 // fileEscalation is one step of a rule's escalate: list.
@@ -895,6 +896,9 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 			return nil, err
 		}
 		if rules[i].Escalate, err = c.escalate(i, fr, roles); err != nil {
+			return nil, err
+		}
+		if rules[i].Window, err = c.window(i, fr.Window); err != nil {
 			return nil, err
 		}
 		if fr.Approval == nil {

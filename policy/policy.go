@@ -47,6 +47,9 @@ type Rule struct {
 	// as time passes since the request, in order of After, each sooner than
 	// the approval's Expires; a step names a role or users.
 	Escalate []record.EscalationStep
+	// Window, when set, is when the rule's approved actions may run; an
+	// approved run waits for it as scheduled.
+	Window *record.Window
 }
 
 // RuleError says which rule, and which of its fields, New refused, so a
@@ -121,6 +124,7 @@ type Outcome struct {
 	Notify   []string                // the rule's Notify
 	Remind   []record.Seconds        // the rule's Remind
 	Escalate []record.EscalationStep // the rule's Escalate
+	Window   *record.Window          // the rule's Window
 }
 
 // celEnv declares what conditions can see:
@@ -238,6 +242,12 @@ func New(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 			return fail("escalate", err)
 		}
 		r.Escalate = cloneSteps(r.Escalate)
+		if r.Window != nil {
+			if err := r.Window.Check(); err != nil {
+				return fail("window", err)
+			}
+			r.Window = cloneWindow(r.Window)
+		}
 		p.rules = append(p.rules, r)
 		p.programs = append(p.programs, prg)
 		p.shapes = append(p.shapes, shape)
@@ -600,6 +610,7 @@ func (p *Policy) Rules() []Rule {
 		out[i].Notify = slices.Clone(out[i].Notify)
 		out[i].Remind = slices.Clone(out[i].Remind)
 		out[i].Escalate = cloneSteps(out[i].Escalate)
+		out[i].Window = cloneWindow(out[i].Window)
 	}
 	return out
 }
@@ -628,7 +639,7 @@ func (p *Policy) Evaluate(ctx context.Context, in Input) (Outcome, error) {
 		if !match {
 			continue
 		}
-		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify), Remind: slices.Clone(r.Remind), Escalate: cloneSteps(r.Escalate)}
+		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify), Remind: slices.Clone(r.Remind), Escalate: cloneSteps(r.Escalate), Window: cloneWindow(r.Window)}
 		if r.Approval != nil {
 			copied := *r.Approval
 			out.Approval = &copied

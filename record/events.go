@@ -30,6 +30,8 @@ const (
 	EventResolved       Event = "resolved"        // a person resolved a run that needed attention
 	EventReminded       Event = "reminded"        // the people who may still decide were reminded before the deadline
 	EventEscalated      Event = "escalated"       // who may decide the pending request was widened, its deadline maybe extended
+	EventScheduled      Event = "scheduled"       // an approved run waits for its execution window to open
+	EventReleased       Event = "released"        // a scheduled run's window opened: it executes
 )
 
 // Events lists every event, so that a name read back can be checked.
@@ -38,7 +40,7 @@ var Events = []Event{
 	EventDecided, EventEdited, EventReassigned, EventExtended, EventCancelled,
 	EventExpired, EventIntent, EventExecuted, EventReconciled, EventFinished,
 	EventFailed, EventNeedsAttention, EventForked, EventPruned, EventRefused,
-	EventResolved, EventReminded, EventEscalated,
+	EventResolved, EventReminded, EventEscalated, EventScheduled, EventReleased,
 }
 
 // Valid reports whether e is one of Events.

@@ -15,6 +15,7 @@ type Status string
 const (
 	StatusRunning         Status = "running"
 	StatusWaitingApproval Status = "waiting_approval"
+	StatusScheduled       Status = "scheduled" // approved, waiting for its execution window to open
 	StatusExecuting       Status = "executing"
 	StatusDone            Status = "done"
 	StatusFailed          Status = "failed"
@@ -26,7 +27,7 @@ const (
 
 // Statuses lists every status, in life order.
 var Statuses = []Status{
-	StatusRunning, StatusWaitingApproval, StatusExecuting, StatusDone, StatusFailed,
+	StatusRunning, StatusWaitingApproval, StatusScheduled, StatusExecuting, StatusDone, StatusFailed,
 	StatusRejected, StatusExpired, StatusCancelled, StatusNeedsAttention,
 }
 

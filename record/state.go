@@ -56,6 +56,9 @@ type State struct {
 	// Escalations are the escalation steps of the gate's Escalate applied to
 	// the pending request, one per step, oldest first. Omitted when empty.
 	Escalations []EscalationRecord `json:"escalations,omitempty"`
+	// ScheduledFor is when a scheduled run's execution window opens (see
+	// Gate.Window): no worker claims it before. Omitted when not scheduled.
+	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
 }
 
 // EscalationRecord is one step of a gate's Escalate, applied once per
@@ -166,6 +169,10 @@ type Gate struct {
 	// first matching rule's escalate:, in order of After). Not part of the
 	// fingerprint; omitted when empty.
 	Escalate []EscalationStep `json:"escalate,omitempty"`
+	// Window is when the approved actions may run (the first matching
+	// rule's window:, nil for any time). Not part of the fingerprint;
+	// omitted when nil.
+	Window *Window `json:"window,omitempty"`
 }
 
 // ApprovalSpec is what a policy rule requires before its actions run.

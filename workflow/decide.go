@@ -635,7 +635,7 @@ func (e *Engine) Cancel(ctx context.Context, id string, by record.Person, reason
 			// What it sent may have run: "cancelled" would say it did not.
 			return refused(record.CodeNotCancellable, id, "the run needs attention and what it sent may have run, so it cannot be cancelled: look at the target, then resolve it (signoff resolve)")
 		}
-		if l.Run.Status != record.StatusRunning && l.Run.Status != record.StatusWaitingApproval {
+		if l.Run.Status != record.StatusRunning && l.Run.Status != record.StatusWaitingApproval && l.Run.Status != record.StatusScheduled {
 			return refused(record.CodeNotCancellable, id, "the run is %s and cannot be cancelled", l.Run.Status)
 		}
 		// Without a gate yet, cancelling someone else's run takes a role above

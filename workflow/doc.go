@@ -14,6 +14,8 @@
 //	                 ─reject──► rejected
 //	                 ─deadline► expired
 //	                 ─cancel──► cancelled
+//	executing ─window closed, nothing sent yet─► scheduled ─window open─► executing
+//	scheduled ─cancel──► cancelled
 //	executing ─refused or unprovable─► needs_attention
 //	any state whose stored data fails its integrity check ─► needs_attention
 //

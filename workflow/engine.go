@@ -36,7 +36,8 @@ type Config struct {
 	Logger  *slog.Logger           // defaults to discarding
 	// Failpoint, when set, is called at each write boundary with its name
 	// (after-step-N, before-decision-commit, after-decision-commit, after-intent,
-	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind, after-escalate).
+	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind, after-escalate,
+	// after-schedule, after-release).
 	// Crash tests make it kill the process.
 	Failpoint func(name string)
 	// CheckAttempts and ExecAttempts bound retries of transient failures.
@@ -158,6 +159,8 @@ type Engine struct {
 	reminders *reminder
 	// escalations widen who may decide as time passes.
 	escalations *escalator
+	// windows keep approved runs inside their execution window.
+	windows *scheduler
 	// resolutions carries out what people found out about stuck runs.
 	resolutions *resolver
 }
@@ -232,6 +235,7 @@ func New(cfg Config) (*Engine, error) {
 	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
 	e.reminders = newReminder(e)
 	e.escalations = newEscalator(e)
+	e.windows = &scheduler{runs: e.runs, log: e.log, fail: e.fail}
 	return e, nil
 }
 

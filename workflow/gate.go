@@ -145,6 +145,9 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 			// not interleave.
 			g.Escalate = out.Escalate
 		}
+		if g.Window == nil {
+			g.Window = out.Window // the first rule with a window says when
+		}
 		if out.Risk.Rank() > g.Risk.Rank() {
 			g.Risk = out.Risk
 		}

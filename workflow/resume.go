@@ -15,7 +15,8 @@ import (
 )
 
 // workStatuses are the statuses of the runs a worker executes.
-var workStatuses = []record.Status{record.StatusExecuting, record.StatusRunning}
+// A scheduled run is claimed once its window opens (its lease_until).
+var workStatuses = []record.Status{record.StatusExecuting, record.StatusRunning, record.StatusScheduled}
 
 // Work claims active runs whose lease is free (a crashed process's, or approved
 // runs nobody is executing) and resumes them, one claim at a time so that a
@@ -244,6 +245,12 @@ func (r *resumption) next(ctx context.Context) (_ *record.Run, again bool, err e
 		return l.Run, false, nil
 	case record.StatusExecuting:
 		return r.executing(ctx, l)
+	case record.StatusScheduled:
+		moved, err := e.windows.release(ctx, l)
+		if err != nil || moved {
+			return nil, err == nil, err
+		}
+		return l.Run, false, nil
 	case record.StatusNeedsAttention:
 		return r.needsAttention(ctx, l)
 	}
@@ -287,6 +294,10 @@ func (r *resumption) executing(ctx context.Context, l *runtx.Loaded) (*record.Ru
 	}
 	lease := l.Run.LeaseOwner != "" && l.Run.LeaseOwner != e.owner && now.Before(l.Run.LeaseUntil)
 	if !lease || r.mode == asOperator {
+		// The window is checked before any intent is written.
+		if held, err := e.windows.hold(ctx, l); err != nil || held {
+			return nil, err == nil, err
+		}
 		ran, err := e.executeAlone(ctx, l)
 		if err != nil {
 			return nil, false, err

@@ -56,6 +56,8 @@ type RunView struct {
 	// Progress is, for a composite approval, which places of the pending
 	// request's requirement are filled and by whom.
 	Progress *record.RequirementProgress `json:"progress,omitempty"`
+	// ScheduledFor is when a scheduled run's execution window opens and it runs.
+	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
 }
 
 // RequestView is an approval request as shown.
@@ -199,6 +201,7 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 	if t := execute.RetryAt(r); !t.IsZero() {
 		v.RetryAt = &t
 	}
+	v.ScheduledFor = scheduledFor(r, st)
 	if st != nil {
 		v.Requester, v.Summary, v.ModelCalls, v.Gate, v.ForkedFrom = st.Requester, st.Summary, st.ModelCalls, st.Gate, st.ForkedFrom
 		v.CallbackURL = st.CallbackURL

@@ -464,7 +464,7 @@ func exitFor(s record.Status) int {
 		return exitEnded
 	case record.StatusNeedsAttention:
 		return exitAttention
-	case record.StatusRunning, record.StatusExecuting:
+	case record.StatusRunning, record.StatusExecuting, record.StatusScheduled:
 		return exitActive
 	}
 	return exitFailed

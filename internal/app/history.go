@@ -99,6 +99,8 @@ type eventDetail struct {
 	Steps      string            `json:"steps"`
 	Roles      string            `json:"roles"`
 	Users      string            `json:"users"`
+	At         string            `json:"at"`
+	Window     string            `json:"window"`
 }
 
 // historyEvent is one event of a checkpoint, with its detail, the state the
@@ -181,6 +183,10 @@ var eventSays = map[record.Event]func(h historyEvent) []string{
 		}
 		return []string{"escalated (step " + h.d.Steps + "): " + strings.Join(who, ", ") + " may decide too; the deadline is " + h.d.Deadline}
 	},
+	record.EventScheduled: func(h historyEvent) []string {
+		return []string{"outside its window " + h.d.Window + ": runs at " + h.d.At}
+	},
+	record.EventReleased: func(historyEvent) []string { return []string{"window open: released"} },
 	record.EventResolved: func(h historyEvent) []string {
 		what := []string{"resolved by " + h.ev.Actor + ": " + h.d.Choice.Describe()}
 		if h.d.Key != "" {

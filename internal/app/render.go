@@ -300,6 +300,9 @@ func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.
 	}
 	renderReminders(w, v, g)
 	renderEscalations(w, v, g)
+	if g.Window != nil {
+		fmt.Fprintf(w, "  runs only within its execution window %s\n", term(g.Window.String()))
+	}
 	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(policy.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 }
 
@@ -420,6 +423,7 @@ func renderNext(w io.Writer, v *workflow.RunView, now time.Time) {
 		fmt.Fprintf(w, "  waiting for the target: asking the target again at %s (%s)\n", v.RetryAt.Format(time.RFC3339), when)
 		fmt.Fprintf(w, "  next: a running serve asks again then; without one, %s waits and asks\n", shellLine("signoff", "resume", term(v.ID)))
 	}
+	renderScheduled(w, v, now)
 	if v.Status == record.StatusNeedsAttention && v.Problem == "" {
 		fmt.Fprintf(w, "  next: look at the target, then %s with --happened, --did-not-happen --retry or --did-not-happen --abandon\n",
 			shellLine("signoff", "resolve", term(v.ID), "--as", "MEMBER", "--reason", "WHAT-YOU-CHECKED"))
@@ -486,7 +490,7 @@ func renderRuns(w io.Writer, runs []*workflow.RunView, now time.Time) {
 		for _, a := range r.Actions {
 			names = append(names, a.Name)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term(r.ID), term(string(r.Status)), term(orDash(r.TaskID)), term(orDash(r.Requester.ID)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", term(r.ID), statusText(r), term(orDash(r.TaskID)), term(orDash(r.Requester.ID)),
 			term(orDash(strings.Join(names, ","))), since(now, r.CreatedAt), deadline, term(orDash(firstLine(cutRunes(r.Summary, 60)))))
 	}
 	tw.Flush()

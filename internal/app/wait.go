@@ -23,7 +23,7 @@ const defaultWaitTimeout = 10 * time.Minute
 // needs_attention, where a person must act).
 func pending(s record.Status) bool {
 	switch s {
-	case record.StatusRunning, record.StatusWaitingApproval, record.StatusExecuting:
+	case record.StatusRunning, record.StatusWaitingApproval, record.StatusExecuting, record.StatusScheduled:
 		return true
 	}
 	return false

@@ -12,5 +12,5 @@ const (
 	Waiting   = 3 // waiting for approval
 	Ended     = 4 // rejected, expired or cancelled
 	Attention = 5 // needs attention
-	Active    = 6 // still running or executing: nothing to decide, not finished
+	Active    = 6 // still running, executing or scheduled: nothing to decide, not finished
 )

@@ -233,6 +233,10 @@ func (rs *Runs) Save(ctx context.Context, tx storage.Tx, l *Loaded, from record.
 	l.Run.Seq = cp.Seq
 	l.Run.UpdatedAt = now
 	rs.Lease(l.Run, event, now)
+	if l.Run.Status == record.StatusScheduled && l.State.ScheduledFor != nil {
+		// Nobody holds a scheduled run; no worker claims it before it is due.
+		l.Run.LeaseUntil = *l.State.ScheduledFor
+	}
 	if l.Run.Version == 0 {
 		l.Run.CreatedAt = now
 	}
