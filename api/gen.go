@@ -277,6 +277,14 @@ type Gate struct {
 	RequestId *string `json:"request_id,omitempty"`
 	Risk      string  `json:"risk"`
 	Rule      string  `json:"rule"`
+
+	// Window When the approved actions may run (the first matching rule's window); days are 0 (Sunday) to 6, from and to HH:MM in tz (from later than to is overnight).
+	Window *struct {
+		Days []int  `json:"days"`
+		From string `json:"from"`
+		To   string `json:"to"`
+		Tz   string `json:"tz"`
+	} `json:"window,omitempty"`
 }
 
 // Operation defines model for Operation.
@@ -331,14 +339,6 @@ type Requirement struct {
 	Count *int           `json:"count,omitempty"`
 	Role  *string        `json:"role,omitempty"`
 	Users *[]string      `json:"users,omitempty"`
-
-	// Window When the approved actions may run (the first matching rule's window); days are 0 (Sunday) to 6, from and to HH:MM in tz (from later than to is overnight).
-	Window *struct {
-		Days []int  `json:"days"`
-		From string `json:"from"`
-		To   string `json:"to"`
-		Tz   string `json:"tz"`
-	} `json:"window,omitempty"`
 }
 
 // ResolveRequest defines model for ResolveRequest.
