@@ -31,6 +31,12 @@ const (
 	detailOutcome   = "outcome"   // the run reached an outcome (Detail.Status)
 )
 
+// detailWords name each detail in a reply's plain text.
+var detailWords = map[string]string{
+	detailSubmitted: "the evidence and checks", detailDecision: "a decision", detailAttempt: "an execution attempt",
+	detailReceipt: "a receipt", detailOutcome: "the outcome",
+}
+
 // Detail is a detail reply's payload: which detail of the run it tells. It
 // is rendered at delivery from the run as it is then.
 type Detail struct {
@@ -279,7 +285,7 @@ func RenderDetail(v *workflow.RunView, d Detail, changes string) ([]slack.Block,
 		lines = []string{"Run " + mdCode(v.ID, 100) + " changed."}
 	}
 	text := cutLines(lines, MaxSectionText, func(k int) string { return fmt.Sprintf("…and %d more lines", k) })
-	plain := cutText(show.Inert(fmt.Sprintf("Run %s: %s", v.ID, d.What)), maxFallback)
+	plain := cutText(show.Inert(fmt.Sprintf("Run %s: %s", v.ID, detailWords[d.What])), maxFallback)
 	return []slack.Block{bkSection(text)}, plain
 }
 
