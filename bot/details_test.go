@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -81,5 +82,31 @@ func TestNoDetailsWithoutTheOption(t *testing.T) {
 	h.deliver(t)
 	if msgs := h.slack.Messages(); len(msgs) != 1 {
 		t.Fatalf("messages %+v", msgs)
+	}
+}
+
+// An edit replies in the thread of the message it was made on, saying what
+// it changed, field by field, from the run's history.
+func TestAnEditRepliesWithWhatItChanged(t *testing.T) {
+	ctx := context.Background()
+	h := newDispatchHarnessFor(t, config.Default(), bot.Outbox{Details: true})
+	run := h.submitRefund(t)
+	h.deliver(t)
+	approval := h.slack.Posts()[0]
+	edit := json.RawMessage(`{"order_id":"LK-507862","payment_id":"PAY-507862-2","amount":60,"currency":"CAD","reason_code":"RFD-DOUBLE"}`)
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove,
+		Reason: "only the lamp", Via: "slack", Edit: edit}); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t)
+	replies := h.slack.Replies(approval.TS)
+	if len(replies) < 2 {
+		t.Fatalf("replies %+v", replies)
+	}
+	body := unescapeJSON(replies[1].Blocks)
+	for _, want := range []string{":pencil2: *Edited* by <@U0LEAD0001>", "`only the lamp`", "`request_refund.amount`: `119` → `60`"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the edit's reply does not say %q: %s", want, body)
+		}
 	}
 }
