@@ -195,6 +195,38 @@ func (d *Dispatcher) sendDetail(ctx context.Context, m *record.OutboxMessage) er
 	return nil
 }
 
+// deliverInOrder delivers the due detail rows of one run one by one, in
+// the order they were queued, and stops at the first that is not delivered:
+// a reply never goes before one queued earlier that is still on its way
+// (retried after a failure, or not due yet). Each row is recorded on its
+// own, so a failure never sends an earlier reply again.
+func (d *Dispatcher) deliverInOrder(ctx context.Context, rows []*record.OutboxMessage) (int, error) {
+	all, err := d.Engine.Outbox().Keyed(ctx, rows[0].RunID)
+	if err != nil {
+		return 0, err
+	}
+	due := map[int64]*record.OutboxMessage{}
+	for _, m := range rows {
+		due[m.ID] = m
+	}
+	n := 0
+	for _, m := range all {
+		if m.Kind != KindDetail || !m.DeliveredAt.IsZero() {
+			continue
+		}
+		row, ok := due[m.ID]
+		if !ok {
+			return n, nil // an earlier reply waits; the later ones wait for it
+		}
+		k, err := d.deliver(ctx, []*record.OutboxMessage{row})
+		n += k
+		if err != nil || k == 0 {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // threadParent is the message a detail replies to: the request's own when it
 // names one, else the run's latest posted message.
 func threadParent(v *workflow.RunView, requestID string) (workflow.RequestView, bool) {

@@ -110,3 +110,36 @@ func TestAnEditRepliesWithWhatItChanged(t *testing.T) {
 		}
 	}
 }
+
+// A reply that Slack refuses for a while holds back the replies queued
+// after it, and none is posted twice: the thread reads in order.
+func TestAFailedDetailHoldsBackTheLaterOnes(t *testing.T) {
+	ctx := context.Background()
+	h := newDispatchHarnessFor(t, config.Default(), bot.Outbox{Details: true})
+	run := h.submitRefund(t)
+	h.deliver(t)
+	approval := h.slack.Posts()[0]
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "slack"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.slack.FailNext("chat.postMessage", http.StatusTooManyRequests, "30")
+	h.deliver(t)
+	if replies := h.slack.Replies(approval.TS); len(replies) != 1 {
+		t.Fatalf("while the decision's reply waits, %d replies: %+v", len(replies), replies)
+	}
+	h.clock.now = h.clock.now.Add(31 * time.Second)
+	h.deliver(t)
+	replies := h.slack.Replies(approval.TS)
+	want := []string{"*Evidence*", "*Approved*", ":gear: Calling", ":receipt:", "*Outcome*"}
+	if len(replies) != len(want) {
+		t.Fatalf("%d replies, want %d", len(replies), len(want))
+	}
+	for i, r := range replies {
+		if !strings.Contains(r.Blocks, want[i]) {
+			t.Errorf("reply %d should say %q: %s", i, want[i], r.Blocks)
+		}
+	}
+}
