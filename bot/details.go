@@ -165,8 +165,11 @@ func detailKey(t *workflow.Transition, d Detail) string {
 // it is: it is never dropped.
 func (d *Dispatcher) sendDetail(ctx context.Context, m *record.OutboxMessage) error {
 	var p OutboxPayload
-	if err := json.Unmarshal(m.Payload, &p); err != nil || p.Detail == nil {
-		return fmt.Errorf("read detail row %d of run %s: %v", m.ID, m.RunID, err)
+	if err := json.Unmarshal(m.Payload, &p); err != nil {
+		return fmt.Errorf("read detail row %d of run %s: %w", m.ID, m.RunID, err)
+	}
+	if p.Detail == nil {
+		return fmt.Errorf("read detail row %d of run %s: no detail", m.ID, m.RunID)
 	}
 	v, err := d.Engine.Get(ctx, m.RunID)
 	if err != nil {

@@ -10,12 +10,12 @@ import (
 	"github.com/signoff-dev/signoff/record"
 )
 
-// TestTheThreadSurvivesAKilledServe: serve is killed after the intent of
-// the action it executes, and started again: it finishes the run, and the
-// approval message's thread tells each detail once, in order: the evidence,
-// the approval, the attempt, the receipt, the outcome. A serve killed and
-// started once more sends none of them twice.
-func TestTheThreadSurvivesAKilledServe(t *testing.T) {
+// TestTheThreadSurvivesKilledProcesses: the approver's process is killed after
+// the intent of the action it approved; serve takes the run over and
+// finishes it, and the approval message's thread tells each detail once, in
+// order: the evidence, the approval, the attempt, the receipt, the outcome.
+// Serve killed and started again sends none of them twice.
+func TestTheThreadSurvivesKilledProcesses(t *testing.T) {
 	t.Parallel()
 	onEachStore(t, func(t *testing.T, newDir func(*testing.T) string) {
 		dir := newDir(t)
@@ -37,13 +37,13 @@ func TestTheThreadSurvivesAKilledServe(t *testing.T) {
 			return runIDOf(t, out.String())
 		}
 		id := submit("first", "PAY-507862-2")
-		// The approver's process dies after its decision: serve executes the run.
-		cmd, out, errb := child(t, dir, append(env, "SIGNOFF_FAILPOINT=after-decision-commit"), "--config", cfg, "approve", id, "--as", lead1)
+		// The approver's process dies after the intent of the action it
+		// approved, before the call: serve takes the run over and finishes it.
+		cmd, out, errb := child(t, dir, append(env, "SIGNOFF_FAILPOINT=after-intent"), "--config", cfg, "approve", id, "--as", lead1)
 		err := cmd.Run()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("approve should have died after its decision: %v\n%s%s", err, out, errb)
+			t.Fatalf("approve should have died after its intent: %v\n%s%s", err, out, errb)
 		}
-		diedAtFailpoint(t, startServeChild(t, dir, cfg, fs, "SIGNOFF_FAILPOINT=after-intent"))
 
 		restarted := startServeChild(t, dir, cfg, fs)
 		var approval fakeslack.Message
