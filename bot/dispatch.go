@@ -77,6 +77,8 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 		key := m.RunID
 		switch m.Kind {
 		case KindPost, KindUpdate, KindDigest:
+		case KindDetail:
+			key = "detail/" + m.RunID // a run's details go in order (deliverInOrder)
 		case KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation:
 			// A message of its own: sent once, it is not sent again
 			// because a rewrite of the same run failed.
@@ -92,7 +94,11 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 	delivered := 0
 	var errs []error
 	for _, id := range order {
-		n, err := d.deliver(ctx, byRun[id])
+		deliver := d.deliver
+		if byRun[id][0].Kind == KindDetail {
+			deliver = d.deliverInOrder
+		}
+		n, err := deliver(ctx, byRun[id])
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -180,6 +186,9 @@ func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) err
 	}
 	if rows[0].Kind == KindEscalation {
 		return d.sendEscalation(ctx, rows[0])
+	}
+	if rows[0].Kind == KindDetail {
+		return d.sendDetail(ctx, rows[0])
 	}
 	runID := rows[0].RunID
 	var toPost []string

@@ -27,7 +27,7 @@ const (
 )
 
 // Kinds are the outbox kinds the Slack dispatcher delivers.
-var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation}
+var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindDetail}
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
 // rendering, so that a late delivery shows the run as it is then.
@@ -45,6 +45,8 @@ type OutboxPayload struct {
 	// Escalation is an escalation's: the first of the run's escalations
 	// (an index into its Escalations) that the transition applied.
 	Escalation *int `json:"escalation,omitempty"`
+	// Detail is a detail reply's (KindDetail): which detail it tells.
+	Detail *Detail `json:"detail,omitempty"`
 }
 
 // Outbox is the engine hook that queues Slack messages in the transaction of the
@@ -55,6 +57,10 @@ type Outbox struct {
 	// e.g. an agent, which hears by its callback); nil: nobody is sent a
 	// direct message.
 	SlackUserOf func(requesterID string) string
+	// Details replies in the approval message's thread with what the
+	// message only sums up (KindDetail): the evidence and checks, each
+	// decision, each execution attempt and receipt, the outcome.
+	Details bool
 }
 
 var _ workflow.Hook = Outbox{}
@@ -87,6 +93,13 @@ func (o Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*re
 		return nil, err
 	}
 	ms = append(ms, outcome...)
+	if o.Details {
+		ds, err := detailMessages(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, ds...)
+	}
 	if t.Event == record.EventReminded && t.State != nil && len(t.State.Reminders) > 0 && t.Request != nil {
 		i := len(t.State.Reminders) - 1
 		m, err := message(t.Run, KindReminder, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID, Reminder: &i})

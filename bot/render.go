@@ -123,10 +123,13 @@ func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.
 	if s := statusText(v, rc); s != "" {
 		add(bkSection(s))
 	}
+	if s := outcomeText(v); s != "" {
+		add(bkSection(s))
+	}
 	// Every block but the actions is counted first, so that the actions get
 	// what is left of the 50 and the message never goes over.
 	fixed := len(blocks) + 5 // requester's words, facts, context, a notice, buttons
-	room := min(maxActionSections, MaxBlocks-fixed-1)
+	room := min(actionSections(v, rc.Now), MaxBlocks-fixed-1)
 	// Whole: every action and every argument an approval would run is shown
 	// here, uncut. Only then may the message approve them.
 	whole := true
@@ -219,21 +222,15 @@ func headline(v *workflow.RunView, now time.Time) string {
 	return fmt.Sprintf("%s: %s and %d more", word, strings.Join(names[:2], ", "), len(names)-2)
 }
 
-// statusText says what happened so far: decisions, the end, the outcome.
+// statusText says what happened so far: decisions and where the run stands.
 func statusText(v *workflow.RunView, rc RenderContext) string {
 	var lines []string
 	if v.Problem != "" {
 		lines = append(lines, ":warning: *Stored state failed its integrity check.* A person must look at this run before anything else happens: "+mdEscape(cutText(v.Problem, 600)))
 	}
-	lines = append(lines, decisionLines(v)...)
+	lines = append(lines, latestLines(decisionLines(v), maxDecisionLines, "decisions", v.ID)...)
 	if s := stateLine(v, rc); s != "" {
 		lines = append(lines, s)
-	}
-	for _, r := range v.Resolutions {
-		lines = append(lines, fmt.Sprintf(":wrench: *Resolved* by %s %s: %s%s", mdMention(r.By, ""), slackDate(r.At), mdEscape(r.Choice.Describe()), reasonSuffix(r.Reason)))
-	}
-	if len(v.Operations) > 0 {
-		lines = append(lines, operationLines(v)...)
 	}
 	return cutLines(lines, MaxSectionText, func(n int) string { return fmt.Sprintf("…and %d more lines", n) })
 }
@@ -334,7 +331,7 @@ func reasonSuffix(reason string) string {
 	if reason == "" {
 		return "."
 	}
-	return ": " + mdCode(reason, 500)
+	return ": " + mdCode(reason, maxShownReason)
 }
 
 // operationLines is the outcome of each action: its receipt, or why there is none.
@@ -360,9 +357,9 @@ func operationLines(v *workflow.RunView) []string {
 		case record.OpCommitted:
 			s = "done, receipt " + mdCode(receiptID(op.Receipt), 80)
 		case record.OpFailed:
-			s = "refused by the target: " + mdCode(op.Error, 300)
+			s = "refused by the target: " + mdCode(op.Error, maxOpError)
 		case record.OpUnknown:
-			s = ":warning: outcome unknown, a person must check: " + mdCode(op.Error, 300)
+			s = ":warning: outcome unknown, a person must check: " + mdCode(op.Error, maxOpError)
 		default:
 			s = "in progress"
 		}

@@ -665,6 +665,7 @@ func checkBlockList(t testing.TB, bs []map[string]any, maxBlocks int) {
 		t.Errorf("%d blocks, limit %d", len(bs), maxBlocks)
 	}
 	blockIDs := map[string]bool{}
+	ids := map[string]bool{} // action ids, unique in the whole message or view
 	text := func(where string, v any, max int) {
 		m, _ := v.(map[string]any)
 		s, _ := m["text"].(string)
@@ -716,7 +717,6 @@ func checkBlockList(t testing.TB, bs []map[string]any, maxBlocks int) {
 			if len(els) == 0 || len(els) > 25 {
 				t.Errorf("%s: %d elements", where, len(els))
 			}
-			ids := map[string]bool{}
 			for _, e := range els {
 				btn := e.(map[string]any)
 				id, _ := btn["action_id"].(string)

@@ -239,6 +239,30 @@ func (s *Server) Messages() []Message {
 	return s.messagesLocked()
 }
 
+// Posts returns the channel's messages that are no reply in a thread, in
+// the order they were posted.
+func (s *Server) Posts() []Message {
+	var out []Message
+	for _, m := range s.Messages() {
+		if m.ThreadTS == "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Replies returns the replies in the thread of ts, in the order they were
+// posted.
+func (s *Server) Replies(ts string) []Message {
+	var out []Message
+	for _, m := range s.Messages() {
+		if m.ThreadTS == ts {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // State returns what the fake holds: what GET /dev/state answers.
 func (s *Server) State() State {
 	s.mu.Lock()

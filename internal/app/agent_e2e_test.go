@@ -131,7 +131,7 @@ func TestPythonAgentEndToEnd(t *testing.T) {
 
 	// The approval message is in Slack; a team lead clicks Approve on it.
 	waitFor(t, "the approval message", func() bool {
-		ms := fs.Messages()
+		ms := fs.Posts()
 		return len(ms) == 1 && strings.Contains(ms[0].Blocks, id) && showRun(id).Requests[0].MessageTS == ms[0].TS
 	})
 	v := showRun(id)

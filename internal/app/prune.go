@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -164,10 +165,10 @@ func outboxText(total int, kinds map[record.OutboxKind]int) string {
 	}
 	var slack, callbacks, other int
 	for k, n := range kinds {
-		switch k {
-		case bot.KindPost, bot.KindUpdate:
+		switch {
+		case slices.Contains(bot.Kinds, k):
 			slack += n
-		case callback.Kind:
+		case k == callback.Kind:
 			callbacks += n
 		default:
 			other += n

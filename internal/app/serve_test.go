@@ -228,8 +228,8 @@ func TestServeEndToEnd(t *testing.T) {
 	id := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
 	v := s.get(t, id)
 
-	waitFor(t, "the approval message", func() bool { return len(s.slack.Messages()) == 1 })
-	msg := s.slack.Messages()[0]
+	waitFor(t, "the approval message", func() bool { return len(s.slack.Posts()) == 1 })
+	msg := s.slack.Posts()[0]
 	short := policy.ShortFingerprint(v.Gate.Fingerprint)
 	if msg.Channel != "C0APPROVALS" || !strings.Contains(msg.Blocks, id) || !strings.Contains(msg.Blocks, short) || !strings.Contains(msg.Blocks, "signoff_approve") {
 		t.Fatalf("posted message lacks the run id, fingerprint or buttons: %+v", msg)
@@ -250,10 +250,10 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("receipt %s %v", done.Operations[0].Receipt, err)
 	}
 	waitFor(t, "the message rewritten with the receipt", func() bool {
-		m := s.slack.Messages()[0]
+		m := s.slack.Posts()[0]
 		return strings.Contains(m.Blocks, receipt.ID) && strings.Contains(m.Blocks, "U0LEAD0001") && !strings.Contains(m.Blocks, "signoff_approve")
 	})
-	if posts := s.slack.Calls("chat.postMessage"); len(posts) != 1 {
+	if posts := s.slack.Posts(); len(posts) != 1 {
 		t.Fatalf("%d messages posted, want 1", len(posts))
 	}
 	// One approval that finished the run: a rewrite per rendering, not one per transition.
@@ -265,6 +265,21 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Errorf("chat.update sent a rendering Slack already shows (%d updates in all)", len(updates))
 		}
 		seen[c.Form.Get("blocks")] = true
+	}
+	// The message's thread tells the details, once each and in order, the
+	// receipt and the outcome after the request was decided.
+	var said []string
+	for _, r := range s.slack.Replies(msg.TS) {
+		said = append(said, r.Blocks)
+	}
+	want := []string{"Evidence", "Approved", "Calling action 1", receipt.ID, "Outcome"}
+	if len(said) != len(want) {
+		t.Fatalf("%d replies in the thread, want %d: %q", len(said), len(want), said)
+	}
+	for i, w := range want {
+		if !strings.Contains(said[i], w) {
+			t.Errorf("reply %d does not say %q: %s", i, w, said[i])
+		}
 	}
 	code, out = s.cli(t, "shop", "changes", "--json")
 	if code != 0 || strings.Count(out, `"kind": "refund"`) != 1 || !strings.Contains(out, receipt.ID) {
@@ -281,12 +296,12 @@ func TestServePicksUpCLIWork(t *testing.T) {
 		t.Fatalf("submit exit %d:\n%s", code, out)
 	}
 	id := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
-	waitFor(t, "the approval message", func() bool { return len(s.slack.Messages()) == 1 })
+	waitFor(t, "the approval message", func() bool { return len(s.slack.Posts()) == 1 })
 	if code, out := s.cli(t, "reject", id, "--as", "U0LEAD0002", "--reason", "customer already got a credit note"); code != exitEnded {
 		t.Fatalf("reject exit %d:\n%s", code, out)
 	}
 	waitFor(t, "the message rewritten as rejected", func() bool {
-		m := s.slack.Messages()[0]
+		m := s.slack.Posts()[0]
 		return m.Updates > 0 && strings.Contains(m.Blocks, "U0LEAD0002") && !strings.Contains(m.Blocks, "signoff_approve")
 	})
 	if code, out := s.cli(t, "shop", "changes", "--json"); code != 0 || strings.Contains(out, "refund") {
@@ -380,7 +395,7 @@ func TestServePostsRunsThatWaitedWithoutSlack(t *testing.T) {
 	waitFor(t, "both approval messages", func() bool {
 		return s.get(t, before).Requests[0].MessageTS != "" && s.get(t, queued).Requests[0].MessageTS != "" && s.undelivered(t) == 0
 	})
-	msgs := s.slack.Messages()
+	msgs := s.slack.Posts()
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages posted, want one per run: %+v", len(msgs), msgs)
 	}
@@ -400,7 +415,7 @@ func TestServePostsRunsThatWaitedWithoutSlack(t *testing.T) {
 		t.Fatalf("cancel exit %d:\n%s", code, out)
 	}
 	waitFor(t, "the message rewritten as cancelled", func() bool {
-		for _, m := range s.slack.Messages() {
+		for _, m := range s.slack.Posts() {
 			if strings.Contains(m.Blocks, before) {
 				return m.Updates > 0 && !strings.Contains(m.Blocks, "signoff_approve")
 			}
