@@ -32,6 +32,12 @@ const (
 	EventEscalated      Event = "escalated"       // who may decide the pending request was widened, its deadline maybe extended
 )
 
+// The events of delegations (see Delegation), audited with no run.
+const (
+	EventDelegated         Event = "delegated"          // someone may decide on another's behalf until a time
+	EventDelegationRevoked Event = "delegation_revoked" // a delegation was revoked before its end
+)
+
 // Events lists every event, so that a name read back can be checked.
 var Events = []Event{
 	EventStarted, EventStep, EventStepFailed, EventSubmitted, EventProposed,
@@ -39,6 +45,7 @@ var Events = []Event{
 	EventExpired, EventIntent, EventExecuted, EventReconciled, EventFinished,
 	EventFailed, EventNeedsAttention, EventForked, EventPruned, EventRefused,
 	EventResolved, EventReminded, EventEscalated,
+	EventDelegated, EventDelegationRevoked,
 }
 
 // Valid reports whether e is one of Events.
