@@ -47,6 +47,8 @@ type DecideInput struct {
 	EditIndex     int
 	Via           record.Via
 	PayloadDigest string
+	// deputy is what delegations to Approver let them do (delegate.go).
+	deputy *deputy
 }
 
 // Decide records a decision by compare-and-set. It refuses (changing nothing but
@@ -63,6 +65,9 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	role, hasRole, err := e.dir.RoleOf(ctx, actor)
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", actor, err)
+	}
+	if in.deputy, err = e.delegations.deputyOf(ctx, actor); err != nil {
+		return nil, fmt.Errorf("find delegations to %s: %w", actor, err)
 	}
 	var edit *preparedEdit
 	if len(in.Edit) > 0 {
@@ -134,10 +139,13 @@ func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, 
 		if err != nil {
 			return err
 		}
+		if err := in.deputy.confirm(ctx, tx, dc.in, dc.runs.Now(), l.Run.ID); err != nil {
+			return err
+		}
 		if edit != nil {
 			err = dc.applyEdit(ctx, tx, l, req, in, role, edit)
 		} else {
-			err = dc.apply(ctx, tx, l, req, decs, in, role)
+			err = dc.apply(ctx, tx, l, req, decs, in, in.deputy.roleOr(role))
 		}
 		if err != nil {
 			return err
@@ -268,7 +276,9 @@ func (dc *decider) checkDecider(l *runtx.Loaded, req *record.ApprovalRequest, in
 	// An escalation widens who may decide, never narrows it: whoever the
 	// rule lets in still is; the self-approval ban below holds for all.
 	if err := dc.checkRole(l, req, in, role, hasRole); err != nil && !escalatedTo(dc.roles, l.State.Escalations, req.ID, in.Approver.ID, role, hasRole) {
-		return err
+		if err := dc.onBehalf(l, req, in, err); err != nil {
+			return err
+		}
 	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
 		return refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
@@ -333,7 +343,7 @@ func (dc *decider) priorDecisions(ctx context.Context, tx storage.Tx, l *runtx.L
 		return nil, err
 	}
 	for _, d := range decs {
-		if d.RequestID == req.ID && d.ApproverID == in.Approver.ID {
+		if d.RequestID == req.ID && (d.ApproverID == in.Approver.ID || voter(d) == in.deputy.principal(in.Approver.ID)) {
 			r := refused(record.CodeAlreadyVoted, id, "%s already decided (%s at %s)", d.ApproverID, d.Verdict, d.At.Format(time.RFC3339))
 			r.By, r.At = d.ApproverID, d.At
 			return nil, r
@@ -460,6 +470,7 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 	d := &record.Decision{
 		RequestID: req.ID, RunID: l.Run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
 		Role: role, Verdict: in.Verdict, Reason: in.Reason, Via: in.Via, PayloadDigest: in.PayloadDigest, At: now,
+		OnBehalfOf: in.deputy.onBehalfOf(),
 	}
 	if err := dc.insertDecision(ctx, tx, l, d); err != nil {
 		return err
@@ -492,9 +503,13 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 	if err := tx.UpdateRequest(ctx, req); err != nil {
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
-	return dc.runs.Save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, map[string]string{
+	detail := map[string]string{
 		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
-	}, req)
+	}
+	if d.OnBehalfOf != "" {
+		detail["on_behalf_of"] = d.OnBehalfOf
+	}
+	return dc.runs.Save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, detail, req)
 }
 
 func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *runtx.Loaded, d *record.Decision) error {
@@ -506,7 +521,7 @@ func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *runtx.L
 	}
 	l.State.Decisions = append(l.State.Decisions, record.DecisionRecord{
 		RequestID: d.RequestID, By: d.ApproverID, Role: d.Role, Verdict: d.Verdict, Reason: d.Reason,
-		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At,
+		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At, OnBehalfOf: d.OnBehalfOf,
 	})
 	return nil
 }

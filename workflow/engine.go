@@ -160,6 +160,8 @@ type Engine struct {
 	escalations *escalator
 	// resolutions carries out what people found out about stuck runs.
 	resolutions *resolver
+	// delegations lets one person decide on another's behalf.
+	delegations *delegations
 }
 
 // New builds an engine.
@@ -231,6 +233,7 @@ func New(cfg Config) (*Engine, error) {
 	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}
 	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
 	e.reminders = newReminder(e)
+	e.delegations = &delegations{runs: e.runs, store: e.store, in: e.in, dir: e.dir, roles: e.roles, log: e.log}
 	e.escalations = newEscalator(e)
 	return e, nil
 }
