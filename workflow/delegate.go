@@ -327,3 +327,26 @@ func (dc *decider) onBehalf(l *runtx.Loaded, req *record.ApprovalRequest, in Dec
 	}
 	return own
 }
+
+// verify adds to rep every delegation whose seal fails, when seals could be
+// checked.
+func (dl *delegations) verify(ctx context.Context, tx storage.Tx, rep *VerifyReport) error {
+	if !dl.in.Keyed() || rep.Unverified || rep.KeyNotGiven != "" {
+		return nil
+	}
+	ds, err := tx.Delegations(ctx, "")
+	if err != nil {
+		return fmt.Errorf("list delegations: %w", err)
+	}
+	for _, d := range ds {
+		err := dl.in.CheckDelegations(ctx, tx, []*record.Delegation{d})
+		var ie *record.IntegrityError
+		switch {
+		case errors.As(err, &ie):
+			rep.Damaged = append(rep.Damaged, ie)
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}

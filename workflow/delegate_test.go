@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -258,7 +259,30 @@ func TestTamperedDelegationLetsNobodyIn(t *testing.T) {
 				if _, err := h.engine.Delegations(ctx, "", true); err == nil || !strings.Contains(err.Error(), "delegation "+d.ID) {
 					t.Fatalf("listing an edited delegation: %v, want its integrity problem", err)
 				}
+				if rep, err := h.engine.Verify(ctx); err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Damaged), "delegation "+d.ID) {
+					t.Fatalf("verify after the row was edited: %+v, %v", rep, err)
+				}
 			})
 		}
+	}
+}
+
+// A decision's on_behalf_of is sealed with it: clearing it in the store,
+// so that the vote reads as the delegate's own, is damage.
+func TestTamperedOnBehalfOfIsDamage(t *testing.T) {
+	env := sqliteTamperEnv(t)
+	h := env.h
+	run := h.submit(refund("PAY-1", 119))
+	h.delegate("U0LEAD0001", deputyID, time.Hour)
+	if err := h.decideAs(run.ID, deputyID); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify before: %+v, %v", rep, err)
+	}
+	env.exec(`UPDATE decisions SET on_behalf_of = ''`)
+	env.reopen()
+	if rep, err := h.engine.Verify(ctx); err != nil || rep.OK() || !strings.Contains(fmt.Sprint(rep.Damaged), "decision") {
+		t.Fatalf("verify after on_behalf_of was cleared: %+v, %v", rep, err)
 	}
 }
