@@ -98,3 +98,26 @@ func FuzzParseDelegate(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordedDelegateCommand replays /runs delegate as Slack sends it,
+// signed: the escaped mention names the delegate, the text's &lt; and &gt;
+// are read back, and the answer is ephemeral.
+func TestRecordedDelegateCommand(t *testing.T) {
+	h := newSlackHarness(t)
+	status, body := h.command(fixture(t, "slash_runs_delegate.form", Ref{}, leadGrace, nil))
+	if status != http.StatusOK || !strings.Contains(body, `"response_type":"ephemeral"`) || !strings.Contains(body, "may decide on your behalf") {
+		t.Fatalf("%d %s", status, body)
+	}
+	ds, err := h.eng.Delegations(h.ctx, "", false)
+	if err != nil || len(ds) != 1 || ds[0].From != leadGrace || ds[0].To != deputy || ds[0].Reason != "covering my leave <back Jan>" {
+		t.Fatalf("delegations %+v, %v", ds, err)
+	}
+	// The same bytes signed with another secret change nothing.
+	form := fixture(t, "slash_runs_delegate.form", Ref{}, leadGrace, nil)
+	if status, _ := h.post("/slack/commands", form, signed("another secret", h.clock.Now().Unix(), form)); status != http.StatusUnauthorized {
+		t.Fatalf("a badly signed command: %d", status)
+	}
+	if ds, _ := h.eng.Delegations(h.ctx, "", true); len(ds) != 1 {
+		t.Fatalf("%d delegations after a badly signed command", len(ds))
+	}
+}
