@@ -33,6 +33,7 @@ type delegations struct {
 	dir   Directory
 	roles *policy.Roles
 	log   *slog.Logger
+	fail  func(string)
 }
 
 // Delegate records that d.To may decide, until d.Until, what d.From may.
@@ -80,6 +81,7 @@ func (dl *delegations) delegate(ctx context.Context, d record.Delegation) (*reco
 	if err != nil {
 		return nil, fmt.Errorf("delegate from %s to %s: %w", d.From, d.To, err)
 	}
+	dl.fail("after-delegate")
 	dl.log.Info("delegation recorded", "delegation_id", d.ID, "from", d.From, "to", d.To, "until", d.Until)
 	return &d, nil
 }

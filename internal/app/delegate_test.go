@@ -83,3 +83,25 @@ func TestTheDelegateCommandsOfTheDocs(t *testing.T) {
 		auditEvents(t, dir) // verify is clean
 	})
 }
+
+// TestADelegationKilledAfterItsCommitIsRecordedOnce: the process that
+// records a delegation is killed right after the commit, before it prints
+// it; the delegation is there once, audited once, and lets its delegate in.
+func TestADelegationKilledAfterItsCommitIsRecordedOnce(t *testing.T) {
+	t.Parallel()
+	onEachStore(t, func(t *testing.T, newDir func(t *testing.T) string) {
+		dir := newDir(t)
+		id := submitWaiting(t, dir)
+		until := time.Now().UTC().Add(48 * time.Hour).Format(time.RFC3339)
+		crash(t, dir, "after-delegate", "delegate", "--from", lead1, "--to", "U0DEPUTY01", "--until", until)
+		out := must(t, dir, exitDone, "delegations", "--json")
+		if strings.Count(out, `"id": "dlg_`) != 1 || !strings.Contains(out, `"to": "U0DEPUTY01"`) {
+			t.Fatalf("after the crash, delegations:\n%s", out)
+		}
+		if n := strings.Count(must(t, dir, exitDone, "audit"), "delegated"); n != 1 {
+			t.Errorf("%d delegated events, want 1", n)
+		}
+		must(t, dir, exitDone, "approve", id, "--as", "U0DEPUTY01")
+		auditEvents(t, dir)
+	})
+}
