@@ -179,7 +179,7 @@ func (s *Server) precheckRole(ctx context.Context, v *workflow.RunView, userID s
 		return "" // the engine will say
 	case mayDecideEscalated(s.eng.Roles(), v, userID, role, ok):
 		return "" // an escalation lets them decide
-	case s.isDeputy(ctx, userID):
+	case s.isDeputy(ctx, userID, ok && s.eng.Roles().AtLeast(role, need)):
 		return "" // a delegation may let them: the engine says
 	case !ok:
 		return fmt.Sprintf("Nothing changed: you hold no signoff role; this needs %s or above.", mdEscape(need))

@@ -109,11 +109,12 @@ func (s *Server) delegations(ctx context.Context, who record.Person, log *slog.L
 	return reply(strings.Join(lines, "\n"))
 }
 
-// isDeputy says whether a delegation to userID holds now; whether it
-// covers a request is the engine's to say.
-func (s *Server) isDeputy(ctx context.Context, userID string) bool {
+// isDeputy says whether a delegation to userID holds now, looked up only
+// for someone who could not decide in their own right (qualified); whether
+// it covers a request is the engine's to say.
+func (s *Server) isDeputy(ctx context.Context, userID string, qualified bool) bool {
 	eng, ok := s.eng.(delegationEngine)
-	if !ok {
+	if qualified || !ok {
 		return false
 	}
 	ds, err := eng.Delegations(ctx, userID, false)

@@ -66,9 +66,6 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	if err != nil {
 		return nil, fmt.Errorf("resolve role of %s: %w", actor, err)
 	}
-	if in.deputy, err = e.delegations.deputyOf(ctx, actor); err != nil {
-		return nil, fmt.Errorf("find delegations to %s: %w", actor, err)
-	}
 	var edit *preparedEdit
 	if len(in.Edit) > 0 {
 		if edit, err = e.decisions.prepareEdit(ctx, in); err != nil {
@@ -99,6 +96,11 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("decide run %s: %w", in.RunID, err)
+	}
+	if e.decisions.needsDeputy(pre, in, role, hasRole) {
+		if in.deputy, err = e.delegations.deputyOf(ctx, actor); err != nil {
+			return nil, fmt.Errorf("find delegations to %s: %w", actor, err)
+		}
 	}
 	// Once: every writer of a run locks its row before it reads the rest
 	// (SQLite has one writer), and where a message was posted is a record of

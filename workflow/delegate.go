@@ -301,6 +301,18 @@ func voter(d *record.Decision) string {
 	return d.ApproverID
 }
 
+// needsDeputy says whether a decision may need a delegation: unless the
+// run as read before the decision shows that the decider may decide in
+// their own right, the delegations to them are looked up (a decision
+// that needs none reads none).
+func (dc *decider) needsDeputy(pre *runtx.Loaded, in DecideInput, role string, hasRole bool) bool {
+	if pre == nil || pre.State.Gate == nil || pre.State.Gate.Approval == nil {
+		return true
+	}
+	req := &record.ApprovalRequest{ID: pre.State.Gate.RequestID, Role: pre.State.Gate.Approval.Role}
+	return dc.checkRole(pre, req, in, role, hasRole) != nil && !escalatedTo(dc.roles, pre.State.Escalations, req.ID, in.Approver.ID, role, hasRole)
+}
+
 // onBehalf is checkDecider's last chance for someone who may not decide in
 // their own right (own is why): the first delegation to them whose
 // delegator may decide, taken as the one the decision is made under. A
