@@ -222,10 +222,13 @@ type Decision struct {
 	// EditedArgs The arguments as the approver edited them (redacted).
 	EditedArgs interface{} `json:"edited_args,omitempty"`
 	Name       *string     `json:"name,omitempty"`
-	Reason     *string     `json:"reason,omitempty"`
-	RequestId  string      `json:"request_id"`
-	Role       string      `json:"role"`
-	Via        string      `json:"via"`
+
+	// OnBehalfOf Whom `by` decided for, under a delegation (absent for a decision in one's own right); the quorum counts it as theirs and `role` is theirs.
+	OnBehalfOf *string `json:"on_behalf_of,omitempty"`
+	Reason     *string `json:"reason,omitempty"`
+	RequestId  string  `json:"request_id"`
+	Role       string  `json:"role"`
+	Via        string  `json:"via"`
 }
 
 // DecisionDecision defines model for Decision.Decision.

@@ -179,6 +179,8 @@ func (s *Server) precheckRole(ctx context.Context, v *workflow.RunView, userID s
 		return "" // the engine will say
 	case mayDecideEscalated(s.eng.Roles(), v, userID, role, ok):
 		return "" // an escalation lets them decide
+	case s.isDeputy(ctx, userID, ok && s.eng.Roles().AtLeast(role, need)):
+		return "" // a delegation may let them: the engine says
 	case v.Gate.Approval.Requirement != nil:
 		return precheckComposite(s.eng.Roles(), v.Gate.Approval.Requirement, userID, role, ok)
 	case !ok:

@@ -50,6 +50,8 @@ func helpText(cmd string) string {
 		"• `" + c + " resolve RUN_ID happened|retry|abandon reason…`: after looking at the target, say what became of a run that needs attention (it happened; it did not, send it again; it did not, give up)",
 		"• `" + c + " reassign RUN_ID @person`: ask one person to decide",
 		"• `" + c + " extend RUN_ID 24h`: move the deadline (s, m, h or d)",
+		"• `" + c + " delegate @person until YYYY-MM-DD [reason…]`: let them decide on your behalf until then",
+		"• `" + c + " delegations`: the delegations from and to you",
 	}, "\n")
 }
 
@@ -118,6 +120,10 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		}
 		log.Info("slack extend recorded", "run_id", args[1], "by", d.String())
 		return reply(fmt.Sprintf("The deadline of run %s is now %s (%s).", mdCode(args[1], 100), slackDate(run.Deadline), untilText(s.clock.Now(), run.Deadline)))
+	case "delegate":
+		return s.delegate(ctx, who, cmd.Text, log)
+	case "delegations":
+		return s.delegations(ctx, who, log)
 	case "help":
 		return reply(helpText(s.slash))
 	}

@@ -250,9 +250,9 @@ func decisionLines(v *workflow.RunView) []string {
 		case d.RequestID != current:
 			// A decision on a request an edit replaced: the edit line says it.
 		case d.Decision == record.VerdictApprove:
-			lines = append(lines, fmt.Sprintf(":white_check_mark: *Approved* by %s (%s) %s", mdMention(d.By, d.Name), mdEscape(d.Role), slackDate(d.At)))
+			lines = append(lines, fmt.Sprintf(":white_check_mark: *Approved* by %s (%s) %s", decidedBy(d), mdEscape(d.Role), slackDate(d.At)))
 		case d.Decision == record.VerdictReject:
-			lines = append(lines, fmt.Sprintf(":x: *Rejected* by %s (%s) %s%s", mdMention(d.By, d.Name), mdEscape(d.Role), slackDate(d.At), reasonSuffix(d.Reason)))
+			lines = append(lines, fmt.Sprintf(":x: *Rejected* by %s (%s) %s%s", decidedBy(d), mdEscape(d.Role), slackDate(d.At), reasonSuffix(d.Reason)))
 		}
 	}
 	return lines

@@ -34,6 +34,12 @@ const (
 	EventReleased       Event = "released"        // a scheduled run's window opened: it executes
 )
 
+// The events of delegations (see Delegation), audited with no run.
+const (
+	EventDelegated         Event = "delegated"          // someone may decide on another's behalf until a time
+	EventDelegationRevoked Event = "delegation_revoked" // a delegation was revoked before its end
+)
+
 // Events lists every event, so that a name read back can be checked.
 var Events = []Event{
 	EventStarted, EventStep, EventStepFailed, EventSubmitted, EventProposed,
@@ -41,6 +47,7 @@ var Events = []Event{
 	EventExpired, EventIntent, EventExecuted, EventReconciled, EventFinished,
 	EventFailed, EventNeedsAttention, EventForked, EventPruned, EventRefused,
 	EventResolved, EventReminded, EventEscalated, EventScheduled, EventReleased,
+	EventDelegated, EventDelegationRevoked,
 }
 
 // Valid reports whether e is one of Events.

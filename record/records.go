@@ -211,6 +211,10 @@ type Decision struct {
 	Via           Via
 	PayloadDigest string // sha256 of the request body that carried it, when there was one
 	At            time.Time
+	// OnBehalfOf is who delegated this decision to ApproverID (see
+	// Delegation); "" when the approver decided in their own right. Role is
+	// then the delegator's, and the quorum counts the decision as theirs.
+	OnBehalfOf string
 	Seal
 }
 

@@ -205,6 +205,8 @@ type DecisionRecord struct {
 	Edited    bool      `json:"edited,omitempty"`
 	Via       Via       `json:"via"`
 	At        time.Time `json:"at"`
+	// OnBehalfOf is Decision.OnBehalfOf.
+	OnBehalfOf string `json:"on_behalf_of,omitempty"`
 }
 
 // OperationRecord is an operation as the checkpoint remembers it.

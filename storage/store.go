@@ -119,6 +119,17 @@ type Tx interface {
 	// Decisions lists a run's decisions in the order they were made.
 	Decisions(ctx context.Context, runID string) ([]*record.Decision, error)
 
+	// InsertDelegation stores a new delegation (Version is set to 1).
+	// ErrDuplicate when its id exists.
+	InsertDelegation(ctx context.Context, d *record.Delegation) error
+	// Delegation loads one delegation. ErrNotFound.
+	Delegation(ctx context.Context, id string) (*record.Delegation, error)
+	// Delegations lists the delegations to one person (every one when to is
+	// ""), revoked and ended ones too, oldest first (created_at, id).
+	Delegations(ctx context.Context, to string) ([]*record.Delegation, error)
+	// UpdateDelegation is a compare-and-set on d.Version. ErrConflict, ErrNotFound.
+	UpdateDelegation(ctx context.Context, d *record.Delegation) error
+
 	// InsertOperation records an intent (Version is set to 1). ErrDuplicate when the key exists.
 	InsertOperation(ctx context.Context, op *record.Operation) error
 	// Operation loads one operation by idempotency key. ErrNotFound.

@@ -47,6 +47,8 @@ type DecideInput struct {
 	EditIndex     int
 	Via           record.Via
 	PayloadDigest string
+	// deputy is what delegations to Approver let them do (delegate.go).
+	deputy *deputy
 }
 
 // Decide records a decision by compare-and-set. It refuses (changing nothing but
@@ -95,6 +97,11 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	}); err != nil {
 		return nil, fmt.Errorf("decide run %s: %w", in.RunID, err)
 	}
+	if e.decisions.needsDeputy(pre, in, role, hasRole) {
+		if in.deputy, err = e.delegations.deputyOf(ctx, actor); err != nil {
+			return nil, fmt.Errorf("find delegations to %s: %w", actor, err)
+		}
+	}
 	// Once: every writer of a run locks its row before it reads the rest
 	// (SQLite has one writer), and where a message was posted is a record of
 	// its own, so a decision loses a compare-and-set only to something that
@@ -134,10 +141,13 @@ func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, 
 		if err != nil {
 			return err
 		}
+		if err := in.deputy.confirm(ctx, tx, dc.in, dc.runs.Now(), l.Run.ID); err != nil {
+			return err
+		}
 		if edit != nil {
 			err = dc.applyEdit(ctx, tx, l, req, in, role, edit)
 		} else {
-			err = dc.apply(ctx, tx, l, req, decs, in, role)
+			err = dc.apply(ctx, tx, l, req, decs, in, in.deputy.roleOr(role))
 		}
 		if err != nil {
 			return err
@@ -211,7 +221,13 @@ func (dc *decider) admit(ctx context.Context, tx storage.Tx, l *runtx.Loaded, in
 	if decs, err = dc.priorDecisions(ctx, tx, l, req, in); err != nil {
 		return nil, nil, err
 	}
-	if err := dc.checkOpenLeaf(l, req, in, role, hasRole); err != nil {
+	// A place is filled as the one the decision is made for: the delegator,
+	// with their role, when it is made on their behalf.
+	as := in
+	if from := in.deputy.onBehalfOf(); from != "" {
+		as.Approver, role, hasRole = record.Person{ID: from}, in.deputy.roleOr(role), true
+	}
+	if err := dc.checkOpenLeaf(l, req, as, role, hasRole); err != nil {
 		return nil, nil, err
 	}
 	return req, decs, nil
@@ -270,15 +286,26 @@ func (dc *decider) checkDecider(l *runtx.Loaded, req *record.ApprovalRequest, in
 	}
 	// An escalation widens who may decide, never narrows it: whoever the
 	// rule lets in still is; the self-approval ban below holds for all.
-	if r := requirementOf(l.State.Gate); r != nil {
-		if err := dc.checkLeaf(l, r, req, in, role, hasRole); err != nil {
+	if err := dc.mayDecide(l, req, in, role, hasRole); err != nil {
+		if err := dc.onBehalf(l, req, in, err); err != nil {
 			return err
 		}
-	} else if err := dc.checkRole(l, req, in, role, hasRole); err != nil && !escalatedTo(dc.roles, l.State.Escalations, req.ID, in.Approver.ID, role, hasRole) {
-		return err
 	}
 	if in.Approver.ID == req.RequesterID && !req.SelfApproval {
 		return refused(record.CodeSelfApproval, id, "%s asked for this action and rule %s forbids approving one's own request", in.Approver.ID, req.Rule)
+	}
+	return nil
+}
+
+// mayDecide refuses someone the request does not let decide in their own
+// right: by its composite requirement, or by its role and assignee, either
+// widened by an escalation.
+func (dc *decider) mayDecide(l *runtx.Loaded, req *record.ApprovalRequest, in DecideInput, role string, hasRole bool) error {
+	if r := requirementOf(l.State.Gate); r != nil {
+		return dc.checkLeaf(l, r, req, in, role, hasRole)
+	}
+	if err := dc.checkRole(l, req, in, role, hasRole); err != nil && !escalatedTo(dc.roles, l.State.Escalations, req.ID, in.Approver.ID, role, hasRole) {
+		return err
 	}
 	return nil
 }
@@ -340,7 +367,7 @@ func (dc *decider) priorDecisions(ctx context.Context, tx storage.Tx, l *runtx.L
 		return nil, err
 	}
 	for _, d := range decs {
-		if d.RequestID == req.ID && d.ApproverID == in.Approver.ID {
+		if d.RequestID == req.ID && (d.ApproverID == in.Approver.ID || voter(d) == in.deputy.principal(in.Approver.ID)) {
 			r := refused(record.CodeAlreadyVoted, id, "%s already decided (%s at %s)", d.ApproverID, d.Verdict, d.At.Format(time.RFC3339))
 			r.By, r.At = d.ApproverID, d.At
 			return nil, r
@@ -467,6 +494,7 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 	d := &record.Decision{
 		RequestID: req.ID, RunID: l.Run.ID, ApproverID: in.Approver.ID, ApproverName: in.Approver.Name,
 		Role: role, Verdict: in.Verdict, Reason: in.Reason, Via: in.Via, PayloadDigest: in.PayloadDigest, At: now,
+		OnBehalfOf: in.deputy.onBehalfOf(),
 	}
 	if err := dc.insertDecision(ctx, tx, l, d); err != nil {
 		return err
@@ -499,9 +527,13 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 	if err := tx.UpdateRequest(ctx, req); err != nil {
 		return fmt.Errorf("update approval request %s: %w", req.ID, err)
 	}
-	return dc.runs.Save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, map[string]string{
+	detail := map[string]string{
 		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
-	}, req)
+	}
+	if d.OnBehalfOf != "" {
+		detail["on_behalf_of"] = d.OnBehalfOf
+	}
+	return dc.runs.Save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, detail, req)
 }
 
 func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *runtx.Loaded, d *record.Decision) error {
@@ -513,7 +545,7 @@ func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *runtx.L
 	}
 	l.State.Decisions = append(l.State.Decisions, record.DecisionRecord{
 		RequestID: d.RequestID, By: d.ApproverID, Role: d.Role, Verdict: d.Verdict, Reason: d.Reason,
-		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At,
+		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At, OnBehalfOf: d.OnBehalfOf,
 	})
 	return nil
 }

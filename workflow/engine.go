@@ -37,7 +37,7 @@ type Config struct {
 	// Failpoint, when set, is called at each write boundary with its name
 	// (after-step-N, before-decision-commit, after-decision-commit, after-intent,
 	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind, after-escalate,
-	// after-schedule, after-release).
+	// after-schedule, after-release, after-delegate).
 	// Crash tests make it kill the process.
 	Failpoint func(name string)
 	// CheckAttempts and ExecAttempts bound retries of transient failures.
@@ -163,6 +163,8 @@ type Engine struct {
 	windows *scheduler
 	// resolutions carries out what people found out about stuck runs.
 	resolutions *resolver
+	// delegations lets one person decide on another's behalf.
+	delegations *delegations
 }
 
 // New builds an engine.
@@ -234,6 +236,7 @@ func New(cfg Config) (*Engine, error) {
 	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}
 	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
 	e.reminders = newReminder(e)
+	e.delegations = &delegations{runs: e.runs, store: e.store, in: e.in, dir: e.dir, roles: e.roles, log: e.log, fail: e.fail}
 	e.escalations = newEscalator(e)
 	e.windows = &scheduler{runs: e.runs, log: e.log, fail: e.fail}
 	return e, nil

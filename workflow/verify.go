@@ -12,7 +12,7 @@ type VerifyReport = verify.Report
 
 // Verify checks every run's checkpoint chain and audit chain, the seals of
 // every checkpoint, approval request, decision, operation, audit event, run
-// head and anchor when keys are configured, that every sealed transition has
+// head, anchor and delegation when keys are configured, that every sealed transition has
 // its audit event, that each run's audit log ends where its sealed head says
 // and the global chain of older events where the store's head says (so
 // deleting the newest events shows), and that the log extends every anchor
@@ -22,8 +22,10 @@ func (e *Engine) Verify(ctx context.Context, anchors ...Anchor) (*VerifyReport, 
 	var rep *VerifyReport
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		rep, err = v.Verify(ctx, tx, anchors)
-		return err
+		if rep, err = v.Verify(ctx, tx, anchors); err != nil {
+			return err
+		}
+		return e.delegations.verify(ctx, tx, rep)
 	})
 	if err != nil {
 		return nil, err

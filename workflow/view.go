@@ -88,6 +88,8 @@ type DecisionView struct {
 	Edited    json.RawMessage `json:"edited_args,omitempty"`
 	Via       record.Via      `json:"via"`
 	At        time.Time       `json:"at"`
+	// OnBehalfOf is whom By decided for, under a delegation ("" for none).
+	OnBehalfOf string `json:"on_behalf_of,omitempty"`
 }
 
 // OperationView is an operation as shown.
@@ -167,7 +169,7 @@ func (e *Engine) viewRest(ctx context.Context, tx storage.Tx, v *RunView) (*RunV
 	}
 	for _, d := range b.Decisions {
 		v.Decisions = append(v.Decisions, DecisionView{RequestID: d.RequestID, By: d.ApproverID, Name: d.ApproverName, Role: d.Role,
-			Decision: d.Verdict, Reason: d.Reason, Edited: d.EditedArgs, Via: d.Via, At: d.At})
+			Decision: d.Verdict, Reason: d.Reason, Edited: d.EditedArgs, Via: d.Via, At: d.At, OnBehalfOf: d.OnBehalfOf})
 	}
 	for _, op := range b.Operations {
 		v.Operations = append(v.Operations, OperationView{Key: op.Key, Action: op.Action, Status: op.Status,

@@ -111,6 +111,7 @@ func (c *cli) root() *cobra.Command {
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.resolveCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.anchorCmd(), c.shopCmd(), c.expireCmd(), c.remindCmd(), c.escalateCmd(), c.serveCmd(), c.waitCmd(),
 		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(), c.outboxCmd(), c.tokenCmd(), c.slackCmd(),
+		c.delegateCmd(), c.delegationsCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
 	return root

@@ -101,6 +101,7 @@ type eventDetail struct {
 	Users      string            `json:"users"`
 	At         string            `json:"at"`
 	Window     string            `json:"window"`
+	OnBehalfOf string            `json:"on_behalf_of"`
 }
 
 // historyEvent is one event of a checkpoint, with its detail, the state the
@@ -149,10 +150,14 @@ var eventSays = map[record.Event]func(h historyEvent) []string{
 	},
 	record.EventProposed: func(historyEvent) []string { return []string{"proposed"} },
 	record.EventDecided: func(h historyEvent) []string {
-		if h.d.Verdict == record.VerdictReject {
-			return []string{"rejected by " + h.ev.Actor}
+		by := h.ev.Actor
+		if h.d.OnBehalfOf != "" {
+			by += " on behalf of " + h.d.OnBehalfOf
 		}
-		return []string{"approved by " + h.ev.Actor}
+		if h.d.Verdict == record.VerdictReject {
+			return []string{"rejected by " + by}
+		}
+		return []string{"approved by " + by}
 	},
 	record.EventEdited:     editWhat,
 	record.EventReassigned: func(h historyEvent) []string { return []string{"reassigned to " + h.d.To} },

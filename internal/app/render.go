@@ -316,7 +316,11 @@ func renderDecision(w io.Writer, v *workflow.RunView, d workflow.DecisionView, s
 	if len(d.Edited) > 0 {
 		verb = "edit"
 	}
-	line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), term(d.By), term(d.Role), term(string(d.Via)), d.At.Format(time.RFC3339))
+	by := term(d.By)
+	if d.OnBehalfOf != "" {
+		by += " on behalf of " + term(d.OnBehalfOf)
+	}
+	line := fmt.Sprintf("  %s by %s (%s) via %s at %s", term(verb), by, term(d.Role), term(string(d.Via)), d.At.Format(time.RFC3339))
 	var changed *editRecord
 	if len(d.Edited) > 0 {
 		for i := range edits {

@@ -548,7 +548,7 @@ func (t *Tx) MessageLocations(ctx context.Context, runID string) ([]*record.Mess
 // --- decisions
 
 const decisionColumns = `id, request_id, run_id, approver_id, approver_name, role, verdict, reason,
-	edited_args, via, payload_digest, at, key_id, mac`
+	edited_args, via, payload_digest, at, key_id, mac, on_behalf_of`
 
 func scanDecision(s Row) (*record.Decision, error) {
 	var (
@@ -556,7 +556,7 @@ func scanDecision(s Row) (*record.Decision, error) {
 		at int64
 	)
 	err := s.Scan(&d.ID, &d.RequestID, &d.RunID, &d.ApproverID, &d.ApproverName, &d.Role,
-		&d.Verdict, &d.Reason, &d.EditedArgs, &d.Via, &d.PayloadDigest, &at, &d.KeyID, &d.MAC)
+		&d.Verdict, &d.Reason, &d.EditedArgs, &d.Via, &d.PayloadDigest, &at, &d.KeyID, &d.MAC, &d.OnBehalfOf)
 	if err != nil {
 		return nil, err
 	}
@@ -570,11 +570,11 @@ func (t *Tx) InsertDecision(ctx context.Context, d *record.Decision) error {
 	var id int64
 	err := t.guarded(ctx, func(r Row) error { return r.Scan(&id) }, `INSERT INTO decisions
 		(request_id, run_id, approver_id, approver_name, role, verdict, reason, edited_args,
-		 via, payload_digest, at, key_id, mac)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 via, payload_digest, at, key_id, mac, on_behalf_of)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
 		d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict), d.Reason,
-		d.EditedArgs, d.Via, d.PayloadDigest, millis(d.At), d.KeyID, d.MAC)
+		d.EditedArgs, d.Via, d.PayloadDigest, millis(d.At), d.KeyID, d.MAC, d.OnBehalfOf)
 	if err != nil {
 		return fmt.Errorf("insert decision of %s on request %s: %w", d.ApproverID, d.RequestID, err)
 	}

@@ -68,6 +68,15 @@ func testDecisionRoundTrip(t *testing.T, s storage.Store) {
 			checkSame(t, "Decision", stored(in), ds[i])
 		})
 	}
+	t.Run("on behalf of someone", func(t *testing.T) {
+		in := &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U-deputy", Role: "manager",
+			Verdict: record.VerdictApprove, Via: "slack", At: odd, OnBehalfOf: "U-manager"}
+		update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.InsertDecision(ctx, in) })
+		ds := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.Decision, error) {
+			return tx.Decisions(ctx, "run-1")
+		})
+		checkSame(t, "Decision", stored(in), ds[len(ds)-1])
+	})
 	t.Run("reject without edit", func(t *testing.T) {
 		in := &record.Decision{RequestID: "req-1", RunID: "run-1", ApproverID: "U-rejecter",
 			Verdict: record.VerdictReject, Reason: "amount looks wrong", Via: "cli"}

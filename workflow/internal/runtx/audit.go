@@ -14,6 +14,12 @@ func (rs *Runs) audit(ctx context.Context, tx storage.Tx, runID, actor string, a
 	return rs.appendAudit(ctx, tx, &record.AuditEvent{RunID: runID, Actor: actor, Action: action}, detail)
 }
 
+// Audit audits an event without a checkpoint: runID "" for one about no
+// run (a delegation).
+func (rs *Runs) Audit(ctx context.Context, tx storage.Tx, runID, actor string, action record.Event, detail any) error {
+	return rs.audit(ctx, tx, runID, actor, action, detail)
+}
+
 // AuditCheckpoint audits the transition that wrote checkpoint cp, naming it.
 func (rs *Runs) AuditCheckpoint(ctx context.Context, tx storage.Tx, cp *record.Checkpoint, actor string, action record.Event, detail any) error {
 	return rs.appendAudit(ctx, tx, &record.AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)

@@ -41,8 +41,14 @@ func requestParts(r *record.ApprovalRequest) []string {
 }
 
 func decisionParts(d *record.Decision) []string {
-	return []string{d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict),
+	parts := []string{d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict),
 		d.Reason, string(d.EditedArgs), string(d.Via), d.PayloadDigest, ms(d.At)}
+	if d.OnBehalfOf != "" {
+		// Only decisions made on someone's behalf seal it, so that every
+		// older decision keeps its seal.
+		parts = append(parts, "on_behalf_of", d.OnBehalfOf)
+	}
+	return parts
 }
 
 func operationParts(op *record.Operation) []string {
@@ -162,6 +168,16 @@ func (t *sealingTx) UpdateRequest(ctx context.Context, r *record.ApprovalRequest
 func (t *sealingTx) InsertDecision(ctx context.Context, d *record.Decision) error {
 	d.Seal = sealWith(t.in.keys, "decision", decisionParts(d))
 	return t.Tx.InsertDecision(ctx, d)
+}
+
+func (t *sealingTx) InsertDelegation(ctx context.Context, d *record.Delegation) error {
+	d.Seal = sealWith(t.in.keys, "delegation", delegationParts(d))
+	return t.Tx.InsertDelegation(ctx, d)
+}
+
+func (t *sealingTx) UpdateDelegation(ctx context.Context, d *record.Delegation) error {
+	d.Seal = sealWith(t.in.keys, "delegation", delegationParts(d))
+	return t.Tx.UpdateDelegation(ctx, d)
 }
 
 func (t *sealingTx) InsertOperation(ctx context.Context, op *record.Operation) error {
