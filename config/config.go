@@ -193,6 +193,8 @@ type SlackConfig struct {
 	Command string
 	// Digests are the daily lists of the runs still waiting, one per channel.
 	Digests []Digest
+	// AuditChannel is where a forced approval (break-glass) is announced.
+	AuditChannel string
 }
 
 // Digest is one channel's daily digest: at Hour:Minute, local time in
@@ -342,13 +344,14 @@ type filePolicy struct {
 }
 
 type fileRule struct {
-	Name     string           `yaml:"name"`
-	When     string           `yaml:"when"`
-	Risk     string           `yaml:"risk"`
-	Approval *fileApproval    `yaml:"approval"`
-	Notify   []string         `yaml:"notify"`
-	Remind   []string         `yaml:"remind"`
-	Escalate []fileEscalation `yaml:"escalate"`
+	Name       string           `yaml:"name"`
+	When       string           `yaml:"when"`
+	Risk       string           `yaml:"risk"`
+	Approval   *fileApproval    `yaml:"approval"`
+	Notify     []string         `yaml:"notify"`
+	Remind     []string         `yaml:"remind"`
+	Escalate   []fileEscalation `yaml:"escalate"`
+	BreakGlass *fileBreakGlass  `yaml:"break_glass"`
 }
 
 // fileEscalation is one step of a rule's escalate: list.
@@ -388,6 +391,7 @@ type fileSlack struct {
 	UserGroups   map[string]string `yaml:"user_groups"`
 	Command      string            `yaml:"command"`
 	Digests      []fileDigest      `yaml:"digests"`
+	AuditChannel string            `yaml:"audit_channel"`
 }
 
 type fileDigest struct {
@@ -475,6 +479,9 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 				c.warnf(fmt.Sprintf("policy.rules[%d].notify", i), "the config has no slack: section, so nobody is notified")
 			}
 		}
+	}
+	if err := c.breakGlassAudit(cfg); err != nil {
+		return nil, err
 	}
 	if fc.Requesters != nil {
 		if cfg.Requesters, err = c.requesters(fc.Requesters, cfg.Slack.Given); err != nil {
@@ -889,6 +896,9 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 		if rules[i].Escalate, err = c.escalate(i, fr, roles); err != nil {
 			return nil, err
 		}
+		if rules[i].BreakGlass, err = c.breakGlass(i, fr, roles); err != nil {
+			return nil, err
+		}
 		if fr.Approval == nil {
 			continue
 		}
@@ -1136,6 +1146,9 @@ func (c *checker) slack(fs *fileSlack, roles *policy.Roles) (SlackConfig, error)
 			}
 			sc.UserGroups[role] = fs.UserGroups[role]
 		}
+	}
+	if sc.AuditChannel = fs.AuditChannel; sc.AuditChannel != "" && !slackChannelID.MatchString(sc.AuditChannel) {
+		return sc, c.failf("slack.audit_channel", "%q is not a Slack channel id (C… or G…)", sc.AuditChannel)
 	}
 	var err error
 	sc.Digests, err = c.digests(fs.Digests)

@@ -47,6 +47,10 @@ type Rule struct {
 	// as time passes since the request, in order of After, each sooner than
 	// the approval's Expires; a step names a role or users.
 	Escalate []record.EscalationStep
+	// BreakGlass, when set, lets its role force the rule's approval (see
+	// record.BreakGlass); it needs an approval, known roles and a positive
+	// review time.
+	BreakGlass *record.BreakGlass
 }
 
 // RuleError says which rule, and which of its fields, New refused, so a
@@ -115,12 +119,13 @@ type Input struct {
 
 // Outcome is what policy decided for one action.
 type Outcome struct {
-	Rule     string
-	Risk     record.Risk
-	Approval *record.ApprovalSpec    // nil: the action may run without approval
-	Notify   []string                // the rule's Notify
-	Remind   []record.Seconds        // the rule's Remind
-	Escalate []record.EscalationStep // the rule's Escalate
+	Rule       string
+	Risk       record.Risk
+	Approval   *record.ApprovalSpec    // nil: the action may run without approval
+	Notify     []string                // the rule's Notify
+	Remind     []record.Seconds        // the rule's Remind
+	Escalate   []record.EscalationStep // the rule's Escalate
+	BreakGlass *record.BreakGlass      // the rule's BreakGlass
 }
 
 // celEnv declares what conditions can see:
@@ -229,6 +234,10 @@ func New(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 			return fail("escalate", err)
 		}
 		r.Escalate = cloneSteps(r.Escalate)
+		if err := checkBreakGlass(r.BreakGlass, r.Approval, roles); err != nil {
+			return fail("break_glass", err)
+		}
+		r.BreakGlass = cloneBreakGlass(r.BreakGlass)
 		p.rules = append(p.rules, r)
 		p.programs = append(p.programs, prg)
 		p.shapes = append(p.shapes, shape)
@@ -591,6 +600,7 @@ func (p *Policy) Rules() []Rule {
 		out[i].Notify = slices.Clone(out[i].Notify)
 		out[i].Remind = slices.Clone(out[i].Remind)
 		out[i].Escalate = cloneSteps(out[i].Escalate)
+		out[i].BreakGlass = cloneBreakGlass(out[i].BreakGlass)
 	}
 	return out
 }
@@ -619,7 +629,7 @@ func (p *Policy) Evaluate(ctx context.Context, in Input) (Outcome, error) {
 		if !match {
 			continue
 		}
-		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify), Remind: slices.Clone(r.Remind), Escalate: cloneSteps(r.Escalate)}
+		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify), Remind: slices.Clone(r.Remind), Escalate: cloneSteps(r.Escalate), BreakGlass: cloneBreakGlass(r.BreakGlass)}
 		if r.Approval != nil {
 			copied := *r.Approval
 			out.Approval = &copied

@@ -30,6 +30,7 @@ const (
 	EventResolved       Event = "resolved"        // a person resolved a run that needed attention
 	EventReminded       Event = "reminded"        // the people who may still decide were reminded before the deadline
 	EventEscalated      Event = "escalated"       // who may decide the pending request was widened, its deadline maybe extended
+	EventPolicyBypassed Event = "policy_bypassed" // a break-glass role forced the approval with a justification
 )
 
 // Events lists every event, so that a name read back can be checked.
@@ -38,7 +39,7 @@ var Events = []Event{
 	EventDecided, EventEdited, EventReassigned, EventExtended, EventCancelled,
 	EventExpired, EventIntent, EventExecuted, EventReconciled, EventFinished,
 	EventFailed, EventNeedsAttention, EventForked, EventPruned, EventRefused,
-	EventResolved, EventReminded, EventEscalated,
+	EventResolved, EventReminded, EventEscalated, EventPolicyBypassed,
 }
 
 // Valid reports whether e is one of Events.

@@ -56,6 +56,9 @@ type State struct {
 	// Escalations are the escalation steps of the gate's Escalate applied to
 	// the pending request, one per step, oldest first. Omitted when empty.
 	Escalations []EscalationRecord `json:"escalations,omitempty"`
+	// Forced is set when the request was approved by break-glass rather
+	// than by its quorum. Omitted when empty.
+	Forced *ForceRecord `json:"forced,omitempty"`
 }
 
 // EscalationRecord is one step of a gate's Escalate, applied once per
@@ -166,6 +169,9 @@ type Gate struct {
 	// first matching rule's escalate:, in order of After). Not part of the
 	// fingerprint; omitted when empty.
 	Escalate []EscalationStep `json:"escalate,omitempty"`
+	// BreakGlass, when set, lets its role force the approval (see
+	// BreakGlass). Not part of the fingerprint; omitted when empty.
+	BreakGlass *BreakGlass `json:"break_glass,omitempty"`
 }
 
 // ApprovalSpec is what a policy rule requires before its actions run.
