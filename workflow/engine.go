@@ -156,6 +156,8 @@ type Engine struct {
 	// decisions admits people's decisions.
 	decisions *decider
 	reminders *reminder
+	// forces admit forced approvals (break-glass).
+	forces *forcer
 	// escalations widen who may decide as time passes.
 	escalations *escalator
 	// resolutions carries out what people found out about stuck runs.
@@ -231,6 +233,7 @@ func New(cfg Config) (*Engine, error) {
 	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}
 	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
 	e.reminders = newReminder(e)
+	e.forces = &forcer{dc: e.decisions, fail: e.fail}
 	e.escalations = newEscalator(e)
 	return e, nil
 }
