@@ -30,3 +30,35 @@ type ForceRecord struct {
 	ReviewRole string    `json:"review_role"`
 	ReviewDue  time.Time `json:"review_due"`
 }
+
+// ReviewStatus is where a forced approval's follow-up review stands.
+type ReviewStatus string
+
+// The statuses of a review.
+const (
+	ReviewPending      ReviewStatus = "pending"
+	ReviewAcknowledged ReviewStatus = "acknowledged"
+)
+
+// Review is the follow-up review a forced approval opens: someone of Role
+// or above (never the one who forced it) must acknowledge it by Due. It is
+// a record of its own, one per forced run, sealed, and written by
+// compare-and-set on Version.
+type Review struct {
+	RunID          string
+	RequestID      string
+	Rule           string
+	Role           string
+	ForcedBy       string
+	Reason         string // the justification of the force
+	Due            time.Time
+	Status         ReviewStatus
+	AcknowledgedBy string
+	AcknowledgedAt time.Time
+	Note           string
+	// RemindedAt is when the review's role was last reminded (zero: never).
+	RemindedAt time.Time
+	CreatedAt  time.Time
+	Version    int64
+	Seal
+}

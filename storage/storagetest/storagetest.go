@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"OutboxForRun", testOutboxForRun},
 		{"CountRuns", testCountRuns},
 		{"MessageLocations", testMessageLocations},
+		{"Reviews", testReviews},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
