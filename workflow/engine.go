@@ -158,6 +158,8 @@ type Engine struct {
 	reminders *reminder
 	// forces admit forced approvals (break-glass).
 	forces *forcer
+	// reviews keep the follow-up reviews of forced approvals.
+	reviews *reviewer
 	// escalations widen who may decide as time passes.
 	escalations *escalator
 	// resolutions carries out what people found out about stuck runs.
@@ -233,7 +235,8 @@ func New(cfg Config) (*Engine, error) {
 	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}
 	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
 	e.reminders = newReminder(e)
-	e.forces = &forcer{dc: e.decisions, fail: e.fail}
+	e.reviews = &reviewer{runs: e.runs, store: e.store, in: e.in, roles: e.roles, dir: e.dir, fail: e.fail}
+	e.forces = &forcer{dc: e.decisions, reviews: e.reviews, fail: e.fail}
 	e.escalations = newEscalator(e)
 	return e, nil
 }

@@ -21,8 +21,9 @@ import (
 // audit event of its own (policy_bypassed) and the checkpoint remembers the
 // force (record.ForceRecord) with when its review is due.
 type forcer struct {
-	dc   *decider
-	fail func(string)
+	dc      *decider
+	reviews *reviewer
+	fail    func(string)
 }
 
 // force is Decide for an input with Force set.
@@ -140,6 +141,9 @@ func (f *forcer) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, req 
 		ReviewRole: bg.Review.Role, ReviewDue: now.Add(bg.Review.Within.Duration()),
 	}
 	l.State.Forced = fr
+	if err := f.reviews.open(ctx, tx, req, fr); err != nil {
+		return err
+	}
 	from := l.Run.Status
 	l.Run.Status, l.Run.Reason = record.StatusExecuting, ""
 	return dc.runs.Save(ctx, tx, l, from, record.EventPolicyBypassed, in.Approver.ID, map[string]string{

@@ -142,3 +142,59 @@ func TestForceRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A force opens its review, listed as pending until someone of the
+// review's role acknowledges it: the forcer may not, nor a lower role; a
+// second acknowledge is refused; a run whose approval was not forced has
+// no review.
+func TestForcedRunsReviewIsAcknowledgedOnce(t *testing.T) {
+	h := newHarness(t)
+	h.open(forcePolicy(t, h.roles, managersForce))
+	run := h.submit(refund("PAY-1", 119))
+	plain := h.submit(refund("PAY-2", 119))
+	if _, err := forceAs(h, run.ID, "U0MGR00001", "outage"); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := h.engine.PendingReviews(ctx)
+	if err != nil || len(pending) != 1 || pending[0].RunID != run.ID || pending[0].Role != "team_lead" ||
+		pending[0].ForcedBy != "U0MGR00001" || !pending[0].Due.Equal(h.clock.Now().Add(24*time.Hour).Truncate(time.Millisecond)) {
+		t.Fatalf("pending %+v, %v", pending, err)
+	}
+	ack := func(id, who string) error {
+		_, err := h.engine.AcknowledgeReview(ctx, id, record.Person{ID: who}, "looked at it")
+		return err
+	}
+	wantRefused(t, ack(run.ID, "U0MGR00001"), record.CodeSelfApproval)
+	wantRefused(t, ack(run.ID, "agent:resolver"), record.CodeNoRole)
+	wantRefused(t, ack(plain.ID, "U0LEAD0001"), record.CodeNoReview)
+	h.clock.Advance(time.Hour)
+	if err := ack(run.ID, "U0LEAD0001"); err != nil {
+		t.Fatalf("acknowledge: %v", err)
+	}
+	r := wantRefused(t, ack(run.ID, "U0LEAD0002"), record.CodeAlreadyDecided)
+	if r.By != "U0LEAD0001" {
+		t.Fatalf("refusal names %q", r.By)
+	}
+	if pending, err := h.engine.PendingReviews(ctx); err != nil || len(pending) != 0 {
+		t.Fatalf("pending after the acknowledge %+v, %v", pending, err)
+	}
+	evs, err := h.engine.AuditLog(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := 0
+	for _, e := range evs {
+		if e.Action == record.EventReviewAcknowledged {
+			acked++
+			if e.Actor != "U0LEAD0001" || !strings.Contains(string(e.Detail), `"note":"looked at it"`) {
+				t.Fatalf("review_acknowledged by %s: %s", e.Actor, e.Detail)
+			}
+		}
+	}
+	if acked != 1 {
+		t.Fatalf("%d review_acknowledged events", acked)
+	}
+	if n, err := h.engine.Verify(ctx); err != nil || !n.OK() {
+		t.Fatalf("verify %+v %v", n, err)
+	}
+}
