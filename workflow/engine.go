@@ -36,7 +36,8 @@ type Config struct {
 	Logger  *slog.Logger           // defaults to discarding
 	// Failpoint, when set, is called at each write boundary with its name
 	// (after-step-N, before-decision-commit, after-decision-commit, after-intent,
-	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind, after-escalate).
+	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind, after-escalate,
+	// after-force-commit, after-acknowledge-commit).
 	// Crash tests make it kill the process.
 	Failpoint func(name string)
 	// CheckAttempts and ExecAttempts bound retries of transient failures.

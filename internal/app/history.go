@@ -99,6 +99,9 @@ type eventDetail struct {
 	Steps      string            `json:"steps"`
 	Roles      string            `json:"roles"`
 	Users      string            `json:"users"`
+	Role       string            `json:"role"`
+	ReviewRole string            `json:"review_role"`
+	ReviewDue  string            `json:"review_due"`
 }
 
 // historyEvent is one event of a checkpoint, with its detail, the state the
@@ -151,6 +154,12 @@ var eventSays = map[record.Event]func(h historyEvent) []string{
 			return []string{"rejected by " + h.ev.Actor}
 		}
 		return []string{"approved by " + h.ev.Actor}
+	},
+	record.EventPolicyBypassed: func(h historyEvent) []string {
+		return []string{"approval forced by " + h.ev.Actor + " (" + h.d.Role + "), bypassing the quorum; review by " + h.d.ReviewRole + " due " + h.d.ReviewDue}
+	},
+	record.EventReviewAcknowledged: func(h historyEvent) []string {
+		return []string{"review of the forced approval acknowledged by " + h.ev.Actor}
 	},
 	record.EventEdited:     editWhat,
 	record.EventReassigned: func(h historyEvent) []string { return []string{"reassigned to " + h.d.To} },

@@ -298,6 +298,7 @@ func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.
 	}
 	renderReminders(w, v, g)
 	renderEscalations(w, v, g)
+	renderForced(w, v)
 	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(policy.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 }
 
