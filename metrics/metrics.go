@@ -40,6 +40,7 @@ type Metrics struct {
 	httpSeconds     *prometheus.HistogramVec
 	reminders       prometheus.Counter
 	escalations     prometheus.Counter
+	breakGlass      prometheus.Counter
 }
 
 // New registers every collector, the build info (version) and the Go and
@@ -62,6 +63,8 @@ func New(version string) *Metrics {
 		Help: "Reminders before a deadline recorded by this process."})
 	m.escalations = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "escalations_total",
 		Help: "Escalations of pending requests recorded by this process."})
+	m.breakGlass = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "break_glass_total",
+		Help: "Approvals forced (break-glass) recorded by this process."})
 	m.executions = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "executions_total",
 		Help: "Executor calls by action and outcome (ok, refused, retryable, unknown)."}, []string{"action", "outcome"})
 	m.execSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "executor_call_seconds",
@@ -82,7 +85,7 @@ func New(version string) *Metrics {
 		Help: "Always 1: the version of signoff and of Go that built it."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.runs, m.waiting, m.oldestWaiting, m.decisions, m.decisionSeconds,
-		m.executions, m.execSeconds, m.outboxBacklog, m.outboxOldest, m.refused, m.slackErrors, m.httpRequests, m.httpSeconds, m.reminders, m.escalations, build,
+		m.executions, m.execSeconds, m.outboxBacklog, m.outboxOldest, m.refused, m.slackErrors, m.httpRequests, m.httpSeconds, m.reminders, m.escalations, m.breakGlass, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -126,8 +129,8 @@ func (m *Metrics) Hook() workflow.Hook { return decisionHook{m} }
 type decisionHook struct{ m *Metrics }
 
 // OnTransition counts the decision a decided transition records: the last
-// of its state's, on the transition's request; and each reminder and
-// escalation.
+// of its state's, on the transition's request; and each reminder,
+// escalation and forced approval.
 func (h decisionHook) OnTransition(_ context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
 	if t.Event == record.EventReminded {
 		h.m.reminders.Inc()
@@ -135,6 +138,10 @@ func (h decisionHook) OnTransition(_ context.Context, t *workflow.Transition) ([
 	}
 	if t.Event == record.EventEscalated {
 		h.m.escalations.Inc()
+		return nil, nil
+	}
+	if t.Event == record.EventPolicyBypassed {
+		h.m.breakGlass.Inc()
 		return nil, nil
 	}
 	if t.Event != record.EventDecided || t.Run == nil || t.State == nil || len(t.State.Decisions) == 0 {
