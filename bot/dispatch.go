@@ -77,7 +77,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 		key := m.RunID
 		switch m.Kind {
 		case KindPost, KindUpdate, KindDigest:
-		case KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation:
+		case KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindBreakGlass:
 			// A message of its own: sent once, it is not sent again
 			// because a rewrite of the same run failed.
 			key = fmt.Sprintf("outcome/%d", m.ID)
@@ -180,6 +180,9 @@ func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) err
 	}
 	if rows[0].Kind == KindEscalation {
 		return d.sendEscalation(ctx, rows[0])
+	}
+	if rows[0].Kind == KindBreakGlass {
+		return d.sendBreakGlass(ctx, rows[0])
 	}
 	runID := rows[0].RunID
 	var toPost []string

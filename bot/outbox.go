@@ -24,10 +24,13 @@ const (
 	// KindEscalation replies in the thread of a pending request's message
 	// when who may decide it was widened (Escalation).
 	KindEscalation record.OutboxKind = "slack.escalation"
+	// KindBreakGlass announces a forced approval in the audit channel,
+	// mentioning who would have been asked (To is the channel).
+	KindBreakGlass record.OutboxKind = "slack.break_glass"
 )
 
 // Kinds are the outbox kinds the Slack dispatcher delivers.
-var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation}
+var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindBreakGlass}
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
 // rendering, so that a late delivery shows the run as it is then.
@@ -55,6 +58,8 @@ type Outbox struct {
 	// e.g. an agent, which hears by its callback); nil: nobody is sent a
 	// direct message.
 	SlackUserOf func(requesterID string) string
+	// AuditChannel is where a forced approval is announced ("": nowhere).
+	AuditChannel string
 }
 
 var _ workflow.Hook = Outbox{}
@@ -64,7 +69,7 @@ var updateEvents = map[record.Event]bool{
 	record.EventDecided: true, record.EventEdited: true, record.EventCancelled: true,
 	record.EventExpired: true, record.EventFinished: true, record.EventNeedsAttention: true,
 	record.EventReassigned: true, record.EventExtended: true, record.EventExecuted: true,
-	record.EventReconciled: true, record.EventResolved: true,
+	record.EventReconciled: true, record.EventResolved: true, record.EventPolicyBypassed: true,
 }
 
 // events that create a request a person must see.
@@ -86,6 +91,11 @@ func (o Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*re
 		return nil, err
 	}
 	ms = append(ms, outcome...)
+	bg, err := o.breakGlassMessages(t)
+	if err != nil {
+		return nil, err
+	}
+	ms = append(ms, bg...)
 	if t.Event == record.EventReminded && t.State != nil && len(t.State.Reminders) > 0 && t.Request != nil {
 		i := len(t.State.Reminders) - 1
 		m, err := message(t.Run, KindReminder, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID, Reminder: &i})
