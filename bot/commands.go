@@ -50,6 +50,8 @@ func helpText(cmd string) string {
 		"• `" + c + " resolve RUN_ID happened|retry|abandon reason…`: after looking at the target, say what became of a run that needs attention (it happened; it did not, send it again; it did not, give up)",
 		"• `" + c + " reassign RUN_ID @person`: ask one person to decide",
 		"• `" + c + " extend RUN_ID 24h`: move the deadline (s, m, h or d)",
+		"• `" + c + " force RUN_ID reason…`: break-glass: approve at once where the rule lets your role force it (announced, reviewed)",
+		"• `" + c + " ack RUN_ID [note…]`: acknowledge the review of a forced approval",
 	}, "\n")
 }
 
@@ -71,7 +73,7 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		return reply(helpText(s.slash))
 	}
 	sub := strings.ToLower(args[0])
-	need := map[string]int{"show": 2, "cancel": 3, "reassign": 3, "extend": 3, "resolve": 4}[sub]
+	need := map[string]int{"show": 2, "cancel": 3, "reassign": 3, "extend": 3, "resolve": 4, "force": 3, "ack": 2}[sub]
 	if len(args) < need {
 		return reply("Not enough arguments.\n" + helpText(s.slash))
 	}
@@ -118,6 +120,10 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		}
 		log.Info("slack extend recorded", "run_id", args[1], "by", d.String())
 		return reply(fmt.Sprintf("The deadline of run %s is now %s (%s).", mdCode(args[1], 100), slackDate(run.Deadline), untilText(s.clock.Now(), run.Deadline)))
+	case "force":
+		return s.force(ctx, who, args[1], unescapeSlack(restAfter(cmd.Text, 2)), log)
+	case "ack":
+		return s.ackReview(ctx, who, args[1], unescapeSlack(restAfter(cmd.Text, 2)), log)
 	case "help":
 		return reply(helpText(s.slash))
 	}
@@ -168,6 +174,9 @@ func (s *Server) pending(ctx context.Context, who record.Person, page int, log *
 	from := (page - 1) * pendingPageSize
 	if from >= len(runs) {
 		if page == 1 {
+			if rb := s.reviewBlocks(ctx, log); len(rb) > 0 {
+				return reply("Nothing is waiting for approval; forced approvals wait for their review.", append([]slack.Block{bkSection("Nothing is waiting for approval.")}, rb...)...)
+			}
 			return reply("Nothing is waiting for approval.")
 		}
 		return reply(fmt.Sprintf("There is no page %d: fewer runs are waiting.", page))
@@ -188,6 +197,9 @@ func (s *Server) pending(ctx context.Context, who record.Person, page int, log *
 	}
 	if more {
 		blocks = append(blocks, slack.NewContextBlock("", bkMrkdwn(fmt.Sprintf("More: `%s pending %d`", mdEscape(s.slash), page+1))))
+	}
+	if page == 1 {
+		blocks = append(blocks, s.reviewBlocks(ctx, log)...)
 	}
 	return reply(fmt.Sprintf("%s: %d runs", title, len(runs)), blocks...)
 }
