@@ -27,10 +27,13 @@ const (
 	// KindBreakGlass announces a forced approval in the audit channel,
 	// mentioning who would have been asked (To is the channel).
 	KindBreakGlass record.OutboxKind = "slack.break_glass"
+	// KindReviewReminder reminds the review's role, in the audit channel,
+	// that a forced approval waits for its review (queued once per point).
+	KindReviewReminder record.OutboxKind = "slack.review_reminder"
 )
 
 // Kinds are the outbox kinds the Slack dispatcher delivers.
-var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindBreakGlass}
+var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindBreakGlass, KindReviewReminder}
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
 // rendering, so that a late delivery shows the run as it is then.
