@@ -85,8 +85,9 @@ func RenderBreakGlass(v *workflow.RunView, roles *policy.Roles) ([]slack.Block, 
 	}
 	lines = append(lines, "Review by *"+mdEscape(f.ReviewRole)+"* or above due "+slackDate(f.ReviewDue)+".")
 	text := cutLines(lines, MaxSectionText, func(k int) string { return fmt.Sprintf("…and %d more lines", k) })
+	ack := slack.NewButtonBlockElement(ActionAcknowledge, v.ID, bkPlain("Acknowledge the review"))
 	plain := "Approval forced by " + plainText(f.By) + " on run " + v.ID + ": " + plainText(f.Reason) + " (review due " + f.ReviewDue.UTC().Format(time.RFC3339) + ")"
-	return []slack.Block{bkSection(text)}, plain
+	return []slack.Block{bkSection(text), slack.NewActionBlock("signoff_review_"+v.ID, ack)}, plain
 }
 
 // forcedLine is what the approval message says of a forced approval.

@@ -77,3 +77,25 @@ func reviewLine(r *record.Review, now time.Time) string {
 	return "*" + mdCode(r.RunID, 100) + "* forced by " + mdMention(r.ForcedBy, "") + ": " + mdEscape(cutText(r.Reason, 300)) +
 		"\nreview by *" + mdEscape(r.Role) + "* or above · due " + slackDate(r.Due) + " (" + untilText(now, r.Due) + ")"
 }
+
+// ActionAcknowledge is the action_id of the Acknowledge button on the
+// announcement of a forced approval; its value is the run id.
+const ActionAcknowledge = "signoff_review_ack"
+
+// acknowledge is a click on Acknowledge: the engine checks the review's
+// role and that the clicker did not force it; the clicker is told the
+// outcome in an ephemeral message.
+func (s *Server) acknowledge(ctx context.Context, ic *Interaction, runID string) {
+	c := &click{ic: ic, who: personOf(ic.User)}
+	if ic.Container != nil {
+		c.channel = ic.Container.ChannelID
+	}
+	if c.channel == "" && ic.Channel != nil {
+		c.channel = ic.Channel.ID
+	}
+	log := s.log.With("run_id", runID, "user_id", c.who.ID, "action_id", ActionAcknowledge)
+	r := s.ackReview(ctx, c.who, runID, "", log)
+	if body, ok := r.Body.(*commandReply); ok {
+		s.tell(ctx, c, body.Text, log)
+	}
+}

@@ -65,3 +65,35 @@ func TestRunsForceAndAck(t *testing.T) {
 	}
 	say(leadGrace, "ack "+v.ID, "Nothing changed: the review was acknowledged by U0LEAD0001")
 }
+
+// TestAcknowledgeButton: a click on Acknowledge, the recorded block_actions
+// payload signed as Slack signs it, acknowledges the review for a team
+// lead; the forcer's click is refused and told in an ephemeral message.
+func TestAcknowledgeButton(t *testing.T) {
+	h := newSlackHarnessWith(t, forceConfig(t))
+	v := h.submit("refund-double-charge", "")
+	if status, r := h.runsCommand(manager, "force "+v.ID+" checkout is down"); status != http.StatusOK || !strings.Contains(replyText(r), "Forced") {
+		t.Fatalf("force: %d %q", status, replyText(r))
+	}
+	click := func(user string) string {
+		t.Helper()
+		told := len(h.acts.Ephemerals())
+		if status, _ := h.click(fixture(t, "block_actions_review_ack.json", Ref{RunID: v.ID}, user, nil)); status != http.StatusOK {
+			t.Fatalf("click: status %d", status)
+		}
+		eph := h.acts.Ephemerals()[told:]
+		if len(eph) != 1 || eph[0].Channel != "C0AUDIT0001" || eph[0].User != user {
+			t.Fatalf("told %+v", eph)
+		}
+		return eph[0].Text
+	}
+	if got := click(manager); !strings.Contains(got, "may not acknowledge its review") {
+		t.Fatalf("the forcer's click: %q", got)
+	}
+	if got := click(leadGrace); !strings.Contains(got, "Acknowledged the review of run") {
+		t.Fatalf("a team lead's click: %q", got)
+	}
+	if got := click(leadGrace); !strings.Contains(got, "the review was acknowledged by U0LEAD0001") {
+		t.Fatalf("a second click: %q", got)
+	}
+}
