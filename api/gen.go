@@ -250,7 +250,16 @@ type Gate struct {
 		Role           string `json:"role"`
 		SelfApproval   bool   `json:"self_approval"`
 	} `json:"approval,omitempty"`
-	Assignee       *string    `json:"assignee,omitempty"`
+	Assignee *string `json:"assignee,omitempty"`
+
+	// BreakGlass Who may force the approval (the rule's break_glass), and who reviews a forced one within how long.
+	BreakGlass *struct {
+		Review struct {
+			Role          string `json:"role"`
+			WithinSeconds int    `json:"within_seconds"`
+		} `json:"review"`
+		Role string `json:"role"`
+	} `json:"break_glass,omitempty"`
 	Deadline       *time.Time `json:"deadline,omitempty"`
 	Fingerprint    string     `json:"fingerprint"`
 	PolicyRevision string     `json:"policy_revision"`

@@ -117,7 +117,8 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	pol, err := policy.New("r1", []policy.Rule{
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
-			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
+			Approval:   &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)},
+			BreakGlass: &record.BreakGlass{Role: "team_lead", Review: record.BreakGlassReview{Role: "team_lead", Within: 3600}}},
 		{Name: "everything-else", When: "true", Risk: "low"},
 	}, roles)
 	if err != nil {

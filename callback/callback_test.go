@@ -138,7 +138,8 @@ func newEnvOn(t testing.TB, st storage.Store) *env {
 		t.Fatal(err)
 	}
 	policy, err := policy.New("rev-1", []policy.Rule{{Name: "everything", When: "true", Risk: "high",
-		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}}, roles)
+		Approval:   &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)},
+		BreakGlass: &record.BreakGlass{Role: "team_lead", Review: record.BreakGlassReview{Role: "team_lead", Within: 3600}}}}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,13 @@ var Types = map[record.Status]string{
 	record.StatusNeedsAttention:  "run.needs_attention",
 }
 
+// EventTypes are the event types of transitions that announce something
+// besides a status: a forced approval (break-glass) is told to the agent
+// even though the run only moves on to executing.
+var EventTypes = map[record.Event]string{
+	record.EventPolicyBypassed: "run.policy_bypassed",
+}
+
 // Event is what a receiver gets: a fresh id (the webhook-id header), the type,
 // and the run as GET /v1/runs/{id} shows it at the transition, redacted.
 type Event struct {
@@ -61,8 +68,12 @@ var _ workflow.Hook = Hook{}
 // engine's view of the transition, redacted), so it shows the status it
 // announces even when it is delivered much later.
 func (Hook) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
-	typ, ok := Types[t.Run.Status]
-	if !ok || t.Run.Status == t.From {
+	typ, ok := EventTypes[t.Event]
+	if !ok {
+		typ, ok = Types[t.Run.Status]
+		ok = ok && t.Run.Status != t.From
+	}
+	if !ok {
 		return nil, nil
 	}
 	// The sealed state's URL; without a state (a run put aside because it
