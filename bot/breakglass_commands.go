@@ -24,7 +24,7 @@ var _ reviewKeeper = (*workflow.Engine)(nil)
 // who, the rest of the text its justification. The engine checks the rule's
 // break_glass role, the requester, the deadline and the fingerprint.
 func (s *Server) force(ctx context.Context, who record.Person, id, reason string, log *slog.Logger) Response {
-	run, err := s.eng.Decide(ctx, workflow.DecideInput{RunID: id, Approver: who, Verdict: record.VerdictApprove, Reason: reason, Via: "slack", Force: true})
+	run, err := s.eng.Decide(ctx, workflow.DecideInput{RunID: id, Approver: who, Verdict: record.VerdictApprove, Reason: reason, Via: record.ViaSlack, Force: true})
 	if err != nil {
 		return reply(s.commandRefusal(err, log))
 	}
