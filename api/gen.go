@@ -339,9 +339,18 @@ type Proposal = workflow.Proposal
 type Requirement struct {
 	AllOf *[]Requirement `json:"all_of,omitempty"`
 	AnyOf *[]Requirement `json:"any_of,omitempty"`
-	Count *int           `json:"count,omitempty"`
-	Role  *string        `json:"role,omitempty"`
-	Users *[]string      `json:"users,omitempty"`
+
+	// BreakGlass Who may force the approval (the rule's break_glass), and who reviews a forced one within how long.
+	BreakGlass *struct {
+		Review struct {
+			Role          string `json:"role"`
+			WithinSeconds int    `json:"within_seconds"`
+		} `json:"review"`
+		Role string `json:"role"`
+	} `json:"break_glass,omitempty"`
+	Count *int      `json:"count,omitempty"`
+	Role  *string   `json:"role,omitempty"`
+	Users *[]string `json:"users,omitempty"`
 }
 
 // ResolveRequest defines model for ResolveRequest.

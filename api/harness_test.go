@@ -119,7 +119,8 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	pol, err := policy.New("r1", []policy.Rule{
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
-			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Requirement: o.requirement}},
+			Approval:   &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Requirement: o.requirement},
+			BreakGlass: &record.BreakGlass{Role: "team_lead", Review: record.BreakGlassReview{Role: "team_lead", Within: 3600}}},
 		{Name: "later-notes", When: `action.name == "note" && has(action.args.text) && action.args.text == "later"`, Risk: "low", Window: closedWindow()},
 		{Name: "everything-else", When: "true", Risk: "low"},
 	}, roles)

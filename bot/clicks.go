@@ -48,6 +48,9 @@ func (s *Server) blockAction(ctx context.Context, ic *Interaction, digest string
 	a := ic.Actions[0]
 	switch a.ActionID {
 	case ActionApprove, ActionReject, ActionEdit:
+	case ActionAcknowledge:
+		s.acknowledge(ctx, ic, a.Value)
+		return Response{}, nil
 	default:
 		s.log.Debug("slack block action ignored", "action_id", clipErr(a.ActionID, 60))
 		return Response{}, nil

@@ -52,6 +52,8 @@ func helpText(cmd string) string {
 		"• `" + c + " extend RUN_ID 24h`: move the deadline (s, m, h or d)",
 		"• `" + c + " delegate @person until YYYY-MM-DD [reason…]`: let them decide on your behalf until then",
 		"• `" + c + " delegations`: the delegations from and to you",
+		"• `" + c + " force RUN_ID reason…`: break-glass: approve at once where the rule lets your role force it (announced, reviewed)",
+		"• `" + c + " ack RUN_ID [note…]`: acknowledge the review of a forced approval",
 	}, "\n")
 }
 
@@ -73,7 +75,7 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		return reply(helpText(s.slash))
 	}
 	sub := strings.ToLower(args[0])
-	need := map[string]int{"show": 2, "cancel": 3, "reassign": 3, "extend": 3, "resolve": 4}[sub]
+	need := map[string]int{"show": 2, "cancel": 3, "reassign": 3, "extend": 3, "resolve": 4, "force": 3, "ack": 2}[sub]
 	if len(args) < need {
 		return reply("Not enough arguments.\n" + helpText(s.slash))
 	}
@@ -124,6 +126,10 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		return s.delegate(ctx, who, cmd.Text, log)
 	case "delegations":
 		return s.delegations(ctx, who, log)
+	case "force":
+		return s.force(ctx, who, args[1], unescapeSlack(restAfter(cmd.Text, 2)), log)
+	case "ack":
+		return s.ackReview(ctx, who, args[1], unescapeSlack(restAfter(cmd.Text, 2)), log)
 	case "help":
 		return reply(helpText(s.slash))
 	}
@@ -186,6 +192,9 @@ func (s *Server) pending(ctx context.Context, who record.Person, page int, log *
 			return reply("Nothing is waiting for approval; some approved runs wait for their execution window.", later...)
 		}
 		if page == 1 {
+			if rb := s.reviewBlocks(ctx, log); len(rb) > 0 {
+				return reply("Nothing is waiting for approval; forced approvals wait for their review.", append([]slack.Block{bkSection("Nothing is waiting for approval.")}, rb...)...)
+			}
 			return reply("Nothing is waiting for approval.")
 		}
 		return reply(fmt.Sprintf("There is no page %d: fewer runs are waiting.", page))
@@ -208,6 +217,9 @@ func (s *Server) pending(ctx context.Context, who record.Person, page int, log *
 		blocks = append(blocks, slack.NewContextBlock("", bkMrkdwn(fmt.Sprintf("More: `%s pending %d`", mdEscape(s.slash), page+1))))
 	}
 	blocks = append(blocks, later...)
+	if page == 1 {
+		blocks = append(blocks, s.reviewBlocks(ctx, log)...)
+	}
 	return reply(fmt.Sprintf("%s: %d runs", title, len(runs)), blocks...)
 }
 

@@ -44,9 +44,12 @@ type Dispatcher struct {
 	Engine  *workflow.Engine
 	Slack   Poster
 	Channel string
-	Render  Renderer
-	Clock   workflow.Clock // defaults to workflow.SystemClock
-	Logger  *slog.Logger
+	// AuditChannel is where the reviews of forced approvals are reminded
+	// ("": they are not).
+	AuditChannel string
+	Render       Renderer
+	Clock        workflow.Clock // defaults to workflow.SystemClock
+	Logger       *slog.Logger
 	// ClaimFor is how long a claimed row is left to its claimer before another
 	// may take it (a replica that died mid-delivery).
 	ClaimFor time.Duration
@@ -79,7 +82,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 		case KindPost, KindUpdate, KindDigest:
 		case KindDetail:
 			key = "detail/" + m.RunID // a run's details go in order (deliverInOrder)
-		case KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation:
+		case KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindBreakGlass, KindReviewReminder:
 			// A message of its own: sent once, it is not sent again
 			// because a rewrite of the same run failed.
 			key = fmt.Sprintf("outcome/%d", m.ID)
@@ -187,8 +190,13 @@ func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) err
 	if rows[0].Kind == KindEscalation {
 		return d.sendEscalation(ctx, rows[0])
 	}
-	if rows[0].Kind == KindDetail {
+	switch rows[0].Kind {
+	case KindDetail:
 		return d.sendDetail(ctx, rows[0])
+	case KindBreakGlass:
+		return d.sendBreakGlass(ctx, rows[0])
+	case KindReviewReminder:
+		return d.sendReviewReminder(ctx, rows[0])
 	}
 	runID := rows[0].RunID
 	var toPost []string

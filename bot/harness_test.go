@@ -95,10 +95,15 @@ type harnessOption func(*ServerConfig)
 
 func newSlackHarness(t testing.TB, opts ...harnessOption) *slackHarness {
 	t.Helper()
+	return newSlackHarnessWith(t, config.Default(), opts...)
+}
+
+// newSlackHarnessWith is newSlackHarness on another config.
+func newSlackHarnessWith(t testing.TB, cfg *config.Config, opts ...harnessOption) *slackHarness {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	clock := clocktest.New(hStart)
-	cfg := config.Default()
 	store, err := sqlite.Open(ctx, filepath.Join(dir, "signoff.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -24,10 +24,16 @@ const (
 	// KindEscalation replies in the thread of a pending request's message
 	// when who may decide it was widened (Escalation).
 	KindEscalation record.OutboxKind = "slack.escalation"
+	// KindBreakGlass announces a forced approval in the audit channel,
+	// mentioning who would have been asked (To is the channel).
+	KindBreakGlass record.OutboxKind = "slack.break_glass"
+	// KindReviewReminder reminds the review's role, in the audit channel,
+	// that a forced approval waits for its review (queued once per point).
+	KindReviewReminder record.OutboxKind = "slack.review_reminder"
 )
 
 // Kinds are the outbox kinds the Slack dispatcher delivers.
-var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindDetail}
+var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindDetail, KindBreakGlass, KindReviewReminder}
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
 // rendering, so that a late delivery shows the run as it is then.
@@ -61,6 +67,8 @@ type Outbox struct {
 	// message only sums up (KindDetail): the evidence and checks, each
 	// decision, each execution attempt and receipt, the outcome.
 	Details bool
+	// AuditChannel is where a forced approval is announced ("": nowhere).
+	AuditChannel string
 }
 
 var _ workflow.Hook = Outbox{}
@@ -70,7 +78,7 @@ var updateEvents = map[record.Event]bool{
 	record.EventDecided: true, record.EventEdited: true, record.EventCancelled: true,
 	record.EventExpired: true, record.EventFinished: true, record.EventNeedsAttention: true,
 	record.EventReassigned: true, record.EventExtended: true, record.EventExecuted: true,
-	record.EventReconciled: true, record.EventResolved: true,
+	record.EventReconciled: true, record.EventResolved: true, record.EventPolicyBypassed: true,
 	record.EventScheduled: true, record.EventReleased: true,
 }
 
@@ -100,6 +108,11 @@ func (o Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*re
 		}
 		ms = append(ms, ds...)
 	}
+	bg, err := o.breakGlassMessages(t)
+	if err != nil {
+		return nil, err
+	}
+	ms = append(ms, bg...)
 	if t.Event == record.EventReminded && t.State != nil && len(t.State.Reminders) > 0 && t.Request != nil {
 		i := len(t.State.Reminders) - 1
 		m, err := message(t.Run, KindReminder, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID, Reminder: &i})

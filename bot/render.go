@@ -565,6 +565,9 @@ func facts(v *workflow.RunView, rc RenderContext) []*slack.TextBlockObject {
 	}
 	if g := v.Gate; g != nil {
 		field("Rule", mdCode(g.Rule, 200)+" · "+riskText(g.Risk))
+		if l := forcedLine(v); l != "" {
+			field("Break-glass", l)
+		}
 		if g.Approval != nil && v.Status == record.StatusWaitingApproval && v.Problem == "" {
 			field("Who may approve", whoMayApprove(v, g, rc)+escalatedLine(v))
 		}

@@ -25,7 +25,7 @@ const deliverBatch = 50
 // their replay window, every poll.
 func (d *Dispatcher) Loops(changes *storage.Changes, poll time.Duration) []*workflow.Loop {
 	log := d.log()
-	return []*workflow.Loop{
+	loops := []*workflow.Loop{
 		{Name: "deliver slack messages", Changes: changes, Pace: workflow.PaceAfter(poll), Logger: log,
 			Round: func(ctx context.Context) error { _, err := d.DeliverDue(ctx, deliverBatch); return err }},
 		{Name: "post waiting runs without a message", Pace: workflow.PaceAfter(repostEvery), Logger: log,
@@ -36,6 +36,11 @@ func (d *Dispatcher) Loops(changes *storage.Changes, poll time.Duration) []*work
 				return err
 			}},
 	}
+	if d.AuditChannel != "" {
+		loops = append(loops, &workflow.Loop{Name: "remind the reviews of forced approvals", Pace: workflow.PaceAfter(poll), Logger: log,
+			Round: func(ctx context.Context) error { _, err := d.QueueReviewReminders(ctx); return err }})
+	}
+	return loops
 }
 
 // wallNow is the dispatcher's clock as it is, not truncated to the store's

@@ -41,6 +41,9 @@ var Types = map[record.Status]string{
 var EventTypes = map[record.Event]string{
 	record.EventReminded:  "run.reminded",
 	record.EventEscalated: "run.escalated",
+	// A forced approval (break-glass) is told as such, though the run
+	// only moves on to executing.
+	record.EventPolicyBypassed: "run.policy_bypassed",
 }
 
 // eventType is the type of the event t announces, if any: the status it

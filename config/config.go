@@ -193,6 +193,8 @@ type SlackConfig struct {
 	Command string
 	// Digests are the daily lists of the runs still waiting, one per channel.
 	Digests []Digest
+	// AuditChannel is where a forced approval (break-glass) is announced.
+	AuditChannel string
 }
 
 // Digest is one channel's daily digest: at Hour:Minute, local time in
@@ -342,14 +344,15 @@ type filePolicy struct {
 }
 
 type fileRule struct {
-	Name     string           `yaml:"name"`
-	When     string           `yaml:"when"`
-	Risk     string           `yaml:"risk"`
-	Approval *fileApproval    `yaml:"approval"`
-	Notify   []string         `yaml:"notify"`
-	Remind   []string         `yaml:"remind"`
-	Escalate []fileEscalation `yaml:"escalate"`
-	Window   *fileWindow      `yaml:"window"`
+	Name       string           `yaml:"name"`
+	When       string           `yaml:"when"`
+	Risk       string           `yaml:"risk"`
+	Approval   *fileApproval    `yaml:"approval"`
+	Notify     []string         `yaml:"notify"`
+	Remind     []string         `yaml:"remind"`
+	Escalate   []fileEscalation `yaml:"escalate"`
+	BreakGlass *fileBreakGlass  `yaml:"break_glass"`
+	Window     *fileWindow      `yaml:"window"`
 }
 
 // fileEscalation is one step of a rule's escalate: list.
@@ -393,6 +396,7 @@ type fileSlack struct {
 	UserGroups   map[string]string `yaml:"user_groups"`
 	Command      string            `yaml:"command"`
 	Digests      []fileDigest      `yaml:"digests"`
+	AuditChannel string            `yaml:"audit_channel"`
 }
 
 type fileDigest struct {
@@ -480,6 +484,9 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 				c.warnf(fmt.Sprintf("policy.rules[%d].notify", i), "the config has no slack: section, so nobody is notified")
 			}
 		}
+	}
+	if err := c.breakGlassAudit(cfg); err != nil {
+		return nil, err
 	}
 	if fc.Requesters != nil {
 		if cfg.Requesters, err = c.requesters(fc.Requesters, cfg.Slack.Given); err != nil {
@@ -901,6 +908,9 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 		if rules[i].Window, err = c.window(i, fr.Window); err != nil {
 			return nil, err
 		}
+		if rules[i].BreakGlass, err = c.breakGlass(i, fr, roles); err != nil {
+			return nil, err
+		}
 		if fr.Approval == nil {
 			continue
 		}
@@ -1153,6 +1163,9 @@ func (c *checker) slack(fs *fileSlack, roles *policy.Roles) (SlackConfig, error)
 			}
 			sc.UserGroups[role] = fs.UserGroups[role]
 		}
+	}
+	if sc.AuditChannel = fs.AuditChannel; sc.AuditChannel != "" && !slackChannelID.MatchString(sc.AuditChannel) {
+		return sc, c.failf("slack.audit_channel", "%q is not a Slack channel id (C… or G…)", sc.AuditChannel)
 	}
 	var err error
 	sc.Digests, err = c.digests(fs.Digests)

@@ -41,6 +41,7 @@ type Metrics struct {
 	reminders       prometheus.Counter
 	escalations     prometheus.Counter
 	scheduled       prometheus.Counter
+	breakGlass      prometheus.Counter
 }
 
 // New registers every collector, the build info (version) and the Go and
@@ -65,6 +66,8 @@ func New(version string) *Metrics {
 		Help: "Escalations of pending requests recorded by this process."})
 	m.scheduled = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "scheduled_total",
 		Help: "Approved runs set aside by this process until their execution window opens (signoff_runs{status=\"scheduled\"} counts those waiting)."})
+	m.breakGlass = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "break_glass_total",
+		Help: "Approvals forced (break-glass) recorded by this process."})
 	m.executions = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "executions_total",
 		Help: "Executor calls by action and outcome (ok, refused, retryable, unknown)."}, []string{"action", "outcome"})
 	m.execSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "executor_call_seconds",
@@ -85,7 +88,7 @@ func New(version string) *Metrics {
 		Help: "Always 1: the version of signoff and of Go that built it."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.runs, m.waiting, m.oldestWaiting, m.decisions, m.decisionSeconds,
-		m.executions, m.execSeconds, m.outboxBacklog, m.outboxOldest, m.refused, m.slackErrors, m.httpRequests, m.httpSeconds, m.reminders, m.escalations, m.scheduled, build,
+		m.executions, m.execSeconds, m.outboxBacklog, m.outboxOldest, m.refused, m.slackErrors, m.httpRequests, m.httpSeconds, m.reminders, m.escalations, m.scheduled, m.breakGlass, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -130,7 +133,7 @@ type decisionHook struct{ m *Metrics }
 
 // OnTransition counts the decision a decided transition records: the last
 // of its state's, on the transition's request; and each reminder,
-// escalation and scheduling.
+// escalation, scheduling and forced approval.
 func (h decisionHook) OnTransition(_ context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
 	if t.Event == record.EventReminded {
 		h.m.reminders.Inc()
@@ -142,6 +145,9 @@ func (h decisionHook) OnTransition(_ context.Context, t *workflow.Transition) ([
 	}
 	if t.Event == record.EventScheduled {
 		h.m.scheduled.Inc()
+	}
+	if t.Event == record.EventPolicyBypassed {
+		h.m.breakGlass.Inc()
 		return nil, nil
 	}
 	if t.Event != record.EventDecided || t.Run == nil || t.State == nil || len(t.State.Decisions) == 0 {

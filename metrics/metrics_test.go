@@ -153,3 +153,17 @@ func TestEscalationsAreCounted(t *testing.T) {
 		t.Fatalf("escalations_total = %v, want 2", got)
 	}
 }
+
+// TestForcedApprovalsAreCounted: each policy_bypassed transition counts
+// once, and is not counted as a decision.
+func TestForcedApprovalsAreCounted(t *testing.T) {
+	m := New("test")
+	for _, ev := range []record.Event{record.EventPolicyBypassed, record.EventEscalated, record.EventPolicyBypassed} {
+		if _, err := m.Hook().OnTransition(t.Context(), &workflow.Transition{Event: ev, Run: &record.Run{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testutil.ToFloat64(m.breakGlass); got != 2 {
+		t.Fatalf("break_glass_total = %v, want 2", got)
+	}
+}

@@ -50,6 +50,10 @@ type Rule struct {
 	// Window, when set, is when the rule's approved actions may run; an
 	// approved run waits for it as scheduled.
 	Window *record.Window
+	// BreakGlass, when set, lets its role force the rule's approval (see
+	// record.BreakGlass); it needs an approval, known roles and a positive
+	// review time.
+	BreakGlass *record.BreakGlass
 }
 
 // RuleError says which rule, and which of its fields, New refused, so a
@@ -118,13 +122,14 @@ type Input struct {
 
 // Outcome is what policy decided for one action.
 type Outcome struct {
-	Rule     string
-	Risk     record.Risk
-	Approval *record.ApprovalSpec    // nil: the action may run without approval
-	Notify   []string                // the rule's Notify
-	Remind   []record.Seconds        // the rule's Remind
-	Escalate []record.EscalationStep // the rule's Escalate
-	Window   *record.Window          // the rule's Window
+	Rule       string
+	Risk       record.Risk
+	Approval   *record.ApprovalSpec    // nil: the action may run without approval
+	Notify     []string                // the rule's Notify
+	Remind     []record.Seconds        // the rule's Remind
+	Escalate   []record.EscalationStep // the rule's Escalate
+	BreakGlass *record.BreakGlass      // the rule's BreakGlass
+	Window     *record.Window          // the rule's Window
 }
 
 // celEnv declares what conditions can see:
@@ -248,6 +253,10 @@ func New(revision string, rules []Rule, roles *Roles) (*Policy, error) {
 			}
 			r.Window = cloneWindow(r.Window)
 		}
+		if err := checkBreakGlass(r.BreakGlass, r.Approval, roles); err != nil {
+			return fail("break_glass", err)
+		}
+		r.BreakGlass = cloneBreakGlass(r.BreakGlass)
 		p.rules = append(p.rules, r)
 		p.programs = append(p.programs, prg)
 		p.shapes = append(p.shapes, shape)
@@ -611,6 +620,7 @@ func (p *Policy) Rules() []Rule {
 		out[i].Remind = slices.Clone(out[i].Remind)
 		out[i].Escalate = cloneSteps(out[i].Escalate)
 		out[i].Window = cloneWindow(out[i].Window)
+		out[i].BreakGlass = cloneBreakGlass(out[i].BreakGlass)
 	}
 	return out
 }
@@ -639,7 +649,7 @@ func (p *Policy) Evaluate(ctx context.Context, in Input) (Outcome, error) {
 		if !match {
 			continue
 		}
-		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify), Remind: slices.Clone(r.Remind), Escalate: cloneSteps(r.Escalate), Window: cloneWindow(r.Window)}
+		out := Outcome{Rule: r.Name, Risk: r.Risk, Notify: slices.Clone(r.Notify), Remind: slices.Clone(r.Remind), Escalate: cloneSteps(r.Escalate), Window: cloneWindow(r.Window), BreakGlass: cloneBreakGlass(r.BreakGlass)}
 		if r.Approval != nil {
 			copied := *r.Approval
 			out.Approval = &copied

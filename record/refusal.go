@@ -19,7 +19,11 @@ const (
 	CodeSelfApproval     = "self_approval"
 	CodeExpired          = "expired"
 	CodeEditNotAllowed   = "edit_not_allowed"
-	CodeNotCancellable   = "not_cancellable"
+	// CodeNoBreakGlass: a forced approval of a run whose rule has no break_glass.
+	CodeNoBreakGlass = "no_break_glass"
+	// CodeNoReview: an acknowledge of a run that has no follow-up review.
+	CodeNoReview       = "no_review"
+	CodeNotCancellable = "not_cancellable"
 	// CodeNothingToResolve: a resolve of a run that does not need attention.
 	CodeNothingToResolve = "nothing_to_resolve"
 	CodeIntegrity        = "integrity"

@@ -59,6 +59,9 @@ type State struct {
 	// ScheduledFor is when a scheduled run's execution window opens (see
 	// Gate.Window): no worker claims it before. Omitted when not scheduled.
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
+	// Forced is set when the request was approved by break-glass rather
+	// than by its quorum. Omitted when empty.
+	Forced *ForceRecord `json:"forced,omitempty"`
 }
 
 // EscalationRecord is one step of a gate's Escalate, applied once per
@@ -173,6 +176,9 @@ type Gate struct {
 	// rule's window:, nil for any time). Not part of the fingerprint;
 	// omitted when nil.
 	Window *Window `json:"window,omitempty"`
+	// BreakGlass, when set, lets its role force the approval (see
+	// BreakGlass). Not part of the fingerprint; omitted when empty.
+	BreakGlass *BreakGlass `json:"break_glass,omitempty"`
 }
 
 // ApprovalSpec is what a policy rule requires before its actions run.

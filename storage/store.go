@@ -113,6 +113,16 @@ type Tx interface {
 	// (empty when none was).
 	MessageLocations(ctx context.Context, runID string) ([]*record.MessageLocation, error)
 
+	// InsertReview stores the follow-up review of a forced approval
+	// (Version is set to 1). ErrDuplicate when the run has one already.
+	InsertReview(ctx context.Context, r *record.Review) error
+	// Review loads a run's review. ErrNotFound.
+	Review(ctx context.Context, runID string) (*record.Review, error)
+	// Reviews lists the reviews in status, soonest due first.
+	Reviews(ctx context.Context, status record.ReviewStatus) ([]*record.Review, error)
+	// UpdateReview is a compare-and-set on r.Version. ErrConflict, ErrNotFound.
+	UpdateReview(ctx context.Context, r *record.Review) error
+
 	// InsertDecision stores a decision; ErrDuplicate when this approver already
 	// decided this request. Sets d.ID.
 	InsertDecision(ctx context.Context, d *record.Decision) error

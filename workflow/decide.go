@@ -49,6 +49,10 @@ type DecideInput struct {
 	PayloadDigest string
 	// deputy is what delegations to Approver let them do (delegate.go).
 	deputy *deputy
+	// Force approves at once, whatever the quorum, when the approver holds
+	// the role of the rule's break_glass; Reason is then the justification
+	// (required). See forcer.
+	Force bool
 }
 
 // Decide records a decision by compare-and-set. It refuses (changing nothing but
@@ -58,6 +62,9 @@ type DecideInput struct {
 // A decision that completes the quorum leaves the run executing; call Resume to
 // run the actions.
 func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error) {
+	if in.Force {
+		return e.forces.force(ctx, e, in)
+	}
 	actor := in.Approver.ID
 	if err := validateDecision(in); err != nil {
 		return nil, e.runs.Refuse(ctx, actor, err)

@@ -37,7 +37,8 @@ type Config struct {
 	// Failpoint, when set, is called at each write boundary with its name
 	// (after-step-N, before-decision-commit, after-decision-commit, after-intent,
 	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind, after-escalate,
-	// after-schedule, after-release, after-delegate).
+	// after-schedule, after-release, after-delegate,
+	// after-force-commit, after-acknowledge-commit).
 	// Crash tests make it kill the process.
 	Failpoint func(name string)
 	// CheckAttempts and ExecAttempts bound retries of transient failures.
@@ -157,6 +158,10 @@ type Engine struct {
 	// decisions admits people's decisions.
 	decisions *decider
 	reminders *reminder
+	// forces admit forced approvals (break-glass).
+	forces *forcer
+	// reviews keep the follow-up reviews of forced approvals.
+	reviews *reviewer
 	// escalations widen who may decide as time passes.
 	escalations *escalator
 	// windows keep approved runs inside their execution window.
@@ -237,6 +242,8 @@ func New(cfg Config) (*Engine, error) {
 	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
 	e.reminders = newReminder(e)
 	e.delegations = &delegations{runs: e.runs, store: e.store, in: e.in, dir: e.dir, roles: e.roles, log: e.log, fail: e.fail}
+	e.reviews = &reviewer{runs: e.runs, store: e.store, in: e.in, roles: e.roles, dir: e.dir, fail: e.fail}
+	e.forces = &forcer{dc: e.decisions, reviews: e.reviews, fail: e.fail}
 	e.escalations = newEscalator(e)
 	e.windows = &scheduler{runs: e.runs, log: e.log, fail: e.fail}
 	return e, nil

@@ -158,6 +158,7 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 			continue
 		}
 		rules = appendUnique(rules, out.Rule)
+		g.BreakGlass = mergeBreakGlass(gk.roles, g.BreakGlass, g.Approval == nil, out.BreakGlass)
 		if g.Approval == nil {
 			a := *out.Approval
 			g.Approval = &a

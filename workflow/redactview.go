@@ -109,6 +109,11 @@ func RedactView(v *RunView, shown func(action string, args json.RawMessage) json
 	}
 	out.Reminders = slices.Clone(v.Reminders)
 	out.Escalations = slices.Clone(v.Escalations)
+	if v.Forced != nil {
+		f := *v.Forced
+		f.Reason = h.text(f.Reason)
+		out.Forced = &f
+	}
 	out.Summary, out.Reason = h.text(v.Summary), h.text(v.Reason)
 	return &out
 }

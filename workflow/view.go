@@ -50,6 +50,8 @@ type RunView struct {
 	// Escalations are the escalation steps applied to the pending request
 	// (the gate's escalate), oldest first.
 	Escalations []record.EscalationRecord `json:"escalations,omitempty"`
+	// Forced is set when the approval was forced (break-glass).
+	Forced *record.ForceRecord `json:"forced,omitempty"`
 	// RetryAt is when an executing run that waits for its target (a
 	// Retry-After, a backoff, an action still in progress) is asked again.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
@@ -211,6 +213,7 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 		v.Resolutions = st.Resolutions
 		v.Reminders = st.Reminders
 		v.Escalations = st.Escalations
+		v.Forced = st.Forced
 		if st.Actions != nil {
 			v.Actions = st.Actions
 		}

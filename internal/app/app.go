@@ -265,7 +265,7 @@ func (a *app) engineConfig(o options, actions map[string]*workflow.ActionSpec, c
 		// Every process that changes runs queues the Slack messages, so a CLI
 		// decision is posted by whichever server delivers the outbox; the
 		// outcome goes to requesters who are Slack users.
-		wcfg.Hooks = append(wcfg.Hooks, bot.Outbox{SlackUserOf: cfg.Requesters.SlackUserOf, Details: true})
+		wcfg.Hooks = append(wcfg.Hooks, bot.Outbox{SlackUserOf: cfg.Requesters.SlackUserOf, Details: true, AuditChannel: cfg.Slack.AuditChannel})
 		a.slackAPI = bot.NewAPI(a.getenv("SLACK_BOT_TOKEN"), cfg.Slack.APIURL, 10*time.Second)
 		if len(cfg.Slack.UserGroups) > 0 {
 			a.dir = bot.NewDirectory(cfg.Roles, cfg.Slack.UserGroups, a.slackAPI, 5*time.Minute, workflow.SystemClock{})

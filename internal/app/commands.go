@@ -111,7 +111,7 @@ func (c *cli) root() *cobra.Command {
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.resolveCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.anchorCmd(), c.shopCmd(), c.expireCmd(), c.remindCmd(), c.escalateCmd(), c.serveCmd(), c.waitCmd(),
 		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(), c.outboxCmd(), c.tokenCmd(), c.slackCmd(),
-		c.delegateCmd(), c.delegationsCmd(),
+		c.delegateCmd(), c.delegationsCmd(), c.reviewCmd(), c.reviewsCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
 	return root
@@ -404,6 +404,7 @@ func (c *cli) traceCmd() *cobra.Command {
 func (c *cli) decideCmd(verb string) *cobra.Command {
 	var as, name, reason, edit, fingerprint string
 	var action int
+	var force bool
 	short := "Approve a waiting run as a member of the config's roles"
 	if verb == "reject" {
 		short = "Reject a waiting run, with a reason"
@@ -425,6 +426,9 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 				if reason == "" {
 					return usageError{"reject needs --reason"}
 				}
+			}
+			if in.Force = force; force && reason == "" {
+				return usageError{"approve --force needs --reason, the justification"}
 			}
 			if edit != "" {
 				if !json.Valid([]byte(edit)) {
@@ -468,6 +472,7 @@ func (c *cli) decideCmd(verb string) *cobra.Command {
 	if verb == "approve" {
 		cmd.Flags().StringVar(&edit, "edit", "", "approve with these arguments instead, where policy allows editing: a JSON object that replaces the action's whole argument object (give every argument, not only the changed ones)")
 		cmd.Flags().IntVar(&action, "action", 1, "which action --edit replaces (1-based)")
+		cmd.Flags().BoolVar(&force, "force", false, "break-glass: approve at once, whatever the quorum, where the rule's break_glass role allows it (--reason required; announced and reviewed)")
 	}
 	return cmd
 }

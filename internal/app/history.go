@@ -102,6 +102,9 @@ type eventDetail struct {
 	At         string            `json:"at"`
 	Window     string            `json:"window"`
 	OnBehalfOf string            `json:"on_behalf_of"`
+	Role       string            `json:"role"`
+	ReviewRole string            `json:"review_role"`
+	ReviewDue  string            `json:"review_due"`
 }
 
 // historyEvent is one event of a checkpoint, with its detail, the state the
@@ -158,6 +161,12 @@ var eventSays = map[record.Event]func(h historyEvent) []string{
 			return []string{"rejected by " + by}
 		}
 		return []string{"approved by " + by}
+	},
+	record.EventPolicyBypassed: func(h historyEvent) []string {
+		return []string{"approval forced by " + h.ev.Actor + " (" + h.d.Role + "), bypassing the quorum; review by " + h.d.ReviewRole + " due " + h.d.ReviewDue}
+	},
+	record.EventReviewAcknowledged: func(h historyEvent) []string {
+		return []string{"review of the forced approval acknowledged by " + h.ev.Actor}
 	},
 	record.EventEdited:     editWhat,
 	record.EventReassigned: func(h historyEvent) []string { return []string{"reassigned to " + h.d.To} },

@@ -303,6 +303,7 @@ func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.
 	if g.Window != nil {
 		fmt.Fprintf(w, "  runs only within its execution window %s\n", term(g.Window.String()))
 	}
+	renderForced(w, v)
 	fmt.Fprintf(w, "  fingerprint %s  (%s)\n", term(policy.ShortFingerprint(g.Fingerprint)), term(g.Fingerprint))
 }
 
