@@ -259,7 +259,16 @@ type Gate struct {
 		Role         string       `json:"role"`
 		SelfApproval bool         `json:"self_approval"`
 	} `json:"approval,omitempty"`
-	Assignee *string    `json:"assignee,omitempty"`
+	Assignee *string `json:"assignee,omitempty"`
+
+	// BreakGlass Who may force the approval (the rule's break_glass), and who reviews a forced one within how long.
+	BreakGlass *struct {
+		Review struct {
+			Role          string `json:"role"`
+			WithinSeconds int    `json:"within_seconds"`
+		} `json:"review"`
+		Role string `json:"role"`
+	} `json:"break_glass,omitempty"`
 	Deadline *time.Time `json:"deadline,omitempty"`
 
 	// Escalate The rule's escalation steps, in order of after_seconds.
@@ -339,18 +348,9 @@ type Proposal = workflow.Proposal
 type Requirement struct {
 	AllOf *[]Requirement `json:"all_of,omitempty"`
 	AnyOf *[]Requirement `json:"any_of,omitempty"`
-
-	// BreakGlass Who may force the approval (the rule's break_glass), and who reviews a forced one within how long.
-	BreakGlass *struct {
-		Review struct {
-			Role          string `json:"role"`
-			WithinSeconds int    `json:"within_seconds"`
-		} `json:"review"`
-		Role string `json:"role"`
-	} `json:"break_glass,omitempty"`
-	Count *int      `json:"count,omitempty"`
-	Role  *string   `json:"role,omitempty"`
-	Users *[]string `json:"users,omitempty"`
+	Count *int           `json:"count,omitempty"`
+	Role  *string        `json:"role,omitempty"`
+	Users *[]string      `json:"users,omitempty"`
 }
 
 // ResolveRequest defines model for ResolveRequest.

@@ -162,7 +162,8 @@ func newEnv(t testing.TB) *env {
 func newEnvOn(t testing.TB, st storage.Store, tweaks ...func(*policy.Rule)) *env {
 	t.Helper()
 	everything := policy.Rule{Name: "everything", When: "true", Risk: "high",
-		Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}}
+		Approval:   &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)},
+		BreakGlass: &record.BreakGlass{Role: "team_lead", Review: record.BreakGlassReview{Role: "team_lead", Within: 3600}}}
 	for _, f := range tweaks {
 		f(&everything)
 	}

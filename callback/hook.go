@@ -35,9 +35,9 @@ var Types = map[record.Status]string{
 	record.StatusNeedsAttention:  "run.needs_attention",
 }
 
-// EventTypes are the event types of transitions that leave a run in its
-// status but change what an agent waiting on it should know: who may decide,
-// and until when.
+// EventTypes are the event types of transitions an agent should hear of
+// besides a status it enters: who may decide and until when changed, or the
+// approval was forced.
 var EventTypes = map[record.Event]string{
 	record.EventReminded:  "run.reminded",
 	record.EventEscalated: "run.escalated",
@@ -46,15 +46,14 @@ var EventTypes = map[record.Event]string{
 	record.EventPolicyBypassed: "run.policy_bypassed",
 }
 
-// eventType is the type of the event t announces, if any: the status it
-// entered, else what happened while the status stayed.
+// eventType is the type of the event t announces, if any: what happened,
+// when it is one of EventTypes, else the status it entered.
 func eventType(t *workflow.Transition) (string, bool) {
-	if t.Run.Status != t.From {
-		typ, ok := Types[t.Run.Status]
-		return typ, ok
+	if typ, ok := EventTypes[t.Event]; ok {
+		return typ, true
 	}
-	typ, ok := EventTypes[t.Event]
-	return typ, ok
+	typ, ok := Types[t.Run.Status]
+	return typ, ok && t.Run.Status != t.From
 }
 
 // Event is what a receiver gets: a fresh id (the webhook-id header), the type,

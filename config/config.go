@@ -351,8 +351,8 @@ type fileRule struct {
 	Notify     []string         `yaml:"notify"`
 	Remind     []string         `yaml:"remind"`
 	Escalate   []fileEscalation `yaml:"escalate"`
-	BreakGlass *fileBreakGlass  `yaml:"break_glass"`
 	Window     *fileWindow      `yaml:"window"`
+	BreakGlass *fileBreakGlass  `yaml:"break_glass"`
 }
 
 // fileEscalation is one step of a rule's escalate: list.
