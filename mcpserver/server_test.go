@@ -303,45 +303,69 @@ func TestBadInputIsAToolError(t *testing.T) {
 	}
 }
 
-func TestHTTPNeedsAToken(t *testing.T) {
+func TestHTTPChecksEachRequest(t *testing.T) {
 	h := newHarness(t)
-	handler, err := h.srv.Handler(mcpserver.HTTPConfig{Tokens: []bearer.Token{
-		{ID: "coder", SHA256: sha256.Sum256([]byte("sk_coder")), Requester: "agent:coder", Scopes: []string{"submit", "read"}}}})
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	handler, err := h.srv.Handler(mcpserver.HTTPConfig{Rate: 1, Burst: 5, Now: func() time.Time { return now },
+		Origins: []string{"https://ide.example"}, Tokens: []bearer.Token{
+			{ID: "coder", SHA256: sha256.Sum256([]byte("sk_coder")), Requester: "agent:coder", Scopes: []string{"submit", "read"}},
+			{ID: "slow", SHA256: sha256.Sum256([]byte("sk_slow")), Requester: "agent:other", Scopes: []string{"read"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(handler)
 	t.Cleanup(hs.Close)
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	huge := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", mcpserver.MaxBodyBytes) + `"}}`
 	for _, c := range []struct {
-		name, auth, origin string
-		want               int
+		name, auth, origin, host, body string
+		want                           int
 	}{
-		{"no token", "", "", http.StatusUnauthorized},
-		{"unknown token", "Bearer sk_nope", "", http.StatusUnauthorized},
-		{"another origin", "Bearer sk_coder", "https://evil.example", http.StatusForbidden},
-		{"the token", "Bearer sk_coder", "", http.StatusOK},
+		{"no token", "", "", "", init, http.StatusUnauthorized},
+		{"unknown token", "Bearer sk_nope", "", "", init, http.StatusUnauthorized},
+		{"another origin", "Bearer sk_coder", "https://evil.example", "", init, http.StatusForbidden},
+		{"an allowed origin", "Bearer sk_coder", "https://ide.example", "", init, http.StatusOK},
+		{"the token", "Bearer sk_coder", "", "", init, http.StatusOK},
+		{"another host on localhost (DNS rebinding)", "Bearer sk_coder", "", "evil.example", init, http.StatusForbidden},
+		{"a body too large", "Bearer sk_coder", "", "", huge, http.StatusRequestEntityTooLarge},
+		{"the slow token's first", "Bearer sk_slow", "", "", init, http.StatusOK},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(init))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			if c.auth != "" {
-				req.Header.Set("Authorization", c.auth)
-			}
-			if c.origin != "" {
-				req.Header.Set("Origin", c.origin)
-			}
-			res, err := hs.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			if res.StatusCode != c.want {
-				t.Fatalf("status %d, want %d", res.StatusCode, c.want)
+			if got := post(t, hs, c.auth, c.origin, c.host, c.body); got != c.want {
+				t.Fatalf("status %d, want %d", got, c.want)
 			}
 		})
 	}
+	// The slow token's bucket (5, refilled at 1 a second on a clock that
+	// does not move) runs dry; the other token's is its own.
+	for range 4 {
+		post(t, hs, "Bearer sk_slow", "", "", init)
+	}
+	if got := post(t, hs, "Bearer sk_slow", "", "", init); got != http.StatusTooManyRequests {
+		t.Fatalf("past the burst: status %d, want 429", got)
+	}
+}
+
+func post(t *testing.T, hs *httptest.Server, auth, origin, host, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	res, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // TestHTTPToolsSpeakForTheToken calls through the SDK's own streamable
