@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -369,7 +370,7 @@ func post(t *testing.T, hs *httptest.Server, auth, origin, host, body string) in
 }
 
 // TestHTTPToolsSpeakForTheToken calls through the SDK's own streamable
-// client: the run is the token's requester's, and a scope the token lacks
+// client, in the newest revision: the run is the token's requester's, and a scope the token lacks
 // is refused.
 func TestHTTPToolsSpeakForTheToken(t *testing.T) {
 	h := newHarness(t)
@@ -387,6 +388,9 @@ func TestHTTPToolsSpeakForTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want the newest revision, 2026-07-28", v)
+	}
 	sub := callJSON[mcpserver.Submitted](t, cs, "request_approval", map[string]any{"actions": []any{deployAction}})
 	v, err := h.engine.Get(context.Background(), sub.RunID)
 	if err != nil || v.Requester.ID != "agent:coder" {
@@ -416,4 +420,63 @@ func runIn(t *testing.T, msg string) string {
 		t.Fatalf("%q names no run", msg)
 	}
 	return m[1]
+}
+
+// TestHTTPOlderRevisions: a client of an older protocol revision, which
+// initializes first and sends its version on each request, is answered in
+// its revision, stateless.
+func TestHTTPOlderRevisions(t *testing.T) {
+	h := newHarness(t)
+	handler, err := h.srv.Handler(mcpserver.HTTPConfig{Rate: 1e6, Burst: 1e6, Tokens: []bearer.Token{
+		{ID: "coder", SHA256: sha256.Sum256([]byte("sk_coder")), Requester: "agent:coder", Scopes: []string{"submit", "read"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(handler)
+	t.Cleanup(hs.Close)
+	for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			init := rpc(t, hs, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			var ir struct {
+				Result struct {
+					ProtocolVersion string `json:"protocolVersion"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(init, &ir); err != nil || ir.Result.ProtocolVersion != version {
+				t.Fatalf("initialize = %s, want %s", init, version)
+			}
+			call := rpc(t, hs, version, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"permission_prompt","arguments":{"tool_name":"Read","input":{"file_path":"a"}}}}`)
+			if !strings.Contains(string(call), `{\"behavior\":\"allow\",\"updatedInput\":{\"file_path\":\"a\"}}`) {
+				t.Fatalf("tools/call = %s, want allow", call)
+			}
+		})
+	}
+}
+
+// rpc posts one JSON-RPC message and returns the answer, from a JSON body
+// or the one event of a stream.
+func rpc(t *testing.T, hs *httptest.Server, version, body string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer sk_coder")
+	if version != "" {
+		req.Header.Set("Mcp-Protocol-Version", version)
+	}
+	res, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", res.StatusCode, b)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			return []byte(data)
+		}
+	}
+	return b
 }
