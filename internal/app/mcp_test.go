@@ -92,8 +92,9 @@ func mcpText(t *testing.T, cs *mcp.ClientSession, tool string, args any) string 
 
 // TestMCPServerForACodingAgent runs the mcpServers entry of docs/mcp.md
 // against its config: a read is allowed at once; a command is denied as
-// waiting, approved on the CLI (another process) with an edit, and the
-// same call again is allowed with the edited input, from the same run.
+// waiting, approved on the CLI (another process) with an edit after the
+// server stopped, and the same call to a new server is allowed with the
+// edited input, from the same run.
 func TestMCPServerForACodingAgent(t *testing.T) {
 	dir := t.TempDir()
 	cfg := mcpDocConfig(t, dir)
@@ -114,8 +115,12 @@ func TestMCPServerForACodingAgent(t *testing.T) {
 	if m == nil {
 		t.Fatalf("Bash = %s, want deny as waiting", denied)
 	}
+	// The agent goes away (the server with it) while the call waits; the
+	// approval comes meanwhile, and the agent started again asks again.
+	cs.Close()
 	must(t, dir, 0, "--config", cfg, "approve", m[1], "--as", "U0LEAD0001",
 		"--edit", `{"tool_name":"Bash","input":{"command":"make deploy-staging"}}`)
+	cs = mcpStdio(t, dir, doc.MCPServers["signoff"], "--hold", "10ms")
 	if got := mcpText(t, cs, "permission_prompt", bash); got != `{"behavior":"allow","updatedInput":{"command":"make deploy-staging"}}` {
 		t.Fatalf("Bash after approval = %s", got)
 	}
