@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -57,7 +58,10 @@ func (t *tools) permissionPrompt(ctx context.Context, requester string, raw json
 		Actions: []record.Action{{Name: t.s.cfg.PermissionAction, Args: b}}, IdempotencyKey: "permission:" + digest}
 	run, _, err := t.s.engine.SubmitReplay(ctx, p)
 	if err != nil {
-		if re, ok := err.(*record.RefusedError); ok {
+		// A refusal (the action not configured, the requester unknown, a
+		// rate) is the agent's answer, not a failure of the tool.
+		var re *record.RefusedError
+		if errors.As(err, &re) {
 			return answer(Permission{Behavior: "deny", Message: "signoff refused the request: " + re.Error()})
 		}
 		return nil, err

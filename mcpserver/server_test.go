@@ -480,3 +480,18 @@ func rpc(t *testing.T, hs *httptest.Server, version, body string) []byte {
 	}
 	return b
 }
+
+// TestPermissionPromptOfAnActionNotConfigured: the prompt proposes an
+// action the config must declare; without it every call is denied, saying so.
+func TestPermissionPromptOfAnActionNotConfigured(t *testing.T) {
+	h := newHarness(t)
+	srv, err := mcpserver.New(mcpserver.Config{Engine: h.engine, PermissionAction: "claude_tool", Hold: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = srv
+	p := permission(t, h.client("agent:coder"), map[string]any{"tool_name": "Read", "input": map[string]any{}})
+	if p.Behavior != "deny" || !strings.Contains(p.Message, `unknown action "claude_tool"`) {
+		t.Fatalf("= %+v, want deny naming the action", p)
+	}
+}
