@@ -3,12 +3,16 @@ package app
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -28,15 +32,7 @@ var nodeClient = filepath.Join("testdata", "mcpclient")
 // from another process, and the same call again is allowed from the same
 // run; a prompt without input is a tool error.
 func TestMCPServerWithTheTypeScriptSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	_, missing := os.Stat(filepath.Join(nodeClient, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	if err != nil || missing != nil {
-		msg := "the TypeScript MCP SDK is not installed: run npm ci in internal/app/" + filepath.ToSlash(nodeClient) + " (needs node)"
-		if os.Getenv(mcpNodeEnv) != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	node := nodeSDK(t)
 	dir := t.TempDir()
 	cfg := mcpDocConfig(t, dir)
 	var doc struct {
@@ -52,6 +48,31 @@ func TestMCPServerWithTheTypeScriptSDK(t *testing.T) {
 		"command": self, "args": append(slices.Clone(e.Args), "--hold", "10ms"), "cwd": dir,
 		"env": map[string]string{asMainEnv: "1", "PATH": os.Getenv("PATH"), "HOME": dir},
 	})
+	nodeAgent(t, node, dir, cfg, entry)
+}
+
+// nodeSDK is node, with the TypeScript SDK installed beside the client; the
+// test is skipped without them, unless mcpNodeEnv says they must be there.
+func nodeSDK(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	_, missing := os.Stat(filepath.Join(nodeClient, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	if err != nil || missing != nil {
+		msg := "the TypeScript MCP SDK is not installed: run npm ci in internal/app/" + filepath.ToSlash(nodeClient) + " (needs node)"
+		if os.Getenv(mcpNodeEnv) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node
+}
+
+// nodeAgent runs the client on the server entry: a read is allowed at once;
+// a command is denied as waiting, approved from another process, and the
+// same call again is allowed from the same run; a prompt without input is a
+// tool error.
+func nodeAgent(t *testing.T, node, dir, cfg string, entry []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "client.mjs", string(entry))
@@ -115,4 +136,40 @@ func TestMCPServerWithTheTypeScriptSDK(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &runs); err != nil || len(runs) != 2 {
 		t.Fatalf("%d runs (%v), want 2: the retry attached to its run", len(runs), err)
 	}
+}
+
+// TestMCPServerOverHTTPWithTheTypeScriptSDK is the same agent over
+// streamable HTTP, reaching the server by the entry of docs/mcp.md, "Over
+// HTTP", with its token.
+func TestMCPServerOverHTTPWithTheTypeScriptSDK(t *testing.T) {
+	node := nodeSDK(t)
+	dir := t.TempDir()
+	cfg := mcpDocConfig(t, dir)
+	const secret = "sk_mcp_end_to_end"
+	sum := sha256.Sum256([]byte(secret))
+	addToken(t, cfg, hex.EncodeToString(sum[:]))
+	addr := freeAddr(t)
+	cmd, _, _ := child(t, dir, nil, "--config", cfg, "mcp", "server", "--listen", addr, "--hold", "10ms")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	waitFor(t, "the mcp server to listen", func() bool {
+		res, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			res.Body.Close()
+		}
+		return err == nil
+	})
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "Over HTTP", &doc)
+	e := doc.MCPServers["signoff"]
+	if e.Type != "http" || !strings.Contains(e.URL, "127.0.0.1:8766") || e.Headers["Authorization"] != "Bearer ${SIGNOFF_MCP_TOKEN}" {
+		t.Fatalf("the entry %+v", e)
+	}
+	entry, _ := json.Marshal(map[string]any{"url": strings.Replace(e.URL, "127.0.0.1:8766", addr, 1),
+		"headers": map[string]string{"Authorization": "Bearer " + secret}})
+	nodeAgent(t, node, dir, cfg, entry)
 }

@@ -197,23 +197,14 @@ func TestMCPServerOverHTTP(t *testing.T) {
 	if args[0] != "signoff" || args[len(args)-2] != "--listen" {
 		t.Fatalf("command %v", args)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	args[len(args)-1] = addr
 	if args[2] != "signoff.yaml" {
 		t.Fatalf("command %v: want --config signoff.yaml", args)
 	}
 	args[2] = cfg
-	// The config of the docs has no token: the server refuses to start.
-	y, _ := os.ReadFile(cfg)
-	y = append(y, []byte("\napi:\n  tokens:\n    - {id: coder, sha256: \""+strings.Repeat("ab", 32)+"\", requester: agent:coder, scopes: [submit, read]}\n")...)
-	if err := os.WriteFile(cfg, y, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// The config of the docs has no token, and over HTTP every call needs one.
+	addToken(t, cfg, strings.Repeat("ab", 32))
 	cmd, _, _ := child(t, dir, nil, args[1:]...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -221,11 +212,36 @@ func TestMCPServerOverHTTP(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
 	var res *http.Response
 	waitFor(t, "the mcp server to listen", func() bool {
+		var err error
 		res, err = http.Post("http://"+addr+"/", "application/json", strings.NewReader(`{}`))
 		return err == nil
 	})
 	res.Body.Close()
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("status %d, want 401", res.StatusCode)
+	}
+}
+
+// freeAddr is a local address no one listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// addToken adds a token of agent:coder (submit, read) to the config at cfg.
+func addToken(t *testing.T, cfg, sha256Hex string) {
+	t.Helper()
+	y, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y = append(y, []byte("\napi:\n  tokens:\n    - {id: coder, sha256: \""+sha256Hex+"\", requester: agent:coder, scopes: [submit, read]}\n")...)
+	if err := os.WriteFile(cfg, y, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,14 +1,18 @@
 // A coding agent's side of signoff mcp server, on the TypeScript MCP SDK:
-// it starts the server as its mcpServers entry says (argv[2], JSON), lists
+// it starts the server as its mcpServers entry says (argv[2], JSON), or
+// reaches it at the entry's url with its headers, lists
 // the tools, asks permission for a read and for a command, waits for one
 // line on stdin (the test approves the command meanwhile), and asks for the
 // command again. Each answer is printed as one JSON line.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createInterface } from "node:readline";
 
 const entry = JSON.parse(process.argv[2]);
-const transport = new StdioClientTransport({ command: entry.command, args: entry.args, env: entry.env, cwd: entry.cwd, stderr: "inherit" });
+const transport = entry.url
+  ? new StreamableHTTPClientTransport(new URL(entry.url), { requestInit: { headers: entry.headers } })
+  : new StdioClientTransport({ command: entry.command, args: entry.args, env: entry.env, cwd: entry.cwd, stderr: "inherit" });
 const client = new Client({ name: "signoff-e2e", version: "1.0.0" });
 await client.connect(transport);
 
