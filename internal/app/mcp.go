@@ -74,7 +74,7 @@ func (c *cli) serveMCP(a *app, o mcpOptions) error {
 	if _, ok := a.engine.Action(o.permissionAction); !ok && o.permissionAction != mcpserver.DefaultPermissionAction {
 		return usageError{fmt.Sprintf("--permission-action %s: no such action in the config", quote(o.permissionAction))}
 	}
-	s, err := mcpserver.New(mcpserver.Config{Engine: a.engine, Logger: a.log, Version: version(), PermissionAction: o.permissionAction, Hold: o.hold})
+	s, err := mcpserver.New(mcpserver.Config{Engine: a.engine, Logger: a.log, Version: strings.TrimPrefix(version(), "signoff "), PermissionAction: o.permissionAction, Hold: o.hold})
 	if err != nil {
 		return err
 	}
