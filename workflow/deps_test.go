@@ -107,7 +107,7 @@ func allows(a, imp string) bool {
 // under reports whether pkg is path or inside it.
 func under(pkg, path string) bool { return pkg == path || strings.HasPrefix(pkg, path+"/") }
 
-// TestEdgesUseTheEngine keeps the store the engine's: the edges (bot, api,
+// TestEdgesUseTheEngine keeps the store the engine's: the edges (bot, api, mcpserver,
 // callback, metrics) reach runs, the outbox and the requests they have
 // seen through the engine's methods and services, never through the store
 // (no storage.Store, no storage.Tx, no Engine.Store), and nothing outside
@@ -133,7 +133,7 @@ func TestEdgesUseTheEngine(t *testing.T) {
 		if under(pkg, "workflow", "storage") {
 			continue
 		}
-		edge := under(pkg, "bot", "api", "callback", "metrics")
+		edge := under(pkg, "bot", "api", "callback", "metrics", "mcpserver")
 		for _, name := range files {
 			if name == "" {
 				continue

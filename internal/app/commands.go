@@ -110,7 +110,7 @@ func (c *cli) root() *cobra.Command {
 		c.demoCmd(), c.submitCmd(), c.runCmd(), c.runsCmd(), c.showCmd(), c.traceCmd(),
 		c.decideCmd("approve"), c.decideCmd("reject"), c.cancelCmd(), c.resolveCmd(), c.extendCmd(), c.reassignCmd(), c.resumeCmd(),
 		c.historyCmd(), c.forkCmd(), c.verifyCmd(), c.anchorCmd(), c.shopCmd(), c.expireCmd(), c.remindCmd(), c.escalateCmd(), c.serveCmd(), c.waitCmd(),
-		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(), c.outboxCmd(), c.tokenCmd(), c.slackCmd(),
+		c.configCmd(), c.policyCmd(), c.benchCmd(), c.auditCmd(), c.pruneCmd(), c.outboxCmd(), c.tokenCmd(), c.slackCmd(), c.mcpCmd(),
 		c.delegateCmd(), c.delegationsCmd(), c.reviewCmd(), c.reviewsCmd(),
 	)
 	root.AddCommand(c.migrateCmd())
