@@ -24,11 +24,6 @@ func (h *harness) delegate(from, to string, d time.Duration) *record.Delegation 
 	return dl
 }
 
-func (h *harness) decideFor(id, who string, v record.Verdict) error {
-	_, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: id, Approver: record.Person{ID: who}, Verdict: v, Reason: "checked", Via: "cli"})
-	return err
-}
-
 // A delegate decides what their delegator may, as the delegator: the
 // decision, the checkpoint, the view and the audit event say on whose
 // behalf; the role is the delegator's.
