@@ -180,3 +180,42 @@ func TestAnApprovalInsideTheWindowExecutes(t *testing.T) {
 		t.Fatalf("%v %v, scheduled %d", got, err, h.events(run.ID, record.EventScheduled))
 	}
 }
+
+// TestAResolutionOutsideTheWindowSchedules: a run approved inside its
+// window that needed attention before its first action (no executor for
+// it in that build) and is resolved for a retry once the window closed
+// goes straight to scheduled by the resolution, and runs once at the next
+// opening.
+func TestAResolutionOutsideTheWindowSchedules(t *testing.T) {
+	h := newHarness(t)
+	p := windowPolicy(t, h.roles, officeHours)
+	h.clock.Set(monday.Add(time.Hour))
+	h.open(p)
+	run := h.submit(refund("PAY-1", 119))
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	h.open(p, func(c *workflow.Config) { c.Actions = map[string]*workflow.ActionSpec{} })
+	h.work()
+	if v := h.get(run.ID); v.Status != record.StatusNeedsAttention {
+		t.Fatalf("without its executor: %s (%s)", v.Status, v.Reason)
+	}
+	rec := &transitions{}
+	h.open(p, func(c *workflow.Config) { c.Hooks = append(c.Hooks, rec) })
+	h.clock.Set(monday.Add(8 * time.Hour)) // 17:00, closed
+	got, err := resolve(h, run.ID, "U0MGR00001", record.ResolveRetry, "")
+	if err != nil || got.Status != record.StatusScheduled {
+		t.Fatalf("resolve: %v %v", got, err)
+	}
+	tuesday := monday.AddDate(0, 0, 1)
+	h.wantScheduled(run.ID, tuesday)
+	if trs := rec.of(run.ID); len(trs) != 1 || trs[0].Event != record.EventResolved || h.events(run.ID, record.EventScheduled) != 1 {
+		t.Fatalf("transitions %d, scheduled %d: want the resolution alone, scheduled once", len(trs), h.events(run.ID, record.EventScheduled))
+	}
+	h.clock.Set(tuesday)
+	h.work()
+	h.work()
+	if v := h.get(run.ID); v.Status != record.StatusDone || len(h.target.Effects()) != 1 {
+		t.Fatalf("at the opening: %s, effects %v", v.Status, h.target.Effects())
+	}
+}
