@@ -12,8 +12,8 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// transitions records every transition the hooks are told of, as
-// "from>status:event".
+// transitions records every transition the hooks are told of, each with
+// a copy of its run row as the transition left it.
 type transitions struct {
 	mu  sync.Mutex
 	got []*workflow.Transition
