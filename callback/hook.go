@@ -46,14 +46,19 @@ var EventTypes = map[record.Event]string{
 	record.EventPolicyBypassed: "run.policy_bypassed",
 }
 
-// eventType is the type of the event t announces, if any: what happened,
-// when it is one of EventTypes, else the status it entered.
-func eventType(t *workflow.Transition) (string, bool) {
+// eventTypes are the types of the events t announces, in order: what
+// happened, when it is one of EventTypes, then the status it entered, when
+// it entered one of Types. Both only for a forced approval outside its
+// execution window, which schedules the run in the same transition.
+func eventTypes(t *workflow.Transition) []string {
+	var out []string
 	if typ, ok := EventTypes[t.Event]; ok {
-		return typ, true
+		out = append(out, typ)
 	}
-	typ, ok := Types[t.Run.Status]
-	return typ, ok && t.Run.Status != t.From
+	if typ, ok := Types[t.Run.Status]; ok && t.Run.Status != t.From {
+		out = append(out, typ)
+	}
+	return out
 }
 
 // Event is what a receiver gets: a fresh id (the webhook-id header), the type,
@@ -83,8 +88,8 @@ var _ workflow.Hook = Hook{}
 // engine's view of the transition, redacted), so it shows the status it
 // announces even when it is delivered much later.
 func (Hook) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record.OutboxMessage, error) {
-	typ, ok := eventType(t)
-	if !ok {
+	types := eventTypes(t)
+	if len(types) == 0 {
 		return nil, nil
 	}
 	// The sealed state's URL; without a state (a run put aside because it
@@ -101,17 +106,21 @@ func (Hook) OnTransition(ctx context.Context, t *workflow.Transition) ([]*record
 	if err != nil {
 		return nil, fmt.Errorf("render run %s for its callback: %w", t.Run.ID, err)
 	}
-	ev := Event{ID: NewEventID(), Type: typ, Run: v}
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
+	var ms []*record.OutboxMessage
+	for _, typ := range types {
+		ev := Event{ID: NewEventID(), Type: typ, Run: v}
+		body, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
+		}
+		p, err := json.Marshal(payload{URL: url, ID: ev.ID, Body: string(body)})
+		if err != nil {
+			return nil, fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
+		}
+		// The transition's own time: the event is due as soon as it commits.
+		ms = append(ms, &record.OutboxMessage{RunID: t.Run.ID, Kind: Kind, Payload: p, NextAttempt: t.Run.UpdatedAt, CreatedAt: t.Run.UpdatedAt})
 	}
-	p, err := json.Marshal(payload{URL: url, ID: ev.ID, Body: string(body)})
-	if err != nil {
-		return nil, fmt.Errorf("encode %s event of run %s: %w", typ, t.Run.ID, err)
-	}
-	// The transition's own time: the event is due as soon as it commits.
-	return []*record.OutboxMessage{{RunID: t.Run.ID, Kind: Kind, Payload: p, NextAttempt: t.Run.UpdatedAt, CreatedAt: t.Run.UpdatedAt}}, nil
+	return ms, nil
 }
 
 // NewEventID is a fresh event id: evt_ and 128 random bits.

@@ -143,7 +143,10 @@ func (h decisionHook) OnTransition(_ context.Context, t *workflow.Transition) ([
 		h.m.escalations.Inc()
 		return nil, nil
 	}
-	if t.Event == record.EventScheduled {
+	// An approval outside the window schedules its run in the approving
+	// transition itself (decided, edited, forced, submitted): it counts as
+	// a scheduling too.
+	if t.Event == record.EventScheduled || t.Run != nil && t.Run.Status == record.StatusScheduled && t.From != record.StatusScheduled {
 		h.m.scheduled.Inc()
 	}
 	if t.Event == record.EventPolicyBypassed {

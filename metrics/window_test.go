@@ -9,16 +9,24 @@ import (
 )
 
 // TestScheduledRunsAreCountedAndShown: each scheduling counts once (a
-// release does not), and signoff_runs has a scheduled series from the start.
+// release does not), an approval that schedules its run in its own
+// transition too, and signoff_runs has a scheduled series from the start.
 func TestScheduledRunsAreCountedAndShown(t *testing.T) {
 	m := New("test")
-	for _, ev := range []record.Event{record.EventScheduled, record.EventReleased, record.EventScheduled} {
-		if _, err := m.Hook().OnTransition(t.Context(), &workflow.Transition{Event: ev, Run: &record.Run{}}); err != nil {
+	scheduled := &record.Run{Status: record.StatusScheduled}
+	for _, tr := range []*workflow.Transition{
+		{Event: record.EventScheduled, From: record.StatusExecuting, Run: scheduled},
+		{Event: record.EventReleased, From: record.StatusScheduled, Run: &record.Run{Status: record.StatusExecuting}},
+		{Event: record.EventScheduled, From: record.StatusScheduled, Run: scheduled},
+		{Event: record.EventPolicyBypassed, From: record.StatusWaitingApproval, Run: scheduled},
+		{Event: record.EventDecided, From: record.StatusWaitingApproval, Run: scheduled},
+	} {
+		if _, err := m.Hook().OnTransition(t.Context(), tr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := testutil.ToFloat64(m.scheduled); got != 2 {
-		t.Fatalf("scheduled_total = %v, want 2", got)
+	if got := testutil.ToFloat64(m.scheduled); got != 4 {
+		t.Fatalf("scheduled_total = %v, want 4", got)
 	}
 	families, err := m.Registry().Gather()
 	if err != nil {

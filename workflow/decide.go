@@ -28,6 +28,8 @@ type decider struct {
 	policy *policy.Policy
 	roles  *policy.Roles
 	fail   func(string)
+	// windows says whether an approved run executes or waits for its window.
+	windows *scheduler
 }
 
 // DecideInput is one person's decision on a waiting run, from any channel.
@@ -59,8 +61,8 @@ type DecideInput struct {
 // the audit log) a person without the role, a requester approving their own
 // action where the rule forbids it, a stale fingerprint, a run that is no longer
 // waiting, and a decision after the deadline (which ends the run as expired).
-// A decision that completes the quorum leaves the run executing; call Resume to
-// run the actions.
+// A decision that completes the quorum leaves the run executing (call Resume to
+// run the actions), or scheduled when its execution window is closed.
 func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error) {
 	if in.Force {
 		return e.forces.force(ctx, e, in)
@@ -507,6 +509,7 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 		return err
 	}
 	from := l.Run.Status
+	var sched *scheduling
 	if in.Verdict == record.VerdictReject {
 		req.Status = record.RequestRejected
 		l.Run.Status = record.StatusRejected
@@ -522,8 +525,7 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 		}
 		if r := requirementOf(l.State.Gate); (r == nil && n >= req.Count) || (r != nil && dc.compositeMet(l, r, req.ID)) {
 			req.Status = record.RequestApproved
-			l.Run.Status = record.StatusExecuting
-			l.Run.Reason = ""
+			sched = dc.windows.approve(l)
 		}
 	}
 	if req.Status != record.RequestPending {
@@ -540,7 +542,10 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 	if d.OnBehalfOf != "" {
 		detail["on_behalf_of"] = d.OnBehalfOf
 	}
-	return dc.runs.Save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, detail, req)
+	if err := dc.runs.Save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, detail, req); err != nil {
+		return err
+	}
+	return sched.audit(ctx, tx, l)
 }
 
 func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *runtx.Loaded, d *record.Decision) error {
@@ -621,8 +626,10 @@ func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *runtx.Loaded
 	l.Run.Fingerprint = p.gate.Fingerprint
 	from := l.Run.Status
 	var next *record.ApprovalRequest
+	var sched *scheduling
 	if p.gate.Approval == nil {
-		l.Run.Status, l.Run.Deadline = record.StatusExecuting, time.Time{}
+		l.Run.Deadline = time.Time{}
+		sched = dc.windows.approve(l)
 	} else {
 		next = dc.gates.newRequest(l, p.gate)
 		l.Run.Deadline = next.Deadline
@@ -641,14 +648,17 @@ func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *runtx.Loaded
 				if err := tx.UpdateRequest(ctx, next); err != nil {
 					return fmt.Errorf("update approval request %s: %w", next.ID, err)
 				}
-				l.Run.Status = record.StatusExecuting
+				sched = dc.windows.approve(l)
 			}
 		}
 	}
-	return dc.runs.Save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
+	if err := dc.runs.Save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
 		"index": in.EditIndex, "args": json.RawMessage(p.edited), "fingerprint": p.gate.Fingerprint,
 		"status": l.Run.Status, "via": in.Via,
-	}, next)
+	}, next); err != nil {
+		return err
+	}
+	return sched.audit(ctx, tx, l)
 }
 
 // Cancel ends a run that has not started executing. The requester may cancel, and

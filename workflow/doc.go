@@ -9,8 +9,9 @@
 // # State machine
 //
 //	running ──steps──► proposed ──checks──► failed
-//	                           └─policy──► executing | waiting_approval
+//	                           └─policy──► executing | scheduled | waiting_approval
 //	waiting_approval ─approve─► executing ─receipts─► done
+//	                 ─approve, window closed─► scheduled
 //	                 ─reject──► rejected
 //	                 ─deadline► expired
 //	                 ─cancel──► cancelled

@@ -236,16 +236,16 @@ func New(cfg Config) (*Engine, error) {
 	e.exec = execute.New(execute.Config{Runs: e.runs, Store: e.store, Sealer: e.in, Actions: e.actions, Logger: e.log, Failpoint: e.fail,
 		Attempts: e.execN, Backoff: e.backoff, Owner: e.owner, TTL: e.ttl, Published: e.published,
 		Hide: func(actions []record.Action, text string) string { return hideIn(e.actions, actions, text) }})
+	e.windows = &scheduler{runs: e.runs, log: e.log, fail: e.fail}
 	e.gates = &gatekeeper{runs: e.runs, policy: e.policy, roles: e.roles, dir: e.dir, actions: e.actions,
-		clock: e.clock, checkN: e.checkN, backoff: e.backoff}
-	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole}
-	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail}
+		clock: e.clock, checkN: e.checkN, backoff: e.backoff, windows: e.windows}
+	e.resolutions = &resolver{runs: e.runs, roles: e.roles, resolveRole: e.resolveRole, windows: e.windows}
+	e.decisions = &decider{runs: e.runs, gates: e.gates, store: e.store, in: e.in, policy: e.policy, roles: e.roles, fail: e.fail, windows: e.windows}
 	e.reminders = newReminder(e)
 	e.delegations = &delegations{runs: e.runs, store: e.store, in: e.in, dir: e.dir, roles: e.roles, log: e.log, fail: e.fail}
 	e.reviews = &reviewer{runs: e.runs, store: e.store, in: e.in, roles: e.roles, dir: e.dir, fail: e.fail}
 	e.forces = &forcer{dc: e.decisions, reviews: e.reviews, fail: e.fail}
 	e.escalations = newEscalator(e)
-	e.windows = &scheduler{runs: e.runs, log: e.log, fail: e.fail}
 	return e, nil
 }
 

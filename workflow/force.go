@@ -119,7 +119,8 @@ func (f *forcer) admit(ctx context.Context, tx storage.Tx, l *runtx.Loaded, in D
 	return req, nil
 }
 
-// apply approves req at once and moves the run to executing, remembering
+// apply approves req at once and moves the run to executing (or scheduled,
+// outside its window: see scheduler.approve), remembering
 // the force and when its review is due.
 func (f *forcer) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, req *record.ApprovalRequest, in DecideInput, role string) error {
 	dc := f.dc
@@ -145,11 +146,14 @@ func (f *forcer) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, req 
 		return err
 	}
 	from := l.Run.Status
-	l.Run.Status, l.Run.Reason = record.StatusExecuting, ""
-	return dc.runs.Save(ctx, tx, l, from, record.EventPolicyBypassed, in.Approver.ID, map[string]string{
+	sched := dc.windows.approve(l)
+	if err := dc.runs.Save(ctx, tx, l, from, record.EventPolicyBypassed, in.Approver.ID, map[string]string{
 		"reason": in.Reason, "role": role, "via": string(in.Via), "request_id": req.ID,
 		"break_glass_role": bg.Role, "review_role": fr.ReviewRole, "review_due": fr.ReviewDue.Format(time.RFC3339),
-	}, req)
+	}, req); err != nil {
+		return err
+	}
+	return sched.audit(ctx, tx, l)
 }
 
 // mergeBreakGlass is the break_glass of a proposal whose actions matched

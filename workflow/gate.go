@@ -25,6 +25,9 @@ type gatekeeper struct {
 	clock   Clock
 	checkN  int
 	backoff func(int) time.Duration
+	// windows says whether a run that needs no approval executes now or
+	// waits for its window.
+	windows *scheduler
 }
 
 // propose runs the checks (read-only, in parallel, joined once) and the policy
@@ -70,17 +73,21 @@ func (gk *gatekeeper) propose(ctx context.Context, l *runtx.Loaded, from record.
 	st.Gate = gate
 	l.Run.Fingerprint = gate.Fingerprint
 	var req *record.ApprovalRequest
+	var sched *scheduling
 	if gate.Approval == nil {
-		l.Run.Status = record.StatusExecuting
+		sched = gk.windows.approve(l)
 	} else {
 		l.Run.Status = record.StatusWaitingApproval
 		l.Run.Deadline = *gate.Deadline
 		req = gk.newRequest(l, gate)
 	}
 	return gk.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		return gk.runs.Save(ctx, tx, l, from, event, actor, map[string]any{
+		if err := gk.runs.Save(ctx, tx, l, from, event, actor, map[string]any{
 			"status": l.Run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
-		}, req)
+		}, req); err != nil {
+			return err
+		}
+		return sched.audit(ctx, tx, l)
 	})
 }
 

@@ -23,6 +23,9 @@ type resolver struct {
 	runs        *runtx.Runs
 	roles       *policy.Roles
 	resolveRole string
+	// windows says whether a run a resolution sends back to execution
+	// before its first action may run now or waits for its window.
+	windows *scheduler
 }
 
 // ResolveInput is a person's resolution of a run that needs attention.
@@ -93,7 +96,14 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 				return fmt.Errorf("record the resolution of %s: %w", op.Key, err)
 			}
 		}
+		var sched *scheduling
+		if l.Run.Status == record.StatusExecuting {
+			sched = e.resolutions.windows.approve(l)
+		}
 		if err := e.runs.Save(ctx, tx, l, record.StatusNeedsAttention, record.EventResolved, in.By.ID, detail, nil); err != nil {
+			return err
+		}
+		if err := sched.audit(ctx, tx, l); err != nil {
 			return err
 		}
 		run = l.Run

@@ -25,20 +25,78 @@ type scheduler struct {
 	fail func(string)
 }
 
-// hold schedules l, an executing run, when its window is closed and none
-// of its actions has started: once one has, the run finishes, as a person
-// watching it expects, rather than stopping halfway. held says whether it
-// did (or another moved the run on first); the caller reloads.
-func (s *scheduler) hold(ctx context.Context, l *runtx.Loaded) (held bool, err error) {
+// due is the one answer to "does l, approved, run now or wait for its
+// window, and until when": it waits when its gate has a window that is
+// closed at now and none of its actions has started (once one has, the run
+// finishes, as a person watching it expects, rather than stopping
+// halfway), until the window next opens. at is zero for a window that
+// never opens (a damaged gate: Check refuses one in the config). Every
+// path that approves a run (approve), the check right before the first
+// intent (hold) and the release of a scheduled run (release) ask it.
+func (s *scheduler) due(l *runtx.Loaded, now time.Time) (at time.Time, wait bool) {
 	g := l.State.Gate
-	if g == nil || g.Window == nil || len(l.State.Operations) > 0 {
+	if g == nil || g.Window == nil || len(l.State.Operations) > 0 || g.Window.Open(now) {
+		return time.Time{}, false
+	}
+	return g.Window.Next(now), true
+}
+
+// approve moves l on in the transition that approves it (a quorum met, an
+// edit approved at once or needing no approval, a forced approval, a
+// proposal that needs none, a resolution that sends it back to execution):
+// to executing, or straight to scheduled when due says it waits, so that
+// the run is never seen executing outside its window. The caller saves l
+// with its own event, then calls the returned scheduling's audit in the
+// same transaction: the approval and the scheduling are two audit events
+// on the one checkpoint, as the last receipt and the run's end are, so the
+// audit and history say both what was decided and that it waits, while
+// hooks are told of the one transition (one rewrite of the approval
+// message, one run.scheduled callback).
+func (s *scheduler) approve(l *runtx.Loaded) *scheduling {
+	l.Run.Status, l.Run.Reason, l.State.ScheduledFor = record.StatusExecuting, "", nil
+	at, wait := s.due(l, s.runs.Now())
+	if !wait || at.IsZero() {
+		// A window that never opens is left to hold, which puts the run
+		// in needs_attention before anything runs.
+		return nil
+	}
+	at = at.UTC()
+	l.Run.Status, l.State.ScheduledFor = record.StatusScheduled, &at
+	return &scheduling{s: s, at: at, window: l.State.Gate.Window.String()}
+}
+
+// scheduling is an approval that scheduled its run (see approve); nil for
+// one that did not, whose audit does nothing.
+type scheduling struct {
+	s      *scheduler
+	at     time.Time
+	window string
+}
+
+// audit records, in tx, the scheduled event on the checkpoint the
+// approving transition just saved of l.
+func (sc *scheduling) audit(ctx context.Context, tx storage.Tx, l *runtx.Loaded) error {
+	if sc == nil {
+		return nil
+	}
+	cp := &record.Checkpoint{RunID: l.Run.ID, Seq: l.Run.Seq, Hash: l.LastHash}
+	return sc.s.runs.AuditCheckpoint(ctx, tx, cp, "signoff", record.EventScheduled, sc.detail())
+}
+
+func (sc *scheduling) detail() map[string]string {
+	return map[string]string{"at": sc.at.Format(time.RFC3339), "window": sc.window}
+}
+
+// hold schedules l, an executing run, when due says it waits: the window
+// may have closed between its approval (or release) and its execution.
+// held says whether it did (or another moved the run on first); the caller
+// reloads.
+func (s *scheduler) hold(ctx context.Context, l *runtx.Loaded) (held bool, err error) {
+	at, wait := s.due(l, s.runs.Now())
+	if !wait {
 		return false, nil
 	}
-	now := s.runs.Now()
-	if g.Window.Open(now) {
-		return false, nil
-	}
-	return true, s.schedule(ctx, l, record.StatusExecuting, g.Window.Next(now))
+	return true, s.schedule(ctx, l, record.StatusExecuting, at)
 }
 
 // schedule moves l from from to scheduled, due at at.
@@ -77,12 +135,7 @@ func (s *scheduler) release(ctx context.Context, l *runtx.Loaded) (moved bool, e
 	if at != nil && now.Before(*at) {
 		return false, nil
 	}
-	var w *record.Window
-	if l.State.Gate != nil {
-		w = l.State.Gate.Window
-	}
-	if w != nil && !w.Open(now) {
-		next := w.Next(now)
+	if next, wait := s.due(l, now); wait {
 		if at != nil && next.Equal(*at) {
 			return false, nil
 		}

@@ -26,10 +26,10 @@ func windowConfig(t *testing.T, dir string, from, to time.Time) string {
 }
 
 // TestScheduledRunSurvivesACrashAndRunsOnlyInItsWindow: an approval
-// outside the window whose process is killed right after the run was
-// scheduled leaves it scheduled (nothing ran, the approval kept); resume
-// runs nothing before the window; show, runs and history say when it
-// runs; it can be cancelled.
+// outside the window schedules the run in the decision's own commit, so a
+// process killed right after it leaves the run scheduled (nothing ran, the
+// approval kept, never executing); resume runs nothing before the window;
+// show, runs and history say when it runs; it can be cancelled.
 func TestScheduledRunSurvivesACrashAndRunsOnlyInItsWindow(t *testing.T) {
 	t.Parallel()
 	onEachStore(t, func(t *testing.T, newDir func(t *testing.T) string) {
@@ -38,7 +38,7 @@ func TestScheduledRunSurvivesACrashAndRunsOnlyInItsWindow(t *testing.T) {
 		cfg := windowConfig(t, dir, now.Add(2*time.Hour), now.Add(3*time.Hour))
 		opens := now.Add(2 * time.Hour).Truncate(time.Minute)
 		id := submitWaiting(t, dir, "--config", cfg)
-		crash(t, dir, "after-schedule", "--config", cfg, "approve", id, "--as", lead1)
+		crash(t, dir, "after-decision-commit", "--config", cfg, "approve", id, "--as", lead1)
 		for range 2 {
 			must(t, dir, exitActive, "--config", cfg, "resume", id)
 			v := showJSON(t, dir, id)
@@ -59,8 +59,9 @@ func TestScheduledRunSurvivesACrashAndRunsOnlyInItsWindow(t *testing.T) {
 		if list := must(t, dir, exitDone, "runs"); !strings.Contains(list, "scheduled, runs at "+at) {
 			t.Errorf("runs does not say when it runs:\n%s", list)
 		}
-		if history := must(t, dir, exitDone, "history", id); strings.Count(history, "runs at "+at) != 1 {
-			t.Errorf("history should say once that it runs at %s:\n%s", at, history)
+		history := must(t, dir, exitDone, "history", id)
+		if strings.Count(history, "runs at "+at) != 1 || strings.Contains(history, string(record.StatusExecuting)) {
+			t.Errorf("history should say once that it runs at %s, and never that it was executing:\n%s", at, history)
 		}
 		must(t, dir, exitEnded, "--config", cfg, "cancel", id, "--as", lead1, "--reason", "not tonight")
 		must(t, dir, exitEnded, "--config", cfg, "resume", id)
@@ -97,16 +98,60 @@ func TestReleasedRunSurvivesACrashAndRunsOnce(t *testing.T) {
 	})
 }
 
+// TestHeldRunSurvivesACrashAndRunsOnlyInItsWindow: a run approved while
+// its window was open but executed only once it closed is scheduled right
+// before its first intent; killed right after that commit, the run stays
+// scheduled and nothing ran, on each resume after.
+func TestHeldRunSurvivesACrashAndRunsOnlyInItsWindow(t *testing.T) {
+	t.Parallel()
+	onEachStore(t, func(t *testing.T, newDir func(t *testing.T) string) {
+		dir := newDir(t)
+		now := time.Now().UTC()
+		cfg := windowConfig(t, dir, now.Add(2*time.Hour), now.Add(3*time.Hour))
+		opens := now.Add(2 * time.Hour).Truncate(time.Minute)
+		// Approved as though at an hour when the window was open: executing.
+		id, status := approveAt(t, dir, cfg, now.Add(-22*time.Hour+30*time.Minute))
+		if status != record.StatusExecuting {
+			t.Fatalf("approved inside the window: %s, want executing", status)
+		}
+		crash(t, dir, "after-schedule", "--config", cfg, "resume", id)
+		for range 2 {
+			v := showJSON(t, dir, id)
+			if v.Status != record.StatusScheduled || v.ScheduledFor == nil || !v.ScheduledFor.Equal(opens) || len(v.Operations) != 0 {
+				t.Fatalf("after the crash: %s scheduled for %v (operations %+v), want scheduled for %s", v.Status, v.ScheduledFor, v.Operations, opens)
+			}
+			noChanges(t, dir)
+			must(t, dir, exitActive, "--config", cfg, "resume", id)
+		}
+		if history := must(t, dir, exitDone, "history", id); strings.Count(history, "runs at "+opens.Format(time.RFC3339)) != 1 {
+			t.Errorf("history should say once that it runs at %s:\n%s", opens.Format(time.RFC3339), history)
+		}
+		auditEvents(t, dir)
+	})
+}
+
 // scheduleEarlier submits the double-charge refund and approves it as
 // though ago ago, when cfg's window was closed: it is scheduled.
 func scheduleEarlier(t *testing.T, dir, cfg string, ago time.Duration) string {
+	t.Helper()
+	id, status := approveAt(t, dir, cfg, time.Now().Add(-ago))
+	if status != record.StatusScheduled {
+		t.Fatalf("approved outside the window: %s, want scheduled", status)
+	}
+	return id
+}
+
+// approveAt submits the double-charge refund and approves it as though at
+// at, without running it, and returns its id and the status the decision
+// left it in.
+func approveAt(t *testing.T, dir, cfg string, at time.Time) (string, record.Status) {
 	t.Helper()
 	o := options{db: dbPath(dir), shop: shopPath(dir), config: cfg}
 	if _, ok := pgStores.Load(dir); ok {
 		o.keys = filepath.Join(dir, "signoff.keys")
 	}
 	ctx := context.Background()
-	a, err := openApp(ctx, o, noEnv, io.Discard, clocktest.New(time.Now().Add(-ago)))
+	a, err := openApp(ctx, o, noEnv, io.Discard, clocktest.New(at))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +168,10 @@ func scheduleEarlier(t *testing.T, dir, cfg string, ago time.Duration) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: lead1}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
+	if run, err = a.engine.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: lead1}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	if run, err = a.engine.Resume(ctx, run.ID); err != nil || run.Status != record.StatusScheduled {
-		t.Fatalf("resume: %v (%+v)", err, run)
-	}
-	return run.ID
+	return run.ID, run.Status
 }
 
 // TestExecutionWindowsDocExample: the config of docs/configuration.md,
