@@ -68,6 +68,10 @@ func exerciseBreakGlass(t *testing.T, h *harness) {
 	if r.Status != api.ReviewStatusAcknowledged || deref(r.AcknowledgedBy) != "U0SEC" || deref(r.Note) != "checked the change log" || r.AcknowledgedAt == nil {
 		t.Fatalf("acknowledged review %s", a.body)
 	}
+	a = h.do("GET", path, tokAll, "", nil, false)
+	if err := json.Unmarshal(a.body, &v); a.status != http.StatusOK || err != nil || v.Review == nil || v.Review.AcknowledgedBy != "U0SEC" {
+		t.Fatalf("the run after its review: %d %s (%v)", a.status, a.body, err)
+	}
 	a = h.do("POST", ack, tokSec, "application/json", []byte(`{}`), false)
 	if p := a.problem(t); a.status != http.StatusConflict || p.Code != record.CodeAlreadyDecided {
 		t.Fatalf("a second acknowledgement: %d %s", a.status, a.body)

@@ -782,7 +782,8 @@ type ClientInterface interface {
 	// hold the review's role or above (else 403 no_role) and not be who
 	// forced the approval (403 self_approval). A run whose approval was not
 	// forced is 409 no_review; a review acknowledged already is 409
-	// already_decided.
+	// already_decided. The run's agent hears of it by its callback
+	// (run.review_acknowledged), and the run shows it in `review`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -795,7 +796,8 @@ type ClientInterface interface {
 	// hold the review's role or above (else 403 no_role) and not be who
 	// forced the approval (403 self_approval). A run whose approval was not
 	// forced is 409 no_review; a review acknowledged already is 409
-	// already_decided.
+	// already_decided. The run's agent hears of it by its callback
+	// (run.review_acknowledged), and the run shows it in `review`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1132,7 +1134,8 @@ func (c *Client) ResolveRun(ctx context.Context, id RunID, body ResolveRunJSONRe
 // hold the review's role or above (else 403 no_role) and not be who
 // forced the approval (403 self_approval). A run whose approval was not
 // forced is 409 no_review; a review acknowledged already is 409
-// already_decided.
+// already_decided. The run's agent hears of it by its callback
+// (run.review_acknowledged), and the run shows it in `review`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1155,7 +1158,8 @@ func (c *Client) AcknowledgeReviewWithBody(ctx context.Context, id RunID, conten
 // hold the review's role or above (else 403 no_role) and not be who
 // forced the approval (403 self_approval). A run whose approval was not
 // forced is 409 no_review; a review acknowledged already is 409
-// already_decided.
+// already_decided. The run's agent hears of it by its callback
+// (run.review_acknowledged), and the run shows it in `review`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1934,7 +1938,8 @@ type ClientWithResponsesInterface interface {
 	// hold the review's role or above (else 403 no_role) and not be who
 	// forced the approval (403 self_approval). A run whose approval was not
 	// forced is 409 no_review; a review acknowledged already is 409
-	// already_decided.
+	// already_decided. The run's agent hears of it by its callback
+	// (run.review_acknowledged), and the run shows it in `review`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1947,7 +1952,8 @@ type ClientWithResponsesInterface interface {
 	// hold the review's role or above (else 403 no_role) and not be who
 	// forced the approval (403 self_approval). A run whose approval was not
 	// forced is 409 no_review; a review acknowledged already is 409
-	// already_decided.
+	// already_decided. The run's agent hears of it by its callback
+	// (run.review_acknowledged), and the run shows it in `review`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3293,7 +3299,8 @@ func (c *ClientWithResponses) ResolveRunWithResponse(ctx context.Context, id Run
 // hold the review's role or above (else 403 no_role) and not be who
 // forced the approval (403 self_approval). A run whose approval was not
 // forced is 409 no_review; a review acknowledged already is 409
-// already_decided.
+// already_decided. The run's agent hears of it by its callback
+// (run.review_acknowledged), and the run shows it in `review`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3312,7 +3319,8 @@ func (c *ClientWithResponses) AcknowledgeReviewWithBodyWithResponse(ctx context.
 // hold the review's role or above (else 403 no_role) and not be who
 // forced the approval (403 self_approval). A run whose approval was not
 // forced is 409 no_review; a review acknowledged already is 409
-// already_decided.
+// already_decided. The run's agent hears of it by its callback
+// (run.review_acknowledged), and the run shows it in `review`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -44,6 +44,9 @@ var EventTypes = map[record.Event]string{
 	// A forced approval (break-glass) is told as such, though the run
 	// only moves on to executing.
 	record.EventPolicyBypassed: "run.policy_bypassed",
+	// The follow-up review of a forced approval was acknowledged: the run
+	// is as it was, its review (in the run) says by whom.
+	record.EventReviewAcknowledged: "run.review_acknowledged",
 }
 
 // eventType is the type of the event t announces, if any: what happened,
