@@ -330,6 +330,8 @@ func TestAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("break-glass: force, the pending reviews, acknowledge", func(t *testing.T) { exerciseBreakGlass(t, h) })
+
 	t.Run("the document", func(t *testing.T) {
 		a := h.do("GET", "/v1/openapi.yaml", "", "", nil, false)
 		if a.status != 200 || string(a.body) != string(api.Spec) {

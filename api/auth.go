@@ -18,6 +18,12 @@ const (
 	// ScopeResolve: POST /v1/runs/{id}/resolve, for an operator's
 	// automation whose requester holds the resolve role.
 	ScopeResolve = "resolve"
+	// ScopeForce: POST /v1/runs/{id}/force, a break-glass approval by a
+	// requester who holds the rule's break_glass role.
+	ScopeForce = "force"
+	// ScopeReview: the follow-up reviews of forced approvals, listed and
+	// acknowledged by a requester who holds the review's role.
+	ScopeReview = "review"
 )
 
 // Token is one bearer token: the SHA-256 of its secret, the requester every
@@ -36,13 +42,16 @@ const (
 // patterns, as the generated code registers them under /v1. A test holds
 // this table to each operation's x-signoff-scope in openapi.yaml.
 var scopes = map[string]string{
-	"POST /v1/runs":             ScopeSubmit,
-	"GET /v1/runs":              ScopeRead,
-	"GET /v1/runs/:id":          ScopeRead,
-	"GET /v1/runs/:id/wait":     ScopeRead,
-	"POST /v1/runs/:id/cancel":  ScopeCancel,
-	"POST /v1/runs/:id/resolve": ScopeResolve,
-	"GET /v1/openapi.yaml":      "",
+	"POST /v1/runs":                        ScopeSubmit,
+	"GET /v1/runs":                         ScopeRead,
+	"GET /v1/runs/:id":                     ScopeRead,
+	"GET /v1/runs/:id/wait":                ScopeRead,
+	"POST /v1/runs/:id/cancel":             ScopeCancel,
+	"POST /v1/runs/:id/resolve":            ScopeResolve,
+	"POST /v1/runs/:id/force":              ScopeForce,
+	"POST /v1/runs/:id/review/acknowledge": ScopeReview,
+	"GET /v1/reviews":                      ScopeReview,
+	"GET /v1/openapi.yaml":                 "",
 }
 
 const tokenKey = "signoff.token"

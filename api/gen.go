@@ -114,6 +114,24 @@ func (e ResolveRequestChoice) Valid() bool {
 	}
 }
 
+// Defines values for ReviewStatus.
+const (
+	ReviewStatusAcknowledged ReviewStatus = "acknowledged"
+	ReviewStatusPending      ReviewStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the ReviewStatus enum.
+func (e ReviewStatus) Valid() bool {
+	switch e {
+	case ReviewStatusAcknowledged:
+		return true
+	case ReviewStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Status.
 const (
 	StatusCancelled       Status = "cancelled"
@@ -154,6 +172,11 @@ func (e Status) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// AcknowledgeRequest defines model for AcknowledgeRequest.
+type AcknowledgeRequest struct {
+	Note *string `json:"note,omitempty"`
 }
 
 // Action defines model for Action.
@@ -245,6 +268,15 @@ type FieldError struct {
 	// Field A path into the request: actions[0].args.amount, status.
 	Field   string `json:"field"`
 	Message string `json:"message"`
+}
+
+// ForceRequest defines model for ForceRequest.
+type ForceRequest struct {
+	// Fingerprint The run's fingerprint as the forcer was shown it (at least its short form).
+	Fingerprint string `json:"fingerprint"`
+
+	// Reason The justification of the force.
+	Reason string `json:"reason"`
 }
 
 // Gate defines model for Gate.
@@ -367,6 +399,34 @@ type ResolveRequest struct {
 // ResolveRequestChoice defines model for ResolveRequest.Choice.
 type ResolveRequestChoice string
 
+// Review The follow-up review a forced approval opened.
+type Review struct {
+	AcknowledgedAt *time.Time `json:"acknowledged_at,omitempty"`
+	AcknowledgedBy *string    `json:"acknowledged_by,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+	Due            time.Time  `json:"due"`
+	ForcedBy       string     `json:"forced_by"`
+	Note           *string    `json:"note,omitempty"`
+
+	// Reason The justification of the force.
+	Reason    string `json:"reason"`
+	RequestId string `json:"request_id"`
+
+	// Role Who may acknowledge it: this role or above.
+	Role   string       `json:"role"`
+	Rule   string       `json:"rule"`
+	RunId  string       `json:"run_id"`
+	Status ReviewStatus `json:"status"`
+}
+
+// ReviewStatus defines model for Review.Status.
+type ReviewStatus string
+
+// ReviewList defines model for ReviewList.
+type ReviewList struct {
+	Reviews []Review `json:"reviews"`
+}
+
 // Run defines model for Run.
 type Run = workflow.RunView
 
@@ -440,8 +500,14 @@ type SubmitRunJSONRequestBody = Proposal
 // CancelRunJSONRequestBody defines body for CancelRun for application/json ContentType.
 type CancelRunJSONRequestBody = CancelRequest
 
+// ForceRunJSONRequestBody defines body for ForceRun for application/json ContentType.
+type ForceRunJSONRequestBody = ForceRequest
+
 // ResolveRunJSONRequestBody defines body for ResolveRun for application/json ContentType.
 type ResolveRunJSONRequestBody = ResolveRequest
+
+// AcknowledgeReviewJSONRequestBody defines body for AcknowledgeReview for application/json ContentType.
+type AcknowledgeReviewJSONRequestBody = AcknowledgeRequest
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -521,6 +587,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListReviews The follow-up reviews not acknowledged yet, soonest due first (scope review)
+	//
+	// Every pending review, whoever requested its run: the list is for the
+	// reviewers' automation, so it needs the review scope rather than read
+	// (which sees only the token's requester's runs).
+	//
+	// Corresponds with GET /reviews (the `ListReviews` operationId).
+	ListReviews(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns List the token's requester's runs, oldest first (scope read)
 	//
@@ -627,6 +702,46 @@ type ClientInterface interface {
 	// Corresponds with POST /runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRun(ctx context.Context, id RunID, body CancelRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ForceRunWithBody Force the approval of a waiting run, break-glass (scope force)
+	//
+	// For an operator's automation, not for agents: the token's requester
+	// forces, as the same engine check as `signoff approve --force` and
+	// `/runs force`. It must hold the role the rule's break_glass names
+	// (or above), may not force a run it requested, and binds the force to
+	// the `fingerprint` it was shown (a stale one is 409
+	// stale_fingerprint); the deadline still holds. A rule without
+	// break_glass is 409 no_break_glass; a lower role or none is 403
+	// no_role; the run's own requester is 403 self_approval. The run is
+	// approved at once, whatever its quorum, leaves waiting_approval for
+	// executing (serve's workers run it), records `policy_bypassed` and
+	// opens a follow-up review (see /reviews). Any token's requester may
+	// force any run its role allows, not only its own.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /runs/{id}/force (the `ForceRun` operationId).
+	ForceRunWithBody(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ForceRun Force the approval of a waiting run, break-glass (scope force)
+	//
+	// For an operator's automation, not for agents: the token's requester
+	// forces, as the same engine check as `signoff approve --force` and
+	// `/runs force`. It must hold the role the rule's break_glass names
+	// (or above), may not force a run it requested, and binds the force to
+	// the `fingerprint` it was shown (a stale one is 409
+	// stale_fingerprint); the deadline still holds. A rule without
+	// break_glass is 409 no_break_glass; a lower role or none is 403
+	// no_role; the run's own requester is 403 self_approval. The run is
+	// approved at once, whatever its quorum, leaves waiting_approval for
+	// executing (serve's workers run it), records `policy_bypassed` and
+	// opens a follow-up review (see /reviews). Any token's requester may
+	// force any run its role allows, not only its own.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /runs/{id}/force (the `ForceRun` operationId).
+	ForceRun(ctx context.Context, id RunID, body ForceRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ResolveRunWithBody Say what became of a run that needs attention (scope resolve)
 	//
 	// For an operator's automation, not for agents: the token's requester
@@ -661,6 +776,34 @@ type ClientInterface interface {
 	// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
 	ResolveRun(ctx context.Context, id RunID, body ResolveRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AcknowledgeReviewWithBody Acknowledge the follow-up review of a forced approval (scope review)
+	//
+	// The token's requester acknowledges, with an optional note: it must
+	// hold the review's role or above (else 403 no_role) and not be who
+	// forced the approval (403 self_approval). A run whose approval was not
+	// forced is 409 no_review; a review acknowledged already is 409
+	// already_decided. The run's agent hears of it by its callback
+	// (run.review_acknowledged), and the run shows it in `review`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /runs/{id}/review/acknowledge (the `AcknowledgeReview` operationId).
+	AcknowledgeReviewWithBody(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcknowledgeReview Acknowledge the follow-up review of a forced approval (scope review)
+	//
+	// The token's requester acknowledges, with an optional note: it must
+	// hold the review's role or above (else 403 no_role) and not be who
+	// forced the approval (403 self_approval). A run whose approval was not
+	// forced is 409 no_review; a review acknowledged already is 409
+	// already_decided. The run's agent hears of it by its callback
+	// (run.review_acknowledged), and the run shows it in `review`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /runs/{id}/review/acknowledge (the `AcknowledgeReview` operationId).
+	AcknowledgeReview(ctx context.Context, id RunID, body AcknowledgeReviewJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// WaitRun Wait until the run's status changes (scope read)
 	//
 	// Long poll. Answers as soon as the run's status differs from the one it
@@ -677,6 +820,25 @@ type ClientInterface interface {
 // Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListReviews The follow-up reviews not acknowledged yet, soonest due first (scope review)
+//
+// Every pending review, whoever requested its run: the list is for the
+// reviewers' automation, so it needs the review scope rather than read
+// (which sees only the token's requester's runs).
+//
+// Corresponds with GET /reviews (the `ListReviews` operationId).
+func (c *Client) ListReviews(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListReviewsRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -852,6 +1014,66 @@ func (c *Client) CancelRun(ctx context.Context, id RunID, body CancelRunJSONRequ
 	return c.Client.Do(req)
 }
 
+// ForceRunWithBody Force the approval of a waiting run, break-glass (scope force)
+//
+// For an operator's automation, not for agents: the token's requester
+// forces, as the same engine check as `signoff approve --force` and
+// `/runs force`. It must hold the role the rule's break_glass names
+// (or above), may not force a run it requested, and binds the force to
+// the `fingerprint` it was shown (a stale one is 409
+// stale_fingerprint); the deadline still holds. A rule without
+// break_glass is 409 no_break_glass; a lower role or none is 403
+// no_role; the run's own requester is 403 self_approval. The run is
+// approved at once, whatever its quorum, leaves waiting_approval for
+// executing (serve's workers run it), records `policy_bypassed` and
+// opens a follow-up review (see /reviews). Any token's requester may
+// force any run its role allows, not only its own.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /runs/{id}/force (the `ForceRun` operationId).
+func (c *Client) ForceRunWithBody(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForceRunRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ForceRun Force the approval of a waiting run, break-glass (scope force)
+//
+// For an operator's automation, not for agents: the token's requester
+// forces, as the same engine check as `signoff approve --force` and
+// `/runs force`. It must hold the role the rule's break_glass names
+// (or above), may not force a run it requested, and binds the force to
+// the `fingerprint` it was shown (a stale one is 409
+// stale_fingerprint); the deadline still holds. A rule without
+// break_glass is 409 no_break_glass; a lower role or none is 403
+// no_role; the run's own requester is 403 self_approval. The run is
+// approved at once, whatever its quorum, leaves waiting_approval for
+// executing (serve's workers run it), records `policy_bypassed` and
+// opens a follow-up review (see /reviews). Any token's requester may
+// force any run its role allows, not only its own.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /runs/{id}/force (the `ForceRun` operationId).
+func (c *Client) ForceRun(ctx context.Context, id RunID, body ForceRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForceRunRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ResolveRunWithBody Say what became of a run that needs attention (scope resolve)
 //
 // For an operator's automation, not for agents: the token's requester
@@ -906,6 +1128,54 @@ func (c *Client) ResolveRun(ctx context.Context, id RunID, body ResolveRunJSONRe
 	return c.Client.Do(req)
 }
 
+// AcknowledgeReviewWithBody Acknowledge the follow-up review of a forced approval (scope review)
+//
+// The token's requester acknowledges, with an optional note: it must
+// hold the review's role or above (else 403 no_role) and not be who
+// forced the approval (403 self_approval). A run whose approval was not
+// forced is 409 no_review; a review acknowledged already is 409
+// already_decided. The run's agent hears of it by its callback
+// (run.review_acknowledged), and the run shows it in `review`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /runs/{id}/review/acknowledge (the `AcknowledgeReview` operationId).
+func (c *Client) AcknowledgeReviewWithBody(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcknowledgeReviewRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcknowledgeReview Acknowledge the follow-up review of a forced approval (scope review)
+//
+// The token's requester acknowledges, with an optional note: it must
+// hold the review's role or above (else 403 no_role) and not be who
+// forced the approval (403 self_approval). A run whose approval was not
+// forced is 409 no_review; a review acknowledged already is 409
+// already_decided. The run's agent hears of it by its callback
+// (run.review_acknowledged), and the run shows it in `review`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /runs/{id}/review/acknowledge (the `AcknowledgeReview` operationId).
+func (c *Client) AcknowledgeReview(ctx context.Context, id RunID, body AcknowledgeReviewJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcknowledgeReviewRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // WaitRun Wait until the run's status changes (scope read)
 //
 // Long poll. Answers as soon as the run's status differs from the one it
@@ -936,6 +1206,33 @@ func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/openapi.yaml")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListReviewsRequest constructs an http.Request for the ListReviews method
+func NewListReviewsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/reviews")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1176,6 +1473,53 @@ func NewCancelRunRequestWithBody(server string, id RunID, contentType string, bo
 	return req, nil
 }
 
+// NewForceRunRequest calls the generic ForceRun builder with application/json body
+func NewForceRunRequest(server string, id RunID, body ForceRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewForceRunRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewForceRunRequestWithBody constructs an http.Request for the ForceRun method, with any body, and a specified content type
+func NewForceRunRequestWithBody(server string, id RunID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/%s/force", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewResolveRunRequest calls the generic ResolveRun builder with application/json body
 func NewResolveRunRequest(server string, id RunID, body ResolveRunJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -1204,6 +1548,53 @@ func NewResolveRunRequestWithBody(server string, id RunID, contentType string, b
 	}
 
 	operationPath := fmt.Sprintf("/runs/%s/resolve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAcknowledgeReviewRequest calls the generic AcknowledgeReview builder with application/json body
+func NewAcknowledgeReviewRequest(server string, id RunID, body AcknowledgeReviewJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAcknowledgeReviewRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewAcknowledgeReviewRequestWithBody constructs an http.Request for the AcknowledgeReview method, with any body, and a specified content type
+func NewAcknowledgeReviewRequestWithBody(server string, id RunID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/%s/review/acknowledge", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1347,6 +1738,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
 
+	// ListReviewsWithResponse The follow-up reviews not acknowledged yet, soonest due first (scope review)
+	//
+	// Every pending review, whoever requested its run: the list is for the
+	// reviewers' automation, so it needs the review scope rather than read
+	// (which sees only the token's requester's runs).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /reviews (the `ListReviews` operationId).
+	ListReviewsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListReviewsResponse, error)
+
 	// ListRunsWithResponse List the token's requester's runs, oldest first (scope read)
 	//
 	// Only the runs of the token's requester: `requester` may be left out
@@ -1456,6 +1858,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRunWithResponse(ctx context.Context, id RunID, body CancelRunJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelRunResponse, error)
 
+	// ForceRunWithBodyWithResponse Force the approval of a waiting run, break-glass (scope force)
+	//
+	// For an operator's automation, not for agents: the token's requester
+	// forces, as the same engine check as `signoff approve --force` and
+	// `/runs force`. It must hold the role the rule's break_glass names
+	// (or above), may not force a run it requested, and binds the force to
+	// the `fingerprint` it was shown (a stale one is 409
+	// stale_fingerprint); the deadline still holds. A rule without
+	// break_glass is 409 no_break_glass; a lower role or none is 403
+	// no_role; the run's own requester is 403 self_approval. The run is
+	// approved at once, whatever its quorum, leaves waiting_approval for
+	// executing (serve's workers run it), records `policy_bypassed` and
+	// opens a follow-up review (see /reviews). Any token's requester may
+	// force any run its role allows, not only its own.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/{id}/force (the `ForceRun` operationId).
+	ForceRunWithBodyWithResponse(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForceRunResponse, error)
+
+	// ForceRunWithResponse Force the approval of a waiting run, break-glass (scope force)
+	//
+	// For an operator's automation, not for agents: the token's requester
+	// forces, as the same engine check as `signoff approve --force` and
+	// `/runs force`. It must hold the role the rule's break_glass names
+	// (or above), may not force a run it requested, and binds the force to
+	// the `fingerprint` it was shown (a stale one is 409
+	// stale_fingerprint); the deadline still holds. A rule without
+	// break_glass is 409 no_break_glass; a lower role or none is 403
+	// no_role; the run's own requester is 403 self_approval. The run is
+	// approved at once, whatever its quorum, leaves waiting_approval for
+	// executing (serve's workers run it), records `policy_bypassed` and
+	// opens a follow-up review (see /reviews). Any token's requester may
+	// force any run its role allows, not only its own.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/{id}/force (the `ForceRun` operationId).
+	ForceRunWithResponse(ctx context.Context, id RunID, body ForceRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ForceRunResponse, error)
+
 	// ResolveRunWithBodyWithResponse Say what became of a run that needs attention (scope resolve)
 	//
 	// For an operator's automation, not for agents: the token's requester
@@ -1489,6 +1931,34 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /runs/{id}/resolve (the `ResolveRun` operationId).
 	ResolveRunWithResponse(ctx context.Context, id RunID, body ResolveRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveRunResponse, error)
+
+	// AcknowledgeReviewWithBodyWithResponse Acknowledge the follow-up review of a forced approval (scope review)
+	//
+	// The token's requester acknowledges, with an optional note: it must
+	// hold the review's role or above (else 403 no_role) and not be who
+	// forced the approval (403 self_approval). A run whose approval was not
+	// forced is 409 no_review; a review acknowledged already is 409
+	// already_decided. The run's agent hears of it by its callback
+	// (run.review_acknowledged), and the run shows it in `review`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/{id}/review/acknowledge (the `AcknowledgeReview` operationId).
+	AcknowledgeReviewWithBodyWithResponse(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcknowledgeReviewResponse, error)
+
+	// AcknowledgeReviewWithResponse Acknowledge the follow-up review of a forced approval (scope review)
+	//
+	// The token's requester acknowledges, with an optional note: it must
+	// hold the review's role or above (else 403 no_role) and not be who
+	// forced the approval (403 self_approval). A run whose approval was not
+	// forced is 409 no_review; a review acknowledged already is 409
+	// already_decided. The run's agent hears of it by its callback
+	// (run.review_acknowledged), and the run shows it in `review`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/{id}/review/acknowledge (the `AcknowledgeReview` operationId).
+	AcknowledgeReviewWithResponse(ctx context.Context, id RunID, body AcknowledgeReviewJSONRequestBody, reqEditors ...RequestEditorFn) (*AcknowledgeReviewResponse, error)
 
 	// WaitRunWithResponse Wait until the run's status changes (scope read)
 	//
@@ -1538,6 +2008,89 @@ func (r GetOpenAPIResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListReviewsResponse401Headers the declared response headers of an HTTP 401 response for ListReviews
+type ListReviewsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListReviewsResponse429Headers the declared response headers of an HTTP 429 response for ListReviews
+type ListReviewsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ListReviewsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ReviewList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListReviewsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListReviewsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListReviewsResponse) GetJSON200() *ReviewList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListReviewsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListReviewsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListReviewsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListReviewsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListReviewsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListReviewsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListReviewsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListReviewsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -1995,6 +2548,131 @@ func (r CancelRunResponse) ContentType() string {
 	return ""
 }
 
+// ForceRunResponse401Headers the declared response headers of an HTTP 401 response for ForceRun
+type ForceRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ForceRunResponse429Headers the declared response headers of an HTTP 429 response for ForceRun
+type ForceRunResponse429Headers struct {
+	RetryAfter *int
+}
+
+type ForceRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Run
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ForceRunResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ForceRunResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ForceRunResponse) GetJSON200() *Run {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON408() *Problem {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ForceRunResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ForceRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ForceRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ForceRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ForceRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ResolveRunResponse401Headers the declared response headers of an HTTP 401 response for ResolveRun
 type ResolveRunResponse401Headers struct {
 	WWWAuthenticate *string
@@ -2120,6 +2798,131 @@ func (r ResolveRunResponse) ContentType() string {
 	return ""
 }
 
+// AcknowledgeReviewResponse401Headers the declared response headers of an HTTP 401 response for AcknowledgeReview
+type AcknowledgeReviewResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AcknowledgeReviewResponse429Headers the declared response headers of an HTTP 429 response for AcknowledgeReview
+type AcknowledgeReviewResponse429Headers struct {
+	RetryAfter *int
+}
+
+type AcknowledgeReviewResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Review
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AcknowledgeReviewResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcknowledgeReviewResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcknowledgeReviewResponse) GetJSON200() *Review {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON408() *Problem {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r AcknowledgeReviewResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r AcknowledgeReviewResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcknowledgeReviewResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcknowledgeReviewResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcknowledgeReviewResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // WaitRunResponse401Headers the declared response headers of an HTTP 401 response for WaitRun
 type WaitRunResponse401Headers struct {
 	WWWAuthenticate *string
@@ -2228,6 +3031,23 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseGetOpenAPIResponse(rsp)
+}
+
+// ListReviewsWithResponse The follow-up reviews not acknowledged yet, soonest due first (scope review)
+//
+// Every pending review, whoever requested its run: the list is for the
+// reviewers' automation, so it needs the review scope rather than read
+// (which sees only the token's requester's runs).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /reviews (the `ListReviews` operationId).
+func (c *ClientWithResponses) ListReviewsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListReviewsResponse, error) {
+	rsp, err := c.ListReviews(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListReviewsResponse(rsp)
 }
 
 // ListRunsWithResponse List the token's requester's runs, oldest first (scope read)
@@ -2375,6 +3195,58 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, id RunI
 	return ParseCancelRunResponse(rsp)
 }
 
+// ForceRunWithBodyWithResponse Force the approval of a waiting run, break-glass (scope force)
+//
+// For an operator's automation, not for agents: the token's requester
+// forces, as the same engine check as `signoff approve --force` and
+// `/runs force`. It must hold the role the rule's break_glass names
+// (or above), may not force a run it requested, and binds the force to
+// the `fingerprint` it was shown (a stale one is 409
+// stale_fingerprint); the deadline still holds. A rule without
+// break_glass is 409 no_break_glass; a lower role or none is 403
+// no_role; the run's own requester is 403 self_approval. The run is
+// approved at once, whatever its quorum, leaves waiting_approval for
+// executing (serve's workers run it), records `policy_bypassed` and
+// opens a follow-up review (see /reviews). Any token's requester may
+// force any run its role allows, not only its own.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/{id}/force (the `ForceRun` operationId).
+func (c *ClientWithResponses) ForceRunWithBodyWithResponse(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForceRunResponse, error) {
+	rsp, err := c.ForceRunWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForceRunResponse(rsp)
+}
+
+// ForceRunWithResponse Force the approval of a waiting run, break-glass (scope force)
+//
+// For an operator's automation, not for agents: the token's requester
+// forces, as the same engine check as `signoff approve --force` and
+// `/runs force`. It must hold the role the rule's break_glass names
+// (or above), may not force a run it requested, and binds the force to
+// the `fingerprint` it was shown (a stale one is 409
+// stale_fingerprint); the deadline still holds. A rule without
+// break_glass is 409 no_break_glass; a lower role or none is 403
+// no_role; the run's own requester is 403 self_approval. The run is
+// approved at once, whatever its quorum, leaves waiting_approval for
+// executing (serve's workers run it), records `policy_bypassed` and
+// opens a follow-up review (see /reviews). Any token's requester may
+// force any run its role allows, not only its own.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/{id}/force (the `ForceRun` operationId).
+func (c *ClientWithResponses) ForceRunWithResponse(ctx context.Context, id RunID, body ForceRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ForceRunResponse, error) {
+	rsp, err := c.ForceRun(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForceRunResponse(rsp)
+}
+
 // ResolveRunWithBodyWithResponse Say what became of a run that needs attention (scope resolve)
 //
 // For an operator's automation, not for agents: the token's requester
@@ -2421,6 +3293,46 @@ func (c *ClientWithResponses) ResolveRunWithResponse(ctx context.Context, id Run
 	return ParseResolveRunResponse(rsp)
 }
 
+// AcknowledgeReviewWithBodyWithResponse Acknowledge the follow-up review of a forced approval (scope review)
+//
+// The token's requester acknowledges, with an optional note: it must
+// hold the review's role or above (else 403 no_role) and not be who
+// forced the approval (403 self_approval). A run whose approval was not
+// forced is 409 no_review; a review acknowledged already is 409
+// already_decided. The run's agent hears of it by its callback
+// (run.review_acknowledged), and the run shows it in `review`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/{id}/review/acknowledge (the `AcknowledgeReview` operationId).
+func (c *ClientWithResponses) AcknowledgeReviewWithBodyWithResponse(ctx context.Context, id RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcknowledgeReviewResponse, error) {
+	rsp, err := c.AcknowledgeReviewWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcknowledgeReviewResponse(rsp)
+}
+
+// AcknowledgeReviewWithResponse Acknowledge the follow-up review of a forced approval (scope review)
+//
+// The token's requester acknowledges, with an optional note: it must
+// hold the review's role or above (else 403 no_role) and not be who
+// forced the approval (403 self_approval). A run whose approval was not
+// forced is 409 no_review; a review acknowledged already is 409
+// already_decided. The run's agent hears of it by its callback
+// (run.review_acknowledged), and the run shows it in `review`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/{id}/review/acknowledge (the `AcknowledgeReview` operationId).
+func (c *ClientWithResponses) AcknowledgeReviewWithResponse(ctx context.Context, id RunID, body AcknowledgeReviewJSONRequestBody, reqEditors ...RequestEditorFn) (*AcknowledgeReviewResponse, error) {
+	rsp, err := c.AcknowledgeReview(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcknowledgeReviewResponse(rsp)
+}
+
 // WaitRunWithResponse Wait until the run's status changes (scope read)
 //
 // Long poll. Answers as soon as the run's status differs from the one it
@@ -2460,6 +3372,83 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 		}
 		response.YAML200 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListReviewsResponse parses an HTTP response from a ListReviewsWithResponse call
+func ParseListReviewsResponse(rsp *http.Response) (*ListReviewsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListReviewsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReviewList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListReviewsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListReviewsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -2898,6 +3887,125 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 	return response, nil
 }
 
+// ParseForceRunResponse parses an HTTP response from a ForceRunWithResponse call
+func ParseForceRunResponse(rsp *http.Response) (*ForceRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ForceRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ForceRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ForceRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseResolveRunResponse parses an HTTP response from a ResolveRunWithResponse call
 func ParseResolveRunResponse(rsp *http.Response) (*ResolveRunResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -3017,6 +4125,125 @@ func ParseResolveRunResponse(rsp *http.Response) (*ResolveRunResponse, error) {
 	return response, nil
 }
 
+// ParseAcknowledgeReviewResponse parses an HTTP response from a AcknowledgeReviewWithResponse call
+func ParseAcknowledgeReviewResponse(rsp *http.Response) (*AcknowledgeReviewResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcknowledgeReviewResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Review
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AcknowledgeReviewResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AcknowledgeReviewResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseWaitRunResponse parses an HTTP response from a WaitRunWithResponse call
 func ParseWaitRunResponse(rsp *http.Response) (*WaitRunResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -3113,6 +4340,9 @@ type ServerInterface interface {
 	// GetOpenAPI This document
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx echo.Context) error
+	// ListReviews The follow-up reviews not acknowledged yet, soonest due first (scope review)
+	// (GET /reviews)
+	ListReviews(ctx echo.Context) error
 	// ListRuns List the token's requester's runs, oldest first (scope read)
 	// (GET /runs)
 	ListRuns(ctx echo.Context, params ListRunsParams) error
@@ -3125,9 +4355,15 @@ type ServerInterface interface {
 	// CancelRun Cancel a run that has not started executing (scope cancel)
 	// (POST /runs/{id}/cancel)
 	CancelRun(ctx echo.Context, id RunID) error
+	// ForceRun Force the approval of a waiting run, break-glass (scope force)
+	// (POST /runs/{id}/force)
+	ForceRun(ctx echo.Context, id RunID) error
 	// ResolveRun Say what became of a run that needs attention (scope resolve)
 	// (POST /runs/{id}/resolve)
 	ResolveRun(ctx echo.Context, id RunID) error
+	// AcknowledgeReview Acknowledge the follow-up review of a forced approval (scope review)
+	// (POST /runs/{id}/review/acknowledge)
+	AcknowledgeReview(ctx echo.Context, id RunID) error
 	// WaitRun Wait until the run's status changes (scope read)
 	// (GET /runs/{id}/wait)
 	WaitRun(ctx echo.Context, id RunID, params WaitRunParams) error
@@ -3144,6 +4380,15 @@ func (w *ServerInterfaceWrapper) GetOpenAPI(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetOpenAPI(ctx)
+	return err
+}
+
+// ListReviews converts echo context to params.
+func (w *ServerInterfaceWrapper) ListReviews(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListReviews(ctx)
 	return err
 }
 
@@ -3234,6 +4479,22 @@ func (w *ServerInterfaceWrapper) CancelRun(ctx echo.Context) error {
 	return err
 }
 
+// ForceRun converts echo context to params.
+func (w *ServerInterfaceWrapper) ForceRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ForceRun(ctx, id)
+	return err
+}
+
 // ResolveRun converts echo context to params.
 func (w *ServerInterfaceWrapper) ResolveRun(ctx echo.Context) error {
 	var err error
@@ -3247,6 +4508,22 @@ func (w *ServerInterfaceWrapper) ResolveRun(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ResolveRun(ctx, id)
+	return err
+}
+
+// AcknowledgeReview converts echo context to params.
+func (w *ServerInterfaceWrapper) AcknowledgeReview(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AcknowledgeReview(ctx, id)
 	return err
 }
 
@@ -3335,6 +4612,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/runs/:id/wait", wrapper.WaitRun, options.OperationMiddlewares["waitRun"]...)
 	router.POST(options.BaseURL+"/runs/:id/cancel", wrapper.CancelRun, options.OperationMiddlewares["cancelRun"]...)
 	router.POST(options.BaseURL+"/runs/:id/resolve", wrapper.ResolveRun, options.OperationMiddlewares["resolveRun"]...)
+	router.POST(options.BaseURL+"/runs/:id/force", wrapper.ForceRun, options.OperationMiddlewares["forceRun"]...)
+	router.POST(options.BaseURL+"/runs/:id/review/acknowledge", wrapper.AcknowledgeReview, options.OperationMiddlewares["acknowledgeReview"]...)
+	router.GET(options.BaseURL+"/reviews", wrapper.ListReviews, options.OperationMiddlewares["listReviews"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPI, options.OperationMiddlewares["getOpenAPI"]...)
 
 }
@@ -3383,6 +4663,95 @@ func (response GetOpenAPI200ApplicationyamlResponse) VisitGetOpenAPIResponse(w h
 		defer closer.Close()
 	}
 	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ListReviewsRequestObject struct {
+}
+
+type ListReviewsResponseObject interface {
+	VisitListReviewsResponse(w http.ResponseWriter) error
+}
+
+type ListReviews200JSONResponse ReviewList
+
+func (response ListReviews200JSONResponse) VisitListReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReviews401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListReviews401ApplicationProblemPlusJSONResponse) VisitListReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReviews403ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListReviews403ApplicationProblemPlusJSONResponse) VisitListReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReviews429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListReviews429ApplicationProblemPlusJSONResponse) VisitListReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReviews500ApplicationProblemPlusJSONResponse Problem
+
+func (response ListReviews500ApplicationProblemPlusJSONResponse) VisitListReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
@@ -3977,6 +5346,181 @@ func (response CancelRun500ApplicationProblemPlusJSONResponse) VisitCancelRunRes
 	return err
 }
 
+type ForceRunRequestObject struct {
+	Id   RunID `json:"id"`
+	Body *ForceRunJSONRequestBody
+}
+
+type ForceRunResponseObject interface {
+	VisitForceRunResponse(w http.ResponseWriter) error
+}
+
+type ForceRun200JSONResponse Run
+
+func (response ForceRun200JSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ForceRun400ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ForceRun401ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response ForceRun403ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun404ApplicationProblemPlusJSONResponse Problem
+
+func (response ForceRun404ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun408ApplicationProblemPlusJSONResponse Problem
+
+func (response ForceRun408ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun409ApplicationProblemPlusJSONResponse Problem
+
+func (response ForceRun409ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun413ApplicationProblemPlusJSONResponse Problem
+
+func (response ForceRun413ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun415ApplicationProblemPlusJSONResponse Problem
+
+func (response ForceRun415ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ForceRun429ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForceRun500ApplicationProblemPlusJSONResponse Problem
+
+func (response ForceRun500ApplicationProblemPlusJSONResponse) VisitForceRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResolveRunRequestObject struct {
 	Id   RunID `json:"id"`
 	Body *ResolveRunJSONRequestBody
@@ -4152,6 +5696,181 @@ func (response ResolveRun500ApplicationProblemPlusJSONResponse) VisitResolveRunR
 	return err
 }
 
+type AcknowledgeReviewRequestObject struct {
+	Id   RunID `json:"id"`
+	Body *AcknowledgeReviewJSONRequestBody
+}
+
+type AcknowledgeReviewResponseObject interface {
+	VisitAcknowledgeReviewResponse(w http.ResponseWriter) error
+}
+
+type AcknowledgeReview200JSONResponse Review
+
+func (response AcknowledgeReview200JSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response AcknowledgeReview400ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response AcknowledgeReview401ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview403ApplicationProblemPlusJSONResponse Problem
+
+func (response AcknowledgeReview403ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview404ApplicationProblemPlusJSONResponse Problem
+
+func (response AcknowledgeReview404ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview408ApplicationProblemPlusJSONResponse Problem
+
+func (response AcknowledgeReview408ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview409ApplicationProblemPlusJSONResponse Problem
+
+func (response AcknowledgeReview409ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview413ApplicationProblemPlusJSONResponse Problem
+
+func (response AcknowledgeReview413ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview415ApplicationProblemPlusJSONResponse Problem
+
+func (response AcknowledgeReview415ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response AcknowledgeReview429ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeReview500ApplicationProblemPlusJSONResponse Problem
+
+func (response AcknowledgeReview500ApplicationProblemPlusJSONResponse) VisitAcknowledgeReviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WaitRunRequestObject struct {
 	Id     RunID `json:"id"`
 	Params WaitRunParams
@@ -4276,6 +5995,9 @@ type StrictServerInterface interface {
 	// GetOpenAPI This document
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
+	// ListReviews The follow-up reviews not acknowledged yet, soonest due first (scope review)
+	// (GET /reviews)
+	ListReviews(ctx context.Context, request ListReviewsRequestObject) (ListReviewsResponseObject, error)
 	// ListRuns List the token's requester's runs, oldest first (scope read)
 	// (GET /runs)
 	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
@@ -4288,9 +6010,15 @@ type StrictServerInterface interface {
 	// CancelRun Cancel a run that has not started executing (scope cancel)
 	// (POST /runs/{id}/cancel)
 	CancelRun(ctx context.Context, request CancelRunRequestObject) (CancelRunResponseObject, error)
+	// ForceRun Force the approval of a waiting run, break-glass (scope force)
+	// (POST /runs/{id}/force)
+	ForceRun(ctx context.Context, request ForceRunRequestObject) (ForceRunResponseObject, error)
 	// ResolveRun Say what became of a run that needs attention (scope resolve)
 	// (POST /runs/{id}/resolve)
 	ResolveRun(ctx context.Context, request ResolveRunRequestObject) (ResolveRunResponseObject, error)
+	// AcknowledgeReview Acknowledge the follow-up review of a forced approval (scope review)
+	// (POST /runs/{id}/review/acknowledge)
+	AcknowledgeReview(ctx context.Context, request AcknowledgeReviewRequestObject) (AcknowledgeReviewResponseObject, error)
 	// WaitRun Wait until the run's status changes (scope read)
 	// (GET /runs/{id}/wait)
 	WaitRun(ctx context.Context, request WaitRunRequestObject) (WaitRunResponseObject, error)
@@ -4325,6 +6053,29 @@ func (sh *strictHandler) GetOpenAPI(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetOpenAPIResponseObject); ok {
 		return validResponse.VisitGetOpenAPIResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListReviews operation middleware
+func (sh *strictHandler) ListReviews(ctx echo.Context) error {
+	var request ListReviewsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListReviews(ctx.Request().Context(), request.(ListReviewsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListReviews")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListReviewsResponseObject); ok {
+		return validResponse.VisitListReviewsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -4475,6 +6226,54 @@ func (sh *strictHandler) CancelRun(ctx echo.Context, id RunID) error {
 	return nil
 }
 
+// ForceRun operation middleware
+func (sh *strictHandler) ForceRun(ctx echo.Context, id RunID) error {
+	var request ForceRunRequestObject
+
+	request.Id = id
+
+	var body ForceRunJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ForceRun(ctx.Request().Context(), request.(ForceRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ForceRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ForceRunResponseObject); ok {
+		return validResponse.VisitForceRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ResolveRun operation middleware
 func (sh *strictHandler) ResolveRun(ctx echo.Context, id RunID) error {
 	var request ResolveRunRequestObject
@@ -4517,6 +6316,54 @@ func (sh *strictHandler) ResolveRun(ctx echo.Context, id RunID) error {
 		return err
 	} else if validResponse, ok := response.(ResolveRunResponseObject); ok {
 		return validResponse.VisitResolveRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AcknowledgeReview operation middleware
+func (sh *strictHandler) AcknowledgeReview(ctx echo.Context, id RunID) error {
+	var request AcknowledgeReviewRequestObject
+
+	request.Id = id
+
+	var body AcknowledgeReviewJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AcknowledgeReview(ctx.Request().Context(), request.(AcknowledgeReviewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcknowledgeReview")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AcknowledgeReviewResponseObject); ok {
+		return validResponse.VisitAcknowledgeReviewResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -39,6 +39,8 @@ const (
 	tokOther  = "sk_other"  // agent:other, every scope
 	tokNobody = "sk_nobody" // configured for a requester who holds no role
 	tokOps    = "sk_ops"    // U0LEAD, the highest role: resolve only
+	tokLead   = "sk_lead"   // U0LEAD: force, review and read
+	tokSec    = "sk_sec"    // U0SEC, a team_lead too: force and review
 )
 
 // callbackPrefix is the one callback allow-list entry of the test server.
@@ -99,6 +101,8 @@ type harnessOpts struct {
 	cursorKeys [][]byte
 	// requirement, when set, is the deploys rule's composite approval.
 	requirement *record.Requirement
+	// noBreakGlass leaves the deploys rule without a break_glass.
+	noBreakGlass bool
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -112,15 +116,19 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Cleanup(func() { st.Close() })
 	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:resolver", "agent:other"}},
-		{Name: "team_lead", Members: []string{"U0LEAD"}},
+		{Name: "team_lead", Members: []string{"U0LEAD", "U0SEC"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	bg := &record.BreakGlass{Role: "team_lead", Review: record.BreakGlassReview{Role: "team_lead", Within: 3600}}
+	if o.noBreakGlass {
+		bg = nil
+	}
 	pol, err := policy.New("r1", []policy.Rule{
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
 			Approval:   &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Requirement: o.requirement},
-			BreakGlass: &record.BreakGlass{Role: "team_lead", Review: record.BreakGlassReview{Role: "team_lead", Within: 3600}}},
+			BreakGlass: bg},
 		{Name: "later-notes", When: `action.name == "note" && has(action.args.text) && action.args.text == "later"`, Risk: "low", Window: closedWindow()},
 		{Name: "everything-else", When: "true", Risk: "low"},
 	}, roles)
@@ -150,7 +158,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	tok := func(id, secret, requester string, scopes ...string) api.Token {
 		return api.Token{ID: id, SHA256: sha256.Sum256([]byte(secret)), Requester: requester, Scopes: scopes}
 	}
-	all := []string{api.ScopeSubmit, api.ScopeRead, api.ScopeCancel, api.ScopeResolve}
+	all := []string{api.ScopeSubmit, api.ScopeRead, api.ScopeCancel, api.ScopeResolve, api.ScopeForce, api.ScopeReview}
 	clk := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	ac := api.Config{Engine: e, Clock: clk, Rate: o.rate, Burst: o.burst, CursorKeys: o.cursorKeys, Tokens: []api.Token{
 		tok("all", tokAll, "agent:resolver", all...),
@@ -158,6 +166,8 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		tok("other", tokOther, "agent:other", all...),
 		tok("nobody", tokNobody, "agent:nobody", all...),
 		tok("ops", tokOps, "U0LEAD", api.ScopeResolve),
+		tok("lead", tokLead, "U0LEAD", api.ScopeForce, api.ScopeReview, api.ScopeRead),
+		tok("sec", tokSec, "U0SEC", api.ScopeForce, api.ScopeReview),
 	}}
 	if ac.Rate == 0 {
 		ac.Rate, ac.Burst = 1e6, 1e6

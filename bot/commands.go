@@ -52,6 +52,7 @@ func helpText(cmd string) string {
 		"• `" + c + " extend RUN_ID 24h`: move the deadline (s, m, h or d)",
 		"• `" + c + " delegate @person until YYYY-MM-DD [reason…]`: let them decide on your behalf until then",
 		"• `" + c + " delegations`: the delegations from and to you",
+		"• `" + c + " undelegate ID` (or `delegate revoke ID`): end a delegation you gave, were given or made",
 		"• `" + c + " force RUN_ID reason…`: break-glass: approve at once where the rule lets your role force it (announced, reviewed)",
 		"• `" + c + " ack RUN_ID [note…]`: acknowledge the review of a forced approval",
 	}, "\n")
@@ -122,7 +123,7 @@ func (s *Server) command(ctx context.Context, cmd *Command) Response {
 		}
 		log.Info("slack extend recorded", "run_id", args[1], "by", d.String())
 		return reply(fmt.Sprintf("The deadline of run %s is now %s (%s).", mdCode(args[1], 100), slackDate(run.Deadline), untilText(s.clock.Now(), run.Deadline)))
-	case "delegate":
+	case "delegate", "undelegate":
 		return s.delegate(ctx, who, cmd.Text, log)
 	case "delegations":
 		return s.delegations(ctx, who, log)

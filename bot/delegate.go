@@ -67,6 +67,9 @@ func parseDelegate(text string) (delegateArgs, error) {
 // delegate records, for who typed it, that the person mentioned may decide
 // on their behalf until the date.
 func (s *Server) delegate(ctx context.Context, who record.Person, text string, log *slog.Logger) Response {
+	if id, revoke := revokeArgs(text); revoke {
+		return s.undelegate(ctx, who, id, log)
+	}
 	a, err := parseDelegate(text)
 	if err != nil {
 		return reply("Say whom and until when: `" + mdEscape(s.slash) + " delegate @person until YYYY-MM-DD [reason]` (" + mdEscape(err.Error()) + ").")
@@ -82,6 +85,52 @@ func (s *Server) delegate(ctx context.Context, who record.Person, text string, l
 	log.Info("slack delegation recorded", "delegation_id", d.ID, "to", d.To, "until", d.Until)
 	return reply(fmt.Sprintf("Until %s, %s may decide on your behalf what you may (never a request of yours or theirs). Delegation %s.",
 		slackDate(d.Until), mdMention(d.To, ""), mdCode(d.ID, 60)))
+}
+
+// revokeArgs reads `undelegate ID` and `delegate revoke ID`: revoke says
+// the text is one of them, id is "" when it is not followed by exactly one
+// id.
+func revokeArgs(text string) (id string, revoke bool) {
+	args := strings.Fields(text)
+	n := 1
+	switch {
+	case len(args) >= 1 && strings.EqualFold(args[0], "undelegate"):
+	case len(args) >= 2 && strings.EqualFold(args[0], "delegate") && strings.EqualFold(args[1], "revoke"):
+		n = 2
+	default:
+		return "", false
+	}
+	if len(args) != n+1 {
+		return "", true
+	}
+	return args[n], true
+}
+
+// delegationRevoker is an engine that ends delegations before their time
+// (*workflow.Engine is one).
+type delegationRevoker interface {
+	RevokeDelegation(ctx context.Context, id, by string) (*record.Delegation, error)
+}
+
+var _ delegationRevoker = (*workflow.Engine)(nil)
+
+// undelegate is `/runs undelegate ID` and `/runs delegate revoke ID`: who
+// typed it ends delegation id, which the engine lets its delegator, its
+// delegate or whoever made it do.
+func (s *Server) undelegate(ctx context.Context, who record.Person, id string, log *slog.Logger) Response {
+	if id == "" {
+		return reply("Say which delegation: `" + mdEscape(s.slash) + " undelegate ID`, its id as `" + mdEscape(s.slash) + " delegations` shows it.")
+	}
+	eng, ok := s.eng.(delegationRevoker)
+	if !ok {
+		return reply(noDelegations)
+	}
+	d, err := eng.RevokeDelegation(ctx, id, who.ID)
+	if err != nil {
+		return reply(s.commandRefusal(err, log))
+	}
+	log.Info("slack delegation revoked", "delegation_id", d.ID, "from", d.From, "to", d.To)
+	return reply(fmt.Sprintf("Revoked delegation %s: %s no longer decides on behalf of %s.", mdCode(d.ID, 60), mdMention(d.To, ""), mdMention(d.From, "")))
 }
 
 // delegations lists the delegations from and to who that hold now.

@@ -121,3 +121,75 @@ func TestRecordedDelegateCommand(t *testing.T) {
 		t.Fatalf("%d delegations after a badly signed command", len(ds))
 	}
 }
+
+// TestRecordedUndelegateCommand replays /runs undelegate ID as Slack sends
+// it, signed, from the delegator: the delegation ends, the answer is
+// ephemeral and says so; the same bytes signed otherwise change nothing.
+func TestRecordedUndelegateCommand(t *testing.T) {
+	h := newSlackHarness(t)
+	d, err := h.eng.Delegate(h.ctx, record.Delegation{From: leadGrace, To: deputy, Until: h.clock.Now().Add(72 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DELEGATION_ID": d.ID}
+	form := fixture(t, "slash_runs_undelegate.form", Ref{}, leadGrace, vars)
+	if status, _ := h.post("/slack/commands", form, signed("another secret", h.clock.Now().Unix(), form)); status != http.StatusUnauthorized {
+		t.Fatalf("a badly signed command: %d", status)
+	}
+	if ds, _ := h.eng.Delegations(h.ctx, deputy, false); len(ds) != 1 {
+		t.Fatalf("%d delegations hold after a badly signed command", len(ds))
+	}
+	status, body := h.command(fixture(t, "slash_runs_undelegate.form", Ref{}, leadGrace, vars))
+	if status != http.StatusOK || !strings.Contains(body, `"response_type":"ephemeral"`) || !strings.Contains(body, "no longer decides on behalf of") {
+		t.Fatalf("%d %s", status, body)
+	}
+	all, err := h.eng.Delegations(h.ctx, "", true)
+	if err != nil || len(all) != 1 || all[0].RevokedBy != leadGrace || all[0].RevokedAt.IsZero() {
+		t.Fatalf("delegations %+v, %v", all, err)
+	}
+	if ds, _ := h.eng.Delegations(h.ctx, deputy, false); len(ds) != 0 {
+		t.Fatalf("a revoked delegation still holds: %+v", ds)
+	}
+}
+
+// TestRunsUndelegate: either form revokes for the delegator; someone the
+// delegation is not about, an unknown id, one revoked already and a
+// command without its id are refused, saying why, and leave it as it was.
+func TestRunsUndelegate(t *testing.T) {
+	for _, tc := range []struct {
+		name, user, text, want string
+		revoked                bool
+	}{
+		{"undelegate by the delegator", leadGrace, "undelegate ID", "Revoked delegation", true},
+		{"delegate revoke by the delegate", deputy, "delegate revoke ID", "Revoked delegation", true},
+		{"by someone else", manager, "undelegate ID", "may revoke it", false},
+		{"an unknown id", leadGrace, "undelegate dlg_nope", "no delegation dlg_nope", false},
+		{"no id", leadGrace, "undelegate", "Say which delegation", false},
+		{"two ids", leadGrace, "delegate revoke ID ID", "Say which delegation", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newSlackHarness(t)
+			d, err := h.eng.Delegate(h.ctx, record.Delegation{From: leadGrace, To: deputy, Until: h.clock.Now().Add(72 * time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			status, r := h.runsCommand(tc.user, strings.ReplaceAll(tc.text, "ID", d.ID))
+			if status != http.StatusOK || r.ResponseType != "ephemeral" || !strings.Contains(replyText(r), tc.want) {
+				t.Fatalf("%d %q, want %q", status, replyText(r), tc.want)
+			}
+			ds, err := h.eng.Delegations(h.ctx, deputy, false)
+			if err != nil || (len(ds) == 0) != tc.revoked {
+				t.Fatalf("holding after: %+v, %v (want revoked %v)", ds, err, tc.revoked)
+			}
+		})
+	}
+	h := newSlackHarness(t)
+	d, err := h.eng.Delegate(h.ctx, record.Delegation{From: leadGrace, To: deputy, Until: h.clock.Now().Add(72 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.runsCommand(leadGrace, "undelegate "+d.ID)
+	if _, r := h.runsCommand(leadGrace, "undelegate "+d.ID); !strings.Contains(replyText(r), "revoked already") {
+		t.Fatalf("a second revoke: %q", replyText(r))
+	}
+}

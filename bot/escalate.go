@@ -73,10 +73,25 @@ func escalatedTo(steps []record.EscalationRecord) string {
 				who = append(who, fmt.Sprintf("and %d more", len(s.Users)-maxMentions))
 				break
 			}
-			who = append(who, mdMention(u, ""))
+			who = append(who, mdMention(u, "")+onTheirBehalf(s.Deputies, u))
 		}
 	}
 	return strings.Join(who, ", ")
+}
+
+// onTheirBehalf mentions the delegates of u a step named, as Slack text
+// after u's mention: " (or <@B> on their behalf)"; "" when there is none.
+func onTheirBehalf(deputies []record.Deputy, u string) string {
+	var who []string
+	for _, d := range deputies {
+		if d.OnBehalfOf == u && len(who) < maxMentions {
+			who = append(who, mdMention(d.To, ""))
+		}
+	}
+	if len(who) == 0 {
+		return ""
+	}
+	return " (or " + strings.Join(who, ", ") + " on their behalf)"
 }
 
 // mayDecideEscalated reports whether an escalation of the run's current

@@ -111,3 +111,21 @@ func TestRenderEscalation(t *testing.T) {
 		t.Fatalf("fallback %q", text)
 	}
 }
+
+// An escalation to a user says who may decide on their behalf, with them.
+func TestRenderEscalationNamesTheDelegates(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	v := &workflow.RunView{ID: "run_1"}
+	r := workflow.RequestView{ID: "req_1", Deadline: now.Add(2 * time.Hour)}
+	step := record.EscalationRecord{RequestID: "req_1", Users: []string{"U0BOSS0001", "U0BOSS0002"},
+		Deputies: []record.Deputy{{To: "U0DEPUTY01", OnBehalfOf: "U0BOSS0001"}, {To: "<!here>", OnBehalfOf: "U0BOSS0001"}}}
+	blocks, _ := bot.RenderEscalation(v, r, []record.EscalationRecord{step}, now)
+	b, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := unescapeJSON(string(b))
+	if !strings.Contains(body, "<@U0BOSS0001> (or <@U0DEPUTY01>, ") || !strings.Contains(body, " on their behalf), <@U0BOSS0002>") || strings.Contains(body, "<!here>") {
+		t.Fatalf("escalation %s", body)
+	}
+}

@@ -177,7 +177,7 @@ func newEnvWith(t testing.TB, st storage.Store, rule policy.Rule) *env {
 	t.Cleanup(func() { st.Close() })
 	roles, err := policy.NewRoles([]policy.Role{
 		{Name: "agent", Members: []string{"agent:resolver"}},
-		{Name: "team_lead", Members: []string{"U0LEAD0001"}},
+		{Name: "team_lead", Members: []string{"U0LEAD0001", "U0LEAD0002"}},
 	})
 	if err != nil {
 		t.Fatal(err)

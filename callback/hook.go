@@ -44,6 +44,9 @@ var EventTypes = map[record.Event]string{
 	// A forced approval (break-glass) is told as such, though the run
 	// only moves on to executing.
 	record.EventPolicyBypassed: "run.policy_bypassed",
+	// The follow-up review of a forced approval was acknowledged: the run
+	// is as it was, its review (in the run) says by whom.
+	record.EventReviewAcknowledged: "run.review_acknowledged",
 }
 
 // eventTypes are the types of the events t announces, in order: what

@@ -19,10 +19,15 @@ const (
 	// ScopeResolve: POST /v1/runs/{id}/resolve, for an operator's automation
 	// whose requester holds the resolve role.
 	ScopeResolve = "resolve"
+	// ScopeForce: POST /v1/runs/{id}/force, a break-glass approval by a
+	// requester who holds the rule's break_glass role.
+	ScopeForce = "force"
+	// ScopeReview: GET /v1/reviews and POST /v1/runs/{id}/review/acknowledge.
+	ScopeReview = "review"
 )
 
 // Scopes lists every scope a token may hold.
-var Scopes = []string{ScopeSubmit, ScopeRead, ScopeCancel, ScopeResolve}
+var Scopes = []string{ScopeSubmit, ScopeRead, ScopeCancel, ScopeResolve, ScopeForce, ScopeReview}
 
 // Default per-token rate limit: a token's bucket refills at DefaultRate
 // requests a second and holds DefaultBurst.

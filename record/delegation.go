@@ -23,3 +23,10 @@ type Delegation struct {
 func (d *Delegation) ActiveAt(t time.Time) bool {
 	return d.RevokedAt.IsZero() && t.Before(d.Until)
 }
+
+// Deputy is a delegate named with their delegator: To may decide on
+// OnBehalfOf's behalf.
+type Deputy struct {
+	To         string `json:"to"`
+	OnBehalfOf string `json:"on_behalf_of"`
+}

@@ -75,6 +75,9 @@ type EscalationRecord struct {
 	Users     []string   `json:"users,omitempty"`
 	Extended  Seconds    `json:"extended_seconds,omitempty"`
 	Deadline  *time.Time `json:"deadline,omitempty"` // the deadline after the step
+	// Deputies are the delegates of Users when the step was applied, told
+	// with them; they decide on their delegator's behalf, as any delegate.
+	Deputies []Deputy `json:"deputies,omitempty"`
 }
 
 // EscalationStep is one step of a rule's escalate: After the request was

@@ -28,6 +28,8 @@ type escalator struct {
 	fail    func(string)
 	log     *slog.Logger
 	maxLife time.Duration
+	// deputies names the delegates of the users a step names.
+	deputies *deputyFinder
 	// some is whether some rule escalates: without one there is no sweep.
 	some bool
 
@@ -39,7 +41,7 @@ func newEscalator(e *Engine) *escalator {
 	for _, r := range e.policy.Rules() {
 		some = some || len(r.Escalate) > 0
 	}
-	return &escalator{runs: e.runs, store: e.store, fail: e.fail, log: e.log, maxLife: e.maxLife, some: some}
+	return &escalator{runs: e.runs, store: e.store, fail: e.fail, log: e.log, maxLife: e.maxLife, deputies: &deputyFinder{in: e.in}, some: some}
 }
 
 // EscalateDue applies every escalation step that is due: for each waiting
@@ -97,7 +99,11 @@ func (es *escalator) escalate(ctx context.Context, id string) (bool, error) {
 			es.remember(id, next)
 			return nil
 		}
-		detail := es.apply(l, req, steps, now)
+		deps, err := es.deputies.find(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		detail := es.apply(l, req, steps, deps, now)
 		if err := tx.UpdateRequest(ctx, req); err != nil {
 			return fmt.Errorf("update approval request %s: %w", req.ID, err)
 		}
@@ -123,13 +129,20 @@ func (es *escalator) escalate(ctx context.Context, id string) (bool, error) {
 
 // apply records the steps (indexes into the gate's Escalate, in order) and
 // moves the deadline by their extends, never past the request's lifetime,
-// and returns the audit detail.
-func (es *escalator) apply(l *runtx.Loaded, req *record.ApprovalRequest, steps []int, now time.Time) map[string]string {
+// and returns the audit detail. Each step names the delegates (deps) of
+// the users it names, to be told with them.
+func (es *escalator) apply(l *runtx.Loaded, req *record.ApprovalRequest, steps []int, deps map[string][]string, now time.Time) map[string]string {
 	g := l.State.Gate
 	var roles, users, idx []string
 	for _, i := range steps {
 		s := g.Escalate[i]
 		rec := record.EscalationRecord{RequestID: req.ID, Step: i, At: now, Role: s.Role, Users: slices.Clone(s.Users)}
+		decided := decidedOn(req.ID, l.State.Decisions)
+		for _, u := range s.Users {
+			for _, to := range deputiesFor(deps, u, req, decided) {
+				rec.Deputies = append(rec.Deputies, record.Deputy{To: to, OnBehalfOf: u})
+			}
+		}
 		if s.Extend > 0 {
 			deadline := req.Deadline.Add(s.Extend.Duration())
 			if limit := req.CreatedAt.Add(es.maxLife); deadline.After(limit) {

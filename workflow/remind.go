@@ -31,6 +31,8 @@ type reminder struct {
 	roles *policy.Roles
 	fail  func(string)
 	log   *slog.Logger
+	// deputies names the delegates of who is reminded.
+	deputies *deputyFinder
 	// horizon is the longest offset of any rule: only runs whose deadline is
 	// nearer than it can have a reminder due.
 	horizon time.Duration
@@ -45,7 +47,7 @@ func newReminder(e *Engine) *reminder {
 			horizon = max(horizon, d)
 		}
 	}
-	return &reminder{runs: e.runs, store: e.store, roles: e.roles, fail: e.fail, log: e.log, horizon: horizon.Duration()}
+	return &reminder{runs: e.runs, store: e.store, roles: e.roles, fail: e.fail, log: e.log, deputies: &deputyFinder{in: e.in}, horizon: horizon.Duration()}
 }
 
 // RemindDue sends every reminder that is due: for each waiting run whose
@@ -103,7 +105,11 @@ func (rm *reminder) remind(ctx context.Context, id string) (bool, error) {
 			rm.remember(id, l.Run.Deadline)
 			return nil
 		}
-		mention := stillToDecide(rm.roles, req, g, l.State.Decisions, l.State.Escalations)
+		deps, err := rm.deputies.find(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		mention := withDeputies(stillToDecide(rm.roles, req, g, l.State.Decisions, l.State.Escalations), deps, req, decidedOn(req.ID, l.State.Decisions))
 		for _, p := range plan.passed {
 			l.State.Reminders = append(l.State.Reminders, record.ReminderRecord{RequestID: req.ID, Before: p, At: now, Passed: true})
 		}
@@ -193,14 +199,9 @@ func minTime(a, b time.Time) time.Time {
 // stillToDecide are who may still decide req and have not: its assignee
 // when it has one, otherwise everyone the roles name with its role or a
 // higher one, and whom its escalations name; but not the requester where
-// the rule forbids self-approval.
+// the rule forbids self-approval, nor whom a delegate decided on behalf of.
 func stillToDecide(roles *policy.Roles, req *record.ApprovalRequest, g *record.Gate, decisions []record.DecisionRecord, escalations []record.EscalationRecord) []string {
-	decided := map[string]bool{}
-	for _, d := range decisions {
-		if d.RequestID == req.ID {
-			decided[d.By] = true
-		}
-	}
+	decided := decidedOn(req.ID, decisions)
 	may := roles.Members(req.Role)
 	if g.Assignee != "" {
 		may = []string{g.Assignee}

@@ -68,7 +68,7 @@ func (e *Engine) AcknowledgeReview(ctx context.Context, id string, by record.Per
 			return fmt.Errorf("acknowledge the review of run %s: %w", id, err)
 		}
 		out = r
-		return rv.runs.Note(ctx, tx, id, by.ID, record.EventReviewAcknowledged, map[string]string{
+		return rv.told(ctx, tx, id, by.ID, map[string]string{
 			"role": role, "note": note, "forced_by": r.ForcedBy, "request_id": r.RequestID,
 		})
 	})
@@ -135,4 +135,55 @@ func (e *Engine) PendingReviews(ctx context.Context) ([]*record.Review, error) {
 		return nil, fmt.Errorf("list the pending reviews: %w", err)
 	}
 	return rs, nil
+}
+
+// told records the acknowledgement of run id's review in its audit log and
+// tells the hooks, so that the run's agent hears of it (a callback), as of
+// a transition that leaves the run as it is: no checkpoint is written, so
+// a worker executing the run is not disturbed. A run whose stored state
+// fails its check is only audited: nothing in it can be trusted to say
+// where to call.
+func (rv *reviewer) told(ctx context.Context, tx storage.Tx, id, actor string, detail map[string]string) error {
+	l, err := rv.runs.Load(ctx, tx, id)
+	var ie *IntegrityError
+	if errors.As(err, &ie) {
+		return rv.runs.Note(ctx, tx, id, actor, record.EventReviewAcknowledged, detail)
+	}
+	if err != nil {
+		return err
+	}
+	return rv.runs.NoteTold(ctx, tx, l.Run, l.State, actor, record.EventReviewAcknowledged, detail)
+}
+
+// ReviewView is the follow-up review of a forced approval as a run's view
+// shows it: who may acknowledge it and by when, and, once acknowledged, by
+// whom, when and with what note.
+type ReviewView struct {
+	Role           string              `json:"role"`
+	Due            time.Time           `json:"due"`
+	Status         record.ReviewStatus `json:"status"`
+	AcknowledgedBy string              `json:"acknowledged_by,omitempty"`
+	AcknowledgedAt *time.Time          `json:"acknowledged_at,omitempty"`
+	Note           string              `json:"note,omitempty"`
+}
+
+// view is the review of run id, its seal checked, in tx; nil when the run
+// has none.
+func (rv *reviewer) view(ctx context.Context, tx storage.Tx, id string) (*ReviewView, error) {
+	r, err := tx.Review(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load the review of run %s: %w", id, err)
+	}
+	if err := rv.in.CheckReview(ctx, tx, r); err != nil {
+		return nil, err
+	}
+	v := &ReviewView{Role: r.Role, Due: r.Due, Status: r.Status, AcknowledgedBy: r.AcknowledgedBy, Note: r.Note}
+	if !r.AcknowledgedAt.IsZero() {
+		at := r.AcknowledgedAt
+		v.AcknowledgedAt = &at
+	}
+	return v, nil
 }

@@ -52,6 +52,9 @@ type RunView struct {
 	Escalations []record.EscalationRecord `json:"escalations,omitempty"`
 	// Forced is set when the approval was forced (break-glass).
 	Forced *record.ForceRecord `json:"forced,omitempty"`
+	// Review is the follow-up review of a forced approval, as it stands
+	// (a run read one by one, and a transition's callback, show it).
+	Review *ReviewView `json:"review,omitempty"`
 	// RetryAt is when an executing run that waits for its target (a
 	// Retry-After, a backoff, an action still in progress) is asked again.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
@@ -178,6 +181,11 @@ func (e *Engine) viewRest(ctx context.Context, tx storage.Tx, v *RunView) (*RunV
 			Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error})
 	}
 	v.Progress = progressOf(e.roles, v)
+	if v.Forced != nil {
+		if v.Review, err = e.reviews.view(ctx, tx, id); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.in.CheckRun(ctx, tx, id, nil, b.Requests, b.Decisions, b.Operations); err != nil {
 		var ie *IntegrityError
 		if !errors.As(err, &ie) {

@@ -97,7 +97,7 @@ func TestTokenNew(t *testing.T) {
 // TestAPIScopesAreTheConfigs: the scopes the config takes are the ones the
 // API checks, so a token's scopes mean the same on both sides.
 func TestAPIScopesAreTheConfigs(t *testing.T) {
-	if got := []string{agentapi.ScopeSubmit, agentapi.ScopeRead, agentapi.ScopeCancel, agentapi.ScopeResolve}; !slices.Equal(got, config.Scopes) {
+	if got := []string{agentapi.ScopeSubmit, agentapi.ScopeRead, agentapi.ScopeCancel, agentapi.ScopeResolve, agentapi.ScopeForce, agentapi.ScopeReview}; !slices.Equal(got, config.Scopes) {
 		t.Errorf("api scopes %v, config scopes %v", got, config.Scopes)
 	}
 	tok := apiToken(config.APIToken{ID: "a", Requester: "r", Scopes: []string{config.ScopeRead}, SHA256: [32]byte{1}})

@@ -73,6 +73,12 @@ func TestForcedApprovalSurvivesACrashAndIsReviewedOnce(t *testing.T) {
 		if code, _, errs := signoff(t, dir, "--config", cfg, "review", "ack", id, "--as", lead2); code != exitRefused || !strings.Contains(errs, "acknowledged by "+lead1) {
 			t.Fatalf("a second acknowledge: exit %d, %s", code, errs)
 		}
+		if show := must(t, dir, exitDone, "--config", cfg, "show", id); !strings.Contains(show, "review acknowledged by "+lead1+" at ") || !strings.Contains(show, ": checked with payments") {
+			t.Errorf("show does not say the review was acknowledged:\n%s", show)
+		}
+		if v := showJSON(t, dir, id); v.Review == nil || v.Review.Status != record.ReviewAcknowledged || v.Review.AcknowledgedBy != lead1 {
+			t.Errorf("show --json review %+v", v.Review)
+		}
 		if audit := must(t, dir, exitDone, "audit", "--run", id); strings.Count(audit, "review_acknowledged") != 1 || strings.Count(audit, "policy_bypassed") != 1 {
 			t.Errorf("the audit log should have one policy_bypassed and one review_acknowledged:\n%s", audit)
 		}

@@ -85,6 +85,14 @@ func renderReviews(w io.Writer, rs []*record.Review, now time.Time) {
 func renderForced(w io.Writer, v *workflow.RunView) {
 	if f := v.Forced; f != nil {
 		fmt.Fprintf(w, "  forced by %s (%s) at %s: %s\n", term(f.By), term(f.Role), f.At.Format(time.RFC3339), term(f.Reason))
+		if r := v.Review; r != nil && r.Status == record.ReviewAcknowledged && r.AcknowledgedAt != nil {
+			fmt.Fprintf(w, "  review acknowledged by %s at %s", term(r.AcknowledgedBy), r.AcknowledgedAt.Format(time.RFC3339))
+			if r.Note != "" {
+				fmt.Fprintf(w, ": %s", term(r.Note))
+			}
+			fmt.Fprintln(w)
+			return
+		}
 		fmt.Fprintf(w, "  review by %s or above due %s (signoff review ack %s)\n", term(f.ReviewRole), f.ReviewDue.Format(time.RFC3339), term(v.ID))
 	}
 }
