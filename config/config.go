@@ -827,7 +827,7 @@ func (c *checker) crossCheck(fc *fileConfig, cfg *Config) error {
 	for i, r := range rules {
 		path := fmt.Sprintf("policy.rules[%d]", i)
 		for _, name := range cfg.Policy.NamedActions(i) {
-			if _, ok := cfg.Actions[name]; !ok {
+			if _, ok := cfg.Actions[name]; !ok && !cfg.MCP.Lists(name) {
 				return c.failf(path+".when", "no action is named %q (actions: %s)", name, strings.Join(sortedKeys(cfg.Actions), ", "))
 			}
 		}

@@ -184,3 +184,15 @@ func limitText(s string) string {
 	}
 	return s
 }
+
+// Lists says whether action may be a tool of an upstream (mcp:<upstream>.<tool>
+// for one of mcp.upstreams): the upstream lists its tools when the gateway
+// connects, so that a rule may name one the config does not declare.
+func (m MCPConfig) Lists(action string) bool {
+	for _, u := range m.Upstreams {
+		if rest, ok := strings.CutPrefix(action, "mcp:"+u.Name+"."); ok && rest != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -72,3 +72,21 @@ func TestParseMCP(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesMayNameUpstreamTools: a rule may name a tool of a configured
+// upstream, which the upstream lists only when the gateway connects; one of
+// an upstream the config does not have is refused as any unknown action.
+func TestRulesMayNameUpstreamTools(t *testing.T) {
+	rule := func(action string) string {
+		return strings.Replace(valid, `- {name: everything-else, when: "true", risk: low}`,
+			`- {name: tool, when: 'action.name == "`+action+`"', risk: low}`+"\n    "+`- {name: everything-else, when: "true", risk: low}`, 1) +
+			"mcp:\n  upstreams: [{name: files, command: [x]}]\n"
+	}
+	if _, err := Parse("signoff.yaml", []byte(rule("mcp:files.read_text_file"))); err != nil {
+		t.Fatalf("a rule naming a tool of files: %v", err)
+	}
+	_, err := Parse("signoff.yaml", []byte(rule("mcp:tickets.read")))
+	if err == nil || !strings.Contains(err.Error(), `policy.rules[1].when: no action is named "mcp:tickets.read"`) {
+		t.Fatalf("a rule naming a tool of no upstream: %v, want refused", err)
+	}
+}
