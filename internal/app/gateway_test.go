@@ -1,0 +1,170 @@
+package app
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// nodeFilesystem is the reference filesystem MCP server's entry point,
+// installed by npm ci in testdata/mcpfilesystem (pinned by its
+// package-lock.json); the test is skipped without it, unless mcpNodeEnv
+// says it must be there.
+func nodeFilesystem(t *testing.T) (node, server string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	server, _ = filepath.Abs(filepath.Join("testdata", "mcpfilesystem", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
+	if _, missing := os.Stat(server); err != nil || missing != nil {
+		msg := "the reference filesystem MCP server is not installed: run npm ci in internal/app/testdata/mcpfilesystem (needs node)"
+		if os.Getenv(mcpNodeEnv) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node, server
+}
+
+// gatewayDocConfig writes the config of docs/mcp.md, "A gateway in front of
+// one upstream", into dir, its upstream command replaced by replace (nil:
+// as written) and its hold by hold.
+func gatewayDocConfig(t *testing.T, dir string, command []string, hold string) string {
+	t.Helper()
+	blocks := blocksOf(docSection(t, "docs/mcp.md", "A gateway in front of one upstream"), "yaml")
+	if len(blocks) != 1 {
+		t.Fatalf("docs/mcp.md, A gateway in front of one upstream: %d yaml blocks, want 1", len(blocks))
+	}
+	y := blocks[0]
+	const asWritten = `command: [npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31", /srv/data]`
+	if !strings.Contains(y, asWritten) || !strings.Contains(y, "hold: 50s") {
+		t.Fatalf("the config of the docs has no %s and hold: 50s:\n%s", asWritten, y)
+	}
+	if command != nil {
+		y = strings.Replace(y, asWritten, `command: ["`+strings.Join(command, `", "`)+`"]`, 1)
+	}
+	y = strings.Replace(y, "hold: 50s", "hold: "+hold, 1)
+	p := filepath.Join(dir, "signoff.yaml")
+	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestMCPGatewayConfigOfTheDocsChecks: the gateway's config of the docs is
+// a config signoff takes, its rules naming tools the upstream lists.
+func TestMCPGatewayConfigOfTheDocsChecks(t *testing.T) {
+	dir := t.TempDir()
+	cfg := gatewayDocConfig(t, dir, nil, "50s")
+	must(t, dir, 0, "--config", cfg, "config", "check")
+}
+
+// TestMCPGatewayNeedsUpstreams: without mcp.upstreams there is nothing to
+// stand in front of, and the command says so.
+func TestMCPGatewayNeedsUpstreams(t *testing.T) {
+	dir := t.TempDir()
+	cfg := mcpDocConfig(t, dir)
+	code, _, errs := signoff(t, dir, "--config", cfg, "mcp", "gateway", "--stdio", "--requester", "agent:coder")
+	if code != 2 || !strings.Contains(errs, "no mcp.upstreams") {
+		t.Fatalf("exit %d, stderr %s; want 2 naming mcp.upstreams", code, errs)
+	}
+}
+
+// TestMCPGatewayInFrontOfTheFilesystemServer runs the gateway as the
+// coding agent's entry of docs/mcp.md says, in front of the reference
+// filesystem server from npm: a read goes through; a gated write waits, is
+// approved from another process (which makes the call), and the call made
+// again returns the stored answer without writing again; a rejected write
+// never reaches the upstream.
+func TestMCPGatewayInFrontOfTheFilesystemServer(t *testing.T) {
+	node, server := nodeFilesystem(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "hello.txt"), []byte("hello from disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gatewayDocConfig(t, dir, []string{node, server, data}, "1s")
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "A coding agent through the gateway", &doc)
+	cs := mcpStdio(t, dir, doc.MCPServers["files"])
+
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, tl := range tools.Tools {
+		listed[tl.Name] = true
+	}
+	if !listed["files.read_text_file"] || !listed["files.write_file"] {
+		t.Fatalf("tools %v, want files.read_text_file and files.write_file", listed)
+	}
+	if a := gatewayCall(t, cs, "files.read_text_file", map[string]any{"path": filepath.Join(data, "hello.txt")}); a.isError || !strings.Contains(a.text, "hello from disk") {
+		t.Fatalf("read = %+v, want the file's text", a)
+	}
+
+	out := filepath.Join(data, "out.txt")
+	write := map[string]any{"path": out, "content": "approved once"}
+	w := gatewayCall(t, cs, "files.write_file", write)
+	if w.isError || w.runID == "" || !strings.Contains(w.text, "waiting for approval") {
+		t.Fatalf("write = %+v, want waiting with the run id", w)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("the file exists before the approval (%v)", err)
+	}
+	must(t, dir, 0, "--config", cfg, "approve", w.runID, "--as", "U0LEAD0001")
+	if b, err := os.ReadFile(out); err != nil || string(b) != "approved once" {
+		t.Fatalf("after the approval the file holds %q (%v), want the approved content", b, err)
+	}
+	// Changed on disk: a second write would undo the change.
+	if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if a := gatewayCall(t, cs, "files.write_file", write); a.isError || !strings.Contains(a.text, "Successfully wrote") {
+		t.Fatalf("write again = %+v, want the upstream's stored answer", a)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "changed since" {
+		t.Fatalf("the file holds %q: the upstream was called again", b)
+	}
+
+	no := filepath.Join(data, "no.txt")
+	r := gatewayCall(t, cs, "files.write_file", map[string]any{"path": no, "content": "never"})
+	must(t, dir, exitEnded, "--config", cfg, "reject", r.runID, "--as", "U0LEAD0001", "--reason", "not this file")
+	if a := gatewayCall(t, cs, "files.write_file", map[string]any{"path": no, "content": "never"}); !a.isError || !strings.Contains(a.text, "not this file") {
+		t.Fatalf("rejected write again = %+v, want isError with the reason", a)
+	}
+	if _, err := os.Stat(no); !os.IsNotExist(err) {
+		t.Fatalf("the rejected file exists (%v)", err)
+	}
+}
+
+type gatewayAnswer struct {
+	text    string
+	isError bool
+	runID   string
+}
+
+func gatewayCall(t *testing.T, cs *mcp.ClientSession, tool string, args any) gatewayAnswer {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var a gatewayAnswer
+	for _, c := range res.Content {
+		if txt, ok := c.(*mcp.TextContent); ok {
+			a.text += txt.Text
+		}
+	}
+	a.isError = res.IsError
+	a.runID, _ = res.Meta["signoff/run_id"].(string)
+	return a
+}
