@@ -3,6 +3,7 @@ package mcpgateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/signoff-dev/signoff/internal/bearer"
 	"github.com/signoff-dev/signoff/mcpgateway"
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
@@ -472,5 +474,50 @@ func TestUpstreamSecretsStayOnTheWire(t *testing.T) {
 		if strings.Contains(s, "s3cret") {
 			t.Errorf("the upstream's secret is in the %s", what)
 		}
+	}
+}
+
+// TestHTTPCallsSpeakForTheToken: over streamable HTTP a request without a
+// known token is refused; a call with one is proposed for the token's
+// requester, and the same call made again on a new connection (a broken
+// stream, under the stateless revision) attaches to the same run.
+func TestHTTPCallsSpeakForTheToken(t *testing.T) {
+	h := newHarness(t)
+	handler, err := h.gateway(time.Nanosecond, 0).Handler(mcpgateway.HTTPConfig{Tokens: []bearer.Token{
+		{ID: "coder", SHA256: sha256.Sum256([]byte("sk_coder")), Requester: "agent:coder"},
+		{ID: "stranger", SHA256: sha256.Sum256([]byte("sk_stranger")), Requester: "agent:stranger"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(handler)
+	t.Cleanup(hs.Close)
+	res, err := http.Post(hs.URL, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without a token: %d, want 401", res.StatusCode)
+	}
+	connect := func(secret string) *mcp.ClientSession {
+		t.Helper()
+		up := mcpgateway.HTTPUpstream("signoff", hs.URL, map[string]string{"Authorization": "Bearer " + secret})
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(), up.Transport, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	first := call(t, connect("sk_coder"), "notes.write_note", note)
+	v, err := h.engine.Get(context.Background(), first.runID)
+	if err != nil || v.Requester.ID != "agent:coder" {
+		t.Fatalf("run %v (%v), want agent:coder's", v, err)
+	}
+	if again := call(t, connect("sk_coder"), "notes.write_note", note); again.runID != first.runID {
+		t.Fatalf("again on a new connection = %+v, want run %s", again, first.runID)
+	}
+	if a := call(t, connect("sk_stranger"), "notes.write_note", note); !a.isError || !strings.Contains(a.text, "signoff refused the call") {
+		t.Fatalf("a requester with no role = %+v, want refused", a)
 	}
 }

@@ -168,3 +168,50 @@ func gatewayCall(t *testing.T, cs *mcp.ClientSession, tool string, args any) gat
 	a.runID, _ = res.Meta["signoff/run_id"].(string)
 	return a
 }
+
+// TestMCPGatewayCrashAfterTheCallNeedsAPerson: the process that carries out
+// an approved call dies after the upstream wrote the file and before the
+// answer was stored. MCP has no idempotency key to ask the upstream with, so
+// that the run needs a person: the call made again says so, and the
+// upstream is never called a second time.
+func TestMCPGatewayCrashAfterTheCallNeedsAPerson(t *testing.T) {
+	node, server := nodeFilesystem(t)
+	// A lease that lapses soon, so that the gateway takes the dead
+	// process's run over within the test.
+	t.Setenv("SIGNOFF_LEASE_TTL", "4s")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gatewayDocConfig(t, dir, []string{node, server, data}, "1s")
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "A coding agent through the gateway", &doc)
+	cs := mcpStdio(t, dir, doc.MCPServers["files"])
+
+	out := filepath.Join(dir, "data", "out.txt")
+	write := map[string]any{"path": out, "content": "written once"}
+	w := gatewayCall(t, cs, "files.write_file", write)
+	if w.runID == "" {
+		t.Fatalf("write = %+v, want waiting with the run id", w)
+	}
+	crash(t, dir, "after-effect", "--config", cfg, "approve", w.runID, "--as", "U0LEAD0001")
+	if b, err := os.ReadFile(out); err != nil || string(b) != "written once" {
+		t.Fatalf("after the crash the file holds %q (%v), want the approved content", b, err)
+	}
+	if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := gatewayCall(t, cs, "files.write_file", write)
+	if !a.isError || !strings.Contains(a.text, "needs a person") || !strings.Contains(a.text, "no idempotency key") {
+		t.Fatalf("write again = %+v, want isError saying a person must look", a)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "changed since" {
+		t.Fatalf("the file holds %q: the upstream was called again", b)
+	}
+	if st := must(t, dir, exitAttention, "--config", cfg, "show", w.runID); !strings.Contains(st, "NEEDS_ATTENTION") {
+		t.Fatalf("show = %s, want needs attention", st)
+	}
+}
