@@ -1,12 +1,16 @@
 package app
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -213,5 +217,102 @@ func TestMCPGatewayCrashAfterTheCallNeedsAPerson(t *testing.T) {
 	}
 	if st := must(t, dir, exitAttention, "--config", cfg, "show", w.runID); !strings.Contains(st, "NEEDS_ATTENTION") {
 		t.Fatalf("show = %s, want needs attention", st)
+	}
+}
+
+// TestMCPGatewayWithTheTypeScriptSDK: a coding agent's side written by no
+// one here (the official TypeScript SDK, run by node) starts the gateway as
+// the entry of docs/mcp.md says, in front of the reference filesystem
+// server: its read goes through, its write waits, is approved from another
+// process, and the same write again gets the upstream's answer; the file
+// was written once.
+func TestMCPGatewayWithTheTypeScriptSDK(t *testing.T) {
+	node := nodeSDK(t)
+	_, server := nodeFilesystem(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "hello.txt"), []byte("hello from disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gatewayDocConfig(t, dir, []string{node, server, data}, "1s")
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "A coding agent through the gateway", &doc)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := doc.MCPServers["files"]
+	entry, _ := json.Marshal(map[string]any{"command": self, "args": e.Args, "cwd": dir,
+		"env": map[string]string{asMainEnv: "1", "PATH": os.Getenv("PATH"), "HOME": dir}})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "gateway.mjs", string(entry), data)
+	cmd.Dir = nodeClient
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	next := func(step string, v any) {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("the client ended before %s: %v", step, lines.Err())
+		}
+		var l struct {
+			Step  string          `json:"step"`
+			Value json.RawMessage `json:"value"`
+		}
+		if err := json.Unmarshal(lines.Bytes(), &l); err != nil || l.Step != step || json.Unmarshal(l.Value, v) != nil {
+			t.Fatalf("line %s, want step %s", lines.Text(), step)
+		}
+	}
+	type result struct {
+		IsError bool   `json:"isError"`
+		Text    string `json:"text"`
+		Run     string `json:"run"`
+	}
+	var tools []string
+	next("tools", &tools)
+	if !slices.Contains(tools, "files.write_file") {
+		t.Fatalf("tools %v, want files.write_file", tools)
+	}
+	var read, write, again result
+	if next("read", &read); read.IsError || !strings.Contains(read.Text, "hello from disk") {
+		t.Fatalf("read = %+v", read)
+	}
+	if next("write", &write); write.IsError || write.Run == "" || !strings.Contains(write.Text, "waiting for approval") {
+		t.Fatalf("write = %+v, want waiting with the run id", write)
+	}
+	must(t, dir, 0, "--config", cfg, "approve", write.Run, "--as", "U0LEAD0001")
+	out := filepath.Join(data, "out.txt")
+	if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte("approved\n")); err != nil {
+		t.Fatal(err)
+	}
+	if next("write-again", &again); again.IsError || !strings.Contains(again.Text, "Successfully wrote") {
+		t.Fatalf("write again = %+v, want the upstream's stored answer", again)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "changed since" {
+		t.Fatalf("the file holds %q: the upstream was called again", b)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("node: %v", err)
 	}
 }
