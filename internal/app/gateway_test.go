@@ -3,12 +3,17 @@ package app
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -315,4 +320,91 @@ func TestMCPGatewayWithTheTypeScriptSDK(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("node: %v", err)
 	}
+}
+
+// TestMCPGatewayOverHTTP runs the gateway on --listen in front of an
+// upstream over streamable HTTP whose Authorization header comes from the
+// environment, as mcp.upstreams' headers_env says: a request without a
+// token of mcp.identities is refused; a call with one reaches the upstream
+// with the header, and the header's value is nowhere in the run, the audit
+// or the gateway's output.
+func TestMCPGatewayOverHTTP(t *testing.T) {
+	const upstreamAuth = "Bearer up-s3cret-value"
+	srv := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
+	var seen atomic.Value
+	mcp.AddTool(srv, &mcp.Tool{Name: "read_text_file"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Path string `json:"path"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "contents of " + in.Path}}}, nil, nil
+	})
+	mh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Header.Get("Authorization"))
+		if r.Header.Get("Authorization") != upstreamAuth {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		mh.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+
+	dir := t.TempDir()
+	cfg := gatewayDocConfig(t, dir, nil, "1s")
+	y := strings.Replace(string(mustRead(t, cfg)), `{name: files, command: [npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31", /srv/data]}`,
+		`{name: files, url: "`+up.URL+`", headers_env: {Authorization: FILES_MCP_AUTH}}`, 1)
+	sum := sha256.Sum256([]byte("sk_gateway_coder"))
+	y += "  identities: [{token_sha256: " + hex.EncodeToString(sum[:]) + ", requester: agent:coder}]\n"
+	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd, _, errb := child(t, dir, []string{"FILES_MCP_AUTH=" + upstreamAuth}, "--config", cfg, "mcp", "gateway", "--listen", addr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	var res *http.Response
+	waitFor(t, "the gateway to listen", func() bool {
+		var err error
+		res, err = http.Post("http://"+addr+"/", "application/json", strings.NewReader(`{}`))
+		return err == nil
+	})
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without a token: %d, want 401", res.StatusCode)
+	}
+	hc := &http.Client{Transport: bearerRoundTripper{"sk_gateway_coder"}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if a := gatewayCall(t, cs, "files.read_text_file", map[string]any{"path": "/notes.txt"}); a.isError || a.text != "contents of /notes.txt" {
+		t.Fatalf("read = %+v, want the upstream's answer", a)
+	}
+	if got, _ := seen.Load().(string); got != upstreamAuth {
+		t.Fatalf("the upstream got Authorization %q, want the value of FILES_MCP_AUTH", got)
+	}
+	cs.Close()
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait() // its output is complete
+	runs := must(t, dir, 0, "--config", cfg, "runs", "--json")
+	audit := must(t, dir, 0, "--config", cfg, "audit", "--json")
+	if !strings.Contains(runs, "agent:coder") {
+		t.Fatalf("runs = %s, want the read, agent:coder's", runs)
+	}
+	for what, s := range map[string]string{"runs": runs, "audit": audit, "the gateway's output": errb.String(), "the config": y} {
+		if strings.Contains(s, "s3cret") {
+			t.Errorf("the upstream's header value is in %s", what)
+		}
+	}
+}
+
+type bearerRoundTripper struct{ secret string }
+
+func (b bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.secret)
+	return http.DefaultTransport.RoundTrip(r)
 }
