@@ -203,7 +203,13 @@ func (g *Gateway) answer(v *workflow.RunView) *mcp.CallToolResult {
 		return g.stored(v)
 	case v.Status == record.StatusScheduled:
 		return waitingResult(v, fmt.Sprintf("approved; it runs when its execution window opens (run %s). Make the same call again then to get its result.", v.ID))
-	case waiting(v.Status) || v.Status == record.StatusExecuting:
+	case v.Status == record.StatusExecuting:
+		why := ""
+		if v.Reason != "" {
+			why = ": " + v.Reason
+		}
+		return waitingResult(v, fmt.Sprintf("approved and being carried out (run %s)%s. Make the same call again, with the same arguments, to get its result.", v.ID, why))
+	case waiting(v.Status):
 		return waitingResult(v, fmt.Sprintf("waiting for approval in Slack (run %s); nothing ran yet. Make the same call again, with the same arguments, to get its result once it is decided.", v.ID))
 	case v.Status == record.StatusNeedsAttention:
 		return toolError(fmt.Sprintf("run %s needs a person: %s", v.ID, v.Reason))
