@@ -521,3 +521,44 @@ func TestHTTPCallsSpeakForTheToken(t *testing.T) {
 		t.Fatalf("a requester with no role = %+v, want refused", a)
 	}
 }
+
+// TestDeclaredActionValidatesAndRedacts: a tool declared among the actions
+// with a schema is validated by it (a call against it is refused and
+// reaches nothing) and redacted as declared, while the upstream gets the
+// arguments as stored.
+func TestDeclaredActionValidatesAndRedacts(t *testing.T) {
+	h := newHarness(t)
+	declared, err := workflow.NewActionSpec("mcp:notes.write_note",
+		[]byte(`{"type":"object","additionalProperties":false,"required":["title","body"],"properties":{"title":{"type":"string"},"body":{"type":"string"}}}`),
+		mcpgateway.Placeholder(), []string{"body"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.wcfg.Actions, err = h.ups.Actions(map[string]*workflow.ActionSpec{"mcp:notes.write_note": declared}); err != nil {
+		t.Fatal(err)
+	}
+	if h.engine, err = workflow.New(h.wcfg); err != nil {
+		t.Fatal(err)
+	}
+	cs := h.client(h.gateway(time.Nanosecond, 0), nil)
+	if a := call(t, cs, "notes.write_note", map[string]any{"title": "plan"}); !a.isError || !strings.Contains(a.text, "body") {
+		t.Fatalf("a call without body = %+v, want refused naming body", a)
+	}
+	first := call(t, cs, "notes.write_note", note)
+	v, err := h.engine.Get(context.Background(), first.runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown, _ := json.Marshal(h.engine.Redacted(v)); strings.Contains(string(shown), "ship on friday") {
+		t.Fatalf("the run as shown holds the redacted body: %s", shown)
+	}
+	h.decide(first.runID, record.VerdictApprove, "")
+	if a := call(t, cs, "notes.write_note", note); a.isError || h.notes.writes.Load() != 1 {
+		t.Fatalf("approved = %+v, writes %d", a, h.notes.writes.Load())
+	}
+	h.notes.mu.Lock()
+	defer h.notes.mu.Unlock()
+	if got := h.notes.byName["plan"]; got != "ship on friday" {
+		t.Fatalf("the upstream wrote %q, want the stored body", got)
+	}
+}
