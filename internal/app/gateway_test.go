@@ -86,8 +86,8 @@ func TestMCPGatewayNeedsUpstreams(t *testing.T) {
 // coding agent's entry of docs/mcp.md says, in front of the reference
 // filesystem server from npm: a read goes through; a gated write waits, is
 // approved from another process (which makes the call), and the call made
-// again returns the stored answer without writing again; a rejected write
-// never reaches the upstream.
+// again, to a gateway started anew, returns the stored answer without
+// writing again; a rejected write never reaches the upstream.
 func TestMCPGatewayInFrontOfTheFilesystemServer(t *testing.T) {
 	node, server := nodeFilesystem(t)
 	dir := t.TempDir()
@@ -129,7 +129,11 @@ func TestMCPGatewayInFrontOfTheFilesystemServer(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatalf("the file exists before the approval (%v)", err)
 	}
+	// The agent goes away, the gateway with it, while the call waits; the
+	// approval comes meanwhile from another process, which makes the call.
+	cs.Close()
 	must(t, dir, 0, "--config", cfg, "approve", w.runID, "--as", "U0LEAD0001")
+	cs = mcpStdio(t, dir, doc.MCPServers["files"])
 	if b, err := os.ReadFile(out); err != nil || string(b) != "approved once" {
 		t.Fatalf("after the approval the file holds %q (%v), want the approved content", b, err)
 	}
