@@ -66,6 +66,7 @@ type Config struct {
 	Anchors    AnchorsConfig
 	API        APIConfig
 	Retention  RetentionConfig
+	MCP        MCPConfig // the MCP gateway's upstreams and callers (mcp.go)
 	// AuditLog: serve writes every audit event as a log line too, for a
 	// log pipeline that feeds a SIEM.
 	AuditLog bool
@@ -308,6 +309,7 @@ type fileConfig struct {
 	API        *fileAPI               `yaml:"api"`
 	Retention  *fileRetention         `yaml:"retention"`
 	AuditLog   bool                   `yaml:"audit_log"`
+	MCP        *fileMCP               `yaml:"mcp"`
 }
 
 type fileRetention struct {
@@ -475,6 +477,9 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	if cfg.API, err = c.api(fc.API); err != nil {
+		return nil, err
+	}
+	if cfg.MCP, err = c.mcp(fc.MCP); err != nil {
 		return nil, err
 	}
 	cfg.AuditLog = fc.AuditLog
@@ -822,7 +827,7 @@ func (c *checker) crossCheck(fc *fileConfig, cfg *Config) error {
 	for i, r := range rules {
 		path := fmt.Sprintf("policy.rules[%d]", i)
 		for _, name := range cfg.Policy.NamedActions(i) {
-			if _, ok := cfg.Actions[name]; !ok {
+			if _, ok := cfg.Actions[name]; !ok && !cfg.MCP.Lists(name) {
 				return c.failf(path+".when", "no action is named %q (actions: %s)", name, strings.Join(sortedKeys(cfg.Actions), ", "))
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/internal/app/exitcode"
 	"github.com/signoff-dev/signoff/keyring"
+	"github.com/signoff-dev/signoff/mcpgateway"
 	"github.com/signoff-dev/signoff/metrics"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
@@ -64,6 +65,9 @@ type options struct {
 	// anchorTo, for serve --anchor-to: where anchors are published, over
 	// the config's anchors.to ("" keeps the config's).
 	anchorTo string
+	// mcpGateway: the upstreams of mcp.upstreams must connect (the
+	// gateway); elsewhere one that does not is a warning.
+	mcpGateway bool
 }
 
 // localConfig is the config file looked for in the working directory when
@@ -150,6 +154,12 @@ type app struct {
 	leaseTTL  time.Duration
 	// clock is the engine's: what the daily digests read the time of day from.
 	clock workflow.Clock
+	// wcfg is the engine's config, for what explains a proposal without a
+	// store (the MCP gateway's).
+	wcfg workflow.Config
+	// upstreams are the MCP servers of mcp.upstreams, connected by a process
+	// that may carry out their tools (gateway.go).
+	upstreams *mcpgateway.Upstreams
 }
 
 // openApp builds the app from the global options and the environment:
@@ -227,6 +237,9 @@ func (a *app) open(ctx context.Context, o options, logOut io.Writer, clock workf
 	if err != nil {
 		return err
 	}
+	if actions, err = a.connectUpstreams(ctx, o, actions); err != nil {
+		return err
+	}
 	if o.metrics != nil {
 		for name, spec := range actions {
 			spec.Executor = o.metrics.Executor(name, spec.Executor)
@@ -241,7 +254,8 @@ func (a *app) open(ctx context.Context, o options, logOut io.Writer, clock workf
 	if a.anchors, err = newAnchorSink(to, a.getenv, a.log); err != nil {
 		return usageError{err.Error()}
 	}
-	if a.engine, err = workflow.New(a.engineConfig(o, actions, clock)); err != nil {
+	a.wcfg = a.engineConfig(o, actions, clock)
+	if a.engine, err = workflow.New(a.wcfg); err != nil {
 		return err
 	}
 	return nil
@@ -447,6 +461,9 @@ func (a *app) Close() error {
 	}
 	if a.store != nil {
 		errs = append(errs, a.store.Close())
+	}
+	if a.upstreams != nil {
+		errs = append(errs, a.upstreams.Close())
 	}
 	return errors.Join(errs...)
 }

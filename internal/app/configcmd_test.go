@@ -171,7 +171,7 @@ func TestConfigErrors(t *testing.T) {
 		at       string // the text on the line the error names; new if empty
 	}{
 		{"unknown field of action", `when: action.name == "reship_item"`, `when: action.nme == "reship_item"`, "undefined field 'nme'", ""},
-		{"unknown executor", `reship_item: {executor: demo}`, `reship_item: {executor: webhok}`, `unknown executor type "webhok" (this build has: caller, command, demo, webhook)`, ""},
+		{"unknown executor", `reship_item: {executor: demo}`, `reship_item: {executor: webhok}`, `unknown executor type "webhok" (this build has: caller, command, demo, mcp, webhook)`, ""},
 		{"action the demo executor lacks", `reship_item: {executor: demo}`, "reship_item: {executor: demo}\n  wire_money: {executor: demo}", `the demo executor has no action "wire_money"`, "wire_money"},
 		{"no roles", "roles: # lowest first; a higher role may approve what a lower one may\n  - {name: agent, members: [agent:resolver]}\n  - {name: team_lead, members: [U0LEAD0001, U0LEAD0002]}\n  - {name: manager, members: [U0MGR00001]}\n",
 			"roles: []\n", "at least one role is required", ""},

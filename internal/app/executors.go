@@ -11,6 +11,7 @@ import (
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/demo"
 	"github.com/signoff-dev/signoff/executor"
+	"github.com/signoff-dev/signoff/mcpgateway"
 	"github.com/signoff-dev/signoff/mcpserver"
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/workflow"
@@ -42,6 +43,9 @@ func registry(shop *demo.Shop) executor.Registry {
 	// An action the agent that asked carries out itself (a permission
 	// prompt's): signoff records the grant.
 	r[mcpserver.ExecutorType] = func(*executor.Block) (workflow.Executor, error) { return mcpserver.Granted{}, nil }
+	// An upstream MCP tool declared with a schema: carried out by the
+	// upstream's session where one is connected (connectUpstreams).
+	r[mcpgateway.ExecutorType] = func(*executor.Block) (workflow.Executor, error) { return mcpgateway.Placeholder(), nil }
 	return r
 }
 

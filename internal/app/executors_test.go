@@ -297,7 +297,7 @@ func TestOwnActionConfigRefusedAtStart(t *testing.T) {
 		{name: "invalid schema file", old: "schema_file: schemas/deploy_service.json", new: "schema_file: signoff.yaml", line: 14,
 			want: "actions.deploy_service.schema_file: action deploy_service: read schema"},
 		{name: "unknown executor type", old: "type: webhook", new: "type: webhooks", line: 17,
-			want: `actions.deploy_service.executor.type: unknown executor type "webhooks" (this build has: caller, command, demo, webhook)`},
+			want: `actions.deploy_service.executor.type: unknown executor type "webhooks" (this build has: caller, command, demo, mcp, webhook)`},
 		{name: "missing secret", env: []string{"DEPLOYER_SIGNING_SECRET="}, line: 21,
 			want: "actions.deploy_service.executor.secret_env: DEPLOYER_SIGNING_SECRET is not set"},
 		{name: "a secret that is no whsec_", env: []string{"DEPLOYER_SIGNING_SECRET=hunter2hunter2"}, line: 21,

@@ -52,7 +52,7 @@ for the workers that execute approved runs.`,
 	srv.Flags().StringSliceVar(&o.origins, "allow-origin", nil, "with --listen: a browser origin allowed to call (scheme://host[:port]); others are refused")
 	srv.Flags().DurationVar(&o.hold, "hold", mcpserver.DefaultHold, "how long permission_prompt waits for a decision before it denies as waiting (at most 50s)")
 	srv.Flags().StringVar(&o.permissionAction, "permission-action", mcpserver.DefaultPermissionAction, "the configured action a permission prompt proposes")
-	m.AddCommand(srv)
+	m.AddCommand(srv, c.gatewayCmd())
 	return m
 }
 

@@ -1,0 +1,414 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// nodeFilesystem is the reference filesystem MCP server's entry point,
+// installed by npm ci in testdata/mcpfilesystem (pinned by its
+// package-lock.json); the test is skipped without it, unless mcpNodeEnv
+// says it must be there.
+func nodeFilesystem(t *testing.T) (node, server string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	server, _ = filepath.Abs(filepath.Join("testdata", "mcpfilesystem", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
+	if _, missing := os.Stat(server); err != nil || missing != nil {
+		msg := "the reference filesystem MCP server is not installed: run npm ci in internal/app/testdata/mcpfilesystem (needs node)"
+		if os.Getenv(mcpNodeEnv) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node, server
+}
+
+// gatewayDocConfig writes the config of docs/mcp.md, "A gateway in front of
+// one upstream", into dir, its upstream command replaced by replace (nil:
+// as written) and its hold by hold.
+func gatewayDocConfig(t *testing.T, dir string, command []string, hold string) string {
+	t.Helper()
+	blocks := blocksOf(docSection(t, "docs/mcp.md", "A gateway in front of one upstream"), "yaml")
+	if len(blocks) != 1 {
+		t.Fatalf("docs/mcp.md, A gateway in front of one upstream: %d yaml blocks, want 1", len(blocks))
+	}
+	y := blocks[0]
+	const asWritten = `command: [npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31", /srv/data]`
+	if !strings.Contains(y, asWritten) || !strings.Contains(y, "hold: 50s") {
+		t.Fatalf("the config of the docs has no %s and hold: 50s:\n%s", asWritten, y)
+	}
+	if command != nil {
+		y = strings.Replace(y, asWritten, `command: ["`+strings.Join(command, `", "`)+`"]`, 1)
+	}
+	y = strings.Replace(y, "hold: 50s", "hold: "+hold, 1)
+	p := filepath.Join(dir, "signoff.yaml")
+	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestMCPGatewayConfigOfTheDocsChecks: the gateway's config of the docs is
+// a config signoff takes, its rules naming tools the upstream lists.
+func TestMCPGatewayConfigOfTheDocsChecks(t *testing.T) {
+	dir := t.TempDir()
+	cfg := gatewayDocConfig(t, dir, nil, "50s")
+	must(t, dir, 0, "--config", cfg, "config", "check")
+}
+
+// TestMCPGatewayNeedsUpstreams: without mcp.upstreams there is nothing to
+// stand in front of, and the command says so.
+func TestMCPGatewayNeedsUpstreams(t *testing.T) {
+	dir := t.TempDir()
+	cfg := mcpDocConfig(t, dir)
+	code, _, errs := signoff(t, dir, "--config", cfg, "mcp", "gateway", "--stdio", "--requester", "agent:coder")
+	if code != 2 || !strings.Contains(errs, "no mcp.upstreams") {
+		t.Fatalf("exit %d, stderr %s; want 2 naming mcp.upstreams", code, errs)
+	}
+}
+
+// TestMCPGatewayInFrontOfTheFilesystemServer runs the gateway as the
+// coding agent's entry of docs/mcp.md says, in front of the reference
+// filesystem server from npm: a read goes through; a gated write waits, is
+// approved from another process (which makes the call), and the call made
+// again, to a gateway started anew, returns the stored answer without
+// writing again; a rejected write never reaches the upstream.
+func TestMCPGatewayInFrontOfTheFilesystemServer(t *testing.T) {
+	node, server := nodeFilesystem(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "hello.txt"), []byte("hello from disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gatewayDocConfig(t, dir, []string{node, server, data}, "1s")
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "A coding agent through the gateway", &doc)
+	cs := mcpStdio(t, dir, doc.MCPServers["files"])
+
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, tl := range tools.Tools {
+		listed[tl.Name] = true
+	}
+	if !listed["files.read_text_file"] || !listed["files.write_file"] {
+		t.Fatalf("tools %v, want files.read_text_file and files.write_file", listed)
+	}
+	if a := gatewayCall(t, cs, "files.read_text_file", map[string]any{"path": filepath.Join(data, "hello.txt")}); a.isError || !strings.Contains(a.text, "hello from disk") {
+		t.Fatalf("read = %+v, want the file's text", a)
+	}
+
+	out := filepath.Join(data, "out.txt")
+	write := map[string]any{"path": out, "content": "approved once"}
+	w := gatewayCall(t, cs, "files.write_file", write)
+	if w.isError || w.runID == "" || !strings.Contains(w.text, "waiting for approval") {
+		t.Fatalf("write = %+v, want waiting with the run id", w)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("the file exists before the approval (%v)", err)
+	}
+	// The agent goes away, the gateway with it, while the call waits; the
+	// approval comes meanwhile from another process, which makes the call.
+	cs.Close()
+	must(t, dir, 0, "--config", cfg, "approve", w.runID, "--as", "U0LEAD0001")
+	cs = mcpStdio(t, dir, doc.MCPServers["files"])
+	if b, err := os.ReadFile(out); err != nil || string(b) != "approved once" {
+		t.Fatalf("after the approval the file holds %q (%v), want the approved content", b, err)
+	}
+	// Changed on disk: a second write would undo the change.
+	if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if a := gatewayCall(t, cs, "files.write_file", write); a.isError || !strings.Contains(a.text, "Successfully wrote") {
+		t.Fatalf("write again = %+v, want the upstream's stored answer", a)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "changed since" {
+		t.Fatalf("the file holds %q: the upstream was called again", b)
+	}
+
+	no := filepath.Join(data, "no.txt")
+	r := gatewayCall(t, cs, "files.write_file", map[string]any{"path": no, "content": "never"})
+	must(t, dir, exitEnded, "--config", cfg, "reject", r.runID, "--as", "U0LEAD0001", "--reason", "not this file")
+	if a := gatewayCall(t, cs, "files.write_file", map[string]any{"path": no, "content": "never"}); !a.isError || !strings.Contains(a.text, "not this file") {
+		t.Fatalf("rejected write again = %+v, want isError with the reason", a)
+	}
+	if _, err := os.Stat(no); !os.IsNotExist(err) {
+		t.Fatalf("the rejected file exists (%v)", err)
+	}
+}
+
+type gatewayAnswer struct {
+	text    string
+	isError bool
+	runID   string
+}
+
+func gatewayCall(t *testing.T, cs *mcp.ClientSession, tool string, args any) gatewayAnswer {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var a gatewayAnswer
+	for _, c := range res.Content {
+		if txt, ok := c.(*mcp.TextContent); ok {
+			a.text += txt.Text
+		}
+	}
+	a.isError = res.IsError
+	a.runID, _ = res.Meta["signoff/run_id"].(string)
+	return a
+}
+
+// TestMCPGatewayCrashAfterTheCallNeedsAPerson: the process that carries out
+// an approved call dies after the upstream wrote the file and before the
+// answer was stored. MCP has no idempotency key to ask the upstream with, so
+// that the run needs a person: the call made again says so, and the
+// upstream is never called a second time.
+func TestMCPGatewayCrashAfterTheCallNeedsAPerson(t *testing.T) {
+	node, server := nodeFilesystem(t)
+	// A lease that lapses soon, so that the gateway takes the dead
+	// process's run over within the test.
+	t.Setenv("SIGNOFF_LEASE_TTL", "4s")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gatewayDocConfig(t, dir, []string{node, server, data}, "1s")
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "A coding agent through the gateway", &doc)
+	cs := mcpStdio(t, dir, doc.MCPServers["files"])
+
+	out := filepath.Join(dir, "data", "out.txt")
+	write := map[string]any{"path": out, "content": "written once"}
+	w := gatewayCall(t, cs, "files.write_file", write)
+	if w.runID == "" {
+		t.Fatalf("write = %+v, want waiting with the run id", w)
+	}
+	crash(t, dir, "after-effect", "--config", cfg, "approve", w.runID, "--as", "U0LEAD0001")
+	if b, err := os.ReadFile(out); err != nil || string(b) != "written once" {
+		t.Fatalf("after the crash the file holds %q (%v), want the approved content", b, err)
+	}
+	if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := gatewayCall(t, cs, "files.write_file", write)
+	if !a.isError || !strings.Contains(a.text, "needs a person") || !strings.Contains(a.text, "no idempotency key") {
+		t.Fatalf("write again = %+v, want isError saying a person must look", a)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "changed since" {
+		t.Fatalf("the file holds %q: the upstream was called again", b)
+	}
+	if st := must(t, dir, exitAttention, "--config", cfg, "show", w.runID); !strings.Contains(st, "NEEDS_ATTENTION") {
+		t.Fatalf("show = %s, want needs attention", st)
+	}
+}
+
+// TestMCPGatewayWithTheTypeScriptSDK: a coding agent's side written by no
+// one here (the official TypeScript SDK, run by node) starts the gateway as
+// the entry of docs/mcp.md says, in front of the reference filesystem
+// server: its read goes through, its write waits, is approved from another
+// process, and the same write again gets the upstream's answer; the file
+// was written once.
+func TestMCPGatewayWithTheTypeScriptSDK(t *testing.T) {
+	node := nodeSDK(t)
+	_, server := nodeFilesystem(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "hello.txt"), []byte("hello from disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gatewayDocConfig(t, dir, []string{node, server, data}, "1s")
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "A coding agent through the gateway", &doc)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := doc.MCPServers["files"]
+	entry, _ := json.Marshal(map[string]any{"command": self, "args": e.Args, "cwd": dir,
+		"env": map[string]string{asMainEnv: "1", "PATH": os.Getenv("PATH"), "HOME": dir}})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "gateway.mjs", string(entry), data)
+	cmd.Dir = nodeClient
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	next := func(step string, v any) {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("the client ended before %s: %v", step, lines.Err())
+		}
+		var l struct {
+			Step  string          `json:"step"`
+			Value json.RawMessage `json:"value"`
+		}
+		if err := json.Unmarshal(lines.Bytes(), &l); err != nil || l.Step != step || json.Unmarshal(l.Value, v) != nil {
+			t.Fatalf("line %s, want step %s", lines.Text(), step)
+		}
+	}
+	type result struct {
+		IsError bool   `json:"isError"`
+		Text    string `json:"text"`
+		Run     string `json:"run"`
+	}
+	var tools []string
+	next("tools", &tools)
+	if !slices.Contains(tools, "files.write_file") {
+		t.Fatalf("tools %v, want files.write_file", tools)
+	}
+	var read, write, again result
+	if next("read", &read); read.IsError || !strings.Contains(read.Text, "hello from disk") {
+		t.Fatalf("read = %+v", read)
+	}
+	if next("write", &write); write.IsError || write.Run == "" || !strings.Contains(write.Text, "waiting for approval") {
+		t.Fatalf("write = %+v, want waiting with the run id", write)
+	}
+	must(t, dir, 0, "--config", cfg, "approve", write.Run, "--as", "U0LEAD0001")
+	out := filepath.Join(data, "out.txt")
+	if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte("approved\n")); err != nil {
+		t.Fatal(err)
+	}
+	if next("write-again", &again); again.IsError || !strings.Contains(again.Text, "Successfully wrote") {
+		t.Fatalf("write again = %+v, want the upstream's stored answer", again)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "changed since" {
+		t.Fatalf("the file holds %q: the upstream was called again", b)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("node: %v", err)
+	}
+}
+
+// TestMCPGatewayOverHTTP runs the gateway on --listen in front of an
+// upstream over streamable HTTP whose Authorization header comes from the
+// environment, as mcp.upstreams' headers_env says: a request without a
+// token of mcp.identities is refused; a call with one reaches the upstream
+// with the header, and the header's value is nowhere in the run, the audit
+// or the gateway's output.
+func TestMCPGatewayOverHTTP(t *testing.T) {
+	const upstreamAuth = "Bearer up-s3cret-value"
+	srv := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
+	var seen atomic.Value
+	mcp.AddTool(srv, &mcp.Tool{Name: "read_text_file"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Path string `json:"path"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "contents of " + in.Path}}}, nil, nil
+	})
+	mh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Header.Get("Authorization"))
+		if r.Header.Get("Authorization") != upstreamAuth {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		mh.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+
+	dir := t.TempDir()
+	cfg := gatewayDocConfig(t, dir, nil, "1s")
+	y := strings.Replace(string(mustRead(t, cfg)), `{name: files, command: [npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31", /srv/data]}`,
+		`{name: files, url: "`+up.URL+`", headers_env: {Authorization: FILES_MCP_AUTH}}`, 1)
+	sum := sha256.Sum256([]byte("sk_gateway_coder"))
+	y += "  identities: [{token_sha256: " + hex.EncodeToString(sum[:]) + ", requester: agent:coder}]\n"
+	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd, _, errb := child(t, dir, []string{"FILES_MCP_AUTH=" + upstreamAuth}, "--config", cfg, "mcp", "gateway", "--listen", addr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	var res *http.Response
+	waitFor(t, "the gateway to listen", func() bool {
+		var err error
+		res, err = http.Post("http://"+addr+"/", "application/json", strings.NewReader(`{}`))
+		return err == nil
+	})
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without a token: %d, want 401", res.StatusCode)
+	}
+	hc := &http.Client{Transport: bearerRoundTripper{"sk_gateway_coder"}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if a := gatewayCall(t, cs, "files.read_text_file", map[string]any{"path": "/notes.txt"}); a.isError || a.text != "contents of /notes.txt" {
+		t.Fatalf("read = %+v, want the upstream's answer", a)
+	}
+	if got, _ := seen.Load().(string); got != upstreamAuth {
+		t.Fatalf("the upstream got Authorization %q, want the value of FILES_MCP_AUTH", got)
+	}
+	cs.Close()
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait() // its output is complete
+	runs := must(t, dir, 0, "--config", cfg, "runs", "--json")
+	audit := must(t, dir, 0, "--config", cfg, "audit", "--json")
+	if !strings.Contains(runs, "agent:coder") {
+		t.Fatalf("runs = %s, want the read, agent:coder's", runs)
+	}
+	for what, s := range map[string]string{"runs": runs, "audit": audit, "the gateway's output": errb.String(), "the config": y} {
+		if strings.Contains(s, "s3cret") {
+			t.Errorf("the upstream's header value is in %s", what)
+		}
+	}
+}
+
+type bearerRoundTripper struct{ secret string }
+
+func (b bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.secret)
+	return http.DefaultTransport.RoundTrip(r)
+}

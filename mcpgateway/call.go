@@ -1,0 +1,259 @@
+package mcpgateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/signoff-dev/signoff/internal/jsonvalue"
+	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// maxArgs bounds a call's arguments, as a proposal is bounded.
+const maxArgs = workflow.MaxProposalBytes
+
+// handler is a tool's handler: the call becomes a proposal; what the engine
+// makes of it is the answer. A failure is a tool error (isError), which the
+// agent reads, rather than a protocol error.
+func (g *Gateway) handler(t *tool, who identity) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		requester, err := who(req)
+		if err != nil {
+			return toolError(err.Error()), nil
+		}
+		args, err := callArgs(req.Params.Arguments)
+		if err != nil {
+			return toolError(err.Error()), nil
+		}
+		v, err := g.propose(ctx, requester, t, args)
+		if err == nil {
+			v, err = g.hold(ctx, req, v)
+		}
+		if err != nil {
+			return g.failed(t, err), nil
+		}
+		return g.answer(v), nil
+	}
+}
+
+// callArgs are a call's arguments as the run stores them: one JSON object,
+// bounded, valid UTF-8, in canonical form (so that the same arguments in
+// another key order are the same call).
+func callArgs(raw json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	switch {
+	case len(raw) > maxArgs:
+		return nil, fmt.Errorf("invalid arguments: larger than %d bytes", maxArgs)
+	case !utf8.Valid(raw):
+		return nil, errors.New("invalid arguments: not valid UTF-8")
+	case bytes.TrimSpace(raw)[0] != '{':
+		return nil, errors.New("invalid arguments: want a JSON object")
+	}
+	c, err := jsonvalue.Canonical(raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid arguments: %v", err)
+	}
+	return c, nil
+}
+
+// propose makes the call a run, or finds the run it already is. A call the
+// policy lets through is a run of its own each time (a read reads anew). A
+// call it gates is known by its requester, upstream, tool and arguments
+// (the run's task id is their digest): made again while its run waits, or
+// within Reattach of its end, it is that run; later it is proposed anew,
+// under the next idempotency key, so that two calls racing make one run.
+func (g *Gateway) propose(ctx context.Context, requester string, t *tool, args json.RawMessage) (*workflow.RunView, error) {
+	digest, err := jsonvalue.DigestOf([]any{requester, t.upstream, t.name, args})
+	if err != nil {
+		return nil, fmt.Errorf("digest the call: %w", err)
+	}
+	p := &workflow.Proposal{TaskID: "mcp:" + digest, Requester: record.Person{ID: requester},
+		Summary: "MCP call " + t.served.Name, Actions: []record.Action{{Name: t.Action(), Args: args}}}
+	if g.allowed(ctx, p) {
+		return g.submit(ctx, p)
+	}
+	runs, err := g.cfg.Engine.List(ctx, storage.RunFilter{TaskID: p.TaskID, RequesterID: requester})
+	if err != nil {
+		return nil, err
+	}
+	if n := len(runs); n > 0 {
+		last := latest(runs)
+		if !last.Status.Terminal() || g.cfg.Now().Sub(last.UpdatedAt) < g.cfg.Reattach {
+			return g.cfg.Engine.Get(ctx, last.ID)
+		}
+	}
+	p.IdempotencyKey = fmt.Sprintf("%s/%d", p.TaskID, len(runs))
+	return g.submit(ctx, p)
+}
+
+func (g *Gateway) submit(ctx context.Context, p *workflow.Proposal) (*workflow.RunView, error) {
+	run, _, err := g.cfg.Engine.SubmitReplay(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return g.cfg.Engine.Get(ctx, run.ID)
+}
+
+// allowed says whether the policy lets p through without approval. When it
+// cannot tell, the call is keyed as a gated one: a repeat never makes a
+// second run of a call that waits.
+func (g *Gateway) allowed(ctx context.Context, p *workflow.Proposal) bool {
+	x, err := g.cfg.Explain(ctx, p)
+	return err == nil && x.Gate.Approval == nil
+}
+
+func latest(runs []*record.Run) *record.Run {
+	last := runs[0]
+	for _, r := range runs[1:] {
+		if r.CreatedAt.After(last.CreatedAt) || (r.CreatedAt.Equal(last.CreatedAt) && r.ID > last.ID) {
+			last = r
+		}
+	}
+	return last
+}
+
+// hold waits up to the hold for a gated run's decision, telling a client
+// that asked for progress that it still waits; an approved run is then
+// carried out here. A hold that ends first leaves the run waiting and
+// executes nothing.
+func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, v *workflow.RunView) (*workflow.RunView, error) {
+	if waiting(v.Status) && v.Problem == "" {
+		hctx, cancel := context.WithTimeout(ctx, g.cfg.Hold)
+		stop := g.progress(hctx, req, v.ID)
+		var err error
+		v, err = g.settle(hctx, v)
+		stop()
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if v.Status != record.StatusExecuting || v.Problem != "" {
+		return v, nil
+	}
+	// Approved: carried out now, not left for a worker, and not cut short
+	// by the client going away mid-call (that would leave the outcome unknown).
+	if _, err := g.cfg.Engine.Follow(context.WithoutCancel(ctx), v.ID); err != nil {
+		return nil, err
+	}
+	return g.cfg.Engine.Get(ctx, v.ID)
+}
+
+// waiting says whether a run in st waits for people or for its window.
+func waiting(st record.Status) bool {
+	return st == record.StatusWaitingApproval || st == record.StatusScheduled || st == record.StatusRunning
+}
+
+// settle waits, on the engine's change feed, until the run no longer
+// waits or ctx ends, and returns the run as it is then.
+func (g *Gateway) settle(ctx context.Context, v *workflow.RunView) (*workflow.RunView, error) {
+	for waiting(v.Status) && v.Problem == "" {
+		next, changed, err := g.cfg.Engine.WaitRun(ctx, v.ID, v.Status)
+		if err != nil {
+			return nil, err
+		}
+		v = next
+		if !changed {
+			break
+		}
+	}
+	return v, nil
+}
+
+// progress sends notifications/progress every Every while ctx lasts, when
+// the client gave a progress token; it returns when stop is called.
+func (g *Gateway) progress(ctx context.Context, req *mcp.CallToolRequest, runID string) (stop func()) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return func() {}
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		clock := workflow.SystemClock{}
+		for n := 1; clock.Sleep(pctx, g.cfg.Every) == nil; n++ {
+			err := req.Session.NotifyProgress(pctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n),
+				Message: fmt.Sprintf("waiting for approval in Slack (run %s)", runID)})
+			if err != nil && pctx.Err() == nil {
+				g.log.Debug("progress not sent", "run_id", runID, "err", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// answer is the call's answer from its run: the upstream's stored answer
+// once done, a note that it waits, or an error that says why it did not run.
+func (g *Gateway) answer(v *workflow.RunView) *mcp.CallToolResult {
+	switch {
+	case v.Problem != "":
+		return toolError(fmt.Sprintf("not run: run %s failed its integrity check: %s", v.ID, v.Problem))
+	case v.Status == record.StatusDone:
+		return g.stored(v)
+	case v.Status == record.StatusScheduled:
+		return waitingResult(v, fmt.Sprintf("approved; it runs when its execution window opens (run %s). Make the same call again then to get its result.", v.ID))
+	case v.Status == record.StatusExecuting:
+		why := ""
+		if v.Reason != "" {
+			why = ": " + v.Reason
+		}
+		return waitingResult(v, fmt.Sprintf("approved and being carried out (run %s)%s. Make the same call again, with the same arguments, to get its result.", v.ID, why))
+	case waiting(v.Status):
+		return waitingResult(v, fmt.Sprintf("waiting for approval in Slack (run %s); nothing ran yet. Make the same call again, with the same arguments, to get its result once it is decided.", v.ID))
+	case v.Status == record.StatusNeedsAttention:
+		return toolError(fmt.Sprintf("run %s needs a person: %s", v.ID, v.Reason))
+	}
+	msg := fmt.Sprintf("not run: run %s was %s", v.ID, v.Status)
+	if v.Reason != "" {
+		msg += ": " + v.Reason
+	}
+	return toolError(msg)
+}
+
+func waitingResult(v *workflow.RunView, msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}},
+		Meta: mcp.Meta{"signoff/run_id": v.ID, "signoff/status": string(v.Status)}}
+}
+
+// stored is the upstream's answer as the receipt keeps it.
+func (g *Gateway) stored(v *workflow.RunView) *mcp.CallToolResult {
+	if len(v.Operations) != 1 || len(v.Operations[0].Receipt) == 0 {
+		return toolError(fmt.Sprintf("run %s is done but holds no answer of the upstream", v.ID))
+	}
+	var rc record.Receipt
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(v.Operations[0].Receipt, &rc); err != nil || json.Unmarshal(rc.Detail, &res) != nil {
+		g.log.Error("a stored answer cannot be read", "run_id", v.ID)
+		return toolError(fmt.Sprintf("run %s is done but its stored answer cannot be read", v.ID))
+	}
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	return &res
+}
+
+// failed is the answer to a call the engine did not take: a refusal says
+// what to change; anything else is logged and answered without its detail.
+func (g *Gateway) failed(t *tool, err error) *mcp.CallToolResult {
+	var re *record.RefusedError
+	if errors.As(err, &re) {
+		return toolError("signoff refused the call: " + re.Error())
+	}
+	g.log.Error("mcp gateway call failed", "tool", t.served.Name, "err", err)
+	return toolError("internal error: signoff could not take the call; try again")
+}
+
+func toolError(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(msg)}}}
+}
