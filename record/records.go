@@ -195,6 +195,7 @@ type Via string
 const (
 	ViaSlack Via = "slack" // a click or a modal in Slack
 	ViaCLI   Via = "cli"   // signoff approve
+	ViaWeb   Via = "web"   // the web console's Run page
 )
 
 // Decision is one approver's verdict on one request, stored once per approver.
