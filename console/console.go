@@ -48,14 +48,14 @@ type Config struct {
 
 // Console is the web console's handler.
 type Console struct {
-	cfg      Config
-	eng      *workflow.Engine
-	sess     *sessions
-	pages    map[string]*template.Template
-	mux      *http.ServeMux
-	clock    workflow.Clock
-	log      *slog.Logger
-	static   http.Handler
+	cfg    Config
+	eng    *workflow.Engine
+	sess   *sessions
+	pages  map[string]*template.Template
+	mux    *http.ServeMux
+	clock  workflow.Clock
+	log    *slog.Logger
+	static http.Handler
 }
 
 // contentSecurityPolicy allows the console's own stylesheet and nothing
