@@ -127,7 +127,7 @@ type groupRow struct {
 }
 
 type tabLink struct {
-	Label, Query string
+	Label, Query string // Query is the tab's link
 	Current      bool
 }
 
@@ -136,7 +136,7 @@ type inboxData struct {
 	Filter  filter
 	Rows    []inboxRow
 	Reviews []reviewRow
-	Next    string // the next page's query, "" on the last
+	Next    string // the next page's link, "" on the last
 	Scanned int
 	Cut     bool // the page stopped at maxScan runs read
 }
@@ -150,13 +150,16 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, se *session) {
 	f := filterOf(r.URL.Query())
 	d := inboxData{Filter: f}
 	for _, t := range tabs {
-		d.Tabs = append(d.Tabs, tabLink{Label: t.Label, Query: filter{Tab: t.Name}.query(""), Current: t.Name == f.Tab})
+		d.Tabs = append(d.Tabs, tabLink{Label: t.Label, Query: c.cfg.Prefix + "/inbox?" + filter{Tab: t.Name}.query(""), Current: t.Name == f.Tab})
 	}
 	var err error
 	if f.Tab == "reviews" {
 		d.Reviews, err = c.reviews(r, f)
 	} else {
 		err = c.runRows(r, se, f, &d)
+	}
+	if d.Next != "" {
+		d.Next = c.cfg.Prefix + "/inbox?" + d.Next
 	}
 	if err != nil {
 		var bad badQuery

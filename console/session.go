@@ -101,7 +101,7 @@ func (s *sessions) write(w http.ResponseWriter, se *session) error {
 	body := base64.RawURLEncoding.EncodeToString(raw)
 	http.SetCookie(w, &http.Cookie{
 		Name: cookieName, Value: body + "." + base64.RawURLEncoding.EncodeToString(s.mac(body)),
-		Path: s.path + "/", Expires: se.Expires, Secure: s.secure, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Path: s.path + "/", MaxAge: int(sessionTTL / time.Second), Secure: s.secure, HttpOnly: true, SameSite: http.SameSiteStrictMode,
 	})
 	return nil
 }

@@ -1,0 +1,427 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+func TestRoutesWithoutLogin(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "refund", `{"amount":5}`, "a refund")
+	for _, tc := range []struct {
+		name, path string
+		status     int
+		location   string
+	}{
+		{"root goes to the inbox", "/ui/", http.StatusSeeOther, "/ui/inbox"},
+		{"inbox asks for a login", "/ui/inbox?tab=attention", http.StatusSeeOther, "/ui/login?next=%2Fui%2Finbox%3Ftab%3Dattention"},
+		{"run asks for a login", "/ui/runs/" + id, http.StatusSeeOther, "/ui/login?next=%2Fui%2Fruns%2F" + id},
+		{"login page", "/ui/login", http.StatusOK, ""},
+		{"stylesheet", "/ui/static/console.css", http.StatusOK, ""},
+		{"unknown page", "/ui/nothing", http.StatusNotFound, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := h.browser(t).get(tc.path)
+			if p.status != tc.status || p.header.Get("Location") != tc.location {
+				t.Fatalf("GET %s: %d to %q, want %d to %q", tc.path, p.status, p.header.Get("Location"), tc.status, tc.location)
+			}
+			csp := p.header.Get("Content-Security-Policy")
+			if !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "script-src") {
+				t.Fatalf("GET %s: Content-Security-Policy %q, want one that allows no script and no inline style", tc.path, csp)
+			}
+		})
+	}
+	// A decision without a login is refused and changes nothing.
+	b := h.browser(t)
+	b.get("/ui/login")
+	if p := b.post("/ui/runs/"+id+"/decide", url.Values{"verdict": {"approve"}}); p.status != http.StatusUnauthorized {
+		t.Fatalf("decide without a login: %d, want 401", p.status)
+	}
+	h.wantStatus(t, id, record.StatusWaitingApproval)
+}
+
+func TestSessionCookie(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	b := h.browser(t)
+	p := b.get("/ui/login")
+	c := p.header.Get("Set-Cookie")
+	for _, want := range []string{"signoff_ui=", "Path=/ui/", "HttpOnly", "SameSite=Strict"} {
+		if !strings.Contains(c, want) {
+			t.Fatalf("Set-Cookie %q lacks %s", c, want)
+		}
+	}
+	b.login(lead)
+	if p := b.get("/ui/inbox"); p.status != http.StatusOK || !strings.Contains(p.body, lead+" · team_lead") {
+		t.Fatalf("inbox after login: %d\n%s", p.status, p.body)
+	}
+	// A cookie signed with another key is no session: back to the login.
+	other := newHarness(t, harnessOpts{sessionKey: []byte("another key, 32 bytes or more....")})
+	u, _ := url.Parse(h.srv.URL)
+	ob := other.browser(t)
+	ou, _ := url.Parse(other.srv.URL)
+	ob.c.Jar.SetCookies(ou, b.c.Jar.Cookies(u))
+	if p := ob.get("/ui/inbox"); p.status != http.StatusSeeOther {
+		t.Fatalf("inbox with a cookie of another key: %d, want 303 to the login", p.status)
+	}
+	// Logging out ends it.
+	b.post("/ui/logout", url.Values{})
+	if p := b.get("/ui/inbox"); p.status != http.StatusSeeOther {
+		t.Fatalf("inbox after logout: %d, want 303 to the login", p.status)
+	}
+}
+
+func TestLoginRefusals(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	b := h.browser(t)
+	b.get("/ui/login")
+	if p := b.post("/ui/login", url.Values{"member": {"U0NOBODY"}}); p.status != http.StatusBadRequest {
+		t.Fatalf("login as a stranger: %d, want 400", p.status)
+	}
+	// next= never leads to another site.
+	b.get("/ui/login")
+	p := b.post("/ui/login", url.Values{"member": {lead}, "next": {"//evil.example/ui/inbox"}})
+	if loc := p.header.Get("Location"); loc != "/ui/inbox" {
+		t.Fatalf("login with next=//evil.example: to %q, want /ui/inbox", loc)
+	}
+	off := newHarness(t, harnessOpts{noLocal: true})
+	ob := off.browser(t)
+	if p := ob.get("/ui/login"); p.status != http.StatusOK || strings.Contains(p.body, `name="member"`) {
+		t.Fatalf("login page without local login: %d, offers members:\n%s", p.status, p.body)
+	}
+	if p := ob.post("/ui/login", url.Values{"member": {lead}}); p.status != http.StatusForbidden {
+		t.Fatalf("local login when it is off: %d, want 403", p.status)
+	}
+}
+
+func TestCSRFRefused(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "refund", `{"amount":5}`, "")
+	b := h.browser(t)
+	b.get("/ui/login")
+	if p := b.post("/ui/login", url.Values{"member": {lead}, "csrf": {""}}); p.status != http.StatusForbidden {
+		t.Fatalf("login without a token: %d, want 403", p.status)
+	}
+	b.login(lead)
+	run := b.get("/ui/runs/" + id)
+	for _, tc := range []struct{ name, token string }{{"none", ""}, {"another session's", "bm90IHRoaXMgc2Vzc2lvbidz"}} {
+		p := b.post("/ui/runs/"+id+"/decide", url.Values{"verdict": {"approve"}, "csrf": {tc.token}})
+		if p.status != http.StatusForbidden || !strings.Contains(p.body, "security token") {
+			t.Fatalf("decide with %s token: %d\n%s", tc.name, p.status, p.body)
+		}
+	}
+	_ = run
+	h.wantStatus(t, id, record.StatusWaitingApproval)
+}
+
+func TestApproveThroughThePage(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "refund", `{"amount":5}`, "refund order 1")
+	b := h.browser(t)
+	b.login(lead)
+	inbox := b.get("/ui/inbox")
+	if !strings.Contains(inbox.body, `href="/ui/runs/`+id+`"`) || !strings.Contains(inbox.body, "yours to decide") {
+		t.Fatalf("the inbox does not offer run %s to %s:\n%s", id, lead, inbox.body)
+	}
+	p := b.decide(id, "approve", "looks right")
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/ui/runs/"+id+"?done=approve" {
+		t.Fatalf("approve: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
+	}
+	v := h.wantStatus(t, id, record.StatusExecuting)
+	if len(v.Decisions) != 1 || v.Decisions[0].By != lead || v.Decisions[0].Via != record.ViaWeb {
+		t.Fatalf("decisions %+v, want one by %s via web", v.Decisions, lead)
+	}
+	after := b.get("/ui/runs/" + id + "?done=approve")
+	if !strings.Contains(after.body, "Your approval was recorded.") || strings.Contains(after.body, `name="verdict"`) {
+		t.Fatalf("the run page after approving:\n%s", after.body)
+	}
+	if inbox := b.get("/ui/inbox"); strings.Contains(inbox.body, id) {
+		t.Fatalf("the approved run is still in the inbox:\n%s", inbox.body)
+	}
+}
+
+func TestRejectNeedsAReason(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "refund", `{"amount":5}`, "")
+	b := h.browser(t)
+	b.login(lead)
+	if p := b.decide(id, "reject", " "); p.status != http.StatusBadRequest || !strings.Contains(p.body, "a rejection needs a reason") {
+		t.Fatalf("reject without a reason: %d\n%s", p.status, p.body)
+	}
+	h.wantStatus(t, id, record.StatusWaitingApproval)
+	if p := b.decide(id, "reject", "wrong order"); p.status != http.StatusSeeOther {
+		t.Fatalf("reject: %d\n%s", p.status, p.body)
+	}
+	v := h.wantStatus(t, id, record.StatusRejected)
+	if v.Decisions[0].Reason != "wrong order" {
+		t.Fatalf("decision %+v, want the reason given", v.Decisions[0])
+	}
+}
+
+func TestRefusalsShownInWords(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	for _, tc := range []struct {
+		name, as, requester string
+		fingerprint         string // "" keeps the page's
+		status              int
+		words               string
+	}{
+		{"a viewer whose role may not decide", bot, bot, "", http.StatusForbidden, "your role is not one the rule asks for"},
+		{"self-approval", lead, lead, "", http.StatusForbidden, "You may not approve your own request"},
+		{"a stale fingerprint", lead, bot, "0000stale", http.StatusConflict, "The proposal changed after this page was shown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := h.submit(t, tc.requester, "refund", `{"amount":5}`, "")
+			b := h.browser(t)
+			b.login(tc.as)
+			run := b.get("/ui/runs/" + id)
+			form := url.Values{"verdict": {"approve"}, "reason": {""}}
+			for _, f := range []string{"request_id", "fingerprint"} {
+				form.Set(f, field(t, run.body, f))
+			}
+			if tc.fingerprint != "" {
+				form.Set("fingerprint", tc.fingerprint)
+			}
+			p := b.post("/ui/runs/"+id+"/decide", form)
+			if p.status != tc.status || !strings.Contains(p.body, tc.words) {
+				t.Fatalf("%d, want %d saying %q:\n%s", p.status, tc.status, tc.words, p.body)
+			}
+			h.wantStatus(t, id, record.StatusWaitingApproval)
+		})
+	}
+}
+
+func TestReadOnlyRefusesDecisions(t *testing.T) {
+	h := newHarness(t, harnessOpts{readOnly: true})
+	id := h.submit(t, bot, "refund", `{"amount":5}`, "")
+	b := h.browser(t)
+	b.login(lead)
+	run := b.get("/ui/runs/" + id)
+	if run.status != http.StatusOK || strings.Contains(run.body, `name="verdict"`) || !strings.Contains(run.body, "read-only") {
+		t.Fatalf("read-only run page: %d, offers a decision or does not say read-only:\n%s", run.status, run.body)
+	}
+	p := b.post("/ui/runs/"+id+"/decide", url.Values{"verdict": {"approve"}})
+	if p.status != http.StatusForbidden || !strings.Contains(p.body, "read-only") {
+		t.Fatalf("decide on a read-only console: %d\n%s", p.status, p.body)
+	}
+	h.wantStatus(t, id, record.StatusWaitingApproval)
+}
+
+func TestUnknownRun(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	b := h.browser(t)
+	b.login(lead)
+	if p := b.get("/ui/runs/run_nothing"); p.status != http.StatusNotFound {
+		t.Fatalf("an unknown run: %d, want 404", p.status)
+	}
+}
+
+func TestInboxFiltersAndPages(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	var refunds, notes []string
+	for i := range 60 {
+		h.clock.Advance(1e9)
+		if i%3 == 0 {
+			notes = append(notes, h.submit(t, lead2, "note", `{"text":"n"}`, "a note"))
+		} else {
+			refunds = append(refunds, h.submit(t, bot, "refund", `{"amount":5}`, "refund"))
+		}
+	}
+	b := h.browser(t)
+	b.login(lead)
+	first := b.get("/ui/inbox")
+	if n := strings.Count(first.body, `<tr class="yours">`) + strings.Count(first.body, "<tr>\n<td><a href=\"/ui/runs/"); n != 50 {
+		t.Fatalf("the first page lists %d runs, want 50", n)
+	}
+	m := strings.Index(first.body, `rel="next" href="`)
+	if m < 0 {
+		t.Fatalf("the first page has no next link:\n%s", first.body)
+	}
+	link := first.body[m+len(`rel="next" href="`):]
+	link = strings.ReplaceAll(link[:strings.Index(link, `"`)], "&amp;", "&")
+	second := b.get(link)
+	if strings.Contains(second.body, "rel=\"next\"") {
+		t.Fatalf("the second page (%s) has a next link:\n%s", link, second.body)
+	}
+	for _, id := range append(append([]string{}, refunds...), notes...) {
+		if strings.Contains(first.body, id) == strings.Contains(second.body, id) {
+			t.Fatalf("run %s is on both pages or on neither", id)
+		}
+	}
+	ruled := b.get("/ui/inbox?rule=notes")
+	for _, id := range refunds {
+		if strings.Contains(ruled.body, id) {
+			t.Fatalf("rule=notes lists refund %s", id)
+		}
+	}
+	for _, id := range notes {
+		if !strings.Contains(ruled.body, id) {
+			t.Fatalf("rule=notes lacks note %s", id)
+		}
+	}
+	if byReq := b.get("/ui/inbox?requester=" + lead2 + "&action=note"); strings.Count(byReq.body, `href="/ui/runs/`) != len(notes) {
+		t.Fatalf("requester=%s&action=note lists %d runs, want %d", lead2, strings.Count(byReq.body, `href="/ui/runs/`), len(notes))
+	}
+	if text := b.get("/ui/inbox?q=" + refunds[3]); strings.Count(text.body, `href="/ui/runs/`) != 1 {
+		t.Fatalf("q=<one run's id> lists %d runs, want 1", strings.Count(text.body, `href="/ui/runs/`))
+	}
+	if bad := b.get("/ui/inbox?after=nonsense"); bad.status != http.StatusBadRequest {
+		t.Fatalf("after=nonsense: %d, want 400", bad.status)
+	}
+	for _, tab := range []string{"scheduled", "attention", "reviews"} {
+		if p := b.get("/ui/inbox?tab=" + tab); p.status != http.StatusOK || strings.Contains(p.body, refunds[0]) {
+			t.Fatalf("tab %s: %d, or lists a waiting run", tab, p.status)
+		}
+	}
+}
+
+// TestHostileStringsRenderedInert puts every hostile string of the
+// fixture (and strings that would be live HTML) in everything a requester
+// writes, and checks the pages show them inert: no tag, no control or
+// format character, no attribute opened by them.
+func TestHostileStringsRenderedInert(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "fixtures", "hostile", "strings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx struct {
+		Strings []string `json:"strings"`
+	}
+	if err := json.Unmarshal(raw, &fx); err != nil {
+		t.Fatal(err)
+	}
+	html := []string{`<script>alert(1)</script>`, `"><img src=x onerror=alert(1)>`, `</textarea><b>bold</b>`, `<a href="javascript:alert(1)">x</a>`,
+		`<style>body{display:none}</style>`, `{{.CSRF}}`}
+	all := append(append([]string{}, fx.Strings...), html...)
+	h := newHarness(t, harnessOpts{})
+	args, _ := json.Marshal(map[string]any{"text": all})
+	var ev []record.Evidence
+	for _, s := range all {
+		if strings.TrimSpace(s) == "" {
+			continue // a source is required
+		}
+		data, _ := json.Marshal(s)
+		ev = append(ev, record.Evidence{Source: s, Data: data})
+	}
+	id := h.submit(t, bot, "note", string(args), strings.Join(all, " | "), ev...)
+	b := h.browser(t)
+	b.login(lead)
+	for _, path := range []string{"/ui/runs/" + id, "/ui/inbox", "/ui/inbox?q=" + url.QueryEscape("<script>")} {
+		p := b.get(path)
+		if p.status != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, p.status)
+		}
+		if live := liveMarkup(p.body); live != "" {
+			t.Fatalf("GET %s: the page has live markup from a string: %s", path, live)
+		}
+		for _, r := range p.body {
+			if (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r < 0xa0) || r == 0x202e || r == 0x200b || r == 0x2028 || r == 0xfeff || r == 0x2066 {
+				t.Fatalf("GET %s: the page holds %U raw", path, r)
+			}
+		}
+		if strings.Count(p.body, `name="csrf"`) != strings.Count(p.body, `method="post"`) {
+			t.Fatalf("GET %s: a form lacks its token, or a string added a field", path)
+		}
+	}
+	run := b.get("/ui/runs/" + id)
+	if !strings.Contains(run.body, `class="untrusted"`) || !strings.Contains(run.body, `\u202eDAC 00.911\u202c`) ||
+		!strings.Contains(run.body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Fatalf("the run page does not show the hostile strings escaped in the untrusted box:\n%s", run.body)
+	}
+}
+
+func TestRunPageShowsTheRun(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "refund", `{"amount":5,"order":"A-1"}`, "refund A-1")
+	b := h.browser(t)
+	b.login(lead)
+	if p := b.decide(id, "approve", ""); p.status != http.StatusSeeOther {
+		t.Fatalf("approve: %d\n%s", p.status, p.body)
+	}
+	if _, err := h.engine.Resume(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	h.wantStatus(t, id, record.StatusDone)
+	p := b.get("/ui/runs/" + id)
+	evs, err := h.engine.AuditLog(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Verified:", "rcpt-", string(record.EventProposed), evs[len(evs)-1].Hash, "As executed", "<code>5</code>", "via web"} {
+		if !strings.Contains(p.body, want) {
+			t.Fatalf("the run page lacks %q:\n%s", want, p.body)
+		}
+	}
+}
+
+// consoleTags are the elements the console's templates write; any other
+// came from a string.
+var consoleTags = map[string]bool{}
+
+func init() {
+	for _, t := range strings.Fields("html head meta title link body header nav form span input button main p a h1 h2 h3 dl dt dd " +
+		"section ul li strong code table thead tbody tr th td label select option textarea div") {
+		consoleTags[t] = true
+	}
+}
+
+// liveMarkup names the first element, attribute or link in body that the
+// console's templates do not write: an event handler, a script link, a tag
+// of another kind.
+func liveMarkup(body string) string {
+	z := html.NewTokenizer(strings.NewReader(body))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return ""
+		case html.StartTagToken, html.SelfClosingTagToken:
+			tok := z.Token()
+			if !consoleTags[tok.Data] {
+				return "<" + tok.Data + ">"
+			}
+			for _, a := range tok.Attr {
+				v := strings.ToLower(strings.TrimSpace(a.Val))
+				if strings.HasPrefix(a.Key, "on") || a.Key == "style" || a.Key == "src" ||
+					(a.Key == "href" || a.Key == "action") && !strings.HasPrefix(v, "/ui/") && !strings.HasPrefix(v, "?") {
+					return tok.String()
+				}
+			}
+		}
+	}
+}
+
+// field is the value of the hidden input name in body ("" name: none).
+func field(t testing.TB, body, name string) string {
+	t.Helper()
+	if name == "" {
+		return ""
+	}
+	i := strings.Index(body, `name="`+name+`" value="`)
+	if i < 0 {
+		t.Fatalf("no field %s in:\n%s", name, body)
+	}
+	v := body[i+len(`name="`+name+`" value="`):]
+	return v[:strings.Index(v, `"`)]
+}
+
+func (h *harness) wantStatus(t testing.TB, id string, want record.Status) *workflow.RunView {
+	t.Helper()
+	v, err := h.engine.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != want {
+		t.Fatalf("run %s is %s, want %s", id, v.Status, want)
+	}
+	return v
+}
