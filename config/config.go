@@ -66,6 +66,7 @@ type Config struct {
 	Anchors    AnchorsConfig
 	API        APIConfig
 	Retention  RetentionConfig
+	UI         UIConfig
 	// AuditLog: serve writes every audit event as a log line too, for a
 	// log pipeline that feeds a SIEM.
 	AuditLog bool
@@ -308,6 +309,7 @@ type fileConfig struct {
 	API        *fileAPI               `yaml:"api"`
 	Retention  *fileRetention         `yaml:"retention"`
 	AuditLog   bool                   `yaml:"audit_log"`
+	UI         *fileUI                `yaml:"ui"`
 }
 
 type fileRetention struct {
@@ -478,6 +480,7 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	cfg.AuditLog = fc.AuditLog
+	cfg.UI = uiOf(fc.UI)
 	if !cfg.Slack.Given {
 		for i, r := range cfg.Policy.Rules() {
 			if len(r.Notify) > 0 {
