@@ -110,4 +110,3 @@ func mountConsole(e *echo.Echo, a *app, addr string) error {
 	e.Any(consolePrefix+"/*", h)
 	return nil
 }
-
