@@ -98,9 +98,11 @@ func New(cfg Config) (*Console, error) {
 func (c *Console) routes() *http.ServeMux {
 	p := c.cfg.Prefix
 	m := http.NewServeMux()
-	m.HandleFunc("GET "+p+"/{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, p+"/inbox", http.StatusSeeOther)
-	})
+	toInbox := func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, p+"/inbox", http.StatusSeeOther) }
+	m.HandleFunc("GET "+p+"/{$}", toInbox)
+	if p != "" {
+		m.HandleFunc("GET "+p, toInbox)
+	}
 	m.Handle("GET "+p+"/static/", c.static)
 	m.HandleFunc("GET "+p+"/login", c.loginPage)
 	m.HandleFunc("POST "+p+"/login", c.login)

@@ -25,6 +25,7 @@ func TestRoutesWithoutLogin(t *testing.T) {
 		location   string
 	}{
 		{"root goes to the inbox", "/ui/", http.StatusSeeOther, "/ui/inbox"},
+		{"the prefix alone too", "/ui", http.StatusSeeOther, "/ui/inbox"},
 		{"inbox asks for a login", "/ui/inbox?tab=attention", http.StatusSeeOther, "/ui/login?next=%2Fui%2Finbox%3Ftab%3Dattention"},
 		{"run asks for a login", "/ui/runs/" + id, http.StatusSeeOther, "/ui/login?next=%2Fui%2Fruns%2F" + id},
 		{"login page", "/ui/login", http.StatusOK, ""},

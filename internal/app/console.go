@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,9 +103,7 @@ func mountConsole(e *echo.Echo, a *app, addr string) error {
 		return err
 	}
 	h := echo.WrapHandler(c)
-	e.Any(consolePrefix, func(ctx echo.Context) error {
-		return ctx.Redirect(http.StatusSeeOther, consolePrefix+"/")
-	})
+	e.Any(consolePrefix, h)
 	e.Any(consolePrefix+"/*", h)
 	return nil
 }

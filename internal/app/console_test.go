@@ -59,52 +59,12 @@ func TestServeMountsTheConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.stop()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	base := "http://" + s.addr
-	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-	do := func(method, path string, form url.Values) (int, string) {
-		t.Helper()
-		var body io.Reader
-		if form != nil {
-			body = strings.NewReader(form.Encode())
-		}
-		req, _ := http.NewRequestWithContext(t.Context(), method, base+path, body)
-		if form != nil {
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if path == "/ui/login" && resp.Header.Get("Content-Security-Policy") == "" {
-			t.Fatalf("%s %s has no Content-Security-Policy", method, path)
-		}
-		return resp.StatusCode, string(b)
-	}
-	if code, _ := do("GET", "/ui", nil); code != http.StatusSeeOther {
+	ui := newUIClient(t, "http://"+s.addr)
+	if code, _ := ui.do("GET", "/ui", nil); code != http.StatusSeeOther {
 		t.Fatalf("GET /ui: %d, want 303", code)
 	}
-	code, login := do("GET", "/ui/login", nil)
-	if code != http.StatusOK || !strings.Contains(login, "U0LEAD0001") {
-		t.Fatalf("GET /ui/login: %d\n%s", code, login)
-	}
-	token := csrf.FindStringSubmatch(login)[1]
-	if code, _ := do("POST", "/ui/login", url.Values{"csrf": {token}, "member": {"U0LEAD0001"}}); code != http.StatusSeeOther {
-		t.Fatalf("POST /ui/login: %d", code)
-	}
-	_, page := do("GET", "/ui/runs/"+run.ID, nil)
-	form := url.Values{"verdict": {"approve"}}
-	for _, f := range []string{"csrf", "request_id", "fingerprint"} {
-		m := regexp.MustCompile(`name="` + f + `" value="([^"]+)"`).FindStringSubmatch(page)
-		if m == nil {
-			t.Fatalf("the run page has no %s:\n%s", f, page)
-		}
-		form.Set(f, m[1])
-	}
-	if code, body := do("POST", "/ui/runs/"+run.ID+"/decide", form); code != http.StatusSeeOther {
+	ui.login("U0LEAD0001")
+	if code, body := ui.approve(run.ID); code != http.StatusSeeOther {
 		t.Fatalf("approve on the console: %d\n%s", code, body)
 	}
 	waitFor(t, "the approved run to be executed", func() bool {
@@ -112,7 +72,7 @@ func TestServeMountsTheConsole(t *testing.T) {
 		return err == nil && v.Status == record.StatusDone
 	})
 	// The agent API is still served beside it.
-	if code, _ := do("GET", "/v1/runs", nil); code != http.StatusUnauthorized {
+	if code, _ := ui.do("GET", "/v1/runs", nil); code != http.StatusUnauthorized {
 		t.Fatalf("GET /v1/runs without a token: %d, want 401", code)
 	}
 }
@@ -162,4 +122,77 @@ func TestServeRefusesAConsoleItCannotStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// uiClient is a browser of the console served at base: its cookies, and
+// the CSRF token of the last page it read.
+type uiClient struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+	csrf string
+}
+
+func newUIClient(t *testing.T, base string) *uiClient {
+	jar, _ := cookiejar.New(nil)
+	return &uiClient{t: t, base: base, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// do sends a request (a form with the last page's CSRF token unless the
+// form has one), and returns the status and the body.
+func (u *uiClient) do(method, path string, form url.Values) (int, string) {
+	u.t.Helper()
+	var body io.Reader
+	if form != nil {
+		if _, ok := form["csrf"]; !ok {
+			form.Set("csrf", u.csrf)
+		}
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequestWithContext(u.t.Context(), method, u.base+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := u.c.Do(req)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(path, "/ui") && !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		u.t.Fatalf("%s %s has no strict Content-Security-Policy", method, path)
+	}
+	if m := csrfInput.FindStringSubmatch(string(b)); m != nil {
+		u.csrf = m[1]
+	}
+	return resp.StatusCode, string(b)
+}
+
+// login logs in locally as member.
+func (u *uiClient) login(member string) {
+	u.t.Helper()
+	code, page := u.do("GET", "/ui/login", nil)
+	if code != http.StatusOK || !strings.Contains(page, member) {
+		u.t.Fatalf("GET /ui/login: %d, does not offer %s\n%s", code, member, page)
+	}
+	if code, _ := u.do("POST", "/ui/login", url.Values{"member": {member}}); code != http.StatusSeeOther {
+		u.t.Fatalf("POST /ui/login: %d", code)
+	}
+}
+
+// approve approves run id with the request and fingerprint its page shows.
+func (u *uiClient) approve(id string) (int, string) {
+	u.t.Helper()
+	_, page := u.do("GET", "/ui/runs/"+id, nil)
+	form := url.Values{"verdict": {"approve"}}
+	for _, f := range []string{"request_id", "fingerprint"} {
+		m := regexp.MustCompile(`name="` + f + `" value="([^"]+)"`).FindStringSubmatch(page)
+		if m == nil {
+			u.t.Fatalf("the run page has no %s:\n%s", f, page)
+		}
+		form.Set(f, m[1])
+	}
+	return u.do("POST", "/ui/runs/"+id+"/decide", form)
 }
