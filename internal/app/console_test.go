@@ -196,3 +196,43 @@ func (u *uiClient) approve(id string) (int, string) {
 	}
 	return u.do("POST", "/ui/runs/"+id+"/decide", form)
 }
+
+// TestConsoleDocExamples: the ui: section of docs/console.md loads and
+// serves on loopback (its local login refused elsewhere), and its demo
+// command is the one TestDemoServesTheConsole runs, with the address the
+// page names.
+func TestConsoleDocExamples(t *testing.T) {
+	yamls := blocksOf(docSection(t, "docs/console.md", "Turning it on"), "yaml")
+	if len(yamls) != 1 {
+		t.Fatalf("%d yaml blocks, want 1", len(yamls))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ui.key"), []byte(testUIKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "signoff.yaml")
+	if err := os.WriteFile(p, append(config.DefaultYAML(), []byte("\n"+yamls[0])...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.UI.Given || !cfg.UI.LocalLogin || cfg.UI.ReadOnly {
+		t.Fatalf("ui = %+v", cfg.UI)
+	}
+	if err := checkUI(cfg, "127.0.0.1:8080", noEnv); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkUI(cfg, ":8080", noEnv); err == nil {
+		t.Fatal("the doc's local login was accepted on every interface")
+	}
+	shs := blocksOf(docSection(t, "docs/console.md", "Try it on the demo"), "sh")
+	if len(shs) != 1 || strings.TrimSpace(shs[0]) != "signoff demo --ui" {
+		t.Fatalf("the demo block is %q, want signoff demo --ui", shs)
+	}
+	c := &cli{}
+	if f := c.demoCmd().Flags().Lookup("ui-addr"); f == nil || f.DefValue != "127.0.0.1:8080" {
+		t.Fatalf("demo --ui-addr is %+v, want a default of 127.0.0.1:8080 as the page says", f)
+	}
+}
