@@ -123,6 +123,12 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	if r.URL.Path != c.cfg.Prefix && !strings.HasPrefix(r.URL.Path, c.cfg.Prefix+"/") {
+		// Not the console's (a favicon, say): no session is started, so
+		// none replaces the one the visitor's pages carry.
+		http.NotFound(w, r)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, c.cfg.Prefix+"/static/") {
 		h.Set("Cache-Control", "public, max-age=3600")
 		c.mux.ServeHTTP(w, r)

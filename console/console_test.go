@@ -43,6 +43,11 @@ func TestRoutesWithoutLogin(t *testing.T) {
 			}
 		})
 	}
+	// A request outside the console starts no session, which would replace
+	// the one its pages carry.
+	if p := h.browser(t).get("/favicon.ico"); p.status != http.StatusNotFound || p.header.Get("Set-Cookie") != "" {
+		t.Fatalf("GET /favicon.ico: %d, Set-Cookie %q; want 404 and no session", p.status, p.header.Get("Set-Cookie"))
+	}
 	// A decision without a login is refused and changes nothing.
 	b := h.browser(t)
 	b.get("/ui/login")
