@@ -142,7 +142,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.fail(w, r, fmt.Errorf("start a session: %w", err))
 			return
 		}
-		if err := c.sess.write(w, se); err != nil {
+		if err := c.sess.write(w, r, se); err != nil {
 			c.fail(w, r, err)
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -430,4 +431,23 @@ func (h *harness) wantStatus(t testing.TB, id string, want record.Status) *workf
 		t.Fatalf("run %s is %s, want %s", id, v.Status, want)
 	}
 	return v
+}
+
+// TestSecureCookieOverTLS: over TLS the session cookie is Secure, so a
+// browser never sends it in clear.
+func TestSecureCookieOverTLS(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	tls := httptest.NewTLSServer(h.srv.Config.Handler)
+	defer tls.Close()
+	resp, err := tls.Client().Get(tls.URL + "/ui/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if c := resp.Header.Get("Set-Cookie"); !strings.Contains(c, "; Secure") {
+		t.Fatalf("Set-Cookie over TLS %q is not Secure", c)
+	}
+	if p := h.browser(t).get("/ui/login"); strings.Contains(p.header.Get("Set-Cookie"), "Secure") {
+		t.Fatalf("Set-Cookie over plain HTTP %q is Secure: a browser would drop it", p.header.Get("Set-Cookie"))
+	}
 }

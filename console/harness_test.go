@@ -41,7 +41,6 @@ func (noopExec) Lookup(context.Context, string) (record.Receipt, bool, error) {
 }
 
 type harness struct {
-	t      *testing.T
 	engine *workflow.Engine
 	clock  *clocktest.Clock
 	srv    *httptest.Server

@@ -65,7 +65,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fresh.Who = &Identity{Member: id, Method: MethodLocal, AuthTime: now.UTC()}
-	if err := c.sess.write(w, fresh); err != nil {
+	if err := c.sess.write(w, r, fresh); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -74,7 +74,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
-	c.sess.clear(w)
+	c.sess.clear(w, r)
 	http.Redirect(w, r, c.cfg.Prefix+"/login", http.StatusSeeOther)
 }
 

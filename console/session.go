@@ -92,8 +92,9 @@ func (s *sessions) read(r *http.Request, now time.Time) *session {
 	return &se
 }
 
-// write sets se as the response's session cookie.
-func (s *sessions) write(w http.ResponseWriter, se *session) error {
+// write sets se as the response's session cookie: Secure when the console
+// is configured so (TLS ended before it) or r came over TLS.
+func (s *sessions) write(w http.ResponseWriter, r *http.Request, se *session) error {
 	raw, err := json.Marshal(se)
 	if err != nil {
 		return err
@@ -101,15 +102,15 @@ func (s *sessions) write(w http.ResponseWriter, se *session) error {
 	body := base64.RawURLEncoding.EncodeToString(raw)
 	http.SetCookie(w, &http.Cookie{
 		Name: cookieName, Value: body + "." + base64.RawURLEncoding.EncodeToString(s.mac(body)),
-		Path: s.path + "/", MaxAge: int(sessionTTL / time.Second), Secure: s.secure, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Path: s.path + "/", MaxAge: int(sessionTTL / time.Second), Secure: s.secure || r.TLS != nil, HttpOnly: true, SameSite: http.SameSiteStrictMode,
 	})
 	return nil
 }
 
 // clear ends the session in the browser.
-func (s *sessions) clear(w http.ResponseWriter) {
+func (s *sessions) clear(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: s.path + "/", MaxAge: -1,
-		Secure: s.secure, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		Secure: s.secure || r.TLS != nil, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 }
 
 func (s *sessions) mac(body string) []byte {
