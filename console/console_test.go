@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -449,5 +450,49 @@ func TestSecureCookieOverTLS(t *testing.T) {
 	}
 	if p := h.browser(t).get("/ui/login"); strings.Contains(p.header.Get("Set-Cookie"), "Secure") {
 		t.Fatalf("Set-Cookie over plain HTTP %q is Secure: a browser would drop it", p.header.Get("Set-Cookie"))
+	}
+}
+
+// TestArgumentsSideBySide: an approver's edit shows the arguments as
+// proposed beside them as edited and as executed, the changed field marked
+// and the unchanged one not.
+func TestArgumentsSideBySide(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "note", `{"text":"send 100","to":"ana"}`, "")
+	ctx := context.Background()
+	if _, err := h.engine.Decide(ctx, workflow.DecideInput{RunID: id, Approver: record.Person{ID: lead}, Verdict: record.VerdictApprove,
+		Via: record.ViaCLI, Edit: json.RawMessage(`{"text":"send 10","to":"ana"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.engine.Resume(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	b := h.browser(t)
+	b.login(manager)
+	p := b.get("/ui/runs/" + id)
+	changed := regexp.MustCompile(`(?s)<tr class="changed">\s*<th scope="row"><code>text</code></th><td><code>&#34;send 100&#34;</code></td>\s*` +
+		`<td><code>&#34;send 10&#34;</code> <span class="badge">changed</span></td>\s*<td><code>&#34;send 10&#34;</code></td></tr>`)
+	same := regexp.MustCompile(`(?s)<tr>\s*<th scope="row"><code>to</code></th><td><code>&#34;ana&#34;</code></td>\s*<td><code>&#34;ana&#34;</code></td>`)
+	if !changed.MatchString(p.body) || !same.MatchString(p.body) {
+		t.Fatalf("the run page does not show text changed (100 → 10) and to unchanged:\n%s", p.body)
+	}
+}
+
+// TestInboxShowsCompositeProgress: a composite approval lists each place
+// with who filled it.
+func TestInboxShowsCompositeProgress(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "deploy", `{"service":"api"}`, "")
+	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: record.Person{ID: lead},
+		Verdict: record.VerdictApprove, Via: record.ViaCLI}); err != nil {
+		t.Fatal(err)
+	}
+	b := h.browser(t)
+	b.login(manager)
+	p := b.get("/ui/inbox")
+	for _, want := range []string{`<li class="done">team_lead or above: 1 of 1: U0LEAD</li>`, `<li>manager or above: 0 of 1</li>`, "composite: at least"} {
+		if !strings.Contains(p.body, want) {
+			t.Fatalf("the inbox lacks %q:\n%s", want, p.body)
+		}
 	}
 }

@@ -74,13 +74,16 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		{Name: "refunds", When: `action.name == "refund"`, Risk: "high",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
 		{Name: "notes", When: `action.name == "note"`, Risk: "medium",
-			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Edit: true}},
+		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
+			Approval: &record.ApprovalSpec{Expires: record.Seconds(3600), Requirement: &record.Requirement{
+				AllOf: []record.Requirement{{Role: "team_lead", Count: 1}, {Role: "manager", Count: 1}}}}},
 	}, roles)
 	if err != nil {
 		t.Fatal(err)
 	}
 	actions := map[string]*workflow.ActionSpec{}
-	for _, name := range []string{"refund", "note"} {
+	for _, name := range []string{"refund", "note", "deploy"} {
 		spec, err := workflow.NewActionSpec(name, nil, noopExec{}, nil)
 		if err != nil {
 			t.Fatal(err)
