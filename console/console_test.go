@@ -496,3 +496,19 @@ func TestInboxShowsCompositeProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionNeedsTheFingerprintShown: a decision that names no request
+// and fingerprint is refused, so that nobody decides a proposal they were
+// not shown.
+func TestDecisionNeedsTheFingerprintShown(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "refund", `{"amount":5}`, "")
+	b := h.browser(t)
+	b.login(lead)
+	b.get("/ui/runs/" + id)
+	if p := b.post("/ui/runs/"+id+"/decide", url.Values{"verdict": {"approve"}}); p.status != http.StatusBadRequest ||
+		!strings.Contains(p.body, "lacks the request and fingerprint") {
+		t.Fatalf("decide without the fingerprint: %d\n%s", p.status, p.body)
+	}
+	h.wantStatus(t, id, record.StatusWaitingApproval)
+}

@@ -235,6 +235,12 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
 		c.showRun(w, r, se, http.StatusBadRequest, "", "choose approve or reject")
 		return
 	}
+	if r.PostFormValue("request_id") == "" || r.PostFormValue("fingerprint") == "" {
+		// Without them the engine would decide whatever the run asks now,
+		// which may not be what this person read.
+		c.showRun(w, r, se, http.StatusBadRequest, "", "the form lacks the request and fingerprint of the page it was sent from; decide from the run's page")
+		return
+	}
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	if verdict == record.VerdictReject && reason == "" {
 		c.showRun(w, r, se, http.StatusBadRequest, "", "a rejection needs a reason: say why, for the requester")
