@@ -512,3 +512,25 @@ func TestDecisionNeedsTheFingerprintShown(t *testing.T) {
 	}
 	h.wantStatus(t, id, record.StatusWaitingApproval)
 }
+
+// TestReviewsTab: a forced approval's follow-up review is listed in its
+// own tab, its justification shown inert as the requester's words are.
+func TestReviewsTab(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "refund", `{"amount":5}`, "")
+	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: record.Person{ID: manager},
+		Verdict: record.VerdictApprove, Reason: "outage <b>now</b>\u202e", Via: record.ViaCLI, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	b := h.browser(t)
+	b.login(lead)
+	p := b.get("/ui/inbox?tab=reviews")
+	for _, want := range []string{`href="/ui/runs/` + id + `"`, `<td class="untrusted">outage &lt;b&gt;now&lt;/b&gt;\u202e</td>`, "<td>" + manager + "</td>"} {
+		if !strings.Contains(p.body, want) {
+			t.Fatalf("the reviews tab lacks %q:\n%s", want, p.body)
+		}
+	}
+	if w := b.get("/ui/inbox"); strings.Contains(w.body, id) {
+		t.Fatalf("the forced run is still listed as waiting")
+	}
+}

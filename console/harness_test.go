@@ -72,7 +72,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	pol, err := policy.New("r1", []policy.Rule{
 		{Name: "refunds", When: `action.name == "refund"`, Risk: "high",
-			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
+			Approval:   &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)},
+			BreakGlass: &record.BreakGlass{Role: "manager", Review: record.BreakGlassReview{Role: "manager", Within: 3600}}},
 		{Name: "notes", When: `action.name == "note"`, Risk: "medium",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Edit: true}},
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
