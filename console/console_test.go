@@ -534,3 +534,31 @@ func TestReviewsTab(t *testing.T) {
 		t.Fatalf("the forced run is still listed as waiting")
 	}
 }
+
+// TestAttentionTab: a run whose outcome its target could not say is listed
+// under needs attention, not as waiting.
+func TestAttentionTab(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "wobble", `{"n":1}`, "")
+	b := h.browser(t)
+	b.login(lead)
+	if p := b.decide(id, "approve", ""); p.status != http.StatusSeeOther {
+		t.Fatalf("approve: %d\n%s", p.status, p.body)
+	}
+	if _, err := h.engine.Resume(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	h.wantStatus(t, id, record.StatusNeedsAttention)
+	if p := b.get("/ui/inbox?tab=attention"); !strings.Contains(p.body, `href="/ui/runs/`+id+`"`) {
+		t.Fatalf("the attention tab does not list %s:\n%s", id, p.body)
+	}
+	if p := b.get("/ui/inbox?status=needs_attention"); !strings.Contains(p.body, `href="/ui/runs/`+id+`"`) || !strings.Contains(p.body, `aria-current="page">Needs attention`) {
+		t.Fatalf("status=needs_attention does not pick the attention tab:\n%s", p.body)
+	}
+	if p := b.get("/ui/inbox"); strings.Contains(p.body, id) {
+		t.Fatalf("the waiting tab lists %s", id)
+	}
+	if p := b.get("/ui/runs/" + id); !strings.Contains(p.body, "the register refuses to say") {
+		t.Fatalf("the run page does not say what the operation met:\n%s", p.body)
+	}
+}

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -38,6 +39,18 @@ func (noopExec) Execute(_ context.Context, key string, a record.Action) (record.
 }
 func (noopExec) Lookup(context.Context, string) (record.Receipt, bool, error) {
 	return record.Receipt{}, false, nil
+}
+
+// unprovable loses every answer and its register refuses to say: each run
+// of it ends needing attention.
+type unprovable struct{}
+
+func (unprovable) Check(context.Context, record.Action) error { return nil }
+func (unprovable) Execute(context.Context, string, record.Action) (record.Receipt, error) {
+	return record.Receipt{}, errors.New("connection reset after sending")
+}
+func (unprovable) Lookup(context.Context, string) (record.Receipt, bool, error) {
+	return record.Receipt{}, false, workflow.Permanent(errors.New("the register refuses to say"))
 }
 
 type harness struct {
@@ -76,6 +89,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 			BreakGlass: &record.BreakGlass{Role: "manager", Review: record.BreakGlassReview{Role: "manager", Within: 3600}}},
 		{Name: "notes", When: `action.name == "note"`, Risk: "medium",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Edit: true}},
+		{Name: "wobbles", When: `action.name == "wobble"`, Risk: "medium",
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
 			Approval: &record.ApprovalSpec{Expires: record.Seconds(3600), Requirement: &record.Requirement{
 				AllOf: []record.Requirement{{Role: "team_lead", Count: 1}, {Role: "manager", Count: 1}}}}},
@@ -84,8 +99,12 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	actions := map[string]*workflow.ActionSpec{}
-	for _, name := range []string{"refund", "note", "deploy"} {
-		spec, err := workflow.NewActionSpec(name, nil, noopExec{}, nil)
+	for _, name := range []string{"refund", "note", "deploy", "wobble"} {
+		var exec workflow.Executor = noopExec{}
+		if name == "wobble" {
+			exec = unprovable{}
+		}
+		spec, err := workflow.NewActionSpec(name, nil, exec, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
