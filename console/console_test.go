@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/signoff-dev/signoff/console"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -560,5 +561,39 @@ func TestAttentionTab(t *testing.T) {
 	}
 	if p := b.get("/ui/runs/" + id); !strings.Contains(p.body, "the register refuses to say") {
 		t.Fatalf("the run page does not say what the operation met:\n%s", p.body)
+	}
+}
+
+// TestSignInByTheHost: a program that mounts the console behind its own
+// login signs a person in as a member; the console then shows them as
+// that member, with their role, and their decisions are theirs.
+func TestSignInByTheHost(t *testing.T) {
+	h := newHarness(t, harnessOpts{noLocal: true})
+	c, err := console.New(console.Config{Engine: h.engine, Prefix: "/ui", SessionKey: testKey, Clock: h.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", c)
+	mux.HandleFunc("/sso/callback", func(w http.ResponseWriter, r *http.Request) {
+		// As an identity provider's callback would, once it mapped the person.
+		if err := c.SignIn(w, r, console.Identity{Member: manager, Subject: "sub-42", Email: "ana@example.com", Method: "sso"}); err != nil {
+			t.Error(err)
+		}
+		http.Redirect(w, r, "/ui/inbox", http.StatusSeeOther)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	b := h.browser(t)
+	b.h = &harness{engine: h.engine, clock: h.clock, srv: srv}
+	// The cookie's path is the console's: the callback's answer sets it there.
+	if p := b.get("/sso/callback"); p.status != http.StatusSeeOther {
+		t.Fatalf("callback: %d", p.status)
+	}
+	if p := b.get("/ui/inbox"); p.status != http.StatusOK || !strings.Contains(p.body, manager+" · manager · sso login") {
+		t.Fatalf("inbox after the host's sign-in: %d\n%s", p.status, p.body)
+	}
+	if err := c.SignIn(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil), console.Identity{Method: "sso"}); err == nil {
+		t.Fatal("a sign-in without a member was accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -58,19 +59,32 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.problem(w, r, se, http.StatusBadRequest, "pick one of the members of the config's roles")
 		return
 	}
-	now := c.clock.Now()
-	fresh, err := newSession(now)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	fresh.Who = &Identity{Member: id, Method: MethodLocal, AuthTime: now.UTC()}
-	if err := c.sess.write(w, r, fresh); err != nil {
+	if err := c.SignIn(w, r, Identity{Member: id, Method: MethodLocal}); err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	c.log.Info("console login", "member", id, "method", MethodLocal)
 	http.Redirect(w, r, c.next(r.PostFormValue("next")), http.StatusSeeOther)
+}
+
+// SignIn starts a new session (a new CSRF token) for who, on the
+// response: the local login uses it, and so may a program that mounts the
+// console behind a login of its own, once it has mapped the person to a
+// member of the config's roles. AuthTime, when zero, is now.
+func (c *Console) SignIn(w http.ResponseWriter, r *http.Request, who Identity) error {
+	if who.Member == "" || who.Method == "" {
+		return errors.New("console: sign in: an identity needs a member and a method")
+	}
+	now := c.clock.Now()
+	if who.AuthTime.IsZero() {
+		who.AuthTime = now.UTC()
+	}
+	fresh, err := newSession(now)
+	if err != nil {
+		return err
+	}
+	fresh.Who = &who
+	return c.sess.write(w, r, fresh)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
