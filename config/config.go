@@ -67,6 +67,7 @@ type Config struct {
 	API        APIConfig
 	Retention  RetentionConfig
 	MCP        MCPConfig // the MCP gateway's upstreams and callers (mcp.go)
+	UI         UIConfig
 	// AuditLog: serve writes every audit event as a log line too, for a
 	// log pipeline that feeds a SIEM.
 	AuditLog bool
@@ -310,6 +311,7 @@ type fileConfig struct {
 	Retention  *fileRetention         `yaml:"retention"`
 	AuditLog   bool                   `yaml:"audit_log"`
 	MCP        *fileMCP               `yaml:"mcp"`
+	UI         *fileUI                `yaml:"ui"`
 }
 
 type fileRetention struct {
@@ -483,6 +485,7 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	cfg.AuditLog = fc.AuditLog
+	cfg.UI = uiOf(fc.UI)
 	if !cfg.Slack.Given {
 		for i, r := range cfg.Policy.Rules() {
 			if len(r.Notify) > 0 {

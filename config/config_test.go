@@ -201,7 +201,7 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown field", edit(`risk: high`, `riks: high`),
 			`signoff.yaml:10: policy.rules[0]: unknown field "riks" (known: name, when, risk, approval, notify, remind, escalate, window, break_glass)`},
 		{"unknown top-level field", valid + "extra: 1\n",
-			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, resolve, anchors, api, retention, audit_log, mcp)`},
+			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, resolve, anchors, api, retention, audit_log, mcp, ui)`},
 		{"unknown approval field", edit(`edit: true`, `edit: true, quorum: 2`),
 			`signoff.yaml:11: policy.rules[0].approval: unknown field "quorum" (known: role, count, expires, self_approval, edit, any_of, all_of)`},
 		{"duplicate key", edit(`      risk: high`+"\n", `      risk: high`+"\n"+`      risk: low`+"\n"),

@@ -196,6 +196,7 @@ const (
 	ViaSlack Via = "slack" // a click or a modal in Slack
 	ViaCLI   Via = "cli"   // signoff approve
 	ViaAPI   Via = "api"   // POST /v1/runs/{id}/force
+	ViaWeb   Via = "web"   // the web console's Run page
 )
 
 // Decision is one approver's verdict on one request, stored once per approver.

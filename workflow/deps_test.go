@@ -108,7 +108,7 @@ func allows(a, imp string) bool {
 func under(pkg, path string) bool { return pkg == path || strings.HasPrefix(pkg, path+"/") }
 
 // TestEdgesUseTheEngine keeps the store the engine's: the edges (bot, api, mcpserver,
-// mcpgateway, callback, metrics) reach runs, the outbox and the requests they have
+// mcpgateway, callback, metrics, console) reach runs, the outbox and the requests they have
 // seen through the engine's methods and services, never through the store
 // (no storage.Store, no storage.Tx, no Engine.Store), and nothing outside
 // workflow and storage opens a transaction (an Update or View with a
@@ -133,7 +133,7 @@ func TestEdgesUseTheEngine(t *testing.T) {
 		if under(pkg, "workflow", "storage") {
 			continue
 		}
-		edge := under(pkg, "bot", "api", "callback", "metrics", "mcpserver", "mcpgateway")
+		edge := under(pkg, "bot", "api", "callback", "metrics", "mcpserver", "mcpgateway", "console")
 		for _, name := range files {
 			if name == "" {
 				continue

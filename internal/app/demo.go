@@ -22,7 +22,8 @@ import (
 // tickets, one that waits for a team lead, its approval and exactly one refund,
 // a rejection, and two real crashes (the process kills itself) with their recovery.
 func (c *cli) demoCmd() *cobra.Command {
-	var keep bool
+	var keep, ui bool
+	var uiAddr string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Tell the story on a fresh practice shop, in a temporary folder",
@@ -39,6 +40,9 @@ func (c *cli) demoCmd() *cobra.Command {
 			if err := demostory.Tell(c.ctx, d, dir, c.out); err != nil {
 				return fmt.Errorf("demo: %w", err)
 			}
+			if ui {
+				return d.serveConsole(c.ctx, uiAddr)
+			}
 			if keep {
 				fmt.Fprintf(c.out, "\nThe files are kept in %s (try: %s)\n", dir, shellLine("signoff", "--db", filepath.Join(dir, "signoff.db"), "--shop", filepath.Join(dir, "shop.db"), "runs"))
 			}
@@ -46,6 +50,8 @@ func (c *cli) demoCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary folder to look around afterwards")
+	cmd.Flags().BoolVar(&ui, "ui", false, "then serve the demo's runs in the web console, with a local login, until interrupted")
+	cmd.Flags().StringVar(&uiAddr, "ui-addr", "127.0.0.1:8080", "where --ui serves the console (loopback only: its login lets anyone be anyone)")
 	return cmd
 }
 

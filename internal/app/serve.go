@@ -92,6 +92,9 @@ func (c *cli) serveCmd() *cobra.Command {
 			if _, err := callbackKeys(cfg, c.getenv); err != nil {
 				return err
 			}
+			if err := checkUI(cfg, so.addr, c.getenv); err != nil {
+				return err
+			}
 			c.opts.metrics = metrics.New(version())
 			c.tuneGC()
 			return c.withApp(func(a *app) error {
@@ -101,6 +104,9 @@ func (c *cli) serveCmd() *cobra.Command {
 				}
 				if !strings.EqualFold(c.opts.logFormat, "json") {
 					fmt.Fprintf(c.errOut, "signoff: serving on %s (store %s); slack: %s\n", s.addr, a.db, s.slack)
+					if a.cfg.UI.Given {
+						fmt.Fprintf(c.errOut, "signoff: web console on http://%s%s/\n", s.addr, consolePrefix)
+					}
 					if s.adminAddr != "" {
 						fmt.Fprintf(c.errOut, "signoff: metrics and health on %s\n", s.adminAddr)
 					} else {
@@ -166,6 +172,9 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	}
 	e, agents, err := publicHandler(a, bs)
 	if err != nil {
+		return nil, err
+	}
+	if err := mountConsole(e, a, so.addr); err != nil {
 		return nil, err
 	}
 	ln, adminLn, err := listen(so)
