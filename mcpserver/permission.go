@@ -12,6 +12,7 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -39,8 +40,8 @@ type permissionArgs struct {
 // tool's name and input as its arguments. Allowed at once: allow. Gated: it
 // waits up to the hold for the decision, then denies as waiting, naming the
 // run; the same call again (same requester, tool and canonical input) is
-// the same run by its idempotency key, so that a retry after the approval
-// is allowed with the stored arguments and never makes a second run.
+// the same run (promptRun), so that a retry after the approval is allowed
+// with the stored arguments and never makes a second run.
 func (t *tools) permissionPrompt(ctx context.Context, requester string, raw json.RawMessage) (any, error) {
 	args, err := readPermission(raw)
 	if err != nil {
@@ -54,9 +55,9 @@ func (t *tools) permissionPrompt(ctx context.Context, requester string, raw json
 	if err != nil {
 		return nil, badf("invalid arguments: input: %v", err)
 	}
-	p := &workflow.Proposal{Requester: record.Person{ID: requester}, Summary: "Permission to run the tool " + args.ToolName,
-		Actions: []record.Action{{Name: t.s.cfg.PermissionAction, Args: b}}, IdempotencyKey: "permission:" + digest}
-	run, _, err := t.s.engine.SubmitReplay(ctx, p)
+	p := &workflow.Proposal{TaskID: "permission:" + digest, Requester: record.Person{ID: requester},
+		Summary: "Permission to run the tool " + args.ToolName, Actions: []record.Action{{Name: t.s.cfg.PermissionAction, Args: b}}}
+	run, err := t.s.promptRun(ctx, p)
 	if err != nil {
 		// A refusal (the action not configured, the requester unknown, a
 		// rate) is the agent's answer, not a failure of the tool.
@@ -77,6 +78,31 @@ func (t *tools) permissionPrompt(ctx context.Context, requester string, raw json
 		return nil, err
 	}
 	return answer(t.s.permission(v, args.ToolName))
+}
+
+// promptRun is the run of prompt p: the one its task already is while it
+// is active or within Reattach of its end, else a new one under the next
+// idempotency key (two prompts racing make one run). A grant answers its
+// call and the call's retries; the same call much later is asked anew.
+func (s *Server) promptRun(ctx context.Context, p *workflow.Proposal) (*record.Run, error) {
+	runs, err := s.engine.List(ctx, storage.RunFilter{TaskID: p.TaskID, RequesterID: p.Requester.ID})
+	if err != nil {
+		return nil, fmt.Errorf("find the runs of %s: %w", p.TaskID, err)
+	}
+	if len(runs) > 0 {
+		last := runs[0]
+		for _, r := range runs[1:] {
+			if r.CreatedAt.After(last.CreatedAt) || (r.CreatedAt.Equal(last.CreatedAt) && r.ID > last.ID) {
+				last = r
+			}
+		}
+		if !last.Status.Terminal() || s.cfg.Now().Sub(last.UpdatedAt) < s.cfg.Reattach {
+			return last, nil
+		}
+	}
+	p.IdempotencyKey = fmt.Sprintf("%s/%d", p.TaskID, len(runs))
+	run, _, err := s.engine.SubmitReplay(ctx, p)
+	return run, err
 }
 
 // readPermission reads a permission prompt: tool_name, and input, a JSON

@@ -61,7 +61,16 @@ type Config struct {
 	// Hold is how long permission_prompt waits for the decision of a gated
 	// call before denying it as waiting (DefaultHold when 0; at most MaxWait).
 	Hold time.Duration
+	// Reattach is how long after its run ended a permission prompt asked
+	// again is answered by that run (DefaultReattach when 0): a grant is for
+	// the call it was asked for and its retries, not for ever.
+	Reattach time.Duration
+	Now      func() time.Time // defaults to time.Now
 }
+
+// DefaultReattach is how long after its run ended the same permission
+// prompt is still answered by it.
+const DefaultReattach = 10 * time.Minute
 
 // Server holds the engine and builds MCP servers over it.
 type Server struct {
@@ -89,6 +98,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Hold = DefaultHold
 	case cfg.Hold < 0 || cfg.Hold > MaxWait:
 		return nil, fmt.Errorf("new mcp server: hold %s: want more than 0 and at most %s", cfg.Hold, MaxWait)
+	}
+	if cfg.Reattach <= 0 {
+		cfg.Reattach = DefaultReattach
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"

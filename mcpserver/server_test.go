@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/signoff-dev/signoff/internal/bearer"
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/mcpserver"
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
@@ -50,6 +51,7 @@ type harness struct {
 	engine *workflow.Engine
 	srv    *mcpserver.Server
 	rec    *recorder
+	clock  *clocktest.Clock
 }
 
 func newHarness(t *testing.T) *harness {
@@ -86,17 +88,18 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := workflow.New(workflow.Config{Store: st, Policy: pol, Roles: roles,
+	clock := clocktest.New(time.Now())
+	e, err := workflow.New(workflow.Config{Store: st, Policy: pol, Roles: roles, Clock: clock,
 		Actions: map[string]*workflow.ActionSpec{"deploy": deploy, "permission_prompt": perm}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A hold of a nanosecond: a gated prompt is answered "waiting" at once.
-	srv, err := mcpserver.New(mcpserver.Config{Engine: e, Hold: time.Nanosecond})
+	srv, err := mcpserver.New(mcpserver.Config{Engine: e, Hold: time.Nanosecond, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, engine: e, srv: srv, rec: rec}
+	return &harness{t: t, engine: e, srv: srv, rec: rec, clock: clock}
 }
 
 // client connects an MCP client to the server speaking for requester, over
@@ -263,6 +266,13 @@ func TestPermissionPrompt(t *testing.T) {
 	}
 	if len(runs) != 2 { // the Read and the Bash
 		t.Fatalf("%d runs, want 2: a retry attaches to its run", len(runs))
+	}
+	// A grant is for its call and the call's retries: the same call long
+	// after the run ended is asked anew, in a run of its own.
+	h.clock.Advance(mcpserver.DefaultReattach + time.Minute)
+	p = permission(t, cs, bash)
+	if p.Behavior != "deny" || !strings.HasPrefix(p.Message, "waiting for approval in Slack, run run_") || runIn(t, p.Message) == runID {
+		t.Fatalf("Bash long after its grant = %+v, want a new run waiting (not %s)", p, runID)
 	}
 
 	// Rejected: denied with the approver's reason.
