@@ -118,7 +118,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	calls    []Call
-	messages map[string]*Message // by ts
+	messages map[string]*Message  // by ts
+	postedAt map[string]time.Time // by ts: when the fake took the post (its ts are fixed, for samples that read the same each run)
 	order    []string
 	ephem    []Ephemeral
 	views    []View
@@ -152,7 +153,7 @@ func Start(o Options) (*Server, error) {
 		return nil, fmt.Errorf("local slack: listen on %s: %w", addr, err)
 	}
 	s := &Server{ln: ln, served: make(chan struct{}), observe: o.Observe,
-		messages: map[string]*Message{}, fail: map[string][]failure{}, groups: map[string][]string{}, notify: make(chan string, 1024),
+		messages: map[string]*Message{}, postedAt: map[string]time.Time{}, fail: map[string][]failure{}, groups: map[string][]string{}, notify: make(chan string, 1024),
 		outside: map[string]bool{}, team: Team, ent: o.Enterprise}
 	if o.Team != "" {
 		s.team = o.Team
@@ -428,9 +429,7 @@ func (s *Server) postMessage(call Call) map[string]any {
 		return map[string]any{"ok": false, "error": "not_in_channel"}
 	}
 	s.seq++
-	// Seconds of the time of the post, as Slack's ts are, so that a
-	// lookup's oldest finds it.
-	ts := fmt.Sprintf("%d.%06d", time.Now().Unix(), s.seq)
+	ts := fmt.Sprintf("1700000000.%06d", s.seq)
 	ch, user := call.Form.Get("channel"), ""
 	if strings.HasPrefix(ch, "U") || strings.HasPrefix(ch, "W") {
 		// Slack answers with the direct message channel's own id.
@@ -442,6 +441,7 @@ func (s *Server) postMessage(call Call) map[string]any {
 	}
 	s.messages[ts] = m
 	s.order = append(s.order, ts)
+	s.postedAt[ts] = time.Now()
 	s.tell(Event{Kind: Posted, Message: *m})
 	return map[string]any{"ok": true, "channel": ch, "ts": ts}
 }
@@ -531,7 +531,7 @@ func (s *Server) history(call Call) map[string]any {
 	var msgs []*Message
 	for i := len(s.order) - 1; i >= 0; i-- {
 		m := s.messages[s.order[i]]
-		if m.Channel == ch && m.ThreadTS == "" && after(m.TS, call.Form.Get("oldest")) {
+		if m.Channel == ch && m.ThreadTS == "" && s.after(m.TS, call.Form.Get("oldest")) {
 			msgs = append(msgs, m)
 		}
 	}
@@ -548,7 +548,7 @@ func (s *Server) replies(call Call) map[string]any {
 	}
 	msgs := []*Message{p}
 	for _, ts := range s.order {
-		if m := s.messages[ts]; m.ThreadTS == parent && m.Channel == ch && after(ts, call.Form.Get("oldest")) {
+		if m := s.messages[ts]; m.ThreadTS == parent && m.Channel == ch && s.after(ts, call.Form.Get("oldest")) {
 			msgs = append(msgs, m)
 		}
 	}
@@ -583,15 +583,18 @@ func (s *Server) page(call Call, msgs []*Message) map[string]any {
 	return resp
 }
 
-// after says whether ts is later than oldest ("" for no bound), as Slack
-// compares them: as numbers.
-func after(ts, oldest string) bool {
+// after says whether the message ts was posted after oldest ("" for no
+// bound). Slack's ts is the time of the post; the fake's are not, so it
+// compares the time it took the post.
+func (s *Server) after(ts, oldest string) bool {
 	if oldest == "" {
 		return true
 	}
-	a, err1 := strconv.ParseFloat(ts, 64)
-	b, err2 := strconv.ParseFloat(oldest, 64)
-	return err1 != nil || err2 != nil || a > b
+	sec, err := strconv.ParseFloat(oldest, 64)
+	if err != nil {
+		return true
+	}
+	return s.postedAt[ts].After(time.Unix(0, int64(sec*1e9)))
 }
 
 // open answers conversations.open with users: the direct message channel
