@@ -32,7 +32,9 @@ type Renderer func(v *workflow.RunView, req workflow.RequestView) ([]slack.Block
 // renders the run as it is at delivery, calls Slack, and records the outcome.
 // Failed calls are retried: after Retry-After on 429, with backoff on 5xx and
 // timeouts. Delivery is at least once; a rewrite shows the current state, so
-// doing it twice changes nothing.
+// doing it twice changes nothing, and a post carries its row's key, so a
+// retry after a post that reached Slack unrecorded finds it instead of
+// posting it again (postOnce).
 //
 // One transition queues a rewrite, and an approval that runs to the end makes
 // several; the dispatcher sends each run's due rows as one call, and skips a
