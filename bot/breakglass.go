@@ -49,7 +49,7 @@ func (d *Dispatcher) sendBreakGlass(ctx context.Context, m *record.OutboxMessage
 		return fmt.Errorf("read break-glass row %d of run %s: the run's approval was not forced", m.ID, m.RunID)
 	}
 	blocks, text := RenderBreakGlass(v, d.Engine.Roles())
-	ch, ts, err := d.Slack.PostMessage(ctx, p.To, blocks, text)
+	ch, ts, err := d.postOnce(ctx, m, p.To, "", blocks, text)
 	if err != nil {
 		return err
 	}

@@ -179,10 +179,6 @@ func (d *Dispatcher) sendDetail(ctx context.Context, m *record.OutboxMessage) er
 	if !ok {
 		return fmt.Errorf("detail of run %s: the approval message is not posted yet", v.ID)
 	}
-	tp, ok := d.Slack.(ThreadPoster)
-	if !ok {
-		return fmt.Errorf("detail of run %s: this Slack client cannot reply in a thread", v.ID)
-	}
 	var changes string
 	if p.Detail.What == detailDecision {
 		if changes, err = d.editChanges(ctx, v, p.Detail.Index); err != nil {
@@ -190,7 +186,7 @@ func (d *Dispatcher) sendDetail(ctx context.Context, m *record.OutboxMessage) er
 		}
 	}
 	blocks, text := RenderDetail(workflow.RedactView(v, Redactor(d.Engine)), *p.Detail, changes)
-	ch, ts, err := tp.PostReply(ctx, r.Channel, r.MessageTS, blocks, text)
+	ch, ts, err := d.postOnce(ctx, m, r.Channel, r.MessageTS, blocks, text)
 	if err != nil {
 		return err
 	}

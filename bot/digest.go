@@ -264,7 +264,7 @@ func (d *Dispatcher) sendDigest(ctx context.Context, rows []*record.OutboxMessag
 		d.log().Error("slack digest row unreadable; dropped", "outbox_id", rows[0].ID, "key", key, "error", err.Error())
 		return nil
 	}
-	ch, ts, err := d.Slack.PostMessage(ctx, p.Channel, blocks.BlockSet, p.Text)
+	ch, ts, err := d.postOnce(ctx, rows[0], p.Channel, "", blocks.BlockSet, p.Text)
 	if err != nil {
 		return err
 	}

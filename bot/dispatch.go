@@ -32,7 +32,9 @@ type Renderer func(v *workflow.RunView, req workflow.RequestView) ([]slack.Block
 // renders the run as it is at delivery, calls Slack, and records the outcome.
 // Failed calls are retried: after Retry-After on 429, with backoff on 5xx and
 // timeouts. Delivery is at least once; a rewrite shows the current state, so
-// doing it twice changes nothing.
+// doing it twice changes nothing, and a post carries its row's key, so a
+// retry after a post that reached Slack unrecorded finds it instead of
+// posting it again (postOnce).
 //
 // One transition queues a rewrite, and an approval that runs to the end makes
 // several; the dispatcher sends each run's due rows as one call, and skips a
@@ -53,6 +55,8 @@ type Dispatcher struct {
 	// ClaimFor is how long a claimed row is left to its claimer before another
 	// may take it (a replica that died mid-delivery).
 	ClaimFor time.Duration
+	// Failpoint, when set, is called with FailAfterPost, for crash tests.
+	Failpoint func(name string)
 
 	mu      sync.Mutex
 	sent    map[string][sha256.Size]byte // channel/ts → digest of the last rendering delivered
@@ -199,7 +203,8 @@ func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) err
 		return d.sendReviewReminder(ctx, rows[0])
 	}
 	runID := rows[0].RunID
-	var toPost []string
+	var toPost []*record.OutboxMessage
+	var ids []string
 	rewrite := false
 	for _, m := range rows {
 		var p OutboxPayload
@@ -211,7 +216,7 @@ func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) err
 			continue
 		}
 		if m.Kind == KindPost {
-			toPost = append(toPost, p.RequestID)
+			toPost, ids = append(toPost, m), append(ids, p.RequestID)
 		} else {
 			rewrite = true
 		}
@@ -221,11 +226,11 @@ func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) err
 		return fmt.Errorf("load run %s: %w", runID, err)
 	}
 	posted := map[string]bool{}
-	for _, id := range toPost {
+	for i, id := range ids {
 		r, ok := requestOf(v, id)
 		switch {
 		case ok && r.MessageTS == "" && !posted[id]:
-			if err := d.post(ctx, v, r); err != nil {
+			if err := d.post(ctx, v, r, toPost[i]); err != nil {
 				return err
 			}
 			posted[id] = true
@@ -304,11 +309,12 @@ func (d *Dispatcher) remember(key string, sum [sha256.Size]byte) {
 	d.sent[key] = sum
 }
 
-// post posts a request's message and records where it went, so later changes
-// rewrite that message.
-func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.RequestView) error {
+// post posts a request's message (row m) and records where it went, so
+// later changes rewrite that message; a message an earlier attempt at m
+// posted is recorded instead (postOnce).
+func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.RequestView, m *record.OutboxMessage) error {
 	blocks, text := d.Render(v, r)
-	ch, ts, err := d.Slack.PostMessage(ctx, d.Channel, blocks, text)
+	ch, ts, err := d.postOnce(ctx, m, d.Channel, "", blocks, text)
 	if err != nil {
 		return err
 	}

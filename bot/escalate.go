@@ -41,7 +41,7 @@ func (d *Dispatcher) sendEscalation(ctx context.Context, m *record.OutboxMessage
 		return fmt.Errorf("read escalation row %d of run %s: no such escalation", m.ID, m.RunID)
 	}
 	steps := sameTransition(v.Escalations, *p.Escalation)
-	sent, ch, ts, thread, err := d.replyWhilePending(ctx, v, p.RequestID, "escalation", func(r workflow.RequestView) ([]slack.Block, string) {
+	sent, ch, ts, thread, err := d.replyWhilePending(ctx, m, v, p.RequestID, "escalation", func(r workflow.RequestView) ([]slack.Block, string) {
 		return RenderEscalation(v, r, steps, d.now())
 	})
 	if err != nil || !sent {

@@ -86,7 +86,7 @@ func TestManifest(t *testing.T) {
 	if m.Settings.SocketMode == nil {
 		t.Error("socket_mode_enabled is not spelled out")
 	}
-	want := []string{"channels:read", "chat:write", "commands", "groups:read"}
+	want := []string{"channels:history", "channels:read", "chat:write", "commands", "groups:history", "groups:read", "im:history", "im:write"}
 	got := slices.Sorted(slices.Values(m.OAuth.Scopes.Bot))
 	if !slices.Equal(got, want) {
 		t.Errorf("bot scopes %v, want %v", got, want)

@@ -39,7 +39,7 @@ func (d *Dispatcher) sendOutcome(ctx context.Context, m *record.OutboxMessage) e
 		return err
 	}
 	blocks, text := RenderOutcome(v, OutcomeNote{Outcome: p.Outcome, ToRequester: m.Kind == KindOutcomeDM, Link: link, Now: d.now()})
-	ch, ts, err := d.Slack.PostMessage(ctx, p.To, blocks, text)
+	ch, ts, err := d.postOnce(ctx, m, p.To, "", blocks, text)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func (d *Dispatcher) sendReminder(ctx context.Context, m *record.OutboxMessage) 
 		return fmt.Errorf("read reminder row %d of run %s: no such reminder", m.ID, m.RunID)
 	}
 	rem := v.Reminders[*p.Reminder]
-	sent, ch, ts, thread, err := d.replyWhilePending(ctx, v, p.RequestID, "reminder", func(r workflow.RequestView) ([]slack.Block, string) {
+	sent, ch, ts, thread, err := d.replyWhilePending(ctx, m, v, p.RequestID, "reminder", func(r workflow.RequestView) ([]slack.Block, string) {
 		return RenderReminder(v, r, rem, d.now())
 	})
 	if err != nil || !sent {

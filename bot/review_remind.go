@@ -97,7 +97,7 @@ func (d *Dispatcher) sendReviewReminder(ctx context.Context, m *record.OutboxMes
 			continue
 		}
 		blocks, text := RenderReviewReminder(r, d.Engine.Roles(), d.now())
-		ch, ts, err := d.Slack.PostMessage(ctx, p.To, blocks, text)
+		ch, ts, err := d.postOnce(ctx, m, p.To, "", blocks, text)
 		if err != nil {
 			return err
 		}

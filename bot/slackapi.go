@@ -89,6 +89,93 @@ func (a *API) PostReply(ctx context.Context, channel, threadTS string, blocks []
 	return ch, ts, nil
 }
 
+// PostKeyed posts blocks to a channel (in the thread of threadTS unless "")
+// with key in the message's metadata, so that FindKeyed finds it.
+func (a *API) PostKeyed(ctx context.Context, channel, threadTS, key string, blocks []slack.Block, text string) (string, string, error) {
+	opts := []slack.MsgOption{slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false),
+		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: metadataEvent, EventPayload: map[string]any{"key": key}})}
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	ch, ts, err := a.client.PostMessageContext(ctx, channel, opts...)
+	if err := a.fail("chat.postMessage", err); err != nil {
+		return "", "", fmt.Errorf("chat.postMessage to %s: %w", channel, err)
+	}
+	return ch, ts, nil
+}
+
+// lookupPages bounds how far FindKeyed reads back: past it the lookup fails
+// (and is retried) rather than post a second time.
+const lookupPages = 20
+
+// FindKeyed looks for the message with key in its metadata that was posted
+// to channel since since: in the thread of threadTS (conversations.replies)
+// or, unless "", in the channel (conversations.history). A post to a user
+// went to the direct message channel with them, which conversations.open
+// names.
+func (a *API) FindKeyed(ctx context.Context, channel, threadTS, key string, since time.Time) (string, string, bool, error) {
+	ch, err := a.conversationOf(ctx, channel)
+	if err != nil {
+		return "", "", false, err
+	}
+	oldest := fmt.Sprintf("%d.000000", since.Add(-time.Minute).Unix()) // a minute's leeway for clocks apart
+	cursor := ""
+	for range lookupPages {
+		msgs, next, err := a.page(ctx, ch, threadTS, oldest, cursor)
+		if err != nil {
+			return "", "", false, err
+		}
+		for _, m := range msgs {
+			if m.Metadata.EventType == metadataEvent && fmt.Sprint(m.Metadata.EventPayload["key"]) == key {
+				return ch, m.Timestamp, true, nil
+			}
+		}
+		if next == "" {
+			return ch, "", false, nil
+		}
+		cursor = next
+	}
+	return "", "", false, fmt.Errorf("look up message %s in %s: more than %d pages since %s", key, ch, lookupPages, oldest)
+}
+
+// conversationOf is the channel a post to channel went to: the direct
+// message channel for a user id, else channel itself.
+func (a *API) conversationOf(ctx context.Context, channel string) (string, error) {
+	if !strings.HasPrefix(channel, "U") && !strings.HasPrefix(channel, "W") {
+		return channel, nil
+	}
+	c, _, _, err := a.client.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{channel}})
+	if err := a.fail("conversations.open", err); err != nil {
+		return "", fmt.Errorf("conversations.open with %s: %w", channel, err)
+	}
+	return c.ID, nil
+}
+
+// page is one page of a lookup, with the cursor of the next ("" for none).
+func (a *API) page(ctx context.Context, ch, threadTS, oldest, cursor string) ([]slack.Message, string, error) {
+	if threadTS != "" {
+		msgs, more, next, err := a.client.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: ch, Timestamp: threadTS, Oldest: oldest, Limit: 200, Cursor: cursor, IncludeAllMetadata: true})
+		if err := a.fail("conversations.replies", err); err != nil {
+			return nil, "", fmt.Errorf("conversations.replies %s %s: %w", ch, threadTS, err)
+		}
+		if !more {
+			next = ""
+		}
+		return msgs, next, nil
+	}
+	h, err := a.client.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+		ChannelID: ch, Oldest: oldest, Limit: 200, Cursor: cursor, IncludeAllMetadata: true})
+	if err := a.fail("conversations.history", err); err != nil {
+		return nil, "", fmt.Errorf("conversations.history %s: %w", ch, err)
+	}
+	next := h.ResponseMetaData.NextCursor
+	if !h.HasMore {
+		next = ""
+	}
+	return h.Messages, next, nil
+}
+
 // Permalink is the link to a posted message.
 func (a *API) Permalink(ctx context.Context, channel, ts string) (string, error) {
 	link, err := a.client.GetPermalinkContext(ctx, &slack.PermalinkParameters{Channel: channel, Ts: ts})

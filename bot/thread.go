@@ -10,11 +10,12 @@ import (
 )
 
 // replyWhilePending posts what render makes as a reply in the thread of the
-// approval message of request requestID of v, and says where it went. A
+// approval message of request requestID of v (row m, posted once: postOnce),
+// and says where it went. A
 // reply about a request that is no longer pending (decided, or the run
 // stopped waiting) is dropped: sent is false and err nil. what names the
 // reply in errors and logs (a reminder, an escalation).
-func (d *Dispatcher) replyWhilePending(ctx context.Context, v *workflow.RunView, requestID, what string,
+func (d *Dispatcher) replyWhilePending(ctx context.Context, m *record.OutboxMessage, v *workflow.RunView, requestID, what string,
 	render func(r workflow.RequestView) ([]slack.Block, string)) (sent bool, ch, ts, threadTS string, err error) {
 	r, ok := requestOf(v, requestID)
 	if !ok || r.Status != record.RequestPending || v.Status != record.StatusWaitingApproval {
@@ -24,12 +25,8 @@ func (d *Dispatcher) replyWhilePending(ctx context.Context, v *workflow.RunView,
 	if r.MessageTS == "" {
 		return false, "", "", "", fmt.Errorf("%s of run %s: the approval message of request %s is not posted yet", what, v.ID, r.ID)
 	}
-	tp, ok := d.Slack.(ThreadPoster)
-	if !ok {
-		return false, "", "", "", fmt.Errorf("%s of run %s: this Slack client cannot reply in a thread", what, v.ID)
-	}
 	blocks, text := render(r)
-	ch, ts, err = tp.PostReply(ctx, r.Channel, r.MessageTS, blocks, text)
+	ch, ts, err = d.postOnce(ctx, m, r.Channel, r.MessageTS, blocks, text)
 	if err != nil {
 		return false, "", "", "", err
 	}

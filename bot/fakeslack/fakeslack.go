@@ -1,7 +1,8 @@
 // Package fakeslack is a stand-in for the parts of Slack's Web API that
 // signoff calls: chat.postMessage (to a channel, or to a user: a direct
 // message), chat.update, chat.getPermalink, chat.postEphemeral, views.open,
-// usergroups.users.list, auth.test and conversations.info. Tests serve it on
+// usergroups.users.list, auth.test, conversations.info, and the lookups
+// conversations.history, conversations.replies and conversations.open. Tests serve it on
 // loopback, and `signoff slack dev` serves it as a local Slack to
 // develop against. It records every call, keeps the channel's messages, the
 // ephemeral messages and the modals it was asked to open (GET /dev/state
@@ -18,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +46,9 @@ type Message struct {
 	// ThreadTS is the message a reply was posted in the thread of
 	// (chat.postMessage's thread_ts); "" for a message of the channel.
 	ThreadTS string `json:"thread_ts,omitempty"`
+	// Metadata is the message metadata it was posted with (chat.postMessage's
+	// metadata: event_type and event_payload); nil for none.
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // Ephemeral is a message shown to one user (chat.postEphemeral).
@@ -101,6 +106,7 @@ type failure struct {
 	status     int
 	retryAfter string
 	slackError string
+	after      bool // do the call, then answer status: the answer was lost
 }
 
 // Server is the fake. Point the bot's API URL at URL().
@@ -112,7 +118,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	calls    []Call
-	messages map[string]*Message // by ts
+	messages map[string]*Message  // by ts
+	postedAt map[string]time.Time // by ts: when the fake took the post (its ts are fixed, for samples that read the same each run)
 	order    []string
 	ephem    []Ephemeral
 	views    []View
@@ -146,7 +153,7 @@ func Start(o Options) (*Server, error) {
 		return nil, fmt.Errorf("local slack: listen on %s: %w", addr, err)
 	}
 	s := &Server{ln: ln, served: make(chan struct{}), observe: o.Observe,
-		messages: map[string]*Message{}, fail: map[string][]failure{}, groups: map[string][]string{}, notify: make(chan string, 1024),
+		messages: map[string]*Message{}, postedAt: map[string]time.Time{}, fail: map[string][]failure{}, groups: map[string][]string{}, notify: make(chan string, 1024),
 		outside: map[string]bool{}, team: Team, ent: o.Enterprise}
 	if o.Team != "" {
 		s.team = o.Team
@@ -174,6 +181,15 @@ func (s *Server) FailNext(method string, status int, retryAfter string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fail[method] = append(s.fail[method], failure{status: status, retryAfter: retryAfter})
+}
+
+// LoseNext makes the next call of method do what it asks (a post is
+// posted) and then answer 500, as when the answer was lost on its way or
+// the caller died before reading it.
+func (s *Server) LoseNext(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail[method] = append(s.fail[method], failure{status: http.StatusInternalServerError, after: true})
 }
 
 // ErrorNext makes the next call of method answer 200 with ok:false and the error.
@@ -330,6 +346,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.fail[method] = fs[1:]
 		call.Status = f.status
 		s.calls = append(s.calls, call)
+		if answer, ok := methods[method]; ok && f.after {
+			answer(s, call)
+		}
 		s.mu.Unlock()
 		writeFailure(w, f)
 		return
@@ -400,6 +419,9 @@ var methods = map[string]func(s *Server, call Call) map[string]any{
 	"auth.test":             (*Server).authTest,
 	"conversations.info":    (*Server).channelInfo,
 	"chat.getPermalink":     (*Server).permalink,
+	"conversations.history": (*Server).history,
+	"conversations.replies": (*Server).replies,
+	"conversations.open":    (*Server).open,
 }
 
 func (s *Server) postMessage(call Call) map[string]any {
@@ -414,8 +436,12 @@ func (s *Server) postMessage(call Call) map[string]any {
 		ch, user = "D"+ch[1:], ch
 	}
 	m := &Message{Channel: ch, TS: ts, Text: call.Form.Get("text"), Blocks: call.Form.Get("blocks"), User: user, ThreadTS: call.Form.Get("thread_ts")}
+	if md := call.Form.Get("metadata"); md != "" {
+		_ = json.Unmarshal([]byte(md), &m.Metadata)
+	}
 	s.messages[ts] = m
 	s.order = append(s.order, ts)
+	s.postedAt[ts] = time.Now()
 	s.tell(Event{Kind: Posted, Message: *m})
 	return map[string]any{"ok": true, "channel": ch, "ts": ts}
 }
@@ -495,4 +521,88 @@ func (s *Server) tell(ev Event) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// history answers conversations.history: the channel's messages that are
+// no thread reply, newest first, after oldest, limit a page (100 unless
+// set), the cursor an offset; metadata only with include_all_metadata.
+func (s *Server) history(call Call) map[string]any {
+	ch := call.Form.Get("channel")
+	var msgs []*Message
+	for i := len(s.order) - 1; i >= 0; i-- {
+		m := s.messages[s.order[i]]
+		if m.Channel == ch && m.ThreadTS == "" && s.after(m.TS, call.Form.Get("oldest")) {
+			msgs = append(msgs, m)
+		}
+	}
+	return s.page(call, msgs)
+}
+
+// replies answers conversations.replies: the parent message ts and its
+// thread's replies, oldest first, as history pages them.
+func (s *Server) replies(call Call) map[string]any {
+	ch, parent := call.Form.Get("channel"), call.Form.Get("ts")
+	p, ok := s.messages[parent]
+	if !ok || p.Channel != ch {
+		return map[string]any{"ok": false, "error": "thread_not_found"}
+	}
+	msgs := []*Message{p}
+	for _, ts := range s.order {
+		if m := s.messages[ts]; m.ThreadTS == parent && m.Channel == ch && s.after(ts, call.Form.Get("oldest")) {
+			msgs = append(msgs, m)
+		}
+	}
+	return s.page(call, msgs)
+}
+
+// page is one page of msgs as Slack answers it.
+func (s *Server) page(call Call, msgs []*Message) map[string]any {
+	limit, err := strconv.Atoi(call.Form.Get("limit"))
+	if err != nil || limit <= 0 {
+		limit = 100
+	}
+	from, _ := strconv.Atoi(call.Form.Get("cursor"))
+	from = min(max(from, 0), len(msgs))
+	to := min(from+limit, len(msgs))
+	meta := call.Form.Get("include_all_metadata") == "1" || call.Form.Get("include_all_metadata") == "true"
+	out := make([]map[string]any, 0, to-from)
+	for _, m := range msgs[from:to] {
+		o := map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "user": Bot}
+		if m.ThreadTS != "" {
+			o["thread_ts"] = m.ThreadTS
+		}
+		if meta && m.Metadata != nil {
+			o["metadata"] = m.Metadata
+		}
+		out = append(out, o)
+	}
+	resp := map[string]any{"ok": true, "messages": out, "has_more": to < len(msgs)}
+	if to < len(msgs) {
+		resp["response_metadata"] = map[string]any{"next_cursor": strconv.Itoa(to)}
+	}
+	return resp
+}
+
+// after says whether the message ts was posted after oldest ("" for no
+// bound). Slack's ts is the time of the post; the fake's are not, so it
+// compares the time it took the post.
+func (s *Server) after(ts, oldest string) bool {
+	if oldest == "" {
+		return true
+	}
+	sec, err := strconv.ParseFloat(oldest, 64)
+	if err != nil {
+		return true
+	}
+	return s.postedAt[ts].After(time.Unix(0, int64(sec*1e9)))
+}
+
+// open answers conversations.open with users: the direct message channel
+// with the user, the one a post to the user's id goes to.
+func (s *Server) open(call Call) map[string]any {
+	u := call.Form.Get("users")
+	if u == "" || strings.Contains(u, ",") {
+		return map[string]any{"ok": false, "error": "not_implemented"}
+	}
+	return map[string]any{"ok": true, "channel": map[string]any{"id": "D" + u[1:]}}
 }

@@ -299,7 +299,7 @@ func serveLoops(a *app, so serveOptions, cb *callback.Dispatcher, slackOn bool) 
 	loops := a.engine.Loops(so.poll, feed)
 	if slackOn {
 		sc := a.cfg.Slack
-		disp := &bot.Dispatcher{Engine: a.engine, Slack: a.slackAPI, Channel: sc.Channel, AuditChannel: sc.AuditChannel, Logger: a.log, ClaimFor: a.leaseTTL,
+		disp := &bot.Dispatcher{Engine: a.engine, Slack: a.slackAPI, Channel: sc.Channel, AuditChannel: sc.AuditChannel, Logger: a.log, ClaimFor: a.leaseTTL, Failpoint: a.failpoint,
 			Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, sc.Command, workflow.SystemClock{})}
 		loops = append(loops, disp.Loops(a.changes, so.poll)...)
 		loops = append(loops, digestLoops(a, so)...)

@@ -20,7 +20,7 @@ import (
 // slack.command gives, and its help names that command; config check names it.
 func TestServeSlackSetup(t *testing.T) {
 	t.Parallel()
-	manifestScopes := []string{"channels:read", "groups:read", "chat:write", "commands"}
+	manifestScopes := []string{"channels:read", "groups:read", "chat:write", "commands", "channels:history", "groups:history", "im:history", "im:write"}
 	for _, tt := range []struct {
 		name    string
 		extra   string // more of the slack section
