@@ -3,7 +3,6 @@ package bot_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,24 +16,7 @@ import (
 // breakGlassConfig is the example of docs/configuration.md, "Break-glass".
 func breakGlassConfig(t *testing.T) *config.Config {
 	t.Helper()
-	b, err := os.ReadFile("../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## Break-glass\n")
-	if !ok {
-		t.Fatal(`docs/configuration.md has no section "Break-glass"`)
-	}
-	_, block, ok := strings.Cut(sec, "```yaml\n")
-	block, _, ok2 := strings.Cut(block, "```")
-	if !ok || !ok2 {
-		t.Fatal(`"Break-glass" has no yaml block`)
-	}
-	cfg, err := config.Parse("configuration.md", []byte(block))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return docConfig(t, "Break-glass")
 }
 
 // A forced approval is announced once in the audit channel, mentioning who

@@ -3,7 +3,6 @@ package bot_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,27 +16,7 @@ import (
 // escalateConfig is the example of docs/configuration.md, "Escalation".
 func escalateConfig(t *testing.T) *config.Config {
 	t.Helper()
-	b, err := os.ReadFile("../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## Escalation\n")
-	if !ok {
-		t.Fatal(`docs/configuration.md has no section "Escalation"`)
-	}
-	_, block, ok := strings.Cut(sec, "```yaml\n")
-	block, _, ok2 := strings.Cut(block, "```")
-	if !ok || !ok2 {
-		t.Fatal(`"Escalation" has no yaml block`)
-	}
-	cfg, err := config.Parse("configuration.md", []byte(block))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Warnings) != 0 {
-		t.Fatalf("warnings: %v", cfg.Warnings)
-	}
-	return cfg
+	return docConfig(t, "Escalation")
 }
 
 // An escalation replies in the approval message's thread naming who may

@@ -3,7 +3,6 @@ package bot_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -22,27 +21,7 @@ import (
 // outcome": the doc shows the config these tests run.
 func outcomeConfig(t *testing.T) *config.Config {
 	t.Helper()
-	b, err := os.ReadFile("../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## Who hears the outcome\n")
-	if !ok {
-		t.Fatal(`docs/configuration.md has no section "Who hears the outcome"`)
-	}
-	_, block, ok := strings.Cut(sec, "```yaml\n")
-	block, _, ok2 := strings.Cut(block, "```")
-	if !ok || !ok2 {
-		t.Fatal(`"Who hears the outcome" has no yaml block`)
-	}
-	cfg, err := config.Parse("configuration.md", []byte(block))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Warnings) != 0 {
-		t.Fatalf("warnings: %v", cfg.Warnings)
-	}
-	return cfg
+	return docConfig(t, "Who hears the outcome")
 }
 
 func newOutcomeHarness(t *testing.T) *dispatchHarness {

@@ -3,7 +3,6 @@ package bot_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,27 +18,7 @@ import (
 // the deadline": the doc shows the config these tests run.
 func remindConfig(t *testing.T) *config.Config {
 	t.Helper()
-	b, err := os.ReadFile("../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## Reminders before the deadline\n")
-	if !ok {
-		t.Fatal(`docs/configuration.md has no section "Reminders before the deadline"`)
-	}
-	_, block, ok := strings.Cut(sec, "```yaml\n")
-	block, _, ok2 := strings.Cut(block, "```")
-	if !ok || !ok2 {
-		t.Fatal(`"Reminders before the deadline" has no yaml block`)
-	}
-	cfg, err := config.Parse("configuration.md", []byte(block))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Warnings) != 0 {
-		t.Fatalf("warnings: %v", cfg.Warnings)
-	}
-	return cfg
+	return docConfig(t, "Reminders before the deadline")
 }
 
 // threadReplies are the replies fake Slack holds in the thread of ts.
