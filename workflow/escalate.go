@@ -59,12 +59,7 @@ func (es *escalator) due(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	now := es.runs.Now()
-	var runs []*record.Run
-	err := es.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		runs, err = tx.ListRuns(ctx, storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}})
-		return err
-	})
+	runs, err := listRuns(ctx, es.store, storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}})
 	if err != nil {
 		return 0, fmt.Errorf("list waiting runs: %w", err)
 	}

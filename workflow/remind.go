@@ -65,12 +65,7 @@ func (rm *reminder) due(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	now := rm.runs.Now()
-	var runs []*record.Run
-	err := rm.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		runs, err = tx.ListRuns(ctx, storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, DeadlineBefore: now.Add(rm.horizon + time.Millisecond)})
-		return err
-	})
+	runs, err := listRuns(ctx, rm.store, storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, DeadlineBefore: now.Add(rm.horizon + time.Millisecond)})
 	if err != nil {
 		return 0, fmt.Errorf("list runs near their deadline: %w", err)
 	}

@@ -237,16 +237,22 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 
 // List lists runs, oldest first.
 func (e *Engine) List(ctx context.Context, f storage.RunFilter) ([]*record.Run, error) {
-	var runs []*record.Run
-	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		runs, err = tx.ListRuns(ctx, f)
-		return err
-	})
+	runs, err := listRuns(ctx, e.store, f)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return runs, nil
+}
+
+// listRuns reads the runs f names in one read transaction of st.
+func listRuns(ctx context.Context, st storage.Store, f storage.RunFilter) ([]*record.Run, error) {
+	var runs []*record.Run
+	err := st.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		runs, err = tx.ListRuns(ctx, f)
+		return err
+	})
+	return runs, err
 }
 
 // ListViews lists runs, oldest first, each with what its latest checkpoint
