@@ -21,7 +21,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,7 +126,9 @@ func TestMCPServersPassTheConformanceSuite(t *testing.T) {
 			dir := t.TempDir()
 			proxy := newTokenProxy(t, secret)
 			args := append([]string{"--config", tc.config(t, dir)}, tc.args...)
-			proxy.to(listenChild(t, dir, nil, append(args, "--listen", "127.0.0.1:0", "--allow-origin", proxy.URL)...))
+			addr, stop := listenChild(t, dir, nil, append(args, "--listen", "127.0.0.1:0", "--allow-origin", proxy.URL)...)
+			defer stop()
+			proxy.to(addr)
 			got := conformance(t, node, suite, proxy.URL+"/mcp")
 			for _, s := range slices.Sorted(maps.Keys(got)) {
 				r := got[s]
@@ -260,8 +261,10 @@ func checkProblems(t *testing.T, dir, scenario string) []string {
 }
 
 // listenChild starts signoff with args (which listen on 127.0.0.1:0) and
-// returns the address it says it listens on.
-func listenChild(t *testing.T, dir string, env []string, args ...string) string {
+// returns the address it says it listens on, and stop, which interrupts it
+// and fails the test unless it then ends cleanly. A caller defers stop: the
+// test's context, ended before its cleanups, would stop it with SIGQUIT.
+func listenChild(t *testing.T, dir string, env []string, args ...string) (addr string, stop func()) {
 	t.Helper()
 	cmd, _, _ := child(t, dir, env, args...)
 	cmd.Stderr = nil
@@ -272,43 +275,41 @@ func listenChild(t *testing.T, dir string, env []string, args ...string) string 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu   sync.Mutex
-		rest strings.Builder
-	)
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-		if t.Failed() {
-			mu.Lock()
-			t.Logf("signoff's output:\n%s", rest.String())
-			mu.Unlock()
-		}
-	})
+	var out strings.Builder // written by the reader until done closes
+	done := make(chan struct{})
 	on := regexp.MustCompile(`^signoff: mcp (?:server|gateway) on http://(127\.0\.0\.1:\d+)/$`)
-	addr := make(chan string, 1)
+	listening := make(chan string, 1)
 	go func() {
-		lines := bufio.NewScanner(stderr)
+		defer close(done)
+		lines, said := bufio.NewScanner(stderr), false
 		for lines.Scan() {
-			if m := on.FindStringSubmatch(lines.Text()); m != nil {
-				addr <- m[1]
+			if m := on.FindStringSubmatch(lines.Text()); m != nil && !said {
+				listening <- m[1]
+				said = true
 			}
-			mu.Lock()
-			rest.WriteString(lines.Text() + "\n")
-			mu.Unlock()
+			out.WriteString(lines.Text() + "\n")
 		}
-		close(addr)
 	}()
-	select {
-	case a, ok := <-addr:
-		if !ok {
-			t.Fatal("signoff ended before it listened")
+	stop = func() {
+		t.Helper()
+		cmd.Process.Signal(os.Interrupt)
+		<-done
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("signoff, interrupted: %v", err)
 		}
-		return a
-	case <-time.After(30 * time.Second):
-		t.Fatal("signoff did not say where it listens")
+		if t.Failed() {
+			t.Logf("signoff's output:\n%s", out.String())
+		}
 	}
-	return ""
+	select {
+	case addr = <-listening:
+		return addr, stop
+	case <-done:
+	case <-time.After(30 * time.Second):
+	}
+	stop()
+	t.Fatal("signoff did not say where it listens")
+	return "", nil
 }
 
 // toyUpstream is an upstream MCP server over streamable HTTP with one tool,
