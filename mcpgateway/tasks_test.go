@@ -1,8 +1,13 @@
 package mcpgateway_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/signoff-dev/signoff/internal/bearer"
 	"github.com/signoff-dev/signoff/mcpgateway"
 	"github.com/signoff-dev/signoff/record"
 )
@@ -333,5 +339,53 @@ func TestWaitingAnswerLinksTheApprovalMessage(t *testing.T) {
 	tk := h.raw(g, "agent:coder", true).write()
 	if tk.TaskID != first.runID || !strings.Contains(tk.StatusMessage, link) || tk.Meta["signoff/approval_url"] != link {
 		t.Fatalf("task = %+v, want the message's link", tk)
+	}
+}
+
+// TestTasksOverHTTPAreTheTokensOwn: over streamable HTTP a gated call of a
+// client declaring the extension is a task of its token's requester;
+// tasks/get with that token reads it, with another token it is not found.
+func TestTasksOverHTTPAreTheTokensOwn(t *testing.T) {
+	h := newHarness(t)
+	handler, err := h.gateway(time.Second, 0).Handler(mcpgateway.HTTPConfig{Tokens: []bearer.Token{
+		{ID: "coder", SHA256: sha256.Sum256([]byte("sk_coder")), Requester: "agent:coder"},
+		{ID: "other", SHA256: sha256.Sum256([]byte("sk_other")), Requester: "agent:other"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(handler)
+	t.Cleanup(hs.Close)
+	post := func(secret, method string, params map[string]any) map[string]any {
+		t.Helper()
+		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{mcpgateway.TasksExtension: map[string]any{}}}}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+		req, _ := http.NewRequest(http.MethodPost, hs.URL, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+			t.Fatalf("%s: %d %v", method, res.StatusCode, err)
+		}
+		return out
+	}
+	created := post("sk_coder", "tools/call", map[string]any{"name": "notes.write_note", "arguments": note})
+	res, _ := created["result"].(map[string]any)
+	id, _ := res["taskId"].(string)
+	if res["resultType"] != "task" || id == "" || h.status(id) != record.StatusWaitingApproval {
+		t.Fatalf("tools/call over HTTP = %v, want a task for a waiting run", created)
+	}
+	if got := post("sk_coder", "tasks/get", map[string]any{"taskId": id}); got["result"].(map[string]any)["status"] != "working" {
+		t.Fatalf("tasks/get with the token = %v, want working", got)
+	}
+	got := post("sk_other", "tasks/get", map[string]any{"taskId": id})
+	if e, _ := got["error"].(map[string]any); e == nil || !strings.Contains(fmt.Sprint(e["message"]), "Task not found") {
+		t.Fatalf("tasks/get with another token = %v, want not found", got)
 	}
 }
