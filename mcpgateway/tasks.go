@@ -112,7 +112,7 @@ func (g *Gateway) intercept(ctx context.Context, requester string, req *jsonrpc.
 		return func(ctx context.Context) *jsonrpc.Response {
 			v, err := g.attach(ctx, prop)
 			if err != nil {
-				return reply(req.ID, g.failed(t, err), nil)(ctx)
+				return reply(req.ID, complete(g.failed(t, err)), nil)(ctx)
 			}
 			tk := g.task(v)
 			tk.ResultType, tk.Result, tk.Error = "task", nil, nil
@@ -133,6 +133,18 @@ func reply(id jsonrpc.ID, res any, rerr *jsonrpc.Error) func(context.Context) *j
 		}
 		return &jsonrpc.Response{ID: id, Result: b}
 	}
+}
+
+// complete is a tool's answer as the 2026-07-28 revision sends a standard
+// result: marked resultType "complete".
+func complete(res *mcp.CallToolResult) any {
+	b, err := json.Marshal(res)
+	var m map[string]any
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		return res
+	}
+	m["resultType"] = "complete"
+	return m
 }
 
 type ack struct {

@@ -288,6 +288,13 @@ func TestTaskIDsAreTheirRequestersOnly(t *testing.T) {
 	if st := h.status(tk.TaskID); st != record.StatusWaitingApproval {
 		t.Fatalf("run is %s, want it still waiting", st)
 	}
+	// A call the engine refuses (a requester without a role) is the tool
+	// error a call without the extension gets, not a task.
+	res, rerr := stranger.call("tools/call", map[string]any{"name": "notes.write_note", "arguments": note})
+	if rerr != nil || strings.Contains(string(res), `"taskId"`) || !strings.Contains(string(res), `"isError":true`) ||
+		!strings.Contains(string(res), "signoff refused the call") || !strings.Contains(string(res), `"resultType":"complete"`) {
+		t.Fatalf("a refused call with the extension = %s %+v, want a tool error", res, rerr)
+	}
 }
 
 // TestWithoutTheExtensionTheCallIsHeld: a 2026-07-28 client that does not
