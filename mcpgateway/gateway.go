@@ -4,6 +4,8 @@
 // through at once or gates behind approval in Slack, as any proposal. An
 // approved call runs once, with the stored arguments, through the engine;
 // its answer is kept as the receipt and returned to the call made again.
+// A client of MCP's Tasks extension gets a gated call as a task instead,
+// whose id is the run id (see TasksExtension).
 //
 // It is an edge: it uses the engine, never the store.
 package mcpgateway
