@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -73,18 +74,33 @@ func callArgs(raw json.RawMessage) (json.RawMessage, error) {
 // within Reattach of its end, it is that run; later it is proposed anew,
 // under the next idempotency key, so that two calls racing make one run.
 func (g *Gateway) propose(ctx context.Context, requester string, t *tool, args json.RawMessage) (*workflow.RunView, error) {
+	p, err := proposal(requester, t, args)
+	if err != nil {
+		return nil, err
+	}
+	if g.allowed(ctx, p) {
+		return g.submit(ctx, p)
+	}
+	return g.attach(ctx, p)
+}
+
+// proposal is the call as a proposal, keyed by the digest of who calls
+// what with which arguments.
+func proposal(requester string, t *tool, args json.RawMessage) (*workflow.Proposal, error) {
 	digest, err := jsonvalue.DigestOf([]any{requester, t.upstream, t.name, args})
 	if err != nil {
 		return nil, fmt.Errorf("digest the call: %w", err)
 	}
-	p := &workflow.Proposal{TaskID: "mcp:" + digest, Requester: record.Person{ID: requester},
-		Summary: "MCP call " + t.served.Name, Actions: []record.Action{{Name: t.Action(), Args: args}}}
-	if g.allowed(ctx, p) {
-		return g.submit(ctx, p)
-	}
-	runs, err := g.cfg.Engine.List(ctx, storage.RunFilter{TaskID: p.TaskID, RequesterID: requester})
+	return &workflow.Proposal{TaskID: "mcp:" + digest, Requester: record.Person{ID: requester},
+		Summary: "MCP call " + t.served.Name, Actions: []record.Action{{Name: t.Action(), Args: args}}}, nil
+}
+
+// attach is the run of a gated call: the one that waits or ended within
+// Reattach, else a new one.
+func (g *Gateway) attach(ctx context.Context, p *workflow.Proposal) (*workflow.RunView, error) {
+	runs, err := g.cfg.Engine.List(ctx, storage.RunFilter{TaskID: p.TaskID, RequesterID: p.Requester.ID})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list the runs of the call: %w", err)
 	}
 	if n := len(runs); n > 0 {
 		last := latest(runs)
@@ -222,8 +238,35 @@ func (g *Gateway) answer(v *workflow.RunView) *mcp.CallToolResult {
 }
 
 func waitingResult(v *workflow.RunView, msg string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}},
-		Meta: mcp.Meta{"signoff/run_id": v.ID, "signoff/status": string(v.Status)}}
+	meta := mcp.Meta{"signoff/run_id": v.ID, "signoff/status": string(v.Status)}
+	if m, ok := posted(v); ok {
+		msg += " The approval message: " + m.link
+		meta["signoff/approval_url"], meta["signoff/slack_channel"], meta["signoff/slack_ts"] = m.link, m.channel, m.ts
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}, Meta: meta}
+}
+
+// message is where a run's approval request was posted in Slack.
+type message struct{ channel, ts, link string }
+
+var (
+	slackChannel = regexp.MustCompile(`^[A-Z0-9]{1,40}$`)
+	slackTS      = regexp.MustCompile(`^[0-9]{1,20}\.[0-9]{1,10}$`)
+)
+
+// posted is the message of the run's latest request that was posted, and
+// its link in the form Slack's own links take (Slack sends whoever follows
+// it to their workspace). A channel or ts of another shape is left out
+// rather than put in a link.
+func posted(v *workflow.RunView) (message, bool) {
+	for i := len(v.Requests) - 1; i >= 0; i-- {
+		r := v.Requests[i]
+		if slackChannel.MatchString(r.Channel) && slackTS.MatchString(r.MessageTS) {
+			return message{channel: r.Channel, ts: r.MessageTS,
+				link: "https://slack.com/archives/" + r.Channel + "/p" + strings.ReplaceAll(r.MessageTS, ".", "")}, true
+		}
+	}
+	return message{}, false
 }
 
 // stored is the upstream's answer as the receipt keeps it.

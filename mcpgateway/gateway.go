@@ -4,6 +4,8 @@
 // through at once or gates behind approval in Slack, as any proposal. An
 // approved call runs once, with the stored arguments, through the engine;
 // its answer is kept as the receipt and returned to the call made again.
+// A client of MCP's Tasks extension gets a gated call as a task instead,
+// whose id is the run id (see TasksExtension).
 //
 // It is an edge: it uses the engine, never the store.
 package mcpgateway
@@ -119,12 +121,25 @@ func fromToken(req *mcp.CallToolRequest) (string, error) {
 }
 
 // MCP returns an MCP server whose calls speak for requester (a stdio
-// gateway: one agent, one requester).
+// gateway: one agent, one requester). It serves the tools only: Connect
+// serves the Tasks extension too.
 func (g *Gateway) MCP(requester string) *mcp.Server { return g.build(fixed(requester)) }
 
+// Connect serves one agent over t, speaking for requester, with the Tasks
+// extension (TasksExtension) answered ahead of the SDK.
+func (g *Gateway) Connect(ctx context.Context, requester string, t mcp.Transport) (*mcp.ServerSession, error) {
+	ss, err := g.MCP(requester).Connect(ctx, &taskTransport{inner: t, g: g, requester: requester}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect the mcp gateway: %w", err)
+	}
+	return ss, nil
+}
+
 func (g *Gateway) build(who identity) *mcp.Server {
+	caps := &mcp.ServerCapabilities{}
+	caps.AddExtension(TasksExtension, map[string]any{})
 	srv := mcp.NewServer(&mcp.Implementation{Name: "signoff-gateway", Title: "signoff gateway", Version: g.cfg.Version},
-		&mcp.ServerOptions{Logger: g.log, Instructions: instructions})
+		&mcp.ServerOptions{Logger: g.log, Instructions: instructions, Capabilities: caps})
 	for _, t := range g.cfg.Upstreams.tools {
 		srv.AddTool(t.served, g.handler(t, who))
 	}
@@ -134,7 +149,8 @@ func (g *Gateway) build(who identity) *mcp.Server {
 // RunStdio serves one agent over stdin and stdout, speaking for requester,
 // until the agent closes the connection or ctx ends.
 func (g *Gateway) RunStdio(ctx context.Context, requester string) error {
-	if err := g.MCP(requester).Run(ctx, &mcp.StdioTransport{MaxLineLength: maxArgs + 64<<10}); err != nil && ctx.Err() == nil {
+	t := &taskTransport{inner: &mcp.StdioTransport{MaxLineLength: maxArgs + 64<<10}, g: g, requester: requester}
+	if err := g.MCP(requester).Run(ctx, t); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("mcp gateway over stdio: %w", err)
 	}
 	return nil
@@ -142,4 +158,6 @@ func (g *Gateway) RunStdio(ctx context.Context, requester string) error {
 
 const instructions = `Every tool call goes through signoff: the policy lets some through at once and holds others for a
 person's approval in Slack. A held call answers that it waits for approval, with the run id: make the same call
-again (same tool, same arguments) to get its result once it is approved. A rejected call answers an error with the reason.`
+again (same tool, same arguments) to get its result once it is approved. A rejected call answers an error with the reason.
+A client that declares the Tasks extension (io.modelcontextprotocol/tasks) on a call gets a task at once instead, its id
+the run id: poll tasks/get until it completes.`

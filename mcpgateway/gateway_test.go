@@ -158,7 +158,7 @@ func (h *harness) client(g *mcpgateway.Gateway, progress func(*mcp.ProgressNotif
 	h.t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := g.MCP("agent:coder").Connect(ctx, st, nil)
+	ss, err := g.Connect(ctx, "agent:coder", st)
 	if err != nil {
 		h.t.Fatal(err)
 	}

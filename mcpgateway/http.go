@@ -1,9 +1,15 @@
 package mcpgateway
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/signoff-dev/signoff/internal/bearer"
 	"github.com/signoff-dev/signoff/internal/mcphttp"
@@ -34,9 +40,48 @@ type HTTPConfig struct {
 // reads anything.
 func (g *Gateway) Handler(cfg HTTPConfig) (http.Handler, error) {
 	h, err := mcphttp.Handler(g.build(fromToken), mcphttp.Config{Tokens: cfg.Tokens, Rate: cfg.Rate, Burst: cfg.Burst, Now: cfg.Now,
-		Origins: cfg.Origins, MaxBodyBytes: MaxBodyBytes, Logger: g.log})
+		Origins: cfg.Origins, MaxBodyBytes: MaxBodyBytes, Logger: g.log, Ahead: g.tasksOverHTTP})
 	if errors.Is(err, mcphttp.ErrNoTokens) {
 		return nil, errors.New("mcp gateway over http: no token is configured (mcp.identities or api.tokens): every call needs one")
 	}
 	return h, err
+}
+
+// tasksOverHTTP answers the Tasks extension's requests (see intercept) of a
+// POST, for the requester of its token, as one JSON response; anything
+// else goes on to the SDK with the body it sent.
+func (g *Gateway) tasksOverHTTP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ti := auth.TokenInfoFromContext(r.Context())
+		if r.Method != http.MethodPost || ti == nil || ti.UserID == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "the body could not be read (at most "+strconv.Itoa(MaxBodyBytes)+" bytes)", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		msg, err := jsonrpc.DecodeMessage(body)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		answer, ok := g.intercept(r.Context(), ti.UserID, req)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		b, err := jsonrpc.EncodeMessage(answer(r.Context()))
+		if err != nil {
+			http.Error(w, "internal error: the answer cannot be encoded", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if _, err := w.Write(b); err != nil {
+			g.log.Debug("mcp task answer not sent", "method", req.Method, "err", err)
+		}
+	})
 }

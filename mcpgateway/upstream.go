@@ -226,6 +226,16 @@ func (u *Upstreams) Close() error {
 	return errors.Join(errs...)
 }
 
+// tool is the tool served under name, or nil.
+func (u *Upstreams) tool(name string) *tool {
+	for _, t := range u.tools {
+		if t.served.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
 // Tools are the action names of the tools the upstreams listed.
 func (u *Upstreams) Tools() []string {
 	out := make([]string, len(u.tools))

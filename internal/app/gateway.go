@@ -82,7 +82,9 @@ func (c *cli) gatewayCmd() *cobra.Command {
 action mcp:<upstream>.<tool> with the call's arguments. A call the policy lets through
 reaches the upstream at once; a gated one is held for its decision up to mcp.hold, then
 answered as waiting, and the same call made again returns the upstream's answer once it
-is approved (the upstream is called once, with the stored arguments).
+is approved (the upstream is called once, with the stored arguments). A client
+that declares the Tasks extension (io.modelcontextprotocol/tasks) gets a gated call
+as a task at once instead, its id the run id, to poll with tasks/get.
 
 Over stdin and stdout the gateway speaks for --requester; over streamable HTTP on
 --listen each call carries a token of mcp.identities (or of api.tokens with the submit

@@ -326,6 +326,120 @@ func TestMCPGatewayWithTheTypeScriptSDK(t *testing.T) {
 	}
 }
 
+// TestMCPGatewayTasksOverTheTypeScriptTransport: a client of the Tasks
+// extension, speaking the 2026-07-28 revision's JSON-RPC over the
+// TypeScript SDK's stdio transport (the SDK's own task methods are those
+// of 2025-11-25), starts the gateway as the entry of docs/mcp.md says: its
+// write answers a task at once, whose id is the run; tasks/get says it
+// works until the approval from another process, then completes with the
+// upstream's answer; the file was written once.
+func TestMCPGatewayTasksOverTheTypeScriptTransport(t *testing.T) {
+	node := nodeSDK(t)
+	_, server := nodeFilesystem(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gatewayDocConfig(t, dir, []string{node, server, data}, "1s")
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "A coding agent through the gateway", &doc)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := doc.MCPServers["files"]
+	entry, _ := json.Marshal(map[string]any{"command": self, "args": e.Args, "cwd": dir,
+		"env": map[string]string{asMainEnv: "1", "PATH": os.Getenv("PATH"), "HOME": dir}})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "tasks.mjs", string(entry), data)
+	cmd.Dir = nodeClient
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	type task struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+		Status     string `json:"status"`
+		Message    string `json:"statusMessage"`
+		TTLMs      *int64 `json:"ttlMs"`
+		Result     *struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	var raw map[string]any // the last answer, as sent
+	next := func(step string) task {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("the client ended before %s: %v", step, lines.Err())
+		}
+		var l struct {
+			Step  string `json:"step"`
+			Value task   `json:"value"`
+		}
+		var r struct {
+			Value map[string]any `json:"value"`
+		}
+		if err := json.Unmarshal(lines.Bytes(), &l); err != nil || l.Step != step || json.Unmarshal(lines.Bytes(), &r) != nil {
+			t.Fatalf("line %s, want step %s", lines.Text(), step)
+		}
+		raw = r.Value
+		return l.Value
+	}
+	created := next("task")
+	// The task docs/mcp.md shows has the fields the gateway sends.
+	var shown map[string]any
+	mcpDocJSON(t, "Tasks", &shown)
+	for k := range shown {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("docs/mcp.md, Tasks, shows %s, which the task (%v) has not", k, raw)
+		}
+	}
+	if created.ResultType != "task" || !strings.HasPrefix(created.TaskID, "run_") || created.Status != "working" ||
+		created.TTLMs == nil || *created.TTLMs < 3599_000 || *created.TTLMs > 3600_000 || !strings.Contains(created.Message, "team_lead may decide") {
+		t.Fatalf("the write answered %+v, want a working task for its run, an hour to live, saying who decides", created)
+	}
+	if got := next("get"); got.Status != "working" || got.TaskID != created.TaskID {
+		t.Fatalf("tasks/get = %+v, want working", got)
+	}
+	must(t, dir, 0, "--config", cfg, "approve", created.TaskID, "--as", "U0LEAD0001")
+	out := filepath.Join(data, "out.txt")
+	if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte("approved\n")); err != nil {
+		t.Fatal(err)
+	}
+	got := next("get-after")
+	if got.Status != "completed" || got.Result == nil || got.Result.IsError || len(got.Result.Content) == 0 ||
+		!strings.Contains(got.Result.Content[0].Text, "Successfully wrote") {
+		t.Fatalf("tasks/get after the approval = %+v, want completed with the upstream's stored answer", got)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "changed since" {
+		t.Fatalf("the file holds %q: the upstream was called again", b)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("node: %v", err)
+	}
+}
+
 // TestMCPGatewayOverHTTP runs the gateway on --listen in front of an
 // upstream over streamable HTTP whose Authorization header comes from the
 // environment, as mcp.upstreams' headers_env says: a request without a

@@ -40,6 +40,10 @@ type Config struct {
 	// MaxBodyBytes caps a request's body.
 	MaxBodyBytes int64
 	Logger       *slog.Logger
+	// Ahead, when set, wraps the SDK's handler inside the checks: it sees
+	// a request once its token is known (auth.TokenInfoFromContext) and
+	// may answer what the SDK does not serve.
+	Ahead func(http.Handler) http.Handler
 }
 
 // ErrNoTokens is Handler's answer to a config without tokens: every call
@@ -73,7 +77,11 @@ func Handler(srv *mcp.Server, cfg Config) (http.Handler, error) {
 		}
 		return &auth.TokenInfo{UserID: tok.Requester, Scopes: tok.Scopes}, nil
 	}
-	inner := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	var next http.Handler = h
+	if cfg.Ahead != nil {
+		next = cfg.Ahead(h)
+	}
+	inner := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return &gate{tokens: cfg.Tokens, origins: cfg.Origins, max: cfg.MaxBodyBytes,
 		buckets: bearer.NewLimiter(cfg.Rate, cfg.Burst, cfg.Now), next: inner}, nil
 }
