@@ -110,6 +110,8 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/inbox", c.signedIn(c.inbox))
 	m.HandleFunc("GET "+p+"/runs/{id}", c.signedIn(c.runPage))
 	m.HandleFunc("POST "+p+"/runs/{id}/decide", c.signedIn(c.decide))
+	m.HandleFunc("POST "+p+"/runs/{id}/edit", c.signedIn(c.edit))
+	m.HandleFunc("POST "+p+"/runs/{id}/resolve", c.signedIn(c.resolve))
 	return m
 }
 
