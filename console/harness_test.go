@@ -74,7 +74,11 @@ type harnessOpts struct {
 	readOnly   bool
 	noLocal    bool
 	sessionKey []byte
+	// consoleCfg changes the console's Config before New.
+	consoleCfg func(*consoleConfig)
 }
+
+type consoleConfig = console.Config
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
@@ -137,7 +141,11 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.sessionKey != nil {
 		key = o.sessionKey
 	}
-	c, err := console.New(console.Config{Engine: e, Prefix: "/ui", SessionKey: key, ReadOnly: o.readOnly, LocalLogin: !o.noLocal, Clock: clk})
+	cc := console.Config{Engine: e, Prefix: "/ui", SessionKey: key, ReadOnly: o.readOnly, LocalLogin: !o.noLocal, Clock: clk}
+	if o.consoleCfg != nil {
+		o.consoleCfg(&cc)
+	}
+	c, err := console.New(cc)
 	if err != nil {
 		t.Fatal(err)
 	}
