@@ -13,7 +13,9 @@ import (
 
 func TestOperationsPage(t *testing.T) {
 	h := newHarness(t, harnessOpts{consoleCfg: func(c *consoleConfig) {
-		c.Ready = func(context.Context) error { return errors.New("workers stopped: 3 of 4 running (outbox: \u202ehalted)") }
+		c.Ready = func(context.Context) error {
+			return errors.New("workers stopped: 3 of 4 running (outbox: \u202ehalted)")
+		}
 		c.Anchor = func() (workflow.Anchor, bool) { return workflow.Anchor{Seq: 7, Hash: "abc123"}, true }
 		c.Setup = []string{"roles (lowest first):", "  team_lead  U0LEAD, U0LEAD2"}
 	}})
