@@ -284,6 +284,17 @@ func TestInboxFiltersAndPages(t *testing.T) {
 	if text := b.get("/ui/inbox?q=" + refunds[3]); strings.Count(text.body, `href="/ui/runs/`) != 1 {
 		t.Fatalf("q=<one run's id> lists %d runs, want 1", strings.Count(text.body, `href="/ui/runs/`))
 	}
+	// The text is searched in the store, in what identifies a run: its
+	// requester and its rule too, in any case.
+	if text := b.get("/ui/inbox?q=" + strings.ToUpper(lead2)); strings.Count(text.body, `href="/ui/runs/`) != len(notes) {
+		t.Fatalf("q=<a requester> lists %d runs, want %d", strings.Count(text.body, `href="/ui/runs/`), len(notes))
+	}
+	if text := b.get("/ui/inbox?q=note"); strings.Count(text.body, `href="/ui/runs/`) != len(notes) {
+		t.Fatalf("q=<a rule's name> lists %d runs, want %d", strings.Count(text.body, `href="/ui/runs/`), len(notes))
+	}
+	if long := b.get("/ui/inbox?q=" + strings.Repeat("x", 201)); long.status != http.StatusBadRequest || !strings.Contains(long.body, "at most 200") {
+		t.Fatalf("a search of 201 bytes: %d\n%s", long.status, long.body)
+	}
 	if bad := b.get("/ui/inbox?after=nonsense"); bad.status != http.StatusBadRequest {
 		t.Fatalf("after=nonsense: %d, want 400", bad.status)
 	}
