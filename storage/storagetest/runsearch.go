@@ -64,7 +64,9 @@ func testListRunsByRuleAndText(t *testing.T, s storage.Store) {
 			if ids := runIDs(got); !slices.Equal(ids, tc.want) {
 				t.Errorf("ListRuns(%+v) = %v, want %v", tc.f, ids, tc.want)
 			}
-			heads := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*storage.RunHead, error) { return tx.ListRunHeads(ctx, tc.f) })
+			heads := load(t, s, func(ctx context.Context, tx storage.Tx) ([]*storage.RunHead, error) {
+				return tx.ListRunHeads(ctx, tc.f)
+			})
 			var ids []string
 			for _, h := range heads {
 				ids = append(ids, h.Run.ID)
