@@ -46,6 +46,7 @@ func TestInABrowser(t *testing.T) {
 	path := chromium(t)
 	h := newHarness(t, harnessOpts{})
 	id := h.submit(t, bot, "refund", `{"amount":5,"order":"A-1"}`, "<script>alert(1)</script> refund A-1")
+	ticket := h.submit(t, bot, "ticket", ticketArgs, "a ticket to edit")
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless,
 		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1280, 900))
@@ -117,6 +118,21 @@ func TestInABrowser(t *testing.T) {
 	notice, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".notice")))
 	must("read the notice", err)
 	shot("approved")
+	// The Operations page, from the header's link.
+	must("open the Operations page", chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`header nav a[href="/ui/ops"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`section[aria-label="Outbox"]`))))
+	opsTitle, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main h1")))
+	must("read the Operations page's title", err)
+	shot("ops")
+	// Edit a run's arguments from its schema's form and approve them.
+	must("open the run to edit", chromedp.Do(ctx, chromedp.Navigate(h.srv.URL+"/ui/runs/"+ticket),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="arg.priority"]`))))
+	shot("edit")
+	must("edit and approve", chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`input[name="arg.priority"]`), "4"),
+		chromedp.SetValue(chromedp.CSS(`select[name="arg.queue"]`), `"shipping"`),
+		chromedp.Click(chromedp.CSS(`form[aria-label="Edit ticket"] button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(".notice"))))
+	edited, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".notice")))
+	must("read the notice after the edit", err)
 	if !strings.Contains(loginURL, "/ui/login?next=") {
 		t.Errorf("the inbox without a login went to %s, want the login page", loginURL)
 	}
@@ -125,6 +141,16 @@ func TestInABrowser(t *testing.T) {
 	}
 	if notice != "Your approval was recorded." {
 		t.Errorf("the notice after approving says %q", notice)
+	}
+	if opsTitle != "Operations" {
+		t.Errorf("the Operations page's title is %q", opsTitle)
+	}
+	if edited != "Your edit and approval were recorded." {
+		t.Errorf("the notice after the edit says %q", edited)
+	}
+	if tv := h.wantStatus(t, ticket, record.StatusExecuting); !strings.Contains(string(tv.Actions[0].Args), `"priority":4`) ||
+		!strings.Contains(string(tv.Actions[0].Args), `"queue":"shipping"`) {
+		t.Errorf("the ticket runs with %s, want the edit", tv.Actions[0].Args)
 	}
 	v := h.wantStatus(t, id, record.StatusExecuting)
 	if len(v.Decisions) != 1 || v.Decisions[0].Reason != "approved from the keyboard" || v.Decisions[0].Via != record.ViaWeb {

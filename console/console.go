@@ -41,6 +41,16 @@ type Config struct {
 	// by picking one: for demos and tests on loopback only (the caller
 	// checks where it listens).
 	LocalLogin bool
+	// Ready says why the process serving the console should not be sent
+	// traffic (serve's readiness: the store, its schema, every loop), or
+	// nil; the Operations page shows it. Nil when the host has no loops.
+	Ready func(ctx context.Context) error
+	// Anchor is the newest audit anchor published outside the store, false
+	// before any; nil when the host publishes none.
+	Anchor func() (workflow.Anchor, bool)
+	// Setup is the config in use in words, a line each, as signoff config
+	// check says it: the host leaves out every secret.
+	Setup []string
 	// Clock is the engine's clock (default workflow.SystemClock).
 	Clock  workflow.Clock
 	Logger *slog.Logger
@@ -109,7 +119,10 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("POST "+p+"/logout", c.logout)
 	m.HandleFunc("GET "+p+"/inbox", c.signedIn(c.inbox))
 	m.HandleFunc("GET "+p+"/runs/{id}", c.signedIn(c.runPage))
+	m.HandleFunc("GET "+p+"/ops", c.signedIn(c.ops))
 	m.HandleFunc("POST "+p+"/runs/{id}/decide", c.signedIn(c.decide))
+	m.HandleFunc("POST "+p+"/runs/{id}/edit", c.signedIn(c.edit))
+	m.HandleFunc("POST "+p+"/runs/{id}/resolve", c.signedIn(c.resolve))
 	return m
 }
 

@@ -31,6 +31,7 @@ func TestRoutesWithoutLogin(t *testing.T) {
 		{"the prefix alone too", "/ui", http.StatusSeeOther, "/ui/inbox"},
 		{"inbox asks for a login", "/ui/inbox?tab=attention", http.StatusSeeOther, "/ui/login?next=%2Fui%2Finbox%3Ftab%3Dattention"},
 		{"run asks for a login", "/ui/runs/" + id, http.StatusSeeOther, "/ui/login?next=%2Fui%2Fruns%2F" + id},
+		{"operations ask for a login", "/ui/ops", http.StatusSeeOther, "/ui/login?next=%2Fui%2Fops"},
 		{"login page", "/ui/login", http.StatusOK, ""},
 		{"stylesheet", "/ui/static/console.css", http.StatusOK, ""},
 		{"unknown page", "/ui/nothing", http.StatusNotFound, ""},
@@ -54,8 +55,10 @@ func TestRoutesWithoutLogin(t *testing.T) {
 	// A decision without a login is refused and changes nothing.
 	b := h.browser(t)
 	b.get("/ui/login")
-	if p := b.post("/ui/runs/"+id+"/decide", url.Values{"verdict": {"approve"}}); p.status != http.StatusUnauthorized {
-		t.Fatalf("decide without a login: %d, want 401", p.status)
+	for _, what := range []string{"decide", "edit", "resolve"} {
+		if p := b.post("/ui/runs/"+id+"/"+what, url.Values{"verdict": {"approve"}, "outcome": {"ran"}, "reason": {"r"}}); p.status != http.StatusUnauthorized {
+			t.Fatalf("%s without a login: %d, want 401", what, p.status)
+		}
 	}
 	h.wantStatus(t, id, record.StatusWaitingApproval)
 }
@@ -283,6 +286,17 @@ func TestInboxFiltersAndPages(t *testing.T) {
 	}
 	if text := b.get("/ui/inbox?q=" + refunds[3]); strings.Count(text.body, `href="/ui/runs/`) != 1 {
 		t.Fatalf("q=<one run's id> lists %d runs, want 1", strings.Count(text.body, `href="/ui/runs/`))
+	}
+	// The text is searched in the store, in what identifies a run: its
+	// requester and its rule too, in any case.
+	if text := b.get("/ui/inbox?q=" + strings.ToUpper(lead2)); strings.Count(text.body, `href="/ui/runs/`) != len(notes) {
+		t.Fatalf("q=<a requester> lists %d runs, want %d", strings.Count(text.body, `href="/ui/runs/`), len(notes))
+	}
+	if text := b.get("/ui/inbox?q=note"); strings.Count(text.body, `href="/ui/runs/`) != len(notes) {
+		t.Fatalf("q=<a rule's name> lists %d runs, want %d", strings.Count(text.body, `href="/ui/runs/`), len(notes))
+	}
+	if long := b.get("/ui/inbox?q=" + strings.Repeat("x", 201)); long.status != http.StatusBadRequest || !strings.Contains(long.body, "at most 200") {
+		t.Fatalf("a search of 201 bytes: %d\n%s", long.status, long.body)
 	}
 	if bad := b.get("/ui/inbox?after=nonsense"); bad.status != http.StatusBadRequest {
 		t.Fatalf("after=nonsense: %d, want 400", bad.status)

@@ -3,7 +3,11 @@
 // a decision (the inbox), a run as it happened (its timeline, its arguments
 // as proposed, edited and executed, its untrusted inputs shown inert, its
 // audit events and their verification) and takes a decision through the
-// engine's own Decide, bound to the fingerprint shown.
+// engine's own Decide, bound to the fingerprint shown: as it is, or with
+// the arguments edited in a form built from the action's JSON Schema (the
+// path of Slack's edit form). A run that needs attention is resolved
+// through the engine's Resolve, and the Operations page shows the outbox,
+// the host's readiness, the newest audit anchor and the config in words.
 //
 // It is an edge: it reads and decides through the engine and never touches
 // the store. serve mounts it at /ui; another program may mount it where it

@@ -53,6 +53,17 @@ func (unprovable) Lookup(context.Context, string) (record.Receipt, bool, error) 
 	return record.Receipt{}, false, workflow.Permanent(errors.New("the register refuses to say"))
 }
 
+// ticketSchema is the schema of the action "ticket", whose rule lets an
+// approver edit: a field of each kind the edit form has, and one redacted.
+const ticketSchema = `{"type":"object","additionalProperties":false,"required":["title","priority"],"properties":{
+	"title":{"type":"string","maxLength":80},
+	"priority":{"type":"integer","minimum":1,"maximum":5},
+	"cost":{"type":"number"},
+	"urgent":{"type":"boolean"},
+	"queue":{"enum":["billing","shipping"]},
+	"tags":{"type":"array","items":{"type":"string"}},
+	"secret":{"type":"string"}}}`
+
 type harness struct {
 	engine *workflow.Engine
 	clock  *clocktest.Clock
@@ -63,7 +74,11 @@ type harnessOpts struct {
 	readOnly   bool
 	noLocal    bool
 	sessionKey []byte
+	// consoleCfg changes the console's Config before New.
+	consoleCfg func(*consoleConfig)
 }
+
+type consoleConfig = console.Config
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
@@ -89,6 +104,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 			BreakGlass: &record.BreakGlass{Role: "manager", Review: record.BreakGlassReview{Role: "manager", Within: 3600}}},
 		{Name: "notes", When: `action.name == "note"`, Risk: "medium",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Edit: true}},
+		{Name: "tickets", When: `action.name == "ticket"`, Risk: "medium",
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Edit: true}},
 		{Name: "wobbles", When: `action.name == "wobble"`, Risk: "medium",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
@@ -99,12 +116,17 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	actions := map[string]*workflow.ActionSpec{}
-	for _, name := range []string{"refund", "note", "deploy", "wobble"} {
+	for _, name := range []string{"refund", "note", "deploy", "wobble", "ticket"} {
 		var exec workflow.Executor = noopExec{}
 		if name == "wobble" {
 			exec = unprovable{}
 		}
-		spec, err := workflow.NewActionSpec(name, nil, exec, nil)
+		var schema []byte
+		var redact []string
+		if name == "ticket" {
+			schema, redact = []byte(ticketSchema), []string{"secret"}
+		}
+		spec, err := workflow.NewActionSpec(name, schema, exec, redact)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +141,11 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.sessionKey != nil {
 		key = o.sessionKey
 	}
-	c, err := console.New(console.Config{Engine: e, Prefix: "/ui", SessionKey: key, ReadOnly: o.readOnly, LocalLogin: !o.noLocal, Clock: clk})
+	cc := console.Config{Engine: e, Prefix: "/ui", SessionKey: key, ReadOnly: o.readOnly, LocalLogin: !o.noLocal, Clock: clk}
+	if o.consoleCfg != nil {
+		o.consoleCfg(&cc)
+	}
+	c, err := console.New(cc)
 	if err != nil {
 		t.Fatal(err)
 	}

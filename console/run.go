@@ -2,7 +2,6 @@ package console
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -24,6 +23,12 @@ type runData struct {
 	Pending    *workflow.RequestView // the request a decision answers, nil when none waits
 	MayDecide  bool
 	Reason     string // the reason the refused form was sent with
+	// Edits are the edit forms of the actions, when the pending request's
+	// rule allows editing.
+	Edits []editForm
+	// Resolve offers the resolution form: the run needs attention.
+	Resolve bool
+	Slack   []slackLink
 }
 
 // eventRow is one audit event of the run: what, who, when, its hashes.
@@ -68,7 +73,8 @@ type verifyResult struct {
 }
 
 func (c *Console) runPage(w http.ResponseWriter, r *http.Request, se *session) {
-	notice := map[string]string{"approve": "Your approval was recorded.", "reject": "Your rejection was recorded."}[r.URL.Query().Get("done")]
+	notice := map[string]string{"approve": "Your approval was recorded.", "reject": "Your rejection was recorded.",
+		"edit": "Your edit and approval were recorded.", "resolve": "Your resolution was recorded."}[r.URL.Query().Get("done")]
 	c.showRun(w, r, se, http.StatusOK, notice, "")
 }
 
@@ -86,6 +92,7 @@ func (c *Console) showRun(w http.ResponseWriter, r *http.Request, se *session, s
 		c.fail(w, r, err)
 		return
 	}
+	stored := v.Actions // unredacted: the edit forms keep redacted fields out of reach themselves
 	v = c.eng.Redacted(v)
 	hist, err := c.eng.History(ctx, id)
 	if err != nil {
@@ -98,7 +105,7 @@ func (c *Console) showRun(w http.ResponseWriter, r *http.Request, se *session, s
 		return
 	}
 	d := runData{V: v, Timeline: timeline(evs), Args: argsOf(v, hist, c.eng.Redacted), Verify: verifyOf(v, hist),
-		Reason: r.PostFormValue("reason")}
+		Reason: r.PostFormValue("reason"), Slack: slackLinks(v), Resolve: v.Status == record.StatusNeedsAttention && !c.cfg.ReadOnly}
 	for _, e := range v.Evidence {
 		d.Evidence = append(d.Evidence, evidenceRow{Source: e.Source, Data: show.Value(e.Data)})
 	}
@@ -118,6 +125,11 @@ func (c *Console) showRun(w http.ResponseWriter, r *http.Request, se *session, s
 	}
 	if d.Pending != nil && v.Gate != nil && v.Gate.Approval != nil {
 		d.MayDecide = c.mayDecide(se.Who.Member, v)
+		if editable(v.Gate) && !c.cfg.ReadOnly {
+			for i, a := range stored {
+				d.Edits = append(d.Edits, c.editFormFor(i, a))
+			}
+		}
 	}
 	p := c.newPage(se, "Run "+v.ID, d)
 	p.Notice, p.Problem = notice, problem
@@ -227,7 +239,7 @@ func verifyOf(v *workflow.RunView, hist []workflow.HistoryEntry) verifyResult {
 // refused as stale, and every refusal is shown in words on the run page.
 func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
 	if c.cfg.ReadOnly {
-		c.problem(w, r, se, http.StatusForbidden, "this console is read-only (ui.read_only): decide in Slack or with signoff approve")
+		c.problem(w, r, se, http.StatusForbidden, readOnlyRefusal)
 		return
 	}
 	verdict := record.Verdict(r.PostFormValue("verdict"))
@@ -250,14 +262,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
 	_, err := c.eng.Decide(r.Context(), workflow.DecideInput{RunID: id, RequestID: r.PostFormValue("request_id"),
 		Fingerprint: r.PostFormValue("fingerprint"), Approver: record.Person{ID: se.Who.Member}, Verdict: verdict,
 		Reason: reason, Via: record.ViaWeb})
-	var refused *record.RefusedError
-	switch {
-	case errors.As(err, &refused):
-		c.log.Info("console decision refused", "run_id", id, "member", se.Who.Member, "code", refused.Code)
-		c.showRun(w, r, se, refusalStatus(refused.Code), "", refusalWords(refused))
-		return
-	case err != nil:
-		c.fail(w, r, err)
+	if c.refused(w, r, se, id, "console decision refused", err) {
 		return
 	}
 	c.log.Info("console decision", "run_id", id, "member", se.Who.Member, "verdict", string(verdict))

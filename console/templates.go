@@ -8,7 +8,7 @@ import (
 )
 
 // pageNames are the pages, each a template of its own over the layout.
-var pageNames = []string{"login", "inbox", "run", "problem"}
+var pageNames = []string{"login", "inbox", "run", "ops", "problem"}
 
 // parsePages parses each page with the layout. Every string an agent, a
 // requester or a target wrote goes through inert in the templates, and

@@ -266,6 +266,12 @@ type RunFilter struct {
 	// that requester.
 	TaskID      string
 	RequesterID string
+	// Rule, when set, keeps runs with an approval request under that rule.
+	Rule string
+	// Text, when set, keeps runs whose id, task, requester or the rule of
+	// one of their requests holds it (ASCII letters in any case): what
+	// identifies a run, never what an agent wrote in its arguments.
+	Text string
 	// DeadlineBefore keeps runs with a non-zero Deadline before this time.
 	DeadlineBefore time.Time
 	// After is the cursor: runs strictly after (CreatedAt, ID) of this run.

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -79,15 +81,24 @@ func uiSessionKey(cfg *config.Config, getenv func(string) string) ([]byte, error
 	return key, nil
 }
 
-// newConsole is the console on a's engine, as the config's ui: says.
-func newConsole(a *app, key []byte) (*console.Console, error) {
-	return console.New(console.Config{Engine: a.engine, Prefix: consolePrefix, SessionKey: key, ReadOnly: a.cfg.UI.ReadOnly,
-		LocalLogin: a.cfg.UI.LocalLogin, Clock: a.clock, Logger: a.log})
+// newConsole is the console on a's engine, as the config's ui: says; ready
+// is the host's readiness (nil for none). Its Operations page says the
+// config as config check does, and names the anchors' newest.
+func newConsole(a *app, key []byte, ready func(context.Context) error) (*console.Console, error) {
+	var setup bytes.Buffer
+	renderConfig(&setup, a.cfg, a.getenv)
+	cc := console.Config{Engine: a.engine, Prefix: consolePrefix, SessionKey: key, ReadOnly: a.cfg.UI.ReadOnly,
+		LocalLogin: a.cfg.UI.LocalLogin, Clock: a.clock, Logger: a.log, Ready: ready,
+		Setup: strings.Split(strings.TrimRight(setup.String(), "\n"), "\n")}
+	if a.anchors != nil {
+		cc.Anchor = a.anchors.latest
+	}
+	return console.New(cc)
 }
 
 // mountConsole mounts the console at /ui on e when the config has a ui:
 // section.
-func mountConsole(e *echo.Echo, a *app, addr string) error {
+func mountConsole(e *echo.Echo, a *app, addr string, ready func(context.Context) error) error {
 	if !a.cfg.UI.Given {
 		return nil
 	}
@@ -98,7 +109,7 @@ func mountConsole(e *echo.Echo, a *app, addr string) error {
 	if err != nil {
 		return err
 	}
-	c, err := newConsole(a, key)
+	c, err := newConsole(a, key, ready)
 	if err != nil {
 		return err
 	}

@@ -236,3 +236,59 @@ func TestConsoleDocExamples(t *testing.T) {
 		t.Fatalf("demo --ui-addr is %+v, want a default of 127.0.0.1:8080 as the page says", f)
 	}
 }
+
+// TestConsoleOperationsPage: the Operations page of the console serve
+// mounts says the loops are ready, the config in use in words as config
+// check does, and never a secret: not a token's hash, not the value of an
+// environment variable the config names, not the session key.
+func TestConsoleOperationsPage(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		hash   = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+		secret = "whsec_c2lnbmluZy1zZWNyZXQtZm9yLXRoZS10ZXN0cy0wMTIzNDU2Nzg5"
+	)
+	def := string(config.DefaultYAML())
+	yaml := def[:strings.Index(def, "actions:")] + `actions:
+  request_refund: {executor: demo}
+  reship_item: {executor: demo}
+  create_return_label: {executor: demo}
+  notify:
+    executor: {type: webhook, url: "https://hooks.example/notify", secret_env: NOTIFY_SECRET}
+api:
+  tokens:
+    - {id: resolver, sha256: ` + hash + `, requester: "agent:resolver", scopes: [submit, read]}
+ui: {local_login: true}
+`
+	cfg := filepath.Join(dir, "signoff.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) string { return map[string]string{uiKeyEnv: testUIKey, "NOTIFY_SECRET": secret}[k] }
+	a, err := openApp(t.Context(), options{db: dbPath(dir), shop: shopPath(dir), config: cfg, server: true}, env, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	s, err := startServer(t.Context(), a, serveOptions{addr: "127.0.0.1:0", poll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.stop()
+	ui := newUIClient(t, "http://"+s.addr)
+	ui.login("U0MGR00001")
+	code, page := ui.do("GET", "/ui/ops", nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /ui/ops: %d\n%s", code, page)
+	}
+	for _, want := range []string{"Ready: the store answers", "Nothing waits to be delivered.", "team_lead", "U0LEAD0001",
+		"large-refund", "approval: 1 of team_lead or above", "signed with the secret in NOTIFY_SECRET", "resolver  requester agent:resolver, scopes submit, read"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the Operations page lacks %q:\n%s", want, page)
+		}
+	}
+	for _, secretText := range []string{hash, secret, testUIKey} {
+		if strings.Contains(page, secretText) {
+			t.Fatalf("the Operations page shows a secret %q:\n%s", secretText, page)
+		}
+	}
+}

@@ -174,7 +174,10 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := mountConsole(e, a, so.addr); err != nil {
+	// The console's Operations page says what /readyz does; the loops it
+	// asks are set below, before anything is served.
+	hl := &health{store: a.store, engine: a.engine, log: a.log}
+	if err := mountConsole(e, a, so.addr, hl.ready); err != nil {
 		return nil, err
 	}
 	ln, adminLn, err := listen(so)
@@ -186,6 +189,7 @@ func startServer(ctx context.Context, a *app, so serveOptions) (*server, error) 
 		rt = readTimeout
 	}
 	s := &server{addr: ln.Addr().String(), log: a.log, loops: supervise.New(ctx), http: httpServer(e, rt)}
+	hl.loops = s.loops
 	s.http.RegisterOnShutdown(agents.Stop) // long polls answer instead of holding the shutdown
 	for _, l := range serveLoops(a, so, cb, slackOn) {
 		s.loops.Go(l.Name, func(ctx context.Context) error { l.Run(ctx); return nil })

@@ -200,6 +200,9 @@ func (t *Tx) CountRuns(ctx context.Context) (map[record.Status]int, error) {
 	return out, nil
 }
 
+// likeEscaper makes a text match itself in a LIKE pattern with ESCAPE '!'.
+var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
+
 // runFilter is the WHERE clause of f (or "") and its arguments, its columns
 // qualified with prefix.
 func runFilter(f storage.RunFilter, prefix string) (string, []any) {
@@ -220,6 +223,23 @@ func runFilter(f storage.RunFilter, prefix string) (string, []any) {
 	if f.RequesterID != "" {
 		where = append(where, prefix+"requester_id = ?")
 		args = append(args, f.RequesterID)
+	}
+	// The subqueries name the run by its table: an unqualified id would be
+	// the request's.
+	run := prefix
+	if run == "" {
+		run = "runs."
+	}
+	if f.Rule != "" {
+		// approval_requests_run serves the lookup for each run read.
+		where = append(where, "EXISTS (SELECT 1 FROM approval_requests q WHERE q.run_id = "+run+"id AND q.rule = ?)")
+		args = append(args, f.Rule)
+	}
+	if f.Text != "" {
+		like := "%" + likeEscaper.Replace(strings.ToLower(f.Text)) + "%"
+		where = append(where, "(lower("+prefix+"id) LIKE ? ESCAPE '!' OR lower("+prefix+"task_id) LIKE ? ESCAPE '!' OR lower("+prefix+
+			"requester_id) LIKE ? ESCAPE '!' OR EXISTS (SELECT 1 FROM approval_requests t WHERE t.run_id = "+run+"id AND lower(t.rule) LIKE ? ESCAPE '!'))")
+		args = append(args, like, like, like, like)
 	}
 	if !f.DeadlineBefore.IsZero() {
 		where = append(where, prefix+"deadline <> 0 AND "+prefix+"deadline < ?")

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"SaveRun", testSaveRun},
 		{"ListOrder", testListOrder},
 		{"ListRuns", testListRuns},
+		{"ListRunsByRuleAndText", testListRunsByRuleAndText},
 		{"ListRunsPagination", testListRunsPagination},
 		{"ListRunHeads", testListRunHeads},
 		{"DueOutbox", testDueOutbox},
