@@ -182,51 +182,193 @@ func gatewayCall(t *testing.T, cs *mcp.ClientSession, tool string, args any) gat
 	return a
 }
 
-// TestMCPGatewayCrashAfterTheCallNeedsAPerson: the process that carries out
-// an approved call dies after the upstream wrote the file and before the
-// answer was stored. MCP has no idempotency key to ask the upstream with, so
-// that the run needs a person: the call made again says so, and the
-// upstream is never called a second time.
-func TestMCPGatewayCrashAfterTheCallNeedsAPerson(t *testing.T) {
-	node, server := nodeFilesystem(t)
-	// A lease that lapses soon, so that the gateway takes the dead
-	// process's run over within the test.
-	t.Setenv("SIGNOFF_LEASE_TTL", "4s")
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	if err := os.Mkdir(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := gatewayDocConfig(t, dir, []string{node, server, data}, "1s")
+// gatewayChild starts the gateway as the coding agent's entry of docs/mcp.md
+// says, on dir's store (the entry's --db is dir's SQLite file; on
+// PostgreSQL the flags that follow it name dir's schema and keys), with env
+// added, and returns the client and the process, for a test to kill.
+func gatewayChild(t *testing.T, dir string, env ...string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
 	var doc struct {
 		MCPServers map[string]mcpEntry `json:"mcpServers"`
 	}
 	mcpDocJSON(t, "A coding agent through the gateway", &doc)
-	cs := mcpStdio(t, dir, doc.MCPServers["files"])
-
-	out := filepath.Join(dir, "data", "out.txt")
-	write := map[string]any{"path": out, "content": "written once"}
-	w := gatewayCall(t, cs, "files.write_file", write)
-	if w.runID == "" {
-		t.Fatalf("write = %+v, want waiting with the run id", w)
+	e := doc.MCPServers["files"]
+	if e.Command != "signoff" {
+		t.Fatalf("command %q, want signoff", e.Command)
 	}
-	crash(t, dir, "after-effect", "--config", cfg, "approve", w.runID, "--as", "U0LEAD0001")
-	if b, err := os.ReadFile(out); err != nil || string(b) != "written once" {
-		t.Fatalf("after the crash the file holds %q (%v), want the approved content", b, err)
-	}
-	if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+	self, err := os.Executable()
+	if err != nil {
 		t.Fatal(err)
 	}
-	a := gatewayCall(t, cs, "files.write_file", write)
-	if !a.isError || !strings.Contains(a.text, "needs a person") || !strings.Contains(a.text, "no idempotency key") {
-		t.Fatalf("write again = %+v, want isError saying a person must look", a)
+	args := slices.Clone(e.Args)
+	if _, ok := pgStores.Load(dir); ok {
+		args = append(args, storeArgs(dir)...)
 	}
-	if b, _ := os.ReadFile(out); string(b) != "changed since" {
-		t.Fatalf("the file holds %q: the upstream was called again", b)
+	cmd := exec.Command(self, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), env...)
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "docs-test", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st := must(t, dir, exitAttention, "--config", cfg, "show", w.runID); !strings.Contains(st, "NEEDS_ATTENTION") {
-		t.Fatalf("show = %s, want needs attention", st)
+	t.Cleanup(func() { cs.Close() })
+	return cs, cmd
+}
+
+// gatewayStore is a dir on one store of onEachStore with the gateway's
+// config of the docs in front of the reference filesystem server, whose
+// data folder it returns.
+func gatewayStore(t *testing.T, newDir func(*testing.T) string) (dir, cfg, data string) {
+	t.Helper()
+	node, server := nodeFilesystem(t)
+	dir = newDir(t)
+	data = filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
 	}
+	return dir, gatewayDocConfig(t, dir, []string{node, server, data}, "30s"), data
+}
+
+// TestMCPGatewayCrashAfterTheCallNeedsAPerson: the process that carries out
+// an approved call dies after the upstream wrote the file and before the
+// answer was stored. MCP has no idempotency key to ask the upstream with, so
+// that the run needs a person: the call made again says so, and the
+// upstream is never called a second time. On each store.
+func TestMCPGatewayCrashAfterTheCallNeedsAPerson(t *testing.T) {
+	onEachStore(t, func(t *testing.T, newDir func(*testing.T) string) {
+		dir, cfg, data := gatewayStore(t, newDir)
+		// A hold that passes at once, and a lease that lapses soon, so that
+		// the gateway takes the dead process's run over within the test.
+		if err := os.WriteFile(cfg, []byte(strings.Replace(readFile(t, cfg), "hold: 30s", "hold: 1s", 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cs, _ := gatewayChild(t, dir, "SIGNOFF_LEASE_TTL=4s")
+
+		out := filepath.Join(data, "out.txt")
+		write := map[string]any{"path": out, "content": "written once"}
+		w := gatewayCall(t, cs, "files.write_file", write)
+		if w.runID == "" {
+			t.Fatalf("write = %+v, want waiting with the run id", w)
+		}
+		crash(t, dir, "after-effect", "--config", cfg, "approve", w.runID, "--as", "U0LEAD0001")
+		if b, err := os.ReadFile(out); err != nil || string(b) != "written once" {
+			t.Fatalf("after the crash the file holds %q (%v), want the approved content", b, err)
+		}
+		if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a := gatewayCall(t, cs, "files.write_file", write)
+		if !a.isError || !strings.Contains(a.text, "needs a person") || !strings.Contains(a.text, "no idempotency key") {
+			t.Fatalf("write again = %+v, want isError saying a person must look", a)
+		}
+		if b, _ := os.ReadFile(out); string(b) != "changed since" {
+			t.Fatalf("the file holds %q: the upstream was called again", b)
+		}
+		if st := must(t, dir, exitAttention, "--config", cfg, "show", w.runID); !strings.Contains(st, "NEEDS_ATTENTION") {
+			t.Fatalf("show = %s, want needs attention", st)
+		}
+	})
+}
+
+// TestMCPGatewayKilledWhileACallWaits: the gateway is killed (SIGKILL)
+// while it holds a gated call; the approval comes meanwhile from another
+// process, which makes the call once; the agent's same call, to a gateway
+// started anew, gets the stored answer, and the upstream is not called
+// again. Then the approving process dies after its decision committed and
+// before it made the call, while a gateway holds the next call: the held
+// call is answered by the approval, carried out once. On each store.
+func TestMCPGatewayKilledWhileACallWaits(t *testing.T) {
+	onEachStore(t, func(t *testing.T, newDir func(*testing.T) string) {
+		dir, cfg, data := gatewayStore(t, newDir)
+		cs, cmd := gatewayChild(t, dir)
+
+		out := filepath.Join(data, "out.txt")
+		write := map[string]any{"path": out, "content": "approved once"}
+		held := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "files.write_file", Arguments: write})
+			held <- err
+		}()
+		id := waitingRun(t, dir, cfg, "")
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-held; err == nil {
+			t.Fatal("the held call was answered by a gateway that was killed")
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("the file exists before the approval (%v)", err)
+		}
+		must(t, dir, 0, "--config", cfg, "approve", id, "--as", "U0LEAD0001")
+		if b, err := os.ReadFile(out); err != nil || string(b) != "approved once" {
+			t.Fatalf("after the approval the file holds %q (%v), want the approved content", b, err)
+		}
+		// Changed on disk: a second write would undo the change.
+		if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cs, _ = gatewayChild(t, dir)
+		if a := gatewayCall(t, cs, "files.write_file", write); a.isError || !strings.Contains(a.text, "Successfully wrote") {
+			t.Fatalf("the same call to a new gateway = %+v, want the upstream's stored answer", a)
+		}
+		if b, _ := os.ReadFile(out); string(b) != "changed since" {
+			t.Fatalf("the file holds %q: the upstream was called again", b)
+		}
+
+		next := filepath.Join(data, "next.txt")
+		write = map[string]any{"path": next, "content": "held, then approved"}
+		answered := make(chan gatewayAnswer, 1)
+		go func() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "files.write_file", Arguments: write})
+			a := gatewayAnswer{isError: err != nil}
+			if err == nil {
+				a.isError = res.IsError
+				for _, c := range res.Content {
+					if txt, ok := c.(*mcp.TextContent); ok {
+						a.text += txt.Text
+					}
+				}
+			}
+			answered <- a
+		}()
+		second := waitingRun(t, dir, cfg, id)
+		crash(t, dir, "after-decision-commit", "--config", cfg, "approve", second, "--as", "U0LEAD0001")
+		if a := <-answered; a.isError || !strings.Contains(a.text, "Successfully wrote") {
+			t.Fatalf("the held call = %+v, want the upstream's answer once approved", a)
+		}
+		if b, err := os.ReadFile(next); err != nil || string(b) != "held, then approved" {
+			t.Fatalf("the file holds %q (%v), want the approved content", b, err)
+		}
+		if st := must(t, dir, exitDone, "--config", cfg, "show", second); !strings.Contains(st, "DONE") {
+			t.Fatalf("show = %s, want done", st)
+		}
+	})
+}
+
+// waitingRun waits for a run other than not to wait for approval on dir's
+// store, and returns its id.
+func waitingRun(t *testing.T, dir, cfg, not string) string {
+	t.Helper()
+	var id string
+	waitFor(t, "the call's run to wait for approval", func() bool {
+		var runs []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(must(t, dir, 0, "--config", cfg, "runs", "--json")), &runs); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.ID != not && r.Status == "waiting_approval" {
+				id = r.ID
+				return true
+			}
+		}
+		return false
+	})
+	return id
 }
 
 // TestMCPGatewayWithTheTypeScriptSDK: a coding agent's side written by no
