@@ -11,13 +11,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/signoff-dev/signoff/mcpgateway"
 )
 
 // nodeFilesystem is the reference filesystem MCP server's entry point,
@@ -498,13 +502,40 @@ func TestMCPGatewayOverHTTP(t *testing.T) {
 	cfg := gatewayDocConfig(t, dir, nil, "1s")
 	y := strings.Replace(string(mustRead(t, cfg)), `{name: files, command: [npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31", /srv/data]}`,
 		`{name: files, url: "`+up.URL+`", headers_env: {Authorization: FILES_MCP_AUTH}}`, 1)
+	// The identities of the docs, added under mcp: as they say, with the
+	// hash of this test's token.
+	sec := docSection(t, "docs/mcp.md", "The gateway over HTTP")
+	ids := blocksOf(sec, "yaml")
+	hash := regexp.MustCompile(`token_sha256: ([0-9a-f]{64})`)
+	if len(ids) != 1 || !strings.HasPrefix(ids[0], "  identities:") || !hash.MatchString(ids[0]) || !strings.HasSuffix(strings.TrimSpace(y), "hold: 1s") {
+		t.Fatalf("docs/mcp.md, The gateway over HTTP: want one yaml block of identities to add under mcp:, got %q", ids)
+	}
 	sum := sha256.Sum256([]byte("sk_gateway_coder"))
-	y += "  identities: [{token_sha256: " + hex.EncodeToString(sum[:]) + ", requester: agent:coder}]\n"
+	y += hash.ReplaceAllString(ids[0], "token_sha256: "+hex.EncodeToString(sum[:]))
 	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	cmd, _, errb := child(t, dir, []string{"FILES_MCP_AUTH=" + upstreamAuth}, "--config", cfg, "mcp", "gateway", "--listen", addr)
+	must(t, dir, 0, "--config", cfg, "config", "check")
+	// The command of the docs, on a free port and this test's config.
+	sh := blocksOf(sec, "sh")
+	if len(sh) != 1 {
+		t.Fatalf("docs/mcp.md, The gateway over HTTP: %d sh blocks, want 1", len(sh))
+	}
+	args := strings.Fields(strings.TrimSpace(sh[0]))
+	if !slices.Equal(args[:4], []string{"signoff", "--config", "signoff.yaml", "mcp"}) || args[len(args)-2] != "--listen" {
+		t.Fatalf("command %v", args)
+	}
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "The gateway over HTTP", &doc)
+	entry := doc.MCPServers["files"]
+	if entry.Type != "http" || entry.URL != "http://"+args[len(args)-1]+"/" {
+		t.Fatalf("the entry of the docs %+v, want type http at the address the command listens on", entry)
+	}
+	addr, documented := freeAddr(t), args[len(args)-1]
+	args[2], args[len(args)-1] = cfg, addr
+	cmd, _, errb := child(t, dir, []string{"FILES_MCP_AUTH=" + upstreamAuth}, args[1:]...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -519,9 +550,19 @@ func TestMCPGatewayOverHTTP(t *testing.T) {
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without a token: %d, want 401", res.StatusCode)
 	}
-	hc := &http.Client{Transport: bearerRoundTripper{"sk_gateway_coder"}}
+	// The entry's headers, as Claude Code expands them from the environment.
+	headers := map[string]string{}
+	for k, v := range entry.Headers {
+		headers[k] = os.Expand(v, func(name string) string {
+			if name != "SIGNOFF_GATEWAY_TOKEN" {
+				t.Fatalf("the entry's headers name $%s", name)
+			}
+			return "sk_gateway_coder"
+		})
+	}
+	hc := &http.Client{Transport: headerRoundTripper{headers}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
-		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/", HTTPClient: hc}, nil)
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: strings.Replace(entry.URL, documented, addr, 1), HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,10 +588,39 @@ func TestMCPGatewayOverHTTP(t *testing.T) {
 	}
 }
 
-type bearerRoundTripper struct{ secret string }
+type headerRoundTripper struct{ headers map[string]string }
 
-func (b bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+func (h headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.secret)
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPGatewayForTheOpenAIAgentsSDK checks the OpenAI Agents SDK's code of
+// docs/mcp.md against the gateway: it reaches the address of the docs'
+// command, and its client waits longer than the gateway holds a call.
+func TestMCPGatewayForTheOpenAIAgentsSDK(t *testing.T) {
+	py := blocksOf(docSection(t, "docs/mcp.md", "An agent SDK through the gateway"), "python")
+	if len(py) != 1 {
+		t.Fatalf("docs/mcp.md, An agent SDK through the gateway: %d python blocks, want 1", len(py))
+	}
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "The gateway over HTTP", &doc)
+	if want := `"url": "` + doc.MCPServers["files"].URL + `"`; !strings.Contains(py[0], want) {
+		t.Errorf("the SDK's params do not hold %s:\n%s", want, py[0])
+	}
+	if !strings.Contains(py[0], `"Authorization": "Bearer " + os.environ["SIGNOFF_GATEWAY_TOKEN"]`) {
+		t.Errorf("the SDK's params do not send the token of the coding agent's entry:\n%s", py[0])
+	}
+	m := regexp.MustCompile(`client_session_timeout_seconds=(\d+)`).FindStringSubmatch(py[0])
+	if m == nil {
+		t.Fatalf("the SDK's code sets no client_session_timeout_seconds (its default, 5 s, is shorter than a hold):\n%s", py[0])
+	}
+	if secs, _ := strconv.Atoi(m[1]); time.Duration(secs)*time.Second <= mcpgateway.MaxHold {
+		t.Errorf("client_session_timeout_seconds=%d: want more than the longest hold, %s", secs, mcpgateway.MaxHold)
+	}
 }
