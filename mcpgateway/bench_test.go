@@ -25,8 +25,8 @@ import (
 
 // The figures of docs/performance.md ("The MCP gateway"):
 //
-//	go test ./mcpgateway -run '^$' -bench AllowedCall -benchtime 2000x
-//	go test ./mcpgateway -run '^$' -bench GatedCall -benchtime 2000x
+//	go test ./mcpgateway -run '^$' -bench AllowedCall -benchtime 1000x
+//	go test ./mcpgateway -run '^$' -bench GatedCall -benchtime 300x
 //
 // BenchmarkAllowedCall is the gateway's overhead for a call the policy lets
 // through: the same read_note call, made by an SDK client straight to the

@@ -276,14 +276,14 @@ func TestMCPGatewayCrashAfterTheCallNeedsAPerson(t *testing.T) {
 	})
 }
 
-// TestMCPGatewayKilledWhileACallWaits: the gateway is killed (SIGKILL)
+// TestMCPGatewayCrashWhileACallWaits: the gateway is killed (SIGKILL)
 // while it holds a gated call; the approval comes meanwhile from another
 // process, which makes the call once; the agent's same call, to a gateway
 // started anew, gets the stored answer, and the upstream is not called
 // again. Then the approving process dies after its decision committed and
 // before it made the call, while a gateway holds the next call: the held
 // call is answered by the approval, carried out once. On each store.
-func TestMCPGatewayKilledWhileACallWaits(t *testing.T) {
+func TestMCPGatewayCrashWhileACallWaits(t *testing.T) {
 	onEachStore(t, func(t *testing.T, newDir func(*testing.T) string) {
 		dir, cfg, data := gatewayStore(t, newDir)
 		cs, cmd := gatewayChild(t, dir)
