@@ -123,7 +123,7 @@ func goldenSpecs(t testing.TB) specMap {
 		t.Fatal(err)
 	}
 	plainSpec, _ := workflow.NewActionSpec("any", nil, nil, nil)
-	return specMap{"request_refund": spec, "reship_item": plainSpec, "create_return_label": plainSpec}
+	return specMap{"request_refund": spec, "reship_item": plainSpec, "create_return_label": plainSpec, "mcp:files.write_file": plainSpec}
 }
 
 type specMap map[string]*workflow.ActionSpec
@@ -271,6 +271,7 @@ func goldenCases(t testing.TB) map[string]func() (*workflow.RunView, RenderConte
 			return v, rc
 		},
 		"waiting_composite": func() (*workflow.RunView, RenderContext) { return compositeView(), rc },
+		"waiting_mcp_call":  func() (*workflow.RunView, RenderContext) { return mcpCallView(), mcpCallContext(t) },
 		"waiting_not_whole": func() (*workflow.RunView, RenderContext) { return withArgs(refundView(), decoyArgs()), rc },
 		"hidden_arguments": func() (*workflow.RunView, RenderContext) {
 			c := rc

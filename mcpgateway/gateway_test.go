@@ -77,7 +77,7 @@ func (n *notes) server(extra ...*mcp.Tool) *mcp.Server {
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	engine *workflow.Engine
 	wcfg   workflow.Config
 	ups    *mcpgateway.Upstreams
@@ -85,27 +85,32 @@ type harness struct {
 	logs   *bytes.Buffer
 	// upstream ends the upstream's side of the connection.
 	upstream *mcp.ServerSession
+	// open opens the store (a new SQLite file when nil); quiet drops the
+	// engine's logs (benchmarks: a buffer growing by every call would be
+	// measured with them).
+	open  func(t testing.TB) storage.Store
+	quiet bool
 }
 
 type option func(*harness, *[]mcpgateway.Upstream)
 
-func newHarness(t *testing.T, opts ...option) *harness {
+func newHarness(t testing.TB, opts ...option) *harness {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "signoff.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	h := &harness{t: t, notes: newNotes(), logs: &bytes.Buffer{}}
-	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	server, client := mcp.NewInMemoryTransports()
+	var err error
 	if h.upstream, err = h.notes.server().Connect(ctx, server, nil); err != nil {
 		t.Fatal(err)
 	}
 	ups := []mcpgateway.Upstream{{Name: "notes", Transport: client}}
 	for _, o := range opts {
 		o(h, &ups)
+	}
+	st := h.store()
+	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if h.quiet {
+		log = slog.New(slog.DiscardHandler)
 	}
 	if h.ups, err = mcpgateway.Connect(ctx, ups, "test", log); err != nil {
 		t.Fatal(err)
@@ -137,12 +142,29 @@ func newHarness(t *testing.T, opts ...option) *harness {
 	return h
 }
 
+// store is the harness's store, closed when the test ends.
+func (h *harness) store() storage.Store {
+	if h.open != nil {
+		return h.open(h.t)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(h.t.TempDir(), "signoff.db"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // gateway is a gateway over the harness's engine that holds a gated call
 // for hold.
 func (h *harness) gateway(hold, every time.Duration) *mcpgateway.Gateway {
 	h.t.Helper()
+	log := slog.New(slog.NewTextHandler(h.logs, nil))
+	if h.quiet {
+		log = slog.New(slog.DiscardHandler)
+	}
 	g, err := mcpgateway.New(mcpgateway.Config{Engine: h.engine, Upstreams: h.ups, Hold: hold, Every: every,
-		Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
+		Logger: log,
 		Explain: func(ctx context.Context, p *workflow.Proposal) (*workflow.Explanation, error) {
 			return workflow.Explain(ctx, h.wcfg, p)
 		}})
@@ -181,7 +203,7 @@ type answer struct {
 	runID   string
 }
 
-func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) answer {
+func call(t testing.TB, cs *mcp.ClientSession, tool string, args any) answer {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -190,7 +212,7 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) answer {
 	return read(t, res)
 }
 
-func read(t *testing.T, res *mcp.CallToolResult) answer {
+func read(t testing.TB, res *mcp.CallToolResult) answer {
 	t.Helper()
 	var a answer
 	for _, c := range res.Content {

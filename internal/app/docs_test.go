@@ -308,6 +308,7 @@ func TestTheGoTestCommandsOfTheDocsSelectTests(t *testing.T) {
 		"The tests on PostgreSQL": docSection(t, "docs/crash-testing.md", "The tests on PostgreSQL"),
 		"Your own actions":        docSection(t, "docs/performance.md", "Your own actions"),
 		"The Go benchmarks":       docSection(t, "docs/performance.md", "The Go benchmarks"),
+		"The MCP gateway":         docSection(t, "docs/performance.md", "The MCP gateway"),
 	} {
 		for _, block := range blocksOf(sec, "sh") {
 			for _, l := range shLines(block) {

@@ -11,13 +11,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/signoff-dev/signoff/mcpgateway"
 )
 
 // nodeFilesystem is the reference filesystem MCP server's entry point,
@@ -182,51 +186,193 @@ func gatewayCall(t *testing.T, cs *mcp.ClientSession, tool string, args any) gat
 	return a
 }
 
-// TestMCPGatewayCrashAfterTheCallNeedsAPerson: the process that carries out
-// an approved call dies after the upstream wrote the file and before the
-// answer was stored. MCP has no idempotency key to ask the upstream with, so
-// that the run needs a person: the call made again says so, and the
-// upstream is never called a second time.
-func TestMCPGatewayCrashAfterTheCallNeedsAPerson(t *testing.T) {
-	node, server := nodeFilesystem(t)
-	// A lease that lapses soon, so that the gateway takes the dead
-	// process's run over within the test.
-	t.Setenv("SIGNOFF_LEASE_TTL", "4s")
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	if err := os.Mkdir(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := gatewayDocConfig(t, dir, []string{node, server, data}, "1s")
+// gatewayChild starts the gateway as the coding agent's entry of docs/mcp.md
+// says, on dir's store (the entry's --db is dir's SQLite file; on
+// PostgreSQL the flags that follow it name dir's schema and keys), with env
+// added, and returns the client and the process, for a test to kill.
+func gatewayChild(t *testing.T, dir string, env ...string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
 	var doc struct {
 		MCPServers map[string]mcpEntry `json:"mcpServers"`
 	}
 	mcpDocJSON(t, "A coding agent through the gateway", &doc)
-	cs := mcpStdio(t, dir, doc.MCPServers["files"])
-
-	out := filepath.Join(dir, "data", "out.txt")
-	write := map[string]any{"path": out, "content": "written once"}
-	w := gatewayCall(t, cs, "files.write_file", write)
-	if w.runID == "" {
-		t.Fatalf("write = %+v, want waiting with the run id", w)
+	e := doc.MCPServers["files"]
+	if e.Command != "signoff" {
+		t.Fatalf("command %q, want signoff", e.Command)
 	}
-	crash(t, dir, "after-effect", "--config", cfg, "approve", w.runID, "--as", "U0LEAD0001")
-	if b, err := os.ReadFile(out); err != nil || string(b) != "written once" {
-		t.Fatalf("after the crash the file holds %q (%v), want the approved content", b, err)
-	}
-	if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+	self, err := os.Executable()
+	if err != nil {
 		t.Fatal(err)
 	}
-	a := gatewayCall(t, cs, "files.write_file", write)
-	if !a.isError || !strings.Contains(a.text, "needs a person") || !strings.Contains(a.text, "no idempotency key") {
-		t.Fatalf("write again = %+v, want isError saying a person must look", a)
+	args := slices.Clone(e.Args)
+	if _, ok := pgStores.Load(dir); ok {
+		args = append(args, storeArgs(dir)...)
 	}
-	if b, _ := os.ReadFile(out); string(b) != "changed since" {
-		t.Fatalf("the file holds %q: the upstream was called again", b)
+	cmd := exec.Command(self, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), env...)
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "docs-test", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st := must(t, dir, exitAttention, "--config", cfg, "show", w.runID); !strings.Contains(st, "NEEDS_ATTENTION") {
-		t.Fatalf("show = %s, want needs attention", st)
+	t.Cleanup(func() { cs.Close() })
+	return cs, cmd
+}
+
+// gatewayStore is a dir on one store of onEachStore with the gateway's
+// config of the docs in front of the reference filesystem server, whose
+// data folder it returns.
+func gatewayStore(t *testing.T, newDir func(*testing.T) string) (dir, cfg, data string) {
+	t.Helper()
+	node, server := nodeFilesystem(t)
+	dir = newDir(t)
+	data = filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
 	}
+	return dir, gatewayDocConfig(t, dir, []string{node, server, data}, "30s"), data
+}
+
+// TestMCPGatewayCrashAfterTheCallNeedsAPerson: the process that carries out
+// an approved call dies after the upstream wrote the file and before the
+// answer was stored. MCP has no idempotency key to ask the upstream with, so
+// that the run needs a person: the call made again says so, and the
+// upstream is never called a second time. On each store.
+func TestMCPGatewayCrashAfterTheCallNeedsAPerson(t *testing.T) {
+	onEachStore(t, func(t *testing.T, newDir func(*testing.T) string) {
+		dir, cfg, data := gatewayStore(t, newDir)
+		// A hold that passes at once, and a lease that lapses soon, so that
+		// the gateway takes the dead process's run over within the test.
+		if err := os.WriteFile(cfg, []byte(strings.Replace(readFile(t, cfg), "hold: 30s", "hold: 1s", 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cs, _ := gatewayChild(t, dir, "SIGNOFF_LEASE_TTL=4s")
+
+		out := filepath.Join(data, "out.txt")
+		write := map[string]any{"path": out, "content": "written once"}
+		w := gatewayCall(t, cs, "files.write_file", write)
+		if w.runID == "" {
+			t.Fatalf("write = %+v, want waiting with the run id", w)
+		}
+		crash(t, dir, "after-effect", "--config", cfg, "approve", w.runID, "--as", "U0LEAD0001")
+		if b, err := os.ReadFile(out); err != nil || string(b) != "written once" {
+			t.Fatalf("after the crash the file holds %q (%v), want the approved content", b, err)
+		}
+		if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a := gatewayCall(t, cs, "files.write_file", write)
+		if !a.isError || !strings.Contains(a.text, "needs a person") || !strings.Contains(a.text, "no idempotency key") {
+			t.Fatalf("write again = %+v, want isError saying a person must look", a)
+		}
+		if b, _ := os.ReadFile(out); string(b) != "changed since" {
+			t.Fatalf("the file holds %q: the upstream was called again", b)
+		}
+		if st := must(t, dir, exitAttention, "--config", cfg, "show", w.runID); !strings.Contains(st, "NEEDS_ATTENTION") {
+			t.Fatalf("show = %s, want needs attention", st)
+		}
+	})
+}
+
+// TestMCPGatewayCrashWhileACallWaits: the gateway is killed (SIGKILL)
+// while it holds a gated call; the approval comes meanwhile from another
+// process, which makes the call once; the agent's same call, to a gateway
+// started anew, gets the stored answer, and the upstream is not called
+// again. Then the approving process dies after its decision committed and
+// before it made the call, while a gateway holds the next call: the held
+// call is answered by the approval, carried out once. On each store.
+func TestMCPGatewayCrashWhileACallWaits(t *testing.T) {
+	onEachStore(t, func(t *testing.T, newDir func(*testing.T) string) {
+		dir, cfg, data := gatewayStore(t, newDir)
+		cs, cmd := gatewayChild(t, dir)
+
+		out := filepath.Join(data, "out.txt")
+		write := map[string]any{"path": out, "content": "approved once"}
+		held := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "files.write_file", Arguments: write})
+			held <- err
+		}()
+		id := waitingRun(t, dir, cfg, "")
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-held; err == nil {
+			t.Fatal("the held call was answered by a gateway that was killed")
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("the file exists before the approval (%v)", err)
+		}
+		must(t, dir, 0, "--config", cfg, "approve", id, "--as", "U0LEAD0001")
+		if b, err := os.ReadFile(out); err != nil || string(b) != "approved once" {
+			t.Fatalf("after the approval the file holds %q (%v), want the approved content", b, err)
+		}
+		// Changed on disk: a second write would undo the change.
+		if err := os.WriteFile(out, []byte("changed since"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cs, _ = gatewayChild(t, dir)
+		if a := gatewayCall(t, cs, "files.write_file", write); a.isError || !strings.Contains(a.text, "Successfully wrote") {
+			t.Fatalf("the same call to a new gateway = %+v, want the upstream's stored answer", a)
+		}
+		if b, _ := os.ReadFile(out); string(b) != "changed since" {
+			t.Fatalf("the file holds %q: the upstream was called again", b)
+		}
+
+		next := filepath.Join(data, "next.txt")
+		write = map[string]any{"path": next, "content": "held, then approved"}
+		answered := make(chan gatewayAnswer, 1)
+		go func() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "files.write_file", Arguments: write})
+			a := gatewayAnswer{isError: err != nil}
+			if err == nil {
+				a.isError = res.IsError
+				for _, c := range res.Content {
+					if txt, ok := c.(*mcp.TextContent); ok {
+						a.text += txt.Text
+					}
+				}
+			}
+			answered <- a
+		}()
+		second := waitingRun(t, dir, cfg, id)
+		crash(t, dir, "after-decision-commit", "--config", cfg, "approve", second, "--as", "U0LEAD0001")
+		if a := <-answered; a.isError || !strings.Contains(a.text, "Successfully wrote") {
+			t.Fatalf("the held call = %+v, want the upstream's answer once approved", a)
+		}
+		if b, err := os.ReadFile(next); err != nil || string(b) != "held, then approved" {
+			t.Fatalf("the file holds %q (%v), want the approved content", b, err)
+		}
+		if st := must(t, dir, exitDone, "--config", cfg, "show", second); !strings.Contains(st, "DONE") {
+			t.Fatalf("show = %s, want done", st)
+		}
+	})
+}
+
+// waitingRun waits for a run other than not to wait for approval on dir's
+// store, and returns its id.
+func waitingRun(t *testing.T, dir, cfg, not string) string {
+	t.Helper()
+	var id string
+	waitFor(t, "the call's run to wait for approval", func() bool {
+		var runs []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(must(t, dir, 0, "--config", cfg, "runs", "--json")), &runs); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.ID != not && r.Status == "waiting_approval" {
+				id = r.ID
+				return true
+			}
+		}
+		return false
+	})
+	return id
 }
 
 // TestMCPGatewayWithTheTypeScriptSDK: a coding agent's side written by no
@@ -470,13 +616,40 @@ func TestMCPGatewayOverHTTP(t *testing.T) {
 	cfg := gatewayDocConfig(t, dir, nil, "1s")
 	y := strings.Replace(string(mustRead(t, cfg)), `{name: files, command: [npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31", /srv/data]}`,
 		`{name: files, url: "`+up.URL+`", headers_env: {Authorization: FILES_MCP_AUTH}}`, 1)
+	// The identities of the docs, added under mcp: as they say, with the
+	// hash of this test's token.
+	sec := docSection(t, "docs/mcp.md", "The gateway over HTTP")
+	ids := blocksOf(sec, "yaml")
+	hash := regexp.MustCompile(`token_sha256: ([0-9a-f]{64})`)
+	if len(ids) != 1 || !strings.HasPrefix(ids[0], "  identities:") || !hash.MatchString(ids[0]) || !strings.HasSuffix(strings.TrimSpace(y), "hold: 1s") {
+		t.Fatalf("docs/mcp.md, The gateway over HTTP: want one yaml block of identities to add under mcp:, got %q", ids)
+	}
 	sum := sha256.Sum256([]byte("sk_gateway_coder"))
-	y += "  identities: [{token_sha256: " + hex.EncodeToString(sum[:]) + ", requester: agent:coder}]\n"
+	y += hash.ReplaceAllString(ids[0], "token_sha256: "+hex.EncodeToString(sum[:]))
 	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	cmd, _, errb := child(t, dir, []string{"FILES_MCP_AUTH=" + upstreamAuth}, "--config", cfg, "mcp", "gateway", "--listen", addr)
+	must(t, dir, 0, "--config", cfg, "config", "check")
+	// The command of the docs, on a free port and this test's config.
+	sh := blocksOf(sec, "sh")
+	if len(sh) != 1 {
+		t.Fatalf("docs/mcp.md, The gateway over HTTP: %d sh blocks, want 1", len(sh))
+	}
+	args := strings.Fields(strings.TrimSpace(sh[0]))
+	if !slices.Equal(args[:4], []string{"signoff", "--config", "signoff.yaml", "mcp"}) || args[len(args)-2] != "--listen" {
+		t.Fatalf("command %v", args)
+	}
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "The gateway over HTTP", &doc)
+	entry := doc.MCPServers["files"]
+	if entry.Type != "http" || entry.URL != "http://"+args[len(args)-1]+"/" {
+		t.Fatalf("the entry of the docs %+v, want type http at the address the command listens on", entry)
+	}
+	addr, documented := freeAddr(t), args[len(args)-1]
+	args[2], args[len(args)-1] = cfg, addr
+	cmd, _, errb := child(t, dir, []string{"FILES_MCP_AUTH=" + upstreamAuth}, args[1:]...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -491,9 +664,19 @@ func TestMCPGatewayOverHTTP(t *testing.T) {
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without a token: %d, want 401", res.StatusCode)
 	}
-	hc := &http.Client{Transport: bearerRoundTripper{"sk_gateway_coder"}}
+	// The entry's headers, as Claude Code expands them from the environment.
+	headers := map[string]string{}
+	for k, v := range entry.Headers {
+		headers[k] = os.Expand(v, func(name string) string {
+			if name != "SIGNOFF_GATEWAY_TOKEN" {
+				t.Fatalf("the entry's headers name $%s", name)
+			}
+			return "sk_gateway_coder"
+		})
+	}
+	hc := &http.Client{Transport: headerRoundTripper{headers}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
-		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/", HTTPClient: hc}, nil)
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: strings.Replace(entry.URL, documented, addr, 1), HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,10 +702,39 @@ func TestMCPGatewayOverHTTP(t *testing.T) {
 	}
 }
 
-type bearerRoundTripper struct{ secret string }
+type headerRoundTripper struct{ headers map[string]string }
 
-func (b bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+func (h headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.secret)
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPGatewayForTheOpenAIAgentsSDK checks the OpenAI Agents SDK's code of
+// docs/mcp.md against the gateway: it reaches the address of the docs'
+// command, and its client waits longer than the gateway holds a call.
+func TestMCPGatewayForTheOpenAIAgentsSDK(t *testing.T) {
+	py := blocksOf(docSection(t, "docs/mcp.md", "An agent SDK through the gateway"), "python")
+	if len(py) != 1 {
+		t.Fatalf("docs/mcp.md, An agent SDK through the gateway: %d python blocks, want 1", len(py))
+	}
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "The gateway over HTTP", &doc)
+	if want := `"url": "` + doc.MCPServers["files"].URL + `"`; !strings.Contains(py[0], want) {
+		t.Errorf("the SDK's params do not hold %s:\n%s", want, py[0])
+	}
+	if !strings.Contains(py[0], `"Authorization": "Bearer " + os.environ["SIGNOFF_GATEWAY_TOKEN"]`) {
+		t.Errorf("the SDK's params do not send the token of the coding agent's entry:\n%s", py[0])
+	}
+	m := regexp.MustCompile(`client_session_timeout_seconds=(\d+)`).FindStringSubmatch(py[0])
+	if m == nil {
+		t.Fatalf("the SDK's code sets no client_session_timeout_seconds (its default, 5 s, is shorter than a hold):\n%s", py[0])
+	}
+	if secs, _ := strconv.Atoi(m[1]); time.Duration(secs)*time.Second <= mcpgateway.MaxHold {
+		t.Errorf("client_session_timeout_seconds=%d: want more than the longest hold, %s", secs, mcpgateway.MaxHold)
+	}
 }

@@ -245,3 +245,50 @@ func addToken(t *testing.T, cfg, sha256Hex string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTheClaudeCommandOfTheDocs checks the claude command of docs/mcp.md,
+// "A coding agent", against the entry beside it: it loads the file the
+// entry is said to be in, and names the permission tool by the MCP name
+// Claude Code gives it (mcp__<the entry's key>__<the tool>), a tool the
+// server started by that entry lists.
+func TestTheClaudeCommandOfTheDocs(t *testing.T) {
+	blocks := blocksOf(docSection(t, "docs/mcp.md", "A coding agent"), "sh")
+	if len(blocks) != 1 {
+		t.Fatalf("docs/mcp.md, A coding agent: %d sh blocks, want 1", len(blocks))
+	}
+	lines := shLines(blocks[0])
+	if len(lines) != 1 {
+		t.Fatalf("%d commands, want 1", len(lines))
+	}
+	words := shellWords(t, lines[0].cmd)
+	flag := func(name string) string {
+		i := slices.Index(words, name)
+		if i < 0 || i+1 >= len(words) {
+			t.Fatalf("the command %q has no %s", lines[0].cmd, name)
+		}
+		return words[i+1]
+	}
+	var doc struct {
+		MCPServers map[string]mcpEntry `json:"mcpServers"`
+	}
+	mcpDocJSON(t, "A coding agent", &doc)
+	if len(doc.MCPServers) != 1 {
+		t.Fatalf("%d entries, want 1", len(doc.MCPServers))
+	}
+	var key string
+	for k := range doc.MCPServers {
+		key = k
+	}
+	if words[0] != "claude" || flag("--mcp-config") != ".mcp.json" || flag("--permission-prompt-tool") != "mcp__"+key+"__permission_prompt" {
+		t.Fatalf("the command %q: want claude with --mcp-config .mcp.json and --permission-prompt-tool mcp__%s__permission_prompt", lines[0].cmd, key)
+	}
+	dir := t.TempDir()
+	mcpDocConfig(t, dir)
+	tools, err := mcpStdio(t, dir, doc.MCPServers[key]).ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "permission_prompt" }) {
+		t.Fatal("the server does not list permission_prompt")
+	}
+}
