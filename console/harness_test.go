@@ -54,15 +54,17 @@ func (unprovable) Lookup(context.Context, string) (record.Receipt, bool, error) 
 }
 
 type harness struct {
-	engine *workflow.Engine
-	clock  *clocktest.Clock
-	srv    *httptest.Server
+	console *console.Console
+	engine  *workflow.Engine
+	clock   *clocktest.Clock
+	srv     *httptest.Server
 }
 
 type harnessOpts struct {
 	readOnly   bool
 	noLocal    bool
 	sessionKey []byte
+	oidc       *console.OIDC // a login through this identity provider
 }
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
@@ -119,13 +121,14 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.sessionKey != nil {
 		key = o.sessionKey
 	}
-	c, err := console.New(console.Config{Engine: e, Prefix: "/ui", SessionKey: key, ReadOnly: o.readOnly, LocalLogin: !o.noLocal, Clock: clk})
+	c, err := console.New(console.Config{Engine: e, Prefix: "/ui", SessionKey: key, ReadOnly: o.readOnly, LocalLogin: !o.noLocal,
+		OIDC: o.oidc, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
-	return &harness{engine: e, clock: clk, srv: srv}
+	return &harness{console: c, engine: e, clock: clk, srv: srv}
 }
 
 // submit proposes one action as requester, and returns the waiting run's id.
