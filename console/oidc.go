@@ -74,7 +74,6 @@ type flow struct {
 // starts while the provider is unreachable) and kept once it answered.
 type oidcClient struct {
 	cfg  OIDC
-	now  func() time.Time
 	mu   sync.Mutex
 	prov *oidc.Provider
 }
