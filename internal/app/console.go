@@ -31,6 +31,18 @@ func checkUI(cfg *config.Config, addr string, getenv func(string) string) error 
 		return cfg.Errorf("ui.local_login", "the local login lets anyone be anyone, so serve offers it on loopback only, and --addr %s is not; "+
 			"serve on 127.0.0.1 (e.g. --addr 127.0.0.1:8080) or remove local_login", addr)
 	}
+	if cfg.UI.PlainHTTP && !loopback(addr) {
+		return cfg.Errorf("ui.plain_http", "plain_http sends the login's cookies without Secure, so serve allows it on loopback only, and --addr %s is not; "+
+			"serve behind TLS and remove plain_http", addr)
+	}
+	if o := cfg.UI.OIDC; o != nil {
+		if strings.TrimSpace(getenv(o.ClientSecretEnv)) == "" {
+			return cfg.Errorf("ui.oidc.client_secret_env", "%s, which holds the OIDC client secret, is not set", o.ClientSecretEnv)
+		}
+		if u := o.RedirectURL; u != "" && !strings.HasSuffix(u, consolePrefix+"/oidc/callback") {
+			return cfg.Errorf("ui.oidc.redirect_url", "%s is not where serve answers the identity provider: it ends in %s/oidc/callback", u, consolePrefix)
+		}
+	}
 	_, err := uiSessionKey(cfg, getenv)
 	return err
 }
@@ -79,10 +91,18 @@ func uiSessionKey(cfg *config.Config, getenv func(string) string) ([]byte, error
 	return key, nil
 }
 
-// newConsole is the console on a's engine, as the config's ui: says.
+// newConsole is the console on a's engine, as the config's ui: says. With
+// an identity provider's login its cookies are Secure unless plain_http.
 func newConsole(a *app, key []byte) (*console.Console, error) {
-	return console.New(console.Config{Engine: a.engine, Prefix: consolePrefix, SessionKey: key, ReadOnly: a.cfg.UI.ReadOnly,
-		LocalLogin: a.cfg.UI.LocalLogin, Clock: a.clock, Logger: a.log})
+	ui := a.cfg.UI
+	cc := console.Config{Engine: a.engine, Prefix: consolePrefix, SessionKey: key, ReadOnly: ui.ReadOnly,
+		LocalLogin: ui.LocalLogin, Clock: a.clock, Logger: a.log}
+	if o := ui.OIDC; o != nil {
+		cc.Secure = !ui.PlainHTTP
+		cc.OIDC = &console.OIDC{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: strings.TrimSpace(a.getenv(o.ClientSecretEnv)),
+			RedirectURL: o.RedirectURL, Scopes: o.Scopes, Allowed: o.Allowed, Members: ui.MembersByLogin()}
+	}
+	return console.New(cc)
 }
 
 // mountConsole mounts the console at /ui on e when the config has a ui:

@@ -91,6 +91,8 @@ func TestServeRefusesAConsoleItCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	withKey := func(k string) string { return map[string]string{uiKeyEnv: testUIKey}[k] }
+	withSecret := func(k string) string { return map[string]string{uiKeyEnv: testUIKey, "OIDC_SECRET": "s3cret"}[k] }
+	const idp = "{issuer: https://idp.corp.example, client_id: signoff, client_secret_env: OIDC_SECRET}"
 	for _, tc := range []struct {
 		name, section, addr string
 		getenv              func(string) string
@@ -104,6 +106,12 @@ func TestServeRefusesAConsoleItCannotStart(t *testing.T) {
 		{"a short key file", "{session_key_file: short.key}", ":8080", noEnv, "short.key holds 9 bytes"},
 		{"a key file", "{session_key_file: ui.key}", ":8080", noEnv, ""},
 		{"a missing key file", "{session_key_file: none.key}", ":8080", noEnv, "read the console's session key"},
+		{"oidc without its secret", "{oidc: " + idp + "}", ":8080", withKey, "ui.oidc.client_secret_env: OIDC_SECRET, which holds the OIDC client secret, is not set"},
+		{"oidc with its secret", "{oidc: " + idp + "}", ":8080", withSecret, ""},
+		{"oidc calling back elsewhere", "{oidc: {issuer: https://idp.corp.example, client_id: signoff, client_secret_env: OIDC_SECRET, redirect_url: https://signoff.corp.example/cb}}",
+			":8080", withSecret, "ui.oidc.redirect_url: https://signoff.corp.example/cb is not where serve answers"},
+		{"plain http on every interface", "{plain_http: true, oidc: " + idp + "}", ":8080", withSecret, "ui.plain_http: plain_http sends the login's cookies without Secure"},
+		{"plain http on loopback", "{plain_http: true, oidc: " + idp + "}", "127.0.0.1:8080", withSecret, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Load(writeUIConfig(t, dir, tc.section))
