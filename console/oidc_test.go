@@ -383,3 +383,34 @@ func TestOIDCSessionCookie(t *testing.T) {
 		t.Fatalf("inbox signed out: to %q", got.header.Get("Location"))
 	}
 }
+
+// TestOIDCRoutes: each route of the provider's login, signed out, and the
+// routes a console without it does not have.
+func TestOIDCRoutes(t *testing.T) {
+	h, p := oidcHarness(t, nil, false)
+	plain := newHarness(t, harnessOpts{})
+	for _, tc := range []struct {
+		name   string
+		h      *harness
+		path   string
+		status int
+		to     string // the Location's start
+	}{
+		{"login goes to the provider's login, keeping its query", h, "/ui/login?max_age=60&next=%2Fui%2Finbox", http.StatusSeeOther, "/ui/oidc/login?max_age=60&next=%2Fui%2Finbox"},
+		{"the provider's login goes there", h, "/ui/oidc/login", http.StatusSeeOther, p.m.AuthorizationEndpoint() + "?"},
+		{"a callback without a login started", h, "/ui/oidc/callback?code=x&state=y", http.StatusBadRequest, ""},
+		{"inbox signed out", h, "/ui/inbox", http.StatusSeeOther, "/ui/login?next=%2Fui%2Finbox"},
+		{"no provider's login without one", plain, "/ui/oidc/login", http.StatusNotFound, ""},
+		{"no callback without one", plain, "/ui/oidc/callback?code=x&state=y", http.StatusNotFound, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.h.browser(t).get(tc.path)
+			if loc := got.header.Get("Location"); got.status != tc.status || !strings.HasPrefix(loc, tc.to) || (tc.to == "") != (loc == "") {
+				t.Fatalf("GET %s: %d to %q, want %d to %q…", tc.path, got.status, loc, tc.status, tc.to)
+			}
+			if csp := got.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+				t.Fatalf("GET %s: Content-Security-Policy %q", tc.path, csp)
+			}
+		})
+	}
+}
