@@ -485,7 +485,9 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	cfg.AuditLog = fc.AuditLog
-	cfg.UI = uiOf(fc.UI)
+	if cfg.UI, err = c.ui(fc.UI, cfg.Roles); err != nil {
+		return nil, err
+	}
 	if !cfg.Slack.Given {
 		for i, r := range cfg.Policy.Rules() {
 			if len(r.Notify) > 0 {

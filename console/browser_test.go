@@ -2,6 +2,9 @@ package console_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,96 +41,125 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// TestInABrowser drives headless Chromium through the console: log in
-// locally, find the run in the inbox, open it, and approve it with the
-// keyboard alone; the stylesheet applies under the Content-Security-Policy
-// and the page reports no error and no policy violation.
-func TestInABrowser(t *testing.T) {
-	path := chromium(t)
-	h := newHarness(t, harnessOpts{})
-	id := h.submit(t, bot, "refund", `{"amount":5,"order":"A-1"}`, "<script>alert(1)</script> refund A-1")
-	ticket := h.submit(t, bot, "ticket", ticketArgs, "a ticket to edit")
+// chrome is a headless Chromium for one test: its context, what it
+// reported (errors, policy violations, scripts run), and screenshots kept
+// in $SIGNOFF_TEST_ARTIFACTS when set.
+type chrome struct {
+	t        *testing.T
+	ctx      context.Context
+	mu       sync.Mutex
+	problems []string
+	shots    string
+	prefix   string // of the screenshots' names
+}
 
+func newChrome(t *testing.T, prefix string) *chrome {
+	t.Helper()
+	path := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless,
 		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1280, 900))
 	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancel()
+	t.Cleanup(cancel)
 	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
+	t.Cleanup(cancel)
 	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	var mu sync.Mutex
-	var problems []string
+	t.Cleanup(cancel)
+	c := &chrome{t: t, ctx: ctx, shots: os.Getenv("SIGNOFF_TEST_ARTIFACTS"), prefix: prefix}
 	listen := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		switch e := ev.(type) {
 		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
+			c.problems = append(c.problems, "exception: "+e.ExceptionDetails.Text)
 		case *log.EventEntryAdded:
 			if strings.HasSuffix(e.Entry.URL, "/favicon.ico") {
 				return // the browser asks the site's root, which is not the console's
 			}
 			if e.Entry.Level == log.EntryLevelError || strings.Contains(e.Entry.Text, "Content Security Policy") {
-				problems = append(problems, "log: "+e.Entry.Text)
+				c.problems = append(c.problems, "log: "+e.Entry.Text)
 			}
 		case *runtime.EventConsoleAPICalled:
-			problems = append(problems, "console."+string(e.Type)+" called: a script ran")
+			c.problems = append(c.problems, "console."+string(e.Type)+" called: a script ran")
 		}
 	})
 	if listen != nil {
 		t.Fatalf("start the browser: %v", listen)
 	}
-	must := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("in the browser, %s: %v", what, err)
-		}
-	}
-	shots := os.Getenv("SIGNOFF_TEST_ARTIFACTS")
-	shot := func(name string) {
-		t.Helper()
-		if shots == "" {
-			return
-		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		must("screenshot "+name, err)
-		must("keep screenshot "+name, os.WriteFile(filepath.Join(shots, "console-"+name+".png"), png, 0o644))
-	}
 	_, err := chromedp.Call(ctx, log.Enable, cdp.Empty{})
-	must("enable the log", err)
+	c.must("enable the log", err)
 	_, err = chromedp.Call(ctx, runtime.Enable, cdp.Empty{})
-	must("enable the runtime", err)
+	c.must("enable the runtime", err)
+	return c
+}
+
+func (c *chrome) must(what string, err error) {
+	c.t.Helper()
+	if err != nil {
+		c.t.Fatalf("in the browser, %s: %v", what, err)
+	}
+}
+
+// shot keeps a screenshot of the page as PREFIX-name.png.
+func (c *chrome) shot(name string) {
+	c.t.Helper()
+	if c.shots == "" {
+		return
+	}
+	png, err := chromedp.Run(c.ctx, chromedp.FullScreenshot(100))
+	c.must("screenshot "+name, err)
+	c.must("keep screenshot "+name, os.WriteFile(filepath.Join(c.shots, c.prefix+name+".png"), png, 0o644))
+}
+
+// reported fails the test with what the browser reported.
+func (c *chrome) reported() {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.problems) > 0 {
+		c.t.Errorf("the browser reported:\n%s", strings.Join(c.problems, "\n"))
+	}
+}
+
+// TestInABrowser drives headless Chromium through the console: log in
+// locally, find the run in the inbox, open it, and approve it with the
+// keyboard alone; the stylesheet applies under the Content-Security-Policy
+// and the page reports no error and no policy violation.
+func TestInABrowser(t *testing.T) {
+	c := newChrome(t, "console-")
+	h := newHarness(t, harnessOpts{})
+	id := h.submit(t, bot, "refund", `{"amount":5,"order":"A-1"}`, "<script>alert(1)</script> refund A-1")
+	ticket := h.submit(t, bot, "ticket", ticketArgs, "a ticket to edit")
+	ctx, must := c.ctx, c.must
 	must("open the inbox", chromedp.Do(ctx, chromedp.Navigate(h.srv.URL+"/ui/inbox"), chromedp.WaitVisible(chromedp.CSS("#member"))))
 	loginURL, err := chromedp.Run(ctx, chromedp.Location())
 	must("read the location", err)
-	shot("login")
+	c.shot("login")
 	runLink := chromedp.CSS(`a[href="/ui/runs/` + id + `"]`)
 	must("log in", chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#member"), lead),
 		chromedp.Click(chromedp.CSS("main form button[type=submit]"))))
 	must("see the inbox", chromedp.Do(ctx, chromedp.WaitVisible(runLink)))
 	display, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("header")).display`))
 	must("read the header's style", err)
-	shot("inbox")
+	c.shot("inbox")
 	must("open the run", chromedp.Do(ctx, chromedp.Click(runLink), chromedp.WaitVisible(chromedp.CSS("#reason"))))
-	shot("run")
+	c.shot("run")
 	// The keyboard alone: into the reason, type it, Tab to Approve, Enter.
 	must("approve with the keyboard", chromedp.Do(ctx, chromedp.Focus(chromedp.CSS("#reason")),
 		chromedp.KeyEvent("approved from the keyboard"), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(".notice"))))
 	notice, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".notice")))
 	must("read the notice", err)
-	shot("approved")
+	c.shot("approved")
 	// The Operations page, from the header's link.
 	must("open the Operations page", chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`header nav a[href="/ui/ops"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`section[aria-label="Outbox"]`))))
 	opsTitle, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main h1")))
 	must("read the Operations page's title", err)
-	shot("ops")
+	c.shot("ops")
 	// Edit a run's arguments from its schema's form and approve them.
 	must("open the run to edit", chromedp.Do(ctx, chromedp.Navigate(h.srv.URL+"/ui/runs/"+ticket),
 		chromedp.WaitVisible(chromedp.CSS(`input[name="arg.priority"]`))))
-	shot("edit")
+	c.shot("edit")
 	must("edit and approve", chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`input[name="arg.priority"]`), "4"),
 		chromedp.SetValue(chromedp.CSS(`select[name="arg.queue"]`), `"shipping"`),
 		chromedp.Click(chromedp.CSS(`form[aria-label="Edit ticket"] button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(".notice"))))
@@ -156,9 +188,64 @@ func TestInABrowser(t *testing.T) {
 	if len(v.Decisions) != 1 || v.Decisions[0].Reason != "approved from the keyboard" || v.Decisions[0].Via != record.ViaWeb {
 		t.Errorf("decisions %+v, want the keyboard's approval via web", v.Decisions)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Errorf("the browser reported:\n%s", strings.Join(problems, "\n"))
+	c.reported()
+}
+
+// TestInABrowserWithOIDC follows a link from another site (as from a
+// Slack message) to the console, logs in through a test identity provider
+// of that other site (the page and the provider on 127.0.0.1, the console
+// on localhost, so the way back is a cross-site redirect), sees the inbox,
+// and, with Tab and Enter alone, opens the run and approves it.
+func TestInABrowserWithOIDC(t *testing.T) {
+	c := newChrome(t, "console-oidc-")
+	h, p := oidcHarness(t, nil, false)
+	id := h.submit(t, bot, "refund", `{"amount":5,"order":"A-1"}`, "refund A-1")
+	p.m.QueueUser(person("sub-ana", "ana@corp.example", true))
+	base := strings.Replace(h.srv.URL, "127.0.0.1", "localhost", 1)
+	ctx, must := c.ctx, c.must
+	runLink := `a[href="/ui/runs/` + id + `"]`
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<!doctype html><a id="go" href="`+base+`/ui/inbox">the waiting runs</a>`)
+	}))
+	t.Cleanup(elsewhere.Close)
+	must("log in through the provider", chromedp.Do(ctx, chromedp.Navigate(elsewhere.URL), chromedp.Click(chromedp.CSS("#go")),
+		chromedp.WaitVisible(chromedp.CSS(runLink))))
+	where, err := chromedp.Run(ctx, chromedp.Location())
+	must("read the location", err)
+	who, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("header .who span")))
+	must("read who is signed in", err)
+	c.shot("inbox")
+	// Tab until the run's link has the focus, Enter; then Tab until the
+	// reason has it, type, Tab to Approve, Enter.
+	tabTo := func(what, js string) {
+		t.Helper()
+		for range 40 {
+			at, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+			must("read the focus", err)
+			if at {
+				return
+			}
+			must("press Tab", chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)))
+		}
+		t.Fatalf("40 presses of Tab never reached %s", what)
 	}
+	tabTo("the run's link", `document.activeElement.matches('`+runLink+`')`)
+	must("open the run with Enter", chromedp.Do(ctx, chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS("#reason"))))
+	c.shot("run")
+	tabTo("the reason", `document.activeElement.id === "reason"`)
+	must("approve with the keyboard", chromedp.Do(ctx, chromedp.KeyEvent("approved after an OIDC login"), chromedp.KeyEvent(kb.Tab),
+		chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(".notice"))))
+	c.shot("approved")
+	if !strings.HasPrefix(where, base+"/ui/inbox") {
+		t.Errorf("after the login the browser is at %s, want the inbox", where)
+	}
+	if !strings.Contains(who, lead+" · team_lead · oidc login") {
+		t.Errorf("the header says %q, want the lead signed in through oidc", who)
+	}
+	v := h.wantStatus(t, id, record.StatusExecuting)
+	if len(v.Decisions) != 1 || v.Decisions[0].By != lead || v.Decisions[0].Reason != "approved after an OIDC login" {
+		t.Errorf("decisions %+v, want the lead's approval", v.Decisions)
+	}
+	c.reported()
 }

@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
+	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -51,6 +53,8 @@ type Config struct {
 	// Setup is the config in use in words, a line each, as signoff config
 	// check says it: the host leaves out every secret.
 	Setup []string
+	// OIDC, when set, is the login through an identity provider (oidc.go).
+	OIDC *OIDC
 	// Clock is the engine's clock (default workflow.SystemClock).
 	Clock  workflow.Clock
 	Logger *slog.Logger
@@ -66,6 +70,7 @@ type Console struct {
 	clock  workflow.Clock
 	log    *slog.Logger
 	static http.Handler
+	oidc   *oidcClient // nil without a login through an identity provider
 }
 
 // contentSecurityPolicy allows the console's own stylesheet and nothing
@@ -90,6 +95,9 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := checkOIDC(cfg); err != nil {
+		return nil, err
+	}
 	pages, err := parsePages(cfg.Prefix)
 	if err != nil {
 		return nil, err
@@ -98,11 +106,35 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, eng: cfg.Engine, sess: &sessions{key: cfg.SessionKey, secure: cfg.Secure, path: cfg.Prefix},
+	c := &Console{cfg: cfg, eng: cfg.Engine, sess: &sessions{key: cfg.SessionKey, secure: cfg.Secure, lax: cfg.OIDC != nil, path: cfg.Prefix},
 		pages: pages, clock: cfg.Clock, log: cfg.Logger,
 		static: http.StripPrefix(cfg.Prefix+"/static/", http.FileServerFS(sub))}
+	if cfg.OIDC != nil {
+		c.oidc = &oidcClient{cfg: *cfg.OIDC}
+	}
 	c.mux = c.routes()
 	return c, nil
+}
+
+// checkOIDC refuses an identity provider's login that could not work.
+func checkOIDC(cfg Config) error {
+	o := cfg.OIDC
+	if o == nil {
+		return nil
+	}
+	if o.Issuer == "" || o.ClientID == "" || o.ClientSecret == "" {
+		return errors.New("console: the OIDC login needs an issuer, a client id and a client secret")
+	}
+	if o.RedirectURL != "" {
+		u, err := url.Parse(o.RedirectURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != cfg.Prefix+"/oidc/callback" {
+			return fmt.Errorf("console: the OIDC redirect URL %q must be http(s)://HOST%s/oidc/callback, where the console answers the provider", o.RedirectURL, cfg.Prefix)
+		}
+	}
+	if len(o.Scopes) > 0 && !slices.Contains(o.Scopes, "openid") {
+		return errors.New("console: the OIDC scopes must include openid")
+	}
+	return nil
 }
 
 func (c *Console) routes() *http.ServeMux {
@@ -117,6 +149,10 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET "+p+"/login", c.loginPage)
 	m.HandleFunc("POST "+p+"/login", c.login)
 	m.HandleFunc("POST "+p+"/logout", c.logout)
+	if c.oidc != nil {
+		m.HandleFunc("GET "+p+"/oidc/login", c.oidcStart)
+		m.HandleFunc("GET "+p+"/oidc/callback", c.oidcCallback)
+	}
 	m.HandleFunc("GET "+p+"/inbox", c.signedIn(c.inbox))
 	m.HandleFunc("GET "+p+"/runs/{id}", c.signedIn(c.runPage))
 	m.HandleFunc("GET "+p+"/ops", c.signedIn(c.ops))
@@ -199,6 +235,7 @@ type page struct {
 	Prefix   string
 	CSRF     string
 	Who      *Identity
+	WhoName  string // the member, else the login's email or subject, inert
 	Role     string
 	ReadOnly bool
 	Notice   string // what was just done
@@ -211,7 +248,11 @@ func (c *Console) newPage(se *session, title string, data any) *page {
 	if se != nil {
 		p.CSRF, p.Who = se.CSRF, se.Who
 		if se.Who != nil {
-			p.Role, _ = c.eng.Roles().RoleOf(se.Who.Member)
+			p.WhoName = show.Inert(se.Who.label())
+			if se.Who.Member != "" {
+				p.WhoName = se.Who.Member
+				p.Role, _ = c.eng.Roles().RoleOf(se.Who.Member)
+			}
 		}
 	}
 	return p

@@ -16,8 +16,10 @@
 // Who is looking is a signed session cookie holding an Identity: the member
 // of the config's roles the person acts as, and how they proved it. The
 // local login (a member picked from a list) is for demos and tests on
-// loopback only; a login through an identity provider fills the same
-// Identity (subject and email mapped to a member).
+// loopback only; the login through an identity provider (oidc.go: the
+// authorization code flow with state, nonce and PKCE) fills the same
+// Identity, its subject or verified email mapped to a member, and a login
+// the provider allows but no member maps reads and never decides.
 //
 // Every page is sent with a Content-Security-Policy that allows no script
 // and no inline style, every form carries a CSRF token the session holds,

@@ -65,9 +65,10 @@ const ticketSchema = `{"type":"object","additionalProperties":false,"required":[
 	"secret":{"type":"string"}}}`
 
 type harness struct {
-	engine *workflow.Engine
-	clock  *clocktest.Clock
-	srv    *httptest.Server
+	console *console.Console
+	engine  *workflow.Engine
+	clock   *clocktest.Clock
+	srv     *httptest.Server
 }
 
 type harnessOpts struct {
@@ -76,6 +77,7 @@ type harnessOpts struct {
 	sessionKey []byte
 	// consoleCfg changes the console's Config before New.
 	consoleCfg func(*consoleConfig)
+	oidc       *console.OIDC // a login through this identity provider
 }
 
 type consoleConfig = console.Config
@@ -141,7 +143,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.sessionKey != nil {
 		key = o.sessionKey
 	}
-	cc := console.Config{Engine: e, Prefix: "/ui", SessionKey: key, ReadOnly: o.readOnly, LocalLogin: !o.noLocal, Clock: clk}
+	cc := console.Config{Engine: e, Prefix: "/ui", SessionKey: key, ReadOnly: o.readOnly, LocalLogin: !o.noLocal,
+		OIDC: o.oidc, Clock: clk}
 	if o.consoleCfg != nil {
 		o.consoleCfg(&cc)
 	}
@@ -151,7 +154,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
-	return &harness{engine: e, clock: clk, srv: srv}
+	return &harness{console: c, engine: e, clock: clk, srv: srv}
 }
 
 // submit proposes one action as requester, and returns the waiting run's id.

@@ -35,13 +35,28 @@ type loginData struct {
 	Local   bool
 	Members []member
 	Next    string
+	OIDC    string // the link that starts the identity provider's login
 }
 
+// loginPage offers the logins this console has. With the identity
+// provider's alone it goes there at once, passing max_age and prompt on
+// (/ui/login?max_age=300&next=/ui/runs/ID asks for a fresh login).
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	se := sessionOf(r)
-	p := c.newPage(se, "Log in", loginData{Local: c.cfg.LocalLogin, Members: c.members(), Next: c.next(r.URL.Query().Get("next"))})
-	if !c.cfg.LocalLogin {
-		p.Problem = "No login is set up for this console (ui.local_login is for demos on loopback; a login through an identity provider is not available yet)."
+	next := c.next(r.URL.Query().Get("next"))
+	if c.oidc != nil && !c.cfg.LocalLogin {
+		u := *r.URL
+		u.Path = c.cfg.Prefix + "/oidc/login"
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return
+	}
+	d := loginData{Local: c.cfg.LocalLogin, Members: c.members(), Next: next}
+	if c.oidc != nil {
+		d.OIDC = c.loginLink(next)
+	}
+	p := c.newPage(se, "Log in", d)
+	if !c.cfg.LocalLogin && c.oidc == nil {
+		p.Problem = "No login is set up for this console: set ui.oidc for a login through an identity provider (ui.local_login is for demos on loopback)."
 	}
 	c.render(w, r, http.StatusOK, "login", p)
 }
@@ -70,10 +85,11 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 // SignIn starts a new session (a new CSRF token) for who, on the
 // response: the local login uses it, and so may a program that mounts the
 // console behind a login of its own, once it has mapped the person to a
-// member of the config's roles. AuthTime, when zero, is now.
+// member of the config's roles. An identity with a subject and no member
+// may read and never decide. AuthTime, when zero, is now.
 func (c *Console) SignIn(w http.ResponseWriter, r *http.Request, who Identity) error {
-	if who.Member == "" || who.Method == "" {
-		return errors.New("console: sign in: an identity needs a member and a method")
+	if (who.Member == "" && who.Subject == "") || who.Method == "" {
+		return errors.New("console: sign in: an identity needs a member (or a subject) and a method")
 	}
 	now := c.clock.Now()
 	if who.AuthTime.IsZero() {
@@ -100,4 +116,15 @@ func (c *Console) next(s string) string {
 		return s
 	}
 	return p + "/inbox"
+}
+
+// SignedIn returns who r's session cookie says is signed in, and when they
+// proved it (Identity.AuthTime): for a check of how fresh a login is before
+// a step that wants a recent one.
+func (c *Console) SignedIn(r *http.Request) (Identity, bool) {
+	se := c.sess.read(r, c.clock.Now())
+	if se == nil || se.Who == nil {
+		return Identity{}, false
+	}
+	return *se.Who, true
 }

@@ -242,6 +242,11 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
 		c.problem(w, r, se, http.StatusForbidden, readOnlyRefusal)
 		return
 	}
+	if se.Who.Member == "" {
+		c.problem(w, r, se, http.StatusForbidden, "you are signed in as "+show.Inert(se.Who.label())+
+			", which ui.members maps to no member of the roles: you may read and not decide")
+		return
+	}
 	verdict := record.Verdict(r.PostFormValue("verdict"))
 	if verdict != record.VerdictApprove && verdict != record.VerdictReject {
 		c.showRun(w, r, se, http.StatusBadRequest, "", "choose approve or reject")

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -53,40 +54,28 @@ const MinKeyLen = 32
 type sessions struct {
 	key    []byte
 	secure bool   // the cookie is sent over TLS only
+	lax    bool   // SameSite=Lax: a login comes back from an identity provider
 	path   string // the console's prefix
 }
 
 // newSession is a session without a login, with a fresh CSRF token.
 func newSession(now time.Time) (*session, error) {
+	return &session{CSRF: randomToken(), Expires: now.Add(sessionTTL)}, nil
+}
+
+// randomToken is 24 random bytes, base64url: a CSRF token, a state, a nonce.
+// crypto/rand.Read never fails (it panics rather than return short).
+func randomToken() string {
 	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
-	}
-	return &session{CSRF: base64.RawURLEncoding.EncodeToString(b[:]), Expires: now.Add(sessionTTL)}, nil
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // read returns the request's session, or nil when it has none that this
 // key signed and that has not ended.
 func (s *sessions) read(r *http.Request, now time.Time) *session {
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		return nil
-	}
-	body, mac, ok := strings.Cut(c.Value, ".")
-	if !ok {
-		return nil
-	}
-	want := s.mac(body)
-	got, err := base64.RawURLEncoding.DecodeString(mac)
-	if err != nil || !hmac.Equal(got, want) {
-		return nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(body)
-	if err != nil {
-		return nil
-	}
 	var se session
-	if err := json.Unmarshal(raw, &se); err != nil || se.CSRF == "" || !now.Before(se.Expires) {
+	if !s.open(r, cookieName, sessionDomain, &se) || se.CSRF == "" || !now.Before(se.Expires) {
 		return nil
 	}
 	return &se
@@ -95,27 +84,100 @@ func (s *sessions) read(r *http.Request, now time.Time) *session {
 // write sets se as the response's session cookie: Secure when the console
 // is configured so (TLS ended before it) or r came over TLS.
 func (s *sessions) write(w http.ResponseWriter, r *http.Request, se *session) error {
-	raw, err := json.Marshal(se)
+	v, err := s.seal(sessionDomain, se)
 	if err != nil {
 		return err
 	}
-	body := base64.RawURLEncoding.EncodeToString(raw)
-	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: body + "." + base64.RawURLEncoding.EncodeToString(s.mac(body)),
-		Path: s.path + "/", MaxAge: int(sessionTTL / time.Second), Secure: s.secure || r.TLS != nil, HttpOnly: true, SameSite: http.SameSiteStrictMode,
-	})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: v, Path: s.path + "/", MaxAge: int(sessionTTL / time.Second),
+		Secure: s.secure || r.TLS != nil, HttpOnly: true, SameSite: s.sameSite()})
 	return nil
 }
 
 // clear ends the session in the browser.
 func (s *sessions) clear(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: s.path + "/", MaxAge: -1,
-		Secure: s.secure || r.TLS != nil, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		Secure: s.secure || r.TLS != nil, HttpOnly: true, SameSite: s.sameSite()})
 }
 
-func (s *sessions) mac(body string) []byte {
+// sameSite is Strict, or Lax when a login comes back from an identity
+// provider: a Strict cookie set on that cross-site redirect is not sent
+// on the redirect that follows it, and the person would land on the login
+// again. Every form still carries its CSRF token.
+func (s *sessions) sameSite() http.SameSite {
+	if s.lax {
+		return http.SameSiteLaxMode
+	}
+	return http.SameSiteStrictMode
+}
+
+// flowCookie holds a login through the identity provider between its
+// redirect and its callback.
+const flowCookie = "signoff_oidc"
+
+// readFlow returns the request's login flow, or nil when it has none this
+// key signed that has not ended.
+func (s *sessions) readFlow(r *http.Request, now time.Time) *flow {
+	var f flow
+	if !s.open(r, flowCookie, flowDomain, &f) || f.State == "" || !now.Before(f.Expires) {
+		return nil
+	}
+	return &f
+}
+
+// writeFlow sets the flow cookie: Lax, so that the provider's redirect
+// back (from another site) carries it, and only to the callback's path.
+func (s *sessions) writeFlow(w http.ResponseWriter, r *http.Request, f *flow) error {
+	v, err := s.seal(flowDomain, f)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: flowCookie, Value: v, Path: s.path + "/oidc/", MaxAge: int(flowTTL / time.Second),
+		Secure: s.secure || r.TLS != nil, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	return nil
+}
+
+func (s *sessions) clearFlow(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: flowCookie, Value: "", Path: s.path + "/oidc/", MaxAge: -1,
+		Secure: s.secure || r.TLS != nil, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+}
+
+// The MAC's domains: a flow cookie is never taken for a session.
+const (
+	sessionDomain = "signoff console session"
+	flowDomain    = "signoff console login flow"
+)
+
+// seal encodes v and signs it for domain.
+func (s *sessions) seal(domain string, v any) (string, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode a cookie: %w", err)
+	}
+	body := base64.RawURLEncoding.EncodeToString(raw)
+	return body + "." + base64.RawURLEncoding.EncodeToString(s.mac(domain, body)), nil
+}
+
+// open decodes cookie name into v when this key signed it for domain.
+func (s *sessions) open(r *http.Request, name, domain string, v any) bool {
+	c, err := r.Cookie(name)
+	if err != nil {
+		return false
+	}
+	body, mac, ok := strings.Cut(c.Value, ".")
+	if !ok {
+		return false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(mac)
+	if err != nil || !hmac.Equal(got, s.mac(domain, body)) {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	return err == nil && json.Unmarshal(raw, v) == nil
+}
+
+func (s *sessions) mac(domain, body string) []byte {
 	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte("signoff console session\x00"))
+	m.Write([]byte(domain + "\x00"))
 	m.Write([]byte(body))
 	return m.Sum(nil)
 }

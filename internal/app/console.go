@@ -33,6 +33,18 @@ func checkUI(cfg *config.Config, addr string, getenv func(string) string) error 
 		return cfg.Errorf("ui.local_login", "the local login lets anyone be anyone, so serve offers it on loopback only, and --addr %s is not; "+
 			"serve on 127.0.0.1 (e.g. --addr 127.0.0.1:8080) or remove local_login", addr)
 	}
+	if cfg.UI.PlainHTTP && !loopback(addr) {
+		return cfg.Errorf("ui.plain_http", "plain_http sends the login's cookies without Secure, so serve allows it on loopback only, and --addr %s is not; "+
+			"serve behind TLS and remove plain_http", addr)
+	}
+	if o := cfg.UI.OIDC; o != nil {
+		if strings.TrimSpace(getenv(o.ClientSecretEnv)) == "" {
+			return cfg.Errorf("ui.oidc.client_secret_env", "%s, which holds the OIDC client secret, is not set", o.ClientSecretEnv)
+		}
+		if u := o.RedirectURL; u != "" && !strings.HasSuffix(u, consolePrefix+"/oidc/callback") {
+			return cfg.Errorf("ui.oidc.redirect_url", "%s is not where serve answers the identity provider: it ends in %s/oidc/callback", u, consolePrefix)
+		}
+	}
 	_, err := uiSessionKey(cfg, getenv)
 	return err
 }
@@ -83,15 +95,22 @@ func uiSessionKey(cfg *config.Config, getenv func(string) string) ([]byte, error
 
 // newConsole is the console on a's engine, as the config's ui: says; ready
 // is the host's readiness (nil for none). Its Operations page says the
-// config as config check does, and names the anchors' newest.
+// config as config check does, and names the anchors' newest. With an
+// identity provider's login its cookies are Secure unless plain_http.
 func newConsole(a *app, key []byte, ready func(context.Context) error) (*console.Console, error) {
+	ui := a.cfg.UI
 	var setup bytes.Buffer
 	renderConfig(&setup, a.cfg, a.getenv)
-	cc := console.Config{Engine: a.engine, Prefix: consolePrefix, SessionKey: key, ReadOnly: a.cfg.UI.ReadOnly,
-		LocalLogin: a.cfg.UI.LocalLogin, Clock: a.clock, Logger: a.log, Ready: ready,
+	cc := console.Config{Engine: a.engine, Prefix: consolePrefix, SessionKey: key, ReadOnly: ui.ReadOnly,
+		LocalLogin: ui.LocalLogin, Clock: a.clock, Logger: a.log, Ready: ready,
 		Setup: strings.Split(strings.TrimRight(setup.String(), "\n"), "\n")}
 	if a.anchors != nil {
 		cc.Anchor = a.anchors.latest
+	}
+	if o := ui.OIDC; o != nil {
+		cc.Secure = !ui.PlainHTTP
+		cc.OIDC = &console.OIDC{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: strings.TrimSpace(a.getenv(o.ClientSecretEnv)),
+			RedirectURL: o.RedirectURL, Scopes: o.Scopes, Allowed: o.Allowed, Members: ui.MembersByLogin()}
 	}
 	return console.New(cc)
 }

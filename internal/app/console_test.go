@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oauth2-proxy/mockoidc"
+
 	"github.com/signoff-dev/signoff/config"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/workflow"
@@ -91,6 +93,8 @@ func TestServeRefusesAConsoleItCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	withKey := func(k string) string { return map[string]string{uiKeyEnv: testUIKey}[k] }
+	withSecret := func(k string) string { return map[string]string{uiKeyEnv: testUIKey, "OIDC_SECRET": "s3cret"}[k] }
+	const idp = "{issuer: https://idp.corp.example, client_id: signoff, client_secret_env: OIDC_SECRET}"
 	for _, tc := range []struct {
 		name, section, addr string
 		getenv              func(string) string
@@ -104,6 +108,12 @@ func TestServeRefusesAConsoleItCannotStart(t *testing.T) {
 		{"a short key file", "{session_key_file: short.key}", ":8080", noEnv, "short.key holds 9 bytes"},
 		{"a key file", "{session_key_file: ui.key}", ":8080", noEnv, ""},
 		{"a missing key file", "{session_key_file: none.key}", ":8080", noEnv, "read the console's session key"},
+		{"oidc without its secret", "{oidc: " + idp + "}", ":8080", withKey, "ui.oidc.client_secret_env: OIDC_SECRET, which holds the OIDC client secret, is not set"},
+		{"oidc with its secret", "{oidc: " + idp + "}", ":8080", withSecret, ""},
+		{"oidc calling back elsewhere", "{oidc: {issuer: https://idp.corp.example, client_id: signoff, client_secret_env: OIDC_SECRET, redirect_url: https://signoff.corp.example/cb}}",
+			":8080", withSecret, "ui.oidc.redirect_url: https://signoff.corp.example/cb is not where serve answers"},
+		{"plain http on every interface", "{plain_http: true, oidc: " + idp + "}", ":8080", withSecret, "ui.plain_http: plain_http sends the login's cookies without Secure"},
+		{"plain http on loopback", "{plain_http: true, oidc: " + idp + "}", "127.0.0.1:8080", withSecret, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Load(writeUIConfig(t, dir, tc.section))
@@ -291,4 +301,110 @@ ui: {local_login: true}
 			t.Fatalf("the Operations page shows a secret %q:\n%s", secretText, page)
 		}
 	}
+}
+
+// TestConsoleOIDCDocExample: the oidc: example of docs/console.md loads,
+// serve refuses it until its client secret's variable is set, and, with a
+// test identity provider's issuer and client in place of the example's,
+// serve logs ana@corp.example in as U0LEAD0001, who approves a run there,
+// while a login allowed and not mapped reads and may not decide.
+func TestConsoleOIDCDocExample(t *testing.T) {
+	yamls := blocksOf(docSection(t, "docs/console.md", "Logging in through an identity provider"), "yaml")
+	if len(yamls) != 1 {
+		t.Fatalf("%d yaml blocks, want 1", len(yamls))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ui.key"), []byte(testUIKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load := func(text string) *config.Config {
+		t.Helper()
+		p := filepath.Join(dir, "signoff.yaml")
+		if err := os.WriteFile(p, append(config.DefaultYAML(), []byte("\n"+text)...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	cfg := load(yamls[0])
+	if o := cfg.UI.OIDC; o == nil || o.ClientSecretEnv != "SIGNOFF_OIDC_CLIENT_SECRET" || cfg.UI.MembersByLogin()["ana@corp.example"] != "U0LEAD0001" {
+		t.Fatalf("ui = %+v", cfg.UI)
+	}
+	if err := checkUI(cfg, ":8080", noEnv); err == nil || !strings.Contains(err.Error(), "SIGNOFF_OIDC_CLIENT_SECRET, which holds the OIDC client secret, is not set") {
+		t.Fatalf("serve without the client secret: %v", err)
+	}
+
+	m, err := mockoidc.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Shutdown() }()
+	text := strings.NewReplacer("https://accounts.google.com", m.Issuer(), "1234567890-signoff.apps.googleusercontent.com", m.ClientID,
+		"    redirect_url: https://signoff.corp.example/ui/oidc/callback\n", "", "[openid, email, profile]", "[openid, email, profile, groups]",
+		"hd: [corp.example]", "groups: [engineering]", "ui:\n", "ui:\n  plain_http: true\n").Replace(yamls[0])
+	env := func(k string) string {
+		return map[string]string{uiKeyEnv: testUIKey, "SIGNOFF_OIDC_CLIENT_SECRET": m.ClientSecret}[k]
+	}
+	a, err := openApp(t.Context(), options{db: dbPath(dir), shop: shopPath(dir), config: writeUIConfig(t, dir, ""), server: true}, env, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.cfg = load(text)
+	raw, err := os.ReadFile(fixture("refund-double-charge.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := workflow.ParseProposal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := a.engine.Submit(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := startServer(t.Context(), a, serveOptions{addr: "127.0.0.1:0", poll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.stop()
+	signIn := func(u mockoidc.User) *uiClient {
+		t.Helper()
+		m.QueueUser(u)
+		ui := newUIClient(t, "http://"+s.addr)
+		next := ui.base + "/ui/runs/" + run.ID
+		for range 8 {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, next, nil)
+			resp, err := ui.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther && resp.StatusCode != http.StatusFound {
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("the login ended at %s with %d", next, resp.StatusCode)
+				}
+				return ui
+			}
+			ref, _ := url.Parse(resp.Header.Get("Location"))
+			next = req.URL.ResolveReference(ref).String()
+		}
+		t.Fatalf("the login did not end")
+		return nil
+	}
+	eve := signIn(&mockoidc.MockUser{Subject: "sub-eve", Email: "eve@corp.example", EmailVerified: true, Groups: []string{"engineering"}})
+	if code, _ := eve.approve(run.ID); code != http.StatusForbidden {
+		t.Fatalf("approve by a login no member maps: %d, want 403", code)
+	}
+	ana := signIn(&mockoidc.MockUser{Subject: "sub-ana", Email: "ana@corp.example", EmailVerified: true, Groups: []string{"engineering"}})
+	if code, body := ana.approve(run.ID); code != http.StatusSeeOther {
+		t.Fatalf("approve as ana: %d\n%s", code, body)
+	}
+	waitFor(t, "the approved run to be executed", func() bool {
+		v, err := a.engine.Get(context.Background(), run.ID)
+		return err == nil && v.Status == record.StatusDone && len(v.Decisions) == 1 && v.Decisions[0].By == "U0LEAD0001"
+	})
 }
