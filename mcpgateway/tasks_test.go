@@ -25,7 +25,7 @@ import (
 // carries its protocol version and capabilities in _meta): the Go SDK's
 // client has no method of the Tasks extension.
 type rawClient struct {
-	t    *testing.T
+	t    testing.TB
 	conn mcp.Connection
 	id   int64
 	// tasks says whether each request declares the extension.
