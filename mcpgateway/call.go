@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -79,8 +80,13 @@ func (g *Gateway) propose(ctx context.Context, requester string, t *tool, args j
 	}
 	p := &workflow.Proposal{TaskID: "mcp:" + digest, Requester: record.Person{ID: requester},
 		Summary: "MCP call " + t.served.Name, Actions: []record.Action{{Name: t.Action(), Args: args}}}
+	if t.annotations != nil {
+		// The server's claims, for the policy to read as such, and for an
+		// approver to see beside the arguments.
+		p.Evidence = []record.Evidence{{Source: policy.MCPAnnotationsSource, Data: t.annotations}}
+	}
 	if g.allowed(ctx, p) {
-		return g.submit(ctx, p)
+		return g.submit(ctx, t, p)
 	}
 	runs, err := g.cfg.Engine.List(ctx, storage.RunFilter{TaskID: p.TaskID, RequesterID: requester})
 	if err != nil {
@@ -93,10 +99,16 @@ func (g *Gateway) propose(ctx context.Context, requester string, t *tool, args j
 		}
 	}
 	p.IdempotencyKey = fmt.Sprintf("%s/%d", p.TaskID, len(runs))
-	return g.submit(ctx, p)
+	return g.submit(ctx, t, p)
 }
 
-func (g *Gateway) submit(ctx context.Context, p *workflow.Proposal) (*workflow.RunView, error) {
+// submit proposes p, unless the upstream is down: a new call is then
+// answered at once, with nothing proposed, and a later one reconnects
+// (conn.go). A call that is a run already is answered by its run.
+func (g *Gateway) submit(ctx context.Context, t *tool, p *workflow.Proposal) (*workflow.RunView, error) {
+	if _, err := t.conn.get(ctx); err != nil {
+		return nil, err
+	}
 	run, _, err := g.cfg.Engine.SubmitReplay(ctx, p)
 	if err != nil {
 		return nil, err
@@ -247,8 +259,12 @@ func (g *Gateway) stored(v *workflow.RunView) *mcp.CallToolResult {
 // what to change; anything else is logged and answered without its detail.
 func (g *Gateway) failed(t *tool, err error) *mcp.CallToolResult {
 	var re *record.RefusedError
-	if errors.As(err, &re) {
+	var down *DownError
+	switch {
+	case errors.As(err, &re):
 		return toolError("signoff refused the call: " + re.Error())
+	case errors.As(err, &down):
+		return toolError(down.Error() + ". Nothing was proposed or run: make the call again later.")
 	}
 	g.log.Error("mcp gateway call failed", "tool", t.served.Name, "err", err)
 	return toolError("internal error: signoff could not take the call; try again")

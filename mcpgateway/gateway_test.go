@@ -34,6 +34,8 @@ type notes struct {
 	byName map[string]string
 	writes atomic.Int32
 	reads  atomic.Int32
+	// onWrite, when set, runs in write_note's handler after the write.
+	onWrite func(ctx context.Context)
 	auth   atomic.Value // the Authorization header of the last HTTP request
 }
 
@@ -48,11 +50,15 @@ func (n *notes) server(extra ...*mcp.Tool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
 	yes := true
 	mcp.AddTool(srv, &mcp.Tool{Name: "write_note", Description: "Write a note."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
 			n.writes.Add(1)
 			n.mu.Lock()
 			n.byName[in.Title] = in.Body
+			hook := n.onWrite
 			n.mu.Unlock()
+			if hook != nil {
+				hook(ctx)
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Title}}}, nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "read_note", Description: "Read a note.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Read"}},
@@ -85,6 +91,21 @@ type harness struct {
 	logs   *bytes.Buffer
 	// upstream ends the upstream's side of the connection.
 	upstream *mcp.ServerSession
+	// cut breaks the connection under the upstream at once, without the
+	// session's orderly close.
+	cut func()
+}
+
+// cutTransport is a transport whose connection a test can break at once.
+type cutTransport struct {
+	mcp.Transport
+	conn mcp.Connection
+}
+
+func (c *cutTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := c.Transport.Connect(ctx)
+	c.conn = conn
+	return conn, err
 }
 
 type option func(*harness, *[]mcpgateway.Upstream)
@@ -100,9 +121,11 @@ func newHarness(t *testing.T, opts ...option) *harness {
 	h := &harness{t: t, notes: newNotes(), logs: &bytes.Buffer{}}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	server, client := mcp.NewInMemoryTransports()
-	if h.upstream, err = h.notes.server().Connect(ctx, server, nil); err != nil {
+	under := &cutTransport{Transport: server}
+	if h.upstream, err = h.notes.server().Connect(ctx, under, nil); err != nil {
 		t.Fatal(err)
 	}
+	h.cut = func() { under.conn.Close() }
 	ups := []mcpgateway.Upstream{{Name: "notes", Transport: client}}
 	for _, o := range opts {
 		o(h, &ups)
@@ -412,13 +435,19 @@ func TestUnknownOutcomeNeedsAPerson(t *testing.T) {
 	cs := h.client(h.gateway(time.Nanosecond, 0), nil)
 	first := call(t, cs, "notes.write_note", note)
 	h.decide(first.runID, record.VerdictApprove, "")
-	h.upstream.Close() // the upstream goes away: the call gets no answer
+	// The upstream goes away while the call is in it: no answer comes.
+	h.notes.mu.Lock()
+	h.notes.onWrite = func(context.Context) { h.cut() }
+	h.notes.mu.Unlock()
 	call(t, cs, "notes.write_note", note)
 	if _, err := h.engine.Resume(context.Background(), first.runID); err != nil {
 		t.Fatal(err)
 	}
 	if st := h.status(first.runID); st != record.StatusNeedsAttention {
 		t.Fatalf("run is %s, want needs_attention", st)
+	}
+	if n := h.notes.writes.Load(); n != 1 {
+		t.Fatalf("the upstream saw %d writes, want 1: never a second call after an unknown outcome", n)
 	}
 	a := call(t, cs, "notes.write_note", note)
 	if !a.isError || !strings.Contains(a.text, "needs a person") || !strings.Contains(a.text, "no idempotency key") {
