@@ -36,7 +36,7 @@ type notes struct {
 	reads  atomic.Int32
 	// onWrite, when set, runs in write_note's handler after the write.
 	onWrite func(ctx context.Context)
-	auth   atomic.Value // the Authorization header of the last HTTP request
+	auth    atomic.Value // the Authorization header of the last HTTP request
 }
 
 func newNotes() *notes { return &notes{byName: map[string]string{}} }
@@ -392,6 +392,63 @@ func TestReadOnlyHintDoesNotLetThrough(t *testing.T) {
 	a := call(t, h.client(h.gateway(time.Nanosecond, 0), nil), "notes.delete_note", note)
 	if a.isError || a.runID == "" || h.notes.writes.Load() != 0 {
 		t.Fatalf("delete_note = %+v, writes %d; want it waiting for approval, nothing called", a, h.notes.writes.Load())
+	}
+}
+
+// TestPolicySeesTheToolsClaims: the tool's annotations reach the run as
+// evidence (mcp.annotations, which an approver sees) and the policy as
+// mcp.untrusted_annotations, beside mcp.upstream and mcp.tool: a rule may
+// add scrutiny on a claim, while the claim of being read-only lets nothing
+// through a rule that does not read it.
+func TestPolicySeesTheToolsClaims(t *testing.T) {
+	h := newHarness(t)
+	twice := &record.ApprovalSpec{Role: "team_lead", Count: 2, Expires: record.Seconds(3600)}
+	once := &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}
+	var err error
+	if h.wcfg.Policy, err = policy.New("r2", []policy.Rule{
+		{Name: "notes-reads", When: `mcp.upstream == "notes" && mcp.tool == "read_note"`, Risk: "low"},
+		{Name: "claims-destructive", When: `"destructiveHint" in mcp.untrusted_annotations && mcp.untrusted_annotations.destructiveHint == true`,
+			Risk: "high", Approval: twice},
+		{Name: "everything-else", When: "true", Risk: "high", Approval: once},
+	}, h.engine.Roles()); err != nil {
+		t.Fatal(err)
+	}
+	if h.engine, err = workflow.New(h.wcfg); err != nil {
+		t.Fatal(err)
+	}
+	cs := h.client(h.gateway(time.Nanosecond, 0), nil)
+	for _, c := range []struct {
+		tool   string
+		rule   string
+		claims string // the evidence the run holds; "" for none
+	}{
+		{"notes.read_note", "", `{"idempotentHint":false,"readOnlyHint":true,"title":"Read"}`},
+		{"notes.delete_note", "claims-destructive", `{"destructiveHint":true,"idempotentHint":false,"readOnlyHint":true}`},
+		{"notes.write_note", "everything-else", ""},
+	} {
+		a := call(t, cs, c.tool, note)
+		runs, err := h.engine.ListViews(context.Background(), storage.RunFilter{})
+		if err != nil || a.isError {
+			t.Fatalf("%s: %+v (%v)", c.tool, a, err)
+		}
+		v := runs[len(runs)-1]
+		for _, r := range runs {
+			if r.CreatedAt.After(v.CreatedAt) {
+				v = r
+			}
+		}
+		var rule, claims string
+		if v.Gate != nil && v.Gate.Approval != nil {
+			rule = v.Gate.Rule
+		}
+		for _, e := range v.Evidence {
+			if e.Source == policy.MCPAnnotationsSource {
+				claims = string(e.Data)
+			}
+		}
+		if rule != c.rule || claims != c.claims {
+			t.Fatalf("%s: gated by %q with claims %s, want %q with %s", c.tool, rule, claims, c.rule, c.claims)
+		}
 	}
 }
 
