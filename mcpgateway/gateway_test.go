@@ -88,12 +88,30 @@ type harness struct {
 	wcfg   workflow.Config
 	ups    *mcpgateway.Upstreams
 	notes  *notes
-	logs   *bytes.Buffer
+	logs   *logs
 	// upstream ends the upstream's side of the connection.
 	upstream *mcp.ServerSession
 	// cut breaks the connection under the upstream at once, without the
 	// session's orderly close.
 	cut func()
+}
+
+// logs is what the loggers write, from any goroutine.
+type logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // cutTransport is a transport whose connection a test can break at once.
@@ -118,7 +136,7 @@ func newHarness(t *testing.T, opts ...option) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, notes: newNotes(), logs: &bytes.Buffer{}}
+	h := &harness{t: t, notes: newNotes(), logs: &logs{}}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	server, client := mcp.NewInMemoryTransports()
 	under := &cutTransport{Transport: server}
@@ -283,7 +301,7 @@ func TestToolsAreNamespacedAndHostileTextBounded(t *testing.T) {
 		t.Errorf("description of %d runes with control characters %v: want it bounded and inert", len([]rune(d)), strings.ContainsRune(d, '\x1b'))
 	}
 	if !strings.Contains(h.logs.String(), "upstream tool left out") {
-		t.Errorf("no warning for the tool left out; logs:\n%s", h.logs)
+		t.Errorf("no warning for the tool left out; logs:\n%s", h.logs.String())
 	}
 }
 
