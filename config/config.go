@@ -481,7 +481,7 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 	if cfg.API, err = c.api(fc.API); err != nil {
 		return nil, err
 	}
-	if cfg.MCP, err = c.mcp(fc.MCP); err != nil {
+	if cfg.MCP, err = c.mcp(fc.MCP, cfg.Roles, cfg.API.Tokens); err != nil {
 		return nil, err
 	}
 	cfg.AuditLog = fc.AuditLog

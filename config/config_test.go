@@ -188,7 +188,7 @@ func TestParseRefuses(t *testing.T) {
 		{"no roles section", "policy: {revision: r1, rules: [{name: all, when: \"true\", risk: low}]}\nactions: {x: {executor: demo}}\n",
 			`signoff.yaml:1: roles: at least one role is required (lowest first, e.g. - {name: team_lead, members: [U0LEAD0001]})`},
 		{"unknown field of action", edit(`when: action.name == "request_refund"`, `when: action.nme == "request_refund"`),
-			`signoff.yaml:9: policy.rules[0].when: ERROR: <input>:1:7: undefined field 'nme' (action has name, index, args; requester has id, name, role; evidence has source, data; arguments are action.args.NAME)`},
+			`signoff.yaml:9: policy.rules[0].when: ERROR: <input>:1:7: undefined field 'nme' (action has name, index, args; requester has id, name, role; evidence has source, data; mcp has upstream, tool, untrusted_annotations; arguments are action.args.NAME)`},
 		{"rule about an action the config lacks", edit(`when: action.name == "request_refund"`, `when: action.name == "request_refnud"`),
 			`signoff.yaml:9: policy.rules[0].when: no action is named "request_refnud" (actions: request_refund)`},
 		{"more approvals than people", edit(`count: 1`, `count: 3`),

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/signoff-dev/signoff/policy"
 )
 
 // DefaultMCPHold is how long the MCP gateway holds a gated call for its
@@ -25,7 +27,19 @@ type MCPConfig struct {
 	// Identities map a bearer token's SHA-256 to the requester its calls
 	// speak for. Without any, the gateway over HTTP takes api.tokens.
 	Identities []MCPIdentity
-	Hold       time.Duration
+	// Operators map a bearer token's SHA-256 to the person of the roles
+	// who decides through the gateway's operator tools (signoff.approvals.*)
+	// when calling with it. Without any, those tools are served to nobody
+	// over HTTP.
+	Operators []MCPOperator
+	Hold      time.Duration
+}
+
+// MCPOperator is a person who decides runs through the gateway over HTTP:
+// the hash of their token and their id, as the roles name them.
+type MCPOperator struct {
+	SHA256 [32]byte
+	Member string
 }
 
 // MCPUpstream is one upstream MCP server: a program spoken to over its
@@ -49,7 +63,13 @@ type MCPIdentity struct {
 type fileMCP struct {
 	Upstreams  []fileUpstream `yaml:"upstreams"`
 	Identities []fileIdentity `yaml:"identities"`
+	Operators  []fileOperator `yaml:"operators"`
 	Hold       string         `yaml:"hold"`
+}
+
+type fileOperator struct {
+	TokenSHA256 string `yaml:"token_sha256"`
+	Member      string `yaml:"member"`
 }
 
 type fileUpstream struct {
@@ -72,7 +92,7 @@ var (
 	headerName   = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
-func (c *checker) mcp(fm *fileMCP) (MCPConfig, error) {
+func (c *checker) mcp(fm *fileMCP, roles *policy.Roles, apiTokens []APIToken) (MCPConfig, error) {
 	mc := MCPConfig{Hold: DefaultMCPHold}
 	if fm == nil {
 		return mc, nil
@@ -94,6 +114,9 @@ func (c *checker) mcp(fm *fileMCP) (MCPConfig, error) {
 	}
 	var err error
 	if mc.Identities, err = c.identities(fm.Identities); err != nil {
+		return mc, err
+	}
+	if mc.Operators, err = c.operators(fm.Operators, roles, mc.Identities, apiTokens); err != nil {
 		return mc, err
 	}
 	if strings.TrimSpace(fm.Hold) != "" {
@@ -174,6 +197,48 @@ func (c *checker) identities(fis []fileIdentity) ([]MCPIdentity, error) {
 			return nil, c.failf(path+".requester", "required: the requester the token's calls speak for, one line (e.g. agent:coder)")
 		}
 		out = append(out, id)
+	}
+	return out, nil
+}
+
+// operators reads the people who decide through the gateway: each token
+// hash once, and never an agent's (an identity's or an API token's), so
+// that an agent's token never reaches the operator tools; each a member
+// of the roles, who decides with their role.
+func (c *checker) operators(fos []fileOperator, roles *policy.Roles, ids []MCPIdentity, apiTokens []APIToken) ([]MCPOperator, error) {
+	var out []MCPOperator
+	seen := map[[32]byte]bool{}
+	for i, fo := range fos {
+		path := fmt.Sprintf("mcp.operators[%d]", i)
+		h := strings.TrimSpace(fo.TokenSHA256)
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != 32 {
+			return nil, c.failf(path+".token_sha256", "want the token's SHA-256 as 64 hex digits (signoff token new prints it), got %d characters", len(h))
+		}
+		var op MCPOperator
+		copy(op.SHA256[:], b)
+		if seen[op.SHA256] {
+			return nil, c.failf(path+".token_sha256", "the same token as another operator: every operator needs their own")
+		}
+		seen[op.SHA256] = true
+		for j, id := range ids {
+			if id.SHA256 == op.SHA256 {
+				return nil, c.failf(path+".token_sha256", "the token of mcp.identities[%d] (%s): an agent's token never decides; give the operator a token of their own", j, limitText(id.Requester))
+			}
+		}
+		for _, t := range apiTokens {
+			if t.SHA256 == op.SHA256 {
+				return nil, c.failf(path+".token_sha256", "the token of api.tokens %s: an agent's token never decides; give the operator a token of their own", limitText(t.ID))
+			}
+		}
+		op.Member = strings.TrimSpace(fo.Member)
+		if op.Member == "" || strings.ContainsFunc(op.Member, isControl) {
+			return nil, c.failf(path+".member", "required: the person who decides with this token, as the roles name them (e.g. U0LEAD0001)")
+		}
+		if _, ok := roles.RoleOf(op.Member); !ok {
+			return nil, c.failf(path+".member", "%q is in no role: an operator decides with their role, so add them to one (roles: members)", limitText(op.Member))
+		}
+		out = append(out, op)
 	}
 	return out, nil
 }

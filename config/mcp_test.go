@@ -9,10 +9,14 @@ import (
 
 // TestParseMCP: mcp: names upstreams (a command or a URL whose headers come
 // from environment variables), callers by token hash, and a hold within
-// bounds; anything else is refused with its line, and no secret value is
-// ever taken from the file.
+// bounds; operators by token hash and a member of the roles; anything else
+// is refused with its line, and no secret value is ever taken from the file.
 func TestParseMCP(t *testing.T) {
 	hash := strings.Repeat("ab", 32)
+	var abab [32]byte
+	for i := range abab {
+		abab[i] = 0xab
+	}
 	with := func(mcp string) string { return valid + "mcp:\n" + mcp }
 	tests := []struct {
 		name string
@@ -51,6 +55,19 @@ func TestParseMCP(t *testing.T) {
 			`signoff.yaml:17: mcp.identities[0].token_sha256: want the token's SHA-256 as 64 hex digits (signoff token new prints it), got 3 characters`},
 		{"no requester", with("  upstreams: [{name: a, command: [x]}]\n  identities: [{token_sha256: " + hash + "}]\n"), MCPConfig{},
 			`signoff.yaml:17: mcp.identities[0].requester: required: the requester the token's calls speak for, one line (e.g. agent:coder)`},
+		{"an operator", with("  upstreams: [{name: a, command: [x]}]\n  operators: [{token_sha256: " + hash + ", member: U0LEAD0001}]\n"),
+			MCPConfig{Upstreams: []MCPUpstream{{Name: "a", Command: []string{"x"}}}, Operators: []MCPOperator{{SHA256: abab, Member: "U0LEAD0001"}},
+				Hold: DefaultMCPHold}, ""},
+		{"an operator in no role", with("  upstreams: [{name: a, command: [x]}]\n  operators: [{token_sha256: " + hash + ", member: U0NOBODY01}]\n"), MCPConfig{},
+			`signoff.yaml:17: mcp.operators[0].member: "U0NOBODY01" is in no role: an operator decides with their role, so add them to one (roles: members)`},
+		{"an operator without a member", with("  upstreams: [{name: a, command: [x]}]\n  operators: [{token_sha256: " + hash + "}]\n"), MCPConfig{},
+			`signoff.yaml:17: mcp.operators[0].member: required: the person who decides with this token, as the roles name them (e.g. U0LEAD0001)`},
+		{"an operator's bad hash", with("  upstreams: [{name: a, command: [x]}]\n  operators: [{token_sha256: abc, member: U0LEAD0001}]\n"), MCPConfig{},
+			`signoff.yaml:17: mcp.operators[0].token_sha256: want the token's SHA-256 as 64 hex digits (signoff token new prints it), got 3 characters`},
+		{"two operators of one token", with("  upstreams: [{name: a, command: [x]}]\n  operators:\n    - {token_sha256: " + hash + ", member: U0LEAD0001}\n    - {token_sha256: " + hash + ", member: U0MGR00001}\n"), MCPConfig{},
+			`signoff.yaml:19: mcp.operators[1].token_sha256: the same token as another operator: every operator needs their own`},
+		{"an agent's token as an operator's", with("  upstreams: [{name: a, command: [x]}]\n  identities: [{token_sha256: " + hash + ", requester: agent:coder}]\n  operators: [{token_sha256: " + hash + ", member: U0LEAD0001}]\n"), MCPConfig{},
+			`signoff.yaml:18: mcp.operators[0].token_sha256: the token of mcp.identities[0] (agent:coder): an agent's token never decides; give the operator a token of their own`},
 		{"hold too long", with("  upstreams: [{name: a, command: [x]}]\n  hold: 2m\n"), MCPConfig{},
 			`signoff.yaml:17: mcp.hold: 2m: want more than 0 and at most 50s, before the client gives up on the call`},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow"
@@ -79,9 +80,9 @@ func (g *Gateway) propose(ctx context.Context, requester string, t *tool, args j
 		return nil, err
 	}
 	if g.allowed(ctx, p) {
-		return g.submit(ctx, p)
+		return g.submit(ctx, t, p)
 	}
-	return g.attach(ctx, p)
+	return g.attach(ctx, t, p)
 }
 
 // proposal is the call as a proposal, keyed by the digest of who calls
@@ -91,13 +92,19 @@ func proposal(requester string, t *tool, args json.RawMessage) (*workflow.Propos
 	if err != nil {
 		return nil, fmt.Errorf("digest the call: %w", err)
 	}
-	return &workflow.Proposal{TaskID: "mcp:" + digest, Requester: record.Person{ID: requester},
-		Summary: "MCP call " + t.served.Name, Actions: []record.Action{{Name: t.Action(), Args: args}}}, nil
+	p := &workflow.Proposal{TaskID: "mcp:" + digest, Requester: record.Person{ID: requester},
+		Summary: "MCP call " + t.served.Name, Actions: []record.Action{{Name: t.Action(), Args: args}}}
+	if t.annotations != nil {
+		// The server's claims, for the policy to read as such, and for an
+		// approver to see beside the arguments.
+		p.Evidence = []record.Evidence{{Source: policy.MCPAnnotationsSource, Data: t.annotations}}
+	}
+	return p, nil
 }
 
 // attach is the run of a gated call: the one that waits or ended within
 // Reattach, else a new one.
-func (g *Gateway) attach(ctx context.Context, p *workflow.Proposal) (*workflow.RunView, error) {
+func (g *Gateway) attach(ctx context.Context, t *tool, p *workflow.Proposal) (*workflow.RunView, error) {
 	runs, err := g.cfg.Engine.List(ctx, storage.RunFilter{TaskID: p.TaskID, RequesterID: p.Requester.ID})
 	if err != nil {
 		return nil, fmt.Errorf("list the runs of the call: %w", err)
@@ -109,10 +116,16 @@ func (g *Gateway) attach(ctx context.Context, p *workflow.Proposal) (*workflow.R
 		}
 	}
 	p.IdempotencyKey = fmt.Sprintf("%s/%d", p.TaskID, len(runs))
-	return g.submit(ctx, p)
+	return g.submit(ctx, t, p)
 }
 
-func (g *Gateway) submit(ctx context.Context, p *workflow.Proposal) (*workflow.RunView, error) {
+// submit proposes p, unless the upstream is down: a new call is then
+// answered at once, with nothing proposed, and a later one reconnects
+// (conn.go). A call that is a run already is answered by its run.
+func (g *Gateway) submit(ctx context.Context, t *tool, p *workflow.Proposal) (*workflow.RunView, error) {
+	if _, err := t.conn.get(ctx); err != nil {
+		return nil, err
+	}
 	run, _, err := g.cfg.Engine.SubmitReplay(ctx, p)
 	if err != nil {
 		return nil, err
@@ -290,8 +303,12 @@ func (g *Gateway) stored(v *workflow.RunView) *mcp.CallToolResult {
 // what to change; anything else is logged and answered without its detail.
 func (g *Gateway) failed(t *tool, err error) *mcp.CallToolResult {
 	var re *record.RefusedError
-	if errors.As(err, &re) {
+	var down *DownError
+	switch {
+	case errors.As(err, &re):
 		return toolError("signoff refused the call: " + re.Error())
+	case errors.As(err, &down):
+		return toolError(down.Error() + ". Nothing was proposed or run: make the call again later.")
 	}
 	g.log.Error("mcp gateway call failed", "tool", t.served.Name, "err", err)
 	return toolError("internal error: signoff could not take the call; try again")

@@ -32,16 +32,32 @@ func (x *toolExecutor) Check(context.Context, record.Action) error { return nil 
 
 // Execute calls the tool once. MCP has no idempotency key, so that an error
 // after the call may have left the upstream changed: it is an unknown
-// outcome, which Lookup cannot settle.
+// outcome, which Lookup cannot settle. An upstream that is down (or whose
+// endpoint refuses the connection) certainly got nothing: that is
+// transient, retried as the engine's retry policy says, and Lookup says so
+// of that key once.
 func (x *toolExecutor) Execute(ctx context.Context, key string, a record.Action) (record.Receipt, error) {
 	var args map[string]any
 	if err := json.Unmarshal(a.Args, &args); err != nil {
 		return record.Receipt{}, workflow.Permanent(fmt.Errorf("the arguments of %s are not a JSON object: %w", x.t.served.Name, err))
 	}
-	res, err := x.t.conn.session.CallTool(ctx, &mcp.CallToolParams{Name: x.t.name, Arguments: args})
-	if err != nil {
-		return record.Receipt{}, fmt.Errorf("call %s on the upstream %s: %w", x.t.name, x.t.upstream, err)
+	c := x.t.conn
+	cs, err := c.get(ctx)
+	if err == nil {
+		var res *mcp.CallToolResult
+		if res, err = c.call(ctx, cs, &mcp.CallToolParams{Name: x.t.name, Arguments: args}); err == nil {
+			return x.receipt(key, res)
+		}
 	}
+	err = fmt.Errorf("call %s on the upstream %s: %w", x.t.name, x.t.upstream, err)
+	if notSent(err) {
+		c.markUnsent(key)
+		return record.Receipt{}, workflow.Transient(err)
+	}
+	return record.Receipt{}, err
+}
+
+func (x *toolExecutor) receipt(key string, res *mcp.CallToolResult) (record.Receipt, error) {
 	detail, err := storedResult(res)
 	if err != nil {
 		return record.Receipt{}, fmt.Errorf("keep the answer of %s: %w", x.t.served.Name, err)
@@ -55,8 +71,13 @@ func (x *toolExecutor) Execute(ctx context.Context, key string, a record.Action)
 var errUnknowable = errors.New("MCP has no idempotency key: whether the call reached the upstream cannot be asked; " +
 	"check the upstream, then resolve the run")
 
-// Lookup never knows: see errUnknowable.
-func (x *toolExecutor) Lookup(context.Context, string) (record.Receipt, bool, error) {
+// Lookup knows only of a key whose last attempt this process saw fail
+// before anything was sent: that did not happen. Of any other it cannot
+// know: see errUnknowable.
+func (x *toolExecutor) Lookup(_ context.Context, key string) (record.Receipt, bool, error) {
+	if x.t.conn.takeUnsent(key) {
+		return record.Receipt{}, false, nil
+	}
 	return record.Receipt{}, false, workflow.Permanent(errUnknowable)
 }
 

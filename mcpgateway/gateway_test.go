@@ -34,7 +34,9 @@ type notes struct {
 	byName map[string]string
 	writes atomic.Int32
 	reads  atomic.Int32
-	auth   atomic.Value // the Authorization header of the last HTTP request
+	// onWrite, when set, runs in write_note's handler after the write.
+	onWrite func(ctx context.Context)
+	auth    atomic.Value // the Authorization header of the last HTTP request
 }
 
 func newNotes() *notes { return &notes{byName: map[string]string{}} }
@@ -48,11 +50,15 @@ func (n *notes) server(extra ...*mcp.Tool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
 	yes := true
 	mcp.AddTool(srv, &mcp.Tool{Name: "write_note", Description: "Write a note."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
 			n.writes.Add(1)
 			n.mu.Lock()
 			n.byName[in.Title] = in.Body
+			hook := n.onWrite
 			n.mu.Unlock()
+			if hook != nil {
+				hook(ctx)
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Title}}}, nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "read_note", Description: "Read a note.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Read"}},
@@ -82,7 +88,7 @@ type harness struct {
 	wcfg   workflow.Config
 	ups    *mcpgateway.Upstreams
 	notes  *notes
-	logs   *bytes.Buffer
+	logs   *logs
 	// upstream ends the upstream's side of the connection.
 	upstream *mcp.ServerSession
 	// open opens the store (a new SQLite file when nil); quiet drops the
@@ -90,6 +96,39 @@ type harness struct {
 	// measured with them).
 	open  func(t testing.TB) storage.Store
 	quiet bool
+	// cut breaks the connection under the upstream at once, without the
+	// session's orderly close.
+	cut func()
+}
+
+// logs is what the loggers write, from any goroutine.
+type logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// cutTransport is a transport whose connection a test can break at once.
+type cutTransport struct {
+	mcp.Transport
+	conn mcp.Connection
+}
+
+func (c *cutTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := c.Transport.Connect(ctx)
+	c.conn = conn
+	return conn, err
 }
 
 type option func(*harness, *[]mcpgateway.Upstream)
@@ -97,12 +136,14 @@ type option func(*harness, *[]mcpgateway.Upstream)
 func newHarness(t testing.TB, opts ...option) *harness {
 	t.Helper()
 	ctx := context.Background()
-	h := &harness{t: t, notes: newNotes(), logs: &bytes.Buffer{}}
+	h := &harness{t: t, notes: newNotes(), logs: &logs{}}
 	server, client := mcp.NewInMemoryTransports()
+	under := &cutTransport{Transport: server}
 	var err error
-	if h.upstream, err = h.notes.server().Connect(ctx, server, nil); err != nil {
+	if h.upstream, err = h.notes.server().Connect(ctx, under, nil); err != nil {
 		t.Fatal(err)
 	}
+	h.cut = func() { under.conn.Close() }
 	ups := []mcpgateway.Upstream{{Name: "notes", Transport: client}}
 	for _, o := range opts {
 		o(h, &ups)
@@ -282,7 +323,7 @@ func TestToolsAreNamespacedAndHostileTextBounded(t *testing.T) {
 		t.Errorf("description of %d runes with control characters %v: want it bounded and inert", len([]rune(d)), strings.ContainsRune(d, '\x1b'))
 	}
 	if !strings.Contains(h.logs.String(), "upstream tool left out") {
-		t.Errorf("no warning for the tool left out; logs:\n%s", h.logs)
+		t.Errorf("no warning for the tool left out; logs:\n%s", h.logs.String())
 	}
 }
 
@@ -394,6 +435,63 @@ func TestReadOnlyHintDoesNotLetThrough(t *testing.T) {
 	}
 }
 
+// TestPolicySeesTheToolsClaims: the tool's annotations reach the run as
+// evidence (mcp.annotations, which an approver sees) and the policy as
+// mcp.untrusted_annotations, beside mcp.upstream and mcp.tool: a rule may
+// add scrutiny on a claim, while the claim of being read-only lets nothing
+// through a rule that does not read it.
+func TestPolicySeesTheToolsClaims(t *testing.T) {
+	h := newHarness(t)
+	twice := &record.ApprovalSpec{Role: "team_lead", Count: 2, Expires: record.Seconds(3600)}
+	once := &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}
+	var err error
+	if h.wcfg.Policy, err = policy.New("r2", []policy.Rule{
+		{Name: "notes-reads", When: `mcp.upstream == "notes" && mcp.tool == "read_note"`, Risk: "low"},
+		{Name: "claims-destructive", When: `"destructiveHint" in mcp.untrusted_annotations && mcp.untrusted_annotations.destructiveHint == true`,
+			Risk: "high", Approval: twice},
+		{Name: "everything-else", When: "true", Risk: "high", Approval: once},
+	}, h.engine.Roles()); err != nil {
+		t.Fatal(err)
+	}
+	if h.engine, err = workflow.New(h.wcfg); err != nil {
+		t.Fatal(err)
+	}
+	cs := h.client(h.gateway(time.Nanosecond, 0), nil)
+	for _, c := range []struct {
+		tool   string
+		rule   string
+		claims string // the evidence the run holds; "" for none
+	}{
+		{"notes.read_note", "", `{"idempotentHint":false,"readOnlyHint":true,"title":"Read"}`},
+		{"notes.delete_note", "claims-destructive", `{"destructiveHint":true,"idempotentHint":false,"readOnlyHint":true}`},
+		{"notes.write_note", "everything-else", ""},
+	} {
+		a := call(t, cs, c.tool, note)
+		runs, err := h.engine.ListViews(context.Background(), storage.RunFilter{})
+		if err != nil || a.isError {
+			t.Fatalf("%s: %+v (%v)", c.tool, a, err)
+		}
+		v := runs[len(runs)-1]
+		for _, r := range runs {
+			if r.CreatedAt.After(v.CreatedAt) {
+				v = r
+			}
+		}
+		var rule, claims string
+		if v.Gate != nil && v.Gate.Approval != nil {
+			rule = v.Gate.Rule
+		}
+		for _, e := range v.Evidence {
+			if e.Source == policy.MCPAnnotationsSource {
+				claims = string(e.Data)
+			}
+		}
+		if rule != c.rule || claims != c.claims {
+			t.Fatalf("%s: gated by %q with claims %s, want %q with %s", c.tool, rule, claims, c.rule, c.claims)
+		}
+	}
+}
+
 // TestHoldTimeoutAnswersWaitingAndRunsNothing: a held call hears progress
 // while it waits when it gave a progress token, and when the hold ends
 // first it answers that it waits: the run still waits, nothing ran.
@@ -434,13 +532,19 @@ func TestUnknownOutcomeNeedsAPerson(t *testing.T) {
 	cs := h.client(h.gateway(time.Nanosecond, 0), nil)
 	first := call(t, cs, "notes.write_note", note)
 	h.decide(first.runID, record.VerdictApprove, "")
-	h.upstream.Close() // the upstream goes away: the call gets no answer
+	// The upstream goes away while the call is in it: no answer comes.
+	h.notes.mu.Lock()
+	h.notes.onWrite = func(context.Context) { h.cut() }
+	h.notes.mu.Unlock()
 	call(t, cs, "notes.write_note", note)
 	if _, err := h.engine.Resume(context.Background(), first.runID); err != nil {
 		t.Fatal(err)
 	}
 	if st := h.status(first.runID); st != record.StatusNeedsAttention {
 		t.Fatalf("run is %s, want needs_attention", st)
+	}
+	if n := h.notes.writes.Load(); n != 1 {
+		t.Fatalf("the upstream saw %d writes, want 1: never a second call after an unknown outcome", n)
 	}
 	a := call(t, cs, "notes.write_note", note)
 	if !a.isError || !strings.Contains(a.text, "needs a person") || !strings.Contains(a.text, "no idempotency key") {

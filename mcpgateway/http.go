@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/signoff-dev/signoff/internal/bearer"
 	"github.com/signoff-dev/signoff/internal/mcphttp"
@@ -22,7 +24,8 @@ const MaxBodyBytes = maxArgs + 64<<10
 // HTTPConfig is what the streamable HTTP handler checks.
 type HTTPConfig struct {
 	// Tokens name the requester each caller's calls speak for (mcp.identities,
-	// or the agent API's tokens).
+	// or the agent API's tokens); a token with OperatorScope names the
+	// person who decides through the operator tools (mcp.operators).
 	Tokens []bearer.Token
 	// Rate (requests a second) and Burst bound each token's calls.
 	Rate  float64
@@ -39,8 +42,17 @@ type HTTPConfig struct {
 // the token and its rate are checked and the body capped before the SDK
 // reads anything.
 func (g *Gateway) Handler(cfg HTTPConfig) (http.Handler, error) {
-	h, err := mcphttp.Handler(g.build(fromToken), mcphttp.Config{Tokens: cfg.Tokens, Rate: cfg.Rate, Burst: cfg.Burst, Now: cfg.Now,
-		Origins: cfg.Origins, MaxBodyBytes: MaxBodyBytes, Logger: g.log, Ahead: g.tasksOverHTTP})
+	agents := g.build(fromToken, nil)
+	h, err := mcphttp.Handler(agents, mcphttp.Config{Tokens: cfg.Tokens, Rate: cfg.Rate, Burst: cfg.Burst, Now: cfg.Now,
+		Origins: cfg.Origins, MaxBodyBytes: MaxBodyBytes, Logger: g.log, Ahead: g.tasksOverHTTP,
+		// A token of mcp.operators is served the operator tools alone, as
+		// its person; any other, the upstreams' tools alone.
+		For: func(tok *auth.TokenInfo) *mcp.Server {
+			if tok != nil && slices.Contains(tok.Scopes, OperatorScope) {
+				return g.operatorMCP(tok.UserID)
+			}
+			return agents
+		}})
 	if errors.Is(err, mcphttp.ErrNoTokens) {
 		return nil, errors.New("mcp gateway over http: no token is configured (mcp.identities or api.tokens): every call needs one")
 	}

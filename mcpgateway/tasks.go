@@ -110,7 +110,7 @@ func (g *Gateway) intercept(ctx context.Context, requester string, req *jsonrpc.
 			return nil, false
 		}
 		return func(ctx context.Context) *jsonrpc.Response {
-			v, err := g.attach(ctx, prop)
+			v, err := g.attach(ctx, t, prop)
 			if err != nil {
 				return reply(req.ID, complete(g.failed(t, err)), nil)(ctx)
 			}

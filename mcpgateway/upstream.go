@@ -10,11 +10,13 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -31,18 +33,24 @@ const (
 
 // ActionPrefix starts the action name of every upstream tool:
 // mcp:<upstream>.<tool>, as the policy sees it in action.name.
-const ActionPrefix = "mcp:"
+const ActionPrefix = policy.MCPActionPrefix
 
 // Upstream is an upstream MCP server the gateway connects to.
 type Upstream struct {
 	Name      string
 	Transport mcp.Transport
+	// Dial makes a fresh transport to the same server, for a reconnect
+	// once the connection is lost (a program that died, an HTTP endpoint
+	// that dropped). Without it, the first connection is the only one.
+	Dial func() mcp.Transport
 }
 
 // CommandUpstream is an upstream run as a program spoken to on its stdin
 // and stdout. It inherits the gateway's environment, where its secrets are.
+// A program that dies is started again on a later call.
 func CommandUpstream(name string, argv []string) Upstream {
-	return Upstream{Name: name, Transport: &mcp.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}}
+	dial := func() mcp.Transport { return &mcp.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)} }
+	return Upstream{Name: name, Transport: dial(), Dial: dial}
 }
 
 // HTTPUpstream is an upstream reached over streamable HTTP at url, each
@@ -50,7 +58,8 @@ func CommandUpstream(name string, argv []string) Upstream {
 // caller). The values go on the wire and nowhere else.
 func HTTPUpstream(name, url string, headers map[string]string) Upstream {
 	client := &http.Client{Transport: withHeaders{headers: headers, next: http.DefaultTransport}}
-	return Upstream{Name: name, Transport: &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client}}
+	dial := func() mcp.Transport { return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client} }
+	return Upstream{Name: name, Transport: dial(), Dial: dial}
 }
 
 type withHeaders struct {
@@ -72,15 +81,13 @@ type tool struct {
 	name     string    // the upstream's name for it
 	served   *mcp.Tool // as the gateway lists it: namespaced, bounded
 	conn     *upstreamConn
+	// annotations are the upstream's claims about the tool, as JSON, for
+	// the policy to read as such (evidence mcp.annotations); nil when none.
+	annotations json.RawMessage
 }
 
 // Action is the action name of the tool: mcp:<upstream>.<tool>.
 func (t *tool) Action() string { return ActionPrefix + t.served.Name }
-
-type upstreamConn struct {
-	name    string
-	session *mcp.ClientSession
-}
 
 // Upstreams are the connected upstream servers and the tools they listed.
 type Upstreams struct {
@@ -103,7 +110,8 @@ func Connect(ctx context.Context, ups []Upstream, version string, log *slog.Logg
 			u.Close()
 			return nil, fmt.Errorf("connect to the upstream %s: %w", up.Name, err)
 		}
-		c := &upstreamConn{name: up.Name, session: cs}
+		c := newConn(up, client, time.Now, log)
+		c.attach(cs)
 		u.conns = append(u.conns, c)
 		if err := u.list(ctx, c); err != nil {
 			u.Close()
@@ -115,7 +123,7 @@ func Connect(ctx context.Context, ups []Upstream, version string, log *slog.Logg
 
 func (u *Upstreams) list(ctx context.Context, c *upstreamConn) error {
 	var tools []*tool
-	for t, err := range c.session.Tools(ctx, nil) {
+	for t, err := range c.session.Tools(ctx, nil) { // connected just now: nothing else uses it yet
 		if err != nil {
 			return fmt.Errorf("list the tools of the upstream %s: %w", c.name, err)
 		}
@@ -127,7 +135,7 @@ func (u *Upstreams) list(ctx context.Context, c *upstreamConn) error {
 			u.log.Warn("upstream tool left out", "upstream", c.name, "tool", limit(t.Name, 64), "err", err)
 			continue
 		}
-		tools = append(tools, &tool{upstream: c.name, name: t.Name, served: served, conn: c})
+		tools = append(tools, &tool{upstream: c.name, name: t.Name, served: served, conn: c, annotations: annotationsOf(t)})
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].name < tools[j].name })
 	for i := 1; i < len(tools); i++ {
@@ -219,7 +227,7 @@ func limit(s string, n int) string {
 func (u *Upstreams) Close() error {
 	var errs []error
 	for _, c := range u.conns {
-		if err := c.session.Close(); err != nil {
+		if err := c.close(); err != nil {
 			errs = append(errs, fmt.Errorf("close the upstream %s: %w", c.name, err))
 		}
 	}

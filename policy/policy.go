@@ -138,6 +138,10 @@ type Outcome struct {
 //	evidence  list of: source (string), data (any JSON)
 //	requester id, name, role (strings; role is "" for a requester in no role)
 //	task      string: the task id, "" when none
+//	mcp       upstream, tool (strings: of an action mcp:<upstream>.<tool>,
+//	          "" for any other), untrusted_annotations (the tool's
+//	          annotations as its server lists them, map(string, dyn); {} when
+//	          none): a server's claims, which a hostile one makes up
 //
 // action, evidence and requester are objects with declared fields, so that a
 // typo such as action.nme is a load error rather than a failure at evaluation
@@ -148,11 +152,12 @@ type Outcome struct {
 // accepts both, and comparisons between int and double work.
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
-		ext.NativeTypes(reflect.TypeFor[celAction](), reflect.TypeFor[celEvidence](), reflect.TypeFor[celRequester](), ext.ParseStructTags(true)),
+		ext.NativeTypes(reflect.TypeFor[celAction](), reflect.TypeFor[celEvidence](), reflect.TypeFor[celRequester](), reflect.TypeFor[celMCP](), ext.ParseStructTags(true)),
 		cel.Variable("action", cel.ObjectType(celTypeName[celAction]())),
 		cel.Variable("evidence", cel.ListType(cel.ObjectType(celTypeName[celEvidence]()))),
 		cel.Variable("requester", cel.ObjectType(celTypeName[celRequester]())),
 		cel.Variable("task", cel.StringType),
+		cel.Variable("mcp", cel.ObjectType(celTypeName[celMCP]())),
 	)
 })
 
@@ -174,11 +179,47 @@ type celRequester struct {
 	Role string `cel:"role"`
 }
 
+// celMCP is what a condition sees of an upstream MCP tool's call.
+type celMCP struct {
+	Upstream    string         `cel:"upstream"`
+	Tool        string         `cel:"tool"`
+	Annotations map[string]any `cel:"untrusted_annotations"`
+}
+
+// MCPActionPrefix starts the action name of an upstream MCP tool:
+// mcp:<upstream>.<tool> (an upstream's name holds no dot).
+const MCPActionPrefix = "mcp:"
+
+// MCPAnnotationsSource is the evidence source under which the MCP gateway
+// puts a tool's annotations, as its server listed them; conditions read
+// them as mcp.untrusted_annotations. Whoever proposes may put anything
+// there: they are claims, never facts.
+const MCPAnnotationsSource = "mcp.annotations"
+
+// mcpVars are the mcp variable of an action: its upstream and tool from
+// its name, and the annotations of the first evidence of
+// MCPAnnotationsSource that is an object.
+func mcpVars(name string, evidence []celEvidence) celMCP {
+	out := celMCP{Annotations: map[string]any{}}
+	rest, ok := strings.CutPrefix(name, MCPActionPrefix)
+	if !ok {
+		return out
+	}
+	out.Upstream, out.Tool, _ = strings.Cut(rest, ".")
+	for _, e := range evidence {
+		if m, ok := e.Data.(map[string]any); ok && e.Source == MCPAnnotationsSource {
+			out.Annotations = m
+			break
+		}
+	}
+	return out
+}
+
 // celTypeName is the name ext.NativeTypes gives a Go struct: package.Type.
 func celTypeName[T any]() string { return reflect.TypeFor[T]().String() }
 
 // celFieldsHint follows a compile error about an undefined field.
-const celFieldsHint = " (action has name, index, args; requester has id, name, role; evidence has source, data; arguments are action.args.NAME)"
+const celFieldsHint = " (action has name, index, args; requester has id, name, role; evidence has source, data; mcp has upstream, tool, untrusted_annotations; arguments are action.args.NAME)"
 
 // New compiles every rule. It refuses, with a *RuleError: an empty or
 // repeated name, a condition that does not compile or is not a bool, a risk
@@ -691,6 +732,7 @@ func policyVars(in Input) (map[string]any, error) {
 		"evidence":  evidence,
 		"requester": celRequester{ID: in.Requester.ID, Name: in.Requester.Name, Role: in.RequesterRole},
 		"task":      in.TaskID,
+		"mcp":       mcpVars(in.Action.Name, evidence),
 	}, nil
 }
 

@@ -197,6 +197,7 @@ const (
 	ViaCLI   Via = "cli"   // signoff approve
 	ViaAPI   Via = "api"   // POST /v1/runs/{id}/force
 	ViaWeb   Via = "web"   // the web console's Run page
+	ViaMCP   Via = "mcp"   // the MCP gateway's operator tools (signoff.approvals.*)
 )
 
 // Decision is one approver's verdict on one request, stored once per approver.

@@ -69,6 +69,7 @@ func upstreamsOf(cfg *config.Config, getenv func(string) string) ([]mcpgateway.U
 type gatewayOptions struct {
 	stdio     bool
 	requester string
+	operator  string
 	listen    string
 	origins   []string
 }
@@ -76,7 +77,7 @@ type gatewayOptions struct {
 func (c *cli) gatewayCmd() *cobra.Command {
 	var o gatewayOptions
 	cmd := &cobra.Command{
-		Use:   "gateway (--stdio --requester R | --listen ADDR)",
+		Use:   "gateway (--stdio --requester R [--operator U] | --listen ADDR)",
 		Short: "Serve the tools of the MCP servers of mcp.upstreams, each call gated by the policy",
 		Long: `Serve the tools of mcp.upstreams as <upstream>.<tool>: each call is a proposal of the
 action mcp:<upstream>.<tool> with the call's arguments. A call the policy lets through
@@ -88,7 +89,11 @@ as a task at once instead, its id the run id, to poll with tasks/get.
 
 Over stdin and stdout the gateway speaks for --requester; over streamable HTTP on
 --listen each call carries a token of mcp.identities (or of api.tokens with the submit
-scope). Run signoff serve beside it for Slack.`,
+scope). Run signoff serve beside it for Slack.
+
+The signoff.approvals tools (list_pending, show, approve, reject) decide runs as a
+person of the roles, exactly as in Slack: over stdio when --operator names them, over
+HTTP for a token of mcp.operators (which is served those tools alone).`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -98,6 +103,8 @@ scope). Run signoff serve beside it for Slack.`,
 				return usageError{"--stdio needs --requester, the requester every call speaks for"}
 			case !o.stdio && o.requester != "":
 				return usageError{"--requester goes with --stdio; over HTTP each token names its requester"}
+			case !o.stdio && o.operator != "":
+				return usageError{"--operator goes with --stdio; over HTTP the tokens of mcp.operators name who decides"}
 			}
 			opts := c.opts
 			opts.mcpGateway = true
@@ -111,6 +118,7 @@ scope). Run signoff serve beside it for Slack.`,
 	}
 	cmd.Flags().BoolVar(&o.stdio, "stdio", false, "serve one agent over stdin and stdout")
 	cmd.Flags().StringVar(&o.requester, "requester", "", "with --stdio: the requester every call speaks for, e.g. agent:coder")
+	cmd.Flags().StringVar(&o.operator, "operator", "", "with --stdio: serve the signoff.approvals tools too, deciding as this person of the roles, e.g. U0LEAD0001")
 	cmd.Flags().StringVar(&o.listen, "listen", "", "serve streamable HTTP on this address, e.g. 127.0.0.1:8767")
 	cmd.Flags().StringSliceVar(&o.origins, "allow-origin", nil, "with --listen: a browser origin allowed to call (scheme://host[:port])")
 	return cmd
@@ -137,8 +145,11 @@ func (c *cli) serveGateway(a *app, o gatewayOptions) error {
 		if _, ok := a.engine.Roles().RoleOf(o.requester); !ok && !a.cfg.Requesters.AllowUnknown {
 			return usageError{fmt.Sprintf("--requester %s holds no role in the config: add them to a role (roles: members), or let anyone propose (requesters: {allow_unknown: true})", quote(o.requester))}
 		}
-		a.log.Info("mcp gateway on stdio", "requester", o.requester, "tools", len(a.upstreams.Tools()))
-		return g.RunStdio(ctx, o.requester)
+		if err := checkOperator(a, o); err != nil {
+			return err
+		}
+		a.log.Info("mcp gateway on stdio", "requester", o.requester, "operator", o.operator, "tools", len(a.upstreams.Tools()))
+		return g.RunStdio(ctx, o.requester, o.operator)
 	}
 	h, err := g.Handler(mcpgateway.HTTPConfig{Tokens: gatewayTokens(a.cfg), Rate: a.cfg.API.Rate, Burst: a.cfg.API.Burst, Origins: o.origins})
 	if err != nil {
@@ -147,20 +158,39 @@ func (c *cli) serveGateway(a *app, o gatewayOptions) error {
 	return c.listenMCP(ctx, "mcp gateway", o.listen, h)
 }
 
+// checkOperator refuses a --operator who is in no role, or who is the
+// requester the session speaks for (who may never approve their own runs).
+func checkOperator(a *app, o gatewayOptions) error {
+	switch {
+	case o.operator == "":
+		return nil
+	case o.operator == o.requester:
+		return usageError{"--operator is the --requester: the session that asks never decides its own runs; name the person who decides"}
+	}
+	if _, ok := a.engine.Roles().RoleOf(o.operator); !ok {
+		return usageError{fmt.Sprintf("--operator %s holds no role in the config: an operator decides with their role (roles: members)", quote(o.operator))}
+	}
+	return nil
+}
+
 // gatewayTokens are the gateway's HTTP callers: mcp.identities, or else the
-// agent API's tokens that may submit.
+// agent API's tokens that may submit; and the operators of mcp.operators,
+// each marked so, who are served the operator tools alone.
 func gatewayTokens(cfg *config.Config) []bearer.Token {
 	var out []bearer.Token
 	for i, id := range cfg.MCP.Identities {
 		out = append(out, bearer.Token{ID: fmt.Sprintf("mcp.identities[%d]", i), SHA256: id.SHA256, Requester: id.Requester})
 	}
-	if len(out) > 0 {
-		return out
-	}
-	for _, t := range cfg.API.Tokens {
-		if t.Has(config.ScopeSubmit) {
-			out = append(out, bearer.Token(apiToken(t)))
+	if len(out) == 0 {
+		for _, t := range cfg.API.Tokens {
+			if t.Has(config.ScopeSubmit) {
+				out = append(out, bearer.Token(apiToken(t)))
+			}
 		}
+	}
+	for i, op := range cfg.MCP.Operators {
+		out = append(out, bearer.Token{ID: fmt.Sprintf("mcp.operators[%d]", i), SHA256: op.SHA256, Requester: op.Member,
+			Scopes: []string{mcpgateway.OperatorScope}})
 	}
 	return out
 }

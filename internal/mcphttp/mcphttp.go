@@ -44,6 +44,9 @@ type Config struct {
 	// a request once its token is known (auth.TokenInfoFromContext) and
 	// may answer what the SDK does not serve.
 	Ahead func(http.Handler) http.Handler
+	// For, when set, picks the server of a caller by its token (its
+	// requester and scopes), instead of srv for all.
+	For func(tok *auth.TokenInfo) *mcp.Server
 }
 
 // ErrNoTokens is Handler's answer to a config without tokens: every call
@@ -68,7 +71,11 @@ func Handler(srv *mcp.Server, cfg Config) (http.Handler, error) {
 	if cfg.Burst < 1 {
 		cfg.Burst = 20
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+	serverOf := func(*http.Request) *mcp.Server { return srv }
+	if cfg.For != nil {
+		serverOf = func(r *http.Request) *mcp.Server { return cfg.For(auth.TokenInfoFromContext(r.Context())) }
+	}
+	h := mcp.NewStreamableHTTPHandler(serverOf,
 		&mcp.StreamableHTTPOptions{Stateless: true, Logger: cfg.Logger, MaxRequestBodyBytes: cfg.MaxBodyBytes})
 	verify := func(_ context.Context, secret string, _ *http.Request) (*auth.TokenInfo, error) {
 		tok, ok := bearer.Find(cfg.Tokens, secret)
