@@ -489,7 +489,9 @@ func (c *checker) build(fc *fileConfig) (*Config, error) {
 		return nil, err
 	}
 	cfg.AuditLog = fc.AuditLog
-	cfg.UI = uiOf(fc.UI)
+	if cfg.UI, err = uiOf(fc.UI); err != nil {
+		return nil, c.fail("ui.base_url", err)
+	}
 	if !cfg.Slack.Given {
 		for i, r := range cfg.Policy.Rules() {
 			if len(r.Notify) > 0 {

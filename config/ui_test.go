@@ -16,7 +16,10 @@ func TestParseUI(t *testing.T) {
 		{"on, defaults", "ui: {}\n", UIConfig{Given: true}, ""},
 		{"read-only, local login, a key file", "ui: {read_only: true, local_login: true, session_key_file: ui.key}\n",
 			UIConfig{Given: true, ReadOnly: true, LocalLogin: true, SessionKeyFile: "ui.key"}, ""},
-		{"unknown field", "ui: {oidc: {}}\n", UIConfig{}, `unknown field "oidc" (known: read_only, local_login, session_key_file)`},
+		{"a base URL", "ui: {base_url: \"https://signoff.example.com/ui/\"}\n", UIConfig{Given: true, BaseURL: "https://signoff.example.com/ui"}, ""},
+		{"a base URL without its scheme", "ui: {base_url: signoff.example.com/ui}\n", UIConfig{}, "ui.base_url: \"signoff.example.com/ui\": give the console's full address"},
+		{"a base URL with a query", "ui: {base_url: \"https://signoff.example.com/ui?x=1\"}\n", UIConfig{}, "ui.base_url: \"https://signoff.example.com/ui?x=1\": no query"},
+		{"unknown field", "ui: {oidc: {}}\n", UIConfig{}, `unknown field "oidc" (known: read_only, local_login, session_key_file, base_url)`},
 		{"not a bool", "ui: {read_only: maybe}\n", UIConfig{}, "ui.read_only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
