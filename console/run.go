@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +26,11 @@ type runData struct {
 	Pending    *workflow.RequestView // the request a decision answers, nil when none waits
 	MayDecide  bool
 	Reason     string // the reason the refused form was sent with
+	// StepUp is how recent a sign-in the rule asks of an approval ("" for
+	// none), and SignInAgain the login that renews it, offered when the
+	// engine refused an approval for an older sign-in.
+	StepUp      string
+	SignInAgain string
 }
 
 // eventRow is one audit event of the run: what, who, when, its hashes.
@@ -72,6 +79,14 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request, se *session) {
 	c.showRun(w, r, se, http.StatusOK, notice, "")
 }
 
+// signInAgain is the login that renews a sign-in for a step-up rule and
+// comes back to run id: prompt=login and max_age ask an identity provider
+// for a fresh authentication; the local login is always fresh.
+func (c *Console) signInAgain(id string, maxAge record.Seconds) string {
+	q := url.Values{"next": {c.cfg.Prefix + "/runs/" + id}, "prompt": {"login"}, "max_age": {strconv.FormatInt(int64(maxAge), 10)}}
+	return c.cfg.Prefix + "/login?" + q.Encode()
+}
+
 // showRun renders the run page with status, a notice of what was just
 // done or a problem saying why it was refused.
 func (c *Console) showRun(w http.ResponseWriter, r *http.Request, se *session, status int, notice, problem string) {
@@ -118,6 +133,12 @@ func (c *Console) showRun(w http.ResponseWriter, r *http.Request, se *session, s
 	}
 	if d.Pending != nil && v.Gate != nil && v.Gate.Approval != nil {
 		d.MayDecide = c.mayDecide(se.Who.Member, v)
+		if a := v.Gate.Approval; a.StepUp > 0 {
+			d.StepUp = show.Duration(a.StepUp.Duration())
+			if status == http.StatusForbidden && strings.HasPrefix(problem, stepUpLead) {
+				d.SignInAgain = c.signInAgain(v.ID, a.StepUp)
+			}
+		}
 	}
 	p := c.newPage(se, "Run "+v.ID, d)
 	p.Notice, p.Problem = notice, problem
@@ -249,7 +270,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
 	id := r.PathValue("id")
 	_, err := c.eng.Decide(r.Context(), workflow.DecideInput{RunID: id, RequestID: r.PostFormValue("request_id"),
 		Fingerprint: r.PostFormValue("fingerprint"), Approver: record.Person{ID: se.Who.Member}, Verdict: verdict,
-		Reason: reason, Via: record.ViaWeb})
+		Reason: reason, Via: record.ViaWeb, AuthTime: se.Who.AuthTime})
 	var refused *record.RefusedError
 	switch {
 	case errors.As(err, &refused):
@@ -269,7 +290,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
 // not as the page showed it.
 func refusalStatus(code string) int {
 	switch code {
-	case record.CodeNoRole, record.CodeSelfApproval:
+	case record.CodeNoRole, record.CodeSelfApproval, record.CodeSignInAgain:
 		return http.StatusForbidden
 	case record.CodeUnknownRun:
 		return http.StatusNotFound
@@ -278,6 +299,10 @@ func refusalStatus(code string) int {
 	}
 	return http.StatusConflict
 }
+
+// stepUpLead leads the refusal of an approval for too old a sign-in; the
+// page then offers the login that renews it.
+const stepUpLead = "This rule asks for a recent sign-in to approve: sign in again, then approve."
 
 // refusalWords says a refusal as a person reads it.
 func refusalWords(r *record.RefusedError) string {
@@ -289,6 +314,7 @@ func refusalWords(r *record.RefusedError) string {
 		record.CodeNotWaiting:       "The run is no longer waiting for a decision.",
 		record.CodeAlreadyDecided:   "Someone decided this request first.",
 		record.CodeAlreadyVoted:     "You have already decided this request.",
+		record.CodeSignInAgain:      stepUpLead,
 	}[r.Code]
 	msg := show.Inert(r.Msg)
 	if lead == "" {

@@ -3,10 +3,10 @@ package workflow
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
@@ -56,7 +56,7 @@ func (dc *decider) stepUp(ctx context.Context, tx storage.Tx, l *runtx.Loaded, r
 	if edit {
 		return false, refused(record.CodeConfirmOnWeb, id, "rule %s asks for approvals on the web console after a fresh sign-in: edit and approve on the run's page", req.Rule)
 	}
-	*unconfirmed = refused(record.CodeConfirmOnWeb, id, "rule %s asks for approvals confirmed on the web console: your approval via %s is recorded but does not count until you confirm it on the run's page after signing in (within %s)", req.Rule, in.Via, shortDuration(maxAge.Duration()))
+	*unconfirmed = refused(record.CodeConfirmOnWeb, id, "rule %s asks for approvals confirmed on the web console: your approval via %s is recorded but does not count until you confirm it on the run's page after signing in (within %s)", req.Rule, in.Via, show.Duration(maxAge.Duration()))
 	(*unconfirmed).RunStatus, (*unconfirmed).RequestStatus, (*unconfirmed).Fingerprint = l.Run.Status, req.Status, req.Fingerprint
 	if slices.ContainsFunc(l.State.Unconfirmed, func(u record.DecisionRecord) bool { return u.RequestID == req.ID && u.By == in.Approver.ID }) {
 		return true, nil // already recorded: a second click changes nothing
@@ -64,7 +64,7 @@ func (dc *decider) stepUp(ctx context.Context, tx storage.Tx, l *runtx.Loaded, r
 	now := dc.runs.Now()
 	u := record.DecisionRecord{RequestID: req.ID, By: in.Approver.ID, Role: role, Verdict: record.VerdictApprove, Reason: in.Reason, Via: in.Via, At: now, OnBehalfOf: in.deputy.onBehalfOf()}
 	l.State.Unconfirmed = append(l.State.Unconfirmed, u)
-	detail := map[string]string{"via": string(in.Via), "role": role, "request_id": req.ID, "max_age": shortDuration(maxAge.Duration())}
+	detail := map[string]string{"via": string(in.Via), "role": role, "request_id": req.ID, "max_age": show.Duration(maxAge.Duration())}
 	if u.OnBehalfOf != "" {
 		detail["on_behalf_of"] = u.OnBehalfOf
 	}
@@ -79,11 +79,11 @@ func (dc *decider) stepUp(ctx context.Context, tx storage.Tx, l *runtx.Loaded, r
 func checkFresh(runID string, now, at time.Time, maxAge time.Duration) error {
 	switch {
 	case at.IsZero():
-		return refused(record.CodeSignInAgain, runID, "sign in again to confirm: when you signed in is not known, and this rule needs a sign-in within %s", shortDuration(maxAge))
+		return refused(record.CodeSignInAgain, runID, "sign in again to confirm: when you signed in is not known, and this rule needs a sign-in within %s", show.Duration(maxAge))
 	case at.After(now.Add(time.Minute)):
 		return refused(record.CodeSignInAgain, runID, "sign in again to confirm: your sign-in time %s is in the future", at.UTC().Format(time.RFC3339))
 	case now.Sub(at) > maxAge:
-		return refused(record.CodeSignInAgain, runID, "sign in again to confirm: your sign-in is older than %s", shortDuration(maxAge))
+		return refused(record.CodeSignInAgain, runID, "sign in again to confirm: your sign-in is older than %s", show.Duration(maxAge))
 	}
 	return nil
 }
@@ -95,16 +95,4 @@ func confirmed(s *record.State, request, by string) {
 	if len(s.Unconfirmed) == 0 {
 		s.Unconfirmed = nil
 	}
-}
-
-// shortDuration is d as a person writes it: 5m, 1h30m, 45s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
