@@ -55,4 +55,3 @@ func TestASlackApprovalOfAStepUpRuleAsksForTheWeb(t *testing.T) {
 		t.Fatalf("the clicker was told %+v; want the link %s", e, link)
 	}
 }
-
