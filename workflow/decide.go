@@ -124,6 +124,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	err = e.decisions.decideOnce(ctx, in, role, hasRole, edit, pre, &run, &unconfirmed)
 	if err == nil && unconfirmed != nil {
 		// Recorded as its own event: not a refusal to audit again.
+		e.fail("after-unconfirmed-commit")
 		e.log.Info("approval waits for its confirmation on the web", "run_id", in.RunID, "approver", actor, "via", string(in.Via))
 		return nil, unconfirmed
 	}

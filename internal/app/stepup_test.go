@@ -47,3 +47,32 @@ func TestTheCLICannotApproveAStepUpRule(t *testing.T) {
 		t.Fatalf("after reject: %s", v.Status)
 	}
 }
+
+// TestAnUnconfirmedApprovalSurvivesACrash: killed right after an approval
+// of a step-up rule was recorded as unconfirmed, the restarted process
+// finds it recorded once, the run still waiting and nothing refunded; the
+// same approval again records nothing more.
+func TestAnUnconfirmedApprovalSurvivesACrash(t *testing.T) {
+	t.Parallel()
+	onEachStore(t, func(t *testing.T, newDir func(t *testing.T) string) {
+		dir := newDir(t)
+		cfg := stepUpConfig(t, dir)
+		id := submitWaiting(t, dir, "--config", cfg)
+		crash(t, dir, "after-unconfirmed-commit", "--config", cfg, "approve", id, "--as", lead1)
+		noChanges(t, dir)
+		for range 2 {
+			v := showJSON(t, dir, id)
+			if v.Status != record.StatusWaitingApproval || len(v.Decisions) != 0 || len(v.Unconfirmed) != 1 {
+				t.Fatalf("after the crash: %s, decisions %+v, unconfirmed %+v", v.Status, v.Decisions, v.Unconfirmed)
+			}
+			if code, _, errs := signoff(t, dir, "--config", cfg, "approve", id, "--as", lead1); code != exitRefused || !strings.Contains(errs, "confirm it on the run's page") {
+				t.Fatalf("approve again: exit %d, %s", code, errs)
+			}
+		}
+		must(t, dir, exitWaiting, "--config", cfg, "resume", id)
+		noChanges(t, dir)
+		if h := must(t, dir, exitDone, "--config", cfg, "history", id); strings.Count(h, "not counted until confirmed on the web console") != 1 {
+			t.Errorf("history should say the unconfirmed approval once:\n%s", h)
+		}
+	})
+}
