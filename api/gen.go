@@ -290,6 +290,9 @@ type Gate struct {
 		Requirement  *Requirement `json:"requirement,omitempty"`
 		Role         string       `json:"role"`
 		SelfApproval bool         `json:"self_approval"`
+
+		// StepUpSeconds Set by a rule's confirm: web or step_up: an approval counts only when given on the web console by someone who signed in at most this long before.
+		StepUpSeconds *int `json:"step_up_seconds,omitempty"`
 	} `json:"approval,omitempty"`
 	Assignee *string `json:"assignee,omitempty"`
 

@@ -103,6 +103,9 @@ type harnessOpts struct {
 	requirement *record.Requirement
 	// noBreakGlass leaves the deploys rule without a break_glass.
 	noBreakGlass bool
+	// stepUp, when set, asks the deploys rule's approvals to be confirmed
+	// on the web within it (and leaves it without a break_glass).
+	stepUp record.Seconds
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -122,12 +125,12 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	bg := &record.BreakGlass{Role: "team_lead", Review: record.BreakGlassReview{Role: "team_lead", Within: 3600}}
-	if o.noBreakGlass {
+	if o.noBreakGlass || o.stepUp > 0 {
 		bg = nil
 	}
 	pol, err := policy.New("r1", []policy.Rule{
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
-			Approval:   &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Requirement: o.requirement},
+			Approval:   &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Requirement: o.requirement, StepUp: o.stepUp},
 			BreakGlass: bg},
 		{Name: "later-notes", When: `action.name == "note" && has(action.args.text) && action.args.text == "later"`, Risk: "low", Window: closedWindow()},
 		{Name: "everything-else", When: "true", Risk: "low"},

@@ -77,7 +77,7 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case record.CodeInvalidInput:
 		return http.StatusBadRequest
-	case record.CodeNoRole, record.CodeSelfApproval, record.CodeUnknownRequester:
+	case record.CodeNoRole, record.CodeSelfApproval, record.CodeUnknownRequester, record.CodeSignInAgain:
 		return http.StatusForbidden
 	case record.CodeCallbackNotAllowed:
 		// The proposal is well formed but asks for what the config does not

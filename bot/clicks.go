@@ -243,6 +243,8 @@ func (s *Server) refusal(ctx context.Context, ref Ref, err error, log *slog.Logg
 			return "Nothing changed: there is no run " + mdCode(ref.RunID, 100) + "."
 		case record.CodeExpired:
 			return "Too late: " + mdEscape(r.Msg) + "."
+		case record.CodeConfirmOnWeb:
+			return confirmText(s.console, ref.RunID)
 		}
 		return "Nothing changed: " + mdEscape(r.Msg) + "."
 	case errors.Is(err, ErrRoleLookup):

@@ -49,9 +49,12 @@ type Dispatcher struct {
 	// AuditChannel is where the reviews of forced approvals are reminded
 	// ("": they are not).
 	AuditChannel string
-	Render       Renderer
-	Clock        workflow.Clock // defaults to workflow.SystemClock
-	Logger       *slog.Logger
+	// ConsoleURL is the web console's address (ui.base_url), for links to
+	// a run's page ("": the replies say where without a link).
+	ConsoleURL string
+	Render     Renderer
+	Clock      workflow.Clock // defaults to workflow.SystemClock
+	Logger     *slog.Logger
 	// ClaimFor is how long a claimed row is left to its claimer before another
 	// may take it (a replica that died mid-delivery).
 	ClaimFor time.Duration
@@ -86,7 +89,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context, limit int) (int, error) {
 		case KindPost, KindUpdate, KindDigest:
 		case KindDetail:
 			key = "detail/" + m.RunID // a run's details go in order (deliverInOrder)
-		case KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindBreakGlass, KindReviewReminder:
+		case KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindBreakGlass, KindReviewReminder, KindConfirm:
 			// A message of its own: sent once, it is not sent again
 			// because a rewrite of the same run failed.
 			key = fmt.Sprintf("outcome/%d", m.ID)
@@ -201,6 +204,8 @@ func (d *Dispatcher) send(ctx context.Context, rows []*record.OutboxMessage) err
 		return d.sendBreakGlass(ctx, rows[0])
 	case KindReviewReminder:
 		return d.sendReviewReminder(ctx, rows[0])
+	case KindConfirm:
+		return d.sendConfirm(ctx, rows[0])
 	}
 	runID := rows[0].RunID
 	var toPost []*record.OutboxMessage

@@ -33,7 +33,7 @@ const (
 )
 
 // Kinds are the outbox kinds the Slack dispatcher delivers.
-var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindDetail, KindBreakGlass, KindReviewReminder}
+var Kinds = []record.OutboxKind{KindPost, KindUpdate, KindDigest, KindOutcomeDM, KindOutcomeNotify, KindReminder, KindEscalation, KindDetail, KindBreakGlass, KindReviewReminder, KindConfirm}
 
 // OutboxPayload is the body of a Slack outbox row: what to render, not the
 // rendering, so that a late delivery shows the run as it is then.
@@ -113,6 +113,11 @@ func (o Outbox) OnTransition(ctx context.Context, t *workflow.Transition) ([]*re
 		return nil, err
 	}
 	ms = append(ms, bg...)
+	cm, err := confirmMessages(t)
+	if err != nil {
+		return nil, err
+	}
+	ms = append(ms, cm...)
 	if t.Event == record.EventReminded && t.State != nil && len(t.State.Reminders) > 0 && t.Request != nil {
 		i := len(t.State.Reminders) - 1
 		m, err := message(t.Run, KindReminder, OutboxPayload{RunID: t.Run.ID, RequestID: t.Request.ID, Reminder: &i})

@@ -77,6 +77,9 @@ type ServerConfig struct {
 	// Refused, when set, is told why a request was refused: signature, app,
 	// team, role, fingerprint, deadline or replay (serve counts them).
 	Refused func(reason string)
+	// ConsoleURL is the web console's address (ui.base_url): a click whose
+	// approval must be confirmed on the web is told the run's page there.
+	ConsoleURL string
 }
 
 // DefaultCommand is the slash command's name unless the config names another.
@@ -95,6 +98,7 @@ type Server struct {
 	groups  map[string]string
 	slash   string // the slash command's name
 	refused func(reason string)
+	console string // the web console's address, "" for none
 	// seen keeps the requests taken (see serveSigned): the engine's.
 	seen *workflow.Replays
 }
@@ -121,7 +125,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 func newServer(eng Engine, cfg ServerConfig) *Server {
 	s := &Server{
 		eng: eng, seen: eng.Replays(), secret: cfg.SigningSecret, clock: cfg.Clock, log: cfg.Logger, slack: cfg.Slack,
-		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups, slash: cfg.Command, refused: cfg.Refused,
+		maxBody: cfg.MaxBody, dir: cfg.Directory, groups: cfg.UserGroups, slash: cfg.Command, refused: cfg.Refused, console: cfg.ConsoleURL,
 		origin: Origin{AppID: cfg.AppID, TeamID: cfg.TeamID, EnterpriseID: cfg.EnterpriseID},
 	}
 	if s.clock == nil {

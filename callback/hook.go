@@ -47,6 +47,9 @@ var EventTypes = map[record.Event]string{
 	// The follow-up review of a forced approval was acknowledged: the run
 	// is as it was, its review (in the run) says by whom.
 	record.EventReviewAcknowledged: "run.review_acknowledged",
+	// An approval of a step-up rule came from elsewhere than the web
+	// console: the run still waits for its confirmation there.
+	record.EventApprovalUnconfirmed: "run.approval_unconfirmed",
 }
 
 // eventTypes are the types of the events t announces, in order: what

@@ -357,6 +357,10 @@ type fileRule struct {
 	Escalate   []fileEscalation `yaml:"escalate"`
 	Window     *fileWindow      `yaml:"window"`
 	BreakGlass *fileBreakGlass  `yaml:"break_glass"`
+	// Confirm (web) and StepUp ask for approvals confirmed on the web
+	// console after a fresh sign-in (stepup.go).
+	Confirm string      `yaml:"confirm"`
+	StepUp  *fileStepUp `yaml:"step_up"`
 }
 
 // fileEscalation is one step of a rule's escalate: list.
@@ -921,6 +925,10 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 		if rules[i].BreakGlass, err = c.breakGlass(i, fr, roles); err != nil {
 			return nil, err
 		}
+		stepUp, err := c.stepUp(i, fr)
+		if err != nil {
+			return nil, err
+		}
 		if fr.Approval == nil {
 			continue
 		}
@@ -948,6 +956,7 @@ func (c *checker) policy(fp *filePolicy, roles *policy.Roles) (*policy.Policy, e
 			SelfApproval: fa.SelfApproval,
 			Edit:         fa.Edit,
 			Requirement:  req,
+			StepUp:       stepUp,
 		}
 	}
 	pol, err := policy.New(fp.Revision, rules, roles)

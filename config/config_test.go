@@ -199,7 +199,7 @@ func TestParseRefuses(t *testing.T) {
 		{"requesters is a mapping", valid + "requesters: yes\n",
 			`signoff.yaml:15: requesters: must be a mapping, got "yes"`},
 		{"unknown field", edit(`risk: high`, `riks: high`),
-			`signoff.yaml:10: policy.rules[0]: unknown field "riks" (known: name, when, risk, approval, notify, remind, escalate, window, break_glass)`},
+			`signoff.yaml:10: policy.rules[0]: unknown field "riks" (known: name, when, risk, approval, notify, remind, escalate, window, break_glass, confirm, step_up)`},
 		{"unknown top-level field", valid + "extra: 1\n",
 			`signoff.yaml:15: unknown field "extra" (known: roles, policy, actions, slack, requesters, requests, resolve, anchors, api, retention, audit_log, mcp, ui)`},
 		{"unknown approval field", edit(`edit: true`, `edit: true, quorum: 2`),

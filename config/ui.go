@@ -33,6 +33,11 @@ type UIConfig struct {
 	// Members maps a login through the identity provider to the Slack user
 	// id the roles list: the same person on the web and in Slack.
 	Members []UIMember
+	// BaseURL is where people reach the console, e.g.
+	// https://signoff.example.com/ui: links to a run's page (a Slack message
+	// asking to confirm an approval on the web) are BaseURL/runs/ID. ""
+	// leaves them out.
+	BaseURL string
 }
 
 // OIDCConfig is the console's login through an identity provider.
@@ -74,6 +79,7 @@ type fileUI struct {
 	OIDC           *fileOIDC    `yaml:"oidc"`
 	PlainHTTP      bool         `yaml:"plain_http"`
 	Members        []fileMember `yaml:"members"`
+	BaseURL        string       `yaml:"base_url"`
 }
 
 type fileOIDC struct {
@@ -98,6 +104,11 @@ func (c *checker) ui(fu *fileUI, roles *policy.Roles) (UIConfig, error) {
 		return UIConfig{}, nil
 	}
 	u := UIConfig{Given: true, ReadOnly: fu.ReadOnly, LocalLogin: fu.LocalLogin, SessionKeyFile: strings.TrimSpace(fu.SessionKeyFile), PlainHTTP: fu.PlainHTTP}
+	base, err := baseURL(fu.BaseURL)
+	if err != nil {
+		return u, c.fail("ui.base_url", err)
+	}
+	u.BaseURL = base
 	if fu.OIDC != nil {
 		o, err := c.oidc(fu.OIDC)
 		if err != nil {
@@ -111,7 +122,6 @@ func (c *checker) ui(fu *fileUI, roles *policy.Roles) (UIConfig, error) {
 	if len(fu.Members) > 0 && u.OIDC == nil {
 		return u, c.failf("ui.members", "members map logins through the identity provider to Slack user ids, and ui.oidc is not set")
 	}
-	var err error
 	u.Members, err = c.uiMembers(fu.Members, roles)
 	return u, err
 }
@@ -197,4 +207,23 @@ func (c *checker) uiMembers(fms []fileMember, roles *policy.Roles) ([]UIMember, 
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// baseURL checks ui.base_url: an absolute http(s) URL with a host and no
+// query, fragment or user, given without its trailing slash.
+func baseURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", nil
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%q is not a URL: %w", s, err)
+	case u.Scheme != "https" && u.Scheme != "http", u.Host == "":
+		return "", fmt.Errorf("%q: give the console's full address, e.g. https://signoff.example.com/ui", s)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return "", fmt.Errorf("%q: no query, fragment or user in the console's address", s)
+	}
+	return strings.TrimSuffix(s, "/"), nil
 }

@@ -65,7 +65,7 @@ func (c *Console) edit(w http.ResponseWriter, r *http.Request, se *session) {
 	}
 	_, err = c.eng.Decide(r.Context(), workflow.DecideInput{RunID: id, RequestID: r.PostFormValue("request_id"),
 		Fingerprint: r.PostFormValue("fingerprint"), Approver: record.Person{ID: se.Who.Member}, Verdict: record.VerdictApprove,
-		Reason: strings.TrimSpace(r.PostFormValue("reason")), Edit: args, EditIndex: index, Via: record.ViaWeb})
+		Reason: strings.TrimSpace(r.PostFormValue("reason")), Edit: args, EditIndex: index, Via: record.ViaWeb, AuthTime: se.Who.AuthTime})
 	if c.refused(w, r, se, id, "console edit refused", err) {
 		return
 	}

@@ -110,6 +110,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), Edit: true}},
 		{Name: "wobbles", When: `action.name == "wobble"`, Risk: "medium",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
+		{Name: "payouts", When: `action.name == "payout"`, Risk: "high",
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), StepUp: 300}},
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
 			Approval: &record.ApprovalSpec{Expires: record.Seconds(3600), Requirement: &record.Requirement{
 				AllOf: []record.Requirement{{Role: "team_lead", Count: 1}, {Role: "manager", Count: 1}}}}},
@@ -118,7 +120,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	actions := map[string]*workflow.ActionSpec{}
-	for _, name := range []string{"refund", "note", "deploy", "wobble", "ticket"} {
+	for _, name := range []string{"refund", "note", "deploy", "wobble", "ticket", "payout"} {
 		var exec workflow.Executor = noopExec{}
 		if name == "wobble" {
 			exec = unprovable{}

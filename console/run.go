@@ -3,7 +3,9 @@ package console
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +31,11 @@ type runData struct {
 	// Resolve offers the resolution form: the run needs attention.
 	Resolve bool
 	Slack   []slackLink
+	// StepUp is how recent a sign-in the rule asks of an approval ("" for
+	// none), and SignInAgain the login that renews it, offered when the
+	// engine refused an approval for an older sign-in.
+	StepUp      string
+	SignInAgain string
 }
 
 // eventRow is one audit event of the run: what, who, when, its hashes.
@@ -76,6 +83,14 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request, se *session) {
 	notice := map[string]string{"approve": "Your approval was recorded.", "reject": "Your rejection was recorded.",
 		"edit": "Your edit and approval were recorded.", "resolve": "Your resolution was recorded."}[r.URL.Query().Get("done")]
 	c.showRun(w, r, se, http.StatusOK, notice, "")
+}
+
+// signInAgain is the login that renews a sign-in for a step-up rule and
+// comes back to run id: prompt=login and max_age ask an identity provider
+// for a fresh authentication; the local login is always fresh.
+func (c *Console) signInAgain(id string, maxAge record.Seconds) string {
+	q := url.Values{"next": {c.cfg.Prefix + "/runs/" + id}, "prompt": {"login"}, "max_age": {strconv.FormatInt(int64(maxAge), 10)}}
+	return c.cfg.Prefix + "/login?" + q.Encode()
 }
 
 // showRun renders the run page with status, a notice of what was just
@@ -128,6 +143,12 @@ func (c *Console) showRun(w http.ResponseWriter, r *http.Request, se *session, s
 		if editable(v.Gate) && !c.cfg.ReadOnly {
 			for i, a := range stored {
 				d.Edits = append(d.Edits, c.editFormFor(i, a))
+			}
+		}
+		if a := v.Gate.Approval; a.StepUp > 0 {
+			d.StepUp = show.Duration(a.StepUp.Duration())
+			if status == http.StatusForbidden && strings.HasPrefix(problem, stepUpLead) {
+				d.SignInAgain = c.signInAgain(v.ID, a.StepUp)
 			}
 		}
 	}
@@ -266,7 +287,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
 	id := r.PathValue("id")
 	_, err := c.eng.Decide(r.Context(), workflow.DecideInput{RunID: id, RequestID: r.PostFormValue("request_id"),
 		Fingerprint: r.PostFormValue("fingerprint"), Approver: record.Person{ID: se.Who.Member}, Verdict: verdict,
-		Reason: reason, Via: record.ViaWeb})
+		Reason: reason, Via: record.ViaWeb, AuthTime: se.Who.AuthTime})
 	if c.refused(w, r, se, id, "console decision refused", err) {
 		return
 	}
@@ -279,7 +300,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
 // not as the page showed it.
 func refusalStatus(code string) int {
 	switch code {
-	case record.CodeNoRole, record.CodeSelfApproval:
+	case record.CodeNoRole, record.CodeSelfApproval, record.CodeSignInAgain:
 		return http.StatusForbidden
 	case record.CodeUnknownRun:
 		return http.StatusNotFound
@@ -288,6 +309,10 @@ func refusalStatus(code string) int {
 	}
 	return http.StatusConflict
 }
+
+// stepUpLead leads the refusal of an approval for too old a sign-in; the
+// page then offers the login that renews it.
+const stepUpLead = "This rule asks for a recent sign-in to approve: sign in again, then approve."
 
 // refusalWords says a refusal as a person reads it.
 func refusalWords(r *record.RefusedError) string {
@@ -299,6 +324,7 @@ func refusalWords(r *record.RefusedError) string {
 		record.CodeNotWaiting:       "The run is no longer waiting for a decision.",
 		record.CodeAlreadyDecided:   "Someone decided this request first.",
 		record.CodeAlreadyVoted:     "You have already decided this request.",
+		record.CodeSignInAgain:      stepUpLead,
 	}[r.Code]
 	msg := show.Inert(r.Msg)
 	if lead == "" {

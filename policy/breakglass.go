@@ -17,6 +17,9 @@ func checkBreakGlass(b *record.BreakGlass, a *record.ApprovalSpec, roles *Roles)
 	if a == nil {
 		return errors.New("a rule without an approval has nothing to force")
 	}
+	if a.StepUp > 0 {
+		return errors.New("a rule that asks for a fresh sign-in (confirm: web, step_up) cannot be forced: a forced approval would skip it")
+	}
 	switch {
 	case b.Role == "":
 		return errors.New("the role that may force is required")

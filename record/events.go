@@ -34,6 +34,9 @@ const (
 	EventReviewAcknowledged Event = "review_acknowledged" // the follow-up review of a forced approval was acknowledged
 	EventScheduled          Event = "scheduled"           // an approved run waits for its execution window to open
 	EventReleased           Event = "released"            // a scheduled run's window opened: it executes
+	// EventApprovalUnconfirmed: an approval of a step-up rule came from
+	// elsewhere than the web console; it waits for its confirmation there.
+	EventApprovalUnconfirmed Event = "approval_unconfirmed"
 )
 
 // The events of delegations (see Delegation), audited with no run.
@@ -49,7 +52,7 @@ var Events = []Event{
 	EventExpired, EventIntent, EventExecuted, EventReconciled, EventFinished,
 	EventFailed, EventNeedsAttention, EventForked, EventPruned, EventRefused,
 	EventResolved, EventReminded, EventEscalated, EventScheduled, EventReleased,
-	EventPolicyBypassed, EventReviewAcknowledged,
+	EventPolicyBypassed, EventReviewAcknowledged, EventApprovalUnconfirmed,
 	EventDelegated, EventDelegationRevoked,
 }
 

@@ -32,6 +32,13 @@ const (
 	CodeUnknownRequester     = "unknown_requester"
 	// CodeCallbackNotAllowed: a proposal's callback_url is not one the config allows.
 	CodeCallbackNotAllowed = "callback_not_allowed"
+	// CodeConfirmOnWeb: an approval of a step-up rule given elsewhere than
+	// the web console. It is recorded (EventApprovalUnconfirmed) but does not
+	// count until confirmed on the run's page.
+	CodeConfirmOnWeb = "confirm_on_web"
+	// CodeSignInAgain: a web approval of a step-up rule by someone whose
+	// sign-in is older than the rule allows, or unknown.
+	CodeSignInAgain = "sign_in_again"
 )
 
 // ErrIdempotencyKeyReused is in the chain of the refusal of a submit whose

@@ -56,6 +56,10 @@ type State struct {
 	// Escalations are the escalation steps of the gate's Escalate applied to
 	// the pending request, one per step, oldest first. Omitted when empty.
 	Escalations []EscalationRecord `json:"escalations,omitempty"`
+	// Unconfirmed are the approvals of a step-up rule given elsewhere than
+	// the web console: recorded, not counted, until the same person
+	// confirms on the run's page. Omitted when empty.
+	Unconfirmed []DecisionRecord `json:"unconfirmed,omitempty"`
 	// ScheduledFor is when a scheduled run's execution window opens (see
 	// Gate.Window): no worker claims it before. Omitted when not scheduled.
 	ScheduledFor *time.Time `json:"scheduled_for,omitempty"`
@@ -196,6 +200,12 @@ type ApprovalSpec struct {
 	// can meet it. Omitted when unset, so gates written before it read and
 	// seal the same.
 	Requirement *Requirement `json:"requirement,omitempty"`
+	// StepUp, when positive, is how recent the sign-in of an approver must
+	// be: an approval counts only when given on the web console by someone
+	// who signed in at most this long before (a rule's confirm: web or
+	// step_up). Omitted when zero, so gates written before it read and seal
+	// the same.
+	StepUp Seconds `json:"step_up_seconds,omitempty"`
 }
 
 // Seconds is a duration stored as whole seconds, so checkpoints stay plain JSON.

@@ -55,6 +55,10 @@ type DecideInput struct {
 	// the role of the rule's break_glass; Reason is then the justification
 	// (required). See forcer.
 	Force bool
+	// AuthTime is when the approver last proved who they are: the web
+	// console's sign-in. An approval of a step-up rule counts only with
+	// Via web and an AuthTime recent enough (see stepup.go).
+	AuthTime time.Time
 }
 
 // Decide records a decision by compare-and-set. It refuses (changing nothing but
@@ -116,7 +120,14 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	// its own, so a decision loses a compare-and-set only to something that
 	// should not happen; that is a conflict to report, not to retry.
 	var run *record.Run
-	err = e.decisions.decideOnce(ctx, in, role, hasRole, edit, pre, &run)
+	var unconfirmed *record.RefusedError
+	err = e.decisions.decideOnce(ctx, in, role, hasRole, edit, pre, &run, &unconfirmed)
+	if err == nil && unconfirmed != nil {
+		// Recorded as its own event: not a refusal to audit again.
+		e.fail("after-unconfirmed-commit")
+		e.log.Info("approval waits for its confirmation on the web", "run_id", in.RunID, "approver", actor, "via", string(in.Via))
+		return nil, unconfirmed
+	}
 	var r *record.RefusedError
 	var ie *IntegrityError
 	switch {
@@ -140,7 +151,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	return run, nil
 }
 
-func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *runtx.Loaded, out **record.Run) error {
+func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *runtx.Loaded, out **record.Run, unconfirmed **record.RefusedError) error {
 	return dc.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		l, err := dc.runs.LoadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
 		if err != nil {
@@ -151,6 +162,9 @@ func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, 
 			return err
 		}
 		if err := in.deputy.confirm(ctx, tx, dc.in, dc.runs.Now(), l.Run.ID); err != nil {
+			return err
+		}
+		if done, err := dc.stepUp(ctx, tx, l, req, in, in.deputy.roleOr(role), edit != nil, unconfirmed); done || err != nil {
 			return err
 		}
 		if edit != nil {
@@ -508,6 +522,7 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 	if err := dc.insertDecision(ctx, tx, l, d); err != nil {
 		return err
 	}
+	confirmed(l.State, req.ID, in.Approver.ID)
 	from := l.Run.Status
 	var sched *scheduling
 	if in.Verdict == record.VerdictReject {

@@ -103,6 +103,9 @@ func (f *forcer) admit(ctx context.Context, tx storage.Tx, l *runtx.Loaded, in D
 	switch {
 	case bg == nil:
 		return req, refused(record.CodeNoBreakGlass, id, "rule %s has no break_glass: its approval cannot be forced", req.Rule)
+	case stepUpOf(l.State.Gate) > 0:
+		// A forced approval would skip the fresh sign-in the rule asks for.
+		return req, refused(record.CodeConfirmOnWeb, id, "rule %s asks for approvals confirmed on the web console after a fresh sign-in: it cannot be forced", req.Rule)
 	case !hasRole:
 		return req, refused(record.CodeNoRole, id, "%s holds no role; forcing this needs %s or above", in.Approver.ID, bg.Role)
 	case !dc.roles.AtLeast(role, bg.Role):

@@ -179,6 +179,7 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 		merged.Expires = min(merged.Expires, out.Approval.Expires)
 		merged.SelfApproval = merged.SelfApproval && out.Approval.SelfApproval
 		merged.Edit = merged.Edit && out.Approval.Edit
+		merged.StepUp = stricterStepUp(merged.StepUp, out.Approval.StepUp)
 		mergeRequirement(merged, prev, out.Approval, gk.roles)
 	}
 	if len(rules) > 0 {

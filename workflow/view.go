@@ -50,6 +50,9 @@ type RunView struct {
 	// Escalations are the escalation steps applied to the pending request
 	// (the gate's escalate), oldest first.
 	Escalations []record.EscalationRecord `json:"escalations,omitempty"`
+	// Unconfirmed are the approvals of a step-up rule given elsewhere than
+	// the web console, waiting for their confirmation there.
+	Unconfirmed []record.DecisionRecord `json:"unconfirmed,omitempty"`
 	// Forced is set when the approval was forced (break-glass).
 	Forced *record.ForceRecord `json:"forced,omitempty"`
 	// Review is the follow-up review of a forced approval, as it stands
@@ -221,6 +224,7 @@ func viewOf(r *record.Run, st *record.State) *RunView {
 		v.Resolutions = st.Resolutions
 		v.Reminders = st.Reminders
 		v.Escalations = st.Escalations
+		v.Unconfirmed = st.Unconfirmed
 		v.Forced = st.Forced
 		if st.Actions != nil {
 			v.Actions = st.Actions

@@ -105,6 +105,8 @@ type eventDetail struct {
 	Role       string            `json:"role"`
 	ReviewRole string            `json:"review_role"`
 	ReviewDue  string            `json:"review_due"`
+	Via        string            `json:"via"`
+	MaxAge     string            `json:"max_age"`
 }
 
 // historyEvent is one event of a checkpoint, with its detail, the state the
@@ -201,6 +203,9 @@ var eventSays = map[record.Event]func(h historyEvent) []string{
 		return []string{"outside its window " + h.d.Window + ": runs at " + h.d.At}
 	},
 	record.EventReleased: func(historyEvent) []string { return []string{"window open: released"} },
+	record.EventApprovalUnconfirmed: func(h historyEvent) []string {
+		return []string{"approved by " + h.ev.Actor + " via " + h.d.Via + ": not counted until confirmed on the web console (a sign-in within " + h.d.MaxAge + ")"}
+	},
 	record.EventResolved: func(h historyEvent) []string {
 		what := []string{"resolved by " + h.ev.Actor + ": " + h.d.Choice.Describe()}
 		if h.d.Key != "" {

@@ -272,6 +272,12 @@ func renderEvidence(w io.Writer, v *workflow.RunView) {
 // approve it, how many and so far, and who hears the outcome.
 func renderGate(w io.Writer, v *workflow.RunView, g *record.Gate, roles *policy.Roles) {
 	fmt.Fprintf(w, "  rule %s, risk %s, policy %s\n", term(g.Rule), term(string(g.Risk)), term(g.PolicyRevision))
+	if g.Approval != nil && g.Approval.StepUp > 0 {
+		fmt.Fprintf(w, "  approvals count only from the web console, after a sign-in within %s\n", show.Duration(g.Approval.StepUp.Duration()))
+		for _, u := range v.Unconfirmed {
+			fmt.Fprintf(w, "  approved by %s via %s at %s: waits for its confirmation on the web\n", term(u.By), term(string(u.Via)), u.At.UTC().Format(time.RFC3339))
+		}
+	}
 	if g.Approval != nil && g.Approval.Requirement != nil {
 		renderComposite(w, v, g.Approval)
 	} else if g.Approval != nil {

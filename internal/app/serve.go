@@ -231,6 +231,7 @@ func slackServer(ctx context.Context, a *app, so serveOptions, slackOn bool) (*b
 	return bot.NewServer(bot.ServerConfig{
 		Engine: a.engine, SigningSecret: so.signingSecret, AppID: sc.AppID, TeamID: sc.TeamID, EnterpriseID: sc.EnterpriseID,
 		Logger: a.log, Slack: api, Directory: a.dir, UserGroups: sc.UserGroups, Command: sc.Command, Refused: refusedCounter(a),
+		ConsoleURL: a.cfg.UI.BaseURL,
 	})
 }
 
@@ -303,7 +304,7 @@ func serveLoops(a *app, so serveOptions, cb *callback.Dispatcher, slackOn bool) 
 	loops := a.engine.Loops(so.poll, feed)
 	if slackOn {
 		sc := a.cfg.Slack
-		disp := &bot.Dispatcher{Engine: a.engine, Slack: a.slackAPI, Channel: sc.Channel, AuditChannel: sc.AuditChannel, Logger: a.log, ClaimFor: a.leaseTTL, Failpoint: a.failpoint,
+		disp := &bot.Dispatcher{Engine: a.engine, Slack: a.slackAPI, Channel: sc.Channel, AuditChannel: sc.AuditChannel, ConsoleURL: a.cfg.UI.BaseURL, Logger: a.log, ClaimFor: a.leaseTTL, Failpoint: a.failpoint,
 			Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, sc.Command, workflow.SystemClock{})}
 		loops = append(loops, disp.Loops(a.changes, so.poll)...)
 		loops = append(loops, digestLoops(a, so)...)
