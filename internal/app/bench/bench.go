@@ -53,30 +53,11 @@ type Report struct {
 // of its own dropped after) and measures every figure for d. gogc is the
 // garbage collector's goal in force, for the report.
 func Run(ctx context.Context, db string, d time.Duration, gogc string) (*Report, error) {
-	var (
-		t   *benchkit.Target
-		err error
-	)
-	switch {
-	case isPostgres(db):
-		if err := loopbackOnly(db); err != nil {
-			return nil, err
-		}
-		t, err = benchkit.OpenPostgres(ctx, db)
-	case db == "":
-		dir, derr := os.MkdirTemp("", "signoff-bench-")
-		if derr != nil {
-			return nil, derr
-		}
-		defer os.RemoveAll(dir)
-		t, err = benchkit.OpenSQLite(ctx, filepath.Join(dir, "signoff.db"))
-	default:
-		t, err = benchkit.OpenSQLite(ctx, db)
-	}
+	t, done, err := openTarget(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	defer t.Close()
+	defer done()
 	eng, err := benchkit.NewEngine(t.Store)
 	if err != nil {
 		return nil, err
@@ -102,6 +83,34 @@ func Run(ctx context.Context, db string, d time.Duration, gogc string) (*Report,
 	}
 	rep.Summary = Summarize(rep.Figures)
 	return rep, nil
+}
+
+// openTarget opens the store db names, as Run says; done closes it and
+// removes what it made.
+func openTarget(ctx context.Context, db string) (t *benchkit.Target, done func(), err error) {
+	switch {
+	case isPostgres(db):
+		if err := loopbackOnly(db); err != nil {
+			return nil, nil, err
+		}
+		t, err = benchkit.OpenPostgres(ctx, db)
+	case db == "":
+		dir, derr := os.MkdirTemp("", "signoff-bench-")
+		if derr != nil {
+			return nil, nil, derr
+		}
+		if t, err = benchkit.OpenSQLite(ctx, filepath.Join(dir, "signoff.db")); err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, err
+		}
+		return t, func() { t.Close(); os.RemoveAll(dir) }, nil
+	default:
+		t, err = benchkit.OpenSQLite(ctx, db)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, func() { t.Close() }, nil
 }
 
 // isPostgres says whether db is a PostgreSQL URL rather than a SQLite path,
