@@ -263,7 +263,7 @@ func TestBenchScale(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("bench --scale --json: %v\n%s", err, out)
 		}
-		if rep.Ended != ended || rep.Waiting != ended/10 || rep.LoadSeconds <= 0 {
+		if rep.Ended != ended || rep.Waiting != ended/10 || rep.LoadSeconds <= 0 || rep.GOGC != "400" {
 			t.Errorf("%s: loaded %d ended and %d waiting in %.2f s, want %d and %d", rep.DB, rep.Ended, rep.Waiting, rep.LoadSeconds, ended, ended/10)
 		}
 		want := map[string]int{"pending": ended / 10, "cli": ended / 10, "api": 51}
@@ -293,5 +293,8 @@ func TestBenchScale(t *testing.T) {
 	}
 	if code, _, errs := docRun(t, t.TempDir(), nil, "", "bench", "--scale", "--scale-runs", "9"); code == 0 || !strings.Contains(errs, "at least 10") {
 		t.Errorf("bench --scale --scale-runs 9: exit %d, %s", code, errs)
+	}
+	if code, _, errs := docRun(t, t.TempDir(), nil, "", "bench", "--scale-runs", "100"); code == 0 || !strings.Contains(errs, "is for --scale") {
+		t.Errorf("bench --scale-runs without --scale: exit %d, %s", code, errs)
 	}
 }

@@ -41,6 +41,9 @@ the ended runs (a tenth first, timed alone) and says what the store takes
 per ended run before and after.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !scale && cmd.Flags().Changed("scale-runs") {
+				return usageError{"--scale-runs is for --scale (see signoff bench --help)"}
+			}
 			if scale && scaleRuns < 10 {
 				return usageError{"--scale-runs must be at least 10 (see signoff bench --help)"}
 			}
@@ -52,8 +55,7 @@ per ended run before and after.`,
 				db = f.Value.String()
 			}
 			if scale {
-				c.tuneGC()
-				rep, err := bench.Scale(c.ctx, db, scaleRuns)
+				rep, err := bench.Scale(c.ctx, db, scaleRuns, c.tuneGC())
 				if err != nil {
 					return fmt.Errorf("bench --scale: %w", err)
 				}

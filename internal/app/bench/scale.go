@@ -32,6 +32,7 @@ type ScaleReport struct {
 	Where string `json:"where"`
 	CPUs  int    `json:"cpus"`
 	Load  string `json:"load_average,omitempty"`
+	GOGC  string `json:"gogc"`
 	// Ended and Waiting are the runs loaded: whole runs (submit, approve,
 	// execute, done) and gated submits left waiting, made by the engine
 	// from loadClients clients at once, in LoadSeconds.
@@ -82,8 +83,9 @@ type PruneFigure struct {
 
 // Scale loads ended runs (a tenth as many waiting) into the store db names
 // (as Run reads it) through the engine, then times the lists, the prune and
-// the store's size.
-func Scale(ctx context.Context, db string, ended int) (*ScaleReport, error) {
+// the store's size. gogc is the garbage collector's goal in force, for the
+// report.
+func Scale(ctx context.Context, db string, ended int, gogc string) (*ScaleReport, error) {
 	if ended < 10 {
 		return nil, fmt.Errorf("--scale-runs: %d ended runs, want at least 10", ended)
 	}
@@ -96,7 +98,7 @@ func Scale(ctx context.Context, db string, ended int) (*ScaleReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &ScaleReport{DB: t.Name, Where: t.Where, CPUs: runtime.NumCPU(), Ended: ended, Waiting: ended / 10}
+	rep := &ScaleReport{DB: t.Name, Where: t.Where, CPUs: runtime.NumCPU(), GOGC: gogc, Ended: ended, Waiting: ended / 10}
 	start := time.Now()
 	// The first tenth ends before the cutoff, the rest after: the first
 	// prune takes the first tenth alone.
@@ -244,7 +246,7 @@ func prune(ctx context.Context, eng *workflow.Engine, cutoff time.Time) (PruneFi
 
 // PrintScale prints the scale report for people.
 func PrintScale(out io.Writer, rep *ScaleReport) {
-	fmt.Fprintf(out, "signoff bench --scale: %s (%s), %d CPUs, load average %s\n", rep.DB, rep.Where, rep.CPUs, rep.Load)
+	fmt.Fprintf(out, "signoff bench --scale: %s (%s), %d CPUs, GOGC %s, load average %s\n", rep.DB, rep.Where, rep.CPUs, rep.GOGC, rep.Load)
 	fmt.Fprintf(out, "loaded %d ended runs and %d waiting through the engine (%d clients) in %.1f s\n\n",
 		rep.Ended, rep.Waiting, loadClients, rep.LoadSeconds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
