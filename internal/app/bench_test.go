@@ -106,6 +106,17 @@ func TestBench(t *testing.T) {
 			t.Errorf("%s with %d clients: %.3f ms of CPU per operation", f.Name, f.Clients, f.CPUPerOp)
 		}
 	}
+	// The summary reads the same run's figures: a whole run's CPU beside
+	// four raw commits at one client (the most SQLite runs them at).
+	checkSummary(t, rep, seen, "raw_commit/1")
+	for _, f := range rep.Figures {
+		if f.RoundTripsPerOp != 0 {
+			t.Errorf("%s with %d clients: %.1f round trips per operation on SQLite, which has no server", f.Name, f.Clients, f.RoundTripsPerOp)
+		}
+	}
+	if s := rep.Summary; s != nil && s.RowsPerRun != seen["e2e/64"].RowsPerOp {
+		t.Errorf("summary: %.2f rows per run, e2e at 64 wrote %.2f", s.RowsPerRun, seen["e2e/64"].RowsPerOp)
+	}
 	dir := t.TempDir()
 	must(t, dir, 0, "bench", "--duration", "10ms")
 	if _, err := os.Stat(dbPath(dir)); !os.IsNotExist(err) {
@@ -117,7 +128,9 @@ func TestBench(t *testing.T) {
 		t.Fatalf("%s: exit %d\n%s", strings.Join(lines[0], " "), code, errs)
 	}
 	for _, s := range []string{"raw_commit", "e2e", "durable decision", "bare handler", "POST /v1/runs", "fsyncs/op", "rows/op", "cpu ms/op",
-		"e2e at 8 clients:", "e2e at 64 clients:", "one client", "click p99 at 64 at once:", "the bare handler's"} {
+		"e2e at 8 clients:", "e2e at 64 clients:", "one client", "click p99 at 64 at once:", "the bare handler's",
+		"round trips/op", "the floor of 4 raw commits", "4 x raw_commit/1; target 3x", "bytes per run (target 6144)", "rows (target 12)",
+		"click at 64 at once:"} {
 		if !strings.Contains(table, s) {
 			t.Errorf("bench table lacks %q:\n%s", s, table)
 		}
@@ -154,8 +167,21 @@ func TestBenchPostgres(t *testing.T) {
 	if _, ok := seen["raw_commit/64"]; ok {
 		t.Error("raw commits at 64 clients: more connections than the raw pool holds")
 	}
+	checkSummary(t, rep, seen, "raw_commit/8")
+	// Every figure on the store's pool went to the server.
+	for _, f := range rep.Figures {
+		if f.Name != "raw_commit" && f.Name != "click_bare" && f.RoundTripsPerOp <= 0 {
+			t.Errorf("%s with %d clients: %.2f round trips per operation", f.Name, f.Clients, f.RoundTripsPerOp)
+		}
+	}
+	if s := rep.Summary; s != nil && (s.RoundTripsPerRun != seen["e2e/64"].RoundTripsPerOp || s.RoundTripsPerRun < 4) {
+		t.Errorf("summary: %.2f round trips per run, e2e at 64 made %.2f (four commits at least)", s.RoundTripsPerRun, seen["e2e/64"].RoundTripsPerOp)
+	}
 	var table bytes.Buffer
 	bench.Print(&table, rep)
+	if !regexp.MustCompile(`bytes per run \(target 6144\), rows not counted on this database, [0-9.]+ round trips`).MatchString(table.String()) {
+		t.Errorf("the summary does not give a run's round trips:\n%s", table.String())
+	}
 	if !strings.Contains(table.String(), "e2e at 8 clients:") || !regexp.MustCompile(`e2e at 8 clients: [^\n]*one client \(raw commits: [0-9.]+x\)`).MatchString(table.String()) {
 		t.Errorf("the table does not put the raw commits' gain beside the engine's at 8 clients:\n%s", table.String())
 	}
@@ -170,5 +196,105 @@ func TestBenchPostgres(t *testing.T) {
 	}
 	if left != 0 {
 		t.Errorf("schema %s left behind", schema)
+	}
+}
+
+// checkSummary: the summary of rep is made of rep's own figures, the floor
+// of raw figure floor.
+func checkSummary(t *testing.T, rep *bench.Report, seen map[string]benchkit.Figure, floor string) {
+	t.Helper()
+	s := rep.Summary
+	if s == nil {
+		t.Fatal("no summary")
+	}
+	e2e, raw, click, bare := seen["e2e/64"], seen[floor], seen["click/64"], seen["click_bare/64"]
+	if s.FloorFrom != floor || s.FloorCPU != 4*raw.CPUPerOp || s.E2ECPU != e2e.CPUPerOp || s.CPURatio != e2e.CPUPerOp/(4*raw.CPUPerOp) {
+		t.Errorf("summary %+v, want e2e/64's CPU %.3f over 4 x %s's %.3f", s, e2e.CPUPerOp, floor, raw.CPUPerOp)
+	}
+	if s.CPURatioTarget != 3 || s.BytesPerRunTarget != 6144 || s.RowsPerRunTarget != 12 || s.BytesPerRun != e2e.BytesPerOp {
+		t.Errorf("summary %+v: targets 3x, 6144 bytes and 12 rows beside e2e/64's %.0f bytes", s, e2e.BytesPerOp)
+	}
+	// A durable click is a decision at least: one commit, maybe more.
+	if s.ClickCommits != click.CommitsPerOp || s.ClickCommits < 1 || s.ClickCPU != click.CPUPerOp || s.ClickP99 != click.P99 || s.ClickBareP99 != bare.P99 {
+		t.Errorf("summary %+v, want click/64's commits %.2f, CPU and p99 beside click_bare/64's", s, click.CommitsPerOp)
+	}
+	for _, k := range []string{"click/1", "click/64", "api_submit/1", "api_submit/64"} {
+		if f := seen[k]; f.CommitsPerOp < 1 {
+			t.Errorf("%s: %.2f commits per operation", k, f.CommitsPerOp)
+		}
+	}
+}
+
+// scaleLines are the scale commands of the docs, as typed.
+func scaleLines(t *testing.T) [][]string {
+	t.Helper()
+	var lines [][]string
+	for _, block := range blocksOf(docSection(t, "docs/performance.md", "signoff bench --scale"), "sh") {
+		for _, l := range shLines(block) {
+			lines = append(lines, shellWords(t, l.cmd))
+		}
+	}
+	if len(lines) != 2 || !slices.Equal(lines[0], []string{"signoff", "bench", "--scale"}) || len(lines[1]) != 5 || lines[1][3] != "--db" {
+		t.Fatalf("want bench --scale and bench --scale --db on PostgreSQL; the docs show %q", lines)
+	}
+	return lines
+}
+
+// TestBenchScale runs the docs' bench --scale with few runs, on SQLite and,
+// with SIGNOFF_TEST_POSTGRES, on PostgreSQL: every list read what the store
+// holds, every ended run was pruned, and on SQLite, which gives the space
+// back, a pruned run takes less than it did.
+func TestBenchScale(t *testing.T) {
+	lines := scaleLines(t)
+	const ended = 60
+	for _, line := range lines {
+		words := append([]string{}, line[1:]...)
+		if len(words) > 2 {
+			if os.Getenv("SIGNOFF_TEST_POSTGRES") == "" {
+				continue // TestBenchScale on SQLite alone
+			}
+			words[3] = pgtest.DSN(t)
+		}
+		code, out, errs := docRun(t, t.TempDir(), nil, "", append(words, "--scale-runs", fmt.Sprint(ended), "--json")...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", strings.Join(line, " "), code, errs)
+		}
+		var rep bench.ScaleReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("bench --scale --json: %v\n%s", err, out)
+		}
+		if rep.Ended != ended || rep.Waiting != ended/10 || rep.LoadSeconds <= 0 || rep.GOGC != "400" {
+			t.Errorf("%s: loaded %d ended and %d waiting in %.2f s, want %d and %d", rep.DB, rep.Ended, rep.Waiting, rep.LoadSeconds, ended, ended/10)
+		}
+		want := map[string]int{"pending": ended / 10, "cli": ended / 10, "api": 51}
+		for _, l := range rep.Lists {
+			if l.Runs != want[l.Name] || l.Reads == 0 || l.P50 <= 0 || l.P99 < l.P50 {
+				t.Errorf("%s: list %+v, want %d runs and p99 >= p50 > 0", rep.DB, l, want[l.Name])
+			}
+			delete(want, l.Name)
+		}
+		if len(want) > 0 {
+			t.Errorf("%s: no list %v", rep.DB, want)
+		}
+		if rep.Prune.Runs != ended/10 || rep.PruneRest.Runs != ended-ended/10 || rep.Prune.Per100k <= 0 {
+			t.Errorf("%s: pruned %+v then %+v, want %d then %d", rep.DB, rep.Prune, rep.PruneRest, ended/10, ended-ended/10)
+		}
+		if rep.BytesEnded <= 0 || rep.BytesLoaded < rep.BytesEnded || rep.BytesPerEndedRun <= 0 || rep.BytesPerPrunedRun <= 0 {
+			t.Errorf("%s: sizes %+v", rep.DB, rep)
+		}
+		if rep.DB == "sqlite" && rep.BytesPerPrunedRun >= rep.BytesPerEndedRun {
+			t.Errorf("sqlite: %.0f bytes per ended run after prune, %.0f before", rep.BytesPerPrunedRun, rep.BytesPerEndedRun)
+		}
+	}
+	// The table for people.
+	if code, table, errs := docRun(t, t.TempDir(), nil, "", "bench", "--scale", "--scale-runs", "10"); code != 0 ||
+		!strings.Contains(table, "per ended run:") || !strings.Contains(table, "ListViews(status waiting_approval, limit 11)") {
+		t.Errorf("bench --scale: exit %d\n%s%s", code, table, errs)
+	}
+	if code, _, errs := docRun(t, t.TempDir(), nil, "", "bench", "--scale", "--scale-runs", "9"); code == 0 || !strings.Contains(errs, "at least 10") {
+		t.Errorf("bench --scale --scale-runs 9: exit %d, %s", code, errs)
+	}
+	if code, _, errs := docRun(t, t.TempDir(), nil, "", "bench", "--scale-runs", "100"); code == 0 || !strings.Contains(errs, "is for --scale") {
+		t.Errorf("bench --scale-runs without --scale: exit %d, %s", code, errs)
 	}
 }

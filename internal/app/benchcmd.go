@@ -12,8 +12,9 @@ import (
 
 func (c *cli) benchCmd() *cobra.Command {
 	var (
-		asJSON bool
-		d      time.Duration
+		asJSON, scale bool
+		d             time.Duration
+		scaleRuns     int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -30,15 +31,39 @@ engine's gain from 1 to 8 clients is read.
 Without --db it works on a new SQLite file in a temporary folder. --db with a
 new file path uses that file (it must not exist; it is removed after);
 --db postgres://… (loopback only) uses a new schema on that server, dropped
-after. Every figure runs for --duration. Nothing leaves this machine.`,
+after. Every figure runs for --duration. Nothing leaves this machine.
+
+--scale measures the store full instead: it loads --scale-runs whole runs
+(1,000,000 unless told) and a tenth as many waiting for approval, each made
+by the engine, then times the first page of Slack's /runs pending, the list
+of runs --status waiting_approval and the first page of GET /v1/runs, prunes
+the ended runs (a tenth first, timed alone) and says what the store takes
+per ended run before and after.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !scale && cmd.Flags().Changed("scale-runs") {
+				return usageError{"--scale-runs is for --scale (see signoff bench --help)"}
+			}
+			if scale && scaleRuns < 10 {
+				return usageError{"--scale-runs must be at least 10 (see signoff bench --help)"}
+			}
 			if d <= 0 {
 				return usageError{"--duration must be positive (see signoff bench --help)"}
 			}
 			db := ""
 			if f := cmd.Flags().Lookup("db"); f != nil && f.Changed {
 				db = f.Value.String()
+			}
+			if scale {
+				rep, err := bench.Scale(c.ctx, db, scaleRuns, c.tuneGC())
+				if err != nil {
+					return fmt.Errorf("bench --scale: %w", err)
+				}
+				if asJSON {
+					return writeJSON(c.out, rep)
+				}
+				bench.PrintScale(c.out, rep)
+				return nil
 			}
 			rep, err := bench.Run(c.ctx, db, d, c.tuneGC())
 			if err != nil {
@@ -54,6 +79,8 @@ after. Every figure runs for --duration. Nothing leaves this machine.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the figures as JSON")
+	cmd.Flags().BoolVar(&scale, "scale", false, "measure lists and prune with many runs in the store instead")
+	cmd.Flags().IntVar(&scaleRuns, "scale-runs", bench.DefaultScaleRuns, "with --scale: how many ended runs to load (a tenth as many wait)")
 	cmd.Flags().DurationVar(&d, "duration", 2*time.Second, "how long each figure runs")
 	return cmd
 }

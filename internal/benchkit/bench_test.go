@@ -3,10 +3,14 @@ package benchkit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
+
+	"github.com/signoff-dev/signoff/storage/sqlite"
 )
 
 // BenchmarkEndToEnd is whole runs (submit, wait, approve, execute, done) from
@@ -83,5 +87,86 @@ func TestRoundTripsPerRunOnPostgres(t *testing.T) {
 	t.Logf("%.1f round trips per run", per)
 	if per > maxRoundTripsPerRun {
 		t.Errorf("%.1f round trips per run, want at most %d", per, maxRoundTripsPerRun)
+	}
+}
+
+// TestRowsPerRunByTable counts, on SQLite, the rows one whole run adds to
+// each table (their counts before and after, read on a connection of their
+// own) beside every row it wrote (total_changes of the store's writer): a
+// run adds one run row, and what it updates or deletes is the rest. -v
+// prints the breakdown.
+func TestRowsPerRunByTable(t *testing.T) {
+	tg, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "signoff.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	eng, err := NewEngine(tg.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := EndToEnd(t.Context(), eng); err != nil { // the keys and the first rows of each table
+		t.Fatal(err)
+	}
+	db, err := sqlite.OpenDB(tg.Where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	counts := func() map[string]int64 {
+		rows, err := db.QueryContext(t.Context(), `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, n := range names {
+			var c int64
+			if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM "`+n+`"`).Scan(&c); err != nil {
+				t.Fatal(err)
+			}
+			out[n] = c
+		}
+		return out
+	}
+	rowsWritten := func() int64 {
+		n, err := tg.RowsWritten(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const runs = 20
+	before, written0 := counts(), rowsWritten()
+	for range runs {
+		if err := EndToEnd(t.Context(), eng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, written1 := counts(), rowsWritten()
+	written := float64(written1-written0) / runs
+	var added float64
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		if d := float64(after[name]-before[name]) / runs; d != 0 {
+			t.Logf("%-20s %5.2f rows added per run", name, d)
+			added += d
+		}
+	}
+	t.Logf("%-20s %5.2f rows updated or deleted per run, %.2f written in all", "(the rest)", written-added, written)
+	if d := after["runs"] - before["runs"]; d != runs {
+		t.Errorf("%d run rows for %d runs", d, runs)
+	}
+	if added <= 0 || added > written {
+		t.Errorf("%.2f rows added per run, %.2f written", added, written)
 	}
 }

@@ -31,6 +31,10 @@ type Figure struct {
 	// RowsPerOp: rows inserted, updated or deleted per operation, in every
 	// table (see Target.RowsWritten); 0 where not counted.
 	RowsPerOp float64 `json:"rows_per_op,omitempty"`
+	// RoundTripsPerOp: the store's round trips to the server per operation
+	// (statements sent alone, BEGIN and COMMIT included, and pipelined
+	// batches; see Target.RoundTrips); 0 on SQLite, which has no server.
+	RoundTripsPerOp float64 `json:"round_trips_per_op,omitempty"`
 	// CPUPerOp is the CPU time this process (the engine, its store on
 	// SQLite, and the clients driving it) spent per operation, in
 	// milliseconds: steadier than rates on a busy machine. PostgreSQL's
@@ -109,48 +113,71 @@ func Measure(ctx context.Context, t *Target, eng *workflow.Engine, clients []int
 	return out, nil
 }
 
-// figure runs one measurement and reads the store's commits, flushes and size
-// around it.
+// figure runs one measurement of a driver and reads the store's commits,
+// flushes, size, rows and round trips around it.
 func (t *Target) figure(ctx context.Context, name string, clients int, run func() (int64, time.Duration, error)) (Figure, error) {
-	size0, err := t.Size(ctx)
+	return t.Count(ctx, name, clients, func() (Figure, error) {
+		n, took, err := run()
+		return Figure{Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}, err
+	})
+}
+
+// counters are what the store has done so far, read before and after a
+// figure.
+type counters struct {
+	size, syncs, rows, commits, roundTrips int64
+}
+
+func (t *Target) counters(ctx context.Context) (counters, error) {
+	var (
+		c   counters
+		err error
+	)
+	if c.size, err = t.Size(ctx); err != nil {
+		return c, err
+	}
+	if c.syncs, err = t.Syncs(ctx); err != nil {
+		return c, err
+	}
+	if c.rows, err = t.rowsWritten(ctx); err != nil {
+		return c, err
+	}
+	c.commits = t.Store.Commits()
+	if t.RoundTrips != nil {
+		c.roundTrips = t.RoundTrips()
+	}
+	return c, nil
+}
+
+// Count runs one measurement (a driver's or the clicks' over HTTP, which
+// say how many operations they made in how long) and adds what the store
+// did for them, per operation: commits, flushes, bytes, rows and round
+// trips, and the process's CPU time unless run measured its own.
+func (t *Target) Count(ctx context.Context, name string, clients int, run func() (Figure, error)) (Figure, error) {
+	c0, err := t.counters(ctx)
 	if err != nil {
 		return Figure{}, err
 	}
-	sync0, err := t.Syncs(ctx)
-	if err != nil {
-		return Figure{}, err
-	}
-	rows0, err := t.rowsWritten(ctx)
-	if err != nil {
-		return Figure{}, err
-	}
-	commits0 := t.Store.Commits()
 	cpu := cpuMeter()
-	n, took, err := run()
+	f, err := run()
 	if err != nil {
 		return Figure{}, fmt.Errorf("%s with %d clients: %w", name, clients, err)
 	}
-	cpuPerOp := cpu(n)
-	commits := t.Store.Commits() - commits0
-	sync1, err := t.Syncs(ctx)
+	cpuPerOp := cpu(f.Ops)
+	c1, err := t.counters(ctx)
 	if err != nil {
 		return Figure{}, err
 	}
-	size1, err := t.Size(ctx)
-	if err != nil {
-		return Figure{}, err
-	}
-	rows1, err := t.rowsWritten(ctx)
-	if err != nil {
-		return Figure{}, err
-	}
-	f := Figure{Name: name, Clients: clients, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds()}
-	if n > 0 {
-		f.CommitsPerOp = float64(commits) / float64(n)
-		f.SyncsPerOp = float64(sync1-sync0) / float64(n)
-		f.BytesPerOp = float64(size1-size0) / float64(n)
-		f.RowsPerOp = float64(rows1-rows0) / float64(n)
-		f.CPUPerOp = cpuPerOp
+	f.Name, f.Clients = name, clients
+	if n := float64(f.Ops); n > 0 {
+		f.CommitsPerOp = float64(c1.commits-c0.commits) / n
+		f.SyncsPerOp = float64(c1.syncs-c0.syncs) / n
+		f.BytesPerOp = float64(c1.size-c0.size) / n
+		f.RowsPerOp = float64(c1.rows-c0.rows) / n
+		f.RoundTripsPerOp = float64(c1.roundTrips-c0.roundTrips) / n
+		if f.CPUPerOp == 0 {
+			f.CPUPerOp = cpuPerOp
+		}
 	}
 	return f, nil
 }

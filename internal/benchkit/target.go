@@ -46,6 +46,10 @@ type Target struct {
 	// RoundTrips counts the store's round trips to the server so far
 	// (PostgreSQL; nil for SQLite, which has no server).
 	RoundTrips func() int64
+	// Reclaim gives the space a prune freed back to the file system, as
+	// `signoff prune` does on SQLite; nil on PostgreSQL, whose autovacuum
+	// makes it reusable on its own.
+	Reclaim func(ctx context.Context) error
 	// Where says where the store lives, for the report.
 	Where string
 	close func() error
@@ -131,6 +135,10 @@ func OpenSQLite(ctx context.Context, path string) (*Target, error) {
 		},
 		Syncs:       func(context.Context) (int64, error) { return st.Commits(), nil },
 		RowsWritten: st.RowsWritten,
+		Reclaim: func(ctx context.Context) error {
+			_, err := st.Reclaim(ctx)
+			return err
+		},
 		close: func() error {
 			return errors.Join(st.Close(), raw.Close(), probe.Close(), remove())
 		},

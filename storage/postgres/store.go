@@ -48,8 +48,11 @@ type Store struct {
 }
 
 // roundTrips counts the store's round trips to the server: each statement
-// sent alone (BEGIN and COMMIT included) and each batch, which pgx sends as
-// one pipeline. Counting is an atomic add per round trip.
+// sent alone (BEGIN and COMMIT included), each batch, which pgx sends as
+// one pipeline, and each preparation of a statement a connection had not
+// prepared yet (pgx prepares once per connection and statement, before its
+// first use; a batch's new statements go in one pipeline ahead of it, which
+// is not seen here). Counting is an atomic add per round trip.
 type roundTrips struct{ n atomic.Int64 }
 
 func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -68,9 +71,21 @@ func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQ
 
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+func (r *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	return ctx
+}
+
+// TracePrepareEnd counts a preparation that went to the server: one the
+// connection had already made is answered from its cache.
+func (r *roundTrips) TracePrepareEnd(_ context.Context, _ *pgx.Conn, d pgx.TracePrepareEndData) {
+	if !d.AlreadyPrepared {
+		r.n.Add(1)
+	}
+}
+
 // RoundTrips is how many round trips to the server the store has made so
-// far (statements and batches; not a statement's first preparation, which
-// pgx does once per connection), for measuring what an operation costs.
+// far (statements, batches and first preparations on each connection), for
+// measuring what an operation costs.
 func (s *Store) RoundTrips() int64 { return s.rt.n.Load() }
 
 var _ storage.Store = (*Store)(nil)

@@ -44,6 +44,8 @@ type Report struct {
 	// which sets it).
 	GOGC    string            `json:"gogc"`
 	Figures []benchkit.Figure `json:"figures"`
+	// Summary reads the figures against the targets of a whole run.
+	Summary *Summary `json:"summary,omitempty"`
 }
 
 // Run opens the target db names ("" a temporary SQLite file; a file path
@@ -51,30 +53,11 @@ type Report struct {
 // of its own dropped after) and measures every figure for d. gogc is the
 // garbage collector's goal in force, for the report.
 func Run(ctx context.Context, db string, d time.Duration, gogc string) (*Report, error) {
-	var (
-		t   *benchkit.Target
-		err error
-	)
-	switch {
-	case isPostgres(db):
-		if err := loopbackOnly(db); err != nil {
-			return nil, err
-		}
-		t, err = benchkit.OpenPostgres(ctx, db)
-	case db == "":
-		dir, derr := os.MkdirTemp("", "signoff-bench-")
-		if derr != nil {
-			return nil, derr
-		}
-		defer os.RemoveAll(dir)
-		t, err = benchkit.OpenSQLite(ctx, filepath.Join(dir, "signoff.db"))
-	default:
-		t, err = benchkit.OpenSQLite(ctx, db)
-	}
+	t, done, err := openTarget(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	defer t.Close()
+	defer done()
 	eng, err := benchkit.NewEngine(t.Store)
 	if err != nil {
 		return nil, err
@@ -85,12 +68,12 @@ func Run(ctx context.Context, db string, d time.Duration, gogc string) (*Report,
 		return nil, err
 	}
 	rep.Figures = figs
-	clicks, err := benchClicks(ctx, eng, d)
+	clicks, err := benchClicks(ctx, t, eng, d)
 	if err != nil {
 		return nil, err
 	}
 	rep.Figures = append(rep.Figures, clicks...)
-	submits, err := benchAPISubmit(ctx, eng, d)
+	submits, err := benchAPISubmit(ctx, t, eng, d)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +81,36 @@ func Run(ctx context.Context, db string, d time.Duration, gogc string) (*Report,
 	if rep.Load == "" {
 		rep.Load = loadAverage()
 	}
+	rep.Summary = Summarize(rep.Figures)
 	return rep, nil
+}
+
+// openTarget opens the store db names, as Run says; done closes it and
+// removes what it made.
+func openTarget(ctx context.Context, db string) (t *benchkit.Target, done func(), err error) {
+	switch {
+	case isPostgres(db):
+		if err := loopbackOnly(db); err != nil {
+			return nil, nil, err
+		}
+		t, err = benchkit.OpenPostgres(ctx, db)
+	case db == "":
+		dir, derr := os.MkdirTemp("", "signoff-bench-")
+		if derr != nil {
+			return nil, nil, derr
+		}
+		if t, err = benchkit.OpenSQLite(ctx, filepath.Join(dir, "signoff.db")); err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, err
+		}
+		return t, func() { t.Close(); os.RemoveAll(dir) }, nil
+	default:
+		t, err = benchkit.OpenSQLite(ctx, db)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, func() { t.Close() }, nil
 }
 
 // isPostgres says whether db is a PostgreSQL URL rather than a SQLite path,
@@ -146,7 +158,7 @@ const (
 // benchClicks measures Approve clicks over loopback HTTP, as Slack sends them,
 // at 1 and 64 at once: each approves its own waiting run, made before the
 // clock starts. Beside them, the same clicks on the bare handler.
-func benchClicks(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]benchkit.Figure, error) {
+func benchClicks(ctx context.Context, t *benchkit.Target, eng *workflow.Engine, d time.Duration) ([]benchkit.Figure, error) {
 	slack := &benchSlack{}
 	cfg := bot.ServerConfig{Engine: eng, SigningSecret: benchSecret, AppID: benchAppID, TeamID: benchTeamID, Slack: slack}
 	srv, err := bot.NewServer(cfg)
@@ -182,11 +194,14 @@ func benchClicks(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]
 			}
 		}
 		some = views[0]
-		f, err := benchkit.Clicks(ctx, durable.URL+"/slack/interactions", n, d, func(i int) (benchkit.Click, bool) {
-			if i >= len(views) {
-				return benchkit.Click{}, false
-			}
-			return approveClick(views[i]), true
+		// Counted on the store: a durable click's commits and round trips.
+		f, err := t.Count(ctx, "click", n, func() (benchkit.Figure, error) {
+			return benchkit.Clicks(ctx, durable.URL+"/slack/interactions", n, d, func(i int) (benchkit.Click, bool) {
+				if i >= len(views) {
+					return benchkit.Click{}, false
+				}
+				return approveClick(views[i]), true
+			})
 		})
 		if err != nil {
 			return nil, fmt.Errorf("clicks: %w", err)
@@ -194,7 +209,6 @@ func benchClicks(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]
 		if r := slack.refused.Load(); r > 0 {
 			return nil, fmt.Errorf("clicks: %d were refused: %s", r, slack.last.Load())
 		}
-		f.Name = "click"
 		out = append(out, f)
 	}
 	bare, decided, err := barebot.NewServer(cfg, some)
@@ -222,7 +236,7 @@ func benchClicks(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]
 // benchAPISubmit measures POST /v1/runs over loopback HTTP at 1 and 64
 // clients at once, each request a new gated proposal (201, waiting): the
 // engine's suspend behind the API's token check, strict decoding and answer.
-func benchAPISubmit(ctx context.Context, eng *workflow.Engine, d time.Duration) ([]benchkit.Figure, error) {
+func benchAPISubmit(ctx context.Context, t *benchkit.Target, eng *workflow.Engine, d time.Duration) ([]benchkit.Figure, error) {
 	const token = "sk_bench"
 	sum := sha256.Sum256([]byte(token))
 	h, err := agentapi.New(agentapi.Config{Engine: eng, Rate: 1e6, Burst: 1e6, Tokens: []agentapi.Token{
@@ -239,11 +253,12 @@ func benchAPISubmit(ctx context.Context, eng *workflow.Engine, d time.Duration) 
 	req := benchkit.Click{Body: body, Header: map[string][]string{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}}}
 	var out []benchkit.Figure
 	for _, n := range []int{1, 64} {
-		f, err := benchkit.Clicks(ctx, srv.URL+"/v1/runs", n, d, func(int) (benchkit.Click, bool) { return req, true })
+		f, err := t.Count(ctx, "api_submit", n, func() (benchkit.Figure, error) {
+			return benchkit.Clicks(ctx, srv.URL+"/v1/runs", n, d, func(int) (benchkit.Click, bool) { return req, true })
+		})
 		if err != nil {
 			return nil, fmt.Errorf("api submit: %w", err)
 		}
-		f.Name = "api_submit"
 		out = append(out, f)
 	}
 	return out, nil
@@ -307,25 +322,25 @@ func Print(out io.Writer, rep *Report) {
 	}()
 	fmt.Fprintf(&w, "signoff bench: %s (%s), %g s per figure, %d CPUs, GOGC %s, load average %s\n\n", rep.DB, rep.Where, rep.Duration, rep.CPUs, rep.GOGC, rep.Load)
 	tw := tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\trows/op\tcpu ms/op\t")
+	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\trows/op\tround trips/op\tcpu ms/op\t")
 	for _, f := range rep.Figures {
 		if strings.HasPrefix(f.Name, "click") || f.Name == "api_submit" {
 			continue
 		}
 		if f.Name == "raw_commit" {
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t\t\t%s\t\n", f.Name, f.Clients, f.PerSec, cpuCell(f))
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t\t\t\t%s\t\n", f.Name, f.Clients, f.PerSec, cpuCell(f))
 			continue
 		}
 		rows := "" // not counted on this database
 		if f.RowsPerOp > 0 {
 			rows = fmt.Sprintf("%.1f", f.RowsPerOp)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t%s\t\n", f.Name, f.Clients, f.PerSec, f.CommitsPerOp, f.SyncsPerOp, f.BytesPerOp, rows, cpuCell(f))
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t%s\t%s\t\n", f.Name, f.Clients, f.PerSec, f.CommitsPerOp, f.SyncsPerOp, f.BytesPerOp, rows, roundTripsCell(f), cpuCell(f))
 	}
 	tw.Flush()
 	fmt.Fprintln(&w)
 	tw = tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "over HTTP\tat once\tper second\tp50 ms\tp99 ms\tcpu ms/op\t")
+	fmt.Fprintln(tw, "over HTTP\tat once\tper second\tp50 ms\tp99 ms\tcommits/op\tround trips/op\tcpu ms/op\t")
 	for _, f := range rep.Figures {
 		if !strings.HasPrefix(f.Name, "click") && f.Name != "api_submit" {
 			continue
@@ -337,10 +352,15 @@ func Print(out io.Writer, rep *Report) {
 		case "api_submit":
 			name = "POST /v1/runs (suspend)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%s\t\n", name, f.Clients, f.PerSec, f.P50, f.P99, cpuCell(f))
+		commits := "" // the bare handler's store keeps nothing
+		if f.Name != "click_bare" {
+			commits = fmt.Sprintf("%.2f", f.CommitsPerOp)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t\n", name, f.Clients, f.PerSec, f.P50, f.P99, commits, roundTripsCell(f), cpuCell(f))
 	}
 	tw.Flush()
 	printRatios(&w, rep.Figures)
+	printSummary(&w, rep.Summary)
 }
 
 // cpuCell is a figure's CPU time per operation, or nothing where unknown.
@@ -349,6 +369,15 @@ func cpuCell(f benchkit.Figure) string {
 		return ""
 	}
 	return fmt.Sprintf("%.2f", f.CPUPerOp)
+}
+
+// roundTripsCell is a figure's round trips per operation, or nothing where
+// there is no server.
+func roundTripsCell(f benchkit.Figure) string {
+	if f.RoundTripsPerOp == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f", f.RoundTripsPerOp)
 }
 
 // printRatios says what the figures are worth beside each other: e2e runs

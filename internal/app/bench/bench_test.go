@@ -1,6 +1,11 @@
 package bench
 
-import "testing"
+import (
+	"math"
+	"testing"
+
+	"github.com/signoff-dev/signoff/internal/benchkit"
+)
 
 // TestLoopbackOnly: the benchmark runs against a PostgreSQL server on this
 // machine only.
@@ -12,5 +17,45 @@ func TestLoopbackOnly(t *testing.T) {
 		if err := loopbackOnly(dsn); (err == nil) != ok {
 			t.Errorf("loopbackOnly(%s) = %v", dsn, err)
 		}
+	}
+}
+
+// TestSummarize: the floor is four of the raw commits run at the most
+// clients up to 64, and the ratio is the same run's e2e CPU over it; without
+// a whole run at 64 or a raw commit's CPU there is no summary.
+func TestSummarize(t *testing.T) {
+	e2e := benchkit.Figure{Name: "e2e", Clients: 64, CPUPerOp: 1.2, BytesPerOp: 9000, RowsPerOp: 23, RoundTripsPerOp: 18}
+	click := benchkit.Figure{Name: "click", Clients: 64, CommitsPerOp: 3, CPUPerOp: 0.7, P99: 50}
+	bare := benchkit.Figure{Name: "click_bare", Clients: 64, P99: 10}
+	raw := func(clients int, cpu float64) benchkit.Figure {
+		return benchkit.Figure{Name: "raw_commit", Clients: clients, CPUPerOp: cpu}
+	}
+	for _, tc := range []struct {
+		name      string
+		figs      []benchkit.Figure
+		floorFrom string
+		ratio     float64
+	}{
+		{"sqlite: one client", []benchkit.Figure{raw(1, 0.2), e2e, click, bare}, "raw_commit/1", 1.2 / 0.8},
+		{"postgres: eight clients", []benchkit.Figure{raw(1, 0.5), raw(8, 0.1), e2e, click, bare}, "raw_commit/8", 1.2 / 0.4},
+		{"no whole run at 64", []benchkit.Figure{raw(1, 0.2), click}, "", 0},
+		{"no raw CPU", []benchkit.Figure{raw(1, 0), e2e}, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Summarize(tc.figs)
+			if tc.floorFrom == "" {
+				if s != nil {
+					t.Fatalf("summary %+v, want none", s)
+				}
+				return
+			}
+			if s == nil {
+				t.Fatal("no summary")
+			}
+			if s.FloorFrom != tc.floorFrom || math.Abs(s.CPURatio-tc.ratio) > 1e-9 || s.BytesPerRun != 9000 || s.RowsPerRun != 23 ||
+				s.RoundTripsPerRun != 18 || s.ClickCommits != 3 || s.ClickP99Ratio != 5 {
+				t.Errorf("summary %+v, want floor %s, ratio %.3f", s, tc.floorFrom, tc.ratio)
+			}
+		})
 	}
 }

@@ -1,0 +1,262 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	agentapi "github.com/signoff-dev/signoff/api"
+	"github.com/signoff-dev/signoff/internal/benchkit"
+	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow"
+)
+
+// DefaultScaleRuns is how many ended runs `signoff bench --scale` loads;
+// a tenth as many wait for approval beside them.
+const DefaultScaleRuns = 1_000_000
+
+// loadClients is how many clients load the runs at once: the most the
+// store's group commit takes together in the figures.
+const loadClients = 64
+
+// ScaleReport is what `signoff bench --scale` prints: the lists the edges
+// read, the prune and the store's size, with many runs in the store.
+type ScaleReport struct {
+	DB    string `json:"db"`
+	Where string `json:"where"`
+	CPUs  int    `json:"cpus"`
+	Load  string `json:"load_average,omitempty"`
+	GOGC  string `json:"gogc"`
+	// Ended and Waiting are the runs loaded: whole runs (submit, approve,
+	// execute, done) and gated submits left waiting, made by the engine
+	// from loadClients clients at once, in LoadSeconds.
+	Ended       int     `json:"ended"`
+	Waiting     int     `json:"waiting"`
+	LoadSeconds float64 `json:"load_seconds"`
+	// Lists are the first pages the edges read, timed around the engine's
+	// call each edge makes.
+	Lists []ListFigure `json:"lists"`
+	// Prune is the runs that ended first (a tenth of Ended) pruned alone;
+	// PruneRest the rest of them, after which the store gave the space back
+	// as `signoff prune` does (on SQLite).
+	Prune     PruneFigure `json:"prune"`
+	PruneRest PruneFigure `json:"prune_rest"`
+	// Bytes are the store's sizes: with the ended runs only, with the
+	// waiting ones too, and after both prunes.
+	BytesEnded  int64 `json:"bytes_ended"`
+	BytesLoaded int64 `json:"bytes_loaded"`
+	BytesPruned int64 `json:"bytes_pruned"`
+	// BytesPerEndedRun and BytesPerPrunedRun are what an ended run takes
+	// before and after prune: the ended runs' share of the store (the
+	// waiting runs', which prune does not touch, taken out) over Ended.
+	BytesPerEndedRun  float64 `json:"bytes_per_ended_run"`
+	BytesPerPrunedRun float64 `json:"bytes_per_pruned_run"`
+}
+
+// ListFigure is one list read again and again.
+type ListFigure struct {
+	// Name says whose list: "pending" (Slack's /runs pending, first page),
+	// "cli" (runs --status waiting_approval, which reads every waiting run:
+	// the CLI has no pages) or "api" (GET /v1/runs, first page).
+	Name string `json:"name"`
+	// Call is the engine's call with its filter, as the edge makes it.
+	Call  string  `json:"call"`
+	Runs  int     `json:"runs"`
+	Reads int     `json:"reads"`
+	P50   float64 `json:"p50_ms"`
+	P99   float64 `json:"p99_ms"`
+}
+
+// PruneFigure is one prune.
+type PruneFigure struct {
+	Runs    int     `json:"runs"`
+	Seconds float64 `json:"seconds"`
+	// Per100k is Seconds for 100,000 runs at the same rate.
+	Per100k float64 `json:"seconds_per_100000"`
+}
+
+// Scale loads ended runs (a tenth as many waiting) into the store db names
+// (as Run reads it) through the engine, then times the lists, the prune and
+// the store's size. gogc is the garbage collector's goal in force, for the
+// report.
+func Scale(ctx context.Context, db string, ended int, gogc string) (*ScaleReport, error) {
+	if ended < 10 {
+		return nil, fmt.Errorf("--scale-runs: %d ended runs, want at least 10", ended)
+	}
+	t, done, err := openTarget(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	eng, err := benchkit.NewEngine(t.Store)
+	if err != nil {
+		return nil, err
+	}
+	rep := &ScaleReport{DB: t.Name, Where: t.Where, CPUs: runtime.NumCPU(), GOGC: gogc, Ended: ended, Waiting: ended / 10}
+	start := time.Now()
+	// The first tenth ends before the cutoff, the rest after: the first
+	// prune takes the first tenth alone.
+	first := ended / 10
+	if err := load(ctx, first, func(ctx context.Context) error { return benchkit.EndToEnd(ctx, eng) }); err != nil {
+		return nil, err
+	}
+	cutoff := time.Now()
+	if err := load(ctx, ended-first, func(ctx context.Context) error { return benchkit.EndToEnd(ctx, eng) }); err != nil {
+		return nil, err
+	}
+	if rep.BytesEnded, err = t.Size(ctx); err != nil {
+		return nil, err
+	}
+	if err := load(ctx, rep.Waiting, func(ctx context.Context) error { _, err := benchkit.Suspend(ctx, eng); return err }); err != nil {
+		return nil, err
+	}
+	rep.LoadSeconds = time.Since(start).Seconds()
+	if rep.BytesLoaded, err = t.Size(ctx); err != nil {
+		return nil, err
+	}
+	if rep.Lists, err = timeLists(ctx, eng, rep.Waiting, ended+rep.Waiting); err != nil {
+		return nil, err
+	}
+	if rep.Prune, err = prune(ctx, eng, cutoff); err != nil {
+		return nil, err
+	}
+	if rep.PruneRest, err = prune(ctx, eng, time.Now()); err != nil {
+		return nil, err
+	}
+	if got := rep.Prune.Runs + rep.PruneRest.Runs; got != ended {
+		return nil, fmt.Errorf("prune: %d runs pruned, want the %d that ended", got, ended)
+	}
+	if t.Reclaim != nil {
+		if err := t.Reclaim(ctx); err != nil {
+			return nil, fmt.Errorf("prune: give the space back: %w", err)
+		}
+	}
+	if rep.BytesPruned, err = t.Size(ctx); err != nil {
+		return nil, err
+	}
+	waiting := rep.BytesLoaded - rep.BytesEnded
+	rep.BytesPerEndedRun = float64(rep.BytesEnded) / float64(ended)
+	rep.BytesPerPrunedRun = float64(rep.BytesPruned-waiting) / float64(ended)
+	rep.Load = loadAverage()
+	return rep, nil
+}
+
+// load makes n runs with op from loadClients clients at once.
+func load(ctx context.Context, n int, op func(ctx context.Context) error) error {
+	var left atomic.Int64
+	left.Store(int64(n))
+	made, _, err := benchkit.Drive(ctx, loadClients, 0, func(ctx context.Context) (bool, error) {
+		if left.Add(-1) < 0 {
+			return false, nil
+		}
+		return true, op(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("load runs: %w", err)
+	}
+	if made != int64(n) {
+		return fmt.Errorf("load runs: %d made, want %d", made, n)
+	}
+	return nil
+}
+
+// The reads of each list: enough for a p99 of the pages, fewer of the CLI's
+// list, which reads every waiting run.
+const (
+	pageReads = 200
+	cliReads  = 10
+)
+
+// timeLists times the engine's call of each edge's list, each read after
+// the other.
+// Each returns as many runs as the store holds for it: waiting of them are
+// waiting, all of them are the one requester's.
+func timeLists(ctx context.Context, eng *workflow.Engine, waiting, all int) ([]ListFigure, error) {
+	waitingOnly := []record.Status{record.StatusWaitingApproval}
+	lists := []struct {
+		name, call  string
+		reads, want int
+		read        func() (int, error)
+	}{
+		// bot/commands.go: the first page of 10 and one to tell whether
+		// there is more.
+		{"pending", "ListViews(status waiting_approval, limit 11)", pageReads, min(11, waiting), func() (int, error) {
+			vs, err := eng.ListViews(ctx, storage.RunFilter{Statuses: waitingOnly, Limit: 11})
+			return len(vs), err
+		}},
+		// internal/app: runs --status takes no limit.
+		{"cli", "List(status waiting_approval)", cliReads, waiting, func() (int, error) {
+			rs, err := eng.List(ctx, storage.RunFilter{Statuses: waitingOnly})
+			return len(rs), err
+		}},
+		// api/handlers.go: the token's requester's runs, a page of
+		// DefaultLimit and one more.
+		{"api", fmt.Sprintf("ListViews(requester, limit %d)", agentapi.DefaultLimit+1), pageReads, min(agentapi.DefaultLimit+1, all), func() (int, error) {
+			vs, err := eng.ListViews(ctx, storage.RunFilter{RequesterID: benchkit.Requester, Limit: agentapi.DefaultLimit + 1})
+			return len(vs), err
+		}},
+	}
+	var out []ListFigure
+	for _, l := range lists {
+		took := make([]time.Duration, 0, l.reads)
+		n := 0
+		for range l.reads {
+			t0 := time.Now()
+			got, err := l.read()
+			took = append(took, time.Since(t0))
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", l.name, err)
+			}
+			n = got
+		}
+		if n != l.want {
+			return nil, fmt.Errorf("list %s: %d runs, want %d", l.name, n, l.want)
+		}
+		slices.Sort(took)
+		out = append(out, ListFigure{Name: l.name, Call: l.call, Runs: n, Reads: l.reads, P50: ms(took[len(took)/2]), P99: ms(took[len(took)*99/100])})
+	}
+	return out, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// prune prunes the runs that ended before cutoff, timed.
+func prune(ctx context.Context, eng *workflow.Engine, cutoff time.Time) (PruneFigure, error) {
+	t0 := time.Now()
+	rep, err := eng.Prune(ctx, workflow.PruneOptions{Before: cutoff})
+	took := time.Since(t0).Seconds()
+	if err != nil {
+		return PruneFigure{}, fmt.Errorf("prune: %w", err)
+	}
+	if len(rep.Skipped) > 0 {
+		return PruneFigure{}, fmt.Errorf("prune: %d runs skipped: %v", len(rep.Skipped), rep.Skipped[0])
+	}
+	f := PruneFigure{Runs: rep.Runs, Seconds: took}
+	if rep.Runs > 0 {
+		f.Per100k = took * 100_000 / float64(rep.Runs)
+	}
+	return f, nil
+}
+
+// PrintScale prints the scale report for people.
+func PrintScale(out io.Writer, rep *ScaleReport) {
+	fmt.Fprintf(out, "signoff bench --scale: %s (%s), %d CPUs, GOGC %s, load average %s\n", rep.DB, rep.Where, rep.CPUs, rep.GOGC, rep.Load)
+	fmt.Fprintf(out, "loaded %d ended runs and %d waiting through the engine (%d clients) in %.1f s\n\n",
+		rep.Ended, rep.Waiting, loadClients, rep.LoadSeconds)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "list\tengine call\truns\treads\tp50 ms\tp99 ms")
+	for _, l := range rep.Lists {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\n", l.Name, l.Call, l.Runs, l.Reads, l.P50, l.P99)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\nprune of the first %d ended runs: %.1f s (%.1f s per 100,000); of the other %d: %.1f s\n",
+		rep.Prune.Runs, rep.Prune.Seconds, rep.Prune.Per100k, rep.PruneRest.Runs, rep.PruneRest.Seconds)
+	fmt.Fprintf(out, "store: %d bytes with the ended runs, %d with the waiting too, %d after prune\n", rep.BytesEnded, rep.BytesLoaded, rep.BytesPruned)
+	fmt.Fprintf(out, "per ended run: %.0f bytes, %.0f after prune\n", rep.BytesPerEndedRun, rep.BytesPerPrunedRun)
+}
