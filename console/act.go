@@ -11,7 +11,6 @@ import (
 
 	"github.com/signoff-dev/signoff/internal/jsonvalue"
 	"github.com/signoff-dev/signoff/record"
-	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -35,13 +34,8 @@ func (c *Console) edit(w http.ResponseWriter, r *http.Request, se *session) {
 		c.showRun(w, r, se, http.StatusBadRequest, "", "the form lacks the request and fingerprint of the page it was sent from; edit from the run's page")
 		return
 	}
-	v, err := c.eng.Get(r.Context(), id)
-	if record.IsRefused(err, record.CodeUnknownRun) {
-		c.problem(w, r, se, http.StatusNotFound, "no run "+show.String(id))
-		return
-	}
-	if err != nil {
-		c.fail(w, r, err)
+	v, ok := c.loadRun(w, r, se, id)
+	if !ok {
 		return
 	}
 	if !editable(v.Gate) {

@@ -95,16 +95,26 @@ func (c *Console) signInAgain(id string, maxAge record.Seconds) string {
 
 // showRun renders the run page with status, a notice of what was just
 // done or a problem saying why it was refused.
-func (c *Console) showRun(w http.ResponseWriter, r *http.Request, se *session, status int, notice, problem string) {
-	id := r.PathValue("id")
-	ctx := r.Context()
-	v, err := c.eng.Get(ctx, id)
+// loadRun reads run id for a page, answering 404 for a run that does not
+// exist and the failure for any other error; false when it answered.
+func (c *Console) loadRun(w http.ResponseWriter, r *http.Request, se *session, id string) (*workflow.RunView, bool) {
+	v, err := c.eng.Get(r.Context(), id)
 	if record.IsRefused(err, record.CodeUnknownRun) {
 		c.problem(w, r, se, http.StatusNotFound, "no run "+show.String(id))
-		return
+		return nil, false
 	}
 	if err != nil {
 		c.fail(w, r, err)
+		return nil, false
+	}
+	return v, true
+}
+
+func (c *Console) showRun(w http.ResponseWriter, r *http.Request, se *session, status int, notice, problem string) {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	v, ok := c.loadRun(w, r, se, id)
+	if !ok {
 		return
 	}
 	stored := v.Actions // unredacted: the edit forms keep redacted fields out of reach themselves
