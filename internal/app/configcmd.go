@@ -16,6 +16,7 @@ import (
 	"github.com/signoff-dev/signoff/internal/stdwebhook"
 	"github.com/signoff-dev/signoff/policy"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/show"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -279,10 +280,10 @@ func approvalText(cfg *config.Config, a *record.ApprovalSpec) string {
 	if len(groups) > 0 {
 		who += " + Slack user group " + strings.Join(groups, ", ")
 	}
-	text := fmt.Sprintf("approval: %d of %s or above (%s) within %s", a.Count, a.Role, who, shortDuration(a.Expires.Duration()))
+	text := fmt.Sprintf("approval: %d of %s or above (%s) within %s", a.Count, a.Role, who, show.Duration(a.Expires.Duration()))
 	if a.Requirement != nil {
 		// Each leaf names its role; a higher role fills a lower one's place.
-		text = fmt.Sprintf("approval: %s, within %s", policy.Sentence(a.Requirement), shortDuration(a.Expires.Duration()))
+		text = fmt.Sprintf("approval: %s, within %s", policy.Sentence(a.Requirement), show.Duration(a.Expires.Duration()))
 	}
 	if !a.SelfApproval {
 		text += ", not the requester"
@@ -313,19 +314,7 @@ func renderExplanation(w io.Writer, cfg *config.Config, p *workflow.Proposal, ex
 		return
 	}
 	fmt.Fprintf(w, "waits for %s\n", approvalText(cfg, g.Approval))
-	fmt.Fprintf(w, "deadline: %s after submit (if submitted now: %s)\n", shortDuration(g.Approval.Expires.Duration()), now.Add(g.Approval.Expires.Duration()).UTC().Format("2006-01-02 15:04 MST"))
-}
-
-// shortDuration writes 72h rather than 72h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	fmt.Fprintf(w, "deadline: %s after submit (if submitted now: %s)\n", show.Duration(g.Approval.Expires.Duration()), now.Add(g.Approval.Expires.Duration()).UTC().Format("2006-01-02 15:04 MST"))
 }
 
 // oneLine shortens shown arguments (argsText) for a line of text.
