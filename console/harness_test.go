@@ -82,6 +82,9 @@ type harnessOpts struct {
 
 type consoleConfig = console.Config
 
+// harnessStart is the harness's clock when it starts.
+var harnessStart = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -136,7 +139,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		}
 		actions[name] = spec
 	}
-	clk := clocktest.New(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	clk := clocktest.New(harnessStart)
 	e, err := workflow.New(workflow.Config{Store: st, Policy: pol, Roles: roles, Actions: actions, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
