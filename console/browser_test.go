@@ -103,15 +103,39 @@ func (c *chrome) must(what string, err error) {
 	}
 }
 
-// shot keeps a screenshot of the page as PREFIX-name.png.
+// updateShotsEnv, set to 1, rewrites the screenshots docs/console.md shows
+// (docsShots) from this run; never in a normal run.
+const updateShotsEnv = "SIGNOFF_UPDATE_SCREENSHOTS"
+
+// docsShots are the screenshots kept in docs, one of each page: the
+// screenshot's name (PREFIX-name) and its file in docs.
+var docsShots = map[string]string{
+	"console-login":          "console-login.png",
+	"console-inbox":          "console-inbox.png",
+	"console-run":            "console-run.png",
+	"console-edit":           "console-edit.png",
+	"console-ops":            "console-ops.png",
+	"console-stepup-refused": "console-stepup.png",
+}
+
+// shot keeps a screenshot of the page as PREFIX-name.png in
+// $SIGNOFF_TEST_ARTIFACTS, and in docs when it is one of docsShots and
+// SIGNOFF_UPDATE_SCREENSHOTS=1.
 func (c *chrome) shot(name string) {
 	c.t.Helper()
-	if c.shots == "" {
+	doc := docsShots[c.prefix+name]
+	update := doc != "" && os.Getenv(updateShotsEnv) == "1"
+	if c.shots == "" && !update {
 		return
 	}
 	png, err := chromedp.Run(c.ctx, chromedp.FullScreenshot(100))
 	c.must("screenshot "+name, err)
-	c.must("keep screenshot "+name, os.WriteFile(filepath.Join(c.shots, c.prefix+name+".png"), png, 0o644))
+	if c.shots != "" {
+		c.must("keep screenshot "+name, os.WriteFile(filepath.Join(c.shots, c.prefix+name+".png"), png, 0o644))
+	}
+	if update {
+		c.must("update docs/"+doc, os.WriteFile(filepath.Join("..", "docs", doc), png, 0o644))
+	}
 }
 
 // tabTo presses Tab until js, evaluated on the page, says the focus is on
@@ -154,6 +178,18 @@ func TestInABrowser(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	id := h.submit(t, bot, "refund", `{"amount":5,"order":"A-1"}`, "<script>alert(1)</script> refund A-1")
 	ticket := h.submit(t, bot, "ticket", ticketArgs, "a ticket to edit")
+	// A run of each other tab: approved outside its window, stuck, forced.
+	scheduled := h.submit(t, bot, "migrate", `{"table":"orders"}`, "migrate the orders table")
+	if run, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: scheduled, Approver: record.Person{ID: lead},
+		Verdict: record.VerdictApprove, Via: record.ViaCLI}); err != nil || run.Status != record.StatusScheduled {
+		t.Fatalf("approve the migration outside its window: %v", err)
+	}
+	stuck := h.needsAttention(t)
+	forced := h.submit(t, bot, "refund", `{"amount":7,"order":"A-2"}`, "refund A-2")
+	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: forced, Approver: record.Person{ID: manager},
+		Verdict: record.VerdictApprove, Reason: "the customer is waiting", Via: record.ViaCLI, Force: true}); err != nil {
+		t.Fatalf("break glass: %v", err)
+	}
 	ctx, must := c.ctx, c.must
 	must("open the inbox", chromedp.Do(ctx, chromedp.Navigate(h.srv.URL+"/ui/inbox"), chromedp.WaitVisible(chromedp.CSS("#member"))))
 	loginURL, err := chromedp.Run(ctx, chromedp.Location())
@@ -166,6 +202,12 @@ func TestInABrowser(t *testing.T) {
 	display, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("header")).display`))
 	must("read the header's style", err)
 	c.shot("inbox")
+	for _, tab := range []struct{ name, id string }{{"scheduled", scheduled}, {"attention", stuck}, {"reviews", forced}} {
+		must("open the "+tab.name+" tab", chromedp.Do(ctx, chromedp.Navigate(h.srv.URL+"/ui/inbox?tab="+tab.name),
+			chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/runs/`+tab.id+`"]`))))
+		c.shot("inbox-" + tab.name)
+	}
+	must("back to the inbox", chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`header nav a[href="/ui/inbox"]`)), chromedp.WaitVisible(runLink)))
 	must("open the run", chromedp.Do(ctx, chromedp.Click(runLink), chromedp.WaitVisible(chromedp.CSS("#reason"))))
 	c.shot("run")
 	// The keyboard alone: into the reason, type it, Tab to Approve, Enter.
