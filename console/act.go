@@ -25,8 +25,7 @@ const readOnlyRefusal = "this console is read-only (ui.read_only): decide in Sla
 // the edit is validated, checked, fingerprinted and put through policy
 // again, and a form on a proposal that changed since is refused as stale.
 func (c *Console) edit(w http.ResponseWriter, r *http.Request, se *session) {
-	if c.cfg.ReadOnly {
-		c.problem(w, r, se, http.StatusForbidden, readOnlyRefusal)
+	if !c.allowedToDecide(w, r, se) {
 		return
 	}
 	id := r.PathValue("id")
@@ -87,8 +86,7 @@ var resolutionOf = map[string]record.Resolution{
 // optional note kept in its receipt), or it did not and is tried again
 // under the same key or given up. The engine checks the resolve role.
 func (c *Console) resolve(w http.ResponseWriter, r *http.Request, se *session) {
-	if c.cfg.ReadOnly {
-		c.problem(w, r, se, http.StatusForbidden, readOnlyRefusal)
+	if !c.allowedToDecide(w, r, se) {
 		return
 	}
 	id := r.PathValue("id")

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // browserEnv, set to 1, makes the browser test required: it fails instead
@@ -49,6 +52,7 @@ type chrome struct {
 	ctx      context.Context
 	mu       sync.Mutex
 	problems []string
+	expected []string // what the browser may report, as the test provokes it
 	shots    string
 	prefix   string // of the screenshots' names
 }
@@ -99,15 +103,54 @@ func (c *chrome) must(what string, err error) {
 	}
 }
 
-// shot keeps a screenshot of the page as PREFIX-name.png.
+// updateShotsEnv, set to 1, rewrites the screenshots docs/console.md shows
+// (docsShots) from this run; never in a normal run.
+const updateShotsEnv = "SIGNOFF_UPDATE_SCREENSHOTS"
+
+// docsShots are the screenshots kept in docs, one of each page: the
+// screenshot's name (PREFIX-name) and its file in docs.
+var docsShots = map[string]string{
+	"console-login":          "console-login.png",
+	"console-inbox":          "console-inbox.png",
+	"console-run":            "console-run.png",
+	"console-edit":           "console-edit.png",
+	"console-ops":            "console-ops.png",
+	"console-stepup-refused": "console-stepup.png",
+}
+
+// shot keeps a screenshot of the page as PREFIX-name.png in
+// $SIGNOFF_TEST_ARTIFACTS, and in docs when it is one of docsShots and
+// SIGNOFF_UPDATE_SCREENSHOTS=1.
 func (c *chrome) shot(name string) {
 	c.t.Helper()
-	if c.shots == "" {
+	doc := docsShots[c.prefix+name]
+	update := doc != "" && os.Getenv(updateShotsEnv) == "1"
+	if c.shots == "" && !update {
 		return
 	}
 	png, err := chromedp.Run(c.ctx, chromedp.FullScreenshot(100))
 	c.must("screenshot "+name, err)
-	c.must("keep screenshot "+name, os.WriteFile(filepath.Join(c.shots, c.prefix+name+".png"), png, 0o644))
+	if c.shots != "" {
+		c.must("keep screenshot "+name, os.WriteFile(filepath.Join(c.shots, c.prefix+name+".png"), png, 0o644))
+	}
+	if update {
+		c.must("update docs/"+doc, os.WriteFile(filepath.Join("..", "docs", doc), png, 0o644))
+	}
+}
+
+// tabTo presses Tab until js, evaluated on the page, says the focus is on
+// what: the keyboard's way to a link or a field.
+func (c *chrome) tabTo(what, js string) {
+	c.t.Helper()
+	for range 40 {
+		at, err := chromedp.Run(c.ctx, chromedp.Evaluate[bool](js))
+		c.must("read the focus", err)
+		if at {
+			return
+		}
+		c.must("press Tab", chromedp.Do(c.ctx, chromedp.KeyEvent(kb.Tab)))
+	}
+	c.t.Fatalf("40 presses of Tab never reached %s", what)
 }
 
 // reported fails the test with what the browser reported.
@@ -115,8 +158,14 @@ func (c *chrome) reported() {
 	c.t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.problems) > 0 {
-		c.t.Errorf("the browser reported:\n%s", strings.Join(c.problems, "\n"))
+	var left []string
+	for _, p := range c.problems {
+		if !slices.ContainsFunc(c.expected, func(e string) bool { return strings.Contains(p, e) }) {
+			left = append(left, p)
+		}
+	}
+	if len(left) > 0 {
+		c.t.Errorf("the browser reported:\n%s", strings.Join(left, "\n"))
 	}
 }
 
@@ -129,6 +178,18 @@ func TestInABrowser(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	id := h.submit(t, bot, "refund", `{"amount":5,"order":"A-1"}`, "<script>alert(1)</script> refund A-1")
 	ticket := h.submit(t, bot, "ticket", ticketArgs, "a ticket to edit")
+	// A run of each other tab: approved outside its window, stuck, forced.
+	scheduled := h.submit(t, bot, "migrate", `{"table":"orders"}`, "migrate the orders table")
+	if run, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: scheduled, Approver: record.Person{ID: lead},
+		Verdict: record.VerdictApprove, Via: record.ViaCLI}); err != nil || run.Status != record.StatusScheduled {
+		t.Fatalf("approve the migration outside its window: %v", err)
+	}
+	stuck := h.needsAttention(t)
+	forced := h.submit(t, bot, "refund", `{"amount":7,"order":"A-2"}`, "refund A-2")
+	if _, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: forced, Approver: record.Person{ID: manager},
+		Verdict: record.VerdictApprove, Reason: "the customer is waiting", Via: record.ViaCLI, Force: true}); err != nil {
+		t.Fatalf("break glass: %v", err)
+	}
 	ctx, must := c.ctx, c.must
 	must("open the inbox", chromedp.Do(ctx, chromedp.Navigate(h.srv.URL+"/ui/inbox"), chromedp.WaitVisible(chromedp.CSS("#member"))))
 	loginURL, err := chromedp.Run(ctx, chromedp.Location())
@@ -141,6 +202,12 @@ func TestInABrowser(t *testing.T) {
 	display, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("header")).display`))
 	must("read the header's style", err)
 	c.shot("inbox")
+	for _, tab := range []struct{ name, id string }{{"scheduled", scheduled}, {"attention", stuck}, {"reviews", forced}} {
+		must("open the "+tab.name+" tab", chromedp.Do(ctx, chromedp.Navigate(h.srv.URL+"/ui/inbox?tab="+tab.name),
+			chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/runs/`+tab.id+`"]`))))
+		c.shot("inbox-" + tab.name)
+	}
+	must("back to the inbox", chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`header nav a[href="/ui/inbox"]`)), chromedp.WaitVisible(runLink)))
 	must("open the run", chromedp.Do(ctx, chromedp.Click(runLink), chromedp.WaitVisible(chromedp.CSS("#reason"))))
 	c.shot("run")
 	// The keyboard alone: into the reason, type it, Tab to Approve, Enter.
@@ -218,18 +285,7 @@ func TestInABrowserWithOIDC(t *testing.T) {
 	c.shot("inbox")
 	// Tab until the run's link has the focus, Enter; then Tab until the
 	// reason has it, type, Tab to Approve, Enter.
-	tabTo := func(what, js string) {
-		t.Helper()
-		for range 40 {
-			at, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-			must("read the focus", err)
-			if at {
-				return
-			}
-			must("press Tab", chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)))
-		}
-		t.Fatalf("40 presses of Tab never reached %s", what)
-	}
+	tabTo := c.tabTo
 	tabTo("the run's link", `document.activeElement.matches('`+runLink+`')`)
 	must("open the run with Enter", chromedp.Do(ctx, chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS("#reason"))))
 	c.shot("run")
@@ -246,6 +302,88 @@ func TestInABrowserWithOIDC(t *testing.T) {
 	v := h.wantStatus(t, id, record.StatusExecuting)
 	if len(v.Decisions) != 1 || v.Decisions[0].By != lead || v.Decisions[0].Reason != "approved after an OIDC login" {
 		t.Errorf("decisions %+v, want the lead's approval", v.Decisions)
+	}
+	c.reported()
+}
+
+// TestInABrowserStepUp approves a run of a step-up rule (payouts: a sign-in
+// within 5 minutes) end to end, with the keyboard alone, through the test
+// identity provider: the lead's approval in Slack waits on the run's page
+// for its confirmation; once their sign-in is older than the rule allows,
+// approving on the page is refused in words with a link to sign in again;
+// that link asks the provider for a fresh login, whose token says it was
+// just now; approving again counts, and the audit has both the Slack
+// approval left unconfirmed and the web decision.
+func TestInABrowserStepUp(t *testing.T) {
+	c := newChrome(t, "console-stepup-")
+	h, p := oidcHarness(t, nil, false)
+	id := h.submit(t, bot, "payout", `{"amount":500}`, "pay out 500")
+	_, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: record.Person{ID: lead},
+		Verdict: record.VerdictApprove, Reason: "ok from Slack", Via: record.ViaSlack})
+	if !record.IsRefused(err, record.CodeConfirmOnWeb) {
+		t.Fatalf("the Slack approval of a step-up rule: %v, want it recorded unconfirmed", err)
+	}
+	for range 2 { // the first login, and the fresh one
+		ana := person("sub-ana", "ana@corp.example", true)
+		ana.authNow = true
+		p.m.QueueUser(ana)
+	}
+	ctx, must := c.ctx, c.must
+	text := func(what, sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		must("read "+what, err)
+		return s
+	}
+	must("open the run, logging in", chromedp.Do(ctx, chromedp.Navigate(h.srv.URL+"/ui/runs/"+id), chromedp.WaitVisible(chromedp.CSS("#reason"))))
+	waiting := text("the confirmations waiting", "ul.unconfirmed")
+	c.shot("run")
+	h.clock.Advance(6 * time.Minute) // the sign-in is now older than the rule's 5 minutes
+	c.tabTo("the reason", `document.activeElement.id === "reason"`)
+	must("approve with the keyboard", chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("p.problem"))))
+	refusal := text("the refusal", "p.problem")
+	// The refusal is answered 403, which the browser logs as an error.
+	c.expected = append(c.expected, "the server responded with a status of 403")
+	c.shot("refused")
+	again := `a[href^="/ui/login?"]`
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+again+`').getAttribute("href")`))
+	must("read the link to sign in again", err)
+	c.tabTo("the link to sign in again", `document.activeElement.matches('`+again+`')`)
+	must("sign in again with Enter", chromedp.Do(ctx, chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS("#reason"))))
+	c.tabTo("the reason", `document.activeElement.id === "reason"`)
+	must("approve again with the keyboard", chromedp.Do(ctx, chromedp.KeyEvent("confirmed after a fresh sign-in"), chromedp.KeyEvent(kb.Tab),
+		chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(".notice"))))
+	notice := text("the notice", ".notice")
+	audit, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("table.timeline tbody tr")).map(r => r.cells[2].innerText + " " + r.cells[3].innerText + " " + r.cells[4].innerText)`))
+	must("read the audit", err)
+	c.shot("confirmed")
+
+	if !strings.Contains(waiting, lead+" (team_lead) approved via slack") {
+		t.Errorf("the run page lists %q as waiting for confirmation, want the lead's Slack approval", waiting)
+	}
+	if !strings.Contains(refusal, "sign in again to confirm: your sign-in is older than 5m") {
+		t.Errorf("the stale sign-in's approval is refused with %q", refusal)
+	}
+	if want := "/ui/login?max_age=300&next=%2Fui%2Fruns%2F" + id + "&prompt=login"; href != want {
+		t.Errorf("the link to sign in again is %q, want %q", href, want)
+	}
+	if notice != "Your approval was recorded." {
+		t.Errorf("the notice after the fresh sign-in says %q", notice)
+	}
+	v := h.wantStatus(t, id, record.StatusExecuting)
+	if len(v.Decisions) != 1 || v.Decisions[0].By != lead || v.Decisions[0].Via != record.ViaWeb ||
+		v.Decisions[0].Reason != "confirmed after a fresh sign-in" || len(v.Unconfirmed) != 0 {
+		t.Errorf("decisions %+v, unconfirmed %+v: want the lead's approval via web and none waiting", v.Decisions, v.Unconfirmed)
+	}
+	joined := strings.Join(audit, "\n")
+	for _, want := range []string{lead + " approval_unconfirmed", lead + " decided"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the run page's audit lacks %q:\n%s", want, joined)
+		}
+	}
+	if !regexp.MustCompile(lead + ` decided .*"via":"web"`).MatchString(joined) {
+		t.Errorf("the run page's audit has no decision via web:\n%s", joined)
 	}
 	c.reported()
 }

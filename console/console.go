@@ -137,28 +137,46 @@ func checkOIDC(cfg Config) error {
 	return nil
 }
 
-func (c *Console) routes() *http.ServeMux {
+// route is one of the console's routes: its mux pattern (method and
+// path) and its handler.
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// routeList is every route of the console, as configured: the one list
+// the mux is built from, and that the route tests cover case by case.
+func (c *Console) routeList() []route {
 	p := c.cfg.Prefix
-	m := http.NewServeMux()
-	toInbox := func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, p+"/inbox", http.StatusSeeOther) }
-	m.HandleFunc("GET "+p+"/{$}", toInbox)
+	toInbox := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, p+"/inbox", http.StatusSeeOther) })
+	rs := []route{{"GET " + p + "/{$}", toInbox}}
 	if p != "" {
-		m.HandleFunc("GET "+p, toInbox)
+		rs = append(rs, route{"GET " + p, toInbox})
 	}
-	m.Handle("GET "+p+"/static/", c.static)
-	m.HandleFunc("GET "+p+"/login", c.loginPage)
-	m.HandleFunc("POST "+p+"/login", c.login)
-	m.HandleFunc("POST "+p+"/logout", c.logout)
+	rs = append(rs,
+		route{"GET " + p + "/static/", c.static},
+		route{"GET " + p + "/login", http.HandlerFunc(c.loginPage)},
+		route{"POST " + p + "/login", http.HandlerFunc(c.login)},
+		route{"POST " + p + "/logout", http.HandlerFunc(c.logout)})
 	if c.oidc != nil {
-		m.HandleFunc("GET "+p+"/oidc/login", c.oidcStart)
-		m.HandleFunc("GET "+p+"/oidc/callback", c.oidcCallback)
+		rs = append(rs,
+			route{"GET " + p + "/oidc/login", http.HandlerFunc(c.oidcStart)},
+			route{"GET " + p + "/oidc/callback", http.HandlerFunc(c.oidcCallback)})
 	}
-	m.HandleFunc("GET "+p+"/inbox", c.signedIn(c.inbox))
-	m.HandleFunc("GET "+p+"/runs/{id}", c.signedIn(c.runPage))
-	m.HandleFunc("GET "+p+"/ops", c.signedIn(c.ops))
-	m.HandleFunc("POST "+p+"/runs/{id}/decide", c.signedIn(c.decide))
-	m.HandleFunc("POST "+p+"/runs/{id}/edit", c.signedIn(c.edit))
-	m.HandleFunc("POST "+p+"/runs/{id}/resolve", c.signedIn(c.resolve))
+	return append(rs,
+		route{"GET " + p + "/inbox", c.signedIn(c.inbox)},
+		route{"GET " + p + "/runs/{id}", c.signedIn(c.runPage)},
+		route{"GET " + p + "/ops", c.signedIn(c.ops)},
+		route{"POST " + p + "/runs/{id}/decide", c.signedIn(c.decide)},
+		route{"POST " + p + "/runs/{id}/edit", c.signedIn(c.edit)},
+		route{"POST " + p + "/runs/{id}/resolve", c.signedIn(c.resolve)})
+}
+
+func (c *Console) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	for _, r := range c.routeList() {
+		m.Handle(r.pattern, r.handler)
+	}
 	return m
 }
 

@@ -82,6 +82,9 @@ type harnessOpts struct {
 
 type consoleConfig = console.Config
 
+// harnessStart is the harness's clock when it starts.
+var harnessStart = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -112,6 +115,9 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)}},
 		{Name: "payouts", When: `action.name == "payout"`, Risk: "high",
 			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600), StepUp: 300}},
+		{Name: "migrations", When: `action.name == "migrate"`, Risk: "high",
+			Approval: &record.ApprovalSpec{Role: "team_lead", Count: 1, Expires: record.Seconds(3600)},
+			Window:   &record.Window{Days: []time.Weekday{time.Saturday}, From: "02:00", To: "04:00", TZ: "UTC"}},
 		{Name: "deploys", When: `action.name == "deploy"`, Risk: "high",
 			Approval: &record.ApprovalSpec{Expires: record.Seconds(3600), Requirement: &record.Requirement{
 				AllOf: []record.Requirement{{Role: "team_lead", Count: 1}, {Role: "manager", Count: 1}}}}},
@@ -120,7 +126,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	actions := map[string]*workflow.ActionSpec{}
-	for _, name := range []string{"refund", "note", "deploy", "wobble", "ticket", "payout"} {
+	for _, name := range []string{"refund", "note", "deploy", "wobble", "ticket", "payout", "migrate"} {
 		var exec workflow.Executor = noopExec{}
 		if name == "wobble" {
 			exec = unprovable{}
@@ -136,7 +142,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		}
 		actions[name] = spec
 	}
-	clk := clocktest.New(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	clk := clocktest.New(harnessStart)
 	e, err := workflow.New(workflow.Config{Store: st, Policy: pol, Roles: roles, Actions: actions, Clock: clk})
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d := loginData{Local: c.cfg.LocalLogin, Members: c.members(), Next: next}
 	if c.oidc != nil {
-		d.OIDC = c.loginLink(next)
+		d.OIDC = c.loginLink(next, r.URL.Query())
 	}
 	p := c.newPage(se, "Log in", d)
 	if !c.cfg.LocalLogin && c.oidc == nil {
@@ -91,11 +91,16 @@ func (c *Console) SignIn(w http.ResponseWriter, r *http.Request, who Identity) e
 	if (who.Member == "" && who.Subject == "") || who.Method == "" {
 		return errors.New("console: sign in: an identity needs a member (or a subject) and a method")
 	}
-	now := c.clock.Now()
 	if who.AuthTime.IsZero() {
-		who.AuthTime = now.UTC()
+		who.AuthTime = c.clock.Now().UTC()
 	}
-	fresh, err := newSession(now)
+	return c.startSession(w, r, who)
+}
+
+// startSession writes a new session for who, whose AuthTime may be zero:
+// not known, so no step that wants a recent sign-in counts it.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, who Identity) error {
+	fresh, err := newSession(c.clock.Now())
 	if err != nil {
 		return err
 	}

@@ -67,6 +67,7 @@ type flow struct {
 	Verifier string    `json:"verifier"`
 	Next     string    `json:"next"`
 	MaxAge   int       `json:"max_age,omitempty"` // seconds; -1: none asked
+	Prompt   string    `json:"prompt,omitempty"`  // "login": a fresh authentication asked
 	Expires  time.Time `json:"exp"`
 }
 
@@ -147,7 +148,7 @@ func (c *Console) oidcStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := flow{State: randomToken(), Nonce: randomToken(), Verifier: oauth2.GenerateVerifier(), Next: c.next(q.Get("next")),
-		MaxAge: maxAge, Expires: c.clock.Now().Add(flowTTL)}
+		MaxAge: maxAge, Prompt: prompt, Expires: c.clock.Now().Add(flowTTL)}
 	if err := c.sess.writeFlow(w, r, &f); err != nil {
 		c.fail(w, r, err)
 		return
@@ -191,7 +192,8 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	if err := c.SignIn(w, r, who); err != nil {
+	// Not SignIn: an unknown auth_time stays unknown.
+	if err := c.startSession(w, r, who); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -255,12 +257,9 @@ func (c *Console) identityOf(idt *oidc.IDToken, f *flow) (Identity, error) {
 		return Identity{}, refuse(http.StatusUnauthorized, "The ID token's claims could not be read: %s.", show.Inert(capText(err.Error())))
 	}
 	now := c.clock.Now()
-	who := Identity{Subject: cl.Subject, Method: MethodOIDC, AuthTime: now.UTC()}
+	who := Identity{Subject: cl.Subject, Method: MethodOIDC, AuthTime: authTimeOf(cl, f)}
 	if cl.EmailVerified != nil && *cl.EmailVerified {
 		who.Email = strings.ToLower(cl.Email)
-	}
-	if cl.AuthTime != nil {
-		who.AuthTime = time.Unix(*cl.AuthTime, 0).UTC()
 	}
 	if f.MaxAge >= 0 {
 		// Asked for a fresh login: the provider must say when it was.
@@ -288,6 +287,21 @@ func (c *Console) identityOf(idt *oidc.IDToken, f *flow) (Identity, error) {
 		}
 	}
 	return who, nil
+}
+
+// authTimeOf is when the person authenticated at the provider: its
+// auth_time; without one, when this login started if it asked for a fresh
+// authentication (prompt=login: the provider authenticated them after
+// that); else unknown (zero), since the provider may have reused a sign-in
+// of hours ago, and a step that wants a recent one asks again.
+func authTimeOf(cl idClaims, f *flow) time.Time {
+	switch {
+	case cl.AuthTime != nil:
+		return time.Unix(*cl.AuthTime, 0).UTC()
+	case f.Prompt == "login":
+		return f.Expires.Add(-flowTTL).UTC()
+	}
+	return time.Time{}
 }
 
 // claimHolds says whether a claim's value is one of want: a string, a
@@ -324,7 +338,15 @@ func capText(s string) string {
 	return s
 }
 
-// loginLink is the URL that starts the provider's login, keeping next.
-func (c *Console) loginLink(next string) string {
-	return c.cfg.Prefix + "/oidc/login?next=" + url.QueryEscape(next)
+// loginLink is the URL that starts the provider's login, keeping next and
+// what the login page was asked for a fresh login (max_age, prompt): the
+// step-up's "sign in again" link goes through the login page.
+func (c *Console) loginLink(next string, asked url.Values) string {
+	q := url.Values{"next": {next}}
+	for _, k := range []string{"max_age", "prompt"} {
+		if v := asked.Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	return c.cfg.Prefix + "/oidc/login?" + q.Encode()
 }

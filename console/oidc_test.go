@@ -53,6 +53,9 @@ type user struct {
 	*mockoidc.MockUser
 	tweak func(*mockoidc.IDTokenClaims)
 	extra map[string]any
+	// authNow gives the token an auth_time of its issue, as a provider
+	// does after it asked the person for their password.
+	authNow bool
 }
 
 func (u user) Claims(scope []string, base *mockoidc.IDTokenClaims) (jwt.Claims, error) {
@@ -73,6 +76,9 @@ func (u user) Claims(scope []string, base *mockoidc.IDTokenClaims) (jwt.Claims, 
 	}
 	for k, v := range u.extra {
 		m[k] = v
+	}
+	if u.authNow {
+		m["auth_time"] = base.IssuedAt.Unix()
 	}
 	return m, nil
 }
@@ -136,9 +142,14 @@ func TestOIDCLogin(t *testing.T) {
 		who     *console.Identity // signed in as, nil: not signed in
 		check   func(*console.Identity) string
 	}{
-		{name: "mapped by its verified email", allowed: engineering, user: person("sub-ana", "Ana@corp.example", true, "engineering"),
+		{name: "mapped by its verified email; no auth_time, so when is not known", allowed: engineering, user: person("sub-ana", "Ana@corp.example", true, "engineering"),
 			start: "/ui/runs/RUN", status: http.StatusOK, says: lead + " · team_lead · oidc login",
 			who: &console.Identity{Member: lead, Subject: "sub-ana", Email: "ana@corp.example", Method: console.MethodOIDC}},
+		{name: "no auth_time after prompt=login: the moment the login started", allowed: engineering, user: person("sub-ana", "ana@corp.example", true, "engineering"),
+			start: "/ui/login?prompt=login&next=/ui/inbox", status: http.StatusOK, says: lead + " · team_lead",
+			who: &console.Identity{Member: lead, Subject: "sub-ana", Email: "ana@corp.example", Method: console.MethodOIDC, AuthTime: harnessStart}},
+		{name: "a fresh login asked and no auth_time given", allowed: engineering, user: person("sub-ana", "ana@corp.example", true, "engineering"),
+			start: "/ui/login?max_age=300&prompt=login&next=/ui/inbox", status: http.StatusUnauthorized, says: "or does not say when it was"},
 		{name: "mapped by its subject, the token's auth_time kept", allowed: nil,
 			user:  user{MockUser: &mockoidc.MockUser{Subject: "sub-lead2"}, extra: map[string]any{"auth_time": authTime.Unix()}},
 			start: "/ui/inbox", status: http.StatusOK, says: lead2 + " · team_lead",
@@ -192,9 +203,6 @@ func TestOIDCLogin(t *testing.T) {
 					t.Fatalf("signed in as %+v after a refused login", who)
 				}
 				return
-			}
-			if tc.who.AuthTime.IsZero() {
-				tc.who.AuthTime = h.clock.Now().UTC()
 			}
 			if !ok || who != *tc.who {
 				t.Fatalf("signed in as %+v (%v), want %+v", who, ok, *tc.who)

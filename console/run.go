@@ -269,13 +269,7 @@ func verifyOf(v *workflow.RunView, hist []workflow.HistoryEntry) verifyResult {
 // request and fingerprint the page showed: a proposal changed since is
 // refused as stale, and every refusal is shown in words on the run page.
 func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
-	if c.cfg.ReadOnly {
-		c.problem(w, r, se, http.StatusForbidden, readOnlyRefusal)
-		return
-	}
-	if se.Who.Member == "" {
-		c.problem(w, r, se, http.StatusForbidden, "you are signed in as "+show.Inert(se.Who.label())+
-			", which ui.members maps to no member of the roles: you may read and not decide")
+	if !c.allowedToDecide(w, r, se) {
 		return
 	}
 	verdict := record.Verdict(r.PostFormValue("verdict"))
@@ -303,6 +297,21 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, se *session) {
 	}
 	c.log.Info("console decision", "run_id", id, "member", se.Who.Member, "verdict", string(verdict))
 	http.Redirect(w, r, c.cfg.Prefix+"/runs/"+id+"?done="+string(verdict), http.StatusSeeOther)
+}
+
+// allowedToDecide refuses (403) a decision, an edit or a resolution on a
+// read-only console or from a login no member maps to, saying why.
+func (c *Console) allowedToDecide(w http.ResponseWriter, r *http.Request, se *session) bool {
+	switch {
+	case c.cfg.ReadOnly:
+		c.problem(w, r, se, http.StatusForbidden, readOnlyRefusal)
+	case se.Who.Member == "":
+		c.problem(w, r, se, http.StatusForbidden, "you are signed in as "+show.Inert(se.Who.label())+
+			", which ui.members maps to no member of the roles: you may read and not decide")
+	default:
+		return true
+	}
+	return false
 }
 
 // refusalStatus is the HTTP status a refusal is shown with: 403 when who
