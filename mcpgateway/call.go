@@ -309,6 +309,11 @@ func (g *Gateway) failed(t *tool, err error) *mcp.CallToolResult {
 		return toolError("signoff refused the call: " + re.Error())
 	case errors.As(err, &down):
 		return toolError(down.Error() + ". Nothing was proposed or run: make the call again later.")
+	case errors.Is(err, context.Canceled):
+		// The client cancelled the call or went away: its run, if any, goes
+		// on, and the same call made again attaches to it.
+		g.log.Info("mcp gateway call ended by its client", "tool", t.served.Name)
+		return toolError("the call was cancelled; a run it started goes on: make the same call again to attach to it")
 	}
 	g.log.Error("mcp gateway call failed", "tool", t.served.Name, "err", err)
 	return toolError("internal error: signoff could not take the call; try again")
