@@ -319,6 +319,12 @@ func (dialect) AuditHeadWrites(runID string, seq, spare *int64, hash *string) []
 	}
 }
 
+var _ sqlstore.Ender = dialect{}
+
+// EndWithNext ends c's transaction, a View's, with its next statement (see
+// lazyTx.EndWithNext).
+func (dialect) EndWithNext(c sqlstore.Conn) { pgxTx(c).EndWithNext() }
+
 var _ sqlstore.Deferrer = dialect{}
 
 // Defer queues the write on c's transaction (see lazyTx.Defer).
