@@ -244,6 +244,10 @@ func (rs *Runs) Save(ctx context.Context, tx storage.Tx, l *Loaded, from record.
 	}
 	cp, now := s.cp, s.cp.CreatedAt
 	l.encoded = s.full
+	// The state saved may not be the one fingerprinted (an edit changes the
+	// arguments): a fingerprint never outlives the state it was computed on,
+	// nor travels on to a LoadHeld of this one.
+	l.fps = nil
 	l.Run.Seq = cp.Seq
 	l.Run.UpdatedAt = now
 	rs.Lease(l.Run, event, now)
