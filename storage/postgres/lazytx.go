@@ -29,7 +29,19 @@ type lazyTx struct {
 	// lost is the failure of BEGIN or of a deferred write: every later
 	// statement and COMMIT fail with it.
 	lost error
+	// endWithNext says that the next statement (or batch) ends the
+	// transaction, and ended that one did (see EndWithNext).
+	endWithNext, ended bool
 }
+
+// errEnded is a read after a View's last read (storage.LastRead).
+var errEnded = errors.New("read after the view's last read: its snapshot has ended")
+
+// EndWithNext makes the transaction's next statement (or batch) its last:
+// ROLLBACK travels in one pipeline behind it, so that a View that reads
+// once costs one round trip, BEGIN and the end included. Every statement
+// after it fails (errEnded) rather than run outside the snapshot.
+func (t *lazyTx) EndWithNext() { t.endWithNext = true }
 
 // A deferred write fails in one of two ways. The server refused it
 // (deferredError): the transaction is aborted, nothing in it can commit. Or
@@ -88,7 +100,9 @@ func (t *lazyTx) Defer(what, sql string, args ...any) {
 
 // direct says whether a statement can go to the server as it is: BEGIN was
 // sent, nothing is deferred and nothing deferred failed.
-func (t *lazyTx) direct() bool { return t.started() && len(t.deferred) == 0 && t.lost == nil }
+func (t *lazyTx) direct() bool {
+	return t.started() && len(t.deferred) == 0 && t.lost == nil && !t.endWithNext && !t.ended
+}
 
 func newLazyTx(conn *pgxpool.Conn, begin string) *lazyTx {
 	return &lazyTx{conn: conn, begin: begin}
@@ -102,6 +116,9 @@ func (t *lazyTx) started() bool { return t.begin == "" }
 func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if t.lost != nil {
 		return failedBatch{t.lost}
+	}
+	if t.ended {
+		return failedBatch{errEnded}
 	}
 	if t.direct() {
 		return t.conn.SendBatch(ctx, b)
@@ -118,6 +135,11 @@ func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		nb.Queue(w.sql, w.args...)
 	}
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
+	if t.endWithNext {
+		// Read by the batch's Close, after the caller's results.
+		nb.Queue("ROLLBACK")
+		t.endWithNext, t.ended = false, true
+	}
 	br := t.conn.SendBatch(ctx, nb)
 	if begin {
 		if _, err := br.Exec(); err != nil {
@@ -232,6 +254,11 @@ func (t *lazyTx) abandon(ctx context.Context) error {
 func (t *lazyTx) rollback(ctx context.Context) error {
 	t.deferred = nil
 	if !t.started() {
+		return nil
+	}
+	if t.ended && t.conn.Conn().PgConn().TxStatus() == 'I' {
+		// The last read's ROLLBACK ran. A pipeline that failed before it
+		// leaves the transaction open (aborted), and it is rolled back here.
 		return nil
 	}
 	_, err := t.conn.Exec(ctx, "ROLLBACK")

@@ -417,7 +417,11 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 				if err := tx.SaveRun(ctx, &storage.RunWrite{Run: r, Checkpoint: cp}); err != nil {
 					return err
 				}
-				return tx.AppendAudit(ctx, &record.AuditEvent{RunID: r.ID, Action: record.Event(fmt.Sprintf("step-%d", i))}, nil)
+				if err := tx.AppendAudit(ctx, &record.AuditEvent{RunID: r.ID, Action: record.Event(fmt.Sprintf("step-%d", i))}, nil); err != nil {
+					return err
+				}
+				// A second event in the same transaction takes the spare seq.
+				return tx.AppendAudit(ctx, &record.AuditEvent{RunID: r.ID, Action: record.Event(fmt.Sprintf("after-step-%d", i))}, nil)
 			})
 			if err != nil {
 				t.Errorf("transition %d: %v", i, err)
@@ -447,8 +451,8 @@ func TestSavedRunAuditRacesPlainAppends(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(es) != 2*each {
-			t.Fatalf("the run has %d events, want %d", len(es), 2*each)
+		if len(es) != 3*each {
+			t.Fatalf("the run has %d events, want %d", len(es), 3*each)
 		}
 		storagetest.CheckAuditChains(t, es)
 		head, err := tx.AuditRunHead(ctx, run.ID)
@@ -1005,5 +1009,80 @@ func TestADeferredAuditAppendCutShortIsTheContextsError(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Update = %v, want context.Canceled", err)
+	}
+}
+
+// TestALastReadEndsTheViewInItsRoundTrip: a View told that its next read is
+// its last (storage.LastRead) costs that one round trip, BEGIN and ROLLBACK
+// included, gives what it read, refuses a read after it, and leaves its
+// connection fit for the pool; an Update ignores the hint.
+func TestALastReadEndsTheViewInItsRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, migrated(t))
+	run := &record.Run{ID: "run-once", Status: record.StatusWaitingApproval, Seq: 1}
+	err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.InsertRun(ctx, run); err != nil {
+			return err
+		}
+		return tx.AppendCheckpoint(ctx, &record.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 2, Hash: "h1"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := storage.RunParts{Checkpoints: true, Requests: true}
+	for _, c := range []struct {
+		name, id  string
+		update    bool
+		wantErr   error
+		readAfter error // the error of a second read (nil: it works)
+		trips     int64 // at most, for a view's one read and its end (0: not counted)
+	}{
+		{name: "view", id: run.ID, readAfter: errEnded, trips: 1},
+		{name: "view of a missing run", id: "nope", wantErr: storage.ErrNotFound, readAfter: errEnded, trips: 1},
+		{name: "update ignores it", id: run.ID, update: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			newConns := s.pool.Stat().NewConnsCount()
+			before := s.RoundTrips()
+			var b *storage.RunBundle
+			var loadErr, afterErr error
+			fn := func(ctx context.Context, tx storage.Tx) error {
+				storage.LastRead(tx)
+				b, loadErr = tx.LoadRun(ctx, c.id, parts)
+				_, afterErr = tx.Run(ctx, run.ID)
+				return nil
+			}
+			if c.update {
+				err = s.Update(t.Context(), fn)
+			} else {
+				err = s.View(t.Context(), fn)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(loadErr, c.wantErr) {
+				t.Fatalf("LoadRun: %v, want %v", loadErr, c.wantErr)
+			}
+			if c.wantErr == nil && (b.Run.ID != run.ID || len(b.Checkpoints) != 1 || b.Checkpoints[0].Hash != "h1") {
+				t.Errorf("LoadRun read %+v, want the run and its checkpoint", b)
+			}
+			if !errors.Is(afterErr, c.readAfter) {
+				t.Errorf("read after the last: %v, want %v", afterErr, c.readAfter)
+			}
+			if trips := s.RoundTrips() - before; c.trips > 0 && trips > c.trips {
+				t.Errorf("%d round trips, want at most %d", trips, c.trips)
+			}
+			// The connection went back to the pool, out of any transaction:
+			// the next View takes it instead of a new one.
+			if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				_, err := tx.Run(ctx, run.ID)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if n := s.pool.Stat().NewConnsCount() - newConns; n != 0 {
+				t.Errorf("%d new connections, want the pool's own", n)
+			}
+		})
 	}
 }

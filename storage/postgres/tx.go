@@ -292,20 +292,38 @@ func (d dialect) AuditRunHead(ctx context.Context, c sqlstore.Conn, runID string
 		seq  int64
 		hash string
 	)
-	if _, err := d.Pipeline(ctx, c, d.AuditHeadWrites(runID, &seq, &hash)); err != nil {
+	var spare int64
+	if _, err := d.Pipeline(ctx, c, d.AuditHeadWrites(runID, &seq, &spare, &hash)); err != nil {
 		return 0, "", err
 	}
 	return seq, hash, nil
 }
 
-// AuditHeadWrites are AuditRunHead's two statements.
-func (dialect) AuditHeadWrites(runID string, seq *int64, hash *string) []sqlstore.Write {
+// AuditHeadWrites are AuditRunHead's two statements. The SELECT takes two
+// seqs: the second is for a next event of the run in the same transaction
+// (a receipt's transition and its finish), which then needs no round trip
+// of its own.
+func (dialect) AuditHeadWrites(runID string, seq, spare *int64, hash *string) []sqlstore.Write {
 	return []sqlstore.Write{
 		{SQL: `INSERT INTO audit_heads (run_id, seq, hash) VALUES ($1, 0, '') ON CONFLICT (run_id) DO NOTHING`, Args: []any{runID}},
-		{SQL: `SELECT nextval('audit_seq'), hash FROM audit_heads WHERE run_id = $1 FOR UPDATE`, Args: []any{runID},
-			Row: func(r sqlstore.Row) error { return r.Scan(seq, hash) }},
+		{SQL: `SELECT nextval('audit_seq'), nextval('audit_seq'), hash FROM audit_heads WHERE run_id = $1 FOR UPDATE`, Args: []any{runID},
+			Row: func(r sqlstore.Row) error {
+				if err := r.Scan(seq, spare, hash); err != nil {
+					return err
+				}
+				// Whatever order the server evaluated them in, the event
+				// appended first takes the smaller.
+				*seq, *spare = min(*seq, *spare), max(*seq, *spare)
+				return nil
+			}},
 	}
 }
+
+var _ sqlstore.Ender = dialect{}
+
+// EndWithNext ends c's transaction, a View's, with its next statement (see
+// lazyTx.EndWithNext).
+func (dialect) EndWithNext(c sqlstore.Conn) { pgxTx(c).EndWithNext() }
 
 var _ sqlstore.Deferrer = dialect{}
 

@@ -20,8 +20,12 @@ type Pipeliner interface {
 	// CompareAndSetWrite is CompareAndSet as a Write: its Row returns
 	// ErrConflict or ErrNotFound when update changed no row.
 	CompareAndSetWrite(table, keyColumn string, key any, update string, args ...any) Write
-	// AuditHeadWrites is AuditRunHead as Writes, which set seq and hash.
-	AuditHeadWrites(runID string, seq *int64, hash *string) []Write
+	// AuditHeadWrites is AuditRunHead as Writes, which set seq and hash,
+	// and spare to a second new seq, larger than seq: a second event the
+	// transaction appends to the run takes it instead of reading the head
+	// again (see Tx.AppendAudit). An unused spare is a gap in the seqs,
+	// which are not gap-free.
+	AuditHeadWrites(runID string, seq, spare *int64, hash *string) []Write
 }
 
 // Write is one statement of a pipeline, bound, and Row, which reads its one
@@ -33,21 +37,32 @@ type Write struct {
 }
 
 // auditHead is the head of a run's audit chain as read ahead by SaveRun, in
-// the same transaction and under the same lock as AuditRunHead.
+// the same transaction and under the same lock as AuditRunHead, or as an
+// event deferred in this transaction left it (see Tx.AppendAudit); spare is
+// the second seq the read took (0: none).
 type auditHead struct {
 	runID string
 	seq   int64
 	hash  string
+	spare int64
 }
 
-// auditRunHead is Dialect.AuditRunHead, or the head SaveRun read ahead for
-// the same run, once.
-func (t *Tx) auditRunHead(ctx context.Context, runID string) (int64, string, error) {
+// auditRunHead is the head SaveRun or an earlier event read ahead for the
+// same run, once, or else Dialect.AuditRunHead; on a Pipeliner it is read
+// with a spare seq (see AuditHeadWrites), which it returns (0: none).
+func (t *Tx) auditRunHead(ctx context.Context, runID string) (seq, spare int64, hash string, err error) {
 	if h := t.head; h != nil && h.runID == runID {
 		t.head = nil
-		return h.seq, h.hash, nil
+		return h.seq, h.spare, h.hash, nil
 	}
-	return t.d.AuditRunHead(ctx, t.c, runID)
+	if p, ok := t.d.(Pipeliner); ok {
+		if _, err := p.Pipeline(ctx, t.c, p.AuditHeadWrites(runID, &seq, &spare, &hash)); err != nil {
+			return 0, 0, "", err
+		}
+		return seq, spare, hash, nil
+	}
+	seq, hash, err = t.d.AuditRunHead(ctx, t.c, runID)
+	return seq, 0, hash, err
 }
 
 func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
@@ -80,7 +95,7 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	// The audit event that follows every transition reads the run's head:
 	// read it now, in the same round trip.
 	h := &auditHead{runID: r.ID}
-	for _, hw := range p.AuditHeadWrites(r.ID, &h.seq, &h.hash) {
+	for _, hw := range p.AuditHeadWrites(r.ID, &h.seq, &h.spare, &h.hash) {
 		ws = append(ws, hw)
 		names = append(names, fmt.Sprintf("read the audit head of run %s", r.ID))
 	}

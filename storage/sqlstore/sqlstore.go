@@ -104,6 +104,12 @@ type Deferrer interface {
 	Defer(c Conn, what, query string, args ...any)
 }
 
+// Ender is a Dialect that can end a read-only transaction in the round trip
+// of its next statement (PostgreSQL), for storage.LastRead.
+type Ender interface {
+	EndWithNext(c Conn)
+}
+
 // Tx is storage.Tx on one transaction of a SQL database.
 type Tx struct {
 	c Conn
@@ -124,6 +130,16 @@ func NewWriteTx(c Conn, d Dialect) *Tx { return &Tx{c: c, d: d, write: true} }
 
 // NewReadTx is the Tx of a read-only transaction (the store's View).
 func NewReadTx(c Conn, d Dialect) *Tx { return &Tx{c: c, d: d} }
+
+var _ storage.LastReader = (*Tx)(nil)
+
+// LastRead is storage.LastRead: on a read-only transaction, a Dialect that is
+// an Ender ends it with the next statement.
+func (t *Tx) LastRead() {
+	if e, ok := t.d.(Ender); ok && !t.write {
+		e.EndWithNext(t.c)
+	}
+}
 
 // Conn is the connection t runs on, for what a driver does beside the
 // contract (its tests ask the server about the transaction).

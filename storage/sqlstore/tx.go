@@ -831,7 +831,7 @@ func scanAudit(s Row) (*record.AuditEvent, error) {
 // run's chain stays linear, on one writer or several, while appends to
 // different runs do not wait for each other.
 func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
-	seq, prev, err := t.auditRunHead(ctx, e.RunID)
+	seq, spare, prev, err := t.auditRunHead(ctx, e.RunID)
 	if err != nil {
 		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
 	}
@@ -858,6 +858,12 @@ func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*r
 	if d, ok := t.d.(Deferrer); ok && with != "" {
 		args[4] = slices.Clone(next.Detail) // sent later: the caller's buffer may be reused by then
 		d.Defer(t.c, fmt.Sprintf("append audit %s of run %s", e.Action, e.RunID), insert, args...)
+		if spare != 0 {
+			// The transaction holds the head's lock and has just moved it:
+			// a next event of the run links to this one under the spare seq,
+			// without asking the server.
+			t.head = &auditHead{runID: next.RunID, seq: spare, hash: next.Hash}
+		}
 		*e = next
 		return nil
 	}

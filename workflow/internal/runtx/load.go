@@ -127,6 +127,17 @@ func (rs *Runs) LoadWith(ctx context.Context, tx storage.Tx, id string, extra st
 	return &Loaded{Run: run, State: st, LastHash: cps[len(cps)-1].Hash, encoded: full, Chain: cps, base: baseOf(cps), More: *b, Read: extra, partsAt: run.Version}, nil
 }
 
+// LoadOnce is LoadWith for a View that reads nothing after it: when
+// checking the seals needs no read of the store's head, LoadRun is the View's
+// last read (storage.LastRead), which lets the store end the snapshot in the
+// same round trip.
+func (rs *Runs) LoadOnce(ctx context.Context, tx storage.Tx, id string, extra storage.RunParts) (*Loaded, error) {
+	if rs.in.HeadKnown() {
+		storage.LastRead(tx)
+	}
+	return rs.LoadWith(ctx, tx, id, extra)
+}
+
 // Load reads a run and verifies its checkpoint chain.
 func (rs *Runs) Load(ctx context.Context, tx storage.Tx, id string) (*Loaded, error) {
 	return rs.LoadWith(ctx, tx, id, storage.RunParts{})
@@ -140,7 +151,7 @@ func (rs *Runs) Load(ctx context.Context, tx storage.Tx, id string) (*Loaded, er
 // requests and decisions held from a read at that version). Anything else
 // is loaded and verified afresh.
 func (rs *Runs) LoadHeld(ctx context.Context, tx storage.Tx, id string, held *Loaded, extra storage.RunParts) (*Loaded, error) {
-	if held == nil || !held.committed || held.encoded == nil {
+	if !usable(held) {
 		return rs.LoadWith(ctx, tx, id, extra)
 	}
 	extra.Checkpoints = false
@@ -175,6 +186,9 @@ func (rs *Runs) LoadHeld(ctx context.Context, tx storage.Tx, id string, held *Lo
 	}
 	return &Loaded{Run: run, State: st, LastHash: held.LastHash, encoded: held.encoded, fps: held.fps, base: held.base, More: *b, Read: extra, partsAt: run.Version}, nil
 }
+
+// usable says whether LoadHeld may start from held.
+func usable(held *Loaded) bool { return held != nil && held.committed && held.encoded != nil }
 
 // staged is the next checkpoint of a run, encoded (and its hash computed)
 // before the write that stores it.
@@ -230,6 +244,10 @@ func (rs *Runs) Save(ctx context.Context, tx storage.Tx, l *Loaded, from record.
 	}
 	cp, now := s.cp, s.cp.CreatedAt
 	l.encoded = s.full
+	// The state saved may not be the one fingerprinted (an edit changes the
+	// arguments): a fingerprint never outlives the state it was computed on,
+	// nor travels on to a LoadHeld of this one.
+	l.fps = nil
 	l.Run.Seq = cp.Seq
 	l.Run.UpdatedAt = now
 	rs.Lease(l.Run, event, now)
@@ -317,6 +335,11 @@ func (rs *Runs) Reload(ctx context.Context, id string, held *Loaded) (*Loaded, e
 	var l *Loaded
 	err := rs.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
+		if !usable(held) {
+			// Without a held run there is no second read to fall back on.
+			l, err = rs.LoadOnce(ctx, tx, id, extra)
+			return err
+		}
 		l, err = rs.LoadHeld(ctx, tx, id, held, extra)
 		return err
 	})

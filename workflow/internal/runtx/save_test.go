@@ -88,3 +88,36 @@ func TestSaveStoresTheRunAsSaved(t *testing.T) {
 		})
 	}
 }
+
+// A fingerprint is computed once per state, and never handed out for a
+// state saved since: edited arguments are fingerprinted again.
+func TestFingerprintIsNotKeptAcrossASave(t *testing.T) {
+	rs := &Runs{clock: wallClock{}, owner: "test", ttl: time.Minute}
+	l := &Loaded{
+		Run: &record.Run{ID: "run-1", Workflow: "proposal", Status: record.StatusWaitingApproval},
+		State: &record.State{SchemaVersion: record.SchemaVersion, RunID: "run-1", Workflow: "proposal",
+			Actions: []record.Action{{Name: "request_refund", Args: []byte(`{"amount":10}`)}}},
+	}
+	before, err := l.Fingerprint(record.RiskHigh, "rev-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.State.Actions[0].Args = []byte(`{"amount":1000}`)
+	if again, _ := l.Fingerprint(record.RiskHigh, "rev-1"); again != before {
+		t.Fatalf("the same state, not saved, fingerprinted again: %s, then %s", before, again)
+	}
+	if err := rs.Save(t.Context(), &recordingTx{}, l, record.StatusWaitingApproval, record.EventStep, "test", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, err := FingerprintOf(l.State, record.RiskHigh, "rev-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Fingerprint(record.RiskHigh, "rev-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || got == before {
+		t.Errorf("after saving edited arguments the fingerprint is %s, want %s (the edited arguments'), not %s", got, want, before)
+	}
+}
