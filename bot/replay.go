@@ -25,6 +25,13 @@ import (
 // its answer is kept: every later copy, on any replica, gets that answer and
 // changes nothing. Slack's own retries (X-Slack-Retry-Num) carry the same
 // timestamp, body and signature, so they are copies too.
+//
+// An Approve click is claimed in the engine's transaction that records its
+// decision, with its answer, which is known before anything is decided: one
+// commit in all. A copy then either finds the claim and its answer, or,
+// while the first is deciding, waits on the claim's key for its commit; if
+// the first died before committing, nothing was decided and nothing claimed,
+// and the copy is handled as the first.
 
 // HeaderRetryNum is set by Slack on its own retries of a request.
 const HeaderRetryNum = "X-Slack-Retry-Num"
