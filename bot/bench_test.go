@@ -20,9 +20,9 @@ import (
 )
 
 // BenchmarkClick measures an Approve click over loopback HTTP, as Slack sends
-// it: signature, the replay claim, strict parse, organisation check, and a
-// durable decision by compare-and-set on SQLite, which is the click's one
-// check, then its answer recorded. Every click approves its own fresh
+// it: signature, strict parse, organisation check, and a durable decision by
+// compare-and-set on SQLite, which is the click's one check, with the replay
+// claim and its answer in the same commit. Every click approves its own fresh
 // waiting run, made before the timer starts. "bare" is the same handler
 // with an engine and a store that keep nothing: what the HTTP edge costs by
 // itself.

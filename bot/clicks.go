@@ -26,6 +26,10 @@ type click struct {
 	who     record.Person
 	channel string // where to tell the clicker why nothing changed; "" when nowhere
 	digest  string
+	// claim is the signed request the click came in, taken with the
+	// decision (see serveClick); nil when it was claimed before handling.
+	claim *record.SeenRequest
+	log   *slog.Logger
 }
 
 func personOf(u *User) record.Person {
@@ -55,9 +59,27 @@ func (s *Server) blockAction(ctx context.Context, ic *Interaction, digest string
 		s.log.Debug("slack block action ignored", "action_id", clipErr(a.ActionID, 60))
 		return Response{}, nil
 	}
-	ref, err := ParseRef(a.Value)
+	c, err := s.newClick(ic, digest)
 	if err != nil {
 		return Response{}, err
+	}
+	switch a.ActionID {
+	case ActionApprove:
+		s.approve(ctx, c, c.log)
+	case ActionReject:
+		s.openReject(ctx, c, c.log)
+	case ActionEdit:
+		s.openEdit(ctx, c, c.log)
+	}
+	return Response{}, nil
+}
+
+// newClick is the click of ic's one action on one of our buttons.
+func (s *Server) newClick(ic *Interaction, digest string) (*click, error) {
+	a := ic.Actions[0]
+	ref, err := ParseRef(a.Value)
+	if err != nil {
+		return nil, err
 	}
 	c := &click{ic: ic, ref: ref, who: personOf(ic.User), digest: digest}
 	if ic.Container != nil {
@@ -66,34 +88,56 @@ func (s *Server) blockAction(ctx context.Context, ic *Interaction, digest string
 	if c.channel == "" && ic.Channel != nil {
 		c.channel = ic.Channel.ID
 	}
-	log := s.log.With("run_id", ref.RunID, "request_id", ref.RequestID, "user_id", c.who.ID, "action_id", a.ActionID)
-	switch a.ActionID {
-	case ActionApprove:
-		s.approve(ctx, c, log)
-	case ActionReject:
-		s.openReject(ctx, c, log)
-	case ActionEdit:
-		s.openEdit(ctx, c, log)
+	c.log = s.log.With("run_id", ref.RunID, "request_id", ref.RequestID, "user_id", c.who.ID, "action_id", a.ActionID)
+	return c, nil
+}
+
+// approveClickOf is the Approve click a signed interaction request carries,
+// from our app and organisation, or nil for any other request (which is
+// claimed and handled as every request is, and refused there when it is
+// wrong). It only parses: nothing is counted or written.
+func (s *Server) approveClickOf(raw []byte) *click {
+	payload, err := InteractionPayload(raw)
+	if err != nil {
+		return nil
 	}
-	return Response{}, nil
+	ic, err := ParseInteraction(payload)
+	if err != nil || ic.Type != TypeBlockActions || len(ic.Actions) != 1 || ic.Actions[0].ActionID != ActionApprove ||
+		s.origin.CheckInteraction(ic) != nil {
+		return nil
+	}
+	c, err := s.newClick(ic, digest(raw))
+	if err != nil {
+		return nil
+	}
+	return c
 }
 
 // approve asks the engine to decide, and nothing else: Decide is the one
 // check of a click (request, fingerprint, status, deadline, role,
 // self-approval), and its refusal says what it found, which refusal words
 // without reading the run again.
-func (s *Server) approve(ctx context.Context, c *click, log *slog.Logger) {
+//
+// With the click's claim, a copy of a click taken before decides nothing and
+// is told nothing: approve returns the request as first taken.
+func (s *Server) approve(ctx context.Context, c *click, log *slog.Logger) (first *record.SeenRequest) {
 	run, err := s.eng.Decide(ctx, workflow.DecideInput{
 		RunID: c.ref.RunID, RequestID: c.ref.RequestID, Fingerprint: c.ref.Fingerprint,
 		Approver: c.who, Verdict: record.VerdictApprove, Via: record.ViaSlack, PayloadDigest: c.digest,
+		Claim: c.claim,
 	})
+	var replayed *workflow.ReplayedError
+	if c.claim != nil && errors.As(err, &replayed) {
+		return replayed.First
+	}
 	if err != nil {
 		s.tell(ctx, c, s.refusal(ctx, c.ref, err, log), log)
-		return
+		return nil
 	}
 	// The engine left the run executing (or still waiting for more approvals);
 	// a worker resumes it from the store. Nothing runs here.
 	log.Info("slack approval recorded", "status", string(run.Status))
+	return nil
 }
 
 func (s *Server) openReject(ctx context.Context, c *click, log *slog.Logger) {

@@ -23,6 +23,7 @@ import (
 	"github.com/signoff-dev/signoff/fixtures"
 	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage/counting"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -89,6 +90,8 @@ type slackHarness struct {
 	url   string
 	http  *http.Client
 	seq   atomic.Int64
+	// store counts the engine's commits.
+	store *counting.Store
 }
 
 type harnessOption func(*ServerConfig)
@@ -109,6 +112,7 @@ func newSlackHarnessWith(t testing.TB, cfg *config.Config, opts ...harnessOption
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	counted := counting.New(store)
 	shopDB, err := sqlite.OpenDB(filepath.Join(dir, "shop.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +131,7 @@ func newSlackHarnessWith(t testing.TB, cfg *config.Config, opts ...harnessOption
 		}
 		actions[name] = spec
 	}
-	eng, err := workflow.New(workflow.Config{Store: store, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock})
+	eng, err := workflow.New(workflow.Config{Store: counted, Policy: cfg.Policy, Roles: cfg.Roles, Actions: actions, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +152,7 @@ func newSlackHarnessWith(t testing.TB, cfg *config.Config, opts ...harnessOption
 	srv.Register(e)
 	ts := httptest.NewServer(e)
 	t.Cleanup(ts.Close)
-	return &slackHarness{t: t, ctx: ctx, clock: clock, eng: eng, shop: shop, srv: srv, acts: acts, url: ts.URL, http: ts.Client()}
+	return &slackHarness{t: t, ctx: ctx, clock: clock, eng: eng, shop: shop, srv: srv, acts: acts, url: ts.URL, http: ts.Client(), store: counted}
 }
 
 // submit starts a run from an example proposal (fixtures/proposals) asked by

@@ -25,6 +25,13 @@ import (
 // its answer is kept: every later copy, on any replica, gets that answer and
 // changes nothing. Slack's own retries (X-Slack-Retry-Num) carry the same
 // timestamp, body and signature, so they are copies too.
+//
+// An Approve click is claimed in the engine's transaction that records its
+// decision, with its answer, which is known before anything is decided: one
+// commit in all. A copy then either finds the claim and its answer, or,
+// while the first is deciding, waits on the claim's key for its commit; if
+// the first died before committing, nothing was decided and nothing claimed,
+// and the copy is handled as the first.
 
 // HeaderRetryNum is set by Slack on its own retries of a request.
 const HeaderRetryNum = "X-Slack-Retry-Num"
@@ -74,7 +81,11 @@ func socketDigest(envelopeID string) string {
 // then lets handle decide anything. A request that fails verification is
 // refused before the claim: only a correctly signed request can take a
 // digest, so a forged or mangled copy never blocks the real one.
-func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx context.Context, raw []byte) (Response, error)) error {
+//
+// An Approve click (clickOf, when given, finds it) is not claimed first: its
+// claim goes to the engine with the decision, so that the claim, the decision
+// and the answer are one commit (see serveClick).
+func (s *Server) serveSigned(c echo.Context, kind string, clickOf func(raw []byte) *click, handle func(ctx context.Context, raw []byte) (Response, error)) error {
 	raw, err := s.readVerified(c)
 	if err != nil {
 		return writeAnswer(c, s.errorAnswer(c, kind, err))
@@ -85,11 +96,16 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 	now := s.clock.Now()
 	req := &record.SeenRequest{Digest: signedDigest(ts, raw), CreatedAt: now,
 		ExpiresAt: time.Unix(secs, 0).Add(MaxSkew + ReplayMargin)}
+	log := s.log.With("kind", kind, "request_digest", req.Digest[:16], "retry_num", c.Request().Header.Get(HeaderRetryNum), "remote_addr", c.RealIP())
+	if clickOf != nil {
+		if ck := clickOf(raw); ck != nil {
+			return s.serveClick(c, log, req, ck)
+		}
+	}
 	first, claimed, err := s.claim(ctx, req)
 	if err != nil {
 		return writeAnswer(c, s.errorAnswer(c, kind, err))
 	}
-	log := s.log.With("kind", kind, "request_digest", req.Digest[:16], "retry_num", c.Request().Header.Get(HeaderRetryNum), "remote_addr", c.RealIP())
 	if !claimed {
 		s.refused("replay")
 		return writeAnswer(c, s.copyAnswer(ctx, log, first, c.Request().Header.Get(HeaderRetryNum) != ""))
@@ -97,6 +113,24 @@ func (s *Server) serveSigned(c echo.Context, kind string, handle func(ctx contex
 	resp, err := handle(ctx, raw)
 	a := s.answerOf(c, kind, resp, err)
 	s.recordAnswer(ctx, log, first, a)
+	return writeAnswer(c, a)
+}
+
+// serveClick answers an Approve click. Its answer is known before anything
+// is decided (an empty 200: a refusal is told in an ephemeral message), so
+// the claim carries it into the engine's transaction that records the
+// decision or the refusal. A copy finds the claim and gets the first answer;
+// a copy that comes while the first is deciding waits for its commit (the
+// claim's unique key), or, if the first died before committing, finds
+// nothing claimed and is handled as the first, since nothing was decided.
+func (s *Server) serveClick(c echo.Context, log *slog.Logger, req *record.SeenRequest, ck *click) error {
+	a := answer{status: http.StatusOK}
+	req.AnsweredAt, req.Status = s.clock.Now(), a.status
+	ck.claim = req
+	if first := s.approve(c.Request().Context(), ck, ck.log); first != nil {
+		s.refused("replay")
+		return writeAnswer(c, s.copyAnswer(c.Request().Context(), log, first, c.Request().Header.Get(HeaderRetryNum) != ""))
+	}
 	return writeAnswer(c, a)
 }
 

@@ -356,3 +356,59 @@ func TestSocketEnvelopeDeliveredTwice(t *testing.T) {
 		t.Fatal("a delivery whose first copy has no answer changed something")
 	}
 }
+
+// TestAClickIsOneCommit: an Approve click, decided or refused, is one
+// commit of the store: its claim, the decision (or the refusal's audit) and
+// its answer together. A copy commits nothing, is answered as the first and
+// tells nobody anything again. Other requests are claimed before they are
+// handled and answered after, as before.
+func TestAClickIsOneCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		request    func(h *slackHarness, v *workflow.RunView) sent
+		commits    int64
+		wantStatus record.Status
+		told       int   // ephemeral messages after the first copy
+		copyCommit int64 // a claim made alone is an Update, even when it finds a copy
+	}{
+		{"approve", func(h *slackHarness, v *workflow.RunView) sent {
+			return h.signedClick(fixture(t, "block_actions_approve.json", refOf(v), leadGrace, nil))
+		}, 1, record.StatusExecuting, 0, 0},
+		{"approve by someone without the role", func(h *slackHarness, v *workflow.RunView) sent {
+			return h.signedClick(fixture(t, "block_actions_approve.json", refOf(v), nobody, nil))
+		}, 1, record.StatusWaitingApproval, 1, 0},
+		{"/runs extend", func(h *slackHarness, v *workflow.RunView) sent {
+			return h.signedCommand(leadGrace, "extend "+v.ID+" 1d")
+		}, 3, record.StatusWaitingApproval, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newSlackHarness(t)
+			v := h.submit("refund-double-charge", "")
+			r := tc.request(h, v)
+			commits := h.store.Commits()
+			first := h.send(r)
+			if first.status != http.StatusOK {
+				t.Fatalf("first copy: %+v", first)
+			}
+			if got := h.store.Commits() - commits; got != tc.commits {
+				t.Errorf("%d commits for the first copy, want %d", got, tc.commits)
+			}
+			if st := h.get(v.ID).Status; st != tc.wantStatus {
+				t.Errorf("run %s, want %s", st, tc.wantStatus)
+			}
+			if n := len(h.acts.Ephemerals()); n != tc.told {
+				t.Errorf("%d ephemeral messages after the first copy, want %d", n, tc.told)
+			}
+			after, commits := h.everything(v.ID), h.store.Commits()
+			if again := h.send(r, HeaderRetryNum, "1"); again != first {
+				t.Errorf("copy answered %+v, want %+v", again, first)
+			}
+			if got := h.store.Commits() - commits; got != tc.copyCommit {
+				t.Errorf("a copy committed %d times, want %d", got, tc.copyCommit)
+			}
+			if h.everything(v.ID) != after {
+				t.Error("a copy changed something")
+			}
+		})
+	}
+}

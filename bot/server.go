@@ -175,7 +175,7 @@ type Response struct {
 }
 
 func (s *Server) serveInteraction(c echo.Context) error {
-	return s.serveSigned(c, "interaction", func(ctx context.Context, raw []byte) (Response, error) {
+	return s.serveSigned(c, "interaction", s.approveClickOf, func(ctx context.Context, raw []byte) (Response, error) {
 		payload, err := InteractionPayload(raw)
 		if err != nil {
 			return Response{}, err
@@ -185,7 +185,7 @@ func (s *Server) serveInteraction(c echo.Context) error {
 }
 
 func (s *Server) serveCommand(c echo.Context) error {
-	return s.serveSigned(c, "command", func(ctx context.Context, raw []byte) (Response, error) {
+	return s.serveSigned(c, "command", nil, func(ctx context.Context, raw []byte) (Response, error) {
 		form, err := CommandForm(raw)
 		if err != nil {
 			return Response{}, err

@@ -59,6 +59,14 @@ type DecideInput struct {
 	// console's sign-in. An approval of a step-up rule counts only with
 	// Via web and an AuthTime recent enough (see stepup.go).
 	AuthTime time.Time
+	// Claim, when set, is the request that carried the decision (a signed
+	// Slack request, see Replays) with the answer it gets. It is claimed in
+	// the transaction that records the decision, or the refusal, so that the
+	// request costs one commit; a copy of a request claimed before decides
+	// nothing and gets a *ReplayedError.
+	Claim *record.SeenRequest
+	// claim is Claim's progress through one Decide.
+	claim *claim
 }
 
 // Decide records a decision by compare-and-set. It refuses (changing nothing but
@@ -68,12 +76,31 @@ type DecideInput struct {
 // A decision that completes the quorum leaves the run executing (call Resume to
 // run the actions), or scheduled when its execution window is closed.
 func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error) {
+	if in.Claim == nil {
+		return e.decide(ctx, in)
+	}
+	in.claim = &claim{req: in.Claim}
+	run, err := e.decide(ctx, in)
+	var replayed *ReplayedError
+	if in.claim.committed || errors.As(err, &replayed) {
+		return run, err
+	}
+	// Nothing Decide wrote took the claim (an internal failure, an integrity
+	// problem, a forced approval): it is taken alone, so that a copy is
+	// answered as this request was and decides nothing.
+	if cerr := e.Replays().claimAlone(ctx, in.claim); cerr != nil {
+		return nil, errors.Join(err, cerr)
+	}
+	return run, err
+}
+
+func (e *Engine) decide(ctx context.Context, in DecideInput) (*record.Run, error) {
 	if in.Force {
 		return e.forces.force(ctx, e, in)
 	}
 	actor := in.Approver.ID
 	if err := validateDecision(in); err != nil {
-		return nil, e.runs.Refuse(ctx, actor, err)
+		return nil, e.refuse(ctx, in, err)
 	}
 	role, hasRole, err := e.dir.RoleOf(ctx, actor)
 	if err != nil {
@@ -84,7 +111,7 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 		if edit, err = e.decisions.prepareEdit(ctx, in); err != nil {
 			var r *record.RefusedError
 			if errors.As(err, &r) {
-				return nil, e.runs.Refuse(ctx, actor, r)
+				return nil, e.refuse(ctx, in, r)
 			}
 			return nil, err
 		}
@@ -130,14 +157,18 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 	}
 	var r *record.RefusedError
 	var ie *IntegrityError
+	var replayed *ReplayedError
 	switch {
+	case errors.As(err, &replayed):
+		e.log.Info("decision not taken again: its request was claimed before", "run_id", in.RunID, "approver", actor, "via", string(in.Via))
+		return nil, replayed
 	case errors.As(err, &r):
 		if r.Code == record.CodeExpired {
 			if xerr := e.decisions.expire(ctx, in.RunID, actor); xerr != nil {
 				return nil, errors.Join(r, xerr)
 			}
 		}
-		return nil, e.runs.Refuse(ctx, actor, r)
+		return nil, e.refuse(ctx, in, r)
 	case errors.As(err, &ie):
 		if aerr := e.runs.Attention(ctx, in.RunID, ie.Error()); aerr != nil {
 			return nil, errors.Join(err, aerr)
@@ -152,7 +183,11 @@ func (e *Engine) Decide(ctx context.Context, in DecideInput) (*record.Run, error
 }
 
 func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *runtx.Loaded, out **record.Run, unconfirmed **record.RefusedError) error {
-	return dc.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := dc.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		// The claim comes first: a copy of the request decides nothing.
+		if err := in.claim.take(ctx, tx); err != nil {
+			return err
+		}
 		l, err := dc.runs.LoadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
 		if err != nil {
 			return err
@@ -179,6 +214,8 @@ func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, 
 		dc.fail("before-decision-commit")
 		return nil
 	})
+	in.claim.commit(err)
+	return err
 }
 
 func validateDecision(in DecideInput) *record.RefusedError {

@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
@@ -30,6 +32,72 @@ func (p *Replays) Claim(ctx context.Context, r *record.SeenRequest) (first *reco
 		return nil, false, err
 	}
 	return first, claimed, nil
+}
+
+// ReplayedError is what a decision carried by a request claimed before
+// (DecideInput.Claim) gets: nothing was decided or recorded, and First is
+// the request as stored, with the first copy's answer once it has one.
+type ReplayedError struct {
+	First *record.SeenRequest
+}
+
+func (e *ReplayedError) Error() string {
+	return "request " + e.First.Digest + " was claimed before: not handled again"
+}
+
+// claim is a DecideInput's Claim on its way through one Decide: taken in a
+// transaction that may yet roll back, committed once one that took it has.
+// A nil claim (no Claim) takes nothing.
+type claim struct {
+	req       *record.SeenRequest
+	committed bool
+}
+
+// take claims the request in tx, first thing: a *ReplayedError when a copy
+// took it before, which the caller returns to roll back.
+func (c *claim) take(ctx context.Context, tx storage.Tx) error {
+	if c == nil || c.committed {
+		return nil
+	}
+	first, claimed, err := tx.ClaimRequest(ctx, c.req)
+	if err != nil {
+		return fmt.Errorf("claim the request of a decision: %w", err)
+	}
+	if !claimed {
+		return &ReplayedError{First: first}
+	}
+	return nil
+}
+
+// commit notes the outcome of the transaction that took the claim.
+func (c *claim) commit(err error) {
+	if c != nil && err == nil {
+		c.committed = true
+	}
+}
+
+// claimAlone commits c in a transaction of its own.
+func (p *Replays) claimAlone(ctx context.Context, c *claim) error {
+	err := p.e.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return c.take(ctx, tx) })
+	c.commit(err)
+	return err
+}
+
+// refuse audits a refused decision, taking its claim in the same
+// transaction: a copy of the request is refused by nobody twice.
+func (e *Engine) refuse(ctx context.Context, in DecideInput, r *record.RefusedError) error {
+	if in.claim == nil {
+		return e.runs.Refuse(ctx, in.Approver.ID, r)
+	}
+	err := e.runs.RefuseWith(ctx, in.Approver.ID, r, in.claim.take)
+	var replayed *ReplayedError
+	switch {
+	case errors.As(err, &replayed):
+		return replayed
+	case err == error(r):
+		in.claim.commit(nil)
+	}
+	return err
 }
 
 // Answer records the answer r carries (see Tx.AnswerRequest), for the

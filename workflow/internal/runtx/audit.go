@@ -43,7 +43,19 @@ func (rs *Runs) appendAudit(ctx context.Context, tx storage.Tx, ev *record.Audit
 
 // Refuse records a refusal in the audit log (and nothing else) and returns it.
 func (rs *Runs) Refuse(ctx context.Context, actor string, r *record.RefusedError) error {
+	return rs.RefuseWith(ctx, actor, r, nil)
+}
+
+// RefuseWith is Refuse with first (when not nil) written in the same
+// transaction, before the audit: the claim of the request that asked. An
+// error of first rolls the refusal back and is joined to r.
+func (rs *Runs) RefuseWith(ctx context.Context, actor string, r *record.RefusedError, first func(context.Context, storage.Tx) error) error {
 	err := rs.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if first != nil {
+			if err := first(ctx, tx); err != nil {
+				return err
+			}
+		}
 		return rs.audit(ctx, tx, r.RunID, actor, record.EventRefused, map[string]string{"code": r.Code, "reason": r.Msg})
 	})
 	if err != nil {
