@@ -312,7 +312,7 @@ func (s *Server) show(ctx context.Context, who record.Person, id string, log *sl
 	if err != nil {
 		return reply(s.commandRefusal(err, log))
 	}
-	rc := RenderContext{Roles: s.eng.Roles(), Redact: Redactor(s.eng), Now: s.clock.Now(), UserGroups: s.groups, Command: s.slash}
+	rc := RenderContext{Roles: s.eng.Roles(), Redact: Redactor(s.eng), Now: s.clock.Now(), UserGroups: s.groups, Command: s.slash, ConsoleURL: s.console}
 	// No buttons: an ephemeral copy cannot be rewritten after a decision, so
 	// the posted message stays the one place to decide.
 	return reply(FallbackText(v), renderRun(v, rc, false)...)

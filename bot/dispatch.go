@@ -359,8 +359,10 @@ func (d *Dispatcher) post(ctx context.Context, v *workflow.RunView, r workflow.R
 // short note, since its buttons would otherwise act on the new request, which
 // has a message of its own. A newer request that the edit approved at once
 // gets no message (nobody is asked anything), so the old one shows the run.
-// command is the slash command hints name ("" for DefaultCommand).
-func NewRenderer(specs ActionSpecs, roles *policy.Roles, groups map[string]string, command string, clock workflow.Clock) Renderer {
+// command is the slash command hints name ("" for DefaultCommand); console
+// is the web console's address (ui.base_url, "" when not configured), which
+// a step-up rule's message links to.
+func NewRenderer(specs ActionSpecs, roles *policy.Roles, groups map[string]string, command, console string, clock workflow.Clock) Renderer {
 	if clock == nil {
 		clock = workflow.SystemClock{}
 	}
@@ -369,7 +371,7 @@ func NewRenderer(specs ActionSpecs, roles *policy.Roles, groups map[string]strin
 			text := fmt.Sprintf("Run %s: this request was replaced after an edit; see the newer message.", v.ID)
 			return []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", text, false, false), nil, nil)}, text
 		}
-		rc := RenderContext{Roles: roles, Redact: Redactor(specs), Now: clock.Now(), UserGroups: groups, Command: command}
+		rc := RenderContext{Roles: roles, Redact: Redactor(specs), Now: clock.Now(), UserGroups: groups, Command: command, ConsoleURL: console}
 		return RenderRun(v, rc), FallbackText(v)
 	}
 }

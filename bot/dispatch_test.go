@@ -314,7 +314,7 @@ func TestEditThatLowersTheRiskStillRewritesTheMessage(t *testing.T) {
 	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
 		t.Fatal(err)
 	}
-	h.disp.Render = bot.NewRenderer(h.engine, h.engine.Roles(), nil, "", h.clock)
+	h.disp.Render = bot.NewRenderer(h.engine, h.engine.Roles(), nil, "", "", h.clock)
 	h.deliver(t)
 	msgs := h.slack.Messages()
 	if len(msgs) != 1 || msgs[0].Updates == 0 || strings.Contains(msgs[0].Blocks, "signoff_approve") || strings.Contains(msgs[0].Blocks, "replaced") {
@@ -347,7 +347,7 @@ func TestEditApprovedAtOnceRewritesTheMessage(t *testing.T) {
 	if _, err := h.engine.Resume(ctx, run.ID); err != nil {
 		t.Fatal(err)
 	}
-	h.disp.Render = bot.NewRenderer(h.engine, h.engine.Roles(), nil, "", h.clock)
+	h.disp.Render = bot.NewRenderer(h.engine, h.engine.Roles(), nil, "", "", h.clock)
 	h.deliver(t)
 	msgs := h.slack.Messages()
 	if len(msgs) != 1 || msgs[0].Updates == 0 || strings.Contains(msgs[0].Blocks, "replaced") || !strings.Contains(msgs[0].Blocks, "`60`") {

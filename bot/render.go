@@ -65,6 +65,10 @@ type RenderContext struct {
 	UserGroups map[string]string
 	// Command is the slash command, named in hints (default /runs).
 	Command string
+	// ConsoleURL is the web console's address (ui.base_url), from the
+	// config only: a step-up rule's message links to the run's page there.
+	// Optional.
+	ConsoleURL string
 }
 
 // shown is Redact, failing closed.
@@ -129,6 +133,10 @@ func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.
 	// Every block but the actions is counted first, so that the actions get
 	// what is left of the 50 and the message never goes over.
 	fixed := len(blocks) + 5 // requester's words, facts, context, a notice, buttons
+	stepUp := awaitsDecision(v, rc.Now) && stepUpOf(v) > 0
+	if stepUp {
+		fixed++ // where to confirm
+	}
 	room := min(actionSections(v, rc.Now), MaxBlocks-fixed-1)
 	// Whole: every action and every argument an approval would run is shown
 	// here, uncut. Only then may the message approve them.
@@ -148,6 +156,11 @@ func renderRun(v *workflow.RunView, rc RenderContext, withButtons bool) []slack.
 		add(slack.NewSectionBlock(nil, f, nil))
 	}
 	add(slack.NewContextBlock("", bkMrkdwn(cutText(idLine(v), MaxSectionText))))
+	if stepUp {
+		// Said before anyone clicks, not only in the thread after: a click
+		// here alone does not approve.
+		add(slack.NewContextBlock("", bkMrkdwn(cutText(stepUpText(v, rc.ConsoleURL), MaxSectionText))))
+	}
 	if withButtons && awaitsDecision(v, rc.Now) {
 		if !whole {
 			add(bkSection(notWholeText(v.ID)))
@@ -657,14 +670,7 @@ func buttons(v *workflow.RunView, approvable bool) slack.Block {
 	g := v.Gate
 	value := Ref{RunID: v.ID, RequestID: g.RequestID, Fingerprint: g.Fingerprint}.String()
 	approve := slack.NewButtonBlockElement(ActionApprove, value, bkPlain("Approve")).WithStyle(slack.StylePrimary)
-	if g.Risk == record.RiskHigh {
-		n := len(v.Actions)
-		what := "1 action"
-		if n != 1 {
-			what = strconv.Itoa(n) + " actions"
-		}
-		text := fmt.Sprintf("This is high risk. Approving runs %s as shown (fingerprint %s) and cannot be undone from Slack.",
-			what, policy.ShortFingerprint(g.Fingerprint))
+	if text := approveConfirmText(v); text != "" {
 		approve = approve.WithConfirm(slack.NewConfirmationBlockObject(
 			bkPlain("Approve this?"), bkPlain(text), bkPlain("Approve"), bkPlain("Cancel")).WithStyle(slack.StylePrimary))
 	}
@@ -679,6 +685,27 @@ func buttons(v *workflow.RunView, approvable bool) slack.Block {
 	// The block id names the request, so a message rewritten for a new
 	// request (after an edit) never reuses the old one's block id.
 	return slack.NewActionBlock(cutText("signoff_decide_"+g.RequestID, MaxBlockID), elems...)
+}
+
+// approveConfirmText is what the Approve button's dialog says, or "" for
+// no dialog: a high risk asks one more click for what cannot be undone, and
+// a step-up rule says the click is not yet an approval.
+func approveConfirmText(v *workflow.RunView) string {
+	g := v.Gate
+	var parts []string
+	if g.Risk == record.RiskHigh {
+		n := len(v.Actions)
+		what := "1 action"
+		if n != 1 {
+			what = strconv.Itoa(n) + " actions"
+		}
+		parts = append(parts, fmt.Sprintf("This is high risk. Approving runs %s as shown (fingerprint %s) and cannot be undone from Slack.",
+			what, policy.ShortFingerprint(g.Fingerprint)))
+	}
+	if maxAge := stepUpOf(v); maxAge > 0 {
+		parts = append(parts, "This rule counts your approval only once you confirm it on signoff's web console after a sign-in within "+show.Duration(maxAge)+".")
+	}
+	return strings.Join(parts, " ")
 }
 
 // --- text helpers ---

@@ -163,6 +163,14 @@ func approved(v *workflow.RunView) *workflow.RunView {
 	return v
 }
 
+// stepUp makes v's rule one of confirm: web (a sign-in within 5 minutes).
+func stepUp(v *workflow.RunView) *workflow.RunView {
+	a := *v.Gate.Approval
+	a.StepUp = 300
+	v.Gate.Approval = &a
+	return v
+}
+
 func done(v *workflow.RunView) *workflow.RunView {
 	v = approved(v)
 	v.Status = record.StatusDone
@@ -273,6 +281,19 @@ func goldenCases(t testing.TB) map[string]func() (*workflow.RunView, RenderConte
 		"waiting_composite": func() (*workflow.RunView, RenderContext) { return compositeView(), rc },
 		"waiting_mcp_call":  func() (*workflow.RunView, RenderContext) { return mcpCallView(), mcpCallContext(t) },
 		"waiting_not_whole": func() (*workflow.RunView, RenderContext) { return withArgs(refundView(), decoyArgs()), rc },
+		"waiting_step_up": func() (*workflow.RunView, RenderContext) {
+			c := rc
+			c.ConsoleURL = "https://signoff.example.com/ui"
+			return stepUp(refundView()), c
+		},
+		"waiting_step_up_no_console": func() (*workflow.RunView, RenderContext) { return stepUp(reshipView()), rc },
+		"executing_step_up": func() (*workflow.RunView, RenderContext) {
+			c := rc
+			c.ConsoleURL = "https://signoff.example.com/ui"
+			v := approved(stepUp(refundView()))
+			v.Decisions[0].Via = record.ViaWeb
+			return v, c
+		},
 		"hidden_arguments": func() (*workflow.RunView, RenderContext) {
 			c := rc
 			c.Redact = nil
@@ -791,5 +812,64 @@ func TestReasonsAreInert(t *testing.T) {
 	want := "`*Approved by finance* :white_check_mark: \\u0026lt;https://e.example|ok\\u0026gt;`"
 	if !strings.Contains(string(raw), want) {
 		t.Errorf("the reason is not shown literally in a code span (want %s):\n%s", want, raw)
+	}
+}
+
+// TestAStepUpMessageSaysWhereToConfirm: while a step-up rule's run waits,
+// its message says a click here is not yet an approval and links to the
+// run's page at the configured console, escaped so the link goes exactly
+// there; without a console address it says so in words; once the run is
+// decided, or for a rule without step-up, it says nothing of it.
+func TestAStepUpMessageSaysWhereToConfirm(t *testing.T) {
+	page := "https://signoff.example.com/ui/runs/" + gRunID
+	for _, tc := range []struct {
+		name    string
+		view    func() *workflow.RunView
+		console string
+		want    []string // in the message; nil: no step-up line
+		dialog  string   // in the Approve button's dialog
+	}{
+		{name: "with the console", view: func() *workflow.RunView { return stepUp(refundView()) }, console: "https://signoff.example.com/ui",
+			want: []string{"after a sign-in within 5m", "a Slack session alone cannot approve", "<" + page + "|approve or confirm on the run's page>"}, dialog: "only once you confirm it on signoff's web console"},
+		{name: "without a console address", view: func() *workflow.RunView { return stepUp(reshipView()) },
+			want: []string{"on signoff's web console after a sign-in within 5m", "run `" + gRunID2 + "`'s page there"}, dialog: "only once you confirm it"},
+		{name: "a console address with markup", view: func() *workflow.RunView { return stepUp(refundView()) }, console: "https://x.example/a|b<c>&d",
+			want: []string{"<https://x.example/a%7Cb%3Cc%3E&amp;d/runs/" + gRunID + "|approve or confirm"}},
+		{name: "a shorter max age", view: func() *workflow.RunView { v := stepUp(refundView()); v.Gate.Approval.StepUp = 90; return v },
+			want: []string{"within 1m30s"}},
+		{name: "decided", view: func() *workflow.RunView { return approved(stepUp(refundView())) }, console: "https://signoff.example.com/ui"},
+		{name: "past its deadline", view: func() *workflow.RunView { v := stepUp(refundView()); v.Deadline = tp("2026-11-30T12:00:00Z"); return v }},
+		{name: "no step-up", view: refundView, console: "https://signoff.example.com/ui"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := goldenContext(t)
+			rc.ConsoleURL = tc.console
+			blocks := RenderRun(tc.view(), rc)
+			checkLimits(t, blocks)
+			// As Slack reads it: slack-go's blocks escape <, > and & in JSON.
+			got := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(marshalPretty(t, blocks)))
+			if tc.want == nil {
+				if strings.Contains(got, "count only once confirmed") || strings.Contains(got, "you confirm it") {
+					t.Fatalf("the message speaks of confirming:\n%s", got)
+				}
+				return
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("the message does not say %q:\n%s", w, got)
+				}
+			}
+			// The line sits just above the buttons.
+			ctx, ok := blocks[len(blocks)-2].(*slack.ContextBlock)
+			if !ok || !strings.Contains(ctx.ContextElements.Elements[0].(*slack.TextBlockObject).Text, ":lock:") {
+				t.Errorf("the block above the buttons is not the step-up line: %#v", blocks[len(blocks)-2])
+			}
+			if tc.dialog != "" {
+				approve := blocks[len(blocks)-1].(*slack.ActionBlock).Elements.ElementSet[0].(*slack.ButtonBlockElement)
+				if approve.Confirm == nil || !strings.Contains(approve.Confirm.Text.Text, tc.dialog) {
+					t.Errorf("the Approve dialog does not say %q: %+v", tc.dialog, approve.Confirm)
+				}
+			}
+		})
 	}
 }

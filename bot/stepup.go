@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -31,9 +33,39 @@ func RunPageURL(base, id string) string {
 // is when the console's address is not configured.
 func confirmLink(base, id string) string {
 	if u := RunPageURL(base, id); u != "" {
-		return "<" + u + "|confirm it on the run's page>"
+		return "<" + mdLinkURL(u) + "|confirm it on the run's page>"
 	}
 	return "confirm it on run " + mdCode(id, 100) + "'s page in signoff's web console"
+}
+
+// mdLinkURL is u as the target of a mrkdwn link: & is escaped as Slack
+// asks, and <, > and | (which would end the link or start its label) are
+// percent-encoded, so the link goes exactly where the config says.
+func mdLinkURL(u string) string {
+	return linkMarkup.Replace(show.Inert(u))
+}
+
+var linkMarkup = strings.NewReplacer("&", "&amp;", "<", "%3C", ">", "%3E", "|", "%7C")
+
+// stepUpOf is the step-up max age of the run's gate (0: none).
+func stepUpOf(v *workflow.RunView) time.Duration {
+	if v.Gate == nil || v.Gate.Approval == nil || v.Gate.Approval.StepUp <= 0 {
+		return 0
+	}
+	return v.Gate.Approval.StepUp.Duration()
+}
+
+// stepUpText is the approval message's line of a step-up rule: a click in
+// Slack is not yet an approval, where to confirm it, and why. The link is
+// built from base (the config) and the run's id, never from what the
+// requester wrote.
+func stepUpText(v *workflow.RunView, base string) string {
+	console, where := "signoff's web console", "approve or confirm on run "+mdCode(v.ID, 100)+"'s page there"
+	if u := RunPageURL(base, v.ID); u != "" {
+		console, where = "the web console", "<"+mdLinkURL(u)+"|approve or confirm on the run's page>"
+	}
+	return ":lock: Approvals of this rule count only once confirmed on " + console + " after a sign-in within " +
+		mdEscape(show.Duration(stepUpOf(v))) + ", so that a Slack session alone cannot approve: " + where + "."
 }
 
 // confirmText is what the clicker is told when their approval waits for its

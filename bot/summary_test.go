@@ -22,9 +22,10 @@ const maxSummaryText = 40000
 // worstCase is a run with more of everything than the message shows: many
 // actions with long arguments, decisions and edits with long reasons,
 // resolutions, outcomes with long errors, evidence. waiting keeps it
-// waiting for the last of 60 approvals; otherwise it needs attention.
+// waiting for the last of 60 approvals, of a step-up rule (one more line);
+// otherwise it needs attention.
 func worstCase(waiting bool) *workflow.RunView {
-	v := manyActions(withArgs(refundView(), decoyArgs()), 40)
+	v := manyActions(withArgs(stepUp(refundView()), decoyArgs()), 40)
 	long := strings.Repeat("a reason <!channel> *bold* that goes on ", 40)
 	for i := range 50 {
 		v.Evidence = append(v.Evidence, record.Evidence{Source: fmt.Sprintf("source_%d", i), Data: json.RawMessage(fmt.Sprintf(`{"n":%d,"text":%q}`, i, long))})

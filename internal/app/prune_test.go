@@ -253,7 +253,7 @@ func deliverOutbox(t *testing.T, dir, cfg string, env map[string]string) {
 		t.Fatal(err)
 	}
 	slack := &bot.Dispatcher{Engine: a.engine, Slack: a.slackAPI, Channel: a.cfg.Slack.Channel, Logger: a.log,
-		Render: bot.NewRenderer(a.engine, a.engine.Roles(), nil, "", workflow.SystemClock{})}
+		Render: bot.NewRenderer(a.engine, a.engine.Roles(), nil, "", "", workflow.SystemClock{})}
 	for {
 		n, err := slack.DeliverDue(t.Context(), 100)
 		if err != nil {

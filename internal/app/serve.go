@@ -305,7 +305,7 @@ func serveLoops(a *app, so serveOptions, cb *callback.Dispatcher, slackOn bool) 
 	if slackOn {
 		sc := a.cfg.Slack
 		disp := &bot.Dispatcher{Engine: a.engine, Slack: a.slackAPI, Channel: sc.Channel, AuditChannel: sc.AuditChannel, ConsoleURL: a.cfg.UI.BaseURL, Logger: a.log, ClaimFor: a.leaseTTL, Failpoint: a.failpoint,
-			Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, sc.Command, workflow.SystemClock{})}
+			Render: bot.NewRenderer(a.engine, a.engine.Roles(), sc.UserGroups, sc.Command, a.cfg.UI.BaseURL, workflow.SystemClock{})}
 		loops = append(loops, disp.Loops(a.changes, so.poll)...)
 		loops = append(loops, digestLoops(a, so)...)
 	}

@@ -172,7 +172,7 @@ func (d *story) slackClick(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	blocks, _ := bot.NewRenderer(eng, eng.Roles(), nil, "", workflow.SystemClock{})(v, v.Requests[len(v.Requests)-1])
+	blocks, _ := bot.NewRenderer(eng, eng.Roles(), nil, "", "", workflow.SystemClock{})(v, v.Requests[len(v.Requests)-1])
 	for _, line := range strings.Split(strings.TrimRight(bot.Preview(blocks), "\n"), "\n") {
 		d.say("    │ %s", line)
 	}
