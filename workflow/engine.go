@@ -38,7 +38,8 @@ type Config struct {
 	// (after-step-N, before-decision-commit, after-decision-commit, after-intent,
 	// after-effect, after-receipt, after-park, after-resolve, after-recheck, after-remind, after-escalate,
 	// after-schedule, after-release, after-delegate,
-	// after-force-commit, after-acknowledge-commit, after-unconfirmed-commit).
+	// after-force-commit, after-acknowledge-commit, after-unconfirmed-commit,
+	// after-refusal-commit).
 	// Crash tests make it kill the process.
 	Failpoint func(name string)
 	// CheckAttempts and ExecAttempts bound retries of transient failures.

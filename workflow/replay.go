@@ -87,7 +87,11 @@ func (p *Replays) claimAlone(ctx context.Context, c *claim) error {
 // transaction: a copy of the request is refused by nobody twice.
 func (e *Engine) refuse(ctx context.Context, in DecideInput, r *record.RefusedError) error {
 	if in.claim == nil {
-		return e.runs.Refuse(ctx, in.Approver.ID, r)
+		err := e.runs.Refuse(ctx, in.Approver.ID, r)
+		if err == error(r) {
+			e.fail("after-refusal-commit")
+		}
+		return err
 	}
 	err := e.runs.RefuseWith(ctx, in.Approver.ID, r, in.claim.take)
 	var replayed *ReplayedError
@@ -96,6 +100,7 @@ func (e *Engine) refuse(ctx context.Context, in DecideInput, r *record.RefusedEr
 		return replayed
 	case err == error(r):
 		in.claim.commit(nil)
+		e.fail("after-refusal-commit")
 	}
 	return err
 }
