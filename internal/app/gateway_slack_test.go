@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -70,31 +69,13 @@ func startSlackGateway(t *testing.T, newDir func(*testing.T) string) *slackGatew
 		MCPServers map[string]mcpEntry `json:"mcpServers"`
 	}
 	mcpDocJSON(t, "A coding agent through the gateway", &doc)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := slices.Clone(doc.MCPServers["files"].Args)
 	if _, ok := pgStores.Load(dir); ok {
 		args = append(args, storeArgs(dir)...)
 	}
-	entry, _ := json.Marshal(map[string]any{"command": self, "args": args, "cwd": dir,
-		"env": map[string]string{asMainEnv: "1", "PATH": os.Getenv("PATH"), "HOME": dir}})
+	entry := selfEntry(t, dir, args)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	cmd := exec.CommandContext(ctx, node, "steps.mjs", string(entry))
-	cmd.Dir = nodeClient
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout := startNodeClient(ctx, t, node, "steps.mjs", string(entry))
 	g := &slackGateway{dir: dir, cfg: cfg, data: data, slack: fs, serve: addr, stdin: stdin,
 		lines: make(chan tsStep), seen: map[string]json.RawMessage{}}
 	go func() {

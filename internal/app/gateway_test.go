@@ -397,30 +397,11 @@ func TestMCPGatewayWithTheTypeScriptSDK(t *testing.T) {
 		MCPServers map[string]mcpEntry `json:"mcpServers"`
 	}
 	mcpDocJSON(t, "A coding agent through the gateway", &doc)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := doc.MCPServers["files"]
-	entry, _ := json.Marshal(map[string]any{"command": self, "args": e.Args, "cwd": dir,
-		"env": map[string]string{asMainEnv: "1", "PATH": os.Getenv("PATH"), "HOME": dir}})
+	entry := selfEntry(t, dir, doc.MCPServers["files"].Args)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "gateway.mjs", string(entry), data)
-	cmd.Dir = nodeClient
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout := startNodeClient(ctx, t, node, "gateway.mjs", string(entry), data)
 	lines := bufio.NewScanner(stdout)
 	next := func(step string, v any) {
 		t.Helper()
@@ -492,29 +473,10 @@ func TestMCPGatewayTasksOverTheTypeScriptTransport(t *testing.T) {
 		MCPServers map[string]mcpEntry `json:"mcpServers"`
 	}
 	mcpDocJSON(t, "A coding agent through the gateway", &doc)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := doc.MCPServers["files"]
-	entry, _ := json.Marshal(map[string]any{"command": self, "args": e.Args, "cwd": dir,
-		"env": map[string]string{asMainEnv: "1", "PATH": os.Getenv("PATH"), "HOME": dir}})
+	entry := selfEntry(t, dir, doc.MCPServers["files"].Args)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "tasks.mjs", string(entry), data)
-	cmd.Dir = nodeClient
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout := startNodeClient(ctx, t, node, "tasks.mjs", string(entry), data)
 	lines := bufio.NewScanner(stdout)
 	type task struct {
 		ResultType string `json:"resultType"`

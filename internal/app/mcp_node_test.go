@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,16 +40,45 @@ func TestMCPServerWithTheTypeScriptSDK(t *testing.T) {
 		MCPServers map[string]mcpEntry `json:"mcpServers"`
 	}
 	mcpDocJSON(t, "A coding agent", &doc)
+	entry := selfEntry(t, dir, append(slices.Clone(doc.MCPServers["signoff"].Args), "--hold", "10ms"))
+	nodeAgent(t, node, dir, cfg, entry)
+}
+
+// selfEntry is an mcpServers entry (JSON) that starts this test binary as
+// signoff with args, in dir: what a client's config would say.
+func selfEntry(t *testing.T, dir string, args []string) []byte {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := doc.MCPServers["signoff"]
-	entry, _ := json.Marshal(map[string]any{
-		"command": self, "args": append(slices.Clone(e.Args), "--hold", "10ms"), "cwd": dir,
-		"env": map[string]string{asMainEnv: "1", "PATH": os.Getenv("PATH"), "HOME": dir},
-	})
-	nodeAgent(t, node, dir, cfg, entry)
+	entry, err := json.Marshal(map[string]any{"command": self, "args": args, "cwd": dir,
+		"env": map[string]string{asMainEnv: "1", "PATH": os.Getenv("PATH"), "HOME": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entry
+}
+
+// startNodeClient runs script of the TypeScript client folder with node,
+// its stdin and stdout piped to the test, its stderr to the test's.
+func startNodeClient(ctx context.Context, t *testing.T, node, script string, args ...string) (*exec.Cmd, io.WriteCloser, io.Reader) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = nodeClient
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin, stdout
 }
 
 // nodeSDK is node, with the TypeScript SDK installed beside the client; the
@@ -75,20 +105,7 @@ func nodeAgent(t *testing.T, node, dir, cfg string, entry []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "client.mjs", string(entry))
-	cmd.Dir = nodeClient
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout := startNodeClient(ctx, t, node, "client.mjs", string(entry))
 	lines := bufio.NewScanner(stdout)
 	next := func(step string) json.RawMessage {
 		t.Helper()
