@@ -44,18 +44,7 @@ func TestServeMountsTheConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	raw, err := os.ReadFile(fixture("refund-double-charge.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := workflow.ParseProposal(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := a.engine.Submit(t.Context(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := submitDoubleCharge(t, a)
 	s, err := startServer(t.Context(), a, serveOptions{addr: "127.0.0.1:0", poll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -354,18 +343,7 @@ func TestConsoleOIDCDocExample(t *testing.T) {
 	}
 	defer a.Close()
 	a.cfg = load(text)
-	raw, err := os.ReadFile(fixture("refund-double-charge.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := workflow.ParseProposal(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := a.engine.Submit(t.Context(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := submitDoubleCharge(t, a)
 	s, err := startServer(t.Context(), a, serveOptions{addr: "127.0.0.1:0", poll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -407,4 +385,23 @@ func TestConsoleOIDCDocExample(t *testing.T) {
 		v, err := a.engine.Get(context.Background(), run.ID)
 		return err == nil && v.Status == record.StatusDone && len(v.Decisions) == 1 && v.Decisions[0].By == "U0LEAD0001"
 	})
+}
+
+// submitDoubleCharge proposes the double-charge refund of the fixtures
+// through a's engine: a run that waits for a team lead.
+func submitDoubleCharge(t *testing.T, a *app) *record.Run {
+	t.Helper()
+	raw, err := os.ReadFile(fixture("refund-double-charge.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := workflow.ParseProposal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := a.engine.Submit(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
 }
