@@ -268,8 +268,8 @@ func TestBenchScale(t *testing.T) {
 		}
 		want := map[string]int{"pending": ended / 10, "cli": ended / 10, "api": 51}
 		for _, l := range rep.Lists {
-			if l.Runs != want[l.Name] || l.Reads == 0 || l.P50 <= 0 || l.P99 < l.P50 {
-				t.Errorf("%s: list %+v, want %d runs and p99 >= p50 > 0", rep.DB, l, want[l.Name])
+			if l.Runs != want[l.Name] || l.Reads == 0 || l.P50 <= 0 || l.P99 < l.P50 || l.StoreP50 <= 0 || l.StoreP99 < l.StoreP50 {
+				t.Errorf("%s: list %+v, want %d runs and p99 >= p50 > 0, in the engine and in the store", rep.DB, l, want[l.Name])
 			}
 			delete(want, l.Name)
 		}
@@ -290,6 +290,9 @@ func TestBenchScale(t *testing.T) {
 	if code, table, errs := docRun(t, t.TempDir(), nil, "", "bench", "--scale", "--scale-runs", "10"); code != 0 ||
 		!strings.Contains(table, "per ended run:") || !strings.Contains(table, "ListViews(status waiting_approval, limit 11)") {
 		t.Errorf("bench --scale: exit %d\n%s%s", code, table, errs)
+	}
+	if bench.CLIPage != defaultRunsPage {
+		t.Errorf("bench --scale reads a page of %d runs as signoff runs would, which lists %d", bench.CLIPage, defaultRunsPage)
 	}
 	if code, _, errs := docRun(t, t.TempDir(), nil, "", "bench", "--scale", "--scale-runs", "9"); code == 0 || !strings.Contains(errs, "at least 10") {
 		t.Errorf("bench --scale --scale-runs 9: exit %d, %s", code, errs)

@@ -713,6 +713,59 @@ func TestRunsStatusFilter(t *testing.T) {
 	}
 }
 
+// TestRunsAPageAtATime: runs lists a page (--limit) and says how to read
+// the next one, which starts after the last run listed (--after); the pages
+// together are every run, oldest first, each once. A bad --limit or an
+// unknown --after run is refused.
+func TestRunsAPageAtATime(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var want []string
+	for range 5 {
+		want = append(want, runIDOf(t, must(t, dir, exitWaiting, "run", "T-65273")))
+	}
+	var got []string
+	args := []string{"runs", "--status", "pending", "--limit", "2"}
+	for page := 0; ; page++ {
+		if page > 5 {
+			t.Fatalf("the pages do not end: %v", got)
+		}
+		text := must(t, dir, 0, args...)
+		n := 0
+		for _, id := range want {
+			if strings.Contains(text, id) {
+				got, n = append(got, id), n+1
+			}
+		}
+		if n == 0 || n > 2 {
+			t.Fatalf("page %d lists %d runs:\n%s", page, n, text)
+		}
+		_, next, ok := strings.Cut(text, "more runs: signoff ")
+		if !ok {
+			break
+		}
+		args = strings.Fields(strings.TrimSpace(next))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the pages list %v, want every run once, oldest first: %v", got, want)
+	}
+	if all := runs(t, dir, "--limit", "0"); len(all) != len(want) {
+		t.Errorf("runs --limit 0 lists %d runs, want all %d", len(all), len(want))
+	}
+	code, out, errs := signoff(t, dir, "runs", "--json", "--limit", "3", "--after", want[0])
+	var vs []workflow.RunView
+	if err := json.Unmarshal([]byte(out), &vs); err != nil || code != 0 || len(vs) != 3 || vs[0].ID != want[1] ||
+		!strings.Contains(errs, "more runs: signoff runs ") || !strings.Contains(errs, " --json=true --limit=3 ") || !strings.HasSuffix(strings.TrimSpace(errs), " --after "+want[3]) {
+		t.Errorf("runs --json --limit 3 --after the first: exit %d, %d runs (%v)\nstderr: %s", code, len(vs), err, errs)
+	}
+	for _, bad := range [][]string{{"--limit", "-1"}, {"--after", "run_nope"}} {
+		code, out, errs := signoff(t, dir, append([]string{"runs"}, bad...)...)
+		if code == 0 || out != "" || !strings.Contains(errs, bad[0]) {
+			t.Errorf("runs %v: exit %d, %q %q", bad, code, out, errs)
+		}
+	}
+}
+
 // TestForkOfARejectedRun: the fork is a new run that waits for its own approval.
 func TestForkOfARejectedRun(t *testing.T) {
 	t.Parallel()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/signoff-dev/signoff/bot"
 	"github.com/signoff-dev/signoff/demo"
@@ -286,12 +287,16 @@ func (c *cli) runCmd() *cobra.Command {
 
 func (c *cli) runsCmd() *cobra.Command {
 	var asJSON bool
-	var status, task, requester string
+	var status, task, requester, after string
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List runs (oldest first)",
+		Short: "List runs (oldest first), a page at a time",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 0 {
+				return usageError{fmt.Sprintf("--limit %d: want 0 (every run) or more", limit)}
+			}
 			var f storage.RunFilter
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
@@ -307,7 +312,7 @@ func (c *cli) runsCmd() *cobra.Command {
 			}
 			f.TaskID, f.RequesterID = task, requester
 			err := c.withReadApp(func(a *app) error {
-				runs, err := a.engine.List(c.ctx, f)
+				runs, more, err := listPage(c.ctx, a.engine, f, after, limit)
 				if err != nil {
 					return err
 				}
@@ -319,13 +324,23 @@ func (c *cli) runsCmd() *cobra.Command {
 					}
 					views = append(views, v)
 				}
+				next := ""
+				if more {
+					next = "more runs: " + term(shellLine(append(c.pageArgs(cmd), "--after", views[len(views)-1].ID)...))
+				}
 				if asJSON {
+					if next != "" {
+						fmt.Fprintln(c.errOut, next)
+					}
 					return writeJSON(c.out, views)
 				}
 				for i, v := range views {
 					views[i] = a.engine.Redacted(v) // the summary may repeat a redact: field
 				}
 				renderRuns(c.out, views, c.now())
+				if next != "" {
+					fmt.Fprintln(c.out, next)
+				}
 				return nil
 			})
 			if errors.Is(err, sqlite.ErrNoStore) {
@@ -344,7 +359,48 @@ func (c *cli) runsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only runs in this status (comma-separated, any case; pending is waiting_approval, as /runs pending lists)")
 	cmd.Flags().StringVar(&task, "task", "", "only runs of this task (ticket) id")
 	cmd.Flags().StringVar(&requester, "requester", "", "only runs asked for by this id")
+	cmd.Flags().IntVar(&limit, "limit", defaultRunsPage, "how many runs to list (0: every one)")
+	cmd.Flags().StringVar(&after, "after", "", "list the runs after this one (the page before ended with it)")
 	return cmd
+}
+
+// defaultRunsPage is how many runs `signoff runs` lists unless told: a
+// store of a million runs answers a page as fast as an empty one.
+const defaultRunsPage = 100
+
+// listPage reads the runs f selects after the run named after ("" from the
+// first), at most limit (0: every one), and says whether more follow.
+func listPage(ctx context.Context, eng *workflow.Engine, f storage.RunFilter, after string, limit int) ([]*record.Run, bool, error) {
+	if after != "" {
+		v, err := eng.Get(ctx, after)
+		if err != nil {
+			return nil, false, fmt.Errorf("--after %s: %w", after, err)
+		}
+		f.AfterCreated, f.AfterID = v.CreatedAt, v.ID
+	}
+	if limit > 0 {
+		f.Limit = limit + 1
+	}
+	runs, err := eng.List(ctx, f)
+	if err != nil {
+		return nil, false, err
+	}
+	if limit > 0 && len(runs) > limit {
+		return runs[:limit], true, nil
+	}
+	return runs, false, nil
+}
+
+// pageArgs is the runs command as it was called, without --after: the
+// next page's command line is it and --after the last run listed.
+func (c *cli) pageArgs(cmd *cobra.Command) []string {
+	args := []string{"signoff", "runs"}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if fl.Name != "after" {
+			args = append(args, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	return args
 }
 
 // statusPending is what a person calls a run waiting for a decision, as

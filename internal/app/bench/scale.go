@@ -62,8 +62,8 @@ type ScaleReport struct {
 // ListFigure is one list read again and again.
 type ListFigure struct {
 	// Name says whose list: "pending" (Slack's /runs pending, first page),
-	// "cli" (runs --status waiting_approval, which reads every waiting run:
-	// the CLI has no pages) or "api" (GET /v1/runs, first page).
+	// "cli" (runs --status waiting_approval, first page) or "api" (GET
+	// /v1/runs, first page).
 	Name string `json:"name"`
 	// Call is the engine's call with its filter, as the edge makes it.
 	Call  string  `json:"call"`
@@ -71,6 +71,10 @@ type ListFigure struct {
 	Reads int     `json:"reads"`
 	P50   float64 `json:"p50_ms"`
 	P99   float64 `json:"p99_ms"`
+	// StoreP50 and StoreP99 are the store's part alone: the one query the
+	// engine's call makes, in a read transaction of its own, timed apart.
+	StoreP50 float64 `json:"store_p50_ms"`
+	StoreP99 float64 `json:"store_p99_ms"`
 }
 
 // PruneFigure is one prune.
@@ -120,7 +124,7 @@ func Scale(ctx context.Context, db string, ended int, gogc string) (*ScaleReport
 	if rep.BytesLoaded, err = t.Size(ctx); err != nil {
 		return nil, err
 	}
-	if rep.Lists, err = timeLists(ctx, eng, rep.Waiting, ended+rep.Waiting); err != nil {
+	if rep.Lists, err = timeLists(ctx, eng, t.Store, rep.Waiting, ended+rep.Waiting); err != nil {
 		return nil, err
 	}
 	if rep.Prune, err = prune(ctx, eng, cutoff); err != nil {
@@ -166,62 +170,92 @@ func load(ctx context.Context, n int, op func(ctx context.Context) error) error 
 	return nil
 }
 
-// The reads of each list: enough for a p99 of the pages, fewer of the CLI's
-// list, which reads every waiting run.
-const (
-	pageReads = 200
-	cliReads  = 10
-)
+// pageReads is how many times each list is read: enough for a p99.
+const pageReads = 200
 
-// timeLists times the engine's call of each edge's list, each read after
-// the other.
-// Each returns as many runs as the store holds for it: waiting of them are
-// waiting, all of them are the one requester's.
-func timeLists(ctx context.Context, eng *workflow.Engine, waiting, all int) ([]ListFigure, error) {
-	waitingOnly := []record.Status{record.StatusWaitingApproval}
-	lists := []struct {
-		name, call  string
-		reads, want int
-		read        func() (int, error)
-	}{
-		// bot/commands.go: the first page of 10 and one to tell whether
-		// there is more.
-		{"pending", "ListViews(status waiting_approval, limit 11)", pageReads, min(11, waiting), func() (int, error) {
-			vs, err := eng.ListViews(ctx, storage.RunFilter{Statuses: waitingOnly, Limit: 11})
-			return len(vs), err
-		}},
-		// internal/app: runs --status takes no limit.
-		{"cli", "List(status waiting_approval)", cliReads, waiting, func() (int, error) {
-			rs, err := eng.List(ctx, storage.RunFilter{Statuses: waitingOnly})
-			return len(rs), err
-		}},
-		// api/handlers.go: the token's requester's runs, a page of
-		// DefaultLimit and one more.
-		{"api", fmt.Sprintf("ListViews(requester, limit %d)", agentapi.DefaultLimit+1), pageReads, min(agentapi.DefaultLimit+1, all), func() (int, error) {
-			vs, err := eng.ListViews(ctx, storage.RunFilter{RequesterID: benchkit.Requester, Limit: agentapi.DefaultLimit + 1})
-			return len(vs), err
-		}},
+// list is one edge's first page: the engine's call and the store's query
+// in it, each returning how many runs it read.
+type list struct {
+	name, call string
+	want       int
+	engine     func() (int, error)
+	store      func(ctx context.Context, tx storage.Tx) (int, error)
+}
+
+// edgeLists are the first pages the edges read. Each returns as many runs as
+// the store holds for it: waiting of them are waiting, all of them are the
+// one requester's.
+func edgeLists(ctx context.Context, eng *workflow.Engine, waiting, all int) []list {
+	// bot/commands.go: the first page of 10 and one to tell whether there
+	// is more.
+	pending := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 11}
+	// internal/app: runs --status waiting_approval, a page of 100 and one more.
+	cli := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: CLIPage + 1}
+	// api/handlers.go: the token's requester's runs, a page of DefaultLimit
+	// and one more.
+	api := storage.RunFilter{RequesterID: benchkit.Requester, Limit: agentapi.DefaultLimit + 1}
+	views := func(f storage.RunFilter) func() (int, error) {
+		return func() (int, error) { vs, err := eng.ListViews(ctx, f); return len(vs), err }
 	}
+	heads := func(f storage.RunFilter) func(context.Context, storage.Tx) (int, error) {
+		return func(ctx context.Context, tx storage.Tx) (int, error) {
+			hs, err := tx.ListRunHeads(ctx, f)
+			return len(hs), err
+		}
+	}
+	return []list{
+		{"pending", "ListViews(status waiting_approval, limit 11)", min(11, waiting), views(pending), heads(pending)},
+		{"cli", fmt.Sprintf("List(status waiting_approval, limit %d)", CLIPage+1), min(CLIPage+1, waiting),
+			func() (int, error) { rs, err := eng.List(ctx, cli); return len(rs), err },
+			func(ctx context.Context, tx storage.Tx) (int, error) {
+				rs, err := tx.ListRuns(ctx, cli)
+				return len(rs), err
+			}},
+		{"api", fmt.Sprintf("ListViews(requester, limit %d)", agentapi.DefaultLimit+1), min(agentapi.DefaultLimit+1, all), views(api), heads(api)},
+	}
+}
+
+// CLIPage is the page `signoff runs` lists unless told.
+const CLIPage = 100
+
+// timeLists times each edge's list: the engine's call as the edge makes
+// it, then the store's query in it alone.
+func timeLists(ctx context.Context, eng *workflow.Engine, st storage.Store, waiting, all int) ([]ListFigure, error) {
 	var out []ListFigure
-	for _, l := range lists {
-		took := make([]time.Duration, 0, l.reads)
-		n := 0
-		for range l.reads {
-			t0 := time.Now()
-			got, err := l.read()
-			took = append(took, time.Since(t0))
-			if err != nil {
-				return nil, fmt.Errorf("list %s: %w", l.name, err)
-			}
-			n = got
+	for _, l := range edgeLists(ctx, eng, waiting, all) {
+		p50, p99, err := timeReads(l.name, l.want, l.engine)
+		if err != nil {
+			return nil, err
 		}
-		if n != l.want {
-			return nil, fmt.Errorf("list %s: %d runs, want %d", l.name, n, l.want)
+		s50, s99, err := timeReads(l.name+" (store)", l.want, func() (n int, err error) {
+			err = st.View(ctx, func(ctx context.Context, tx storage.Tx) error { n, err = l.store(ctx, tx); return err })
+			return n, err
+		})
+		if err != nil {
+			return nil, err
 		}
-		slices.Sort(took)
-		out = append(out, ListFigure{Name: l.name, Call: l.call, Runs: n, Reads: l.reads, P50: ms(took[len(took)/2]), P99: ms(took[len(took)*99/100])})
+		out = append(out, ListFigure{Name: l.name, Call: l.call, Runs: l.want, Reads: pageReads, P50: p50, P99: p99, StoreP50: s50, StoreP99: s99})
 	}
 	return out, nil
+}
+
+// timeReads reads pageReads times and gives the p50 and p99 in ms; each read
+// must return want runs.
+func timeReads(name string, want int, read func() (int, error)) (p50, p99 float64, err error) {
+	took := make([]time.Duration, 0, pageReads)
+	for range pageReads {
+		t0 := time.Now()
+		got, err := read()
+		took = append(took, time.Since(t0))
+		if err != nil {
+			return 0, 0, fmt.Errorf("list %s: %w", name, err)
+		}
+		if got != want {
+			return 0, 0, fmt.Errorf("list %s: %d runs, want %d", name, got, want)
+		}
+	}
+	slices.Sort(took)
+	return ms(took[len(took)/2]), ms(took[len(took)*99/100]), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -250,9 +284,9 @@ func PrintScale(out io.Writer, rep *ScaleReport) {
 	fmt.Fprintf(out, "loaded %d ended runs and %d waiting through the engine (%d clients) in %.1f s\n\n",
 		rep.Ended, rep.Waiting, loadClients, rep.LoadSeconds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "list\tengine call\truns\treads\tp50 ms\tp99 ms")
+	fmt.Fprintln(tw, "list\tengine call\truns\treads\tp50 ms\tp99 ms\tstore p50 ms\tstore p99 ms")
 	for _, l := range rep.Lists {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\n", l.Name, l.Call, l.Runs, l.Reads, l.P50, l.P99)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\n", l.Name, l.Call, l.Runs, l.Reads, l.P50, l.P99, l.StoreP50, l.StoreP99)
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "\nprune of the first %d ended runs: %.1f s (%.1f s per 100,000); of the other %d: %.1f s\n",
