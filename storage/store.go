@@ -76,11 +76,14 @@ type Tx interface {
 	// AppendCheckpoint stores an immutable checkpoint. ErrDuplicate when (run, seq) exists.
 	AppendCheckpoint(ctx context.Context, c *record.Checkpoint) error
 	// SaveRun writes one transition of a run as InsertRun (w.Run.Version 0)
-	// or UpdateRun, AppendCheckpoint of w.Checkpoint and, when w.Request is
-	// not nil, InsertRequest would, in that order, and returns the first error
-	// they would. After an error the transaction is to be given up (returned
-	// from fn, so that Update rolls it back): a driver may send the
-	// statements together, and those after the one that failed may have run.
+	// or UpdateRun, AppendCheckpoint of w.Checkpoint and then, for each of
+	// w's other records that is not nil, InsertRequest, UpdateRequest
+	// (Decided), InsertDecision and InsertOperation (Operation.Version 0) or
+	// UpdateOperation would, in that order, and returns the first error they
+	// would, setting what they set (versions, the decision's id). After an
+	// error the transaction is to be given up (returned from fn, so that
+	// Update rolls it back): a driver may send the statements together, and
+	// those after the one that failed may have run.
 	SaveRun(ctx context.Context, w *RunWrite) error
 	// Checkpoints lists a run's checkpoints by seq ascending (empty when none).
 	Checkpoints(ctx context.Context, runID string) ([]*record.Checkpoint, error)
@@ -241,12 +244,22 @@ type RunBundle struct {
 	AuditHead *record.AuditRunHead
 }
 
-// RunWrite is what one transition of a run writes (see Tx.SaveRun).
+// RunWrite is what one transition of a run writes (see Tx.SaveRun): the
+// records a transition changes beside its run travel with it, so that a
+// driver whose every statement is a round trip sends them in one.
 type RunWrite struct {
 	Run        *record.Run
 	Checkpoint *record.Checkpoint
 	// Request is a new approval request (nil: none).
 	Request *record.ApprovalRequest
+	// Decided is an approval request the transition decides or moves on,
+	// compare-and-set on its Version (nil: none).
+	Decided *record.ApprovalRequest
+	// Decision is a person's decision the transition records (nil: none).
+	Decision *record.Decision
+	// Operation is an intent the transition records (Version 0) or an
+	// operation it moves on, compare-and-set on its Version (nil: none).
+	Operation *record.Operation
 }
 
 // RunHead is a run and its latest checkpoint (nil when it is missing).

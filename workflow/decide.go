@@ -556,9 +556,7 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 		Role: role, Verdict: in.Verdict, Reason: in.Reason, Via: in.Via, PayloadDigest: in.PayloadDigest, At: now,
 		OnBehalfOf: in.deputy.onBehalfOf(),
 	}
-	if err := dc.insertDecision(ctx, tx, l, d); err != nil {
-		return err
-	}
+	noteDecision(l, d)
 	confirmed(l.State, req.ID, in.Approver.ID)
 	from := l.Run.Status
 	var sched *scheduling
@@ -583,35 +581,46 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 	if req.Status != record.RequestPending {
 		req.DecidedBy, req.DecidedAt = in.Approver.ID, now
 	}
-	// The request row is written even when the quorum is not reached yet: the
-	// compare-and-set on it is what serialises concurrent deciders.
-	if err := tx.UpdateRequest(ctx, req); err != nil {
-		return fmt.Errorf("update approval request %s: %w", req.ID, err)
-	}
 	detail := map[string]string{
 		"verdict": string(in.Verdict), "reason": in.Reason, "via": string(in.Via), "role": role, "request_id": req.ID,
 	}
 	if d.OnBehalfOf != "" {
 		detail["on_behalf_of"] = d.OnBehalfOf
 	}
-	if err := dc.runs.Save(ctx, tx, l, from, record.EventDecided, in.Approver.ID, detail, req); err != nil {
-		return err
+	// The request row is written even when the quorum is not reached yet: the
+	// compare-and-set on it is what serialises concurrent deciders. It and
+	// the decision travel with the transition.
+	err := dc.runs.SaveWith(ctx, tx, l, from, record.EventDecided, in.Approver.ID, detail, req, runtx.Also{Decided: req, Decision: d})
+	if err != nil {
+		return alreadyVoted(l, d, err)
 	}
 	return sched.audit(ctx, tx, l)
 }
 
 func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *runtx.Loaded, d *record.Decision) error {
 	if err := tx.InsertDecision(ctx, d); err != nil {
-		if errors.Is(err, storage.ErrDuplicate) {
-			return refused(record.CodeAlreadyVoted, l.Run.ID, "%s already decided this request", d.ApproverID)
-		}
-		return fmt.Errorf("insert decision on run %s: %w", l.Run.ID, err)
+		return alreadyVoted(l, d, fmt.Errorf("insert decision on run %s: %w", l.Run.ID, err))
 	}
+	noteDecision(l, d)
+	return nil
+}
+
+// alreadyVoted is the refusal of a decision whose write found the
+// approver's decision on the request stored (ErrDuplicate), or err as it is.
+func alreadyVoted(l *runtx.Loaded, d *record.Decision, err error) error {
+	if errors.Is(err, storage.ErrDuplicate) {
+		return refused(record.CodeAlreadyVoted, l.Run.ID, "%s already decided this request", d.ApproverID)
+	}
+	return err
+}
+
+// noteDecision records d in the run's state, which the transition's
+// checkpoint holds.
+func noteDecision(l *runtx.Loaded, d *record.Decision) {
 	l.State.Decisions = append(l.State.Decisions, record.DecisionRecord{
 		RequestID: d.RequestID, By: d.ApproverID, Role: d.Role, Verdict: d.Verdict, Reason: d.Reason,
 		Edited: len(d.EditedArgs) > 0, Via: d.Via, At: d.At, OnBehalfOf: d.OnBehalfOf,
 	})
-	return nil
 }
 
 // preparedEdit is an edit validated and checked before the decision's transaction,

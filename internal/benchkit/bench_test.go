@@ -53,7 +53,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 
 // maxRoundTripsPerRun bounds the round trips of one whole run on PostgreSQL:
 // what it takes today, so that a change that adds one is seen.
-const maxRoundTripsPerRun = 15
+const maxRoundTripsPerRun = 11
 
 // TestRoundTripsPerRunOnPostgres counts the round trips one whole run (submit,
 // wait, approve, execute, done) makes to PostgreSQL, alone on its store: what

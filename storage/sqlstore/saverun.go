@@ -92,6 +92,8 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
 		names = append(names, fmt.Sprintf("insert approval request %s", w.Request.ID))
 	}
+	more, moreNames := t.alongside(p, w)
+	ws, names = append(ws, more...), append(names, moreNames...)
 	// The audit event that follows every transition reads the run's head:
 	// read it now, in the same round trip.
 	h := &auditHead{runID: r.ID}
@@ -115,8 +117,49 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	if w.Request != nil {
 		w.Request.Version = 1
 	}
+	written(w)
 	t.head = h
 	return nil
+}
+
+// alongside are the writes of the records w carries beside its run,
+// checkpoint and new request, as Writes of p, and what names each.
+func (t *Tx) alongside(p Pipeliner, w *storage.RunWrite) ([]Write, []string) {
+	var (
+		ws    []Write
+		names []string
+	)
+	if r := w.Decided; r != nil {
+		q, args := updateRequest(r)
+		ws = append(ws, p.CompareAndSetWrite("approval_requests", "id", r.ID, t.d.Bind(q), args...))
+		names = append(names, updateRequestName(r))
+	}
+	if d := w.Decision; d != nil {
+		q, args := insertDecision(d)
+		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args, Row: func(r Row) error { return r.Scan(&d.ID) }})
+		names = append(names, insertDecisionName(d))
+	}
+	if op := w.Operation; op != nil && op.Version == 0 {
+		q, args := insertOperation(op)
+		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
+		names = append(names, fmt.Sprintf("insert operation %s", op.Key))
+	} else if op != nil {
+		q, args := updateOperation(op)
+		ws = append(ws, p.CompareAndSetWrite("operations", "op_key", op.Key, t.d.Bind(q), args...))
+		names = append(names, fmt.Sprintf("update operation %s (version %d)", op.Key, op.Version))
+	}
+	return ws, names
+}
+
+// written moves the versions of the records w carried beside its run on,
+// as their own methods do once their statements ran.
+func written(w *storage.RunWrite) {
+	if w.Decided != nil {
+		w.Decided.Version++
+	}
+	if op := w.Operation; op != nil {
+		op.Version++
+	}
 }
 
 // Lost is the error of a SaveRun that sent its statements together and
@@ -138,6 +181,17 @@ func (t *Tx) saveRunInTurn(ctx context.Context, w *storage.RunWrite) error {
 	}
 	if err == nil && w.Request != nil {
 		err = t.InsertRequest(ctx, w.Request)
+	}
+	if err == nil && w.Decided != nil {
+		err = t.UpdateRequest(ctx, w.Decided)
+	}
+	if err == nil && w.Decision != nil {
+		err = t.InsertDecision(ctx, w.Decision)
+	}
+	if op := w.Operation; err == nil && op != nil && op.Version == 0 {
+		err = t.InsertOperation(ctx, op)
+	} else if err == nil && op != nil {
+		err = t.UpdateOperation(ctx, op)
 	}
 	return err
 }

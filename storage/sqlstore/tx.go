@@ -514,18 +514,27 @@ func (t *Tx) RequestsForRun(ctx context.Context, runID string) ([]*record.Approv
 	return rs, nil
 }
 
-func (t *Tx) UpdateRequest(ctx context.Context, r *record.ApprovalRequest) error {
-	err := t.compareAndSet(ctx, "approval_requests", "id", r.ID, `UPDATE approval_requests SET
+// updateRequest is UpdateRequest's compare-and-set.
+func updateRequest(r *record.ApprovalRequest) (string, []any) {
+	return `UPDATE approval_requests SET
 		run_id = ?, fingerprint = ?, rule = ?, policy_revision = ?, risk = ?, role = ?, count = ?,
 		self_approval = ?, edit = ?, requester_id = ?, deadline = ?, status = ?, decided_by = ?,
 		decided_at = ?, version = version + 1, created_at = ?,
 		key_id = ?, mac = ?
 		WHERE id = ? AND version = ?`,
-		r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
-		r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
-		millis(r.DecidedAt), millis(r.CreatedAt), r.KeyID, r.MAC, r.ID, r.Version)
-	if err != nil {
-		return fmt.Errorf("update approval request %s (version %d): %w", r.ID, r.Version, err)
+		[]any{r.RunID, r.Fingerprint, r.Rule, r.PolicyRevision, r.Risk, r.Role, r.Count,
+			r.SelfApproval, r.Edit, r.RequesterID, millis(r.Deadline), string(r.Status), r.DecidedBy,
+			millis(r.DecidedAt), millis(r.CreatedAt), r.KeyID, r.MAC, r.ID, r.Version}
+}
+
+func updateRequestName(r *record.ApprovalRequest) string {
+	return fmt.Sprintf("update approval request %s (version %d)", r.ID, r.Version)
+}
+
+func (t *Tx) UpdateRequest(ctx context.Context, r *record.ApprovalRequest) error {
+	q, args := updateRequest(r)
+	if err := t.compareAndSet(ctx, "approval_requests", "id", r.ID, q, args...); err != nil {
+		return fmt.Errorf("%s: %w", updateRequestName(r), err)
 	}
 	r.Version++
 	return nil
@@ -584,21 +593,28 @@ func scanDecision(s Row) (*record.Decision, error) {
 	return &d, nil
 }
 
-func (t *Tx) InsertDecision(ctx context.Context, d *record.Decision) error {
-	// The id comes from the database (a sequence, or AUTOINCREMENT), through
-	// RETURNING, which both databases have.
-	var id int64
-	err := t.guarded(ctx, func(r Row) error { return r.Scan(&id) }, `INSERT INTO decisions
+// insertDecision is InsertDecision's statement. The id comes from the
+// database (a sequence, or AUTOINCREMENT), through RETURNING, which both
+// databases have.
+func insertDecision(d *record.Decision) (string, []any) {
+	return `INSERT INTO decisions
 		(request_id, run_id, approver_id, approver_name, role, verdict, reason, edited_args,
 		 via, payload_digest, at, key_id, mac, on_behalf_of)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
-		d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict), d.Reason,
-		d.EditedArgs, d.Via, d.PayloadDigest, millis(d.At), d.KeyID, d.MAC, d.OnBehalfOf)
-	if err != nil {
-		return fmt.Errorf("insert decision of %s on request %s: %w", d.ApproverID, d.RequestID, err)
+		[]any{d.RequestID, d.RunID, d.ApproverID, d.ApproverName, d.Role, string(d.Verdict), d.Reason,
+			d.EditedArgs, d.Via, d.PayloadDigest, millis(d.At), d.KeyID, d.MAC, d.OnBehalfOf}
+}
+
+func insertDecisionName(d *record.Decision) string {
+	return fmt.Sprintf("insert decision of %s on request %s", d.ApproverID, d.RequestID)
+}
+
+func (t *Tx) InsertDecision(ctx context.Context, d *record.Decision) error {
+	q, args := insertDecision(d)
+	if err := t.guarded(ctx, func(r Row) error { return r.Scan(&d.ID) }, q, args...); err != nil {
+		return fmt.Errorf("%s: %w", insertDecisionName(d), err)
 	}
-	d.ID = id
 	return nil
 }
 
@@ -631,12 +647,17 @@ func scanOperation(s Row) (*record.Operation, error) {
 	return &op, nil
 }
 
-func (t *Tx) InsertOperation(ctx context.Context, op *record.Operation) error {
-	err := t.guarded(ctx, nil, `INSERT INTO operations (`+operationColumns+`)
+// insertOperation is InsertOperation's statement.
+func insertOperation(op *record.Operation) (string, []any) {
+	return `INSERT INTO operations (` + operationColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
-		op.Key, op.RunID, op.Index, op.Action, op.ArgsDigest, string(op.Status), op.Attempts,
-		op.Receipt, op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.KeyID, op.MAC)
-	if err != nil {
+		[]any{op.Key, op.RunID, op.Index, op.Action, op.ArgsDigest, string(op.Status), op.Attempts,
+			op.Receipt, op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.KeyID, op.MAC}
+}
+
+func (t *Tx) InsertOperation(ctx context.Context, op *record.Operation) error {
+	q, args := insertOperation(op)
+	if err := t.guarded(ctx, nil, q, args...); err != nil {
 		return fmt.Errorf("insert operation %s: %w", op.Key, err)
 	}
 	op.Version = 1
@@ -661,14 +682,19 @@ func (t *Tx) Operations(ctx context.Context, runID string) ([]*record.Operation,
 	return ops, nil
 }
 
-func (t *Tx) UpdateOperation(ctx context.Context, op *record.Operation) error {
-	err := t.compareAndSet(ctx, "operations", "op_key", op.Key, `UPDATE operations SET
+// updateOperation is UpdateOperation's compare-and-set.
+func updateOperation(op *record.Operation) (string, []any) {
+	return `UPDATE operations SET
 		run_id = ?, idx = ?, action = ?, args_digest = ?, status = ?, attempts = ?, receipt = ?,
 		error = ?, version = version + 1, created_at = ?, updated_at = ?, key_id = ?, mac = ?
 		WHERE op_key = ? AND version = ?`,
-		op.RunID, op.Index, op.Action, op.ArgsDigest, string(op.Status), op.Attempts, op.Receipt,
-		op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.KeyID, op.MAC, op.Key, op.Version)
-	if err != nil {
+		[]any{op.RunID, op.Index, op.Action, op.ArgsDigest, string(op.Status), op.Attempts, op.Receipt,
+			op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.KeyID, op.MAC, op.Key, op.Version}
+}
+
+func (t *Tx) UpdateOperation(ctx context.Context, op *record.Operation) error {
+	q, args := updateOperation(op)
+	if err := t.compareAndSet(ctx, "operations", "op_key", op.Key, q, args...); err != nil {
 		return fmt.Errorf("update operation %s (version %d): %w", op.Key, op.Version, err)
 	}
 	op.Version++

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"NotFound", testNotFound},
 		{"CompareAndSet", testCompareAndSet},
 		{"SaveRun", testSaveRun},
+		{"SaveRunAlongside", testSaveRunAlongside},
 		{"ListOrder", testListOrder},
 		{"ListRuns", testListRuns},
 		{"ListRunsByRuleAndText", testListRunsByRuleAndText},

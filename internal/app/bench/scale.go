@@ -14,6 +14,7 @@ import (
 	"github.com/signoff-dev/signoff/internal/benchkit"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/storage/counting"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -71,8 +72,8 @@ type ListFigure struct {
 	Reads int     `json:"reads"`
 	P50   float64 `json:"p50_ms"`
 	P99   float64 `json:"p99_ms"`
-	// StoreP50 and StoreP99 are the store's part alone: the one query the
-	// engine's call makes, in a read transaction of its own, timed apart.
+	// StoreP50 and StoreP99 are the store's part of each call: the time its
+	// one list query took, rows read and scanned.
 	StoreP50 float64 `json:"store_p50_ms"`
 	StoreP99 float64 `json:"store_p99_ms"`
 }
@@ -173,45 +174,37 @@ func load(ctx context.Context, n int, op func(ctx context.Context) error) error 
 // pageReads is how many times each list is read: enough for a p99.
 const pageReads = 200
 
-// list is one edge's first page: the engine's call and the store's query
-// in it, each returning how many runs it read.
+// list is one edge's first page: the engine's call, returning how many
+// runs it read.
 type list struct {
 	name, call string
 	want       int
-	engine     func() (int, error)
-	store      func(ctx context.Context, tx storage.Tx) (int, error)
+	read       func() (int, error)
 }
 
 // edgeLists are the first pages the edges read. Each returns as many runs as
 // the store holds for it: waiting of them are waiting, all of them are the
 // one requester's.
 func edgeLists(ctx context.Context, eng *workflow.Engine, waiting, all int) []list {
-	// bot/commands.go: the first page of 10 and one to tell whether there
-	// is more.
-	pending := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 11}
-	// internal/app: runs --status waiting_approval, a page of 100 and one more.
-	cli := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: CLIPage + 1}
-	// api/handlers.go: the token's requester's runs, a page of DefaultLimit
-	// and one more.
-	api := storage.RunFilter{RequesterID: benchkit.Requester, Limit: agentapi.DefaultLimit + 1}
 	views := func(f storage.RunFilter) func() (int, error) {
 		return func() (int, error) { vs, err := eng.ListViews(ctx, f); return len(vs), err }
 	}
-	heads := func(f storage.RunFilter) func(context.Context, storage.Tx) (int, error) {
-		return func(ctx context.Context, tx storage.Tx) (int, error) {
-			hs, err := tx.ListRunHeads(ctx, f)
-			return len(hs), err
-		}
-	}
+	waitingOnly := []record.Status{record.StatusWaitingApproval}
 	return []list{
-		{"pending", "ListViews(status waiting_approval, limit 11)", min(11, waiting), views(pending), heads(pending)},
-		{"cli", fmt.Sprintf("List(status waiting_approval, limit %d)", CLIPage+1), min(CLIPage+1, waiting),
-			func() (int, error) { rs, err := eng.List(ctx, cli); return len(rs), err },
-			func(ctx context.Context, tx storage.Tx) (int, error) {
-				rs, err := tx.ListRuns(ctx, cli)
-				return len(rs), err
-			}},
-		{"api", fmt.Sprintf("ListViews(requester, limit %d)", agentapi.DefaultLimit+1), min(agentapi.DefaultLimit+1, all), views(api), heads(api)},
+		// bot/commands.go: the first page of 10 and one to tell whether
+		// there is more.
+		{"pending", "ListViews(status waiting_approval, limit 11)", min(11, waiting),
+			views(storage.RunFilter{Statuses: waitingOnly, Limit: 11})},
+		// internal/app: runs --status waiting_approval, a page of 100 and
+		// one more.
+		{"cli", fmt.Sprintf("List(status waiting_approval, limit %d)", CLIPage+1), min(CLIPage+1, waiting), func() (int, error) {
+			rs, err := eng.List(ctx, storage.RunFilter{Statuses: waitingOnly, Limit: CLIPage + 1})
+			return len(rs), err
+		}},
+		// api/handlers.go: the token's requester's runs, a page of
+		// DefaultLimit and one more.
+		{"api", fmt.Sprintf("ListViews(requester, limit %d)", agentapi.DefaultLimit+1), min(agentapi.DefaultLimit+1, all),
+			views(storage.RunFilter{RequesterID: benchkit.Requester, Limit: agentapi.DefaultLimit + 1})},
 	}
 }
 
@@ -219,43 +212,34 @@ func edgeLists(ctx context.Context, eng *workflow.Engine, waiting, all int) []li
 const CLIPage = 100
 
 // timeLists times each edge's list: the engine's call as the edge makes
-// it, then the store's query in it alone.
-func timeLists(ctx context.Context, eng *workflow.Engine, st storage.Store, waiting, all int) ([]ListFigure, error) {
+// it, and the store's part of it, the time its list query took (st.Listed).
+func timeLists(ctx context.Context, eng *workflow.Engine, st *counting.Store, waiting, all int) ([]ListFigure, error) {
 	var out []ListFigure
 	for _, l := range edgeLists(ctx, eng, waiting, all) {
-		p50, p99, err := timeReads(l.name, l.want, l.engine)
-		if err != nil {
-			return nil, err
+		took := make([]time.Duration, 0, pageReads)
+		inStore := make([]time.Duration, 0, pageReads)
+		for range pageReads {
+			t0, s0 := time.Now(), st.Listed()
+			got, err := l.read()
+			took, inStore = append(took, time.Since(t0)), append(inStore, st.Listed()-s0)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", l.name, err)
+			}
+			if got != l.want {
+				return nil, fmt.Errorf("list %s: %d runs, want %d", l.name, got, l.want)
+			}
 		}
-		s50, s99, err := timeReads(l.name+" (store)", l.want, func() (n int, err error) {
-			err = st.View(ctx, func(ctx context.Context, tx storage.Tx) error { n, err = l.store(ctx, tx); return err })
-			return n, err
-		})
-		if err != nil {
-			return nil, err
-		}
+		p50, p99 := percentiles(took)
+		s50, s99 := percentiles(inStore)
 		out = append(out, ListFigure{Name: l.name, Call: l.call, Runs: l.want, Reads: pageReads, P50: p50, P99: p99, StoreP50: s50, StoreP99: s99})
 	}
 	return out, nil
 }
 
-// timeReads reads pageReads times and gives the p50 and p99 in ms; each read
-// must return want runs.
-func timeReads(name string, want int, read func() (int, error)) (p50, p99 float64, err error) {
-	took := make([]time.Duration, 0, pageReads)
-	for range pageReads {
-		t0 := time.Now()
-		got, err := read()
-		took = append(took, time.Since(t0))
-		if err != nil {
-			return 0, 0, fmt.Errorf("list %s: %w", name, err)
-		}
-		if got != want {
-			return 0, 0, fmt.Errorf("list %s: %d runs, want %d", name, got, want)
-		}
-	}
-	slices.Sort(took)
-	return ms(took[len(took)/2]), ms(took[len(took)*99/100]), nil
+// percentiles are the p50 and p99 of ds in ms.
+func percentiles(ds []time.Duration) (p50, p99 float64) {
+	slices.Sort(ds)
+	return ms(ds[len(ds)/2]), ms(ds[len(ds)*99/100])
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

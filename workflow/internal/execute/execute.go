@@ -334,10 +334,11 @@ func (x *Runner) intend(ctx context.Context, l *runtx.Loaded, i int, a record.Ac
 	}
 	SetOpRecord(l.State, op)
 	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		if err := tx.InsertOperation(ctx, op); err != nil {
+		err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil, runtx.Also{Operation: op})
+		if err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
-		return x.runs.Save(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil)
+		return nil
 	})
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
 		return nil // another worker got there first; the caller reloads
@@ -569,11 +570,9 @@ func (x *Runner) receipt(ctx context.Context, l *runtx.Loaded, op *record.Operat
 		l.Run.Status, l.Run.Reason = record.StatusDone, ""
 	}
 	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		if err := tx.UpdateOperation(ctx, op); err != nil {
+		err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil, runtx.Also{Operation: op})
+		if err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
-		}
-		if err := x.runs.Save(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil); err != nil {
-			return err
 		}
 		if !last {
 			return nil
@@ -628,10 +627,11 @@ func (x *Runner) stopOp(ctx context.Context, l *runtx.Loaded, op *record.Operati
 	SetOpRecord(l.State, op)
 	l.Run.Status, l.Run.Reason = record.StatusNeedsAttention, reason
 	err := x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		if err := tx.UpdateOperation(ctx, op); err != nil {
+		err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil, runtx.Also{Operation: op})
+		if err != nil {
 			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
 		}
-		return x.runs.Save(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil)
+		return nil
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		return nil

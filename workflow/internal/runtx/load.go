@@ -234,6 +234,26 @@ func (rs *Runs) stage(l *Loaded, now time.Time) (*staged, error) {
 // the hooks. The checkpoint is the one WriteCheckpoint staged before the
 // write when the run is still as it was then, and is staged here otherwise.
 func (rs *Runs) Save(ctx context.Context, tx storage.Tx, l *Loaded, from record.Status, event record.Event, actor string, detail any, req *record.ApprovalRequest) error {
+	return rs.SaveWith(ctx, tx, l, from, event, actor, detail, req, Also{})
+}
+
+// Also is what a transition writes beside its run, its checkpoint and a new
+// request: they travel with it (storage.RunWrite), in one round trip where
+// statements cost one each, and fail it as their own methods would
+// (ErrDuplicate, ErrConflict).
+type Also struct {
+	// Decided is a request the transition decides or moves on (UpdateRequest).
+	Decided *record.ApprovalRequest
+	// Decision is a person's decision (InsertDecision).
+	Decision *record.Decision
+	// Operation is an intent (InsertOperation, Version 0) or an operation
+	// moved on (UpdateOperation).
+	Operation *record.Operation
+}
+
+// SaveWith is Save with the records of also written in the same statements'
+// round trip.
+func (rs *Runs) SaveWith(ctx context.Context, tx storage.Tx, l *Loaded, from record.Status, event record.Event, actor string, detail any, req *record.ApprovalRequest, also Also) error {
 	s := l.staged
 	l.staged = nil
 	if s == nil || s.cp.Seq != l.Run.Seq+1 || s.cp.PrevHash != l.LastHash || s.status != l.Run.Status || s.step != l.Run.Step || s.reason != l.Run.Reason {
@@ -258,7 +278,7 @@ func (rs *Runs) Save(ctx context.Context, tx storage.Tx, l *Loaded, from record.
 	if l.Run.Version == 0 {
 		l.Run.CreatedAt = now
 	}
-	w := &storage.RunWrite{Run: l.Run, Checkpoint: cp}
+	w := &storage.RunWrite{Run: l.Run, Checkpoint: cp, Decided: also.Decided, Decision: also.Decision, Operation: also.Operation}
 	if req != nil && req.Version == 0 {
 		w.Request = req
 	}

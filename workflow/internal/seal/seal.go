@@ -152,7 +152,24 @@ func (t *sealingTx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	if w.Request != nil {
 		t.sealRequest(w.Request)
 	}
+	if w.Decided != nil {
+		t.sealRequest(w.Decided)
+	}
+	if d := w.Decision; d != nil {
+		t.sealDecision(d)
+	}
+	if op := w.Operation; op != nil {
+		t.sealOperation(op)
+	}
 	return t.Tx.SaveRun(ctx, w)
+}
+
+func (t *sealingTx) sealDecision(d *record.Decision) {
+	d.Seal = sealWith(t.in.keys, "decision", decisionParts(d))
+}
+
+func (t *sealingTx) sealOperation(op *record.Operation) {
+	op.Seal = sealWith(t.in.keys, "operation", operationParts(op))
 }
 
 func (t *sealingTx) InsertRequest(ctx context.Context, r *record.ApprovalRequest) error {
@@ -166,7 +183,7 @@ func (t *sealingTx) UpdateRequest(ctx context.Context, r *record.ApprovalRequest
 }
 
 func (t *sealingTx) InsertDecision(ctx context.Context, d *record.Decision) error {
-	d.Seal = sealWith(t.in.keys, "decision", decisionParts(d))
+	t.sealDecision(d)
 	return t.Tx.InsertDecision(ctx, d)
 }
 
@@ -181,12 +198,12 @@ func (t *sealingTx) UpdateDelegation(ctx context.Context, d *record.Delegation) 
 }
 
 func (t *sealingTx) InsertOperation(ctx context.Context, op *record.Operation) error {
-	op.Seal = sealWith(t.in.keys, "operation", operationParts(op))
+	t.sealOperation(op)
 	return t.Tx.InsertOperation(ctx, op)
 }
 
 func (t *sealingTx) UpdateOperation(ctx context.Context, op *record.Operation) error {
-	op.Seal = sealWith(t.in.keys, "operation", operationParts(op))
+	t.sealOperation(op)
 	return t.Tx.UpdateOperation(ctx, op)
 }
 
