@@ -228,6 +228,9 @@ type RunParts struct {
 	Messages bool
 	// Audit reads the run's audit events and its audit head.
 	Audit bool
+	// Outbox reads the run's outbox messages, delivered or not
+	// (OutboxForRun).
+	Outbox bool
 }
 
 // RunBundle is a run and the records of it that RunParts asked for, each
@@ -242,6 +245,7 @@ type RunBundle struct {
 	Audit       []*record.AuditEvent
 	// AuditHead is the run's audit head (nil when it has none).
 	AuditHead *record.AuditRunHead
+	Outbox    []*record.OutboxMessage
 }
 
 // RunWrite is what one transition of a run writes (see Tx.SaveRun): the

@@ -144,7 +144,8 @@ func (r *PruneReport) add(p *PruneReport) {
 
 // pruneRun prunes one run in tx (in a dry run, counts what it would do).
 func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt PruneOptions, rep *PruneReport) error {
-	l, err := e.runs.Load(ctx, tx, id)
+	// Its outbox comes with it, in the same round trip.
+	l, err := e.runs.LoadWith(ctx, tx, id, storage.RunParts{Outbox: true})
 	var ie *IntegrityError
 	if errors.As(err, &ie) {
 		rep.Skipped = append(rep.Skipped, ie)
@@ -168,12 +169,8 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 			rec.StateBytes += int64(len(c.State))
 		}
 	}
-	msgs, err := tx.OutboxForRun(ctx, id)
-	if err != nil {
-		return fmt.Errorf("prune run %s: %w", id, err)
-	}
 	var outboxBytes int64
-	for _, m := range msgs {
+	for _, m := range l.More.Outbox {
 		if !m.DeliveredAt.IsZero() {
 			if rec.OutboxKinds == nil {
 				rec.OutboxKinds = map[record.OutboxKind]int{}
@@ -211,10 +208,9 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 	// UpdatedAt stays when the run ended: listings and the next prune's
 	// cutoff read it so.
 	l.Run.Seq, l.Run.PrunedAt = cp.Seq, now
-	if err := tx.UpdateRun(ctx, l.Run); err != nil {
-		return fmt.Errorf("prune run %s: %w", id, err)
-	}
-	if err := tx.AppendCheckpoint(ctx, cp); err != nil {
+	// The run's row and its summary checkpoint in one write (one round
+	// trip where statements cost one, with the audit head's read).
+	if err := tx.SaveRun(ctx, &storage.RunWrite{Run: l.Run, Checkpoint: cp}); err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
 	}
 	if _, err := tx.PruneCheckpoints(ctx, id, rec.ThroughSeq, now); err != nil {

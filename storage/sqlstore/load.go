@@ -54,6 +54,7 @@ func (t *Tx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*s
 	add(parts.Messages, `SELECT `+locationColumns+` FROM message_locations WHERE run_id = ? ORDER BY posted_at, request_id`, each(scanLocation, &b.Messages))
 	add(parts.Audit, `SELECT `+auditColumns+` FROM audit WHERE run_id = ? ORDER BY seq`, each(scanAudit, &b.Audit))
 	add(parts.Audit, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads WHERE run_id = ? AND seq > 0`, each(scanAuditHead, &heads))
+	add(parts.Outbox, `SELECT `+outboxColumns+` FROM outbox WHERE run_id = ? ORDER BY id`, each(scanOutbox, &b.Outbox))
 	qs[0].SQL = t.d.Bind(qs[0].SQL)
 	if err := t.d.Batch(ctx, t.c, qs); err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)

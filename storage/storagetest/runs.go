@@ -531,8 +531,8 @@ func testLoadRun(t *testing.T, s storage.Store) {
 			return tx.InsertMessageLocation(ctx, &record.MessageLocation{RequestID: "req-" + id, RunID: id, Channel: "C1", TS: "1.0" + id[len(id)-1:], PostedAt: base})
 		})
 	}
-	all := storage.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Messages: true, Audit: true}
-	for _, parts := range []storage.RunParts{{}, all, {Operations: true, Audit: true}, {Messages: true}} {
+	all := storage.RunParts{Checkpoints: true, Requests: true, Decisions: true, Operations: true, Messages: true, Audit: true, Outbox: true}
+	for _, parts := range []storage.RunParts{{}, all, {Operations: true, Audit: true}, {Messages: true}, {Checkpoints: true, Outbox: true}} {
 		for _, write := range []bool{false, true} {
 			var got, want *storage.RunBundle
 			fn := func(ctx context.Context, tx storage.Tx) error {
@@ -558,6 +558,9 @@ func testLoadRun(t *testing.T, s storage.Store) {
 				}
 				if err == nil && parts.Messages {
 					want.Messages, err = tx.MessageLocations(ctx, "run-1")
+				}
+				if err == nil && parts.Outbox {
+					want.Outbox, err = tx.OutboxForRun(ctx, "run-1")
 				}
 				if err == nil && parts.Audit {
 					want.Audit, err = tx.AuditEvents(ctx, storage.AuditFilter{RunID: "run-1"})
