@@ -35,10 +35,10 @@ after. Every figure runs for --duration. Nothing leaves this machine.
 
 --scale measures the store full instead: it loads --scale-runs whole runs
 (1,000,000 unless told) and a tenth as many waiting for approval, each made
-by the engine, then times the first page of Slack's /runs pending, the list
-of runs --status waiting_approval and the first page of GET /v1/runs, prunes
-the ended runs (a tenth first, timed alone) and says what the store takes
-per ended run before and after.`,
+by the engine, then times the first page of Slack's /runs pending, of
+runs --status waiting_approval and of GET /v1/runs (the engine's call and
+the store's query in it), prunes the ended runs (a tenth first, timed
+alone) and says what the store takes per ended run before and after.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !scale && cmd.Flags().Changed("scale-runs") {
