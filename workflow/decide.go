@@ -591,8 +591,11 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 	// compare-and-set on it is what serialises concurrent deciders. It and
 	// the decision travel with the transition.
 	err := dc.runs.SaveWith(ctx, tx, l, from, record.EventDecided, in.Approver.ID, detail, req, runtx.Also{Decided: req, Decision: d})
+	if we, ok := errors.AsType[*runtx.WriteError](err); ok {
+		return alreadyVoted(l, d, we)
+	}
 	if err != nil {
-		return alreadyVoted(l, d, err)
+		return err
 	}
 	return sched.audit(ctx, tx, l)
 }

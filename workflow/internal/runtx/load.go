@@ -251,6 +251,15 @@ type Also struct {
 	Operation *record.Operation
 }
 
+// WriteError is the store's refusal of a transition's own write (its run,
+// its checkpoint and what travels with them), as Save returns it: what the
+// audit or a hook after it failed on is not one, so that a caller reads a
+// sentinel in it (ErrDuplicate, ErrConflict) as said of those records.
+type WriteError struct{ err error }
+
+func (e *WriteError) Error() string { return e.err.Error() }
+func (e *WriteError) Unwrap() error { return e.err }
+
 // SaveWith is Save with the records of also written in the same statements'
 // round trip.
 func (rs *Runs) SaveWith(ctx context.Context, tx storage.Tx, l *Loaded, from record.Status, event record.Event, actor string, detail any, req *record.ApprovalRequest, also Also) error {
@@ -283,7 +292,7 @@ func (rs *Runs) SaveWith(ctx context.Context, tx storage.Tx, l *Loaded, from rec
 		w.Request = req
 	}
 	if err := tx.SaveRun(ctx, w); err != nil {
-		return fmt.Errorf("save checkpoint %d of run %s: %w", cp.Seq, l.Run.ID, err)
+		return &WriteError{fmt.Errorf("save checkpoint %d of run %s: %w", cp.Seq, l.Run.ID, err)}
 	}
 	l.LastHash = cp.Hash
 	if cp.BaseSeq == 0 {
