@@ -51,6 +51,44 @@ func BenchmarkEndToEnd(b *testing.B) {
 	}
 }
 
+// BenchmarkEndToEndPostgres is BenchmarkEndToEnd at 64 clients on a schema
+// of its own on the server SIGNOFF_TEST_POSTGRES names (it skips without),
+// with the round trips each run made: the e2e/64 row of `signoff bench
+// --db postgres://…`, as a Go benchmark to profile.
+//
+//	go test ./internal/benchkit -run '^$' -bench EndToEndPostgres -benchtime 2000x -cpuprofile cpu.out
+func BenchmarkEndToEndPostgres(b *testing.B) {
+	dsn := os.Getenv("SIGNOFF_TEST_POSTGRES")
+	if dsn == "" {
+		b.Skip("SIGNOFF_TEST_POSTGRES is not set")
+	}
+	t, err := OpenPostgres(b.Context(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer t.Close()
+	eng, err := NewEngine(t.Store)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trips0 := t.RoundTrips()
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	_, took, err := Drive(b.Context(), 64, 0, func(ctx context.Context) (bool, error) {
+		if left.Add(-1) < 0 {
+			return false, nil
+		}
+		return true, EndToEnd(ctx, eng)
+	})
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/took.Seconds(), "runs/s")
+	b.ReportMetric(float64(t.RoundTrips()-trips0)/float64(b.N), "round-trips/run")
+}
+
 // maxRoundTripsPerRun bounds the round trips of one whole run on PostgreSQL:
 // what it takes today, so that a change that adds one is seen.
 const maxRoundTripsPerRun = 11
