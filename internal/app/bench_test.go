@@ -282,6 +282,9 @@ func TestBenchScale(t *testing.T) {
 		if rep.BytesEnded <= 0 || rep.BytesLoaded < rep.BytesEnded || rep.BytesPerEndedRun <= 0 || rep.BytesPerPrunedRun <= 0 {
 			t.Errorf("%s: sizes %+v", rep.DB, rep)
 		}
+		if settledWant := map[string]bool{"sqlite": false, "postgres": true}[rep.DB]; (rep.Settled != "") != settledWant {
+			t.Errorf("%s: settled %q before the lists; want the server's vacuum on PostgreSQL alone", rep.DB, rep.Settled)
+		}
 		if rep.DB == "sqlite" && rep.BytesPerPrunedRun >= rep.BytesPerEndedRun {
 			t.Errorf("sqlite: %.0f bytes per ended run after prune, %.0f before", rep.BytesPerPrunedRun, rep.BytesPerEndedRun)
 		}

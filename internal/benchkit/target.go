@@ -50,6 +50,11 @@ type Target struct {
 	// `signoff prune` does on SQLite; nil on PostgreSQL, whose autovacuum
 	// makes it reusable on its own.
 	Reclaim func(ctx context.Context) error
+	// Settle does what the server does on its own between bursts of writes
+	// (PostgreSQL's autovacuum: VACUUM (ANALYZE)), for reads timed after a
+	// bulk load to see the store as a running server keeps it; nil on
+	// SQLite, which has nothing of the kind to wait for.
+	Settle func(ctx context.Context) error
 	// Where says where the store lives, for the report.
 	Where string
 	close func() error
@@ -165,6 +170,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 		Size:       sc.Size,
 		Syncs:      sc.WALSyncs,
 		RoundTrips: st.RoundTrips,
+		Settle:     sc.Vacuum,
 		close: func() error {
 			return errors.Join(st.Close(), sc.Drop(context.Background()))
 		},

@@ -128,6 +128,30 @@ func (s *Scratch) Size(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// Vacuum runs VACUUM (ANALYZE) on each of the store's tables, as a
+// server's autovacuum does on its own after many writes: a status change
+// leaves the row's old index entries behind until a vacuum, and a list
+// read right after a burst of writes on a server without autovacuum steps
+// over every one of them.
+func (s *Scratch) Vacuum(ctx context.Context) error {
+	rows, err := s.conn.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname <> 'raw' ORDER BY c.relname`, s.Schema)
+	if err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	for _, t := range tables {
+		name := pgx.Identifier{s.Schema, t}.Sanitize()
+		if _, err := s.conn.Exec(ctx, `VACUUM (ANALYZE) `+name); err != nil {
+			return fmt.Errorf("vacuum %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // WALSyncs is the server's count of WAL flushes (pg_stat_wal.wal_sync): the
 // whole server's, so other work on it counts too.
 func (s *Scratch) WALSyncs(ctx context.Context) (int64, error) {
