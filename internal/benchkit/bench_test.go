@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/workflow"
 )
 
 // BenchmarkEndToEnd is whole runs (submit, wait, approve, execute, done) from
@@ -31,21 +32,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 				b.Fatal(err)
 			}
 			syncs0, _ := t.Syncs(b.Context())
-			var left atomic.Int64
-			left.Store(int64(b.N))
-			b.ResetTimer()
-			_, took, err := Drive(b.Context(), clients, 0, func(ctx context.Context) (bool, error) {
-				if left.Add(-1) < 0 {
-					return false, nil
-				}
-				return true, EndToEnd(ctx, eng)
-			})
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
+			benchWholeRuns(b, eng, clients)
 			syncs1, _ := t.Syncs(b.Context())
-			b.ReportMetric(float64(b.N)/took.Seconds(), "runs/s")
 			b.ReportMetric(float64(syncs1-syncs0)/float64(b.N), "fsyncs/run")
 		})
 	}
@@ -72,10 +60,17 @@ func BenchmarkEndToEndPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	trips0 := t.RoundTrips()
+	benchWholeRuns(b, eng, 64)
+	b.ReportMetric(float64(t.RoundTrips()-trips0)/float64(b.N), "round-trips/run")
+}
+
+// benchWholeRuns times b.N whole runs on eng from clients at once and
+// reports their rate; the timer is stopped when it returns.
+func benchWholeRuns(b *testing.B, eng *workflow.Engine, clients int) {
 	var left atomic.Int64
 	left.Store(int64(b.N))
 	b.ResetTimer()
-	_, took, err := Drive(b.Context(), 64, 0, func(ctx context.Context) (bool, error) {
+	_, took, err := Drive(b.Context(), clients, 0, func(ctx context.Context) (bool, error) {
 		if left.Add(-1) < 0 {
 			return false, nil
 		}
@@ -86,7 +81,6 @@ func BenchmarkEndToEndPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/took.Seconds(), "runs/s")
-	b.ReportMetric(float64(t.RoundTrips()-trips0)/float64(b.N), "round-trips/run")
 }
 
 // maxRoundTripsPerRun bounds the round trips of one whole run on PostgreSQL:
