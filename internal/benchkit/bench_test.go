@@ -46,19 +46,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 //
 //	go test ./internal/benchkit -run '^$' -bench EndToEndPostgres -benchtime 2000x -cpuprofile cpu.out
 func BenchmarkEndToEndPostgres(b *testing.B) {
-	dsn := os.Getenv("SIGNOFF_TEST_POSTGRES")
-	if dsn == "" {
-		b.Skip("SIGNOFF_TEST_POSTGRES is not set")
-	}
-	t, err := OpenPostgres(b.Context(), dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer t.Close()
-	eng, err := NewEngine(t.Store)
-	if err != nil {
-		b.Fatal(err)
-	}
+	t, eng := postgresEngine(b)
 	trips0 := t.RoundTrips()
 	benchWholeRuns(b, eng, 64)
 	b.ReportMetric(float64(t.RoundTrips()-trips0)/float64(b.N), "round-trips/run")
@@ -83,6 +71,26 @@ func benchWholeRuns(b *testing.B, eng *workflow.Engine, clients int) {
 	b.ReportMetric(float64(b.N)/took.Seconds(), "runs/s")
 }
 
+// postgresEngine is the benchmark's engine on a schema of its own on the
+// server SIGNOFF_TEST_POSTGRES names, dropped when tb ends; tb skips
+// without it.
+func postgresEngine(tb testing.TB) (*Target, *workflow.Engine) {
+	dsn := os.Getenv("SIGNOFF_TEST_POSTGRES")
+	if dsn == "" {
+		tb.Skip("SIGNOFF_TEST_POSTGRES is not set")
+	}
+	t, err := OpenPostgres(tb.Context(), dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { t.Close() })
+	eng, err := NewEngine(t.Store)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t, eng
+}
+
 // maxRoundTripsPerRun bounds the round trips of one whole run on PostgreSQL:
 // what it takes today, so that a change that adds one is seen.
 const maxRoundTripsPerRun = 11
@@ -92,19 +100,7 @@ const maxRoundTripsPerRun = 11
 // a replica's run costs in latency beside its commits. It skips without
 // SIGNOFF_TEST_POSTGRES.
 func TestRoundTripsPerRunOnPostgres(t *testing.T) {
-	dsn := os.Getenv("SIGNOFF_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("SIGNOFF_TEST_POSTGRES is not set")
-	}
-	tg, err := OpenPostgres(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	eng, err := NewEngine(tg.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg, eng := postgresEngine(t)
 	if err := EndToEnd(t.Context(), eng); err != nil { // statements prepared, keys read
 		t.Fatal(err)
 	}
