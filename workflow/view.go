@@ -269,6 +269,12 @@ func listRuns(ctx context.Context, st storage.Store, f storage.RunFilter) ([]*re
 func (e *Engine) ListViews(ctx context.Context, f storage.RunFilter) ([]*RunView, error) {
 	var views []*RunView
 	err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if e.in.HeadKnown() {
+			// Checking the heads' seals reads nothing more: the page is
+			// the View's one read, and ends its snapshot (PostgreSQL: in
+			// the same round trip).
+			storage.LastRead(tx)
+		}
 		heads, err := tx.ListRunHeads(ctx, f)
 		if err != nil {
 			return err

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 	"github.com/signoff-dev/signoff/workflow"
 )
@@ -69,6 +71,30 @@ func benchWholeRuns(b *testing.B, eng *workflow.Engine, clients int) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/took.Seconds(), "runs/s")
+}
+
+// TestAListPageIsOneRoundTripOnPostgres: a page of runs with their latest
+// states (Slack's /runs pending, GET /v1/runs, the console's inbox) is one
+// round trip to PostgreSQL, its snapshot begun and ended in it.
+func TestAListPageIsOneRoundTripOnPostgres(t *testing.T) {
+	tg, eng := postgresEngine(t)
+	for range 3 {
+		if _, err := Suspend(t.Context(), eng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := storage.RunFilter{Statuses: []record.Status{record.StatusWaitingApproval}, Limit: 11}
+	if _, err := eng.ListViews(t.Context(), f); err != nil { // statements prepared
+		t.Fatal(err)
+	}
+	before := tg.RoundTrips()
+	vs, err := eng.ListViews(t.Context(), f)
+	if err != nil || len(vs) != 3 {
+		t.Fatalf("ListViews: %d runs, %v; want the 3 waiting", len(vs), err)
+	}
+	if trips := tg.RoundTrips() - before; trips != 1 {
+		t.Errorf("a page of runs took %d round trips, want 1", trips)
+	}
 }
 
 // postgresEngine is the benchmark's engine on a schema of its own on the
