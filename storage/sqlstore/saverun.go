@@ -142,11 +142,11 @@ func (t *Tx) alongside(p Pipeliner, w *storage.RunWrite) ([]Write, []string) {
 	if op := w.Operation; op != nil && op.Version == 0 {
 		q, args := insertOperation(op)
 		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
-		names = append(names, fmt.Sprintf("insert operation %s", op.Key))
+		names = append(names, insertOperationName(op))
 	} else if op != nil {
 		q, args := updateOperation(op)
 		ws = append(ws, p.CompareAndSetWrite("operations", "op_key", op.Key, t.d.Bind(q), args...))
-		names = append(names, fmt.Sprintf("update operation %s (version %d)", op.Key, op.Version))
+		names = append(names, updateOperationName(op))
 	}
 	return ws, names
 }

@@ -655,10 +655,14 @@ func insertOperation(op *record.Operation) (string, []any) {
 			op.Receipt, op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.KeyID, op.MAC}
 }
 
+func insertOperationName(op *record.Operation) string {
+	return fmt.Sprintf("insert operation %s", op.Key)
+}
+
 func (t *Tx) InsertOperation(ctx context.Context, op *record.Operation) error {
 	q, args := insertOperation(op)
 	if err := t.guarded(ctx, nil, q, args...); err != nil {
-		return fmt.Errorf("insert operation %s: %w", op.Key, err)
+		return fmt.Errorf("%s: %w", insertOperationName(op), err)
 	}
 	op.Version = 1
 	return nil
@@ -692,10 +696,14 @@ func updateOperation(op *record.Operation) (string, []any) {
 			op.Error, millis(op.CreatedAt), millis(op.UpdatedAt), op.KeyID, op.MAC, op.Key, op.Version}
 }
 
+func updateOperationName(op *record.Operation) string {
+	return fmt.Sprintf("update operation %s (version %d)", op.Key, op.Version)
+}
+
 func (t *Tx) UpdateOperation(ctx context.Context, op *record.Operation) error {
 	q, args := updateOperation(op)
 	if err := t.compareAndSet(ctx, "operations", "op_key", op.Key, q, args...); err != nil {
-		return fmt.Errorf("update operation %s (version %d): %w", op.Key, op.Version, err)
+		return fmt.Errorf("%s: %w", updateOperationName(op), err)
 	}
 	op.Version++
 	return nil
