@@ -256,8 +256,11 @@ func runFilter(f storage.RunFilter, prefix string) (string, []any) {
 }
 
 // runHeadColumns are the run's columns, its latest checkpoint's and that
-// checkpoint's base's, which the outer joins leave NULL when missing.
-var runHeadColumns = qualified("r.", runColumns) + ", " + qualified("c.", checkpointColumns) + ", " + qualified("b.", checkpointColumns)
+// checkpoint's base's. The outer joins leave a missing checkpoint's columns
+// NULL; COALESCE gives them their zero values instead, so that a page of
+// heads scans into plain values (a pointer per nullable column and row was
+// most of a page's allocations) and a missing checkpoint has run_id ”.
+var runHeadColumns = qualified("r.", runColumns) + ", " + joinedCheckpoint("c.") + ", " + joinedCheckpoint("b.")
 
 func qualified(prefix, columns string) string {
 	cols := strings.Split(columns, ",")
@@ -267,58 +270,76 @@ func qualified(prefix, columns string) string {
 	return strings.Join(cols, ", ")
 }
 
-// nullCheckpoint scans a checkpoint's columns from an outer join.
-type nullCheckpoint struct {
-	run, prev, hash, keyID, mac          *string
-	seq, schema, created, pruned, baseSq *int64
-	state                                []byte
+// joinedCheckpoint is checkpointColumns from an outer join, each NULL
+// column its zero value but the state's (a NULL state scans as nil).
+func joinedCheckpoint(prefix string) string {
+	cols := strings.Split(checkpointColumns, ",")
+	for i, c := range cols {
+		c = prefix + strings.TrimSpace(c)
+		switch {
+		case strings.HasSuffix(c, ".state"):
+		case textCheckpointColumns[strings.TrimPrefix(c, prefix)]:
+			c = "COALESCE(" + c + ", '')"
+		default:
+			c = "COALESCE(" + c + ", 0)"
+		}
+		cols[i] = c
+	}
+	return strings.Join(cols, ", ")
 }
 
-func (n *nullCheckpoint) dest() []any {
-	return []any{&n.run, &n.seq, &n.schema, &n.state, &n.prev, &n.hash, &n.created, &n.keyID, &n.mac, &n.pruned, &n.baseSq}
+var textCheckpointColumns = map[string]bool{"run_id": true, "prev_hash": true, "hash": true, "key_id": true, "mac": true}
+
+// joinedCheckpointRow scans joinedCheckpoint's columns.
+type joinedCheckpointRow struct {
+	c               record.Checkpoint
+	schema          int64
+	created, pruned int64
+}
+
+func (n *joinedCheckpointRow) dest() []any {
+	c := &n.c
+	return []any{&c.RunID, &c.Seq, &n.schema, &c.State, &c.PrevHash, &c.Hash, &n.created, &c.Seal.KeyID, &c.Seal.MAC, &n.pruned, &c.BaseSeq}
 }
 
 // checkpoint is the scanned checkpoint, nil when the join found none.
-func (n *nullCheckpoint) checkpoint() *record.Checkpoint {
-	if n.run == nil {
+func (n *joinedCheckpointRow) checkpoint() *record.Checkpoint {
+	if n.c.RunID == "" {
 		return nil
 	}
-	return &record.Checkpoint{RunID: *n.run, Seq: deref(n.seq), SchemaVersion: int(deref(n.schema)), State: n.state,
-		BaseSeq: deref(n.baseSq), PrevHash: deref(n.prev), Hash: deref(n.hash), CreatedAt: fromMillis(deref(n.created)),
-		PrunedAt: fromMillis(deref(n.pruned)), Seal: record.Seal{KeyID: deref(n.keyID), MAC: deref(n.mac)}}
+	n.c.SchemaVersion, n.c.CreatedAt, n.c.PrunedAt = int(n.schema), fromMillis(n.created), fromMillis(n.pruned)
+	return &n.c
+}
+
+// runHeadRow is one row of a page of heads: one allocation for what a row
+// scans into, which escapes through Scan's []any.
+type runHeadRow struct {
+	r                                              record.Run
+	key                                            *string
+	deadline, leaseUntil, created, updated, pruned int64
+	head, base                                     joinedCheckpointRow
+	dest                                           [43]any
 }
 
 func scanRunHead(s Row) (*storage.RunHead, error) {
-	var (
-		r                                              record.Run
-		key                                            *string
-		deadline, leaseUntil, created, updated, pruned int64
-		head, base                                     nullCheckpoint
-	)
-	dest := []any{&r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
-		&r.RequesterID, &key, &r.Fingerprint, &r.Reason, &deadline, &r.ParentID, &r.ParentSeq,
-		&r.LeaseOwner, &leaseUntil, &r.Fence, &created, &updated, &pruned, &r.CallbackURL}
-	dest = append(append(dest, head.dest()...), base.dest()...)
+	row := &runHeadRow{}
+	r := &row.r
+	dest := append(row.dest[:0], &r.ID, &r.Workflow, &r.TaskID, &r.Status, &r.Step, &r.Seq, &r.Version,
+		&r.RequesterID, &row.key, &r.Fingerprint, &r.Reason, &row.deadline, &r.ParentID, &r.ParentSeq,
+		&r.LeaseOwner, &row.leaseUntil, &r.Fence, &row.created, &row.updated, &row.pruned, &r.CallbackURL)
+	dest = append(append(dest, row.head.dest()...), row.base.dest()...)
 	if err := s.Scan(dest...); err != nil {
 		return nil, err
 	}
-	if key != nil {
-		r.IdempotencyKey = *key
+	if row.key != nil {
+		r.IdempotencyKey = *row.key
 	}
-	r.Deadline = fromMillis(deadline)
-	r.LeaseUntil = fromMillis(leaseUntil)
-	r.CreatedAt = fromMillis(created)
-	r.UpdatedAt = fromMillis(updated)
-	r.PrunedAt = fromMillis(pruned)
-	return &storage.RunHead{Run: &r, Head: head.checkpoint(), Base: base.checkpoint()}, nil
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
+	r.Deadline = fromMillis(row.deadline)
+	r.LeaseUntil = fromMillis(row.leaseUntil)
+	r.CreatedAt = fromMillis(row.created)
+	r.UpdatedAt = fromMillis(row.updated)
+	r.PrunedAt = fromMillis(row.pruned)
+	return &storage.RunHead{Run: r, Head: row.head.checkpoint(), Base: row.base.checkpoint()}, nil
 }
 
 // ListRunHeadsQuery is the query ListRunHeads runs for f, with ?
