@@ -2,7 +2,9 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/signoff-dev/signoff/record"
@@ -60,5 +62,67 @@ func TestADuplicateDecisionIsAlreadyVoted(t *testing.T) {
 	}
 	if got := h2.get(run.ID).Status; got != record.StatusWaitingApproval {
 		t.Fatalf("after the failed decision the run is %s, want waiting_approval", got)
+	}
+}
+
+// writeBetween is a store that, once armed, calls between after the next
+// View: another writer's commit between a read and the write after it.
+// It counts the Updates that lost a compare-and-set.
+type writeBetween struct {
+	storage.Store
+	between   func()
+	conflicts int
+}
+
+func (s *writeBetween) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+	err := s.Store.View(ctx, fn)
+	if b := s.between; b != nil {
+		s.between = nil
+		b()
+	}
+	return err
+}
+
+func (s *writeBetween) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+	err := s.Store.Update(ctx, fn)
+	if errors.Is(err, storage.ErrConflict) {
+		s.conflicts++
+	}
+	return err
+}
+
+// TestADecisionOnARunWrittenSinceItsReadCountsWhatIsStored: a decision
+// decides on the run as read, and when another approver's decision is
+// committed between that read and its write, its write loses the
+// compare-and-set and it decides again on the run as it then stands: both
+// approvals count, and the second completes the quorum of two.
+func TestADecisionOnARunWrittenSinceItsReadCountsWhatIsStored(t *testing.T) {
+	h := newHarness(t)
+	h.open(twoLeads(t, h))
+	run := h.submit(refund("PAY-1", 119))
+	st := &writeBetween{Store: h.store}
+	h.build(st, twoLeads(t, h))
+	st.between = func() {
+		if _, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
+			t.Errorf("the decision in between: %v", err)
+		}
+	}
+	got, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0002"}, Verdict: record.VerdictApprove, Via: "cli"})
+	if err != nil {
+		t.Fatalf("the decision whose run was written since its read: %v", err)
+	}
+	if st.conflicts != 1 {
+		t.Fatalf("its write lost %d compare-and-sets, want 1: the other decision did not come between its read and its write", st.conflicts)
+	}
+	if got.Status != record.StatusExecuting {
+		t.Fatalf("after the second of two approvals the run is %s, want executing", got.Status)
+	}
+	v := h.get(run.ID)
+	var by []string
+	for _, d := range v.Decisions {
+		by = append(by, d.By)
+	}
+	if !slices.Equal(by, []string{"U0LEAD0001", "U0LEAD0002"}) {
+		t.Fatalf("decisions by %v, want U0LEAD0001 then U0LEAD0002", by)
 	}
 }

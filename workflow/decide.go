@@ -148,7 +148,14 @@ func (e *Engine) decide(ctx context.Context, in DecideInput) (*record.Run, error
 	// should not happen; that is a conflict to report, not to retry.
 	var run *record.Run
 	var unconfirmed *record.RefusedError
-	err = e.decisions.decideOnce(ctx, in, role, hasRole, edit, pre, &run, &unconfirmed)
+	err = e.decisions.decideOnce(ctx, in, role, hasRole, edit, pre, true, &run, &unconfirmed)
+	if errors.Is(err, storage.ErrConflict) && pre != nil {
+		// The run was written between the read and the write, which decided
+		// on the run as read: decide on it as it now stands, read under its
+		// lock, as any writer that finds it changed does.
+		run, unconfirmed = nil, nil
+		err = e.decisions.decideOnce(ctx, in, role, hasRole, edit, nil, false, &run, &unconfirmed)
+	}
 	if err == nil && unconfirmed != nil {
 		// Recorded as its own event: not a refusal to audit again.
 		e.fail("after-unconfirmed-commit")
@@ -182,15 +189,27 @@ func (e *Engine) decide(ctx context.Context, in DecideInput) (*record.Run, error
 	return run, nil
 }
 
-func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *runtx.Loaded, out **record.Run, unconfirmed **record.RefusedError) error {
+// decideOnce admits and records the decision in one transaction. With
+// trust, it decides on pre as read, without reading the run again: the
+// write's compare-and-set on the run's version is what proves nobody wrote
+// the run since, and a run written since fails it with storage.ErrConflict.
+// Otherwise the run is read under its lock first (LoadHeld).
+func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *runtx.Loaded, trust bool, out **record.Run, unconfirmed **record.RefusedError) error {
+	parts := storage.RunParts{Requests: true, Decisions: true}
 	err := dc.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		// The claim comes first: a copy of the request decides nothing.
 		if err := in.claim.take(ctx, tx); err != nil {
 			return err
 		}
-		l, err := dc.runs.LoadHeld(ctx, tx, in.RunID, pre, storage.RunParts{Requests: true, Decisions: true})
-		if err != nil {
-			return err
+		var l *runtx.Loaded
+		if trust {
+			l = dc.runs.Trust(pre, parts)
+		}
+		if l == nil {
+			var err error
+			if l, err = dc.runs.LoadHeld(ctx, tx, in.RunID, pre, parts); err != nil {
+				return err
+			}
 		}
 		req, decs, err := dc.admit(ctx, tx, l, in, role, hasRole)
 		if err != nil {

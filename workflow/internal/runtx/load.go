@@ -187,6 +187,38 @@ func (rs *Runs) LoadHeld(ctx context.Context, tx storage.Tx, id string, held *Lo
 	return &Loaded{Run: run, State: st, LastHash: held.LastHash, encoded: held.encoded, fps: held.fps, base: held.base, More: *b, Read: extra, partsAt: run.Version}, nil
 }
 
+// Trust is LoadHeld without its read, for a transaction whose write
+// compare-and-sets the run on its version (SaveRun does): a run written
+// since held was read makes that write fail with storage.ErrConflict, and
+// the caller decides again from a LoadHeld. It is nil when held cannot stand
+// for the stored run so: not as stored, or extra asks for what was not read
+// with it at its version (only requests and decisions are written with
+// their run alone, see LoadHeld).
+func (rs *Runs) Trust(held *Loaded, extra storage.RunParts) *Loaded {
+	if !usable(held) || held.partsAt != held.Run.Version || extra.Operations || extra.Messages || extra.Audit || extra.Outbox ||
+		extra.Requests && !held.Read.Requests || extra.Decisions && !held.Read.Decisions {
+		return nil
+	}
+	st := held.spare
+	held.spare = nil
+	if st == nil {
+		var err error
+		if st, err = chain.Decode(held.encoded); err != nil {
+			return nil
+		}
+	}
+	run := *held.Run
+	more := storage.RunBundle{Run: &run}
+	if extra.Requests {
+		more.Requests = held.More.Requests
+	}
+	if extra.Decisions {
+		more.Decisions = held.More.Decisions
+	}
+	extra.Checkpoints = false
+	return &Loaded{Run: &run, State: st, LastHash: held.LastHash, encoded: held.encoded, fps: held.fps, base: held.base, More: more, Read: extra, partsAt: run.Version}
+}
+
 // usable says whether LoadHeld may start from held.
 func usable(held *Loaded) bool { return held != nil && held.committed && held.encoded != nil }
 
