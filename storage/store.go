@@ -231,6 +231,23 @@ type RunParts struct {
 	// Outbox reads the run's outbox messages, delivered or not
 	// (OutboxForRun).
 	Outbox bool
+	// Reserve reads the run's audit head with seqs taken for its next
+	// events, for a write of the run after the read (RunWrite.Reserved). A
+	// driver whose audit append would cost a round trip of its own
+	// (PostgreSQL) fills RunBundle.Reserved; the others leave it nil.
+	Reserve bool
+}
+
+// AuditReservation is a run's audit head as a read saw it (Hash, "" before
+// the run's first event), with two seqs taken then for the run's next
+// events (Seq, and Spare larger). A write that names it (RunWrite.Reserved)
+// appends its events after that head without reading the head again, and
+// fails with ErrConflict if the head moved since. An unused seq is a gap:
+// seqs are not gap-free.
+type AuditReservation struct {
+	RunID      string
+	Hash       string
+	Seq, Spare int64
 }
 
 // RunBundle is a run and the records of it that RunParts asked for, each
@@ -246,6 +263,9 @@ type RunBundle struct {
 	// AuditHead is the run's audit head (nil when it has none).
 	AuditHead *record.AuditRunHead
 	Outbox    []*record.OutboxMessage
+	// Reserved is the run's audit head with seqs taken for its next events
+	// (RunParts.Reserve), nil when the driver takes none.
+	Reserved *AuditReservation
 }
 
 // RunWrite is what one transition of a run writes (see Tx.SaveRun): the
@@ -264,6 +284,14 @@ type RunWrite struct {
 	// Operation is an intent the transition records (Version 0) or an
 	// operation it moves on, compare-and-set on its Version (nil: none).
 	Operation *record.Operation
+	// Reserved, when not nil, is the run's audit head as a read before the
+	// transaction saw it (RunBundle.Reserved): the transition's events
+	// follow it. A driver may then send the transition's writes and events
+	// with COMMIT instead of in a round trip of their own: a compare-and-set
+	// they lose, or a head that moved since, then fails the Update with
+	// ErrConflict rather than SaveRun, and nothing of the transaction is
+	// stored; and Decision.ID is not known after it (0).
+	Reserved *AuditReservation
 }
 
 // RunHead is a run and its latest checkpoint (nil when it is missing).

@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // lazyTx is one transaction on a pooled connection that saves round trips:
@@ -32,6 +34,8 @@ type lazyTx struct {
 	// endWithNext says that the next statement (or batch) ends the
 	// transaction, and ended that one did (see EndWithNext).
 	endWithNext, ended bool
+	// readWrite says the transaction began (or will) able to write.
+	readWrite bool
 }
 
 // errEnded is a read after a View's last read (storage.LastRead).
@@ -54,6 +58,9 @@ func (t *lazyTx) EndWithNext() { t.endWithNext = true }
 type deferredWrite struct {
 	what, sql string
 	args      []any
+	// guarded says that the write's refusal as a division by zero is a
+	// compare-and-set it lost (see dialect.GuardedUpdate).
+	guarded bool
 }
 
 // deferredError is a deferred write the server refused, reported by the
@@ -63,7 +70,13 @@ type deferredWrite struct {
 type deferredError struct {
 	what string
 	err  error
+	// conflict says the write was a guarded one that changed nothing: the
+	// error is storage.ErrConflict.
+	conflict bool
 }
+
+// Is makes a guarded write that lost its compare-and-set storage.ErrConflict.
+func (e *deferredError) Is(target error) bool { return e.conflict && target == storage.ErrConflict }
 
 func (e *deferredError) Error() string {
 	return fmt.Sprintf("%s (sent ahead of the next statement): %v; the transaction is rolled back", e.what, e.err)
@@ -84,8 +97,8 @@ func (e *brokenError) Unwrap() error { return e.err }
 
 // failedWrite is the error of deferred write w that failed with err.
 func failedWrite(w deferredWrite, err error) error {
-	if _, refused := errors.AsType[*pgconn.PgError](err); refused {
-		return &deferredError{what: w.what, err: err}
+	if pe, refused := errors.AsType[*pgconn.PgError](err); refused {
+		return &deferredError{what: w.what, err: err, conflict: w.guarded && pe.Code == codeDivisionByZero}
 	}
 	return &brokenError{what: w.what, err: err}
 }
@@ -98,6 +111,33 @@ func (t *lazyTx) Defer(what, sql string, args ...any) {
 	t.deferred = append(t.deferred, deferredWrite{what: what, sql: sql, args: args})
 }
 
+// DeferGuarded is Defer for a write whose guard may refuse it (a
+// compare-and-set that changed nothing, see dialect.GuardedUpdate): that
+// refusal fails the transaction with storage.ErrConflict.
+func (t *lazyTx) DeferGuarded(what, sql string, args ...any) {
+	t.deferred = append(t.deferred, deferredWrite{what: what, sql: sql, args: args, guarded: true})
+}
+
+// readOnlyBegin is a View's BEGIN, and readWriteBegin the same snapshot
+// able to take seqs (see dialect.ReserveQuery).
+const (
+	readOnlyBegin  = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	readWriteBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+)
+
+// writable makes a View that has not begun able to take seqs, and says
+// whether the transaction can: an Update can, a View that began cannot.
+func (t *lazyTx) writable() bool {
+	switch t.begin {
+	case readOnlyBegin:
+		t.begin, t.readWrite = readWriteBegin, true
+		return true
+	case "":
+		return t.readWrite
+	}
+	return true
+}
+
 // direct says whether a statement can go to the server as it is: BEGIN was
 // sent, nothing is deferred and nothing deferred failed.
 func (t *lazyTx) direct() bool {
@@ -105,7 +145,7 @@ func (t *lazyTx) direct() bool {
 }
 
 func newLazyTx(conn *pgxpool.Conn, begin string) *lazyTx {
-	return &lazyTx{conn: conn, begin: begin}
+	return &lazyTx{conn: conn, begin: begin, readWrite: begin != readOnlyBegin}
 }
 
 // started says whether BEGIN has reached the server.

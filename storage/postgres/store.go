@@ -220,14 +220,16 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx stor
 
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot, taken
 // at fn's first statement, for every read, and any write fails. It takes no row
-// lock, so it neither waits for nor delays an Update.
+// lock, so it neither waits for nor delays an Update. A View whose first read
+// reserves audit seqs (storage.RunParts.Reserve) begins without READ ONLY,
+// which nextval needs; it writes nothing else.
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin view: %w", interpretError(err))
 	}
 	defer pc.Release()
-	tx := newLazyTx(pc, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	tx := newLazyTx(pc, readOnlyBegin)
 	// Nothing to commit; rolling back only ends the snapshot, and its error
 	// could not change what fn read.
 	defer rollback(ctx, tx)

@@ -20,6 +20,9 @@ import (
 const (
 	codeUniqueViolation     = "23505"
 	codeForeignKeyViolation = "23503"
+	// codeDivisionByZero is a guarded write's refusal (see
+	// dialect.GuardedUpdate): the row it was to change had changed.
+	codeDivisionByZero = "22012"
 )
 
 // interpretError is the one place where native errors become the sentinels of
@@ -368,4 +371,50 @@ func (dialect) RunWritten(_ context.Context, c sqlstore.Conn, runID string) erro
 		t.notify = append(t.notify, runID)
 	}
 	return nil
+}
+
+var _ sqlstore.Reserver = dialect{}
+
+// ReserveQuery takes two seqs and reads the run's audit head without a
+// lock, in a View before the transaction that appends after it. nextval is
+// refused in a READ ONLY transaction, so the View that reserves begins
+// without READ ONLY (it still writes nothing: a sequence is not rolled
+// back); a View that began already cannot reserve.
+func (dialect) ReserveQuery(c sqlstore.Conn, runID string, into *storage.AuditReservation) (sqlstore.Query, bool) {
+	if !pgxTx(c).writable() {
+		return sqlstore.Query{}, false
+	}
+	return sqlstore.Query{
+		SQL:  `SELECT nextval('audit_seq'), nextval('audit_seq'), COALESCE((SELECT hash FROM audit_heads WHERE run_id = $1), '')`,
+		Args: []any{runID},
+		Rows: func(rows sqlstore.Rows) error {
+			for rows.Next() {
+				var a, b int64
+				if err := rows.Scan(&a, &b, &into.Hash); err != nil {
+					return err
+				}
+				into.RunID, into.Seq, into.Spare = runID, min(a, b), max(a, b)
+			}
+			return rows.Err()
+		},
+	}, true
+}
+
+// GuardedUpdate: the number of rows update changed divides one, so that
+// none fails the statement (division by zero, codeDivisionByZero), which
+// DeferGuarded reads as storage.ErrConflict. The divisor is a subquery, so
+// the planner cannot fold it into an error of its own.
+func (dialect) GuardedUpdate(update string) string {
+	return `WITH changed AS (` + update + ` RETURNING 1) SELECT 1 / (SELECT count(*) FROM changed)`
+}
+
+// DeferGuarded queues the write on c's transaction (see lazyTx.DeferGuarded).
+func (dialect) DeferGuarded(c sqlstore.Conn, what, query string, args ...any) {
+	pgxTx(c).DeferGuarded(what, query, args...)
+}
+
+// GuardedAuditMoveHead moves the run's head only from the hash reserved
+// ($16); the insert after it divides its seq by the heads moved.
+func (dialect) GuardedAuditMoveHead() string {
+	return `WITH head AS (UPDATE audit_heads SET seq = $1, hash = $8, key_id = $14, mac = $15 WHERE run_id = $2 AND hash = $16 RETURNING 1) `
 }

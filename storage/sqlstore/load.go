@@ -55,6 +55,12 @@ func (t *Tx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*s
 	add(parts.Audit, `SELECT `+auditColumns+` FROM audit WHERE run_id = ? ORDER BY seq`, each(scanAudit, &b.Audit))
 	add(parts.Audit, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads WHERE run_id = ? AND seq > 0`, each(scanAuditHead, &heads))
 	add(parts.Outbox, `SELECT `+outboxColumns+` FROM outbox WHERE run_id = ? ORDER BY id`, each(scanOutbox, &b.Outbox))
+	var res storage.AuditReservation
+	if rv, ok := t.d.(Reserver); ok && parts.Reserve {
+		if q, ok := rv.ReserveQuery(t.c, id, &res); ok {
+			qs = append(qs, q)
+		}
+	}
 	qs[0].SQL = t.d.Bind(qs[0].SQL)
 	if err := t.d.Batch(ctx, t.c, qs); err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)
@@ -63,6 +69,9 @@ func (t *Tx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*s
 		return nil, fmt.Errorf("load run %s: %w", id, storage.ErrNotFound)
 	}
 	b.Run = runs[0]
+	if res.RunID != "" {
+		b.Reserved = &res
+	}
 	if len(heads) > 0 {
 		b.AuditHead = heads[0]
 	}

@@ -45,30 +45,59 @@ type auditHead struct {
 	seq   int64
 	hash  string
 	spare int64
+	// guarded says the head was read before the transaction (a
+	// reservation, see Reserver): an event appended after it checks, on
+	// the server, that the head is still hash.
+	guarded bool
+}
+
+// Reserver is a Dialect that takes a run's next audit seqs in a read
+// (storage.RunParts.Reserve) and sends a transition written after that
+// read, events included, with its transaction's COMMIT
+// (storage.RunWrite.Reserved): PostgreSQL, where each costs a round trip.
+type Reserver interface {
+	// ReserveQuery reads runID's audit head with two new seqs into into; ok
+	// is false when c's transaction cannot take seqs (a View that began).
+	ReserveQuery(c Conn, runID string, into *storage.AuditReservation) (q Query, ok bool)
+	// GuardedUpdate is update (a compare-and-set) as one statement that
+	// the server fails when update changes no row.
+	GuardedUpdate(update string) string
+	// DeferGuarded is Deferrer.Defer for a write sent with COMMIT whose
+	// failure to change a row (a GuardedUpdate, a GuardedAuditMoveHead)
+	// fails the Update with storage.ErrConflict.
+	DeferGuarded(c Conn, what, query string, args ...any)
+	// GuardedAuditMoveHead is AuditMoveHead for a head read before the
+	// transaction: it moves the head only while its hash is still $16, and
+	// the server fails the event's insert when it did not.
+	GuardedAuditMoveHead() string
 }
 
 // auditRunHead is the head SaveRun or an earlier event read ahead for the
 // same run, once, or else Dialect.AuditRunHead; on a Pipeliner it is read
 // with a spare seq (see AuditHeadWrites), which it returns (0: none).
-func (t *Tx) auditRunHead(ctx context.Context, runID string) (seq, spare int64, hash string, err error) {
+// guarded says the head was reserved before the transaction (see auditHead).
+func (t *Tx) auditRunHead(ctx context.Context, runID string) (seq, spare int64, hash string, guarded bool, err error) {
 	if h := t.head; h != nil && h.runID == runID {
 		t.head = nil
-		return h.seq, h.spare, h.hash, nil
+		return h.seq, h.spare, h.hash, h.guarded, nil
 	}
 	if p, ok := t.d.(Pipeliner); ok {
 		if _, err := p.Pipeline(ctx, t.c, p.AuditHeadWrites(runID, &seq, &spare, &hash)); err != nil {
-			return 0, 0, "", err
+			return 0, 0, "", false, err
 		}
-		return seq, spare, hash, nil
+		return seq, spare, hash, false, nil
 	}
 	seq, hash, err = t.d.AuditRunHead(ctx, t.c, runID)
-	return seq, 0, hash, err
+	return seq, 0, hash, false, err
 }
 
 func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	p, ok := t.d.(Pipeliner)
 	if !ok {
 		return t.saveRunInTurn(ctx, w)
+	}
+	if rv, ok := t.d.(Reserver); ok && w.Reserved != nil && w.Reserved.RunID == w.Run.ID && w.Run.Version != 0 {
+		return t.saveRunReserved(ctx, rv, w)
 	}
 	r, c := w.Run, w.Checkpoint
 	var (
@@ -119,6 +148,48 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	}
 	written(w)
 	t.head = h
+	return nil
+}
+
+// saveRunReserved is SaveRun for a transition whose events follow a head
+// reserved before the transaction: nothing is left to read, so its writes
+// travel with COMMIT (or the transaction's next statement), each
+// compare-and-set failing there when it changes nothing, and the events
+// after them check the head. A conflict is the Update's ErrConflict.
+func (t *Tx) saveRunReserved(ctx context.Context, rv Reserver, w *storage.RunWrite) error {
+	r, c := w.Run, w.Checkpoint
+	q, args := updateRun(r)
+	rv.DeferGuarded(t.c, fmt.Sprintf("update run %s (version %d)", r.ID, r.Version), rv.GuardedUpdate(t.d.Bind(q)), args...)
+	q, args = appendCheckpoint(c)
+	rv.DeferGuarded(t.c, fmt.Sprintf("append checkpoint %s/%d", c.RunID, c.Seq), t.d.Bind(q), args...)
+	if w.Request != nil {
+		q, args := insertRequest(w.Request)
+		rv.DeferGuarded(t.c, fmt.Sprintf("insert approval request %s", w.Request.ID), t.d.Bind(q), args...)
+	}
+	if rq := w.Decided; rq != nil {
+		q, args := updateRequest(rq)
+		rv.DeferGuarded(t.c, updateRequestName(rq), rv.GuardedUpdate(t.d.Bind(q)), args...)
+	}
+	if d := w.Decision; d != nil {
+		q, args := insertDecision(d)
+		rv.DeferGuarded(t.c, insertDecisionName(d), t.d.Bind(q), args...)
+	}
+	if op := w.Operation; op != nil && op.Version == 0 {
+		q, args := insertOperation(op)
+		rv.DeferGuarded(t.c, insertOperationName(op), t.d.Bind(q), args...)
+	} else if op != nil {
+		q, args := updateOperation(op)
+		rv.DeferGuarded(t.c, updateOperationName(op), rv.GuardedUpdate(t.d.Bind(q)), args...)
+	}
+	if err := t.runWritten(ctx, r, false); err != nil {
+		return err
+	}
+	if w.Request != nil {
+		w.Request.Version = 1
+	}
+	written(w)
+	res := w.Reserved
+	t.head = &auditHead{runID: r.ID, seq: res.Seq, spare: res.Spare, hash: res.Hash, guarded: true}
 	return nil
 }
 

@@ -886,7 +886,7 @@ func scanAudit(s Row) (*record.AuditEvent, error) {
 // run's chain stays linear, on one writer or several, while appends to
 // different runs do not wait for each other.
 func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
-	seq, spare, prev, err := t.auditRunHead(ctx, e.RunID)
+	seq, spare, prev, guarded, err := t.auditRunHead(ctx, e.RunID)
 	if err != nil {
 		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
 	}
@@ -906,18 +906,32 @@ func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*r
 	if with != "" {
 		args = append(args, head.KeyID, head.MAC)
 	}
+	values := `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	rv, reserved := t.d.(Reserver)
+	if guarded && reserved {
+		with = rv.GuardedAuditMoveHead()
+		args = append(args, prev)
+		// The seq divided by the heads moved: itself, or the server's
+		// refusal when the head is no longer prev.
+		values = `(? / (SELECT count(*) FROM head), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	}
 	insert := with + t.d.Bind(`INSERT INTO audit (`+auditColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES `+values)
 	// Where the insert moves the head itself, it can wait for the
 	// transaction's next round trip (Deferrer): the event is final here.
 	if d, ok := t.d.(Deferrer); ok && with != "" {
 		args[4] = slices.Clone(next.Detail) // sent later: the caller's buffer may be reused by then
-		d.Defer(t.c, fmt.Sprintf("append audit %s of run %s", e.Action, e.RunID), insert, args...)
+		what := fmt.Sprintf("append audit %s of run %s", e.Action, e.RunID)
+		if guarded && reserved {
+			rv.DeferGuarded(t.c, what, insert, args...)
+		} else {
+			d.Defer(t.c, what, insert, args...)
+		}
 		if spare != 0 {
-			// The transaction holds the head's lock and has just moved it:
-			// a next event of the run links to this one under the spare seq,
-			// without asking the server.
-			t.head = &auditHead{runID: next.RunID, seq: spare, hash: next.Hash}
+			// The transaction holds the head's lock (or checks it, guarded)
+			// and has just moved it: a next event of the run links to this
+			// one under the spare seq, without asking the server.
+			t.head = &auditHead{runID: next.RunID, seq: spare, hash: next.Hash, guarded: guarded}
 		}
 		*e = next
 		return nil

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"CompareAndSet", testCompareAndSet},
 		{"SaveRun", testSaveRun},
 		{"SaveRunAlongside", testSaveRunAlongside},
+		{"SaveRunReserved", testSaveRunReserved},
 		{"ListOrder", testListOrder},
 		{"ListRuns", testListRuns},
 		{"ListRunsByRuleAndText", testListRunsByRuleAndText},
