@@ -94,35 +94,89 @@ func (s *writeBetween) Update(ctx context.Context, fn func(ctx context.Context, 
 // TestADecisionOnARunWrittenSinceItsReadCountsWhatIsStored: a decision
 // decides on the run as read, and when another approver's decision is
 // committed between that read and its write, its write loses the
-// compare-and-set and it decides again on the run as it then stands: both
-// approvals count, and the second completes the quorum of two.
+// compare-and-set (on PostgreSQL, at COMMIT, where the write travels with
+// the events after the audit head it reserved) and it decides again on the
+// run as it then stands: both approvals count, and the second completes the
+// quorum of two.
 func TestADecisionOnARunWrittenSinceItsReadCountsWhatIsStored(t *testing.T) {
-	h := newHarness(t)
-	h.open(twoLeads(t, h))
-	run := h.submit(refund("PAY-1", 119))
-	st := &writeBetween{Store: h.store}
-	h.build(st, twoLeads(t, h))
-	st.between = func() {
-		if _, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
-			t.Errorf("the decision in between: %v", err)
-		}
+	for _, driver := range []string{"sqlite", "postgres"} {
+		t.Run(driver, func(t *testing.T) {
+			h, counted := countedHarness(t, driver)
+			h.build(counted, twoLeads(t, h))
+			run := h.submit(refund("PAY-1", 119))
+			st := &writeBetween{Store: counted}
+			h.build(st, twoLeads(t, h))
+			st.between = func() {
+				if _, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
+					t.Errorf("the decision in between: %v", err)
+				}
+			}
+			got, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0002"}, Verdict: record.VerdictApprove, Via: "cli"})
+			if err != nil {
+				t.Fatalf("the decision whose run was written since its read: %v", err)
+			}
+			if st.conflicts != 1 {
+				t.Fatalf("its write lost %d compare-and-sets, want 1: the other decision did not come between its read and its write", st.conflicts)
+			}
+			if got.Status != record.StatusExecuting {
+				t.Fatalf("after the second of two approvals the run is %s, want executing", got.Status)
+			}
+			v := h.get(run.ID)
+			var by []string
+			for _, d := range v.Decisions {
+				by = append(by, d.By)
+			}
+			if !slices.Equal(by, []string{"U0LEAD0001", "U0LEAD0002"}) {
+				t.Fatalf("decisions by %v, want U0LEAD0001 then U0LEAD0002", by)
+			}
+			if _, err := h.engine.Resume(t.Context(), run.ID); err != nil {
+				t.Fatal(err)
+			}
+			if e := h.target.Effects(); len(e) != 1 {
+				t.Fatalf("effects %v, want the one refund", e)
+			}
+			if rep, err := h.engine.Verify(t.Context()); err != nil || !rep.OK() {
+				t.Fatalf("the store after the decision made again does not verify: %v %+v", err, rep)
+			}
+		})
 	}
-	got, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0002"}, Verdict: record.VerdictApprove, Via: "cli"})
-	if err != nil {
-		t.Fatalf("the decision whose run was written since its read: %v", err)
-	}
-	if st.conflicts != 1 {
-		t.Fatalf("its write lost %d compare-and-sets, want 1: the other decision did not come between its read and its write", st.conflicts)
-	}
-	if got.Status != record.StatusExecuting {
-		t.Fatalf("after the second of two approvals the run is %s, want executing", got.Status)
-	}
-	v := h.get(run.ID)
-	var by []string
-	for _, d := range v.Decisions {
-		by = append(by, d.By)
-	}
-	if !slices.Equal(by, []string{"U0LEAD0001", "U0LEAD0002"}) {
-		t.Fatalf("decisions by %v, want U0LEAD0001 then U0LEAD0002", by)
+}
+
+// TestAnExecutionWhoseRunsAuditMovedSinceItsReadRunsOnce: an approved run's
+// execution reads the run (and, on PostgreSQL, reserves its audit head), and
+// a refused decision audited on the run before the intent's write moves
+// that head. The intent's write then loses (on PostgreSQL) and the run is
+// read again; either way the action runs once and the chains verify.
+func TestAnExecutionWhoseRunsAuditMovedSinceItsReadRunsOnce(t *testing.T) {
+	for _, driver := range []string{"sqlite", "postgres"} {
+		t.Run(driver, func(t *testing.T) {
+			h, counted := countedHarness(t, driver)
+			st := &writeBetween{Store: counted}
+			h.build(st, testPolicy(t, "rev-1", h.roles))
+			run := h.submit(refund("PAY-1", 119))
+			if _, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
+				t.Fatal(err)
+			}
+			st.between = func() {
+				_, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0002"}, Verdict: record.VerdictApprove, Via: "cli"})
+				wantRefused(t, err, record.CodeAlreadyDecided)
+			}
+			got, err := h.engine.Resume(t.Context(), run.ID)
+			if err != nil {
+				t.Fatalf("the execution: %v", err)
+			}
+			if got.Status != record.StatusDone {
+				t.Fatalf("after the execution the run is %s, want done", got.Status)
+			}
+			if want := map[string]int{"sqlite": 0, "postgres": 1}[driver]; st.conflicts != want {
+				t.Fatalf("the intent's write lost %d compare-and-sets, want %d", st.conflicts, want)
+			}
+			if e := h.target.Effects(); len(e) != 1 {
+				t.Fatalf("effects %v, want the one refund", e)
+			}
+			if rep, err := h.engine.Verify(t.Context()); err != nil || !rep.OK() {
+				t.Fatalf("the store after the execution does not verify: %v %+v", err, rep)
+			}
+		})
 	}
 }

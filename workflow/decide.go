@@ -122,7 +122,8 @@ func (e *Engine) decide(ctx context.Context, in DecideInput) (*record.Run, error
 	// which names its problem as before.
 	var pre *runtx.Loaded
 	if err := e.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		l, err := e.runs.LoadOnce(ctx, tx, in.RunID, storage.RunParts{Requests: true, Decisions: true})
+		// Reserve: the decision's events follow the head read here.
+		l, err := e.runs.LoadOnce(ctx, tx, in.RunID, storage.RunParts{Requests: true, Decisions: true, Reserve: true})
 		if err == nil {
 			// Read from the store as it stands: as good as a committed write.
 			l.MarkStored()

@@ -119,7 +119,7 @@ func postgresEngine(tb testing.TB) (*Target, *workflow.Engine) {
 
 // maxRoundTripsPerRun bounds the round trips of one whole run on PostgreSQL:
 // what it takes today, so that a change that adds one is seen.
-const maxRoundTripsPerRun = 10
+const maxRoundTripsPerRun = 8
 
 // TestRoundTripsPerRunOnPostgres counts the round trips one whole run (submit,
 // wait, approve, execute, done) makes to PostgreSQL, alone on its store: what

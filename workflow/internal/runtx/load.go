@@ -45,7 +45,16 @@ type Loaded struct {
 	partsAt int64
 	// staged is the checkpoint WriteCheckpoint encoded for the write under way.
 	staged *staged
+	// reservedAt is when More.Reserved, the run's audit head with seqs taken
+	// for the write after the read, was read (see SaveWith).
+	reservedAt time.Time
 }
+
+// reservationLife is how long after its read a reservation serves a write:
+// well inside the minute the live audit tail waits for a seq taken before
+// its commit (see the app's auditGapGrace). Older, the write reads the head
+// itself.
+const reservationLife = 10 * time.Second
 
 type fpKey struct {
 	risk     record.Risk
@@ -124,7 +133,7 @@ func (rs *Runs) LoadWith(ctx context.Context, tx storage.Tx, id string, extra st
 	}
 	b.Checkpoints = nil
 	extra.Checkpoints = false
-	return &Loaded{Run: run, State: st, LastHash: cps[len(cps)-1].Hash, encoded: full, Chain: cps, base: baseOf(cps), More: *b, Read: extra, partsAt: run.Version}, nil
+	return &Loaded{Run: run, State: st, LastHash: cps[len(cps)-1].Hash, encoded: full, Chain: cps, base: baseOf(cps), More: *b, Read: extra, partsAt: run.Version, reservedAt: rs.reserved(b)}, nil
 }
 
 // LoadOnce is LoadWith for a View that reads nothing after it: when
@@ -184,7 +193,15 @@ func (rs *Runs) LoadHeld(ctx context.Context, tx storage.Tx, id string, held *Lo
 			return &Loaded{Run: run}, &record.IntegrityError{RunID: id, Seq: run.Seq, Problem: err.Error()}
 		}
 	}
-	return &Loaded{Run: run, State: st, LastHash: held.LastHash, encoded: held.encoded, fps: held.fps, base: held.base, More: *b, Read: extra, partsAt: run.Version}, nil
+	return &Loaded{Run: run, State: st, LastHash: held.LastHash, encoded: held.encoded, fps: held.fps, base: held.base, More: *b, Read: extra, partsAt: run.Version, reservedAt: rs.reserved(b)}, nil
+}
+
+// reserved is when b's reservation was read: now, or zero without one.
+func (rs *Runs) reserved(b *storage.RunBundle) time.Time {
+	if b.Reserved == nil {
+		return time.Time{}
+	}
+	return rs.Now()
 }
 
 // Trust is LoadHeld without its read, for a transaction whose write
@@ -208,7 +225,9 @@ func (rs *Runs) Trust(held *Loaded, extra storage.RunParts) *Loaded {
 		}
 	}
 	run := *held.Run
-	more := storage.RunBundle{Run: &run}
+	// The reservation, if any, serves this write alone.
+	more := storage.RunBundle{Run: &run, Reserved: held.More.Reserved}
+	held.More.Reserved = nil
 	if extra.Requests {
 		more.Requests = held.More.Requests
 	}
@@ -216,7 +235,7 @@ func (rs *Runs) Trust(held *Loaded, extra storage.RunParts) *Loaded {
 		more.Decisions = held.More.Decisions
 	}
 	extra.Checkpoints = false
-	return &Loaded{Run: &run, State: st, LastHash: held.LastHash, encoded: held.encoded, fps: held.fps, base: held.base, More: more, Read: extra, partsAt: run.Version}
+	return &Loaded{Run: &run, State: st, LastHash: held.LastHash, encoded: held.encoded, fps: held.fps, base: held.base, More: more, Read: extra, partsAt: run.Version, reservedAt: held.reservedAt}
 }
 
 // usable says whether LoadHeld may start from held.
@@ -323,6 +342,13 @@ func (rs *Runs) SaveWith(ctx context.Context, tx storage.Tx, l *Loaded, from rec
 	if req != nil && req.Version == 0 {
 		w.Request = req
 	}
+	if res := l.More.Reserved; res != nil {
+		// One write moves the head the reservation read.
+		l.More.Reserved = nil
+		if rs.Now().Sub(l.reservedAt) < reservationLife {
+			w.Reserved = res
+		}
+	}
 	if err := tx.SaveRun(ctx, w); err != nil {
 		return &WriteError{fmt.Errorf("save checkpoint %d of run %s: %w", cp.Seq, l.Run.ID, err)}
 	}
@@ -390,7 +416,8 @@ func (rs *Runs) Reload(ctx context.Context, id string, held *Loaded) (*Loaded, e
 	// its operations, and with keys what is checked before a call.
 	var extra storage.RunParts
 	if held == nil || held.Run.Status == record.StatusExecuting {
-		extra.Operations = true
+		// Reserve: the intent's write follows at once (see SaveWith).
+		extra.Operations, extra.Reserve = true, true
 		extra.Requests, extra.Decisions, extra.Audit = rs.in.Keyed(), rs.in.Keyed(), rs.in.Keyed()
 	}
 	var l *Loaded

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/internal/clocktest"
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
@@ -119,5 +120,43 @@ func TestFingerprintIsNotKeptAcrossASave(t *testing.T) {
 	}
 	if got != want || got == before {
 		t.Errorf("after saving edited arguments the fingerprint is %s, want %s (the edited arguments'), not %s", got, want, before)
+	}
+}
+
+// A reservation read with the run serves the first write after it, and
+// only while it is fresh: a write long after its read, or a second write,
+// reads the audit head itself (RunWrite.Reserved nil).
+func TestAReservationServesOneFreshWrite(t *testing.T) {
+	clock := clocktest.New(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	rs := &Runs{clock: clock, owner: "test", ttl: time.Minute}
+	res := &storage.AuditReservation{RunID: "run-1", Hash: "h", Seq: 7, Spare: 8}
+	for _, tt := range []struct {
+		name  string
+		after time.Duration
+		want  []bool // per write: whether it carried the reservation
+	}{
+		{"fresh", time.Second, []bool{true, false}},
+		{"stale", reservationLife, []bool{false, false}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &Loaded{
+				Run:        &record.Run{ID: "run-1", Workflow: "proposal", Status: record.StatusExecuting},
+				State:      &record.State{SchemaVersion: record.SchemaVersion, RunID: "run-1", Workflow: "proposal", Summary: "refund"},
+				More:       storage.RunBundle{Reserved: res},
+				reservedAt: clock.Now(),
+			}
+			clock.Advance(tt.after)
+			tx := &recordingTx{}
+			for range tt.want {
+				if err := rs.Save(t.Context(), tx, l, record.StatusExecuting, record.EventStep, "test", nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, w := range tx.saved {
+				if got := w.Reserved != nil; got != tt.want[i] {
+					t.Errorf("write %d carried the reservation: %v, want %v", i+1, got, tt.want[i])
+				}
+			}
+		})
 	}
 }
