@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"context"
 	"math"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/signoff-dev/signoff/internal/benchkit"
@@ -57,5 +60,25 @@ func TestSummarize(t *testing.T) {
 				t.Errorf("summary %+v, want floor %s, ratio %.3f", s, tc.floorFrom, tc.ratio)
 			}
 		})
+	}
+}
+
+// TestALoadSettlesAsAutovacuumWould: a load of more runs than settleEvery
+// settles the store after each full part but the last, and makes every run;
+// a store with nothing to settle is only loaded.
+func TestALoadSettlesAsAutovacuumWould(t *testing.T) {
+	var made atomic.Int64
+	op := func(context.Context) error { made.Add(1); return nil }
+	var settles []int64
+	tg := &benchkit.Target{Settle: func(context.Context) error { settles = append(settles, made.Load()); return nil }}
+	if err := loadSettling(t.Context(), tg, 2*settleEvery+7, op); err != nil {
+		t.Fatal(err)
+	}
+	if made.Load() != 2*settleEvery+7 || !slices.Equal(settles, []int64{settleEvery, 2 * settleEvery}) {
+		t.Fatalf("made %d runs, settled after %v; want %d, and after %d and %d", made.Load(), settles, 2*settleEvery+7, settleEvery, 2*settleEvery)
+	}
+	made.Store(0)
+	if err := loadSettling(t.Context(), &benchkit.Target{}, settleEvery+1, op); err != nil || made.Load() != settleEvery+1 {
+		t.Fatalf("without Settle: made %d runs, %v; want %d", made.Load(), err, settleEvery+1)
 	}
 }

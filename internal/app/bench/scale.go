@@ -111,11 +111,12 @@ func Scale(ctx context.Context, db string, ended int, gogc string) (*ScaleReport
 	// The first tenth ends before the cutoff, the rest after: the first
 	// prune takes the first tenth alone.
 	first := ended / 10
-	if err := load(ctx, first, func(ctx context.Context) error { return benchkit.EndToEnd(ctx, eng) }); err != nil {
+	whole := func(ctx context.Context) error { return benchkit.EndToEnd(ctx, eng) }
+	if err := loadSettling(ctx, t, first, whole); err != nil {
 		return nil, err
 	}
 	cutoff := time.Now()
-	if err := load(ctx, ended-first, func(ctx context.Context) error { return benchkit.EndToEnd(ctx, eng) }); err != nil {
+	if err := loadSettling(ctx, t, ended-first, whole); err != nil {
 		return nil, err
 	}
 	if rep.BytesEnded, err = t.Size(ctx); err != nil {
@@ -161,6 +162,30 @@ func Scale(ctx context.Context, db string, ended int, gogc string) (*ScaleReport
 	return rep, nil
 }
 
+// settleEvery is how many runs loadSettling makes between two Settles: a
+// server's autovacuum analyses a table once a tenth of it changed, and a
+// million runs loaded on a server without it (stale statistics) slow
+// from hundreds of runs a second to a dozen as plans go wrong.
+const settleEvery = 100_000
+
+// loadSettling is load in parts of settleEvery runs, with t's Settle
+// after each part but the last, as the server's autovacuum would run.
+func loadSettling(ctx context.Context, t *benchkit.Target, n int, op func(ctx context.Context) error) error {
+	for n > 0 {
+		part := min(n, settleEvery)
+		if err := load(ctx, part, op); err != nil {
+			return err
+		}
+		n -= part
+		if n > 0 && t.Settle != nil {
+			if err := t.Settle(ctx); err != nil {
+				return fmt.Errorf("load runs: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
 // load makes n runs with op from loadClients clients at once.
 func load(ctx context.Context, n int, op func(ctx context.Context) error) error {
 	var left atomic.Int64
@@ -181,7 +206,7 @@ func load(ctx context.Context, n int, op func(ctx context.Context) error) error 
 }
 
 // settled is what Target.Settle does, for the report.
-const settled = "VACUUM (ANALYZE), as autovacuum does"
+const settled = "VACUUM (ANALYZE), as autovacuum does (also after every 100,000 runs loaded)"
 
 // pageReads is how many times each list is read: enough for a p99.
 const pageReads = 200
