@@ -65,28 +65,17 @@ func TestADuplicateDecisionIsAlreadyVoted(t *testing.T) {
 	}
 }
 
-// writeBetween is a store that, once armed, calls between after the next
-// View: another writer's commit between a read and the write after it.
-// It counts the Updates that lost a compare-and-set.
-type writeBetween struct {
+// conflicts is a store that counts the Updates that lost a
+// compare-and-set.
+type conflicts struct {
 	storage.Store
-	between   func()
-	conflicts int
+	n int
 }
 
-func (s *writeBetween) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
-	err := s.Store.View(ctx, fn)
-	if b := s.between; b != nil {
-		s.between = nil
-		b()
-	}
-	return err
-}
-
-func (s *writeBetween) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+func (s *conflicts) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	err := s.Store.Update(ctx, fn)
 	if errors.Is(err, storage.ErrConflict) {
-		s.conflicts++
+		s.n++
 	}
 	return err
 }
@@ -104,9 +93,10 @@ func TestADecisionOnARunWrittenSinceItsReadCountsWhatIsStored(t *testing.T) {
 			h, counted := countedHarness(t, driver)
 			h.build(counted, twoLeads(t, h))
 			run := h.submit(refund("PAY-1", 119))
-			st := &writeBetween{Store: counted}
+			lost := &conflicts{Store: counted}
+			st := &afterView{Store: lost}
 			h.build(st, twoLeads(t, h))
-			st.between = func() {
+			st.then = func() {
 				if _, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 					t.Errorf("the decision in between: %v", err)
 				}
@@ -115,8 +105,8 @@ func TestADecisionOnARunWrittenSinceItsReadCountsWhatIsStored(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the decision whose run was written since its read: %v", err)
 			}
-			if st.conflicts != 1 {
-				t.Fatalf("its write lost %d compare-and-sets, want 1: the other decision did not come between its read and its write", st.conflicts)
+			if lost.n != 1 {
+				t.Fatalf("its write lost %d compare-and-sets, want 1: the other decision did not come between its read and its write", lost.n)
 			}
 			if got.Status != record.StatusExecuting {
 				t.Fatalf("after the second of two approvals the run is %s, want executing", got.Status)
@@ -151,13 +141,14 @@ func TestAnExecutionWhoseRunsAuditMovedSinceItsReadRunsOnce(t *testing.T) {
 	for _, driver := range []string{"sqlite", "postgres"} {
 		t.Run(driver, func(t *testing.T) {
 			h, counted := countedHarness(t, driver)
-			st := &writeBetween{Store: counted}
+			lost := &conflicts{Store: counted}
+			st := &afterView{Store: lost}
 			h.build(st, testPolicy(t, "rev-1", h.roles))
 			run := h.submit(refund("PAY-1", 119))
 			if _, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"}); err != nil {
 				t.Fatal(err)
 			}
-			st.between = func() {
+			st.then = func() {
 				_, err := h.engine.Decide(t.Context(), workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0002"}, Verdict: record.VerdictApprove, Via: "cli"})
 				wantRefused(t, err, record.CodeAlreadyDecided)
 			}
@@ -168,8 +159,8 @@ func TestAnExecutionWhoseRunsAuditMovedSinceItsReadRunsOnce(t *testing.T) {
 			if got.Status != record.StatusDone {
 				t.Fatalf("after the execution the run is %s, want done", got.Status)
 			}
-			if want := map[string]int{"sqlite": 0, "postgres": 1}[driver]; st.conflicts != want {
-				t.Fatalf("the intent's write lost %d compare-and-sets, want %d", st.conflicts, want)
+			if want := map[string]int{"sqlite": 0, "postgres": 1}[driver]; lost.n != want {
+				t.Fatalf("the intent's write lost %d compare-and-sets, want %d", lost.n, want)
 			}
 			if e := h.target.Effects(); len(e) != 1 {
 				t.Fatalf("effects %v, want the one refund", e)

@@ -33,13 +33,7 @@ func testSaveRunReserved(t *testing.T, s storage.Store) {
 			if len(es) != 2 {
 				t.Errorf("audit of the run = %d events, want the 2 before the refused write", len(es))
 			}
-			b := load(t, s, func(ctx context.Context, tx storage.Tx) (*storage.RunBundle, error) {
-				return tx.LoadRun(ctx, run.ID, storage.RunParts{Checkpoints: true, Decisions: true})
-			})
-			checkSame(t, "run after the refused write", stored(&before), b.Run)
-			if len(b.Checkpoints) != 1 || len(b.Decisions) != 0 {
-				t.Errorf("after the refused write: %d checkpoints, %d decisions; want 1 and none", len(b.Checkpoints), len(b.Decisions))
-			}
+			f.checkRefused(t, stored(&before))
 			return
 		}
 		if err != nil {
@@ -62,13 +56,7 @@ func testSaveRunReserved(t *testing.T, s storage.Store) {
 		if es := f.events(t); len(es) != 1 {
 			t.Errorf("audit of the run = %d events, want the one before the refused write", len(es))
 		}
-		b := load(t, s, func(ctx context.Context, tx storage.Tx) (*storage.RunBundle, error) {
-			return tx.LoadRun(ctx, run.ID, storage.RunParts{Checkpoints: true, Decisions: true})
-		})
-		checkSame(t, "run after the refused write", stored(&moved), b.Run)
-		if len(b.Checkpoints) != 1 || len(b.Decisions) != 0 {
-			t.Errorf("after the refused write: %d checkpoints, %d decisions; want 1 and none", len(b.Checkpoints), len(b.Decisions))
-		}
+		f.checkRefused(t, stored(&moved))
 	})
 
 	t.Run("stored", func(t *testing.T) {
@@ -165,4 +153,17 @@ func (f *reservedFixture) events(t *testing.T) []*record.AuditEvent {
 	return load(t, f.s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) {
 		return tx.AuditEvents(ctx, storage.AuditFilter{RunID: f.run.ID})
 	})
+}
+
+// checkRefused checks that a refused decide stored nothing: the run is
+// want, with its one checkpoint and no decision.
+func (f *reservedFixture) checkRefused(t *testing.T, want *record.Run) {
+	t.Helper()
+	b := load(t, f.s, func(ctx context.Context, tx storage.Tx) (*storage.RunBundle, error) {
+		return tx.LoadRun(ctx, f.run.ID, storage.RunParts{Checkpoints: true, Decisions: true})
+	})
+	checkSame(t, "run after the refused write", want, b.Run)
+	if len(b.Checkpoints) != 1 || len(b.Decisions) != 0 {
+		t.Errorf("after the refused write: %d checkpoints, %d decisions; want 1 and none", len(b.Checkpoints), len(b.Decisions))
+	}
 }
