@@ -312,17 +312,9 @@ func (c *cli) runsCmd() *cobra.Command {
 			}
 			f.TaskID, f.RequesterID = task, requester
 			err := c.withReadApp(func(a *app) error {
-				runs, more, err := listPage(c.ctx, a.engine, f, after, limit)
+				views, more, err := listPage(c.ctx, a.engine, f, after, limit, asJSON)
 				if err != nil {
 					return err
-				}
-				views := make([]*workflow.RunView, 0, len(runs))
-				for _, r := range runs {
-					v, err := a.engine.Get(c.ctx, r.ID)
-					if err != nil {
-						return err
-					}
-					views = append(views, v)
 				}
 				next := ""
 				if more {
@@ -369,8 +361,11 @@ func (c *cli) runsCmd() *cobra.Command {
 const defaultRunsPage = 100
 
 // listPage reads the runs f selects after the run named after ("" from the
-// first), at most limit (0: every one), and says whether more follow.
-func listPage(ctx context.Context, eng *workflow.Engine, f storage.RunFilter, after string, limit int) ([]*record.Run, bool, error) {
+// first), at most limit (0: every one), and says whether more follow. The
+// table needs what each run's latest state says, which one read of the page
+// gives (ListViews, as /runs pending and GET /v1/runs read theirs); whole
+// (--json) is each run in full, as `show --json` prints it.
+func listPage(ctx context.Context, eng *workflow.Engine, f storage.RunFilter, after string, limit int, whole bool) ([]*workflow.RunView, bool, error) {
 	if after != "" {
 		v, err := eng.Get(ctx, after)
 		if err != nil {
@@ -381,14 +376,35 @@ func listPage(ctx context.Context, eng *workflow.Engine, f storage.RunFilter, af
 	if limit > 0 {
 		f.Limit = limit + 1
 	}
-	runs, err := eng.List(ctx, f)
+	views, err := listViews(ctx, eng, f, whole)
 	if err != nil {
 		return nil, false, err
 	}
-	if limit > 0 && len(runs) > limit {
-		return runs[:limit], true, nil
+	if limit > 0 && len(views) > limit {
+		return views[:limit], true, nil
 	}
-	return runs, false, nil
+	return views, false, nil
+}
+
+// listViews is the page f selects: each run in full when whole, else as
+// its latest state says.
+func listViews(ctx context.Context, eng *workflow.Engine, f storage.RunFilter, whole bool) ([]*workflow.RunView, error) {
+	if !whole {
+		return eng.ListViews(ctx, f)
+	}
+	runs, err := eng.List(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	views := make([]*workflow.RunView, 0, len(runs))
+	for _, r := range runs {
+		v, err := eng.Get(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		views = append(views, v)
+	}
+	return views, nil
 }
 
 // pageArgs is the runs command as it was called, without --after: the
