@@ -99,30 +99,8 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	if rv, ok := t.d.(Reserver); ok && w.Reserved != nil && w.Reserved.RunID == w.Run.ID && w.Run.Version != 0 {
 		return t.saveRunReserved(ctx, rv, w)
 	}
-	r, c := w.Run, w.Checkpoint
-	var (
-		ws    []Write
-		names []string
-	)
-	if r.Version == 0 {
-		q, args := insertRun(r)
-		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
-		names = append(names, fmt.Sprintf("insert run %s", r.ID))
-	} else {
-		q, args := updateRun(r)
-		ws = append(ws, p.CompareAndSetWrite("runs", "id", r.ID, t.d.Bind(q), args...))
-		names = append(names, fmt.Sprintf("update run %s (version %d)", r.ID, r.Version))
-	}
-	q, args := appendCheckpoint(c)
-	ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
-	names = append(names, fmt.Sprintf("append checkpoint %s/%d", c.RunID, c.Seq))
-	if w.Request != nil {
-		q, args := insertRequest(w.Request)
-		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
-		names = append(names, fmt.Sprintf("insert approval request %s", w.Request.ID))
-	}
-	more, moreNames := t.alongside(p, w)
-	ws, names = append(ws, more...), append(names, moreNames...)
+	r := w.Run
+	ws, names := t.runWrites(w, p.CompareAndSetWrite)
 	// The audit event that follows every transition reads the run's head:
 	// read it now, in the same round trip.
 	h := &auditHead{runID: r.ID}
@@ -139,14 +117,9 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 		t.lost = err
 		return err
 	}
-	inserted := r.Version == 0
-	if err := t.runWritten(ctx, r, inserted); err != nil {
+	if err := t.saved(ctx, w); err != nil {
 		return err
 	}
-	if w.Request != nil {
-		w.Request.Version = 1
-	}
-	written(w)
 	t.head = h
 	return nil
 }
@@ -157,69 +130,73 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 // compare-and-set failing there when it changes nothing, and the events
 // after them check the head. A conflict is the Update's ErrConflict.
 func (t *Tx) saveRunReserved(ctx context.Context, rv Reserver, w *storage.RunWrite) error {
+	guarded := func(_, _ string, _ any, update string, args ...any) Write {
+		return Write{SQL: rv.GuardedUpdate(update), Args: args}
+	}
+	ws, names := t.runWrites(w, guarded)
+	for i, x := range ws {
+		rv.DeferGuarded(t.c, names[i], x.SQL, x.Args...)
+	}
+	if err := t.saved(ctx, w); err != nil {
+		return err
+	}
+	res := w.Reserved
+	t.head = &auditHead{runID: res.RunID, seq: res.Seq, spare: res.Spare, hash: res.Hash, guarded: true}
+	return nil
+}
+
+// runWrites are w's statements as Writes, in order (the run, its
+// checkpoint, a new request, then the records alongside), and what names
+// each; cas makes a compare-and-set's Write.
+func (t *Tx) runWrites(w *storage.RunWrite, cas func(table, keyColumn string, key any, update string, args ...any) Write) ([]Write, []string) {
 	r, c := w.Run, w.Checkpoint
-	q, args := updateRun(r)
-	rv.DeferGuarded(t.c, fmt.Sprintf("update run %s (version %d)", r.ID, r.Version), rv.GuardedUpdate(t.d.Bind(q)), args...)
-	q, args = appendCheckpoint(c)
-	rv.DeferGuarded(t.c, fmt.Sprintf("append checkpoint %s/%d", c.RunID, c.Seq), t.d.Bind(q), args...)
+	var (
+		ws    []Write
+		names []string
+	)
+	add := func(x Write, name string) { ws, names = append(ws, x), append(names, name) }
+	if r.Version == 0 {
+		q, args := insertRun(r)
+		add(Write{SQL: t.d.Bind(q), Args: args}, fmt.Sprintf("insert run %s", r.ID))
+	} else {
+		q, args := updateRun(r)
+		add(cas("runs", "id", r.ID, t.d.Bind(q), args...), fmt.Sprintf("update run %s (version %d)", r.ID, r.Version))
+	}
+	q, args := appendCheckpoint(c)
+	add(Write{SQL: t.d.Bind(q), Args: args}, fmt.Sprintf("append checkpoint %s/%d", c.RunID, c.Seq))
 	if w.Request != nil {
 		q, args := insertRequest(w.Request)
-		rv.DeferGuarded(t.c, fmt.Sprintf("insert approval request %s", w.Request.ID), t.d.Bind(q), args...)
+		add(Write{SQL: t.d.Bind(q), Args: args}, fmt.Sprintf("insert approval request %s", w.Request.ID))
 	}
 	if rq := w.Decided; rq != nil {
 		q, args := updateRequest(rq)
-		rv.DeferGuarded(t.c, updateRequestName(rq), rv.GuardedUpdate(t.d.Bind(q)), args...)
+		add(cas("approval_requests", "id", rq.ID, t.d.Bind(q), args...), updateRequestName(rq))
 	}
 	if d := w.Decision; d != nil {
 		q, args := insertDecision(d)
-		rv.DeferGuarded(t.c, insertDecisionName(d), t.d.Bind(q), args...)
+		add(Write{SQL: t.d.Bind(q), Args: args, Row: func(r Row) error { return r.Scan(&d.ID) }}, insertDecisionName(d))
 	}
 	if op := w.Operation; op != nil && op.Version == 0 {
 		q, args := insertOperation(op)
-		rv.DeferGuarded(t.c, insertOperationName(op), t.d.Bind(q), args...)
+		add(Write{SQL: t.d.Bind(q), Args: args}, insertOperationName(op))
 	} else if op != nil {
 		q, args := updateOperation(op)
-		rv.DeferGuarded(t.c, updateOperationName(op), rv.GuardedUpdate(t.d.Bind(q)), args...)
+		add(cas("operations", "op_key", op.Key, t.d.Bind(q), args...), updateOperationName(op))
 	}
-	if err := t.runWritten(ctx, r, false); err != nil {
+	return ws, names
+}
+
+// saved notes w's writes as made: the run written (its notification) and
+// the versions of what it carried moved on, as their own methods do.
+func (t *Tx) saved(ctx context.Context, w *storage.RunWrite) error {
+	if err := t.runWritten(ctx, w.Run, w.Run.Version == 0); err != nil {
 		return err
 	}
 	if w.Request != nil {
 		w.Request.Version = 1
 	}
 	written(w)
-	res := w.Reserved
-	t.head = &auditHead{runID: r.ID, seq: res.Seq, spare: res.Spare, hash: res.Hash, guarded: true}
 	return nil
-}
-
-// alongside are the writes of the records w carries beside its run,
-// checkpoint and new request, as Writes of p, and what names each.
-func (t *Tx) alongside(p Pipeliner, w *storage.RunWrite) ([]Write, []string) {
-	var (
-		ws    []Write
-		names []string
-	)
-	if r := w.Decided; r != nil {
-		q, args := updateRequest(r)
-		ws = append(ws, p.CompareAndSetWrite("approval_requests", "id", r.ID, t.d.Bind(q), args...))
-		names = append(names, updateRequestName(r))
-	}
-	if d := w.Decision; d != nil {
-		q, args := insertDecision(d)
-		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args, Row: func(r Row) error { return r.Scan(&d.ID) }})
-		names = append(names, insertDecisionName(d))
-	}
-	if op := w.Operation; op != nil && op.Version == 0 {
-		q, args := insertOperation(op)
-		ws = append(ws, Write{SQL: t.d.Bind(q), Args: args})
-		names = append(names, insertOperationName(op))
-	} else if op != nil {
-		q, args := updateOperation(op)
-		ws = append(ws, p.CompareAndSetWrite("operations", "op_key", op.Key, t.d.Bind(q), args...))
-		names = append(names, updateOperationName(op))
-	}
-	return ws, names
 }
 
 // written moves the versions of the records w carried beside its run on,
