@@ -201,7 +201,7 @@ func (c *cli) listenMCP(ctx context.Context, what, addr string, h http.Handler) 
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := httpServer(h, 0)
 	fmt.Fprintf(c.errOut, "signoff: %s on http://%s/\n", what, ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -13,7 +13,8 @@ import (
 // The store in fixtures/legacy was written by the version before the audit
 // log was chained per run (signoff submit of the three example proposals, a
 // refused and a granted approval; dumped with sqlite3 .dump), with its key
-// file. That version's verify printed this head.
+// file. That version's verify printed this head. Its waiting run's deadline
+// passed on 2026-12-04.
 const (
 	legacyWaiting = "run_01a22f8512920001be36a6ee"
 	legacyHead    = "13:a284b045d4100830a72103cecf70925768a1c1337d36d54f9047673cf9322801"
@@ -58,7 +59,9 @@ func TestAGlobalChainStoreKeepsVerifying(t *testing.T) {
 	if out := must(t, dir, exitDone, "verify", "--anchor", legacyHead); !strings.Contains(out, "13 audit events verified") {
 		t.Fatalf("verify of the old store:\n%s", out)
 	}
-	must(t, dir, exitDone, "approve", legacyWaiting, "--as", lead1)
+	// A cancel, not an approval: the fixture's run has a deadline of the
+	// day it was written, and a cancel needs none to hold.
+	must(t, dir, exitEnded, "cancel", legacyWaiting, "--as", lead1, "--reason", "superseded")
 	out := must(t, dir, exitDone, "anchor")
 	m := auditHead.FindStringSubmatch(out)
 	if m == nil {
@@ -69,7 +72,7 @@ func TestAGlobalChainStoreKeepsVerifying(t *testing.T) {
 		t.Fatalf("verify after new events:\n%s", out)
 	}
 	lines := readAuditLines(t, must(t, dir, exitDone, "audit", "--json"))
-	if n := len(lines); n <= 13 || lines[12].Format != 1 || lines[n-1].Format != 2 {
+	if n := len(lines); n <= 13 || lines[12].Format != 1 || lines[n-1].Format != 2 || lines[n-1].RunID != legacyWaiting {
 		t.Fatalf("the log after the approval: %d events, formats %+v", n, lines)
 	}
 

@@ -2,10 +2,7 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -101,23 +98,5 @@ func (c *cli) serveMCPHTTP(ctx context.Context, a *app, s *mcpserver.Server, o m
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("mcp server: %w", err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
-	fmt.Fprintf(c.errOut, "signoff: mcp server on http://%s/\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("mcp server: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer scancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("mcp server: shut down: %w", err)
-	}
-	return nil
+	return c.listenMCP(ctx, "mcp server", o.listen, h)
 }

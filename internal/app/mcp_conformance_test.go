@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -102,26 +103,7 @@ func TestMCPServersPassTheConformanceSuite(t *testing.T) {
 	// The suite runs dozens of exchanges in a few seconds, with one token.
 	api := "\napi:\n  rate_limit: {per_second: 1000, burst: 1000}\n  tokens:\n" +
 		"    - {id: coder, sha256: \"" + hex.EncodeToString(sum[:]) + "\", requester: agent:coder, scopes: [submit, read, cancel]}\n"
-	for _, tc := range []struct {
-		name   string
-		config func(t *testing.T, dir string) string
-		args   []string
-	}{
-		{"mcp server", func(t *testing.T, dir string) string {
-			cfg := mcpDocConfig(t, dir)
-			appendFile(t, cfg, api)
-			return cfg
-		}, []string{"mcp", "server", "--hold", "10ms"}},
-		{"mcp gateway", func(t *testing.T, dir string) string {
-			cfg := gatewayDocConfig(t, dir, nil, "1s")
-			y := strings.Replace(string(mustRead(t, cfg)), `{name: files, command: [npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31", /srv/data]}`,
-				`{name: files, url: "`+toyUpstream(t)+`"}`, 1)
-			if err := os.WriteFile(cfg, []byte(y+api), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return cfg
-		}, []string{"mcp", "gateway"}},
-	} {
+	for _, tc := range httpMCPChildren(api) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			proxy := newTokenProxy(t, secret)
@@ -151,6 +133,36 @@ func TestMCPServersPassTheConformanceSuite(t *testing.T) {
 				t.Fatal("no scenario applied")
 			}
 		})
+	}
+}
+
+// httpMCPChild is a signoff that serves MCP over HTTP: its config, written
+// into a directory, and its arguments.
+type httpMCPChild struct {
+	name   string
+	config func(t *testing.T, dir string) string
+	args   []string
+}
+
+// httpMCPChildren are signoff mcp server and signoff mcp gateway over HTTP,
+// their configs those of docs/mcp.md with api appended, the gateway's
+// upstream a toy on loopback.
+func httpMCPChildren(api string) []httpMCPChild {
+	return []httpMCPChild{
+		{"mcp server", func(t *testing.T, dir string) string {
+			cfg := mcpDocConfig(t, dir)
+			appendFile(t, cfg, api)
+			return cfg
+		}, []string{"mcp", "server", "--hold", "10ms"}},
+		{"mcp gateway", func(t *testing.T, dir string) string {
+			cfg := gatewayDocConfig(t, dir, nil, "1s")
+			y := strings.Replace(string(mustRead(t, cfg)), `{name: files, command: [npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31", /srv/data]}`,
+				`{name: files, url: "`+toyUpstream(t)+`"}`, 1)
+			if err := os.WriteFile(cfg, []byte(y+api), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return cfg
+		}, []string{"mcp", "gateway"}},
 	}
 }
 
@@ -338,5 +350,32 @@ func appendFile(t *testing.T, path, s string) {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAnInterruptedMCPListenerStopsThoughAConnectionCarriesNoRequest: a
+// client's spare connection (a browser's preconnect, a proxy's dial that
+// lost a race) holds no request, so an interrupt closes it and the
+// process exits cleanly; net/http alone would wait five seconds for it,
+// as long as the grace for the requests in hand, and report the shutdown
+// as failed.
+func TestAnInterruptedMCPListenerStopsThoughAConnectionCarriesNoRequest(t *testing.T) {
+	sum := sha256.Sum256([]byte("sk_spare"))
+	api := "\napi:\n  tokens:\n    - {id: coder, sha256: \"" + hex.EncodeToString(sum[:]) + "\", requester: agent:coder, scopes: [submit, read]}\n"
+	for _, tc := range httpMCPChildren(api) {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append([]string{"--config", tc.config(t, dir)}, tc.args...)
+			addr, stop := listenChild(t, dir, nil, append(args, "--listen", "127.0.0.1:0")...)
+			spare, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer spare.Close()
+			stop() // fails the test unless signoff exits 0
+			if n, err := spare.Read(make([]byte, 1)); err == nil {
+				t.Errorf("the spare connection read %d bytes after the stop, want it closed", n)
+			}
+		})
 	}
 }

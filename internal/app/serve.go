@@ -280,11 +280,6 @@ func listen(so serveOptions) (ln, adminLn net.Listener, err error) {
 	return ln, adminLn, nil
 }
 
-// httpServer serves h with serve's timeouts; rt bounds reading one request.
-func httpServer(h http.Handler, rt time.Duration) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: rt, IdleTimeout: 2 * time.Minute}
-}
-
 // serveOn serves srv on ln as one of the supervisor's loops, until stop
 // shuts srv down.
 func serveOn(loops *supervise.Supervisor, name string, srv *http.Server, ln net.Listener) {
