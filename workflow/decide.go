@@ -131,7 +131,7 @@ func (e *Engine) decide(ctx context.Context, in DecideInput) (*record.Run, error
 			if l.State.Gate != nil {
 				// Outside the write, which only has to look it up (an error
 				// is met again inside, where it is reported).
-				_, _ = l.Fingerprint(l.State.Gate.Risk, e.policy.Revision())
+				_, _ = e.runs.Fingerprint(l, l.State.Gate.Risk, e.policy.Revision())
 			}
 		}
 		return nil
@@ -410,7 +410,7 @@ func (dc *decider) checkRole(l *runtx.Loaded, req *record.ApprovalRequest, in De
 // the fingerprint approval was requested for, or that names another one.
 func (dc *decider) checkFingerprint(l *runtx.Loaded, req *record.ApprovalRequest, in DecideInput) error {
 	id := l.Run.ID
-	fp, err := l.Fingerprint(req.Risk, dc.policy.Revision())
+	fp, err := dc.runs.Fingerprint(l, req.Risk, dc.policy.Revision())
 	if err != nil {
 		return &IntegrityError{RunID: id, Problem: err.Error()}
 	}

@@ -113,7 +113,7 @@ func (gk *gatekeeper) gate(ctx context.Context, st *record.State) (*record.Gate,
 		g.Approval = &record.ApprovalSpec{Role: names[len(names)-1], Count: 1, Expires: record.Seconds(72 * 3600)}
 		g.Rule += " (fork of " + st.ForkedFrom.RunID + ")"
 	}
-	fp, err := runtx.FingerprintOf(st, g.Risk, g.PolicyRevision)
+	fp, err := gk.runs.FingerprintOf(st, g.Risk, g.PolicyRevision)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func (x *Runner) ExecuteNext(ctx context.Context, l *runtx.Loaded) error {
 	if l.State.Gate == nil {
 		return x.runs.Attention(ctx, id, "the run is executing without a policy decision")
 	}
-	fp, err := runtx.FingerprintOf(l.State, l.State.Gate.Risk, l.State.Gate.PolicyRevision)
+	fp, err := x.runs.FingerprintOf(l.State, l.State.Gate.Risk, l.State.Gate.PolicyRevision)
 	if err != nil || fp != l.State.Gate.Fingerprint || fp != l.Run.Fingerprint {
 		return x.runs.Attention(ctx, id, "the stored arguments no longer match the approved fingerprint; nothing was run")
 	}

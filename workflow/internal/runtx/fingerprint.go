@@ -11,3 +11,12 @@ func FingerprintOf(st *record.State, risk record.Risk, revision string) (string,
 		RunID: st.RunID, Actions: st.Actions, Evidence: st.Evidence, Risk: risk, PolicyRevision: revision,
 	})
 }
+
+// FingerprintOf is the package's FingerprintOf, answered from the memo of
+// the fingerprints this process computed when st's proposal is one of them.
+func (rs *Runs) FingerprintOf(st *record.State, risk record.Risk, revision string) (string, error) {
+	if rs.fps == nil {
+		return FingerprintOf(st, risk, revision)
+	}
+	return rs.fps.Of(st, risk, revision)
+}

@@ -61,14 +61,16 @@ type fpKey struct {
 	revision string
 }
 
-// Fingerprint is FingerprintOf(l.State, risk, revision), computed once per
-// state: LoadHeld hands the ones of a state it did not change on.
-func (l *Loaded) Fingerprint(risk record.Risk, revision string) (string, error) {
+// Fingerprint is the fingerprint of l's state under risk and a policy
+// revision, computed once per state (LoadHeld hands the ones of a state it
+// did not change on), and from the memo when this process fingerprinted the
+// same proposal before.
+func (rs *Runs) Fingerprint(l *Loaded, risk record.Risk, revision string) (string, error) {
 	k := fpKey{risk, revision}
 	if fp, ok := l.fps[k]; ok {
 		return fp, nil
 	}
-	fp, err := FingerprintOf(l.State, risk, revision)
+	fp, err := rs.FingerprintOf(l.State, risk, revision)
 	if err != nil {
 		return "", err
 	}

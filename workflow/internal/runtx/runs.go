@@ -19,6 +19,7 @@ import (
 
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
+	"github.com/signoff-dev/signoff/workflow/internal/fingerprint"
 	"github.com/signoff-dev/signoff/workflow/internal/seal"
 )
 
@@ -68,11 +69,15 @@ type Runs struct {
 	tell       func(ctx context.Context, tx storage.Tx, c Change) error
 	rowProblem func(*record.Run, *record.State) string
 	log        *slog.Logger
+	// fps remembers the fingerprints computed last: a run's is computed
+	// from the same bytes at its submission, decision and execution.
+	fps *fingerprint.Memo
 }
 
 // New builds the run transaction over c.
 func New(c Config) *Runs {
-	return &Runs{store: c.Store, in: c.Sealer, clock: c.Clock, owner: c.Owner, ttl: c.TTL, tell: c.Tell, rowProblem: c.RowProblem, log: c.Logger}
+	return &Runs{store: c.Store, in: c.Sealer, clock: c.Clock, owner: c.Owner, ttl: c.TTL, tell: c.Tell, rowProblem: c.RowProblem, log: c.Logger,
+		fps: fingerprint.NewMemo(fingerprint.DefaultSize)}
 }
 
 // notify tells the hooks of c, written in tx.

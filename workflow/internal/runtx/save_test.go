@@ -99,12 +99,12 @@ func TestFingerprintIsNotKeptAcrossASave(t *testing.T) {
 		State: &record.State{SchemaVersion: record.SchemaVersion, RunID: "run-1", Workflow: "proposal",
 			Actions: []record.Action{{Name: "request_refund", Args: []byte(`{"amount":10}`)}}},
 	}
-	before, err := l.Fingerprint(record.RiskHigh, "rev-1")
+	before, err := rs.Fingerprint(l, record.RiskHigh, "rev-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.State.Actions[0].Args = []byte(`{"amount":1000}`)
-	if again, _ := l.Fingerprint(record.RiskHigh, "rev-1"); again != before {
+	if again, _ := rs.Fingerprint(l, record.RiskHigh, "rev-1"); again != before {
 		t.Fatalf("the same state, not saved, fingerprinted again: %s, then %s", before, again)
 	}
 	if err := rs.Save(t.Context(), &recordingTx{}, l, record.StatusWaitingApproval, record.EventStep, "test", nil, nil); err != nil {
@@ -114,7 +114,7 @@ func TestFingerprintIsNotKeptAcrossASave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := l.Fingerprint(record.RiskHigh, "rev-1")
+	got, err := rs.Fingerprint(l, record.RiskHigh, "rev-1")
 	if err != nil {
 		t.Fatal(err)
 	}
