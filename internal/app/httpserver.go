@@ -25,16 +25,23 @@ func httpServer(h http.Handler, rt time.Duration) *http.Server {
 // whose grace is no longer. Closing one loses nothing: no request on it
 // has begun.
 type spareConns struct {
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
 }
 
-// track is the server's ConnState hook.
+// track is the server's ConnState hook. A connection the server accepted
+// as its shutdown began (the hook that closes the spare ones runs beside
+// the accept loop's last turn) is closed as it is told of it.
 func (s *spareConns) track(c net.Conn, state http.ConnState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if state != http.StateNew {
 		delete(s.conns, c)
+		return
+	}
+	if s.closed {
+		c.Close()
 		return
 	}
 	if s.conns == nil {
@@ -48,6 +55,7 @@ func (s *spareConns) track(c net.Conn, state http.ConnState) {
 func (s *spareConns) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	for c := range s.conns {
 		c.Close()
 	}
