@@ -292,6 +292,12 @@ type RunWrite struct {
 	// ErrConflict rather than SaveRun, and nothing of the transaction is
 	// stored; and Decision.ID is not known after it (0).
 	Reserved *AuditReservation
+	// Events are the transition's audit events of Run, in order, each
+	// appended after the records above as AppendAudit appends it (with
+	// Seal as its seal), so that a driver may store them with the
+	// transition's own rows.
+	Events []*record.AuditEvent
+	Seal   func(*record.AuditEvent, *record.AuditRunHead) (event, head record.Seal)
 }
 
 // RunHead is a run and its latest checkpoint (nil when it is missing).

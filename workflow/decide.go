@@ -610,14 +610,11 @@ func (dc *decider) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, re
 	// The request row is written even when the quorum is not reached yet: the
 	// compare-and-set on it is what serialises concurrent deciders. It and
 	// the decision travel with the transition.
-	err := dc.runs.SaveWith(ctx, tx, l, from, record.EventDecided, in.Approver.ID, detail, req, runtx.Also{Decided: req, Decision: d})
+	err := dc.runs.SaveWith(ctx, tx, l, from, record.EventDecided, in.Approver.ID, detail, req, runtx.Also{Decided: req, Decision: d, Then: sched.then()})
 	if we, ok := errors.AsType[*runtx.WriteError](err); ok {
 		return alreadyVoted(l, d, we)
 	}
-	if err != nil {
-		return err
-	}
-	return sched.audit(ctx, tx, l)
+	return err
 }
 
 func (dc *decider) insertDecision(ctx context.Context, tx storage.Tx, l *runtx.Loaded, d *record.Decision) error {
@@ -736,13 +733,10 @@ func (dc *decider) applyEdit(ctx context.Context, tx storage.Tx, l *runtx.Loaded
 			}
 		}
 	}
-	if err := dc.runs.Save(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
+	return dc.runs.SaveWith(ctx, tx, l, from, record.EventEdited, in.Approver.ID, map[string]any{
 		"index": in.EditIndex, "args": json.RawMessage(p.edited), "fingerprint": p.gate.Fingerprint,
 		"status": l.Run.Status, "via": in.Via,
-	}, next); err != nil {
-		return err
-	}
-	return sched.audit(ctx, tx, l)
+	}, next, runtx.Also{Then: sched.then()})
 }
 
 // Cancel ends a run that has not started executing. The requester may cancel, and

@@ -150,13 +150,10 @@ func (f *forcer) apply(ctx context.Context, tx storage.Tx, l *runtx.Loaded, req 
 	}
 	from := l.Run.Status
 	sched := dc.windows.approve(l)
-	if err := dc.runs.Save(ctx, tx, l, from, record.EventPolicyBypassed, in.Approver.ID, map[string]string{
+	return dc.runs.SaveWith(ctx, tx, l, from, record.EventPolicyBypassed, in.Approver.ID, map[string]string{
 		"reason": in.Reason, "role": role, "via": string(in.Via), "request_id": req.ID,
 		"break_glass_role": bg.Role, "review_role": fr.ReviewRole, "review_due": fr.ReviewDue.Format(time.RFC3339),
-	}, req); err != nil {
-		return err
-	}
-	return sched.audit(ctx, tx, l)
+	}, req, runtx.Also{Then: sched.then()})
 }
 
 // mergeBreakGlass is the break_glass of a proposal whose actions matched

@@ -82,12 +82,9 @@ func (gk *gatekeeper) propose(ctx context.Context, l *runtx.Loaded, from record.
 		req = gk.newRequest(l, gate)
 	}
 	return gk.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		if err := gk.runs.Save(ctx, tx, l, from, event, actor, map[string]any{
+		return gk.runs.SaveWith(ctx, tx, l, from, event, actor, map[string]any{
 			"status": l.Run.Status, "rule": gate.Rule, "risk": gate.Risk, "fingerprint": gate.Fingerprint,
-		}, req); err != nil {
-			return err
-		}
-		return sched.audit(ctx, tx, l)
+		}, req, runtx.Also{Then: sched.then()})
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
+	"github.com/signoff-dev/signoff/workflow/internal/runtx"
 )
 
 // DefaultPruneBatch is how many runs one write transaction of Prune handles:
@@ -208,9 +209,15 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 	// UpdatedAt stays when the run ended: listings and the next prune's
 	// cutoff read it so.
 	l.Run.Seq, l.Run.PrunedAt = cp.Seq, now
-	// The run's row and its summary checkpoint in one write (one round
-	// trip where statements cost one, with the audit head's read).
-	if err := tx.SaveRun(ctx, &storage.RunWrite{Run: l.Run, Checkpoint: cp}); err != nil {
+	evs, err := e.runs.CheckpointEvents(cp, runtx.Event{Actor: "signoff", Action: record.EventPruned, Detail: map[string]any{
+		"through_seq": rec.ThroughSeq, "states": states, "state_bytes": rec.StateBytes, "outbox": rec.Outbox,
+	}})
+	if err != nil {
+		return fmt.Errorf("prune run %s: %w", id, err)
+	}
+	// The run's row, its summary checkpoint and its event in one write (one
+	// round trip where statements cost one, with the audit head's read).
+	if err := tx.SaveRun(ctx, &storage.RunWrite{Run: l.Run, Checkpoint: cp, Events: evs}); err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
 	}
 	if _, err := tx.PruneCheckpoints(ctx, id, rec.ThroughSeq, now); err != nil {
@@ -219,9 +226,7 @@ func (e *Engine) pruneRun(ctx context.Context, tx storage.Tx, id string, opt Pru
 	if _, err := tx.DeleteDeliveredOutbox(ctx, id); err != nil {
 		return fmt.Errorf("prune run %s: %w", id, err)
 	}
-	return e.runs.AuditCheckpoint(ctx, tx, cp, "signoff", record.EventPruned, map[string]any{
-		"through_seq": rec.ThroughSeq, "states": states, "state_bytes": rec.StateBytes, "outbox": rec.Outbox,
-	})
+	return nil
 }
 
 // forgetReplays deletes the replay-cache rows whose signature window has

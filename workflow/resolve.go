@@ -100,10 +100,7 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 		if l.Run.Status == record.StatusExecuting {
 			sched = e.resolutions.windows.approve(l)
 		}
-		if err := e.runs.Save(ctx, tx, l, record.StatusNeedsAttention, record.EventResolved, in.By.ID, detail, nil); err != nil {
-			return err
-		}
-		if err := sched.audit(ctx, tx, l); err != nil {
+		if err := e.runs.SaveWith(ctx, tx, l, record.StatusNeedsAttention, record.EventResolved, in.By.ID, detail, nil, runtx.Also{Then: sched.then()}); err != nil {
 			return err
 		}
 		run = l.Run

@@ -73,14 +73,13 @@ type scheduling struct {
 	window string
 }
 
-// audit records, in tx, the scheduled event on the checkpoint the
-// approving transition just saved of l.
-func (sc *scheduling) audit(ctx context.Context, tx storage.Tx, l *runtx.Loaded) error {
+// then is the scheduled event the approving transition records after its
+// own (none when it scheduled nothing).
+func (sc *scheduling) then() []runtx.Event {
 	if sc == nil {
 		return nil
 	}
-	cp := &record.Checkpoint{RunID: l.Run.ID, Seq: l.Run.Seq, Hash: l.LastHash}
-	return sc.s.runs.AuditCheckpoint(ctx, tx, cp, "signoff", record.EventScheduled, sc.detail())
+	return []runtx.Event{{Actor: "signoff", Action: record.EventScheduled, Detail: sc.detail()}}
 }
 
 func (sc *scheduling) detail() map[string]string {

@@ -92,6 +92,19 @@ func (t *Tx) auditRunHead(ctx context.Context, runID string) (seq, spare int64, 
 }
 
 func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
+	if err := t.saveRunRecords(ctx, w); err != nil {
+		return err
+	}
+	for _, e := range w.Events {
+		if err := t.AppendAudit(ctx, e, w.Seal); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveRunRecords writes w's records, its events aside.
+func (t *Tx) saveRunRecords(ctx context.Context, w *storage.RunWrite) error {
 	p, ok := t.d.(Pipeliner)
 	if !ok {
 		return t.saveRunInTurn(ctx, w)

@@ -569,15 +569,16 @@ func (x *Runner) receipt(ctx context.Context, l *runtx.Loaded, op *record.Operat
 	if last {
 		l.Run.Status, l.Run.Reason = record.StatusDone, ""
 	}
+	also := runtx.Also{Operation: op}
+	if last {
+		also.Then = []runtx.Event{{Actor: "signoff", Action: record.EventFinished, Detail: finishedDetail(l.State)}}
+	}
 	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil, runtx.Also{Operation: op})
+		err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil, also)
 		if err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
-		if !last {
-			return nil
-		}
-		return x.runs.AuditCheckpoint(ctx, tx, &record.Checkpoint{RunID: l.Run.ID, Seq: l.Run.Seq, Hash: l.LastHash}, "signoff", record.EventFinished, finishedDetail(l.State))
+		return nil
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		// Another worker moved the run on (our lease ran out while we were

@@ -20,23 +20,40 @@ func (rs *Runs) Audit(ctx context.Context, tx storage.Tx, runID, actor string, a
 	return rs.audit(ctx, tx, runID, actor, action, detail)
 }
 
-// AuditCheckpoint audits the transition that wrote checkpoint cp, naming it.
-func (rs *Runs) AuditCheckpoint(ctx context.Context, tx storage.Tx, cp *record.Checkpoint, actor string, action record.Event, detail any) error {
-	return rs.appendAudit(ctx, tx, &record.AuditEvent{RunID: cp.RunID, Actor: actor, Action: action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}, detail)
+// CheckpointEvents are the audit events of the transition that writes cp
+// (storage.RunWrite.Events): first its own, then those of then, each
+// naming cp.
+func (rs *Runs) CheckpointEvents(cp *record.Checkpoint, first Event, then ...Event) ([]*record.AuditEvent, error) {
+	evs := make([]*record.AuditEvent, 0, 1+len(then))
+	for _, e := range append([]Event{first}, then...) {
+		ev := &record.AuditEvent{RunID: cp.RunID, Actor: e.Actor, Action: e.Action, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash}
+		if err := rs.eventDetail(ev, e.Detail); err != nil {
+			return nil, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
 }
 
-func (rs *Runs) appendAudit(ctx context.Context, tx storage.Tx, ev *record.AuditEvent, detail any) error {
-	runID, action := ev.RunID, ev.Action
+// eventDetail encodes detail (nil: none) into ev and dates it now.
+func (rs *Runs) eventDetail(ev *record.AuditEvent, detail any) error {
 	if detail != nil {
 		d, err := json.Marshal(detail)
 		if err != nil {
-			return fmt.Errorf("audit %s of run %s: %w", action, runID, err)
+			return fmt.Errorf("audit %s of run %s: %w", ev.Action, ev.RunID, err)
 		}
 		ev.Detail = d
 	}
 	ev.At = rs.Now()
+	return nil
+}
+
+func (rs *Runs) appendAudit(ctx context.Context, tx storage.Tx, ev *record.AuditEvent, detail any) error {
+	if err := rs.eventDetail(ev, detail); err != nil {
+		return err
+	}
 	if err := tx.AppendAudit(ctx, ev, nil); err != nil {
-		return fmt.Errorf("audit %s of run %s: %w", action, runID, err)
+		return fmt.Errorf("audit %s of run %s: %w", ev.Action, ev.RunID, err)
 	}
 	return nil
 }

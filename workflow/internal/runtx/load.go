@@ -302,6 +302,16 @@ type Also struct {
 	// Operation is an intent (InsertOperation, Version 0) or an operation
 	// moved on (UpdateOperation).
 	Operation *record.Operation
+	// Then are events of the same checkpoint after the transition's own
+	// (its run scheduled for a window, its end).
+	Then []Event
+}
+
+// Event is an audit event a transition records beside its own.
+type Event struct {
+	Actor  string
+	Action record.Event
+	Detail any
 }
 
 // WriteError is the store's refusal of a transition's own write (its run,
@@ -340,7 +350,11 @@ func (rs *Runs) SaveWith(ctx context.Context, tx storage.Tx, l *Loaded, from rec
 	if l.Run.Version == 0 {
 		l.Run.CreatedAt = now
 	}
-	w := &storage.RunWrite{Run: l.Run, Checkpoint: cp, Decided: also.Decided, Decision: also.Decision, Operation: also.Operation}
+	evs, err := rs.CheckpointEvents(cp, Event{Actor: actor, Action: event, Detail: detail}, also.Then...)
+	if err != nil {
+		return err
+	}
+	w := &storage.RunWrite{Run: l.Run, Checkpoint: cp, Decided: also.Decided, Decision: also.Decision, Operation: also.Operation, Events: evs}
 	if req != nil && req.Version == 0 {
 		w.Request = req
 	}
@@ -357,9 +371,6 @@ func (rs *Runs) SaveWith(ctx context.Context, tx storage.Tx, l *Loaded, from rec
 	l.LastHash = cp.Hash
 	if cp.BaseSeq == 0 {
 		l.base = &chain.Base{Seq: cp.Seq, State: s.full}
-	}
-	if err := rs.AuditCheckpoint(ctx, tx, cp, actor, event, detail); err != nil {
-		return err
 	}
 	return rs.notify(ctx, tx, Change{Run: l.Run, State: l.State, From: from, Event: event, Request: req})
 }

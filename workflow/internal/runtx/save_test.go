@@ -28,8 +28,32 @@ func (t *recordingTx) SaveRun(_ context.Context, w *storage.RunWrite) error {
 	return nil
 }
 
-func (t *recordingTx) AppendAudit(context.Context, *record.AuditEvent, func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
-	return nil
+// A transition's events travel with its write, each naming its checkpoint:
+// its own first, then the ones it records beside it, in order.
+func TestATransitionsEventsTravelWithItsWrite(t *testing.T) {
+	rs := &Runs{clock: wallClock{}, owner: "test", ttl: time.Minute}
+	l := &Loaded{
+		Run:   &record.Run{ID: "run-1", Workflow: "proposal", Status: record.StatusExecuting},
+		State: &record.State{SchemaVersion: record.SchemaVersion, RunID: "run-1", Workflow: "proposal", Summary: "refund"},
+	}
+	tx := &recordingTx{}
+	then := []Event{{Actor: "signoff", Action: record.EventFinished, Detail: map[string]int{"operations": 1}}}
+	if err := rs.SaveWith(t.Context(), tx, l, record.StatusExecuting, record.EventExecuted, "U1", map[string]string{"key": "k"}, nil, Also{Then: then}); err != nil {
+		t.Fatal(err)
+	}
+	w := tx.saved[0]
+	want := []struct {
+		actor, action, detail string
+	}{{"U1", string(record.EventExecuted), `{"key":"k"}`}, {"signoff", string(record.EventFinished), `{"operations":1}`}}
+	if len(w.Events) != len(want) {
+		t.Fatalf("the write carries %d events, want %d", len(w.Events), len(want))
+	}
+	for i, e := range w.Events {
+		if e.RunID != "run-1" || e.Actor != want[i].actor || string(e.Action) != want[i].action || string(e.Detail) != want[i].detail ||
+			e.CheckpointSeq != w.Checkpoint.Seq || e.CheckpointHash != w.Checkpoint.Hash || e.At.IsZero() {
+			t.Errorf("event %d = %+v, want %+v naming checkpoint %d", i, e, want[i], w.Checkpoint.Seq)
+		}
+	}
 }
 
 // A checkpoint staged before the write is stored when the run is as it was

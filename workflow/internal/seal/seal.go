@@ -161,7 +161,19 @@ func (t *sealingTx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	if op := w.Operation; op != nil {
 		t.sealOperation(op)
 	}
-	return t.Tx.SaveRun(ctx, w)
+	if len(w.Events) == 0 {
+		return t.Tx.SaveRun(ctx, w)
+	}
+	w.Seal = t.sealEvent
+	if err := t.Tx.SaveRun(ctx, w); err != nil {
+		return err
+	}
+	return t.keyed(ctx, w.Events[0].At)
+}
+
+// sealEvent seals an audit event and its run's head as the store appends it.
+func (t *sealingTx) sealEvent(e *record.AuditEvent, h *record.AuditRunHead) (record.Seal, record.Seal) {
+	return sealWith(t.in.keys, "audit", auditParts(e)), sealWith(t.in.keys, "audit-head", runHeadParts(h))
 }
 
 func (t *sealingTx) sealDecision(d *record.Decision) {
@@ -208,16 +220,17 @@ func (t *sealingTx) UpdateOperation(ctx context.Context, op *record.Operation) e
 }
 
 func (t *sealingTx) AppendAudit(ctx context.Context, e *record.AuditEvent, _ func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
-	keys := t.in.keys
-	err := t.Tx.AppendAudit(ctx, e, func(e *record.AuditEvent, h *record.AuditRunHead) (record.Seal, record.Seal) {
-		return sealWith(keys, "audit", auditParts(e)), sealWith(keys, "audit-head", runHeadParts(h))
-	})
-	if err != nil {
+	if err := t.Tx.AppendAudit(ctx, e, t.sealEvent); err != nil {
 		return err
 	}
-	// The store's head says since when it is keyed: written by the first
-	// keyed write, and then left alone (anchors move it), so that appends do
-	// not all write one row.
+	return t.keyed(ctx, e.At)
+}
+
+// keyed writes the store's head after an audit event appended at at, when
+// it is the first keyed write. The head says since when the store is
+// keyed: written by the first keyed write, and then left alone (anchors
+// move it), so that appends do not all write one row.
+func (t *sealingTx) keyed(ctx context.Context, at time.Time) error {
 	old, err := t.in.keyedHead(ctx, t.Tx)
 	var ie *record.IntegrityError
 	switch {
@@ -230,8 +243,8 @@ func (t *sealingTx) AppendAudit(ctx context.Context, e *record.AuditEvent, _ fun
 	case old != nil:
 		return nil
 	}
-	h := &record.IntegrityHead{KeyedSince: e.At}
-	h.Seal = sealWith(keys, "head", headParts(h))
+	h := &record.IntegrityHead{KeyedSince: at}
+	h.Seal = sealWith(t.in.keys, "head", headParts(h))
 	return t.Tx.PutIntegrityHead(ctx, h)
 }
 
