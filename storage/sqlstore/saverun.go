@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 )
 
@@ -95,12 +96,44 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	if err := t.saveRunRecords(ctx, w); err != nil {
 		return err
 	}
+	if len(w.Events) > 1 && t.d.AuditMoveHead() == "" {
+		return t.appendInTurn(ctx, w.Events, w.Seal)
+	}
 	for _, e := range w.Events {
 		if err := t.AppendAudit(ctx, e, w.Seal); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appendInTurn appends evs, events of one run, as AppendAudit appends each,
+// where statements cost no round trip and the head is moved by a statement
+// of its own (AuditMoveHead ""): the head is read once, each event takes
+// the seq after the one before (the transaction is the one writer), and
+// the head moves once, to the last.
+func (t *Tx) appendInTurn(ctx context.Context, evs []*record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
+	runID := evs[0].RunID
+	seq, _, prev, _, err := t.auditRunHead(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", evs[0].Action, runID, err)
+	}
+	var head record.AuditRunHead
+	for i, e := range evs {
+		next := *e
+		next.Format, next.Seq, next.PrevHash, next.Seal = record.AuditPerRun, seq+int64(i), prev, record.Seal{}
+		next.Hash = record.AuditHash(&next)
+		head = record.AuditRunHead{RunID: runID, Seq: next.Seq, Hash: next.Hash}
+		if seal != nil {
+			next.Seal, head.Seal = seal(&next, &head)
+		}
+		if _, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			auditArgs(&next)...); err != nil {
+			return fmt.Errorf("append audit %s of run %s: %w", e.Action, runID, t.d.Err(err))
+		}
+		*e, prev = next, next.Hash
+	}
+	return t.moveHead(ctx, &head)
 }
 
 // saveRunRecords writes w's records, its events aside.

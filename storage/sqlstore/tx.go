@@ -900,8 +900,7 @@ func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*r
 	if seal != nil {
 		next.Seal, head.Seal = seal(&next, &head)
 	}
-	args := []any{next.Seq, next.RunID, next.Actor, next.Action, next.Detail, millis(next.At), next.PrevHash, next.Hash,
-		next.CheckpointSeq, next.CheckpointHash, next.KeyID, next.MAC, next.Format}
+	args := auditArgs(&next)
 	with := t.d.AuditMoveHead()
 	if with != "" {
 		args = append(args, head.KeyID, head.MAC)
@@ -936,17 +935,34 @@ func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*r
 		*e = next
 		return nil
 	}
-	_, err = t.c.Exec(ctx, insert, args...)
-	if err == nil && with == "" {
-		_, err = t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit_heads (run_id, seq, hash, key_id, mac) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
-				key_id = excluded.key_id, mac = excluded.mac`),
-			head.RunID, head.Seq, head.Hash, head.KeyID, head.MAC)
-	}
-	if err != nil {
+	if _, err = t.c.Exec(ctx, insert, args...); err != nil {
 		return fmt.Errorf("append audit %s of run %s: %w", e.Action, e.RunID, t.d.Err(err))
 	}
+	if with == "" {
+		if err := t.moveHead(ctx, &head); err != nil {
+			return err
+		}
+	}
 	*e = next
+	return nil
+}
+
+// auditArgs are e's values in auditColumns' order.
+func auditArgs(e *record.AuditEvent) []any {
+	return []any{e.Seq, e.RunID, e.Actor, e.Action, e.Detail, millis(e.At), e.PrevHash, e.Hash,
+		e.CheckpointSeq, e.CheckpointHash, e.KeyID, e.MAC, e.Format}
+}
+
+// moveHead moves a run's audit head to h, by a statement of its own (where
+// the event's insert does not: AuditMoveHead "").
+func (t *Tx) moveHead(ctx context.Context, h *record.AuditRunHead) error {
+	_, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit_heads (run_id, seq, hash, key_id, mac) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
+			key_id = excluded.key_id, mac = excluded.mac`),
+		h.RunID, h.Seq, h.Hash, h.KeyID, h.MAC)
+	if err != nil {
+		return fmt.Errorf("move the audit head of run %s to %d: %w", h.RunID, h.Seq, t.d.Err(err))
+	}
 	return nil
 }
 
