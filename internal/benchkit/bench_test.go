@@ -1,7 +1,9 @@
 package benchkit
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -232,3 +234,18 @@ func TestRowsPerRunByTable(t *testing.T) {
 // takes today (the receipt's two events move their run's audit head once),
 // so that a change that adds one is seen.
 const maxRowsPerRun = 22
+
+// The figures are read "with 2 KB of evidence": the evidence is a JSON
+// object of about 2 KB, the same bytes in every run and every process.
+func TestTheEvidenceIsTwoKilobytesOfJSON(t *testing.T) {
+	if n := len(evidence); n < 1900 || n > 2100 {
+		t.Errorf("the evidence is %d bytes, want about 2,000", n)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(evidence, &v); err != nil {
+		t.Fatalf("the evidence is not a JSON object: %v", err)
+	}
+	if again := paymentsEvidence(evidenceBytes); !bytes.Equal(again, evidence) {
+		t.Error("the evidence differs from one making to the next")
+	}
+}
