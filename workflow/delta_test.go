@@ -205,6 +205,7 @@ func writeVersion1(t *testing.T, h *harness, id string) {
 		exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
 	}
 	for run, ev := range last {
+		exec(`UPDATE runs SET audit_hash = ? WHERE id = ? AND audit_seq = ?`, ev.Hash, run, ev.Seq)
 		exec(`UPDATE audit_heads SET hash = ? WHERE run_id = ? AND seq = ?`, ev.Hash, run, ev.Seq)
 	}
 }

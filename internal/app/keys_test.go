@@ -48,7 +48,8 @@ func TestVerifyAnchor(t *testing.T) {
 	if _, err := db.Exec(`DELETE FROM audit WHERE seq >= 1`); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DELETE FROM audit_heads`, `DELETE FROM audit_anchors WHERE id > 0`, `DELETE FROM integrity_head`} {
+	for _, q := range []string{`DELETE FROM audit_heads`, `UPDATE runs SET audit_seq = 0, audit_hash = '', audit_anchored = 0, audit_key_id = '', audit_mac = ''`,
+		`DELETE FROM audit_anchors WHERE id > 0`, `DELETE FROM integrity_head`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}

@@ -641,3 +641,77 @@ func TestTempFilesWhileCopyingWholeTables(t *testing.T) {
 		t.Errorf("temp_store = %d during and %d after, want 1 (FILE) and 2 (MEMORY)", during, after)
 	}
 }
+
+// TestMigrationMovesAuditHeadsIntoRunRows: a store migrated while a run's
+// audit head was a row of audit_heads keeps it, in the run's row, anchored
+// as far as it was, and the run's next event follows it; the head of the
+// events about no run stays in audit_heads.
+func TestMigrationMovesAuditHeadsIntoRunRows(t *testing.T) {
+	path := tempPath(t)
+	db, err := OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations {
+		if m.Version >= 14 {
+			break
+		}
+		if err := applyMigration(t.Context(), db, m, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO runs (id, status, version) VALUES ('run-a', 'done', 1)`,
+		`INSERT INTO audit (seq, run_id, action, prev_hash, hash, format) VALUES (1, 'run-a', 'submitted', '', 'ha', 2)`,
+		`INSERT INTO audit (seq, run_id, action, prev_hash, hash, format) VALUES (2, '', 'delegated', '', 'hz', 2)`,
+		`INSERT INTO audit_heads (run_id, seq, hash, anchored, key_id, mac) VALUES ('run-a', 1, 'ha', 1, 'k1', 'ma')`,
+		`INSERT INTO audit_heads (run_id, seq, hash, anchored, key_id, mac) VALUES ('', 2, 'hz', 0, 'k1', 'mz')`,
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openStore(t, path)
+	var heads []*record.AuditRunHead
+	if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		heads, err = tx.AuditRunHeads(ctx)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []*record.AuditRunHead{
+		{RunID: "", Seq: 2, Hash: "hz", Seal: record.Seal{KeyID: "k1", MAC: "mz"}},
+		{RunID: "run-a", Seq: 1, Hash: "ha", Seal: record.Seal{KeyID: "k1", MAC: "ma"}},
+	}
+	if len(heads) != len(want) || *heads[0] != *want[0] || *heads[1] != *want[1] {
+		t.Fatalf("heads after the migration = %+v, want %+v", heads, want)
+	}
+	raw := func(q string) (n int64) {
+		t.Helper()
+		if err := s.read.QueryRowContext(t.Context(), q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := raw(`SELECT count(*) FROM audit_heads WHERE run_id = 'run-a'`); n != 0 {
+		t.Errorf("run-a's head is still a row of audit_heads")
+	}
+	if n := raw(`SELECT audit_anchored FROM runs WHERE id = 'run-a'`); n != 1 {
+		t.Errorf("run-a's head is anchored to %d, want 1 as before", n)
+	}
+	e := &record.AuditEvent{RunID: "run-a", Action: "pruned", At: time.Now()}
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error { return tx.AppendAudit(ctx, e, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if e.PrevHash != "ha" || e.Seq != 3 {
+		t.Errorf("run-a's next event: seq %d, prev %q; want 3 after ha", e.Seq, e.PrevHash)
+	}
+	if n := raw(`SELECT audit_seq FROM runs WHERE id = 'run-a'`); n != 3 {
+		t.Errorf("run-a's row holds head %d, want 3", n)
+	}
+}

@@ -182,20 +182,30 @@ func (dialect) LockRow() string { return "" }
 // AuditRunHead: the write transaction holds the file's write lock, so no
 // other writer can append before this one's insert, and the last seq + 1 is
 // unique and in commit order.
-func (dialect) AuditRunHead(ctx context.Context, c sqlstore.Conn, runID string) (int64, string, error) {
-	var (
-		seq  int64
-		hash *string
-	)
-	err := c.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM audit),
-		(SELECT hash FROM audit_heads WHERE run_id = ?)`, runID).Scan(&seq, &hash)
-	if err != nil {
-		return 0, "", interpretError(err)
+func (d dialect) AuditRunHead(ctx context.Context, c sqlstore.Conn, runID string) (int64, string, error) {
+	seq, hash, _, err := d.RunAuditHead(ctx, c, runID)
+	return seq, hash, err
+}
+
+var _ sqlstore.RunHeads = dialect{}
+
+// RunAuditHead: a run's head is in its run row once it has one there, and
+// before that (an event about the run written before its row) in
+// audit_heads, as is the head of the events about no run.
+func (dialect) RunAuditHead(ctx context.Context, c sqlstore.Conn, runID string) (seq int64, hash string, inHeads bool, err error) {
+	var inRun, inTable *string
+	err = c.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM audit),
+		(SELECT audit_hash FROM runs WHERE id = ? AND audit_seq > 0),
+		(SELECT hash FROM audit_heads WHERE run_id = ?)`, runID, runID).Scan(&seq, &inRun, &inTable)
+	switch {
+	case err != nil:
+		return 0, "", false, interpretError(err)
+	case inRun != nil:
+		return seq, *inRun, false, nil
+	case inTable != nil:
+		return seq, *inTable, true, nil
 	}
-	if hash == nil {
-		return seq, "", nil
-	}
-	return seq, *hash, nil
+	return seq, "", false, nil
 }
 
 // AuditMoveHead: SQLite has no data-modifying WITH; the core upserts the head.

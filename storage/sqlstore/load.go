@@ -53,7 +53,9 @@ func (t *Tx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*s
 	add(parts.Operations, `SELECT `+operationColumns+` FROM operations WHERE run_id = ? ORDER BY idx, op_key`, each(scanOperation, &b.Operations))
 	add(parts.Messages, `SELECT `+locationColumns+` FROM message_locations WHERE run_id = ? ORDER BY posted_at, request_id`, each(scanLocation, &b.Messages))
 	add(parts.Audit, `SELECT `+auditColumns+` FROM audit WHERE run_id = ? ORDER BY seq`, each(scanAudit, &b.Audit))
-	add(parts.Audit, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads WHERE run_id = ? AND seq > 0`, each(scanAuditHead, &heads))
+	if parts.Audit {
+		qs = append(qs, Query{SQL: t.d.Bind(auditHeadsQuery(`run_id = ? AND seq > 0`)), Args: []any{id, id}, Rows: each(scanAuditHead, &heads)})
+	}
 	add(parts.Outbox, `SELECT `+outboxColumns+` FROM outbox WHERE run_id = ? ORDER BY id`, each(scanOutbox, &b.Outbox))
 	var res storage.AuditReservation
 	if rv, ok := t.d.(Reserver); ok && parts.Reserve {

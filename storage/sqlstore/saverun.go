@@ -93,11 +93,11 @@ func (t *Tx) auditRunHead(ctx context.Context, runID string) (seq, spare int64, 
 }
 
 func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
+	if rh, ok := t.d.(RunHeads); ok && len(w.Events) > 0 {
+		return t.saveRunWithHead(ctx, rh, w)
+	}
 	if err := t.saveRunRecords(ctx, w); err != nil {
 		return err
-	}
-	if len(w.Events) > 1 && t.d.AuditMoveHead() == "" {
-		return t.appendInTurn(ctx, w.Events, w.Seal)
 	}
 	for _, e := range w.Events {
 		if err := t.AppendAudit(ctx, e, w.Seal); err != nil {
@@ -107,33 +107,66 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	return nil
 }
 
-// appendInTurn appends evs, events of one run, as AppendAudit appends each,
-// where statements cost no round trip and the head is moved by a statement
-// of its own (AuditMoveHead ""): the head is read once, each event takes
-// the seq after the one before (the transaction is the one writer), and
-// the head moves once, to the last.
-func (t *Tx) appendInTurn(ctx context.Context, evs []*record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
-	runID := evs[0].RunID
-	seq, _, prev, _, err := t.auditRunHead(ctx, runID)
+// RunHeads is a Dialect that keeps a run's audit head in its run row
+// (SQLite): the run row a transition writes moves the head to the
+// transition's last event in the same statement. audit_heads keeps the
+// heads of events about no run or a run that does not exist.
+type RunHeads interface {
+	// RunAuditHead is AuditRunHead, and whether the head was read from
+	// audit_heads (an event about runID written before its run row was).
+	RunAuditHead(ctx context.Context, c Conn, runID string) (seq int64, hash string, inHeads bool, err error)
+}
+
+// saveRunWithHead is SaveRun where the run row holds its audit head
+// (RunHeads): the head is read first, the events chained to it, and the
+// run row written with the head they end at, then the records beside it,
+// then the events; each event takes the seq after the one before (the
+// transaction is the one writer).
+func (t *Tx) saveRunWithHead(ctx context.Context, rh RunHeads, w *storage.RunWrite) error {
+	r := w.Run
+	seq, prev, inHeads, err := rh.RunAuditHead(ctx, t.c, r.ID)
 	if err != nil {
-		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", evs[0].Action, runID, err)
+		return fmt.Errorf("save run %s: read its audit head: %w", r.ID, err)
 	}
+	evs, head := chainEvents(w.Events, seq, prev, w.Seal)
+	if err := t.writeRunHead(ctx, r, head); err != nil {
+		return err
+	}
+	rest := *w
+	rest.Run = nil
+	if err := t.saveRunInTurn(ctx, &rest); err != nil {
+		return err
+	}
+	for i, e := range evs {
+		if _, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			auditArgs(e)...); err != nil {
+			return fmt.Errorf("append audit %s of run %s: %w", e.Action, r.ID, t.d.Err(err))
+		}
+		*w.Events[i] = *e
+	}
+	if inHeads {
+		return t.dropHeadRow(ctx, r.ID)
+	}
+	return nil
+}
+
+// chainEvents is evs, events of one run, as appended after a head at
+// prev, the first taking seq: each with its format, seq, link, hash and
+// seal; and the head the last leaves.
+func chainEvents(evs []*record.AuditEvent, seq int64, prev string, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) ([]*record.AuditEvent, *record.AuditRunHead) {
+	out := make([]*record.AuditEvent, len(evs))
 	var head record.AuditRunHead
 	for i, e := range evs {
 		next := *e
 		next.Format, next.Seq, next.PrevHash, next.Seal = record.AuditPerRun, seq+int64(i), prev, record.Seal{}
 		next.Hash = record.AuditHash(&next)
-		head = record.AuditRunHead{RunID: runID, Seq: next.Seq, Hash: next.Hash}
+		head = record.AuditRunHead{RunID: next.RunID, Seq: next.Seq, Hash: next.Hash}
 		if seal != nil {
 			next.Seal, head.Seal = seal(&next, &head)
 		}
-		if _, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			auditArgs(&next)...); err != nil {
-			return fmt.Errorf("append audit %s of run %s: %w", e.Action, runID, t.d.Err(err))
-		}
-		*e, prev = next, next.Hash
+		out[i], prev = &next, next.Hash
 	}
-	return t.moveHead(ctx, &head)
+	return out, &head
 }
 
 // saveRunRecords writes w's records, its events aside.
@@ -265,9 +298,11 @@ func (t *Tx) Lost() error { return t.lost }
 // costs no round trip.
 func (t *Tx) saveRunInTurn(ctx context.Context, w *storage.RunWrite) error {
 	var err error
-	if w.Run.Version == 0 {
+	switch {
+	case w.Run == nil: // written already (saveRunWithHead)
+	case w.Run.Version == 0:
 		err = t.InsertRun(ctx, w.Run)
-	} else {
+	default:
 		err = t.UpdateRun(ctx, w.Run)
 	}
 	if err == nil {

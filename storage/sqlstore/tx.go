@@ -379,6 +379,42 @@ func updateRun(r *record.Run) (string, []any) {
 			r.LeaseOwner, millis(r.LeaseUntil), r.Fence, millis(r.UpdatedAt), millis(r.PrunedAt), r.ID, r.Version}
 }
 
+// runAuditColumns are the run row's audit head (see RunHeads).
+const runAuditColumns = `audit_seq, audit_hash, audit_key_id, audit_mac`
+
+// writeRunHead inserts or updates (compare-and-set) r's row as InsertRun or
+// UpdateRun does, with its audit head moved to h in the same statement.
+func (t *Tx) writeRunHead(ctx context.Context, r *record.Run, h *record.AuditRunHead) error {
+	headArgs := []any{h.Seq, h.Hash, h.KeyID, h.MAC}
+	if r.Version == 0 {
+		q, args := insertRun(r)
+		q = strings.Replace(q, `callback_url)`, `callback_url, `+runAuditColumns+`)`, 1)
+		q = strings.Replace(q, `?)`, `?, ?, ?, ?, ?)`, 1)
+		if err := t.guarded(ctx, nil, q, append(args, headArgs...)...); err != nil {
+			return fmt.Errorf("insert run %s: %w", r.ID, err)
+		}
+		return t.runWritten(ctx, r, true)
+	}
+	q, args := updateRun(r)
+	q = strings.Replace(q, `WHERE id = ?`, `, audit_seq = ?, audit_hash = ?, audit_key_id = ?, audit_mac = ?
+		WHERE id = ?`, 1)
+	n := len(args)
+	args = append(append(args[:n-2:n-2], headArgs...), args[n-2:]...)
+	if err := t.compareAndSet(ctx, "runs", "id", r.ID, q, args...); err != nil {
+		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
+	}
+	return t.runWritten(ctx, r, false)
+}
+
+// dropHeadRow deletes runID's row of audit_heads, whose head its run row
+// now holds (RunHeads).
+func (t *Tx) dropHeadRow(ctx context.Context, runID string) error {
+	if _, err := t.c.Exec(ctx, t.d.Bind(`DELETE FROM audit_heads WHERE run_id = ?`), runID); err != nil {
+		return fmt.Errorf("move the audit head of run %s into its row: %w", runID, t.d.Err(err))
+	}
+	return nil
+}
+
 func (t *Tx) UpdateRun(ctx context.Context, r *record.Run) error {
 	q, args := updateRun(r)
 	if err := t.compareAndSet(ctx, "runs", "id", r.ID, q, args...); err != nil {
@@ -886,6 +922,9 @@ func scanAudit(s Row) (*record.AuditEvent, error) {
 // run's chain stays linear, on one writer or several, while appends to
 // different runs do not wait for each other.
 func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
+	if rh, ok := t.d.(RunHeads); ok {
+		return t.appendToRun(ctx, rh, e, seal)
+	}
 	seq, spare, prev, guarded, err := t.auditRunHead(ctx, e.RunID)
 	if err != nil {
 		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
@@ -947,6 +986,41 @@ func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*r
 	return nil
 }
 
+// appendToRun is AppendAudit where the run row holds the run's head
+// (RunHeads): the head moves in the run row, or in audit_heads when there
+// is none (an event about no run, or about a run that does not exist).
+func (t *Tx) appendToRun(ctx context.Context, rh RunHeads, e *record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
+	seq, prev, inHeads, err := rh.RunAuditHead(ctx, t.c, e.RunID)
+	if err != nil {
+		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
+	}
+	evs, head := chainEvents([]*record.AuditEvent{e}, seq, prev, seal)
+	next := evs[0]
+	if _, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		auditArgs(next)...); err != nil {
+		return fmt.Errorf("append audit %s of run %s: %w", e.Action, e.RunID, t.d.Err(err))
+	}
+	n := int64(0)
+	if e.RunID != "" {
+		n, err = t.c.Exec(ctx, t.d.Bind(`UPDATE runs SET audit_seq = ?, audit_hash = ?, audit_key_id = ?, audit_mac = ? WHERE id = ?`),
+			head.Seq, head.Hash, head.KeyID, head.MAC, head.RunID)
+		if err != nil {
+			return fmt.Errorf("move the audit head of run %s to %d: %w", head.RunID, head.Seq, t.d.Err(err))
+		}
+	}
+	switch {
+	case n == 0:
+		err = t.moveHead(ctx, head)
+	case inHeads:
+		err = t.dropHeadRow(ctx, e.RunID)
+	}
+	if err != nil {
+		return err
+	}
+	*e = *next
+	return nil
+}
+
 // auditArgs are e's values in auditColumns' order.
 func auditArgs(e *record.AuditEvent) []any {
 	return []any{e.Seq, e.RunID, e.Actor, e.Action, e.Detail, millis(e.At), e.PrevHash, e.Hash,
@@ -997,9 +1071,17 @@ func scanAuditHead(s Row) (*record.AuditRunHead, error) {
 	return &h, nil
 }
 
+// auditHeadsQuery selects the audit heads, each run's from its run row or
+// audit_heads (see RunHeads), as run_id, seq, hash, key_id, mac; where
+// is a condition on run_id and on seq (bound twice: once per side).
+func auditHeadsQuery(where string) string {
+	return `SELECT id AS run_id, audit_seq AS seq, audit_hash AS hash, audit_key_id AS key_id, audit_mac AS mac FROM runs
+		WHERE ` + strings.NewReplacer("run_id", "id", "seq", "audit_seq").Replace(where) + `
+		UNION ALL SELECT run_id, seq, hash, key_id, mac FROM audit_heads WHERE ` + where
+}
+
 func (t *Tx) AuditRunHead(ctx context.Context, runID string) (*record.AuditRunHead, error) {
-	h, err := scanAuditHead(t.queryRow(ctx, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads
-		WHERE run_id = ? AND seq > 0`, runID))
+	h, err := scanAuditHead(t.queryRow(ctx, auditHeadsQuery(`run_id = ? AND seq > 0`)+` LIMIT 1`, runID, runID))
 	if err != nil {
 		return nil, fmt.Errorf("load the audit head of run %s: %w", runID, t.d.Err(err))
 	}
@@ -1009,8 +1091,7 @@ func (t *Tx) AuditRunHead(ctx context.Context, runID string) (*record.AuditRunHe
 func (t *Tx) AuditRunHeads(ctx context.Context) ([]*record.AuditRunHead, error) {
 	// seq > 0: a head row a rolled-back first append left is no head (see
 	// the PostgreSQL dialect's AuditRunHead).
-	hs, err := queryAll(ctx, t, scanAuditHead, `SELECT run_id, seq, hash, key_id, mac FROM audit_heads
-		WHERE seq > 0 ORDER BY run_id`)
+	hs, err := queryAll(ctx, t, scanAuditHead, auditHeadsQuery(`seq > 0`)+` ORDER BY run_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list audit heads: %w", err)
 	}
@@ -1056,21 +1137,27 @@ func (t *Tx) LatestAnchor(ctx context.Context) (*record.AuditAnchor, error) {
 }
 
 func (t *Tx) AnchorHeads(ctx context.Context) ([]record.AnchoredHead, error) {
-	rows, err := t.c.Query(ctx, t.d.Bind(`UPDATE audit_heads SET anchored = seq
-		WHERE anchored <> seq AND seq > 0 RETURNING run_id, seq, hash`))
-	if err != nil {
-		return nil, fmt.Errorf("anchor audit heads: %w", t.d.Err(err))
-	}
-	hs, err := collect(t.d, rows, func(r Row) (*record.AnchoredHead, error) {
-		var h record.AnchoredHead
-		return &h, r.Scan(&h.RunID, &h.Seq, &h.Hash)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("anchor audit heads: %w", err)
-	}
-	out := make([]record.AnchoredHead, len(hs))
-	for i, h := range hs {
-		out[i] = *h
+	var out []record.AnchoredHead
+	// The heads in run rows (RunHeads), then the others; each statement is
+	// answered by its table's index of heads not yet anchored.
+	for _, q := range []string{
+		`UPDATE runs SET audit_anchored = audit_seq WHERE audit_anchored <> audit_seq AND audit_seq > 0 RETURNING id, audit_seq, audit_hash`,
+		`UPDATE audit_heads SET anchored = seq WHERE anchored <> seq AND seq > 0 RETURNING run_id, seq, hash`,
+	} {
+		rows, err := t.c.Query(ctx, t.d.Bind(q))
+		if err != nil {
+			return nil, fmt.Errorf("anchor audit heads: %w", t.d.Err(err))
+		}
+		hs, err := collect(t.d, rows, func(r Row) (*record.AnchoredHead, error) {
+			var h record.AnchoredHead
+			return &h, r.Scan(&h.RunID, &h.Seq, &h.Hash)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("anchor audit heads: %w", err)
+		}
+		for _, h := range hs {
+			out = append(out, *h)
+		}
 	}
 	slices.SortFunc(out, func(a, b record.AnchoredHead) int { return strings.Compare(a.RunID, b.RunID) })
 	return out, nil
