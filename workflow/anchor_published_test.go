@@ -32,13 +32,15 @@ func TestARewriteAfterAPublishedAnchorIsCaughtBeforeExecuting(t *testing.T) {
 	tests := []struct {
 		name   string
 		tamper string // SQL with one ? for the run id, or "" for none
+		// event, when set, changes the run's last audit event instead.
+		event  func(e *record.AuditEvent)
 		want   record.Status
 		reason string
 	}{
-		{"nothing changed", "", record.StatusDone, ""},
-		{"the run's anchored audit event rewritten", `UPDATE audit SET hash = '` + strings.Repeat("0", 64) + `' WHERE seq = (SELECT MAX(seq) FROM audit WHERE run_id = ?)`,
+		{"nothing changed", "", nil, record.StatusDone, ""},
+		{"the run's anchored audit event rewritten", "", func(e *record.AuditEvent) { e.Hash = strings.Repeat("0", 64) },
 			record.StatusNeedsAttention, "was changed since"},
-		{"the anchors deleted", `DELETE FROM audit_anchors WHERE ? <> ''`, record.StatusNeedsAttention, "the store has no anchor 1"},
+		{"the anchors deleted", `DELETE FROM audit_anchors WHERE ? <> ''`, nil, record.StatusNeedsAttention, "the store has no anchor 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,13 +52,35 @@ func TestARewriteAfterAPublishedAnchorIsCaughtBeforeExecuting(t *testing.T) {
 				t.Fatalf("anchor: %+v %v", a, err)
 			}
 			pub.set(a)
-			if tt.tamper != "" {
+			if tt.tamper != "" || tt.event != nil {
 				db, err := sqlite.OpenDB(h.path)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := db.Exec(tt.tamper, run.ID); err != nil {
-					t.Fatal(err)
+				if tt.tamper != "" {
+					if _, err := db.Exec(tt.tamper, run.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tt.event != nil {
+					// The run's last event, wherever the store keeps it.
+					var last int64
+					if err := sqlite.EditAuditEvents(ctx, db, func(e *record.AuditEvent) bool {
+						if e.RunID == run.ID {
+							last = e.Seq
+						}
+						return true
+					}); err != nil {
+						t.Fatal(err)
+					}
+					if err := sqlite.EditAuditEvents(ctx, db, func(e *record.AuditEvent) bool {
+						if e.Seq == last {
+							tt.event(e)
+						}
+						return true
+					}); err != nil {
+						t.Fatal(err)
+					}
 				}
 				db.Close()
 			}

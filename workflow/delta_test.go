@@ -147,14 +147,6 @@ func TestOldCheckpointsStillLoad(t *testing.T) {
 func writeVersion1(t *testing.T, h *harness, id string) {
 	t.Helper()
 	cps := checkpointsOf(t, h, id)
-	var evs []*record.AuditEvent
-	if err := h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		evs, err = tx.AuditEvents(ctx, storage.AuditFilter{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
 	db, err := sqlite.OpenDB(h.path)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +184,7 @@ func writeVersion1(t *testing.T, h *harness, id string) {
 	// The audit events name the checkpoints by hash: their chains (each
 	// run's, and the run's head) are recomputed too.
 	last := map[string]*record.AuditEvent{}
-	for _, ev := range evs {
+	if err := sqlite.EditAuditEvents(ctx, db, func(ev *record.AuditEvent) bool {
 		if h, ok := renamed[ev.CheckpointHash]; ok {
 			ev.CheckpointHash = h
 		}
@@ -201,8 +193,11 @@ func writeVersion1(t *testing.T, h *harness, id string) {
 			ev.PrevHash = p.Hash
 		}
 		ev.Hash = record.AuditHash(ev)
-		last[ev.RunID] = ev
-		exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
+		e := *ev
+		last[ev.RunID] = &e
+		return true
+	}); err != nil {
+		t.Fatal(err)
 	}
 	for run, ev := range last {
 		exec(`UPDATE runs SET audit_hash = ? WHERE id = ? AND audit_seq = ?`, ev.Hash, run, ev.Seq)

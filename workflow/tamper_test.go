@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,36 @@ type tamperEnv struct {
 	h      *harness
 	exec   func(query string, args ...any)
 	reopen func() // a new process: same store and keys, no failpoint
+	// events hands every audit event to edit in seq order, as stored, and
+	// writes back what it leaves (false: deletes it), wherever the store
+	// keeps it.
+	events func(edit func(e *record.AuditEvent) (keep bool))
+}
+
+// auditRowEdit is tamperEnv.events for a store that keeps every event in
+// a row of audit (PostgreSQL).
+func auditRowEdit(t *testing.T, env *tamperEnv) func(func(*record.AuditEvent) bool) {
+	return func(edit func(*record.AuditEvent) bool) {
+		t.Helper()
+		var evs []*record.AuditEvent
+		if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
+			var err error
+			evs, err = tx.AuditEvents(ctx, storage.AuditFilter{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			seq := e.Seq
+			if !edit(e) {
+				env.exec(`DELETE FROM audit WHERE seq = ?`, seq)
+				continue
+			}
+			env.exec(`UPDATE audit SET seq = ?, actor = ?, action = ?, detail = ?, at = ?, prev_hash = ?, hash = ?,
+				checkpoint_seq = ?, checkpoint_hash = ?, key_id = ?, mac = ? WHERE seq = ?`,
+				e.Seq, e.Actor, e.Action, e.Detail, e.At.UnixMilli(), e.PrevHash, e.Hash, e.CheckpointSeq, e.CheckpointHash, e.KeyID, e.MAC, seq)
+		}
+	}
 }
 
 func sqliteTamperEnv(t *testing.T, opts ...harnessOption) *tamperEnv {
@@ -56,6 +87,17 @@ func sqliteTamperEnv(t *testing.T, opts ...harnessOption) *tamperEnv {
 			}
 		},
 		reopen: func() { h.open(testPolicy(t, "rev-1", h.roles), withKeys(keys)) },
+		events: func(edit func(*record.AuditEvent) bool) {
+			t.Helper()
+			db, err := sqlite.OpenDB(h.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := sqlite.EditAuditEvents(ctx, db, edit); err != nil {
+				t.Fatal(err)
+			}
+		},
 	}
 }
 
@@ -76,7 +118,7 @@ func postgresTamperEnv(t *testing.T, opts ...harnessOption) *tamperEnv {
 	keys := testKeys(t)
 	h := &harness{t: t, target: newLedger(), clock: newFakeClock(), roles: roles}
 	h.build(st, testPolicy(t, "rev-1", roles), append([]harnessOption{withKeys(keys)}, opts...)...)
-	return &tamperEnv{h: h,
+	env := &tamperEnv{h: h,
 		exec: func(q string, args ...any) {
 			n := 0
 			q = rebind(q, &n)
@@ -84,6 +126,8 @@ func postgresTamperEnv(t *testing.T, opts ...harnessOption) *tamperEnv {
 		},
 		reopen: func() { h.build(st, testPolicy(t, "rev-1", roles), withKeys(keys)) },
 	}
+	env.events = auditRowEdit(t, env)
+	return env
 }
 
 func rebind(q string, n *int) string {
@@ -110,6 +154,9 @@ type tamperCase struct {
 	rehash        bool
 	also          string // another statement on the run's rows (one ?, the run id)
 	driver        string // the one store whose layout has the column ("": both)
+	// event, when set, changes a field of the run's decided event where the
+	// store keeps it, instead of a column by SQL.
+	event func(e *record.AuditEvent)
 }
 
 // name names the case in its subtest: the column, and the state's field
@@ -162,15 +209,40 @@ func tamperCases() []tamperCase {
 		"attempts": "attempts + 1", "receipt": "?", "error": "'x'", "created_at": "created_at - 1", "updated_at": "updated_at + 1",
 		"key_id": "'other'", "mac": "'" + strings.Repeat("7", 64) + "'",
 	})
+	// A transition's events: a row of audit each on PostgreSQL; in the
+	// row of the checkpoint the transition wrote on SQLite, whose run and
+	// checkpoint they take from it.
+	n := len(cases)
 	add("audit", byRun+" AND action = 'decided'", true, map[string]string{
 		"actor": "'U0MGR00001'", "action": "'approved'", "detail": "?", "at": "at + 1", "prev_hash": "'" + strings.Repeat("8", 64) + "'",
 		"hash": "'" + strings.Repeat("9", 64) + "'", "checkpoint_seq": "checkpoint_seq + 1", "checkpoint_hash": "'" + strings.Repeat("a", 64) + "'",
 		"key_id": "'other'", "mac": "'" + strings.Repeat("b", 64) + "'",
 	})
+	for i := n; i < len(cases); i++ {
+		cases[i].driver = "postgres"
+	}
+	for field, change := range map[string]func(e *record.AuditEvent){
+		"actor":     func(e *record.AuditEvent) { e.Actor = "U0MGR00001" },
+		"action":    func(e *record.AuditEvent) { e.Action = "approved" },
+		"detail":    func(e *record.AuditEvent) { e.Detail = []byte(`{"verdict":"approve","by":"U0MGR00001"}`) },
+		"at":        func(e *record.AuditEvent) { e.At = e.At.Add(time.Millisecond) },
+		"prev_hash": func(e *record.AuditEvent) { e.PrevHash = strings.Repeat("8", 64) },
+		"hash":      func(e *record.AuditEvent) { e.Hash = strings.Repeat("9", 64) },
+		"seq":       func(e *record.AuditEvent) { e.Seq += 1000 },
+		"key_id":    func(e *record.AuditEvent) { e.KeyID = "other" },
+		"mac":       func(e *record.AuditEvent) { e.MAC = strings.Repeat("b", 64) },
+	} {
+		cases = append(cases, tamperCase{table: "checkpoints", column: "events." + field, event: change, driver: "sqlite",
+			rehash: field != "hash" && field != "prev_hash"})
+	}
+	// The row's events as bytes, and the seq that finds them.
+	cases = append(cases,
+		tamperCase{table: "checkpoints", column: "events", set: "x'00'", where: byRun + " AND last_event_seq > 0 AND seq = 2", driver: "sqlite"},
+		tamperCase{table: "checkpoints", column: "last_event_seq", set: "last_event_seq + 1000", where: byRun + " AND last_event_seq > 0 AND seq = 2", driver: "sqlite"})
 	// Each run's audit head is sealed: moved back to an earlier event (as
 	// when the newest are deleted) or changed, it no longer matches its seal.
 	// PostgreSQL keeps it in audit_heads, SQLite in the run's row.
-	n := len(cases)
+	n = len(cases)
 	add("audit_heads", byRun, false, map[string]string{
 		"seq": "seq - 1", "hash": "'" + strings.Repeat("f", 64) + "'", "key_id": "'other'", "mac": "'" + strings.Repeat("0", 63) + "1'",
 	})
@@ -292,6 +364,18 @@ func TestTamperingIsCaught(t *testing.T) {
 // tamper applies tc to the run's row and recomputes the unkeyed hashes.
 func (env *tamperEnv) tamper(t *testing.T, runID string, tc tamperCase) {
 	t.Helper()
+	if tc.event != nil {
+		env.events(func(e *record.AuditEvent) bool {
+			if e.RunID == runID && e.Action == record.EventDecided {
+				tc.event(e)
+			}
+			return true
+		})
+		if tc.rehash {
+			env.rehash(t, runID)
+		}
+		return
+	}
 	set := tc.set
 	args := []any{}
 	if strings.Contains(set, "?") {
@@ -352,13 +436,9 @@ func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 func (env *tamperEnv) rehash(t *testing.T, runID string) {
 	t.Helper()
 	var cps []*record.Checkpoint
-	var evs []*record.AuditEvent
 	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		if cps, err = tx.Checkpoints(ctx, runID); err != nil {
-			return err
-		}
-		evs, err = tx.AuditEvents(ctx, storage.AuditFilter{})
+		cps, err = tx.Checkpoints(ctx, runID)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -374,7 +454,7 @@ func (env *tamperEnv) rehash(t *testing.T, runID string) {
 		prev = c.Hash
 	}
 	last := map[string]*record.AuditEvent{} // per run
-	for _, ev := range evs {
+	env.events(func(ev *record.AuditEvent) bool {
 		if h, ok := newHash[ev.CheckpointHash]; ok {
 			ev.CheckpointHash = h
 		}
@@ -383,9 +463,10 @@ func (env *tamperEnv) rehash(t *testing.T, runID string) {
 			ev.PrevHash = p.Hash
 		}
 		ev.Hash = record.AuditHash(ev)
-		env.exec(`UPDATE audit SET prev_hash = ?, hash = ?, checkpoint_hash = ? WHERE seq = ?`, ev.PrevHash, ev.Hash, ev.CheckpointHash, ev.Seq)
-		last[ev.RunID] = ev
-	}
+		e := *ev
+		last[ev.RunID] = &e
+		return true
+	})
 	for run, ev := range last {
 		// Wherever the store keeps the run's head: its row, or audit_heads.
 		env.exec(`UPDATE runs SET audit_seq = ?, audit_hash = ? WHERE id = ? AND audit_seq > 0`, ev.Seq, ev.Hash, run)
@@ -413,7 +494,10 @@ func TestDeletingTheNewestAuditEventsIsCaught(t *testing.T) {
 					t.Fatalf("before: %+v %v", rep, err)
 				}
 				// By seq, which need not count from 1 without gaps.
-				env.exec(`DELETE FROM audit WHERE seq IN (SELECT seq FROM audit ORDER BY seq DESC LIMIT ?)`, k)
+				var seqs []int64
+				env.events(func(e *record.AuditEvent) bool { seqs = append(seqs, e.Seq); return true })
+				newest := seqs[max(0, len(seqs)-k):]
+				env.events(func(e *record.AuditEvent) bool { return !slices.Contains(newest, e.Seq) })
 				rep, err = env.h.engine.Verify(ctx)
 				if err != nil {
 					t.Fatal(err)

@@ -1012,12 +1012,18 @@ func TestVerifyNamesABrokenAuditChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Someone rewrites who approved.
-	res, err := db.Exec(`UPDATE audit SET actor = ? WHERE run_id = ? AND actor = ?`, lead2, id, lead1)
-	if err != nil {
+	// Someone rewrites who approved, where the store keeps the event.
+	k := 0
+	if err := sqlite.EditAuditEvents(t.Context(), db, func(e *record.AuditEvent) bool {
+		if e.RunID == id && e.Actor == lead1 {
+			e.Actor = lead2
+			k++
+		}
+		return true
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if k, _ := res.RowsAffected(); k == 0 {
+	if k == 0 {
 		t.Fatalf("no audit event by %s among %d", lead1, n)
 	}
 	db.Close()

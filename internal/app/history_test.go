@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/sqlite"
 )
 
@@ -61,7 +62,9 @@ func TestHistoryLabelsComeFromTheAuditEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`DELETE FROM audit WHERE run_id = ? AND action = 'reassigned'`, id); err != nil {
+	if err := sqlite.EditAuditEvents(t.Context(), db, func(e *record.AuditEvent) bool {
+		return e.RunID != id || e.Action != record.EventReassigned
+	}); err != nil {
 		t.Fatal(err)
 	}
 	got = historyWhats(t, must(t, dir, exitDone, "history", id))

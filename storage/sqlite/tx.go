@@ -194,7 +194,10 @@ var _ sqlstore.RunHeads = dialect{}
 // audit_heads, as is the head of the events about no run.
 func (dialect) RunAuditHead(ctx context.Context, c sqlstore.Conn, runID string) (seq int64, hash string, inHeads bool, err error) {
 	var inRun, inTable *string
-	err = c.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM audit),
+	// The log's last seq is in audit or, for a transition's events, in
+	// the index of checkpoints' last_event_seq.
+	err = c.QueryRow(ctx, `SELECT MAX((SELECT COALESCE(MAX(seq), 0) FROM audit),
+		(SELECT COALESCE(MAX(last_event_seq), 0) FROM checkpoints WHERE last_event_seq > 0)) + 1,
 		(SELECT audit_hash FROM runs WHERE id = ? AND audit_seq > 0),
 		(SELECT hash FROM audit_heads WHERE run_id = ?)`, runID, runID).Scan(&seq, &inRun, &inTable)
 	switch {

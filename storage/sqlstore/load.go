@@ -53,8 +53,12 @@ func (t *Tx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*s
 	add(parts.Operations, `SELECT `+operationColumns+` FROM operations WHERE run_id = ? ORDER BY idx, op_key`, each(scanOperation, &b.Operations))
 	add(parts.Messages, `SELECT `+locationColumns+` FROM message_locations WHERE run_id = ? ORDER BY posted_at, request_id`, each(scanLocation, &b.Messages))
 	add(parts.Audit, `SELECT `+auditColumns+` FROM audit WHERE run_id = ? ORDER BY seq`, each(scanAudit, &b.Audit))
+	var inCheckpoints []*record.AuditEvent
 	if parts.Audit {
 		qs = append(qs, Query{SQL: t.d.Bind(auditHeadsQuery(`run_id = ? AND seq > 0`)), Args: []any{id, id}, Rows: each(scanAuditHead, &heads)})
+		if _, ok := t.d.(RunHeads); ok {
+			add(true, `SELECT `+checkpointEventColumns+` FROM checkpoints WHERE run_id = ? AND last_event_seq > 0 ORDER BY seq`, eventsOfCheckpoints(&inCheckpoints))
+		}
 	}
 	add(parts.Outbox, `SELECT `+outboxColumns+` FROM outbox WHERE run_id = ? ORDER BY id`, each(scanOutbox, &b.Outbox))
 	var res storage.AuditReservation
@@ -71,6 +75,9 @@ func (t *Tx) LoadRun(ctx context.Context, id string, parts storage.RunParts) (*s
 		return nil, fmt.Errorf("load run %s: %w", id, storage.ErrNotFound)
 	}
 	b.Run = runs[0]
+	if len(inCheckpoints) > 0 {
+		b.Audit = mergeBySeq(b.Audit, inCheckpoints, false)
+	}
 	if res.RunID != "" {
 		b.Reserved = &res
 	}

@@ -107,10 +107,12 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	return nil
 }
 
-// RunHeads is a Dialect that keeps a run's audit head in its run row
-// (SQLite): the run row a transition writes moves the head to the
-// transition's last event in the same statement. audit_heads keeps the
-// heads of events about no run or a run that does not exist.
+// RunHeads is a Dialect that keeps a run's audit head in its run row, and
+// a transition's events in its checkpoint's row (SQLite): the run row a
+// transition writes moves the head to the transition's last event in the
+// same statement, and the checkpoint row holds the events (events.go).
+// audit keeps the events of no checkpoint, and audit_heads the heads of
+// events about no run or a run that does not exist.
 type RunHeads interface {
 	// RunAuditHead is AuditRunHead, and whether the head was read from
 	// audit_heads (an event about runID written before its run row was).
@@ -119,9 +121,9 @@ type RunHeads interface {
 
 // saveRunWithHead is SaveRun where the run row holds its audit head
 // (RunHeads): the head is read first, the events chained to it, and the
-// run row written with the head they end at, then the records beside it,
-// then the events; each event takes the seq after the one before (the
-// transaction is the one writer).
+// run row written with the head they end at, then the checkpoint with the
+// events, then the records beside them; each event takes the seq after the
+// one before (the transaction is the one writer).
 func (t *Tx) saveRunWithHead(ctx context.Context, rh RunHeads, w *storage.RunWrite) error {
 	r := w.Run
 	seq, prev, inHeads, err := rh.RunAuditHead(ctx, t.c, r.ID)
@@ -132,16 +134,15 @@ func (t *Tx) saveRunWithHead(ctx context.Context, rh RunHeads, w *storage.RunWri
 	if err := t.writeRunHead(ctx, r, head); err != nil {
 		return err
 	}
+	if err := t.appendCheckpointEvents(ctx, w.Checkpoint, EncodeEvents(evs), lastSeq(evs)); err != nil {
+		return err
+	}
 	rest := *w
-	rest.Run = nil
+	rest.Run, rest.Checkpoint = nil, nil
 	if err := t.saveRunInTurn(ctx, &rest); err != nil {
 		return err
 	}
 	for i, e := range evs {
-		if _, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			auditArgs(e)...); err != nil {
-			return fmt.Errorf("append audit %s of run %s: %w", e.Action, r.ID, t.d.Err(err))
-		}
 		*w.Events[i] = *e
 	}
 	if inHeads {
@@ -305,7 +306,7 @@ func (t *Tx) saveRunInTurn(ctx context.Context, w *storage.RunWrite) error {
 	default:
 		err = t.UpdateRun(ctx, w.Run)
 	}
-	if err == nil {
+	if err == nil && w.Checkpoint != nil {
 		err = t.AppendCheckpoint(ctx, w.Checkpoint)
 	}
 	if err == nil && w.Request != nil {

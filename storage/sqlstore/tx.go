@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -450,16 +451,37 @@ func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []record.Stat
 const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at, key_id, mac, pruned_at, base_seq`
 
 func scanCheckpoint(s Row) (*record.Checkpoint, error) {
+	return scanCheckpointWith(s)
+}
+
+// scanCheckpointWith scans checkpointColumns and then into more.
+func scanCheckpointWith(s Row, more ...any) (*record.Checkpoint, error) {
 	var (
 		c               record.Checkpoint
 		created, pruned int64
 	)
-	if err := s.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created, &c.KeyID, &c.MAC, &pruned, &c.BaseSeq); err != nil {
+	into := append([]any{&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &c.Hash, &created, &c.KeyID, &c.MAC, &pruned, &c.BaseSeq}, more...)
+	if err := s.Scan(into...); err != nil {
 		return nil, err
 	}
 	c.CreatedAt = fromMillis(created)
 	c.PrunedAt = fromMillis(pruned)
 	return &c, nil
+}
+
+// prunedEvents are a checkpoint row's events, as stored, while the row is
+// pruned (nil: none).
+type prunedEvents struct {
+	events []byte
+	last   int64
+}
+
+// scanCheckpointKeepingEvents reads checkpointColumns and the row's
+// events, as they are stored.
+func scanCheckpointKeepingEvents(s Row) (*record.Checkpoint, *prunedEvents, error) {
+	var e prunedEvents
+	c, err := scanCheckpointWith(s, &e.events, &e.last)
+	return c, &e, err
 }
 
 // appendCheckpoint is AppendCheckpoint's statement.
@@ -470,7 +492,18 @@ func appendCheckpoint(c *record.Checkpoint) (string, []any) {
 }
 
 func (t *Tx) AppendCheckpoint(ctx context.Context, c *record.Checkpoint) error {
+	return t.appendCheckpointEvents(ctx, c, nil, 0)
+}
+
+// appendCheckpointEvents is AppendCheckpoint with the audit events of the
+// transition that wrote c in its row (see RunHeads), encoded.
+func (t *Tx) appendCheckpointEvents(ctx context.Context, c *record.Checkpoint, events []byte, last int64) error {
 	q, args := appendCheckpoint(c)
+	if events != nil {
+		q = strings.Replace(q, `base_seq)`, `base_seq, events, last_event_seq)`, 1)
+		q = strings.Replace(q, `?)`, `?, ?, ?)`, 1)
+		args = append(args, events, last)
+	}
 	if err := t.guarded(ctx, nil, q, args...); err != nil {
 		return fmt.Errorf("append checkpoint %s/%d: %w", c.RunID, c.Seq, err)
 	}
@@ -492,7 +525,13 @@ func (t *Tx) PruneCheckpoints(ctx context.Context, runID string, seq int64, at t
 	// place would leave every page of the table part full and the file as
 	// large as before. Stored again, they are appended to the table densely
 	// and the pages they left are freed, for incremental_vacuum to give back.
-	cps, err := queryAll(ctx, t, scanCheckpoint, `SELECT `+checkpointColumns+`
+	// Their events (RunHeads) are kept as they were.
+	var events []*prunedEvents
+	cps, err := queryAll(ctx, t, func(r Row) (*record.Checkpoint, error) {
+		c, e, err := scanCheckpointKeepingEvents(r)
+		events = append(events, e)
+		return c, err
+	}, `SELECT `+checkpointColumns+`, events, last_event_seq
 		FROM checkpoints WHERE run_id = ? AND seq <= ? AND pruned_at = 0 ORDER BY seq`, runID, seq)
 	if err != nil {
 		return 0, fmt.Errorf("prune checkpoints of run %s up to %d: %w", runID, seq, err)
@@ -503,9 +542,9 @@ func (t *Tx) PruneCheckpoints(ctx context.Context, runID string, seq int64, at t
 	if _, err := t.c.Exec(ctx, t.d.Bind(`DELETE FROM checkpoints WHERE run_id = ? AND seq <= ? AND pruned_at = 0`), runID, seq); err != nil {
 		return 0, fmt.Errorf("prune checkpoints of run %s up to %d: %w", runID, seq, t.d.Err(err))
 	}
-	for _, c := range cps {
+	for i, c := range cps {
 		c.State, c.PrunedAt = nil, at
-		if err := t.AppendCheckpoint(ctx, c); err != nil {
+		if err := t.appendCheckpointEvents(ctx, c, events[i].events, events[i].last); err != nil {
 			return 0, fmt.Errorf("prune checkpoints of run %s up to %d: %w", runID, seq, err)
 		}
 	}
@@ -1060,7 +1099,63 @@ func (t *Tx) AuditEvents(ctx context.Context, f storage.AuditFilter) ([]*record.
 	if err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
 	}
-	return es, nil
+	if _, ok := t.d.(RunHeads); !ok {
+		return es, nil
+	}
+	cs, err := t.checkpointEvents(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	all := mergeBySeq(es, cs, f.Newest)
+	if f.Limit > 0 && len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	return all, nil
+}
+
+// checkpointEvents are the events kept in checkpoint rows (RunHeads) that
+// f selects, ordered as f asks. A row's events take seqs one after another
+// and no other event takes one between them (one writer), so the rows in
+// order of their last seq hold the events in order, and f.Limit rows hold
+// the first f.Limit events.
+func (t *Tx) checkpointEvents(ctx context.Context, f storage.AuditFilter) ([]*record.AuditEvent, error) {
+	// "last_event_seq > 0" as in the index checkpoints_last_event_seq.
+	q := `SELECT ` + checkpointEventColumns + ` FROM checkpoints WHERE last_event_seq > 0 AND last_event_seq > ?`
+	args := []any{f.AfterSeq}
+	if f.RunID != "" {
+		q += ` AND run_id = ?`
+		args = append(args, f.RunID)
+	}
+	if f.Newest {
+		q += ` ORDER BY last_event_seq DESC`
+	} else {
+		q += ` ORDER BY last_event_seq`
+	}
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := t.c.Query(ctx, t.d.Bind(q), args...)
+	if err != nil {
+		return nil, t.d.Err(err)
+	}
+	var evs []*record.AuditEvent
+	err = eventsOfCheckpoints(&evs)(rows)
+	rows.Close()
+	if err != nil {
+		return nil, t.d.Err(err)
+	}
+	out := evs[:0]
+	for _, e := range evs {
+		if e.Seq > f.AfterSeq {
+			out = append(out, e)
+		}
+	}
+	if f.Newest {
+		// Each row's events are in order, its rows newest first.
+		slices.SortFunc(out, func(a, b *record.AuditEvent) int { return cmp.Compare(b.Seq, a.Seq) })
+	}
+	return out, nil
 }
 
 func scanAuditHead(s Row) (*record.AuditRunHead, error) {

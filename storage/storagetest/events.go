@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,9 +37,9 @@ func testSaveRunEvents(t *testing.T, s storage.Store) {
 	})
 	all = append(all, first...)
 	// An event of another run between the two transitions.
+	other := &record.AuditEvent{RunID: "run-events-other", Action: "refused", At: base}
 	update(t, s, func(ctx context.Context, tx storage.Tx) error {
-		e := &record.AuditEvent{RunID: "run-events-other", Action: "refused", At: base}
-		return tx.AppendAudit(ctx, e, nil)
+		return tx.AppendAudit(ctx, other, nil)
 	})
 	cp2 := &record.Checkpoint{RunID: run.ID, Seq: 2, SchemaVersion: 2, State: []byte(`{"a":2}`), PrevHash: "h1", Hash: "h2", CreatedAt: base}
 	second := events(cp2, "receipt", "finished")
@@ -56,6 +57,8 @@ func testSaveRunEvents(t *testing.T, s storage.Store) {
 		}
 	}
 	checkRunEvents(t, s, run.ID, all)
+	log := []*record.AuditEvent{first[0], other, second[0], second[1]}
+	t.Run("the log by seq", func(t *testing.T) { checkLogFilters(t, s, log) })
 
 	// A refused write appends nothing.
 	stale := *run
@@ -86,4 +89,33 @@ func checkRunEvents(t *testing.T, s storage.Store, runID string, want []*record.
 	if h := b.AuditHead; h == nil || h.Seq != last.Seq || h.Hash != last.Hash || h.MAC != "head:"+last.Hash {
 		t.Errorf("head = %+v, want the last event (seq %d), sealed", b.AuditHead, last.Seq)
 	}
+}
+
+// checkLogFilters checks AuditEvents against log, every event of the store
+// in seq order, whichever rows hold them: after each seq, the newest first,
+// a page at a time, and one run's.
+func checkLogFilters(t *testing.T, s storage.Store, log []*record.AuditEvent) {
+	t.Helper()
+	list := func(f storage.AuditFilter) []*record.AuditEvent {
+		return load(t, s, func(ctx context.Context, tx storage.Tx) ([]*record.AuditEvent, error) { return tx.AuditEvents(ctx, f) })
+	}
+	same := func(what string, got, want []*record.AuditEvent) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d events, want %d", what, len(got), len(want))
+		}
+		for i := range want {
+			checkSame(t, fmt.Sprintf("%s, event %d", what, i), want[i], got[i])
+		}
+	}
+	// Other tests' events may come before these: the log from the first.
+	after := log[0].Seq - 1
+	same("all", list(storage.AuditFilter{AfterSeq: after}), log)
+	for i := range log {
+		same(fmt.Sprintf("after %d", log[i].Seq), list(storage.AuditFilter{AfterSeq: log[i].Seq}), log[i+1:])
+		same(fmt.Sprintf("the first %d", i+1), list(storage.AuditFilter{AfterSeq: after, Limit: i + 1}), log[:i+1])
+	}
+	newest := list(storage.AuditFilter{Newest: true, Limit: 3})
+	same("the newest 3", newest, []*record.AuditEvent{log[3], log[2], log[1]})
+	same("one run's", list(storage.AuditFilter{RunID: log[0].RunID}), []*record.AuditEvent{log[0], log[2], log[3]})
 }
