@@ -724,3 +724,37 @@ func TestPruneMarkersCannotHideTampering(t *testing.T) {
 		}
 	}
 }
+
+// TestTheHeadOfEventsAboutNoRunIsSealed: the events about no run (a
+// delegation) have their head in audit_heads on both drivers; each of its
+// columns changed behind the engine's back fails verify.
+func TestTheHeadOfEventsAboutNoRunIsSealed(t *testing.T) {
+	for _, driver := range []struct {
+		name string
+		env  func(t *testing.T, opts ...harnessOption) *tamperEnv
+	}{{"sqlite", sqliteTamperEnv}, {"postgres", postgresTamperEnv}} {
+		for col, set := range map[string]string{
+			"seq": "seq + 1", "hash": "'" + strings.Repeat("f", 64) + "'", "key_id": "'other'", "mac": "'" + strings.Repeat("0", 63) + "1'",
+		} {
+			t.Run(driver.name+"/audit_heads."+col, func(t *testing.T) {
+				t.Parallel()
+				if driver.name == "postgres" {
+					pgtest.DSN(t)
+				}
+				env := driver.env(t)
+				env.h.delegate("U0MGR00001", "U0LEAD0002", 24*time.Hour)
+				if rep, err := env.h.engine.Verify(ctx); err != nil || !rep.OK() {
+					t.Fatalf("before: %+v %v", rep, err)
+				}
+				env.exec(`UPDATE audit_heads SET ` + col + ` = ` + set + ` WHERE run_id = ''`)
+				rep, err := env.h.engine.Verify(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.OK() {
+					t.Fatalf("verify passed after audit_heads.%s of the events about no run was changed", col)
+				}
+			})
+		}
+	}
+}
