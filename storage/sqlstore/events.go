@@ -1,9 +1,12 @@
 package sqlstore
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/signoff-dev/signoff/record"
 )
@@ -16,7 +19,9 @@ import (
 // its detail (absent or bytes), its time (a varint of milliseconds), the
 // hash before it and its own, its key id and MAC: the strings are
 // length-prefixed, so that every byte of each comes back as written, which
-// the event's hash covers.
+// the event's hash covers. A hash or MAC is a SHA-256 in lowercase
+// hexadecimal, kept as its 32 bytes (half the size); anything else in its
+// place is kept as the string it is.
 
 // EncodeEvents is evs as stored in their checkpoint's row.
 func EncodeEvents(evs []*record.AuditEvent) []byte {
@@ -37,12 +42,32 @@ func EncodeEvents(evs []*record.AuditEvent) []byte {
 			str(string(e.Detail))
 		}
 		b = binary.AppendVarint(b, millis(e.At))
-		str(e.PrevHash)
-		str(e.Hash)
+		b = appendDigest(b, e.PrevHash)
+		b = appendDigest(b, e.Hash)
 		str(e.KeyID)
-		str(e.MAC)
+		b = appendDigest(b, e.MAC)
 	}
 	return b
+}
+
+// Digest fields: a tag byte, then 32 bytes (digestBytes), or a
+// length-prefixed string (digestString).
+const (
+	digestString byte = 0
+	digestBytes  byte = 1
+)
+
+// appendDigest appends s, a hash or MAC field: as its 32 bytes when it is
+// 64 lowercase hexadecimal digits, which decode back to the same text.
+func appendDigest(b []byte, s string) []byte {
+	if len(s) == 2*sha256.Size && s == strings.ToLower(s) {
+		if raw, err := hex.DecodeString(s); err == nil {
+			return append(append(b, digestBytes), raw...)
+		}
+	}
+	b = append(b, digestString)
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // errEvents is a checkpoint row's events that do not decode.
@@ -65,7 +90,8 @@ func DecodeEvents(runID string, cpSeq int64, cpHash string, b []byte) ([]*record
 			d.err = true
 		}
 		at := d.varint()
-		e.PrevHash, e.Hash, e.KeyID, e.MAC = d.str(), d.str(), d.str(), d.str()
+		e.PrevHash, e.Hash = d.digest(), d.digest()
+		e.KeyID, e.MAC = d.str(), d.digest()
 		if d.err || seq == 0 || seq > 1<<62 || format > 1<<16 {
 			return nil, fmt.Errorf("run %s, checkpoint %d: %w", runID, cpSeq, errEvents)
 		}
@@ -110,6 +136,24 @@ func (d *eventDecoder) byte() byte {
 	c := d.b[0]
 	d.b = d.b[1:]
 	return c
+}
+
+// digest reads appendDigest's field.
+func (d *eventDecoder) digest() string {
+	switch d.byte() {
+	case digestString:
+		return d.str()
+	case digestBytes:
+		if len(d.b) < sha256.Size {
+			d.err, d.b = true, nil
+			return ""
+		}
+		s := hex.EncodeToString(d.b[:sha256.Size])
+		d.b = d.b[sha256.Size:]
+		return s
+	}
+	d.err = true
+	return ""
 }
 
 func (d *eventDecoder) str() string {

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,9 @@ func TestEventsComeBackAsWritten(t *testing.T) {
 			PrevHash: "p", Hash: "h1", Seal: record.Seal{KeyID: "k1", MAC: "m1"}},
 		{Seq: 8, Format: record.AuditPerRun, Actor: "signoff", Action: "scheduled", At: at, PrevHash: "h1", Hash: "h2"},
 		{Seq: 9, Format: record.AuditPerRun, Actor: "ünïcode \x00 and \xff", Action: "finished", Detail: []byte{}, PrevHash: "h2", Hash: "h3"},
+		// Digests kept as bytes, and text that only looks like one.
+		{Seq: 10, Format: record.AuditPerRun, Action: "pruned", PrevHash: hex64, Hash: strings.ToUpper(hex64),
+			Seal: record.Seal{KeyID: "k1", MAC: hex64[:63] + "g"}},
 	}
 	got, err := DecodeEvents("run-1", 3, "cp3", EncodeEvents(evs))
 	if err != nil {
@@ -32,6 +36,17 @@ func TestEventsComeBackAsWritten(t *testing.T) {
 	}
 	if got[1].Detail != nil || got[2].Detail == nil {
 		t.Errorf("details %q and %q: want none and an empty one", got[1].Detail, got[2].Detail)
+	}
+}
+
+// hex64 is a SHA-256 as the records write one.
+var hex64 = strings.Repeat("0123456789abcdef", 4)
+
+// A digest is kept in half the bytes of its text.
+func TestDigestsAreKeptAsTheirBytes(t *testing.T) {
+	e := &record.AuditEvent{Seq: 1, Format: 2, PrevHash: hex64, Hash: hex64, Seal: record.Seal{MAC: hex64}}
+	if n := len(EncodeEvents([]*record.AuditEvent{e})); n > 3*33+12 {
+		t.Errorf("an event with three digests takes %d bytes, want at most %d", n, 3*33+12)
 	}
 }
 
