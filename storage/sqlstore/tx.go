@@ -1079,22 +1079,28 @@ func (t *Tx) moveHead(ctx context.Context, h *record.AuditRunHead) error {
 	return nil
 }
 
-func (t *Tx) AuditEvents(ctx context.Context, f storage.AuditFilter) ([]*record.AuditEvent, error) {
-	q := `SELECT ` + auditColumns + ` FROM audit WHERE seq > ?`
+// logQuery is query (a SELECT … WHERE) with f's conditions on the seq
+// column seq and run_id, its order and its limit.
+func logQuery(query, seq string, f storage.AuditFilter) (string, []any) {
+	q := query + ` AND ` + seq + ` > ?`
 	args := []any{f.AfterSeq}
 	if f.RunID != "" {
 		q += ` AND run_id = ?`
 		args = append(args, f.RunID)
 	}
+	q += ` ORDER BY ` + seq
 	if f.Newest {
-		q += ` ORDER BY seq DESC`
-	} else {
-		q += ` ORDER BY seq`
+		q += ` DESC`
 	}
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
+	return q, args
+}
+
+func (t *Tx) AuditEvents(ctx context.Context, f storage.AuditFilter) ([]*record.AuditEvent, error) {
+	q, args := logQuery(`SELECT `+auditColumns+` FROM audit WHERE TRUE`, "seq", f)
 	es, err := queryAll(ctx, t, scanAudit, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit events: %w", err)
@@ -1120,21 +1126,7 @@ func (t *Tx) AuditEvents(ctx context.Context, f storage.AuditFilter) ([]*record.
 // the first f.Limit events.
 func (t *Tx) checkpointEvents(ctx context.Context, f storage.AuditFilter) ([]*record.AuditEvent, error) {
 	// "last_event_seq > 0" as in the index checkpoints_last_event_seq.
-	q := `SELECT ` + checkpointEventColumns + ` FROM checkpoints WHERE last_event_seq > 0 AND last_event_seq > ?`
-	args := []any{f.AfterSeq}
-	if f.RunID != "" {
-		q += ` AND run_id = ?`
-		args = append(args, f.RunID)
-	}
-	if f.Newest {
-		q += ` ORDER BY last_event_seq DESC`
-	} else {
-		q += ` ORDER BY last_event_seq`
-	}
-	if f.Limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, f.Limit)
-	}
+	q, args := logQuery(`SELECT `+checkpointEventColumns+` FROM checkpoints WHERE last_event_seq > 0`, "last_event_seq", f)
 	rows, err := t.c.Query(ctx, t.d.Bind(q), args...)
 	if err != nil {
 		return nil, t.d.Err(err)
