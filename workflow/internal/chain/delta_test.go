@@ -3,8 +3,12 @@ package chain
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/signoff-dev/signoff/record"
 )
@@ -86,6 +90,39 @@ func TestDeltaRoundTrip(t *testing.T) {
 			}
 			if !bytes.Equal(again, full) {
 				t.Fatalf("resolved to\n%s\nwant\n%s", again, full)
+			}
+		})
+	}
+}
+
+// BenchmarkMembers splits a state with 2 KB of varied evidence, as Delta
+// splits each new state: checked for duplicate names and UTF-8 (strict),
+// or read as this process's own encoding (own).
+func BenchmarkMembers(b *testing.B) {
+	var ev strings.Builder
+	ev.WriteString(`{"payments":[`)
+	for i := 0; ev.Len() < 1950; i++ {
+		if i > 0 {
+			ev.WriteByte(',')
+		}
+		fmt.Fprintf(&ev, `{"id":"pi_%014d","amount":%d,"currency":"usd","created":%d}`, i*7919, 100+i*37, 1796000000+i*1013)
+	}
+	ev.WriteString(`]}`)
+	st := &record.State{SchemaVersion: record.SchemaVersion, RunID: "run-1", Summary: "refund",
+		Evidence: []record.Evidence{{Source: "get_payments", Data: json.RawMessage(ev.String())}}}
+	full, err := Encode(st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		opts []jsontext.Options
+	}{{"strict", nil}, {"own", ownEncoding}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := members(full, bc.opts...); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
