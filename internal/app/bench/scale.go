@@ -115,7 +115,12 @@ func Scale(ctx context.Context, db string, ended int, gogc string) (*ScaleReport
 	if err := loadSettling(ctx, t, first, whole); err != nil {
 		return nil, err
 	}
-	cutoff := time.Now()
+	// A run's end is stored to the millisecond, and prune takes the runs
+	// that ended before the cutoff's: the cutoff is the next millisecond,
+	// and the rest begin once it has come, so that the first tenth, and
+	// only it, ended before it.
+	cutoff := time.Now().Truncate(time.Millisecond).Add(time.Millisecond)
+	time.Sleep(time.Until(cutoff))
 	if err := loadSettling(ctx, t, ended-first, whole); err != nil {
 		return nil, err
 	}
