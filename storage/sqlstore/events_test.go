@@ -81,3 +81,15 @@ func FuzzDecodeEvents(f *testing.F) {
 		}
 	})
 }
+
+// Columns added to an insert go at the end of its column list, each with a
+// value to bind.
+func TestAddColumns(t *testing.T) {
+	q, _ := appendCheckpoint(&record.Checkpoint{})
+	got := addColumns(q, `events, last_event_seq`)
+	want := `INSERT INTO checkpoints (` + checkpointColumns + `, events, last_event_seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	if got != want {
+		t.Errorf("addColumns =\n%s\nwant\n%s", got, want)
+	}
+}

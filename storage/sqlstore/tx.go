@@ -389,8 +389,7 @@ func (t *Tx) writeRunHead(ctx context.Context, r *record.Run, h *record.AuditRun
 	headArgs := []any{h.Seq, h.Hash, h.KeyID, h.MAC}
 	if r.Version == 0 {
 		q, args := insertRun(r)
-		q = strings.Replace(q, `callback_url)`, `callback_url, `+runAuditColumns+`)`, 1)
-		q = strings.Replace(q, `?)`, `?, ?, ?, ?, ?)`, 1)
+		q = addColumns(q, runAuditColumns)
 		if err := t.guarded(ctx, nil, q, append(args, headArgs...)...); err != nil {
 			return fmt.Errorf("insert run %s: %w", r.ID, err)
 		}
@@ -405,6 +404,13 @@ func (t *Tx) writeRunHead(ctx context.Context, r *record.Run, h *record.AuditRun
 		return fmt.Errorf("update run %s (version %d): %w", r.ID, r.Version, err)
 	}
 	return t.runWritten(ctx, r, false)
+}
+
+// addColumns is insert, an INSERT INTO t (…) VALUES (…), with the columns
+// cols added after its own and a ? for each after its values.
+func addColumns(insert, cols string) string {
+	i, j := strings.Index(insert, ")"), strings.LastIndex(insert, ")")
+	return insert[:i] + ", " + cols + insert[i:j] + strings.Repeat(", ?", strings.Count(cols, ",")+1) + insert[j:]
 }
 
 // dropHeadRow deletes runID's row of audit_heads, whose head its run row
@@ -500,8 +506,7 @@ func (t *Tx) AppendCheckpoint(ctx context.Context, c *record.Checkpoint) error {
 func (t *Tx) appendCheckpointEvents(ctx context.Context, c *record.Checkpoint, events []byte, last int64) error {
 	q, args := appendCheckpoint(c)
 	if events != nil {
-		q = strings.Replace(q, `base_seq)`, `base_seq, events, last_event_seq)`, 1)
-		q = strings.Replace(q, `?)`, `?, ?, ?)`, 1)
+		q = addColumns(q, `events, last_event_seq`)
 		args = append(args, events, last)
 	}
 	if err := t.guarded(ctx, nil, q, args...); err != nil {
@@ -968,22 +973,14 @@ func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*r
 	if err != nil {
 		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
 	}
-	next := *e
-	next.Format = record.AuditPerRun
-	next.Seq = seq
-	next.PrevHash = prev
-	next.Hash = record.AuditHash(&next)
-	next.Seal = record.Seal{}
-	head := record.AuditRunHead{RunID: next.RunID, Seq: next.Seq, Hash: next.Hash}
-	if seal != nil {
-		next.Seal, head.Seal = seal(&next, &head)
-	}
+	evs, h := chainEvents([]*record.AuditEvent{e}, seq, prev, seal)
+	next, head := *evs[0], *h
 	args := auditArgs(&next)
 	with := t.d.AuditMoveHead()
 	if with != "" {
 		args = append(args, head.KeyID, head.MAC)
 	}
-	values := `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	values := auditValues
 	rv, reserved := t.d.(Reserver)
 	if guarded && reserved {
 		with = rv.GuardedAuditMoveHead()
@@ -992,8 +989,7 @@ func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*r
 		// refusal when the head is no longer prev.
 		values = `(? / (SELECT count(*) FROM head), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	}
-	insert := with + t.d.Bind(`INSERT INTO audit (`+auditColumns+`)
-		VALUES `+values)
+	insert := with + t.d.Bind(insertAudit+values)
 	// Where the insert moves the head itself, it can wait for the
 	// transaction's next round trip (Deferrer): the event is final here.
 	if d, ok := t.d.(Deferrer); ok && with != "" {
@@ -1035,8 +1031,7 @@ func (t *Tx) appendToRun(ctx context.Context, rh RunHeads, e *record.AuditEvent,
 	}
 	evs, head := chainEvents([]*record.AuditEvent{e}, seq, prev, seal)
 	next := evs[0]
-	if _, err := t.c.Exec(ctx, t.d.Bind(`INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		auditArgs(next)...); err != nil {
+	if _, err := t.c.Exec(ctx, t.d.Bind(insertAudit+auditValues), auditArgs(next)...); err != nil {
 		return fmt.Errorf("append audit %s of run %s: %w", e.Action, e.RunID, t.d.Err(err))
 	}
 	n := int64(0)
@@ -1059,6 +1054,13 @@ func (t *Tx) appendToRun(ctx context.Context, rh RunHeads, e *record.AuditEvent,
 	*e = *next
 	return nil
 }
+
+// insertAudit and auditValues are the insert of one event, auditArgs its
+// values.
+const (
+	insertAudit = `INSERT INTO audit (` + auditColumns + `) VALUES `
+	auditValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
 
 // auditArgs are e's values in auditColumns' order.
 func auditArgs(e *record.AuditEvent) []any {
