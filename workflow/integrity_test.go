@@ -14,6 +14,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage"
 	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/workflow"
 	"github.com/signoff-dev/signoff/workflow/internal/chain"
 )
@@ -57,6 +58,7 @@ func rewriteLatest(h *harness, id string, edit func([]byte) []byte, rehash bool)
 		if err := rows.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &at, &c.BaseSeq); err != nil {
 			h.t.Fatal(err)
 		}
+		c.State = sqlstore.StateOf(c.State) // stored compressed
 		c.CreatedAt = time.UnixMilli(at).UTC()
 		cps = append(cps, &c)
 	}

@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -129,7 +130,7 @@ func TestListViewsShowWhatGetShows(t *testing.T) {
 		}
 	}
 	// The amount changed in place: the checkpoint no longer matches its hash.
-	env.exec(`UPDATE checkpoints SET state = replace(state, '118', '1180') WHERE run_id = ?`, b.ID)
+	env.editStates(t, b.ID, func(state []byte) []byte { return bytes.ReplaceAll(state, []byte("118"), []byte("1180")) })
 	vs, err = h.engine.ListViews(ctx, waiting)
 	if err != nil {
 		t.Fatal(err)

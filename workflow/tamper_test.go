@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -361,6 +362,35 @@ func TestTamperingIsCaught(t *testing.T) {
 	}
 }
 
+// editStates writes each state of runID's checkpoints that still have one
+// as edit changes it, behind the engine's back: as the store reads it (a
+// state is stored compressed), written back as it is, which the store
+// reads as well.
+func (env *tamperEnv) editStates(t *testing.T, runID string, edit func(state []byte) []byte) {
+	t.Helper()
+	var cps []*record.Checkpoint
+	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		cps, err = tx.Checkpoints(ctx, runID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for _, c := range cps {
+		if c.State == nil {
+			continue
+		}
+		if s := edit(c.State); !bytes.Equal(s, c.State) {
+			env.exec(`UPDATE checkpoints SET state = ? WHERE run_id = ? AND seq = ?`, s, runID, c.Seq)
+			changed++
+		}
+	}
+	if changed == 0 {
+		t.Fatalf("no state of run %s was changed", runID)
+	}
+}
+
 // tamper applies tc to the run's row and recomputes the unkeyed hashes.
 func (env *tamperEnv) tamper(t *testing.T, runID string, tc tamperCase) {
 	t.Helper()
@@ -662,9 +692,9 @@ func TestPruneMarkersCannotHideTampering(t *testing.T) {
 			[]string{`UPDATE checkpoints SET state = NULL, pruned_at = 1 WHERE run_id = ? AND seq = 1`}, false},
 		{"a pruned run's decision changed", func(s seeded) string { return s.rejected[0] },
 			[]string{`UPDATE decisions SET reason = 'looks fine' WHERE run_id = ?`}, false},
-		{"a pruned run's summary forged and the chains rehashed", func(s seeded) string { return s.rejected[0] },
-			[]string{`UPDATE checkpoints SET state = CAST(REPLACE(CAST(state AS TEXT), 'not this one', 'approved') AS BLOB) WHERE run_id = ? AND pruned_at = 0`}, true},
+		{"a pruned run's summary forged and the chains rehashed", func(s seeded) string { return s.rejected[0] }, nil, true},
 	}
+	forge := func(state []byte) []byte { return bytes.ReplaceAll(state, []byte("not this one"), []byte("approved")) }
 	for _, driver := range []struct {
 		name string
 		env  func(t *testing.T, opts ...harnessOption) *tamperEnv
@@ -689,12 +719,10 @@ func TestPruneMarkersCannotHideTampering(t *testing.T) {
 				id := tc.target(seed)
 				calls := h.target.calls
 				for _, q := range tc.sql {
-					if driver.name == "postgres" {
-						q = strings.NewReplacer("CAST(state AS TEXT)", "convert_from(state, 'UTF8')", "AS BLOB)", "AS BYTEA)").Replace(q)
-						q = strings.Replace(q, "CAST(REPLACE(convert_from", "convert_to(REPLACE(convert_from", 1)
-						q = strings.Replace(q, "'approved') AS BYTEA)", "'approved'), 'UTF8')", 1)
-					}
 					env.exec(q, id)
+				}
+				if tc.sql == nil {
+					env.editStates(t, id, forge)
 				}
 				if tc.rehash {
 					env.rehash(t, id)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/signoff-dev/signoff/examples/target"
 	"github.com/signoff-dev/signoff/executor/webhook"
+	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -387,6 +389,7 @@ func TestNoSecretIsWrittenAnywhere(t *testing.T) {
 	if len(store) == 0 {
 		t.Fatal("no store")
 	}
+	store = append(store, inflatedStates(t, dbPath(o.dir))...)
 	for _, needle := range secretNeedles {
 		if strings.Contains(printed.String(), needle) {
 			t.Errorf("the secret %q was printed", needle)
@@ -399,6 +402,35 @@ func TestNoSecretIsWrittenAnywhere(t *testing.T) {
 	if !bytes.Contains(store, []byte("tok-not-for-people")) {
 		t.Fatal("the store does not hold the arguments; the search above proves nothing")
 	}
+}
+
+// inflatedStates are the checkpoints' states of the store at path as the
+// store reads them: they are stored compressed, where no search of the
+// file's bytes would find what they hold.
+func inflatedStates(t *testing.T, path string) []byte {
+	t.Helper()
+	db, err := sqlite.OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT state FROM checkpoints WHERE state IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, sqlstore.StateOf(b)...)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // The worked example of docs/getting-started.md loads, and its proposals hit the rules it

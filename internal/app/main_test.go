@@ -22,6 +22,7 @@ import (
 	"github.com/signoff-dev/signoff/record"
 	"github.com/signoff-dev/signoff/storage/postgres/pgtest"
 	"github.com/signoff-dev/signoff/storage/sqlite"
+	"github.com/signoff-dev/signoff/storage/sqlstore"
 	"github.com/signoff-dev/signoff/workflow"
 )
 
@@ -344,6 +345,7 @@ func rewriteLatestCheckpoint(t *testing.T, dir, id string, edit func([]byte) []b
 		if err := rows.Scan(&c.RunID, &c.Seq, &c.SchemaVersion, &c.State, &c.PrevHash, &at, &c.BaseSeq); err != nil {
 			t.Fatal(err)
 		}
+		c.State = sqlstore.StateOf(c.State) // stored compressed (zstd), as anyone can inflate it
 		c.CreatedAt = time.UnixMilli(at).UTC()
 		cps = append(cps, &c)
 	}

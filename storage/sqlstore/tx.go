@@ -309,6 +309,7 @@ func (n *joinedCheckpointRow) checkpoint() *record.Checkpoint {
 		return nil
 	}
 	n.c.SchemaVersion, n.c.CreatedAt, n.c.PrunedAt = int(n.schema), fromMillis(n.created), fromMillis(n.pruned)
+	n.c.State = unpackState(n.c.State)
 	return &n.c
 }
 
@@ -470,6 +471,7 @@ func scanCheckpointWith(s Row, more ...any) (*record.Checkpoint, error) {
 	if err := s.Scan(into...); err != nil {
 		return nil, err
 	}
+	c.State = unpackState(c.State)
 	c.CreatedAt = fromMillis(created)
 	c.PrunedAt = fromMillis(pruned)
 	return &c, nil
@@ -490,11 +492,12 @@ func scanCheckpointKeepingEvents(s Row) (*record.Checkpoint, *prunedEvents, erro
 	return c, &e, err
 }
 
-// appendCheckpoint is AppendCheckpoint's statement.
+// appendCheckpoint is AppendCheckpoint's statement, its state stored
+// packed.
 func appendCheckpoint(c *record.Checkpoint) (string, []any) {
 	return `INSERT INTO checkpoints (` + checkpointColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		[]any{c.RunID, c.Seq, c.SchemaVersion, c.State, c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC, millis(c.PrunedAt), c.BaseSeq}
+		[]any{c.RunID, c.Seq, c.SchemaVersion, packState(c.State), c.PrevHash, c.Hash, millis(c.CreatedAt), c.KeyID, c.MAC, millis(c.PrunedAt), c.BaseSeq}
 }
 
 func (t *Tx) AppendCheckpoint(ctx context.Context, c *record.Checkpoint) error {

@@ -20,6 +20,25 @@ var payloads = []struct {
 	{"nil bytes", nil},
 	{"empty bytes", []byte{}},
 	{"JSON", []byte(`{"b":[1,2.50,"x"],"a":"é\u0000"}`)},
+	// A state of some kilobytes, which a store may keep compressed, and
+	// bytes that begin as a zstd frame does, or are one: whatever a store
+	// does with a state, it gives back what it was given.
+	{"kilobytes of JSON", bigJSON(3000)},
+	{"zstd's magic number", []byte{0x28, 0xb5, 0x2f, 0xfd, 0, 1, 2}},
+	{"a zstd frame", []byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x05, 0x29, 0x00, 0x00, 'h', 'e', 'l', 'l', 'o'}},
+}
+
+// bigJSON is a JSON object of about n bytes, as varied as a payment
+// lookup's answer.
+func bigJSON(n int) []byte {
+	b := []byte(`{"payments":[`)
+	for i := 0; len(b) < n; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"id":"PAY-%d","amount":%d,"currency":"EUR","status":%q}`, 7919*i%100000, 31*i*i%9973, []string{"captured", "refunded", "disputed"}[i%3])
+	}
+	return append(b, "]}"...)
 }
 
 func testCheckpointRoundTrip(t *testing.T, s storage.Store) {

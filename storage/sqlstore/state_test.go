@@ -1,0 +1,85 @@
+package sqlstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"testing"
+)
+
+// evidenceLike is a JSON state of about n bytes, as varied as a payment
+// lookup's answer.
+func evidenceLike(n int) []byte {
+	b := []byte(`{"schema_version":2,"evidence":[`)
+	for i := 0; len(b) < n; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"id":"PAY-%d","amount":%d,"status":%q}`, 7919*i%100000, 31*i*i%9973, []string{"captured", "refunded", "disputed"}[i%3])
+	}
+	return append(b, "]}"...)
+}
+
+// noise is n bytes no compressor makes smaller.
+func noise(n int) []byte {
+	var out []byte
+	for h := sha256.Sum256(nil); len(out) < n; h = sha256.Sum256(h[:]) {
+		out = append(out, h[:]...)
+	}
+	return out[:n]
+}
+
+func TestAStateIsStoredCompressedWhenThatIsSmaller(t *testing.T) {
+	frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x05, 0x29, 0x00, 0x00, 'h', 'e', 'l', 'l', 'o'}
+	tests := []struct {
+		name       string
+		state      []byte
+		compressed bool
+	}{
+		{"nil (a pruned checkpoint)", nil, false},
+		{"a small state", []byte(`{"schema_version":2,"status":"done"}`), false},
+		{"three kilobytes of evidence", evidenceLike(3000), true},
+		{"bytes that do not compress", noise(512), false},
+		{"a zstd frame given as the state", frame, true},
+		{"bytes that begin as a frame does", []byte{0x28, 0xb5, 0x2f, 0xfd, 1}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stored := packState(tt.state)
+			if got := bytes.HasPrefix(stored, zstdMagic); got != tt.compressed {
+				t.Errorf("stored compressed: %v, want %v", got, tt.compressed)
+			}
+			if tt.compressed && !bytes.HasPrefix(tt.state, zstdMagic) && len(stored) >= len(tt.state)/2 {
+				t.Errorf("stored in %d bytes, want less than half of %d", len(stored), len(tt.state))
+			}
+			if back := unpackState(stored); !bytes.Equal(back, tt.state) || (back == nil) != (tt.state == nil) {
+				t.Errorf("read back as %q, want %q", back, tt.state)
+			}
+		})
+	}
+}
+
+// A stored frame changed behind the store's back is read as the bytes it
+// holds: the checkpoint's hash, which they do not match, reports it.
+func TestAChangedFrameIsReadAsItIs(t *testing.T) {
+	stored := packState(evidenceLike(3000))
+	damaged := bytes.Clone(stored)
+	damaged[len(damaged)/2] ^= 0xff
+	damaged = damaged[:len(damaged)-3]
+	if got := unpackState(damaged); !bytes.Equal(got, damaged) {
+		t.Errorf("a frame that does not inflate was read as %d other bytes", len(got))
+	}
+}
+
+// Whatever a state is, the store gives back what it was given.
+func FuzzStoredState(f *testing.F) {
+	f.Add([]byte(`{"schema_version":2}`))
+	f.Add(evidenceLike(500))
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x05, 0x29, 0x00, 0x00, 'h', 'e', 'l', 'l', 'o'})
+	f.Fuzz(func(t *testing.T, state []byte) {
+		if back := unpackState(packState(state)); !bytes.Equal(back, state) {
+			t.Fatalf("%q came back as %q", state, back)
+		}
+		_ = unpackState(state) // never panics, whatever is stored
+	})
+}
