@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"bytes"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -29,8 +30,9 @@ var (
 )
 
 // minPacked is the smallest state worth compressing: below it a frame's
-// header eats what compression saves.
-const minPacked = 128
+// header and tables eat what compression saves (a decision's 200-byte
+// change came out larger), and trying costs some microseconds.
+const minPacked = 256
 
 // maxState bounds what a stored frame may inflate to, so that a forged row
 // cannot make a reader allocate without limit.
@@ -72,9 +74,63 @@ func unpackState(stored []byte) []byte {
 	if !bytes.HasPrefix(stored, zstdMagic) {
 		return stored
 	}
+	if state, ok := inflated.get(stored); ok {
+		return state
+	}
 	state, err := stateDecoder.DecodeAll(stored, nil)
 	if err != nil {
 		return stored
 	}
+	state = state[:len(state):len(state)]
+	inflated.put(stored, state)
 	return state
+}
+
+// inflated remembers the states unpackState inflated last, by the exact
+// bytes stored: the same states are read again and again (a waiting run's
+// whole state by every page of waiting runs, by its decision and by its
+// execution), and inflating one costs some microseconds, a page of a
+// hundred half a millisecond. A state is a pure function of the bytes it
+// is remembered by, so nothing read from it can be stale.
+var inflated = &stateMemo{m: map[string][]byte{}, budget: 16 << 20}
+
+// stateMemo is a map from stored bytes to the state they inflate to, that
+// forgets the oldest when it holds more than budget bytes of both.
+type stateMemo struct {
+	mu     sync.Mutex
+	m      map[string][]byte
+	order  []string // keys, oldest first
+	size   int
+	budget int
+}
+
+func (s *stateMemo) get(stored []byte) ([]byte, bool) {
+	s.mu.Lock()
+	state, ok := s.m[string(stored)]
+	s.mu.Unlock()
+	// Capped, so that a caller's append copies instead of writing into
+	// what the next caller is handed.
+	return state[:len(state):len(state)], ok
+}
+
+func (s *stateMemo) put(stored, state []byte) {
+	n := len(stored) + len(state)
+	if n > s.budget/64 {
+		return // a state this large would push out dozens of others
+	}
+	key := string(stored)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[key]; ok {
+		return
+	}
+	for s.size+n > s.budget && len(s.order) > 0 {
+		old := s.order[0]
+		s.order = s.order[1:]
+		s.size -= len(old) + len(s.m[old])
+		delete(s.m, old)
+	}
+	s.m[key] = state
+	s.order = append(s.order, key)
+	s.size += n
 }

@@ -83,3 +83,74 @@ func FuzzStoredState(f *testing.F) {
 		_ = unpackState(state) // never panics, whatever is stored
 	})
 }
+
+// A state read again is the one remembered, handed so that a caller's
+// append cannot change what the next caller reads.
+func TestARememberedStateIsReadAsItWasStored(t *testing.T) {
+	state := evidenceLike(3000)
+	stored := packState(state)
+	first := unpackState(stored)
+	grown := append(first, `,"x":1}`...)
+	again := unpackState(stored)
+	if !bytes.Equal(first, state) || !bytes.Equal(again, state) || bytes.Equal(grown, state) {
+		t.Fatalf("read back %d then %d bytes, want %d", len(first), len(again), len(state))
+	}
+	_ = append(again, 'x')
+	if third := unpackState(stored); !bytes.Equal(third, state) {
+		t.Fatal("an append to a remembered state changed it")
+	}
+}
+
+// The memo forgets its oldest states when it holds more than its budget,
+// and never remembers a state that would push out most of the others.
+func TestTheMemoKeepsToItsBudget(t *testing.T) {
+	m := &stateMemo{m: map[string][]byte{}, budget: 64 << 10}
+	var keys [][]byte
+	for i := range 100 {
+		stored := fmt.Appendf(nil, "stored %04d %s", i, bytes.Repeat([]byte{'.'}, 200))
+		m.put(stored, bytes.Repeat([]byte{byte(i)}, 600))
+		keys = append(keys, stored)
+		if m.size > m.budget {
+			t.Fatalf("after %d states the memo holds %d bytes, over its budget of %d", i+1, m.size, m.budget)
+		}
+	}
+	if _, ok := m.get(keys[0]); ok {
+		t.Error("the oldest state is still remembered")
+	}
+	if got, ok := m.get(keys[99]); !ok || !bytes.Equal(got, bytes.Repeat([]byte{99}, 600)) {
+		t.Errorf("the newest state is not remembered: %v", ok)
+	}
+	m.put([]byte("big"), make([]byte, m.budget/32))
+	if _, ok := m.get([]byte("big")); ok {
+		t.Error("a state of a 32nd of the budget was remembered")
+	}
+}
+
+// BenchmarkStoredState is what storing a 3 KB state compressed costs:
+// compressing it once, inflating it, and reading it again while it is
+// remembered.
+//
+//	go test ./storage/sqlstore -run '^$' -bench StoredState
+func BenchmarkStoredState(b *testing.B) {
+	state := evidenceLike(3000)
+	stored := packState(state)
+	b.Run("pack", func(b *testing.B) {
+		for b.Loop() {
+			packState(state)
+		}
+		b.ReportMetric(float64(len(stored)), "stored-bytes")
+	})
+	b.Run("inflate", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := stateDecoder.DecodeAll(stored, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("remembered", func(b *testing.B) {
+		unpackState(stored)
+		for b.Loop() {
+			unpackState(stored)
+		}
+	})
+}
