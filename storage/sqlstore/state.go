@@ -21,8 +21,7 @@ var (
 	stateEncoder = must(zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderCRC(false), // the checkpoint's hash covers the state
-		zstd.WithEncoderConcurrency(1),
-		zstd.WithLowerEncoderMem(true)))
+		zstd.WithLowerEncoderMem(true))) // one encoder per CPU, none waits for another
 
 	stateDecoder = must(zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0),
@@ -35,7 +34,8 @@ var (
 const minPacked = 256
 
 // maxState bounds what a stored frame may inflate to, so that a forged row
-// cannot make a reader allocate without limit.
+// cannot make a reader allocate without limit. A larger state (the engine
+// makes none: a proposal is at most 1 MiB) is stored as it is.
 const maxState = 64 << 20
 
 func must[T any](v T, err error) T {
@@ -45,10 +45,6 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// StoredState is state as the store writes it, for tools that write a
-// store's rows themselves (the tests that tamper with it).
-func StoredState(state []byte) []byte { return packState(state) }
-
 // StateOf is a state as the store reads it from stored, for tools that
 // read a store's rows themselves.
 func StateOf(stored []byte) []byte { return unpackState(stored) }
@@ -56,7 +52,7 @@ func StateOf(stored []byte) []byte { return unpackState(stored) }
 // packState is state as stored.
 func packState(state []byte) []byte {
 	magic := bytes.HasPrefix(state, zstdMagic)
-	if len(state) < minPacked && !magic {
+	if (len(state) < minPacked || len(state) > maxState) && !magic {
 		return state
 	}
 	packed := stateEncoder.EncodeAll(state, make([]byte, 0, len(state)/2))

@@ -154,3 +154,13 @@ func BenchmarkStoredState(b *testing.B) {
 		}
 	})
 }
+
+// A state larger than a frame may inflate to is stored as it is, so that
+// it reads back.
+func TestAStateTooLargeToInflateIsStoredAsItIs(t *testing.T) {
+	huge := bytes.Repeat([]byte(`{"a":1},`), maxState/8+1)
+	huge[0] = '['
+	if stored := packState(huge); !bytes.Equal(stored, huge) {
+		t.Fatalf("a state of %d bytes was stored in %d", len(huge), len(stored))
+	}
+}
