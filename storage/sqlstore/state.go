@@ -20,7 +20,7 @@ var (
 
 	stateEncoder = must(zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderCRC(false), // the checkpoint's hash covers the state
+		zstd.WithEncoderCRC(false),      // the checkpoint's hash covers the state
 		zstd.WithLowerEncoderMem(true))) // one encoder per CPU, none waits for another
 
 	stateDecoder = must(zstd.NewReader(nil,
