@@ -362,11 +362,8 @@ func TestTamperingIsCaught(t *testing.T) {
 	}
 }
 
-// editStates writes each state of runID's checkpoints that still have one
-// as edit changes it, behind the engine's back: as the store reads it (a
-// state is stored compressed), written back as it is, which the store
-// reads as well.
-func (env *tamperEnv) editStates(t *testing.T, runID string, edit func(state []byte) []byte) {
+// checkpoints are runID's checkpoints as the store reads them.
+func (env *tamperEnv) checkpoints(t *testing.T, runID string) []*record.Checkpoint {
 	t.Helper()
 	var cps []*record.Checkpoint
 	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -376,6 +373,16 @@ func (env *tamperEnv) editStates(t *testing.T, runID string, edit func(state []b
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return cps
+}
+
+// editStates writes each state of runID's checkpoints that still have one
+// as edit changes it, behind the engine's back: as the store reads it (a
+// state is stored compressed), written back as it is, which the store
+// reads as well.
+func (env *tamperEnv) editStates(t *testing.T, runID string, edit func(state []byte) []byte) {
+	t.Helper()
+	cps := env.checkpoints(t, runID)
 	changed := 0
 	for _, c := range cps {
 		if c.State == nil {
@@ -429,14 +436,7 @@ func (env *tamperEnv) tamper(t *testing.T, runID string, tc tamperCase) {
 // with field (a string) pointed at evilCallback; for "evidence", the run's
 // first checkpoint with other evidence.
 func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
-	var cps []*record.Checkpoint
-	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		cps, err = tx.Checkpoints(ctx, runID)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	cps := env.checkpoints(t, runID)
 	c := cps[1]
 	if field == "evidence" {
 		c = cps[0]
@@ -465,14 +465,7 @@ func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 // only a key can stop them.
 func (env *tamperEnv) rehash(t *testing.T, runID string) {
 	t.Helper()
-	var cps []*record.Checkpoint
-	if err := env.h.engine.Store().View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		cps, err = tx.Checkpoints(ctx, runID)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	cps := env.checkpoints(t, runID)
 	prev := ""
 	newHash := map[string]string{}
 	for _, c := range cps {
