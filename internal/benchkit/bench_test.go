@@ -236,6 +236,49 @@ func TestRowsPerRunByTable(t *testing.T) {
 // so that a change that adds one is seen.
 const maxRowsPerRun = 13
 
+// maxBytesPerRun bounds what one whole run with 2 KB of evidence adds to a
+// SQLite store at one client: the target of 6 KB, so that a change that
+// makes a run larger than that is seen.
+const maxBytesPerRun = 6144
+
+// TestBytesPerRunOnSQLite measures what 500 whole runs, one after another,
+// add to the store (the file with its WAL folded into it), after as many
+// that give every table and index its first pages.
+func TestBytesPerRunOnSQLite(t *testing.T) {
+	tg, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "signoff.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	eng, err := NewEngine(tg.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runs = 500
+	runAll := func() {
+		for range runs {
+			if err := EndToEnd(t.Context(), eng); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	size := func() int64 {
+		n, err := tg.Size(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	runAll()
+	before := size()
+	runAll()
+	per := float64(size()-before) / runs
+	t.Logf("%.0f bytes per run", per)
+	if per > maxBytesPerRun {
+		t.Errorf("%.0f bytes per run, want at most %d", per, maxBytesPerRun)
+	}
+}
+
 // The figures are read "with 2 KB of evidence": the evidence is a JSON
 // object of about 2 KB, the same bytes in every run and every process.
 func TestTheEvidenceIsTwoKilobytesOfJSON(t *testing.T) {
