@@ -119,6 +119,21 @@ func postgresEngine(tb testing.TB) (*Target, *workflow.Engine) {
 	return t, eng
 }
 
+// sqliteEngine is the benchmark's engine on a new SQLite file, closed and
+// removed when t ends.
+func sqliteEngine(t *testing.T) (*Target, *workflow.Engine) {
+	tg, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "signoff.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	eng, err := NewEngine(tg.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg, eng
+}
+
 // maxRoundTripsPerRun bounds the round trips of one whole run on PostgreSQL:
 // what it takes today, so that a change that adds one is seen.
 const maxRoundTripsPerRun = 8
@@ -152,15 +167,7 @@ func TestRoundTripsPerRunOnPostgres(t *testing.T) {
 // run adds one run row, and what it updates or deletes is the rest. -v
 // prints the breakdown.
 func TestRowsPerRunByTable(t *testing.T) {
-	tg, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "signoff.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	eng, err := NewEngine(tg.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg, eng := sqliteEngine(t)
 	if err := EndToEnd(t.Context(), eng); err != nil { // the keys and the first rows of each table
 		t.Fatal(err)
 	}
@@ -245,15 +252,7 @@ const maxBytesPerRun = 6144
 // add to the store (the file with its WAL folded into it), after as many
 // that give every table and index its first pages.
 func TestBytesPerRunOnSQLite(t *testing.T) {
-	tg, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "signoff.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	eng, err := NewEngine(tg.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg, eng := sqliteEngine(t)
 	const runs = 500
 	runAll := func() {
 		for range runs {
