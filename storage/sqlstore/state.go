@@ -14,14 +14,16 @@ import (
 // KB left the pages of a 4 KB page store a third empty; compressed, a run's
 // checkpoints fill them. A stored state that begins with zstd's magic number
 // is compressed: a state is a JSON object, and any other that begins so is
-// compressed whatever its size, so the rule holds for every state.
+// compressed whatever its size (up to maxState), so the rule holds for every
+// state the engine can write.
 var (
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
+	// One encoder per CPU (the default), so that no writer waits for another.
 	stateEncoder = must(zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderCRC(false),      // the checkpoint's hash covers the state
-		zstd.WithLowerEncoderMem(true))) // one encoder per CPU, none waits for another
+		zstd.WithEncoderCRC(false), // the checkpoint's hash covers the state
+		zstd.WithLowerEncoderMem(true)))
 
 	stateDecoder = must(zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0),
