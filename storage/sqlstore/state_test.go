@@ -5,20 +5,9 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"testing"
-)
 
-// evidenceLike is a JSON state of about n bytes, as varied as a payment
-// lookup's answer.
-func evidenceLike(n int) []byte {
-	b := []byte(`{"schema_version":2,"evidence":[`)
-	for i := 0; len(b) < n; i++ {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = fmt.Appendf(b, `{"id":"PAY-%d","amount":%d,"status":%q}`, 7919*i%100000, 31*i*i%9973, []string{"captured", "refunded", "disputed"}[i%3])
-	}
-	return append(b, "]}"...)
-}
+	"github.com/signoff-dev/signoff/storage/storagetest"
+)
 
 // noise is n bytes no compressor makes smaller.
 func noise(n int) []byte {
@@ -38,7 +27,7 @@ func TestAStateIsStoredCompressedWhenThatIsSmaller(t *testing.T) {
 	}{
 		{"nil (a pruned checkpoint)", nil, false},
 		{"a small state", []byte(`{"schema_version":2,"status":"done"}`), false},
-		{"three kilobytes of evidence", evidenceLike(3000), true},
+		{"three kilobytes of evidence", storagetest.BigJSON(3000), true},
 		{"bytes that do not compress", noise(512), false},
 		{"a zstd frame given as the state", frame, true},
 		{"bytes that begin as a frame does", []byte{0x28, 0xb5, 0x2f, 0xfd, 1}, true},
@@ -62,7 +51,7 @@ func TestAStateIsStoredCompressedWhenThatIsSmaller(t *testing.T) {
 // A stored frame changed behind the store's back is read as the bytes it
 // holds: the checkpoint's hash, which they do not match, reports it.
 func TestAChangedFrameIsReadAsItIs(t *testing.T) {
-	stored := packState(evidenceLike(3000))
+	stored := packState(storagetest.BigJSON(3000))
 	damaged := bytes.Clone(stored)
 	damaged[len(damaged)/2] ^= 0xff
 	damaged = damaged[:len(damaged)-3]
@@ -74,7 +63,7 @@ func TestAChangedFrameIsReadAsItIs(t *testing.T) {
 // Whatever a state is, the store gives back what it was given.
 func FuzzStoredState(f *testing.F) {
 	f.Add([]byte(`{"schema_version":2}`))
-	f.Add(evidenceLike(500))
+	f.Add(storagetest.BigJSON(500))
 	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x05, 0x29, 0x00, 0x00, 'h', 'e', 'l', 'l', 'o'})
 	f.Fuzz(func(t *testing.T, state []byte) {
 		if back := unpackState(packState(state)); !bytes.Equal(back, state) {
@@ -87,7 +76,7 @@ func FuzzStoredState(f *testing.F) {
 // A state read again is the one remembered, handed so that a caller's
 // append cannot change what the next caller reads.
 func TestARememberedStateIsReadAsItWasStored(t *testing.T) {
-	state := evidenceLike(3000)
+	state := storagetest.BigJSON(3000)
 	stored := packState(state)
 	first := unpackState(stored)
 	grown := append(first, `,"x":1}`...)
@@ -132,7 +121,7 @@ func TestTheMemoKeepsToItsBudget(t *testing.T) {
 //
 //	go test ./storage/sqlstore -run '^$' -bench StoredState
 func BenchmarkStoredState(b *testing.B) {
-	state := evidenceLike(3000)
+	state := storagetest.BigJSON(3000)
 	stored := packState(state)
 	b.Run("pack", func(b *testing.B) {
 		for b.Loop() {

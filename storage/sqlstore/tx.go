@@ -458,10 +458,16 @@ func (t *Tx) ClaimRuns(ctx context.Context, owner string, statuses []record.Stat
 const checkpointColumns = `run_id, seq, schema_version, state, prev_hash, hash, created_at, key_id, mac, pruned_at, base_seq`
 
 func scanCheckpoint(s Row) (*record.Checkpoint, error) {
-	return scanCheckpointWith(s)
+	c, err := scanCheckpointWith(s)
+	if err != nil {
+		return nil, err
+	}
+	c.State = unpackState(c.State)
+	return c, nil
 }
 
-// scanCheckpointWith scans checkpointColumns and then into more.
+// scanCheckpointWith scans checkpointColumns and then into more, the state
+// as stored (scanCheckpoint inflates it; a prune, which drops it, does not).
 func scanCheckpointWith(s Row, more ...any) (*record.Checkpoint, error) {
 	var (
 		c               record.Checkpoint
@@ -471,7 +477,6 @@ func scanCheckpointWith(s Row, more ...any) (*record.Checkpoint, error) {
 	if err := s.Scan(into...); err != nil {
 		return nil, err
 	}
-	c.State = unpackState(c.State)
 	c.CreatedAt = fromMillis(created)
 	c.PrunedAt = fromMillis(pruned)
 	return &c, nil

@@ -23,14 +23,14 @@ var payloads = []struct {
 	// A state of some kilobytes, which a store may keep compressed, and
 	// bytes that begin as a zstd frame does, or are one: whatever a store
 	// does with a state, it gives back what it was given.
-	{"kilobytes of JSON", bigJSON(3000)},
+	{"kilobytes of JSON", BigJSON(3000)},
 	{"zstd's magic number", []byte{0x28, 0xb5, 0x2f, 0xfd, 0, 1, 2}},
 	{"a zstd frame", []byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x05, 0x29, 0x00, 0x00, 'h', 'e', 'l', 'l', 'o'}},
 }
 
-// bigJSON is a JSON object of about n bytes, as varied as a payment
-// lookup's answer.
-func bigJSON(n int) []byte {
+// BigJSON is a JSON object of about n bytes, as varied as a payment
+// lookup's answer: what a store that compresses states is measured with.
+func BigJSON(n int) []byte {
 	b := []byte(`{"payments":[`)
 	for i := 0; len(b) < n; i++ {
 		if i > 0 {

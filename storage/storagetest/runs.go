@@ -349,7 +349,7 @@ func testListRunHeads(t *testing.T, s storage.Store) {
 			written := map[int64]*record.Checkpoint{}
 			for seq := int64(1); seq <= c.seqs; seq++ {
 				cp := &record.Checkpoint{RunID: c.id, Seq: seq, SchemaVersion: record.SchemaVersion,
-					State: []byte(fmt.Sprintf(`{"run":%q,"seq":%d,"evidence":%s}`, c.id, seq, bigJSON(int(seq)*1000))), PrevHash: fmt.Sprintf("prev-%d", seq),
+					State: []byte(fmt.Sprintf(`{"run":%q,"seq":%d,"evidence":%s}`, c.id, seq, BigJSON(int(seq)*1000))), PrevHash: fmt.Sprintf("prev-%d", seq),
 					CreatedAt: odd.Add(time.Duration(seq) * time.Second)}
 				if seq == 1 {
 					cp.Seal = record.Seal{KeyID: "k1", MAC: "mac-" + c.id}
