@@ -346,11 +346,14 @@ func scanRunHead(s Row) (*storage.RunHead, error) {
 
 // ListRunHeadsQuery is the query ListRunHeads runs for f, with ?
 // placeholders: drivers test its plan (a page must walk an index, not scan).
+// A whole checkpoint has no base (base_seq 0): NULLIF makes the base's key
+// NULL, which no index probe is made for, where "AND c.base_seq <> 0" was a
+// filter PostgreSQL applied after probing for seq 0 (three pages a run).
 func ListRunHeadsQuery(f storage.RunFilter) (string, []any) {
 	where, args := runFilter(f, "r.")
 	q := `SELECT ` + runHeadColumns + ` FROM runs r
 		LEFT JOIN checkpoints c ON c.run_id = r.id AND c.seq = r.seq
-		LEFT JOIN checkpoints b ON b.run_id = r.id AND b.seq = c.base_seq AND c.base_seq <> 0` + where + ` ORDER BY r.created_at, r.id`
+		LEFT JOIN checkpoints b ON b.run_id = r.id AND b.seq = NULLIF(c.base_seq, 0)` + where + ` ORDER BY r.created_at, r.id`
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
