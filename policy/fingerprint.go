@@ -41,7 +41,7 @@ func Fingerprint(in FingerprintInput) (string, error) {
 		doc.Actions = append(doc.Actions, action{Name: a.Name, Args: args})
 	}
 	for i, ev := range in.Evidence {
-		d, err := jsonvalue.DigestOf(ev)
+		d, err := jsonvalue.EvidenceDigest(ev)
 		if err != nil {
 			return "", fmt.Errorf("fingerprint: evidence %d: %w", i+1, err)
 		}

@@ -280,8 +280,45 @@ func (e *Engine) runByKey(ctx context.Context, key, requesterID, digest string) 
 // form, its actions and evidence normalised, the key itself left out. The
 // callback URL is part of it (where the outcome goes is part of what was
 // asked), left out when empty so that digests of runs stored before callbacks
-// stay the same.
+// stay the same. It is proposalDocDigest's digest, made from canonical parts
+// so that the evidence, most of a proposal's bytes, is read once; for
+// anything that cannot be made so, proposalDocDigest answers.
 func proposalDigest(taskID string, requester record.Person, summary, callbackURL string, actions []record.Action, evidence []record.Evidence) (string, error) {
+	whole := func() (string, error) {
+		return proposalDocDigest(taskID, requester, summary, callbackURL, actions, evidence)
+	}
+	evs := make([][]byte, len(evidence))
+	for i, ev := range evidence {
+		c, ok := jsonvalue.CanonicalEvidence(ev)
+		if !ok {
+			return whole()
+		}
+		evs[i] = c
+	}
+	members := []jsonvalue.Member{{Name: "evidence", Value: jsonvalue.CanonicalArray(evs...)}}
+	parts := []struct {
+		name string
+		v    any
+	}{{"task_id", taskID}, {"requester", requester}, {"summary", summary}, {"actions", append([]record.Action{}, actions...)}}
+	if callbackURL != "" {
+		parts = append(parts, struct {
+			name string
+			v    any
+		}{"callback_url", callbackURL})
+	}
+	for _, p := range parts {
+		c, err := jsonvalue.CanonicalOf(p.v)
+		if err != nil {
+			return whole()
+		}
+		members = append(members, jsonvalue.Member{Name: p.name, Value: c})
+	}
+	return jsonvalue.DigestCanonical(jsonvalue.CanonicalObject(members...)), nil
+}
+
+// proposalDocDigest is the digest of the proposal marshalled whole: the
+// definition proposalDigest keeps to, byte for byte.
+func proposalDocDigest(taskID string, requester record.Person, summary, callbackURL string, actions []record.Action, evidence []record.Evidence) (string, error) {
 	return jsonvalue.DigestOf(struct {
 		TaskID      string            `json:"task_id"`
 		Requester   record.Person     `json:"requester"`

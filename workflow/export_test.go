@@ -1,0 +1,7 @@
+package workflow
+
+// What the external tests compare with its definition.
+var (
+	ProposalDigest    = proposalDigest
+	ProposalDocDigest = proposalDocDigest
+)
