@@ -45,12 +45,15 @@ func TestMCPVariables(t *testing.T) {
 		{"claims that are not an object", "mcp:notes.drop", claims(`["destructiveHint"]`), "everything-else"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := p.Evaluate(context.Background(), Input{Action: record.Action{Name: c.action, Args: json.RawMessage(`{}`)}, Evidence: c.evidence})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out.Rule != c.want {
-				t.Fatalf("rule %s, want %s", out.Rule, c.want)
+			for _, canonical := range []bool{false, true} {
+				out, err := p.Evaluate(context.Background(), Input{Action: record.Action{Name: c.action, Args: json.RawMessage(`{}`)},
+					Evidence: c.evidence, EvidenceCanonical: canonical})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Rule != c.want {
+					t.Fatalf("evidence canonical %v: rule %s, want %s", canonical, out.Rule, c.want)
+				}
 			}
 		})
 	}

@@ -118,6 +118,11 @@ type Input struct {
 	// RequesterRole is the highest role the requester holds, "" for none.
 	RequesterRole string
 	TaskID        string
+	// EvidenceCanonical says Evidence is jsonvalue.Canonical's output, as
+	// the engine stores every proposal's: it decodes, so Evaluate decodes
+	// it only when a rule reads it. Otherwise it is decoded first, and
+	// evidence that does not decode fails the evaluation.
+	EvidenceCanonical bool
 }
 
 // Outcome is what policy decided for one action.
@@ -715,8 +720,56 @@ func policyVars(in Input) (map[string]any, error) {
 		}
 		args = m
 	}
-	evidence := make([]celEvidence, len(in.Evidence))
-	for i, e := range in.Evidence {
+	vars := map[string]any{
+		"action":    celAction{Name: in.Action.Name, Index: int64(in.Index), Args: args},
+		"requester": celRequester{ID: in.Requester.ID, Name: in.Requester.Name, Role: in.RequesterRole},
+		"task":      in.TaskID,
+	}
+	if !in.EvidenceCanonical {
+		evidence, err := decodeEvidence(in.Evidence)
+		if err != nil {
+			return nil, err
+		}
+		vars["evidence"], vars["mcp"] = evidence, mcpVars(in.Action.Name, evidence)
+		return vars, nil
+	}
+	// Canonical evidence decodes: CEL asks for it (a func in the bindings)
+	// only if a rule reads it, and most rules do not, so the evidence, most
+	// of a proposal's bytes, is decoded once at most and usually never.
+	var (
+		evidence []celEvidence
+		decoded  error
+		done     bool
+	)
+	decode := func() error {
+		if !done {
+			evidence, decoded = decodeEvidence(in.Evidence)
+			done = true
+		}
+		return decoded
+	}
+	vars["evidence"] = func() any {
+		if err := decode(); err != nil {
+			return types.NewErr("%v", err)
+		}
+		return evidence
+	}
+	vars["mcp"] = func() any {
+		if !strings.HasPrefix(in.Action.Name, MCPActionPrefix) {
+			return mcpVars(in.Action.Name, nil)
+		}
+		if err := decode(); err != nil {
+			return types.NewErr("%v", err)
+		}
+		return mcpVars(in.Action.Name, evidence)
+	}
+	return vars, nil
+}
+
+// decodeEvidence decodes each piece of evidence's data for CEL.
+func decodeEvidence(in []record.Evidence) ([]celEvidence, error) {
+	evidence := make([]celEvidence, len(in))
+	for i, e := range in {
 		var data any
 		if len(strings.TrimSpace(string(e.Data))) > 0 {
 			v, err := jsonvalue.Decode(e.Data, jsonvalue.ForCEL)
@@ -727,13 +780,7 @@ func policyVars(in Input) (map[string]any, error) {
 		}
 		evidence[i] = celEvidence{Source: e.Source, Data: data}
 	}
-	return map[string]any{
-		"action":    celAction{Name: in.Action.Name, Index: int64(in.Index), Args: args},
-		"evidence":  evidence,
-		"requester": celRequester{ID: in.Requester.ID, Name: in.Requester.Name, Role: in.RequesterRole},
-		"task":      in.TaskID,
-		"mcp":       mcpVars(in.Action.Name, evidence),
-	}, nil
+	return evidence, nil
 }
 
 // checkRemind refuses a reminder a rule cannot keep (none without an

@@ -135,7 +135,10 @@ func (gk *gatekeeper) outcomes(ctx context.Context, st *record.State) (*record.G
 	}
 	outs := make([]policy.Outcome, 0, len(st.Actions))
 	for i, a := range st.Actions {
-		out, err := gk.policy.Evaluate(ctx, policy.Input{Action: a, Index: i, Evidence: st.Evidence, Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
+		// A state's evidence is normalise's output (Submit, propose and
+		// Explain normalise a proposal before this; an edit keeps it).
+		out, err := gk.policy.Evaluate(ctx, policy.Input{Action: a, Index: i, Evidence: st.Evidence, EvidenceCanonical: true,
+			Requester: st.Requester, RequesterRole: role, TaskID: st.TaskID})
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("action %d (%s): %w", i+1, a.Name, err)
 		}
