@@ -10,7 +10,8 @@ import (
 	"github.com/signoff-dev/signoff/workflow"
 )
 
-// BenchmarkCPU is BenchmarkIntegrity's decide and execute measured in the
+// BenchmarkCPU is a gated submit with 2 KB of evidence, and
+// BenchmarkIntegrity's decide and execute, measured in the
 // process's CPU time (user and system, every goroutine's, the committer's and
 // SQLite's included) per operation rather than in wall time: a figure that
 // other load on a shared machine moves far less, for comparing two builds.
@@ -21,10 +22,14 @@ func BenchmarkCPU(b *testing.B) {
 		name string
 		opts []harnessOption
 	}{{"unkeyed", nil}, {"keyed", []harnessOption{withKeys(testKeys(b))}}}
-	for _, fig := range []string{"decide", "execute"} {
+	for _, fig := range []string{"submit", "decide", "execute"} {
 		for _, s := range setups {
 			b.Run(fig+"/"+s.name, func(b *testing.B) {
 				h := newHarness(b, s.opts...)
+				if fig == "submit" {
+					benchmarkSubmitCPU(b, h)
+					return
+				}
 				ids := waitingRefunds(b, h, b.N)
 				approve := func(id string) error {
 					_, err := h.engine.Decide(context.Background(), workflow.DecideInput{RunID: id, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"})
@@ -54,6 +59,23 @@ func BenchmarkCPU(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchmarkSubmitCPU submits gated refunds, each with the 2 KB of
+// evidence benchkit's whole runs carry.
+func benchmarkSubmitCPU(b *testing.B, h *harness) {
+	h.target.captured["PAY-1"] = float64(b.N) * 1000
+	evidence := benchkit.Proposal().Evidence
+	before := cpuTime(b)
+	b.ResetTimer()
+	for range b.N {
+		p := refund("PAY-1", 100)
+		p.Evidence = evidence
+		if run := h.submit(p); run.Status != record.StatusWaitingApproval {
+			b.Fatalf("run %s is %s", run.ID, run.Status)
+		}
+	}
+	b.ReportMetric(float64((cpuTime(b)-before).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 func cpuTime(b *testing.B) time.Duration {
