@@ -331,69 +331,95 @@ type AnchoredHead struct {
 
 // AnchorHash is the chained hash of an anchor.
 func AnchorHash(a *AuditAnchor) string {
-	h := sha256.New()
-	part := func(p string) {
-		h.Write([]byte(strconv.Itoa(len(p))))
-		h.Write([]byte{':'})
-		h.Write([]byte(p))
-	}
-	part(a.PrevHash)
-	part(strconv.FormatInt(a.ID, 10))
-	part(strconv.FormatInt(a.At.UnixMilli(), 10))
+	h := newChainHash()
+	h.str(a.PrevHash)
+	h.int(a.ID)
+	h.int(a.At.UnixMilli())
 	for _, hd := range a.Heads {
-		part(hd.RunID)
-		part(strconv.FormatInt(hd.Seq, 10))
-		part(hd.Hash)
+		h.str(hd.RunID)
+		h.int(hd.Seq)
+		h.str(hd.Hash)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return h.sum()
 }
 
 // AuditHash is the chained hash of an audit event. Drivers call it so that both
 // compute the same chain. A per-run event hashes its format too, so that
 // passing it off as a global one changes its hash.
 func AuditHash(e *AuditEvent) string {
-	h := sha256.New()
+	h := newChainHash()
 	if e.Format == AuditPerRun {
-		h.Write([]byte("1:2"))
+		h.buf = append(h.buf, "1:2"...)
 	}
-	hashStrings(h, e.PrevHash, strconv.FormatInt(e.Seq, 10), e.RunID, e.Actor, string(e.Action))
-	hashPart(h, e.Detail)
-	hashStrings(h, strconv.FormatInt(e.At.UnixMilli(), 10))
+	h.str(e.PrevHash)
+	h.int(e.Seq)
+	h.str(e.RunID)
+	h.str(e.Actor)
+	h.str(string(e.Action))
+	h.bytes(e.Detail)
+	h.int(e.At.UnixMilli())
 	if e.CheckpointSeq != 0 || e.CheckpointHash != "" || e.Format == AuditPerRun {
 		// Only events written since events name their checkpoint hash it, so
 		// that every older chain keeps its hashes.
-		hashStrings(h, strconv.FormatInt(e.CheckpointSeq, 10), e.CheckpointHash)
+		h.int(e.CheckpointSeq)
+		h.str(e.CheckpointHash)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return h.sum()
 }
 
 // CheckpointHash is the chained hash of a checkpoint.
 func CheckpointHash(c *Checkpoint) string {
-	h := sha256.New()
-	hashStrings(h, c.PrevHash, c.RunID, strconv.FormatInt(c.Seq, 10), strconv.Itoa(c.SchemaVersion))
-	hashPart(h, c.State)
-	hashStrings(h, strconv.FormatInt(c.CreatedAt.UnixMilli(), 10))
+	h := newChainHash()
+	h.str(c.PrevHash)
+	h.str(c.RunID)
+	h.int(c.Seq)
+	h.int(int64(c.SchemaVersion))
+	h.bytes(c.State)
+	h.int(c.CreatedAt.UnixMilli())
 	if c.BaseSeq != 0 {
 		// Only checkpoints written against a base hash it, so that every
 		// older chain keeps its hashes.
-		hashStrings(h, strconv.FormatInt(c.BaseSeq, 10))
+		h.int(c.BaseSeq)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return h.sum()
 }
 
-// hashPart writes one part of a chained hash as "<length>:<part>", so that
-// no two lists of parts write the same bytes. The state and detail go in as
-// they are, not copied into a string first.
-func hashPart(h hash.Hash, part []byte) {
-	var n [20]byte
-	h.Write(strconv.AppendInt(n[:0], int64(len(part)), 10))
-	h.Write([]byte{':'})
-	h.Write(part)
+// chainHash writes the parts of a chained hash, each as "<length>:<part>",
+// so that no two lists of parts write the same bytes. Small parts gather in
+// one buffer, written to the hash when a large one comes (the state and
+// the detail go in as they are, not copied) and at the end: each Write to
+// a hash.Hash makes its argument escape, and writing each part on its own
+// cost three allocations a part.
+type chainHash struct {
+	h   hash.Hash
+	buf []byte
 }
 
-// hashStrings is hashPart for each of parts.
-func hashStrings(h hash.Hash, parts ...string) {
-	for _, p := range parts {
-		hashPart(h, []byte(p))
-	}
+func newChainHash() *chainHash { return &chainHash{h: sha256.New(), buf: make([]byte, 0, 256)} }
+
+func (c *chainHash) str(p string) {
+	c.buf = append(append(strconv.AppendInt(c.buf, int64(len(p)), 10), ':'), p...)
+}
+
+// int is the part written as the decimal text of n.
+func (c *chainHash) int(n int64) {
+	var d [20]byte
+	digits := strconv.AppendInt(d[:0], n, 10)
+	c.buf = append(append(strconv.AppendInt(c.buf, int64(len(digits)), 10), ':'), digits...)
+}
+
+func (c *chainHash) bytes(p []byte) {
+	c.buf = append(strconv.AppendInt(c.buf, int64(len(p)), 10), ':')
+	c.flush()
+	c.h.Write(p)
+}
+
+func (c *chainHash) flush() {
+	c.h.Write(c.buf)
+	c.buf = c.buf[:0]
+}
+
+func (c *chainHash) sum() string {
+	c.flush()
+	return hex.EncodeToString(c.h.Sum(c.buf[:0]))
 }
