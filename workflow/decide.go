@@ -197,7 +197,9 @@ func (e *Engine) decide(ctx context.Context, in DecideInput) (*record.Run, error
 // Otherwise the run is read under its lock first (LoadHeld).
 func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, hasRole bool, edit *preparedEdit, pre *runtx.Loaded, trust bool, out **record.Run, unconfirmed **record.RefusedError) error {
 	parts := storage.RunParts{Requests: true, Decisions: true}
+	var written *runtx.Loaded
 	err := dc.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		written = nil
 		// The claim comes first: a copy of the request decides nothing.
 		if err := in.claim.take(ctx, tx); err != nil {
 			return err
@@ -231,10 +233,15 @@ func (dc *decider) decideOnce(ctx context.Context, in DecideInput, role string, 
 			return err
 		}
 		*out = l.Run
+		written = l
 		dc.fail("before-decision-commit")
 		return nil
 	})
 	in.claim.commit(err)
+	if err == nil && *unconfirmed == nil {
+		// An approval hands the run on to a worker, here as a rule.
+		dc.runs.HandOn(written)
+	}
 	return err
 }
 

@@ -47,7 +47,8 @@ func (t chainTx) LoadRun(ctx context.Context, id string, parts storage.RunParts)
 
 // Resume verifies a run's chain when it loads it, not again after each of its
 // own writes: an approved run executes (intent with its attempt, receipt with the end)
-// from one read of its chain.
+// from one read of its chain. An approval in the same process hands the run
+// on as it wrote it, so the Resume after it reads no chain at all.
 func TestResumeReadsTheChainOnce(t *testing.T) {
 	h := newHarness(t)
 	run := h.submit(refund("PAY-1", 119))
@@ -60,9 +61,10 @@ func TestResumeReadsTheChainOnce(t *testing.T) {
 	if got.Status != record.StatusDone {
 		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
 	}
-	// One read by the decision, one by the Resume that executes it.
-	if got := n.Load(); got != 2 {
-		t.Fatalf("checkpoint chains read = %d, want 2", got)
+	// One read by the decision; the Resume that executes it takes the run
+	// the decision wrote.
+	if got := n.Load(); got != 1 {
+		t.Fatalf("checkpoint chains read = %d, want 1", got)
 	}
 	if e := h.target.Effects(); len(e) != 1 {
 		t.Fatalf("effects = %v, want exactly one", e)
@@ -98,8 +100,45 @@ func TestResumeReloadsARunWrittenByAnother(t *testing.T) {
 	if got.Status != record.StatusDone {
 		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
 	}
-	if got := n.Load(); got < 3 {
+	// The decision's read, then the read after the other write.
+	if got := n.Load(); got != 2 {
 		t.Fatalf("checkpoint chains read = %d, want the run loaded again after the other write", got)
+	}
+	if e := h.target.Effects(); len(e) != 1 {
+		t.Fatalf("effects = %v, want exactly one", e)
+	}
+}
+
+// A run approved in one process and executed by another before the first
+// resumes it: the run the first process handed on is stale, and its Resume
+// loads the run afresh, finds it done and runs nothing again.
+func TestHandedOnRunExecutedElsewhereRunsOnce(t *testing.T) {
+	h := newHarness(t)
+	run := h.submit(refund("PAY-1", 119))
+	var n atomic.Int64
+	h.build(chainReads{h.store, &n}, testPolicy(t, "rev-1", h.roles))
+	first := h.engine
+	decided, err := first.Decide(ctx, workflow.DecideInput{RunID: run.ID, Approver: record.Person{ID: "U0LEAD0001"}, Verdict: record.VerdictApprove, Via: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if decided.Status != record.StatusExecuting {
+		t.Fatalf("approved run is %s", decided.Status)
+	}
+	h.build(h.store, testPolicy(t, "rev-1", h.roles)) // the other process
+	if got, err := h.engine.Resume(ctx, run.ID); err != nil || got.Status != record.StatusDone {
+		t.Fatalf("the other process's Resume: %v, %v", got, err)
+	}
+	before := n.Load()
+	got, err := first.Resume(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != record.StatusDone {
+		t.Fatalf("status = %s (%s)", got.Status, got.Reason)
+	}
+	if n.Load() == before {
+		t.Error("the first process resumed from the run it handed on, not from the store")
 	}
 	if e := h.target.Effects(); len(e) != 1 {
 		t.Fatalf("effects = %v, want exactly one", e)

@@ -195,7 +195,7 @@ const (
 // operator) a recheck of an unproven outcome. It returns the run as it
 // stands when nothing more can be done now.
 func (e *Engine) resume(ctx context.Context, id string, mode resumeMode) (*record.Run, error) {
-	r := &resumption{e: e, id: id, mode: mode}
+	r := &resumption{e: e, id: id, mode: mode, held: e.runs.Resumable(id)}
 	for {
 		run, again, err := r.next(ctx)
 		if err != nil || !again {

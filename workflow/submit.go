@@ -136,6 +136,8 @@ func (e *Engine) SubmitReplay(ctx context.Context, p *Proposal) (run *record.Run
 	if l.Run.Status == record.StatusExecuting {
 		// As a follower: a target that asks for time parks the run for the
 		// workers instead of holding the submitter (an HTTP request) here.
+		// The run goes on as this write left it (no read of its chain).
+		e.runs.HandOn(l)
 		run, err := e.resume(ctx, id, asFollower)
 		return run, false, err
 	}

@@ -165,6 +165,19 @@ func (rs *Runs) LoadHeld(ctx context.Context, tx storage.Tx, id string, held *Lo
 	if !usable(held) {
 		return rs.LoadWith(ctx, tx, id, extra)
 	}
+	l, err := rs.loadAsHeld(ctx, tx, id, held, extra)
+	if errors.Is(err, errMovedOn) {
+		return rs.LoadWith(ctx, tx, id, extra)
+	}
+	return l, err
+}
+
+// errMovedOn is a run whose row is no longer the one held: someone wrote it.
+var errMovedOn = errors.New("the run was written since it was held")
+
+// loadAsHeld is LoadHeld's one read: the run row and what extra asks for,
+// errMovedOn when the row is not the held one (usable(held) is given).
+func (rs *Runs) loadAsHeld(ctx context.Context, tx storage.Tx, id string, held *Loaded, extra storage.RunParts) (*Loaded, error) {
 	extra.Checkpoints = false
 	// Requests and decisions are written only with their run (each such
 	// write saves it, which bumps its version), so the ones held, read at
@@ -177,7 +190,7 @@ func (rs *Runs) LoadHeld(ctx context.Context, tx storage.Tx, id string, held *Lo
 	}
 	b, err := tx.LoadRun(ctx, id, ask)
 	if err != nil || b.Run.Version != held.Run.Version || b.Run.Seq != held.Run.Seq || b.Run.Status != held.Run.Status {
-		return rs.LoadWith(ctx, tx, id, extra)
+		return nil, errMovedOn
 	}
 	if reuse.Requests {
 		b.Requests = held.More.Requests
@@ -434,16 +447,26 @@ func (rs *Runs) Reload(ctx context.Context, id string, held *Loaded) (*Loaded, e
 		extra.Requests, extra.Decisions, extra.Audit = rs.in.Keyed(), rs.in.Keyed(), rs.in.Keyed()
 	}
 	var l *Loaded
-	err := rs.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		if !usable(held) {
-			// Without a held run there is no second read to fall back on.
+	err := errMovedOn
+	if usable(held) {
+		// The row and what extra asks for are the View's one read; a run
+		// written since is read again, whole, in a View of its own (a
+		// second read of this one would cost PostgreSQL a round trip to end
+		// its snapshot every time, to save one only when the row moved on).
+		err = rs.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+			storage.LastRead(tx)
+			var err error
+			l, err = rs.loadAsHeld(ctx, tx, id, held, extra)
+			return err
+		})
+	}
+	if errors.Is(err, errMovedOn) {
+		err = rs.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+			var err error
 			l, err = rs.LoadOnce(ctx, tx, id, extra)
 			return err
-		}
-		l, err = rs.LoadHeld(ctx, tx, id, held, extra)
-		return err
-	})
+		})
+	}
 	var ie *record.IntegrityError
 	if errors.As(err, &ie) {
 		if aerr := rs.Attention(ctx, id, ie.Error()); aerr != nil {

@@ -72,12 +72,14 @@ type Runs struct {
 	// fps remembers the fingerprints computed last: a run's is computed
 	// from the same bytes at its submission, decision and execution.
 	fps *fingerprint.Memo
+	// handoffs are runs handed on to a resumption in this process.
+	handoffs *handoffs
 }
 
 // New builds the run transaction over c.
 func New(c Config) *Runs {
 	return &Runs{store: c.Store, in: c.Sealer, clock: c.Clock, owner: c.Owner, ttl: c.TTL, tell: c.Tell, rowProblem: c.RowProblem, log: c.Logger,
-		fps: fingerprint.NewMemo(fingerprint.DefaultSize)}
+		fps: fingerprint.NewMemo(fingerprint.DefaultSize), handoffs: newHandoffs(handoffSize)}
 }
 
 // notify tells the hooks of c, written in tx.
