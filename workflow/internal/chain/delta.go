@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -53,11 +55,14 @@ func members(b []byte, opts ...jsontext.Options) ([]member, error) {
 	}
 	var out []member
 	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
+		raw, err := d.ReadValue() // the name, quoted
 		if err != nil {
 			return nil, err
 		}
-		name := tok.String()
+		name, err := memberName(raw)
+		if err != nil {
+			return nil, err
+		}
 		v, err := d.ReadValue()
 		if err != nil {
 			return nil, err
@@ -72,6 +77,35 @@ func members(b []byte, opts ...jsontext.Options) ([]member, error) {
 		return nil, errors.New("trailing data after the state")
 	}
 	return out, nil
+}
+
+// stateNames are the names of a state's members (and of a delta's own):
+// members gives these strings instead of allocating each name it reads,
+// a few dozen on every split of a state.
+var stateNames = func() map[string]string {
+	names := map[string]string{unsetMember: unsetMember, appendMember: appendMember}
+	t := reflect.TypeFor[record.State]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names[name] = name
+		}
+	}
+	return names
+}()
+
+// memberName is the name a member's quoted name raw says.
+func memberName(raw []byte) (string, error) {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		if name, ok := stateNames[string(raw[1:len(raw)-1])]; ok {
+			return name, nil
+		}
+	}
+	b, err := jsontext.AppendUnquote(nil, raw)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // addMember appends "name":value to an object being written, after a
