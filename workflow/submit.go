@@ -298,22 +298,16 @@ func proposalDigest(taskID string, requester record.Person, summary, callbackURL
 		evs[i] = c
 	}
 	members := []jsonvalue.Member{{Name: "evidence", Value: jsonvalue.CanonicalArray(evs...)}}
-	parts := []struct {
-		name string
-		v    any
-	}{{"task_id", taskID}, {"requester", requester}, {"summary", summary}, {"actions", append([]record.Action{}, actions...)}}
+	rest := map[string]any{"task_id": taskID, "requester": requester, "summary": summary, "actions": append([]record.Action{}, actions...)}
 	if callbackURL != "" {
-		parts = append(parts, struct {
-			name string
-			v    any
-		}{"callback_url", callbackURL})
+		rest["callback_url"] = callbackURL
 	}
-	for _, p := range parts {
-		c, err := jsonvalue.CanonicalOf(p.v)
+	for name, v := range rest {
+		c, err := jsonvalue.CanonicalOf(v)
 		if err != nil {
 			return whole()
 		}
-		members = append(members, jsonvalue.Member{Name: p.name, Value: c})
+		members = append(members, jsonvalue.Member{Name: name, Value: c})
 	}
 	return jsonvalue.DigestCanonical(jsonvalue.CanonicalObject(members...)), nil
 }
