@@ -2,8 +2,6 @@ package jsonvalue
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -226,8 +224,7 @@ func Digest(b []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(c)
-	return hex.EncodeToString(sum[:]), nil
+	return DigestCanonical(c), nil
 }
 
 // DigestOf marshals v deterministically and digests it.
