@@ -237,6 +237,12 @@ type OperationRecord struct {
 	Attempts int             `json:"attempts"`
 	Receipt  json.RawMessage `json:"receipt,omitempty"`
 	Error    string          `json:"error,omitempty"`
+	// Intended is when the intent was recorded and ArgsDigest the digest
+	// of the arguments it sends, set on a pending operation whose intent
+	// this checkpoint alone holds: its Operation row is written with its
+	// first outcome or counted retry (and then wins).
+	Intended   *time.Time `json:"intended,omitempty"`
+	ArgsDigest string     `json:"args_digest,omitempty"`
 }
 
 // ForkRef names the checkpoint a run was forked from.

@@ -86,13 +86,13 @@ func (e *Engine) Resolve(ctx context.Context, in ResolveInput) (*record.Run, err
 		if l.Run.Status != record.StatusNeedsAttention {
 			return refused(record.CodeNothingToResolve, in.RunID, "the run is %s; only a run that needs attention can be resolved", l.Run.Status)
 		}
-		op := inQuestion(l.More.Operations)
+		op := inQuestion(execute.WithIntents(l.More.Operations, l.Run.ID, l.State))
 		detail, err := e.resolutions.applyResolution(l, op, in, receipt)
 		if err != nil {
 			return err
 		}
 		if op != nil {
-			if err := tx.UpdateOperation(ctx, op); err != nil {
+			if err := execute.WriteOperation(ctx, tx, op); err != nil {
 				return fmt.Errorf("record the resolution of %s: %w", op.Key, err)
 			}
 		}

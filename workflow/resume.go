@@ -356,7 +356,7 @@ func (e *Engine) recheck(ctx context.Context, l *runtx.Loaded) (moved bool, err 
 	if err != nil {
 		return false, fmt.Errorf("load operations of run %s: %w", id, err)
 	}
-	op := inQuestion(ops)
+	op := inQuestion(execute.WithIntents(ops, id, l.State))
 	if op == nil || op.Status != record.OpUnknown {
 		return false, nil
 	}
@@ -390,7 +390,7 @@ func (e *Engine) recheck(ctx context.Context, l *runtx.Loaded) (moved bool, err 
 		l.Run.Status = record.StatusDone
 	}
 	err = e.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		if err := tx.UpdateOperation(ctx, op); err != nil {
+		if err := execute.WriteOperation(ctx, tx, op); err != nil {
 			return fmt.Errorf("record what the target now says of %s: %w", op.Key, err)
 		}
 		return e.runs.Save(ctx, tx, l, record.StatusNeedsAttention, record.EventReconciled, "signoff", detail, nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -158,6 +159,10 @@ type tamperCase struct {
 	// event, when set, changes a field of the run's decided event where the
 	// store keeps it, instead of a column by SQL.
 	event func(e *record.AuditEvent)
+	// retried: the run's first attempt failed and waits for its retry, so
+	// that its operation has a row (an intent alone is kept in its
+	// checkpoint, which the checkpoint cases cover).
+	retried bool
 }
 
 // name names the case in its subtest: the column, and the state's field
@@ -205,15 +210,19 @@ func tamperCases() []tamperCase {
 		"verdict": "'reject'", "reason": "'looks fine'", "edited_args": "?", "via": "'api'", "payload_digest": "'ab'",
 		"at": "at - 1", "key_id": "'other'", "mac": "'" + strings.Repeat("5", 64) + "'",
 	})
+	n := len(cases)
 	add("operations", byRun, true, map[string]string{
 		"idx": "idx + 1", "action": "'other'", "args_digest": "'" + strings.Repeat("6", 64) + "'", "status": "'committed'",
 		"attempts": "attempts + 1", "receipt": "?", "error": "'x'", "created_at": "created_at - 1", "updated_at": "updated_at + 1",
 		"key_id": "'other'", "mac": "'" + strings.Repeat("7", 64) + "'",
 	})
+	for i := n; i < len(cases); i++ {
+		cases[i].retried = true
+	}
 	// A transition's events: a row of audit each on PostgreSQL; in the
 	// row of the checkpoint the transition wrote on SQLite, whose run and
 	// checkpoint they take from it.
-	n := len(cases)
+	n = len(cases)
 	add("audit", byRun+" AND action = 'decided'", true, map[string]string{
 		"actor": "'U0MGR00001'", "action": "'approved'", "detail": "?", "at": "at + 1", "prev_hash": "'" + strings.Repeat("8", 64) + "'",
 		"hash": "'" + strings.Repeat("9", 64) + "'", "checkpoint_seq": "checkpoint_seq + 1", "checkpoint_hash": "'" + strings.Repeat("a", 64) + "'",
@@ -277,6 +286,9 @@ func tamperCases() []tamperCase {
 	// The evidence, stored once in the base the later checkpoints are
 	// written against, changed there, every hash recomputed.
 	cases = append(cases, tamperCase{table: "checkpoints", column: "state", where: byRun + " AND seq = 1", rehash: true, arg: "evidence"})
+	// The intent, kept in the checkpoint that recorded it, said to have
+	// its receipt already, every hash recomputed.
+	cases = append(cases, tamperCase{table: "checkpoints", column: "state", where: byRun + " AND seq = 3", rehash: true, arg: "operations"})
 	for i := range cases {
 		c := &cases[i]
 		switch c.column {
@@ -298,10 +310,11 @@ func tamperCases() []tamperCase {
 
 // TestTamperingIsCaught is the tampering suite: for each sealed table, each
 // column of one row of a run that was approved and whose intent was recorded
-// (nothing sent yet) is changed behind the engine's back, with every unkeyed
-// hash recomputed the way an attacker would. Verify fails naming the run or
-// the audit event, and the run never executes: resuming it hands it to a
-// person and the target is never called.
+// (nothing sent yet; for an operation's row, whose first attempt failed and
+// waits for its retry) is changed behind the engine's back, with every
+// unkeyed hash recomputed the way an attacker would. Verify fails naming the
+// run or the audit event, and the run never executes: resuming it hands it
+// to a person and the target is not called again.
 func TestTamperingIsCaught(t *testing.T) {
 	for _, driver := range []struct {
 		name string
@@ -317,13 +330,21 @@ func TestTamperingIsCaught(t *testing.T) {
 					if driver.name == "postgres" {
 						pgtest.DSN(t)
 					}
-					env := driver.env(t, crashAt("after-intent"), allowCallbacks)
+					at := "after-intent"
+					if tc.retried {
+						at = "after-park"
+					}
+					env := driver.env(t, crashAt(at), allowCallbacks)
+					if tc.retried {
+						env.h.target.failNext = []error{workflow.Transient(errors.New("the ledger is busy"))}
+					}
 					p := refund("PAY-1", 119)
 					p.CallbackURL = goodCallback
 					run := env.h.submit(p)
 					if !survive(t, func() { _, _ = env.h.approve(run.ID, "U0LEAD0001") }) {
-						t.Fatal("failpoint after-intent never fired")
+						t.Fatalf("failpoint %s never fired", at)
 					}
+					calls := env.h.target.calls
 					env.reopen()
 					if rep, err := env.h.engine.Verify(ctx); err != nil || !rep.OK() || !rep.Keyed || rep.Unkeyed != 0 {
 						t.Fatalf("before tampering: %+v %v", rep, err)
@@ -353,8 +374,8 @@ func TestTamperingIsCaught(t *testing.T) {
 					if v := env.h.get(run.ID); v.Status != record.StatusNeedsAttention {
 						t.Fatalf("after resume the run is %s (%s), want needs_attention", v.Status, v.Reason)
 					}
-					if calls := env.h.target.calls; calls != 0 {
-						t.Fatalf("the target was called %d times: %v", calls, env.h.target.Effects())
+					if n := env.h.target.calls; n != calls || len(env.h.target.Effects()) != 0 {
+						t.Fatalf("the target was called %d times (%d before tampering): %v", n, calls, env.h.target.Effects())
 					}
 				})
 			}
@@ -434,12 +455,16 @@ func (env *tamperEnv) tamper(t *testing.T, runID string, tc tamperCase) {
 
 // forgedState is the run's second checkpoint with its summary changed, or
 // with field (a string) pointed at evilCallback; for "evidence", the run's
-// first checkpoint with other evidence.
+// first checkpoint with other evidence; for "operations", its third (the
+// intent's) with the intent turned into a receipt.
 func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 	cps := env.checkpoints(t, runID)
 	c := cps[1]
-	if field == "evidence" {
+	switch field {
+	case "evidence":
 		c = cps[0]
+	case "operations":
+		c = cps[2]
 	}
 	var st map[string]any
 	if err := json.Unmarshal(c.State, &st); err != nil {
@@ -448,6 +473,13 @@ func forgedState(t *testing.T, env *tamperEnv, runID string, field any) []byte {
 	switch f, ok := field.(string); {
 	case f == "evidence":
 		st[f] = []any{map[string]any{"source": "get_payments", "data": map[string]any{"payments": []any{map[string]any{"id": "PAY-1", "status": "disputed"}}}}}
+	case f == "operations":
+		op := st[f].([]any)[0].(map[string]any)
+		if op["intended"] == nil {
+			t.Fatalf("checkpoint %d holds no intent: %v", c.Seq, op)
+		}
+		op["status"], op["receipt"] = "committed", map[string]any{"id": "RF-FORGED"}
+		delete(op, "intended")
 	case ok:
 		st[f] = evilCallback
 	default:

@@ -131,15 +131,17 @@ func (e *Engine) ViewIn(ctx context.Context, tx storage.Tx, id string) (*RunView
 	l, err := e.runs.Load(ctx, tx, id)
 	var ie *IntegrityError
 	var v *RunView
+	var st *record.State
 	if errors.As(err, &ie) {
 		v = viewOf(l.Run, nil)
 		v.Problem = ie.Error()
 	} else if err != nil {
 		return nil, err
 	} else {
-		v = viewOf(l.Run, l.State)
+		st = l.State
+		v = viewOf(l.Run, st)
 	}
-	return e.viewRest(ctx, tx, v)
+	return e.viewRest(ctx, tx, v, st)
 }
 
 // viewOfTransition is ViewIn for the run a hook is told about: the
@@ -150,12 +152,14 @@ func (e *Engine) viewOfTransition(ctx context.Context, tx storage.Tx, t *Transit
 	if t.State == nil {
 		return e.ViewIn(ctx, tx, t.Run.ID)
 	}
-	return e.viewRest(ctx, tx, viewOf(t.Run, t.State))
+	return e.viewRest(ctx, tx, viewOf(t.Run, t.State), t.State)
 }
 
 // viewRest adds a run's requests (with where each was posted), decisions
-// and operations to v, read in one round trip, checking their seals.
-func (e *Engine) viewRest(ctx context.Context, tx storage.Tx, v *RunView) (*RunView, error) {
+// and operations to v, read in one round trip, checking their seals. st,
+// the run's state when it could be trusted, holds the intents no row holds
+// yet (execute.WithIntents).
+func (e *Engine) viewRest(ctx context.Context, tx storage.Tx, v *RunView, st *record.State) (*RunView, error) {
 	id := v.ID
 	b, err := tx.LoadRun(ctx, id, storage.RunParts{Requests: true, Messages: true, Decisions: true, Operations: true})
 	if err != nil {
@@ -179,7 +183,7 @@ func (e *Engine) viewRest(ctx context.Context, tx storage.Tx, v *RunView) (*RunV
 		v.Decisions = append(v.Decisions, DecisionView{RequestID: d.RequestID, By: d.ApproverID, Name: d.ApproverName, Role: d.Role,
 			Decision: d.Verdict, Reason: d.Reason, Edited: d.EditedArgs, Via: d.Via, At: d.At, OnBehalfOf: d.OnBehalfOf})
 	}
-	for _, op := range b.Operations {
+	for _, op := range execute.WithIntents(b.Operations, id, st) {
 		v.Operations = append(v.Operations, OperationView{Key: op.Key, Action: op.Action, Status: op.Status,
 			Attempts: op.Attempts, Receipt: op.Receipt, Error: op.Error})
 	}

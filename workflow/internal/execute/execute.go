@@ -102,6 +102,7 @@ func (x *Runner) ExecuteNext(ctx context.Context, l *runtx.Loaded) error {
 	if err != nil {
 		return fmt.Errorf("load operations of run %s: %w", id, err)
 	}
+	ops = WithIntents(ops, id, l.State)
 	byIndex := map[int]*record.Operation{}
 	for _, op := range ops {
 		byIndex[op.Index] = op
@@ -322,6 +323,8 @@ func short(digest string) string {
 // renews the run's lease (compare-and-set on its version): a worker that lost
 // the run cannot start the call. A crash after it leaves a pending operation
 // whose attempt has no outcome, so the next worker asks the target first.
+// The intent is kept in the commit's checkpoint (see WithIntents): the
+// operation's row is written with what comes of the call.
 func (x *Runner) intend(ctx context.Context, l *runtx.Loaded, i int, a record.Action, spec *ActionSpec) error {
 	digest, err := jsonvalue.Digest(a.Args)
 	if err != nil {
@@ -333,8 +336,9 @@ func (x *Runner) intend(ctx context.Context, l *runtx.Loaded, i int, a record.Ac
 		Status: record.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	SetOpRecord(l.State, op)
+	heldIntent(l.State, op, now)
 	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil, runtx.Also{Operation: op})
+		err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, record.EventIntent, "signoff", map[string]string{"key": op.Key, "action": a.Name, "args_digest": digest}, nil, runtx.Also{})
 		if err != nil {
 			return fmt.Errorf("record intent %s: %w", op.Key, err)
 		}
@@ -396,7 +400,7 @@ func (x *Runner) perform(ctx context.Context, l *runtx.Loaded, op *record.Operat
 		if err := tx.UpdateRun(ctx, l.Run); err != nil {
 			return err
 		}
-		return tx.UpdateOperation(ctx, op)
+		return WriteOperation(ctx, tx, op)
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		return nil // another worker is on it; the caller reloads
@@ -455,7 +459,7 @@ func (x *Runner) call(ctx context.Context, l *runtx.Loaded, op *record.Operation
 // A conflict means another worker moved the operation on; the caller reloads.
 func (x *Runner) attemptFailed(ctx context.Context, op *record.Operation, problem string) error {
 	op.Error, op.UpdatedAt = problem, x.runs.Now()
-	err := x.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateOperation(ctx, op) })
+	err := x.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return WriteOperation(ctx, tx, op) })
 	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return fmt.Errorf("record the failed attempt of %s: %w", op.Key, err)
 	}
@@ -641,6 +645,16 @@ func (x *Runner) stopOp(ctx context.Context, l *runtx.Loaded, op *record.Operati
 		x.log.Warn("run needs attention", "run_id", l.Run.ID, "key", op.Key, "reason", x.hide(l.State.Actions, reason))
 	}
 	return err
+}
+
+// heldIntent marks op's record in st as an intent this checkpoint alone
+// holds, made at (see WithIntents).
+func heldIntent(st *record.State, op *record.Operation, at time.Time) {
+	for i := range st.Operations {
+		if st.Operations[i].Key == op.Key {
+			st.Operations[i].Intended, st.Operations[i].ArgsDigest = &at, op.ArgsDigest
+		}
+	}
 }
 
 // SetOpRecord records op in st, in place of the record of its key.
