@@ -584,9 +584,10 @@ func (x *Runner) receipt(ctx context.Context, l *runtx.Loaded, op *record.Operat
 		}
 		return nil
 	})
-	if errors.Is(err, storage.ErrConflict) {
+	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
 		// Another worker moved the run on (our lease ran out while we were
-		// away): our write is refused, and the reload shows what it did.
+		// away; or wrote the operation's row, which only a held intent
+		// inserts): our write is refused, and the reload shows what it did.
 		x.log.Warn("late write refused: the run moved on without us", "run_id", l.Run.ID, "key", op.Key, "owner", x.owner)
 		return nil
 	}
@@ -638,7 +639,7 @@ func (x *Runner) stopOp(ctx context.Context, l *runtx.Loaded, op *record.Operati
 		}
 		return nil
 	})
-	if errors.Is(err, storage.ErrConflict) {
+	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
 		return nil
 	}
 	if err == nil {

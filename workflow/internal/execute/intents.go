@@ -2,6 +2,7 @@ package execute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -59,10 +60,16 @@ func intentOf(runID string, rec record.OperationRecord) *record.Operation {
 }
 
 // WriteOperation writes op's row: inserted when only its run's checkpoint
-// held it (an intent, Version 0), else moved on by compare-and-set.
+// held it (an intent, Version 0), else moved on by compare-and-set. Either
+// way a row another wrote first is storage.ErrConflict: Version 0 is the
+// compare-and-set's "no row yet".
 func WriteOperation(ctx context.Context, tx storage.Tx, op *record.Operation) error {
 	if op.Version == 0 {
-		if err := tx.InsertOperation(ctx, op); err != nil {
+		err := tx.InsertOperation(ctx, op)
+		if errors.Is(err, storage.ErrDuplicate) {
+			return fmt.Errorf("write operation %s: another wrote it first: %w (%w)", op.Key, storage.ErrConflict, err)
+		}
+		if err != nil {
 			return fmt.Errorf("write operation %s: %w", op.Key, err)
 		}
 		return nil

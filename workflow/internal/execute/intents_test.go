@@ -1,11 +1,14 @@
 package execute
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
+	"github.com/signoff-dev/signoff/storage"
 )
 
 // WithIntents shows an intent the state alone holds as the operation it
@@ -56,5 +59,43 @@ func TestWithIntents(t *testing.T) {
 	op := WithIntents(nil, "run-1", &record.State{Operations: []record.OperationRecord{held(0)}})[0]
 	if op.RunID != "run-1" || op.Action != "refund" || op.ArgsDigest != "digest" || op.Attempts != 1 || !op.UpdatedAt.Equal(at) || !op.CreatedAt.Equal(at) {
 		t.Fatalf("the intent's operation %+v", op)
+	}
+}
+
+// opTx is a transaction whose operation writes answer err.
+type opTx struct {
+	storage.Tx
+	err              error
+	inserts, updates int
+}
+
+func (t *opTx) InsertOperation(context.Context, *record.Operation) error { t.inserts++; return t.err }
+func (t *opTx) UpdateOperation(context.Context, *record.Operation) error { t.updates++; return t.err }
+
+// WriteOperation inserts a held intent's row and moves a row on; a row
+// another wrote first is a conflict, as a moved-on version is.
+func TestWriteOperation(t *testing.T) {
+	for _, tt := range []struct {
+		name             string
+		version          int64
+		err              error
+		inserts, updates int
+		conflict         bool
+	}{
+		{"an intent's first row", 0, nil, 1, 0, false},
+		{"a row moved on", 3, nil, 0, 1, false},
+		{"a row another inserted first", 0, storage.ErrDuplicate, 1, 0, true},
+		{"a row another moved on", 3, storage.ErrConflict, 0, 1, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tx := &opTx{err: tt.err}
+			err := WriteOperation(t.Context(), tx, &record.Operation{Key: "run-1/1", Version: tt.version})
+			if tx.inserts != tt.inserts || tx.updates != tt.updates {
+				t.Fatalf("%d inserts, %d updates; want %d, %d", tx.inserts, tx.updates, tt.inserts, tt.updates)
+			}
+			if got := errors.Is(err, storage.ErrConflict); got != tt.conflict || (err != nil) != (tt.err != nil) {
+				t.Fatalf("error %v: conflict %v, want %v", err, got, tt.conflict)
+			}
+		})
 	}
 }
