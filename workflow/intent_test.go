@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/signoff-dev/signoff/record"
@@ -99,5 +100,46 @@ func TestAFailedAttemptWritesTheOperationRow(t *testing.T) {
 	}
 	if e := h.target.Effects(); len(e) != 1 {
 		t.Fatalf("effects %v, want one", e)
+	}
+}
+
+// TestResolvingAnIntentWithoutARow: a run whose intent alone was recorded
+// (the process died after it) and that then needed attention before any
+// call (this build had no executor for the action) is resolved as the
+// person found it at the target: the operation's row is written then, with
+// the person's receipt, and nothing is sent.
+func TestResolvingAnIntentWithoutARow(t *testing.T) {
+	h := newHarness(t, withKeys(testKeys(t)), crashAt("after-intent"))
+	run := h.submit(refund("PAY-1", 119))
+	if !survive(t, func() { _, _ = h.approve(run.ID, "U0LEAD0001") }) {
+		t.Fatal("failpoint after-intent never fired")
+	}
+	noExecutor := func(c *workflow.Config) { delete(c.Actions, "request_refund") }
+	h.open(testPolicy(t, "rev-1", h.roles), withKeys(testKeys(t)), noExecutor)
+	got, err := h.engine.Resume(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != record.StatusNeedsAttention || !strings.Contains(got.Reason, "no executor") {
+		t.Fatalf("status %s (%s), want needs_attention for want of an executor", got.Status, got.Reason)
+	}
+	if ops := operationRows(t, h, run.ID); len(ops) != 0 {
+		t.Fatalf("operation rows before the resolution %+v", ops)
+	}
+
+	h.open(testPolicy(t, "rev-1", h.roles), withKeys(testKeys(t)))
+	got, err = resolve(h, run.ID, "U0MGR00001", record.ResolveHappened, `{"id": "RF-9"}`)
+	if err != nil || got.Status != record.StatusDone {
+		t.Fatalf("resolve: %v %v", got, err)
+	}
+	ops := operationRows(t, h, run.ID)
+	if len(ops) != 1 || ops[0].Status != record.OpCommitted || !strings.Contains(string(ops[0].Receipt), "RF-9") {
+		t.Fatalf("operation rows %+v, want one with the person's receipt", ops)
+	}
+	if h.target.calls != 0 || h.target.lookups != 0 {
+		t.Fatalf("the target was called %d times and asked %d", h.target.calls, h.target.lookups)
+	}
+	if rep, err := h.engine.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify after resolving: %+v, %v", rep, err)
 	}
 }
