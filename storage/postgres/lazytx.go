@@ -36,6 +36,8 @@ type lazyTx struct {
 	endWithNext, ended bool
 	// readWrite says the transaction began (or will) able to write.
 	readWrite bool
+	// seqs are the store's audit seqs taken ahead (nil: none kept).
+	seqs *seqPool
 }
 
 // errEnded is a read after a View's last read (storage.LastRead).

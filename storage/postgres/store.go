@@ -45,6 +45,7 @@ type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	rt   *roundTrips
+	seqs *seqPool
 }
 
 // roundTrips counts the store's round trips to the server: each statement
@@ -145,7 +146,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &Store{pool: pool, log: o.log, rt: rt}, nil
+	return &Store{pool: pool, log: o.log, rt: rt, seqs: newSeqPool()}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be returned.
@@ -184,6 +185,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx stor
 	}
 	defer pc.Release()
 	tx := newLazyTx(pc, "BEGIN ISOLATION LEVEL READ COMMITTED")
+	tx.seqs = s.seqs
 	done := false
 	defer func() {
 		if done {
@@ -230,6 +232,7 @@ func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx storag
 	}
 	defer pc.Release()
 	tx := newLazyTx(pc, readOnlyBegin)
+	tx.seqs = s.seqs
 	// Nothing to commit; rolling back only ends the snapshot, and its error
 	// could not change what fn read.
 	defer rollback(ctx, tx)

@@ -379,25 +379,57 @@ var _ sqlstore.Reserver = dialect{}
 // lock, in a View before the transaction that appends after it. nextval is
 // refused in a READ ONLY transaction, so the View that reserves begins
 // without READ ONLY (it still writes nothing: a sequence is not rolled
-// back); a View that began already cannot reserve.
+// back); a View that began already cannot reserve. While the store's pool
+// of seqs runs low it takes two more for it (see seqPool).
 func (dialect) ReserveQuery(c sqlstore.Conn, runID string, into *storage.AuditReservation) (sqlstore.Query, bool) {
-	if !pgxTx(c).writable() {
+	t := pgxTx(c)
+	if !t.writable() {
 		return sqlstore.Query{}, false
 	}
+	extra := 0
+	if t.seqs != nil && t.seqs.low() {
+		extra = 2
+	}
 	return sqlstore.Query{
-		SQL:  `SELECT nextval('audit_seq'), nextval('audit_seq'), COALESCE((SELECT hash FROM audit_heads WHERE run_id = $1), '')`,
-		Args: []any{runID},
+		SQL: `SELECT nextval('audit_seq'), nextval('audit_seq'), COALESCE((SELECT hash FROM audit_heads WHERE run_id = $1), ''),
+			ARRAY(SELECT nextval('audit_seq') FROM generate_series(1, $2))`,
+		Args: []any{runID, extra},
 		Rows: func(rows sqlstore.Rows) error {
 			for rows.Next() {
 				var a, b int64
-				if err := rows.Scan(&a, &b, &into.Hash); err != nil {
+				var pooled []int64
+				if err := rows.Scan(&a, &b, &into.Hash, &pooled); err != nil {
 					return err
 				}
 				into.RunID, into.Seq, into.Spare = runID, min(a, b), max(a, b)
+				if len(pooled) > 0 {
+					slices.Sort(pooled)
+					t.seqs.put(pooled...)
+				}
 			}
 			return rows.Err()
 		},
 	}, true
+}
+
+var _ sqlstore.SeqPooler = dialect{}
+
+// PooledSeqs takes two seqs from the store's pool (see seqPool) for a new
+// run's first events, or ok false when it holds none fresh.
+func (dialect) PooledSeqs(c sqlstore.Conn) (seq, spare int64, ok bool) {
+	t := pgxTx(c)
+	if t.seqs == nil || !t.writable() {
+		return 0, 0, false
+	}
+	return t.seqs.take()
+}
+
+// NewHead makes a new run's head, before its first event, as the head read
+// of a write that reads it does (AuditHeadWrites): empty, and left as it is
+// when one is there already, which the event's guarded move then refuses
+// unless it is empty.
+func (dialect) NewHead() string {
+	return `INSERT INTO audit_heads (run_id, seq, hash) VALUES ($1, 0, '') ON CONFLICT (run_id) DO NOTHING`
 }
 
 // GuardedUpdate: the number of rows update changed divides one, so that

@@ -73,6 +73,19 @@ type Reserver interface {
 	GuardedAuditMoveHead() string
 }
 
+// SeqPooler is a Reserver that keeps audit seqs taken ahead
+// (PostgreSQL): a new run has no head to read, so with two of them its
+// write, events included, needs no read and travels with COMMIT.
+type SeqPooler interface {
+	Reserver
+	// PooledSeqs takes two seqs, smaller first; ok is false when none are
+	// at hand (or c's transaction cannot write).
+	PooledSeqs(c Conn) (seq, spare int64, ok bool)
+	// NewHead is the statement ($1 the run id) that makes a new run's
+	// empty head, which its first event then moves, guarded.
+	NewHead() string
+}
+
 // auditRunHead is the head SaveRun or an earlier event read ahead for the
 // same run, once, or else Dialect.AuditRunHead; on a Pipeliner it is read
 // with a spare seq (see AuditHeadWrites), which it returns (0: none).
@@ -179,6 +192,11 @@ func (t *Tx) saveRunRecords(ctx context.Context, w *storage.RunWrite) error {
 	if rv, ok := t.d.(Reserver); ok && w.Reserved != nil && w.Reserved.RunID == w.Run.ID && w.Run.Version != 0 {
 		return t.saveRunReserved(ctx, rv, w)
 	}
+	if sp, ok := t.d.(SeqPooler); ok && w.Run.Version == 0 && len(w.Events) > 0 {
+		if seq, spare, ok := sp.PooledSeqs(t.c); ok {
+			return t.saveNewRunPooled(ctx, sp, w, seq, spare)
+		}
+	}
 	r := w.Run
 	ws, names := t.runWrites(w, p.CompareAndSetWrite)
 	// The audit event that follows every transition reads the run's head:
@@ -222,6 +240,20 @@ func (t *Tx) saveRunReserved(ctx context.Context, rv Reserver, w *storage.RunWri
 	}
 	res := w.Reserved
 	t.head = &auditHead{runID: res.RunID, seq: res.Seq, spare: res.Spare, hash: res.Hash, guarded: true}
+	return nil
+}
+
+// saveNewRunPooled is saveRunReserved for a new run whose first events
+// take the pooled seqs seq and spare: its head, which it cannot have yet,
+// is made empty after its writes, and its events move it from there,
+// guarded, all with COMMIT.
+func (t *Tx) saveNewRunPooled(ctx context.Context, sp SeqPooler, w *storage.RunWrite, seq, spare int64) error {
+	reserved := *w
+	reserved.Reserved = &storage.AuditReservation{RunID: w.Run.ID, Seq: seq, Spare: spare}
+	if err := t.saveRunReserved(ctx, sp, &reserved); err != nil {
+		return err
+	}
+	sp.DeferGuarded(t.c, fmt.Sprintf("make the audit head of run %s", w.Run.ID), sp.NewHead(), w.Run.ID)
 	return nil
 }
 

@@ -1,0 +1,82 @@
+package postgres
+
+import (
+	"sync"
+	"time"
+)
+
+// seqPool holds audit seqs taken ahead, with when each was taken, for the
+// first events of new runs (dialect.PooledSeqs): a submission's write then
+// reads nothing (a new run has no head yet) and travels with its COMMIT, one
+// round trip where it took two. The reads that reserve seqs for a write
+// (ReserveQuery) take a few more while the pool runs low.
+//
+// A seq taken before its commit is a gap the live audit tail waits for (a
+// minute; see the app's auditGapGrace), so a pooled seq older than seqLife
+// is dropped, never used, as a reservation older than that is.
+type seqPool struct {
+	mu   sync.Mutex
+	seqs []pooledSeq
+	now  func() time.Time
+}
+
+type pooledSeq struct {
+	seq int64
+	at  time.Time
+}
+
+// seqLife is how long a pooled seq may wait for its event: well inside the
+// minute the live audit tail waits for a gap.
+const seqLife = 10 * time.Second
+
+// seqPoolLow is how many pooled seqs a reserving read tops the pool up
+// from: two a submission, and a reserving read or two a decision and an
+// execution.
+const seqPoolLow = 8
+
+func newSeqPool() *seqPool { return &seqPool{now: time.Now} }
+
+// low says whether the pool holds fewer than seqPoolLow fresh seqs.
+func (p *seqPool) low() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropStale()
+	return len(p.seqs) < seqPoolLow
+}
+
+// put adds seqs, taken now.
+func (p *seqPool) put(seqs ...int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at := p.now()
+	for _, s := range seqs {
+		p.seqs = append(p.seqs, pooledSeq{seq: s, at: at})
+	}
+}
+
+// take hands out the two oldest fresh seqs, smaller first, or ok false
+// when the pool holds fewer.
+func (p *seqPool) take() (seq, spare int64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropStale()
+	if len(p.seqs) < 2 {
+		return 0, 0, false
+	}
+	a, b := p.seqs[0].seq, p.seqs[1].seq
+	p.seqs = p.seqs[2:]
+	return min(a, b), max(a, b), true
+}
+
+// dropStale drops the seqs taken seqLife ago or more (p.mu held). They
+// were put in the order they were taken, so the stale ones lead.
+func (p *seqPool) dropStale() {
+	cut := p.now().Add(-seqLife)
+	i := 0
+	for i < len(p.seqs) && !p.seqs[i].at.After(cut) {
+		i++
+	}
+	if i > 0 {
+		p.seqs = append(p.seqs[:0:0], p.seqs[i:]...)
+	}
+}
