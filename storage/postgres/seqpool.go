@@ -17,7 +17,11 @@ import (
 type seqPool struct {
 	mu   sync.Mutex
 	seqs []pooledSeq
-	now  func() time.Time
+	// missed counts the takes that found too few seqs since the last
+	// top-up: submissions come in bursts (many clients at once), and the
+	// next top-up takes enough for as many.
+	missed int
+	now    func() time.Time
 }
 
 type pooledSeq struct {
@@ -29,19 +33,31 @@ type pooledSeq struct {
 // minute the live audit tail waits for a gap.
 const seqLife = 10 * time.Second
 
-// seqPoolLow is how many pooled seqs a reserving read tops the pool up
-// from: two a submission, and a reserving read or two a decision and an
-// execution.
-const seqPoolLow = 8
+// A reserving read tops the pool up while it holds fewer than seqPoolLow
+// fresh seqs, or a take found none: by seqPoolTopUp, and two more for
+// each take that found none since, up to seqPoolMaxTopUp. A submission
+// takes two; a run's decision and its execution make a reserving read
+// each.
+const (
+	seqPoolLow      = 16
+	seqPoolTopUp    = 4
+	seqPoolMaxTopUp = 128
+)
 
 func newSeqPool() *seqPool { return &seqPool{now: time.Now} }
 
-// low says whether the pool holds fewer than seqPoolLow fresh seqs.
-func (p *seqPool) low() bool {
+// topUp is how many seqs a reserving read should take for the pool now
+// (0: none), counted as taken: the misses it answers are forgotten.
+func (p *seqPool) topUp() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dropStale()
-	return len(p.seqs) < seqPoolLow
+	if len(p.seqs) >= seqPoolLow && p.missed == 0 {
+		return 0
+	}
+	n := min(seqPoolTopUp+2*p.missed, seqPoolMaxTopUp)
+	p.missed = 0
+	return n
 }
 
 // put adds seqs, taken now.
@@ -61,6 +77,7 @@ func (p *seqPool) take() (seq, spare int64, ok bool) {
 	defer p.mu.Unlock()
 	p.dropStale()
 	if len(p.seqs) < 2 {
+		p.missed++
 		return 0, 0, false
 	}
 	a, b := p.seqs[0].seq, p.seqs[1].seq

@@ -9,34 +9,51 @@ import (
 	"github.com/signoff-dev/signoff/storage"
 )
 
-// The pool hands out its oldest seqs two at a time, smaller first, drops
-// what waited seqLife, and says it is low below seqPoolLow fresh seqs.
+// The pool hands out its oldest seqs two at a time, smaller first, and
+// drops what waited seqLife. A reserving read tops it up while it is low,
+// and by two more for each take that found none since.
 func TestSeqPool(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	p := &seqPool{now: func() time.Time { return now }}
-	if _, _, ok := p.take(); ok || !p.low() {
-		t.Fatal("an empty pool handed out seqs, or is not low")
+	if n := p.topUp(); n != seqPoolTopUp {
+		t.Fatalf("an empty pool tops up by %d, want %d", n, seqPoolTopUp)
+	}
+	for range 3 {
+		if _, _, ok := p.take(); ok {
+			t.Fatal("an empty pool handed out seqs")
+		}
+	}
+	if n := p.topUp(); n != seqPoolTopUp+6 {
+		t.Fatalf("after 3 takes that found none the pool tops up by %d, want %d", n, seqPoolTopUp+6)
 	}
 	p.put(11, 10)
 	now = now.Add(seqLife / 2)
-	p.put(20, 21, 22, 23, 24, 25)
-	if p.low() {
-		t.Fatal("a pool of 8 fresh seqs is low")
+	seqs := make([]int64, seqPoolLow)
+	for i := range seqs {
+		seqs[i] = int64(20 + i)
+	}
+	p.put(seqs...)
+	if n := p.topUp(); n != 0 {
+		t.Fatalf("a pool of %d fresh seqs tops up by %d", seqPoolLow+2, n)
 	}
 	if a, b, ok := p.take(); !ok || a != 10 || b != 11 {
 		t.Fatalf("take = %d, %d, %v; want 10, 11", a, b, ok)
 	}
-	if !p.low() {
-		t.Fatal("a pool of 6 is not low")
-	}
-	p.put(30, 31)
-	now = now.Add(seqLife / 2) // 20…25 and 30, 31 are half as old as seqLife
 	if a, b, ok := p.take(); !ok || a != 20 || b != 21 {
 		t.Fatalf("take = %d, %d, %v; want 20, 21", a, b, ok)
 	}
-	now = now.Add(seqLife / 2) // 22…25 and 30, 31 are seqLife old: stale
+	if n := p.topUp(); n != seqPoolTopUp {
+		t.Fatalf("a pool of %d tops up by %d, want %d", seqPoolLow-2, n, seqPoolTopUp)
+	}
+	now = now.Add(seqLife) // 22… are older than seqLife: stale
 	if a, b, ok := p.take(); ok {
 		t.Fatalf("take = %d, %d from stale seqs", a, b)
+	}
+	for range 100 {
+		p.take()
+	}
+	if n := p.topUp(); n != seqPoolMaxTopUp {
+		t.Fatalf("after 101 takes that found none the pool tops up by %d, want at most %d", n, seqPoolMaxTopUp)
 	}
 }
 

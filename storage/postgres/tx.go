@@ -380,15 +380,15 @@ var _ sqlstore.Reserver = dialect{}
 // refused in a READ ONLY transaction, so the View that reserves begins
 // without READ ONLY (it still writes nothing: a sequence is not rolled
 // back); a View that began already cannot reserve. While the store's pool
-// of seqs runs low it takes two more for it (see seqPool).
+// of seqs runs low it takes a few more for it (see seqPool).
 func (dialect) ReserveQuery(c sqlstore.Conn, runID string, into *storage.AuditReservation) (sqlstore.Query, bool) {
 	t := pgxTx(c)
 	if !t.writable() {
 		return sqlstore.Query{}, false
 	}
 	extra := 0
-	if t.seqs != nil && t.seqs.low() {
-		extra = 2
+	if t.seqs != nil {
+		extra = t.seqs.topUp()
 	}
 	return sqlstore.Query{
 		SQL: `SELECT nextval('audit_seq'), nextval('audit_seq'), COALESCE((SELECT hash FROM audit_heads WHERE run_id = $1), ''),
