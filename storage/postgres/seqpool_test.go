@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,5 +129,28 @@ func TestANewRunsWriteTakesPooledSeqs(t *testing.T) {
 				t.Errorf("first event at seq %d, pool's oldest %d: pooled %v, want %v", got[0].Seq, first, fromPool, !c.stale)
 			}
 		})
+	}
+}
+
+// TestSubmissionsAloneFillThePool: a store that only takes submissions (no
+// reserving read) tops its pool up in the write of a new run that found it
+// empty, so that the next new run's write takes one round trip.
+func TestSubmissionsAloneFillThePool(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, migrated(t))
+	var trips []int64
+	for i := range 3 {
+		run := &record.Run{ID: fmt.Sprintf("run-sub-%d", i), Status: record.StatusWaitingApproval, Seq: 1}
+		before := s.RoundTrips()
+		if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+			return tx.SaveRun(ctx, &storage.RunWrite{Run: run, Events: []*record.AuditEvent{{RunID: run.ID, Action: "proposed"}},
+				Checkpoint: &record.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 2, Hash: fmt.Sprintf("h-%d", i)}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		trips = append(trips, s.RoundTrips()-before)
+	}
+	if !slices.Equal(trips, []int64{2, 1, 1}) {
+		t.Errorf("round trips of three submissions %v, want [2 1 1]", trips)
 	}
 }

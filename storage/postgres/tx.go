@@ -424,6 +424,33 @@ func (dialect) PooledSeqs(c sqlstore.Conn) (seq, spare int64, ok bool) {
 	return t.seqs.take()
 }
 
+// TopUp takes seqs for the store's pool (as many as seqPool.topUp says) in
+// the round trip of a new run's write that found none pooled: a store that
+// only takes submissions has no reserving read to top the pool up.
+func (dialect) TopUp(c sqlstore.Conn) (sqlstore.Write, bool) {
+	t := pgxTx(c)
+	if t.seqs == nil || !t.writable() {
+		return sqlstore.Write{}, false
+	}
+	n := t.seqs.topUp()
+	if n == 0 {
+		return sqlstore.Write{}, false
+	}
+	return sqlstore.Write{
+		SQL:  `SELECT ARRAY(SELECT nextval('audit_seq') FROM generate_series(1, $1))`,
+		Args: []any{n},
+		Row: func(r sqlstore.Row) error {
+			var pooled []int64
+			if err := r.Scan(&pooled); err != nil {
+				return err
+			}
+			slices.Sort(pooled)
+			t.seqs.put(pooled...)
+			return nil
+		},
+	}, true
+}
+
 // NewHead makes a new run's head, before its first event, as the head read
 // of a write that reads it does (AuditHeadWrites): empty, and left as it is
 // when one is there already, which the event's guarded move then refuses

@@ -84,6 +84,10 @@ type SeqPooler interface {
 	// NewHead is the statement ($1 the run id) that makes a new run's
 	// empty head, which its first event then moves, guarded.
 	NewHead() string
+	// TopUp is a statement that takes seqs for the pool, for a write that
+	// reads its head in a round trip anyway (a new run that found none
+	// pooled); ok is false when the pool needs none.
+	TopUp(c Conn) (w Write, ok bool)
 }
 
 // auditRunHead is the head SaveRun or an earlier event read ahead for the
@@ -192,7 +196,8 @@ func (t *Tx) saveRunRecords(ctx context.Context, w *storage.RunWrite) error {
 	if rv, ok := t.d.(Reserver); ok && w.Reserved != nil && w.Reserved.RunID == w.Run.ID && w.Run.Version != 0 {
 		return t.saveRunReserved(ctx, rv, w)
 	}
-	if sp, ok := t.d.(SeqPooler); ok && w.Run.Version == 0 && len(w.Events) > 0 {
+	sp, pools := t.d.(SeqPooler)
+	if pools && w.Run.Version == 0 && len(w.Events) > 0 {
 		if seq, spare, ok := sp.PooledSeqs(t.c); ok {
 			return t.saveNewRunPooled(ctx, sp, w, seq, spare)
 		}
@@ -205,6 +210,13 @@ func (t *Tx) saveRunRecords(ctx context.Context, w *storage.RunWrite) error {
 	for _, hw := range p.AuditHeadWrites(r.ID, &h.seq, &h.spare, &h.hash) {
 		ws = append(ws, hw)
 		names = append(names, fmt.Sprintf("read the audit head of run %s", r.ID))
+	}
+	if pools && r.Version == 0 {
+		// A new run that found no seqs pooled: the next ones will.
+		if tw, ok := sp.TopUp(t.c); ok {
+			ws = append(ws, tw)
+			names = append(names, "take audit seqs ahead")
+		}
 	}
 	if i, err := p.Pipeline(ctx, t.c, ws); err != nil {
 		name := fmt.Sprintf("save run %s", r.ID)
