@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -60,8 +61,10 @@ func (p *seqPool) topUp() int {
 	return n
 }
 
-// put adds seqs, taken now.
+// put adds seqs, taken together now, smaller first (the order a
+// statement's nextvals ran in is not given).
 func (p *seqPool) put(seqs ...int64) {
+	slices.Sort(seqs)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	at := p.now()

@@ -402,10 +402,7 @@ func (dialect) ReserveQuery(c sqlstore.Conn, runID string, into *storage.AuditRe
 					return err
 				}
 				into.RunID, into.Seq, into.Spare = runID, min(a, b), max(a, b)
-				if len(pooled) > 0 {
-					slices.Sort(pooled)
-					t.seqs.put(pooled...)
-				}
+				t.seqs.put(pooled...)
 			}
 			return rows.Err()
 		},
@@ -444,7 +441,6 @@ func (dialect) TopUp(c sqlstore.Conn) (sqlstore.Write, bool) {
 			if err := r.Scan(&pooled); err != nil {
 				return err
 			}
-			slices.Sort(pooled)
 			t.seqs.put(pooled...)
 			return nil
 		},
