@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/signoff-dev/signoff/record"
@@ -16,6 +17,12 @@ var (
 	ErrConflict = errors.New("conflict: the record was changed by someone else")
 	// ErrDuplicate: a unique key (id, idempotency key per requester, approver per request) exists.
 	ErrDuplicate = errors.New("duplicate")
+	// ErrHeadMoved is the ErrConflict of a write whose events followed a
+	// run's audit head known before it (RunWrite.Reserved or Follows)
+	// when only that head moved: the records it compare-and-set were as
+	// it expected, and events alone were appended to the run since (a
+	// refusal). errors.Is(ErrHeadMoved, ErrConflict) holds.
+	ErrHeadMoved = fmt.Errorf("%w: the run's audit head moved", ErrConflict)
 )
 
 // Store is the durable home of every record. Drivers: storage/sqlite, storage/postgres.
@@ -292,6 +299,14 @@ type RunWrite struct {
 	// ErrConflict rather than SaveRun, and nothing of the transaction is
 	// stored; and Decision.ID is not known after it (0).
 	Reserved *AuditReservation
+	// Follows, when not nil and Reserved is, is the run's audit head as
+	// the last write of the run that this process committed left it (its
+	// last event): a driver that keeps seqs taken ahead (PostgreSQL) may
+	// then append the transition's events after it with those seqs, and
+	// send everything with COMMIT, as after a reservation, with a head
+	// that moved since failing the Update with ErrConflict. Another driver
+	// reads the head inside the transaction and chains the events after it.
+	Follows *record.AuditRunHead
 	// Events are the transition's audit events of Run, in order, each
 	// appended after the records above as AppendAudit appends it (with
 	// Seal as its seal), so that a driver may store them with the

@@ -8,8 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/signoff-dev/signoff/storage"
 )
 
 // lazyTx is one transaction on a pooled connection that saves round trips:
@@ -60,9 +58,10 @@ func (t *lazyTx) EndWithNext() { t.endWithNext = true }
 type deferredWrite struct {
 	what, sql string
 	args      []any
-	// guarded says that the write's refusal as a division by zero is a
-	// compare-and-set it lost (see dialect.GuardedUpdate).
-	guarded bool
+	// refused, when not nil, says that the write's refusal as a division
+	// by zero is a compare-and-set it lost (see dialect.GuardedUpdate), and
+	// is the sentinel that says so (storage.ErrConflict or ErrHeadMoved).
+	refused error
 }
 
 // deferredError is a deferred write the server refused, reported by the
@@ -72,13 +71,16 @@ type deferredWrite struct {
 type deferredError struct {
 	what string
 	err  error
-	// conflict says the write was a guarded one that changed nothing: the
-	// error is storage.ErrConflict.
-	conflict bool
+	// refused, when not nil, is the write's sentinel: it was a guarded one
+	// that changed nothing.
+	refused error
 }
 
-// Is makes a guarded write that lost its compare-and-set storage.ErrConflict.
-func (e *deferredError) Is(target error) bool { return e.conflict && target == storage.ErrConflict }
+// Is makes a guarded write that lost its compare-and-set its sentinel
+// (storage.ErrConflict, or ErrHeadMoved, which is one too).
+func (e *deferredError) Is(target error) bool {
+	return e.refused != nil && errors.Is(e.refused, target)
+}
 
 func (e *deferredError) Error() string {
 	return fmt.Sprintf("%s (sent ahead of the next statement): %v; the transaction is rolled back", e.what, e.err)
@@ -100,7 +102,11 @@ func (e *brokenError) Unwrap() error { return e.err }
 // failedWrite is the error of deferred write w that failed with err.
 func failedWrite(w deferredWrite, err error) error {
 	if pe, refused := errors.AsType[*pgconn.PgError](err); refused {
-		return &deferredError{what: w.what, err: err, conflict: w.guarded && pe.Code == codeDivisionByZero}
+		de := &deferredError{what: w.what, err: err}
+		if pe.Code == codeDivisionByZero {
+			de.refused = w.refused
+		}
+		return de
 	}
 	return &brokenError{what: w.what, err: err}
 }
@@ -115,9 +121,10 @@ func (t *lazyTx) Defer(what, sql string, args ...any) {
 
 // DeferGuarded is Defer for a write whose guard may refuse it (a
 // compare-and-set that changed nothing, see dialect.GuardedUpdate): that
-// refusal fails the transaction with storage.ErrConflict.
-func (t *lazyTx) DeferGuarded(what, sql string, args ...any) {
-	t.deferred = append(t.deferred, deferredWrite{what: what, sql: sql, args: args, guarded: true})
+// refusal fails the transaction with refused, storage.ErrConflict or an
+// error that is one.
+func (t *lazyTx) DeferGuarded(what string, refused error, sql string, args ...any) {
+	t.deferred = append(t.deferred, deferredWrite{what: what, sql: sql, args: args, refused: refused})
 }
 
 // readOnlyBegin is a View's BEGIN, and readWriteBegin the same snapshot

@@ -6,11 +6,14 @@ import (
 	"time"
 )
 
-// seqPool holds audit seqs taken ahead, with when each was taken, for the
-// first events of new runs (dialect.PooledSeqs): a submission's write then
-// reads nothing (a new run has no head yet) and travels with its COMMIT, one
-// round trip where it took two. The reads that reserve seqs for a write
-// (ReserveQuery) take a few more while the pool runs low.
+// seqPool holds audit seqs taken ahead, with when each was taken, for
+// writes that know the head their events follow (dialect.PooledSeqs): a
+// new run's first events (it has no head yet) and a transition after the
+// head its run's last write in this process left (RunWrite.Follows: a
+// receipt after its intent). Such a write then reads nothing and travels
+// with its COMMIT, one round trip where it took two. The reads that
+// reserve seqs for a write (ReserveQuery) take a few more while the pool
+// runs low.
 //
 // A seq taken before its commit is a gap the live audit tail waits for (a
 // minute; see the app's auditGapGrace), so a pooled seq older than seqLife
@@ -37,8 +40,8 @@ const seqLife = 10 * time.Second
 // A reserving read tops the pool up while it holds fewer than seqPoolLow
 // fresh seqs, or a take found none: by seqPoolTopUp, and two more for
 // each take that found none since, up to seqPoolMaxTopUp. A submission
-// takes two; a run's decision and its execution make a reserving read
-// each.
+// and a receipt take two each; a run's decision and its execution make a
+// reserving read each.
 const (
 	seqPoolLow      = 16
 	seqPoolTopUp    = 4
@@ -73,18 +76,27 @@ func (p *seqPool) put(seqs ...int64) {
 	}
 }
 
-// take hands out the two oldest fresh seqs, smaller first, or ok false
-// when the pool holds fewer.
-func (p *seqPool) take() (seq, spare int64, ok bool) {
+// take hands out the two oldest fresh seqs larger than after, smaller
+// first, or ok false when the pool holds fewer. A run's events take seqs
+// in the order of its chain: a write that follows a head takes none at or
+// below the head's seq (after), and a new run's first events (after 0)
+// take any.
+func (p *seqPool) take(after int64) (seq, spare int64, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dropStale()
-	if len(p.seqs) < 2 {
+	var at []int
+	for i := 0; i < len(p.seqs) && len(at) < 2; i++ {
+		if p.seqs[i].seq > after {
+			at = append(at, i)
+		}
+	}
+	if len(at) < 2 {
 		p.missed++
 		return 0, 0, false
 	}
-	a, b := p.seqs[0].seq, p.seqs[1].seq
-	p.seqs = p.seqs[2:]
+	a, b := p.seqs[at[0]].seq, p.seqs[at[1]].seq
+	p.seqs = slices.Delete(slices.Delete(p.seqs, at[1], at[1]+1), at[0], at[0]+1)
 	return min(a, b), max(a, b), true
 }
 

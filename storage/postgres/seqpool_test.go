@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -21,7 +22,7 @@ func TestSeqPool(t *testing.T) {
 		t.Fatalf("an empty pool tops up by %d, want %d", n, seqPoolTopUp)
 	}
 	for range 3 {
-		if _, _, ok := p.take(); ok {
+		if _, _, ok := p.take(0); ok {
 			t.Fatal("an empty pool handed out seqs")
 		}
 	}
@@ -38,21 +39,23 @@ func TestSeqPool(t *testing.T) {
 	if n := p.topUp(); n != 0 {
 		t.Fatalf("a pool of %d fresh seqs tops up by %d", seqPoolLow+2, n)
 	}
-	if a, b, ok := p.take(); !ok || a != 10 || b != 11 {
-		t.Fatalf("take = %d, %d, %v; want 10, 11", a, b, ok)
+	// A write that follows a head at 15 takes none at or below it, and
+	// leaves those for a new run's.
+	if a, b, ok := p.take(15); !ok || a != 20 || b != 21 {
+		t.Fatalf("take after 15 = %d, %d, %v; want 20, 21", a, b, ok)
 	}
-	if a, b, ok := p.take(); !ok || a != 20 || b != 21 {
-		t.Fatalf("take = %d, %d, %v; want 20, 21", a, b, ok)
+	if a, b, ok := p.take(0); !ok || a != 10 || b != 11 {
+		t.Fatalf("take = %d, %d, %v; want 10, 11", a, b, ok)
 	}
 	if n := p.topUp(); n != seqPoolTopUp {
 		t.Fatalf("a pool of %d tops up by %d, want %d", seqPoolLow-2, n, seqPoolTopUp)
 	}
 	now = now.Add(seqLife) // 22… are older than seqLife: stale
-	if a, b, ok := p.take(); ok {
+	if a, b, ok := p.take(0); ok {
 		t.Fatalf("take = %d, %d from stale seqs", a, b)
 	}
 	for range 100 {
-		p.take()
+		p.take(0)
 	}
 	if n := p.topUp(); n != seqPoolMaxTopUp {
 		t.Fatalf("after 101 takes that found none the pool tops up by %d, want at most %d", n, seqPoolMaxTopUp)
@@ -152,5 +155,133 @@ func TestSubmissionsAloneFillThePool(t *testing.T) {
 	}
 	if !slices.Equal(trips, []int64{2, 1, 1}) {
 		t.Errorf("round trips of three submissions %v, want [2 1 1]", trips)
+	}
+}
+
+// TestAWriteFollowingItsHeadTakesPooledSeqs: a transition that names the
+// head its run's last write left (RunWrite.Follows) reads nothing: with
+// seqs pooled it goes with COMMIT in one round trip, its events taking
+// them and chaining after that head. An event appended since makes the
+// server refuse it (ErrHeadMoved), storing nothing of it; the aborted
+// transaction's ROLLBACK is a second round trip. With the pool
+// empty it reads the head as before, two round trips, and tops the pool up.
+func TestAWriteFollowingItsHeadTakesPooledSeqs(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, migrated(t))
+	for _, c := range []struct {
+		name         string
+		empty, moved bool
+		older        bool
+		trips        int64
+		wantConflict bool
+		wantFromPool bool
+	}{
+		{name: "pooled", trips: 1, wantFromPool: true},
+		// The refusal, then the ROLLBACK of the aborted transaction.
+		{name: "moved", moved: true, trips: 2, wantConflict: true},
+		{name: "empty", empty: true, trips: 2},
+		// Seqs pooled before the head's are not taken: the run's events
+		// keep their chain's order.
+		{name: "older", older: true, trips: 1, wantFromPool: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var older []pooledSeq // seqs taken before the run's first event
+			for range 2 {
+				var seq int64
+				if err := s.pool.QueryRow(t.Context(), `SELECT nextval('audit_seq')`).Scan(&seq); err != nil {
+					t.Fatal(err)
+				}
+				older = append(older, pooledSeq{seq: seq, at: time.Now()})
+			}
+			if c.older {
+				// The run's first event then takes a seq after them.
+				s.seqs.mu.Lock()
+				s.seqs.seqs = nil
+				s.seqs.mu.Unlock()
+			}
+			run := &record.Run{ID: "run-follow-" + c.name, Status: record.StatusWaitingApproval, Seq: 1}
+			first := &record.AuditEvent{RunID: run.ID, Action: "proposed"}
+			if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				return tx.SaveRun(ctx, &storage.RunWrite{Run: run, Events: []*record.AuditEvent{first},
+					Checkpoint: &record.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 2, Hash: "h1-" + c.name}})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if c.moved {
+				if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+					return tx.AppendAudit(ctx, &record.AuditEvent{RunID: run.ID, Action: "refused"}, nil)
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A reserving read tops the pool up; an empty pool is emptied.
+			if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				_, err := tx.LoadRun(ctx, run.ID, storage.RunParts{Reserve: true})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			s.seqs.mu.Lock()
+			if c.empty {
+				s.seqs.seqs = nil
+			}
+			var oldest int64
+			if len(s.seqs.seqs) > 0 {
+				oldest = s.seqs.seqs[0].seq
+			}
+			if c.older {
+				s.seqs.seqs = append(older, s.seqs.seqs...)
+			}
+			s.seqs.mu.Unlock()
+			next := *run
+			next.Status, next.Seq = record.StatusExecuting, 2
+			evs := []*record.AuditEvent{{RunID: run.ID, Action: "decided"}, {RunID: run.ID, Action: "finished"}}
+			before := s.RoundTrips()
+			err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				return tx.SaveRun(ctx, &storage.RunWrite{Run: &next, Events: evs,
+					Follows:    &record.AuditRunHead{RunID: run.ID, Seq: first.Seq, Hash: first.Hash},
+					Checkpoint: &record.Checkpoint{RunID: run.ID, Seq: 2, SchemaVersion: 2, Hash: "h2-" + c.name}})
+			})
+			if trips := s.RoundTrips() - before; trips != c.trips {
+				t.Errorf("the write took %d round trips, want %d", trips, c.trips)
+			}
+			var b *storage.RunBundle
+			if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				var err error
+				b, err = tx.LoadRun(ctx, run.ID, storage.RunParts{Checkpoints: true, Audit: true})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if c.wantConflict {
+				if !errors.Is(err, storage.ErrHeadMoved) || !errors.Is(err, storage.ErrConflict) {
+					t.Fatalf("the write after a moved head: %v, want ErrHeadMoved, an ErrConflict", err)
+				}
+				if b.Run.Version != 1 || len(b.Checkpoints) != 1 || len(b.Audit) != 2 {
+					t.Errorf("after the refused write: version %d, %d checkpoints, %d events; want 1, 1, 2", b.Run.Version, len(b.Checkpoints), len(b.Audit))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := b.Audit
+			if len(got) != 3 || got[1].PrevHash != first.Hash || got[2].PrevHash != got[1].Hash || got[0].Seq >= got[1].Seq || got[1].Seq >= got[2].Seq ||
+				got[1].Hash != record.AuditHash(got[1]) || got[2].Hash != record.AuditHash(got[2]) {
+				t.Fatalf("events %+v, want two more chained after the first", got)
+			}
+			if b.AuditHead == nil || b.AuditHead.Hash != got[2].Hash {
+				t.Errorf("head %+v, want the last event", b.AuditHead)
+			}
+			if fromPool := got[1].Seq == oldest; fromPool != c.wantFromPool {
+				t.Errorf("event at seq %d, pool's oldest %d: pooled %v, want %v", got[1].Seq, oldest, fromPool, c.wantFromPool)
+			}
+			s.seqs.mu.Lock()
+			pooled := len(s.seqs.seqs)
+			s.seqs.mu.Unlock()
+			if c.empty && pooled == 0 {
+				t.Error("a write that found the pool empty left it empty")
+			}
+		})
 	}
 }

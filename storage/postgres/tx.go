@@ -379,8 +379,9 @@ var _ sqlstore.Reserver = dialect{}
 // lock, in a View before the transaction that appends after it. nextval is
 // refused in a READ ONLY transaction, so the View that reserves begins
 // without READ ONLY (it still writes nothing: a sequence is not rolled
-// back); a View that began already cannot reserve. While the store's pool
-// of seqs runs low it takes a few more for it (see seqPool).
+// back); a View that began already cannot reserve. It takes
+// seqsAfterReserved more for the store's pool (see seqPool), and while
+// the pool runs low a few more again.
 func (dialect) ReserveQuery(c sqlstore.Conn, runID string, into *storage.AuditReservation) (sqlstore.Query, bool) {
 	t := pgxTx(c)
 	if !t.writable() {
@@ -388,7 +389,7 @@ func (dialect) ReserveQuery(c sqlstore.Conn, runID string, into *storage.AuditRe
 	}
 	extra := 0
 	if t.seqs != nil {
-		extra = t.seqs.topUp()
+		extra = seqsAfterReserved + t.seqs.topUp()
 	}
 	return sqlstore.Query{
 		SQL: `SELECT nextval('audit_seq'), nextval('audit_seq'), COALESCE((SELECT hash FROM audit_heads WHERE run_id = $1), ''),
@@ -409,21 +410,29 @@ func (dialect) ReserveQuery(c sqlstore.Conn, runID string, into *storage.AuditRe
 	}, true
 }
 
+// seqsAfterReserved is how many seqs a reserving read pools beside its
+// own, taken after them: the write after the one it reserves for (a
+// receipt after its intent) follows the head that one leaves
+// (RunWrite.Follows) and takes seqs larger than its events', which older
+// pooled seqs are not.
+const seqsAfterReserved = 2
+
 var _ sqlstore.SeqPooler = dialect{}
 
-// PooledSeqs takes two seqs from the store's pool (see seqPool) for a new
-// run's first events, or ok false when it holds none fresh.
-func (dialect) PooledSeqs(c sqlstore.Conn) (seq, spare int64, ok bool) {
+// PooledSeqs takes two seqs larger than after from the store's pool (see
+// seqPool) for a write whose head is known (a new run's, or
+// RunWrite.Follows), or ok false when it holds none fresh.
+func (dialect) PooledSeqs(c sqlstore.Conn, after int64) (seq, spare int64, ok bool) {
 	t := pgxTx(c)
 	if t.seqs == nil || !t.writable() {
 		return 0, 0, false
 	}
-	return t.seqs.take()
+	return t.seqs.take(after)
 }
 
 // TopUp takes seqs for the store's pool (as many as seqPool.topUp says) in
-// the round trip of a new run's write that found none pooled: a store that
-// only takes submissions has no reserving read to top the pool up.
+// the round trip of a write that found none pooled: a store that only
+// takes submissions has no reserving read to top the pool up.
 func (dialect) TopUp(c sqlstore.Conn) (sqlstore.Write, bool) {
 	t := pgxTx(c)
 	if t.seqs == nil || !t.writable() {
@@ -464,8 +473,8 @@ func (dialect) GuardedUpdate(update string) string {
 }
 
 // DeferGuarded queues the write on c's transaction (see lazyTx.DeferGuarded).
-func (dialect) DeferGuarded(c sqlstore.Conn, what, query string, args ...any) {
-	pgxTx(c).DeferGuarded(what, query, args...)
+func (dialect) DeferGuarded(c sqlstore.Conn, what string, refused error, query string, args ...any) {
+	pgxTx(c).DeferGuarded(what, refused, query, args...)
 }
 
 // GuardedAuditMoveHead moves the run's head only from the hash reserved

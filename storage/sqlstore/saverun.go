@@ -65,8 +65,9 @@ type Reserver interface {
 	GuardedUpdate(update string) string
 	// DeferGuarded is Deferrer.Defer for a write sent with COMMIT whose
 	// failure to change a row (a GuardedUpdate, a GuardedAuditMoveHead)
-	// fails the Update with storage.ErrConflict.
-	DeferGuarded(c Conn, what, query string, args ...any)
+	// fails the Update with refused: storage.ErrConflict, or
+	// storage.ErrHeadMoved for an event whose head moved.
+	DeferGuarded(c Conn, what string, refused error, query string, args ...any)
 	// GuardedAuditMoveHead is AuditMoveHead for a head read before the
 	// transaction: it moves the head only while its hash is still $16, and
 	// the server fails the event's insert when it did not.
@@ -74,13 +75,16 @@ type Reserver interface {
 }
 
 // SeqPooler is a Reserver that keeps audit seqs taken ahead
-// (PostgreSQL): a new run has no head to read, so with two of them its
-// write, events included, needs no read and travels with COMMIT.
+// (PostgreSQL): a new run has no head to read, and a write that follows
+// the head its run's last write left (RunWrite.Follows) knows it, so with
+// two of them such a write, events included, needs no read and travels
+// with COMMIT.
 type SeqPooler interface {
 	Reserver
-	// PooledSeqs takes two seqs, smaller first; ok is false when none are
-	// at hand (or c's transaction cannot write).
-	PooledSeqs(c Conn) (seq, spare int64, ok bool)
+	// PooledSeqs takes two seqs larger than after (the seq of the head the
+	// events follow; 0 for a new run's), smaller first; ok is false when
+	// none are at hand (or c's transaction cannot write).
+	PooledSeqs(c Conn, after int64) (seq, spare int64, ok bool)
 	// NewHead is the statement ($1 the run id) that makes a new run's
 	// empty head, which its first event then moves, guarded.
 	NewHead() string
@@ -197,8 +201,16 @@ func (t *Tx) saveRunRecords(ctx context.Context, w *storage.RunWrite) error {
 		return t.saveRunReserved(ctx, rv, w)
 	}
 	sp, pools := t.d.(SeqPooler)
-	if pools && w.Run.Version == 0 && len(w.Events) > 0 {
-		if seq, spare, ok := sp.PooledSeqs(t.c); ok {
+	follows := w.Follows != nil && w.Follows.RunID == w.Run.ID && w.Follows.Seq > 0 && w.Run.Version != 0
+	if pools && (w.Run.Version == 0 && len(w.Events) > 0 || follows) {
+		after := int64(0)
+		if follows {
+			after = w.Follows.Seq
+		}
+		if seq, spare, ok := sp.PooledSeqs(t.c, after); ok {
+			if follows {
+				return t.saveRunFollowing(ctx, sp, w, seq, spare)
+			}
 			return t.saveNewRunPooled(ctx, sp, w, seq, spare)
 		}
 	}
@@ -211,8 +223,8 @@ func (t *Tx) saveRunRecords(ctx context.Context, w *storage.RunWrite) error {
 		ws = append(ws, hw)
 		names = append(names, fmt.Sprintf("read the audit head of run %s", r.ID))
 	}
-	if pools && r.Version == 0 {
-		// A new run that found no seqs pooled: the next ones will.
+	if pools && (r.Version == 0 || follows) {
+		// A write that found no seqs pooled: the next ones will.
 		if tw, ok := sp.TopUp(t.c); ok {
 			ws = append(ws, tw)
 			names = append(names, "take audit seqs ahead")
@@ -245,7 +257,7 @@ func (t *Tx) saveRunReserved(ctx context.Context, rv Reserver, w *storage.RunWri
 	}
 	ws, names := t.runWrites(w, guarded)
 	for i, x := range ws {
-		rv.DeferGuarded(t.c, names[i], x.SQL, x.Args...)
+		rv.DeferGuarded(t.c, names[i], storage.ErrConflict, x.SQL, x.Args...)
 	}
 	if err := t.saved(ctx, w); err != nil {
 		return err
@@ -265,8 +277,17 @@ func (t *Tx) saveNewRunPooled(ctx context.Context, sp SeqPooler, w *storage.RunW
 	if err := t.saveRunReserved(ctx, sp, &reserved); err != nil {
 		return err
 	}
-	sp.DeferGuarded(t.c, fmt.Sprintf("make the audit head of run %s", w.Run.ID), sp.NewHead(), w.Run.ID)
+	sp.DeferGuarded(t.c, fmt.Sprintf("make the audit head of run %s", w.Run.ID), storage.ErrConflict, sp.NewHead(), w.Run.ID)
 	return nil
+}
+
+// saveRunFollowing is saveRunReserved for a transition whose events follow
+// the head the run's last write in this process left (RunWrite.Follows),
+// with the pooled seqs seq and spare: nothing is left to read.
+func (t *Tx) saveRunFollowing(ctx context.Context, sp SeqPooler, w *storage.RunWrite, seq, spare int64) error {
+	reserved := *w
+	reserved.Reserved = &storage.AuditReservation{RunID: w.Run.ID, Hash: w.Follows.Hash, Seq: seq, Spare: spare}
+	return t.saveRunReserved(ctx, sp, &reserved)
 }
 
 // runWrites are w's statements as Writes, in order (the run, its

@@ -1007,7 +1007,9 @@ func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*r
 		args[4] = slices.Clone(next.Detail) // sent later: the caller's buffer may be reused by then
 		what := fmt.Sprintf("append audit %s of run %s", e.Action, e.RunID)
 		if guarded && reserved {
-			rv.DeferGuarded(t.c, what, insert, args...)
+			// The writes before it were as expected, or the transaction
+			// failed at them: a refusal here is the head's alone.
+			rv.DeferGuarded(t.c, what, storage.ErrHeadMoved, insert, args...)
 		} else {
 			d.Defer(t.c, what, insert, args...)
 		}

@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -14,8 +15,9 @@ import (
 // other, its events chained after that head and taking the seqs reserved.
 // When the run or its audit head moved between the read and the write,
 // nothing of the write is stored: a driver that reserves refuses it with
-// ErrConflict; one that does not (Reserved nil) reads the head inside the
-// transaction and chains the events after the one appended since.
+// ErrConflict, ErrHeadMoved when only the head moved; one that does not
+// (Reserved nil) reads the head inside the transaction and chains the
+// events after the one appended since.
 func testSaveRunReserved(t *testing.T, s storage.Store) {
 	t.Run("a head moved since", func(t *testing.T) {
 		f := newReservedFixture(t, s, "run-rsv-1")
@@ -29,7 +31,7 @@ func testSaveRunReserved(t *testing.T, s storage.Store) {
 		es := f.events(t)
 		checkChain(t, es)
 		if res != nil {
-			wantErr(t, "a write after a head that moved", err, storage.ErrConflict)
+			wantErr(t, "a write after a head that moved", err, storage.ErrHeadMoved)
 			if len(es) != 2 {
 				t.Errorf("audit of the run = %d events, want the 2 before the refused write", len(es))
 			}
@@ -53,6 +55,9 @@ func testSaveRunReserved(t *testing.T, s storage.Store) {
 		update(t, s, func(ctx context.Context, tx storage.Tx) error { return tx.UpdateRun(ctx, &moved) })
 		err := f.decide(t, res, &record.Decision{RequestID: req.ID, RunID: run.ID, ApproverID: "U1", Role: "lead", Verdict: record.VerdictApprove, Via: "slack", At: base})
 		wantErr(t, "a write on a run written since", err, storage.ErrConflict)
+		if errors.Is(err, storage.ErrHeadMoved) {
+			t.Errorf("a write on a run written since: %v, want the run's conflict, not its head's", err)
+		}
 		if es := f.events(t); len(es) != 1 {
 			t.Errorf("audit of the run = %d events, want the one before the refused write", len(es))
 		}
@@ -165,5 +170,69 @@ func (f *reservedFixture) checkRefused(t *testing.T, want *record.Run) {
 	checkSame(t, "run after the refused write", want, b.Run)
 	if len(b.Checkpoints) != 1 || len(b.Decisions) != 0 {
 		t.Errorf("after the refused write: %d checkpoints, %d decisions; want 1 and none", len(b.Checkpoints), len(b.Decisions))
+	}
+}
+
+// testSaveRunFollowing: a transition that names the audit head its run's
+// last write left (RunWrite.Follows) is stored as any other, its events
+// chained after that head. When an event was appended since, nothing is
+// lost and nothing forks: the write is refused with ErrHeadMoved (an
+// ErrConflict) and stores nothing, or (a driver that reads the head in the transaction) chains its
+// events after the one appended since.
+func testSaveRunFollowing(t *testing.T, s storage.Store) {
+	for _, moved := range []bool{false, true} {
+		name := map[bool]string{false: "stored", true: "a head moved since"}[moved]
+		t.Run(name, func(t *testing.T) {
+			f := newReservedFixture(t, s, "run-fol-"+name[:1])
+			evs := f.events(t)
+			head := &record.AuditRunHead{RunID: f.run.ID, Seq: evs[0].Seq, Hash: evs[0].Hash}
+			if moved {
+				update(t, s, func(ctx context.Context, tx storage.Tx) error {
+					return tx.AppendAudit(ctx, &record.AuditEvent{RunID: f.run.ID, Action: "refused", At: base}, nil)
+				})
+			}
+			before, events := *f.run, len(f.events(t))
+			err := f.s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				r := *f.run
+				r.Status, r.Seq = record.StatusExecuting, f.run.Seq+1
+				cp := alongCheckpoint(&r)
+				var evs []*record.AuditEvent
+				for _, a := range []record.Event{"decided", "scheduled"} {
+					evs = append(evs, &record.AuditEvent{RunID: r.ID, Action: a, At: base, CheckpointSeq: cp.Seq, CheckpointHash: cp.Hash})
+				}
+				w := &storage.RunWrite{Run: &r, Checkpoint: cp, Follows: head, Events: evs}
+				if err := tx.SaveRun(ctx, w); err != nil {
+					return err
+				}
+				*f.run = r
+				return nil
+			})
+			es := f.events(t)
+			checkChain(t, es)
+			if moved && err != nil {
+				wantErr(t, "a write after a head that moved", err, storage.ErrHeadMoved)
+				if len(es) != events {
+					t.Errorf("audit of the run = %d events, want the %d before the refused write", len(es), events)
+				}
+				f.checkRefused(t, stored(&before))
+				return
+			}
+			if err != nil {
+				t.Fatalf("the write: %v", err)
+			}
+			if len(es) != events+2 {
+				t.Fatalf("audit of the run = %d events, want %d", len(es), events+2)
+			}
+			if !moved && es[events].PrevHash != head.Hash {
+				t.Errorf("the write's first event follows %q, want the head %q", es[events].PrevHash, head.Hash)
+			}
+			b := load(t, s, func(ctx context.Context, tx storage.Tx) (*storage.RunBundle, error) {
+				return tx.LoadRun(ctx, f.run.ID, storage.RunParts{Checkpoints: true, Audit: true})
+			})
+			checkSame(t, "run", stored(f.run), b.Run)
+			if len(b.Checkpoints) != 2 || b.AuditHead == nil || b.AuditHead.Hash != es[len(es)-1].Hash {
+				t.Errorf("after the write: %d checkpoints, head %+v; want 2 and the last event's", len(b.Checkpoints), b.AuditHead)
+			}
+		})
 	}
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"SaveRun", testSaveRun},
 		{"SaveRunAlongside", testSaveRunAlongside},
 		{"SaveRunReserved", testSaveRunReserved},
+		{"SaveRunFollowing", testSaveRunFollowing},
 		{"SaveRunEvents", testSaveRunEvents},
 		{"ListOrder", testListOrder},
 		{"ListRuns", testListRuns},
