@@ -566,6 +566,71 @@ func (x *Runner) receipt(ctx context.Context, l *runtx.Loaded, op *record.Operat
 	if err != nil {
 		return fmt.Errorf("encode receipt of %s: %w", op.Key, err)
 	}
+	version, was := l.Run.Version, *op
+	err = x.writeReceipt(ctx, l, op, body, rc, how)
+	if errors.Is(err, storage.ErrHeadMoved) {
+		// Only the run's audit head moved, by an event of its own (a
+		// refused click while the call was out): the receipt is written
+		// again after it, on the run read again, if nothing else moved.
+		again, rerr := x.unmoved(ctx, l.Run.ID, version, &was)
+		if rerr != nil {
+			return rerr
+		}
+		if again != nil {
+			*l, *op = *again, was
+			err = x.writeReceipt(ctx, l, op, body, rc, how)
+		}
+	}
+	if refusedWrite(err) {
+		// Another worker moved the run on (our lease ran out while we were
+		// away; or wrote the operation's row, which only a held intent
+		// inserts): our write is refused, and the reload shows what it did.
+		x.log.Warn("late write refused: the run moved on without us", "run_id", l.Run.ID, "key", op.Key, "owner", x.owner)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	x.log.Info("action executed", "run_id", l.Run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
+	if l.Run.Status == record.StatusDone {
+		x.log.Info("run finished", "run_id", l.Run.ID, "status", string(record.StatusDone), "operations", len(l.State.Actions))
+	}
+	x.fail("after-receipt")
+	return nil
+}
+
+// refusedWrite says whether err is the store's refusal of a write on a
+// run or operation that moved on.
+func refusedWrite(err error) bool {
+	return errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate)
+}
+
+// unmoved reads run id again and returns it when it is as the refused
+// write found it: at version, executing, with op (as was) still pending
+// at the same attempt and row version. Otherwise it returns nil: the run
+// did move on.
+func (x *Runner) unmoved(ctx context.Context, id string, version int64, was *record.Operation) (*runtx.Loaded, error) {
+	l, err := x.runs.View(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read run %s again after its receipt's write was refused: %w", id, err)
+	}
+	if l.Run.Version != version || l.Run.Status != record.StatusExecuting {
+		return nil, nil
+	}
+	for _, op := range WithIntents(l.More.Operations, id, l.State) {
+		if op.Key == was.Key {
+			if op.Status == record.OpPending && op.Attempts == was.Attempts && op.Version == was.Version && op.ArgsDigest == was.ArgsDigest {
+				return l, nil
+			}
+			return nil, nil
+		}
+	}
+	return nil, nil
+}
+
+// writeReceipt records op's receipt (body, from rc) in l's next
+// checkpoint, and ends the run with the last one.
+func (x *Runner) writeReceipt(ctx context.Context, l *runtx.Loaded, op *record.Operation, body []byte, rc record.Receipt, how record.Event) error {
 	op.Status, op.Receipt, op.Error, op.UpdatedAt = record.OpCommitted, body, "", x.runs.Now()
 	SetOpRecord(l.State, op)
 	// The last receipt ends the run in the same commit.
@@ -577,29 +642,13 @@ func (x *Runner) receipt(ctx context.Context, l *runtx.Loaded, op *record.Operat
 	if last {
 		also.Then = []runtx.Event{{Actor: "signoff", Action: record.EventFinished, Detail: finishedDetail(l.State)}}
 	}
-	err = x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+	return x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
 		err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, how, "signoff", map[string]string{"key": op.Key, "receipt": rc.ID, "owner": x.owner}, nil, also)
 		if err != nil {
 			return fmt.Errorf("record receipt of %s: %w", op.Key, err)
 		}
 		return nil
 	})
-	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
-		// Another worker moved the run on (our lease ran out while we were
-		// away; or wrote the operation's row, which only a held intent
-		// inserts): our write is refused, and the reload shows what it did.
-		x.log.Warn("late write refused: the run moved on without us", "run_id", l.Run.ID, "key", op.Key, "owner", x.owner)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	x.log.Info("action executed", "run_id", l.Run.ID, "key", op.Key, "action", op.Action, "receipt", rc.ID, "how", how)
-	if last {
-		x.log.Info("run finished", "run_id", l.Run.ID, "status", string(record.StatusDone), "operations", len(l.State.Actions))
-	}
-	x.fail("after-receipt")
-	return nil
 }
 
 // AllCommitted says whether every action of st has its receipt.
