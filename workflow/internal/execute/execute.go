@@ -566,21 +566,7 @@ func (x *Runner) receipt(ctx context.Context, l *runtx.Loaded, op *record.Operat
 	if err != nil {
 		return fmt.Errorf("encode receipt of %s: %w", op.Key, err)
 	}
-	version, was := l.Run.Version, *op
-	err = x.writeReceipt(ctx, l, op, body, rc, how)
-	if errors.Is(err, storage.ErrHeadMoved) {
-		// Only the run's audit head moved, by an event of its own (a
-		// refused click while the call was out): the receipt is written
-		// again after it, on the run read again, if nothing else moved.
-		again, rerr := x.unmoved(ctx, l.Run.ID, version, &was)
-		if rerr != nil {
-			return rerr
-		}
-		if again != nil {
-			*l, *op = *again, was
-			err = x.writeReceipt(ctx, l, op, body, rc, how)
-		}
-	}
+	err = x.afterCall(ctx, l, op, func() error { return x.writeReceipt(ctx, l, op, body, rc, how) })
 	if refusedWrite(err) {
 		// Another worker moved the run on (our lease ran out while we were
 		// away; or wrote the operation's row, which only a held intent
@@ -603,6 +589,29 @@ func (x *Runner) receipt(ctx context.Context, l *runtx.Loaded, op *record.Operat
 // run or operation that moved on.
 func refusedWrite(err error) bool {
 	return errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate)
+}
+
+// afterCall runs write, which saves l with what op's call came to, and
+// once more, on the run read again, when only the run's audit head moved
+// since the intent's commit and nothing else did (a click refused while
+// the call was out): such an event never costs the call's outcome, which
+// the next round could only learn by asking the target, or not at all.
+// write works from l and op as they stand when it runs.
+func (x *Runner) afterCall(ctx context.Context, l *runtx.Loaded, op *record.Operation, write func() error) error {
+	version, was := l.Run.Version, *op
+	err := write()
+	if !errors.Is(err, storage.ErrHeadMoved) {
+		return err
+	}
+	again, rerr := x.unmoved(ctx, l.Run.ID, version, &was)
+	if rerr != nil {
+		return rerr
+	}
+	if again == nil {
+		return err
+	}
+	*l, *op = *again, was
+	return write()
 }
 
 // unmoved reads run id again and returns it when it is as the refused
@@ -678,15 +687,17 @@ func (x *Runner) unprovable(ctx context.Context, l *runtx.Loaded, op *record.Ope
 }
 
 func (x *Runner) stopOp(ctx context.Context, l *runtx.Loaded, op *record.Operation, status record.OpStatus, reason string) error {
-	op.Status, op.Error, op.UpdatedAt = status, reason, x.runs.Now()
-	SetOpRecord(l.State, op)
-	l.Run.Status, l.Run.Reason = record.StatusNeedsAttention, reason
-	err := x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
-		err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil, runtx.Also{Operation: op})
-		if err != nil {
-			return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
-		}
-		return nil
+	err := x.afterCall(ctx, l, op, func() error {
+		op.Status, op.Error, op.UpdatedAt = status, reason, x.runs.Now()
+		SetOpRecord(l.State, op)
+		l.Run.Status, l.Run.Reason = record.StatusNeedsAttention, reason
+		return x.runs.WriteCheckpoint(ctx, l, func(ctx context.Context, tx storage.Tx) error {
+			err := x.runs.SaveWith(ctx, tx, l, record.StatusExecuting, record.EventNeedsAttention, "signoff", map[string]string{"key": op.Key, "operation": string(status), "reason": reason}, nil, runtx.Also{Operation: op})
+			if err != nil {
+				return fmt.Errorf("record %s of %s: %w", status, op.Key, err)
+			}
+			return nil
+		})
 	})
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
 		return nil
