@@ -48,10 +48,12 @@ type Loaded struct {
 	// reservedAt is when More.Reserved, the run's audit head with seqs taken
 	// for the write after the read, was read (see SaveWith).
 	reservedAt time.Time
-	// follows is the run's audit head as l's last write left it (nil: no
-	// write of l committed with events): the next write of l follows it
-	// when it has no reservation (storage.RunWrite.Follows).
-	follows *record.AuditRunHead
+	// follows is the run's audit head as l's last write through Write
+	// left it, once that write committed (nil: none, or it wrote no
+	// events): the next write of l follows it when it has no reservation
+	// (storage.RunWrite.Follows). written is that head while the write is
+	// under way.
+	follows, written *record.AuditRunHead
 }
 
 // reservationLife is how long after its read a reservation serves a write:
@@ -382,13 +384,13 @@ func (rs *Runs) SaveWith(ctx context.Context, tx storage.Tx, l *Loaded, from rec
 			w.Reserved = res
 		}
 	}
-	w.Follows, l.follows = l.follows, nil
+	w.Follows, l.follows, l.written = l.follows, nil, nil
 	if err := tx.SaveRun(ctx, w); err != nil {
 		return &WriteError{fmt.Errorf("save checkpoint %d of run %s: %w", cp.Seq, l.Run.ID, err)}
 	}
 	if n := len(evs); n > 0 {
 		// Where the head is if this write commits (see Write).
-		l.follows = &record.AuditRunHead{RunID: l.Run.ID, Seq: evs[n-1].Seq, Hash: evs[n-1].Hash}
+		l.written = &record.AuditRunHead{RunID: l.Run.ID, Seq: evs[n-1].Seq, Hash: evs[n-1].Hash}
 	}
 	l.LastHash = cp.Hash
 	if cp.BaseSeq == 0 {
@@ -414,11 +416,13 @@ func (rs *Runs) WriteCheckpoint(ctx context.Context, l *Loaded, fn func(ctx cont
 // Write runs fn, which saves l, in one Update, and notes whether it
 // committed: only then is l the run as stored.
 func (rs *Runs) Write(ctx context.Context, l *Loaded, fn func(ctx context.Context, tx storage.Tx) error) error {
-	l.committed = false
+	l.committed, l.written = false, nil
 	err := rs.store.Update(ctx, fn)
 	l.committed = err == nil
-	if err != nil {
-		l.follows = nil
+	written := l.written
+	l.follows, l.written = nil, nil
+	if err == nil {
+		l.follows = written
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package runtx
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -180,6 +181,100 @@ func TestAReservationServesOneFreshWrite(t *testing.T) {
 				if got := w.Reserved != nil; got != tt.want[i] {
 					t.Errorf("write %d carried the reservation: %v, want %v", i+1, got, tt.want[i])
 				}
+			}
+		})
+	}
+}
+
+// headTx is recordingTx that gives each write's events the seqs and
+// hashes a store would.
+type headTx struct {
+	recordingTx
+	seq int64
+}
+
+func (t *headTx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
+	for _, e := range w.Events {
+		t.seq++
+		e.Seq, e.Hash = t.seq, fmt.Sprintf("h%d", t.seq)
+	}
+	return t.recordingTx.SaveRun(ctx, w)
+}
+
+// updateStore runs each Update's fn on tx and then fails it with fail.
+type updateStore struct {
+	storage.Store
+	tx   *headTx
+	fail error
+}
+
+func (s *updateStore) Update(ctx context.Context, fn func(context.Context, storage.Tx) error) error {
+	if err := fn(ctx, s.tx); err != nil {
+		return err
+	}
+	return s.fail
+}
+
+// A write through Write that committed leaves the head its last event is,
+// and the next write of the run follows it (RunWrite.Follows); a write that
+// did not commit, or one made in an Update of the caller's own, leaves
+// none; and a head serves one write.
+func TestAWriteFollowsTheHeadItsLastCommittedWriteLeft(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		first string // how the first write is made: "write", "failed write", "update"
+		want  string // the second write's Follows hash ("": none)
+	}{
+		{"committed", "write", "h2"},
+		{"not committed", "failed write", ""},
+		{"in the caller's update", "update", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tx := &headTx{}
+			st := &updateStore{tx: tx}
+			rs := &Runs{store: st, clock: wallClock{}, owner: "test", ttl: time.Minute}
+			l := &Loaded{
+				Run:   &record.Run{ID: "run-1", Workflow: "proposal", Status: record.StatusExecuting},
+				State: &record.State{SchemaVersion: record.SchemaVersion, RunID: "run-1", Workflow: "proposal", Summary: "refund"},
+			}
+			save := func(ctx context.Context, tx storage.Tx) error {
+				then := []Event{{Actor: "signoff", Action: record.EventFinished}}
+				return rs.SaveWith(ctx, tx, l, record.StatusExecuting, record.EventExecuted, "U1", nil, nil, Also{Then: then})
+			}
+			switch tt.first {
+			case "write":
+				if err := rs.Write(t.Context(), l, save); err != nil {
+					t.Fatal(err)
+				}
+			case "failed write":
+				st.fail = storage.ErrConflict
+				if err := rs.Write(t.Context(), l, save); err == nil {
+					t.Fatal("the failing write succeeded")
+				}
+				st.fail = nil
+			case "update":
+				if err := st.Update(t.Context(), save); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 2 {
+				if err := rs.Write(t.Context(), l, save); err != nil {
+					t.Fatal(err)
+				}
+			}
+			second, third := tx.saved[1], tx.saved[2]
+			got := ""
+			if second.Follows != nil {
+				got = second.Follows.Hash
+				if second.Follows.RunID != "run-1" || second.Follows.Seq != 2 {
+					t.Errorf("the second write follows %+v, want run-1 at seq 2", second.Follows)
+				}
+			}
+			if got != tt.want {
+				t.Errorf("the second write follows %q, want %q", got, tt.want)
+			}
+			if third.Follows == nil || third.Follows.Hash != "h4" {
+				t.Errorf("the third write follows %+v, want the second's last event h4", third.Follows)
 			}
 		})
 	}
