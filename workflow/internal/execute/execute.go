@@ -344,7 +344,7 @@ func (x *Runner) intend(ctx context.Context, l *runtx.Loaded, i int, a record.Ac
 		}
 		return nil
 	})
-	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
+	if refusedWrite(err) {
 		return nil // another worker got there first; the caller reloads
 	}
 	if err != nil {
@@ -699,7 +699,7 @@ func (x *Runner) stopOp(ctx context.Context, l *runtx.Loaded, op *record.Operati
 			return nil
 		})
 	})
-	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrDuplicate) {
+	if refusedWrite(err) {
 		return nil
 	}
 	if err == nil {
