@@ -304,8 +304,9 @@ type RunWrite struct {
 	// last event): a driver that keeps seqs taken ahead (PostgreSQL) may
 	// then append the transition's events after it with those seqs, and
 	// send everything with COMMIT, as after a reservation, with a head
-	// that moved since failing the Update with ErrConflict. Another driver
-	// reads the head inside the transaction and chains the events after it.
+	// that moved since failing the Update with ErrHeadMoved. Another
+	// driver reads the head inside the transaction and chains the events
+	// after it.
 	Follows *record.AuditRunHead
 	// Events are the transition's audit events of Run, in order, each
 	// appended after the records above as AppendAudit appends it (with

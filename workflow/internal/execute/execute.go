@@ -621,20 +621,19 @@ func (x *Runner) afterCall(ctx context.Context, l *runtx.Loaded, op *record.Oper
 func (x *Runner) unmoved(ctx context.Context, id string, version int64, was *record.Operation) (*runtx.Loaded, error) {
 	l, err := x.runs.View(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("read run %s again after its receipt's write was refused: %w", id, err)
+		return nil, fmt.Errorf("read run %s again after the write of its call's outcome was refused: %w", id, err)
 	}
 	if l.Run.Version != version || l.Run.Status != record.StatusExecuting {
 		return nil, nil
 	}
-	for _, op := range WithIntents(l.More.Operations, id, l.State) {
-		if op.Key == was.Key {
-			if op.Status == record.OpPending && op.Attempts == was.Attempts && op.Version == was.Version && op.ArgsDigest == was.ArgsDigest {
-				return l, nil
-			}
-			return nil, nil
-		}
+	i := slices.IndexFunc(WithIntents(l.More.Operations, id, l.State), func(op *record.Operation) bool {
+		return op.Key == was.Key && op.Status == record.OpPending && op.Attempts == was.Attempts &&
+			op.Version == was.Version && op.ArgsDigest == was.ArgsDigest
+	})
+	if i < 0 {
+		return nil, nil
 	}
-	return nil, nil
+	return l, nil
 }
 
 // writeReceipt records op's receipt (body, from rc) in l's next
