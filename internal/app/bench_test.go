@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -110,6 +111,9 @@ func TestBench(t *testing.T) {
 	// four raw commits at one client (the most SQLite runs them at).
 	checkSummary(t, rep, seen, "raw_commit/1")
 	for _, f := range rep.Figures {
+		if f.ServerCPUPerOp != 0 {
+			t.Errorf("%s with %d clients: %.3f ms of a server's CPU per operation on SQLite, which has no server", f.Name, f.Clients, f.ServerCPUPerOp)
+		}
 		if f.RoundTripsPerOp != 0 {
 			t.Errorf("%s with %d clients: %.1f round trips per operation on SQLite, which has no server", f.Name, f.Clients, f.RoundTripsPerOp)
 		}
@@ -177,8 +181,12 @@ func TestBenchPostgres(t *testing.T) {
 	if s := rep.Summary; s != nil && (s.RoundTripsPerRun != seen["e2e/64"].RoundTripsPerOp || s.RoundTripsPerRun < 4) {
 		t.Errorf("summary: %.2f round trips per run, e2e at 64 made %.2f (four commits at least)", s.RoundTripsPerRun, seen["e2e/64"].RoundTripsPerOp)
 	}
+	checkServerCPU(t, dsn, rep, seen)
 	var table bytes.Buffer
 	bench.Print(&table, rep)
+	if want := rep.Summary != nil && rep.Summary.CPURatioWithServer > 0; strings.Contains(table.String(), "with the server's CPU:") != want {
+		t.Errorf("the table says the ratio with the server's CPU: %v, want %v:\n%s", !want, want, table.String())
+	}
 	if !regexp.MustCompile(`bytes per run \(target 6144\), rows not counted on this database, [0-9.]+ round trips`).MatchString(table.String()) {
 		t.Errorf("the summary does not give a run's round trips:\n%s", table.String())
 	}
@@ -196,6 +204,38 @@ func TestBenchPostgres(t *testing.T) {
 	}
 	if left != 0 {
 		t.Errorf("schema %s left behind", schema)
+	}
+}
+
+// checkServerCPU: where the server at dsn runs on this machine, every
+// figure the store made (raw commits included) says what it cost the
+// server's processes, and the summary counts it on both sides of its ratio;
+// elsewhere no figure does.
+func checkServerCPU(t *testing.T, dsn string, rep *bench.Report, seen map[string]benchkit.Figure) {
+	t.Helper()
+	var pid int32
+	if err := pgtest.Conn(t, dsn).QueryRow(t.Context(), `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	_, local := benchkit.ServerCPU(int(pid))
+	for _, f := range rep.Figures {
+		if f.Name == "click_bare" {
+			continue // its store keeps nothing
+		}
+		if got := f.ServerCPUPerOp > 0; got != local {
+			t.Errorf("%s with %d clients: %.3f ms of the server's CPU per operation; the server runs here: %v", f.Name, f.Clients, f.ServerCPUPerOp, local)
+		}
+	}
+	s := rep.Summary
+	if !local {
+		if s.CPURatioWithServer != 0 {
+			t.Errorf("summary %+v: a ratio with the CPU of a server not found here", s)
+		}
+		return
+	}
+	e2e, raw := seen["e2e/64"], seen["raw_commit/8"]
+	if want := (e2e.CPUPerOp + e2e.ServerCPUPerOp) / (4 * (raw.CPUPerOp + raw.ServerCPUPerOp)); math.Abs(s.CPURatioWithServer-want) > 1e-9 {
+		t.Errorf("summary: %.3f with the server's CPU, want e2e/64's over 4 x raw_commit/8's, both with the server's: %.3f", s.CPURatioWithServer, want)
 	}
 }
 

@@ -38,8 +38,12 @@ type Figure struct {
 	// CPUPerOp is the CPU time this process (the engine, its store on
 	// SQLite, and the clients driving it) spent per operation, in
 	// milliseconds: steadier than rates on a busy machine. PostgreSQL's
-	// own is not in it. 0 where the system cannot say.
+	// own is ServerCPUPerOp. 0 where the system cannot say.
 	CPUPerOp float64 `json:"cpu_ms_per_op,omitempty"`
+	// ServerCPUPerOp is the CPU time the database server's processes spent
+	// per operation, in milliseconds (PostgreSQL on this machine, the
+	// whole server's: see Target.ServerCPU); 0 where not measured.
+	ServerCPUPerOp float64 `json:"server_cpu_ms_per_op,omitempty"`
 	// P50 and P99 are latencies of clicks, in milliseconds.
 	P50 float64 `json:"p50_ms,omitempty"`
 	P99 float64 `json:"p99_ms,omitempty"`
@@ -60,13 +64,16 @@ func Measure(ctx context.Context, t *Target, eng *workflow.Engine, clients []int
 		}
 	}
 	for _, c := range rawAt {
-		cpu := cpuMeter()
+		cpu, server := cpuMeter(), t.serverCPUMeter()
 		n, took, err := Drive(ctx, c, d, func(ctx context.Context) (bool, error) { return true, t.RawCommit(ctx, body) })
 		if err != nil {
 			return nil, fmt.Errorf("raw commits with %d clients: %w", c, err)
 		}
-		out = append(out, Figure{Name: "raw_commit", Clients: c, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds(),
-			CPUPerOp: cpu(n)})
+		f := Figure{Name: "raw_commit", Clients: c, Ops: n, Seconds: took.Seconds(), PerSec: float64(n) / took.Seconds(), CPUPerOp: cpu(n)}
+		if f.ServerCPUPerOp, err = server(n); err != nil {
+			return nil, fmt.Errorf("raw commits with %d clients: %w", c, err)
+		}
+		out = append(out, f)
 	}
 	for _, c := range clients {
 		var (
@@ -126,6 +133,7 @@ func (t *Target) figure(ctx context.Context, name string, clients int, run func(
 // figure.
 type counters struct {
 	size, syncs, rows, commits, roundTrips int64
+	serverCPU                              time.Duration
 }
 
 func (t *Target) counters(ctx context.Context) (counters, error) {
@@ -146,13 +154,19 @@ func (t *Target) counters(ctx context.Context) (counters, error) {
 	if t.RoundTrips != nil {
 		c.roundTrips = t.RoundTrips()
 	}
+	if t.ServerCPU != nil {
+		if c.serverCPU, err = t.ServerCPU(); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
 
 // Count runs one measurement (a driver's or the clicks' over HTTP, which
 // say how many operations they made in how long) and adds what the store
 // did for them, per operation: commits, flushes, bytes, rows and round
-// trips, and the process's CPU time unless run measured its own.
+// trips, the process's CPU time unless run measured its own, and the
+// database server's where it is measured.
 func (t *Target) Count(ctx context.Context, name string, clients int, run func() (Figure, error)) (Figure, error) {
 	c0, err := t.counters(ctx)
 	if err != nil {
@@ -175,6 +189,7 @@ func (t *Target) Count(ctx context.Context, name string, clients int, run func()
 		f.BytesPerOp = float64(c1.size-c0.size) / n
 		f.RowsPerOp = float64(c1.rows-c0.rows) / n
 		f.RoundTripsPerOp = float64(c1.roundTrips-c0.roundTrips) / n
+		f.ServerCPUPerOp = float64((c1.serverCPU - c0.serverCPU).Microseconds()) / 1000 / n
 		if f.CPUPerOp == 0 {
 			f.CPUPerOp = cpuPerOp
 		}
@@ -253,6 +268,26 @@ func Clicks(ctx context.Context, url string, clients int, d time.Duration, next 
 		f.P50, f.P99 = pct(0.50), pct(0.99)
 	}
 	return f, nil
+}
+
+// serverCPUMeter starts measuring the database server's CPU time (see
+// Target.ServerCPU): the function it returns gives the time since, per
+// operation of n, in milliseconds (0 where it is not measured).
+func (t *Target) serverCPUMeter() func(n int64) (float64, error) {
+	if t.ServerCPU == nil {
+		return func(int64) (float64, error) { return 0, nil }
+	}
+	start, err := t.ServerCPU()
+	return func(n int64) (float64, error) {
+		if err != nil || n == 0 {
+			return 0, err
+		}
+		now, err := t.ServerCPU()
+		if err != nil {
+			return 0, err
+		}
+		return float64((now - start).Microseconds()) / 1000 / float64(n), nil
+	}
 }
 
 // cpuMeter starts measuring this process's CPU time: the function it

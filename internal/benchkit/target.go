@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/signoff-dev/signoff/storage/counting"
 	"github.com/signoff-dev/signoff/storage/postgres"
@@ -46,6 +47,10 @@ type Target struct {
 	// RoundTrips counts the store's round trips to the server so far
 	// (PostgreSQL; nil for SQLite, which has no server).
 	RoundTrips func() int64
+	// ServerCPU is the CPU time the database server's processes have used
+	// so far (PostgreSQL on this machine: see ServerCPU); nil for SQLite,
+	// whose work is this process's, and for a server not found here.
+	ServerCPU func() (time.Duration, error)
 	// Reclaim gives the space a prune freed back to the file system, as
 	// `signoff prune` does on SQLite; nil on PostgreSQL, whose autovacuum
 	// makes it reusable on its own.
@@ -161,8 +166,13 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 	if err != nil {
 		return nil, errors.Join(err, sc.Drop(context.WithoutCancel(ctx)))
 	}
+	var serverCPU func() (time.Duration, error)
+	if pid, err := sc.BackendPID(ctx); err == nil {
+		serverCPU, _ = ServerCPU(pid)
+	}
 	return &Target{
 		Name:       "postgres",
+		ServerCPU:  serverCPU,
 		Store:      counting.New(st),
 		Where:      "schema " + sc.Schema + ", dropped after",
 		RawCommit:  sc.RawCommit,

@@ -322,25 +322,25 @@ func Print(out io.Writer, rep *Report) {
 	}()
 	fmt.Fprintf(&w, "signoff bench: %s (%s), %g s per figure, %d CPUs, GOGC %s, load average %s\n\n", rep.DB, rep.Where, rep.Duration, rep.CPUs, rep.GOGC, rep.Load)
 	tw := tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\trows/op\tround trips/op\tcpu ms/op\t")
+	fmt.Fprintln(tw, "figure\tclients\tper second\tcommits/op\tfsyncs/op\tbytes/op\trows/op\tround trips/op\tcpu ms/op\tserver cpu ms/op\t")
 	for _, f := range rep.Figures {
 		if strings.HasPrefix(f.Name, "click") || f.Name == "api_submit" {
 			continue
 		}
 		if f.Name == "raw_commit" {
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t\t\t\t%s\t\n", f.Name, f.Clients, f.PerSec, cpuCell(f))
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t\t\t\t\t\t%s\t%s\t\n", f.Name, f.Clients, f.PerSec, cpuCell(f), serverCPUCell(f))
 			continue
 		}
 		rows := "" // not counted on this database
 		if f.RowsPerOp > 0 {
 			rows = fmt.Sprintf("%.1f", f.RowsPerOp)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t%s\t%s\t\n", f.Name, f.Clients, f.PerSec, f.CommitsPerOp, f.SyncsPerOp, f.BytesPerOp, rows, roundTripsCell(f), cpuCell(f))
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t\n", f.Name, f.Clients, f.PerSec, f.CommitsPerOp, f.SyncsPerOp, f.BytesPerOp, rows, roundTripsCell(f), cpuCell(f), serverCPUCell(f))
 	}
 	tw.Flush()
 	fmt.Fprintln(&w)
 	tw = tabwriter.NewWriter(&w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "over HTTP\tat once\tper second\tp50 ms\tp99 ms\tcommits/op\tround trips/op\tcpu ms/op\t")
+	fmt.Fprintln(tw, "over HTTP\tat once\tper second\tp50 ms\tp99 ms\tcommits/op\tround trips/op\tcpu ms/op\tserver cpu ms/op\t")
 	for _, f := range rep.Figures {
 		if !strings.HasPrefix(f.Name, "click") && f.Name != "api_submit" {
 			continue
@@ -356,7 +356,7 @@ func Print(out io.Writer, rep *Report) {
 		if f.Name != "click_bare" {
 			commits = fmt.Sprintf("%.2f", f.CommitsPerOp)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t\n", name, f.Clients, f.PerSec, f.P50, f.P99, commits, roundTripsCell(f), cpuCell(f))
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", name, f.Clients, f.PerSec, f.P50, f.P99, commits, roundTripsCell(f), cpuCell(f), serverCPUCell(f))
 	}
 	tw.Flush()
 	printRatios(&w, rep.Figures)
@@ -369,6 +369,15 @@ func cpuCell(f benchkit.Figure) string {
 		return ""
 	}
 	return fmt.Sprintf("%.2f", f.CPUPerOp)
+}
+
+// serverCPUCell is a figure's server CPU time per operation, or nothing
+// where there is no server or it was not found on this machine.
+func serverCPUCell(f benchkit.Figure) string {
+	if f.ServerCPUPerOp == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", f.ServerCPUPerOp)
 }
 
 // roundTripsCell is a figure's round trips per operation, or nothing where

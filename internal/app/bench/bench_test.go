@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -60,6 +62,33 @@ func TestSummarize(t *testing.T) {
 				t.Errorf("summary %+v, want floor %s, ratio %.3f", s, tc.floorFrom, tc.ratio)
 			}
 		})
+	}
+}
+
+// TestSummarizeWithTheServersCPU: where the server's CPU was measured for
+// both the floor and the whole run, the summary counts it on both sides;
+// where either lacks it, it gives no such ratio.
+func TestSummarizeWithTheServersCPU(t *testing.T) {
+	e2e := benchkit.Figure{Name: "e2e", Clients: 64, CPUPerOp: 1.1, ServerCPUPerOp: 1.5}
+	raw := benchkit.Figure{Name: "raw_commit", Clients: 8, CPUPerOp: 0.07, ServerCPUPerOp: 0.15}
+	s := Summarize([]benchkit.Figure{raw, e2e})
+	if s == nil || math.Abs(s.E2ECPUWithServer-2.6) > 1e-9 || math.Abs(s.FloorCPUWithServer-0.88) > 1e-9 ||
+		math.Abs(s.CPURatioWithServer-2.6/0.88) > 1e-9 || math.Abs(s.CPURatio-1.1/0.28) > 1e-9 {
+		t.Fatalf("summary %+v, want 2.6 ms over 0.88 ms with the server, 1.1 over 0.28 without", s)
+	}
+	var out bytes.Buffer
+	printSummary(&out, s)
+	if !strings.Contains(out.String(), "with the server's CPU: 2.60 ms per run, 2.95x the floor's 0.88 ms (target 3x)") {
+		t.Errorf("summary lines lack the ratio with the server's CPU:\n%s", out.String())
+	}
+	raw.ServerCPUPerOp = 0
+	if s := Summarize([]benchkit.Figure{raw, e2e}); s == nil || s.CPURatioWithServer != 0 || s.E2ECPUWithServer != 0 {
+		t.Errorf("summary %+v: a ratio with the server's CPU where the floor lacks it", s)
+	}
+	out.Reset()
+	printSummary(&out, Summarize([]benchkit.Figure{raw, e2e}))
+	if strings.Contains(out.String(), "server") {
+		t.Errorf("summary lines speak of a server's CPU not measured:\n%s", out.String())
 	}
 }
 

@@ -152,6 +152,17 @@ func (s *Scratch) Vacuum(ctx context.Context) error {
 	return nil
 }
 
+// BackendPID is the server's process id of the scratch's own connection
+// (pg_backend_pid), by which a server on this machine is found among its
+// processes.
+func (s *Scratch) BackendPID(ctx context.Context) (int, error) {
+	var pid int32
+	if err := s.conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		return 0, fmt.Errorf("backend pid: %w", err)
+	}
+	return int(pid), nil
+}
+
 // WALSyncs is the server's count of WAL flushes (pg_stat_wal.wal_sync): the
 // whole server's, so other work on it counts too.
 func (s *Scratch) WALSyncs(ctx context.Context) (int64, error) {

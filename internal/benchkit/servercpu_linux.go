@@ -1,0 +1,72 @@
+//go:build linux
+
+package benchkit
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// ServerCPU returns a meter of the CPU time the PostgreSQL server that runs
+// backend (a connection's pg_backend_pid) has used so far: its postmaster's
+// and every child's of it (backends, the WAL writer, the checkpointer,
+// autovacuum), each single-threaded. ok is false when that server is not a
+// process tree here (a remote server, or one in another PID namespace: the
+// pid names no postgres process of this machine) or the kernel keeps no
+// schedstat.
+func ServerCPU(backend int) (meter func() (time.Duration, error), ok bool) {
+	comm, root, err := readProcStat(backend)
+	if err != nil || comm != "postgres" {
+		return nil, false
+	}
+	if comm, _, err := readProcStat(root); err != nil || comm != "postgres" {
+		return nil, false
+	}
+	if _, err := readSchedstat(root); err != nil {
+		return nil, false
+	}
+	return func() (time.Duration, error) { return treeCPU(root) }, true
+}
+
+// treeCPU is the CPU time of root and its children so far. A child that
+// ended is counted no more: the figures keep their connections open.
+func treeCPU(root int) (time.Duration, error) {
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("server cpu: %w", err)
+	}
+	var sum time.Duration
+	for _, e := range dir {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue // not a process
+		}
+		if pid != root {
+			if _, ppid, err := readProcStat(pid); err != nil || ppid != root {
+				continue // another's, or it ended since the directory was read
+			}
+		}
+		if d, err := readSchedstat(pid); err == nil {
+			sum += d
+		}
+	}
+	return sum, nil
+}
+
+func readProcStat(pid int) (comm string, ppid int, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, err
+	}
+	return parseProcStat(b)
+}
+
+func readSchedstat(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/schedstat")
+	if err != nil {
+		return 0, err
+	}
+	return parseSchedstat(b)
+}
