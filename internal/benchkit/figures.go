@@ -133,7 +133,7 @@ func (t *Target) figure(ctx context.Context, name string, clients int, run func(
 // figure.
 type counters struct {
 	size, syncs, rows, commits, roundTrips int64
-	serverCPU                              time.Duration
+	serverCPU                              ProcTimes
 }
 
 func (t *Target) counters(ctx context.Context) (counters, error) {
@@ -189,7 +189,9 @@ func (t *Target) Count(ctx context.Context, name string, clients int, run func()
 		f.BytesPerOp = float64(c1.size-c0.size) / n
 		f.RowsPerOp = float64(c1.rows-c0.rows) / n
 		f.RoundTripsPerOp = float64(c1.roundTrips-c0.roundTrips) / n
-		f.ServerCPUPerOp = float64((c1.serverCPU - c0.serverCPU).Microseconds()) / 1000 / n
+		if t.ServerCPU != nil {
+			f.ServerCPUPerOp = float64(c1.serverCPU.Since(c0.serverCPU).Microseconds()) / 1000 / n
+		}
 		if f.CPUPerOp == 0 {
 			f.CPUPerOp = cpuPerOp
 		}
@@ -286,7 +288,7 @@ func (t *Target) serverCPUMeter() func(n int64) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		return float64((now - start).Microseconds()) / 1000 / float64(n), nil
+		return float64(now.Since(start).Microseconds()) / 1000 / float64(n), nil
 	}
 }
 

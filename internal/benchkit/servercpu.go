@@ -14,6 +14,26 @@ import (
 // /proc, so that a raw commit and a whole run are both counted whole on
 // PostgreSQL, as they are on SQLite, whose work is in this process.
 
+// ProcTimes is the CPU time each process of a server has used so far, by
+// pid.
+type ProcTimes map[int]time.Duration
+
+// Since is the CPU time the processes of now used after then. A process
+// that ended in between is left out (its time is no longer anyone's to
+// read: the figures keep their own connections open, so what is lost is
+// other clients' work), and one that began (or took an ended one's pid)
+// counts from nothing, so that the sum never runs backwards.
+func (now ProcTimes) Since(then ProcTimes) time.Duration {
+	var sum time.Duration
+	for pid, t := range now {
+		if before, ok := then[pid]; ok && before <= t {
+			t -= before
+		}
+		sum += t
+	}
+	return sum
+}
+
 // parseProcStat reads the name and parent of a process from its
 // /proc/<pid>/stat line, "pid (comm) state ppid …", where comm may hold
 // spaces and parentheses: ppid is counted from comm's last ')'.

@@ -9,14 +9,14 @@ import (
 	"time"
 )
 
-// ServerCPU returns a meter of the CPU time the PostgreSQL server that runs
-// backend (a connection's pg_backend_pid) has used so far: its postmaster's
-// and every child's of it (backends, the WAL writer, the checkpointer,
-// autovacuum), each single-threaded. ok is false when that server is not a
+// ServerCPU returns a meter of the CPU time each process of the PostgreSQL
+// server that runs backend (a connection's pg_backend_pid) has used so far:
+// its postmaster's and every child's of it (backends, the WAL writer, the
+// checkpointer, autovacuum), each single-threaded. ok is false when that server is not a
 // process tree here (a remote server, or one in another PID namespace: the
 // pid names no postgres process of this machine) or the kernel keeps no
 // schedstat.
-func ServerCPU(backend int) (meter func() (time.Duration, error), ok bool) {
+func ServerCPU(backend int) (meter func() (ProcTimes, error), ok bool) {
 	comm, root, err := readProcStat(backend)
 	if err != nil || comm != "postgres" {
 		return nil, false
@@ -27,17 +27,16 @@ func ServerCPU(backend int) (meter func() (time.Duration, error), ok bool) {
 	if _, err := readSchedstat(root); err != nil {
 		return nil, false
 	}
-	return func() (time.Duration, error) { return treeCPU(root) }, true
+	return func() (ProcTimes, error) { return treeCPU(root) }, true
 }
 
-// treeCPU is the CPU time of root and its children so far. A child that
-// ended is counted no more: the figures keep their connections open.
-func treeCPU(root int) (time.Duration, error) {
+// treeCPU is the CPU time of root and of each of its children so far.
+func treeCPU(root int) (ProcTimes, error) {
 	dir, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("server cpu: %w", err)
+		return nil, fmt.Errorf("server cpu: %w", err)
 	}
-	var sum time.Duration
+	times := ProcTimes{}
 	for _, e := range dir {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -49,10 +48,10 @@ func treeCPU(root int) (time.Duration, error) {
 			}
 		}
 		if d, err := readSchedstat(pid); err == nil {
-			sum += d
+			times[pid] = d
 		}
 	}
-	return sum, nil
+	return times, nil
 }
 
 func readProcStat(pid int) (comm string, ppid int, err error) {

@@ -2,7 +2,5 @@
 
 package benchkit
 
-import "time"
-
 // ServerCPU: a server's processes are read from Linux's /proc only.
-func ServerCPU(int) (func() (time.Duration, error), bool) { return nil, false }
+func ServerCPU(int) (func() (ProcTimes, error), bool) { return nil, false }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/signoff-dev/signoff/storage/counting"
 	"github.com/signoff-dev/signoff/storage/postgres"
@@ -50,7 +49,7 @@ type Target struct {
 	// ServerCPU is the CPU time the database server's processes have used
 	// so far (PostgreSQL on this machine: see ServerCPU); nil for SQLite,
 	// whose work is this process's, and for a server not found here.
-	ServerCPU func() (time.Duration, error)
+	ServerCPU func() (ProcTimes, error)
 	// Reclaim gives the space a prune freed back to the file system, as
 	// `signoff prune` does on SQLite; nil on PostgreSQL, whose autovacuum
 	// makes it reusable on its own.
@@ -166,7 +165,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Target, error) {
 	if err != nil {
 		return nil, errors.Join(err, sc.Drop(context.WithoutCancel(ctx)))
 	}
-	var serverCPU func() (time.Duration, error)
+	var serverCPU func() (ProcTimes, error)
 	if pid, err := sc.BackendPID(ctx); err == nil {
 		serverCPU, _ = ServerCPU(pid)
 	}
