@@ -45,15 +45,22 @@ func BenchmarkEndToEnd(b *testing.B) {
 
 // BenchmarkEndToEndPostgres is BenchmarkEndToEnd at 64 clients on a schema
 // of its own on the server SIGNOFF_TEST_POSTGRES names (it skips without),
-// with the round trips each run made: the e2e/64 row of `signoff bench
-// --db postgres://…`, as a Go benchmark to profile.
+// with the round trips each run made and the CPU time it cost the server's
+// processes (where the server runs on this machine): the e2e/64 row of
+// `signoff bench --db postgres://…`, as a Go benchmark to profile.
 //
 //	go test ./internal/benchkit -run '^$' -bench EndToEndPostgres -benchtime 2000x -cpuprofile cpu.out
 func BenchmarkEndToEndPostgres(b *testing.B) {
 	t, eng := postgresEngine(b)
 	trips0 := t.RoundTrips()
+	server := t.serverCPUMeter()
 	benchWholeRuns(b, eng, 64)
 	b.ReportMetric(float64(t.RoundTrips()-trips0)/float64(b.N), "round-trips/run")
+	if ms, err := server(int64(b.N)); err != nil {
+		b.Fatal(err)
+	} else if ms > 0 {
+		b.ReportMetric(ms, "server-cpu-ms/run")
+	}
 }
 
 // benchWholeRuns times b.N whole runs on eng from clients at once and

@@ -135,6 +135,84 @@ func TestANewRunsWriteTakesPooledSeqs(t *testing.T) {
 	}
 }
 
+// TestANewRunsFirstEventsMakeItsHead: the statement that inserts a new
+// run's first events with pooled seqs (TestANewRunsWriteTakesPooledSeqs
+// counts its round trip) makes the run's head at the last of them, over none or over an empty one (a head read that wrote nothing);
+// where events about the run's id were written before it, the server
+// refuses the write (ErrHeadMoved) and nothing of it is stored.
+func TestANewRunsFirstEventsMakeItsHead(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, migrated(t))
+	old := &record.Run{ID: "run-old", Status: record.StatusWaitingApproval, Seq: 1}
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.SaveRun(ctx, &storage.RunWrite{Run: old, Checkpoint: &record.Checkpoint{RunID: old.ID, Seq: 1, SchemaVersion: 2, Hash: "h-old"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		before  func(t *testing.T, runID string)
+		refused bool
+	}{
+		{name: "none"},
+		{name: "empty", before: func(t *testing.T, runID string) {
+			if _, err := s.pool.Exec(t.Context(), `INSERT INTO audit_heads (run_id, seq, hash) VALUES ($1, 0, '')`, runID); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "events", refused: true, before: func(t *testing.T, runID string) {
+			if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				return tx.AppendAudit(ctx, &record.AuditEvent{RunID: runID, Action: "refused"}, nil)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := &record.Run{ID: "run-make-" + c.name, Status: record.StatusWaitingApproval, Seq: 1}
+			if c.before != nil {
+				c.before(t, run.ID)
+			}
+			// A reserving read tops the pool up.
+			if err := s.View(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				_, err := tx.LoadRun(ctx, old.ID, storage.RunParts{Reserve: true})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			evs := []*record.AuditEvent{{RunID: run.ID, Action: "proposed"}, {RunID: run.ID, Action: "gated"}}
+			err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+				return tx.SaveRun(ctx, &storage.RunWrite{Run: run, Events: evs,
+					Checkpoint: &record.Checkpoint{RunID: run.ID, Seq: 1, SchemaVersion: 2, Hash: "h-" + c.name}})
+			})
+			var events int
+			if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM audit WHERE run_id = $1`, run.ID).Scan(&events); err != nil {
+				t.Fatal(err)
+			}
+			if c.refused {
+				var runs int
+				if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM runs WHERE id = $1`, run.ID).Scan(&runs); err != nil {
+					t.Fatal(err)
+				}
+				if !errors.Is(err, storage.ErrHeadMoved) || runs != 0 || events != 1 {
+					t.Errorf("a new run whose id has events: %v, %d run rows, %d events; want ErrHeadMoved, none stored beside the one event", err, runs, events)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var head record.AuditRunHead
+			if err := s.pool.QueryRow(t.Context(), `SELECT seq, hash FROM audit_heads WHERE run_id = $1`, run.ID).Scan(&head.Seq, &head.Hash); err != nil {
+				t.Fatal(err)
+			}
+			if events != 2 || evs[0].PrevHash != "" || evs[1].PrevHash != evs[0].Hash || head.Seq != evs[1].Seq || head.Hash != evs[1].Hash {
+				t.Errorf("%d events %+v, head %+v; want two chained from none and the head at the second", events, evs, head)
+			}
+		})
+	}
+}
+
 // TestSubmissionsAloneFillThePool: a store that only takes submissions (no
 // reserving read) tops its pool up in the write of a new run that found it
 // empty, so that the next new run's write takes one round trip.

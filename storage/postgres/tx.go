@@ -335,9 +335,41 @@ func (dialect) Defer(c sqlstore.Conn, what, query string, args ...any) {
 	pgxTx(c).Defer(what, query, args...)
 }
 
-// AuditMoveHead moves the run's audit head in the statement that inserts the event.
-func (dialect) AuditMoveHead() string {
-	return `WITH head AS (UPDATE audit_heads SET seq = $1, hash = $8, key_id = $14, mac = $15 WHERE run_id = $2) `
+// AuditMoveHead moves the run's audit head in the statement that inserts
+// its events, once, to the last.
+func (dialect) AuditMoveHead(n int) string { return moveHeadClauses(n).move }
+
+// headClauses are the WITH clauses that move a run's head to the last of n
+// events an INSERT names (see sqlstore.Dialect.AuditMoveHead), for each way
+// it may move.
+type headClauses struct{ move, guarded, make string }
+
+// headClausesOf are the clauses of one and two events, made once: a
+// transition appends one or two.
+var headClausesOf = [...]headClauses{1: makeHeadClauses(1), 2: makeHeadClauses(2)}
+
+func moveHeadClauses(n int) headClauses {
+	if n < len(headClausesOf) {
+		return headClausesOf[n]
+	}
+	return makeHeadClauses(n)
+}
+
+// makeHeadClauses numbers the clauses' arguments for n events: the last
+// event's seq and hash, the run id of the first ($2), then, after every
+// event's 13, the head's key id and MAC and the hash a guarded move finds.
+func makeHeadClauses(n int) headClauses {
+	seq, hash := 13*(n-1)+1, 13*(n-1)+8
+	key, mac, from := 13*n+1, 13*n+2, 13*n+3
+	set := fmt.Sprintf(`seq = $%d, hash = $%d, key_id = $%d, mac = $%d`, seq, hash, key, mac)
+	return headClauses{
+		move:    `WITH head AS (UPDATE audit_heads SET ` + set + ` WHERE run_id = $2) `,
+		guarded: fmt.Sprintf(`WITH head AS (UPDATE audit_heads SET %s WHERE run_id = $2 AND hash = $%d RETURNING 1) `, set, from),
+		// A head made empty by a read that wrote nothing is taken as none.
+		make: fmt.Sprintf(`WITH head AS (INSERT INTO audit_heads (run_id, seq, hash, key_id, mac) VALUES ($2, $%d, $%d, $%d, $%d)
+			ON CONFLICT (run_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash, key_id = EXCLUDED.key_id, mac = EXCLUDED.mac
+			WHERE audit_heads.hash = '' RETURNING 1) `, seq, hash, key, mac),
+	}
 }
 
 // Batch sends qs as one pgx batch: one round trip for them all.
@@ -456,13 +488,11 @@ func (dialect) TopUp(c sqlstore.Conn) (sqlstore.Write, bool) {
 	}, true
 }
 
-// NewHead makes a new run's head, before its first event, as the head read
-// of a write that reads it does (AuditHeadWrites): empty, and left as it is
-// when one is there already, which the event's guarded move then refuses
-// unless it is empty.
-func (dialect) NewHead() string {
-	return `INSERT INTO audit_heads (run_id, seq, hash) VALUES ($1, 0, '') ON CONFLICT (run_id) DO NOTHING`
-}
+// AuditMakeHead makes a new run's head at the last of its first events,
+// in the statement that inserts them: where the run has a head already
+// (events about its id written before it), only an empty one is moved,
+// and the insert after it divides its seq by the heads made.
+func (dialect) AuditMakeHead(n int) string { return moveHeadClauses(n).make }
 
 // GuardedUpdate: the number of rows update changed divides one, so that
 // none fails the statement (division by zero, codeDivisionByZero), which
@@ -477,8 +507,6 @@ func (dialect) DeferGuarded(c sqlstore.Conn, what string, refused error, query s
 	pgxTx(c).DeferGuarded(what, refused, query, args...)
 }
 
-// GuardedAuditMoveHead moves the run's head only from the hash reserved
-// ($16); the insert after it divides its seq by the heads moved.
-func (dialect) GuardedAuditMoveHead() string {
-	return `WITH head AS (UPDATE audit_heads SET seq = $1, hash = $8, key_id = $14, mac = $15 WHERE run_id = $2 AND hash = $16 RETURNING 1) `
-}
+// GuardedAuditMoveHead moves the run's head only from the hash reserved;
+// the insert after it divides its seq by the heads moved.
+func (dialect) GuardedAuditMoveHead(n int) string { return moveHeadClauses(n).guarded }

@@ -212,7 +212,7 @@ func (dialect) RunAuditHead(ctx context.Context, c sqlstore.Conn, runID string) 
 }
 
 // AuditMoveHead: SQLite has no data-modifying WITH; the core upserts the head.
-func (dialect) AuditMoveHead() string { return "" }
+func (dialect) AuditMoveHead(int) string { return "" }
 
 // Batch: in process there is no round trip to save.
 func (d dialect) Batch(ctx context.Context, c sqlstore.Conn, qs []sqlstore.Query) error {

@@ -50,6 +50,9 @@ type auditHead struct {
 	// reservation, see Reserver): an event appended after it checks, on
 	// the server, that the head is still hash.
 	guarded bool
+	// fresh says the run has no head yet (a new run's, see SeqPooler):
+	// its first events make it.
+	fresh bool
 }
 
 // Reserver is a Dialect that takes a run's next audit seqs in a read
@@ -69,9 +72,10 @@ type Reserver interface {
 	// storage.ErrHeadMoved for an event whose head moved.
 	DeferGuarded(c Conn, what string, refused error, query string, args ...any)
 	// GuardedAuditMoveHead is AuditMoveHead for a head read before the
-	// transaction: it moves the head only while its hash is still $16, and
-	// the server fails the event's insert when it did not.
-	GuardedAuditMoveHead() string
+	// transaction: it moves the head only while its hash is still the
+	// argument after the MAC, and the server fails the events' insert
+	// when it did not.
+	GuardedAuditMoveHead(n int) string
 }
 
 // SeqPooler is a Reserver that keeps audit seqs taken ahead
@@ -85,9 +89,11 @@ type SeqPooler interface {
 	// events follow; 0 for a new run's), smaller first; ok is false when
 	// none are at hand (or c's transaction cannot write).
 	PooledSeqs(c Conn, after int64) (seq, spare int64, ok bool)
-	// NewHead is the statement ($1 the run id) that makes a new run's
-	// empty head, which its first event then moves, guarded.
-	NewHead() string
+	// AuditMakeHead is GuardedAuditMoveHead for a new run's first
+	// events: it makes the run's head at the last of them (or moves it
+	// there from an empty one), and the server fails the events' insert
+	// when the run has a head with events already.
+	AuditMakeHead(n int) string
 	// TopUp is a statement that takes seqs for the pool, for a write that
 	// reads its head in a round trip anyway (a new run that found none
 	// pooled); ok is false when the pool needs none.
@@ -96,21 +102,20 @@ type SeqPooler interface {
 
 // auditRunHead is the head SaveRun or an earlier event read ahead for the
 // same run, once, or else Dialect.AuditRunHead; on a Pipeliner it is read
-// with a spare seq (see AuditHeadWrites), which it returns (0: none).
-// guarded says the head was reserved before the transaction (see auditHead).
-func (t *Tx) auditRunHead(ctx context.Context, runID string) (seq, spare int64, hash string, guarded bool, err error) {
+// with a spare seq (see AuditHeadWrites).
+func (t *Tx) auditRunHead(ctx context.Context, runID string) (auditHead, error) {
 	if h := t.head; h != nil && h.runID == runID {
 		t.head = nil
-		return h.seq, h.spare, h.hash, h.guarded, nil
+		return *h, nil
 	}
+	h := auditHead{runID: runID}
 	if p, ok := t.d.(Pipeliner); ok {
-		if _, err := p.Pipeline(ctx, t.c, p.AuditHeadWrites(runID, &seq, &spare, &hash)); err != nil {
-			return 0, 0, "", false, err
-		}
-		return seq, spare, hash, false, nil
+		_, err := p.Pipeline(ctx, t.c, p.AuditHeadWrites(runID, &h.seq, &h.spare, &h.hash))
+		return h, err
 	}
-	seq, hash, err = t.d.AuditRunHead(ctx, t.c, runID)
-	return seq, 0, hash, false, err
+	var err error
+	h.seq, h.hash, err = t.d.AuditRunHead(ctx, t.c, runID)
+	return h, err
 }
 
 func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
@@ -120,10 +125,12 @@ func (t *Tx) SaveRun(ctx context.Context, w *storage.RunWrite) error {
 	if err := t.saveRunRecords(ctx, w); err != nil {
 		return err
 	}
-	for _, e := range w.Events {
-		if err := t.AppendAudit(ctx, e, w.Seal); err != nil {
+	for evs := w.Events; len(evs) > 0; {
+		n, err := t.appendAudits(ctx, evs, w.Seal)
+		if err != nil {
 			return err
 		}
+		evs = evs[n:]
 	}
 	return nil
 }
@@ -173,14 +180,19 @@ func (t *Tx) saveRunWithHead(ctx context.Context, rh RunHeads, w *storage.RunWri
 }
 
 // chainEvents is evs, events of one run, as appended after a head at
-// prev, the first taking seq: each with its format, seq, link, hash and
-// seal; and the head the last leaves.
+// prev, the first taking seq and each the next: each with its format, seq,
+// link, hash and seal; and the head the last leaves.
 func chainEvents(evs []*record.AuditEvent, seq int64, prev string, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) ([]*record.AuditEvent, *record.AuditRunHead) {
+	return chainEventsAt(evs, func(i int) int64 { return seq + int64(i) }, prev, seal)
+}
+
+// chainEventsAt is chainEvents where the i-th event takes seqAt(i).
+func chainEventsAt(evs []*record.AuditEvent, seqAt func(i int) int64, prev string, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) ([]*record.AuditEvent, *record.AuditRunHead) {
 	out := make([]*record.AuditEvent, len(evs))
 	var head record.AuditRunHead
 	for i, e := range evs {
 		next := *e
-		next.Format, next.Seq, next.PrevHash, next.Seal = record.AuditPerRun, seq+int64(i), prev, record.Seal{}
+		next.Format, next.Seq, next.PrevHash, next.Seal = record.AuditPerRun, seqAt(i), prev, record.Seal{}
 		next.Hash = record.AuditHash(&next)
 		head = record.AuditRunHead{RunID: next.RunID, Seq: next.Seq, Hash: next.Hash}
 		if seal != nil {
@@ -269,15 +281,15 @@ func (t *Tx) saveRunReserved(ctx context.Context, rv Reserver, w *storage.RunWri
 
 // saveNewRunPooled is saveRunReserved for a new run whose first events
 // take the pooled seqs seq and spare: its head, which it cannot have yet,
-// is made empty after its writes, and its events move it from there,
-// guarded, all with COMMIT.
+// is made by the statement that inserts them (AuditMakeHead), all with
+// COMMIT.
 func (t *Tx) saveNewRunPooled(ctx context.Context, sp SeqPooler, w *storage.RunWrite, seq, spare int64) error {
 	reserved := *w
 	reserved.Reserved = &storage.AuditReservation{RunID: w.Run.ID, Seq: seq, Spare: spare}
 	if err := t.saveRunReserved(ctx, sp, &reserved); err != nil {
 		return err
 	}
-	sp.DeferGuarded(t.c, fmt.Sprintf("make the audit head of run %s", w.Run.ID), storage.ErrConflict, sp.NewHead(), w.Run.ID)
+	t.head.fresh = true
 	return nil
 }
 

@@ -75,13 +75,13 @@ type Dialect interface {
 	// whatever lock keeps other appenders to the same run out until the
 	// transaction ends.
 	AuditRunHead(ctx context.Context, c Conn, runID string) (seq int64, hash string, err error)
-	// AuditMoveHead is put before the INSERT of an audit event, so that the
-	// same statement moves the run's row of audit_heads: a WITH clause that
-	// may name the INSERT's bound arguments (the first the seq, the second
-	// the run id, the eighth the hash) and two more after them, the head's
-	// key id and MAC. "" where the core moves the head with a statement of
-	// its own.
-	AuditMoveHead() string
+	// AuditMoveHead is put before the INSERT of n audit events of one run,
+	// so that the same statement moves the run's row of audit_heads to the
+	// last of them: a WITH clause that may name the INSERT's bound
+	// arguments (13 an event: the first the seq, the second the run id, the
+	// eighth the hash) and two more after them all, the head's key id and
+	// MAC. "" where the core moves the head with a statement of its own.
+	AuditMoveHead(n int) string
 	// Batch runs qs in order on c and hands each its rows, in as few round
 	// trips as the database allows (PostgreSQL pipelines them in one;
 	// SQLite, in process, runs them one after another with RunQueries).

@@ -977,61 +977,98 @@ func scanAudit(s Row) (*record.AuditEvent, error) {
 // run's chain stays linear, on one writer or several, while appends to
 // different runs do not wait for each other.
 func (t *Tx) AppendAudit(ctx context.Context, e *record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) error {
+	_, err := t.appendAudits(ctx, []*record.AuditEvent{e}, seal)
+	return err
+}
+
+// appendAudits is AppendAudit for the first of evs, events of one run in
+// order, or for the first two where the head came with a spare seq and one
+// deferred statement can insert both and move the head once (PostgreSQL):
+// it returns how many it appended, each rewritten as stored.
+func (t *Tx) appendAudits(ctx context.Context, evs []*record.AuditEvent, seal func(*record.AuditEvent, *record.AuditRunHead) (record.Seal, record.Seal)) (int, error) {
+	e := evs[0]
 	if rh, ok := t.d.(RunHeads); ok {
-		return t.appendToRun(ctx, rh, e, seal)
+		return 1, t.appendToRun(ctx, rh, e, seal)
 	}
-	seq, spare, prev, guarded, err := t.auditRunHead(ctx, e.RunID)
+	h, err := t.auditRunHead(ctx, e.RunID)
 	if err != nil {
-		return fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
+		return 0, fmt.Errorf("append audit %s of run %s: read the run's head: %w", e.Action, e.RunID, err)
 	}
-	evs, h := chainEvents([]*record.AuditEvent{e}, seq, prev, seal)
-	next, head := *evs[0], *h
-	args := auditArgs(&next)
-	with := t.d.AuditMoveHead()
-	if with != "" {
-		args = append(args, head.KeyID, head.MAC)
+	d, deferred := t.d.(Deferrer)
+	n := 1
+	if deferred && h.spare != 0 && len(evs) > 1 && evs[1].RunID == e.RunID && t.d.AuditMoveHead(2) != "" {
+		n = 2
 	}
-	values := auditValues
-	rv, reserved := t.d.(Reserver)
-	if guarded && reserved {
-		with = rv.GuardedAuditMoveHead()
-		args = append(args, prev)
-		// The seq divided by the heads moved: itself, or the server's
-		// refusal when the head is no longer prev.
-		values = `(? / (SELECT count(*) FROM head), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	}
-	insert := with + t.d.Bind(insertAudit+values)
+	seqs := [2]int64{h.seq, h.spare}
+	chained, head := chainEventsAt(evs[:n], func(i int) int64 { return seqs[i] }, h.hash, seal)
+	insert, args := t.auditInsert(chained, head, h)
 	// Where the insert moves the head itself, it can wait for the
-	// transaction's next round trip (Deferrer): the event is final here.
-	if d, ok := t.d.(Deferrer); ok && with != "" {
-		args[4] = slices.Clone(next.Detail) // sent later: the caller's buffer may be reused by then
+	// transaction's next round trip (Deferrer): the events are final here.
+	if deferred && args != nil {
 		what := fmt.Sprintf("append audit %s of run %s", e.Action, e.RunID)
-		if guarded && reserved {
+		if rv, ok := t.d.(Reserver); ok && h.guarded {
 			// The writes before it were as expected, or the transaction
 			// failed at them: a refusal here is the head's alone.
 			rv.DeferGuarded(t.c, what, storage.ErrHeadMoved, insert, args...)
 		} else {
 			d.Defer(t.c, what, insert, args...)
 		}
-		if spare != 0 {
+		if n == 1 && h.spare != 0 {
 			// The transaction holds the head's lock (or checks it, guarded)
 			// and has just moved it: a next event of the run links to this
 			// one under the spare seq, without asking the server.
-			t.head = &auditHead{runID: next.RunID, seq: spare, hash: next.Hash, guarded: guarded}
+			t.head = &auditHead{runID: e.RunID, seq: h.spare, hash: head.Hash, guarded: h.guarded}
 		}
-		*e = next
-		return nil
+	} else if err := t.appendAlone(ctx, chained[0], head); err != nil {
+		return 0, err
 	}
-	if _, err = t.c.Exec(ctx, insert, args...); err != nil {
+	for i, c := range chained {
+		*evs[i] = *c
+	}
+	return n, nil
+}
+
+// auditInsert is the statement that inserts evs, chained events of one run,
+// and moves its head to head in the same statement (from h: guarded when h
+// was read before the transaction, made when the run has none), with its
+// arguments: each event's, then the head's key id and MAC, then what a
+// guarded move checks. nil arguments: the dialect moves no head in an
+// insert (appendAlone).
+func (t *Tx) auditInsert(evs []*record.AuditEvent, head *record.AuditRunHead, h auditHead) (string, []any) {
+	n := len(evs)
+	with := t.d.AuditMoveHead(n)
+	if with == "" {
+		return "", nil
+	}
+	args := make([]any, 0, 13*n+3)
+	for _, e := range evs {
+		a := auditArgs(e)
+		a[4] = slices.Clone(e.Detail) // sent later: the caller's buffer may be reused by then
+		args = append(args, a...)
+	}
+	args = append(args, head.KeyID, head.MAC)
+	values := strings.Repeat(", "+auditValues, n)[2:]
+	if rv, ok := t.d.(Reserver); ok && h.guarded {
+		if sp, ok := t.d.(SeqPooler); ok && h.fresh {
+			with = sp.AuditMakeHead(n)
+		} else {
+			with = rv.GuardedAuditMoveHead(n)
+			args = append(args, h.hash)
+		}
+		// The first seq divided by the heads moved: itself, or the
+		// server's refusal when the head was not where it was read.
+		values = guardedAuditValues + values[len(auditValues):]
+	}
+	return with + t.d.Bind(insertAudit+values), args
+}
+
+// appendAlone inserts e and then moves its run's head to h, each by a
+// statement of its own (SQLite's audit_heads, where no insert moves a head).
+func (t *Tx) appendAlone(ctx context.Context, e *record.AuditEvent, h *record.AuditRunHead) error {
+	if _, err := t.c.Exec(ctx, t.d.Bind(insertAudit+auditValues), auditArgs(e)...); err != nil {
 		return fmt.Errorf("append audit %s of run %s: %w", e.Action, e.RunID, t.d.Err(err))
 	}
-	if with == "" {
-		if err := t.moveHead(ctx, &head); err != nil {
-			return err
-		}
-	}
-	*e = next
-	return nil
+	return t.moveHead(ctx, h)
 }
 
 // appendToRun is AppendAudit where the run row holds the run's head
@@ -1073,6 +1110,9 @@ func (t *Tx) appendToRun(ctx context.Context, rh RunHeads, e *record.AuditEvent,
 const (
 	insertAudit = `INSERT INTO audit (` + auditColumns + `) VALUES `
 	auditValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// guardedAuditValues is auditValues with the seq divided by the heads
+	// a guarded move moved (see Reserver.GuardedAuditMoveHead).
+	guardedAuditValues = `(? / (SELECT count(*) FROM head), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // auditArgs are e's values in auditColumns' order.
