@@ -26,7 +26,8 @@ approve, execute, done) at 1, 8 and 64 concurrent runs, with the commits
 Slack Approve clicks at 1 and 64 at once (p50, p99) beside the bare handler.
 On PostgreSQL raw commits are measured at 8 clients too: what the server and
 this machine give when nothing else is done per commit, beside which the
-engine's gain from 1 to 8 clients is read.
+engine's gain from 1 to 8 clients is read; and where the server runs on this
+machine, the CPU time of its processes is counted beside this process's.
 
 Without --db it works on a new SQLite file in a temporary folder. --db with a
 new file path uses that file (it must not exist; it is removed after);
