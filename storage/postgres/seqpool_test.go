@@ -72,12 +72,7 @@ func TestANewRunsWriteTakesPooledSeqs(t *testing.T) {
 	s := openStore(t, migrated(t))
 	now := time.Now()
 	s.seqs.now = func() time.Time { return now }
-	old := &record.Run{ID: "run-old", Status: record.StatusWaitingApproval, Seq: 1}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
-		return tx.SaveRun(ctx, &storage.RunWrite{Run: old, Checkpoint: &record.Checkpoint{RunID: old.ID, Seq: 1, SchemaVersion: 2, Hash: "h-old"}})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	old := waitingRun(t, s, "run-old")
 	for _, c := range []struct {
 		name  string
 		stale bool
@@ -137,18 +132,14 @@ func TestANewRunsWriteTakesPooledSeqs(t *testing.T) {
 
 // TestANewRunsFirstEventsMakeItsHead: the statement that inserts a new
 // run's first events with pooled seqs (TestANewRunsWriteTakesPooledSeqs
-// counts its round trip) makes the run's head at the last of them, over none or over an empty one (a head read that wrote nothing);
+// counts its round trip) makes the run's head at the last of them, over
+// none or over an empty one (a head read that wrote nothing);
 // where events about the run's id were written before it, the server
 // refuses the write (ErrHeadMoved) and nothing of it is stored.
 func TestANewRunsFirstEventsMakeItsHead(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, migrated(t))
-	old := &record.Run{ID: "run-old", Status: record.StatusWaitingApproval, Seq: 1}
-	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
-		return tx.SaveRun(ctx, &storage.RunWrite{Run: old, Checkpoint: &record.Checkpoint{RunID: old.ID, Seq: 1, SchemaVersion: 2, Hash: "h-old"}})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	old := waitingRun(t, s, "run-old")
 	for _, c := range []struct {
 		name    string
 		before  func(t *testing.T, runID string)
@@ -211,6 +202,19 @@ func TestANewRunsFirstEventsMakeItsHead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitingRun stores a run waiting for approval, with no events, whose
+// reserving read tops the store's pool up.
+func waitingRun(t *testing.T, s *Store, id string) *record.Run {
+	t.Helper()
+	r := &record.Run{ID: id, Status: record.StatusWaitingApproval, Seq: 1}
+	if err := s.Update(t.Context(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.SaveRun(ctx, &storage.RunWrite{Run: r, Checkpoint: &record.Checkpoint{RunID: r.ID, Seq: 1, SchemaVersion: 2, Hash: "h-" + id}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // TestSubmissionsAloneFillThePool: a store that only takes submissions (no
