@@ -133,7 +133,6 @@ func (t *Target) figure(ctx context.Context, name string, clients int, run func(
 // figure.
 type counters struct {
 	size, syncs, rows, commits, roundTrips int64
-	serverCPU                              ProcTimes
 }
 
 func (t *Target) counters(ctx context.Context) (counters, error) {
@@ -154,11 +153,6 @@ func (t *Target) counters(ctx context.Context) (counters, error) {
 	if t.RoundTrips != nil {
 		c.roundTrips = t.RoundTrips()
 	}
-	if t.ServerCPU != nil {
-		if c.serverCPU, err = t.ServerCPU(); err != nil {
-			return c, err
-		}
-	}
 	return c, nil
 }
 
@@ -172,12 +166,15 @@ func (t *Target) Count(ctx context.Context, name string, clients int, run func()
 	if err != nil {
 		return Figure{}, err
 	}
-	cpu := cpuMeter()
+	cpu, server := cpuMeter(), t.serverCPUMeter()
 	f, err := run()
 	if err != nil {
 		return Figure{}, fmt.Errorf("%s with %d clients: %w", name, clients, err)
 	}
 	cpuPerOp := cpu(f.Ops)
+	if f.ServerCPUPerOp, err = server(f.Ops); err != nil {
+		return Figure{}, fmt.Errorf("%s with %d clients: %w", name, clients, err)
+	}
 	c1, err := t.counters(ctx)
 	if err != nil {
 		return Figure{}, err
@@ -189,9 +186,6 @@ func (t *Target) Count(ctx context.Context, name string, clients int, run func()
 		f.BytesPerOp = float64(c1.size-c0.size) / n
 		f.RowsPerOp = float64(c1.rows-c0.rows) / n
 		f.RoundTripsPerOp = float64(c1.roundTrips-c0.roundTrips) / n
-		if t.ServerCPU != nil {
-			f.ServerCPUPerOp = float64(c1.serverCPU.Since(c0.serverCPU).Microseconds()) / 1000 / n
-		}
 		if f.CPUPerOp == 0 {
 			f.CPUPerOp = cpuPerOp
 		}
